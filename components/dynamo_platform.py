@@ -1,0 +1,44 @@
+"""The NVIDIA Dynamo platform: its namespace and a pinned `dynamo-platform` Helm release."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+@dataclass(frozen=True)
+class DynamoPlatformArgs:
+    namespace: str
+    release_name: str
+    chart_url: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+class DynamoPlatform(pulumi.ComponentResource):
+    """Operator (which applies the DGD CRDs itself: `dynamo-operator.upgradeCRD=true`) and its webhooks.
+
+    `release` is what DynamoGraphDeployments depend on: there is no data edge from a CR to the operator
+    that serves it, so `depends_on` is the honest wiring.
+    """
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: DynamoPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:dynamo:DynamoPlatform", name, None, opts)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": args.namespace}, opts=pulumi.ResourceOptions(parent=self)
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=args.release_name,
+            chart=args.chart_url,
+            namespace=namespace.metadata.name,
+            values=args.values,
+            atomic=True,
+            cleanup_on_fail=True,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs({"releaseStatus": self.release.status})

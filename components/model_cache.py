@@ -1,0 +1,57 @@
+"""The ReadWriteMany model cache every worker mounts, and the Job that fills it before serving starts."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+@dataclass(frozen=True)
+class ModelCacheArgs:
+    namespace: pulumi.Input[str]
+    hf_token_secret_name: pulumi.Input[str]
+    pvc: dict[str, Any]
+    download_job: dict[str, Any]
+    retain_on_delete: bool
+
+
+class ModelCache(pulumi.ComponentResource):
+    """PVC `shared-model-cache` + the download Job.
+
+    Pulumi waits for the Job to complete, so whatever depends on `download_job` (the serving targets,
+    whose pods run with `HF_HUB_OFFLINE=1`) starts only once the checkpoints are in the cache.
+    """
+
+    claim_name: pulumi.Output[str]
+    download_job: k8s.batch.v1.Job
+
+    def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:kubernetes:ModelCache", name, None, opts)
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={**args.pvc["metadata"], "namespace": args.namespace},
+            spec=args.pvc["spec"],
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+        )
+        job_spec = args.download_job["spec"]
+        pod_spec = job_spec["template"]["spec"]
+        (container,) = pod_spec["containers"]
+        container = {**container, "envFrom": [{"secretRef": {"name": args.hf_token_secret_name}}]}
+        volumes = [
+            {**v, "persistentVolumeClaim": {"claimName": pvc.metadata.name}} if "persistentVolumeClaim" in v else v
+            for v in pod_spec["volumes"]
+        ]
+        deadline = int(job_spec["activeDeadlineSeconds"])
+        self.download_job = k8s.batch.v1.Job(
+            f"{name}-download",
+            metadata={**args.download_job["metadata"], "namespace": args.namespace},
+            spec={**job_spec, "template": {**job_spec["template"], "spec": {**pod_spec, "containers": [container], "volumes": volumes}}},
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"),
+            ),
+        )
+        self.claim_name = pvc.metadata.name
+        self.register_outputs({"claimName": self.claim_name, "downloadJob": self.download_job.metadata.name})

@@ -1,0 +1,41 @@
+"""One serving target: its ConfigMap and DynamoGraphDeployment."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+
+@dataclass(frozen=True)
+class ServingTargetArgs:
+    namespace: pulumi.Input[str]
+    config_map: dict[str, Any]
+    dgd: dict[str, Any]
+    depends_on: Sequence[pulumi.Resource]
+
+
+class ServingTarget(pulumi.ComponentResource):
+    """The rendered recipe of one catalog target (see `nemotron.manifests`), applied as is."""
+
+    dgd_name: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ServingTargetArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:dynamo:ServingTarget", name, None, opts)
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata={**args.config_map["metadata"], "namespace": args.namespace},
+            data=args.config_map["data"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        dgd = k8s.apiextensions.CustomResource(
+            f"{name}-dgd",
+            api_version=args.dgd["apiVersion"],
+            kind=args.dgd["kind"],
+            metadata={**args.dgd["metadata"], "namespace": args.namespace},
+            spec=args.dgd["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map, *args.depends_on]),
+        )
+        self.dgd_name = dgd.metadata["name"]
+        self.register_outputs({"dgdName": self.dgd_name})

@@ -1,0 +1,84 @@
+"""One-line, key-path-first errors for bad stack input (config, catalog data, CLI arguments)."""
+from __future__ import annotations
+
+import typing
+from typing import Any, Iterable
+
+import pulumi
+import pydantic
+
+
+class ConfigError(pulumi.RunError):
+    """Bad stack input. A `RunError` so that `pulumi up` prints the message without a traceback."""
+
+    def __init__(self, key_path: str, problem: str, allowed: str | None = None) -> None:
+        self.key_path = key_path
+        message = f"{key_path}: {problem}"
+        if allowed:
+            message += f"; allowed: {allowed}"
+        super().__init__(message)
+
+    @classmethod
+    def combined(cls, errors: list["ConfigError"]) -> "ConfigError":
+        """All problems in one line, so a user fixes them in one pass."""
+        first = errors[0]
+        merged = cls(first.key_path, "")
+        merged.args = (" | ".join(str(e) for e in errors),)
+        return merged
+
+
+def key_path(parts: Iterable[Any], prefix: str = "") -> str:
+    """Render a pydantic `loc` as `prefix` + `a.b[0].c`."""
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return prefix + text
+
+
+def _field_names(model: type[pydantic.BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _model_at(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> type[pydantic.BaseModel] | None:
+    """Walk a model class along an error location to the model that owns the last key."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
+            return None
+        field = next(
+            (f for n, f in current.model_fields.items() if (f.alias or n) == part or n == part), None
+        )
+        if field is None:
+            return current
+        annotation = field.annotation
+        for _ in range(3):  # unwrap Optional[...] / list[...] / dict[str, ...]
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+                break
+            annotation = args[-1] if args else annotation
+        current = annotation
+    return current if isinstance(current, type) and issubclass(current, pydantic.BaseModel) else None
+
+
+def from_validation_error(
+    exc: pydantic.ValidationError, model: type[pydantic.BaseModel], prefix: str = ""
+) -> ConfigError:
+    """Turn every pydantic error into one line: `path: problem (got value); allowed: ...`."""
+    errors = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        path = key_path(loc, prefix)
+        if error["type"] == "extra_forbidden":
+            owner = _model_at(model, loc[:-1])
+            errors.append(ConfigError(path, "unknown key", ", ".join(_field_names(owner)) if owner else None))
+            continue
+        problem = error["msg"].removeprefix("Value error, ")
+        if error["type"] != "missing":
+            problem += f" (got {error.get('input')!r})"
+        errors.append(ConfigError(path, problem))
+    return ConfigError.combined(errors)

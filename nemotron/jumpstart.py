@@ -1,0 +1,308 @@
+"""Resolve a pinned SageMaker JumpStart model into the inputs of CreateModel and a production variant.
+
+A plain boto3 resolver instead of the SageMaker SDK: SDK v3 is a ~1 GB install whose JumpStart
+resolution is private, while the data is public JSON (a manifest and one spec per model version).
+The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts, image_uris, environment_variables,
+types.JumpStartMetadataConfig) so the stack deploys what `JumpStartModel(...).deploy()` would, but as
+plain values known at program time and checked before any resource exists.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping, Protocol
+
+from nemotron.errors import ConfigError
+
+MANIFEST_KEY = "models_manifest.json"
+CONTENT_BUCKET_OVERRIDE = "AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE"
+GATED_BUCKET_OVERRIDE = "AWS_JUMPSTART_GATED_CONTENT_BUCKET_OVERRIDE"
+MODEL_BUCKET_OVERRIDE = "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE"
+MANIFEST_DIR_OVERRIDE = "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE"
+SPECS_DIR_OVERRIDE = "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"
+# A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
+_COMPONENT_DENY_LIST = frozenset({
+    "model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message",
+    "deprecate_warn_message", "resource_name_base", "gated_bucket", "training_supported",
+    "incremental_training_supported",
+})
+
+
+class JumpStartError(ConfigError):
+    """A JumpStart setting that cannot resolve; a `ConfigError` so it reads like every other config error."""
+
+
+def content_bucket(region: str) -> str:
+    """Specs and public artifacts; the override lets a mirror or a test bucket stand in."""
+    return os.environ.get(CONTENT_BUCKET_OVERRIDE) or f"jumpstart-cache-prod-{region}"
+
+
+def gated_bucket(region: str) -> str:
+    """Artifacts of EULA-gated models, readable only with `ModelAccessConfig.AcceptEula`."""
+    return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
+
+
+def _artifact_bucket(region: str, gated: bool) -> str:
+    return os.environ.get(MODEL_BUCKET_OVERRIDE) or (gated_bucket(region) if gated else content_bucket(region))
+
+
+class SpecSource(Protocol):
+    """Where the manifest and specs come from: the live content bucket, or a committed copy of it."""
+
+    def read_json(self, key: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class S3SpecSource:
+    """Reads the regional content bucket, as the SDK does; use it to refresh or check the snapshot."""
+
+    region: str
+    s3_client: Any
+
+    def read_json(self, key: str) -> Any:
+        response = self.s3_client.get_object(Bucket=content_bucket(self.region), Key=key)
+        return json.loads(response["Body"].read())
+
+
+@dataclass(frozen=True)
+class SnapshotSpecSource:
+    """Reads a directory laid out like the bucket, so `pulumi preview` needs no S3 access and is repeatable.
+
+    The SDK's local-directory overrides still win, so one checkout can point at a freshly fetched copy.
+    """
+
+    directory: Path
+
+    def read_json(self, key: str) -> Any:
+        override = os.environ.get(MANIFEST_DIR_OVERRIDE if key == MANIFEST_KEY else SPECS_DIR_OVERRIDE)
+        return json.loads((Path(override or self.directory) / key).read_text())
+
+
+@dataclass(frozen=True)
+class ConfigKeys:
+    """The config key paths named in errors, so a message points at the line to fix."""
+
+    model_id: str
+    version: str
+    instance_type: str
+    accept_eula: str
+    region: str = "aws:region"
+
+    @classmethod
+    def under(cls, prefix: str, instance_type: str | None = None) -> ConfigKeys:
+        return cls(f"{prefix}.modelId", f"{prefix}.version", instance_type or f"{prefix}.instanceType",
+                   f"{prefix}.acceptEula")
+
+
+@dataclass(frozen=True)
+class S3ModelData:
+    """One CreateModel `S3DataSource`; `accept_eula` is None when the data needs no `ModelAccessConfig`."""
+
+    s3_uri: str
+    s3_data_type: str
+    compression_type: str
+    accept_eula: bool | None = None
+
+
+@dataclass(frozen=True)
+class AdditionalModelData:
+    """Mounted at /opt/ml/additional-model-data-sources/<channel_name> (e.g. a speculative-decoding draft)."""
+
+    channel_name: str
+    s3: S3ModelData
+
+
+@dataclass(frozen=True)
+class ResolvedJumpStartModel:
+    """Everything a SageMaker model and production variant need from the spec, and nothing AWS-side."""
+
+    model_id: str
+    version: str
+    region: str
+    instance_type: str
+    config_name: str | None
+    image_uri: str
+    model_data_source: S3ModelData
+    additional_model_data_sources: tuple[AdditionalModelData, ...]
+    environment: Mapping[str, str]
+    enable_network_isolation: bool
+    model_data_download_timeout: int | None
+    container_startup_health_check_timeout: int | None
+    volume_size_gb: int | None
+    default_instance_type: str | None
+    supported_instance_types: tuple[str, ...]
+    gated: bool
+    eula_key: str | None
+
+
+def resolve_jumpstart_model(
+    model_id: str, version: str, region: str, instance_type: str, *,
+    accept_eula: bool, source: SpecSource, keys: ConfigKeys = ConfigKeys.under("jumpstart"),
+) -> ResolvedJumpStartModel:
+    """Resolve one pinned (model id, version) for one instance type and region, or raise `JumpStartError`."""
+    manifest: list[dict[str, Any]] = source.read_json(MANIFEST_KEY)
+    entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
+    if not entries:
+        known = sorted({entry["model_id"] for entry in manifest})
+        close = difflib.get_close_matches(model_id, known, n=5, cutoff=0.5)
+        raise JumpStartError(keys.model_id, f"unknown JumpStart model id {model_id!r}",
+                             ", ".join(close) or f"one of the {len(known)} ids in {MANIFEST_KEY}")
+    versions = ", ".join(sorted(entries, key=_version_order))
+    if not version or "*" in version:
+        raise JumpStartError(keys.version, f"{version!r} is not pinned; pin a version", versions)
+    if version not in entries:
+        raise JumpStartError(keys.version, f"{model_id} has no version {version!r}", versions)
+
+    spec, config_name = _select_inference_config(source.read_json(entries[version]["spec_key"]), instance_type)
+    supported = tuple(spec.get("supported_inference_instance_types") or ())
+    if instance_type not in supported:
+        raise JumpStartError(keys.instance_type, f"{model_id} {version} does not support {instance_type!r}",
+                             ", ".join(supported))
+    eula_key = spec.get("hosting_eula_key")
+    gated = bool(spec.get("gated_bucket")) or eula_key is not None
+    if gated and not accept_eula:
+        raise _eula_error(keys, model_id, version, region, eula_key)
+
+    variants = spec.get("hosting_instance_type_variants") or {}
+    deploy_kwargs = spec.get("deploy_kwargs") or {}
+    volume_size = spec.get("inference_volume_size")
+    return ResolvedJumpStartModel(
+        model_id=model_id, version=version, region=region, instance_type=instance_type,
+        config_name=config_name,
+        image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
+        model_data_source=_s3_model_data(
+            _artifact_bucket(region, bool(spec.get("gated_bucket"))),
+            _artifact_key(spec, variants, instance_type, keys), True if gated else None),
+        additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
+        environment=MappingProxyType(_environment(spec, variants, instance_type)),
+        enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
+        model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
+        container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
+        volume_size_gb=volume_size if _volume_size_supported(instance_type) else None,
+        default_instance_type=spec.get("default_inference_instance_type"),
+        supported_instance_types=supported, gated=gated, eula_key=eula_key,
+    )
+
+
+def _version_order(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def _eula_error(keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None) -> JumpStartError:
+    where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}" if eula_key else "its model page"
+    return JumpStartError(keys.accept_eula, f"{model_id} {version} is gated and needs its EULA accepted",
+                          f"true, set after reading the EULA at {where}")
+
+
+def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset()) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if key in deny:
+            continue
+        both_dicts = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _deep_override(merged[key], value) if both_dicts else value
+    return merged
+
+
+def _select_inference_config(spec: dict[str, Any], instance_type: str) -> tuple[dict[str, Any], str | None]:
+    """Apply the best-ranked inference config that supports the instance type, as the SDK deploys it."""
+    configs = spec.get("inference_configs") or {}
+    components = spec.get("inference_config_components") or {}
+    ranking = ((spec.get("inference_config_rankings") or {}).get("overall") or {}).get("rankings") or sorted(configs)
+    for name in ranking:
+        resolved = spec
+        for component in configs[name].get("component_names") or ():
+            resolved = _deep_override(resolved, components[component], _COMPONENT_DENY_LIST)
+        if instance_type in (resolved.get("supported_inference_instance_types") or ()):
+            return resolved, name
+    return spec, None
+
+
+def _instance_family(instance_type: str) -> str | None:
+    parts = instance_type.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "ml" else None
+
+
+def _variant_property(variants: dict[str, Any], instance_type: str, section: str, name: str) -> Any:
+    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
+    for variant in (instance_type, _instance_family(instance_type)):
+        value = ((variants.get("variants") or {}).get(variant) or {}).get(section, {}).get(name)
+        if value:
+            return value
+    return None
+
+
+def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys, what: str) -> str:
+    alias = _variant_property(variants, instance_type, "regional_properties", "image_uri")
+    if not alias or not alias.startswith("$"):
+        raise JumpStartError(keys.instance_type, f"{what} names no image for {instance_type!r}",
+                             ", ".join(sorted(variants.get("variants") or {})))
+    regional = variants.get("regional_aliases") or {}
+    image = (regional.get(region) or {}).get(alias[1:])
+    if not image:
+        raise JumpStartError(keys.region, f"{what} has no image in {region!r}", ", ".join(sorted(regional)))
+    return image
+
+
+def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
+    """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
+    if spec.get("hosting_use_script_uri", True):
+        raise JumpStartError(keys.model_id, f"{spec['model_id']} {spec['version']} is a script-mode model "
+                             "(hosting_use_script_uri)", "models with a prepacked artifact")
+    return (_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
+            or spec["hosting_prepacked_artifact_key"])
+
+
+def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
+    """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
+    uri = key if key.startswith("s3://") else f"s3://{bucket}/{key}"
+    if uri.endswith("/"):
+        return S3ModelData(uri, "S3Prefix", "None", accept_eula)
+    return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
+
+
+def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys) -> list[AdditionalModelData]:
+    """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
+    sources = []
+    for entry in (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or ():
+        provider = entry.get("provider") or {}
+        gated = entry.get("hosting_eula_key") is not None or provider.get("classification") == "gated"
+        if gated and not accept_eula:
+            raise _eula_error(keys, spec["model_id"], spec["version"], region, entry.get("hosting_eula_key"))
+        if provider.get("name") == "JumpStart":
+            bucket = gated_bucket(region) if gated else content_bucket(region)
+        else:
+            bucket = f"sagemaker-sd-models-prod-{region}"
+        data = entry["s3_data_source"]
+        uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
+        sources.append(AdditionalModelData(entry["channel_name"], S3ModelData(
+            uri, data["s3_data_type"], data["compression_type"], True if gated else None)))
+    return sources
+
+
+def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: str) -> dict[str, str]:
+    """Spec defaults the model class needs, then the family variant, then the instance-type variant.
+
+    Variables with `required_for_model_class: false` belong to the SDK's script mode (SAGEMAKER_PROGRAM and
+    friends); `JumpStartModel` leaves them out, so do we.
+    """
+    environment = {
+        variable["name"]: str(variable["default"])
+        for variable in spec.get("inference_environment_variables") or ()
+        if variable.get("required_for_model_class")
+    }
+    for variant in (_instance_family(instance_type), instance_type):
+        properties = ((variants.get("variants") or {}).get(variant) or {}).get("properties") or {}
+        environment.update({name: str(value) for name, value in (properties.get("environment_variables") or {}).items()})
+    return environment
+
+
+def _volume_size_supported(instance_type: str) -> bool:
+    """SageMaker refuses an EBS volume size on families with local NVMe only (SDK: `volume_size_supported`)."""
+    family = _instance_family(instance_type) or ""
+    return "d" not in family and not family.startswith("g5")

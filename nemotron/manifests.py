@@ -1,0 +1,128 @@
+"""Upstream manifests -> the manifests this stack applies.
+
+Every change to an upstream object is one of the documented stack settings below; everything else is
+kept byte for byte (the conformance test holds the stack to that):
+
+| setting                                  | what it changes                                         |
+|------------------------------------------|---------------------------------------------------------|
+| `kubernetes.namespace`                   | `metadata.namespace` of every namespaced object         |
+| `dynamo.imagePullSecret`                 | `imagePullSecrets` of every pod (removed when unset)    |
+| `dynamo.runtime.registry` / `.tag`       | the registry and tag of every runtime image             |
+| `targets[].image`                        | every container image of that target                    |
+| `targets[].replicas.<component>`         | that component's `replicas`                             |
+| `modelCache.storageClassName` / `.size`  | the PVC's storage class and size                        |
+| `modelCache.checkpoints`                 | the download Job's model env vars and the repos it loops over |
+| `modelCache.download.*`                  | the download Job's `activeDeadlineSeconds` / `backoffLimit` |
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from nemotron.catalog import Catalog, Recipe
+from nemotron.config.serving import ModelCacheConfig, TargetConfig
+
+MODEL_CACHE_PVC = "shared-model-cache"
+HF_TOKEN_SECRET = "hf-token-secret"
+HF_TOKEN_KEY = "HF_TOKEN"
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """The stack-wide settings that change upstream manifests."""
+
+    namespace: str
+    image_pull_secret: Optional[str]
+    registry: str
+    tag: str
+
+
+def runtime_image(upstream_image: str, settings: ServingSettings) -> str:
+    """Keep the upstream repository name (e.g. `vllm-runtime`), swap registry and tag."""
+    repository = upstream_image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+    return f"{settings.registry}/{repository}:{settings.tag}"
+
+
+def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
+    if "imagePullSecrets" not in pod_spec:
+        return
+    if secret:
+        pod_spec["imagePullSecrets"] = [{"name": secret}]
+    else:
+        del pod_spec["imagePullSecrets"]
+
+
+def render_target(recipe: Recipe, target: TargetConfig, settings: ServingSettings) -> tuple[dict, dict]:
+    """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them."""
+    config_map, dgd = recipe.copy_manifests()
+    for manifest in (config_map, dgd):
+        manifest["metadata"]["namespace"] = settings.namespace
+    for component in dgd["spec"]["components"]:
+        if component["name"] in target.replicas:
+            component["replicas"] = target.replicas[component["name"]]
+        pod_spec = component["podTemplate"]["spec"]
+        _set_pull_secret(pod_spec, settings.image_pull_secret)
+        for container in pod_spec.get("containers", []):
+            container["image"] = target.image or runtime_image(container["image"], settings)
+    return config_map, dgd
+
+
+def replicas(recipe: Recipe, target: TargetConfig) -> dict[str, int]:
+    return {c["name"]: target.replicas.get(c["name"], c["replicas"]) for c in recipe.components}
+
+
+def gpus_used(recipe: Recipe, target: TargetConfig) -> int:
+    counts = replicas(recipe, target)
+    return sum(counts[c["name"]] * recipe.gpus_per_replica(c) for c in recipe.components)
+
+
+def render_model_cache_pvc(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
+    pvc = copy.deepcopy(catalog.model_cache_pvc)
+    pvc["metadata"]["namespace"] = settings.namespace
+    pvc["spec"]["storageClassName"] = cache.storageClassName
+    pvc["spec"]["resources"]["requests"]["storage"] = cache.size
+    return pvc
+
+
+def checkpoint_env_names(cache: ModelCacheConfig) -> dict[str, str]:
+    """`BASE_MODEL` for the base; a draft `<base>-DFlash` becomes `DFLASH_MODEL` (upstream's names)."""
+    base = cache.checkpoints.base
+    names = {"BASE_MODEL": base}
+    for index, draft in enumerate(cache.checkpoints.drafts):
+        suffix = draft[len(base) + 1:] if draft.startswith(base + "-") else f"DRAFT_{index}"
+        names[re.sub(r"[^A-Z0-9]+", "_", suffix.upper()) + "_MODEL"] = draft
+    return names
+
+
+DOWNLOAD_SCRIPT = """import os
+from pathlib import Path
+from huggingface_hub import snapshot_download
+
+for env_name in ({env_names}):
+    repo_id = os.environ[env_name]
+    print(f"Downloading {{repo_id}}", flush=True)
+    snapshot_download(repo_id=repo_id)
+
+for path in Path("/model-cache/hub").glob("*/snapshots"):
+    print(path)
+"""
+
+
+def render_download_job(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
+    """The upstream download Job, fetching exactly the configured checkpoints."""
+    job = copy.deepcopy(catalog.download_job)
+    job["metadata"]["namespace"] = settings.namespace
+    job["spec"]["activeDeadlineSeconds"] = cache.download.activeDeadlineSeconds
+    job["spec"]["backoffLimit"] = cache.download.backoffLimit
+    pod_spec = job["spec"]["template"]["spec"]
+    _set_pull_secret(pod_spec, settings.image_pull_secret)
+    (container,) = pod_spec["containers"]
+    container["image"] = runtime_image(container["image"], settings)
+    models = checkpoint_env_names(cache)
+    other_env = [e for e in container["env"] if not e["name"].endswith("_MODEL")]
+    container["env"] = [{"name": n, "value": repo} for n, repo in models.items()] + other_env
+    quoted = ", ".join(f'"{name}"' for name in models) + ("," if len(models) == 1 else "")
+    container["args"] = [DOWNLOAD_SCRIPT.format(env_names=quoted)]
+    return job

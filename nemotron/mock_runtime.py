@@ -1,0 +1,223 @@
+"""Run the stack's own `__main__.py` in-process under Pulumi's mock runtime and record every resource.
+
+This is how the offline render and the tests see the program: the same program `pulumi up` runs, with
+the engine replaced by a monitor that records each registration (type, name, parent, inputs, options)
+and answers with deterministic fake outputs (ids, ARNs) instead of creating anything.
+"""
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks, settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+SECRET = "[secret]"
+MOCK_ACCOUNT = "123456789012"
+MOCK_REGION = "us-east-1"
+# The wire marker of a secret value in deserialized inputs (pulumi.runtime.rpc._special_secret_sig).
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+def redact(value: Any) -> Any:
+    """Replace secret values by `"[secret]"`, recursively."""
+    if isinstance(value, dict):
+        if value.get(_SIG_KEY) == _SECRET_SIG:
+            return SECRET
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def plain_numbers(value: Any) -> Any:
+    """Mocks deliver every number as a float; give integral ones back their int form."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: plain_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_numbers(v) for v in value]
+    return value
+
+
+def _short(urn: str) -> str:
+    """`urn:pulumi:stack::project::a$b$type::name` -> `type::name`."""
+    if not urn:
+        return ""
+    qualified_type, name = urn.split("::")[2:4]
+    return f"{qualified_type.split('$')[-1]}::{name}"
+
+
+@dataclass
+class RecordedResource:
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    provider: str = ""
+    depends_on: list[str] = field(default_factory=list)
+    protect: bool = False
+    retain_on_delete: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "custom": self.custom,
+            "provider": self.provider,
+            "dependsOn": sorted(self.depends_on),
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
+            "inputs": plain_numbers(redact(self.inputs)),
+        }
+
+
+class DuplicateResourceError(Exception):
+    pass
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """A mock monitor that keeps every registration, components included, and rejects duplicate URNs
+    as the engine would."""
+
+    def __init__(self, mock_impl: mocks.Mocks) -> None:
+        super().__init__(mock_impl)
+        self.recorded: list[RecordedResource] = []
+        self._urns: set[str] = set()
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type != "pulumi:pulumi:Stack":
+            if urn in self._urns:
+                raise DuplicateResourceError(f"duplicate resource URN {urn}")
+            self._urns.add(urn)
+            inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
+            self.recorded.append(
+                RecordedResource(
+                    type=request.type,
+                    name=request.name,
+                    urn=urn,
+                    parent=_short(request.parent),
+                    custom=bool(request.custom),
+                    inputs=dict(inputs),
+                    provider=_short(request.provider.rpartition("::")[0]),
+                    depends_on=[_short(u) for u in request.dependencies],
+                    protect=bool(request.protect),
+                    retain_on_delete=bool(request.retainOnDelete),
+                )
+            )
+        return super().RegisterResource(request)
+
+
+def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic stand-ins for the outputs a provider would compute."""
+    package, module, kind = (type_token.split(":") + ["", ""])[:3]
+    outputs = dict(inputs)
+    if package == "aws":
+        service = module.split("/")[0]
+        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
+        outputs.setdefault("name", inputs.get("name", name))
+    return outputs
+
+
+class StackMocks(mocks.Mocks):
+    """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
+
+    def new_resource(self, args: mocks.MockResourceArgs):
+        return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
+
+    def call(self, args: mocks.MockCallArgs):
+        return {}, None
+
+
+@dataclass
+class ProgramRun:
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+
+    def of_type(self, type_token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> RecordedResource:
+        (match,) = [r for r in self.resources if r.name == name]
+        return match
+
+
+def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str, Any], list[str]]:
+    """The config of `Pulumi.<stack>.yaml` as the engine hands it to a program: `project:key` -> value
+    (objects as JSON), plus the keys that are secrets. `secure:` values and declared secrets that the file
+    does not set become `"[secret]"`: an offline render never sees a real secret."""
+    project_file = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())
+    project = project_file["name"]
+    stack_file = project_dir / f"Pulumi.{stack}.yaml"
+    if not stack_file.is_file():
+        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
+        raise FileNotFoundError(f"stack {stack!r} has no {stack_file.name}; available stacks: {', '.join(available)}")
+    values = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    config: dict[str, Any] = {}
+    secret_keys: list[str] = []
+    for key, value in values.items():
+        full_key = key if ":" in key else f"{project}:{key}"
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            config[full_key] = SECRET
+            secret_keys.append(full_key)
+        else:
+            config[full_key] = value if isinstance(value, str) else json.dumps(value)
+    for key, declaration in (project_file.get("config") or {}).items():
+        full_key = f"{project}:{key}"
+        if isinstance(declaration, dict) and declaration.get("secret") and full_key not in config:
+            config[full_key] = SECRET
+            secret_keys.append(full_key)
+    return config, secret_keys
+
+
+def _resolve(output: Any) -> Any:
+    async def value() -> Any:
+        resolved = pulumi.Output.from_input(output)
+        return SECRET if await resolved.is_secret() else await resolved.future()
+
+    return _sync_await(value())
+
+
+def run_program(
+    config: dict[str, Any],
+    secret_keys: Optional[list[str]] = None,
+    stack: str = "dev",
+    project_dir: Path = PROJECT_DIR,
+) -> ProgramRun:
+    """Run `__main__.py` with this config under mocks (preview=False) and return what it registered.
+
+    Exceptions from the program (a `ConfigError`, say) propagate after the runtime has shut down; the
+    monitor is then available as `run_program.last_monitor` for asserting nothing was registered."""
+    project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"]
+    stack_mocks = StackMocks()
+    monitor = RecordingMonitor(stack_mocks)
+    run_program.last_monitor = monitor  # type: ignore[attr-defined]
+    settings.set_root_resource(None)
+    pulumi.runtime.set_all_config(config, secret_keys or [])
+    mocks.set_mocks(stack_mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    sys.path.insert(0, str(project_dir))
+    previous_cwd = os.getcwd()
+    os.chdir(project_dir)
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")))
+    finally:
+        os.chdir(previous_cwd)
+        sys.path.remove(str(project_dir))
+    root = settings.get_root_resource()
+    outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(root.outputs.items())}
+    return ProgramRun(resources=monitor.recorded, outputs=outputs)

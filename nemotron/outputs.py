@@ -1,0 +1,43 @@
+"""The versioned contract of stack outputs that applications consume.
+
+`schemas/stack-outputs.v1.schema.json` is generated from `StackOutputs` (`make schema`) and a test keeps
+the two equal. Additive, optional fields keep the major version; anything else bumps it.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import pydantic
+
+CONTRACT_VERSION = "1.0"
+
+
+class _Contract(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class ServingEndpoint(_Contract):
+    """One way to call the model."""
+
+    id: str = pydantic.Field(description="Catalog target id (dynamo) or endpoint name (sagemaker).")
+    kind: Literal["dynamo", "sagemaker"]
+    servedModelName: str
+    url: str = pydantic.Field(description="OpenAI-compatible base URL (dynamo) or invoke URL (sagemaker).")
+    gpus: int = pydantic.Field(ge=0, description="GPUs the endpoint uses at its configured replica count.")
+    expectedOutputTokensPerSecond: Optional[float] = pydantic.Field(
+        default=None, description="Published output tok/s per GPU x GPUs used; null when unpublished."
+    )
+    expectedTokensPerSecondPerUser: Optional[float] = None
+    meetsPublishedCriteria: Optional[bool] = pydantic.Field(
+        default=None, description="tok/s/user and TTFT p50 meet the catalog's published criteria."
+    )
+
+
+class StackOutputs(_Contract):
+    contractVersion: Literal["1.0"] = CONTRACT_VERSION
+    endpoints: list[ServingEndpoint]
+
+
+def frontend_url(dgd_name: str, namespace: str) -> str:
+    """The in-cluster URL of a DGD's frontend Service (`<dgd>-frontend`, port 8000)."""
+    return f"http://{dgd_name}-frontend.{namespace}.svc.cluster.local:8000/v1"
