@@ -26,15 +26,13 @@ MODEL_BUCKET_OVERRIDE = "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE"
 MANIFEST_DIR_OVERRIDE = "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE"
 SPECS_DIR_OVERRIDE = "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
-_COMPONENT_DENY_LIST = frozenset({
-    "model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message",
-    "deprecate_warn_message", "resource_name_base", "gated_bucket", "training_supported",
-    "incremental_training_supported",
-})
+_COMPONENT_DENY_LIST = frozenset(
+    "model_id url version min_sdk_version deprecated deprecated_message deprecate_warn_message "
+    "resource_name_base gated_bucket training_supported incremental_training_supported".split())
 
 
 class JumpStartError(ConfigError):
-    """A JumpStart setting that cannot resolve; a `ConfigError` so it reads like every other config error."""
+    """A JumpStart setting that cannot resolve; a `ConfigError`, so it reads like every config error."""
 
 
 def content_bucket(region: str) -> str:
@@ -48,7 +46,9 @@ def gated_bucket(region: str) -> str:
 
 
 def _artifact_bucket(region: str, gated: bool) -> str:
-    return os.environ.get(MODEL_BUCKET_OVERRIDE) or (gated_bucket(region) if gated else content_bucket(region))
+    """The model-bucket override moves artifacts only (specs stay put), as in the SDK."""
+    default = gated_bucket(region) if gated else content_bucket(region)
+    return os.environ.get(MODEL_BUCKET_OVERRIDE) or default
 
 
 class SpecSource(Protocol):
@@ -71,7 +71,7 @@ class S3SpecSource:
 
 @dataclass(frozen=True)
 class SnapshotSpecSource:
-    """Reads a directory laid out like the bucket, so `pulumi preview` needs no S3 access and is repeatable.
+    """Reads a directory laid out like the bucket, so previews are repeatable and need no S3 access.
 
     The SDK's local-directory overrides still win, so one checkout can point at a freshly fetched copy.
     """
@@ -94,9 +94,8 @@ class ConfigKeys:
     region: str = "aws:region"
 
     @classmethod
-    def under(cls, prefix: str, instance_type: str | None = None) -> ConfigKeys:
-        return cls(f"{prefix}.modelId", f"{prefix}.version", instance_type or f"{prefix}.instanceType",
-                   f"{prefix}.acceptEula")
+    def under(cls, prefix: str) -> ConfigKeys:
+        return cls(f"{prefix}.modelId", f"{prefix}.version", f"{prefix}.instanceType", f"{prefix}.acceptEula")
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ class S3ModelData:
 
 @dataclass(frozen=True)
 class AdditionalModelData:
-    """Mounted at /opt/ml/additional-model-data-sources/<channel_name> (e.g. a speculative-decoding draft)."""
+    """Mounted at /opt/ml/additional-model-data-sources/<channel_name>, e.g. a speculative draft."""
 
     channel_name: str
     s3: S3ModelData
@@ -119,7 +118,7 @@ class AdditionalModelData:
 
 @dataclass(frozen=True)
 class ResolvedJumpStartModel:
-    """Everything a SageMaker model and production variant need from the spec, and nothing AWS-side."""
+    """What a SageMaker model and production variant take from the spec; nothing account-specific."""
 
     model_id: str
     version: str
@@ -144,7 +143,7 @@ def resolve_jumpstart_model(
     model_id: str, version: str, region: str, instance_type: str, *,
     accept_eula: bool, source: SpecSource, keys: ConfigKeys = ConfigKeys.under("jumpstart"),
 ) -> ResolvedJumpStartModel:
-    """Resolve one pinned (model id, version) for one instance type and region, or raise `JumpStartError`."""
+    """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`."""
     manifest: list[dict[str, Any]] = source.read_json(MANIFEST_KEY)
     entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
     if not entries:
@@ -158,7 +157,7 @@ def resolve_jumpstart_model(
     if version not in entries:
         raise JumpStartError(keys.version, f"{model_id} has no version {version!r}", versions)
 
-    spec, config_name = _select_inference_config(source.read_json(entries[version]["spec_key"]), instance_type)
+    spec, config_name = _select_config(source.read_json(entries[version]["spec_key"]), instance_type)
     supported = tuple(spec.get("supported_inference_instance_types") or ())
     if instance_type not in supported:
         raise JumpStartError(keys.instance_type, f"{model_id} {version} does not support {instance_type!r}",
@@ -193,13 +192,17 @@ def _version_order(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
-def _eula_error(keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None) -> JumpStartError:
-    where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}" if eula_key else "its model page"
+def _eula_error(
+    keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None,
+) -> JumpStartError:
+    where = "its model page"
+    if eula_key:
+        where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
     return JumpStartError(keys.accept_eula, f"{model_id} {version} is gated and needs its EULA accepted",
                           f"true, set after reading the EULA at {where}")
 
 
-def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset()) -> dict[str, Any]:
+def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozenset = frozenset()) -> dict:
     merged = dict(base)
     for key, value in override.items():
         if key in deny:
@@ -209,11 +212,12 @@ def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozens
     return merged
 
 
-def _select_inference_config(spec: dict[str, Any], instance_type: str) -> tuple[dict[str, Any], str | None]:
+def _select_config(spec: dict[str, Any], instance_type: str) -> tuple[dict[str, Any], str | None]:
     """Apply the best-ranked inference config that supports the instance type, as the SDK deploys it."""
     configs = spec.get("inference_configs") or {}
     components = spec.get("inference_config_components") or {}
-    ranking = ((spec.get("inference_config_rankings") or {}).get("overall") or {}).get("rankings") or sorted(configs)
+    rankings = (spec.get("inference_config_rankings") or {}).get("overall") or {}
+    ranking = rankings.get("rankings") or sorted(configs)
     for name in ranking:
         resolved = spec
         for component in configs[name].get("component_names") or ():
@@ -249,7 +253,7 @@ def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: 
     return image
 
 
-def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
+def _artifact_key(spec: dict, variants: dict, instance_type: str, keys: ConfigKeys) -> str:
     """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
     if spec.get("hosting_use_script_uri", True):
         raise JumpStartError(keys.model_id, f"{spec['model_id']} {spec['version']} is a script-mode model "
@@ -266,18 +270,17 @@ def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelDa
     return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
 
 
-def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys) -> list[AdditionalModelData]:
+def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys) -> list:
     """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
-    sources = []
+    sources: list[AdditionalModelData] = []
     for entry in (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or ():
         provider = entry.get("provider") or {}
         gated = entry.get("hosting_eula_key") is not None or provider.get("classification") == "gated"
         if gated and not accept_eula:
             raise _eula_error(keys, spec["model_id"], spec["version"], region, entry.get("hosting_eula_key"))
+        bucket = f"sagemaker-sd-models-prod-{region}"  # the SDK's draft-model bucket, unless JumpStart's own
         if provider.get("name") == "JumpStart":
             bucket = gated_bucket(region) if gated else content_bucket(region)
-        else:
-            bucket = f"sagemaker-sd-models-prod-{region}"
         data = entry["s3_data_source"]
         uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
         sources.append(AdditionalModelData(entry["channel_name"], S3ModelData(
@@ -288,8 +291,8 @@ def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, ke
 def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: str) -> dict[str, str]:
     """Spec defaults the model class needs, then the family variant, then the instance-type variant.
 
-    Variables with `required_for_model_class: false` belong to the SDK's script mode (SAGEMAKER_PROGRAM and
-    friends); `JumpStartModel` leaves them out, so do we.
+    Variables with `required_for_model_class: false` belong to the SDK's script mode (SAGEMAKER_PROGRAM
+    and friends); `JumpStartModel` leaves them out, so do we.
     """
     environment = {
         variable["name"]: str(variable["default"])
@@ -298,11 +301,12 @@ def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: 
     }
     for variant in (_instance_family(instance_type), instance_type):
         properties = ((variants.get("variants") or {}).get(variant) or {}).get("properties") or {}
-        environment.update({name: str(value) for name, value in (properties.get("environment_variables") or {}).items()})
+        overlay = properties.get("environment_variables") or {}
+        environment.update({name: str(value) for name, value in overlay.items()})
     return environment
 
 
 def _volume_size_supported(instance_type: str) -> bool:
-    """SageMaker refuses an EBS volume size on families with local NVMe only (SDK: `volume_size_supported`)."""
+    """SageMaker refuses a volume size where storage is local NVMe only (SDK: `volume_size_supported`)."""
     family = _instance_family(instance_type) or ""
     return "d" not in family and not family.startswith("g5")

@@ -30,10 +30,11 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 
 def redact(value: Any) -> Any:
-    """Replace secret values by `"[secret]"`, recursively."""
+    """Replace secret values by `"[secret]"`, recursively; a secret map keeps its keys."""
     if isinstance(value, dict):
         if value.get(_SIG_KEY) == _SECRET_SIG:
-            return SECRET
+            inner = value.get("value")
+            return {k: SECRET for k in inner} if isinstance(inner, dict) else SECRET
         return {k: redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]

@@ -296,6 +296,7 @@ def warm(files: list[CheckpointFile], state: dict[str, dict[str, int]], state_di
 
 def run_pass(args: argparse.Namespace) -> WarmReport:
     """Scan, warm what is not warm, and make the ready file say exactly whether everything is."""
+    args.state_dir.mkdir(parents=True, exist_ok=True)
     selection = scan(args.cache_root, args.models)
     for subject, reason in selection.problems.items():
         log.error("cannot warm %s: %s", subject, reason)
@@ -378,7 +379,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if is_ready(args.state_dir) else 1
     if args.wait_ready:
         return 0 if wait_ready(args.state_dir, args.timeout) else 1
-    args.state_dir.mkdir(parents=True, exist_ok=True)
     apply_io_priority(args.io_priority)
     if not args.watch:
         report = run_pass(args)

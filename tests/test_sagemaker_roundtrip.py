@@ -13,6 +13,7 @@ import moto.sagemaker.models
 import pytest
 from moto import mock_aws
 
+from nemotron import jumpstart
 from nemotron.jumpstart import ResolvedJumpStartModel, S3ModelData, SnapshotSpecSource, resolve_jumpstart_model
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,7 +22,8 @@ VARIANT = "AllTraffic"
 CASES = {
     "public-g6e": ("huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16", "1.0.0", "ml.g6e.12xlarge",
                    REPO / "catalog" / "jumpstart"),
-    "gated-p5en-draft": ("test-gated-nemotron-shaped", "2.1.0", "ml.p5en.48xlarge", REPO / "tests" / "data" / "jumpstart"),
+    "gated-p5en-draft": ("test-gated-nemotron-shaped", "2.1.0", "ml.p5en.48xlarge",
+                         REPO / "tests" / "data" / "jumpstart"),
 }
 
 
@@ -41,9 +43,8 @@ def current_gpu_instances_allowed(monkeypatch):
 
 @pytest.fixture
 def aws(current_gpu_instances_allowed, monkeypatch):
-    for name in ("AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE", "AWS_JUMPSTART_GATED_CONTENT_BUCKET_OVERRIDE",
-                 "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE", "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE",
-                 "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"):
+    for name in (jumpstart.CONTENT_BUCKET_OVERRIDE, jumpstart.GATED_BUCKET_OVERRIDE, jumpstart.MODEL_BUCKET_OVERRIDE,
+                 jumpstart.MANIFEST_DIR_OVERRIDE, jumpstart.SPECS_DIR_OVERRIDE):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         yield boto3.session.Session(region_name=REGION)
@@ -91,12 +92,14 @@ def requests(model: ResolvedJumpStartModel, name: str, role_arn: str, kms_key: s
                 "TrafficRoutingConfiguration": {"Type": "CANARY", "WaitIntervalInSeconds": 600,
                                                 "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 10}},
                 "TerminationWaitInSeconds": 600, "MaximumExecutionTimeoutInSeconds": 3600},
-            "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": f"{name}-5xx"}, {"AlarmName": f"{name}-p99-latency"}]}}},
+            "AutoRollbackConfiguration": {
+                "Alarms": [{"AlarmName": f"{name}-5xx"}, {"AlarmName": f"{name}-p99-latency"}]}}},
         "target": {**target, "MinCapacity": 1, "MaxCapacity": 4},
         "policy": {**target, "PolicyName": f"{name}-invocations", "PolicyType": "TargetTrackingScaling",
                    "TargetTrackingScalingPolicyConfiguration": {
                        "TargetValue": 4.0, "ScaleInCooldown": 600, "ScaleOutCooldown": 300,
-                       "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}}},
+                       "PredefinedMetricSpecification": {
+                           "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"}}},
     }
 
 
@@ -113,7 +116,7 @@ def test_resolved_model_deploys_through_every_request_shape(aws, case):
     autoscaling = aws.client("application-autoscaling")
     calls = requests(model, "nemotron-jumpstart", role["Arn"], kms_key)
 
-    sagemaker.create_model(**calls["model"])
+    sagemaker.create_model(**calls["model"])  # moto reports EnableNetworkIsolation False whatever is sent
     sagemaker.create_endpoint_config(**calls["config"])
     cloudwatch.put_metric_alarm(**calls["errors_alarm"])
     cloudwatch.put_metric_alarm(**calls["latency_alarm"])

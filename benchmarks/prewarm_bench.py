@@ -1,0 +1,232 @@
+"""Benchmark prewarm/prewarm.py on a synthetic checkpoint in Hugging Face cache layout.
+
+Not a test: it writes GBs and needs root to drop the page cache. In one run it measures a cold
+single-reader read, the best cold parallel raw read over several reader counts, the prewarm
+program's cold throughput, and a loader's time from a cold cache versus right after prewarm.
+Goals: prewarm >= 0.9 x the best raw read; cold load >= 5 x the warm load.
+
+    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import mmap
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+PREWARM = Path(__file__).resolve().parents[1] / "prewarm" / "prewarm.py"
+BASE_MODEL = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+MODELS = (BASE_MODEL, f"{BASE_MODEL}-DFlash", f"{BASE_MODEL}-DSpark")
+DRAFT_BYTES = 64 << 20
+PATTERN_BYTES = 64 << 20
+BUFFER_BYTES = 8 << 20
+RANGE_BYTES = 64 << 20
+READER_COUNTS = (1, 2, 4, 8)
+PREWARM_THREADS = 8
+PREWARM_GOAL = 0.9
+LOAD_GOAL = 5.0
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    readers: str
+    seconds: float
+    num_bytes: int
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.num_bytes / self.seconds / 1e6
+
+
+def add_file(cache_root: Path, repo_id: str, name: str, size: int, pattern: bytes) -> Path:
+    """Write a blob and link it from snapshots/<rev>/, as huggingface_hub does; returns the link."""
+    repo_dir = cache_root / "hub" / ("models--" + repo_id.replace("/", "--"))
+    revision = hashlib.sha1(repo_id.encode()).hexdigest()
+    blob = repo_dir / "blobs" / hashlib.sha256(f"{repo_id}/{name}".encode()).hexdigest()
+    blob.parent.mkdir(parents=True, exist_ok=True)
+    with open(blob, "wb") as out:
+        for offset in range(0, size, len(pattern)):
+            out.write(pattern[: min(len(pattern), size - offset)])
+        out.flush()
+        os.fsync(out.fileno())
+    link = repo_dir / "snapshots" / revision / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo_dir / "refs").mkdir(exist_ok=True)
+    (repo_dir / "refs" / "main").write_text(revision)
+    return link
+
+
+def make_checkpoint(cache_root: Path, size_bytes: int, shard_bytes: int) -> list[Path]:
+    pattern = os.urandom(PATTERN_BYTES)
+    count = math.ceil(size_bytes / shard_bytes)
+    shards = [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]
+    index = json.dumps({"weight_map": {f"layer.{i}": shard for i, shard in enumerate(shards)}}).encode()
+    paths = [add_file(cache_root, BASE_MODEL, shard, min(shard_bytes, size_bytes - i * shard_bytes), pattern)
+             for i, shard in enumerate(shards)]
+    paths.append(add_file(cache_root, BASE_MODEL, "model.safetensors.index.json", len(index), index))
+    for repo_id in MODELS:
+        paths.append(add_file(cache_root, repo_id, "config.json", 4096, pattern))
+        paths.append(add_file(cache_root, repo_id, "tokenizer.json", 4 << 20, pattern))
+    for draft in MODELS[1:]:
+        paths.append(add_file(cache_root, draft, "model.safetensors", DRAFT_BYTES, pattern))
+    return paths
+
+
+def drop_page_cache() -> bool:
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3")
+    except OSError:
+        return False
+    return True
+
+
+def sequential_read(paths: list[Path]) -> int:
+    buffer = memoryview(bytearray(BUFFER_BYTES))
+    total = 0
+    for path in paths:
+        with open(path, "rb", buffering=0) as source:
+            while count := source.readinto(buffer):
+                total += count
+    return total
+
+
+def parallel_read(paths: list[Path], readers: int) -> int:
+    """Split files into ranges; reader i takes every readers-th range, with its own buffer."""
+    ranges = [(path, offset, min(RANGE_BYTES, path.stat().st_size - offset))
+              for path in paths for offset in range(0, path.stat().st_size, RANGE_BYTES)]
+
+    def reader(mine: list[tuple[Path, int, int]]) -> int:
+        buffer = memoryview(bytearray(BUFFER_BYTES))
+        total = 0
+        for path, offset, length in mine:
+            with open(path, "rb", buffering=0) as source:
+                source.seek(offset)
+                while length and (count := source.readinto(buffer[: min(length, BUFFER_BYTES)])):
+                    total += count
+                    length -= count
+        return total
+
+    with ThreadPoolExecutor(readers) as pool:
+        return sum(pool.map(reader, [ranges[i::readers] for i in range(readers)]))
+
+
+def load_like_safetensors(paths: list[Path]) -> int:
+    """A loader maps each file and copies its tensors out of the mapping, one file after another."""
+    buffer = memoryview(bytearray(BUFFER_BYTES))
+    total = 0
+    for path in paths:
+        with open(path, "rb") as source, mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            with memoryview(mapped) as view:
+                for offset in range(0, len(view), BUFFER_BYTES):
+                    size = min(BUFFER_BYTES, len(view) - offset)
+                    buffer[:size] = view[offset: offset + size]
+            total += len(mapped)
+    return total
+
+
+def run_prewarm(cache_root: Path, state_dir: Path) -> int:
+    result = subprocess.run(
+        [sys.executable, str(PREWARM), "--cache-root", str(cache_root), "--models", ",".join(MODELS),
+         "--state-dir", str(state_dir), "--threads", str(PREWARM_THREADS)],
+        capture_output=True, text=True, check=False)
+    summary = [line for line in result.stderr.splitlines() if "summary:" in line]
+    print(f"prewarm exit {result.returncode}: {summary[-1] if summary else result.stderr.strip()}")
+    if result.returncode != 0:
+        raise SystemExit("prewarm failed; figures would be meaningless")
+    return json.loads((state_dir / "ready").read_text())["bytes"]
+
+
+def measure(name: str, readers: str, read: Callable[[], int], cold: bool) -> Measurement:
+    if cold:
+        drop_page_cache()
+    started = time.perf_counter()
+    num_bytes = read()
+    return Measurement(name, readers, time.perf_counter() - started, num_bytes)
+
+
+def verdict(ratio: float, goal: float) -> str:
+    return f"{ratio:.2f} (goal >= {goal}) {'PASS' if ratio >= goal else 'MISS'}"
+
+
+def print_table(rows: list[Measurement]) -> None:
+    header = ("measurement", "readers", "seconds", "GB", "MB/s")
+    cells = [(m.name, m.readers, f"{m.seconds:.2f}", f"{m.num_bytes / 1e9:.2f}", f"{m.mb_per_s:.0f}") for m in rows]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        widths = [max(len(str(row[i])) for row in [header, *cells]) for i in range(len(header))]
+        for row in [header, *cells]:
+            print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
+        return
+    table = Table(*header)
+    for row in cells:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-gb", type=float, default=4.0, help="base checkpoint size")
+    parser.add_argument("--shard-gb", type=float, default=1.0, help="shard size")
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()), help="parent of the scratch dir")
+    parser.add_argument("--keep", action="store_true", help="keep the synthetic checkpoint")
+    args = parser.parse_args()
+    args.dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="prewarm-bench-", dir=args.dir))
+    cache_root = scratch / "model-cache"
+    print(f"{platform.node()}: {os.cpu_count()} cpus, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB RAM, "
+          f"Linux {platform.release()}, Python {platform.python_version()}, scratch {scratch}")
+    try:
+        started = time.perf_counter()
+        paths = make_checkpoint(cache_root, int(args.size_gb * 1e9), int(args.shard_gb * 1e9))
+        total = sum(path.stat().st_size for path in paths)
+        print(f"wrote {len(paths)} files, {total / 1e9:.2f} GB in {time.perf_counter() - started:.1f}s")
+        rows: list[Measurement] = []
+        cold = drop_page_cache()
+        if not cold:
+            print("COLD MEASUREMENTS SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); "
+                  "cold read, prewarm throughput and cold load would read from the page cache and lie.")
+            run_prewarm(cache_root, scratch / "state")
+        else:
+            rows.append(measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True))
+            raw = [measure("cold parallel raw read", str(n), lambda n=n: parallel_read(paths, n), cold=True)
+                   for n in READER_COUNTS]
+            rows += raw
+            rows.append(measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True))
+            rows.append(measure("prewarm program (cold)", str(PREWARM_THREADS),
+                                lambda: run_prewarm(cache_root, scratch / "state"), cold=True))
+        rows.append(measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False))
+        print_table(rows)
+        if cold:
+            best_raw = max(raw, key=lambda m: m.mb_per_s)
+            by_name = {m.name: m for m in rows}
+            print(f"prewarm / best raw read ({best_raw.readers} readers): "
+                  f"{verdict(by_name['prewarm program (cold)'].mb_per_s / best_raw.mb_per_s, PREWARM_GOAL)}")
+            print(f"cold load / warm load: "
+                  f"{verdict(by_name['cold load (mmap + copy)'].seconds / by_name['warm load after prewarm'].seconds, LOAD_GOAL)}")
+    finally:
+        if args.keep:
+            print(f"kept {scratch}")
+        else:
+            shutil.rmtree(scratch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""`summary.md` of a render: what a reviewer wants to see about a stack at a glance."""
+from __future__ import annotations
+
+from nemotron.catalog import load_catalog
+from nemotron.mock_runtime import ProgramRun
+from nemotron.outputs import StackOutputs
+
+
+def _row(cells: list[object]) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def summary_markdown(stack: str, run: ProgramRun) -> str:
+    catalog = load_catalog()
+    contract = StackOutputs.model_validate(run.outputs)
+    criteria = catalog.criteria
+    lines = [
+        f"# Stack `{stack}`",
+        "",
+        f"{len(run.resources)} resources. Expected throughput is the published table "
+        f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
+        f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
+        "",
+        "## Serving endpoints",
+        "",
+        _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),
+        _row(["---"] * 8),
+    ]
+    for endpoint in contract.endpoints:
+        recipe = catalog.recipes.get(endpoint.id)
+        ttft = f"{recipe.entry.performance.ttftP50Ms:g}" if recipe else "n/a"
+        verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]
+        lines.append(
+            _row([
+                f"`{endpoint.id}`", endpoint.kind, endpoint.gpus,
+                f"{endpoint.expectedOutputTokensPerSecond:,.2f}" if endpoint.expectedOutputTokensPerSecond else "n/a",
+                f"{endpoint.expectedTokensPerSecondPerUser:g}" if endpoint.expectedTokensPerSecondPerUser else "n/a",
+                ttft, verdict, f"`{endpoint.url}`",
+            ])
+        )
+    total_gpus = sum(e.gpus for e in contract.endpoints)
+    total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
+    lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""Helpers to run the stack program under mocks with a config given as Python data."""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nemotron.catalog import load_catalog
+from nemotron.mock_runtime import PROJECT_DIR, ProgramRun, run_program, stack_config
+
+PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+REFERENCE_DIR = PROJECT_DIR.parent / "shared" / "reference"
+RECIPES_REFERENCE = REFERENCE_DIR / "dynamo-recipes" / "nemotron-3.5-lightning"
+DGD_TYPE = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
+CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
+
+BASE_CONFIG: dict[str, Any] = {
+    "kubernetes": {"namespace": "nemotron-test", "cluster": {"source": "kubeconfig", "context": "test"}},
+    "modelCache": {"storageClassName": "efs-ap"},
+    "targets": [{"id": "vllm/agg-h100-mtp"}],
+}
+
+
+def run_config(raw: dict[str, Any], stack: str = "test") -> ProgramRun:
+    """Run `__main__.py` with these top-level config keys (as in `Pulumi.<stack>.yaml`, unprefixed)."""
+    config = {f"{PROJECT}:{key}": json.dumps(value) for key, value in raw.items()}
+    config[f"{PROJECT}:hfToken"] = "hf_test_token_value"
+    return run_program(config, [f"{PROJECT}:hfToken"], stack=stack)
+
+
+def all_targets_config(**overrides: Any) -> dict[str, Any]:
+    """A synthetic stack selecting every catalog target."""
+    return {**BASE_CONFIG, "targets": [{"id": target_id} for target_id in load_catalog().recipes], **overrides}
+
+
+@functools.lru_cache(maxsize=None)
+def rendered_stack(stack: str) -> ProgramRun:
+    """The committed `Pulumi.<stack>.yaml` run once per test session."""
+    return run_program(*stack_config(stack), stack=stack)
+
+
+def reference_documents(target_id: str) -> dict[str, dict[str, Any]]:
+    """The upstream manifest of a target, by kind."""
+    path = RECIPES_REFERENCE / target_id / "deploy.yaml"
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(path.read_text()) if doc}
+
+
+def load_dgd_schema() -> dict[str, Any]:
+    crd = yaml.load((REFERENCE_DIR / "dynamo-crds" / "nvidia.com_dynamographdeployments.yaml").read_text(), Loader=yaml.CSafeLoader)
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    return version["schema"]["openAPIV3Schema"]
+
+
+def reference_exists() -> bool:
+    return Path(RECIPES_REFERENCE).is_dir()
