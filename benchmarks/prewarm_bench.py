@@ -180,6 +180,27 @@ def print_table(rows: list[Measurement]) -> None:
     Console().print(table)
 
 
+def compare(paths: list[Path], cache_root: Path, state_dir: Path) -> None:
+    if not drop_page_cache():
+        print("COLD MEASUREMENTS SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); cold read, "
+              "prewarm throughput and cold load would be served from the page cache and lie.")
+        run_prewarm(cache_root, state_dir)
+        print_table([measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)])
+        return
+    raw = [measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True)]
+    raw += [measure("cold parallel raw read", str(n), lambda n=n: parallel_read(paths, n), cold=True)
+            for n in READER_COUNTS]
+    cold_load = measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True)
+    prewarm = measure("prewarm program (cold)", str(PREWARM_THREADS),
+                      lambda: run_prewarm(cache_root, state_dir), cold=True)
+    warm_load = measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)
+    print_table([*raw, cold_load, prewarm, warm_load])
+    best_raw = max(raw, key=lambda m: m.mb_per_s)
+    print(f"prewarm / best raw read ({best_raw.name}, {best_raw.readers} readers): "
+          f"{verdict(prewarm.mb_per_s / best_raw.mb_per_s, PREWARM_GOAL)}")
+    print(f"cold load / warm load: {verdict(cold_load.seconds / warm_load.seconds, LOAD_GOAL)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-gb", type=float, default=4.0, help="base checkpoint size")
@@ -190,36 +211,14 @@ def main() -> int:
     args.dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="prewarm-bench-", dir=args.dir))
     cache_root = scratch / "model-cache"
-    print(f"{platform.node()}: {os.cpu_count()} cpus, {os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB RAM, "
-          f"Linux {platform.release()}, Python {platform.python_version()}, scratch {scratch}")
+    ram_gib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
+    print(f"{platform.node()}: {os.cpu_count()} cpus, {ram_gib:.0f} GiB RAM, Linux {platform.release()}, Python {platform.python_version()}, scratch {scratch}")
     try:
         started = time.perf_counter()
         paths = make_checkpoint(cache_root, int(args.size_gb * 1e9), int(args.shard_gb * 1e9))
         total = sum(path.stat().st_size for path in paths)
         print(f"wrote {len(paths)} files, {total / 1e9:.2f} GB in {time.perf_counter() - started:.1f}s")
-        rows: list[Measurement] = []
-        cold = drop_page_cache()
-        if not cold:
-            print("COLD MEASUREMENTS SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); "
-                  "cold read, prewarm throughput and cold load would read from the page cache and lie.")
-            run_prewarm(cache_root, scratch / "state")
-        else:
-            rows.append(measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True))
-            raw = [measure("cold parallel raw read", str(n), lambda n=n: parallel_read(paths, n), cold=True)
-                   for n in READER_COUNTS]
-            rows += raw
-            rows.append(measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True))
-            rows.append(measure("prewarm program (cold)", str(PREWARM_THREADS),
-                                lambda: run_prewarm(cache_root, scratch / "state"), cold=True))
-        rows.append(measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False))
-        print_table(rows)
-        if cold:
-            best_raw = max(raw, key=lambda m: m.mb_per_s)
-            by_name = {m.name: m for m in rows}
-            print(f"prewarm / best raw read ({best_raw.readers} readers): "
-                  f"{verdict(by_name['prewarm program (cold)'].mb_per_s / best_raw.mb_per_s, PREWARM_GOAL)}")
-            print(f"cold load / warm load: "
-                  f"{verdict(by_name['cold load (mmap + copy)'].seconds / by_name['warm load after prewarm'].seconds, LOAD_GOAL)}")
+        compare(paths, cache_root, scratch / "state")
     finally:
         if args.keep:
             print(f"kept {scratch}")

@@ -179,7 +179,7 @@ class Catalog:
 def _read_documents(path: Path, key: str) -> list[dict[str, Any]]:
     if not path.is_file():
         raise ConfigError(key, f"manifest file {path} does not exist")
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    return [doc for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if doc]
 
 
 def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:

@@ -74,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nemotron.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
+    parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
     args = parser.parse_args(argv)
     try:
-        config, secret_keys = stack_config(args.stack)
-        run = run_program(config, secret_keys, stack=args.stack)
+        config, secret_keys = stack_config(args.stack, args.project_dir)
+        run = run_program(config, secret_keys, stack=args.stack, project_dir=args.project_dir)
     except (ConfigError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -54,6 +54,8 @@ log = logging.getLogger("prewarm")
 
 @dataclass(frozen=True)
 class CheckpointFile:
+    """A file as the loader names it (path) and the blob that holds it (resolved, the state key)."""
+
     path: str
     resolved: str
     size: int
@@ -73,6 +75,8 @@ class Chunk:
 
 @dataclass
 class Selection:
+    """The files to warm, and what keeps the node from ready before any read (subject -> reason)."""
+
     files: list[CheckpointFile]
     problems: dict[str, str]
 
@@ -101,7 +105,7 @@ class Progress:
         rate = done_bytes / (now - self.started)
         eta = (self.total_bytes - done_bytes) / rate if rate else float("inf")
         log.info("progress %s / %s (%.0f%%), %.0f MB/s, ETA %.0fs", gib(done_bytes), gib(self.total_bytes),
-                 100 * done_bytes / self.total_bytes, rate / 1e6, eta)
+                 100 * done_bytes / max(self.total_bytes, 1), rate / 1e6, eta)
 
 
 def gib(num_bytes: int) -> str:
@@ -314,9 +318,9 @@ def run_pass(args: argparse.Namespace) -> WarmReport:
     return report
 
 
-def log_summary(report: WarmReport, level: int = logging.INFO) -> None:
+def log_summary(report: WarmReport) -> None:
     rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
-    log.log(level, "summary: %d files read (%s in %.1fs, %.0f MB/s), %d already warm, %d failed, %s",
+    log.info("summary: %d files read (%s in %.1fs, %.0f MB/s), %d already warm, %d failed, %s",
             len(report.warmed), gib(report.bytes_read), report.seconds, rate, report.already_warm,
             len(report.failed), "not ready" if report.failed else "ready")
 
@@ -380,15 +384,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.wait_ready:
         return 0 if wait_ready(args.state_dir, args.timeout) else 1
     apply_io_priority(args.io_priority)
+    report = run_pass(args)
+    log_summary(report)
     if not args.watch:
-        report = run_pass(args)
-        log_summary(report)
         return 1 if report.failed else 0
     log.info("watching %s every %.0fs", ", ".join(args.models), args.poll_seconds)
     while True:
-        report = run_pass(args)
-        log_summary(report, logging.INFO if report.warmed or report.failed else logging.DEBUG)
         time.sleep(args.poll_seconds)
+        report = run_pass(args)
+        if report.warmed or report.failed:
+            log_summary(report)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def cache(tmp_path: Path) -> Path:
     shards = {"model-00001-of-00002.safetensors": b"a" * (2 * MIB + 5), "model-00002-of-00002.safetensors": b"b" * MIB}
     for name, content in shards.items():
         add_file(base, "rev2", name, content)
-    add_file(base, "rev2", "model.safetensors.index.json", json.dumps({"weight_map": dict(zip(["w1", "w2"], shards))}).encode())
+    index = {"weight_map": dict(zip(["w1", "w2"], shards))}
+    add_file(base, "rev2", "model.safetensors.index.json", json.dumps(index).encode())
     add_file(base, "rev2", "config.json", b"{}")
     add_file(base, "rev2", "tokenizer.json", b"{}" * 100)
     add_file(base, "rev2", "README.md", b"# card")
@@ -65,7 +66,8 @@ def expected_files(cache: Path) -> dict[str, int]:
     names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
              "model.safetensors.index.json", "config.json", "tokenizer.json"]
     paths = [cache / "hub/models--nvidia--Base-NVFP4/snapshots/rev2" / name for name in names]
-    paths += [cache / "hub/models--nvidia--Base-NVFP4-DFlash/snapshots/d1" / name for name in ("model.safetensors", "config.json")]
+    draft = cache / "hub/models--nvidia--Base-NVFP4-DFlash/snapshots/d1"
+    paths += [draft / "model.safetensors", draft / "config.json"]
     return {os.path.realpath(path): path.stat().st_size for path in paths}
 
 
@@ -120,8 +122,12 @@ def test_rewarms_exactly_the_changed_and_new_files_while_not_ready(cache: Path, 
     assert (state_dir / "ready").exists()
     ready_while_reading = []
     real_read_chunk = prewarm.read_chunk
-    monkeypatch.setattr(prewarm, "read_chunk",
-                        lambda chunk: ready_while_reading.append((state_dir / "ready").exists()) or real_read_chunk(chunk))
+
+    def read_noting_readiness(chunk) -> int:
+        ready_while_reading.append((state_dir / "ready").exists())
+        return real_read_chunk(chunk)
+
+    monkeypatch.setattr(prewarm, "read_chunk", read_noting_readiness)
     grown = os.path.realpath(cache / "hub/models--nvidia--Base-NVFP4/snapshots/rev2/model-00002-of-00002.safetensors")
     with open(grown, "ab") as blob:
         blob.write(b"more")
@@ -133,7 +139,8 @@ def test_rewarms_exactly_the_changed_and_new_files_while_not_ready(cache: Path, 
     assert (state_dir / "ready").exists()
 
 
-def test_unreadable_file_is_logged_once_and_the_rest_still_warm(cache: Path, tmp_path: Path, monkeypatch, caplog) -> None:
+def test_unreadable_file_is_logged_once_and_the_rest_still_warm(cache: Path, tmp_path: Path,
+                                                                monkeypatch, caplog) -> None:
     state_dir = tmp_path / "state"
     snapshot = cache / "hub/models--nvidia--Base-NVFP4/snapshots/rev2"
     (snapshot / "special_tokens_map.json").symlink_to("../../blobs/never-downloaded")
@@ -155,7 +162,8 @@ def test_unreadable_file_is_logged_once_and_the_rest_still_warm(cache: Path, tmp
                       f"cannot warm {snapshot}/model-00001-of-00002.safetensors: [Errno 13] Permission denied"]
     assert set(state_files(state_dir)) == set(expected_files(cache)) - {shard}
     assert not (state_dir / "ready").exists()
-    assert "6 files read" in caplog.records[-1].getMessage() and "2 failed, not ready" in caplog.records[-1].getMessage()
+    summary = caplog.records[-1].getMessage()
+    assert summary.startswith("summary: 6 files read") and summary.endswith("2 failed, not ready")
 
 
 def test_ready_file_tracks_warmness_and_boot(cache: Path, tmp_path: Path, monkeypatch) -> None:

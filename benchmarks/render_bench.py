@@ -1,0 +1,94 @@
+"""Render benchmark (not a test): how much the stack program costs beyond importing its SDKs.
+
+    .venv/bin/python benchmarks/render_bench.py [--repeat 3]
+
+In one run, each in a fresh interpreter (best of --repeat): a bare import of the SDKs the program
+imports, the offline render of `prod`, and the offline render of a synthetic stack selecting all 30
+catalog targets. Prints wall time, peak RSS and the ratios to the bare import. Goal: all-targets
+wall-time ratio <= 2.5.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+GOAL = 2.5
+SDKS = ("pulumi", "pulumi_kubernetes", "pulumi_aws", "pulumi_policy", "pydantic", "yaml", "boto3", "botocore")
+
+MEASURE = """
+import json, resource, sys, time
+start = time.perf_counter()
+{body}
+wall = time.perf_counter() - start
+peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sdks = sorted(m for m in sys.modules if m.split(".")[0] in {sdks!r} and not m.split(".")[-1].startswith("_"))
+print(json.dumps({{"wall": wall, "peakMiB": peak_mib, "sdks": sdks}}))
+"""
+
+
+def measure(body: str, repeat: int) -> dict:
+    runs = []
+    for _ in range(repeat):
+        script = MEASURE.format(body=body, sdks=SDKS)
+        output = subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True, capture_output=True, text=True)
+        runs.append(json.loads(output.stdout.strip().splitlines()[-1]))
+    return min(runs, key=lambda r: r["wall"])
+
+
+def all_targets_project(directory: Path) -> Path:
+    """A project dir beside this repo's program whose `all-targets` stack selects every catalog target."""
+    for name in ("__main__.py", "Pulumi.yaml", "components", "nemotron", "catalog"):
+        (directory / name).symlink_to(ROOT / name)
+    prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())
+    catalog = yaml.safe_load((ROOT / "catalog" / "targets.yaml").read_text())
+    prod["config"]["nemotron-lightning:targets"] = [{"id": t["id"]} for t in catalog["targets"]]
+    (directory / "Pulumi.all-targets.yaml").write_text(yaml.safe_dump(prod))
+    return directory
+
+
+def render_body(stack: str, project_dir: Path, out_dir: Path) -> str:
+    return (
+        "from nemotron.render import main\n"
+        f"assert main(['--stack', {stack!r}, '--project-dir', {str(project_dir)!r}, '--out', {str(out_dir)!r}]) == 0"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        project = all_targets_project(Path(tempfile.mkdtemp(dir=tmp)))
+        sys.stdout.write("rendering...\n")
+        prod = measure(render_body("prod", ROOT, tmp_path / "out"), args.repeat)
+        every = measure(render_body("all-targets", project, tmp_path / "out"), args.repeat)
+        imported = sorted(set(prod["sdks"]) | set(every["sdks"]))
+        bare = measure("\n".join(f"import {m}" for m in imported), args.repeat)
+        packages = sorted({m.split(".")[0] for m in imported})
+        resources = len(json.loads((tmp_path / "out" / "all-targets" / "resources.json").read_text()))
+    rows = [
+        (f"bare import of the {len(imported)} SDK modules the program loads ({', '.join(packages)})", bare),
+        ("render prod", prod),
+        (f"render all 30 targets ({resources} resources)", every),
+    ]
+    width = max(len(label) for label, _ in rows)
+    print(f"{'run':<{width}}  {'wall s':>7}  {'peak MiB':>8}  {'time ratio':>10}  {'memory ratio':>12}")
+    for label, result in rows:
+        print(
+            f"{label:<{width}}  {result['wall']:7.2f}  {result['peakMiB']:8.1f}  "
+            f"{result['wall'] / bare['wall']:10.2f}  {result['peakMiB'] / bare['peakMiB']:12.2f}"
+        )
+    ratio = every["wall"] / bare["wall"]
+    print(f"\nall-targets / bare import wall time: {ratio:.2f} (goal <= {GOAL}: {'PASS' if ratio <= GOAL else 'MISS'})")
+
+
+if __name__ == "__main__":
+    main()

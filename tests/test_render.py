@@ -1,0 +1,94 @@
+"""`python -m nemotron.render` writes a deterministic, complete picture of a stack."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+import yaml
+
+from nemotron.mock_runtime import PROJECT_DIR
+from nemotron.render import main, write_render
+from stack_helpers import BASE_CONFIG, run_config
+from tools.write_outputs_schema import SCHEMA_FILE, schema_text
+
+
+@pytest.fixture(scope="module")
+def dev_render(tmp_path_factory):
+    out = tmp_path_factory.mktemp("render")
+    assert main(["--stack", "dev", "--out", str(out)]) == 0
+    return out / "dev"
+
+
+def test_two_renders_are_byte_identical(dev_render, tmp_path):
+    assert main(["--stack", "dev", "--out", str(tmp_path)]) == 0
+    first = {p.relative_to(dev_render): p.read_bytes() for p in dev_render.rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "dev"): p.read_bytes() for p in (tmp_path / "dev").rglob("*") if p.is_file()}
+    assert first == second
+
+
+def test_resources_json_is_sorted_and_redacts_secrets(dev_render):
+    records = json.loads((dev_render / "resources.json").read_text())
+    assert [(r["type"], r["name"]) for r in records] == sorted((r["type"], r["name"]) for r in records)
+    secret = next(r for r in records if r["type"] == "kubernetes:core/v1:Secret")
+    assert secret["inputs"]["stringData"] == {"HF_TOKEN": "[secret]"}
+    assert secret["parent"] == "nemotron:kubernetes:ServingNamespace::serving"
+
+
+
+def test_a_real_token_never_reaches_the_render(tmp_path):
+    write_render(run_config(BASE_CONFIG), "test", tmp_path)
+    written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert "hf_test_token_value" not in written and '"HF_TOKEN": "[secret]"' in written
+
+
+def test_manifests_are_every_kubernetes_object_in_apply_order(dev_render):
+    files = sorted(p.name for p in (dev_render / "manifests").iterdir())
+    kinds = [yaml.safe_load((dev_render / "manifests" / f).read_text())["kind"] for f in files]
+    assert kinds[:2] == ["Namespace", "Namespace"]
+    assert kinds[-1] == "DynamoGraphDeployment"
+    assert kinds.index("PersistentVolumeClaim") < kinds.index("Job") < kinds.index("DynamoGraphDeployment")
+    records = json.loads((dev_render / "resources.json").read_text())
+    objects = [r for r in records if r["type"].startswith("kubernetes:") and r["custom"]
+               and r["type"] != "kubernetes:helm.sh/v3:Release"]
+    assert len(files) == len(objects)
+    assert (dev_render / "helm" / "dynamo-release.yaml").is_file()
+
+
+def test_outputs_follow_the_committed_contract(dev_render):
+    outputs = json.loads((dev_render / "outputs.json").read_text())
+    jsonschema.validate(outputs, json.loads(SCHEMA_FILE.read_text()))
+    assert outputs["contractVersion"] == "1.0"
+    (endpoint,) = outputs["endpoints"]
+    assert endpoint["url"] == "http://vllm-agg-h100-mtp-frontend.nemotron-dev.svc.cluster.local:8000/v1"
+    assert endpoint["gpus"] == 1 and endpoint["expectedOutputTokensPerSecond"] == 1275.37
+
+
+def test_committed_schema_matches_the_model():
+    assert SCHEMA_FILE.read_text() == schema_text(), "run `make schema` and commit the result"
+
+
+def test_summary_names_targets_and_criteria(dev_render):
+    summary = (dev_render / "summary.md").read_text()
+    assert "| `vllm/agg-h100-mtp` | dynamo | 1 | 1,275.37 | 106.28 | 241.21 | pass |" in summary
+
+
+def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
+    (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.bad.yaml").write_text(
+        "config:\n  nemotron-lightning:modelCache:\n    storageClassName: efs-ap\n"
+        "  nemotron-lightning:targets:\n    - id: vllm/agg-h100-nope\n"
+    )
+    for name in ("__main__.py", "components", "nemotron", "catalog"):
+        (tmp_path / name).symlink_to(PROJECT_DIR / name)
+    result = subprocess.run(
+        [sys.executable, "-m", "nemotron.render", "--stack", "bad", "--out", str(tmp_path / "build"),
+         "--project-dir", str(tmp_path)],
+        cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: vllm/agg-b200")
+    assert not (tmp_path / "build").exists()
