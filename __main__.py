@@ -4,17 +4,20 @@ import pulumi_kubernetes as k8s
 
 from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
 from components.model_cache import ModelCache, ModelCacheArgs
+from components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
 from components.serving_target import ServingTarget, ServingTargetArgs
 from nemotron.catalog import load_catalog, load_platform
 from nemotron.config import hf_token, load_stack_config
 from nemotron.manifests import render_download_job, render_model_cache_pvc
 from nemotron.outputs import StackOutputs
-from nemotron.serving_plan import plan_targets, platform_chart, serving_settings
+from nemotron.prewarm_plan import PROGRAM_FILE
+from nemotron.serving_plan import plan_prewarm, plan_targets, platform_chart, serving_settings
 
 config = load_stack_config()
 catalog = load_catalog()
 planned_targets = plan_targets(config, catalog)
+prewarm_pools = plan_prewarm(config, planned_targets)
 chart_url, platform_values = platform_chart(config, load_platform())
 settings = serving_settings(config)
 
@@ -41,6 +44,18 @@ model_cache = ModelCache(
     ),
     opts=on_cluster,
 )
+if prewarm_pools:
+    ModelPrewarm(
+        "model-prewarm",
+        ModelPrewarmArgs(
+            namespace=serving_namespace.namespace_name,
+            claim_name=model_cache.claim_name,
+            program_source=PROGRAM_FILE.read_text(),
+            pools=prewarm_pools,
+            settings=config.modelCache.prewarm,
+        ),
+        opts=on_cluster,
+    )
 platform = DynamoPlatform(
     "dynamo",
     DynamoPlatformArgs(

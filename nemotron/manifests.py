@@ -13,6 +13,7 @@ kept byte for byte (the conformance test holds the stack to that):
 | `modelCache.storageClassName` / `.size`  | the PVC's storage class and size                        |
 | `modelCache.checkpoints`                 | the download Job's model env vars and the repos it loops over |
 | `modelCache.download.*`                  | the download Job's `activeDeadlineSeconds` / `backoffLimit` |
+| `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`nemotron.prewarm_plan`) |
 """
 from __future__ import annotations
 

@@ -132,6 +132,17 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
         service = module.split("/")[0]
         outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
         outputs.setdefault("name", inputs.get("name", name))
+    # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
+    computed = {
+        "aws:eks/cluster:Cluster": lambda: {
+            "endpoint": f"https://{name}.gr7.{MOCK_REGION}.eks.amazonaws.com",
+            "certificateAuthority": {"data": "bW9jay1jbHVzdGVyLWNh"},
+            "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
+        },
+        "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
+    }
+    if type_token in computed:
+        outputs.update(computed[type_token]())
     return outputs
 
 

@@ -13,6 +13,7 @@ from nemotron.config import StackConfig
 from nemotron.config.serving import TargetConfig
 from nemotron.manifests import ServingSettings, gpus_used, render_target
 from nemotron.outputs import ServingEndpoint, frontend_url
+from nemotron.prewarm_plan import PrewarmPool, gate_workers, prewarm_pools
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ def plan_targets(config: StackConfig, catalog: Catalog) -> list[PlannedTarget]:
     for target in config.targets:
         recipe = catalog.recipe(target.id)
         config_map, dgd = render_target(recipe, target, settings)
+        prewarm = config.modelCache.prewarm
+        if prewarm.enabled and prewarm.gateWorkers:
+            gate_workers(dgd, prewarm)
         performance = recipe.entry.performance
         gpus = gpus_used(recipe, target)
         endpoint = ServingEndpoint(
@@ -57,6 +61,12 @@ def plan_targets(config: StackConfig, catalog: Catalog) -> list[PlannedTarget]:
         )
         planned.append(PlannedTarget(target, recipe, config_map, dgd, endpoint))
     return planned
+
+
+def plan_prewarm(config: StackConfig, planned: list[PlannedTarget]) -> list[PrewarmPool]:
+    if not config.modelCache.prewarm.enabled:
+        return []
+    return prewarm_pools([(p.dgd, p.recipe.checkpoints) for p in planned])
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:

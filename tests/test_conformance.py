@@ -28,6 +28,11 @@ def _documented_change(target_id: str, path: str, change: str, new_value) -> boo
         return new_value == PULL_SECRET
     if re.fullmatch(r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['containers'\]\[\d+\]\['image'\]", path):
         return bool(re.fullmatch(re.escape(REGISTRY) + r"/(vllm|tensorrtllm)-runtime:" + re.escape(TAG), new_value))
+    worker_pod = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]"
+    if re.fullmatch(worker_pod + r"\['initContainers'\]", path):  # modelCache.prewarm.gateWorkers
+        return change == "dictionary_item_added" and [c["name"] for c in new_value] == ["wait-for-prewarm"]
+    if re.fullmatch(worker_pod + r"\['volumes'\]\[\d+\]", path):
+        return change == "iterable_item_added" and new_value["name"] in ("prewarm-state", "prewarm-program")
     match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", path)
     if match:
         return new_value in REPLICAS.get(target_id, {}).values()
@@ -85,6 +90,8 @@ def test_documented_settings_took_effect(all_targets_run):
             pod = component["podTemplate"]["spec"]
             assert pod["imagePullSecrets"] == [{"name": PULL_SECRET}]
             assert pod["containers"][0]["image"].startswith(REGISTRY + "/")
+            if component["type"] != "frontend":
+                assert [c["name"] for c in pod["initContainers"]] == ["wait-for-prewarm"]
 
 
 def test_a_field_level_difference_is_reported():

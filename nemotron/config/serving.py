@@ -82,11 +82,26 @@ class DownloadJob(Block):
     backoffLimit: int = pydantic.Field(default=3, ge=0)
 
 
+class PrewarmConfig(Block):
+    """Prewarm DaemonSets: read the checkpoints into each GPU node's page cache before workers load them."""
+
+    enabled: bool = True
+    gateWorkers: bool = True
+    image: PinnedImage = "docker.io/library/python:3.12.8-slim"
+    threads: int = pydantic.Field(default=8, ge=1, le=64)
+    # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
+    # kernel evicts what was just warmed. Requests stay small so the DaemonSet never blocks scheduling.
+    memoryLimit: Quantity = "64Gi"
+    cpuLimit: Quantity = "2"
+    waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
+
+
 class ModelCacheConfig(Block):
     storageClassName: StorageClassName
     size: Quantity = "300Gi"
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
+    prewarm: PrewarmConfig = PrewarmConfig()
     retainOnDelete: bool = False
 
 
@@ -120,3 +135,4 @@ class TargetConfig(Block):
     id: str
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = {}
     image: Optional[PinnedImage] = None
+    nodePool: Optional[DnsLabel] = None

@@ -3,7 +3,7 @@ against the catalog before any resource is registered."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 import pulumi
 import pydantic
@@ -11,6 +11,8 @@ from pulumi.runtime import config as runtime_config
 
 from nemotron.catalog import Catalog, load_catalog
 from nemotron.errors import ConfigError, from_validation_error
+from nemotron.config.aws import AwsConfig, check_aws
+from nemotron.config.sagemaker import SageMakerConfig, check_sagemaker
 from nemotron.config.serving import Block, DynamoConfig, KubernetesConfig, ModelCacheConfig, TargetConfig
 
 SECRET_KEYS = ("hfToken",)
@@ -21,6 +23,8 @@ class StackConfig(Block):
     modelCache: ModelCacheConfig
     dynamo: DynamoConfig = DynamoConfig()
     targets: list[TargetConfig] = pydantic.Field(default_factory=list)
+    sagemaker: SageMakerConfig = SageMakerConfig()
+    aws: Optional[AwsConfig] = None
 
 
 def _check_targets(config: StackConfig, catalog: Catalog) -> list[ConfigError]:
@@ -75,7 +79,8 @@ def parse_stack_config(raw: dict[str, Any], catalog: Catalog | None = None) -> S
         config = StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
     except pydantic.ValidationError as exc:
         raise from_validation_error(exc, StackConfig) from None
-    errors = _check_targets(config, catalog)
+    errors = _check_targets(config, catalog) + check_sagemaker(config.sagemaker)
+    errors += check_aws(config, catalog)
     if errors:
         raise ConfigError.combined(errors)
     return config

@@ -1,0 +1,169 @@
+"""The EKS cluster: control plane (pinned version, restricted endpoint, all control-plane logs, secrets
+encrypted with a KMS key), the CPU system node group, the core add-ons, and the Kubernetes provider
+every Kubernetes resource of the stack is created with (the one place that builds it)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from nemotron.instance_types import EksAddon
+
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
+
+
+@dataclass(frozen=True)
+class SystemNodeGroupSpec:
+    instance_types: Sequence[str]
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gib: int
+
+
+@dataclass(frozen=True)
+class EksClusterArgs:
+    cluster_name: str
+    kubernetes_version: str
+    region: str
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    endpoint_public_access_cidrs: Sequence[str]
+    log_retention_days: int
+    system_nodes: SystemNodeGroupSpec
+    addons: Sequence[EksAddon]
+    node_managed_policies: Sequence[str]
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _assume_role(service: str) -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+    })
+
+
+def kubeconfig(cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]) -> pulumi.Output[str]:
+    """A kubeconfig that authenticates with `aws eks get-token` (no static credentials in state)."""
+    return pulumi.Output.json_dumps({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "current-context": cluster_name,
+        "users": [{
+            "name": cluster_name,
+            "user": {"exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": "aws",
+                "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region, "--output", "json"],
+            }},
+        }],
+    })
+
+
+class EksCluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:aws:EksCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        role = aws.iam.Role(f"{name}-cluster-role", assume_role_policy=_assume_role("eks.amazonaws.com"), tags=tags, opts=child)
+        role_policy = aws.iam.RolePolicyAttachment(f"{name}-cluster-policy", role=role.name, policy_arn=CLUSTER_POLICY, opts=child)
+        key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"EKS secrets envelope encryption for {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=tags,
+            opts=child,
+        )
+        logs = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=f"/aws/eks/{args.cluster_name}/cluster",
+            retention_in_days=args.log_retention_days,
+            tags=tags,
+            opts=child,
+        )
+        public = bool(args.endpoint_public_access_cidrs)
+        cluster = aws.eks.Cluster(
+            f"{name}-cluster",
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            role_arn=role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=list(args.private_subnet_ids),
+                endpoint_private_access=True,
+                endpoint_public_access=public,
+                public_access_cidrs=list(args.endpoint_public_access_cidrs) if public else None,
+            ),
+            enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn), resources=["secrets"]
+            ),
+            access_config=aws.eks.ClusterAccessConfigArgs(
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True
+            ),
+            tags=tags,
+            # The log group must exist first or EKS creates it without retention; the role needs its
+            # policy before EKS can manage the cluster's network interfaces.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy]),
+        )
+        node_role = aws.iam.Role(f"{name}-system-node-role", assume_role_policy=_assume_role("ec2.amazonaws.com"), tags=tags, opts=child)
+        node_policies = [
+            aws.iam.RolePolicyAttachment(f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child)
+            for arn in args.node_managed_policies
+        ]
+        early_addons = [self._addon(name, cluster, addon, []) for addon in args.addons if not addon.needsNodes]
+        system = args.system_nodes
+        nodes = aws.eks.NodeGroup(
+            f"{name}-system-nodes",
+            cluster_name=cluster.name,
+            node_group_name=f"{args.cluster_name}-system",
+            node_role_arn=node_role.arn,
+            subnet_ids=list(args.private_subnet_ids),
+            instance_types=list(system.instance_types),
+            ami_type="AL2023_x86_64_STANDARD",
+            disk_size=system.disk_size_gib,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
+            ),
+            labels={"nemotron.nvidia.com/role": "system"},
+            tags=tags,
+            # Nodes join only with their role's policies attached and the CNI add-on in place.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
+        )
+        late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in args.addons if addon.needsNodes]
+        self.cluster_name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self.kubeconfig = pulumi.Output.secret(
+            kubeconfig(args.cluster_name, args.region, cluster.endpoint, cluster.certificate_authority.data)
+        )
+        self.provider = k8s.Provider(
+            f"{name}-kubernetes",
+            kubeconfig=self.kubeconfig,
+            # Workloads need somewhere to run: every Kubernetes resource waits for the system nodes.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[nodes, *late_addons]),
+        )
+        self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+
+    def _addon(self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]) -> aws.eks.Addon:
+        return aws.eks.Addon(
+            f"{name}-addon-{addon.name}",
+            cluster_name=cluster.name,
+            addon_name=addon.name,
+            addon_version=addon.version,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )

@@ -1,0 +1,163 @@
+"""One GPU node pool: an EKS managed node group with its own launch template (EFA interfaces laid out as
+AWS documents for the instance type, IMDSv2, NVMe RAID0, Capacity Block market options), a cluster
+placement group, a security group for EFA traffic, and a node role with only the worker policies."""
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from nemotron.pools import GPU_TAINT, ResolvedPool
+
+NODE_CONFIG_RAID0 = """MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="NEMOTRON"
+
+--NEMOTRON
+Content-Type: application/node.eks.aws
+
+---
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  instance:
+    localStorage:
+      strategy: RAID0
+
+--NEMOTRON--
+"""
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    pool: ResolvedPool
+    cluster_name: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    subnet_id: pulumi.Input[str]
+    cluster_security_group_ids: Sequence[pulumi.Input[str]]
+    node_managed_policies: Sequence[str]
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _node_role_policy() -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    })
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """Nodes carry the pool's label contract and the `nvidia.com/gpu=true:NoSchedule` taint.
+
+    The pool lives in one AZ: the node group gets only that AZ's subnet (for a Capacity Block, the
+    reservation's AZ) and, except for Capacity Blocks (already co-located in an EC2 UltraCluster and
+    bound to their reservation), a `cluster` placement group. A launch template may not name a subnet.
+    """
+
+    node_group: aws.eks.NodeGroup
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:aws:GpuNodePool", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        pool = args.pool
+        tags = {**args.tags, "nemotron.nvidia.com/pool": pool.name}
+        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=_node_role_policy(), tags=tags, opts=child)
+        policies = [
+            aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child)
+            for arn in args.node_managed_policies
+        ]
+        fabric_sg = aws.ec2.SecurityGroup(
+            f"{name}-fabric-sg",
+            vpc_id=args.vpc_id,
+            description=f"EFA traffic between the nodes of GPU pool {pool.name}: all traffic to and from itself",
+            tags={**tags, "Name": f"{pool.name}-fabric"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-fabric-from-self", security_group_id=fabric_sg.id, referenced_security_group_id=fabric_sg.id, ip_protocol="-1", opts=child
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-fabric-to-self", security_group_id=fabric_sg.id, referenced_security_group_id=fabric_sg.id, ip_protocol="-1", opts=child
+        )
+        security_groups = [*args.cluster_security_group_ids, fabric_sg.id]
+        placement = None
+        if pool.capacity_type != "capacity-block":
+            group = aws.ec2.PlacementGroup(
+                f"{name}-placement", strategy="cluster", tags={**tags, "nemotron.nvidia.com/availability-zone": pool.availability_zone}, opts=child
+            )
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-launch-template",
+            description=f"GPU pool {pool.name}: {pool.instance_type} in {pool.availability_zone}",
+            network_interfaces=[
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    network_card_index=nic.networkCardIndex,
+                    device_index=nic.deviceIndex,
+                    interface_type=nic.interfaceType,
+                    security_groups=security_groups,
+                    delete_on_termination="true",
+                )
+                for nic in pool.efa_layout
+            ] or None,
+            vpc_security_group_ids=None if pool.efa_layout else security_groups,
+            placement=placement,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                # Hop limit 1 keeps pods off the node role; the node daemons that use IMDS (VPC CNI, EFA
+                # and CSI node plugins) run on the host network, and workloads use EKS Pod Identity.
+                http_put_response_hop_limit=1,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=pool.root_volume_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                    ),
+                )
+            ],
+            user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_disks else None,
+            instance_market_options=(
+                aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+                if pool.capacity_type == "capacity-block" else None
+            ),
+            capacity_reservation_specification=(
+                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                    capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                        capacity_reservation_id=pool.capacity_reservation_id
+                    )
+                )
+                if pool.capacity_reservation_id else None
+            ),
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": f"{pool.name}-gpu-node"})
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-node-group",
+            cluster_name=args.cluster_name,
+            node_group_name=pool.name,
+            node_role_arn=role.arn,
+            subnet_ids=[args.subnet_id],
+            instance_types=[pool.instance_type],
+            ami_type=pool.ami_type,
+            capacity_type=pool.eks_capacity_type,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
+            ),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
+            labels=pool.node_labels,
+            taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect="NO_SCHEDULE")],
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            tags=tags,
+            # Nodes join only once their role can register them and pull images.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
+        )
+        self.register_outputs({"nodeGroupName": self.node_group.node_group_name})

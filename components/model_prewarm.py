@@ -1,0 +1,126 @@
+"""Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from nemotron.config.serving import PrewarmConfig
+from nemotron.prewarm_plan import (
+    PROGRAM_CONFIG_MAP, PROGRAM_MOUNT, PROGRAM_VOLUME, STATE_DIR, STATE_VOLUME, PrewarmPool, program_volume, state_volume,
+)
+
+NOBODY = 65534
+APP_LABEL = "model-prewarm"
+
+
+@dataclass(frozen=True)
+class ModelPrewarmArgs:
+    namespace: pulumi.Input[str]
+    claim_name: pulumi.Input[str]
+    program_source: str
+    pools: Sequence[PrewarmPool]
+    settings: PrewarmConfig
+
+
+class ModelPrewarm(pulumi.ComponentResource):
+    """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool.
+
+    The pods run as nobody with every capability dropped and the model cache mounted read-only; a
+    root init container with only CAP_CHOWN hands the node-local state dir (a hostPath, where the
+    readiness file lives) to that user. Memory *requests* are small so the DaemonSet never blocks
+    scheduling; the *limit* must hold the checkpoints, since page cache counts against it.
+    """
+
+    def __init__(self, name: str, args: ModelPrewarmArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:kubernetes:ModelPrewarm", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        program = k8s.core.v1.ConfigMap(
+            f"{name}-program",
+            metadata={"name": PROGRAM_CONFIG_MAP, "namespace": args.namespace},
+            data={"prewarm.py": args.program_source},
+            opts=child,
+        )
+        priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-priority",
+            metadata={"name": "nemotron-model-prewarm"},
+            value=-100,
+            preemption_policy="Never",
+            global_default=False,
+            description="Below serving workloads: prewarming never preempts or outranks a worker.",
+            opts=child,
+        )
+        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
+        self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
+
+    def _daemon_set(self, name, pool: PrewarmPool, program, priority, args: ModelPrewarmArgs) -> k8s.apps.v1.DaemonSet:
+        labels = {"app.kubernetes.io/name": APP_LABEL, "nemotron.nvidia.com/prewarm-pool": pool.name}
+        settings = args.settings
+        container = {
+            "name": "prewarm",
+            "image": settings.image,
+            "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--watch"],
+            "env": [
+                {"name": "PREWARM_MODELS", "value": ",".join(pool.checkpoints)},
+                {"name": "PREWARM_CACHE_ROOT", "value": "/model-cache"},
+                {"name": "PREWARM_STATE_DIR", "value": STATE_DIR},
+                {"name": "PREWARM_THREADS", "value": str(settings.threads)},
+                {"name": "PREWARM_IO_PRIORITY", "value": "best-effort"},
+            ],
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "256Mi"},
+                "limits": {"cpu": settings.cpuLimit, "memory": settings.memoryLimit},
+            },
+            "readinessProbe": {
+                "exec": {"command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]},
+                "periodSeconds": 15,
+            },
+            "securityContext": {
+                "runAsNonRoot": True, "runAsUser": NOBODY, "runAsGroup": NOBODY, "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+            },
+            "volumeMounts": [
+                {"name": "model-cache", "mountPath": "/model-cache", "readOnly": True},
+                {"name": STATE_VOLUME, "mountPath": STATE_DIR},
+                {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+            ],
+        }
+        take_state_dir = {
+            "name": "own-state-dir",
+            "image": settings.image,
+            "command": ["chown", f"{NOBODY}:{NOBODY}", STATE_DIR],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+            "securityContext": {
+                "runAsUser": 0, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+            },
+            "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
+        }
+        return k8s.apps.v1.DaemonSet(
+            f"{name}-{pool.name}",
+            metadata={"name": f"model-prewarm-{pool.name}", "namespace": args.namespace, "labels": labels},
+            spec={
+                "selector": {"matchLabels": labels},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "priorityClassName": priority.metadata.name,
+                        "affinity": {"nodeAffinity": pool.node_affinity},
+                        "tolerations": pool.tolerations,
+                        "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": 5,
+                        "initContainers": [take_state_dir],
+                        "containers": [container],
+                        "volumes": [
+                            {"name": "model-cache", "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True}},
+                            state_volume(),
+                            {**program_volume(), "configMap": {"name": program.metadata.name}},
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )

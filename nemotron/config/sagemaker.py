@@ -1,0 +1,178 @@
+"""Config of the managed serving path: SageMaker real-time endpoints, from JumpStart or Hugging Face.
+
+Shapes and ranges are checked by pydantic; `check_sagemaker` adds the checks that span fields or need
+the catalog data. Both run in `parse_stack_config`. What needs the region (the JumpStart spec, the LMI
+image) is checked by `nemotron.sagemaker_plan.plan_sagemaker_endpoints`, still before any resource.
+"""
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Optional
+
+import pydantic
+
+from nemotron.config.serving import Block, matching
+from nemotron.errors import ConfigError
+from nemotron.sagemaker_catalog import load_instances, load_lmi
+
+# Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
+# longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
+EndpointName = matching(
+    r"^[a-z0-9]([-a-z0-9]{0,45}[a-z0-9])?$",
+    "an endpoint name: lower-case letters, digits and '-', at most 47 characters (derived names add 16)",
+)
+VariantName = matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")
+AwsRegion = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region such as us-west-2")
+KmsKeyArn = matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)")
+EcrImage = matching(
+    r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
+    r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
+    "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
+)
+TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
+LMI_OPTION = re.compile(r"^OPTION_[A-Z0-9_]+$")
+
+
+class JumpStartModel(Block):
+    """A pinned JumpStart model. No public JumpStart id for Nemotron 3.5 Lightning is known; the id is
+    config so that one can be used the day it is listed (and pinned into `catalog/jumpstart/`)."""
+
+    modelId: str = pydantic.Field(min_length=1)
+    version: str
+    acceptEula: bool = False
+
+
+class HuggingFaceModel(Block):
+    """A checkpoint the LMI (vLLM) container downloads from the Hub, for regions JumpStart does not list."""
+
+    repo: str
+    lmiImage: Optional[EcrImage] = None
+    options: dict[str, str] = {}
+
+
+class Autoscaling(Block):
+    """Target tracking on `SageMakerVariantInvocationsPerInstance` (invocations per instance per minute)."""
+
+    minCapacity: int = pydantic.Field(default=1, ge=1)
+    maxCapacity: int = pydantic.Field(ge=1)
+    targetInvocationsPerInstance: float = pydantic.Field(gt=0)
+    scaleInCooldown: int = pydantic.Field(default=600, ge=0)
+    scaleOutCooldown: int = pydantic.Field(default=300, ge=0)
+
+
+class Timeouts(Block):
+    """Unset means the JumpStart spec's value, or the LMI default in `catalog/sagemaker_lmi.yaml`."""
+
+    modelDataDownload: Optional[TimeoutSeconds] = None
+    containerStartupHealthCheck: Optional[TimeoutSeconds] = None
+
+
+class DataCapture(Block):
+    enabled: bool = False
+    samplingPercentage: int = pydantic.Field(default=5, ge=0, le=100)
+
+
+class RollbackAlarms(Block):
+    """The CloudWatch alarms that roll a blue/green deployment back."""
+
+    invocation5xxErrors: int = pydantic.Field(default=1, ge=1, description="Sum per period that trips the alarm")
+    modelLatencyP99Ms: int = pydantic.Field(default=60_000, gt=0)
+    periodSeconds: int = pydantic.Field(default=60, ge=60, multiple_of=60)
+    evaluationPeriods: int = pydantic.Field(default=3, ge=1)
+
+
+class Deployment(Block):
+    """Blue/green traffic shifting (SageMaker deployment guardrails); sizes are percent of capacity."""
+
+    type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = "CANARY"
+    canarySize: int = pydantic.Field(default=10, ge=1, le=50)
+    linearStepSize: int = pydantic.Field(default=20, ge=1, le=50)
+    waitIntervalSeconds: int = pydantic.Field(default=600, ge=0, le=3600)
+    terminationWaitSeconds: int = pydantic.Field(default=600, ge=0, le=3600)
+    maximumExecutionTimeoutSeconds: int = pydantic.Field(default=3600, ge=600, le=28800)
+    rollbackAlarms: RollbackAlarms = RollbackAlarms()
+
+
+class SageMakerEndpointConfig(Block):
+    name: EndpointName
+    source: Literal["jumpstart", "huggingface"]
+    jumpstart: Optional[JumpStartModel] = None
+    huggingface: Optional[HuggingFaceModel] = None
+    instanceType: str
+    initialInstanceCount: int = pydantic.Field(default=1, ge=1)
+    variantName: VariantName = "AllTraffic"
+    autoscaling: Autoscaling
+    timeouts: Timeouts = Timeouts()
+    volumeSizeGb: Optional[int] = pydantic.Field(default=None, ge=1, le=512)
+    kmsKeyArn: Optional[KmsKeyArn] = None
+    dataCapture: DataCapture = DataCapture()
+    deployment: Deployment = Deployment()
+
+
+class SageMakerConfig(Block):
+    """`region` unset means the stack's `aws:region`. `specSource: snapshot` resolves JumpStart models from
+    the committed copy of the content bucket (repeatable previews, no S3 access); `s3` reads the bucket
+    (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends)."""
+
+    region: Optional[AwsRegion] = None
+    specSource: Literal["snapshot", "s3"] = "snapshot"
+    snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
+    endpoints: list[SageMakerEndpointConfig] = []
+
+
+def _check_source(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    errors = []
+    chosen, other = ("jumpstart", "huggingface") if endpoint.source == "jumpstart" else ("huggingface", "jumpstart")
+    if getattr(endpoint, chosen) is None:
+        errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
+    if getattr(endpoint, other) is not None:
+        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}"))
+    model = endpoint.huggingface
+    if endpoint.source == "huggingface" and model is not None:
+        repositories = load_lmi().repositories
+        if model.repo not in repositories:
+            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}", ", ".join(repositories)))
+        for option in model.options:
+            if not LMI_OPTION.match(option):
+                errors.append(ConfigError(f"{path}.huggingface.options.{option}", "not an LMI container setting",
+                                          "OPTION_* names (the token comes from the hfToken secret)"))
+    return errors
+
+
+def _check_capacity(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    errors = []
+    scaling = endpoint.autoscaling
+    if scaling.minCapacity > scaling.maxCapacity:
+        errors.append(ConfigError(f"{path}.autoscaling.minCapacity",
+                                  f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}"))
+    elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
+        errors.append(ConfigError(f"{path}.initialInstanceCount", f"{endpoint.initialInstanceCount} is outside autoscaling",
+                                  f"{scaling.minCapacity}..{scaling.maxCapacity}"))
+    if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
+        errors.append(ConfigError(f"{path}.autoscaling.scaleInCooldown",
+                                  f"{scaling.scaleInCooldown} s is not longer than scaleOutCooldown "
+                                  f"{scaling.scaleOutCooldown} s, so the endpoint could flap",
+                                  f"more than {scaling.scaleOutCooldown}"))
+    instances = load_instances()
+    instance = instances.get(endpoint.instanceType)
+    if instance is None:
+        errors.append(ConfigError(f"{path}.instanceType", f"unsupported instance type {endpoint.instanceType!r}",
+                                  ", ".join(instances)))
+    elif instance.storage == "nvme" and endpoint.volumeSizeGb is not None:
+        errors.append(ConfigError(f"{path}.volumeSizeGb", f"{endpoint.instanceType} has local NVMe storage only, "
+                                  "where SageMaker rejects a volume size", "unset"))
+    return errors
+
+
+def check_sagemaker(config: SageMakerConfig, prefix: str = "sagemaker") -> list[ConfigError]:
+    """Every problem across the endpoints, each with its key path (the region-free checks)."""
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, endpoint in enumerate(config.endpoints):
+        path = f"{prefix}.endpoints[{index}]"
+        if endpoint.name in seen:
+            errors.append(ConfigError(f"{path}.name", f"endpoint name {endpoint.name!r} is used twice"))
+        seen.add(endpoint.name)
+        errors += _check_source(endpoint, path)
+        errors += _check_capacity(endpoint, path)
+    return errors

@@ -1,0 +1,99 @@
+"""Which prewarm DaemonSets a stack needs, and how workers wait for their node to be warm.
+
+One DaemonSet per distinct worker placement (node affinity) among the selected targets: it selects
+the same nodes, tolerates every taint those workers tolerate, and warms every checkpoint they load.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nemotron.catalog import GPU_PRODUCT_LABEL, WORKER_TYPES
+from nemotron.config.serving import PrewarmConfig
+
+PROGRAM_FILE = Path(__file__).resolve().parent.parent / "prewarm" / "prewarm.py"
+PROGRAM_CONFIG_MAP = "model-prewarm-program"
+PROGRAM_MOUNT = "/opt/nemotron-prewarm"
+STATE_DIR = "/var/lib/nemotron-prewarm"
+POOL_LABEL = "nemotron.nvidia.com/pool"
+STATE_VOLUME = "prewarm-state"
+PROGRAM_VOLUME = "prewarm-program"
+
+
+@dataclass(frozen=True)
+class PrewarmPool:
+    name: str
+    node_affinity: dict[str, Any]
+    tolerations: list[dict[str, Any]]
+    checkpoints: list[str]
+
+
+def _pool_name(node_affinity: dict[str, Any]) -> str:
+    expressions = [
+        e
+        for term in node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for e in term.get("matchExpressions", [])
+    ]
+    by_key = {e["key"]: e["values"] for e in expressions}
+    values = by_key.get(POOL_LABEL) or by_key.get(GPU_PRODUCT_LABEL) or ["gpu"]
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(values).lower()).strip("-")[:40]
+
+
+def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]]) -> list[PrewarmPool]:
+    """Group the workers of the rendered DGDs by node affinity."""
+    groups: dict[str, dict[str, Any]] = {}
+    for dgd, checkpoints in dgds_with_checkpoints:
+        for component in dgd["spec"]["components"]:
+            if component["type"] not in WORKER_TYPES:
+                continue
+            pod = component["podTemplate"]["spec"]
+            affinity = pod["affinity"]["nodeAffinity"]
+            group = groups.setdefault(json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []})
+            group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
+            group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
+    pools = [PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"]) for g in groups.values()]
+    names = [p.name for p in pools]
+    return [
+        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints) if names.count(p.name) > 1 else p
+        for index, p in enumerate(pools)
+    ]
+
+
+def state_volume() -> dict[str, Any]:
+    return {"name": STATE_VOLUME, "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
+
+
+def program_volume() -> dict[str, Any]:
+    return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
+
+
+def gate_workers(dgd: dict[str, Any], prewarm: PrewarmConfig) -> None:
+    """Give every worker an initContainer that waits (bounded) until its node is warm.
+
+    It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
+    readiness file; after `waitTimeoutSeconds` it lets the worker load cold rather than never start.
+    """
+    for component in dgd["spec"]["components"]:
+        if component["type"] not in WORKER_TYPES:
+            continue
+        pod = component["podTemplate"]["spec"]
+        image = pod["containers"][0]["image"]
+        wait = (
+            f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
+            f"--timeout {prewarm.waitTimeoutSeconds} || echo 'node not warm after {prewarm.waitTimeoutSeconds}s; loading cold'"
+        )
+        pod["initContainers"] = [{
+            "name": "wait-for-prewarm",
+            "image": image,
+            "command": ["sh", "-c", wait],
+            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "volumeMounts": [
+                {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
+                {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+            ],
+        }]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(), program_volume()]

@@ -1,0 +1,6 @@
+"""Entry point the Pulumi CLI runs for `--policy-pack policy`: constructing the pack starts its gRPC server."""
+from pulumi_policy import PolicyPack
+
+from nemotron_policies.pack import PACK_NAME, POLICIES
+
+PolicyPack(name=PACK_NAME, policies=POLICIES)
