@@ -156,7 +156,7 @@ class RdmaSharedDevicePlugin(_Data):
     vendors: list[str]
 
 
-class DevicePlugins(_Data):
+class DevicePluginPins(_Data):
     nvidia: HelmChart
     efa: HelmChart
     rdmaSharedDevice: RdmaSharedDevicePlugin
@@ -182,7 +182,7 @@ class EksAddons(_Data):
 
 class AwsPlatformFile(_Data):
     schemaVersion: Literal[1]
-    devicePlugins: DevicePlugins
+    devicePlugins: DevicePluginPins
     eksAddons: EksAddons
     nodeManagedPolicies: list[str] = pydantic.Field(min_length=1)
 

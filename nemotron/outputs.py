@@ -31,6 +31,16 @@ class ServingEndpoint(_Contract):
     meetsPublishedCriteria: Optional[bool] = pydantic.Field(
         default=None, description="tok/s/user and TTFT p50 meet the catalog's published criteria."
     )
+    region: Optional[str] = pydantic.Field(default=None, description="AWS region of a sagemaker endpoint.")
+    variant: Optional[str] = pydantic.Field(default=None, description="Production variant of a sagemaker endpoint.")
+    instanceType: Optional[str] = pydantic.Field(default=None, description="SageMaker instance type (sagemaker).")
+    instanceCount: Optional[int] = pydantic.Field(
+        default=None, ge=1, description="Initial instance count (sagemaker); autoscaling moves it within min..max."
+    )
+    costPerHourUsd: Optional[float] = pydantic.Field(
+        default=None,
+        description="Approximate on-demand price x instanceCount (sagemaker); null when the price is unknown.",
+    )
 
 
 class StackOutputs(_Contract):

@@ -1,0 +1,199 @@
+"""From the `sagemaker` config to what each SageMaker endpoint deploys, as plain values.
+
+Pure and run before any resource is registered: JumpStart models resolve from the committed snapshot (or
+the content bucket), the Hugging Face path takes its image from `catalog/sagemaker_lmi.yaml`, so every
+value the component sets is concrete at preview and a bad setting fails with its key path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Optional
+
+from nemotron.catalog import CATALOG_DIR
+from nemotron.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
+from nemotron.config.stack import StackConfig
+from nemotron.errors import ConfigError
+from nemotron.jumpstart import (
+    AdditionalModelData, ConfigKeys, S3ModelData, S3SpecSource, SnapshotSpecSource, SpecSource,
+    resolve_jumpstart_model,
+)
+from nemotron.outputs import ServingEndpoint
+from nemotron.sagemaker_catalog import load_instances, load_lmi
+
+PROJECT_DIR = CATALOG_DIR.parent
+REGION_KEY = "sagemaker.region"
+
+
+@dataclass(frozen=True)
+class ModelContainer:
+    """The SageMaker model's primary container. `hub_download`: the container fetches the checkpoint from
+    the Hugging Face Hub, so it needs outbound network and the token."""
+
+    image: str
+    environment: Mapping[str, str]
+    model_data: Optional[S3ModelData]
+    additional_model_data: tuple[AdditionalModelData, ...]
+    enable_network_isolation: bool
+    hub_download: bool
+
+
+@dataclass(frozen=True)
+class ProductionVariant:
+    name: str
+    instance_type: str
+    initial_instance_count: int
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    ebs_storage: bool
+    inference_ami_version: Optional[str]
+
+
+class _VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class PlannedEndpoint:
+    config: SageMakerEndpointConfig
+    region: str
+    container: ModelContainer
+    variant: ProductionVariant
+    endpoint: ServingEndpoint
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+
+def invoke_url(region: str, name: str) -> str:
+    return f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{name}/invocations"
+
+
+def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
+    if config.specSource == "s3":
+        if s3_client is None:
+            import boto3
+
+            s3_client = boto3.client("s3", region_name=region)
+        return S3SpecSource(region, s3_client)
+    directory = PROJECT_DIR / config.snapshotDir
+    if not directory.is_dir():
+        raise ConfigError("sagemaker.snapshotDir", f"{config.snapshotDir!r} is not a directory of the project",
+                          "a path relative to the project root, such as catalog/jumpstart")
+    return SnapshotSpecSource(directory)
+
+
+def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Optional[int]:
+    """The configured timeout, else the default, which must also fit SageMaker's 60..3600."""
+    if configured is not None or default is None:
+        return configured
+    if not 60 <= default <= 3600:
+        raise ConfigError(key, f"the model's default of {default} s is outside what SageMaker accepts", "set 60..3600")
+    return default
+
+
+def _jumpstart(endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource):
+    model = endpoint.jumpstart
+    keys = ConfigKeys(model_id=f"{path}.jumpstart.modelId", version=f"{path}.jumpstart.version",
+                      instance_type=f"{path}.instanceType", accept_eula=f"{path}.jumpstart.acceptEula",
+                      region=REGION_KEY)
+    resolved = resolve_jumpstart_model(model.modelId, model.version, region, endpoint.instanceType,
+                                       accept_eula=model.acceptEula, source=source, keys=keys)
+    container = ModelContainer(
+        image=resolved.image_uri, environment=resolved.environment, model_data=resolved.model_data_source,
+        additional_model_data=resolved.additional_model_data_sources,
+        enable_network_isolation=resolved.enable_network_isolation, hub_download=False)
+    defaults = _VariantDefaults(resolved.model_data_download_timeout, resolved.container_startup_health_check_timeout,
+                                resolved.volume_size_gb, None)
+    return container, model.modelId, defaults
+
+
+def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str):
+    model = endpoint.huggingface
+    lmi = load_lmi()
+    image = model.lmiImage if model.lmiImage is not None else lmi.images.get(region)
+    if image is None:
+        raise ConfigError(f"{path}.huggingface.lmiImage", f"no pinned LMI image for {region!r} in "
+                          "catalog/sagemaker_lmi.yaml", f"a region listed there ({', '.join(lmi.images)}), or an image")
+    image_region = image.split(".")[3]
+    if image_region != region:
+        raise ConfigError(f"{path}.huggingface.lmiImage", f"{image!r} is in {image_region}, the endpoint in {region}; "
+                          "SageMaker pulls only from ECR in the endpoint's region", f"an image in {region}")
+    environment = {**lmi.environment, **lmi.repositories[model.repo].options, **model.options,
+                   "HF_MODEL_ID": model.repo}
+    container = ModelContainer(image=image, environment=MappingProxyType(environment), model_data=None,
+                               additional_model_data=(), enable_network_isolation=False, hub_download=True)
+    # The AMI goes with the pinned image; an image of one's own brings its own requirements.
+    ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
+    defaults = _VariantDefaults(lmi.timeouts.modelDataDownload, lmi.timeouts.containerStartupHealthCheck,
+                                lmi.volumeSizeGb, ami)
+    return container, model.repo, defaults
+
+
+def _plan_one(endpoint: SageMakerEndpointConfig, path: str, region: str, source: Optional[SpecSource]) -> PlannedEndpoint:
+    if endpoint.source == "jumpstart":
+        container, served_model, defaults = _jumpstart(endpoint, path, region, source)
+    else:
+        container, served_model, defaults = _huggingface(endpoint, path, region)
+    timeouts = endpoint.timeouts
+    instance = load_instances()[endpoint.instanceType]
+    ebs = instance.storage == "ebs"
+    variant = ProductionVariant(
+        name=endpoint.variantName, instance_type=endpoint.instanceType,
+        initial_instance_count=endpoint.initialInstanceCount,
+        model_data_download_timeout=_timeout(timeouts.modelDataDownload, defaults.model_data_download_timeout,
+                                             f"{path}.timeouts.modelDataDownload"),
+        container_startup_health_check_timeout=_timeout(
+            timeouts.containerStartupHealthCheck, defaults.container_startup_health_check_timeout,
+            f"{path}.timeouts.containerStartupHealthCheck"),
+        volume_size_gb=(endpoint.volumeSizeGb if endpoint.volumeSizeGb is not None else defaults.volume_size_gb)
+        if ebs else None,
+        ebs_storage=ebs, inference_ami_version=defaults.inference_ami_version,
+    )
+    price = instance.hourlyUsd
+    contract = ServingEndpoint(
+        id=endpoint.name, kind="sagemaker", servedModelName=served_model, url=invoke_url(region, endpoint.name),
+        gpus=instance.gpus * endpoint.initialInstanceCount, region=region, variant=endpoint.variantName,
+        instanceType=endpoint.instanceType, instanceCount=endpoint.initialInstanceCount,
+        costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
+    )
+    return PlannedEndpoint(endpoint, region, container, variant, contract)
+
+
+def plan_sagemaker_endpoints(
+    config: StackConfig, *, default_region: Optional[str] = None, source: Optional[SpecSource] = None,
+    s3_client: Any = None,
+) -> list[PlannedEndpoint]:
+    """Plan every configured endpoint, or raise one `ConfigError` naming each bad key.
+
+    `default_region` is the stack's `aws:region` (used when `sagemaker.region` is unset); `source`
+    replaces the configured spec source (tests), `s3_client` the client of `specSource: s3`.
+    """
+    sagemaker = config.sagemaker
+    if not sagemaker.endpoints:
+        return []
+    region = sagemaker.region if sagemaker.region is not None else default_region
+    if not region:
+        raise ConfigError(REGION_KEY, "no region for the SageMaker endpoints", "set sagemaker.region or aws:region")
+    needs_specs = any(endpoint.source == "jumpstart" for endpoint in sagemaker.endpoints)
+    if needs_specs and source is None:
+        source = _spec_source(sagemaker, region, s3_client)
+    planned, errors = [], []
+    for index, endpoint in enumerate(sagemaker.endpoints):
+        try:
+            planned.append(_plan_one(endpoint, f"sagemaker.endpoints[{index}]", region, source))
+        except ConfigError as error:
+            errors.append(error)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ConfigError.combined(errors)
+    return planned

@@ -1,0 +1,127 @@
+"""data-protection: the model cache survives a `pulumi destroy` in protected stacks, inference data is
+encrypted with KMS, and nodes only serve IMDSv2.
+
+- In a stack of `protectedStacks` (default `["prod"]`), the `shared-model-cache` PVC and the EFS / FSx for
+  Lustre file systems are `protect`ed or retained on delete. The analyzer protocol does not carry
+  `retainOnDelete` (`PolicyResourceOptions` has no such field), so under `pulumi preview --policy-pack`
+  only `protect` counts; the offline runner sets `opts.retain_on_delete` from the recording, and the rule
+  reads it when present.
+- SageMaker endpoint configurations set `kmsKeyArn`. Data capture goes to a bucket of this stack that has
+  SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`), found by name in
+  `dataCaptureConfig.destinationS3Uri` or, when the name is not known yet, by the endpoint configuration's
+  dependencies; a bucket outside the stack cannot be checked, so the capture must set `kmsKeyId` itself.
+- Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation, StackValidationArgs
+
+from ..config import current_stack, settings
+from ..values import UNKNOWN, as_list, dig, plain, text
+from ..workloads import MODEL_CACHE_CLAIM, PVC
+
+FILE_SYSTEMS = frozenset({"aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"})
+ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
+BUCKET_ENCRYPTION = frozenset({
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+})
+KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
+SCHEMA = PolicyConfigSchema({
+    "protectedStacks": {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": ["prod"],
+        "description": "Stacks whose model cache must be protected or retained on delete.",
+    },
+})
+
+
+def _retained(resource: PolicyResource) -> bool:
+    return bool(resource.opts.protect) or bool(getattr(resource.opts, "retain_on_delete", False))
+
+
+def _is_model_cache_storage(resource: PolicyResource, props: Any) -> bool:
+    if resource.resource_type == PVC:
+        return dig(props, "metadata", "name") == MODEL_CACHE_CLAIM
+    return resource.resource_type in FILE_SYSTEMS
+
+
+def _kms_encrypted(rules: Any) -> Any:
+    """Do SSE rules (a rule, or a list of them) default to KMS? `UNKNOWN` if that is not known."""
+    algorithms = [dig(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+                  for rule in (rules if isinstance(rules, list) else [rules])]
+    if rules is UNKNOWN or UNKNOWN in algorithms:
+        return UNKNOWN
+    return any(a in KMS_ALGORITHMS for a in algorithms)
+
+
+def _bucket_name_of(uri: Any) -> Any:
+    if uri is UNKNOWN:
+        return UNKNOWN
+    if isinstance(uri, str) and uri.startswith("s3://"):
+        return uri[len("s3://"):].split("/", 1)[0] or None
+    return None
+
+
+def _capture_problems(config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
+    """(message, urn) for data capture that is not KMS-encrypted."""
+    capture = dig(props, "dataCaptureConfig")
+    if not isinstance(capture, dict) or dig(capture, "enableCapture") is False:
+        return []
+    bucket_name = _bucket_name_of(dig(capture, "destinationS3Uri"))
+    dependencies = {d.urn for d in config.dependencies}
+    buckets = [(r, p) for r, p in resources if r.resource_type in BUCKETS and (
+        (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name)
+        or (bucket_name is UNKNOWN and r.urn in dependencies))]
+    if not buckets:
+        if bucket_name is UNKNOWN or dig(capture, "kmsKeyId") is UNKNOWN or text(dig(capture, "kmsKeyId")):
+            return []
+        return [(f"endpoint configuration {config.name} captures data to bucket {bucket_name}, which is not in this "
+                 "stack; set dataCaptureConfig.kmsKeyId", config.urn)]
+    problems = []
+    for bucket, bucket_props in buckets:
+        name = dig(bucket_props, "bucket")
+        verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))]
+        for other, other_props in resources:
+            if other.resource_type in BUCKET_ENCRYPTION and (
+                    (name not in (None, UNKNOWN) and dig(other_props, "bucket") == name)
+                    or bucket.urn in {d.urn for d in other.dependencies}):
+                verdicts.append(_kms_encrypted(dig(other_props, "rules")))
+        if True not in verdicts and UNKNOWN not in verdicts:
+            problems.append((f"bucket {bucket.name} receives SageMaker data capture from {config.name} but has no "
+                             "SSE-KMS default encryption (sseAlgorithm aws:kms)", bucket.urn))
+    return problems
+
+
+def _launch_template_problem(props: Any) -> Optional[str]:
+    tokens, endpoint = dig(props, "metadataOptions", "httpTokens"), dig(props, "metadataOptions", "httpEndpoint")
+    if UNKNOWN in (tokens, endpoint) or tokens == "required" or endpoint == "disabled":
+        return None
+    return f"metadataOptions.httpTokens is {tokens or 'unset'}; set it to \"required\" (IMDSv2 only)"
+
+
+def validate_data_protection(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+    stack = current_stack()
+    protected_stack = stack in as_list(settings(args, SCHEMA)["protectedStacks"])
+    resources = [(r, plain(r.props)) for r in args.resources]
+    for resource, props in resources:
+        if protected_stack and _is_model_cache_storage(resource, props) and not _retained(resource):
+            report_violation(f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name} holds the model cache and "
+                             f"is neither protected nor retained on delete in stack {stack!r}; set protect=True "
+                             "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
+                             resource.urn)
+        if resource.resource_type == ENDPOINT_CONFIG:
+            if dig(props, "kmsKeyArn") is not UNKNOWN and not text(dig(props, "kmsKeyArn")):
+                report_violation(f"endpoint configuration {resource.name} has no kmsKeyArn; encrypt its storage "
+                                 "volumes with a KMS key", resource.urn)
+            for message, urn in _capture_problems(resource, props, resources):
+                report_violation(message, urn)
+        if resource.resource_type == LAUNCH_TEMPLATE:
+            problem = _launch_template_problem(props)
+            if problem:
+                report_violation(f"launch template {resource.name}: {problem}", resource.urn)

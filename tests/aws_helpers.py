@@ -1,0 +1,53 @@
+"""Build AWS components directly under Pulumi mocks (preview=False) and record every registration, the
+same way `nemotron.mock_runtime.run_program` runs the whole program; plus small pool/config factories."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pulumi
+from pulumi.runtime import mocks, settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from nemotron.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
+from nemotron.pools import ResolvedPool
+
+PROJECT = "nemotron-lightning"
+
+
+def run_components(build: Callable[[], dict[str, Any] | None]) -> ProgramRun:
+    """Run `build` (which creates components and may return values to resolve) under mocks."""
+    stack_mocks = StackMocks()
+    monitor = RecordingMonitor(stack_mocks)
+    settings.set_root_resource(None)
+    pulumi.runtime.set_all_config({}, [])
+    mocks.set_mocks(stack_mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
+    returned: dict[str, Any] = {}
+
+    def program() -> None:
+        returned.update(build() or {})
+
+    _sync_await(run_pulumi_func(program))
+    outputs = {key: plain_numbers(_resolve(value)) for key, value in returned.items()}
+    return ProgramRun(resources=monitor.recorded, outputs=outputs)
+
+
+def inputs(run: ProgramRun, type_token: str) -> list[dict[str, Any]]:
+    return [plain_numbers(r.inputs) for r in run.of_type(type_token)]
+
+
+def the(run: ProgramRun, type_token: str) -> dict[str, Any]:
+    (only,) = inputs(run, type_token)
+    return only
+
+
+def pool(**overrides: Any) -> ResolvedPool:
+    """An on-demand p5en.48xlarge EFA pool in us-east-1a unless told otherwise."""
+    fields: dict[str, Any] = dict(
+        name="h200", managed=True, gpu="h200", gpu_product="NVIDIA-H200", gpus_per_node=8, arch="x86_64",
+        fabric="efa", efa_interfaces=16, min_size=0, desired_size=1, max_size=2, capacity_type="on-demand",
+        instance_type="p5en.48xlarge", ami_type="AL2023_x86_64_NVIDIA", availability_zone="us-east-1a",
+        nvme_disks=8, on_demand_usd_per_hour=63.296,
+    )
+    fields.update(overrides)
+    return ResolvedPool(**fields)
