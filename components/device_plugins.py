@@ -19,9 +19,13 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
+    """`efa_instance_types`: instance types of the EFA pools (empty: no EFA plugin); `infiniband`: some
+    pool's fabric is `ib`; `nvidia`: install the NVIDIA device plugin (off where the GPU Operator runs)."""
+
     plugins: DevicePluginPins
     efa_instance_types: Sequence[str]
     infiniband: bool
+    nvidia: bool = True
 
 
 def nvidia_values() -> dict[str, Any]:
@@ -55,21 +59,23 @@ class DevicePlugins(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("nemotron:aws:DevicePlugins", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        nvidia = args.plugins.nvidia
-        namespace = k8s.core.v1.Namespace(f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child)
-        releases = [
-            k8s.helm.v3.Release(
-                f"{name}-nvidia",
-                name="nvidia-device-plugin",
-                chart=nvidia.chart,
-                version=nvidia.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=nvidia.repository),
-                namespace=namespace.metadata.name,
-                values=nvidia_values(),
-                atomic=True,
-                opts=child,
+        releases = []
+        if args.nvidia:
+            nvidia = args.plugins.nvidia
+            namespace = k8s.core.v1.Namespace(f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child)
+            releases.append(
+                k8s.helm.v3.Release(
+                    f"{name}-nvidia",
+                    name="nvidia-device-plugin",
+                    chart=nvidia.chart,
+                    version=nvidia.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=nvidia.repository),
+                    namespace=namespace.metadata.name,
+                    values=nvidia_values(),
+                    atomic=True,
+                    opts=child,
+                )
             )
-        ]
         if args.efa_instance_types:
             efa = args.plugins.efa
             releases.append(
@@ -117,6 +123,7 @@ class DevicePlugins(pulumi.ComponentResource):
                             "image": plugin.image,
                             "imagePullPolicy": "IfNotPresent",
                             "securityContext": {"privileged": True},
+                            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
                             "volumeMounts": [
                                 *({"name": volume, "mountPath": path} for volume, path in host_paths.items()),
                                 {"name": "config", "mountPath": "/k8s-rdma-shared-dev-plugin"},

@@ -113,6 +113,8 @@ class EksCluster(pulumi.ComponentResource):
             access_config=aws.eks.ClusterAccessConfigArgs(
                 authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True
             ),
+            # A pinned version past its standard support must fail loudly, not bill extended support.
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
             tags=tags,
             # The log group must exist first or EKS creates it without retention; the role needs its
             # policy before EKS can manage the cluster's network interfaces.

@@ -128,7 +128,10 @@ class ModelCacheStorage(pulumi.ComponentResource):
         self.storage_class_name = storage_class.metadata.name
         self.register_outputs({"storageClassName": self.storage_class_name})
 
-    def _efs_parameters(self, name, args, group, tags, protected) -> dict[str, pulumi.Input[str]]:
+    def _efs_parameters(
+        self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup, tags: dict[str, str], protected: pulumi.ResourceOptions
+    ) -> dict[str, pulumi.Input[str]]:
+        """The protected file system and a mount target per AZ; the `efs-ap` StorageClass parameters."""
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,

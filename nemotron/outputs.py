@@ -43,9 +43,31 @@ class ServingEndpoint(_Contract):
     )
 
 
+class NodePool(_Contract):
+    """Capacity and on-demand list-price cost of one GPU node pool."""
+
+    pool: str
+    instanceType: Optional[str]
+    capacityType: str
+    gpusPerNode: int
+    nodes: str = pydantic.Field(description="min..max nodes")
+    gpus: str = pydantic.Field(description="min..max GPUs")
+    usdPerHourDesired: Optional[float] = pydantic.Field(description="null where no price is published")
+    usdPerHourMin: Optional[float]
+    usdPerHourMax: Optional[float]
+
+
+class Cluster(_Contract):
+    name: str
+    endpoint: str
+
+
 class StackOutputs(_Contract):
     contractVersion: Literal["1.0"] = CONTRACT_VERSION
     endpoints: list[ServingEndpoint]
+    nodePools: list[NodePool] = []
+    cluster: Optional[Cluster] = pydantic.Field(default=None, description="Only when the stack creates the cluster.")
+    kubeconfig: Optional[str] = pydantic.Field(default=None, description="A Pulumi secret; \"[secret]\" offline.")
 
 
 def frontend_url(dgd_name: str, namespace: str) -> str:

@@ -133,31 +133,34 @@ class PoolCostRow:
         return asdict(self)
 
 
+def _usd(price: Optional[float], nodes: int) -> Optional[float]:
+    return round(price * nodes, 2) if price is not None else None
+
+
 def pool_cost_rows(pools: dict[str, ResolvedPool]) -> list[PoolCostRow]:
     """One row per pool: `nodes`/`gpus` as `min..max` ranges, hourly cost at desired, min and max nodes."""
-    rows = []
-    for pool in pools.values():
-        price = pool.on_demand_usd_per_hour
-        cost = (lambda nodes: round(price * nodes, 2)) if price is not None else (lambda nodes: None)
-        rows.append(
-            PoolCostRow(
-                pool=pool.name,
-                instanceType=pool.instance_type,
-                capacityType=pool.capacity_type,
-                gpusPerNode=pool.gpus_per_node,
-                nodes=f"{pool.min_size}..{pool.max_size}",
-                gpus=f"{pool.min_size * pool.gpus_per_node}..{pool.max_size * pool.gpus_per_node}",
-                usdPerHourDesired=cost(pool.desired_size),
-                usdPerHourMin=cost(pool.min_size),
-                usdPerHourMax=cost(pool.max_size),
-            )
+    return [
+        PoolCostRow(
+            pool=pool.name,
+            instanceType=pool.instance_type,
+            capacityType=pool.capacity_type,
+            gpusPerNode=pool.gpus_per_node,
+            nodes=f"{pool.min_size}..{pool.max_size}",
+            gpus=f"{pool.min_size * pool.gpus_per_node}..{pool.max_size * pool.gpus_per_node}",
+            usdPerHourDesired=_usd(pool.on_demand_usd_per_hour, pool.desired_size),
+            usdPerHourMin=_usd(pool.on_demand_usd_per_hour, pool.min_size),
+            usdPerHourMax=_usd(pool.on_demand_usd_per_hour, pool.max_size),
         )
-    return rows
+        for pool in pools.values()
+    ]
+
+
+def _money(value: Optional[float]) -> str:
+    return f"${value:,.2f}" if value is not None else "n/a"
 
 
 def pool_cost_markdown(rows: list[PoolCostRow]) -> str:
     """The rows as a `summary.md` table."""
-    money = lambda value: f"${value:,.2f}" if value is not None else "n/a"  # noqa: E731
     lines = [
         "| pool | instance type | capacity | nodes | GPUs | $/h at desired | $/h at min..max |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -165,6 +168,6 @@ def pool_cost_markdown(rows: list[PoolCostRow]) -> str:
     for r in rows:
         lines.append(
             f"| `{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.nodes} | {r.gpus} | "
-            f"{money(r.usdPerHourDesired)} | {money(r.usdPerHourMin)}..{money(r.usdPerHourMax)} |"
+            f"{_money(r.usdPerHourDesired)} | {_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)} |"
         )
     return "\n".join(lines)

@@ -7,9 +7,10 @@ value the component sets is concrete at preview and a bad setting fails with its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
+
+import boto3
 
 from nemotron.catalog import CATALOG_DIR
 from nemotron.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
@@ -28,15 +29,15 @@ REGION_KEY = "sagemaker.region"
 
 @dataclass(frozen=True)
 class ModelContainer:
-    """The SageMaker model's primary container. `hub_download`: the container fetches the checkpoint from
-    the Hugging Face Hub, so it needs outbound network and the token."""
+    """The SageMaker model's primary container. A Hugging Face container downloads the checkpoint from the
+    Hub, so it runs without network isolation; `needs_hf_token`: add the token to its environment."""
 
     image: str
     environment: Mapping[str, str]
     model_data: Optional[S3ModelData]
     additional_model_data: tuple[AdditionalModelData, ...]
     enable_network_isolation: bool
-    hub_download: bool
+    needs_hf_token: bool
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,6 @@ def invoke_url(region: str, name: str) -> str:
 def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
     if config.specSource == "s3":
         if s3_client is None:
-            import boto3
-
             s3_client = boto3.client("s3", region_name=region)
         return S3SpecSource(region, s3_client)
     directory = PROJECT_DIR / config.snapshotDir
@@ -100,7 +99,9 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
     return default
 
 
-def _jumpstart(endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource):
+def _jumpstart(
+    endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource,
+) -> tuple[ModelContainer, str, _VariantDefaults]:
     model = endpoint.jumpstart
     keys = ConfigKeys(model_id=f"{path}.jumpstart.modelId", version=f"{path}.jumpstart.version",
                       instance_type=f"{path}.instanceType", accept_eula=f"{path}.jumpstart.acceptEula",
@@ -110,13 +111,13 @@ def _jumpstart(endpoint: SageMakerEndpointConfig, path: str, region: str, source
     container = ModelContainer(
         image=resolved.image_uri, environment=resolved.environment, model_data=resolved.model_data_source,
         additional_model_data=resolved.additional_model_data_sources,
-        enable_network_isolation=resolved.enable_network_isolation, hub_download=False)
+        enable_network_isolation=resolved.enable_network_isolation, needs_hf_token=False)
     defaults = _VariantDefaults(resolved.model_data_download_timeout, resolved.container_startup_health_check_timeout,
                                 resolved.volume_size_gb, None)
     return container, model.modelId, defaults
 
 
-def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str):
+def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str) -> tuple[ModelContainer, str, _VariantDefaults]:
     model = endpoint.huggingface
     lmi = load_lmi()
     image = model.lmiImage if model.lmiImage is not None else lmi.images.get(region)
@@ -130,7 +131,8 @@ def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str):
     environment = {**lmi.environment, **lmi.repositories[model.repo].options, **model.options,
                    "HF_MODEL_ID": model.repo}
     container = ModelContainer(image=image, environment=MappingProxyType(environment), model_data=None,
-                               additional_model_data=(), enable_network_isolation=False, hub_download=True)
+                               additional_model_data=(), enable_network_isolation=False,
+                               needs_hf_token=model.sendHfToken)
     # The AMI goes with the pinned image; an image of one's own brings its own requirements.
     ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
     defaults = _VariantDefaults(lmi.timeouts.modelDataDownload, lmi.timeouts.containerStartupHealthCheck,

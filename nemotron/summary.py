@@ -4,6 +4,7 @@ from __future__ import annotations
 from nemotron.catalog import load_catalog
 from nemotron.mock_runtime import ProgramRun
 from nemotron.outputs import StackOutputs
+from nemotron.pools import PoolCostRow, pool_cost_markdown
 
 
 def _row(cells: list[object]) -> str:
@@ -41,4 +42,20 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     total_gpus = sum(e.gpus for e in contract.endpoints)
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
     lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
+    if contract.nodePools:
+        rows = [PoolCostRow(**pool.model_dump()) for pool in contract.nodePools]
+        desired = sum(r.usdPerHourDesired or 0 for r in rows)
+        lines += [
+            "## GPU node pools",
+            "",
+            pool_cost_markdown(rows),
+            "",
+            f"**Stack GPU pools at desired size:** ${desired:,.2f}/h on demand"
+            + (" (pools without a published price not counted)" if any(r.usdPerHourDesired is None for r in rows) else "")
+            + "; EKS control plane, system nodes, NAT and storage are extra.",
+            "",
+        ]
+    sagemaker = [e for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd is not None]
+    if sagemaker:
+        lines += [f"**SageMaker endpoints:** ${sum(e.costPerHourUsd for e in sagemaker):,.2f}/h at initial instance counts.", ""]
     return "\n".join(lines)

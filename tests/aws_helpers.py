@@ -51,3 +51,30 @@ def pool(**overrides: Any) -> ResolvedPool:
     )
     fields.update(overrides)
     return ResolvedPool(**fields)
+
+
+CLUSTER = {"create": {"name": "nemotron", "kubernetesVersion": "1.33", "availabilityZones": ["us-east-1a", "us-east-1b"],
+                      "endpointPublicAccessCidrs": ["203.0.113.0/24"]}}
+
+
+def eks_config(node_pools: list[dict[str, Any]], targets: list[dict[str, Any]], **aws_block: Any) -> dict[str, Any]:
+    """Raw stack config (as in `Pulumi.<stack>.yaml`) for a stack that creates its EKS cluster."""
+    return {
+        "kubernetes": {"namespace": "nemotron-test", "cluster": {"source": "eks"}},
+        "modelCache": {"storageClassName": "fsx-lustre", "size": "1200Gi"},
+        "targets": targets,
+        "aws": {"region": "us-east-1", "cluster": CLUSTER, "nodePools": node_pools, **aws_block},
+    }
+
+
+def node_pool(name: str, instance_type: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "instanceType": instance_type, "availabilityZone": "us-east-1a", "desiredSize": 1, "maxSize": 2, **fields}
+
+
+def resolved(instance_type: str, **fields: Any) -> ResolvedPool:
+    """The pool of this instance type exactly as the config path resolves it."""
+    from nemotron.config import parse_stack_config
+    from nemotron.pools import resolve_pools
+
+    config = parse_stack_config(eks_config([node_pool("pool", instance_type, **fields)], []))
+    return resolve_pools(config)["pool"]

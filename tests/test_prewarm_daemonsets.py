@@ -17,7 +17,7 @@ def _worker_pods(run):
 def test_one_daemon_set_per_worker_placement_in_prod():
     run = rendered_stack("prod")
     daemon_sets = {d.inputs["metadata"]["name"]: d.inputs["spec"]["template"]["spec"] for d in run.of_type(DAEMON_SET)}
-    assert sorted(daemon_sets) == ["model-prewarm-nvidia-b200", "model-prewarm-nvidia-h200"]
+    assert sorted(daemon_sets) == ["model-prewarm-b200-efa", "model-prewarm-h200-efa"]  # one per GPU pool
     for _, worker in _worker_pods(run):
         (match,) = [d for d in daemon_sets.values() if d["affinity"] == worker["affinity"]]
         assert all(t in match["tolerations"] for t in worker["tolerations"])
@@ -25,7 +25,7 @@ def test_one_daemon_set_per_worker_placement_in_prod():
 
 def test_daemon_set_warms_every_checkpoint_its_workers_load():
     run = rendered_stack("prod")
-    h200 = next(d for d in run.of_type(DAEMON_SET) if d.inputs["metadata"]["name"].endswith("h200"))
+    h200 = next(d for d in run.of_type(DAEMON_SET) if d.inputs["metadata"]["name"].endswith("h200-efa"))
     env = {e["name"]: e["value"] for e in h200.inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["PREWARM_MODELS"].split(",") == [
         "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",

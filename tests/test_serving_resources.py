@@ -55,7 +55,7 @@ def test_model_cache_is_retained_in_prod_only():
 
 
 def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
-    (release,) = _inputs("prod", "kubernetes:helm.sh/v3:Release")
+    release = rendered_stack("prod").named("dynamo-release").inputs
     assert release["chart"] == "https://helm.ngc.nvidia.com/nvidia/ai-dynamo/charts/dynamo-platform-1.4.0.tgz"
     assert release["namespace"] == "dynamo-system" and release["name"] == "dynamo-platform"
     assert release["values"]["dynamo-operator"]["upgradeCRD"] is True
@@ -65,9 +65,13 @@ def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider():
-    for stack in ("dev", "prod"):
+    """dev: the kubeconfig context named in config; prod: the provider built from the EKS cluster."""
+    for stack, provider_name, parent in (("dev", "kubernetes", "pulumi:pulumi:Stack::nemotron-lightning-dev"),
+                                         ("prod", "eks-kubernetes", "nemotron:aws:EksCluster::eks")):
         run = rendered_stack(stack)
         kube = [r for r in run.resources if r.type.startswith("kubernetes:") and r.custom]
-        assert kube and {r.provider for r in kube} == {"pulumi:providers:kubernetes::kubernetes"}
+        assert kube and {r.provider for r in kube} == {f"pulumi:providers:kubernetes::{provider_name}"}
         (provider,) = run.of_type("pulumi:providers:kubernetes")
-        assert provider.inputs["context"] == f"nemotron-{stack}"
+        assert (provider.name, provider.parent) == (provider_name, parent)
+    assert rendered_stack("dev").named("kubernetes").inputs["context"] == "nemotron-dev"
+    assert rendered_stack("prod").named("eks-kubernetes").to_json()["inputs"]["kubeconfig"] == "[secret]"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import pydantic
 
-from nemotron.catalog import Catalog, load_platform
+from nemotron.catalog import Catalog, Recipe, load_platform
 from nemotron.config.serving import Block, DnsLabel, matching
 from nemotron.errors import ConfigError
 from nemotron.instance_types import AwsCatalog, InstanceType, load_aws_catalog
@@ -120,13 +120,30 @@ class ModelCacheStorageConfig(Block):
     fsx: FsxSettings = FsxSettings()
 
 
+class DevicePluginsConfig(Block):
+    """Which device plugins the stack installs (each only where a pool needs it). Turn one off on a cluster
+    that already runs it, e.g. through the NVIDIA GPU Operator or Network Operator."""
+
+    nvidia: bool = True
+    efa: bool = True
+    rdmaSharedDevice: bool = True
+
+
 class AwsConfig(Block):
     region: Region
     cluster: Optional[AwsClusterConfig] = None
     systemNodeGroup: SystemNodeGroupConfig = SystemNodeGroupConfig()
     nodePools: list[NodePoolConfig] = pydantic.Field(default_factory=list)
+    devicePlugins: DevicePluginsConfig = DevicePluginsConfig()
     modelCacheStorage: Optional[ModelCacheStorageConfig] = None
     tags: dict[str, str] = pydantic.Field(default_factory=dict)
+
+    def fsx_availability_zone(self) -> Optional[str]:
+        """`modelCacheStorage.fsx.availabilityZone`, else the one AZ all managed GPU pools share."""
+        if self.modelCacheStorage and self.modelCacheStorage.fsx.availabilityZone:
+            return self.modelCacheStorage.fsx.availabilityZone
+        zones = {p.availabilityZone for p in self.nodePools if p.managed and p.availabilityZone}
+        return zones.pop() if len(zones) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -153,7 +170,7 @@ def pool_fabric(pool: NodePoolConfig, facts: PoolFacts) -> str:
     return pool.fabric or ("efa" if facts.efa_interfaces else "none")
 
 
-def recipe_gpu(recipe, aws_catalog: AwsCatalog) -> Optional[str]:
+def recipe_gpu(recipe: Recipe, aws_catalog: AwsCatalog) -> Optional[str]:
     return aws_catalog.gpu_of_product(recipe.gpu_products[0])
 
 
@@ -232,7 +249,7 @@ def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: Aw
     return errors
 
 
-def _check_storage(config: "StackConfig", aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
+def _check_storage(config: "StackConfig", aws: AwsConfig) -> list[ConfigError]:
     storage = aws.modelCacheStorage
     if storage is None:
         return []
@@ -247,12 +264,15 @@ def _check_storage(config: "StackConfig", aws: AwsConfig, aws_catalog: AwsCatalo
         if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
             errors.append(ConfigError("modelCache.size", f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi or a multiple of {FSX_STEP_GIB}Gi (got {config.modelCache.size})"))
         zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
-        if storage.fsx.availabilityZone is None and len(zones) != 1:
+        zone, create = aws.fsx_availability_zone(), aws.cluster.create if aws.cluster else None
+        if zone is None:
             errors.append(ConfigError("aws.modelCacheStorage.fsx.availabilityZone", f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system"))
+        elif create and zone not in create.availabilityZones:
+            errors.append(ConfigError("aws.modelCacheStorage.fsx.availabilityZone", f"{zone!r} is not a cluster AZ", ", ".join(create.availabilityZones)))
     return errors
 
 
-def target_pool(config: "StackConfig", index: int, recipe, aws_catalog: AwsCatalog) -> tuple[Optional[str], Optional[ConfigError]]:
+def target_pool(config: "StackConfig", index: int, recipe: Recipe, aws_catalog: AwsCatalog) -> tuple[Optional[str], Optional[ConfigError]]:
     """The pool a target is placed on: `targets[i].nodePool`, or the only pool with the target's GPU."""
     target = config.targets[index]
     pools = config.aws.nodePools if config.aws else []
@@ -323,7 +343,7 @@ def check_aws(config: "StackConfig", catalog: Catalog, aws_catalog: Optional[Aws
             errors.append(ConfigError(f"aws.nodePools[{index}].name", f"duplicate pool name {pool.name!r}"))
         seen.add(pool.name)
         errors += _check_pool(f"aws.nodePools[{index}]", pool, aws, aws_catalog)
-    errors += _check_storage(config, aws, aws_catalog)
+    errors += _check_storage(config, aws)
     if errors:
         return errors
     return _check_placements(config, catalog, aws_catalog)

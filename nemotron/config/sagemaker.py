@@ -43,11 +43,17 @@ class JumpStartModel(Block):
 
 
 class HuggingFaceModel(Block):
-    """A checkpoint the LMI (vLLM) container downloads from the Hub, for regions JumpStart does not list."""
+    """A checkpoint the LMI (vLLM) container downloads from the Hub, for regions JumpStart does not list.
+
+    `sendHfToken`: put the `hfToken` secret into the model's environment, for a gated repo. A SageMaker
+    container cannot read Secrets Manager, so the token is a Pulumi secret in state but plain to anyone
+    allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos need none.
+    """
 
     repo: str
     lmiImage: Optional[EcrImage] = None
     options: dict[str, str] = {}
+    sendHfToken: bool = False
 
 
 class Autoscaling(Block):
@@ -158,9 +164,14 @@ def _check_capacity(endpoint: SageMakerEndpointConfig, path: str) -> list[Config
     if instance is None:
         errors.append(ConfigError(f"{path}.instanceType", f"unsupported instance type {endpoint.instanceType!r}",
                                   ", ".join(instances)))
-    elif instance.storage == "nvme" and endpoint.volumeSizeGb is not None:
-        errors.append(ConfigError(f"{path}.volumeSizeGb", f"{endpoint.instanceType} has local NVMe storage only, "
-                                  "where SageMaker rejects a volume size", "unset"))
+    elif instance.storage == "nvme":
+        if endpoint.volumeSizeGb is not None:
+            errors.append(ConfigError(f"{path}.volumeSizeGb", f"{endpoint.instanceType} has local NVMe storage only, "
+                                      "where SageMaker rejects a volume size", "unset"))
+        if endpoint.kmsKeyArn is not None and not endpoint.dataCapture.enabled:
+            errors.append(ConfigError(f"{path}.kmsKeyArn", f"{endpoint.instanceType} storage is hardware-encrypted "
+                                      "NVMe, where SageMaker rejects a volume key, and data capture is off",
+                                      "unset, or enable dataCapture"))
     return errors
 
 

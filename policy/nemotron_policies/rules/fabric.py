@@ -47,7 +47,7 @@ def node_pools(resources: list[Any]) -> dict[str, NodePool]:
     for resource in resources:
         if resource.resource_type != NODE_GROUP:
             continue
-        labels = plain(dig(resource.props, "labels"))
+        labels = dig(plain(resource.props), "labels")
         name = text(dig(labels, POOL_LABEL))
         if name is None:
             continue
@@ -101,10 +101,10 @@ def _backend_problem(fabric: str, backends: Any) -> list[str]:
     expected = FABRIC_BACKEND[fabric]
     if expected in backends:
         return []
-    fix = ('kv_connector_extra_config.backends ["LIBFABRIC"]' if fabric == "efa"
-           else 'the UCX backend (omit kv_connector_extra_config.backends, or set ["UCX"])')
+    fix = ('set kv_connector_extra_config.backends to ["LIBFABRIC"]' if fabric == "efa"
+           else 'omit kv_connector_extra_config.backends (NIXL then uses UCX) or set it to ["UCX"]')
     return [f"KV transfer uses NIXL backends {backends} but its fabric is {FABRIC_NAME[fabric]}; "
-            f"set --kv-transfer-config {fix}"]
+            f"in --kv-transfer-config, {fix}"]
 
 
 def _pool_problems(pool: NodePool, container: dict[str, Any], requested: dict[str, Any], backends: Any,
@@ -137,12 +137,12 @@ def _pool_problems(pool: NodePool, container: dict[str, Any], requested: dict[st
 
 
 def _unpinned_problems(requested: dict[str, Any], backends: Any, out_of_band: Optional[str]) -> list[str]:
-    fabrics = [f for f, resource in FABRIC_RESOURCE.items() if requested.get(resource, 0) != 0]
+    fabrics = [f for f, resource in FABRIC_RESOURCE.items() if requested.get(resource, 0) not in (0, UNKNOWN)]
     if len(fabrics) > 1:
         return [f"requests both {EFA} and {INFINIBAND}; a worker uses one fabric"]
     if fabrics:
         return _backend_problem(fabrics[0], backends)
-    if out_of_band:
+    if out_of_band or UNKNOWN in requested.values():
         return []
     return [f"requests no RDMA fabric ({EFA} or {INFINIBAND}); request the fabric of its nodes, or annotate the "
             f"DGD with {OUT_OF_BAND_ANNOTATION}: <name> if the fabric is provided out of band"]

@@ -4,16 +4,17 @@ reads the workers' checkpoints into the page cache before they load them.
 A pool is a distinct (required node selection, tolerations) pair of worker pods that mount the
 `shared-model-cache` claim. Its prewarm DaemonSet must select the same nodes (same required node-affinity
 terms, `nodeSelector` entries counting as `key In [value]`), tolerate every taint the workers tolerate, mount
-the same claim read-only, and list in the env `PREWARM_REPOS` (comma-separated Hugging Face repo ids) every
+the same claim read-only, and list in its container env (comma-separated Hugging Face repo ids) every
 checkpoint the workers load: the base model (`--model`) and the draft model, which is `"model"` in the
 vLLM speculative config (a ConfigMap key the worker's env references, or a literal) or
 `speculative_config.speculative_model` in a TRT-LLM engine config (a `.yaml` key of a mounted ConfigMap).
+The env is `PREWARM_REPOS` (the pack's contract) or `PREWARM_MODELS` (what `prewarm/prewarm.py` reads).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 from pulumi_policy import ReportViolation, StackValidationArgs
@@ -25,7 +26,7 @@ from ..workloads import (
     volume_mounts,
 )
 
-PREWARM_ENV = "PREWARM_REPOS"
+PREWARM_ENVS = ("PREWARM_REPOS", "PREWARM_MODELS")
 SPECULATIVE_ENV = "SPECULATIVE_CONFIG"
 HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -46,7 +47,7 @@ class Prewarmer:
     namespace: Any
     selection: Any
     tolerations: Any
-    read_only_claim: Optional[bool]  # None: does not mount the claim
+    read_only_claim: Any  # True/False, None when it does not mount the claim, or UNKNOWN
     repos: Any  # frozenset of repo ids, or UNKNOWN
 
 
@@ -132,18 +133,20 @@ def _prewarmers(resources: list[Any]) -> list[Prewarmer]:
         props = plain(resource.props)
         spec = dig(props, "spec", "template", "spec")
         volumes = claim_volume_names(spec)
-        read_only: Optional[bool] = None
+        read_only: Any = UNKNOWN if dig(spec, "volumes") is UNKNOWN else None
         if volumes:
             read_only = all(
                 any(dig(v, "persistentVolumeClaim", "readOnly") is True for v in as_list(dig(spec, "volumes"))
                     if dig(v, "name") == name)
                 or (bool(volume_mounts(spec, name)) and all(m.get("readOnly") is True for m in volume_mounts(spec, name)))
                 for name in volumes)
-        repos: Any = frozenset()
-        for container in containers(spec):
-            entry = env_entry(container, PREWARM_ENV)
-            value = dig(entry, "value") if entry is not None else None
-            if value is UNKNOWN or (entry is not None and "valueFrom" in entry):
+        listed = [dig(spec, f) for f in ("containers", "initContainers")] + [c.get("env") for c in containers(spec)]
+        repos: Any = UNKNOWN if UNKNOWN in listed else frozenset()
+        entries = [entry for container in containers(spec) for name in PREWARM_ENVS
+                   if (entry := env_entry(container, name)) is not None]
+        for entry in entries:
+            value = dig(entry, "value")
+            if repos is UNKNOWN or value is UNKNOWN or "valueFrom" in entry:
                 repos = UNKNOWN
                 break
             if isinstance(value, str):
@@ -165,12 +168,12 @@ def _shortfalls(prewarmer: Prewarmer, pool: Pool) -> list[str]:
                 f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}" for key, _, value, effect in sorted(missing)))
     if prewarmer.read_only_claim is None:
         problems.append(f"does not mount the {MODEL_CACHE_CLAIM} claim")
-    elif not prewarmer.read_only_claim:
+    elif prewarmer.read_only_claim is False:
         problems.append(f"mounts the {MODEL_CACHE_CLAIM} claim writable; set readOnly: true")
     if prewarmer.repos is not UNKNOWN:
         missing_repos = sorted(pool.checkpoints - prewarmer.repos)
         if missing_repos:
-            problems.append(f"does not warm {', '.join(missing_repos)} (env {PREWARM_ENV})")
+            problems.append(f"does not warm {', '.join(missing_repos)} (env {' or '.join(PREWARM_ENVS)})")
     return problems
 
 

@@ -1,0 +1,311 @@
+"""One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
+endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling.
+
+Every value comes planned (`nemotron.sagemaker_plan`), so the component only maps it onto resources.
+The endpoint has an explicit name, which the rollback alarms' dimensions and the scaling target's
+resource id need before it exists; the model and endpoint config are auto-named, so a change replaces
+them side by side and the endpoint moves to the new config with a blue/green update.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+
+from nemotron.config.sagemaker import Autoscaling, DataCapture, Deployment
+from nemotron.jumpstart import S3ModelData
+from nemotron.sagemaker_plan import ModelContainer, PlannedEndpoint, ProductionVariant, invoke_url
+
+sm = aws.sagemaker
+SAGEMAKER_NAMESPACE = "AWS/SageMaker"
+ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+CAPTURE_PREFIX = "capture"
+
+
+@dataclass(frozen=True)
+class SageMakerEndpointArgs:
+    endpoint_name: str
+    region: str
+    container: ModelContainer
+    variant: ProductionVariant
+    autoscaling: Autoscaling
+    deployment: Deployment
+    data_capture: DataCapture
+    kms_key_arn: Optional[str] = None
+    hf_token: Optional[pulumi.Input[str]] = None
+
+    @classmethod
+    def from_plan(cls, planned: PlannedEndpoint, hf_token: Optional[pulumi.Input[str]] = None) -> SageMakerEndpointArgs:
+        config = planned.config
+        return cls(endpoint_name=config.name, region=planned.region, container=planned.container,
+                   variant=planned.variant, autoscaling=config.autoscaling, deployment=config.deployment,
+                   data_capture=config.dataCapture, kms_key_arn=config.kmsKeyArn, hf_token=hf_token)
+
+
+def partition(region: str) -> str:
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict[str, Any]]:
+    """GetObject on the model artifacts only, and ListBucket limited to their prefixes."""
+    sources = [container.model_data] if container.model_data is not None else []
+    sources += [source.s3 for source in container.additional_model_data]
+    if not sources:
+        return []
+    objects, prefixes = [], defaultdict(list)
+    for data in sources:
+        bucket, key = _split_s3(data.s3_uri)
+        pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
+        objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
+        prefixes[bucket].append(pattern)
+    statements = [{"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
+    for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
+        statements.append({"Sid": f"ListModelArtifacts{index}", "Effect": "Allow", "Action": "s3:ListBucket",
+                           "Resource": f"arn:{part}:s3:::{bucket}", "Condition": {"StringLike": {"s3:prefix": patterns}}})
+    return statements
+
+
+def _ecr_repository_arn(image: str, part: str) -> str:
+    """`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>` -> the repository ARN."""
+    registry, _, reference = image.partition("/")
+    account, _, _, region = registry.split(".")[:4]
+    repository = reference.partition("@")[0].partition(":")[0]
+    return f"arn:{part}:ecr:{region}:{account}:repository/{repository}"
+
+
+def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
+    access = access_class(accept_eula=data.accept_eula) if data.accept_eula is not None else None
+    return args_class(s3_uri=data.s3_uri, s3_data_type=data.s3_data_type, compression_type=data.compression_type,
+                      model_access_config=access)
+
+
+def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input[str]]) -> sm.ModelPrimaryContainerArgs:
+    environment: dict[str, pulumi.Input[str]] = dict(container.environment)
+    if container.needs_hf_token:
+        if hf_token is None:
+            raise ValueError("the model sends the Hugging Face token, but SageMakerEndpointArgs.hf_token is None")
+        # A container environment cannot reference Secrets Manager: the token is a Pulumi secret in state
+        # and readable through DescribeModel (see HuggingFaceModel.sendHfToken).
+        environment["HF_TOKEN"] = pulumi.Output.secret(hf_token)
+    model_data = None
+    if container.model_data is not None:
+        model_data = sm.ModelPrimaryContainerModelDataSourceArgs(s3_data_sources=[_s3_source(
+            container.model_data, sm.ModelPrimaryContainerModelDataSourceS3DataSourceArgs,
+            sm.ModelPrimaryContainerModelDataSourceS3DataSourceModelAccessConfigArgs)])
+    additional = [
+        sm.ModelPrimaryContainerAdditionalModelDataSourceArgs(channel_name=source.channel_name, s3_data_sources=[
+            _s3_source(source.s3, sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceArgs,
+                       sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceModelAccessConfigArgs)])
+        for source in container.additional_model_data
+    ]
+    return sm.ModelPrimaryContainerArgs(image=container.image, mode="SingleModel", environment=environment,
+                                        model_data_source=model_data, additional_model_data_sources=additional or None)
+
+
+def _traffic_routing(deployment: Deployment) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
+    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+    if deployment.type == "CANARY":
+        return routing(type="CANARY", wait_interval_in_seconds=deployment.waitIntervalSeconds,
+                       canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                           type="CAPACITY_PERCENT", value=deployment.canarySize))
+    if deployment.type == "LINEAR":
+        return routing(type="LINEAR", wait_interval_in_seconds=deployment.waitIntervalSeconds,
+                       linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+                           type="CAPACITY_PERCENT", value=deployment.linearStepSize))
+    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.waitIntervalSeconds)
+
+
+class SageMakerEndpoint(pulumi.ComponentResource):
+    """A SageMaker endpoint serving Nemotron; its outputs are what a caller needs to invoke it."""
+
+    endpoint_name: pulumi.Output[str]
+    endpoint_arn: pulumi.Output[str]
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SageMakerEndpointArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:aws:SageMakerEndpoint", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region, endpoint_name, variant = args.region, args.endpoint_name, args.variant
+        part = partition(region)
+        capture = args.data_capture.enabled
+
+        kms_key_arn: Optional[pulumi.Input[str]] = args.kms_key_arn
+        if kms_key_arn is None and (variant.ebs_storage or capture):
+            kms_key_arn = aws.kms.Key(
+                f"{name}-kms",
+                description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
+                enable_key_rotation=True, deletion_window_in_days=30, region=region, opts=child,
+            ).arn
+
+        capture_bucket = None
+        if capture:
+            capture_bucket = aws.s3.Bucket(f"{name}-capture", region=region, opts=child)
+            aws.s3.BucketServerSideEncryptionConfiguration(
+                f"{name}-capture-encryption", bucket=capture_bucket.id, region=region,
+                rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    bucket_key_enabled=True,
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn))],
+                opts=child)
+            aws.s3.BucketPublicAccessBlock(
+                f"{name}-capture-public-access", bucket=capture_bucket.id, region=region, block_public_acls=True,
+                block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=child)
+
+        role = aws.iam.Role(
+            f"{name}-role",
+            description=f"Execution role of SageMaker endpoint {endpoint_name}",
+            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "sagemaker.amazonaws.com"}}]}),
+            opts=child,
+        )
+        role_policy = aws.iam.RolePolicy(
+            f"{name}-role-policy", role=role.id,
+            policy=self._execution_policy(args, part, role.arn, kms_key_arn, capture_bucket), opts=child)
+
+        model = sm.Model(
+            f"{name}-model",
+            execution_role_arn=role.arn,
+            primary_container=_primary_container(args.container, args.hf_token),
+            enable_network_isolation=args.container.enable_network_isolation,
+            region=region,
+            # The role's permissions have no data edge to the model, but SageMaker pulls with them.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy]),
+        )
+        data_capture = None
+        if capture_bucket is not None:
+            data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
+                enable_capture=True, initial_sampling_percentage=args.data_capture.samplingPercentage,
+                destination_s3_uri=pulumi.Output.concat("s3://", capture_bucket.id, f"/{CAPTURE_PREFIX}"),
+                kms_key_id=kms_key_arn,
+                capture_options=[sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
+                                 for mode in ("Input", "Output")])
+        endpoint_config = sm.EndpointConfiguration(
+            f"{name}-config",
+            production_variants=[sm.EndpointConfigurationProductionVariantArgs(
+                variant_name=variant.name, model_name=model.name, instance_type=variant.instance_type,
+                initial_instance_count=variant.initial_instance_count,
+                model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
+                container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
+                volume_size_in_gb=variant.volume_size_gb, inference_ami_version=variant.inference_ami_version,
+                routing_configs=[sm.EndpointConfigurationProductionVariantRoutingConfigArgs(
+                    routing_strategy="LEAST_OUTSTANDING_REQUESTS")],
+            )],
+            # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
+            kms_key_arn=kms_key_arn if variant.ebs_storage else None,
+            data_capture_config=data_capture,
+            region=region,
+            opts=child,
+        )
+
+        alarms = self._rollback_alarms(name, args, child)
+        deployment = args.deployment
+        endpoint = sm.Endpoint(
+            f"{name}-endpoint",
+            name=endpoint_name,
+            endpoint_config_name=endpoint_config.name,
+            deployment_config=sm.EndpointDeploymentConfigArgs(
+                blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
+                    traffic_routing_configuration=_traffic_routing(deployment),
+                    termination_wait_in_seconds=deployment.terminationWaitSeconds,
+                    maximum_execution_timeout_in_seconds=deployment.maximumExecutionTimeoutSeconds),
+                auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
+                    alarms=[sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
+                            for alarm in alarms])),
+            region=region,
+            opts=child,
+        )
+
+        scaling = args.autoscaling
+        target = aws.appautoscaling.Target(
+            f"{name}-scaling-target",
+            service_namespace="sagemaker",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
+            min_capacity=scaling.minCapacity, max_capacity=scaling.maxCapacity,
+            region=region,
+            opts=child,
+        )
+        aws.appautoscaling.Policy(
+            f"{name}-scaling-policy",
+            name=f"{endpoint_name}-invocations",
+            policy_type="TargetTrackingScaling",
+            service_namespace=target.service_namespace,
+            scalable_dimension=target.scalable_dimension,
+            resource_id=target.resource_id,
+            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                target_value=scaling.targetInvocationsPerInstance,
+                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"),
+                scale_in_cooldown=scaling.scaleInCooldown,
+                scale_out_cooldown=scaling.scaleOutCooldown,
+                disable_scale_in=False),
+            region=region,
+            opts=child,
+        )
+
+        self.endpoint_name = endpoint.name
+        self.endpoint_arn = endpoint.arn
+        self.role_arn = role.arn
+        self.register_outputs({"endpointName": self.endpoint_name, "endpointArn": self.endpoint_arn,
+                               "invokeUrl": invoke_url(region, endpoint_name), "roleArn": self.role_arn})
+
+    @staticmethod
+    def _rollback_alarms(name: str, args: SageMakerEndpointArgs, opts: pulumi.ResourceOptions) -> list[aws.cloudwatch.MetricAlarm]:
+        """5xx errors and p99 model latency of this endpoint's variant; either one rolls a deployment back."""
+        thresholds = args.deployment.rollbackAlarms
+        common = dict(
+            namespace=SAGEMAKER_NAMESPACE,
+            dimensions={"EndpointName": args.endpoint_name, "VariantName": args.variant.name},
+            period=thresholds.periodSeconds, evaluation_periods=thresholds.evaluationPeriods,
+            comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",
+            region=args.region, opts=opts,
+        )
+        errors = aws.cloudwatch.MetricAlarm(
+            f"{name}-5xx", name=f"{args.endpoint_name}-5xx", metric_name="Invocation5XXErrors", statistic="Sum",
+            threshold=thresholds.invocation5xxErrors,
+            alarm_description=f"{args.endpoint_name}: model 5xx errors; rolls a blue/green deployment back", **common)
+        latency = aws.cloudwatch.MetricAlarm(
+            f"{name}-p99-latency", name=f"{args.endpoint_name}-p99-latency", metric_name="ModelLatency",
+            extended_statistic="p99", threshold=thresholds.modelLatencyP99Ms * 1000,  # ModelLatency is in microseconds
+            alarm_description=f"{args.endpoint_name}: p99 model latency; rolls a blue/green deployment back", **common)
+        return [errors, latency]
+
+    @staticmethod
+    def _execution_policy(
+        args: SageMakerEndpointArgs, part: str, role_arn: pulumi.Output[str],
+        kms_key_arn: Optional[pulumi.Input[str]], capture_bucket: Optional[aws.s3.Bucket],
+    ) -> pulumi.Output[str]:
+        """What the endpoint's instances do with the role: pull the image, read the artifacts, write logs
+        and metrics, and write captured data. No managed policy (never AmazonSageMakerFullAccess)."""
+        account = role_arn.apply(lambda arn: arn.split(":")[4])
+        log_group = pulumi.Output.concat(f"arn:{part}:logs:{args.region}:", account,
+                                         f":log-group:/aws/sagemaker/Endpoints/{args.endpoint_name}")
+        statements: list[Any] = [
+            {"Sid": "PullImageToken", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+            {"Sid": "PullImage", "Effect": "Allow",
+             "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+             "Resource": _ecr_repository_arn(args.container.image, part)},
+            {"Sid": "WriteLogs", "Effect": "Allow",
+             "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+             "Resource": [log_group, pulumi.Output.concat(log_group, ":*")]},
+            {"Sid": "PutEndpointMetrics", "Effect": "Allow", "Action": "cloudwatch:PutMetricData", "Resource": "*",
+             "Condition": {"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}}},
+            *_artifact_read_statements(args.container, part),
+        ]
+        if capture_bucket is not None:
+            statements += [
+                {"Sid": "WriteCapturedData", "Effect": "Allow", "Action": "s3:PutObject",
+                 "Resource": pulumi.Output.concat(f"arn:{part}:s3:::", capture_bucket.id, f"/{CAPTURE_PREFIX}/*")},
+                {"Sid": "EncryptCapturedData", "Effect": "Allow", "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
+                 "Resource": kms_key_arn},
+            ]
+        return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})

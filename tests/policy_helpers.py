@@ -1,0 +1,143 @@
+"""Shared helpers of the policy tests: validation args built directly (no engine), one policy run with a
+list-collecting reporter, recipe manifests as fixtures, and the recorded dev/prod renders."""
+from __future__ import annotations
+
+import copy
+import functools
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from pulumi_policy import (
+    PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs,
+)
+from pulumi_policy.proxy import unknown_checking_proxy
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from nemotron.catalog import load_catalog  # noqa: E402
+from nemotron.mock_runtime import RecordedResource, run_program, stack_config  # noqa: E402
+from policy.nemotron_policies.config import offline_stack  # noqa: E402
+from policy.nemotron_policies.offline import Violation, evaluate  # noqa: E402
+from policy.nemotron_policies.pack import POLICIES  # noqa: E402
+
+POLICY = {policy.name: policy for policy in POLICIES}
+DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+JOB = "kubernetes:batch/v1:Job"
+HF_TOKEN = "hf_" + "Zq7" * 12  # shaped like a Hugging Face token, not one
+
+
+def options(protect: bool = False, retain_on_delete: Optional[bool] = None) -> PolicyResourceOptions:
+    """Resource options as the engine builds them; `retain_on_delete` only when given (the offline runner's)."""
+    opts = PolicyResourceOptions(protect, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
+    if retain_on_delete is not None:
+        opts.retain_on_delete = retain_on_delete  # type: ignore[attr-defined]
+    return opts
+
+
+def urn_of(resource_type: str, name: str, stack: str = "test") -> str:
+    return f"urn:pulumi:{stack}::nemotron-lightning::{resource_type}::{name}"
+
+
+def resource_args(resource_type: str, props: Any, name: str = "subject",
+                  config: Optional[dict[str, Any]] = None) -> ResourceValidationArgs:
+    """What the engine hands a resource validation: props behind the unknown-checking proxy (which copies the
+    dicts and lists, so callers may keep mutating theirs)."""
+    return ResourceValidationArgs(resource_type, unknown_checking_proxy(props),
+                                  urn_of(resource_type, name), name, options(), None, config)
+
+
+def resource(resource_type: str, props: Any, name: str = "subject", *, protect: bool = False,
+             retain_on_delete: Optional[bool] = None, dependencies: Iterable[PolicyResource] = ()) -> PolicyResource:
+    return PolicyResource(resource_type, unknown_checking_proxy(props), urn_of(resource_type, name),
+                          name, options(protect, retain_on_delete), None, None, list(dependencies), {})
+
+
+def check_resource(policy: str, resource_type: str, props: Any, config: Optional[dict[str, Any]] = None) -> list[str]:
+    """Messages `policy` reports for one resource."""
+    messages: list[str] = []
+    POLICY[policy].validate(resource_args(resource_type, props, config=config),
+                            lambda message, urn=None: messages.append(message))
+    return messages
+
+
+def check_stack(policy: str, resources: list[PolicyResource], config: Optional[dict[str, Any]] = None,
+                stack: str = "test") -> list[tuple[str, Optional[str]]]:
+    """(message, urn) pairs `policy` reports for a stack of resources."""
+    reported: list[tuple[str, Optional[str]]] = []
+    with offline_stack(stack):
+        POLICY[policy].validate(StackValidationArgs(resources, config),
+                                lambda message, urn=None: reported.append((message, urn)))
+    return reported
+
+
+def recipe(target_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A catalog target's ConfigMap and DGD (copies), in namespace `ns`."""
+    config_map, dgd = load_catalog().recipe(target_id).copy_manifests()
+    for manifest in (config_map, dgd):
+        manifest["metadata"]["namespace"] = "ns"
+    return config_map, dgd
+
+
+def component(dgd: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The first component of a type (frontend/worker/prefill/decode)."""
+    return next(c for c in dgd["spec"]["components"] if c["type"] == kind)
+
+
+def main_container(component_or_spec: dict[str, Any]) -> dict[str, Any]:
+    spec = component_or_spec.get("podTemplate", {}).get("spec", component_or_spec)
+    return next(c for c in spec["containers"] if c["name"] == "main")
+
+
+def env_value(container: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(e for e in container["env"] if e["name"] == name)
+
+
+@functools.lru_cache(maxsize=None)
+def _recording(stack: str) -> tuple[RecordedResource, ...]:
+    return tuple(run_program(*stack_config(stack), stack=stack).resources)
+
+
+def recording(stack: str) -> list[RecordedResource]:
+    """The committed `Pulumi.<stack>.yaml` rendered under mocks (once per process), as a fresh deep copy."""
+    return copy.deepcopy(list(_recording(stack)))
+
+
+def named(resources: list[RecordedResource], name: str) -> RecordedResource:
+    (match,) = [r for r in resources if r.name == name]
+    return match
+
+
+def of_type(resources: list[RecordedResource], resource_type: str) -> list[RecordedResource]:
+    return [r for r in resources if r.type == resource_type]
+
+
+def components(resources: list[RecordedResource], dgd: str) -> dict[str, dict[str, Any]]:
+    """A recorded DGD's components by type, `worker` named `agg` (the component name upstream uses)."""
+    return {c["type"] if c["type"] != "worker" else "agg": c for c in named(resources, dgd).inputs["spec"]["components"]}
+
+
+def worker(resources: list[RecordedResource], dgd: str, kind: str) -> dict[str, Any]:
+    return main_container(components(resources, dgd)[kind])
+
+
+def pod_spec(resources: list[RecordedResource], name: str) -> dict[str, Any]:
+    """The pod spec of a recorded built-in workload."""
+    return named(resources, name).inputs["spec"]["template"]["spec"]
+
+
+def mutate(stack: str, change: Callable[[list[RecordedResource]], None]) -> list[RecordedResource]:
+    resources = recording(stack)
+    change(resources)
+    return resources
+
+
+def new_violations(stack: str, resources: list[RecordedResource], **kwargs: Any) -> set[Violation]:
+    """Violations of `resources` that the unchanged recording of `stack` does not have."""
+    baseline = set(evaluate(recording(stack), stack=stack, **kwargs))
+    return set(evaluate(resources, stack=stack, **kwargs)) - baseline

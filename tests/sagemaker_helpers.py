@@ -1,0 +1,106 @@
+"""SageMaker endpoint configs as data, planned and built under Pulumi mocks, and the recorded resource inputs
+turned into the boto3 requests SageMaker, IAM, KMS, S3, CloudWatch and Application Auto Scaling take."""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pulumi
+
+from aws_helpers import run_components
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from nemotron.config import parse_stack_config
+from nemotron.mock_runtime import ProgramRun, plain_numbers
+from nemotron.sagemaker_plan import PlannedEndpoint, plan_sagemaker_endpoints
+
+REGION = "us-west-2"
+PUBLIC_ID = "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16"
+GATED_ID = "test-gated-nemotron-shaped"
+NVFP4 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+HF_TOKEN = "hf_test_token_value"
+SECRET_SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
+
+
+def jumpstart_endpoint(**overrides: Any) -> dict[str, Any]:
+    """The public JumpStart snapshot model on ml.g6e.12xlarge, 1..4 instances."""
+    return {"name": "nemotron-js", "source": "jumpstart",
+            "jumpstart": {"modelId": PUBLIC_ID, "version": "1.0.0"}, "instanceType": "ml.g6e.12xlarge",
+            "autoscaling": {"maxCapacity": 4, "targetInvocationsPerInstance": 4}, **overrides}
+
+
+def huggingface_endpoint(**overrides: Any) -> dict[str, Any]:
+    return {"name": "nemotron-hf", "source": "huggingface", "huggingface": {"repo": NVFP4},
+            "instanceType": "ml.p5.48xlarge", "autoscaling": {"maxCapacity": 2, "targetInvocationsPerInstance": 4},
+            **overrides}
+
+
+def stack(*endpoints: dict[str, Any], **sagemaker: Any) -> dict[str, Any]:
+    """A raw stack config (as in `Pulumi.<stack>.yaml`) with these SageMaker endpoints."""
+    return {"modelCache": {"storageClassName": "efs-ap"},
+            "sagemaker": {"region": REGION, **sagemaker, "endpoints": [copy.deepcopy(e) for e in endpoints]}}
+
+
+def plan(raw: dict[str, Any], default_region: str | None = None) -> list[PlannedEndpoint]:
+    return plan_sagemaker_endpoints(parse_stack_config(raw), default_region=default_region)
+
+
+def record(raw: dict[str, Any]) -> ProgramRun:
+    """Build one `SageMakerEndpoint` per planned endpoint under mocks and record every registration."""
+    planned = plan(raw)
+
+    def build() -> None:
+        for endpoint in planned:
+            token = pulumi.Output.secret(HF_TOKEN) if endpoint.container.needs_hf_token else None
+            SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(endpoint, hf_token=token))
+
+    return run_components(build)
+
+
+def unsecret(value: Any) -> Any:
+    """Recorded inputs with every secret replaced by its value (a secret map lifts its whole parent)."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
+            return unsecret(value["value"])
+        return {k: unsecret(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unsecret(v) for v in value]
+    return value
+
+
+def inputs(run: ProgramRun, name: str) -> dict[str, Any]:
+    """The plain inputs of the resource with this name (numbers as ints where integral)."""
+    return plain_numbers(unsecret(run.named(name).inputs))
+
+
+# Recorded (Terraform-style camelCase) keys whose AWS API name is not just the key capitalised.
+RENAMES = {"volumeSizeInGb": "VolumeSizeInGB", "kmsKeyArn": "KmsKeyId", "kmsMasterKeyId": "KMSMasterKeyID",
+           "sseAlgorithm": "SSEAlgorithm", "s3Uri": "S3Uri", "s3DataType": "S3DataType"}
+# Lists in the provider schema that are a single structure in the API.
+SINGLE = {"s3DataSources": "S3DataSource", "routingConfigs": "RoutingConfig"}
+# Maps whose keys are data (environment variable names), not field names.
+VERBATIM = {"environment"}
+PULUMI_ONLY = {"region", "name"}
+
+
+def to_api(value: Any, key: str = "") -> Any:
+    """Recorded inputs -> AWS API shape, key by key; nothing is dropped except what only Pulumi reads."""
+    if isinstance(value, list):
+        return [to_api(v) for v in value]
+    if not isinstance(value, dict) or key in VERBATIM:
+        return value
+    shaped = {}
+    for child_key, child in value.items():
+        if child_key in SINGLE:
+            (only,) = child
+            shaped[SINGLE[child_key]] = to_api(only)
+        elif child_key == "dimensions":
+            shaped["Dimensions"] = [{"Name": k, "Value": v} for k, v in sorted(child.items())]
+        else:
+            shaped[RENAMES.get(child_key, child_key[0].upper() + child_key[1:])] = to_api(child, child_key)
+    return shaped
+
+
+def api_request(run: ProgramRun, name: str) -> dict[str, Any]:
+    """The boto3 request body for a recorded resource (`region` and the resource name left to the caller)."""
+    recorded = inputs(run, name)
+    return to_api({k: v for k, v in recorded.items() if k not in PULUMI_ONLY})

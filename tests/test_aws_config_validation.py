@@ -1,0 +1,118 @@
+"""Bad pool and placement config stops the program with one line naming the key path, before any
+resource is registered; good config resolves pools and target placements."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from aws_helpers import eks_config, node_pool
+from nemotron.catalog import Catalog, Recipe, load_catalog
+from nemotron.config import ConfigError, parse_stack_config
+from nemotron.config.aws import check_aws
+from nemotron.mock_runtime import run_program
+from nemotron.pools import resolve_pools, target_pools
+from stack_helpers import BASE_CONFIG, run_config
+
+H200 = node_pool("h200", "p5en.48xlarge")
+CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
+
+
+def with_cluster(**create):
+    return {"create": {**eks_config([], [])["aws"]["cluster"]["create"], **create}}
+
+
+BAD_CONFIGS = {
+    "eks without aws": ({**BASE_CONFIG, "kubernetes": {"cluster": {"source": "eks"}}}, "aws: required when kubernetes.cluster.source is eks"),
+    "create with kubeconfig source": (
+        {**eks_config([H200], []), "kubernetes": {"cluster": {"source": "kubeconfig", "context": "x"}}},
+        "kubernetes.cluster.source: must be eks when aws.cluster.create is set",
+    ),
+    "both create and existing": (
+        eks_config([], [], cluster={**with_cluster(), "existing": {"name": "c", "vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": {"us-east-1a": "subnet-0123456789abcdef0"}, "nodeSecurityGroupIds": ["sg-0123456789abcdef0"]}}),
+        "aws.cluster: set exactly one of create, existing",
+    ),
+    "API endpoint open to the internet": (eks_config([], [], cluster=with_cluster(endpointPublicAccessCidrs=["0.0.0.0/0"])), "aws.cluster.create.endpointPublicAccessCidrs[0]: 0.0.0.0/0 opens the API endpoint to the internet"),
+    "unknown instance type": (eks_config([node_pool("gpu", "p5.96xlarge")], []), "aws.nodePools[0].instanceType: unknown instance type 'p5.96xlarge'; allowed: p5.48xlarge, p5.4xlarge"),
+    "desired above max": (eks_config([node_pool("gpu", "p5.48xlarge", desiredSize=3)], []), "aws.nodePools[0].desiredSize: 3 is not between minSize 0 and maxSize 2"),
+    "capacity block without reservation": (eks_config([node_pool("gpu", "p5.48xlarge", capacityType="capacity-block")], []), "aws.nodePools[0].capacityReservationId: capacityReservationId goes with capacityType capacity-block"),
+    "reservation id malformed": (eks_config([node_pool("gpu", "p5.48xlarge", capacityReservationId="cb-12")], []), "aws.nodePools[0].capacityReservationId: must be a capacity reservation id"),
+    "gb200 on demand": (eks_config([node_pool("gb", "p6e-gb200.36xlarge")], []), "aws.nodePools[0].capacityType: p6e-gb200.36xlarge is available through Capacity Blocks only; allowed: capacity-block"),
+    "gb200 on kubernetes 1.32": (eks_config([node_pool("gb", "p6e-gb200.36xlarge", **CB)], [], cluster=with_cluster(kubernetesVersion="1.32")), "aws.nodePools[0].instanceType: p6e-gb200.36xlarge needs Kubernetes >= 1.33, the cluster runs 1.32"),
+    "pool AZ outside the cluster": (eks_config([node_pool("gpu", "p5.48xlarge", availabilityZone="us-east-1d")], []), "aws.nodePools[0].availabilityZone: 'us-east-1d' is not a cluster AZ; allowed: us-east-1a, us-east-1b"),
+    "infiniband on an EC2 pool": (eks_config([node_pool("gpu", "p5en.48xlarge", fabric="ib")], []), "aws.nodePools[0].fabric: EC2 instances have no InfiniBand"),
+    "product label of another GPU": (eks_config([node_pool("gpu", "p5en.48xlarge", gpuProduct="NVIDIA-H100-80GB-HBM3")], []), "aws.nodePools[0].gpuProduct: 'NVIDIA-H100-80GB-HBM3' is not a product label of h200; allowed: NVIDIA-H200, NVIDIA-H200-SXM"),
+    "duplicate pool name": (eks_config([H200, H200], []), "aws.nodePools[1].name: duplicate pool name 'h200'"),
+    "unknown pool of a target": (eks_config([H200], [{"id": "vllm/agg-h200-mtp", "nodePool": "h300"}]), "targets[0].nodePool: unknown node pool 'h300'; allowed: h200"),
+    "target on a pool of another GPU": (eks_config([H200], [{"id": "vllm/agg-b200-mtp", "nodePool": "h200"}]), "targets[0].nodePool: 'vllm/agg-b200-mtp' needs b200 GPUs; pool 'h200' has h200"),
+    "no pool for the target's GPU": (eks_config([H200], [{"id": "vllm/agg-b200-mtp"}]), "targets[0].nodePool: no pool has b200 GPUs for 'vllm/agg-b200-mtp'; name one; allowed: h200"),
+    "two pools, target names none": (eks_config([H200, {**H200, "name": "h200-b"}], [{"id": "vllm/agg-h200-mtp"}]), "targets[0].nodePool: several pools have h200 GPUs for 'vllm/agg-h200-mtp'; name one; allowed: h200, h200-b"),
+    "GB200 target on an x86 pool": (eks_config([H200], [{"id": "vllm/agg-gb200-mtp", "nodePool": "h200"}]), "targets[0].nodePool: 'vllm/agg-gb200-mtp' needs arm64 nodes; pool 'h200' is x86_64"),
+    "disaggregated on a pool without fabric": (
+        eks_config([{**H200, "fabric": "none"}], [{"id": "vllm/disagg-h200-dflash"}]),
+        "targets[0].nodePool: disaggregated 'vllm/disagg-h200-dflash' needs a KV-transfer fabric; pool 'h200' has none; allowed: a pool with fabric efa or ib",
+    ),
+    "more GPUs than the pool can hold": (
+        eks_config([node_pool("h100", "p5.4xlarge")], [{"id": "vllm/agg-h100-dspark-kv-router"}]),
+        "aws.nodePools[0].maxSize: targets on pool 'h100' use 4 GPUs, more than 2 nodes x 1 GPUs",
+    ),
+    "FSx capacity off the step": ({**eks_config([H200], [], modelCacheStorage={"backend": "fsx"}), "modelCache": {"storageClassName": "fsx", "size": "300Gi"}}, "modelCache.size: FSx for Lustre PERSISTENT_2 capacity must be 1200Gi or a multiple of 2400Gi (got 300Gi)"),
+    "FSx with pools in two AZs": (
+        eks_config([H200, node_pool("b200", "p6-b200.48xlarge", availabilityZone="us-east-1b")], [], modelCacheStorage={"backend": "fsx"}),
+        "aws.modelCacheStorage.fsx.availabilityZone: GPU pools are in ['us-east-1a', 'us-east-1b']; name the AZ of the file system",
+    ),
+    "nodePool without aws": ({**BASE_CONFIG, "targets": [{"id": "vllm/agg-h100-mtp", "nodePool": "h100"}]}, "targets[0].nodePool: no aws.nodePools are defined"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_aws_config_is_rejected_before_any_resource(case):
+    config, expected = BAD_CONFIGS[case]
+    with pytest.raises(ConfigError) as raised:
+        run_config(config)
+    message = str(raised.value)
+    assert expected in message
+    assert "\n" not in message
+    assert run_program.last_monitor.recorded == []
+
+
+def test_more_gpus_per_pod_than_a_node_holds():
+    """No catalog recipe asks more than 1 GPU per pod; a TP=2 variant of one must not fit a 1-GPU pool."""
+    catalog = load_catalog()
+    recipe = catalog.recipe("vllm/agg-h100-mtp")
+    dgd = copy.deepcopy(recipe.dgd)
+    worker = dgd["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
+    worker["resources"]["limits"]["nvidia.com/gpu"] = worker["resources"]["requests"]["nvidia.com/gpu"] = "2"
+    tp2 = Catalog(catalog.data, {recipe.id: Recipe(recipe.entry, recipe.config_map, dgd)}, catalog.model_cache_pvc, catalog.download_job)
+    config = parse_stack_config(eks_config([node_pool("h100", "p5.4xlarge", maxSize=4)], [{"id": recipe.id}]))
+    (error,) = check_aws(config, tp2)
+    assert str(error) == "targets[0].nodePool: agg asks 2 GPUs per pod; a node of pool 'h100' holds 1"
+
+
+def test_good_config_resolves_pools_and_placements():
+    raw = eks_config(
+        [H200, node_pool("gb200", "p6e-gb200.36xlarge", **CB), node_pool("h200-ib", None, managed=False, nodeFacts={"gpu": "h200", "gpus": 8}, fabric="ib")],
+        [{"id": "vllm/agg-h200-mtp", "nodePool": "h200"}, {"id": "vllm/disagg-h200-dflash", "nodePool": "h200-ib"}, {"id": "vllm/agg-gb200-mtp"}],
+    )
+    config = parse_stack_config(raw)
+    pools = resolve_pools(config)
+    assert (pools["h200"].fabric, pools["h200"].efa_per_gpu, pools["h200"].eks_capacity_type) == ("efa", 2, "ON_DEMAND")
+    assert (pools["gb200"].arch, pools["gb200"].ami_type, pools["gb200"].eks_capacity_type) == ("arm64", "AL2023_ARM_64_NVIDIA", "CAPACITY_BLOCK")
+    assert (pools["h200-ib"].fabric, pools["h200-ib"].managed, pools["h200-ib"].gpus_per_node) == ("ib", False, 8)
+    assert pools["h200-ib"].node_labels == {"nemotron.nvidia.com/pool": "h200-ib", "nemotron.nvidia.com/fabric": "ib", "nemotron.nvidia.com/gpu": "h200"}
+    placed = {target: p.name for target, p in target_pools(config, load_catalog()).items()}
+    assert placed == {"vllm/agg-h200-mtp": "h200", "vllm/disagg-h200-dflash": "h200-ib", "vllm/agg-gb200-mtp": "gb200"}
+
+
+def test_committed_kubeconfig_stacks_still_parse_without_aws():
+    assert parse_stack_config(BASE_CONFIG).aws is None
+
+
+def test_existing_cluster_pool_takes_the_subnet_of_its_az():
+    existing = {"existing": {"name": "shared-gpu", "kubernetesVersion": "1.33", "vpcId": "vpc-0123456789abcdef0",
+                             "privateSubnetIds": {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa"}, "nodeSecurityGroupIds": ["sg-0123456789abcdef0"]}}
+    raw = {**eks_config([H200], [{"id": "vllm/agg-h200-mtp"}], cluster=existing), "kubernetes": {"cluster": {"source": "kubeconfig", "context": "shared"}}}
+    assert resolve_pools(parse_stack_config(raw))["h200"].subnet_id == "subnet-0aaaaaaaaaaaaaaaa"
+    elsewhere = {**raw, "aws": {**raw["aws"], "nodePools": [{**H200, "availabilityZone": "us-east-1b"}]}}
+    with pytest.raises(ConfigError, match=r"aws.nodePools\[0\].subnetId: no subnet for us-east-1b in aws.cluster.existing.privateSubnetIds"):
+        parse_stack_config(elsewhere)

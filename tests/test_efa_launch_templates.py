@@ -1,0 +1,82 @@
+"""Every GPU instance type gets the EFA network interfaces AWS documents for it in its launch template:
+card 0 device 0 an ENA `interface`, `efa-only` on card 0 device 1 and device 0 of every other card (the
+p6e-gb200 layout of AWS-FACTS), every interface in the pool's security groups, never a SubnetId."""
+from __future__ import annotations
+
+import pytest
+
+from aws_helpers import inputs, resolved, run_components, the
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from nemotron.instance_types import load_aws_catalog
+
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+CLUSTER_SG = "sg-0123456789abcdef0"
+POOL_SG = "pool-fabric-sg-id"  # `resolved()` names the pool "pool"; mock ids are "<resource>-id"
+
+# Written out from the EFA user guide (not derived from the code under test).
+NETWORK_CARDS = {"p5.48xlarge": 32, "p5.4xlarge": 1, "p5e.48xlarge": 32, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8}
+GB200_LAYOUT = [(0, 0, "interface")] + [(card, 0, "efa-only") for card in (1, 3, 5, 7, 9, 11, 13, 15)]
+POOL_FIELDS = {"p6e-gb200.36xlarge": {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}}
+
+
+def expected_layout(instance_type: str) -> list[tuple[int, int, str]]:
+    if instance_type == "p6e-gb200.36xlarge":
+        return GB200_LAYOUT
+    cards = NETWORK_CARDS[instance_type]
+    return [(0, 0, "interface"), (0, 1, "efa-only")] + [(card, 0, "efa-only") for card in range(1, cards)]
+
+
+def launch_template_of(instance_type: str) -> dict:
+    pool = resolved(instance_type, **POOL_FIELDS.get(instance_type, {}))
+
+    def build():
+        GpuNodePool(pool.name, GpuNodePoolArgs(
+            pool=pool, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
+            cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+        ))
+
+    return the(run_components(build), LAUNCH_TEMPLATE)
+
+
+def test_every_catalog_instance_type_is_covered():
+    assert set(load_aws_catalog().instance_types) == {*NETWORK_CARDS, "p6e-gb200.36xlarge"}
+
+
+@pytest.mark.parametrize("instance_type", sorted(load_aws_catalog().instance_types))
+def test_efa_interface_layout(instance_type):
+    template = launch_template_of(instance_type)
+    interfaces = template["networkInterfaces"]
+    layout = [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces]
+    assert layout == expected_layout(instance_type)
+    efa_only = sum(kind == "efa-only" for _, _, kind in layout)
+    assert efa_only >= load_aws_catalog().instance_types[instance_type].efaInterfaces
+    for interface in interfaces:
+        assert "subnetId" not in interface
+        assert interface["securityGroups"] == [CLUSTER_SG, POOL_SG]
+        assert interface["deleteOnTermination"] == "true"
+    # Security groups on interfaces conflict with template-level ones.
+    assert "vpcSecurityGroupIds" not in template
+
+
+def test_p5_48xlarge_exposes_32_efa_devices_and_p5en_16():
+    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p5.48xlarge")["networkInterfaces"]) == 32
+    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p5en.48xlarge")["networkInterfaces"]) == 16
+    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p6-b200.48xlarge")["networkInterfaces"]) == 8
+
+
+def test_a_pool_without_fabric_gets_no_efa_interfaces():
+    pool = resolved("p5.4xlarge", fabric="none")
+
+    def build():
+        GpuNodePool("plain", GpuNodePoolArgs(
+            pool=pool, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
+            cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+        ))
+
+    run = run_components(build)
+    (template,) = inputs(run, LAUNCH_TEMPLATE)
+    assert "networkInterfaces" not in template
+    assert template["vpcSecurityGroupIds"] == [CLUSTER_SG, "plain-fabric-sg-id"]
+    (node_group,) = inputs(run, "aws:eks/nodeGroup:NodeGroup")
+    assert node_group["labels"]["nemotron.nvidia.com/fabric"] == "none"
+    assert "nemotron.nvidia.com/efa-per-gpu" not in node_group["labels"]

@@ -1,0 +1,85 @@
+"""The pack as the Pulumi CLI runs it: `python -m pulumi.policy <engine> policy` serves the analyzer over
+gRPC; fed the prod recording (with planted violations), it reports what the offline runner reports. The one
+documented difference: the analyzer protocol carries no retainOnDelete, so the engine sees an unprotected cache."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Iterator
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2, json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2 as proto
+from pulumi.runtime.proto import analyzer_pb2_grpc
+
+from policy.nemotron_policies.offline import evaluate
+from policy.nemotron_policies.pack import PACK_NAME, POLICIES
+from policy_helpers import HF_TOKEN, REPO, components, main_container, mutate, named, pod_spec, worker
+
+LEVELS = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    env = {**os.environ, "PULUMI_PROJECT": "nemotron-lightning", "PULUMI_STACK": "prod", "PULUMI_DRY_RUN": "true"}
+    process = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(REPO / "policy")],
+                               cwd=REPO / "policy", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port = process.stdout.readline().strip()
+        assert port.isdigit(), process.stderr.read()
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield analyzer_pb2_grpc.AnalyzerStub(channel)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def planted(resources: list) -> None:
+    main_container(components(resources, "vllm-agg-b200-mtp-dgd")["frontend"])["image"] = \
+        "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
+    worker(resources, "vllm-agg-h200-dspark-dgd", "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})
+    pod_spec(resources, "model-cache-download")["containers"][0]["securityContext"]["privileged"] = True
+    worker(resources, "vllm-disagg-h200-dflash-dgd", "decode")["resources"]["limits"]["rdma/ib"] = "2"
+
+
+def struct(inputs: dict) -> struct_pb2.Struct:
+    return json_format.ParseDict(inputs, struct_pb2.Struct())
+
+
+def findings(response: proto.AnalyzeResponse, urn: str = "") -> set[tuple[str, str, str, str]]:
+    return {(d.policyName, LEVELS[d.enforcementLevel], d.urn or urn, d.message) for d in response.diagnostics}
+
+
+def test_the_served_pack_lists_every_policy_with_its_level(analyzer):
+    info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+    assert info.name == PACK_NAME
+    assert {(p.name, LEVELS[p.enforcementLevel]) for p in info.policies} == {(p.name, p.enforcement_level.value) for p in POLICIES}
+    schema = next(p for p in info.policies if p.name == "image-pinning").configSchema
+    assert "allowedRegistries" in schema.properties
+
+
+def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
+    resources = mutate("prod", planted)
+    urns = {f"{r.type}::{r.name}": r.urn for r in resources}
+    engine: set[tuple[str, str, str, str]] = set()
+    for r in resources:
+        request = proto.AnalyzeRequest(type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name,
+                                       options=proto.AnalyzerResourceOptions(protect=r.protect))
+        engine |= findings(analyzer.Analyze(request), r.urn)
+    stack = proto.AnalyzeStackRequest(resources=[proto.AnalyzerResource(
+        type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name, parent=urns.get(r.parent, ""),
+        dependencies=[urns[d] for d in r.depends_on if d in urns],
+        options=proto.AnalyzerResourceOptions(protect=r.protect)) for r in resources])
+    engine |= findings(analyzer.AnalyzeStack(stack))
+
+    offline = {(v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")
+               for v in evaluate(resources, stack="prod")}
+    cache = named(resources, "model-cache-pvc")
+    assert cache.retain_on_delete and not cache.protect
+    only_engine = engine - offline
+    assert [(policy, urn) for policy, _, urn, _ in only_engine] == [("data-protection", cache.urn)]
+    assert offline <= engine
+    assert {policy for policy, level, _, _ in offline if level == "mandatory"} == {
+        "image-pinning", "secret-handling", "least-privilege", "fabric-requests"}

@@ -1,0 +1,148 @@
+"""fabric-requests: disaggregated workers request the fabric of their nodes (request = limit), use the NIXL
+backend of that fabric, need an out-of-band annotation when they request none, and prefill and decode share
+speculative-decoding settings. Fixtures are the upstream recipes of the catalog."""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+from pulumi.output import Unknown
+from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
+
+from policy_helpers import DGD, NODE_GROUP, check_stack, component, env_value, main_container, recipe, resource
+
+POOL_LABEL = "nemotron.nvidia.com/pool"
+
+
+def node_group(pool: str, fabric: str, efa_per_gpu: str | None = None) -> object:
+    labels = {POOL_LABEL: pool, "nemotron.nvidia.com/fabric": fabric}
+    if efa_per_gpu is not None:
+        labels["nemotron.nvidia.com/efa-per-gpu"] = efa_per_gpu
+    return resource(NODE_GROUP, {"clusterName": "c", "labels": labels}, name=f"{pool}-nodes")
+
+
+def pinned(dgd: dict, pool: str) -> dict:
+    for kind in ("prefill", "decode"):
+        spec = component(dgd, kind)["podTemplate"]["spec"]
+        for term in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+            term["matchExpressions"].append({"key": POOL_LABEL, "operator": "In", "values": [pool]})
+    return dgd
+
+
+def problems(dgd: dict, *others: object) -> list[str]:
+    return [message for message, _ in check_stack("fabric-requests", [resource(DGD, dgd, name="target"), *others])]
+
+
+def set_kv_transfer(container: dict, config: dict) -> None:
+    args = container["args"]
+    args[args.index("--kv-transfer-config") + 1] = json.dumps(config)
+
+
+@pytest.mark.parametrize("target", ["vllm/disagg-h100-dspark", "vllm/disagg-h200-mtp", "vllm/disagg-h200-dflash"])
+def test_upstream_efa_and_infiniband_recipes_pass_on_an_existing_cluster(target):
+    assert problems(recipe(target)[1]) == []
+
+
+def test_agg_targets_are_not_checked():
+    assert problems(recipe("vllm/agg-h100-mtp")[1]) == []
+
+
+def test_worker_on_an_efa_pool_requests_efa_per_gpu_times_its_gpus():
+    dgd = pinned(recipe("vllm/disagg-h100-dspark")[1], "h100")
+    assert problems(dgd, node_group("h100", "efa", "4")) == []
+    found = problems(dgd, node_group("h100", "efa", "2"))
+    assert len(found) == 2 and all("vpc.amazonaws.com/efa=4, needs 2 (2 per GPU x 1 nvidia.com/gpu)" in m for m in found)
+
+
+def test_efa_pool_needs_the_libfabric_backend():
+    dgd = pinned(recipe("vllm/disagg-h100-dspark")[1], "h100")
+    set_kv_transfer(main_container(component(dgd, "decode")), {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"})
+    (found,) = problems(dgd, node_group("h100", "efa", "4"))
+    assert found.startswith("component VllmDecodeWorker: KV transfer uses NIXL backends ['UCX'] but its fabric is EFA")
+
+
+def test_efa_pool_without_efa_per_gpu_label_is_reported():
+    dgd = pinned(recipe("vllm/disagg-h100-dspark")[1], "h100")
+    assert all("no nemotron.nvidia.com/efa-per-gpu label" in m for m in problems(dgd, node_group("h100", "efa")))
+
+
+def test_infiniband_pool_accepts_ucx_workers_and_rejects_efa_ones():
+    assert problems(pinned(recipe("vllm/disagg-h200-mtp")[1], "h200"), node_group("h200", "ib")) == []
+    found = problems(pinned(recipe("vllm/disagg-h100-dspark")[1], "h200"), node_group("h200", "ib"))
+    prefill = [m for m in found if m.startswith("component VllmPrefillWorker")]
+    assert len(prefill) == 3
+    assert "requests vpc.amazonaws.com/efa, which its nodes do not have" in prefill[0]
+    assert "requests rdma/ib=0, needs at least 1" in prefill[1]
+    assert "backends ['LIBFABRIC'] but its fabric is InfiniBand" in prefill[2]
+
+
+def test_pool_without_fabric_needs_the_out_of_band_annotation():
+    dgd = pinned(recipe("vllm/disagg-h200-mtp")[1], "plain")
+    found = problems(dgd, node_group("plain", "none"))
+    assert any("requests rdma/ib, which its nodes do not have" in m for m in found)
+    assert any("its nodes have no RDMA fabric" in m for m in found)
+
+
+def test_fabric_request_must_equal_its_limit():
+    _, dgd = recipe("vllm/disagg-h200-mtp")
+    main_container(component(dgd, "decode"))["resources"]["limits"]["rdma/ib"] = "2"
+    assert problems(dgd) == ["component VllmDecodeWorker: requests rdma/ib=1 but limits rdma/ib=2; set request = limit"]
+
+
+def test_worker_without_fabric_needs_the_out_of_band_annotation():
+    _, dgd = recipe("vllm/disagg-gb200-dspark")
+    found = problems(dgd)
+    assert [m.split(":")[0] for m in found] == ["component VllmPrefillWorker", "component VllmDecodeWorker"]
+    assert all("nemotron.nvidia.com/fabric-out-of-band" in m for m in found)
+    dgd["metadata"]["annotations"] = {"nemotron.nvidia.com/fabric-out-of-band": "gb200-nvlink"}
+    assert problems(dgd) == []
+
+
+def test_unpinned_worker_backend_must_match_its_requested_fabric():
+    _, dgd = recipe("vllm/disagg-h200-mtp")
+    set_kv_transfer(main_container(component(dgd, "prefill")),
+                    {"kv_connector": "NixlConnector", "kv_role": "kv_producer", "kv_connector_extra_config": {"backends": ["LIBFABRIC"]}})
+    (found,) = problems(dgd)
+    assert "backends ['LIBFABRIC'] but its fabric is InfiniBand" in found
+
+
+def test_prefill_and_decode_share_the_speculative_config_source():
+    _, dgd = recipe("vllm/disagg-h200-dflash")
+    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = \
+        "speculative-config-synthetic"
+    (found,) = problems(dgd)
+    assert found == ("component VllmPrefillWorker and component VllmDecodeWorker differ in --speculative-config "
+                     "(ConfigMap vllm-disagg-h200-dflash-config key speculative-config vs ConfigMap "
+                     "vllm-disagg-h200-dflash-config key speculative-config-synthetic); prefill and decode must use "
+                     "identical speculative-decoding settings")
+
+
+def test_prefill_and_decode_share_speculative_flags():
+    _, dgd = recipe("vllm/disagg-h200-dflash")
+    args = main_container(component(dgd, "decode"))["args"]
+    args[args.index("--mamba-cache-mode") + 1] = "all"
+    (found,) = problems(dgd)
+    assert "differ in --mamba-cache-mode (align vs all)" in found
+
+
+def test_literal_speculative_config_matches_by_content():
+    _, dgd = recipe("vllm/disagg-h200-mtp")
+    for kind, text in (("prefill", '{"method": "mtp", "num_speculative_tokens": 5}'),
+                       ("decode", '{"num_speculative_tokens": 5, "method": "mtp"}')):
+        entry = env_value(main_container(component(dgd, kind)), "SPECULATIVE_CONFIG")
+        entry.clear()
+        entry.update(name="SPECULATIVE_CONFIG", value=text)
+    assert problems(dgd) == []
+
+
+def test_unknown_values_at_preview_are_tolerated():
+    dgd = pinned(recipe("vllm/disagg-h100-dspark")[1], "h100")
+    prefill, decode = main_container(component(dgd, "prefill")), main_container(component(dgd, "decode"))
+    prefill["args"][prefill["args"].index("--kv-transfer-config") + 1] = UNKNOWN_STRING_VALUE
+    prefill["resources"] = UNKNOWN_OBJECT_VALUE
+    decode["args"] = Unknown()
+    component(dgd, "decode")["podTemplate"]["spec"]["affinity"] = pulumi.Output.from_input({})
+    assert problems(dgd, node_group("h100", UNKNOWN_STRING_VALUE)) == []
+    assert problems({"metadata": None, "spec": {"components": UNKNOWN_OBJECT_VALUE}}) == []
+    assert problems({"spec": {"components": [None, {"type": "prefill", "podTemplate": None}]}}) == []

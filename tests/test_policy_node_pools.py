@@ -1,0 +1,74 @@
+"""The label contract between the stack's GPU node pools and the pack: a `GpuNodePool` (recorded under mocks)
+plus a disaggregated target placed on it by `nemotron.placement` pass every policy, and a worker that keeps
+its upstream fabric request on a pool with another EFA count per GPU is caught by fabric-requests."""
+from __future__ import annotations
+
+import dataclasses
+import pytest
+
+from aws_helpers import resolved, run_components
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from nemotron.catalog import load_catalog
+from nemotron.instance_types import load_aws_catalog
+from nemotron.mock_runtime import RecordedResource
+from nemotron.placement import place_target
+from policy.nemotron_policies.offline import evaluate, format_report
+from policy_helpers import DGD, component, main_container
+
+TARGET = "vllm/disagg-h100-dspark"  # upstream: 4 EFA interfaces per worker (p5.48xlarge: 32 / 8 GPUs)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """A p5en.48xlarge pool: 16 EFA interfaces for 8 GPUs, so 2 per GPU."""
+    return dataclasses.replace(resolved("p5en.48xlarge"), name="h200-efa")
+
+
+@pytest.fixture(scope="module")
+def node_pool_resources(pool) -> list[RecordedResource]:
+    def build() -> None:
+        GpuNodePool(pool.name, GpuNodePoolArgs(
+            pool=pool, cluster_name="nemotron", vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"],
+            node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies))
+
+    return run_components(build).resources
+
+
+def placed_dgd(pool) -> dict:
+    recipe = load_catalog().recipe(TARGET)
+    config_map, dgd = recipe.copy_manifests()
+    return place_target(config_map, dgd, recipe, pool)[1]
+
+
+def recorded(dgd: dict) -> RecordedResource:
+    name = dgd["metadata"]["name"]
+    return RecordedResource(DGD, name, f"urn:pulumi:test::nemotron-lightning::{DGD}::{name}", "", True, dgd)
+
+
+def mandatory(resources: list[RecordedResource]) -> list:
+    return [v for v in evaluate(resources, stack="test") if v.mandatory]
+
+
+def test_the_pool_itself_passes_every_policy(node_pool_resources):
+    violations = evaluate(node_pool_resources, stack="test")
+    assert violations == [], format_report(violations)
+
+
+def test_a_target_placed_on_the_pool_passes(node_pool_resources, pool):
+    """Everything but prewarm-daemonsets: this stack has no model-cache DaemonSet."""
+    dgd = placed_dgd(pool)
+    assert main_container(component(dgd, "prefill"))["resources"]["limits"]["vpc.amazonaws.com/efa"] == "2"
+    found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name != "prewarm-daemonsets"]
+    assert found == [], format_report(found)
+
+
+def test_an_upstream_efa_count_on_this_pool_is_caught(node_pool_resources, pool):
+    dgd = placed_dgd(pool)
+    for kind in ("prefill", "decode"):
+        resources = main_container(component(dgd, kind))["resources"]
+        for section in ("requests", "limits"):
+            resources[section]["vpc.amazonaws.com/efa"] = "4"
+    found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name == "fabric-requests"]
+    assert [v.message for v in found] == [
+        f"component {name}: pinned to pool 'h200-efa' (fabric efa): requests vpc.amazonaws.com/efa=4, needs 2 "
+        "(2 per GPU x 1 nvidia.com/gpu)" for name in ("VllmPrefillWorker", "VllmDecodeWorker")]

@@ -1,0 +1,126 @@
+"""prewarm-daemonsets: every pool of model-cache workers has a DaemonSet on the same nodes, tolerating what
+the workers tolerate, mounting the cache read-only and warming every checkpoint the workers load."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
+
+from policy_helpers import CONFIG_MAP, DAEMON_SET, DGD, check_stack, component, recipe, resource
+
+BASE = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+DSPARK = f"{BASE}-DSpark"
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DSPARK}", *, env: str = "PREWARM_REPOS",
+               tolerations: Any = (GPU_TOLERATION,), read_only: bool = True, namespace: str = "ns",
+               name: str = "prewarm", node_selector: bool = False) -> object:
+    placement = ({"nodeSelector": {"nvidia.com/gpu.product": product}} if node_selector else {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "nvidia.com/gpu.product", "operator": "In", "values": [product]}]}]}}}})
+    spec = {
+        **placement,
+        "tolerations": list(tolerations),
+        "containers": [{"name": "prewarm", "image": "python:3.12-slim", "env": [{"name": env, "value": repos}],
+                        "volumeMounts": [{"name": "cache", "mountPath": "/model-cache", "readOnly": read_only}]}],
+        "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}],
+    }
+    props = {"metadata": {"name": name, "namespace": namespace}, "spec": {"template": {"spec": spec}}}
+    return resource(DAEMON_SET, props, name=name)
+
+
+def target(target_id: str = "vllm/agg-h100-dspark", name: str = "target") -> list[object]:
+    config_map, dgd = recipe(target_id)
+    return [resource(CONFIG_MAP, config_map, name=f"{name}-config"), resource(DGD, dgd, name=name)]
+
+
+def problems(*resources: object) -> list[str]:
+    return [message for message, _ in check_stack("prewarm-daemonsets", list(resources))]
+
+
+def test_a_daemonset_covering_the_pool_passes():
+    assert problems(*target(), daemon_set()) == []
+
+
+def test_the_prewarm_programs_own_env_name_counts_too():
+    assert problems(*target(), daemon_set(env="PREWARM_MODELS")) == []
+
+
+def test_node_selector_is_equivalent_to_a_single_value_affinity():
+    assert problems(*target(), daemon_set(node_selector=True)) == []
+
+
+def test_a_pool_without_daemonset_is_reported():
+    (found,) = problems(*target())
+    assert found == ("no prewarm DaemonSet selects the nodes of workers target/agg (nodes: nvidia.com/gpu.product In "
+                     f"[NVIDIA-H100-80GB-HBM3]; checkpoints: {BASE}, {DSPARK})")
+
+
+def test_a_daemonset_on_other_nodes_does_not_count():
+    (found,) = problems(*target(), daemon_set(product="NVIDIA-H200"))
+    assert found.startswith("no prewarm DaemonSet selects the nodes of workers target/agg")
+
+
+def test_every_checkpoint_the_workers_load_is_warmed():
+    (found,) = problems(*target(), daemon_set(repos=BASE))
+    assert found.endswith(f"DaemonSet prewarm does not warm {DSPARK} (env PREWARM_REPOS or PREWARM_MODELS)")
+
+
+def test_the_cache_is_mounted_read_only():
+    (found,) = problems(*target(), daemon_set(read_only=False))
+    assert found.endswith("DaemonSet prewarm mounts the shared-model-cache claim writable; set readOnly: true")
+
+
+def test_the_daemonset_tolerates_every_worker_toleration():
+    workers = target("vllm/agg-gb200-dspark")
+    (found,) = problems(*workers, daemon_set(product="NVIDIA-GB200"))
+    assert found.endswith("DaemonSet prewarm does not tolerate dedicated:NoSchedule, kubernetes.io/arch=arm64:NoSchedule, "
+                          "skyhook.nvidia.com:NoSchedule")
+    tolerate_all = [{"operator": "Exists"}]
+    assert problems(*workers, daemon_set(product="NVIDIA-GB200", tolerations=tolerate_all)) == []
+
+
+def test_the_daemonset_runs_in_the_workers_namespace():
+    (found,) = problems(*target(), daemon_set(namespace="other"))
+    assert "DaemonSet prewarm runs in namespace other, the workers in ns" in found
+
+
+def test_trtllm_drafts_come_from_the_engine_config():
+    config_map, dgd = recipe("trtllm/agg-b200-mtp")
+    engine = yaml.safe_load(config_map["data"]["agg.yaml"])
+    engine["speculative_config"]["speculative_model"] = "nvidia/Some-Draft"
+    config_map["data"]["agg.yaml"] = yaml.safe_dump(engine)
+    resources = [resource(CONFIG_MAP, config_map, name="c"), resource(DGD, dgd, name="trt")]
+    (found,) = problems(*resources, daemon_set(product="NVIDIA-B200", repos=BASE))
+    assert found.endswith("does not warm nvidia/Some-Draft (env PREWARM_REPOS or PREWARM_MODELS)")
+    assert problems(*resources, daemon_set(product="NVIDIA-B200", repos=f"{BASE}, nvidia/Some-Draft")) == []
+
+
+def test_workers_with_different_tolerations_are_different_pools():
+    _, dgd = recipe("vllm/agg-h100-mtp")
+    other = recipe("vllm/agg-h100-dspark")[1]
+    component(other, "worker")["podTemplate"]["spec"]["tolerations"].append(
+        {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"})
+    found = problems(resource(DGD, dgd, name="a"), resource(DGD, other, name="b"), daemon_set())
+    assert found == [f"no prewarm DaemonSet covers workers b/agg (nodes: nvidia.com/gpu.product In [NVIDIA-H100-80GB-HBM3]; "
+                     f"checkpoints: {BASE}): DaemonSet prewarm does not tolerate dedicated:NoSchedule"]
+
+
+def test_frontends_need_no_prewarm():
+    _, dgd = recipe("vllm/agg-h100-dspark")
+    dgd["spec"]["components"] = [component(dgd, "frontend")]
+    assert problems(resource(DGD, dgd)) == []
+
+
+def test_unknown_values_at_preview_are_tolerated():
+    assert problems(*target(), daemon_set(repos=UNKNOWN_STRING_VALUE)) == []
+    unknown_spec = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"template": {"spec": {
+        "affinity": UNKNOWN_STRING_VALUE, "tolerations": UNKNOWN_ARRAY_VALUE, "volumes": UNKNOWN_ARRAY_VALUE,
+        "containers": UNKNOWN_ARRAY_VALUE}}}}
+    assert problems(*target(), resource(DAEMON_SET, unknown_spec, name="p")) == []
+    _, dgd = recipe("vllm/agg-h100-dspark")
+    component(dgd, "worker")["podTemplate"]["spec"]["affinity"] = UNKNOWN_STRING_VALUE
+    assert problems(resource(DGD, dgd), resource(CONFIG_MAP, {"metadata": None, "data": UNKNOWN_STRING_VALUE})) == []
+    assert problems(resource(DGD, {"metadata": {"namespace": "ns"}, "spec": None}), daemon_set(tolerations=[None])) == []
