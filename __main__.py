@@ -11,6 +11,7 @@ from components.model_cache import ModelCache, ModelCacheArgs
 from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
 from components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from components.network import Network, NetworkArgs
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
 from components.serving_target import ServingTarget, ServingTargetArgs
 from nemotron.catalog import load_catalog, load_platform
@@ -20,6 +21,7 @@ from nemotron.manifests import render_download_job, render_model_cache_pvc
 from nemotron.outputs import StackOutputs
 from nemotron.pools import pool_cost_rows, resolve_pools
 from nemotron.prewarm_plan import PROGRAM_FILE
+from nemotron.sagemaker_plan import plan_sagemaker_endpoints
 from nemotron.serving_plan import plan_prewarm, plan_targets, platform_chart, serving_settings
 
 # Everything that can be wrong with the input fails here, before the first resource.
@@ -34,6 +36,9 @@ settings = serving_settings(config)
 cluster = config.kubernetes.cluster
 aws_config = config.aws
 pins = aws_catalog.platform
+planned_endpoints = plan_sagemaker_endpoints(
+    config, default_region=aws_config.region if aws_config else pulumi.Config("aws").get("region")
+)
 
 # --- AWS: network, cluster, GPU pools -------------------------------------------------------------
 if aws_config:
@@ -168,8 +173,16 @@ for planned in planned_targets:
         opts=on_cluster,
     )
 
+# --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------
+for endpoint in planned_endpoints:
+    SageMakerEndpoint(
+        endpoint.name,
+        SageMakerEndpointArgs.from_plan(endpoint, hf_token=hf_token() if endpoint.container.needs_hf_token else None),
+        opts=on_aws if aws_config else None,
+    )
+
 # --- Outputs: the versioned contract ---------------------------------------------------------------
-contract = StackOutputs(endpoints=[p.endpoint for p in planned_targets])
+contract = StackOutputs(endpoints=[p.endpoint for p in planned_targets] + [e.endpoint for e in planned_endpoints])
 for key, value in contract.model_dump(mode="json").items():
     pulumi.export(key, value)
 pulumi.export("nodePools", [row.as_dict() for row in pool_cost_rows(pools)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -129,6 +130,44 @@ def worker(resources: list[RecordedResource], dgd: str, kind: str) -> dict[str, 
 def pod_spec(resources: list[RecordedResource], name: str) -> dict[str, Any]:
     """The pod spec of a recorded built-in workload."""
     return named(resources, name).inputs["spec"]["template"]["spec"]
+
+
+def disaggregated(resources: list[RecordedResource]) -> str:
+    """The name of the first recorded DGD with a prefill component."""
+    return next(r.name for r in of_type(resources, DGD)
+                if any(c["type"] == "prefill" for c in r.inputs["spec"]["components"]))
+
+
+def aggregated(resources: list[RecordedResource]) -> str:
+    """The name of the first recorded DGD with an aggregated worker."""
+    return next(r.name for r in of_type(resources, DGD) if any(c["type"] == "worker" for c in r.inputs["spec"]["components"]))
+
+
+def fabric_of(container: dict[str, Any]) -> str:
+    """The RDMA fabric resource a worker container requests."""
+    (fabric,) = [k for k in container["resources"]["limits"] if k in ("vpc.amazonaws.com/efa", "rdma/ib")]
+    return fabric
+
+
+def prewarm_env(container: dict[str, Any]) -> dict[str, Any]:
+    return next(e for e in container.get("env", []) if e["name"] in ("PREWARM_REPOS", "PREWARM_MODELS"))
+
+
+def prewarm_daemon_sets(resources: list[RecordedResource]) -> list[RecordedResource]:
+    """Recorded DaemonSets that declare the checkpoints they warm, by name."""
+    found = []
+    for daemon_set in of_type(resources, DAEMON_SET):
+        containers = daemon_set.inputs["spec"]["template"]["spec"]["containers"]
+        if any(e["name"] in ("PREWARM_REPOS", "PREWARM_MODELS") for c in containers for e in c.get("env", [])):
+            found.append(daemon_set)
+    return sorted(found, key=lambda r: r.name)
+
+
+def run_stack_config(raw: dict[str, Any], stack: str) -> list[RecordedResource]:
+    """Run the program with these top-level config keys (unprefixed, as in `Pulumi.<stack>.yaml`)."""
+    config = {f"nemotron-lightning:{key}": json.dumps(value) for key, value in raw.items()}
+    config["nemotron-lightning:hfToken"] = "[secret]"
+    return run_program(config, ["nemotron-lightning:hfToken"], stack=stack).resources
 
 
 def mutate(stack: str, change: Callable[[list[RecordedResource]], None]) -> list[RecordedResource]:

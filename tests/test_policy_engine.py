@@ -16,9 +16,12 @@ from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from policy.nemotron_policies.offline import evaluate
 from policy.nemotron_policies.pack import PACK_NAME, POLICIES
-from policy_helpers import HF_TOKEN, REPO, components, main_container, mutate, named, pod_spec, worker
+from policy_helpers import (
+    HF_TOKEN, REPO, aggregated, components, disaggregated, fabric_of, main_container, mutate, named, pod_spec, worker,
+)
 
 LEVELS = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +40,12 @@ def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
 
 
 def planted(resources: list) -> None:
-    main_container(components(resources, "vllm-agg-b200-mtp-dgd")["frontend"])["image"] = \
+    main_container(components(resources, aggregated(resources))["frontend"])["image"] = \
         "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
-    worker(resources, "vllm-agg-h200-dspark-dgd", "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})
+    worker(resources, aggregated(resources), "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})
     pod_spec(resources, "model-cache-download")["containers"][0]["securityContext"]["privileged"] = True
-    worker(resources, "vllm-disagg-h200-dflash-dgd", "decode")["resources"]["limits"]["rdma/ib"] = "2"
+    decode = worker(resources, disaggregated(resources), "decode")
+    decode["resources"]["limits"][fabric_of(decode)] = "3"
 
 
 def struct(inputs: dict) -> struct_pb2.Struct:
@@ -76,10 +80,9 @@ def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
 
     offline = {(v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")
                for v in evaluate(resources, stack="prod")}
-    cache = named(resources, "model-cache-pvc")
-    assert cache.retain_on_delete and not cache.protect
+    retained_only = [r.urn for r in resources if r.retain_on_delete and not r.protect and r.type == PVC]
     only_engine = engine - offline
-    assert [(policy, urn) for policy, _, urn, _ in only_engine] == [("data-protection", cache.urn)]
+    assert [(policy, urn) for policy, _, urn, _ in only_engine] == [("data-protection", urn) for urn in retained_only]
     assert offline <= engine
     assert {policy for policy, level, _, _ in offline if level == "mandatory"} == {
         "image-pinning", "secret-handling", "least-privilege", "fabric-requests"}

@@ -12,15 +12,16 @@ from pulumi.runtime.rpc import UNKNOWN
 from nemotron.mock_runtime import RecordedResource
 from policy.nemotron_policies.offline import Violation, evaluate, format_report, policy_resources
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
-from policy_helpers import DGD, REPO, component, main_container, mutate, named, recording
+from policy_helpers import (
+    DGD, REPO, aggregated, component, disaggregated, main_container, mutate, named, prewarm_daemon_sets, recording,
+)
 
 LATEST = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 
 
 def with_latest_frontend(resources: list) -> None:
-    frontend = next(c for c in named(resources, "vllm-agg-h100-mtp-dgd").inputs["spec"]["components"] if c["type"] == "frontend")
-    main_container(frontend)["image"] = LATEST
+    main_container(component(named(resources, aggregated(resources)).inputs, "frontend"))["image"] = LATEST
 
 
 def image_findings(pack_config: dict | None) -> list[Violation]:
@@ -37,7 +38,8 @@ def test_pack_names_are_kebab_case_and_unique():
 def test_violations_carry_policy_level_resource_and_message():
     (found,) = image_findings(None)
     assert found.mandatory and found.enforcement_level == "mandatory"
-    assert found.resource == f"{DGD}::vllm-agg-h100-mtp-dgd" and found.urn.startswith("urn:pulumi:dev::nemotron-lightning::")
+    assert found.resource == f"{DGD}::{aggregated(recording('dev'))}"
+    assert found.urn.startswith("urn:pulumi:dev::nemotron-lightning::")
     assert found.message.startswith("container main of component Frontend: image ")
 
 
@@ -85,7 +87,7 @@ def test_policy_resources_link_parents_dependencies_providers_and_options():
     pvc, job = built["model-cache-pvc"], built["model-cache-download"]
     assert pvc.opts.retain_on_delete is True and pvc.opts.protect is False
     assert pvc.parent is built["model-cache"] and pvc.opts.parent == built["model-cache"].urn
-    assert pvc in job.dependencies and job.provider.name == "kubernetes"
+    assert pvc in job.dependencies and job.provider.resource_type == "pulumi:providers:kubernetes"
 
 
 def test_secrets_reach_policies_unwrapped_as_from_the_engine():
@@ -97,11 +99,11 @@ def test_secrets_reach_policies_unwrapped_as_from_the_engine():
 
 def test_unknown_inputs_are_tolerated():
     def unknowns(resources: list) -> None:
-        dgd = named(resources, "vllm-disagg-h200-dflash-dgd").inputs
+        dgd = named(resources, disaggregated(resources)).inputs
         component(dgd, "prefill")["podTemplate"]["spec"]["affinity"] = UNKNOWN
         main_container(component(dgd, "decode"))["resources"] = Unknown()
         main_container(component(dgd, "frontend"))["image"] = pulumi.Output.from_input("nvcr.io/x:latest")
-        named(resources, "model-prewarm-nvidia-h200").inputs["spec"]["template"] = {**SECRET_SIG, "value": UNKNOWN}
+        prewarm_daemon_sets(resources)[0].inputs["spec"]["template"] = {**SECRET_SIG, "value": UNKNOWN}
         named(resources, "model-cache-pvc").inputs["metadata"] = None
 
     assert [v for v in evaluate(mutate("prod", unknowns), stack="prod") if v.mandatory] == []
@@ -112,7 +114,7 @@ def test_report_reads_like_the_engines_policy_section():
     lines = report.splitlines()
     assert lines[0] == "Policy Violations:"
     assert lines[1] == (f"    [mandatory]  {PACK_NAME} v{PACK_VERSION}  image-pinning "
-                        f"({DGD}::vllm-agg-h100-mtp-dgd)")
+                        f"({DGD}::{aggregated(recording('dev'))})")
     assert lines[2].startswith("    urn:pulumi:dev::nemotron-lightning::")
     assert lines[3] == "    Every image is pinned by a version tag or a digest and comes from an allowed registry."
     assert lines[4].startswith("    container main of component Frontend: image ")
