@@ -4,8 +4,9 @@
 
 Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`),
 `helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
-parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract) and `summary.md`.
-Bad config exits 2 with the one-line error; nothing is written.
+parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract), `summary.md` and `policy-report.txt` (the policy pack run
+on the recorded resources, as `pulumi preview --policy-pack policy` would). Bad config exits 2 with
+the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
 """
 from __future__ import annotations
 
@@ -70,21 +71,38 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path) -> None:
     (out_dir / "summary.md").write_text(summary_markdown(stack, run))
 
 
+def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:
+    """Run the policy pack (`policy/`) on the recorded resources as `pulumi preview --policy-pack` would.
+    Returns the report and whether any mandatory policy is violated."""
+    from policy.nemotron_policies.offline import evaluate, format_report
+
+    violations = evaluate(run.resources, pack_config, stack=stack)
+    return format_report(violations), any(v.mandatory for v in violations)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nemotron.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
+    parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
     args = parser.parse_args(argv)
     try:
         config, secret_keys = stack_config(args.stack, args.project_dir)
         run = run_program(config, secret_keys, stack=args.stack, project_dir=args.project_dir)
-    except (ConfigError, FileNotFoundError) as error:
+        pack_config = json.loads(args.policy_config.read_text()) if args.policy_config else None
+    except (ConfigError, FileNotFoundError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out_dir = args.out / args.stack
     write_render(run, args.stack, out_dir)
+    report, mandatory_violated = check_policies(run, args.stack, pack_config)
+    (out_dir / "policy-report.txt").write_text(report)
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
+    if mandatory_violated:
+        print(report, file=sys.stderr)
+        print(f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -14,6 +14,7 @@ ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
 BUCKET = "aws:s3/bucket:Bucket"
 SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 KMS = "arn:aws:kms:us-east-1:123456789012:key/abc"
 CACHE = {"metadata": {"name": "shared-model-cache", "namespace": "nemotron"}, "spec": {"storageClassName": "fsx-lustre"}}
 
@@ -110,3 +111,13 @@ def test_unknown_values_at_preview_are_tolerated():
         "endpoint configuration subject has no kmsKeyArn; encrypt its storage volumes with a KMS key"]
     bucket = resource(BUCKET, {"bucket": "capture", "serverSideEncryptionConfiguration": UNKNOWN_OBJECT_VALUE}, name="b")
     assert problems(bucket, endpoint_config({"destinationS3Uri": "s3://capture/x"})) == []
+
+
+def test_the_cache_storage_class_retains_provisioned_volumes_in_prod():
+    storage_class = {"metadata": {"name": "fsx-lustre"}, "provisioner": "fsx.csi.aws.com"}
+    cache = resource(PVC, CACHE, name="cache", retain_on_delete=True)
+    assert problems(cache, resource(STORAGE_CLASS, storage_class, name="sc")) == [
+        "StorageClass sc provisions the model cache with reclaimPolicy Delete (default); set reclaimPolicy: Retain"]
+    assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "reclaimPolicy": "Retain"}, name="sc")) == []
+    assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "metadata": {"name": "other"}}, name="sc")) == []
+    assert problems(cache, resource(STORAGE_CLASS, storage_class, name="sc"), stack="dev") == []

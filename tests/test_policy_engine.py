@@ -17,7 +17,7 @@ from pulumi.runtime.proto import analyzer_pb2_grpc
 from policy.nemotron_policies.offline import evaluate
 from policy.nemotron_policies.pack import PACK_NAME, POLICIES
 from policy_helpers import (
-    HF_TOKEN, REPO, aggregated, components, disaggregated, fabric_of, main_container, mutate, named, pod_spec, worker,
+    HF_TOKEN, REPO, aggregated, components, disaggregated, fabric_of, main_container, mutate, pod_spec, worker,
 )
 
 LEVELS = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}

@@ -76,8 +76,13 @@ def test_bad_pack_config_is_rejected_with_its_key(pack_config, error):
         evaluate([], pack_config)
 
 
+def unprotect_cache(resources: list) -> None:
+    cache = named(resources, "model-cache-pvc")
+    cache.protect = cache.retain_on_delete = False
+
+
 def test_the_stack_decides_protected_stacks():
-    resources = mutate("prod", lambda r: setattr(named(r, "model-cache-pvc"), "retain_on_delete", False))
+    resources = mutate("prod", unprotect_cache)
     assert [v.policy_name for v in evaluate(resources, stack="prod") if v.mandatory] == ["data-protection"]
     assert [v for v in evaluate(resources, stack="staging") if v.mandatory] == []
 

@@ -92,3 +92,23 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: vllm/agg-b200")
     assert not (tmp_path / "build").exists()
+
+
+def test_a_mandatory_policy_violation_fails_the_render_with_a_report(tmp_path, capsys):
+    (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
+    (tmp_path / "Pulumi.unpinned.yaml").write_text(
+        "config:\n  nemotron-lightning:kubernetes:\n    cluster: {source: kubeconfig, context: x}\n"
+        "  nemotron-lightning:modelCache:\n    storageClassName: efs-ap\n"
+        "  nemotron-lightning:targets:\n    - id: vllm/agg-h100-mtp\n      image: quay.io/someone/vllm-runtime:1.5.0\n"
+    )
+    for name in ("__main__.py", "components", "nemotron", "catalog", "prewarm"):
+        (tmp_path / name).symlink_to(PROJECT_DIR / name)
+    assert main(["--stack", "unpinned", "--project-dir", str(tmp_path), "--out", str(tmp_path / "build")]) == 1
+    error = capsys.readouterr().err
+    assert "[mandatory]" in error and "image-pinning" in error and "quay.io/someone/vllm-runtime:1.5.0" in error
+    assert "violates mandatory policies" in error
+    assert "image-pinning" in (tmp_path / "build" / "unpinned" / "policy-report.txt").read_text()
+
+
+def test_committed_stacks_pass_every_mandatory_policy(dev_render):
+    assert "mandatory" not in (dev_render / "policy-report.txt").read_text().replace("0 mandatory", "")

@@ -5,7 +5,8 @@ encrypted with KMS, and nodes only serve IMDSv2.
   Lustre file systems are `protect`ed or retained on delete. The analyzer protocol does not carry
   `retainOnDelete` (`PolicyResourceOptions` has no such field), so under `pulumi preview --policy-pack`
   only `protect` counts; the offline runner sets `opts.retain_on_delete` from the recording, and the rule
-  reads it when present.
+  reads it when present. A file system the CSI driver provisions for the claim outlives it only if the
+  claim's StorageClass (when this stack defines it) has `reclaimPolicy: Retain`.
 - SageMaker endpoint configurations set `kmsKeyArn`. Data capture goes to a bucket of this stack that has
   SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`), found by name in
   `dataCaptureConfig.destinationS3Uri` or, when the name is not known yet, by the endpoint configuration's
@@ -22,6 +23,7 @@ from ..config import current_stack, settings
 from ..values import UNKNOWN, as_list, dig, plain, text
 from ..workloads import MODEL_CACHE_CLAIM, PVC
 
+STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 FILE_SYSTEMS = frozenset({"aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"})
 ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -49,6 +51,20 @@ def _is_model_cache_storage(resource: PolicyResource, props: Any) -> bool:
     if resource.resource_type == PVC:
         return dig(props, "metadata", "name") == MODEL_CACHE_CLAIM
     return resource.resource_type in FILE_SYSTEMS
+
+
+def _storage_class_problems(resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
+    """(message, urn) for StorageClasses of this stack that would delete the model cache's volume."""
+    claimed = {dig(p, "spec", "storageClassName") for r, p in resources
+               if r.resource_type == PVC and dig(p, "metadata", "name") == MODEL_CACHE_CLAIM}
+    problems = []
+    for resource, props in resources:
+        policy = dig(props, "reclaimPolicy")
+        if resource.resource_type == STORAGE_CLASS and dig(props, "metadata", "name") in claimed - {None, UNKNOWN} \
+                and policy is not UNKNOWN and policy != "Retain":
+            problems.append((f"StorageClass {resource.name} provisions the model cache with reclaimPolicy "
+                             f"{policy or 'Delete (default)'}; set reclaimPolicy: Retain", resource.urn))
+    return problems
 
 
 def _kms_encrypted(rules: Any) -> Any:
@@ -109,6 +125,9 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
     stack = current_stack()
     protected_stack = stack in as_list(settings(args, SCHEMA)["protectedStacks"])
     resources = [(r, plain(r.props)) for r in args.resources]
+    if protected_stack:
+        for message, urn in _storage_class_problems(resources):
+            report_violation(message, urn)
     for resource, props in resources:
         if protected_stack and _is_model_cache_storage(resource, props) and not _retained(resource):
             report_violation(f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name} holds the model cache and "
