@@ -8,9 +8,10 @@ encrypted with KMS, and nodes only serve IMDSv2.
   reads it when present. A file system the CSI driver provisions for the claim outlives it only if the
   claim's StorageClass (when this stack defines it) has `reclaimPolicy: Retain`.
 - SageMaker endpoint configurations set `kmsKeyArn`. Data capture goes to a bucket of this stack that has
-  SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`), found by name in
-  `dataCaptureConfig.destinationS3Uri` or, when the name is not known yet, by the endpoint configuration's
-  dependencies; a bucket outside the stack cannot be checked, so the capture must set `kmsKeyId` itself.
+  SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`): the buckets the
+  endpoint configuration depends on (an auto-named bucket's name is only known after the update) or the one
+  named in `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the
+  capture must set `kmsKeyId` itself.
 - Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
 """
 from __future__ import annotations
@@ -92,8 +93,7 @@ def _capture_problems(config: PolicyResource, props: Any, resources: list[tuple[
     bucket_name = _bucket_name_of(dig(capture, "destinationS3Uri"))
     dependencies = {d.urn for d in config.dependencies}
     buckets = [(r, p) for r, p in resources if r.resource_type in BUCKETS and (
-        (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name)
-        or (bucket_name is UNKNOWN and r.urn in dependencies))]
+        r.urn in dependencies or (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name))]
     if not buckets:
         if bucket_name is UNKNOWN or dig(capture, "kmsKeyId") is UNKNOWN or text(dig(capture, "kmsKeyId")):
             return []
