@@ -33,7 +33,8 @@ class ModelCache(pulumi.ComponentResource):
             f"{name}-pvc",
             metadata={**args.pvc["metadata"], "namespace": args.namespace},
             spec=args.pvc["spec"],
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+            # Protected too: the CLI's policy analyzer sees `protect`, not `retainOnDelete`.
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete, protect=args.retain_on_delete),
         )
         job_spec = args.download_job["spec"]
         pod_spec = job_spec["template"]["spec"]

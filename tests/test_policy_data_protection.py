@@ -121,3 +121,12 @@ def test_the_cache_storage_class_retains_provisioned_volumes_in_prod():
     assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "reclaimPolicy": "Retain"}, name="sc")) == []
     assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "metadata": {"name": "other"}}, name="sc")) == []
     assert problems(cache, resource(STORAGE_CLASS, storage_class, name="sc"), stack="dev") == []
+
+
+def test_an_auto_named_capture_bucket_is_found_by_dependency_even_with_a_known_uri():
+    """Offline, mocks give the auto-named bucket an id the URI carries but its inputs never name."""
+    bucket = resource(BUCKET, {"forceDestroy": False}, name="capture-bucket")
+    capture = endpoint_config({"destinationS3Uri": "s3://capture-bucket-id/capture", "kmsKeyId": KMS}, dependencies=(bucket,))
+    assert len(problems(bucket, capture)) == 1
+    encryption = resource(SSE, {"bucket": "capture-bucket-id", "rules": kms_rules()}, name="sse", dependencies=(bucket,))
+    assert problems(bucket, capture, encryption) == []

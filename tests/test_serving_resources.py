@@ -51,7 +51,7 @@ def test_model_cache_pvc_and_download_job():
 def test_model_cache_is_retained_in_prod_only():
     for stack, retained in (("dev", False), ("prod", True)):
         (pvc,) = [r for r in rendered_stack(stack).resources if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]
-        assert pvc.retain_on_delete is retained
+        assert pvc.retain_on_delete is retained and pvc.protect is retained
 
 
 def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
