@@ -90,7 +90,7 @@ def test_the_stack_decides_protected_stacks():
 def test_policy_resources_link_parents_dependencies_providers_and_options():
     built = {r.name: r for r in policy_resources(recording("prod"))}
     pvc, job = built["model-cache-pvc"], built["model-cache-download"]
-    assert pvc.opts.retain_on_delete is True and pvc.opts.protect is False
+    assert pvc.opts.retain_on_delete is True and pvc.opts.protect is True
     assert pvc.parent is built["model-cache"] and pvc.opts.parent == built["model-cache"].urn
     assert pvc in job.dependencies and job.provider.resource_type == "pulumi:providers:kubernetes"
 
