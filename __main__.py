@@ -28,9 +28,9 @@ from nemotron.serving_plan import plan_prewarm, plan_targets, platform_chart, se
 config = load_stack_config()
 catalog = load_catalog()
 aws_catalog = load_aws_catalog()
-planned_targets = plan_targets(config, catalog)
-prewarm_pools = plan_prewarm(config, planned_targets)
 pools = resolve_pools(config, aws_catalog)
+planned_targets = plan_targets(config, catalog, pools)
+prewarm_pools = plan_prewarm(config, planned_targets)
 chart_url, platform_values = platform_chart(config, load_platform())
 settings = serving_settings(config)
 cluster = config.kubernetes.cluster

@@ -11,7 +11,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from nemotron.pools import GPU_TAINT, ResolvedPool
+from nemotron.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
 
 NODE_CONFIG_RAID0 = """MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="NEMOTRON"
@@ -63,7 +63,7 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__("nemotron:aws:GpuNodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
-        tags = {**args.tags, "nemotron.nvidia.com/pool": pool.name}
+        tags = {**args.tags, POOL_LABEL: pool.name}
         role = aws.iam.Role(f"{name}-node-role", assume_role_policy=_node_role_policy(), tags=tags, opts=child)
         policies = [
             aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child)

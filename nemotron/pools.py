@@ -102,10 +102,11 @@ def resolve_pools(config: StackConfig, aws_catalog: Optional[AwsCatalog] = None)
     return pools
 
 
-def target_pools(config: StackConfig, catalog: Catalog, aws_catalog: Optional[AwsCatalog] = None) -> dict[str, ResolvedPool]:
-    """Target id -> the pool it is placed on; targets that are not placed (no pools defined) are absent."""
+def target_pools(
+    config: StackConfig, catalog: Catalog, pools: dict[str, ResolvedPool], aws_catalog: Optional[AwsCatalog] = None
+) -> dict[str, ResolvedPool]:
+    """Target id -> the pool (from `resolve_pools`) it is placed on; unplaced targets are absent."""
     aws_catalog = aws_catalog or load_aws_catalog()
-    pools = resolve_pools(config, aws_catalog)
     placed: dict[str, ResolvedPool] = {}
     for index, target in enumerate(config.targets):
         name, _ = target_pool(config, index, catalog.recipe(target.id), aws_catalog)

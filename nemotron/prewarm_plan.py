@@ -13,12 +13,12 @@ from typing import Any
 
 from nemotron.catalog import GPU_PRODUCT_LABEL, WORKER_TYPES
 from nemotron.config.serving import PrewarmConfig
+from nemotron.pools import POOL_LABEL
 
 PROGRAM_FILE = Path(__file__).resolve().parent.parent / "prewarm" / "prewarm.py"
 PROGRAM_CONFIG_MAP = "model-prewarm-program"
 PROGRAM_MOUNT = "/opt/nemotron-prewarm"
 STATE_DIR = "/var/lib/nemotron-prewarm"
-POOL_LABEL = "nemotron.nvidia.com/pool"
 STATE_VOLUME = "prewarm-state"
 PROGRAM_VOLUME = "prewarm-program"
 

@@ -14,7 +14,7 @@ from nemotron.config.serving import TargetConfig
 from nemotron.manifests import ServingSettings, gpus_used, render_target
 from nemotron.outputs import ServingEndpoint, frontend_url
 from nemotron.placement import place_target
-from nemotron.pools import target_pools
+from nemotron.pools import ResolvedPool, target_pools
 from nemotron.prewarm_plan import PrewarmPool, gate_workers, prewarm_pools
 
 
@@ -40,15 +40,15 @@ def serving_settings(config: StackConfig) -> ServingSettings:
     )
 
 
-def plan_targets(config: StackConfig, catalog: Catalog) -> list[PlannedTarget]:
+def plan_targets(config: StackConfig, catalog: Catalog, pools: dict[str, ResolvedPool]) -> list[PlannedTarget]:
     settings = serving_settings(config)
-    pools = target_pools(config, catalog)
+    placements = target_pools(config, catalog, pools)
     planned = []
     for target in config.targets:
         recipe = catalog.recipe(target.id)
         config_map, dgd = render_target(recipe, target, settings)
-        if target.id in pools:
-            config_map, dgd = place_target(config_map, dgd, recipe, pools[target.id])
+        if target.id in placements:
+            config_map, dgd = place_target(config_map, dgd, recipe, placements[target.id])
         prewarm = config.modelCache.prewarm
         if prewarm.enabled and prewarm.gateWorkers:
             gate_workers(dgd, prewarm)

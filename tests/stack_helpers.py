@@ -31,6 +31,21 @@ def run_config(raw: dict[str, Any], stack: str = "test") -> ProgramRun:
     return run_program(config, [f"{PROJECT}:hfToken"], stack=stack)
 
 
+def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str) -> None:
+    """The program stops with one line containing `expected`, and registered nothing."""
+    from nemotron.config import ConfigError
+
+    try:
+        run_config(raw)
+    except ConfigError as error:
+        message = str(error)
+    else:
+        raise AssertionError(f"config was accepted; expected an error containing {expected!r}")
+    assert expected in message, message
+    assert "\n" not in message
+    assert run_program.last_monitor.recorded == []
+
+
 def all_targets_config(**overrides: Any) -> dict[str, Any]:
     """A synthetic stack selecting every catalog target."""
     return {**BASE_CONFIG, "targets": [{"id": target_id} for target_id in load_catalog().recipes], **overrides}

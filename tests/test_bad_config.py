@@ -7,7 +7,7 @@ import pytest
 
 from nemotron.config import ConfigError
 from nemotron.mock_runtime import run_program
-from stack_helpers import BASE_CONFIG, run_config
+from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource, run_config
 
 
 def _with(path: str, value):
@@ -56,13 +56,7 @@ BAD_CONFIGS = {
 
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
 def test_bad_config_is_rejected_before_any_resource(case):
-    config, expected = BAD_CONFIGS[case]
-    with pytest.raises(ConfigError) as raised:
-        run_config(config)
-    message = str(raised.value)
-    assert expected in message
-    assert "\n" not in message
-    assert run_program.last_monitor.recorded == []
+    assert_rejected_before_any_resource(*BAD_CONFIGS[case])
 
 
 def test_hf_token_in_plain_text_is_rejected():
