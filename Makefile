@@ -20,7 +20,7 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 	touch $(VENV)/.render-deps $@
 
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
-	$(PY) -m nemotron.render --stack $(STACK)
+	$(PY) -m tools.render --stack $(STACK)
 
 test: $(VENV)/.test-deps  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile

@@ -3,26 +3,26 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
-from components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from components.model_cache import ModelCache, ModelCacheArgs
-from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
-from components.network import Network, NetworkArgs
-from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
-from components.serving_target import ServingTarget, ServingTargetArgs
-from nemotron.catalog import load_catalog, load_platform
-from nemotron.config import hf_token, load_stack_config
-from nemotron.instance_types import load_aws_catalog
-from nemotron.manifests import render_download_job, render_model_cache_pvc
-from nemotron.outputs import StackOutputs
-from nemotron.pools import pool_cost_rows, resolve_pools
-from nemotron.prewarm_plan import PROGRAM_FILE
-from nemotron.sagemaker_plan import plan_sagemaker_endpoints
-from nemotron.serving_plan import plan_prewarm, plan_targets, platform_chart, serving_settings
+from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
+from serving_stack.components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
+from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
+from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
+from serving_stack.components.network import Network, NetworkArgs
+from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from serving_stack.components.serving_namespace import ServingNamespace, ServingNamespaceArgs
+from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
+from serving_stack.facts.catalog import load_catalog, load_platform
+from serving_stack.config import hf_token, load_stack_config
+from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.contract.outputs import StackOutputs
+from serving_stack.plan.pools import pool_cost_rows, resolve_pools
+from serving_stack.plan.prewarm import PROGRAM_FILE
+from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
+from serving_stack.plan.serving import plan_prewarm, plan_targets, platform_chart, serving_settings
 
 # Everything that can be wrong with the input fails here, before the first resource.
 config = load_stack_config()

@@ -59,7 +59,7 @@ def render_body(stack: str, project_dir: Path, out_dir: Path) -> str:
     """The whole render; exit 1 (a mandatory policy finding, e.g. GB200 disaggregated targets whose
     fabric is not declared) still rendered everything, so it counts."""
     return (
-        "from nemotron.render import main\n"
+        "from tools.render import main\n"
         f"assert main(['--stack', {stack!r}, '--project-dir', {str(project_dir)!r}, '--out', {str(out_dir)!r}]) in (0, 1)"
     )
 

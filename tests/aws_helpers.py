@@ -1,5 +1,5 @@
 """Build AWS components directly under Pulumi mocks (preview=False) and record every registration, the
-same way `nemotron.mock_runtime.run_program` runs the whole program; plus small pool/config factories."""
+same way `tools.mock_runtime.run_program` runs the whole program; plus small pool/config factories."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,8 +9,8 @@ from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from nemotron.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
-from nemotron.pools import ResolvedPool
+from tools.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
+from serving_stack.plan.pools import ResolvedPool
 
 PROJECT = "nemotron-lightning"
 
@@ -73,8 +73,8 @@ def node_pool(name: str, instance_type: str, **fields: Any) -> dict[str, Any]:
 
 def resolved(instance_type: str, **fields: Any) -> ResolvedPool:
     """The pool of this instance type exactly as the config path resolves it."""
-    from nemotron.config import parse_stack_config
-    from nemotron.pools import resolve_pools
+    from serving_stack.config import parse_stack_config
+    from serving_stack.plan.pools import resolve_pools
 
     config = parse_stack_config(eks_config([node_pool("pool", instance_type, **fields)], []))
     return resolve_pools(config)["pool"]

@@ -8,10 +8,10 @@ from typing import Any
 import pulumi
 
 from aws_helpers import run_components
-from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from nemotron.config import parse_stack_config
-from nemotron.mock_runtime import ProgramRun, plain_numbers
-from nemotron.sagemaker_plan import PlannedEndpoint, plan_sagemaker_endpoints
+from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from serving_stack.config import parse_stack_config
+from tools.mock_runtime import ProgramRun, plain_numbers
+from serving_stack.plan.sagemaker import PlannedEndpoint, plan_sagemaker_endpoints
 
 REGION = "us-west-2"
 PUBLIC_ID = "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16"

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from nemotron.catalog import load_catalog
-from nemotron.mock_runtime import PROJECT_DIR, ProgramRun, run_program, stack_config
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program, stack_config
 
 PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
 REFERENCE_DIR = PROJECT_DIR.parent / "shared" / "reference"
@@ -33,7 +33,7 @@ def run_config(raw: dict[str, Any], stack: str = "test") -> ProgramRun:
 
 def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str) -> None:
     """The program stops with one line containing `expected`, and registered nothing."""
-    from nemotron.config import ConfigError
+    from serving_stack.config import ConfigError
 
     try:
         run_config(raw)

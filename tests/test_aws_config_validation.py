@@ -7,10 +7,10 @@ import copy
 import pytest
 
 from aws_helpers import eks_config, node_pool
-from nemotron.catalog import Catalog, Recipe, load_catalog
-from nemotron.config import ConfigError, parse_stack_config
-from nemotron.config.aws import check_aws
-from nemotron.pools import resolve_pools, target_pools
+from serving_stack.facts.catalog import Catalog, Recipe, load_catalog
+from serving_stack.config import ConfigError, parse_stack_config
+from serving_stack.config.aws import check_aws
+from serving_stack.plan.pools import resolve_pools, target_pools
 from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
 
 H200 = node_pool("h200", "p5en.48xlarge")

@@ -7,9 +7,9 @@ import shutil
 import pytest
 import yaml
 
-from nemotron.catalog import CATALOG_DIR
-from nemotron.errors import ConfigError
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.errors import ConfigError
+from serving_stack.facts.instance_types import load_aws_catalog
 
 # instance type: (gpu, gpus, network cards, usable EFA, EFA per GPU, NVMe disks, arch, AMI, $/h, Capacity Blocks only)
 EXPECTED = {

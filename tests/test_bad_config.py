@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from nemotron.config import ConfigError
-from nemotron.mock_runtime import run_program
+from serving_stack.config import ConfigError
+from tools.mock_runtime import run_program
 from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource, run_config
 
 

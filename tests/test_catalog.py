@@ -6,8 +6,8 @@ import shutil
 import pytest
 import yaml
 
-from nemotron.catalog import CATALOG_DIR, load_catalog
-from nemotron.errors import ConfigError
+from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
+from serving_stack.errors import ConfigError
 
 FAILING_PUBLISHED_CRITERIA = {
     "vllm/agg-gb200-dflash", "trtllm/agg-b200", "trtllm/agg-b200-mtp", "trtllm/agg-h100-mtp",

@@ -1,5 +1,5 @@
 """Every one of the catalog's targets renders equal to the upstream manifest in ../shared/reference,
-except for the fields that documented stack settings change (see nemotron/manifests.py)."""
+except for the fields that documented stack settings change (see serving_stack/plan/manifests.py)."""
 from __future__ import annotations
 
 import re
@@ -7,8 +7,8 @@ import re
 import pytest
 from deepdiff import DeepDiff
 
-from nemotron.catalog import load_catalog
-from nemotron.mock_runtime import plain_numbers
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import plain_numbers
 from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, all_targets_config, reference_documents, reference_exists, run_config
 
 NAMESPACE = "conformance"

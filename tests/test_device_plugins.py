@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from aws_helpers import inputs, run_components, the
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from serving_stack.facts.instance_types import load_aws_catalog
 
 RELEASE, DAEMON_SET, CONFIG_MAP = "kubernetes:helm.sh/v3:Release", "kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:ConfigMap"
 TOLERATES_GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from aws_helpers import inputs, resolved, run_components, the
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.facts.instance_types import load_aws_catalog
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 CLUSTER_SG = "sg-0123456789abcdef0"

@@ -9,9 +9,9 @@ import pulumi
 import pytest
 
 from aws_helpers import inputs, run_components, the
-from components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
-from components.network import Network, NetworkArgs, subnet_cidrs
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
+from serving_stack.components.network import Network, NetworkArgs, subnet_cidrs
+from serving_stack.facts.instance_types import load_aws_catalog
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from aws_helpers import pool, resolved
-from nemotron.catalog import load_catalog
-from nemotron.instance_types import load_aws_catalog
-from nemotron.placement import place_target
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.placement import place_target
 
 FABRICS = load_aws_catalog().fabrics
 OWNED_ENV = {var.name for profile in FABRICS.values() for var in profile.env}

@@ -9,8 +9,8 @@ import email
 import yaml
 
 from aws_helpers import resolved, run_components, the
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.facts.instance_types import load_aws_catalog
 
 SUBNET = "subnet-0aaaaaaaaaaaaaaaa"
 RESERVATION = "cr-0123456789abcdef0"

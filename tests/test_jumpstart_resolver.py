@@ -9,8 +9,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nemotron import jumpstart
-from nemotron.jumpstart import (
+from serving_stack.facts import jumpstart
+from serving_stack.facts.jumpstart import (
     MANIFEST_KEY, ConfigKeys, JumpStartError, S3SpecSource, SnapshotSpecSource, resolve_jumpstart_model,
 )
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from aws_helpers import inputs, run_components, the
-from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from nemotron.config.aws import FsxSettings
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
+from serving_stack.config.aws import FsxSettings
+from serving_stack.facts.instance_types import load_aws_catalog
 
 SUBNETS = {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa", "us-east-1b": "subnet-0bbbbbbbbbbbbbbbb"}
 STORAGE_CLASS, ADDON = "kubernetes:storage.k8s.io/v1:StorageClass", "aws:eks/addon:Addon"

@@ -10,9 +10,9 @@ import pytest
 from deepdiff import DeepDiff
 
 from aws_helpers import pool, resolved
-from nemotron.catalog import load_catalog
-from nemotron.instance_types import load_aws_catalog
-from nemotron.placement import place_target
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.placement import place_target
 
 CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
 EFA_POOLS = {

@@ -1,5 +1,5 @@
 """The label contract between the stack's GPU node pools and the pack: a `GpuNodePool` (recorded under mocks)
-plus a disaggregated target placed on it by `nemotron.placement` pass every policy, and a worker that keeps
+plus a disaggregated target placed on it by `serving_stack.plan.placement` pass every policy, and a worker that keeps
 its upstream fabric request on a pool with another EFA count per GPU is caught by fabric-requests."""
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import dataclasses
 import pytest
 
 from aws_helpers import resolved, run_components
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from nemotron.catalog import load_catalog
-from nemotron.instance_types import load_aws_catalog
-from nemotron.mock_runtime import RecordedResource
-from nemotron.placement import place_target
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
+from tools.mock_runtime import RecordedResource
+from serving_stack.plan.placement import place_target
 from policy.nemotron_policies.offline import evaluate, format_report
 from policy_helpers import DGD, component, main_container
 

@@ -9,7 +9,7 @@ import pytest
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
-from nemotron.mock_runtime import RecordedResource
+from tools.mock_runtime import RecordedResource
 from policy.nemotron_policies.offline import Violation, evaluate, format_report, policy_resources
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
 from policy_helpers import (

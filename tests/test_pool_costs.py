@@ -3,8 +3,8 @@ and hourly list-price cost at desired, min and max nodes (n/a where no price is 
 from __future__ import annotations
 
 from aws_helpers import eks_config, node_pool
-from nemotron.config import parse_stack_config
-from nemotron.pools import pool_cost_markdown, pool_cost_rows, resolve_pools
+from serving_stack.config import parse_stack_config
+from serving_stack.plan.pools import pool_cost_markdown, pool_cost_rows, resolve_pools
 
 CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
 

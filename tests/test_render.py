@@ -1,4 +1,4 @@
-"""`python -m nemotron.render` writes a deterministic, complete picture of a stack."""
+"""`python -m tools.render` writes a deterministic, complete picture of a stack."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 import yaml
 
-from nemotron.mock_runtime import PROJECT_DIR
-from nemotron.render import main, write_render
+from tools.mock_runtime import PROJECT_DIR
+from tools.render import main, write_render
 from stack_helpers import BASE_CONFIG, run_config
 from tools.write_outputs_schema import SCHEMA_FILE, schema_text
 
@@ -84,7 +84,7 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     for name in ("__main__.py", "components", "nemotron", "catalog"):
         (tmp_path / name).symlink_to(PROJECT_DIR / name)
     result = subprocess.run(
-        [sys.executable, "-m", "nemotron.render", "--stack", "bad", "--out", str(tmp_path / "build"),
+        [sys.executable, "-m", "tools.render", "--stack", "bad", "--out", str(tmp_path / "build"),
          "--project-dir", str(tmp_path)],
         cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120,
     )

@@ -6,10 +6,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from nemotron import jumpstart
-from nemotron.config import ConfigError, parse_stack_config
-from nemotron.mock_runtime import PROJECT_DIR, run_program
-from nemotron.outputs import ServingEndpoint
+from serving_stack.facts import jumpstart
+from serving_stack.config import ConfigError, parse_stack_config
+from tools.mock_runtime import PROJECT_DIR, run_program
+from serving_stack.contract.outputs import ServingEndpoint
 from sagemaker_helpers import GATED_ID, NVFP4, PUBLIC_ID, REGION, huggingface_endpoint, jumpstart_endpoint, plan, stack
 from stack_helpers import BASE_CONFIG, run_config
 

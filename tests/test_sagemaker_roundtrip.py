@@ -15,8 +15,8 @@ import moto.sagemaker.models
 import pytest
 from moto import mock_aws
 
-from nemotron import jumpstart
-from nemotron.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
+from serving_stack.facts import jumpstart
+from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 from sagemaker_helpers import (
     GATED_ID, HF_TOKEN, NVFP4, REGION, api_request, huggingface_endpoint, inputs, jumpstart_endpoint, record, stack,
 )

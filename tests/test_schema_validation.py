@@ -6,8 +6,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from nemotron.mock_runtime import plain_numbers
-from nemotron.render import kubernetes_objects
+from tools.mock_runtime import plain_numbers
+from tools.render import kubernetes_objects
 from stack_helpers import DGD_TYPE, all_targets_config, load_dgd_schema, reference_exists, rendered_stack, run_config
 
 KUBERNETES_VERSION = "1.33.0"

@@ -18,7 +18,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nemotron.jumpstart import (
+from serving_stack.facts.jumpstart import (
     MANIFEST_KEY, JumpStartError, S3SpecSource, SnapshotSpecSource, content_bucket, resolve_jumpstart_model,
 )
 

@@ -2,7 +2,7 @@
 import json
 from pathlib import Path
 
-from nemotron.outputs import StackOutputs
+from serving_stack.contract.outputs import StackOutputs
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "stack-outputs.v1.schema.json"
 

@@ -1,6 +1,6 @@
 """Run the pack on a recorded render, the way `pulumi preview --policy-pack policy` runs it.
 
-`evaluate` takes the `RecordedResource`s of `nemotron.mock_runtime.run_program` and runs the pack's own
+`evaluate` takes the `RecordedResource`s of `tools.mock_runtime.run_program` and runs the pack's own
 policy objects: each `ResourceValidationPolicy` once per resource with a `ResourceValidationArgs`, each
 `StackValidationPolicy` once with a `StackValidationArgs` over all resources. Properties reach a policy as
 they reach it from the engine: secrets unwrapped, unknown values as the engine's sentinels behind the

@@ -9,11 +9,11 @@ import pulumi
 import pydantic
 from pulumi.runtime import config as runtime_config
 
-from nemotron.catalog import Catalog, load_catalog
-from nemotron.errors import ConfigError, from_validation_error
-from nemotron.config.aws import AwsConfig, check_aws
-from nemotron.config.sagemaker import SageMakerConfig, check_sagemaker
-from nemotron.config.serving import Block, DynamoConfig, KubernetesConfig, ModelCacheConfig, TargetConfig
+from serving_stack.facts.catalog import Catalog, load_catalog
+from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.config.aws import AwsConfig, check_aws
+from serving_stack.config.sagemaker import SageMakerConfig, check_sagemaker
+from serving_stack.config.serving import Block, DynamoConfig, KubernetesConfig, ModelCacheConfig, TargetConfig
 
 SECRET_KEYS = ("hfToken",)
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nemotron.catalog import Catalog, PlatformFile, Recipe
-from nemotron.config import StackConfig
-from nemotron.config.serving import TargetConfig
-from nemotron.manifests import ServingSettings, gpus_used, render_target
-from nemotron.outputs import ServingEndpoint, frontend_url
-from nemotron.placement import place_target
-from nemotron.pools import ResolvedPool, target_pools
-from nemotron.prewarm_plan import PrewarmPool, gate_workers, prewarm_pools
+from serving_stack.facts.catalog import Catalog, PlatformFile, Recipe
+from serving_stack.config import StackConfig
+from serving_stack.config.serving import TargetConfig
+from serving_stack.plan.manifests import ServingSettings, gpus_used, render_target
+from serving_stack.contract.outputs import ServingEndpoint, frontend_url
+from serving_stack.plan.placement import place_target
+from serving_stack.plan.pools import ResolvedPool, target_pools
+from serving_stack.plan.prewarm import PrewarmPool, gate_workers, prewarm_pools
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ and `check_aws`, the cross-field checks that run before any resource is register
 Under `aws.cluster`, `create` makes the stack build the VPC and the EKS cluster (then
 `kubernetes.cluster.source` must be `eks`); `existing` names a cluster and its private subnets so that
 the stack can add managed GPU node groups to it. Pools with `managed: false` only describe nodes that
-already exist (placement facts): they must carry the node labels of `nemotron.pools.node_labels`.
+already exist (placement facts): they must carry the node labels of `serving_stack.plan.pools.node_labels`.
 """
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
 import pydantic
 
-from nemotron.catalog import Catalog, Recipe, load_platform
-from nemotron.config.serving import Block, DnsLabel, matching
-from nemotron.errors import ConfigError
-from nemotron.instance_types import AwsCatalog, InstanceType, load_aws_catalog
+from serving_stack.facts.catalog import Catalog, Recipe, load_platform
+from serving_stack.config.serving import Block, DnsLabel, matching
+from serving_stack.errors import ConfigError
+from serving_stack.facts.instance_types import AwsCatalog, InstanceType, load_aws_catalog
 
 if TYPE_CHECKING:
-    from nemotron.config.stack import StackConfig
+    from serving_stack.config.stack import StackConfig
 
 KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
 AvailabilityZone = matching(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", "an availability zone name such as us-east-1a")
@@ -293,7 +293,7 @@ def target_pool(config: "StackConfig", index: int, recipe: Recipe, aws_catalog: 
 
 
 def _check_placements(config: "StackConfig", catalog: Catalog, aws_catalog: AwsCatalog) -> list[ConfigError]:
-    from nemotron.manifests import gpus_used  # nemotron.manifests imports nemotron.config: import at use
+    from serving_stack.plan.manifests import gpus_used  # serving_stack.plan.manifests imports serving_stack.config: import at use
 
     errors: list[ConfigError] = []
     pools = {p.name: (i, p) for i, p in enumerate(config.aws.nodePools if config.aws else [])}

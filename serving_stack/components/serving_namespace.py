@@ -7,7 +7,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nemotron.manifests import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from serving_stack.plan.manifests import HF_TOKEN_KEY, HF_TOKEN_SECRET
 
 
 @dataclass(frozen=True)

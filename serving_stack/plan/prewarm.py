@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nemotron.catalog import GPU_PRODUCT_LABEL, WORKER_TYPES
-from nemotron.config.serving import PrewarmConfig
-from nemotron.pools import POOL_LABEL
+from serving_stack.facts.catalog import GPU_PRODUCT_LABEL, WORKER_TYPES
+from serving_stack.config.serving import PrewarmConfig
+from serving_stack.plan.pools import POOL_LABEL
 
-PROGRAM_FILE = Path(__file__).resolve().parent.parent / "prewarm" / "prewarm.py"
+PROGRAM_FILE = Path(__file__).resolve().parents[2] / "prewarm" / "prewarm.py"
 PROGRAM_CONFIG_MAP = "model-prewarm-program"
 PROGRAM_MOUNT = "/opt/nemotron-prewarm"
 STATE_DIR = "/var/lib/nemotron-prewarm"

@@ -1,7 +1,7 @@
 """One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
 endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling.
 
-Every value comes planned (`nemotron.sagemaker_plan`), so the component only maps it onto resources.
+Every value comes planned (`serving_stack.plan.sagemaker`), so the component only maps it onto resources.
 The endpoint has an explicit name, which the rollback alarms' dimensions and the scaling target's
 resource id need before it exists; the model and endpoint config are auto-named, so a change replaces
 them side by side and the endpoint moves to the new config with a blue/green update.
@@ -16,9 +16,9 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
-from nemotron.config.sagemaker import Autoscaling, DataCapture, Deployment
-from nemotron.jumpstart import S3ModelData
-from nemotron.sagemaker_plan import ModelContainer, PlannedEndpoint, ProductionVariant, invoke_url
+from serving_stack.config.sagemaker import Autoscaling, DataCapture, Deployment
+from serving_stack.facts.jumpstart import S3ModelData
+from serving_stack.plan.sagemaker import ModelContainer, PlannedEndpoint, ProductionVariant, invoke_url
 
 sm = aws.sagemaker
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"

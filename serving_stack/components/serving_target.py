@@ -17,7 +17,7 @@ class ServingTargetArgs:
 
 
 class ServingTarget(pulumi.ComponentResource):
-    """The rendered recipe of one catalog target (see `nemotron.manifests`), applied as is."""
+    """The rendered recipe of one catalog target (see `serving_stack.plan.manifests`), applied as is."""
 
     dgd_name: pulumi.Output[str]
 

@@ -13,7 +13,7 @@ kept byte for byte (the conformance test holds the stack to that):
 | `modelCache.storageClassName` / `.size`  | the PVC's storage class and size                        |
 | `modelCache.checkpoints`                 | the download Job's model env vars and the repos it loops over |
 | `modelCache.download.*`                  | the download Job's `activeDeadlineSeconds` / `backoffLimit` |
-| `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`nemotron.prewarm_plan`) |
+| `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`serving_stack.plan.prewarm`) |
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from nemotron.catalog import Catalog, Recipe
-from nemotron.config.serving import ModelCacheConfig, TargetConfig
+from serving_stack.facts.catalog import Catalog, Recipe
+from serving_stack.config.serving import ModelCacheConfig, TargetConfig
 
 MODEL_CACHE_PVC = "shared-model-cache"
 HF_TOKEN_SECRET = "hf-token-secret"

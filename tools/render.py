@@ -1,6 +1,6 @@
 """Offline render: run the stack program under Pulumi's mock runtime and write what it would deploy.
 
-    python -m nemotron.render --stack dev [--out build]
+    python -m tools.render --stack dev [--out build]
 
 Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`),
 `helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from nemotron.errors import ConfigError
-from nemotron.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program, stack_config
-from nemotron.outputs import StackOutputs
-from nemotron.summary import summary_markdown
+from serving_stack.errors import ConfigError
+from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program, stack_config
+from serving_stack.contract.outputs import StackOutputs
+from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 # kubectl apply order: what others refer to goes first.
@@ -81,7 +81,7 @@ def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nemotron.render", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")

@@ -7,8 +7,8 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nemotron.config.serving import PrewarmConfig
-from nemotron.prewarm_plan import (
+from serving_stack.config.serving import PrewarmConfig
+from serving_stack.plan.prewarm import (
     PROGRAM_CONFIG_MAP, PROGRAM_MOUNT, PROGRAM_VOLUME, STATE_DIR, STATE_VOLUME, PrewarmPool, program_volume, state_volume,
 )
 

@@ -11,7 +11,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from nemotron.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
+from serving_stack.plan.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
 
 NODE_CONFIG_RAID0 = """MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="NEMOTRON"

@@ -10,8 +10,8 @@ from typing import Any, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from nemotron.instance_types import DevicePluginPins, RdmaSharedDevicePlugin
-from nemotron.pools import FABRIC_LABEL, GPU_TAINT
+from serving_stack.facts.instance_types import DevicePluginPins, RdmaSharedDevicePlugin
+from serving_stack.plan.pools import FABRIC_LABEL, GPU_TAINT
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

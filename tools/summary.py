@@ -1,10 +1,10 @@
 """`summary.md` of a render: what a reviewer wants to see about a stack at a glance."""
 from __future__ import annotations
 
-from nemotron.catalog import load_catalog
-from nemotron.mock_runtime import ProgramRun
-from nemotron.outputs import StackOutputs
-from nemotron.pools import PoolCostRow, pool_cost_markdown
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import ProgramRun
+from serving_stack.contract.outputs import StackOutputs
+from serving_stack.plan.pools import PoolCostRow, pool_cost_markdown
 
 
 def _row(cells: list[object]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping, Protocol
 
-from nemotron.errors import ConfigError
+from serving_stack.errors import ConfigError
 
 MANIFEST_KEY = "models_manifest.json"
 CONTENT_BUCKET_OVERRIDE = "AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE"

@@ -16,8 +16,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from nemotron.config.aws import EfsSettings, FsxSettings
-from nemotron.instance_types import CsiAddon
+from serving_stack.config.aws import EfsSettings, FsxSettings
+from serving_stack.facts.instance_types import CsiAddon
 
 EFS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 # The FSx CSI controller's needs (aws-fsx-csi-driver docs) without a data repository in S3.

@@ -2,7 +2,7 @@
 
 Shapes and ranges are checked by pydantic; `check_sagemaker` adds the checks that span fields or need
 the catalog data. Both run in `parse_stack_config`. What needs the region (the JumpStart spec, the LMI
-image) is checked by `nemotron.sagemaker_plan.plan_sagemaker_endpoints`, still before any resource.
+image) is checked by `serving_stack.plan.sagemaker.plan_sagemaker_endpoints`, still before any resource.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from nemotron.config.serving import Block, matching
-from nemotron.errors import ConfigError
-from nemotron.sagemaker_catalog import load_instances, load_lmi
+from serving_stack.config.serving import Block, matching
+from serving_stack.errors import ConfigError
+from serving_stack.facts.sagemaker import load_instances, load_lmi
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.

@@ -18,9 +18,9 @@ import copy
 import json
 from typing import Any, Optional
 
-from nemotron.catalog import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_TYPES, Recipe
-from nemotron.instance_types import FabricProfile, load_aws_catalog
-from nemotron.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
+from serving_stack.facts.catalog import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_TYPES, Recipe
+from serving_stack.facts.instance_types import FabricProfile, load_aws_catalog
+from serving_stack.plan.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
 
 KV_TRANSFER_FLAG = "--kv-transfer-config"
 

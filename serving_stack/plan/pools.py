@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Optional
 
-from nemotron.catalog import Catalog
-from nemotron.config.aws import pool_fabric, pool_facts, target_pool
-from nemotron.config.stack import StackConfig
-from nemotron.instance_types import AwsCatalog, NetworkInterface, load_aws_catalog
+from serving_stack.facts.catalog import Catalog
+from serving_stack.config.aws import pool_fabric, pool_facts, target_pool
+from serving_stack.config.stack import StackConfig
+from serving_stack.facts.instance_types import AwsCatalog, NetworkInterface, load_aws_catalog
 
 LABEL_PREFIX = "nemotron.nvidia.com"
 POOL_LABEL = f"{LABEL_PREFIX}/pool"

@@ -12,16 +12,16 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import boto3
 
-from nemotron.catalog import CATALOG_DIR
-from nemotron.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
-from nemotron.config.stack import StackConfig
-from nemotron.errors import ConfigError
-from nemotron.jumpstart import (
+from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
+from serving_stack.config.stack import StackConfig
+from serving_stack.errors import ConfigError
+from serving_stack.facts.jumpstart import (
     AdditionalModelData, ConfigKeys, S3ModelData, S3SpecSource, SnapshotSpecSource, SpecSource,
     resolve_jumpstart_model,
 )
-from nemotron.outputs import ServingEndpoint
-from nemotron.sagemaker_catalog import load_instances, load_lmi
+from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.facts.sagemaker import load_instances, load_lmi
 
 PROJECT_DIR = CATALOG_DIR.parent
 REGION_KEY = "sagemaker.region"

@@ -12,8 +12,8 @@ from typing import Literal, Optional
 import pydantic
 import yaml
 
-from nemotron.catalog import CATALOG_DIR
-from nemotron.errors import from_validation_error
+from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.errors import from_validation_error
 
 
 class _Data(pydantic.BaseModel):

@@ -14,9 +14,9 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
-from nemotron.errors import ConfigError, from_validation_error
+from serving_stack.errors import ConfigError, from_validation_error
 
-CATALOG_DIR = Path(__file__).resolve().parent.parent / "catalog"
+CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalog"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 WORKER_TYPES = ("worker", "prefill", "decode")

@@ -13,8 +13,8 @@ from typing import Any, Literal, Optional, Union
 import pydantic
 import yaml
 
-from nemotron.catalog import CATALOG_DIR
-from nemotron.errors import ConfigError, from_validation_error
+from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.errors import ConfigError, from_validation_error
 
 InterfaceType = Literal["interface", "efa-only"]
 Arch = Literal["x86_64", "arm64"]
