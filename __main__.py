@@ -1,191 +1,154 @@
-"""Nemotron 3.5 Lightning on AWS: wiring only (config -> components -> outputs)."""
+"""Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
-from serving_stack.components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
+from serving_stack.components.eks_cluster import (
+    EksCluster,
+    EksClusterArgs,
+    SystemNodeGroupSpec,
+)
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
-from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
+from serving_stack.components.model_cache_storage import (
+    ModelCacheStorage,
+    ModelCacheStorageArgs,
+)
 from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from serving_stack.components.network import Network, NetworkArgs
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from serving_stack.components.serving_namespace import ServingNamespace, ServingNamespaceArgs
+from serving_stack.components.sagemaker_endpoint import (
+    SageMakerEndpoint,
+    SageMakerEndpointArgs,
+)
+from serving_stack.components.serving_namespace import (
+    ServingNamespace,
+    ServingNamespaceArgs,
+)
 from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
-from serving_stack.facts.catalog import load_catalog, load_platform
 from serving_stack.config import hf_token, load_stack_config
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.contract.outputs import StackOutputs
-from serving_stack.plan.pools import pool_cost_rows, resolve_pools
+from serving_stack.facts import load_facts
+from serving_stack.plan import StackPlan, build_plan
 from serving_stack.plan.prewarm import PROGRAM_FILE
-from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
-from serving_stack.plan.serving import plan_prewarm, plan_targets, platform_chart, serving_settings
+from serving_stack.plan.stack_plan import CreatedCluster
+
+
+@dataclass(frozen=True)
+class ClusterHandles:
+    """What the rest of the stack needs from the cluster, whichever way it is reached."""
+
+    kubernetes: k8s.Provider
+    eks: Optional[EksCluster] = None
+    network: Optional[Network] = None
+    name: Optional[pulumi.Input[str]] = None
+    vpc_id: Optional[pulumi.Input[str]] = None
+    vpc_cidr: Optional[str] = None
+    subnets_by_az: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    node_security_groups: Sequence[pulumi.Input[str]] = ()
+
+
+def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterHandles:
+    """The cluster the stack creates (VPC + EKS), or an existing one through an explicit kubeconfig."""
+    cluster = plan.cluster
+    if isinstance(cluster, CreatedCluster):
+        assert plan.aws is not None
+        network = Network("network", NetworkArgs(
+            cluster_name=cluster.name, region=plan.aws.region, cidr=cluster.vpc_cidr,
+            availability_zones=cluster.availability_zones, nat_gateway_per_az=cluster.nat_gateway_per_az,
+        ), opts=on_aws)
+        system = cluster.system_nodes
+        eks = EksCluster("eks", EksClusterArgs(
+            cluster_name=cluster.name, kubernetes_version=cluster.kubernetes_version, region=plan.aws.region,
+            private_subnet_ids=network.private_subnet_ids,
+            endpoint_public_access_cidrs=cluster.endpoint_public_access_cidrs,
+            log_retention_days=cluster.log_retention_days,
+            system_nodes=SystemNodeGroupSpec(system.instance_types, system.min_size, system.desired_size,
+                                             system.max_size, system.disk_size_gib),
+            addons=cluster.addons, node_managed_policies=plan.aws.node_managed_policies,
+        ), opts=on_aws)
+        return ClusterHandles(kubernetes=eks.provider, eks=eks, network=network, name=eks.cluster_name,
+                              vpc_id=network.vpc_id, vpc_cidr=cluster.vpc_cidr,
+                              subnets_by_az=network.private_subnet_ids_by_az,
+                              node_security_groups=[eks.cluster_security_group_id])
+    provider = k8s.Provider("kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path,
+                            delete_unreachable=False)
+    existing = cluster.eks
+    if existing is None:
+        return ClusterHandles(kubernetes=provider)
+    return ClusterHandles(kubernetes=provider, name=existing.name, vpc_id=existing.vpc_id,
+                          subnets_by_az=existing.private_subnet_ids_by_az,
+                          node_security_groups=existing.node_security_group_ids)
+
 
 # Everything that can be wrong with the input fails here, before the first resource.
-config = load_stack_config()
-catalog = load_catalog()
-aws_catalog = load_aws_catalog()
-pools = resolve_pools(config, aws_catalog)
-planned_targets = plan_targets(config, catalog, pools)
-prewarm_pools = plan_prewarm(config, planned_targets)
-chart_url, platform_values = platform_chart(config, load_platform())
-settings = serving_settings(config)
-cluster = config.kubernetes.cluster
-aws_config = config.aws
-pins = aws_catalog.platform
-planned_endpoints = plan_sagemaker_endpoints(
-    config, default_region=aws_config.region if aws_config else pulumi.Config("aws").get("region")
-)
+plan = build_plan(load_stack_config(), load_facts(), default_region=pulumi.Config("aws").get("region"))
 
-# --- AWS: network, cluster, GPU pools -------------------------------------------------------------
-if aws_config:
-    aws_provider = aws.Provider("aws", region=aws_config.region, default_tags={"tags": aws_config.tags})
-    on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider})
+# --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
+aws_provider = aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
+on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider else {})
+cluster = cluster_handles(plan, on_aws)
+on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
+tags = dict(plan.aws.tags) if plan.aws else {}
 
-if cluster.source == "eks":
-    create, system = aws_config.cluster.create, aws_config.systemNodeGroup
-    network = Network(
-        "network",
-        NetworkArgs(
-            cluster_name=create.name, region=aws_config.region, cidr=create.vpcCidr,
-            availability_zones=create.availabilityZones, nat_gateway_per_az=create.natGatewayPerAz,
-        ),
-        opts=on_aws,
-    )
-    eks = EksCluster(
-        "eks",
-        EksClusterArgs(
-            cluster_name=create.name, kubernetes_version=create.kubernetesVersion, region=aws_config.region,
-            private_subnet_ids=network.private_subnet_ids,
-            endpoint_public_access_cidrs=create.endpointPublicAccessCidrs,
-            log_retention_days=create.controlPlaneLogRetentionDays,
-            system_nodes=SystemNodeGroupSpec(
-                system.instanceTypes, system.minSize, system.desiredSize, system.maxSize, system.diskSizeGiB
-            ),
-            addons=pins.eksAddons.cluster, node_managed_policies=pins.nodeManagedPolicies,
-        ),
-        opts=on_aws,
-    )
-    kubernetes = eks.provider
-    cluster_name, vpc_id = eks.cluster_name, network.vpc_id
-    subnets_by_az, node_security_groups = network.private_subnet_ids_by_az, [eks.cluster_security_group_id]
-else:
-    kubernetes = k8s.Provider(
-        "kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfigPath, delete_unreachable=False
-    )
-    existing = aws_config.cluster.existing if aws_config and aws_config.cluster else None
-    if existing:
-        cluster_name, vpc_id = existing.name, existing.vpcId
-        subnets_by_az, node_security_groups = existing.privateSubnetIds, existing.nodeSecurityGroupIds
-on_cluster = pulumi.ResourceOptions(providers={"kubernetes": kubernetes})
-
-for pool in pools.values():
-    if pool.managed:
-        GpuNodePool(
-            f"pool-{pool.name}",
-            GpuNodePoolArgs(
-                pool=pool, cluster_name=cluster_name, vpc_id=vpc_id,
-                subnet_id=pool.subnet_id or subnets_by_az[pool.availability_zone],
-                cluster_security_group_ids=node_security_groups,
-                node_managed_policies=pins.nodeManagedPolicies, tags=aws_config.tags,
-            ),
-            opts=on_aws,
-        )
-if pools:
-    wanted = aws_config.devicePlugins
-    DevicePlugins(
-        "device-plugins",
-        DevicePluginsArgs(
-            plugins=pins.devicePlugins,
-            efa_instance_types=[p.instance_type for p in pools.values() if p.fabric == "efa"] if wanted.efa else [],
-            infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools.values()),
-            nvidia=wanted.nvidia,
-        ),
-        opts=on_cluster,
-    )
+for spec in plan.managed_pools:
+    GpuNodePool(f"pool-{spec.name}", GpuNodePoolArgs(
+        pool=spec, cluster_name=cluster.name, vpc_id=cluster.vpc_id,
+        subnet_id=spec.subnet_id or cluster.subnets_by_az[spec.availability_zone],
+        cluster_security_group_ids=cluster.node_security_groups,
+        node_managed_policies=plan.aws.node_managed_policies if plan.aws else (), tags=tags,
+    ), opts=on_aws)
+if plan.device_plugins:
+    DevicePlugins("device-plugins", DevicePluginsArgs(
+        plugins=plan.device_plugins.pins, efa_instance_types=plan.device_plugins.efa_instance_types,
+        infiniband=plan.device_plugins.infiniband, nvidia=plan.device_plugins.nvidia,
+    ), opts=on_cluster)
 cache_storage = []
-if aws_config and aws_config.modelCacheStorage:
-    storage = aws_config.modelCacheStorage
-    cache_storage = [
-        ModelCacheStorage(
-            "model-cache-storage",
-            ModelCacheStorageArgs(
-                backend=storage.backend, storage_class_name=config.modelCache.storageClassName,
-                protect=storage.protect, cluster_name=eks.cluster_name, vpc_id=network.vpc_id,
-                vpc_cidr=create.vpcCidr, private_subnet_ids_by_az=network.private_subnet_ids_by_az,
-                csi_addon=pins.eksAddons.efsCsiDriver if storage.backend == "efs" else pins.eksAddons.fsxCsiDriver,
-                efs=storage.efs, fsx=storage.fsx, fsx_availability_zone=aws_config.fsx_availability_zone(),
-                tags=aws_config.tags,
-            ),
-            opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": kubernetes}),
-        )
-    ]
+if plan.storage and cluster.eks and cluster.vpc_cidr:
+    cache_storage.append(ModelCacheStorage("model-cache-storage", ModelCacheStorageArgs(
+        storage=plan.storage, cluster_name=cluster.eks.cluster_name, vpc_id=cluster.vpc_id,
+        vpc_cidr=cluster.vpc_cidr, private_subnet_ids_by_az=cluster.subnets_by_az, tags=tags,
+    ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes})))
 
 # --- Kubernetes: namespace, model cache, prewarm, Dynamo, serving targets --------------------------
+serving = plan.serving
 serving_namespace = ServingNamespace(
-    "serving", ServingNamespaceArgs(namespace=config.kubernetes.namespace, hf_token=hf_token()), opts=on_cluster
-)
-model_cache = ModelCache(
-    "model-cache",
-    ModelCacheArgs(
-        namespace=serving_namespace.namespace_name,
-        hf_token_secret_name=serving_namespace.hf_token_secret_name,
-        pvc=render_model_cache_pvc(catalog, config.modelCache, settings),
-        download_job=render_download_job(catalog, config.modelCache, settings),
-        retain_on_delete=config.modelCache.retainOnDelete,
-    ),
-    opts=pulumi.ResourceOptions(providers={"kubernetes": kubernetes}, depends_on=cache_storage),
-)
-if prewarm_pools:
-    ModelPrewarm(
-        "model-prewarm",
-        ModelPrewarmArgs(
-            namespace=serving_namespace.namespace_name,
-            claim_name=model_cache.claim_name,
-            program_source=PROGRAM_FILE.read_text(),
-            pools=prewarm_pools,
-            settings=config.modelCache.prewarm,
-        ),
-        opts=on_cluster,
-    )
-platform = DynamoPlatform(
-    "dynamo",
-    DynamoPlatformArgs(
-        namespace=config.dynamo.platform.namespace,
-        release_name=config.dynamo.platform.releaseName,
-        chart_url=chart_url,
-        values=platform_values,
-    ),
-    opts=on_cluster,
-)
-for planned in planned_targets:
-    ServingTarget(
-        planned.resource_name,
-        ServingTargetArgs(
-            namespace=serving_namespace.namespace_name,
-            config_map=planned.config_map,
-            dgd=planned.dgd,
-            depends_on=[platform.release, model_cache.download_job],
-        ),
-        opts=on_cluster,
-    )
+    "serving", ServingNamespaceArgs(namespace=serving.namespace, hf_token=hf_token()), opts=on_cluster)
+model_cache = ModelCache("model-cache", ModelCacheArgs(
+    namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
+    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_claim,
+), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=cache_storage))
+if serving.prewarm_pools:
+    ModelPrewarm("model-prewarm", ModelPrewarmArgs(
+        namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
+        program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
+    ), opts=on_cluster)
+platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
+    namespace=serving.platform.namespace, release_name=serving.platform.release_name,
+    chart_url=serving.platform.chart_url, values=dict(serving.platform.values),
+), opts=on_cluster)
+for target in serving.targets:
+    ServingTarget(target.resource_name, ServingTargetArgs(
+        namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
+        depends_on=[platform.release, model_cache.download_job],
+    ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------
-for endpoint in planned_endpoints:
-    SageMakerEndpoint(
-        endpoint.name,
-        SageMakerEndpointArgs.from_plan(endpoint, hf_token=hf_token() if endpoint.container.needs_hf_token else None),
-        opts=on_aws if aws_config else None,
-    )
+for endpoint in plan.sagemaker:
+    SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(
+        endpoint, hf_token=hf_token() if endpoint.container.needs_hf_token else None), opts=on_aws)
 
 # --- Outputs: the versioned contract ---------------------------------------------------------------
-contract = StackOutputs(endpoints=[p.endpoint for p in planned_targets] + [e.endpoint for e in planned_endpoints])
+contract = StackOutputs(endpoints=plan.endpoints)
 for key, value in contract.model_dump(mode="json").items():
     pulumi.export(key, value)
-pulumi.export("nodePools", [row.as_dict() for row in pool_cost_rows(pools)])
-if cluster.source == "eks":
-    pulumi.export("cluster", {"name": eks.cluster_name, "endpoint": eks.endpoint})
-    pulumi.export("kubeconfig", eks.kubeconfig)
+pulumi.export("nodePools", [row.as_dict() for row in plan.pool_costs])
+if cluster.eks:
+    pulumi.export("cluster", {"name": cluster.eks.cluster_name, "endpoint": cluster.eks.endpoint})
+    pulumi.export("kubeconfig", cluster.eks.kubeconfig)

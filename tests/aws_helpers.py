@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import pulumi
-from pulumi.runtime import mocks, settings
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
-
+from serving_stack import pulumi_private
 from tools.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
-from serving_stack.plan.pools import ResolvedPool
+from serving_stack.plan.pools import ManagedPoolSpec, ResolvedPool
 
 PROJECT = "nemotron-lightning"
 
@@ -19,15 +15,12 @@ def run_components(build: Callable[[], dict[str, Any] | None]) -> ProgramRun:
     """Run `build` (which creates components and may return values to resolve) under mocks."""
     stack_mocks = StackMocks()
     monitor = RecordingMonitor(stack_mocks)
-    settings.set_root_resource(None)
-    pulumi.runtime.set_all_config({}, [])
-    mocks.set_mocks(stack_mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
     returned: dict[str, Any] = {}
 
     def program() -> None:
         returned.update(build() or {})
 
-    _sync_await(run_pulumi_func(program))
+    pulumi_private.run_with_mocks(program, stack_mocks, monitor, project=PROJECT, stack="test", config={}, secret_keys=[])
     outputs = {key: plain_numbers(_resolve(value)) for key, value in returned.items()}
     return ProgramRun(resources=monitor.recorded, outputs=outputs)
 
@@ -73,8 +66,12 @@ def node_pool(name: str, instance_type: str, **fields: Any) -> dict[str, Any]:
 
 def resolved(instance_type: str, **fields: Any) -> ResolvedPool:
     """The pool of this instance type exactly as the config path resolves it."""
-    from serving_stack.config import parse_stack_config
-    from serving_stack.plan.pools import resolve_pools
+    from plan_helpers import plan_of
 
-    config = parse_stack_config(eks_config([node_pool("pool", instance_type, **fields)], []))
-    return resolve_pools(config)["pool"]
+    (only,) = plan_of(eks_config([node_pool("pool", instance_type, **fields)], [])).pools
+    return only
+
+
+def managed(instance_type: str, **fields: Any) -> ManagedPoolSpec:
+    """The node-group spec of this instance type's pool, as the plan builds it."""
+    return ManagedPoolSpec.of(resolved(instance_type, **fields))

@@ -9,9 +9,9 @@ import pulumi
 
 from aws_helpers import run_components
 from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from serving_stack.config import parse_stack_config
 from tools.mock_runtime import ProgramRun, plain_numbers
-from serving_stack.plan.sagemaker import PlannedEndpoint, plan_sagemaker_endpoints
+from plan_helpers import plan_of
+from serving_stack.plan.sagemaker_spec import PlannedEndpoint
 
 REGION = "us-west-2"
 PUBLIC_ID = "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16"
@@ -41,7 +41,7 @@ def stack(*endpoints: dict[str, Any], **sagemaker: Any) -> dict[str, Any]:
 
 
 def plan(raw: dict[str, Any], default_region: str | None = None) -> list[PlannedEndpoint]:
-    return plan_sagemaker_endpoints(parse_stack_config(raw), default_region=default_region)
+    return list(plan_of(raw, default_region).sagemaker)
 
 
 def record(raw: dict[str, Any]) -> ProgramRun:

@@ -9,8 +9,9 @@ import pytest
 from aws_helpers import eks_config, node_pool
 from serving_stack.facts.catalog import Catalog, Recipe, load_catalog
 from serving_stack.config import ConfigError, parse_stack_config
-from serving_stack.config.aws import check_aws
-from serving_stack.plan.pools import resolve_pools, target_pools
+import dataclasses
+
+from plan_helpers import FACTS, plan_of
 from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
 
 H200 = node_pool("h200", "p5en.48xlarge")
@@ -77,9 +78,10 @@ def test_more_gpus_per_pod_than_a_node_holds():
     worker = dgd["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
     worker["resources"]["limits"]["nvidia.com/gpu"] = worker["resources"]["requests"]["nvidia.com/gpu"] = "2"
     tp2 = Catalog(catalog.data, {recipe.id: Recipe(recipe.entry, recipe.config_map, dgd)}, catalog.model_cache_pvc, catalog.download_job)
-    config = parse_stack_config(eks_config([node_pool("h100", "p5.4xlarge", maxSize=4)], [{"id": recipe.id}]))
-    (error,) = check_aws(config, tp2)
-    assert str(error) == "targets[0].nodePool: agg asks 2 GPUs per pod; a node of pool 'h100' holds 1"
+    raw = eks_config([node_pool("h100", "p5.4xlarge", maxSize=4)], [{"id": recipe.id}])
+    with pytest.raises(ConfigError) as raised:
+        plan_of(raw, facts=dataclasses.replace(FACTS, catalog=tp2))
+    assert str(raised.value) == "targets[0].nodePool: agg asks 2 GPUs per pod; a node of pool 'h100' holds 1"
 
 
 def test_good_config_resolves_pools_and_placements():
@@ -87,13 +89,14 @@ def test_good_config_resolves_pools_and_placements():
         [H200, node_pool("gb200", "p6e-gb200.36xlarge", **CB), node_pool("h200-ib", None, managed=False, nodeFacts={"gpu": "h200", "gpus": 8}, fabric="ib")],
         [{"id": "vllm/agg-h200-mtp", "nodePool": "h200"}, {"id": "vllm/disagg-h200-dflash", "nodePool": "h200-ib"}, {"id": "vllm/agg-gb200-mtp"}],
     )
-    config = parse_stack_config(raw)
-    pools = resolve_pools(config)
-    assert (pools["h200"].fabric, pools["h200"].efa_per_gpu, pools["h200"].eks_capacity_type) == ("efa", 2, "ON_DEMAND")
-    assert (pools["gb200"].arch, pools["gb200"].ami_type, pools["gb200"].eks_capacity_type) == ("arm64", "AL2023_ARM_64_NVIDIA", "CAPACITY_BLOCK")
+    plan = plan_of(raw)
+    pools = {pool.name: pool for pool in plan.pools}
+    specs = {spec.name: spec for spec in plan.managed_pools}
+    assert (pools["h200"].fabric, pools["h200"].efa_per_gpu, specs["h200"].eks_capacity_type) == ("efa", 2, "ON_DEMAND")
+    assert (pools["gb200"].arch, pools["gb200"].ami_type, specs["gb200"].eks_capacity_type) == ("arm64", "AL2023_ARM_64_NVIDIA", "CAPACITY_BLOCK")
     assert (pools["h200-ib"].fabric, pools["h200-ib"].managed, pools["h200-ib"].gpus_per_node) == ("ib", False, 8)
     assert pools["h200-ib"].node_labels == {"nemotron.nvidia.com/pool": "h200-ib", "nemotron.nvidia.com/fabric": "ib", "nemotron.nvidia.com/gpu": "h200"}
-    placed = {target: p.name for target, p in target_pools(config, load_catalog(), resolve_pools(config)).items()}
+    placed = {t.selected.id: t.pool.name for t in plan.serving.targets if t.pool}
     assert placed == {"vllm/agg-h200-mtp": "h200", "vllm/disagg-h200-dflash": "h200-ib", "vllm/agg-gb200-mtp": "gb200"}
 
 
@@ -105,7 +108,7 @@ def test_existing_cluster_pool_takes_the_subnet_of_its_az():
     existing = {"existing": {"name": "shared-gpu", "kubernetesVersion": "1.33", "vpcId": "vpc-0123456789abcdef0",
                              "privateSubnetIds": {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa"}, "nodeSecurityGroupIds": ["sg-0123456789abcdef0"]}}
     raw = {**eks_config([H200], [{"id": "vllm/agg-h200-mtp"}], cluster=existing), "kubernetes": {"cluster": {"source": "kubeconfig", "context": "shared"}}}
-    assert resolve_pools(parse_stack_config(raw))["h200"].subnet_id == "subnet-0aaaaaaaaaaaaaaaa"
+    assert plan_of(raw).managed_pools[0].subnet_id == "subnet-0aaaaaaaaaaaaaaaa"
     elsewhere = {**raw, "aws": {**raw["aws"], "nodePools": [{**H200, "availabilityZone": "us-east-1b"}]}}
     with pytest.raises(ConfigError, match=r"aws.nodePools\[0\].subnetId: no subnet for us-east-1b in aws.cluster.existing.privateSubnetIds"):
-        parse_stack_config(elsewhere)
+        plan_of(elsewhere)

@@ -68,7 +68,7 @@ def test_a_new_target_is_a_data_change(catalog_copy):
     [
         (lambda d: d["targets"][0]["performance"].update(ttftP50Ms=-1), "catalog/targets.yaml: targets[0].performance.ttftP50Ms: Input should be greater than 0"),
         (lambda d: d["targets"][1].update(routing="random"), "catalog/targets.yaml: targets[1].routing: Input should be 'single', 'kv' or '1P1D'"),
-        (lambda d: d["targets"][2].update(manifest="recipes/vllm/nope/deploy.yaml"), "catalog/targets.yaml: targets[2].manifest: manifest file"),
+        (lambda d: d["targets"][2].update(manifest="recipes/vllm/nope/deploy.yaml"), "catalog/targets.yaml: targets[2].manifest: file deploy.yaml does not exist"),
         (lambda d: d["targets"].append(dict(d["targets"][0])), "catalog/targets.yaml: targets[30].id: duplicate target id 'vllm/agg-b200-dspark-kv-router'"),
         (lambda d: d["targets"][0].update(tps=1), "catalog/targets.yaml: targets[0].tps: unknown key; allowed: id, manifest"),
     ],

@@ -7,6 +7,7 @@ import pytest
 
 from aws_helpers import inputs, resolved, run_components, the
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.instance_types import load_aws_catalog
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -31,7 +32,7 @@ def launch_template_of(instance_type: str) -> dict:
 
     def build():
         GpuNodePool(pool.name, GpuNodePoolArgs(
-            pool=pool, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
+            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
             cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
         ))
 
@@ -69,14 +70,15 @@ def test_a_pool_without_fabric_gets_no_efa_interfaces():
 
     def build():
         GpuNodePool("plain", GpuNodePoolArgs(
-            pool=pool, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
+            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
             cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
         ))
 
     run = run_components(build)
     (template,) = inputs(run, LAUNCH_TEMPLATE)
     assert "networkInterfaces" not in template
-    assert template["vpcSecurityGroupIds"] == [CLUSTER_SG, "plain-fabric-sg-id"]
+    assert template["vpcSecurityGroupIds"] == [CLUSTER_SG]  # no fabric: no EFA security group
+    assert not inputs(run, "aws:ec2/securityGroup:SecurityGroup") and not inputs(run, "aws:ec2/placementGroup:PlacementGroup")
     (node_group,) = inputs(run, "aws:eks/nodeGroup:NodeGroup")
     assert node_group["labels"]["nemotron.nvidia.com/fabric"] == "none"
     assert "nemotron.nvidia.com/efa-per-gpu" not in node_group["labels"]

@@ -10,7 +10,10 @@ import pytest
 from aws_helpers import pool, resolved
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.placement import place_target
+from serving_stack.plan.pinning import place_target
+from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
+
+FABRICS = _load_aws_catalog().fabrics
 
 FABRICS = load_aws_catalog().fabrics
 OWNED_ENV = {var.name for profile in FABRICS.values() for var in profile.env}
@@ -38,7 +41,7 @@ def kv_transfer(container: dict) -> dict:
 
 def placed(target_id: str, on) -> dict:
     recipe = load_catalog().recipe(target_id)
-    return place_target(*recipe.copy_manifests(), recipe, on)[1]
+    return place_target(*recipe.copy_manifests(), recipe, on, FABRICS)[1]
 
 
 @pytest.mark.parametrize("target_id", EFA_RECIPES)
@@ -120,7 +123,7 @@ def test_a_worker_without_the_gpu_toleration_gets_it():
     recipe = load_catalog().recipe("vllm/agg-h100-mtp")
     config_map, dgd = recipe.copy_manifests()
     del dgd["spec"]["components"][1]["podTemplate"]["spec"]["tolerations"]
-    _, result = place_target(config_map, dgd, recipe, resolved("p5.4xlarge"))
+    _, result = place_target(config_map, dgd, recipe, resolved("p5.4xlarge"), FABRICS)
     assert result["spec"]["components"][1]["podTemplate"]["spec"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]

@@ -10,6 +10,7 @@ import yaml
 
 from aws_helpers import resolved, run_components, the
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.instance_types import load_aws_catalog
 
 SUBNET = "subnet-0aaaaaaaaaaaaaaaa"
@@ -23,7 +24,7 @@ def build_pool(instance_type: str, **fields):
 
     def build():
         GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=pool, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id=SUBNET,
+            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id=SUBNET,
             cluster_security_group_ids=["sg-0123456789abcdef0"], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
         ))
 

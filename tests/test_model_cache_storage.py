@@ -9,21 +9,26 @@ import pytest
 
 from aws_helpers import inputs, run_components, the
 from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from serving_stack.config.aws import FsxSettings
 from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.storage import EfsOptions, FsxOptions, StoragePlan
 
 SUBNETS = {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa", "us-east-1b": "subnet-0bbbbbbbbbbbbbbbb"}
 STORAGE_CLASS, ADDON = "kubernetes:storage.k8s.io/v1:StorageClass", "aws:eks/addon:Addon"
 
 
-def storage(backend: str, protect: bool = False, **extra):
+def storage(backend: str, protect: bool = False, throughput: int = 250, fsx_availability_zone: str = "us-east-1a"):
     addons = load_aws_catalog().platform.eksAddons
-    csi = addons.efsCsiDriver if backend == "efs" else addons.fsxCsiDriver
+    plan = StoragePlan(
+        backend=backend, storage_class_name="model-cache", protect=protect,
+        csi_addon=addons.efsCsiDriver if backend == "efs" else addons.fsxCsiDriver,
+        efs=EfsOptions("700", "/nemotron-model-cache") if backend == "efs" else None,
+        fsx=FsxOptions(throughput, "2.15", "LZ4", fsx_availability_zone) if backend == "fsx" else None,
+    )
 
     def build():
         ModelCacheStorage("cache", ModelCacheStorageArgs(
-            backend=backend, storage_class_name="model-cache", protect=protect, cluster_name="nemotron",
-            vpc_id="vpc-0123456789abcdef0", vpc_cidr="10.0.0.0/16", private_subnet_ids_by_az=SUBNETS, csi_addon=csi, **extra,
+            storage=plan, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", vpc_cidr="10.0.0.0/16",
+            private_subnet_ids_by_az=SUBNETS,
         ))
 
     return run_components(build)
@@ -49,7 +54,7 @@ def test_efs_file_system_mount_targets_and_storage_class():
 
 
 def test_fsx_storage_class_in_the_pools_az():
-    run = storage("fsx", protect=True, fsx=FsxSettings(perUnitStorageThroughput=500), fsx_availability_zone="us-east-1b")
+    run = storage("fsx", protect=True, throughput=500, fsx_availability_zone="us-east-1b")
     storage_class = the(run, STORAGE_CLASS)
     assert storage_class["provisioner"] == "fsx.csi.aws.com"
     assert storage_class["parameters"] == {
@@ -69,8 +74,7 @@ def test_fsx_storage_class_in_the_pools_az():
 
 @pytest.mark.parametrize("backend, service_account", [("efs", "efs-csi-controller-sa"), ("fsx", "fsx-csi-controller-sa")])
 def test_csi_driver_addon_uses_pod_identity(backend, service_account):
-    extra = {"fsx_availability_zone": "us-east-1a"} if backend == "fsx" else {}
-    run = storage(backend, **extra)
+    run = storage(backend)
     addon = the(run, ADDON)
     assert addon["addonName"] == f"aws-{backend}-csi-driver"
     assert addon["podIdentityAssociations"] == [{"roleArn": "arn:aws:iam:us-east-1:123456789012:role/cache-csi-role", "serviceAccount": service_account}]
@@ -80,7 +84,7 @@ def test_csi_driver_addon_uses_pod_identity(backend, service_account):
 
 
 def test_fsx_csi_policy_is_scoped_not_full_access():
-    run = storage("fsx", fsx_availability_zone="us-east-1a")
+    run = storage("fsx")
     policy = json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"])
     actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert "fsx:*" not in actions and "fsx:CreateFileSystem" in actions

@@ -12,7 +12,10 @@ from deepdiff import DeepDiff
 from aws_helpers import pool, resolved
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.placement import place_target
+from serving_stack.plan.pinning import place_target
+from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
+
+FABRICS = _load_aws_catalog().fabrics
 
 CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
 EFA_POOLS = {
@@ -68,7 +71,7 @@ def test_thirty_targets():
 def test_placed_on_its_upstream_fabric_equals_upstream(target_id):
     recipe = load_catalog().recipe(target_id)
     on = pool_for(recipe)
-    config_map, dgd = place_target(*recipe.copy_manifests(), recipe, on)
+    config_map, dgd = place_target(*recipe.copy_manifests(), recipe, on, FABRICS)
     assert config_map == recipe.config_map
     assert not (problems := unexplained(recipe, on.name, recipe.dgd, dgd)), "\n".join(problems)
     for worker in (c for c in dgd["spec"]["components"] if c["type"] in ("worker", "prefill", "decode")):
@@ -79,6 +82,6 @@ def test_placed_on_its_upstream_fabric_equals_upstream(target_id):
 def test_the_comparison_catches_a_fabric_change():
     recipe = load_catalog().recipe("vllm/disagg-h100-mtp")
     h100_on_two_efa = pool(name="h100-p5en-like", gpu="h100", gpu_product=PRODUCTS["h100"], efa_interfaces=16)
-    _, dgd = place_target(*recipe.copy_manifests(), recipe, h100_on_two_efa)
+    _, dgd = place_target(*recipe.copy_manifests(), recipe, h100_on_two_efa, FABRICS)
     problems = unexplained(recipe, "h100-p5en-like", recipe.dgd, dgd)
     assert problems and all("vpc.amazonaws.com/efa" in p and "'4' -> '2'" in p for p in problems)

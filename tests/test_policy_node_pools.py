@@ -8,10 +8,14 @@ import pytest
 
 from aws_helpers import resolved, run_components
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
 from tools.mock_runtime import RecordedResource
-from serving_stack.plan.placement import place_target
+from serving_stack.plan.pinning import place_target
+from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
+
+FABRICS = _load_aws_catalog().fabrics
 from policy.nemotron_policies.offline import evaluate, format_report
 from policy_helpers import DGD, component, main_container
 
@@ -28,7 +32,7 @@ def pool():
 def node_pool_resources(pool) -> list[RecordedResource]:
     def build() -> None:
         GpuNodePool(pool.name, GpuNodePoolArgs(
-            pool=pool, cluster_name="nemotron", vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"],
+            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"],
             node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies))
 
     return run_components(build).resources
@@ -37,7 +41,7 @@ def node_pool_resources(pool) -> list[RecordedResource]:
 def placed_dgd(pool) -> dict:
     recipe = load_catalog().recipe(TARGET)
     config_map, dgd = recipe.copy_manifests()
-    return place_target(config_map, dgd, recipe, pool)[1]
+    return place_target(config_map, dgd, recipe, pool, FABRICS)[1]
 
 
 def recorded(dgd: dict) -> RecordedResource:

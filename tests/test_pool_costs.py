@@ -3,19 +3,19 @@ and hourly list-price cost at desired, min and max nodes (n/a where no price is 
 from __future__ import annotations
 
 from aws_helpers import eks_config, node_pool
-from serving_stack.config import parse_stack_config
-from serving_stack.plan.pools import pool_cost_markdown, pool_cost_rows, resolve_pools
+from plan_helpers import plan_of
+from tools.summary import pool_cost_markdown
 
 CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
 
 
 def rows():
-    config = parse_stack_config(eks_config([
+    plan = plan_of(eks_config([
         node_pool("h200", "p5en.48xlarge", minSize=1, desiredSize=2, maxSize=4),
         node_pool("b200", "p6-b200.48xlarge", desiredSize=1, maxSize=1),
         node_pool("gb200", "p6e-gb200.36xlarge", desiredSize=2, maxSize=2, **CB),
     ], []))
-    return {row.pool: row for row in pool_cost_rows(resolve_pools(config))}
+    return {row.pool: row for row in plan.pool_costs}
 
 
 def test_gpu_ranges_and_costs():

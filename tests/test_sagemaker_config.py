@@ -81,7 +81,7 @@ def test_bad_config_names_the_key_path(case):
 def test_every_bad_endpoint_is_reported_at_once():
     raw = stack(jumpstart_endpoint(initialInstanceCount=9), huggingface_endpoint(instanceType="ml.x1.32xlarge"))
     with pytest.raises(ConfigError) as raised:
-        parse_stack_config(raw)
+        plan(raw)
     assert str(raised.value).count(" | ") == 1
     assert "sagemaker.endpoints[1].instanceType: unsupported instance type 'ml.x1.32xlarge'" in str(raised.value)
 

@@ -14,19 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import pulumi
 import yaml
-from pulumi.runtime import mocks, settings
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+
+from serving_stack import pulumi_private
+from serving_stack.pulumi_private import (
+    MockCallArgs,
+    MockMonitor,
+    MockResourceArgs,
+    Mocks,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
 MOCK_ACCOUNT = "123456789012"
 MOCK_REGION = "us-east-1"
-# The wire marker of a secret value in deserialized inputs (pulumi.runtime.rpc._special_secret_sig).
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = pulumi_private.SECRET_SIGNATURE
+_SIG_KEY = pulumi_private.SECRET_SIGNATURE_KEY
 
 
 def redact(value: Any) -> Any:
@@ -91,11 +94,11 @@ class DuplicateResourceError(Exception):
     pass
 
 
-class RecordingMonitor(mocks.MockMonitor):
+class RecordingMonitor(MockMonitor):
     """A mock monitor that keeps every registration, components included, and rejects duplicate URNs
     as the engine would."""
 
-    def __init__(self, mock_impl: mocks.Mocks) -> None:
+    def __init__(self, mock_impl: Mocks) -> None:
         super().__init__(mock_impl)
         self.recorded: list[RecordedResource] = []
         self._urns: set[str] = set()
@@ -106,7 +109,7 @@ class RecordingMonitor(mocks.MockMonitor):
             if urn in self._urns:
                 raise DuplicateResourceError(f"duplicate resource URN {urn}")
             self._urns.add(urn)
-            inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
+            inputs = pulumi_private.deserialize_inputs(request.object)
             self.recorded.append(
                 RecordedResource(
                     type=request.type,
@@ -146,13 +149,13 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
     return outputs
 
 
-class StackMocks(mocks.Mocks):
+class StackMocks(Mocks):
     """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
 
-    def new_resource(self, args: mocks.MockResourceArgs):
+    def new_resource(self, args: MockResourceArgs):
         return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
 
-    def call(self, args: mocks.MockCallArgs):
+    def call(self, args: MockCallArgs):
         return {}, None
 
 
@@ -198,11 +201,7 @@ def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str,
 
 
 def _resolve(output: Any) -> Any:
-    async def value() -> Any:
-        resolved = pulumi.Output.from_input(output)
-        return SECRET if await resolved.is_secret() else await resolved.future()
-
-    return _sync_await(value())
+    return pulumi_private.resolve(output, SECRET)
 
 
 def run_program(
@@ -219,17 +218,15 @@ def run_program(
     stack_mocks = StackMocks()
     monitor = RecordingMonitor(stack_mocks)
     run_program.last_monitor = monitor  # type: ignore[attr-defined]
-    settings.set_root_resource(None)
-    pulumi.runtime.set_all_config(config, secret_keys or [])
-    mocks.set_mocks(stack_mocks, project=project, stack=stack, preview=False, monitor=monitor)
     sys.path.insert(0, str(project_dir))
     previous_cwd = os.getcwd()
     os.chdir(project_dir)
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")))
+        stack_outputs = pulumi_private.run_with_mocks(
+            lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__"), stack_mocks, monitor,
+            project=project, stack=stack, config=config, secret_keys=secret_keys or [])
     finally:
         os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
-    root = settings.get_root_resource()
-    outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(root.outputs.items())}
+    outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}
     return ProgramRun(resources=monitor.recorded, outputs=outputs)

@@ -19,7 +19,12 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from serving_stack.facts.jumpstart import (
-    MANIFEST_KEY, JumpStartError, S3SpecSource, SnapshotSpecSource, content_bucket, resolve_jumpstart_model,
+    MANIFEST_KEY,
+    JumpStartError,
+    S3SpecSource,
+    SnapshotSpecSource,
+    content_bucket,
+    resolve_jumpstart_model,
 )
 
 DEFAULT_SNAPSHOT = Path(__file__).resolve().parent.parent / "catalog" / "jumpstart"

@@ -19,9 +19,15 @@ from typing import Any
 
 import yaml
 
-from serving_stack.errors import ConfigError
-from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program, stack_config
 from serving_stack.contract.outputs import StackOutputs
+from serving_stack.errors import ConfigError
+from tools.mock_runtime import (
+    PROJECT_DIR,
+    ProgramRun,
+    RecordedResource,
+    run_program,
+    stack_config,
+)
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

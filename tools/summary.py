@@ -1,10 +1,29 @@
 """`summary.md` of a render: what a reviewer wants to see about a stack at a glance."""
 from __future__ import annotations
 
+from typing import Optional
+
+from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import ProgramRun
-from serving_stack.contract.outputs import StackOutputs
-from serving_stack.plan.pools import PoolCostRow, pool_cost_markdown
+
+
+def _money(value: Optional[float]) -> str:
+    return f"${value:,.2f}" if value is not None else "n/a"
+
+
+def pool_cost_markdown(rows: list[NodePool]) -> str:
+    """The rows as a `summary.md` table."""
+    lines = [
+        "| pool | instance type | capacity | nodes | GPUs | $/h at desired | $/h at min..max |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| `{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.nodes} | {r.gpus} | "
+            f"{_money(r.usdPerHourDesired)} | {_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)} |"
+        )
+    return "\n".join(lines)
 
 
 def _row(cells: list[object]) -> str:
@@ -43,7 +62,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
     lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
     if contract.nodePools:
-        rows = [PoolCostRow(**pool.model_dump()) for pool in contract.nodePools]
+        rows = contract.nodePools
         desired = sum(r.usdPerHourDesired or 0 for r in rows)
         lines += [
             "## GPU node pools",

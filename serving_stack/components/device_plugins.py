@@ -11,10 +11,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from serving_stack.facts.instance_types import DevicePluginPins, RdmaSharedDevicePlugin
-from serving_stack.plan.pools import FABRIC_LABEL, GPU_TAINT
+from serving_stack.names import (
+    FABRIC_LABEL,
+    FORMER_TYPE_TOKENS,
+    GPU_TAINT,
+    INSTANCE_TYPE_LABEL,
+    TypeTokens,
+)
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,8 @@ def rdma_devices_config(plugin: RdmaSharedDevicePlugin) -> str:
 
 class DevicePlugins(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:aws:DevicePlugins", name, None, opts)
+        super().__init__(TypeTokens.DEVICE_PLUGINS, name, None, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            aliases=[pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]])))
         child = pulumi.ResourceOptions(parent=self)
         releases = []
         if args.nvidia:

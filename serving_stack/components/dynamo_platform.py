@@ -7,6 +7,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from serving_stack.names import TypeTokens
+
 
 @dataclass(frozen=True)
 class DynamoPlatformArgs:
@@ -26,7 +28,7 @@ class DynamoPlatform(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
 
     def __init__(self, name: str, args: DynamoPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:dynamo:DynamoPlatform", name, None, opts)
+        super().__init__(TypeTokens.DYNAMO_PLATFORM, name, None, opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": args.namespace}, opts=pulumi.ResourceOptions(parent=self)
         )

@@ -3,7 +3,6 @@ encrypted with a KMS key), the CPU system node group, the core add-ons, and the 
 every Kubernetes resource of the stack is created with (the one place that builds it)."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -11,7 +10,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from serving_stack.components.iam import assume_role_policy
 from serving_stack.facts.instance_types import EksAddon
+from serving_stack.names import ROLE_LABEL, TypeTokens
 
 CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
@@ -38,13 +39,6 @@ class EksClusterArgs:
     addons: Sequence[EksAddon]
     node_managed_policies: Sequence[str]
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def _assume_role(service: str) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
-    })
 
 
 def kubeconfig(cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -74,10 +68,10 @@ class EksCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:aws:EksCluster", name, None, opts)
+        super().__init__(TypeTokens.EKS_CLUSTER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
-        role = aws.iam.Role(f"{name}-cluster-role", assume_role_policy=_assume_role("eks.amazonaws.com"), tags=tags, opts=child)
+        role = aws.iam.Role(f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child)
         role_policy = aws.iam.RolePolicyAttachment(f"{name}-cluster-policy", role=role.name, policy_arn=CLUSTER_POLICY, opts=child)
         key = aws.kms.Key(
             f"{name}-secrets-key",
@@ -120,7 +114,7 @@ class EksCluster(pulumi.ComponentResource):
             # policy before EKS can manage the cluster's network interfaces.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy]),
         )
-        node_role = aws.iam.Role(f"{name}-system-node-role", assume_role_policy=_assume_role("ec2.amazonaws.com"), tags=tags, opts=child)
+        node_role = aws.iam.Role(f"{name}-system-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child)
         node_policies = [
             aws.iam.RolePolicyAttachment(f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child)
             for arn in args.node_managed_policies
@@ -139,7 +133,7 @@ class EksCluster(pulumi.ComponentResource):
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
             ),
-            labels={"nemotron.nvidia.com/role": "system"},
+            labels={ROLE_LABEL: "system"},
             tags=tags,
             # Nodes join only with their role's policies attached and the CNI add-on in place.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),

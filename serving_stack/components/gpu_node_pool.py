@@ -4,14 +4,15 @@ placement group, a security group for EFA traffic, and a node role with only the
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.plan.pools import GPU_TAINT, POOL_LABEL, ResolvedPool
+from serving_stack.components.iam import assume_role_policy
+from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
+from serving_stack.plan.pools import ManagedPoolSpec
 
 NODE_CONFIG_RAID0 = """MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="NEMOTRON"
@@ -33,20 +34,13 @@ spec:
 
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
-    pool: ResolvedPool
+    pool: ManagedPoolSpec
     cluster_name: pulumi.Input[str]
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     cluster_security_group_ids: Sequence[pulumi.Input[str]]
     node_managed_policies: Sequence[str]
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def _node_role_policy() -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-    })
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -60,33 +54,23 @@ class GpuNodePool(pulumi.ComponentResource):
     node_group: aws.eks.NodeGroup
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:aws:GpuNodePool", name, None, opts)
+        super().__init__(TypeTokens.GPU_NODE_POOL, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
         tags = {**args.tags, POOL_LABEL: pool.name}
-        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=_node_role_policy(), tags=tags, opts=child)
+        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child)
         policies = [
             aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child)
             for arn in args.node_managed_policies
         ]
-        fabric_sg = aws.ec2.SecurityGroup(
-            f"{name}-fabric-sg",
-            vpc_id=args.vpc_id,
-            description=f"EFA traffic between the nodes of GPU pool {pool.name}: all traffic to and from itself",
-            tags={**tags, "Name": f"{pool.name}-fabric"},
-            opts=child,
-        )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-fabric-from-self", security_group_id=fabric_sg.id, referenced_security_group_id=fabric_sg.id, ip_protocol="-1", opts=child
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-fabric-to-self", security_group_id=fabric_sg.id, referenced_security_group_id=fabric_sg.id, ip_protocol="-1", opts=child
-        )
-        security_groups = [*args.cluster_security_group_ids, fabric_sg.id]
+        security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
+        if pool.efa:
+            security_groups.append(self._fabric_security_group(name, pool, args.vpc_id, tags))
         placement = None
-        if pool.capacity_type != "capacity-block":
+        if pool.placement_group:
             group = aws.ec2.PlacementGroup(
-                f"{name}-placement", strategy="cluster", tags={**tags, "nemotron.nvidia.com/availability-zone": pool.availability_zone}, opts=child
+                f"{name}-placement", strategy="cluster",
+                tags={**tags, AVAILABILITY_ZONE_TAG: pool.availability_zone}, opts=child,
             )
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
         template = aws.ec2.LaunchTemplate(
@@ -119,10 +103,10 @@ class GpuNodePool(pulumi.ComponentResource):
                     ),
                 )
             ],
-            user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_disks else None,
+            user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_raid0 else None,
             instance_market_options=(
                 aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-                if pool.capacity_type == "capacity-block" else None
+                if pool.eks_capacity_type == "CAPACITY_BLOCK" else None
             ),
             capacity_reservation_specification=(
                 aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
@@ -153,7 +137,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
             ),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
-            labels=pool.node_labels,
+            labels=dict(pool.labels),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
@@ -161,3 +145,25 @@ class GpuNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
         )
         self.register_outputs({"nodeGroupName": self.node_group.node_group_name})
+
+    def _fabric_security_group(
+        self, name: str, pool: ManagedPoolSpec, vpc_id: pulumi.Input[str], tags: Mapping[str, str],
+    ) -> pulumi.Output[str]:
+        """EFA traffic: all traffic to and from the group itself (what the EFA user guide requires)."""
+        child = pulumi.ResourceOptions(parent=self)
+        group = aws.ec2.SecurityGroup(
+            f"{name}-fabric-sg",
+            vpc_id=vpc_id,
+            description=f"EFA traffic between the nodes of GPU pool {pool.name}: all traffic to and from itself",
+            tags={**tags, "Name": f"{pool.name}-fabric"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-fabric-from-self", security_group_id=group.id, referenced_security_group_id=group.id,
+            ip_protocol="-1", opts=child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-fabric-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
+            ip_protocol="-1", opts=child,
+        )
+        return group.id

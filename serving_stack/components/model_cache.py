@@ -7,6 +7,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
+from serving_stack.names import TypeTokens
+
 
 @dataclass(frozen=True)
 class ModelCacheArgs:
@@ -28,7 +30,7 @@ class ModelCache(pulumi.ComponentResource):
     download_job: k8s.batch.v1.Job
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:ModelCache", name, None, opts)
+        super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
             metadata={**args.pvc["metadata"], "namespace": args.namespace},

@@ -7,13 +7,25 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.config.serving import PrewarmConfig
+from serving_stack.names import (
+    PREWARM_APP,
+    PREWARM_POOL_LABEL,
+    PREWARM_PRIORITY_CLASS,
+    TypeTokens,
+)
 from serving_stack.plan.prewarm import (
-    PROGRAM_CONFIG_MAP, PROGRAM_MOUNT, PROGRAM_VOLUME, STATE_DIR, STATE_VOLUME, PrewarmPool, program_volume, state_volume,
+    PROGRAM_CONFIG_MAP,
+    PROGRAM_MOUNT,
+    PROGRAM_VOLUME,
+    STATE_DIR,
+    STATE_VOLUME,
+    PrewarmPool,
+    PrewarmSettings,
+    program_volume,
+    state_volume,
 )
 
 NOBODY = 65534
-APP_LABEL = "model-prewarm"
 
 
 @dataclass(frozen=True)
@@ -22,7 +34,7 @@ class ModelPrewarmArgs:
     claim_name: pulumi.Input[str]
     program_source: str
     pools: Sequence[PrewarmPool]
-    settings: PrewarmConfig
+    settings: PrewarmSettings
 
 
 class ModelPrewarm(pulumi.ComponentResource):
@@ -35,7 +47,7 @@ class ModelPrewarm(pulumi.ComponentResource):
     """
 
     def __init__(self, name: str, args: ModelPrewarmArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:ModelPrewarm", name, None, opts)
+        super().__init__(TypeTokens.MODEL_PREWARM, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         program = k8s.core.v1.ConfigMap(
             f"{name}-program",
@@ -45,7 +57,7 @@ class ModelPrewarm(pulumi.ComponentResource):
         )
         priority = k8s.scheduling.v1.PriorityClass(
             f"{name}-priority",
-            metadata={"name": "nemotron-model-prewarm"},
+            metadata={"name": PREWARM_PRIORITY_CLASS},
             value=-100,
             preemption_policy="Never",
             global_default=False,
@@ -56,7 +68,7 @@ class ModelPrewarm(pulumi.ComponentResource):
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
 
     def _daemon_set(self, name, pool: PrewarmPool, program, priority, args: ModelPrewarmArgs) -> k8s.apps.v1.DaemonSet:
-        labels = {"app.kubernetes.io/name": APP_LABEL, "nemotron.nvidia.com/prewarm-pool": pool.name}
+        labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
         settings = args.settings
         container = {
             "name": "prewarm",
@@ -71,7 +83,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             ],
             "resources": {
                 "requests": {"cpu": "250m", "memory": "256Mi"},
-                "limits": {"cpu": settings.cpuLimit, "memory": settings.memoryLimit},
+                "limits": {"cpu": settings.cpu_limit, "memory": settings.memory_limit},
             },
             "readinessProbe": {
                 "exec": {"command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]},

@@ -9,6 +9,8 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from serving_stack.names import TypeTokens
+
 
 @dataclass(frozen=True)
 class NetworkArgs:
@@ -34,7 +36,7 @@ class Network(pulumi.ComponentResource):
     private_subnet_ids_by_az: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:aws:Network", name, None, opts)
+        super().__init__(TypeTokens.NETWORK, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}

@@ -9,21 +9,31 @@ them side by side and the endpoint moves to the new config with a blue/green upd
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.config.sagemaker import Autoscaling, DataCapture, Deployment
+from serving_stack.components.sagemaker_iam import (
+    CAPTURE_PREFIX,
+    execution_policy,
+    partition,
+)
 from serving_stack.facts.jumpstart import S3ModelData
-from serving_stack.plan.sagemaker import ModelContainer, PlannedEndpoint, ProductionVariant, invoke_url
+from serving_stack.names import TypeTokens
+from serving_stack.plan.sagemaker_spec import (
+    BlueGreen,
+    Capture,
+    ModelContainer,
+    PlannedEndpoint,
+    ProductionVariant,
+    Scaling,
+    invoke_url,
+)
 
 sm = aws.sagemaker
 SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
-CAPTURE_PREFIX = "capture"
 
 
 @dataclass(frozen=True)
@@ -32,54 +42,17 @@ class SageMakerEndpointArgs:
     region: str
     container: ModelContainer
     variant: ProductionVariant
-    autoscaling: Autoscaling
-    deployment: Deployment
-    data_capture: DataCapture
+    autoscaling: Scaling
+    deployment: BlueGreen
+    data_capture: Capture
     kms_key_arn: Optional[str] = None
     hf_token: Optional[pulumi.Input[str]] = None
 
     @classmethod
     def from_plan(cls, planned: PlannedEndpoint, hf_token: Optional[pulumi.Input[str]] = None) -> SageMakerEndpointArgs:
-        config = planned.config
-        return cls(endpoint_name=config.name, region=planned.region, container=planned.container,
-                   variant=planned.variant, autoscaling=config.autoscaling, deployment=config.deployment,
-                   data_capture=config.dataCapture, kms_key_arn=config.kmsKeyArn, hf_token=hf_token)
-
-
-def partition(region: str) -> str:
-    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
-
-
-def _split_s3(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
-def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict[str, Any]]:
-    """GetObject on the model artifacts only, and ListBucket limited to their prefixes."""
-    sources = [container.model_data] if container.model_data is not None else []
-    sources += [source.s3 for source in container.additional_model_data]
-    if not sources:
-        return []
-    objects, prefixes = [], defaultdict(list)
-    for data in sources:
-        bucket, key = _split_s3(data.s3_uri)
-        pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
-        objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
-        prefixes[bucket].append(pattern)
-    statements = [{"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
-    for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
-        statements.append({"Sid": f"ListModelArtifacts{index}", "Effect": "Allow", "Action": "s3:ListBucket",
-                           "Resource": f"arn:{part}:s3:::{bucket}", "Condition": {"StringLike": {"s3:prefix": patterns}}})
-    return statements
-
-
-def _ecr_repository_arn(image: str, part: str) -> str:
-    """`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>` -> the repository ARN."""
-    registry, _, reference = image.partition("/")
-    account, _, _, region = registry.split(".")[:4]
-    repository = reference.partition("@")[0].partition(":")[0]
-    return f"arn:{part}:ecr:{region}:{account}:repository/{repository}"
+        return cls(endpoint_name=planned.name, region=planned.region, container=planned.container,
+                   variant=planned.variant, autoscaling=planned.scaling, deployment=planned.deployment,
+                   data_capture=planned.data_capture, kms_key_arn=planned.kms_key_arn, hf_token=hf_token)
 
 
 def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
@@ -111,17 +84,17 @@ def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Inpu
                                         model_data_source=model_data, additional_model_data_sources=additional or None)
 
 
-def _traffic_routing(deployment: Deployment) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
+def _traffic_routing(deployment: BlueGreen) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
     routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
     if deployment.type == "CANARY":
-        return routing(type="CANARY", wait_interval_in_seconds=deployment.waitIntervalSeconds,
+        return routing(type="CANARY", wait_interval_in_seconds=deployment.wait_interval_seconds,
                        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-                           type="CAPACITY_PERCENT", value=deployment.canarySize))
+                           type="CAPACITY_PERCENT", value=deployment.canary_size))
     if deployment.type == "LINEAR":
-        return routing(type="LINEAR", wait_interval_in_seconds=deployment.waitIntervalSeconds,
+        return routing(type="LINEAR", wait_interval_in_seconds=deployment.wait_interval_seconds,
                        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-                           type="CAPACITY_PERCENT", value=deployment.linearStepSize))
-    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.waitIntervalSeconds)
+                           type="CAPACITY_PERCENT", value=deployment.linear_step_size))
+    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
 
 
 class SageMakerEndpoint(pulumi.ComponentResource):
@@ -132,7 +105,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
     role_arn: pulumi.Output[str]
 
     def __init__(self, name: str, args: SageMakerEndpointArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:aws:SageMakerEndpoint", name, None, opts)
+        super().__init__(TypeTokens.SAGEMAKER_ENDPOINT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region, endpoint_name, variant = args.region, args.endpoint_name, args.variant
         part = partition(region)
@@ -169,7 +142,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         )
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy", role=role.id,
-            policy=self._execution_policy(args, part, role.arn, kms_key_arn, capture_bucket), opts=child)
+            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, capture_bucket), opts=child)
 
         model = sm.Model(
             f"{name}-model",
@@ -183,7 +156,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         data_capture = None
         if capture_bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
-                enable_capture=True, initial_sampling_percentage=args.data_capture.samplingPercentage,
+                enable_capture=True, initial_sampling_percentage=args.data_capture.sampling_percentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", capture_bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
@@ -215,8 +188,8 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             deployment_config=sm.EndpointDeploymentConfigArgs(
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
                     traffic_routing_configuration=_traffic_routing(deployment),
-                    termination_wait_in_seconds=deployment.terminationWaitSeconds,
-                    maximum_execution_timeout_in_seconds=deployment.maximumExecutionTimeoutSeconds),
+                    termination_wait_in_seconds=deployment.termination_wait_seconds,
+                    maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds),
                 auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
                     alarms=[sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
                             for alarm in alarms])),
@@ -230,7 +203,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             service_namespace="sagemaker",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
-            min_capacity=scaling.minCapacity, max_capacity=scaling.maxCapacity,
+            min_capacity=scaling.min_capacity, max_capacity=scaling.max_capacity,
             region=region,
             opts=child,
         )
@@ -242,11 +215,11 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             scalable_dimension=target.scalable_dimension,
             resource_id=target.resource_id,
             target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=scaling.targetInvocationsPerInstance,
+                target_value=scaling.target_invocations_per_instance,
                 predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
                     predefined_metric_type="SageMakerVariantInvocationsPerInstance"),
-                scale_in_cooldown=scaling.scaleInCooldown,
-                scale_out_cooldown=scaling.scaleOutCooldown,
+                scale_in_cooldown=scaling.scale_in_cooldown,
+                scale_out_cooldown=scaling.scale_out_cooldown,
                 disable_scale_in=False),
             region=region,
             opts=child,
@@ -261,51 +234,20 @@ class SageMakerEndpoint(pulumi.ComponentResource):
     @staticmethod
     def _rollback_alarms(name: str, args: SageMakerEndpointArgs, opts: pulumi.ResourceOptions) -> list[aws.cloudwatch.MetricAlarm]:
         """5xx errors and p99 model latency of this endpoint's variant; either one rolls a deployment back."""
-        thresholds = args.deployment.rollbackAlarms
+        thresholds = args.deployment.rollback_alarms
         common = dict(
             namespace=SAGEMAKER_NAMESPACE,
             dimensions={"EndpointName": args.endpoint_name, "VariantName": args.variant.name},
-            period=thresholds.periodSeconds, evaluation_periods=thresholds.evaluationPeriods,
+            period=thresholds.period_seconds, evaluation_periods=thresholds.evaluation_periods,
             comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",
             region=args.region, opts=opts,
         )
         errors = aws.cloudwatch.MetricAlarm(
             f"{name}-5xx", name=f"{args.endpoint_name}-5xx", metric_name="Invocation5XXErrors", statistic="Sum",
-            threshold=thresholds.invocation5xxErrors,
+            threshold=thresholds.invocation_5xx_errors,
             alarm_description=f"{args.endpoint_name}: model 5xx errors; rolls a blue/green deployment back", **common)
         latency = aws.cloudwatch.MetricAlarm(
             f"{name}-p99-latency", name=f"{args.endpoint_name}-p99-latency", metric_name="ModelLatency",
-            extended_statistic="p99", threshold=thresholds.modelLatencyP99Ms * 1000,  # ModelLatency is in microseconds
+            extended_statistic="p99", threshold=thresholds.model_latency_p99_ms * 1000,  # ModelLatency is in microseconds
             alarm_description=f"{args.endpoint_name}: p99 model latency; rolls a blue/green deployment back", **common)
         return [errors, latency]
-
-    @staticmethod
-    def _execution_policy(
-        args: SageMakerEndpointArgs, part: str, role_arn: pulumi.Output[str],
-        kms_key_arn: Optional[pulumi.Input[str]], capture_bucket: Optional[aws.s3.Bucket],
-    ) -> pulumi.Output[str]:
-        """What the endpoint's instances do with the role: pull the image, read the artifacts, write logs
-        and metrics, and write captured data. No managed policy (never AmazonSageMakerFullAccess)."""
-        account = role_arn.apply(lambda arn: arn.split(":")[4])
-        log_group = pulumi.Output.concat(f"arn:{part}:logs:{args.region}:", account,
-                                         f":log-group:/aws/sagemaker/Endpoints/{args.endpoint_name}")
-        statements: list[Any] = [
-            {"Sid": "PullImageToken", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
-            {"Sid": "PullImage", "Effect": "Allow",
-             "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-             "Resource": _ecr_repository_arn(args.container.image, part)},
-            {"Sid": "WriteLogs", "Effect": "Allow",
-             "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
-             "Resource": [log_group, pulumi.Output.concat(log_group, ":*")]},
-            {"Sid": "PutEndpointMetrics", "Effect": "Allow", "Action": "cloudwatch:PutMetricData", "Resource": "*",
-             "Condition": {"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}}},
-            *_artifact_read_statements(args.container, part),
-        ]
-        if capture_bucket is not None:
-            statements += [
-                {"Sid": "WriteCapturedData", "Effect": "Allow", "Action": "s3:PutObject",
-                 "Resource": pulumi.Output.concat(f"arn:{part}:s3:::", capture_bucket.id, f"/{CAPTURE_PREFIX}/*")},
-                {"Sid": "EncryptCapturedData", "Effect": "Allow", "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
-                 "Resource": kms_key_arn},
-            ]
-        return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})

@@ -7,7 +7,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.plan.manifests import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from serving_stack.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, TypeTokens
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class ServingNamespace(pulumi.ComponentResource):
     hf_token_secret_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: ServingNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:ServingNamespace", name, None, opts)
+        super().__init__(TypeTokens.SERVING_NAMESPACE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",

@@ -7,6 +7,8 @@ from typing import Any, Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from serving_stack.names import TypeTokens
+
 
 @dataclass(frozen=True)
 class ServingTargetArgs:
@@ -22,7 +24,7 @@ class ServingTarget(pulumi.ComponentResource):
     dgd_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: ServingTargetArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:dynamo:ServingTarget", name, None, opts)
+        super().__init__(TypeTokens.SERVING_TARGET, name, None, opts)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata={**args.config_map["metadata"], "namespace": args.namespace},

@@ -1,5 +1,10 @@
-"""Stack configuration: one pydantic model, validated before any resource is registered."""
+"""Config: the stack's typed input (`StackConfig`), read once from Pulumi structured config."""
+from serving_stack.config.stack import (
+    StackConfig,
+    hf_token,
+    load_stack_config,
+    parse_stack_config,
+)
 from serving_stack.errors import ConfigError
-from serving_stack.config.stack import StackConfig, hf_token, load_stack_config, parse_stack_config
 
 __all__ = ["ConfigError", "StackConfig", "hf_token", "load_stack_config", "parse_stack_config"]

@@ -11,9 +11,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.serving import Block, matching
-from serving_stack.errors import ConfigError
-from serving_stack.facts.sagemaker import load_instances, load_lmi
+from serving_stack.config.types import Block, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -124,66 +122,3 @@ class SageMakerConfig(Block):
     specSource: Literal["snapshot", "s3"] = "snapshot"
     snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
     endpoints: list[SageMakerEndpointConfig] = []
-
-
-def _check_source(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
-    errors = []
-    chosen, other = ("jumpstart", "huggingface") if endpoint.source == "jumpstart" else ("huggingface", "jumpstart")
-    if getattr(endpoint, chosen) is None:
-        errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
-    if getattr(endpoint, other) is not None:
-        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}"))
-    model = endpoint.huggingface
-    if endpoint.source == "huggingface" and model is not None:
-        repositories = load_lmi().repositories
-        if model.repo not in repositories:
-            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}", ", ".join(repositories)))
-        for option in model.options:
-            if not LMI_OPTION.match(option):
-                errors.append(ConfigError(f"{path}.huggingface.options.{option}", "not an LMI container setting",
-                                          "OPTION_* names (the token comes from the hfToken secret)"))
-    return errors
-
-
-def _check_capacity(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
-    errors = []
-    scaling = endpoint.autoscaling
-    if scaling.minCapacity > scaling.maxCapacity:
-        errors.append(ConfigError(f"{path}.autoscaling.minCapacity",
-                                  f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}"))
-    elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
-        errors.append(ConfigError(f"{path}.initialInstanceCount", f"{endpoint.initialInstanceCount} is outside autoscaling",
-                                  f"{scaling.minCapacity}..{scaling.maxCapacity}"))
-    if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
-        errors.append(ConfigError(f"{path}.autoscaling.scaleInCooldown",
-                                  f"{scaling.scaleInCooldown} s is not longer than scaleOutCooldown "
-                                  f"{scaling.scaleOutCooldown} s, so the endpoint could flap",
-                                  f"more than {scaling.scaleOutCooldown}"))
-    instances = load_instances()
-    instance = instances.get(endpoint.instanceType)
-    if instance is None:
-        errors.append(ConfigError(f"{path}.instanceType", f"unsupported instance type {endpoint.instanceType!r}",
-                                  ", ".join(instances)))
-    elif instance.storage == "nvme":
-        if endpoint.volumeSizeGb is not None:
-            errors.append(ConfigError(f"{path}.volumeSizeGb", f"{endpoint.instanceType} has local NVMe storage only, "
-                                      "where SageMaker rejects a volume size", "unset"))
-        if endpoint.kmsKeyArn is not None and not endpoint.dataCapture.enabled:
-            errors.append(ConfigError(f"{path}.kmsKeyArn", f"{endpoint.instanceType} storage is hardware-encrypted "
-                                      "NVMe, where SageMaker rejects a volume key, and data capture is off",
-                                      "unset, or enable dataCapture"))
-    return errors
-
-
-def check_sagemaker(config: SageMakerConfig, prefix: str = "sagemaker") -> list[ConfigError]:
-    """Every problem across the endpoints, each with its key path (the region-free checks)."""
-    errors: list[ConfigError] = []
-    seen: set[str] = set()
-    for index, endpoint in enumerate(config.endpoints):
-        path = f"{prefix}.endpoints[{index}]"
-        if endpoint.name in seen:
-            errors.append(ConfigError(f"{path}.name", f"endpoint name {endpoint.name!r} is used twice"))
-        seen.add(endpoint.name)
-        errors += _check_source(endpoint, path)
-        errors += _check_capacity(endpoint, path)
-    return errors

@@ -1,5 +1,9 @@
-"""The whole stack config: one pydantic model, read once from Pulumi structured config and checked
-against the catalog before any resource is registered."""
+"""The whole stack config: one pydantic model, read once from Pulumi structured config.
+
+This layer checks shapes, types and ranges only; what needs the catalog or the instance facts (does a
+target exist, does a pool's GPU fit it) is checked while planning (`serving_stack.plan`), still before
+any resource is registered.
+"""
 from __future__ import annotations
 
 import json
@@ -7,13 +11,18 @@ from typing import Any, Optional
 
 import pulumi
 import pydantic
-from pulumi.runtime import config as runtime_config
 
-from serving_stack.facts.catalog import Catalog, load_catalog
+from serving_stack import pulumi_private
+from serving_stack.config.aws import AwsConfig
+from serving_stack.config.sagemaker import SageMakerConfig
+from serving_stack.config.serving import (
+    DynamoConfig,
+    KubernetesConfig,
+    ModelCacheConfig,
+    TargetConfig,
+)
+from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, from_validation_error
-from serving_stack.config.aws import AwsConfig, check_aws
-from serving_stack.config.sagemaker import SageMakerConfig, check_sagemaker
-from serving_stack.config.serving import Block, DynamoConfig, KubernetesConfig, ModelCacheConfig, TargetConfig
 
 SECRET_KEYS = ("hfToken",)
 
@@ -27,71 +36,23 @@ class StackConfig(Block):
     aws: Optional[AwsConfig] = None
 
 
-def _check_targets(config: StackConfig, catalog: Catalog) -> list[ConfigError]:
-    errors: list[ConfigError] = []
-    seen: set[str] = set()
-    cached = set(config.modelCache.checkpoints.all)
-    for index, target in enumerate(config.targets):
-        path = f"targets[{index}]"
-        if target.id not in catalog.recipes:
-            errors.append(ConfigError(f"{path}.id", f"unknown target {target.id!r}", ", ".join(catalog.recipes)))
-            continue
-        if target.id in seen:
-            errors.append(ConfigError(f"{path}.id", f"target {target.id!r} is selected twice"))
-        seen.add(target.id)
-        recipe = catalog.recipe(target.id)
-        for component in target.replicas:
-            if component not in recipe.component_names:
-                errors.append(
-                    ConfigError(f"{path}.replicas.{component}", "no such component", ", ".join(recipe.component_names))
-                )
-        if recipe.disaggregated:
-            for role in ("prefill", "decode"):
-                name = next(c["name"] for c in recipe.components if c["type"] == role)
-                if target.replicas.get(name, 1) < 1:
-                    errors.append(
-                        ConfigError(
-                            f"{path}.replicas.{name}",
-                            f"a disaggregated target needs a prefill/decode pair, got 0 {role} replicas",
-                            ">= 1",
-                        )
-                    )
-        for repo in recipe.checkpoints:
-            if repo not in cached:
-                errors.append(
-                    ConfigError(
-                        "modelCache.checkpoints",
-                        f"target {target.id!r} loads {repo!r}, which the model cache does not download",
-                        "add it to modelCache.checkpoints.base or .drafts",
-                    )
-                )
-    return errors
-
-
-def parse_stack_config(raw: dict[str, Any], catalog: Catalog | None = None) -> StackConfig:
+def parse_stack_config(raw: dict[str, Any]) -> StackConfig:
     """Validate raw config values (already JSON-decoded) into a `StackConfig`, or raise one `ConfigError`."""
-    catalog = catalog or load_catalog()
     allowed = [*StackConfig.model_fields, *SECRET_KEYS]
     unknown = [key for key in raw if key not in allowed]
     if unknown:
         raise ConfigError(unknown[0], "unknown config key", ", ".join(allowed))
     try:
-        config = StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
+        return StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
     except pydantic.ValidationError as exc:
         raise from_validation_error(exc, StackConfig) from None
-    errors = _check_targets(config, catalog) + check_sagemaker(config.sagemaker)
-    errors += check_aws(config, catalog)
-    if errors:
-        raise ConfigError.combined(errors)
-    return config
 
 
 def _raw_project_config(project: str) -> dict[str, Any]:
     """Every key the stack sets in this project's namespace, JSON-decoded like `Config.get_object`."""
     prefix = f"{project}:"
-    values = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     raw: dict[str, Any] = {}
-    for full_key, value in values.items():
+    for full_key, value in pulumi_private.config_values().items():
         if not full_key.startswith(prefix):
             continue
         key = full_key[len(prefix):]
@@ -106,7 +67,7 @@ def load_stack_config() -> StackConfig:
     """Read and validate the stack config of the running Pulumi program."""
     project = pulumi.get_project()
     for key in SECRET_KEYS:
-        if not runtime_config.is_config_secret(f"{project}:{key}") and runtime_config.get_config(f"{project}:{key}"):
+        if not pulumi_private.is_secret_config(f"{project}:{key}") and pulumi.Config().get(key):
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
     return parse_stack_config(_raw_project_config(project))
 

@@ -14,26 +14,22 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
-from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.errors import ConfigError
+from serving_stack.facts.data import DATA_DIR, Data, load_model, read_documents
+from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_COMPONENT_TYPES
 
-CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalog"
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-WORKER_TYPES = ("worker", "prefill", "decode")
-
-
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+CATALOG_DIR = DATA_DIR
+WORKER_TYPES = WORKER_COMPONENT_TYPES
 
 
-class Performance(_Data):
+class Performance(Data):
     concurrency: int = pydantic.Field(gt=0)
     ttftP50Ms: float = pydantic.Field(gt=0)
     outputTokensPerSecondPerGpu: float = pydantic.Field(gt=0)
     tokensPerSecondPerUser: float = pydantic.Field(gt=0)
 
 
-class Criteria(_Data):
+class Criteria(Data):
     minTokensPerSecondPerUser: float
     maxTtftP50Ms: float
 
@@ -44,7 +40,7 @@ class Criteria(_Data):
         )
 
 
-class TargetEntry(_Data):
+class TargetEntry(Data):
     id: str = pydantic.Field(pattern=r"^[a-z0-9-]+/[a-z0-9-]+$")
     manifest: str
     speculativeDecoding: Literal["MTP", "DFlash", "DSpark", "none"]
@@ -52,24 +48,24 @@ class TargetEntry(_Data):
     performance: Performance
 
 
-class Upstream(_Data):
+class Upstream(Data):
     repository: str
     path: str
     commit: str
     date: str
 
 
-class ModelCacheManifests(_Data):
+class ModelCacheManifests(Data):
     manifest: str
     downloadJob: str
 
 
-class Benchmark(_Data):
+class Benchmark(Data):
     workload: str
     source: str
 
 
-class CatalogFile(_Data):
+class CatalogFile(Data):
     schemaVersion: Literal[1]
     upstream: Upstream
     modelCache: ModelCacheManifests
@@ -176,15 +172,9 @@ class Catalog:
         return self.recipes[target_id]
 
 
-def _read_documents(path: Path, key: str) -> list[dict[str, Any]]:
-    if not path.is_file():
-        raise ConfigError(key, f"manifest file {path} does not exist")
-    return [doc for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if doc]
-
-
 def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
     key = f"catalog/targets.yaml: targets[{index}].manifest"
-    documents = _read_documents(root / entry.manifest, key)
+    documents = read_documents(root / entry.manifest, key)
     kinds = sorted(doc.get("kind", "") for doc in documents)
     if kinds != ["ConfigMap", "DynamoGraphDeployment"]:
         raise ConfigError(key, f"{entry.manifest} holds {kinds}", "exactly one ConfigMap and one DynamoGraphDeployment")
@@ -201,11 +191,7 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
 @functools.lru_cache(maxsize=4)
 def load_catalog(root: Path = CATALOG_DIR) -> Catalog:
     """Parse and check the catalog data; bad data stops the program with the file and key named."""
-    source = root / "targets.yaml"
-    try:
-        data = CatalogFile.model_validate(yaml.safe_load(source.read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, CatalogFile, prefix="catalog/targets.yaml: ") from None
+    data = load_model(root / "targets.yaml", CatalogFile, root)
     recipes: dict[str, Recipe] = {}
     for index, entry in enumerate(data.targets):
         if entry.id in recipes:
@@ -215,19 +201,19 @@ def load_catalog(root: Path = CATALOG_DIR) -> Catalog:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError("catalog/targets.yaml: targets", f"two manifests share the DGD name(s) {duplicates}")
-    (pvc,) = _read_documents(root / data.modelCache.manifest, "catalog/targets.yaml: modelCache.manifest")
-    (job,) = _read_documents(root / data.modelCache.downloadJob, "catalog/targets.yaml: modelCache.downloadJob")
+    (pvc,) = read_documents(root / data.modelCache.manifest, "catalog/targets.yaml: modelCache.manifest")
+    (job,) = read_documents(root / data.modelCache.downloadJob, "catalog/targets.yaml: modelCache.downloadJob")
     return Catalog(data, recipes, pvc, job)
 
 
-class Chart(_Data):
+class Chart(Data):
     name: str
     version: str
     url: str
     minKubernetes: str
 
 
-class PlatformFile(_Data):
+class PlatformFile(Data):
     chart: Chart
     values: dict[str, Any]
 
@@ -235,7 +221,4 @@ class PlatformFile(_Data):
 @functools.lru_cache(maxsize=4)
 def load_platform(root: Path = CATALOG_DIR) -> PlatformFile:
     """The pinned Dynamo platform chart and the values the stack always sets."""
-    try:
-        return PlatformFile.model_validate(yaml.safe_load((root / "platform.yaml").read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, PlatformFile, prefix="catalog/platform.yaml: ") from None
+    return load_model(root / "platform.yaml", PlatformFile, root)

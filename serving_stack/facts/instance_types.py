@@ -8,38 +8,33 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Literal, Optional, Union
 
 import pydantic
-import yaml
 
-from serving_stack.facts.catalog import CATALOG_DIR
-from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.errors import ConfigError
+from serving_stack.facts.data import DATA_DIR, Data, load_model
 
 InterfaceType = Literal["interface", "efa-only"]
 Arch = Literal["x86_64", "arm64"]
 SOURCED_FIELDS = ("gpus", "gpuMemoryGB", "vcpus", "memoryGiB", "networkCards", "efaInterfaces", "nvmeDisks", "onDemandUsdPerHour")
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class NetworkInterface(_Data):
+class NetworkInterface(Data):
     networkCardIndex: int = pydantic.Field(ge=0)
     deviceIndex: int = pydantic.Field(ge=0)
     interfaceType: InterfaceType
 
 
-class RuleLayout(_Data):
+class RuleLayout(Data):
     rule: Literal["efa-only-per-card"]
 
 
-class ExplicitLayout(_Data):
+class ExplicitLayout(Data):
     interfaces: list[NetworkInterface] = pydantic.Field(min_length=1)
 
 
-class InstanceType(_Data):
+class InstanceType(Data):
     gpu: str
     gpus: int = pydantic.Field(gt=0)
     gpuMemoryGB: int = pydantic.Field(gt=0)
@@ -103,12 +98,12 @@ def _check_layout(layout: list[NetworkInterface], network_cards: int, efa_interf
         raise ValueError(f"efaLayout: fewer efa-only interfaces than efaInterfaces {efa_interfaces}")
 
 
-class InstanceTypesFile(_Data):
+class InstanceTypesFile(Data):
     schemaVersion: Literal[1]
     instanceTypes: dict[str, InstanceType] = pydantic.Field(min_length=1)
 
 
-class Gpu(_Data):
+class Gpu(Data):
     productLabel: str = pydantic.Field(pattern=r"^NVIDIA-[A-Za-z0-9.-]+$")
     alternativeProductLabels: list[str] = []
     arch: Optional[Arch] = None
@@ -118,17 +113,17 @@ class Gpu(_Data):
         return [self.productLabel, *self.alternativeProductLabels]
 
 
-class GpusFile(_Data):
+class GpusFile(Data):
     schemaVersion: Literal[1]
     gpus: dict[str, Gpu] = pydantic.Field(min_length=1)
 
 
-class EnvVar(_Data):
+class EnvVar(Data):
     name: str = pydantic.Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
     value: str
 
 
-class FabricProfile(_Data):
+class FabricProfile(Data):
     source: str
     resource: str
     count: Literal["efa-per-gpu", "one-per-worker"]
@@ -136,19 +131,19 @@ class FabricProfile(_Data):
     env: list[EnvVar]
 
 
-class FabricsFile(_Data):
+class FabricsFile(Data):
     schemaVersion: Literal[1]
     fabrics: dict[Literal["efa", "ib"], FabricProfile]
 
 
-class HelmChart(_Data):
+class HelmChart(Data):
     repository: str
     chart: str
     version: str
     namespace: str
 
 
-class RdmaSharedDevicePlugin(_Data):
+class RdmaSharedDevicePlugin(Data):
     image: str = pydantic.Field(pattern=r"^[a-z0-9./-]+:v?\d+\.\d+\.\d+$")
     namespace: str
     resourceName: str
@@ -156,31 +151,31 @@ class RdmaSharedDevicePlugin(_Data):
     vendors: list[str]
 
 
-class DevicePluginPins(_Data):
+class DevicePluginPins(Data):
     nvidia: HelmChart
     efa: HelmChart
     rdmaSharedDevice: RdmaSharedDevicePlugin
 
 
-class EksAddon(_Data):
+class EksAddon(Data):
     name: str
     version: Optional[str] = None
     needsNodes: bool = False
 
 
-class CsiAddon(_Data):
+class CsiAddon(Data):
     name: str
     version: Optional[str] = None
     serviceAccount: str
 
 
-class EksAddons(_Data):
+class EksAddons(Data):
     cluster: list[EksAddon]
     efsCsiDriver: CsiAddon
     fsxCsiDriver: CsiAddon
 
 
-class AwsPlatformFile(_Data):
+class AwsPlatformFile(Data):
     schemaVersion: Literal[1]
     devicePlugins: DevicePluginPins
     eksAddons: EksAddons
@@ -201,22 +196,13 @@ class AwsCatalog:
         return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
 
 
-def _load(path: Path, model: type[pydantic.BaseModel]) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"catalog/{path.name}", f"file {path} does not exist")
-    try:
-        return model.model_validate(yaml.safe_load(path.read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, model, prefix=f"catalog/{path.name}: ") from None
-
-
 @functools.lru_cache(maxsize=4)
-def load_aws_catalog(root: Path = CATALOG_DIR) -> AwsCatalog:
+def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
     catalog = AwsCatalog(
-        _load(root / "instance_types.yaml", InstanceTypesFile),
-        _load(root / "gpus.yaml", GpusFile),
-        _load(root / "fabrics.yaml", FabricsFile),
-        _load(root / "aws_platform.yaml", AwsPlatformFile),
+        load_model(root / "instance_types.yaml", InstanceTypesFile, root),
+        load_model(root / "gpus.yaml", GpusFile, root),
+        load_model(root / "fabrics.yaml", FabricsFile, root),
+        load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
     )
     for name, instance in catalog.instance_types.items():
         if instance.gpu not in catalog.gpus:

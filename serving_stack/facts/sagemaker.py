@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import pydantic
-import yaml
 
-from serving_stack.facts.catalog import CATALOG_DIR
-from serving_stack.errors import from_validation_error
+from serving_stack.facts.data import DATA_DIR, Data, load_model
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class InstanceType(_Data):
+class InstanceType(Data):
     gpus: int = pydantic.Field(gt=0)
     gpu: str
     gpuMemoryGb: int = pydantic.Field(gt=0)
@@ -31,20 +25,20 @@ class InstanceType(_Data):
     priceSource: str
 
 
-class InstancesFile(_Data):
+class InstancesFile(Data):
     instances: dict[str, InstanceType]
 
 
-class Timeouts(_Data):
+class Timeouts(Data):
     modelDataDownload: int = pydantic.Field(ge=60, le=3600)
     containerStartupHealthCheck: int = pydantic.Field(ge=60, le=3600)
 
 
-class HuggingFaceRepo(_Data):
+class HuggingFaceRepo(Data):
     options: dict[str, str] = {}
 
 
-class LmiFile(_Data):
+class LmiFile(Data):
     inferenceAmiVersion: str
     images: dict[str, str]
     environment: dict[str, str]
@@ -53,18 +47,11 @@ class LmiFile(_Data):
     repositories: dict[str, HuggingFaceRepo]
 
 
-def _load(model: type[_Data], path: Path) -> _Data:
-    try:
-        return model.model_validate(yaml.safe_load(path.read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, model, prefix=f"catalog/{path.name}: ") from None
+@functools.lru_cache(maxsize=4)
+def load_instances(root: Path = DATA_DIR) -> dict[str, InstanceType]:
+    return load_model(root / "sagemaker_instances.yaml", InstancesFile, root).instances
 
 
 @functools.lru_cache(maxsize=4)
-def load_instances(root: Path = CATALOG_DIR) -> dict[str, InstanceType]:
-    return _load(InstancesFile, root / "sagemaker_instances.yaml").instances
-
-
-@functools.lru_cache(maxsize=4)
-def load_lmi(root: Path = CATALOG_DIR) -> LmiFile:
-    return _load(LmiFile, root / "sagemaker_lmi.yaml")
+def load_lmi(root: Path = DATA_DIR) -> LmiFile:
+    return load_model(root / "sagemaker_lmi.yaml", LmiFile, root)

@@ -20,14 +20,10 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
+from serving_stack.config.serving import ModelCacheConfig
 from serving_stack.facts.catalog import Catalog, Recipe
-from serving_stack.config.serving import ModelCacheConfig, TargetConfig
-
-MODEL_CACHE_PVC = "shared-model-cache"
-HF_TOKEN_SECRET = "hf-token-secret"
-HF_TOKEN_KEY = "HF_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -55,28 +51,22 @@ def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
         del pod_spec["imagePullSecrets"]
 
 
-def render_target(recipe: Recipe, target: TargetConfig, settings: ServingSettings) -> tuple[dict, dict]:
-    """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them."""
+def render_target(
+    recipe: Recipe, replicas: Mapping[str, int], image: Optional[str], settings: ServingSettings,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them: `replicas` are
+    the effective counts (`plan.targets`), which equal upstream's wherever the stack sets none."""
     config_map, dgd = recipe.copy_manifests()
     for manifest in (config_map, dgd):
         manifest["metadata"]["namespace"] = settings.namespace
     for component in dgd["spec"]["components"]:
-        if component["name"] in target.replicas:
-            component["replicas"] = target.replicas[component["name"]]
+        if replicas[component["name"]] != component["replicas"]:
+            component["replicas"] = replicas[component["name"]]
         pod_spec = component["podTemplate"]["spec"]
         _set_pull_secret(pod_spec, settings.image_pull_secret)
         for container in pod_spec.get("containers", []):
-            container["image"] = target.image or runtime_image(container["image"], settings)
+            container["image"] = image or runtime_image(container["image"], settings)
     return config_map, dgd
-
-
-def replicas(recipe: Recipe, target: TargetConfig) -> dict[str, int]:
-    return {c["name"]: target.replicas.get(c["name"], c["replicas"]) for c in recipe.components}
-
-
-def gpus_used(recipe: Recipe, target: TargetConfig) -> int:
-    counts = replicas(recipe, target)
-    return sum(counts[c["name"]] * recipe.gpus_per_replica(c) for c in recipe.components)
 
 
 def render_model_cache_pvc(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:

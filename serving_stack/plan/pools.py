@@ -1,30 +1,33 @@
-"""GPU node pools as plain data: what each pool is (from config + instance facts), its node labels, which
-pool each target is placed on, and what the pools cost.
+"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and,
+for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required).
 
-Pure functions of a validated `StackConfig` (run `check_aws` first: these assume it passed).
+`resolve_pools` also returns every problem of the `aws` cluster and pool blocks, each with its key path.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Optional
+import ipaddress
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping, Optional
 
-from serving_stack.facts.catalog import Catalog
-from serving_stack.config.aws import pool_fabric, pool_facts, target_pool
+from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.facts.instance_types import AwsCatalog, NetworkInterface, load_aws_catalog
+from serving_stack.errors import ConfigError
+from serving_stack.facts import Facts
+from serving_stack.facts.instance_types import (
+    AwsCatalog,
+    InstanceType,
+    NetworkInterface,
+)
+from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
+from serving_stack.plan.quantities import version_tuple
 
-LABEL_PREFIX = "nemotron.nvidia.com"
-POOL_LABEL = f"{LABEL_PREFIX}/pool"
-FABRIC_LABEL = f"{LABEL_PREFIX}/fabric"
-EFA_PER_GPU_LABEL = f"{LABEL_PREFIX}/efa-per-gpu"
-GPU_LABEL = f"{LABEL_PREFIX}/gpu"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
-CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"}
+CAPACITY_TYPES = MappingProxyType({"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"})
 
 
 @dataclass(frozen=True)
 class ResolvedPool:
-    """One pool with every fact the components and the placement need, defaults applied."""
+    """One pool with every fact placement and costs need, defaults applied."""
 
     name: str
     managed: bool
@@ -53,10 +56,6 @@ class ResolvedPool:
         return self.efa_interfaces // self.gpus_per_node if self.fabric == "efa" else 0
 
     @property
-    def eks_capacity_type(self) -> str:
-        return CAPACITY_TYPES[self.capacity_type]
-
-    @property
     def node_labels(self) -> dict[str, str]:
         """The label contract of pool nodes (placement and the policy pack select on it)."""
         labels = {POOL_LABEL: self.name, FABRIC_LABEL: self.fabric, GPU_LABEL: self.gpu}
@@ -65,110 +64,187 @@ class ResolvedPool:
         return labels
 
 
-def resolve_pools(config: StackConfig, aws_catalog: Optional[AwsCatalog] = None) -> dict[str, ResolvedPool]:
-    aws_catalog = aws_catalog or load_aws_catalog()
-    if config.aws is None:
-        return {}
-    existing = config.aws.cluster.existing if config.aws.cluster else None
-    pools: dict[str, ResolvedPool] = {}
-    for pool in config.aws.nodePools:
-        facts = pool_facts(pool, aws_catalog)
-        instance = facts.instance
-        fabric = pool_fabric(pool, facts)
-        subnet = pool.subnetId or (existing.privateSubnetIds.get(pool.availabilityZone) if existing else None)
-        pools[pool.name] = ResolvedPool(
-            name=pool.name,
-            managed=pool.managed,
-            gpu=facts.gpu,
-            gpu_product=pool.gpuProduct or aws_catalog.gpus[facts.gpu].productLabel,
-            gpus_per_node=facts.gpus_per_node,
-            arch=facts.arch,
-            fabric=fabric,
-            efa_interfaces=facts.efa_interfaces,
-            min_size=pool.minSize,
-            desired_size=pool.desiredSize,
-            max_size=pool.maxSize,
-            capacity_type=pool.capacityType,
-            instance_type=pool.instanceType,
-            ami_type=instance.amiType if instance else None,
-            availability_zone=pool.availabilityZone,
-            subnet_id=subnet,
-            capacity_reservation_id=pool.capacityReservationId,
-            nvme_disks=instance.nvmeDisks if instance else 0,
-            root_volume_gib=pool.rootVolumeGiB,
-            on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
-            efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
+@dataclass(frozen=True)
+class ManagedPoolSpec:
+    """An EKS managed node group of GPU instances (`subnet_id`: a configured or existing-cluster subnet;
+    None: the created network's subnet of the AZ). `efa` and `placement_group` are the switches the
+    component follows: EFA interfaces and their self-referencing security group, a `cluster` placement
+    group (not for Capacity Blocks, which AWS already co-locates and binds to their reservation)."""
+
+    name: str
+    instance_type: str
+    ami_type: str
+    availability_zone: str
+    subnet_id: Optional[str]
+    eks_capacity_type: str
+    capacity_reservation_id: Optional[str]
+    min_size: int
+    desired_size: int
+    max_size: int
+    root_volume_gib: int
+    nvme_raid0: bool
+    efa: bool
+    efa_layout: tuple[NetworkInterface, ...]
+    placement_group: bool
+    labels: Mapping[str, str]
+
+    @classmethod
+    def of(cls, pool: ResolvedPool) -> ManagedPoolSpec:
+        if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):
+            raise ValueError(f"pool {pool.name!r} is not a managed pool with an instance type and an AZ")
+        efa = pool.fabric == "efa"
+        return cls(
+            name=pool.name, instance_type=pool.instance_type, ami_type=pool.ami_type,
+            availability_zone=pool.availability_zone, subnet_id=pool.subnet_id, eks_capacity_type=CAPACITY_TYPES[pool.capacity_type],
+            capacity_reservation_id=pool.capacity_reservation_id, min_size=pool.min_size,
+            desired_size=pool.desired_size, max_size=pool.max_size, root_volume_gib=pool.root_volume_gib,
+            nvme_raid0=pool.nvme_disks > 0, efa=efa, efa_layout=pool.efa_layout if efa else (),
+            placement_group=efa and pool.capacity_type != "capacity-block",
+            labels=MappingProxyType(pool.node_labels),
         )
-    return pools
-
-
-def target_pools(
-    config: StackConfig, catalog: Catalog, pools: dict[str, ResolvedPool], aws_catalog: Optional[AwsCatalog] = None
-) -> dict[str, ResolvedPool]:
-    """Target id -> the pool (from `resolve_pools`) it is placed on; unplaced targets are absent."""
-    aws_catalog = aws_catalog or load_aws_catalog()
-    placed: dict[str, ResolvedPool] = {}
-    for index, target in enumerate(config.targets):
-        name, _ = target_pool(config, index, catalog.recipe(target.id), aws_catalog)
-        if name:
-            placed[target.id] = pools[name]
-    return placed
 
 
 @dataclass(frozen=True)
-class PoolCostRow:
-    """Capacity and list-price cost of one pool. Prices are on-demand list prices (an upper bound for
-    spot, an estimate for Capacity Blocks); None where the instance facts publish no price."""
+class PoolFacts:
+    """What one node of a pool holds, from the instance catalog or the pool's `nodeFacts`."""
 
-    pool: str
-    instanceType: Optional[str]
-    capacityType: str
-    gpusPerNode: int
-    nodes: str
-    gpus: str
-    usdPerHourDesired: Optional[float]
-    usdPerHourMin: Optional[float]
-    usdPerHourMax: Optional[float]
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+    gpu: str
+    gpus_per_node: int
+    arch: str
+    efa_interfaces: int
+    instance: Optional[InstanceType]
 
 
-def _usd(price: Optional[float], nodes: int) -> Optional[float]:
-    return round(price * nodes, 2) if price is not None else None
+def pool_facts(pool: NodePoolConfig, aws_catalog: AwsCatalog) -> Optional[PoolFacts]:
+    if pool.instanceType in aws_catalog.instance_types:
+        i = aws_catalog.instance_types[pool.instanceType]
+        return PoolFacts(i.gpu, i.gpus, i.arch, i.efaInterfaces, i)
+    if pool.instanceType is None and pool.nodeFacts and pool.nodeFacts.gpu in aws_catalog.gpus:
+        return PoolFacts(pool.nodeFacts.gpu, pool.nodeFacts.gpus, pool.nodeFacts.arch, 0, None)
+    return None
 
 
-def pool_cost_rows(pools: dict[str, ResolvedPool]) -> list[PoolCostRow]:
-    """One row per pool: `nodes`/`gpus` as `min..max` ranges, hourly cost at desired, min and max nodes."""
-    return [
-        PoolCostRow(
-            pool=pool.name,
-            instanceType=pool.instance_type,
-            capacityType=pool.capacity_type,
-            gpusPerNode=pool.gpus_per_node,
-            nodes=f"{pool.min_size}..{pool.max_size}",
-            gpus=f"{pool.min_size * pool.gpus_per_node}..{pool.max_size * pool.gpus_per_node}",
-            usdPerHourDesired=_usd(pool.on_demand_usd_per_hour, pool.desired_size),
-            usdPerHourMin=_usd(pool.on_demand_usd_per_hour, pool.min_size),
-            usdPerHourMax=_usd(pool.on_demand_usd_per_hour, pool.max_size),
-        )
-        for pool in pools.values()
-    ]
+def pool_fabric(pool: NodePoolConfig, facts: PoolFacts) -> str:
+    return pool.fabric or ("efa" if facts.efa_interfaces else "none")
 
 
-def _money(value: Optional[float]) -> str:
-    return f"${value:,.2f}" if value is not None else "n/a"
+def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    source = config.kubernetes.cluster.source
+    create = aws.cluster.create if aws.cluster else None
+    if source == "eks" and create is None:
+        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
+    if create and source != "eks":
+        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
+    if create:
+        for index, cidr in enumerate(create.endpointPublicAccessCidrs):
+            if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
+                errors.append(ConfigError(f"aws.cluster.create.endpointPublicAccessCidrs[{index}]",
+                                          f"{cidr} opens the API endpoint to the internet",
+                                          "specific CIDRs, or [] for a private endpoint"))
+        if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
+            errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
+        minimum = facts.platform.chart.minKubernetes
+        if version_tuple(create.kubernetesVersion) < version_tuple(minimum):
+            errors.append(ConfigError("aws.cluster.create.kubernetesVersion",
+                                      f"the Dynamo platform needs Kubernetes >= {minimum}, got {create.kubernetesVersion}"))
+    system = aws.systemNodeGroup
+    if not system.minSize <= system.desiredSize <= system.maxSize:
+        errors.append(ConfigError("aws.systemNodeGroup.desiredSize", f"{system.desiredSize} is not between minSize "
+                                  f"{system.minSize} and maxSize {system.maxSize}"))
+    return errors
 
 
-def pool_cost_markdown(rows: list[PoolCostRow]) -> str:
-    """The rows as a `summary.md` table."""
-    lines = [
-        "| pool | instance type | capacity | nodes | GPUs | $/h at desired | $/h at min..max |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        lines.append(
-            f"| `{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.nodes} | {r.gpus} | "
-            f"{_money(r.usdPerHourDesired)} | {_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)} |"
-        )
-    return "\n".join(lines)
+def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    create = aws.cluster.create if aws.cluster else None
+    existing = aws.cluster.existing if aws.cluster else None
+    if pool.instanceType is not None and pool.instanceType not in aws_catalog.instance_types:
+        return [ConfigError(f"{path}.instanceType", f"unknown instance type {pool.instanceType!r}",
+                            ", ".join(aws_catalog.instance_types))]
+    if (pool.instanceType is None) == (pool.nodeFacts is None) or (pool.managed and pool.nodeFacts):
+        allowed = "instanceType" if pool.managed else "instanceType or nodeFacts"
+        return [ConfigError(f"{path}.instanceType", "a pool names its nodes by exactly one of instanceType, nodeFacts",
+                            allowed)]
+    facts = pool_facts(pool, aws_catalog)
+    if facts is None:
+        gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
+        return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {gpu!r}", ", ".join(aws_catalog.gpus))]
+    if not pool.minSize <= pool.desiredSize <= pool.maxSize:
+        errors.append(ConfigError(f"{path}.desiredSize", f"{pool.desiredSize} is not between minSize {pool.minSize} "
+                                  f"and maxSize {pool.maxSize}"))
+    labels = aws_catalog.gpus[facts.gpu].product_labels
+    if pool.gpuProduct and pool.gpuProduct not in labels:
+        errors.append(ConfigError(f"{path}.gpuProduct", f"{pool.gpuProduct!r} is not a product label of {facts.gpu}",
+                                  ", ".join(labels)))
+    fabric = pool_fabric(pool, facts)
+    if fabric == "efa" and not facts.efa_interfaces:
+        errors.append(ConfigError(f"{path}.fabric", f"{pool.instanceType or 'these nodes'} has no EFA interfaces",
+                                  "ib, none" if not pool.managed else "none"))
+    if fabric == "ib" and pool.managed:
+        errors.append(ConfigError(f"{path}.fabric", "EC2 instances have no InfiniBand; ib is for managed: false pools",
+                                  "efa, none"))
+    if (pool.capacityType == "capacity-block") != (pool.capacityReservationId is not None):
+        key = "capacityReservationId" if pool.capacityType == "capacity-block" else "capacityType"
+        errors.append(ConfigError(f"{path}.{key}",
+                                  "capacityReservationId goes with capacityType capacity-block, and only with it"))
+    if facts.instance and facts.instance.capacityBlocksOnly and pool.capacityType != "capacity-block":
+        errors.append(ConfigError(f"{path}.capacityType", f"{pool.instanceType} is available through Capacity Blocks "
+                                  "only", "capacity-block"))
+    version = create.kubernetesVersion if create else existing.kubernetesVersion if existing else None
+    minimum = facts.instance.minKubernetes if facts.instance else None
+    if minimum and version and version_tuple(version) < version_tuple(minimum):
+        errors.append(ConfigError(f"{path}.instanceType", f"{pool.instanceType} needs Kubernetes >= {minimum}, "
+                                  f"the cluster runs {version}"))
+    if not pool.managed:
+        return errors
+    if aws.cluster is None:
+        errors.append(ConfigError(f"{path}.managed", "a managed pool needs aws.cluster (create or existing)", "false"))
+    elif pool.availabilityZone is None:
+        errors.append(ConfigError(f"{path}.availabilityZone",
+                                  "required for a managed pool (one AZ: cluster placement group)"))
+    elif create and pool.availabilityZone not in create.availabilityZones:
+        errors.append(ConfigError(f"{path}.availabilityZone", f"{pool.availabilityZone!r} is not a cluster AZ",
+                                  ", ".join(create.availabilityZones)))
+    elif existing and pool.subnetId is None and pool.availabilityZone not in existing.privateSubnetIds:
+        errors.append(ConfigError(f"{path}.subnetId", f"no subnet for {pool.availabilityZone} in "
+                                  "aws.cluster.existing.privateSubnetIds", "set subnetId"))
+    return errors
+
+
+def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, pool in enumerate(aws.nodePools):
+        if pool.name in seen:
+            errors.append(ConfigError(f"aws.nodePools[{index}].name", f"duplicate pool name {pool.name!r}"))
+        seen.add(pool.name)
+        errors += _check_pool(f"aws.nodePools[{index}]", pool, aws, aws_catalog)
+    return errors
+
+
+def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
+    facts = pool_facts(pool, aws_catalog)
+    if facts is None:
+        raise ValueError(f"pool {pool.name!r} was not checked (run check_pools first)")
+    instance, fabric = facts.instance, pool_fabric(pool, facts)
+    existing = aws.cluster.existing if aws.cluster else None
+    subnet = pool.subnetId or (existing.privateSubnetIds.get(pool.availabilityZone or "") if existing else None)
+    return ResolvedPool(
+        name=pool.name, managed=pool.managed, gpu=facts.gpu,
+        gpu_product=pool.gpuProduct or aws_catalog.gpus[facts.gpu].productLabel,
+        gpus_per_node=facts.gpus_per_node, arch=facts.arch, fabric=fabric, efa_interfaces=facts.efa_interfaces,
+        min_size=pool.minSize, desired_size=pool.desiredSize, max_size=pool.maxSize, capacity_type=pool.capacityType,
+        instance_type=pool.instanceType, ami_type=instance.amiType if instance else None,
+        availability_zone=pool.availabilityZone, subnet_id=subnet, capacity_reservation_id=pool.capacityReservationId,
+        nvme_disks=instance.nvmeDisks if instance else 0, root_volume_gib=pool.rootVolumeGiB,
+        on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
+        efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
+    )
+
+
+def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
+    """Pool name -> resolved pool (the config must have passed `check_pools`)."""
+    if config.aws is None:
+        return {}
+    return {pool.name: _resolve(pool, config.aws, facts.aws) for pool in config.aws.nodePools}

@@ -11,16 +11,38 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from serving_stack.facts.catalog import GPU_PRODUCT_LABEL, WORKER_TYPES
 from serving_stack.config.serving import PrewarmConfig
-from serving_stack.plan.pools import POOL_LABEL
+from serving_stack.names import (
+    GPU_PRODUCT_LABEL,
+    POOL_LABEL,
+    PREWARM_PROGRAM_CONFIG_MAP,
+    WORKER_COMPONENT_TYPES,
+)
 
 PROGRAM_FILE = Path(__file__).resolve().parents[2] / "prewarm" / "prewarm.py"
-PROGRAM_CONFIG_MAP = "model-prewarm-program"
+PROGRAM_CONFIG_MAP = PREWARM_PROGRAM_CONFIG_MAP
+WORKER_TYPES = WORKER_COMPONENT_TYPES
 PROGRAM_MOUNT = "/opt/nemotron-prewarm"
 STATE_DIR = "/var/lib/nemotron-prewarm"
 STATE_VOLUME = "prewarm-state"
 PROGRAM_VOLUME = "prewarm-program"
+
+
+@dataclass(frozen=True)
+class PrewarmSettings:
+    """How the prewarm DaemonSets run. The memory limit must hold every checkpoint: page cache is charged
+    to the cgroup that reads it, so a smaller limit evicts what was just warmed."""
+
+    image: str
+    threads: int
+    memory_limit: str
+    cpu_limit: str
+    wait_timeout_seconds: int
+
+    @classmethod
+    def of(cls, config: PrewarmConfig) -> PrewarmSettings:
+        return cls(image=config.image, threads=config.threads, memory_limit=config.memoryLimit,
+                   cpu_limit=config.cpuLimit, wait_timeout_seconds=config.waitTimeoutSeconds)
 
 
 @dataclass(frozen=True)
@@ -70,11 +92,11 @@ def program_volume() -> dict[str, Any]:
     return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
 
 
-def gate_workers(dgd: dict[str, Any], prewarm: PrewarmConfig) -> None:
+def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int) -> None:
     """Give every worker an initContainer that waits (bounded) until its node is warm.
 
     It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
-    readiness file; after `waitTimeoutSeconds` it lets the worker load cold rather than never start.
+    readiness file; after `wait_timeout_seconds` it lets the worker load cold rather than never start.
     """
     for component in dgd["spec"]["components"]:
         if component["type"] not in WORKER_TYPES:
@@ -83,7 +105,7 @@ def gate_workers(dgd: dict[str, Any], prewarm: PrewarmConfig) -> None:
         image = pod["containers"][0]["image"]
         wait = (
             f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
-            f"--timeout {prewarm.waitTimeoutSeconds} || echo 'node not warm after {prewarm.waitTimeoutSeconds}s; loading cold'"
+            f"--timeout {wait_timeout_seconds} || echo 'node not warm after {wait_timeout_seconds}s; loading cold'"
         )
         pod["initContainers"] = [{
             "name": "wait-for-prewarm",

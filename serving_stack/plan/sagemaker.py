@@ -6,50 +6,40 @@ value the component sets is concrete at preview and a bad setting fails with its
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import boto3
 
-from serving_stack.facts.catalog import CATALOG_DIR
 from serving_stack.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
 from serving_stack.config.stack import StackConfig
+from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError
+from serving_stack.facts import Facts
+from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.jumpstart import (
-    AdditionalModelData, ConfigKeys, S3ModelData, S3SpecSource, SnapshotSpecSource, SpecSource,
+    ConfigKeys,
+    S3SpecSource,
+    SnapshotSpecSource,
+    SpecSource,
     resolve_jumpstart_model,
 )
-from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.facts.sagemaker import load_instances, load_lmi
+from serving_stack.facts.sagemaker import LmiFile
+from serving_stack.plan.sagemaker_spec import (
+    BlueGreen,
+    Capture,
+    HuggingFaceSource,
+    JumpStartSource,
+    ModelContainer,
+    ModelSource,
+    PlannedEndpoint,
+    ProductionVariant,
+    Scaling,
+    invoke_url,
+)
 
-PROJECT_DIR = CATALOG_DIR.parent
+PROJECT_DIR = DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
-
-
-@dataclass(frozen=True)
-class ModelContainer:
-    """The SageMaker model's primary container. A Hugging Face container downloads the checkpoint from the
-    Hub, so it runs without network isolation; `needs_hf_token`: add the token to its environment."""
-
-    image: str
-    environment: Mapping[str, str]
-    model_data: Optional[S3ModelData]
-    additional_model_data: tuple[AdditionalModelData, ...]
-    enable_network_isolation: bool
-    needs_hf_token: bool
-
-
-@dataclass(frozen=True)
-class ProductionVariant:
-    name: str
-    instance_type: str
-    initial_instance_count: int
-    model_data_download_timeout: Optional[int]
-    container_startup_health_check_timeout: Optional[int]
-    volume_size_gb: Optional[int]
-    ebs_storage: bool
-    inference_ami_version: Optional[str]
 
 
 class _VariantDefaults(NamedTuple):
@@ -59,23 +49,6 @@ class _VariantDefaults(NamedTuple):
     container_startup_health_check_timeout: Optional[int]
     volume_size_gb: Optional[int]
     inference_ami_version: Optional[str]
-
-
-@dataclass(frozen=True)
-class PlannedEndpoint:
-    config: SageMakerEndpointConfig
-    region: str
-    container: ModelContainer
-    variant: ProductionVariant
-    endpoint: ServingEndpoint
-
-    @property
-    def name(self) -> str:
-        return self.config.name
-
-
-def invoke_url(region: str, name: str) -> str:
-    return f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{name}/invocations"
 
 
 def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
@@ -101,8 +74,9 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
 
 def _jumpstart(
     endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource,
-) -> tuple[ModelContainer, str, _VariantDefaults]:
+) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
     model = endpoint.jumpstart
+    assert model is not None  # checked by check_sagemaker
     keys = ConfigKeys(model_id=f"{path}.jumpstart.modelId", version=f"{path}.jumpstart.version",
                       instance_type=f"{path}.instanceType", accept_eula=f"{path}.jumpstart.acceptEula",
                       region=REGION_KEY)
@@ -114,12 +88,14 @@ def _jumpstart(
         enable_network_isolation=resolved.enable_network_isolation, needs_hf_token=False)
     defaults = _VariantDefaults(resolved.model_data_download_timeout, resolved.container_startup_health_check_timeout,
                                 resolved.volume_size_gb, None)
-    return container, model.modelId, defaults
+    return container, JumpStartSource(model.modelId, model.version), model.modelId, defaults
 
 
-def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str) -> tuple[ModelContainer, str, _VariantDefaults]:
+def _huggingface(
+    endpoint: SageMakerEndpointConfig, path: str, region: str, lmi: LmiFile,
+) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
     model = endpoint.huggingface
-    lmi = load_lmi()
+    assert model is not None  # checked by check_sagemaker
     image = model.lmiImage if model.lmiImage is not None else lmi.images.get(region)
     if image is None:
         raise ConfigError(f"{path}.huggingface.lmiImage", f"no pinned LMI image for {region!r} in "
@@ -137,16 +113,19 @@ def _huggingface(endpoint: SageMakerEndpointConfig, path: str, region: str) -> t
     ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
     defaults = _VariantDefaults(lmi.timeouts.modelDataDownload, lmi.timeouts.containerStartupHealthCheck,
                                 lmi.volumeSizeGb, ami)
-    return container, model.repo, defaults
+    return container, HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None), model.repo, defaults
 
 
-def _plan_one(endpoint: SageMakerEndpointConfig, path: str, region: str, source: Optional[SpecSource]) -> PlannedEndpoint:
+def _plan_one(
+    endpoint: SageMakerEndpointConfig, path: str, region: str, source: Optional[SpecSource], facts: Facts,
+) -> PlannedEndpoint:
     if endpoint.source == "jumpstart":
-        container, served_model, defaults = _jumpstart(endpoint, path, region, source)
+        assert source is not None
+        container, model_source, served_model, defaults = _jumpstart(endpoint, path, region, source)
     else:
-        container, served_model, defaults = _huggingface(endpoint, path, region)
+        container, model_source, served_model, defaults = _huggingface(endpoint, path, region, facts.lmi)
     timeouts = endpoint.timeouts
-    instance = load_instances()[endpoint.instanceType]
+    instance = facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
     variant = ProductionVariant(
         name=endpoint.variantName, instance_type=endpoint.instanceType,
@@ -167,11 +146,15 @@ def _plan_one(endpoint: SageMakerEndpointConfig, path: str, region: str, source:
         instanceType=endpoint.instanceType, instanceCount=endpoint.initialInstanceCount,
         costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
-    return PlannedEndpoint(endpoint, region, container, variant, contract)
+    return PlannedEndpoint(
+        name=endpoint.name, region=region, source=model_source, container=container, variant=variant,
+        scaling=Scaling.of(endpoint.autoscaling), deployment=BlueGreen.of(endpoint.deployment),
+        data_capture=Capture.of(endpoint.dataCapture), kms_key_arn=endpoint.kmsKeyArn, endpoint=contract,
+    )
 
 
 def plan_sagemaker_endpoints(
-    config: StackConfig, *, default_region: Optional[str] = None, source: Optional[SpecSource] = None,
+    config: StackConfig, facts: Facts, *, default_region: Optional[str] = None, source: Optional[SpecSource] = None,
     s3_client: Any = None,
 ) -> list[PlannedEndpoint]:
     """Plan every configured endpoint, or raise one `ConfigError` naming each bad key.
@@ -188,10 +171,11 @@ def plan_sagemaker_endpoints(
     needs_specs = any(endpoint.source == "jumpstart" for endpoint in sagemaker.endpoints)
     if needs_specs and source is None:
         source = _spec_source(sagemaker, region, s3_client)
-    planned, errors = [], []
+    planned: list[PlannedEndpoint] = []
+    errors: list[ConfigError] = []
     for index, endpoint in enumerate(sagemaker.endpoints):
         try:
-            planned.append(_plan_one(endpoint, f"sagemaker.endpoints[{index}]", region, source))
+            planned.append(_plan_one(endpoint, f"sagemaker.endpoints[{index}]", region, source, facts))
         except ConfigError as error:
             errors.append(error)
     if len(errors) == 1:

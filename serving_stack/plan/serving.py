@@ -1,4 +1,4 @@
-"""From a validated config to what the program applies: rendered manifests and contract entries.
+"""From the selected targets to what the program applies: rendered manifests and contract entries.
 
 Plain data, computed before any resource is registered, so a bad catalog entry or setting fails first
 and tests can check it without the Pulumi runtime.
@@ -6,29 +6,31 @@ and tests can check it without the Pulumi runtime.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, Optional
 
-from serving_stack.facts.catalog import Catalog, PlatformFile, Recipe
-from serving_stack.config import StackConfig
-from serving_stack.config.serving import TargetConfig
-from serving_stack.plan.manifests import ServingSettings, gpus_used, render_target
+from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
-from serving_stack.plan.placement import place_target
-from serving_stack.plan.pools import ResolvedPool, target_pools
+from serving_stack.facts import Facts
+from serving_stack.facts.catalog import Criteria, PlatformFile
+from serving_stack.facts.instance_types import FabricProfile
+from serving_stack.plan.manifests import ServingSettings, render_target
+from serving_stack.plan.pinning import place_target
+from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.prewarm import PrewarmPool, gate_workers, prewarm_pools
+from serving_stack.plan.targets import SelectedTarget
 
 
 @dataclass(frozen=True)
 class PlannedTarget:
-    config: TargetConfig
-    recipe: Recipe
+    selected: SelectedTarget
+    pool: Optional[ResolvedPool]
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     endpoint: ServingEndpoint
 
     @property
     def resource_name(self) -> str:
-        return self.recipe.name
+        return self.selected.recipe.name
 
 
 def serving_settings(config: StackConfig) -> ServingSettings:
@@ -40,44 +42,49 @@ def serving_settings(config: StackConfig) -> ServingSettings:
     )
 
 
-def plan_targets(config: StackConfig, catalog: Catalog, pools: dict[str, ResolvedPool]) -> list[PlannedTarget]:
+def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> ServingEndpoint:
+    performance = target.recipe.entry.performance
+    return ServingEndpoint(
+        id=target.id,
+        kind="dynamo",
+        servedModelName=target.recipe.served_model_name,
+        url=frontend_url(target.recipe.name, namespace),
+        gpus=target.gpus,
+        expectedOutputTokensPerSecond=round(performance.outputTokensPerSecondPerGpu * target.gpus, 2),
+        expectedTokensPerSecondPerUser=performance.tokensPerSecondPerUser,
+        meetsPublishedCriteria=criteria.passed_by(performance),
+    )
+
+
+def plan_targets(
+    config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
+    fabrics: Mapping[str, FabricProfile], criteria: Criteria,
+) -> list[PlannedTarget]:
     settings = serving_settings(config)
-    placements = target_pools(config, catalog, pools)
+    prewarm = config.modelCache.prewarm
     planned = []
-    for target in config.targets:
-        recipe = catalog.recipe(target.id)
-        config_map, dgd = render_target(recipe, target, settings)
-        if target.id in placements:
-            config_map, dgd = place_target(config_map, dgd, recipe, placements[target.id])
-        prewarm = config.modelCache.prewarm
+    for target in selected:
+        config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, settings)
+        pool = placements.get(target.id)
+        if pool is not None:
+            config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
         if prewarm.enabled and prewarm.gateWorkers:
-            gate_workers(dgd, prewarm)
-        performance = recipe.entry.performance
-        gpus = gpus_used(recipe, target)
-        endpoint = ServingEndpoint(
-            id=target.id,
-            kind="dynamo",
-            servedModelName=recipe.served_model_name,
-            url=frontend_url(recipe.name, settings.namespace),
-            gpus=gpus,
-            expectedOutputTokensPerSecond=round(performance.outputTokensPerSecondPerGpu * gpus, 2),
-            expectedTokensPerSecondPerUser=performance.tokensPerSecondPerUser,
-            meetsPublishedCriteria=catalog.criteria.passed_by(performance),
-        )
-        planned.append(PlannedTarget(target, recipe, config_map, dgd, endpoint))
+            gate_workers(dgd, prewarm.waitTimeoutSeconds)
+        planned.append(PlannedTarget(target, pool, config_map, dgd, _endpoint(target, criteria, settings.namespace)))
     return planned
 
 
 def plan_prewarm(config: StackConfig, planned: list[PlannedTarget]) -> list[PrewarmPool]:
     if not config.modelCache.prewarm.enabled:
         return []
-    return prewarm_pools([(p.dgd, p.recipe.checkpoints) for p in planned])
+    return prewarm_pools([(p.dgd, p.selected.recipe.checkpoints) for p in planned])
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in overlay.items():
-        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+        nested = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merge(merged[key], value) if nested else value
     return merged
 
 
@@ -85,3 +92,8 @@ def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, di
     """The chart tarball URL at the pinned (or configured) version, and the merged values."""
     version = config.dynamo.platform.chartVersion or platform.chart.version
     return platform.chart.url.format(version=version), _merge(platform.values, config.dynamo.platform.values)
+
+
+def plan_serving_targets(config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
+                         facts: Facts) -> list[PlannedTarget]:
+    return plan_targets(config, selected, placements, facts.aws.fabrics, facts.catalog.criteria)

@@ -1,0 +1,37 @@
+"""Facts: the project's data files (`catalog/`), loaded and validated; code interprets them.
+
+`load_facts()` is the one entry point the program uses; each loader is cached, so the render and the
+tests read every file once per process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from serving_stack.facts.catalog import (
+    Catalog,
+    PlatformFile,
+    load_catalog,
+    load_platform,
+)
+from serving_stack.facts.data import DATA_DIR
+from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
+from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
+from serving_stack.facts.sagemaker import LmiFile, load_instances, load_lmi
+
+
+@dataclass(frozen=True)
+class Facts:
+    catalog: Catalog
+    aws: AwsCatalog
+    platform: PlatformFile
+    sagemaker_instances: Mapping[str, SageMakerInstanceType]
+    lmi: LmiFile
+
+
+def load_facts(root: Path = DATA_DIR) -> Facts:
+    return Facts(
+        catalog=load_catalog(root), aws=load_aws_catalog(root), platform=load_platform(root),
+        sagemaker_instances=load_instances(root), lmi=load_lmi(root),
+    )

@@ -1,0 +1,62 @@
+"""Names several layers share: node labels and taints, Kubernetes object names, component type tokens.
+
+Defined once here. The policy pack runs outside this repository (CrossGuard loads `policy/` on its own), so
+it keeps copies in `policy/nemotron_policies/names.py`; `tests/test_shared_names.py` holds the copies equal.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+# Node labels of GPU pools (the placement and the policy pack select on them).
+LABEL_PREFIX = "nemotron.nvidia.com"
+POOL_LABEL = f"{LABEL_PREFIX}/pool"
+FABRIC_LABEL = f"{LABEL_PREFIX}/fabric"
+EFA_PER_GPU_LABEL = f"{LABEL_PREFIX}/efa-per-gpu"
+GPU_LABEL = f"{LABEL_PREFIX}/gpu"
+ROLE_LABEL = f"{LABEL_PREFIX}/role"
+PREWARM_POOL_LABEL = f"{LABEL_PREFIX}/prewarm-pool"
+AVAILABILITY_ZONE_TAG = f"{LABEL_PREFIX}/availability-zone"
+# A DGD annotation: the cluster provides the KV-transfer fabric of this target outside the stack.
+FABRIC_OUT_OF_BAND_ANNOTATION = f"{LABEL_PREFIX}/fabric-out-of-band"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
+PROJECT = "nemotron-lightning"
+
+# NVIDIA's names (device plugin and GPU Feature Discovery).
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_TAINT = MappingProxyType({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"})
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# Upstream recipe names the stack keeps (the recipes' workers mount the claim, the download Job reads
+# the token Secret through `envFrom`).
+MODEL_CACHE_CLAIM = "shared-model-cache"
+HF_TOKEN_SECRET = "hf-token-secret"
+HF_TOKEN_KEY = "HF_TOKEN"
+WORKER_COMPONENT_TYPES = ("worker", "prefill", "decode")
+
+# Prewarm objects.
+PREWARM_PROGRAM_CONFIG_MAP = "model-prewarm-program"
+PREWARM_APP = "model-prewarm"
+PREWARM_PRIORITY_CLASS = "nemotron-model-prewarm"
+
+
+class TypeTokens:
+    """`nemotron:<area>:<Name>` of every component. `area` says what the component builds: `aws` for AWS
+    resources, `kubernetes` for plain Kubernetes objects, `dynamo` for Dynamo custom resources."""
+
+    NETWORK = "nemotron:aws:Network"
+    EKS_CLUSTER = "nemotron:aws:EksCluster"
+    GPU_NODE_POOL = "nemotron:aws:GpuNodePool"
+    MODEL_CACHE_STORAGE = "nemotron:aws:ModelCacheStorage"
+    SAGEMAKER_ENDPOINT = "nemotron:aws:SageMakerEndpoint"
+    DEVICE_PLUGINS = "nemotron:kubernetes:DevicePlugins"
+    SERVING_NAMESPACE = "nemotron:kubernetes:ServingNamespace"
+    MODEL_CACHE = "nemotron:kubernetes:ModelCache"
+    MODEL_PREWARM = "nemotron:kubernetes:ModelPrewarm"
+    DYNAMO_PLATFORM = "nemotron:dynamo:DynamoPlatform"
+    SERVING_TARGET = "nemotron:dynamo:ServingTarget"
+
+
+# Type tokens a component had before; each is an alias, so an existing stack keeps its resources.
+FORMER_TYPE_TOKENS = MappingProxyType({TypeTokens.DEVICE_PLUGINS: ("nemotron:aws:DevicePlugins",)})

@@ -1,0 +1,227 @@
+"""The stack plan: config + facts resolved once, before any resource, into one immutable value.
+
+`build_plan` runs every check that needs the facts (catalog, instance types, SageMaker data) and
+raises one `ConfigError` naming each bad key; what it returns is everything `__main__.py` wires into
+components, so no value is derived twice and no component reads the config.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping, Optional, Sequence, Union
+
+from serving_stack.config.stack import StackConfig
+from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.errors import ConfigError
+from serving_stack.facts import Facts
+from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
+from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
+from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.plan.placement import place_targets
+from serving_stack.plan.pools import (
+    ManagedPoolSpec,
+    ResolvedPool,
+    check_cluster,
+    check_pools,
+    resolve_pools,
+)
+from serving_stack.plan.prewarm import PrewarmPool, PrewarmSettings
+from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
+from serving_stack.plan.sagemaker_checks import check_sagemaker
+from serving_stack.plan.sagemaker_spec import PlannedEndpoint
+from serving_stack.plan.serving import (
+    PlannedTarget,
+    plan_prewarm,
+    plan_serving_targets,
+    platform_chart,
+    serving_settings,
+)
+from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
+from serving_stack.plan.targets import select_targets
+
+
+@dataclass(frozen=True)
+class SystemNodes:
+    instance_types: tuple[str, ...]
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gib: int
+
+
+@dataclass(frozen=True)
+class CreatedCluster:
+    """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
+
+    name: str
+    kubernetes_version: str
+    availability_zones: tuple[str, ...]
+    vpc_cidr: str
+    nat_gateway_per_az: bool
+    endpoint_public_access_cidrs: tuple[str, ...]
+    log_retention_days: int
+    system_nodes: SystemNodes
+    addons: tuple[EksAddon, ...]
+
+
+@dataclass(frozen=True)
+class ExistingEks:
+    """The AWS side of an existing cluster, for the GPU node groups the stack adds to it."""
+
+    name: str
+    vpc_id: str
+    private_subnet_ids_by_az: Mapping[str, str]
+    node_security_group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KubeconfigCluster:
+    """An existing cluster reached through an explicit kubeconfig context (never the ambient default)."""
+
+    context: Optional[str]
+    kubeconfig_path: Optional[str]
+    eks: Optional[ExistingEks]
+
+
+ClusterPlan = Union[CreatedCluster, KubeconfigCluster]
+
+
+@dataclass(frozen=True)
+class AwsAccount:
+    region: str
+    tags: Mapping[str, str]
+    node_managed_policies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DevicePluginSet:
+    """Which device plugins the pools need (explicit switches; `efa_instance_types` empty means none)."""
+
+    pins: DevicePluginPins
+    nvidia: bool
+    efa_instance_types: tuple[str, ...]
+    infiniband: bool
+
+
+@dataclass(frozen=True)
+class DynamoPlatformPlan:
+    namespace: str
+    release_name: str
+    chart_url: str
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    namespace: str
+    model_cache_claim: dict[str, Any]
+    download_job: dict[str, Any]
+    retain_claim: bool
+    prewarm_settings: PrewarmSettings
+    prewarm_pools: tuple[PrewarmPool, ...]
+    platform: DynamoPlatformPlan
+    targets: tuple[PlannedTarget, ...]
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    aws: Optional[AwsAccount]
+    cluster: ClusterPlan
+    pools: tuple[ResolvedPool, ...]
+    managed_pools: tuple[ManagedPoolSpec, ...]
+    device_plugins: Optional[DevicePluginSet]
+    storage: Optional[StoragePlan]
+    serving: ServingPlan
+    sagemaker: tuple[PlannedEndpoint, ...]
+    pool_costs: tuple[PoolCostRow, ...]
+
+    @property
+    def endpoints(self) -> list[ServingEndpoint]:
+        return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
+
+
+def _check(config: StackConfig, facts: Facts) -> None:
+    """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
+    selected, errors = select_targets(config, facts.catalog)
+    errors += check_sagemaker(config.sagemaker, facts)
+    aws = config.aws
+    if aws is None:
+        if config.kubernetes.cluster.source == "eks":
+            errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
+        errors += place_targets(config, selected, {}, facts.aws)[1]
+    else:
+        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws)
+        errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
+    if errors:
+        raise ConfigError.combined(errors)
+
+
+def _cluster(config: StackConfig, facts: Facts) -> ClusterPlan:
+    aws, access = config.aws, config.kubernetes.cluster
+    create = aws.cluster.create if aws and aws.cluster else None
+    if access.source == "eks" and aws is not None and create is not None:
+        system = aws.systemNodeGroup
+        return CreatedCluster(
+            name=create.name, kubernetes_version=create.kubernetesVersion,
+            availability_zones=tuple(create.availabilityZones), vpc_cidr=create.vpcCidr,
+            nat_gateway_per_az=create.natGatewayPerAz,
+            endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
+            log_retention_days=create.controlPlaneLogRetentionDays,
+            system_nodes=SystemNodes(tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize,
+                                     system.diskSizeGiB),
+            addons=tuple(facts.aws.platform.eksAddons.cluster),
+        )
+    existing = aws.cluster.existing if aws and aws.cluster else None
+    eks = None
+    if existing is not None:
+        eks = ExistingEks(existing.name, existing.vpcId, MappingProxyType(dict(existing.privateSubnetIds)),
+                          tuple(existing.nodeSecurityGroupIds))
+    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=eks)
+
+
+def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: Facts) -> Optional[DevicePluginSet]:
+    if config.aws is None or not pools:
+        return None
+    wanted = config.aws.devicePlugins
+    efa_types = [p.instance_type for p in pools if p.fabric == "efa" and p.instance_type] if wanted.efa else []
+    return DevicePluginSet(
+        pins=facts.aws.platform.devicePlugins, nvidia=wanted.nvidia,
+        efa_instance_types=tuple(dict.fromkeys(efa_types)),
+        infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
+    )
+
+
+def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[str] = None) -> StackPlan:
+    """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
+    `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set."""
+    _check(config, facts)
+    selected, _ = select_targets(config, facts.catalog)
+    pools = resolve_pools(config, facts)
+    placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
+    region = config.aws.region if config.aws else default_region
+    endpoints = plan_sagemaker_endpoints(config, facts, default_region=region)
+    targets = plan_serving_targets(config, selected, placements, facts)
+    settings, cache = serving_settings(config), config.modelCache
+    chart_url, values = platform_chart(config, facts.platform)
+    platform = config.dynamo.platform
+    serving = ServingPlan(
+        namespace=settings.namespace,
+        model_cache_claim=render_model_cache_pvc(facts.catalog, cache, settings),
+        download_job=render_download_job(facts.catalog, cache, settings),
+        retain_claim=cache.retainOnDelete,
+        prewarm_settings=PrewarmSettings.of(cache.prewarm),
+        prewarm_pools=tuple(plan_prewarm(config, targets)),
+        platform=DynamoPlatformPlan(platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)),
+        targets=tuple(targets),
+    )
+    account = None
+    if config.aws is not None:
+        account = AwsAccount(config.aws.region, MappingProxyType(dict(config.aws.tags)),
+                             tuple(facts.aws.platform.nodeManagedPolicies))
+    pool_list = tuple(pools.values())
+    return StackPlan(
+        aws=account, cluster=_cluster(config, facts), pools=pool_list,
+        managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
+        device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
+        serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
+    )
