@@ -19,7 +19,7 @@ class _Data(pydantic.BaseModel):
 
 
 class HelmChartPin(_Data):
-    repository: pydantic.AnyHttpUrl
+    repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
     version: str = pydantic.Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     releaseName: str = pydantic.Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=53)
