@@ -5,38 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from alert_scenarios import Scenarios
+from monitoring_helpers import NAMESPACE, catalog_targets, groups_for, thresholds
 from nemotron.catalog import load_catalog
 from promtool_helpers import check_rules, run_rule_tests
 from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.alerts import AlertThresholds, WatchedTarget, alert_thresholds, rule_groups
-from serving_stack.plan.watched_targets import watched_target
+from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
 
-NAMESPACE = "nemotron-test"
-RUNBOOKS = "https://example.invalid/docs/monitoring.md"
-
-
-def thresholds() -> AlertThresholds:
-    criteria = load_catalog().criteria
-    return alert_thresholds(criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser, load_monitoring().sloDefaults)
-
-
-def catalog_targets(libfabric: bool = True) -> list[WatchedTarget]:
-    """Every catalog target as deployed; disaggregated ones on an EFA pool move KV over LIBFABRIC."""
-    watched = []
-    for recipe in load_catalog().recipes.values():
-        target = watched_target(recipe.id, recipe.dgd, recipe.entry.performance.ttftP50Ms)
-        watched.append(dataclasses.replace(target, kv_over_libfabric=libfabric and recipe.disaggregated))
-    return watched
-
-
-def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[dict[str, Any]]:
-    return rule_groups(NAMESPACE, targets, limits, load_monitoring(), load_metrics(), RUNBOOKS)
 
 
 def two_targets() -> list[WatchedTarget]:
