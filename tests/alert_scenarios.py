@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts
@@ -149,7 +150,8 @@ class Scenarios:
                  ("success", ""): (1 - value - client_share) * total}
         out = [series(requests.name, {**self.frontend(), "status": s, **({"error_type": t} if t else {})}, linear(r, self.points))
                for (s, t), r in rates.items()]
-        out.append(series(requests.name, {**self.frontend(neighbour=True), "status": error, "error_type": server}, linear(total, self.points)))
+        neighbour = {**self.frontend(neighbour=True), "status": error, "error_type": server}
+        out.append(series(requests.name, neighbour, linear(total, self.points)))
         return out, value, {"namespace": self.namespace}
 
     def nemotron_worker_restarting(self, firing: bool) -> tuple[Series, float, dict[str, str]]:

@@ -33,7 +33,7 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
     group, version = api_version.split("/")
     for path in CRD_DIR.glob(f"{group}_*.yaml"):

@@ -17,7 +17,6 @@ from serving_stack.facts.monitoring import load_monitoring
 from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
 
 
-
 def two_targets() -> list[WatchedTarget]:
     """An aggregated target whose DGD name prefixes another catalog DGD (the scenarios' neighbour,
     `<dgd>-kv-router`, exists for real) and a disaggregated one."""
@@ -66,6 +65,7 @@ def test_promtool_tests_fail_when_a_rule_uses_another_threshold(tmp_path: Path, 
 
 def test_kv_fallback_alert_only_for_disaggregated_targets_over_libfabric():
     groups = groups_for(catalog_targets(), thresholds())
-    by_target = {g["rules"][0]["labels"]["target"]: {r["alert"] for r in g["rules"]} for g in groups if g["rules"][0]["labels"].get("target")}
+    by_target = {g["rules"][0]["labels"]["target"]: {r["alert"] for r in g["rules"]}
+                 for g in groups if "target" in g["rules"][0]["labels"]}
     for recipe in load_catalog().recipes.values():
         assert ("NemotronKvTransferSlowerThanFabric" in by_target[recipe.id]) == recipe.disaggregated

@@ -51,7 +51,7 @@ def test_dashboard_templates_name_metrics_only_through_the_data_file():
 def test_every_metric_has_a_source_and_histograms_are_queried_by_their_series():
     metrics = load_metrics()
     for group, data in metrics.groups.items():
-        for key, metric in data.metrics.items():
+        for key in data.metrics:
             assert metrics.source_of(group, key)
     histograms = {m.name for g in metrics.groups.values() for m in g.metrics.values() if m.type == "histogram"}
     for expr in rule_expressions() + dashboard_expressions():

@@ -3,8 +3,9 @@ monitoring.coreos.com CRDs (strict), the dashboard ConfigMaps with kubernetes-va
 Helm value the stack sets is a key of the pinned chart's defaults (vendored), so a typo cannot hide."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import kubernetes_validate
 import pytest

@@ -3,8 +3,9 @@
 published criteria and SLOs, and the Grafana dashboards as ConfigMaps."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -2,13 +2,14 @@
 the values the Dynamo platform release needs so that its PodMonitors exist and are selected."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import DcgmExporterPin, KubePrometheusStackPin, MonitoringFacts, SloSettings
-from serving_stack.plan.alerts import WatchedTarget, alert_thresholds, prometheus_rule, rule_groups
 from serving_stack.plan import monitoring_values as values
+from serving_stack.plan.alerts import WatchedTarget, alert_thresholds, prometheus_rule, rule_groups
 from serving_stack.plan.dashboards import DashboardSpec, dashboard_config_maps
 
 RULE_NAME = "nemotron-serving"

@@ -9,7 +9,8 @@ the same way.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from serving_stack.facts.monitoring import DcgmExporterPin, KubePrometheusStackPin
 from serving_stack.plan.alerts import API_VERSION, RELEASE_LABEL

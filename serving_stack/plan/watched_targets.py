@@ -7,7 +7,8 @@ where a fallback from LIBFABRIC can happen.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from nemotron.catalog import WORKER_TYPES
 from nemotron.placement import KV_TRANSFER_FLAG
