@@ -65,6 +65,7 @@ class MonitoringFacts(_Data):
     sloDefaults: SloSettings
     alerts: dict[str, AlertPolicy] = pydantic.Field(min_length=1)
     rateWindow: Duration
+    runbookBaseUrl: str = pydantic.Field(min_length=1)
 
 
 @functools.lru_cache(maxsize=1)
