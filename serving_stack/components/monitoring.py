@@ -18,12 +18,12 @@ from serving_stack.plan.monitoring import MonitoringPlan
 @dataclass(frozen=True)
 class MonitoringArgs:
     """Plan outputs, as plain data. `install_prometheus`: install kube-prometheus-stack (else an existing
-    Prometheus selects the objects by `release_label`); `install_dcgm_exporter`: dcgm-exporter and its
-    ServiceMonitor (off where the GPU Operator already runs one); `create_namespace`: create `namespace`."""
+    Prometheus selects the objects by the `release` label the plan put on them); `install_dcgm_exporter`:
+    dcgm-exporter and its ServiceMonitor (off where the GPU Operator runs one); `create_namespace`: create
+    `namespace`."""
 
     namespace: str
     create_namespace: bool
-    release_label: str
     install_prometheus: bool
     prometheus_chart: KubePrometheusStackPin
     prometheus_values: Mapping[str, Any]
