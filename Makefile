@@ -4,8 +4,9 @@ STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: render test bench schema clean
+.PHONY: render test bench schema clean promtool
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,14 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK)
 
-test: $(VENV)/.test-deps  ## Run the whole test suite
+# promtool (Debian package `prometheus`) for the alert-rule tests; installed once when missing.
+promtool:  ## Install promtool if missing
+	@command -v promtool >/dev/null 2>&1 || { \
+		echo "installing promtool (Debian package prometheus)"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	@promtool --version | head -1
+
+test: $(VENV)/.test-deps promtool  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and model prewarm

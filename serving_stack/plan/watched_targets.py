@@ -1,0 +1,50 @@
+"""What the alert rules need to know of a deployed target, read from its rendered DGD (after placement).
+
+`kv_over_libfabric` is read from what runs, not from the catalog: a disaggregated vLLM worker whose
+`--kv-transfer-config` names the NIXL LIBFABRIC backend (the EFA fabric profile sets it) is the only case
+where a fallback from LIBFABRIC can happen.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from nemotron.catalog import WORKER_TYPES
+from nemotron.placement import KV_TRANSFER_FLAG
+from serving_stack.plan.alerts import WatchedTarget
+
+LIBFABRIC = "LIBFABRIC"
+FRONTEND_TYPE = "frontend"
+DISAGGREGATED_TYPES = ("prefill", "decode")
+
+
+def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: float) -> WatchedTarget:
+    components = dgd["spec"]["components"]
+    (frontend,) = [c["name"] for c in components if c["type"] == FRONTEND_TYPE]
+    workers = [c for c in components if c["type"] in WORKER_TYPES]
+    disaggregated = any(c["type"] in DISAGGREGATED_TYPES for c in workers)
+    return WatchedTarget(
+        target_id=target_id,
+        dgd_name=dgd["metadata"]["name"],
+        frontend_component=frontend,
+        worker_components=tuple(c["name"] for c in workers),
+        kv_over_libfabric=disaggregated and all(LIBFABRIC in _nixl_backends(c) for c in workers),
+        published_ttft_p50_seconds=published_ttft_p50_ms / 1000,
+    )
+
+
+def _nixl_backends(component: dict[str, Any]) -> set[str]:
+    backends: set[str] = set()
+    for container in component.get("podTemplate", {}).get("spec", {}).get("containers", []):
+        for config in _kv_transfer_configs(container.get("args", [])):
+            backends.update(config.get("kv_connector_extra_config", {}).get("backends", []))
+    return backends
+
+
+def _kv_transfer_configs(args: list[str]) -> Iterator[dict[str, Any]]:
+    for index, arg in enumerate(args):
+        if arg == KV_TRANSFER_FLAG and index + 1 < len(args):
+            yield json.loads(args[index + 1])
+        elif arg.startswith(KV_TRANSFER_FLAG + "="):
+            yield json.loads(arg.split("=", 1)[1])

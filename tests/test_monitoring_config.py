@@ -1,0 +1,41 @@
+"""Config block `monitoring`: data defaults, partial SLO overrides, an existing Prometheus must be named."""
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.facts.monitoring import load_monitoring
+
+
+def test_defaults_install_everything_with_the_data_slos():
+    settings = MonitoringConfig().settings()
+    assert settings.install_prometheus and settings.install_dcgm_exporter and settings.create_namespace
+    assert settings.slo == load_monitoring().sloDefaults
+    assert settings.runbook_base_url == load_monitoring().runbookBaseUrl
+
+
+def test_an_slo_override_keeps_the_other_defaults():
+    settings = MonitoringConfig.model_validate({"slo": {"maxKvCacheUsage": 0.85}}).settings()
+    assert settings.slo.maxKvCacheUsage == 0.85
+    assert settings.slo.ttftP99Seconds == load_monitoring().sloDefaults.ttftP99Seconds
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ({"slo": {"maxKvCacheUsage": 1.5}}, "slo"),
+    ({"slo": {"maxKvCache": 0.8}}, "maxKvCache"),
+    ({"prometheus": {"install": False}}, "releaseLabel and url"),
+    ({"prometheus": {"releaseLabel": "prometheus"}}, "only with install: false"),
+    ({"namespace": "Monitoring"}, "DNS label"),
+])
+def test_bad_monitoring_config_names_the_problem(raw, expected):
+    with pytest.raises(pydantic.ValidationError, match=expected):
+        MonitoringConfig.model_validate(raw)
+
+
+def test_an_existing_prometheus_is_used_by_its_release_label_and_url():
+    raw = {"createNamespace": False, "prometheus": {"install": False, "releaseLabel": "prometheus",
+                                                    "url": "http://prometheus.observability.svc:9090"}}
+    settings = MonitoringConfig.model_validate(raw).settings()
+    assert not settings.install_prometheus and not settings.create_namespace
+    assert settings.existing_prometheus() == ("prometheus", "http://prometheus.observability.svc:9090")
