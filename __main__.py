@@ -22,6 +22,7 @@ from serving_stack.components.model_cache_storage import (
     ModelCacheStorageArgs,
 )
 from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
+from serving_stack.components.monitoring import Monitoring, MonitoringArgs
 from serving_stack.components.network import Network, NetworkArgs
 from serving_stack.components.sagemaker_endpoint import (
     SageMakerEndpoint,
@@ -35,7 +36,7 @@ from serving_stack.components.serving_target import ServingTarget, ServingTarget
 from serving_stack.config import hf_token, load_stack_config
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
-from serving_stack.plan import StackPlan, build_plan
+from serving_stack.plan.stack_plan import StackPlan, build_plan
 from serving_stack.plan.prewarm import PROGRAM_FILE
 from serving_stack.plan.stack_plan import CreatedCluster
 
@@ -129,10 +130,13 @@ if serving.prewarm_pools:
         namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
         program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
     ), opts=on_cluster)
+# The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
+monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
     namespace=serving.platform.namespace, release_name=serving.platform.release_name,
     chart_url=serving.platform.chart_url, values=dict(serving.platform.values),
-), opts=on_cluster)
+), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
+                               depends_on=monitoring.crds_ready if monitoring else []))
 for target in serving.targets:
     ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,

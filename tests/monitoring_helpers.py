@@ -4,12 +4,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from nemotron.catalog import load_catalog
-from nemotron.mock_runtime import ProgramRun
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import ProgramRun
 from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring
 from serving_stack.plan.alerts import AlertThresholds, WatchedTarget, alert_thresholds, rule_groups
-from serving_stack.plan.dashboards import load_dashboard_specs
+from serving_stack.facts.dashboards import load_dashboard_specs
 from serving_stack.plan.monitoring import MonitoringPlan, MonitoringSettings, plan_monitoring
 from serving_stack.plan.watched_targets import watched_target
 
@@ -37,7 +37,7 @@ def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[di
 
 def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool = True, **overrides: Any) -> MonitoringPlan:
     """The plan for two catalog targets (aggregated and disaggregated) with the data's default SLOs."""
-    from nemotron.pools import GPU_LABEL, GPU_TAINT
+    from serving_stack.names import GPU_LABEL, GPU_TAINT
 
     criteria = load_catalog().criteria
     fields: dict[str, Any] = dict(

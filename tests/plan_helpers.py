@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from serving_stack.config import parse_stack_config
 from serving_stack.facts import Facts, load_facts
-from serving_stack.plan import StackPlan, build_plan
+from serving_stack.plan.stack_plan import StackPlan, build_plan
 
 FACTS = load_facts()
 

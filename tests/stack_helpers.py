@@ -63,11 +63,5 @@ def reference_documents(target_id: str) -> dict[str, dict[str, Any]]:
     return {doc["kind"]: doc for doc in yaml.safe_load_all(path.read_text()) if doc}
 
 
-def load_dgd_schema() -> dict[str, Any]:
-    crd = yaml.load((REFERENCE_DIR / "dynamo-crds" / "nvidia.com_dynamographdeployments.yaml").read_text(), Loader=yaml.CSafeLoader)
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
-    return version["schema"]["openAPIV3Schema"]
-
-
 def reference_exists() -> bool:
     return Path(RECIPES_REFERENCE).is_dir()

@@ -10,7 +10,7 @@ import pytest
 
 from alert_scenarios import Scenarios
 from monitoring_helpers import NAMESPACE, catalog_targets, groups_for, thresholds
-from nemotron.catalog import load_catalog
+from serving_stack.facts.catalog import load_catalog
 from promtool_helpers import check_rules, run_rule_tests
 from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring

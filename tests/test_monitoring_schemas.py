@@ -13,8 +13,8 @@ import yaml
 
 import crd_schemas
 from monitoring_helpers import monitoring_plan, run_monitoring
-from nemotron.mock_runtime import plain_numbers
-from nemotron.render import kubernetes_objects
+from tools.mock_runtime import plain_numbers
+from tools.render import kubernetes_objects
 from serving_stack.facts.monitoring import load_monitoring
 
 KUBERNETES_VERSION = "1.33.0"

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from aws_helpers import pool
-from nemotron.catalog import load_catalog
-from nemotron.placement import place_target
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.pinning import place_target
+from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.watched_targets import watched_target
 
 
 def placed(recipe, fabric: str):
     node_pool = pool(fabric=fabric, efa_interfaces=16 if fabric == "efa" else 0, gpu_product=recipe.gpu_products[0])
-    return place_target(recipe.config_map, recipe.dgd, recipe, node_pool)[1]
+    return place_target(recipe.config_map, recipe.dgd, recipe, node_pool, load_aws_catalog().fabrics)[1]
 
 
 def test_disaggregated_targets_on_efa_move_kv_over_libfabric_and_on_infiniband_do_not():

@@ -1,17 +1,12 @@
-"""Config block `monitoring` (a proposal for the stack config: the lead mounts it on `StackConfig`).
-
-Defaults live in catalog/monitoring.yaml (SLOs, runbook URL) and here (switches); `slo` keys not given
-keep their data default.
-"""
+"""Config block `monitoring`. Defaults live in catalog/monitoring.yaml (SLOs, runbook URL) and here
+(switches); `slo` keys not given keep their data default (checked against the data by the plan)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
 import pydantic
 
-from nemotron.config.serving import Block, DnsLabel
-from serving_stack.facts.monitoring import SloSettings, load_monitoring
-from serving_stack.plan.monitoring import MonitoringSettings
+from serving_stack.config.types import Block, DnsLabel
 
 
 class PrometheusConfig(Block):
@@ -40,24 +35,3 @@ class MonitoringConfig(Block):
     dcgmExporter: bool = True
     runbookBaseUrl: Optional[str] = pydantic.Field(default=None, min_length=1)
     slo: dict[str, Any] = pydantic.Field(default_factory=dict)
-
-    @pydantic.field_validator("slo")
-    @classmethod
-    def _known_slo_keys(cls, slo: dict[str, Any]) -> dict[str, Any]:
-        SloSettings.model_validate({**load_monitoring().sloDefaults.model_dump(), **slo})
-        return slo
-
-    def settings(self) -> MonitoringSettings:
-        facts = load_monitoring()
-        create = self.prometheus.install if self.createNamespace is None else self.createNamespace
-        return MonitoringSettings(
-            namespace=self.namespace,
-            create_namespace=create,
-            install_prometheus=self.prometheus.install,
-            install_dcgm_exporter=self.dcgmExporter,
-            slo=SloSettings.model_validate({**facts.sloDefaults.model_dump(), **self.slo}),
-            runbook_base_url=self.runbookBaseUrl or facts.runbookBaseUrl,
-            release_label=self.prometheus.releaseLabel,
-            prometheus_url=self.prometheus.url,
-            prometheus_values=self.prometheus.values,
-        )

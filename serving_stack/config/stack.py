@@ -14,6 +14,7 @@ import pydantic
 
 from serving_stack import pulumi_private
 from serving_stack.config.aws import AwsConfig
+from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import (
     DynamoConfig,
@@ -34,6 +35,7 @@ class StackConfig(Block):
     targets: list[TargetConfig] = pydantic.Field(default_factory=list)
     sagemaker: SageMakerConfig = SageMakerConfig()
     aws: Optional[AwsConfig] = None
+    monitoring: MonitoringConfig = MonitoringConfig()
 
 
 def parse_stack_config(raw: dict[str, Any]) -> StackConfig:

@@ -15,8 +15,11 @@ from serving_stack.facts.catalog import (
     load_catalog,
     load_platform,
 )
+from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
+from serving_stack.facts.metrics import MetricsCatalog, load_metrics
+from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 from serving_stack.facts.sagemaker import LmiFile, load_instances, load_lmi
 
@@ -28,10 +31,14 @@ class Facts:
     platform: PlatformFile
     sagemaker_instances: Mapping[str, SageMakerInstanceType]
     lmi: LmiFile
+    metrics: MetricsCatalog
+    monitoring: MonitoringFacts
+    dashboards: tuple[DashboardSpec, ...]
 
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
     return Facts(
         catalog=load_catalog(root), aws=load_aws_catalog(root), platform=load_platform(root),
         sagemaker_instances=load_instances(root), lmi=load_lmi(root),
+        metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
     )

@@ -11,19 +11,15 @@ from pathlib import Path
 from typing import Literal, Optional
 
 import pydantic
-import yaml
 
-METRICS_FILE = Path(__file__).resolve().parents[2] / "catalog" / "metrics.yaml"
+from serving_stack.facts.data import DATA_DIR, Data, load_model
+
 METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 METRIC_REFERENCE = re.compile(r"@([A-Za-z]+)\.([A-Za-z]+)")
 HISTOGRAM_SERIES_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Metric(_Data):
+class Metric(Data):
     name: str = pydantic.Field(pattern=METRIC_NAME)
     type: Literal["counter", "gauge", "histogram"]
     unit: str
@@ -53,7 +49,7 @@ class Metric(_Data):
         return (self.name,)
 
 
-class MetricGroup(_Data):
+class MetricGroup(Data):
     exposedBy: str
     source: str
     scrapePort: Optional[int] = pydantic.Field(default=None, gt=0, lt=65536)
@@ -61,7 +57,7 @@ class MetricGroup(_Data):
     metrics: dict[str, Metric] = pydantic.Field(min_length=1)
 
 
-class MetricsCatalog(_Data):
+class MetricsCatalog(Data):
     schemaVersion: Literal[1]
     groups: dict[str, MetricGroup] = pydantic.Field(min_length=1)
 
@@ -77,7 +73,7 @@ class MetricsCatalog(_Data):
         try:
             return self.groups[group].metrics[key]
         except KeyError:
-            raise KeyError(f"no metric {group}.{key} in {METRICS_FILE.name}") from None
+            raise KeyError(f"no metric {group}.{key} in catalog/metrics.yaml") from None
 
     def source_of(self, group: str, key: str) -> str:
         return self.metric(group, key).source or self.groups[group].source
@@ -90,6 +86,6 @@ class MetricsCatalog(_Data):
         return METRIC_REFERENCE.sub(lambda match: self.metric(match.group(1), match.group(2)).name, template)
 
 
-@functools.lru_cache(maxsize=1)
-def load_metrics(path: Path = METRICS_FILE) -> MetricsCatalog:
-    return MetricsCatalog.model_validate(yaml.safe_load(path.read_text()))
+@functools.lru_cache(maxsize=4)
+def load_metrics(root: Path = DATA_DIR) -> MetricsCatalog:
+    return load_model(root / "metrics.yaml", MetricsCatalog, root)

@@ -6,19 +6,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pydantic
-import yaml
 
-MONITORING_FILE = Path(__file__).resolve().parents[2] / "catalog" / "monitoring.yaml"
+from serving_stack.facts.data import DATA_DIR, Data, load_model
+
 PROMETHEUS_DURATION = r"^[0-9]+[smhdwy]$"
 Duration = Annotated[str, pydantic.StringConstraints(pattern=PROMETHEUS_DURATION)]
 Fraction = Annotated[float, pydantic.Field(gt=0, lt=1)]
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class HelmChartPin(_Data):
+class HelmChartPin(Data):
     repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
     version: str = pydantic.Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
@@ -34,12 +30,12 @@ class DcgmExporterPin(HelmChartPin):
     metricsPortName: str
 
 
-class Charts(_Data):
+class Charts(Data):
     kubePrometheusStack: KubePrometheusStackPin
     dcgmExporter: DcgmExporterPin
 
 
-class SloSettings(_Data):
+class SloSettings(Data):
     """The stack's SLOs beyond the published criteria; the shape config `monitoring.slo` overrides."""
 
     ttftP99Seconds: float = pydantic.Field(gt=0)
@@ -53,13 +49,13 @@ class SloSettings(_Data):
     kvFallbackTtftFactor: float = pydantic.Field(gt=1)
 
 
-class AlertPolicy(_Data):
+class AlertPolicy(Data):
     for_: Duration = pydantic.Field(alias="for")
     severity: Literal["critical", "warning", "info"]
     runbook: str = pydantic.Field(pattern=r"^[a-z0-9-]+$")
 
 
-class MonitoringFacts(_Data):
+class MonitoringFacts(Data):
     schemaVersion: Literal[1]
     charts: Charts
     sloDefaults: SloSettings
@@ -68,6 +64,6 @@ class MonitoringFacts(_Data):
     runbookBaseUrl: str = pydantic.Field(min_length=1)
 
 
-@functools.lru_cache(maxsize=1)
-def load_monitoring(path: Path = MONITORING_FILE) -> MonitoringFacts:
-    return MonitoringFacts.model_validate(yaml.safe_load(path.read_text()))
+@functools.lru_cache(maxsize=4)
+def load_monitoring(root: Path = DATA_DIR) -> MonitoringFacts:
+    return load_model(root / "monitoring.yaml", MonitoringFacts, root)

@@ -6,64 +6,16 @@ dashboards consulted are listed in catalog/dashboards/README.md). A dashboard be
 """
 from __future__ import annotations
 
-import functools
 import json
-from pathlib import Path
 from typing import Any
 
-import pydantic
-import yaml
-
+from serving_stack.facts.dashboards import DashboardSpec, Panel, Variable
 from serving_stack.facts.metrics import MetricsCatalog
 
-DASHBOARDS_DIR = Path(__file__).resolve().parents[2] / "catalog" / "dashboards"
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 GRAFANA_SCHEMA_VERSION = 39
 PANEL_HEIGHT, ROW_WIDTH, PANELS_PER_LINE = 8, 24, 3
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-
-
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Query(_Data):
-    expr: str
-    legend: str
-
-
-class Panel(_Data):
-    title: str
-    unit: str
-    queries: tuple[Query, ...] = pydantic.Field(min_length=1)
-
-
-class Row(_Data):
-    title: str
-    panels: tuple[Panel, ...] = pydantic.Field(min_length=1)
-
-
-class Variable(_Data):
-    name: str = pydantic.Field(pattern=r"^[a-z_]+$")
-    metric: str = pydantic.Field(pattern=r"^@[A-Za-z]+\.[A-Za-z]+$")
-    label: str
-
-
-class DashboardSpec(_Data):
-    uid: str = pydantic.Field(pattern=r"^[a-z0-9-]{1,40}$")
-    title: str
-    description: str
-    tags: tuple[str, ...]
-    variables: tuple[Variable, ...]
-    rows: tuple[Row, ...] = pydantic.Field(min_length=1)
-
-    def expressions(self) -> list[str]:
-        return [q.expr for row in self.rows for panel in row.panels for q in panel.queries]
-
-
-@functools.lru_cache(maxsize=1)
-def load_dashboard_specs(directory: Path = DASHBOARDS_DIR) -> tuple[DashboardSpec, ...]:
-    return tuple(DashboardSpec.model_validate(yaml.safe_load(p.read_text())) for p in sorted(directory.glob("*.yaml")))
 
 
 def dashboard_json(spec: DashboardSpec, metrics: MetricsCatalog) -> dict[str, Any]:

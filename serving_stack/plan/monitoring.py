@@ -6,11 +6,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import pydantic
+
+from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.errors import from_validation_error
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import DcgmExporterPin, KubePrometheusStackPin, MonitoringFacts, SloSettings
-from serving_stack.plan import monitoring_values as values
+import serving_stack.plan.monitoring_values as values
 from serving_stack.plan.alerts import WatchedTarget, alert_thresholds, prometheus_rule, rule_groups
-from serving_stack.plan.dashboards import DashboardSpec, dashboard_config_maps
+from serving_stack.facts.dashboards import DashboardSpec
+from serving_stack.plan.dashboards import dashboard_config_maps
 
 RULE_NAME = "nemotron-serving"
 DCGM_SERVICE_MONITOR = "dcgm-exporter"
@@ -62,6 +67,26 @@ class MonitoringPlan:
     def dynamo_platform_values(self) -> dict[str, Any]:
         """Merge into the dynamo-platform release values (and make that release depend on `Monitoring.crds_ready`)."""
         return values.dynamo_platform_metrics_values(self.prometheus_url, self.release_label)
+
+
+def monitoring_settings(config: MonitoringConfig, facts: MonitoringFacts) -> MonitoringSettings:
+    """The `monitoring` block with the data defaults applied; an unknown or bad `slo` key is a config error."""
+    try:
+        slo = SloSettings.model_validate({**facts.sloDefaults.model_dump(), **config.slo})
+    except pydantic.ValidationError as exc:
+        raise from_validation_error(exc, SloSettings, prefix="monitoring.slo.") from None
+    create = config.prometheus.install if config.createNamespace is None else config.createNamespace
+    return MonitoringSettings(
+        namespace=config.namespace,
+        create_namespace=create,
+        install_prometheus=config.prometheus.install,
+        install_dcgm_exporter=config.dcgmExporter,
+        slo=slo,
+        runbook_base_url=config.runbookBaseUrl or facts.runbookBaseUrl,
+        release_label=config.prometheus.releaseLabel,
+        prometheus_url=config.prometheus.url,
+        prometheus_values=config.prometheus.values,
+    )
 
 
 def plan_monitoring(

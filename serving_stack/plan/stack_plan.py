@@ -16,7 +16,9 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
+from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pools import (
     ManagedPoolSpec,
@@ -38,6 +40,7 @@ from serving_stack.plan.serving import (
 )
 from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
 from serving_stack.plan.targets import select_targets
+from serving_stack.plan.watched_targets import watched_target
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ class StackPlan:
     serving: ServingPlan
     sagemaker: tuple[PlannedEndpoint, ...]
     pool_costs: tuple[PoolCostRow, ...]
+    monitoring: Optional[MonitoringPlan]
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:
@@ -191,6 +195,18 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
     )
 
 
+def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts) -> Optional[MonitoringPlan]:
+    if not config.monitoring.enabled:
+        return None
+    watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
+    criteria = facts.catalog.criteria
+    return plan_monitoring(
+        monitoring_settings(config.monitoring, facts.monitoring), config.kubernetes.namespace, watched,
+        criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser, GPU_LABEL, GPU_TAINT, facts.monitoring,
+        facts.metrics, facts.dashboards,
+    )
+
+
 def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[str] = None) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set."""
@@ -203,6 +219,9 @@ def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[st
     targets = plan_serving_targets(config, selected, placements, facts)
     settings, cache = serving_settings(config), config.modelCache
     chart_url, values = platform_chart(config, facts.platform)
+    monitoring = _monitoring(config, targets, facts)
+    if monitoring is not None:
+        values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
@@ -224,4 +243,5 @@ def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[st
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
+        monitoring=monitoring,
     )

@@ -10,9 +10,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from nemotron.catalog import WORKER_TYPES
-from nemotron.placement import KV_TRANSFER_FLAG
+from serving_stack.names import WORKER_COMPONENT_TYPES as WORKER_TYPES
 from serving_stack.plan.alerts import WatchedTarget
+from serving_stack.plan.pinning import KV_TRANSFER_FLAG
 
 LIBFABRIC = "LIBFABRIC"
 FRONTEND_TYPE = "frontend"
