@@ -5,7 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean
+AIPERF_VENV := .venv-aiperf
+
+.PHONY: render test bench schema clean aiperf
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,10 +21,18 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(VENV)/.render-deps $@
 
+# AIPerf for the benchmark test, in its own venv: its pins conflict with the project's (rich).
+$(AIPERF_VENV)/.installed: requirements-aiperf.txt
+	$(PYTHON) -m venv $(AIPERF_VENV)
+	$(AIPERF_VENV)/bin/python -m pip install -q -r requirements-aiperf.txt
+	touch $@
+
+aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf (the benchmark test runs it)
+
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m nemotron.render --stack $(STACK)
 
-test: $(VENV)/.test-deps  ## Run the whole test suite
+test: $(VENV)/.test-deps $(AIPERF_VENV)/.installed  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and model prewarm
