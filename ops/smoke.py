@@ -13,8 +13,9 @@ Dynamo's frontend accepts `chat_template_kwargs` since ai-dynamo/dynamo#3016 and
 parser honours `enable_thinking=false` since ai-dynamo/dynamo#6288). Parsed reasoning arrives in
 `reasoning_content` (Dynamo) or `reasoning` (newer vLLM): either counts.
 
-Time: every request has --timeout; a stream is abandoned once --timeout has passed since it
-started, so one check takes at most about 2 x --timeout (a last read may block one more timeout).
+Time: each check ends within --timeout. urllib's timeout bounds each socket operation, not a whole
+answer (a server dripping bytes would hold it forever), so every check runs in a daemon thread that
+is abandoned after --timeout.
 """
 from __future__ import annotations
 
@@ -22,16 +23,18 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, TypeVar
 
 PROMPT = "What is 17 + 25? Reply with the number only."
 EXPECTED_ANSWER = "42"
 REASON_CHARS = 160
 POLL_SECONDS = 5.0
+T = TypeVar("T")
 WEATHER_TOOL = {
     "type": "function",
     "function": {
@@ -75,15 +78,32 @@ class Client:
             return json.load(response)
 
     def stream(self, path: str, body: dict[str, Any]) -> Iterator[str]:
-        """The `data:` payloads of a server-sent event stream, until it ends or --timeout has passed."""
-        deadline = time.monotonic() + self.timeout
+        """The `data:` payloads of a server-sent event stream."""
         with urllib.request.urlopen(self._request(path, body), timeout=self.timeout) as response:
             for raw in response:
-                if time.monotonic() > deadline:
-                    raise CheckFailed(f"stream still open after {self.timeout:g}s")
                 line = raw.decode("utf-8").rstrip("\r\n")
                 if line.startswith("data:"):
                     yield line[len("data:"):].strip()
+
+
+def within(seconds: float, function: Callable[[], T]) -> T:
+    """`function()`, or TimeoutError once `seconds` have passed (the thread is left behind, a daemon)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # handed to the caller as is
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"no complete answer within {seconds:g}s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def chat_body(model: str, prompt: str, *, thinking: bool, max_tokens: int, **extra: Any) -> dict[str, Any]:
@@ -117,7 +137,7 @@ def wait_until_served(client: Client, model: str, seconds: float, log: Callable[
         time.sleep(POLL_SECONDS)
 
 
-def _message(response: dict[str, Any]) -> dict[str, Any]:
+def first_message(response: dict[str, Any]) -> dict[str, Any]:
     choices = response.get("choices") or []
     if not choices or not isinstance(choices[0].get("message"), dict):
         raise CheckFailed(f"no choices[0].message in response: {json.dumps(response)[:80]}")
@@ -136,7 +156,7 @@ def check_models(client: Client, model: str, max_tokens: int) -> str:
 
 
 def check_reasoning_on(client: Client, model: str, max_tokens: int) -> str:
-    message = _message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=True, max_tokens=max_tokens)))
+    message = first_message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=True, max_tokens=max_tokens)))
     reasoning, content = _reasoning_text(message), str(message.get("content") or "")
     if not reasoning:
         raise CheckFailed("enable_thinking=true but no reasoning_content/reasoning in the message")
@@ -146,7 +166,7 @@ def check_reasoning_on(client: Client, model: str, max_tokens: int) -> str:
 
 
 def check_reasoning_off(client: Client, model: str, max_tokens: int) -> str:
-    message = _message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=False, max_tokens=max_tokens)))
+    message = first_message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=False, max_tokens=max_tokens)))
     reasoning, content = _reasoning_text(message), str(message.get("content") or "")
     if reasoning:
         raise CheckFailed(f"enable_thinking=false but {len(reasoning)} reasoning chars came back")
@@ -186,7 +206,7 @@ def check_stream(client: Client, model: str, max_tokens: int) -> str:
 def check_tool_call(client: Client, model: str, max_tokens: int) -> str:
     body = chat_body(model, "What is the weather in Paris right now? Use the tool.", thinking=False,
                      max_tokens=max_tokens, tools=[WEATHER_TOOL], tool_choice="auto")
-    calls = _message(client.post("/chat/completions", body)).get("tool_calls")
+    calls = first_message(client.post("/chat/completions", body)).get("tool_calls")
     if not isinstance(calls, list) or not calls:
         raise CheckFailed("no tool_calls in the message")
     call = calls[0]
@@ -220,7 +240,7 @@ def describe(error: BaseException) -> str:
     if isinstance(error, urllib.error.URLError):
         return f"unreachable: {error.reason}"
     if isinstance(error, TimeoutError):
-        return "timed out"
+        return str(error) or "timed out"
     return f"{type(error).__name__}: {error}"
 
 
@@ -234,7 +254,7 @@ def run_checks(client: Client, model: str, max_tokens: int, out: Callable[[str],
     for name, check in CHECKS.items():
         started = time.monotonic()
         try:
-            status, reason = "PASS", check(client, model, max_tokens)
+            status, reason = "PASS", within(client.timeout, lambda: check(client, model, max_tokens))
         except CheckFailed as failure:
             status, reason = "FAIL", str(failure)
         except (OSError, ValueError) as error:  # connection, timeout, HTTP status, bad JSON

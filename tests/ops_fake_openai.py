@@ -31,6 +31,7 @@ class Faults:
     tool_arguments_malformed: bool = False  # arguments are not a JSON object
     chat_status: Optional[int] = None  # every chat completion answers with this HTTP status
     chat_delay_seconds: float = 0.0  # before any chat completion byte is sent
+    drip_seconds: float = 0.0  # a JSON chat completion is sent one byte per this many seconds
     failing_requests: set[int] = field(default_factory=set)  # 1-based chat request numbers that answer 500
 
 
@@ -60,7 +61,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        drip = self.server.behaviour.faults.drip_seconds if self.command == "POST" else 0.0
+        step = 1 if drip else max(len(data), 1)
+        for start in range(0, len(data), step):
+            self.wfile.write(data[start:start + step])
+            self.wfile.flush()
+            time.sleep(drip)
 
     def _authorized(self) -> bool:
         key = self.server.behaviour.api_key
