@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import benchmark_compare
 import smoke
@@ -60,7 +60,7 @@ def run(argv: list[str]) -> int:
     return subprocess.run(argv).returncode
 
 
-def compare_and_report(spec: dict, export_path: Path) -> None:
+def compare_and_report(spec: dict[str, Any], export_path: Path) -> None:
     published, criteria = benchmark_compare.published_from_catalog(
         {"targets": [{"id": spec["target"], "performance": spec.get("performance")}], "criteria": spec.get("criteria")},
         spec["target"],

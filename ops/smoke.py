@@ -35,10 +35,11 @@ EXPECTED_ANSWER = "42"
 REASON_CHARS = 160
 POLL_SECONDS = 5.0
 T = TypeVar("T")
-WEATHER_TOOL = {
+TOOL_NAME = "get_weather"
+WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
-        "name": "get_weather",
+        "name": TOOL_NAME,
         "description": "Current weather for a city.",
         "parameters": {
             "type": "object",
@@ -88,22 +89,23 @@ class Client:
 
 def within(seconds: float, function: Callable[[], T]) -> T:
     """`function()`, or TimeoutError once `seconds` have passed (the thread is left behind, a daemon)."""
-    outcome: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            outcome["value"] = function()
+            values.append(function())
         except BaseException as error:  # handed to the caller as is
-            outcome["error"] = error
+            errors.append(error)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
         raise TimeoutError(f"no complete answer within {seconds:g}s")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 def chat_body(model: str, prompt: str, *, thinking: bool, max_tokens: int, **extra: Any) -> dict[str, Any]:
@@ -141,7 +143,8 @@ def first_message(response: dict[str, Any]) -> dict[str, Any]:
     choices = response.get("choices") or []
     if not choices or not isinstance(choices[0].get("message"), dict):
         raise CheckFailed(f"no choices[0].message in response: {json.dumps(response)[:80]}")
-    return choices[0]["message"]
+    message: dict[str, Any] = choices[0]["message"]
+    return message
 
 
 def _reasoning_text(part: dict[str, Any]) -> str:
@@ -213,7 +216,7 @@ def check_tool_call(client: Client, model: str, max_tokens: int) -> str:
     function = call.get("function") or {}
     if not call.get("id") or call.get("type") != "function":
         raise CheckFailed(f"tool call lacks an id or type 'function': {json.dumps(call)[:80]}")
-    if function.get("name") != WEATHER_TOOL["function"]["name"]:
+    if function.get("name") != TOOL_NAME:
         raise CheckFailed(f"called {function.get('name')!r}, not a declared tool")
     try:
         arguments = json.loads(function.get("arguments") or "")
