@@ -6,7 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: render test bench schema clean promtool
+AIPERF_VENV := .venv-aiperf
+
+.PHONY: render test bench schema clean promtool aiperf
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +22,14 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(VENV)/.render-deps $@
 
+# AIPerf for the benchmark test, in its own venv: its pins conflict with the project's (rich).
+$(AIPERF_VENV)/.installed: requirements-aiperf.txt
+	$(PYTHON) -m venv $(AIPERF_VENV)
+	$(AIPERF_VENV)/bin/python -m pip install -q -r requirements-aiperf.txt
+	touch $@
+
+aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf (the benchmark test runs it)
+
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK)
 
@@ -30,7 +40,7 @@ promtool:  ## Install promtool if missing
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
-test: $(VENV)/.test-deps promtool  ## Run the whole test suite
+test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and model prewarm

@@ -1,0 +1,104 @@
+"""The canary exposes probe success and latency that Prometheus can parse, and turns failures into metrics."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from nemotron.catalog import load_catalog
+from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
+
+PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "canary.py"
+RECIPE = next(iter(load_catalog().recipes.values()))
+
+
+@contextmanager
+def canary(base_url: str, *extra: str) -> Iterator[str]:
+    """A running canary; yields its metrics URL."""
+    process = subprocess.Popen([sys.executable, str(PROGRAM), "--base-url", base_url, "--model", RECIPE.served_model_name,
+                                "--target", RECIPE.id, "--port", "0", *extra], stdout=subprocess.PIPE, text=True)
+    try:
+        first = process.stdout.readline()
+        assert first.startswith("metrics on :"), first
+        yield f"http://127.0.0.1:{first.split(':')[1].split('/')[0]}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def samples(url: str) -> dict[tuple[str, str], float]:
+    """(sample name, result label or le) -> value, parsed by the Prometheus client's own parser."""
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    parsed = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            assert sample.labels["target"] == RECIPE.id and sample.labels["model"] == RECIPE.served_model_name
+            parsed[(sample.name, sample.labels.get("result") or sample.labels.get("le") or "")] = sample.value
+    return parsed
+
+
+def wait_for(url: str, condition, seconds: float = 20.0) -> dict[tuple[str, str], float]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        current = samples(url)
+        if condition(current):
+            return current
+        time.sleep(0.1)
+    raise AssertionError(f"condition not met within {seconds}s: {current}")
+
+
+def test_successful_probes_report_success_and_latency():
+    with FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server, canary(server.base_url, "--interval", "0.2") as url:
+        metrics = wait_for(url, lambda m: m.get(("nemotron_canary_probes_total", "success"), 0) >= 3)
+    assert metrics[("nemotron_canary_probe_success", "")] == 1
+    assert metrics[("nemotron_canary_probes_total", "failure")] == 0
+    assert 0 < metrics[("nemotron_canary_probe_duration_seconds", "")] < 5
+    count = metrics[("nemotron_canary_request_duration_seconds_count", "")]
+    assert metrics[("nemotron_canary_request_duration_seconds_bucket", "+Inf")] == count >= 3
+    assert abs(metrics[("nemotron_canary_last_probe_timestamp_seconds", "")] - time.time()) < 10
+
+
+def test_failing_and_hanging_endpoints_become_failed_probes():
+    behaviour = Behaviour(model=RECIPE.served_model_name, faults=Faults(chat_status=500))
+    with FakeOpenAIServer(behaviour) as server, canary(server.base_url, "--interval", "0.2", "--timeout", "0.3") as url:
+        failed = wait_for(url, lambda m: m.get(("nemotron_canary_probes_total", "failure"), 0) >= 2)
+        assert failed[("nemotron_canary_probe_success", "")] == 0
+        assert failed[("nemotron_canary_request_duration_seconds_count", "")] == 0
+        behaviour.faults = Faults()  # the endpoint recovers
+        recovered = wait_for(url, lambda m: m.get(("nemotron_canary_probe_success", "")) == 1)
+        behaviour.faults = Faults(chat_delay_seconds=2)  # and then hangs
+        hung = wait_for(url, lambda m: m[("nemotron_canary_probes_total", "failure")] > recovered[("nemotron_canary_probes_total", "failure")])
+    assert hung[("nemotron_canary_probe_success", "")] == 0
+    assert hung[("nemotron_canary_probe_duration_seconds", "")] < 2
+
+
+def test_no_success_sample_before_the_first_probe_and_a_dripping_server_is_cut_at_the_timeout():
+    behaviour = Behaviour(model=RECIPE.served_model_name, faults=Faults(drip_seconds=0.05))
+    with FakeOpenAIServer(behaviour) as server, canary(server.base_url, "--interval", "0.1", "--timeout", "1") as url:
+        assert ("nemotron_canary_probe_success", "") not in samples(url)  # absent, not a false 0
+        failed = wait_for(url, lambda m: m.get(("nemotron_canary_probes_total", "failure"), 0) >= 1)
+    assert failed[("nemotron_canary_probe_success", "")] == 0
+    assert 1 <= failed[("nemotron_canary_probe_duration_seconds", "")] < 1.5
+
+
+@pytest.mark.parametrize("arguments", [["--interval", "0"], ["--timeout", "-1"]])
+def test_bad_arguments_exit_2(arguments):
+    run = subprocess.run([sys.executable, str(PROGRAM), "--base-url", "http://x/v1", "--model", "m", "--target", "t", *arguments],
+                         capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2
+
+
+def test_unknown_paths_are_404():
+    with FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server, canary(server.base_url) as url:
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(url + "/other", timeout=5)
+    assert error.value.code == 404
