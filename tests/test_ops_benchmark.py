@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from nemotron.catalog import load_catalog
-from nemotron.config.serving import TargetConfig
-from nemotron.manifests import gpus_used
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.config.serving import TargetConfig
+from serving_stack.plan.targets import effective_replicas, gpus_used
 from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +61,7 @@ def benchmark_run(aiperf_environment, tmp_path_factory):
     catalog, recipe = _target()
     work = tmp_path_factory.mktemp("perf")
     rows = _trace(work / "trace.jsonl")
-    gpus = gpus_used(recipe, TargetConfig(id=recipe.id))
+    gpus = gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id)))
     spec = {"target": recipe.id, "gpus": gpus, "performance": recipe.entry.performance.model_dump(),
             "criteria": catalog.criteria.model_dump()}
     faults = Faults(failing_requests=FAILING_TRACE_REQUESTS)

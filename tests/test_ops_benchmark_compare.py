@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nemotron.catalog import CATALOG_DIR, load_catalog
+from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from ops.benchmark_compare import Criteria, Measured, Published, compare, measured_from_export, published_from_catalog
 
 PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "benchmark_compare.py"

@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from nemotron.catalog import load_catalog
+from serving_stack.facts.catalog import load_catalog
 from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "canary.py"

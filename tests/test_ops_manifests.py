@@ -10,10 +10,10 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
-from nemotron.catalog import load_catalog
-from nemotron.config.serving import TargetConfig
-from nemotron.manifests import gpus_used
-from nemotron.outputs import frontend_url
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.config.serving import TargetConfig
+from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.contract.outputs import frontend_url
 from ops import manifests
 from ops.manifests import Endpoint
 
@@ -26,7 +26,7 @@ TRACE = "64k_400_90kv_agent_new_noschedule_short_15perc.jsonl"
 
 def endpoint_of(recipe) -> Endpoint:
     return Endpoint(recipe.id, recipe.name, recipe.served_model_name, frontend_url(recipe.name, NAMESPACE),
-                    gpus_used(recipe, TargetConfig(id=recipe.id)))
+                    gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))))
 
 
 def published_of(recipe) -> dict:
@@ -72,7 +72,7 @@ def test_the_benchmark_replays_the_trace_at_the_catalog_concurrency_and_compares
     assert args["--concurrency"] == str(recipe.entry.performance.concurrency)
     assert args["--trace"] == f"{manifests.MODEL_CACHE}/traces/{TRACE}"
     assert args["--model"] == recipe.served_model_name and args["--url"] == f"http://{recipe.name}-frontend.{NAMESPACE}.svc.cluster.local:8000"
-    assert json.loads(args["--compare"]) == {"target": recipe.id, "gpus": gpus_used(recipe, TargetConfig(id=recipe.id)), **published_of(recipe)}
+    assert json.loads(args["--compare"]) == {"target": recipe.id, "gpus": gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))), **published_of(recipe)}
     assert int(args["--num-requests"]) > 0  # bounded by default: 0 would replay the whole trace (hours)
     assert args["--results-root"].startswith(manifests.MODEL_CACHE + "/")
     volumes = {v["name"]: v for v in pod["volumes"]}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nemotron.catalog import load_catalog
+from serving_stack.facts.catalog import load_catalog
 from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "smoke.py"
