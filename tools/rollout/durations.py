@@ -125,7 +125,7 @@ def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
     if resource.kind == "PersistentVolumeClaim":
         return claim_provisioning(graph, resource, rules)[0]
     if resource.kind == "Job":
-        return _add(write, _job_work(resource, rules))
+        return _job_work(resource, rules)
     if resource.kind in rules.operators:
         return _add(write, _serving_work(resource, rules))
     if pod_specs(resource, rules):
