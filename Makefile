@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean
+.PHONY: render rollout test bench schema clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m nemotron.render --stack $(STACK)
+
+rollout: render  ## The rollout model on the rendered STACK: waits, replacements, destroy, timeline (exit 1 on blocking findings)
+	$(PY) -m tools.rollout build/$(STACK)/resources.json --markdown build/$(STACK)/rollout.md > /dev/null
 
 test: $(VENV)/.test-deps  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile

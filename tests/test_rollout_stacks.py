@@ -11,7 +11,8 @@ BLOCKING_TODAY = {
     "dev": "prewarm DaemonSet not ordered after the download Job; pull Secret ngc-registry never created; "
            "dynamo-platform release collides with itself when its namespace changes",
     "prod": "the above, plus an Immediate FSx claim without skipAwait, fixed names without deleteBeforeReplace "
-            "(GPU and system node groups, EKS cluster, control-plane log group), a protected StorageClass",
+            "(GPU and system node groups, EKS cluster, control-plane log group), a protected StorageClass, the "
+            "device-plugin release's namespace collision, the capture bucket's encryption setting replaced create-first",
     "all-targets": "prewarm DaemonSets not ordered after the download Job; dynamo-platform namespace collision",
 }
 

@@ -38,6 +38,16 @@ def test_prewarm_daemonset_without_its_download_job_dependency_is_reported():
     assert job["name"] in line and job["inputs"]["metadata"]["name"] in line
 
 
+def test_depending_on_a_job_that_up_does_not_wait_for_is_still_a_race():
+    dev = records("dev")
+    job = _download_job(dev)
+    (daemon_set,) = of_kind(dev, "DaemonSet")
+    add_dependency(daemon_set, job)
+    annotate(job, skip_await="true")
+    (line,) = findings_about(dev, daemon_set["name"], WAIT, blocking=True)
+    assert f"depends on {job['name']}, which `up` does not wait for" in line
+
+
 def test_immediate_fsx_claim_without_skip_await_is_reported_and_either_remedy_clears_it():
     prod = records("prod")
     (storage_class,) = of_kind(prod, "StorageClass")

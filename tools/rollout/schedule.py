@@ -38,6 +38,11 @@ class Step:
     def awaited(self) -> bool:
         return self.wait is None or self.wait.awaited
 
+    @property
+    def settled(self) -> bool:
+        """Whether `up` moves past this step only once it is ready (what is ordered after it can rely on it)."""
+        return self.up_done >= self.ready - 1e-9
+
 
 def _awaited_work(graph: StackGraph, resource: Resource, rules: Rules, wait: Await | None, span: Span) -> Span:
     """The part of the work `up` itself waits for (a claim on a WaitForFirstConsumer class: none)."""

@@ -4,8 +4,8 @@ Three checks on the timeline:
 - a wait shorter than the work it waits for (a claim's hard-coded bind wait against the provisioning of its
   volume, a Job's timeout against its own activeDeadlineSeconds, a Helm timeout against the chart's install,
   a graph's waitFor timeout against its workers' startup budget);
-- a readiness prerequisite the resource is not ordered after (not among its transitive dependencies) that
-  can, in the worst case, finish after the wait has expired;
+- a readiness prerequisite the resource is not ordered after (not among its transitive dependencies, or
+  among them but not awaited) that can, in the worst case, finish after the wait has expired;
 - a prerequisite the stack never creates, in a namespace this stack creates (so it cannot exist yet).
 And one warning: a serving resource `up` does not wait for at all.
 """
@@ -58,13 +58,16 @@ def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) 
     deadline = step.start_worst + _timeout_minutes(step)
     findings = []
     for need in step.prerequisites:
-        if not need.key or graph.ordered_before(need.key, step.resource.key):
+        if not need.key:
             continue
         other = timeline.steps[need.key]
-        if other.ready_worst <= deadline:
+        ordered = graph.ordered_before(need.key, step.resource.key)
+        if (ordered and other.settled) or other.ready_worst <= deadline:
             continue
+        relation = (f"depends on {other.resource.name}, which `up` does not wait for" if ordered
+                    else f"does not depend on {other.resource.name}")
         findings.append(Finding(WAIT, step.resource.name, (
-            f"{_describe(step)} {need.reason}, but does not depend on {other.resource.name} ({other.resource.type}): "
+            f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
             f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} can "
             f"take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"), True))
     return findings
