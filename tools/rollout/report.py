@@ -15,6 +15,7 @@ from tools.rollout.schedule import Step, Timeline
 from tools.rollout.waits import wait_findings
 
 DYNAMO_KIND = "DynamoGraphDeployment"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ def _timeline_section(report: RolloutReport) -> list[str]:
     def after(step: Step) -> str:
         return timeline.steps[step.gated_by].resource.name if step.gated_by else "nothing"
 
+    if not report.graph.of_type(EKS_CLUSTER):
+        lines.append("- The Kubernetes cluster is not created by this stack: its nodes, add-ons and any operator it "
+                     "already runs count as ready at minute 0.")
     if first:
         lines.append(f"- First served token: **{_minutes(first.ready)} min** after `pulumi up` starts ({first.resource.name}).")
     if dynamo:
