@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from rollout_helpers import RULES, findings_about, graph, named, of_kind, of_type, records
 
+from tools.rollout import analyse, markdown
 from tools.rollout.replacements import CREATE_FIRST, DELETE_FIRST, cascade, predict
 
 REPLACE = "replace"
@@ -107,3 +108,12 @@ def test_replacing_the_cluster_replaces_every_node_group_built_from_it():
     (cluster,) = stack.of_type("aws:eks/cluster:Cluster")
     node_groups = {r.name for r in stack.of_type(NODE_GROUP) if cluster.key in r.property_dependencies.get("clusterName", ())}
     assert node_groups and node_groups <= set(cascade(stack, cluster, RULES))
+
+
+def test_replacing_a_config_map_names_the_workloads_that_keep_its_old_values():
+    dev = records("dev")
+    (graph_record,) = of_kind(dev, "DynamoGraphDeployment")
+    config_maps = [c for c in of_kind(dev, "ConfigMap") if f"ConfigMap::{c['name']}" in " ".join(graph_record["dependsOn"])]
+    text = markdown(analyse(dev))
+    rows = [line for line in text.splitlines() if any(line.startswith(f"| {c['name']} |") for c in config_maps)]
+    assert rows and all(f"running pods of {graph_record['name']}" in row for row in rows)

@@ -133,19 +133,33 @@ def _destroy_section(report: RolloutReport) -> list[str]:
     return lines + ["", f"Every other resource ({deleted}) is deleted.", ""]
 
 
+def _readers(report: RolloutReport) -> dict[str, list[str]]:
+    """Secret/ConfigMap key -> workloads whose pods read it (they keep old values when it is replaced)."""
+    readers: dict[str, list[str]] = {}
+    for step in report.timeline.steps.values():
+        for need in step.prerequisites:
+            target = report.graph.get(need.key)
+            if target is not None and target.kind in report.rules.restart_needed_on_replace:
+                readers.setdefault(target.key, []).append(step.resource.name)
+    return readers
+
+
 def _replacement_section(report: RolloutReport) -> list[str]:
     lines = ["### Replacements (a change to a replace-forcing input)", "",
              "| resource | replaced when these change | how | note |", "|---|---|---|---|"]
+    readers = _readers(report)
     for resource in report.graph:
         fields = replace_fields(resource, report.rules)
         if not fields or not resource.custom:
             continue
         outcome = predict(report.graph, resource, report.rules, fields[-1])
         notable = resource.protect or data_role(resource, report.rules) or resource.delete_before_replace or any(
-            predict(report.graph, resource, report.rules, f).collides for f in fields)
+            predict(report.graph, resource, report.rules, f).collides for f in fields) or resource.key in readers
         if not notable:
             continue
         notes = []
+        if resource.key in readers:
+            notes.append(f"running pods of {', '.join(sorted(set(readers[resource.key])))} keep the old values until restarted")
         if any((p := predict(report.graph, resource, report.rules, f)).collides for f in fields):
             notes.append(f"collides: {p.collision}")
         if resource.protect:
