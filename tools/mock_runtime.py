@@ -63,6 +63,14 @@ def _short(urn: str) -> str:
     return f"{qualified_type.split('$')[-1]}::{name}"
 
 
+def _alias(spec: Any) -> str:
+    """An alias spec (`Alias` message) as one line: its URN, or its set fields."""
+    if spec.urn:
+        return _short(spec.urn)
+    fields = (("name", spec.spec.name), ("type", spec.spec.type), ("parent", _short(spec.spec.parentUrn)))
+    return ",".join(f"{key}={value}" for key, value in fields if value) or "noParent"
+
+
 @dataclass
 class RecordedResource:
     type: str
@@ -75,6 +83,14 @@ class RecordedResource:
     depends_on: list[str] = field(default_factory=list)
     protect: bool = False
     retain_on_delete: bool = False
+    # What the engine uses when it replaces or deletes (the rollout model reads these).
+    delete_before_replace: bool = False
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    deleted_with: str = ""
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,8 +100,15 @@ class RecordedResource:
             "custom": self.custom,
             "provider": self.provider,
             "dependsOn": sorted(self.depends_on),
+            "propertyDependencies": {k: sorted(v) for k, v in sorted(self.property_dependencies.items()) if v},
             "protect": self.protect,
             "retainOnDelete": self.retain_on_delete,
+            "deleteBeforeReplace": self.delete_before_replace,
+            "deletedWith": self.deleted_with,
+            "customTimeouts": dict(sorted(self.custom_timeouts.items())),
+            "ignoreChanges": sorted(self.ignore_changes),
+            "replaceOnChanges": sorted(self.replace_on_changes),
+            "aliases": sorted(self.aliases),
             "inputs": plain_numbers(redact(self.inputs)),
         }
 
@@ -122,6 +145,17 @@ class RecordingMonitor(MockMonitor):
                     depends_on=[_short(u) for u in request.dependencies],
                     protect=bool(request.protect),
                     retain_on_delete=bool(request.retainOnDelete),
+                    delete_before_replace=bool(request.deleteBeforeReplace),
+                    custom_timeouts={
+                        op: value for op in ("create", "update", "delete") if (value := getattr(request.customTimeouts, op))
+                    },
+                    ignore_changes=list(request.ignoreChanges),
+                    replace_on_changes=list(request.replaceOnChanges),
+                    aliases=[_alias(a) for a in request.aliases] + [_short(u) for u in request.aliasURNs],
+                    deleted_with=_short(request.deletedWith),
+                    property_dependencies={
+                        key: [_short(u) for u in deps.urns] for key, deps in request.propertyDependencies.items()
+                    },
                 )
             )
         return super().RegisterResource(request)

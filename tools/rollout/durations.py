@@ -1,0 +1,133 @@
+"""How long each step of a first `up` takes (typical and worst case), from `durations.yaml` and the
+recorded inputs: the checkpoints a pod downloads or reads, the images it pulls, the storage class behind a
+claim, a Job's own deadline, a worker's startupProbe budget."""
+from __future__ import annotations
+
+from typing import Any
+
+from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
+from tools.rollout.rules import Rules, Span
+from tools.rollout.workloads import containers, env_values, images, pod_specs
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+ZERO = Span(0.0, 0.0, "no cloud work")
+
+
+def _size_gb(table: dict[str, Any], name: str) -> float:
+    for prefix, entry in table["sizes_gb"].items():
+        if name == prefix or name.startswith(prefix + ":") or name.startswith(prefix + "@"):
+            return float(entry["size"])
+    return float(table["default_gb"]["size"])
+
+
+def _transfer(gigabytes: float, rate: dict[str, Any], what: str) -> Span:
+    """Minutes to move this many GB at the typical / worst MB/s of a rate entry."""
+    return Span(gigabytes * 1000 / rate["typical"] / 60, gigabytes * 1000 / rate["worst"] / 60,
+                f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s")
+
+
+def _add(*spans: Span) -> Span:
+    return Span(sum(s.typical for s in spans), sum(s.max for s in spans), "; ".join(s.basis for s in spans if s.basis),
+                " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate")
+
+
+def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
+    """Checkpoint repositories a workload names: known repositories, `*MODEL*` env values, `--model` args."""
+    known = set(rules.durations["checkpoints"]["sizes_gb"])
+    found: list[str] = []
+    for spec in pod_specs(resource, rules):
+        for container in containers(spec):
+            for env in container.get("env") or []:
+                if "MODEL" in str(env.get("name", "")).upper() and "value" in env:
+                    found += [v for v in str(env["value"]).split(",") if "/" in v and not v.startswith("/")]
+            args = [str(a) for a in container.get("args") or []]
+            found += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--model"]
+    found += [v for v in env_values(resource, rules) if v in known]
+    return sorted(set(found))
+
+
+def image_pull(resource: Resource, rules: Rules) -> Span:
+    """Pulling the largest image of the workload (pods of one workload pull in parallel)."""
+    table = rules.durations["images"]
+    pulls = sorted((_size_gb(table, image), image) for image in images(resource, rules))
+    if not pulls:
+        return ZERO
+    size, image = pulls[-1]
+    return _transfer(size, table["pull_mb_per_s"], f"pull {image.split('/')[-1].split(':')[0]}")
+
+
+def checkpoint_transfer(resource: Resource, rules: Rules, rate_key: str, verb: str) -> Span:
+    table = rules.durations["checkpoints"]
+    repos = checkpoints_named(resource, rules)
+    if not repos:
+        return ZERO
+    return _transfer(sum(_size_gb(table, repo) for repo in repos), table[rate_key], f"{verb} {len(repos)} checkpoint(s)")
+
+
+def claim_provisioning(graph: StackGraph, claim: Resource, rules: Rules) -> tuple[Span, str]:
+    """Provisioning of the volume behind a claim, and the class's volumeBindingMode ('' when unknown)."""
+    class_name = str(lookup(claim.inputs, "spec.storageClassName") or "")
+    storage_class = graph.find_object("StorageClass", class_name)
+    table = rules.durations["provisioning"]
+    if storage_class is None:
+        return rules.span(table["outside-stack"]), ""
+    provisioner = rules.provisioners.get(str(storage_class.inputs.get("provisioner", "")))
+    entry = table[provisioner["duration"]] if provisioner else table["outside-stack"]
+    return rules.span(entry), str(storage_class.inputs.get("volumeBindingMode", "Immediate"))
+
+
+def _startup_budget_minutes(spec: dict[str, Any]) -> float:
+    budgets = []
+    for container in containers(spec):
+        probe = container.get("startupProbe") or {}
+        if probe:
+            budgets.append(float(probe.get("failureThreshold", 3)) * float(probe.get("periodSeconds", 10)) / 60)
+    return max(budgets, default=0.0)
+
+
+def _serving_work(resource: Resource, rules: Rules) -> Span:
+    """A DynamoGraphDeployment: its slowest component from pod start to serving."""
+    engines = rules.durations["engines"]
+    engine = engines.get(str(lookup(resource.inputs, "spec.backendFramework") or ""), engines["default"])
+    pull, read = image_pull(resource, rules), checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads")
+    budget = max((_startup_budget_minutes(spec) for spec in pod_specs(resource, rules)), default=0.0)
+    typical = pull.typical + read.typical + float(engine["typical"])
+    worst = pull.max + max(budget, read.max + 3 * float(engine["typical"]))
+    return Span(typical, worst, f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
+                f"image pull + the workers' startupProbe budget {budget:.0f} min")
+
+
+def _job_work(resource: Resource, rules: Rules) -> Span:
+    work = _add(image_pull(resource, rules), checkpoint_transfer(resource, rules, "download_mb_per_s", "downloads"))
+    deadline = lookup(resource.inputs, "spec.activeDeadlineSeconds")
+    if deadline and float(deadline) / 60 > work.max:
+        return Span(work.typical, float(deadline) / 60, work.basis, f"its activeDeadlineSeconds {deadline}")
+    return Span(work.typical, work.max, work.basis, "estimated image pull and download at the worst rates")
+
+
+def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
+    """The cloud work behind creating one resource, until it is really ready."""
+    table = rules.durations
+    if not resource.custom or resource.is_provider:
+        return ZERO
+    if resource.type == NODE_GROUP:
+        gpu = resource.inputs.get("amiType") in table["node_groups"]["gpu_ami_types"]
+        return rules.span(table["node_groups"]["gpu" if gpu else "cpu"])
+    if resource.type == HELM_RELEASE:
+        chart = str(resource.inputs.get("chart", ""))
+        entry = next((e for name, e in table["charts"].items() if name in chart), table["types"][HELM_RELEASE])
+        return rules.span(entry)
+    if resource.type in table["types"]:
+        return rules.span(table["types"][resource.type])
+    if not resource.is_kubernetes_object:
+        return rules.span(table["default"])
+    write = rules.span(table["kubernetes_object"])
+    if resource.kind == "PersistentVolumeClaim":
+        return claim_provisioning(graph, resource, rules)[0]
+    if resource.kind == "Job":
+        return _job_work(resource, rules)
+    if resource.kind in rules.operators:
+        return _add(write, _serving_work(resource, rules))
+    if pod_specs(resource, rules):
+        return _add(write, image_pull(resource, rules), checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads"))
+    return write

@@ -1,0 +1,163 @@
+"""What a change to a replace-forcing field does to each resource: how it is replaced, whether the new one
+collides with the old, whether `protect` refuses, and what else is replaced with it.
+
+Kubernetes: the provider deletes a named object before creating its replacement (no collision, a gap).
+Helm: replaced create-first; a chart with cluster-scoped objects named after the release collides when only
+the namespace changes. pulumi-aws: create-first unless `deleteBeforeReplace` (or the type is delete-first);
+with a name given explicitly the new resource has the old one's identity and its create fails.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.rollout.findings import REPLACE, Finding
+from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
+from tools.rollout.rules import Rules
+
+CREATE_FIRST = "create-before-delete"
+DELETE_FIRST = "delete-before-replace"
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """The predicted replacement of one resource when `field` changes."""
+
+    resource: Resource
+    field: str
+    strategy: str
+    collides: bool
+    collision: str        # why it collides ("" when it does not)
+    blocked_by_protect: bool
+    cascade: tuple[str, ...]  # names of dependents replaced with it
+
+    @property
+    def clean(self) -> bool:
+        return not self.collides and not self.blocked_by_protect
+
+
+def _top(field: str) -> str:
+    return field.split(".")[0]
+
+
+def replace_fields(resource: Resource, rules: Rules) -> tuple[str, ...]:
+    """The provider's replace-forcing inputs plus the resource's own `replaceOnChanges`."""
+    if resource.type == HELM_RELEASE:
+        fields: tuple[str, ...] = tuple(rules.helm["replace_fields"])
+    elif resource.is_kubernetes_object:
+        fields = rules.kubernetes_replace_fields["*"] + rules.kubernetes_replace_fields.get(resource.kind, ())
+    else:
+        aws = rules.aws_types.get(resource.type)
+        fields = aws.replace_fields if aws else ()
+    return fields + tuple(f for f in resource.replace_on_changes if f != "*" and f not in fields)
+
+
+def data_role(resource: Resource, rules: Rules) -> str:
+    if resource.is_kubernetes_object:
+        return rules.kubernetes_data_roles.get(resource.kind, "")
+    aws = rules.aws_types.get(resource.type)
+    return aws.data_role if aws else ""
+
+
+def has_rule(resource: Resource, rules: Rules) -> bool:
+    """Whether the data says how this type is replaced (components and providers need none)."""
+    return (not resource.custom or resource.is_provider or resource.type == HELM_RELEASE
+            or resource.is_kubernetes_object or resource.type in rules.aws_types)
+
+
+def fixed_identity(resource: Resource, rules: Rules) -> str:
+    """The physical identity old and new share ("" when the provider generates one)."""
+    if resource.is_kubernetes_object:
+        return resource.object_name and f"metadata.name {resource.object_name!r}"
+    aws = rules.aws_types.get(resource.type)
+    if aws is None or not aws.unique_by:
+        return ""
+    if any(resource.inputs.get(f) for f in aws.generated_name_fields):
+        return ""
+    if aws.name_fields and not any(resource.inputs.get(f) for f in aws.name_fields):
+        return ""
+    shown = [f"{f} {lookup(resource.inputs, f)!r}" for f in aws.unique_by if lookup(resource.inputs, f) is not None]
+    return ", ".join(shown) or ", ".join(aws.unique_by)
+
+
+def _strategy(resource: Resource, rules: Rules) -> str:
+    if resource.delete_before_replace:
+        return DELETE_FIRST
+    if resource.is_kubernetes_object and resource.object_name and rules.kubernetes_named_delete_first:
+        return DELETE_FIRST
+    aws = rules.aws_types.get(resource.type)
+    return DELETE_FIRST if aws and aws.provider_delete_before_replace else CREATE_FIRST
+
+
+def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> str:
+    if strategy == DELETE_FIRST:
+        return ""
+    if resource.type == HELM_RELEASE:
+        chart = str(resource.inputs.get("chart", ""))
+        if field == "namespace" and rules.helm_cluster_scoped(chart):
+            return (f"release {resource.object_name!r} keeps its name, and its cluster-scoped objects (named after the "
+                    f"release) already exist, owned by the old release")
+        return ""
+    aws = rules.aws_types.get(resource.type)
+    identity = fixed_identity(resource, rules)
+    if aws is None or not identity:
+        return ""
+    if _top(field) in {_top(f) for f in aws.unique_by + aws.name_fields + aws.generated_name_fields}:
+        return ""
+    if aws.singleton:
+        return f"the new one overwrites the old (one per {identity}), then deleting the old removes the setting"
+    return f"the new one has the same {identity} as the old (\"already exists\")"
+
+
+def _forces(dependent: Resource, rules: Rules, prop: str) -> bool:
+    """Whether an input (recorded per top-level property) is replace-forcing for the dependent. Kubernetes
+    inputs are recorded as whole `spec`/`metadata` objects, too coarse to tell: only exact fields count."""
+    for field in replace_fields(dependent, rules):
+        if field == prop or (not dependent.is_kubernetes_object and field.startswith(prop + ".")):
+            return True
+    return False
+
+
+def cascade(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[str, ...]:
+    """Dependents whose replace-forcing inputs are built from this resource's outputs: replaced with it."""
+    replaced: list[str] = []
+    frontier, seen = [resource.key], {resource.key}
+    while frontier:
+        current = frontier.pop()
+        for key in sorted(graph.dependents(current)):
+            dependent = graph.resources[key]
+            edges = dependent.property_dependencies.items()
+            forced = any(current in deps and _forces(dependent, rules, prop) for prop, deps in edges)
+            if key not in seen and forced:
+                seen.add(key)
+                replaced.append(dependent.name)
+                frontier.append(key)
+    return tuple(replaced)
+
+
+def predict(graph: StackGraph, resource: Resource, rules: Rules, field: str) -> Replacement:
+    """What `pulumi up` does to `resource` when `field` (a replace-forcing input) changes."""
+    strategy = _strategy(resource, rules)
+    why = _collision(resource, rules, field, strategy)
+    return Replacement(resource, field, strategy, bool(why), why, resource.protect, cascade(graph, resource, rules))
+
+
+def replacement_findings(graph: StackGraph, rules: Rules) -> list[Finding]:
+    findings = []
+    for resource in graph:
+        if not resource.custom or resource.is_provider:
+            continue
+        fields = replace_fields(resource, rules)
+        colliding = [f for f in fields if predict(graph, resource, rules, f).collides]
+        if colliding:
+            why = predict(graph, resource, rules, colliding[0]).collision
+            shown = ", ".join(colliding[:4]) + (f" (or {len(colliding) - 4} more)" if len(colliding) > 4 else "")
+            remedy = ("set deleteBeforeReplace" if resource.type == HELM_RELEASE or not rules.aws_types[resource.type].name_fields
+                      else "let the provider generate the name (or a name prefix), or set deleteBeforeReplace")
+            findings.append(Finding(REPLACE, resource.name, (
+                f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"), True))
+        forcing = [f for f in fields if not f.startswith("metadata.")]
+        if resource.protect and forcing and not data_role(resource, rules):
+            findings.append(Finding(REPLACE, resource.name, (
+                f"{resource.type} is protected but holds no data: a change to {', '.join(forcing)} needs a replacement "
+                f"that protect refuses; protect what holds data, not what describes it"), True))
+    return sorted(findings)

@@ -1,0 +1,139 @@
+"""The engine's and providers' rules (`provider_rules.yaml`) and typical durations (`durations.yaml`), typed.
+
+Loaded once; everything else in the package interprets these, so a new kind, type or number is a data change.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RULES_DIR = Path(__file__).resolve().parent
+PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
+DURATIONS_FILE = RULES_DIR / "durations.yaml"
+
+
+@dataclass(frozen=True)
+class KindAwait:
+    """How the Kubernetes provider waits for one kind after create/update."""
+
+    kind: str
+    ready_when: str
+    timeout_seconds: float
+    timeout_fixed: bool
+    immediate: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class AwsType:
+    """Replacement facts of one pulumi-aws type."""
+
+    type: str
+    name_fields: tuple[str, ...]
+    generated_name_fields: tuple[str, ...]
+    unique_by: tuple[str, ...]
+    replace_fields: tuple[str, ...]
+    provider_delete_before_replace: bool
+    singleton: bool
+    data_role: str
+    replace_note: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Span:
+    """A duration in minutes, typical and worst case, with what it rests on."""
+
+    typical: float
+    max: float
+    basis: str
+    worst_basis: str = "estimate"
+
+
+@dataclass(frozen=True)
+class Rules:
+    sources: dict[str, str]
+    kinds: dict[str, KindAwait]
+    default_timeout_seconds: float
+    custom_resource_ready_when: str
+    annotations: dict[str, str]
+    pod_spec_paths: dict[str, tuple[str, ...]]
+    cluster_scoped_kinds: frozenset[str]
+    kubernetes_replace_fields: dict[str, tuple[str, ...]]
+    kubernetes_named_delete_first: bool
+    restart_needed_on_replace: frozenset[str]
+    kubernetes_data_roles: dict[str, str]
+    helm: dict[str, Any]
+    extended_resources: dict[str, dict[str, str]]
+    operators: dict[str, dict[str, str]]
+    provisioners: dict[str, dict[str, str]]
+    aws_types: dict[str, AwsType]
+    aws_deletion: dict[str, dict[str, Any]]
+    durations: dict[str, Any] = field(repr=False)
+
+    def source(self, key: str) -> str:
+        """What a source key names (file and the lines it rests on)."""
+        return self.sources.get(key, key)
+
+    def helm_cluster_scoped(self, chart: str) -> bool:
+        return any(entry["chart"] in chart for entry in self.helm["cluster_scoped_charts"])
+
+    def span(self, entry: dict[str, Any]) -> Span:
+        """A durations.yaml entry; tables show its basis up to the first ';'."""
+        return Span(float(entry["typical"]), float(entry.get("max", entry["typical"])), str(entry["basis"]).split(";")[0])
+
+
+def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
+    return KindAwait(
+        kind=kind,
+        ready_when=entry["ready_when"],
+        timeout_seconds=float(entry.get("timeout_seconds", 0)),
+        timeout_fixed=bool(entry.get("timeout_fixed", False)),
+        immediate=bool(entry.get("immediate", False)),
+        source=entry["source"],
+    )
+
+
+def _aws(type_token: str, entry: dict[str, Any]) -> AwsType:
+    return AwsType(
+        type=type_token,
+        name_fields=tuple(entry.get("name_fields", ())),
+        generated_name_fields=tuple(entry.get("generated_name_fields", ())),
+        unique_by=tuple(entry.get("unique_by", ())),
+        replace_fields=tuple(entry["replace_fields"]),
+        provider_delete_before_replace=bool(entry.get("provider_delete_before_replace", False)),
+        singleton=bool(entry.get("singleton", False)),
+        data_role=entry.get("data_role", ""),
+        replace_note=entry.get("replace_note", ""),
+        source=entry["source"],
+    )
+
+
+@functools.cache
+def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DURATIONS_FILE) -> Rules:
+    data = yaml.safe_load(provider_rules.read_text())
+    kubernetes, aws = data["kubernetes"], data["aws"]
+    return Rules(
+        sources=data["sources"],
+        kinds={kind: _kind(kind, entry) for kind, entry in kubernetes["kinds"].items()},
+        default_timeout_seconds=float(kubernetes["default_timeout_seconds"]),
+        custom_resource_ready_when=kubernetes["custom_resource"]["ready_when"],
+        annotations=kubernetes["annotations"],
+        pod_spec_paths={kind: tuple(paths) for kind, paths in kubernetes["pod_spec_paths"].items()},
+        cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
+        kubernetes_replace_fields={kind: tuple(fields) for kind, fields in kubernetes["replace_fields"].items()},
+        kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
+        restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
+        kubernetes_data_roles=kubernetes["data_roles"],
+        helm=kubernetes["helm_release"],
+        extended_resources=kubernetes["extended_resources"],
+        operators=kubernetes["operators"],
+        provisioners=kubernetes["provisioners"],
+        aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
+        aws_deletion=aws["deletion"],
+        durations=yaml.safe_load(durations.read_text()),
+    )

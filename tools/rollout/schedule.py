@@ -1,0 +1,114 @@
+"""The timeline of a first `pulumi up` from an empty account: every resource starts when what it depends on
+is done (the engine runs independent branches in parallel), is ready once its own work and its readiness
+prerequisites are done, and `up` moves past it either then (awaited) or at once (not awaited).
+
+Computed twice: with typical durations (the predicted timeline) and with worst-case durations (for the
+"can this wait expire?" checks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tools.rollout.awaits import Await, await_of
+from tools.rollout.durations import claim_provisioning, work
+from tools.rollout.graph import Resource, StackGraph
+from tools.rollout.rules import Rules, Span
+from tools.rollout.workloads import Prerequisite, prerequisites
+
+SAGEMAKER_ENDPOINT = "aws:sagemaker/endpoint:Endpoint"
+SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
+
+
+@dataclass(frozen=True)
+class Step:
+    """One resource on the timeline (minutes from the start of `up`)."""
+
+    resource: Resource
+    work: Span
+    wait: Await | None
+    prerequisites: tuple[Prerequisite, ...]
+    start: float
+    ready: float
+    up_done: float
+    start_worst: float
+    ready_worst: float
+    gated_by: str  # the key whose completion decided when this step was ready ("" at the root)
+
+    @property
+    def awaited(self) -> bool:
+        return self.wait is None or self.wait.awaited
+
+    @property
+    def settled(self) -> bool:
+        """Whether `up` moves past this step only once it is ready (what is ordered after it can rely on it)."""
+        return self.up_done >= self.ready - 1e-9
+
+
+def _awaited_work(graph: StackGraph, resource: Resource, rules: Rules, wait: Await | None, span: Span) -> Span:
+    """The part of the work `up` itself waits for (a claim on a WaitForFirstConsumer class: none)."""
+    if wait is not None and not wait.awaited:
+        return Span(0.0, 0.0, "")
+    if resource.kind == "PersistentVolumeClaim" and claim_provisioning(graph, resource, rules)[1] == "WaitForFirstConsumer":
+        return Span(0.0, 0.0, "")
+    return span
+
+
+class Timeline:
+    """Typical and worst-case schedule of every resource of a stack."""
+
+    def __init__(self, graph: StackGraph, rules: Rules) -> None:
+        self.graph = graph
+        self.steps: dict[str, Step] = {}
+        needs = {r.key: tuple(prerequisites(graph, r, rules)) for r in graph}
+        for key in self._order(needs):
+            resource = graph.resources[key]
+            wait = await_of(resource, rules)
+            span = work(graph, resource, rules)
+            deps = graph.direct_dependencies(key)
+            start = max((self.steps[d].up_done for d in deps), default=0.0)
+            start_worst = max((self._up_done_worst(d) for d in deps), default=0.0)
+            gates = {p.key for p in needs[key] if p.key in self.steps}
+            gate_ready = max([(self.steps[g].ready, g) for g in gates] + [(start, "")])
+            gate_worst = max([self.steps[g].ready_worst for g in gates] + [start_worst])
+            ready, ready_worst = gate_ready[0] + span.typical, gate_worst + span.max
+            awaited_span = _awaited_work(graph, resource, rules, wait, span)
+            up_done = max(start + awaited_span.typical, ready if awaited_span.typical else start)
+            gated_by = gate_ready[1] or max(((self.steps[d].up_done, d) for d in deps), default=(0.0, ""))[1]
+            self.steps[key] = Step(resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst, gated_by)
+
+    def _up_done_worst(self, key: str) -> float:
+        step = self.steps[key]
+        return step.ready_worst if step.up_done >= step.ready and step.work.typical else step.start_worst
+
+    def _order(self, needs: dict[str, tuple[Prerequisite, ...]]) -> list[str]:
+        """Dependencies first, and readiness prerequisites before what needs them where that is acyclic."""
+        placed: set[str] = set()
+        order: list[str] = []
+        remaining = self.graph.topological_order()
+        while remaining:
+            ready = [
+                k for k in remaining
+                if self.graph.direct_dependencies(k) <= placed
+                and all(p.key in placed or not p.key or p.key not in self.graph.resources for p in needs[k])
+            ] or [k for k in remaining if self.graph.direct_dependencies(k) <= placed][:1]
+            order.extend(ready)
+            placed.update(ready)
+            remaining = [k for k in remaining if k not in placed]
+        return order
+
+    def serving(self) -> list[Step]:
+        """Steps after which a client can get a token: Dynamo graphs and SageMaker endpoints."""
+        return [s for s in self.steps.values() if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT]
+
+    def up_minutes(self) -> float:
+        return max((s.up_done for s in self.steps.values()), default=0.0)
+
+    def path_to(self, key: str) -> list[Step]:
+        """The chain of steps that decided when `key` became ready (the critical path), first step first."""
+        path: list[Step] = []
+        current = key
+        while current:
+            step = self.steps[current]
+            path.append(step)
+            current = step.gated_by if step.gated_by != current else ""
+        return [s for s in reversed(path) if s.resource.custom and not s.resource.is_provider]

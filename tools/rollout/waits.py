@@ -1,0 +1,105 @@
+"""Waits that can expire before what they wait for is done, and successes that come before serving.
+
+Three checks on the timeline:
+- a wait shorter than the work it waits for (a claim's hard-coded bind wait against the provisioning of its
+  volume, a Job's timeout against its own activeDeadlineSeconds, a Helm timeout against the chart's install,
+  a graph's waitFor timeout against its workers' startup budget);
+- a readiness prerequisite the resource is not ordered after (not among its transitive dependencies, or
+  among them but not awaited) that can, in the worst case, finish after the wait has expired;
+- a prerequisite the stack never creates, in a namespace this stack creates (so it cannot exist yet).
+And one warning: a serving resource `up` does not wait for at all.
+"""
+from __future__ import annotations
+
+from tools.rollout.durations import claim_provisioning
+from tools.rollout.findings import SERVE, WAIT, Finding
+from tools.rollout.graph import StackGraph
+from tools.rollout.rules import Rules
+from tools.rollout.schedule import Step, Timeline
+
+
+def _describe(step: Step) -> str:
+    resource = step.resource
+    if resource.is_kubernetes_object:
+        where = f"{resource.namespace}/" if resource.namespace else ""
+        return f"{resource.kind} {where}{resource.object_name}"
+    return resource.type
+
+
+def _timeout_minutes(step: Step) -> float:
+    assert step.wait is not None and step.wait.timeout_seconds is not None
+    return step.wait.timeout_seconds / 60
+
+
+def _work_too_long(graph: StackGraph, step: Step, rules: Rules) -> Finding | None:
+    wait = step.wait
+    if wait is None or not wait.awaited:
+        return None
+    resource, timeout = step.resource, _timeout_minutes(step)
+    if resource.kind == "PersistentVolumeClaim":
+        span, binding = claim_provisioning(graph, resource, rules)
+        if binding == "WaitForFirstConsumer" or span.max <= timeout:
+            return None
+        return Finding(WAIT, resource.name, (
+            f"{_describe(step)}: `up` waits at most {timeout:g} min for Bound ({wait.timeout_basis}, {wait.source}) but its "
+            f"{binding}-binding class provisions the volume in up to {span.max:g} min: annotate the claim "
+            f"pulumi.com/skipAwait: \"true\" or bind WaitForFirstConsumer"), True)
+    if step.work.max <= timeout:
+        return None
+    return Finding(WAIT, resource.name, (
+        f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
+        f"\"{wait.ready_when}\", but that can take {step.work.max:.0f} min ({step.work.worst_basis})"), True)
+
+
+def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) -> list[Finding]:
+    wait = step.wait
+    if wait is None or not wait.awaited:
+        return []
+    deadline = step.start_worst + _timeout_minutes(step)
+    findings = []
+    for need in step.prerequisites:
+        if not need.key:
+            continue
+        other = timeline.steps[need.key]
+        ordered = graph.ordered_before(need.key, step.resource.key)
+        if (ordered and other.settled) or other.ready_worst <= deadline:
+            continue
+        relation = (f"depends on {other.resource.name}, which `up` does not wait for" if ordered
+                    else f"does not depend on {other.resource.name}")
+        findings.append(Finding(WAIT, step.resource.name, (
+            f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
+            f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} can "
+            f"take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"), True))
+    return findings
+
+
+def _missing(graph: StackGraph, step: Step) -> list[Finding]:
+    findings = []
+    for need in step.prerequisites:
+        if need.missing:
+            findings.append(Finding(WAIT, step.resource.name, (
+                f"{_describe(step)} {need.reason}, which nothing in the stack creates; its namespace is created by this "
+                f"stack, so {need.missing} cannot exist before `up`: its pods never start"), True))
+    return findings
+
+
+def _unawaited_serving(step: Step) -> Finding | None:
+    if step.awaited:
+        return None
+    return Finding(SERVE, step.resource.name, (
+        f"`up` does not wait for {_describe(step)}, so it succeeds and publishes the endpoint even if no worker ever "
+        f"starts: annotate pulumi.com/waitFor (a Ready condition) and pulumi.com/timeoutSeconds >= "
+        f"{step.work.max * 60:.0f} ({step.work.worst_basis})"), False)
+
+
+def wait_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[Finding]:
+    findings: list[Finding] = []
+    serving = {s.resource.key for s in timeline.serving()}
+    for step in timeline.steps.values():
+        if (too_long := _work_too_long(graph, step, rules)) is not None:
+            findings.append(too_long)
+        findings += _unordered_prerequisites(graph, timeline, step)
+        findings += _missing(graph, step)
+        if step.resource.key in serving and step.resource.is_kubernetes_object and (idle := _unawaited_serving(step)):
+            findings.append(idle)
+    return sorted(set(findings))

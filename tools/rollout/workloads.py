@@ -1,0 +1,179 @@
+"""What a workload's pods need before they can become Ready: its readiness prerequisites.
+
+Read from the pod specs the render recorded: claims they mount (and the Job that fills a claim they only
+read), Secrets and ConfigMaps they reference, their PriorityClass, the node groups their node affinity
+selects, the device plugins that advertise the extended resources they request, and the operator that
+turns a custom resource into pods. A prerequisite the stack does not create is reported as missing.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
+from tools.rollout.rules import Rules
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """Something the pods of a workload need; `key` is its resource, or empty when the stack lacks it."""
+
+    key: str
+    reason: str
+    missing: str = ""
+
+
+def pod_specs(resource: Resource, rules: Rules) -> list[dict[str, Any]]:
+    paths = rules.pod_spec_paths.get(resource.kind, ())
+    specs: list[dict[str, Any]] = []
+    for path in paths:
+        found = lookup(resource.inputs, path)
+        specs.extend(s for s in (found if isinstance(found, list) else [found]) if isinstance(s, dict))
+    return specs
+
+
+def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, dict)]
+
+
+def env_values(resource: Resource, rules: Rules) -> list[str]:
+    """Every literal env value and argument of the workload's containers (where checkpoints are named)."""
+    values: list[str] = []
+    for spec in pod_specs(resource, rules):
+        for container in containers(spec):
+            values += [str(e["value"]) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e]
+            values += [str(a) for a in container.get("args") or []]
+    return values
+
+
+def images(resource: Resource, rules: Rules) -> list[str]:
+    return sorted({str(c["image"]) for spec in pod_specs(resource, rules) for c in containers(spec) if c.get("image")})
+
+
+def mounted_claims(spec: dict[str, Any]) -> dict[str, bool]:
+    """Claim name -> whether this pod only reads it (volume or every mount read-only)."""
+    claims: dict[str, bool] = {}
+    for volume in spec.get("volumes") or []:
+        claim = (volume or {}).get("persistentVolumeClaim")
+        if not claim:
+            continue
+        mounts = [m for c in containers(spec) for m in c.get("volumeMounts") or [] if m.get("name") == volume.get("name")]
+        read_only = bool(claim.get("readOnly")) or (bool(mounts) and all(m.get("readOnly") for m in mounts))
+        name = str(claim.get("claimName", ""))
+        claims[name] = claims.get(name, True) and read_only
+    return claims
+
+
+def _named_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """(kind, name, how) for every Secret/ConfigMap the pod needs (optional references skipped)."""
+    for ref in spec.get("imagePullSecrets") or []:
+        yield "Secret", str(ref.get("name", "")), "pulls its images with"
+    for volume in spec.get("volumes") or []:
+        if (secret := volume.get("secret")) and not secret.get("optional"):
+            yield "Secret", str(secret.get("secretName", "")), "mounts"
+        if (config_map := volume.get("configMap")) and not config_map.get("optional"):
+            yield "ConfigMap", str(config_map.get("name", "")), "mounts"
+    for container in containers(spec):
+        for source in container.get("envFrom") or []:
+            for kind, field in (("Secret", "secretRef"), ("ConfigMap", "configMapRef")):
+                if (ref := source.get(field)) and not ref.get("optional"):
+                    yield kind, str(ref.get("name", "")), "reads env from"
+        for env in container.get("env") or []:
+            value_from = (env or {}).get("valueFrom") or {}
+            for kind, field in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
+                if (ref := value_from.get(field)) and not ref.get("optional"):
+                    yield kind, str(ref.get("name", "")), "reads env from"
+
+
+def _required_label_values(spec: dict[str, Any]) -> dict[str, set[str]]:
+    """Label key -> allowed values, from nodeSelector and required node affinity (In / single term)."""
+    required = {key: {str(value)} for key, value in (spec.get("nodeSelector") or {}).items()}
+    affinity = lookup(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
+    if len(affinity) == 1:
+        for expression in affinity[0].get("matchExpressions") or []:
+            if expression.get("operator") == "In":
+                required.setdefault(expression["key"], set()).update(str(v) for v in expression.get("values") or [])
+    return required
+
+
+def selected_node_groups(graph: StackGraph, spec: dict[str, Any]) -> list[Resource]:
+    """Node groups of the stack whose labels satisfy every constraint they can speak to (at least one)."""
+    required = _required_label_values(spec)
+    matches = []
+    for group in graph.of_type(NODE_GROUP):
+        labels = group.inputs.get("labels") or {}
+        relevant = {key: values for key, values in required.items() if key in labels}
+        if relevant and all(str(labels[key]) in values for key, values in relevant.items()):
+            matches.append(group)
+    return matches
+
+
+def _requested_resources(spec: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for container in containers(spec):
+        resources = container.get("resources") or {}
+        for section in ("requests", "limits"):
+            names.update((resources.get(section) or {}).keys())
+    return names
+
+
+def helm_release_of(graph: StackGraph, chart: str) -> Resource | None:
+    for release in graph.of_type(HELM_RELEASE):
+        if chart in str(release.inputs.get("chart", "")):
+            return release
+    return None
+
+
+def claim_writers(graph: StackGraph, rules: Rules, claim: str, namespace: str) -> list[Resource]:
+    """Jobs of the stack that mount this claim writable: they fill it."""
+    writers = []
+    for job in graph.kubernetes_objects("Job"):
+        if job.namespace == namespace and any(
+            not mounted_claims(spec).get(claim, True) for spec in pod_specs(job, rules)
+        ):
+            writers.append(job)
+    return writers
+
+
+def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[Prerequisite]:
+    """Everything the pods of `resource` need before they can be Ready, deduplicated by resource."""
+    found: dict[tuple[str, str], Prerequisite] = {}
+    namespace = resource.namespace
+    namespace_in_stack = graph.find_object("Namespace", namespace) is not None
+
+    def need(key: str, reason: str, missing: str = "") -> None:
+        if key != resource.key:
+            found.setdefault((key, missing), Prerequisite(key, reason, missing))
+
+    for spec in pod_specs(resource, rules):
+        for claim, read_only in mounted_claims(spec).items():
+            pvc = graph.find_object("PersistentVolumeClaim", claim, namespace)
+            if pvc:
+                need(pvc.key, f"mounts claim {claim}")
+            elif namespace_in_stack:
+                need("", f"mounts claim {claim}", f"PersistentVolumeClaim {namespace}/{claim}")
+            if read_only:
+                for writer in claim_writers(graph, rules, claim, namespace):
+                    need(writer.key, f"reads claim {claim}, which Job {writer.object_name} fills")
+        for kind, name, how in _named_refs(spec):
+            target = graph.find_object(kind, name, namespace)
+            if target:
+                need(target.key, f"{how} {kind} {name}")
+            elif namespace_in_stack:
+                need("", f"{how} {kind} {name}", f"{kind} {namespace}/{name}")
+        priority = spec.get("priorityClassName")
+        if priority and (target := graph.find_object("PriorityClass", str(priority))):
+            need(target.key, f"runs at PriorityClass {priority}")
+        for group in selected_node_groups(graph, spec):
+            need(group.key, f"schedules onto node group {group.inputs.get('nodeGroupName') or group.name}")
+        for requested in sorted(_requested_resources(spec)):
+            plugin = rules.extended_resources.get(requested)
+            if plugin and (release := helm_release_of(graph, plugin["chart"])):
+                need(release.key, f"requests {requested}, advertised by {plugin['chart']}")
+    operator = rules.operators.get(resource.kind)
+    if operator and (release := helm_release_of(graph, operator["chart"])):
+        need(release.key, f"is reconciled into pods by {operator['chart']}")
+    return list(found.values())
