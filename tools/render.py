@@ -28,6 +28,8 @@ from tools.mock_runtime import (
     run_program,
     stack_config,
 )
+from tools.rollout import analyse
+from tools.rollout import markdown as rollout_markdown
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -102,9 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out_dir = args.out / args.stack
     write_render(run, args.stack, out_dir)
+    rollout = analyse([r.to_json() for r in run.resources])
+    with (out_dir / "summary.md").open("a") as summary:
+        summary.write("\n" + rollout_markdown(rollout))
     report, mandatory_violated = check_policies(run, args.stack, pack_config)
     (out_dir / "policy-report.txt").write_text(report)
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
+    for finding in rollout.blocking:
+        print(finding.line(), file=sys.stderr)
+    if rollout.blocking:
+        return 1
     if mandatory_violated:
         print(report, file=sys.stderr)
         print(f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})", file=sys.stderr)
