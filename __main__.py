@@ -10,30 +10,17 @@ import pulumi_kubernetes as k8s
 
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
-from serving_stack.components.eks_cluster import (
-    EksCluster,
-    EksClusterArgs,
-    SystemNodeGroupSpec,
-)
+from serving_stack.components.eks_cluster import ClusterAccess, EksCluster, EksClusterArgs, SystemNodeGroupSpec
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
-from serving_stack.components.model_cache_storage import (
-    ModelCacheStorage,
-    ModelCacheStorageArgs,
-)
+from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
 from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from serving_stack.components.monitoring import Monitoring, MonitoringArgs
 from serving_stack.components.network import Network, NetworkArgs
-from serving_stack.components.sagemaker_endpoint import (
-    SageMakerEndpoint,
-    SageMakerEndpointArgs,
-)
-from serving_stack.components.serving_namespace import (
-    ServingNamespace,
-    ServingNamespaceArgs,
-)
+from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
 from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
-from serving_stack.config import hf_token, load_stack_config
+from serving_stack.config import configured_secrets, load_stack_config, secret_value
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
 from serving_stack.plan.stack_plan import StackPlan, build_plan
@@ -73,6 +60,7 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
             system_nodes=SystemNodeGroupSpec(system.instance_types, system.min_size, system.desired_size,
                                              system.max_size, system.disk_size_gib),
             addons=cluster.addons, node_managed_policies=plan.aws.node_managed_policies,
+            access_entries=[ClusterAccess(g.principal_arn, g.policy, g.namespaces) for g in cluster.access_grants],
         ), opts=on_aws)
         return ClusterHandles(kubernetes=eks.provider, eks=eks, network=network, name=eks.cluster_name,
                               vpc_id=network.vpc_id, vpc_cidr=cluster.vpc_cidr,
@@ -89,7 +77,8 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
 
 
 # Everything that can be wrong with the input fails here, before the first resource.
-plan = build_plan(load_stack_config(), load_facts(), default_region=pulumi.Config("aws").get("region"))
+secrets = configured_secrets()
+plan = build_plan(load_stack_config(), load_facts(), default_region=pulumi.Config("aws").get("region"), secrets=secrets)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
 aws_provider = aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
@@ -114,39 +103,51 @@ cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_cidr:
     cache_storage.append(ModelCacheStorage("model-cache-storage", ModelCacheStorageArgs(
         storage=plan.storage, cluster_name=cluster.eks.cluster_name, vpc_id=cluster.vpc_id,
-        vpc_cidr=cluster.vpc_cidr, private_subnet_ids_by_az=cluster.subnets_by_az, tags=tags,
+        vpc_cidr=cluster.vpc_cidr, private_subnet_ids_by_az=cluster.subnets_by_az,
+        claim_namespace=plan.serving.namespace, tags=tags,
     ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes})))
 
 # --- Kubernetes: namespace, model cache, prewarm, Dynamo, serving targets --------------------------
 serving = plan.serving
-serving_namespace = ServingNamespace(
-    "serving", ServingNamespaceArgs(namespace=serving.namespace, hf_token=hf_token()), opts=on_cluster)
+pull = serving.pull_secret
+serving_namespace = ServingNamespace("serving", ServingNamespaceArgs(
+    namespace=serving.namespace, hf_token=secret_value("hfToken") if serving.hf_token else None,
+    pull_secret=RegistryPullSecret(pull.name, pull.server, secret_value("ngcApiKey")) if pull else None,
+    retain_on_delete=serving.retain_on_delete,
+), opts=on_cluster)
+# The pods' image pull Secret is referenced by name, not by an output: order them after it explicitly.
+pull_secret = [serving_namespace] if pull else []
 model_cache = ModelCache("model-cache", ModelCacheArgs(
     namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
-    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_claim,
-), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=cache_storage))
+    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_on_delete,
+    volume_name=cache_storage[0].volume_name if cache_storage else None,
+), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]))
 if serving.prewarm_pools:
+    # Prewarm pods are Ready once they have read the checkpoints, which exist once the download Job is done.
     ModelPrewarm("model-prewarm", ModelPrewarmArgs(
         namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
         program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
-    ), opts=on_cluster)
+    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[model_cache.download_job]))
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
 monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
-platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
-    namespace=serving.platform.namespace, release_name=serving.platform.release_name,
-    chart_url=serving.platform.chart_url, values=dict(serving.platform.values),
-), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
-                               depends_on=monitoring.crds_ready if monitoring else []))
+platform_release: list[pulumi.Resource] = []
+if serving.platform.install:
+    platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
+        namespace=serving.platform.namespace, release_name=serving.platform.release_name,
+        chart_url=serving.platform.chart_url, values=dict(serving.platform.values),
+    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
+                                   depends_on=monitoring.crds_ready if monitoring else []))
+    platform_release.append(platform.release)
 for target in serving.targets:
     ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
-        depends_on=[platform.release, model_cache.download_job],
+        depends_on=[*platform_release, model_cache.download_job, *pull_secret],
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------
 for endpoint in plan.sagemaker:
     SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(
-        endpoint, hf_token=hf_token() if endpoint.container.needs_hf_token else None), opts=on_aws)
+        endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None), opts=on_aws)
 
 # --- Outputs: the versioned contract ---------------------------------------------------------------
 contract = StackOutputs(endpoints=plan.endpoints)

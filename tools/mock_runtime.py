@@ -177,6 +177,9 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
             "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
         },
         "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
+        "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
+            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com", "mountName": "mockmnt",
+        },
     }
     if type_token in computed:
         outputs.update(computed[type_token]())

@@ -79,7 +79,9 @@ class DevicePlugins(pulumi.ComponentResource):
                     namespace=namespace.metadata.name,
                     values=nvidia_values(),
                     atomic=True,
-                    opts=child,
+                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
+                    # a replacement (another namespace) must delete the old release first.
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
                 )
             )
         if args.efa_instance_types:
@@ -94,7 +96,9 @@ class DevicePlugins(pulumi.ComponentResource):
                     namespace=efa.namespace,
                     values=efa_values(args.efa_instance_types),
                     atomic=True,
-                    opts=child,
+                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
+                    # a replacement (another namespace) must delete the old release first.
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
                 )
             )
         if args.infiniband:

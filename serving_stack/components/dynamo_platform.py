@@ -41,6 +41,8 @@ class DynamoPlatform(pulumi.ComponentResource):
             atomic=True,
             cleanup_on_fail=True,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self),
+            # The release keeps its name and its chart's cluster-scoped objects (CRDs, webhooks, cluster
+            # roles) are named after it: a replacement (another namespace) must delete the old release first.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         self.register_outputs({"releaseStatus": self.release.status})

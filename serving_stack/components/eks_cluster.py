@@ -28,6 +28,21 @@ class SystemNodeGroupSpec:
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """An IAM principal with an EKS access policy, cluster-wide or in `namespaces`."""
+
+    principal_arn: str
+    policy: str
+    namespaces: Sequence[str] = ()
+
+
+ACCESS_POLICIES = {
+    name: f"arn:aws:eks::aws:cluster-access-policy/AmazonEKS{name}Policy"
+    for name in ("ClusterAdmin", "Admin", "Edit", "View")
+}
+
+
+@dataclass(frozen=True)
 class EksClusterArgs:
     cluster_name: str
     kubernetes_version: str
@@ -38,6 +53,7 @@ class EksClusterArgs:
     system_nodes: SystemNodeGroupSpec
     addons: Sequence[EksAddon]
     node_managed_policies: Sequence[str]
+    access_entries: Sequence[ClusterAccess] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -86,7 +102,8 @@ class EksCluster(pulumi.ComponentResource):
             name=f"/aws/eks/{args.cluster_name}/cluster",
             retention_in_days=args.log_retention_days,
             tags=tags,
-            opts=child,
+            # EKS writes to exactly this name, so a replacement cannot take a new one: delete first.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
         public = bool(args.endpoint_public_access_cidrs)
         cluster = aws.eks.Cluster(
@@ -112,7 +129,9 @@ class EksCluster(pulumi.ComponentResource):
             tags=tags,
             # The log group must exist first or EKS creates it without retention; the role needs its
             # policy before EKS can manage the cluster's network interfaces.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy]),
+            # The name is the cluster's identity (kubeconfig, node groups, add-ons): a change that replaces the
+            # cluster (its role, name or network family) replaces everything on it, deleting first.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy], delete_before_replace=True),
         )
         node_role = aws.iam.Role(f"{name}-system-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child)
         node_policies = [
@@ -124,7 +143,8 @@ class EksCluster(pulumi.ComponentResource):
         nodes = aws.eks.NodeGroup(
             f"{name}-system-nodes",
             cluster_name=cluster.name,
-            node_group_name=f"{args.cluster_name}-system",
+            # A generated name: a replacement (instance types, disk) starts the new group before the old goes.
+            node_group_name_prefix=f"{args.cluster_name}-system-",
             node_role_arn=node_role.arn,
             subnet_ids=list(args.private_subnet_ids),
             instance_types=list(system.instance_types),
@@ -139,6 +159,8 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
         )
         late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in args.addons if addon.needsNodes]
+        for index, entry in enumerate(args.access_entries):
+            self._access_entry(f"{name}-access-{index}", cluster, entry)
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
@@ -152,6 +174,18 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[nodes, *late_addons]),
         )
         self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+
+    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: ClusterAccess) -> None:
+        """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
+        # One entry (and one association per policy) per principal: a replacement must delete the old first.
+        replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        entry = aws.eks.AccessEntry(name, cluster_name=cluster.name, principal_arn=access.principal_arn,
+                                    type="STANDARD", opts=replace_in_place)
+        scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
+            type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None)
+        aws.eks.AccessPolicyAssociation(
+            f"{name}-policy", cluster_name=cluster.name, principal_arn=entry.principal_arn,
+            policy_arn=ACCESS_POLICIES[access.policy], access_scope=scope, opts=replace_in_place)
 
     def _addon(self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]) -> aws.eks.Addon:
         return aws.eks.Addon(

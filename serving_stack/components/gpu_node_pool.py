@@ -127,7 +127,8 @@ class GpuNodePool(pulumi.ComponentResource):
         self.node_group = aws.eks.NodeGroup(
             f"{name}-node-group",
             cluster_name=args.cluster_name,
-            node_group_name=pool.name,
+            # A generated name, so a replacement never collides with the group it replaces.
+            node_group_name_prefix=f"{pool.name}-",
             node_role_arn=role.arn,
             subnet_ids=[args.subnet_id],
             instance_types=[pool.instance_type],
@@ -142,7 +143,8 @@ class GpuNodePool(pulumi.ComponentResource):
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             # Nodes join only once their role can register them and pull images.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
+            # A reservation (Capacity Block, ODCR) cannot hold old and new nodes at once: delete first.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies, delete_before_replace=pool.reserved_capacity),
         )
         self.register_outputs({"nodeGroupName": self.node_group.node_group_name})
 

@@ -12,11 +12,16 @@ from serving_stack.names import TypeTokens
 
 @dataclass(frozen=True)
 class ModelCacheArgs:
+    """`hf_token_secret_name`: None downloads without a token (public checkpoints), so the Job's `envFrom`
+    of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
+    created), None for dynamic provisioning by the claim's StorageClass."""
+
     namespace: pulumi.Input[str]
-    hf_token_secret_name: pulumi.Input[str]
+    hf_token_secret_name: Optional[pulumi.Input[str]]
     pvc: dict[str, Any]
     download_job: dict[str, Any]
     retain_on_delete: bool
+    volume_name: Optional[pulumi.Input[str]] = None
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -31,17 +36,25 @@ class ModelCache(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
+        spec = dict(args.pvc["spec"])
+        if args.volume_name is not None:
+            spec["volumeName"] = args.volume_name
+        # Not protected: protect would block every later change of the claim, while the data either lives
+        # in a protected file system outside the namespace or is kept by `retain_on_delete` (with the
+        # namespace: deleting a namespace deletes the claims in it).
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
             metadata={**args.pvc["metadata"], "namespace": args.namespace},
-            spec=args.pvc["spec"],
-            # Protected too: the CLI's policy analyzer sees `protect`, not `retainOnDelete`.
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete, protect=args.retain_on_delete),
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         job_spec = args.download_job["spec"]
         pod_spec = job_spec["template"]["spec"]
         (container,) = pod_spec["containers"]
-        container = {**container, "envFrom": [{"secretRef": {"name": args.hf_token_secret_name}}]}
+        if args.hf_token_secret_name is None:
+            container = {key: value for key, value in container.items() if key != "envFrom"}
+        else:
+            container = {**container, "envFrom": [{"secretRef": {"name": args.hf_token_secret_name}}]}
         volumes = [
             {**v, "persistentVolumeClaim": {"claimName": pvc.metadata.name}} if "persistentVolumeClaim" in v else v
             for v in pod_spec["volumes"]

@@ -80,7 +80,8 @@ class Monitoring(pulumi.ComponentResource):
             atomic=True,
             cleanup_on_fail=True,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self),
+            # Fixed release name, cluster-scoped objects named after it: delete the old release first.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
 
 

@@ -128,7 +128,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                     bucket_key_enabled=True,
                     apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
                         sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn))],
-                opts=child)
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
             aws.s3.BucketPublicAccessBlock(
                 f"{name}-capture-public-access", bucket=capture_bucket.id, region=region, block_public_acls=True,
                 block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=child)

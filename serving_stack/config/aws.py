@@ -27,6 +27,15 @@ from serving_stack.config.types import (
 )
 
 
+class AccessEntry(Block):
+    """An IAM principal allowed into the cluster (EKS access entry with an AWS-managed access policy),
+    beside the identity that creates it: CI roles, operators."""
+
+    principalArn: str = pydantic.Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+    accessPolicy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = "View"
+    namespaces: list[DnsLabel] = pydantic.Field(default_factory=list, description="[]: the whole cluster")
+
+
 class CreateCluster(Block):
     name: DnsLabel
     kubernetesVersion: KubernetesVersion
@@ -35,6 +44,7 @@ class CreateCluster(Block):
     endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(default_factory=list, description="[]: private endpoint only")
     controlPlaneLogRetentionDays: Literal[7, 14, 30, 60, 90, 180, 365] = 90
     natGatewayPerAz: bool = True
+    accessEntries: list[AccessEntry] = pydantic.Field(default_factory=list)
 
 
 class ExistingCluster(Block):

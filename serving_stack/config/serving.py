@@ -68,6 +68,10 @@ class PrewarmConfig(Block):
 
 
 class ModelCacheConfig(Block):
+    """`retainOnDelete`: `pulumi destroy` forgets the claim and the serving namespace instead of deleting
+    them (deleting the namespace would delete the claim with it), so the cached checkpoints survive. With a
+    file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
+
     storageClassName: StorageClassName
     size: Quantity = "300Gi"
     checkpoints: Checkpoints = Checkpoints()
@@ -81,6 +85,7 @@ class PlatformConfig(Block):
 
     `chartVersion` unset means the version pinned in `catalog/platform.yaml`."""
 
+    install: bool = pydantic.Field(default=True, description="false: the cluster already runs the platform")
     chartVersion: Optional[SemVer] = None
     namespace: DnsLabel = "dynamo-system"
     releaseName: DnsLabel = "dynamo-platform"
@@ -94,10 +99,24 @@ class RuntimeImage(Block):
     tag: SemVer = "1.5.0-nemotron-3.5-lightning-dev.1"
 
 
+class Readiness(Block):
+    """`pulumi up` waits until every DGD reports `Ready` (`pulumi.com/waitFor`), at most `timeoutSeconds`
+    (unset: image pull plus the workers' own startupProbe budget, so the wait never expires first)."""
+
+    wait: bool = True
+    timeoutSeconds: Optional[int] = pydantic.Field(default=None, ge=60, le=4 * 3600)
+
+
 class DynamoConfig(Block):
+    """`imagePullSecret`: the name of the `kubernetes.io/dockerconfigjson` Secret the stack creates in the
+    serving namespace from the `ngcApiKey` secret (the namespace is the stack's, so it cannot exist before);
+    unset for public images."""
+
     platform: PlatformConfig = PlatformConfig()
     runtime: RuntimeImage = RuntimeImage()
     imagePullSecret: Optional[DnsLabel] = None
+    registry: str = pydantic.Field(default="nvcr.io", pattern=r"^[a-z0-9.-]+(:[0-9]+)?$")
+    readiness: Readiness = Readiness()
 
 
 class TargetConfig(Block):

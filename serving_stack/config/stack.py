@@ -25,7 +25,7 @@ from serving_stack.config.serving import (
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, from_validation_error
 
-SECRET_KEYS = ("hfToken",)
+SECRET_KEYS = ("hfToken", "ngcApiKey")
 
 
 class StackConfig(Block):
@@ -74,6 +74,12 @@ def load_stack_config() -> StackConfig:
     return parse_stack_config(_raw_project_config(project))
 
 
-def hf_token() -> pulumi.Output[str]:
-    """The Hugging Face token, only ever as a Pulumi secret."""
-    return pulumi.Config().require_secret("hfToken")
+def configured_secrets() -> frozenset[str]:
+    """Which secret keys the stack sets (their values stay Pulumi secrets, read with `secret_value`)."""
+    config = pulumi.Config()
+    return frozenset(key for key in SECRET_KEYS if config.get(key) is not None)
+
+
+def secret_value(key: str) -> pulumi.Output[str]:
+    """A secret config value, only ever as a Pulumi secret."""
+    return pulumi.Config().require_secret(key)

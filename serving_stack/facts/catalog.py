@@ -213,9 +213,17 @@ class Chart(Data):
     minKubernetes: str
 
 
+class Readiness(Data):
+    """How long `pulumi up` may wait for a DGD beyond its workers' own startupProbe budget."""
+
+    imagePullAllowanceSeconds: int = pydantic.Field(gt=0)
+    source: str
+
+
 class PlatformFile(Data):
     chart: Chart
     values: dict[str, Any]
+    readiness: Readiness
 
 
 @functools.lru_cache(maxsize=4)

@@ -14,10 +14,16 @@ kept byte for byte (the conformance test holds the stack to that):
 | `modelCache.checkpoints`                 | the download Job's model env vars and the repos it loops over |
 | `modelCache.download.*`                  | the download Job's `activeDeadlineSeconds` / `backoffLimit` |
 | `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`serving_stack.plan.prewarm`) |
+| `dynamo.readiness.*`                     | DGD annotations `pulumi.com/waitFor: condition=Ready`, `pulumi.com/timeoutSeconds` |
+| (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
+| `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
+| `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
 """
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -117,3 +123,35 @@ def render_download_job(catalog: Catalog, cache: ModelCacheConfig, settings: Ser
     quoted = ", ".join(f'"{name}"' for name in models) + ("," if len(models) == 1 else "")
     container["args"] = [DOWNLOAD_SCRIPT.format(env_names=quoted)]
     return job
+
+
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
+
+
+def startup_budget_seconds(dgd: dict[str, Any]) -> int:
+    """The longest any component may take to start before Kubernetes gives up on it (its startupProbe)."""
+    budgets = [0]
+    for component in dgd["spec"]["components"]:
+        for container in component["podTemplate"]["spec"].get("containers", []):
+            probe = container.get("startupProbe") or {}
+            budgets.append(int(probe.get("initialDelaySeconds", 0))
+                           + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3)))
+    return max(budgets)
+
+
+def await_ready(dgd: dict[str, Any], timeout_seconds: int) -> None:
+    """`pulumi up` waits for the DGD's `Ready` condition (the operator sets it once every component runs)."""
+    annotations = dgd["metadata"].setdefault("annotations", {})
+    annotations[WAIT_FOR_ANNOTATION] = "condition=Ready"
+    annotations[TIMEOUT_ANNOTATION] = str(timeout_seconds)
+
+
+def stamp_config_checksum(dgd: dict[str, Any], *config_data: Mapping[str, str]) -> None:
+    """A checksum of the ConfigMap data the pods read, on every pod template: a changed ConfigMap is replaced
+    under the same name, and only a changed pod template makes the operator roll the pods onto it."""
+    digest = hashlib.sha256(json.dumps(list(config_data), sort_keys=True).encode()).hexdigest()
+    for component in dgd["spec"]["components"]:
+        metadata = component["podTemplate"].setdefault("metadata", {})
+        metadata.setdefault("annotations", {})[CONFIG_CHECKSUM_ANNOTATION] = digest

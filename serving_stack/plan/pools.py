@@ -88,6 +88,11 @@ class ManagedPoolSpec:
     placement_group: bool
     labels: Mapping[str, str]
 
+    @property
+    def reserved_capacity(self) -> bool:
+        """Nodes come from a reservation (Capacity Block or ODCR), which has no room for a second group."""
+        return self.capacity_reservation_id is not None
+
     @classmethod
     def of(cls, pool: ResolvedPool) -> ManagedPoolSpec:
         if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):

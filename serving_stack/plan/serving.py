@@ -10,13 +10,16 @@ from typing import Any, Mapping, Optional
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
+from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.catalog import Criteria, PlatformFile
 from serving_stack.facts.instance_types import FabricProfile
-from serving_stack.plan.manifests import ServingSettings, render_target
+from serving_stack.plan.manifests import (
+    ServingSettings, await_ready, render_target, stamp_config_checksum, startup_budget_seconds,
+)
 from serving_stack.plan.pinning import place_target
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.prewarm import PrewarmPool, gate_workers, prewarm_pools
+from serving_stack.plan.prewarm import PROGRAM_FILE, PrewarmPool, gate_workers, prewarm_pools
 from serving_stack.plan.targets import SelectedTarget
 
 
@@ -58,18 +61,27 @@ def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> Ser
 
 def plan_targets(
     config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
-    fabrics: Mapping[str, FabricProfile], criteria: Criteria,
+    fabrics: Mapping[str, FabricProfile], criteria: Criteria, platform: PlatformFile, prewarm_program: str,
 ) -> list[PlannedTarget]:
     settings = serving_settings(config)
-    prewarm = config.modelCache.prewarm
+    prewarm, readiness = config.modelCache.prewarm, config.dynamo.readiness
     planned = []
     for target in selected:
         config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, settings)
         pool = placements.get(target.id)
         if pool is not None:
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
-        if prewarm.enabled and prewarm.gateWorkers:
+        gated = prewarm.enabled and prewarm.gateWorkers
+        if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds)
+        stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
+        if readiness.wait:
+            budget = startup_budget_seconds(dgd) + platform.readiness.imagePullAllowanceSeconds
+            if readiness.timeoutSeconds is not None and readiness.timeoutSeconds < budget:
+                raise ConfigError("dynamo.readiness.timeoutSeconds", f"{readiness.timeoutSeconds} s would expire before "
+                                  f"{target.id!r} may be ready: its startupProbe budget plus the image pull allowance "
+                                  f"is {budget} s", f">= {budget}, or unset")
+            await_ready(dgd, readiness.timeoutSeconds or budget)
         planned.append(PlannedTarget(target, pool, config_map, dgd, _endpoint(target, criteria, settings.namespace)))
     return planned
 
@@ -96,4 +108,5 @@ def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, di
 
 def plan_serving_targets(config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
                          facts: Facts) -> list[PlannedTarget]:
-    return plan_targets(config, selected, placements, facts.aws.fabrics, facts.catalog.criteria)
+    return plan_targets(config, selected, placements, facts.aws.fabrics, facts.catalog.criteria, facts.platform,
+                        PROGRAM_FILE.read_text())

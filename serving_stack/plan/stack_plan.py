@@ -53,6 +53,13 @@ class SystemNodes:
 
 
 @dataclass(frozen=True)
+class AccessGrant:
+    principal_arn: str
+    policy: str
+    namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class CreatedCluster:
     """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
 
@@ -65,6 +72,7 @@ class CreatedCluster:
     log_retention_days: int
     system_nodes: SystemNodes
     addons: tuple[EksAddon, ...]
+    access_grants: tuple[AccessGrant, ...]
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,16 @@ class DevicePluginSet:
 
 
 @dataclass(frozen=True)
+class PullSecretPlan:
+    name: str
+    server: str
+
+
+@dataclass(frozen=True)
 class DynamoPlatformPlan:
+    """`install` False: the cluster already runs the platform (shared clusters); the stack leaves it alone."""
+
+    install: bool
     namespace: str
     release_name: str
     chart_url: str
@@ -116,10 +133,15 @@ class DynamoPlatformPlan:
 
 @dataclass(frozen=True)
 class ServingPlan:
+    """`hf_token`: the stack sets `hfToken` (a token Secret for the download Job); `retain_on_delete`: destroy
+    forgets the namespace and the claim instead of deleting them."""
+
     namespace: str
+    hf_token: bool
+    pull_secret: Optional[PullSecretPlan]
     model_cache_claim: dict[str, Any]
     download_job: dict[str, Any]
-    retain_claim: bool
+    retain_on_delete: bool
     prewarm_settings: PrewarmSettings
     prewarm_pools: tuple[PrewarmPool, ...]
     platform: DynamoPlatformPlan
@@ -144,9 +166,13 @@ class StackPlan:
         return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
 
 
-def _check(config: StackConfig, facts: Facts) -> None:
+def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
     selected, errors = select_targets(config, facts.catalog)
+    if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
+        errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
+                                  "pull Secret in the namespace it creates, so it cannot exist before `up`",
+                                  "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret"))
     errors += check_sagemaker(config.sagemaker, facts)
     aws = config.aws
     if aws is None:
@@ -174,6 +200,8 @@ def _cluster(config: StackConfig, facts: Facts) -> ClusterPlan:
             system_nodes=SystemNodes(tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize,
                                      system.diskSizeGiB),
             addons=tuple(facts.aws.platform.eksAddons.cluster),
+            access_grants=tuple(AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces))
+                                for e in create.accessEntries),
         )
     existing = aws.cluster.existing if aws and aws.cluster else None
     eks = None
@@ -207,10 +235,13 @@ def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Fa
     )
 
 
-def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[str] = None) -> StackPlan:
+def build_plan(
+    config: StackConfig, facts: Facts, *, default_region: Optional[str] = None, secrets: frozenset[str] = frozenset(),
+) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
-    `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set."""
-    _check(config, facts)
+    `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
+    `secrets` are the secret keys the stack sets (their values never reach the plan)."""
+    _check(config, facts, secrets)
     selected, _ = select_targets(config, facts.catalog)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
@@ -225,12 +256,16 @@ def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[st
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
+        hf_token="hfToken" in secrets,
+        pull_secret=PullSecretPlan(config.dynamo.imagePullSecret, config.dynamo.registry)
+        if config.dynamo.imagePullSecret else None,
         model_cache_claim=render_model_cache_pvc(facts.catalog, cache, settings),
         download_job=render_download_job(facts.catalog, cache, settings),
-        retain_claim=cache.retainOnDelete,
+        retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm),
         prewarm_pools=tuple(plan_prewarm(config, targets)),
-        platform=DynamoPlatformPlan(platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)),
+        platform=DynamoPlatformPlan(platform.install, platform.namespace, platform.releaseName, chart_url,
+                                    MappingProxyType(values)),
         targets=tuple(targets),
     )
     account = None

@@ -9,6 +9,7 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import CsiAddon
+from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.quantities import gib
 
 FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400
@@ -26,6 +27,7 @@ class FsxOptions:
     file_system_type_version: str
     data_compression_type: str
     availability_zone: str
+    capacity_gib: int
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class StoragePlan:
     backend: Literal["efs", "fsx"]
     storage_class_name: str
     protect: bool
+    claim_name: str
     csi_addon: CsiAddon
     efs: Optional[EfsOptions]
     fsx: Optional[FsxOptions]
@@ -89,8 +92,10 @@ def plan_storage(config: StackConfig, facts: Facts) -> Optional[StoragePlan]:
             raise ValueError("the FSx availability zone was not checked (run check_storage first)")
         fsx = FsxOptions(per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
                          file_system_type_version=storage.fsx.fileSystemTypeVersion,
-                         data_compression_type=storage.fsx.dataCompressionType, availability_zone=zone)
+                         data_compression_type=storage.fsx.dataCompressionType, availability_zone=zone,
+                         capacity_gib=int(gib(config.modelCache.size) or 0))
     return StoragePlan(
         backend=storage.backend, storage_class_name=config.modelCache.storageClassName, protect=storage.protect,
+        claim_name=MODEL_CACHE_CLAIM,
         csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver, efs=efs, fsx=fsx,
     )

@@ -25,6 +25,7 @@ from ..values import UNKNOWN, as_list, dig, plain, text
 from ..workloads import MODEL_CACHE_CLAIM, PVC
 
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
+PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
 FILE_SYSTEMS = frozenset({"aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"})
 ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -52,6 +53,17 @@ def _is_model_cache_storage(resource: PolicyResource, props: Any) -> bool:
     if resource.resource_type == PVC:
         return dig(props, "metadata", "name") == MODEL_CACHE_CLAIM
     return resource.resource_type in FILE_SYSTEMS
+
+
+def _held_by_a_retained_volume(claim: Any, resources: list[tuple[PolicyResource, Any]]) -> bool:
+    """The claim is bound to a volume of this stack that is reserved for it and kept (`Retain`): the data lives
+    in that volume's file system (checked on its own), not in the claim."""
+    wanted = (dig(claim, "metadata", "namespace"), dig(claim, "metadata", "name"))
+    return any(
+        r.resource_type == PERSISTENT_VOLUME and dig(p, "spec", "persistentVolumeReclaimPolicy") == "Retain"
+        and (dig(p, "spec", "claimRef", "namespace"), dig(p, "spec", "claimRef", "name")) == wanted
+        for r, p in resources
+    )
 
 
 def _storage_class_problems(resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
@@ -129,7 +141,8 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
         for message, urn in _storage_class_problems(resources):
             report_violation(message, urn)
     for resource, props in resources:
-        if protected_stack and _is_model_cache_storage(resource, props) and not _retained(resource):
+        if protected_stack and _is_model_cache_storage(resource, props) and not _retained(resource) \
+                and not (resource.resource_type == PVC and _held_by_a_retained_volume(props, resources)):
             report_violation(f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name} holds the model cache and "
                              f"is neither protected nor retained on delete in stack {stack!r}; set protect=True "
                              "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
