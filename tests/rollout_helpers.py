@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from stack_helpers import PROJECT, all_targets_config, rendered_stack, run_config
 
-from nemotron.mock_runtime import PROJECT_DIR
+from tools.mock_runtime import PROJECT_DIR
 from tools.rollout import RolloutReport, analyse
 from tools.rollout.graph import StackGraph
 from tools.rollout.rules import load_rules

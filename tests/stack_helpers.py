@@ -24,11 +24,16 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-def run_config(raw: dict[str, Any], stack: str = "test") -> ProgramRun:
-    """Run `__main__.py` with these top-level config keys (as in `Pulumi.<stack>.yaml`, unprefixed)."""
+TEST_SECRETS = {"hfToken": "hf_test_token_value", "ngcApiKey": "nvapi-test-key-value"}
+
+
+def run_config(raw: dict[str, Any], stack: str = "test", secrets: dict[str, str] | None = None) -> ProgramRun:
+    """Run `__main__.py` with these top-level config keys (as in `Pulumi.<stack>.yaml`, unprefixed) and
+    these secret keys (default: every secret the stack knows, with test values)."""
     config = {f"{PROJECT}:{key}": json.dumps(value) for key, value in raw.items()}
-    config[f"{PROJECT}:hfToken"] = "hf_test_token_value"
-    return run_program(config, [f"{PROJECT}:hfToken"], stack=stack)
+    secrets = TEST_SECRETS if secrets is None else secrets
+    config.update({f"{PROJECT}:{key}": value for key, value in secrets.items()})
+    return run_program(config, [f"{PROJECT}:{key}" for key in secrets], stack=stack)
 
 
 def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str) -> None:

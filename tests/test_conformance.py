@@ -8,6 +8,7 @@ import pytest
 from deepdiff import DeepDiff
 
 from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
 from tools.mock_runtime import plain_numbers
 from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, all_targets_config, reference_documents, reference_exists, run_config
 
@@ -33,6 +34,10 @@ def _documented_change(target_id: str, path: str, change: str, new_value) -> boo
         return change == "dictionary_item_added" and [c["name"] for c in new_value] == ["wait-for-prewarm"]
     if re.fullmatch(worker_pod + r"\['volumes'\]\[\d+\]", path):
         return change == "iterable_item_added" and new_value["name"] in ("prewarm-state", "prewarm-program")
+    if path == "root['metadata']['annotations']":  # dynamo.readiness: `up` waits for Ready
+        return change == "dictionary_item_added" and set(new_value) == {WAIT_FOR_ANNOTATION, TIMEOUT_ANNOTATION}
+    if re.fullmatch(r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['metadata'\]", path):
+        return change == "dictionary_item_added" and set(new_value["annotations"]) == {CONFIG_CHECKSUM_ANNOTATION}
     match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", path)
     if match:
         return new_value in REPLICAS.get(target_id, {}).values()
@@ -86,6 +91,7 @@ def test_documented_settings_took_effect(all_targets_run):
     assert kv_router["agg"]["replicas"] == 2
     for dgd in dgds.values():
         assert dgd["metadata"]["namespace"] == NAMESPACE
+        assert dgd["metadata"]["annotations"][WAIT_FOR_ANNOTATION] == "condition=Ready"
         for component in dgd["spec"]["components"]:
             pod = component["podTemplate"]["spec"]
             assert pod["imagePullSecrets"] == [{"name": PULL_SECRET}]

@@ -29,32 +29,42 @@ def test_two_renders_are_byte_identical(dev_render, tmp_path):
     assert first == second
 
 
-def test_resources_json_is_sorted_and_redacts_secrets(dev_render):
-    records = json.loads((dev_render / "resources.json").read_text())
+def test_resources_json_is_sorted_and_redacts_secrets(tmp_path):
+    write_render(run_config({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}}), "test", tmp_path)
+    records = json.loads((tmp_path / "resources.json").read_text())
     assert [(r["type"], r["name"]) for r in records] == sorted((r["type"], r["name"]) for r in records)
-    secret = next(r for r in records if r["type"] == "kubernetes:core/v1:Secret")
-    assert secret["inputs"]["stringData"] == {"HF_TOKEN": "[secret]"}
-    assert secret["parent"] == "nemotron:kubernetes:ServingNamespace::serving"
+    secrets = {r["name"]: r for r in records if r["type"] == "kubernetes:core/v1:Secret"}
+    assert secrets["serving-hf-token"]["inputs"]["stringData"] == {"HF_TOKEN": "[secret]"}
+    assert secrets["serving-pull-secret"]["inputs"]["stringData"] == {".dockerconfigjson": "[secret]"}
+    assert {s["parent"] for s in secrets.values()} == {"nemotron:kubernetes:ServingNamespace::serving"}
 
+
+def test_the_committed_dev_stack_needs_no_secret(dev_render):
+    """Public images and checkpoints: no token Secret, no pull Secret, and the download Job reads none."""
+    records = json.loads((dev_render / "resources.json").read_text())
+    assert not [r for r in records if r["type"] == "kubernetes:core/v1:Secret"]
+    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job"]
+    assert "envFrom" not in job["inputs"]["spec"]["template"]["spec"]["containers"][0]
 
 
 def test_a_real_token_never_reaches_the_render(tmp_path):
     write_render(run_config(BASE_CONFIG), "test", tmp_path)
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
-    assert "hf_test_token_value" not in written and '"HF_TOKEN": "[secret]"' in written
+    assert "hf_test_token_value" not in written and "nvapi-test-key-value" not in written
+    assert '"HF_TOKEN": "[secret]"' in written
 
 
 def test_manifests_are_every_kubernetes_object_in_apply_order(dev_render):
     files = sorted(p.name for p in (dev_render / "manifests").iterdir())
     kinds = [yaml.safe_load((dev_render / "manifests" / f).read_text())["kind"] for f in files]
-    assert kinds[:2] == ["Namespace", "Namespace"]
+    assert kinds[0] == "Namespace"
     assert kinds[-1] == "DynamoGraphDeployment"
     assert kinds.index("PersistentVolumeClaim") < kinds.index("Job") < kinds.index("DynamoGraphDeployment")
     records = json.loads((dev_render / "resources.json").read_text())
     objects = [r for r in records if r["type"].startswith("kubernetes:") and r["custom"]
                and r["type"] != "kubernetes:helm.sh/v3:Release"]
     assert len(files) == len(objects)
-    assert (dev_render / "helm" / "dynamo-release.yaml").is_file()
+    assert not (dev_render / "helm").exists()  # dev's shared cluster runs the Dynamo platform already
 
 
 def test_outputs_follow_the_committed_contract(dev_render):

@@ -7,7 +7,7 @@ import sys
 
 from rollout_helpers import records
 
-from nemotron.mock_runtime import PROJECT_DIR
+from tools.mock_runtime import PROJECT_DIR
 from tools.rollout.__main__ import main
 
 

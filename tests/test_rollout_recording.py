@@ -5,7 +5,7 @@ import textwrap
 
 from rollout_helpers import key, of_kind, records
 
-from nemotron.mock_runtime import run_program
+from tools.mock_runtime import run_program
 
 PROGRAM = textwrap.dedent('''
     import pulumi
