@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean
+.PHONY: render test bench schema clean diff
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,8 @@ schema: $(VENV)/.render-deps  ## Regenerate the outputs-contract JSON Schema fro
 
 clean:
 	rm -rf build .pytest_cache
+
+BASE ?= origin/main
+
+diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
+	$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV))
