@@ -38,4 +38,4 @@ clean:
 BASE ?= origin/main
 
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
-	$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV))
+	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
