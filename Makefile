@@ -29,8 +29,9 @@ bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and mod
 	$(PY) benchmarks/render_bench.py
 	$(PY) benchmarks/prewarm_bench.py
 
-schema: $(VENV)/.render-deps  ## Regenerate the outputs-contract JSON Schema from the pydantic model
+schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema
+	$(PY) -m tools.write_config_schema
 
 clean:
 	rm -rf build .pytest_cache
