@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean diff
+.PHONY: render test bench schema clean diff lint
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,29 @@ BASE ?= origin/main
 
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
 	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
+
+# Static checks. Files rendered from the upstream recipes (named below) are scanned with their own
+# checkov config; everything else the stack writes with .checkov/stack.yaml.
+LINT_STACKS := dev prod
+CHECKOV_VENV := .venv-checkov
+UPSTREAM_MANIFESTS := model-download
+
+$(VENV)/.lint-deps: requirements-lint.txt | $(PY)
+	$(PY) -m pip install -q -r requirements-lint.txt
+	touch $@
+
+$(CHECKOV_VENV)/.deps: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.txt
+	touch $@
+
+lint: $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: workflows, stack files, rendered manifests
+	$(VENV)/bin/actionlint -shellcheck=$(abspath $(VENV))/bin/shellcheck
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --schemafile schemas/stack-config.schema.json Pulumi.*.yaml
+	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) &&) true
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/stack.yaml \
+		$(foreach stack,$(LINT_STACKS),-d build/$(stack)/manifests) --skip-path '$(UPSTREAM_MANIFESTS)\.yaml$$'
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/upstream-recipes.yaml \
+		$$(find $(foreach stack,$(LINT_STACKS),build/$(stack)/manifests) -name '*-$(UPSTREAM_MANIFESTS).yaml' -printf '-f %p ')
