@@ -8,7 +8,7 @@ from typing import Any
 from tools.pr_diff.changes import SECRET
 from tools.pr_diff.iam import diff_policy
 from tools.pr_diff.markdown import render_markdown
-from tools.pr_diff.records import Render, Resource, load_render, qualified_types
+from tools.pr_diff.records import Render, load_render
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
 from tools.pr_diff.values import diff_values
@@ -19,12 +19,7 @@ def _policy(*statements: dict[str, Any]) -> dict[str, Any]:
 
 
 def _render(records: list[dict[str, Any]], outputs: dict[str, Any] | None = None) -> Render:
-    chains = qualified_types(records)
-    resources = {}
-    for record in records:
-        urn = f"{chains[record['type'] + '::' + record['name']]}::{record['name']}"
-        resources[urn] = Resource(urn, record["type"], record["name"], record)
-    return Render(resources, outputs or {}, ())
+    return Render.from_records(records, outputs or {})
 
 
 def _record(type_token: str, name: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from typing import Any
 
 from tools.pr_diff.changes import MISSING, FieldChange
 from tools.pr_diff.records import Violation
-from tools.pr_diff.stack_diff import CostLine, ResourceChange, StackDiff
+from tools.pr_diff.stack_diff import Cost, CostLine, ResourceChange, StackDiff
 
-MARKER = "<!-- nemotron-pr-diff -->"
 MAX_CHARS = 60_000
 INLINE_FIELD_ROWS = 40  # more field rows than this in the whole diff: fold each resource's table
 FOLD_RESOURCES = 10  # more resources than this in a section: fold the section
@@ -49,8 +48,7 @@ def code(value: Any) -> str:
         return "*(absent)*"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     text = text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
-    fence = "``" if "`" in text else "`"
-    return _cell(f"{fence}{text}{fence}" if fence == "`" else f"{fence} {text} {fence}")
+    return _cell(f"`` {text} ``" if "`" in text else f"`{text}`")
 
 
 def _list_change(before: list[Any], after: list[Any]) -> str:
@@ -102,6 +100,7 @@ def _resource_block(change: ResourceChange, fold: bool, compact: bool) -> list[s
     lines = [f"- {_resource_title(change)}"]
     lines += [f"  - ♻️ {reason}" for reason in change.reasons]
     lines += [f"  - ⚠️ {warning}" for warning in change.warnings]
+    lines += [f"  - ℹ️ {note}" for note in change.notes]
     if change.summary:
         lines.append(f"  - ↪️ {change.summary}")
     if compact or not change.fields:
@@ -136,7 +135,7 @@ def _usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.2f}"
 
 
-def _cost_cell(cost: Any) -> str:
+def _cost_cell(cost: Cost | None) -> str:
     return "—" if cost is None else f"{_usd(cost.usd_per_hour)} ({_cell(cost.detail)})"
 
 
@@ -186,8 +185,7 @@ def policy_section(diff: StackDiff) -> list[str]:
 
 
 def _attention(diff: StackDiff) -> list[str]:
-    items = [f"{c.kind} `{c.type}` **{c.name}**: {w}" for c in diff.resources for w in c.warnings
-             if w.startswith(("protected", "fixed name"))]
+    items = [f"{c.kind} `{c.type}` **{c.name}**: {w}" for c in diff.resources for w in c.warnings]
     items += [f"IAM widens on **{c.name}**: `{f.path}`" for c in diff.resources for f in c.fields if f.widens]
     items += [f"new IAM policy **{c.name}** grants access" for c in diff.resources if c.grants_access]
     items += [f"new mandatory violation: **{v.policy}** on `{v.resource}`" for v in diff.new_violations if v.mandatory]

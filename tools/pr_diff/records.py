@@ -52,6 +52,16 @@ class Render:
     def by_ref(self, ref: str) -> Resource | None:
         return next((r for r in self.resources.values() if r.ref == ref), None)
 
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], outputs: dict[str, Any],
+                     violations: tuple[Violation, ...] = ()) -> Render:
+        chains = qualified_types(records)
+        resources = {}
+        for record in records:
+            urn = f"{chains[record['type'] + '::' + record['name']]}::{record['name']}"
+            resources[urn] = Resource(urn, record["type"], record["name"], record)
+        return cls(resources, outputs, violations)
+
 
 def qualified_types(records: list[dict[str, Any]]) -> dict[str, str]:
     """`type::name` -> the `parentType$...$type` chain the URN carries (the stack itself is left out)."""
@@ -92,14 +102,7 @@ def _violation(fields: dict[str, Any]) -> Violation:
 
 
 def load_render(directory: Path) -> Render:
-    records = json.loads((directory / "resources.json").read_text())
-    chains = qualified_types(records)
-    resources = {}
-    for record in records:
-        ref = f"{record['type']}::{record['name']}"
-        urn = f"{chains[ref]}::{record['name']}"
-        resources[urn] = Resource(urn, record["type"], record["name"], record)
     outputs_file, report_file = directory / "outputs.json", directory / "policy-report.txt"
     outputs = json.loads(outputs_file.read_text()) if outputs_file.is_file() else {}
     violations = parse_policy_report(report_file.read_text()) if report_file.is_file() else ()
-    return Render(resources, outputs, violations)
+    return Render.from_records(json.loads((directory / "resources.json").read_text()), outputs, violations)

@@ -29,8 +29,9 @@ class ResourceChange:
     name: str
     fields: tuple[FieldChange, ...] = ()
     reasons: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # for the reviewer's attention
     summary: str = ""
+    notes: tuple[str, ...] = ()  # how the change happens
     grants_access: bool = False  # an added IAM policy with an Allow statement
 
 
@@ -100,9 +101,13 @@ def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Repl
         if fixed is not None:
             warnings.append(f"fixed name `{fixed[0]}: {fixed[1]}`: a create-before-delete replacement collides with "
                             "itself unless the resource sets `delete_before_replace`")
-        if new.type.startswith("kubernetes:") and (new.inputs.get("metadata") or {}).get("name"):
-            warnings.append("fixed `metadata.name`: the provider deletes the old object before creating the new one")
     return warnings
+
+
+def _notes(kind: str, resource: Resource) -> tuple[str, ...]:
+    if kind == "replace" and resource.type.startswith("kubernetes:") and (resource.inputs.get("metadata") or {}).get("name"):
+        return ("fixed `metadata.name`: the provider deletes the old object before creating the new one",)
+    return ()
 
 
 def _dependents_note(head: Render, resource: Resource) -> str:
@@ -142,7 +147,7 @@ def _compare_common(base: Render, head: Render, urn: str, rules: ReplacementRule
     kind = "replace" if reasons else "change"
     summary = _dependents_note(head, new) if kind == "replace" else ""
     return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons),
-                          tuple(_warnings(kind, old, new, rules)), summary)
+                          tuple(_warnings(kind, old, new, rules)), summary, _notes(kind, new))
 
 
 def _cascade_provider_replacements(changes: dict[str, ResourceChange], base: Render, head: Render,
@@ -159,7 +164,8 @@ def _cascade_provider_replacements(changes: dict[str, ResourceChange], base: Ren
         fields = current.fields if current else ()
         reasons = (current.reasons if current else ()) + (reason,)
         changes[urn] = ResourceChange("replace", resource.type, resource.name, fields, reasons,
-                                      tuple(_warnings("replace", base.resources[urn], resource, rules)))
+                                      tuple(_warnings("replace", base.resources[urn], resource, rules)),
+                                      notes=_notes("replace", resource))
 
 
 def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[ResourceChange]:
@@ -177,7 +183,8 @@ def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[
         old = removed.pop(old_urn)
         changes[urn] = ResourceChange("replace", new.type, new.name, tuple(_field_changes(old, new)),
                                       (f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}",),
-                                      tuple(_warnings("replace", old, new, rules)), _dependents_note(head, new))
+                                      tuple(_warnings("replace", old, new, rules)), _dependents_note(head, new),
+                                      _notes("replace", new))
     for urn, old in removed.items():
         changes[urn] = ResourceChange("remove", old.type, old.name, warnings=tuple(_warnings("remove", old, None, rules)),
                                       summary=summarize(old))
