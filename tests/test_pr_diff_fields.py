@@ -7,7 +7,7 @@ from typing import Any
 
 from tools.pr_diff.changes import SECRET
 from tools.pr_diff.iam import diff_policy
-from tools.pr_diff.markdown import render_markdown
+from tools.pr_diff.markdown import MAX_CHARS, render_markdown
 from tools.pr_diff.records import Render, load_render
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
@@ -116,3 +116,19 @@ def test_a_new_parent_type_is_a_new_urn(tmp_path: Any) -> None:
     assert change.kind == "replace" and "aliases" in change.reasons[0]
     (tmp_path / "resources.json").write_text(json.dumps([component, child]))
     assert "nemotron:old:Target$kubernetes:core/v1:ConfigMap::cm" in load_render(tmp_path).resources
+
+
+def test_large_diffs_fold_then_shrink_to_fit_a_comment() -> None:
+    def config_maps(count: int, value: str) -> Render:
+        return _render([_record("kubernetes:core/v1:ConfigMap", f"cm-{i:04d}",
+                                {"metadata": {"name": f"cm-{i:04d}"}, "data": {f"k{j}": f"{value}{j}" for j in range(4)}})
+                        for i in range(count)])
+
+    folded = diff_stack("t", config_maps(12, "a"), config_maps(12, "b"), load_rules())
+    text = render_markdown(folded, "base", "head")
+    assert "<details><summary>12 resources</summary>" in text and "<summary>fields</summary>" in text
+    huge = diff_stack("t", config_maps(600, "a" * 80), config_maps(600, "b" * 80), load_rules())
+    whole, capped = render_markdown(huge, "base", "head", max_chars=None), render_markdown(huge, "base", "head")
+    assert len(whole) > MAX_CHARS >= len(capped)
+    assert "`data.k0`" in whole and "`data.k0`" not in capped
+    assert "| ♻️ replaced | 600 |" in capped and "left out to fit a comment" in capped

@@ -22,15 +22,18 @@ from tools.pr_diff.stack_diff import diff_stack
 REPO = Path(__file__).resolve().parent.parent
 
 
-def stack_diff_markdown(repo: Path, stack: str, base_ref: str, venv: Path) -> tuple[str, int]:
-    """The Markdown and the exit code `main` returns."""
+def stack_diff_markdown(repo: Path, stack: str, base_ref: str, venv: Path) -> tuple[str, str, int]:
+    """The Markdown for the comment, the whole diff, and the exit code `main` returns."""
     try:
         base, head = render_base_and_head(repo, base_ref, stack, venv)
     except RenderError as error:
         body = str(error).replace("```", "'''")
-        return f"### Stack `{stack}`: ❌ no diff\n\n```\n{body}\n```\n", 2
+        text = f"### Stack `{stack}`: ❌ no diff\n\n```\n{body}\n```\n"
+        return text, text, 2
     diff = diff_stack(stack, base.render, head.render, load_rules())
-    return render_markdown(diff, base.label, head.label), 1 if diff.head_mandatory else 0
+    code = 1 if diff.head_mandatory else 0
+    return (render_markdown(diff, base.label, head.label),
+            render_markdown(diff, base.label, head.label, max_chars=None), code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,12 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main or HEAD~1")
     parser.add_argument("--repo", type=Path, default=REPO, help="the repository (default: this one)")
     parser.add_argument("--venv", type=Path, default=Path(sys.prefix), help="virtualenv both renders use")
-    parser.add_argument("--out", type=Path, help="also write the Markdown to this file")
+    parser.add_argument("--out", type=Path,
+                        help="also write the Markdown to this file, and the whole diff to full/<name> beside it")
     args = parser.parse_args(argv)
-    markdown, code = stack_diff_markdown(args.repo.resolve(), args.stack, args.base, args.venv.resolve())
+    markdown, whole, code = stack_diff_markdown(args.repo.resolve(), args.stack, args.base, args.venv.resolve())
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
+        (args.out.parent / "full").mkdir(parents=True, exist_ok=True)
         args.out.write_text(markdown)
+        (args.out.parent / "full" / args.out.name).write_text(whole)
     sys.stdout.write(markdown)
     return code
 

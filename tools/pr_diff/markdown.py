@@ -1,7 +1,8 @@
 """A `StackDiff` as Markdown for a pull-request comment: counts first, details folded when large.
 
-GitHub caps a comment at 65,536 characters; `render_markdown` falls back to a compact form (counts and
-resource names, no field tables) past `MAX_CHARS`, and the full text stays in the CI artifact.
+GitHub caps a comment at 65,536 characters and one comment holds every stack: past `MAX_CHARS`,
+`render_markdown` leaves out the field tables, then the resource lists; `tools/diff.py` keeps the whole
+diff beside the comment text in the CI artifact.
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from tools.pr_diff.changes import MISSING, FieldChange
 from tools.pr_diff.records import Violation
 from tools.pr_diff.stack_diff import Cost, CostLine, ResourceChange, StackDiff
 
-MAX_CHARS = 60_000
+MAX_CHARS = 30_000  # per stack: a comment holds both stacks
+DETAILS = ("fields", "names", "counts")  # from the whole diff down to counts only
+MAX_ATTENTION_ITEMS = 25
 INLINE_FIELD_ROWS = 40  # more field rows than this in the whole diff: fold each resource's table
 FOLD_RESOURCES = 10  # more resources than this in a section: fold the section
 MAX_ROWS_PER_RESOURCE = 60
@@ -189,7 +192,10 @@ def _attention(diff: StackDiff) -> list[str]:
     items += [f"IAM widens on **{c.name}**: `{f.path}`" for c in diff.resources for f in c.fields if f.widens]
     items += [f"new IAM policy **{c.name}** grants access" for c in diff.resources if c.grants_access]
     items += [f"new mandatory violation: **{v.policy}** on `{v.resource}`" for v in diff.new_violations if v.mandatory]
-    return ["#### ⚠️ Needs attention", "", *[f"- {_cell(i)}" for i in items], ""] if items else []
+    if not items:
+        return []
+    more = [f"- … and {len(items) - MAX_ATTENTION_ITEMS} more"] if len(items) > MAX_ATTENTION_ITEMS else []
+    return ["#### ⚠️ Needs attention", "", *[f"- {_cell(i)}" for i in items[:MAX_ATTENTION_ITEMS]], *more, ""]
 
 
 def _chart(counts: dict[str, int], stack: str) -> list[str]:
@@ -199,7 +205,7 @@ def _chart(counts: dict[str, int], stack: str) -> list[str]:
     return ["```mermaid", f"pie showData title {stack}: resources by action", *slices, "```", ""]
 
 
-def render_markdown(diff: StackDiff, base_label: str, head_label: str, compact: bool = False) -> str:
+def _render(diff: StackDiff, base_label: str, head_label: str, detail: str) -> str:
     counts = {kind: len(diff.of_kind(kind)) for kind in ACTIONS}
     title = " · ".join(f"{emoji} {counts[kind]} {label}" for kind, (emoji, label) in ACTIONS.items())
     lines = [f"### Stack `{diff.stack}`: {title}", "",
@@ -212,12 +218,21 @@ def render_markdown(diff: StackDiff, base_label: str, head_label: str, compact: 
         lines += _chart(counts, diff.stack)
     lines += _attention(diff) + cost_section(diff.costs) + policy_section(diff)
     fold_fields = sum(len(c.fields) for c in diff.resources) > INLINE_FIELD_ROWS
-    for kind in ACTIONS:
-        lines += _section(kind, diff.of_kind(kind), fold_fields, compact)
-    if diff.outputs and not compact:
+    if detail != "counts":
+        for kind in ACTIONS:
+            lines += _section(kind, diff.of_kind(kind), fold_fields, compact=detail == "names")
+    if diff.outputs and detail == "fields":
         lines += ["<details><summary>📤 Stack outputs changed</summary>", "", *field_table(diff.outputs), "", "</details>", ""]
-    text = "\n".join(lines).rstrip() + "\n"
-    if len(text) > MAX_CHARS and not compact:
-        return render_markdown(diff, base_label, head_label, compact=True).rstrip() + (
-            "\n\n*Field tables left out to fit a comment: the full diff is in the workflow artifact.*\n")
-    return text
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_markdown(diff: StackDiff, base_label: str, head_label: str, max_chars: int | None = MAX_CHARS) -> str:
+    """The whole diff, or, past `max_chars`, without field tables, then without resource lists."""
+    for detail in DETAILS:
+        text = _render(diff, base_label, head_label, detail)
+        if max_chars is None or len(text) <= max_chars or detail == DETAILS[-1]:
+            break
+    if detail == DETAILS[0]:
+        return text
+    left_out = "field tables" if detail == "names" else "field tables and resource lists"
+    return text + f"\n*{left_out.capitalize()} left out to fit a comment: the full diff is in the workflow artifact.*\n"
