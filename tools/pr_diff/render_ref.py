@@ -84,7 +84,7 @@ def base_worktree(repo: Path, ref: str) -> Iterator[tuple[Path, str]]:
 def render_base_and_head(repo: Path, ref: str, stack: str, venv: Path) -> tuple[RenderedTree, RenderedTree]:
     """The base ref and the working tree (uncommitted changes included), rendered."""
     head_commit = git(repo, "rev-parse", "--short", "HEAD")
-    dirty = bool(git(repo, "status", "--porcelain", "--untracked-files=no"))
+    dirty = bool(git(repo, "status", "--porcelain"))
     with base_worktree(repo, ref) as (tree, commit):
         base = render_tree(tree, stack, venv, f"base `{ref}` ({commit[:10]})")
     head_label = f"head `{head_commit}`" + (" with uncommitted changes" if dirty else "")
