@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 AIPERF_VENV := .venv-aiperf
 
-.PHONY: render test bench schema clean promtool aiperf
+.PHONY: render test bench schema clean promtool aiperf diff lint
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,8 +47,42 @@ bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and mod
 	$(PY) benchmarks/render_bench.py
 	$(PY) benchmarks/prewarm_bench.py
 
-schema: $(VENV)/.render-deps  ## Regenerate the outputs-contract JSON Schema from the pydantic model
+schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema
+	$(PY) -m tools.write_config_schema
 
 clean:
 	rm -rf build .pytest_cache
+
+BASE ?= origin/main
+
+diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
+	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
+
+# Static checks. Files rendered from the upstream recipes (named below) are scanned with their own
+# checkov config; everything else the stack writes with .checkov/stack.yaml.
+LINT_STACKS := dev prod
+CHECKOV_VENV := .venv-checkov
+UPSTREAM_MANIFESTS := model-download
+
+$(VENV)/.lint-deps: requirements-lint.txt | $(PY)
+	$(PY) -m pip install -q -r requirements-lint.txt
+	touch $@
+
+$(CHECKOV_VENV)/.deps: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.txt
+	touch $@
+
+lint: $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/actionlint -shellcheck=$(abspath $(VENV))/bin/shellcheck
+	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/check-jsonschema --schemafile schemas/stack-config.schema.json Pulumi.*.yaml
+	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) &&) true
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/stack.yaml \
+		$(foreach stack,$(LINT_STACKS),-d build/$(stack)/manifests) --skip-path '$(UPSTREAM_MANIFESTS)\.yaml$$'
+	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/upstream-recipes.yaml \
+		$$(find $(foreach stack,$(LINT_STACKS),build/$(stack)/manifests) -name '*-$(UPSTREAM_MANIFESTS).yaml' -printf '-f %p ')

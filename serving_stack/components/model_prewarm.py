@@ -123,6 +123,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                         "affinity": {"nodeAffinity": pool.node_affinity},
                         "tolerations": pool.tolerations,
                         "automountServiceAccountToken": False,
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                         "terminationGracePeriodSeconds": 5,
                         "initContainers": [take_state_dir],
                         "containers": [container],

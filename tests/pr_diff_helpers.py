@@ -1,0 +1,126 @@
+"""A throwaway clone of this repository with one commit of planted changes, for the PR-diff tests.
+
+Every planted value is derived from the committed data (stack config, catalog, instance types,
+JumpStart snapshot), so the tests follow the data instead of literal ids.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+GIT_USER = ["-c", "user.name=pr-diff-test", "-c", "user.email=pr-diff-test@example.invalid"]
+
+
+@dataclass(frozen=True)
+class Planted:
+    """What the planted commit changes in `Pulumi.prod.yaml` and the catalog."""
+
+    added_target: str
+    replicas: tuple[str, str, int, int]  # target id, component, before, after
+    replaced_pool: tuple[str, str, str]  # pool, instance type before, after
+    resized_pool: tuple[str, int, int, float]  # pool, desired before, after, $/h per node
+    image: tuple[str, str]  # target id, new image
+    widened_artifact_prefix: str
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def copy_project(destination: Path) -> Path:
+    """The project's files (tracked and new, not ignored) in a fresh repository with one commit."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"], check=True,
+                            capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination / name)
+    git(destination, "init", "--quiet")
+    git(destination, "add", "--all")
+    git(destination, "commit", "--quiet", "-m", "base")
+    return destination
+
+
+def _project(repo: Path) -> str:
+    return str(yaml.safe_load((repo / "Pulumi.yaml").read_text())["name"])
+
+
+def _pick_added_target(catalog: dict[str, Any], selected: set[str], pool_gpus: set[str]) -> str:
+    """An aggregated vLLM target not yet selected, on the GPU of an existing pool (its id names the GPU)."""
+    for target in catalog["targets"]:
+        target_id = target["id"]
+        gpu = re.match(r"vllm/agg-([a-z0-9]+)-", target_id)
+        if gpu and gpu.group(1) in pool_gpus and target_id not in selected:
+            return str(target_id)
+    raise AssertionError("no catalog target fits the prod pools")
+
+
+def _recipe_image(repo: Path, catalog: dict[str, Any], target_id: str) -> str:
+    manifest = next(t["manifest"] for t in catalog["targets"] if t["id"] == target_id)
+    text = (repo / "catalog" / manifest).read_text()
+    image = re.search(r"image:\s*(\S+)", text)
+    assert image, f"no image in {manifest}"
+    return image.group(1).rsplit(":", 1)[0] + ":1.99.0"
+
+
+def plant_changes(repo: Path) -> Planted:
+    """Edit the prod stack and the catalog as a pull request would, and commit."""
+    project = _project(repo)
+    stack_file = repo / "Pulumi.prod.yaml"
+    stack = yaml.safe_load(stack_file.read_text())
+    config = stack["config"]
+    instance_types = yaml.safe_load((repo / "catalog" / "instance_types.yaml").read_text())["instanceTypes"]
+    catalog = yaml.safe_load((repo / "catalog" / "targets.yaml").read_text())
+    pools = config[f"{project}:aws"]["nodePools"]
+    targets = config[f"{project}:targets"]
+
+    replaced = next(p for p in pools if any(
+        other != p["instanceType"] and facts["gpu"] == instance_types[p["instanceType"]]["gpu"]
+        for other, facts in instance_types.items()))
+    old_type = replaced["instanceType"]
+    new_type = next(t for t, f in instance_types.items()
+                    if t != old_type and f["gpu"] == instance_types[old_type]["gpu"])
+    replaced["instanceType"] = new_type
+
+    resized = next(p for p in pools if p is not replaced and instance_types[p["instanceType"]]["onDemandUsdPerHour"])
+    old_desired = resized["desiredSize"]
+    resized["desiredSize"] = old_desired + 1
+    resized["maxSize"] = max(resized["maxSize"], old_desired + 1)
+
+    scaled = next(t for t in targets if t.get("replicas"))
+    component, old_replicas = next(iter(scaled["replicas"].items()))
+    scaled["replicas"][component] = old_replicas + 1
+
+    imaged = next(t for t in targets if "image" not in t and t is not scaled)
+    imaged["image"] = _recipe_image(repo, catalog, imaged["id"])
+
+    pool_gpus = {instance_types[p["instanceType"]]["gpu"] for p in pools}
+    added = _pick_added_target(catalog, {t["id"] for t in targets}, pool_gpus)
+    targets.append({"id": added})
+    stack_file.write_text(yaml.safe_dump(stack, sort_keys=False))
+
+    endpoint = config[f"{project}:sagemaker"]["endpoints"][0]["jumpstart"]
+    manifest = json.loads((repo / "catalog" / "jumpstart" / "models_manifest.json").read_text())
+    spec_key = next(m["spec_key"] for m in manifest
+                    if m["model_id"] == endpoint["modelId"] and m["version"] == endpoint["version"])
+    spec_file = repo / "catalog" / "jumpstart" / spec_key
+    spec = json.loads(spec_file.read_text())
+    prefix = spec["hosting_prepacked_artifact_key"].split("/")[0] + "/"
+    spec["hosting_prepacked_artifact_key"] = prefix
+    spec_file.write_text(json.dumps(spec, indent=2))
+
+    git(repo, "commit", "--quiet", "--all", "-m", "planted changes")
+    price = float(instance_types[resized["instanceType"]]["onDemandUsdPerHour"])
+    return Planted(added, (scaled["id"], component, old_replicas, old_replicas + 1),
+                   (replaced["name"], old_type, new_type), (resized["name"], old_desired, old_desired + 1, price),
+                   (imaged["id"], imaged["image"]), prefix)

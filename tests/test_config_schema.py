@@ -1,0 +1,71 @@
+"""The committed stack-file schema equals the one generated from StackConfig, every `Pulumi.<stack>.yaml`
+passes it, and it rejects what the program would reject: unknown keys, plain-text secrets, wrong types."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tools.write_config_schema import PROJECT_DIR, SCHEMA_FILE, project_name, schema_text
+
+PROJECT = project_name()
+STACK_FILES = sorted(p for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
+
+
+def _validator() -> jsonschema.protocols.Validator:
+    schema = json.loads(SCHEMA_FILE.read_text())
+    return jsonschema.validators.validator_for(schema)(schema)
+
+
+def _errors(document: dict[str, Any]) -> list[str]:
+    return [error.message for error in _validator().iter_errors(document)]
+
+
+def test_committed_schema_is_generated() -> None:
+    assert SCHEMA_FILE.read_text() == schema_text(), "run `make schema` and commit the result"
+
+
+def test_there_are_stack_files() -> None:
+    assert len(STACK_FILES) >= 2, STACK_FILES
+
+
+@pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda p: p.name)
+def test_every_stack_file_validates(stack_file: Path) -> None:
+    assert _errors(yaml.safe_load(stack_file.read_text())) == []
+
+
+def _prod() -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text()))
+
+
+def test_unknown_project_key_is_rejected_and_provider_keys_pass() -> None:
+    stack = _prod()
+    stack["config"][f"{PROJECT}:tragets"] = []
+    stack["config"]["kubernetes:enableServerSideApply"] = True
+    (message,) = _errors(stack)
+    assert f"{PROJECT}:tragets" in message
+
+
+def test_plain_text_secret_is_rejected() -> None:
+    stack = _prod()
+    stack["config"][f"{PROJECT}:hfToken"] = "hf_plain"
+    assert any("not of type 'object'" in m for m in _errors(stack))
+    stack["config"][f"{PROJECT}:hfToken"] = {"secure": "v1:AAAA"}
+    assert _errors(stack) == []
+
+
+def test_wrong_types_and_missing_required_keys_are_rejected() -> None:
+    stack = _prod()
+    stack["config"][f"{PROJECT}:targets"][0]["replicas"] = {"VllmDecodeWorker": "two"}
+    assert any("'two'" in m for m in _errors(stack))
+    stack = _prod()
+    del stack["config"][f"{PROJECT}:modelCache"]
+    assert any(f"'{PROJECT}:modelCache' is a required property" in m for m in _errors(stack))
+    stack = _prod()
+    stack["config"][f"{PROJECT}:modelCache"]["sizeGi"] = 10
+    assert _errors(stack)

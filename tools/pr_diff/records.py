@@ -1,0 +1,108 @@
+"""One offline render (`build/<stack>/`) as plain data: resources by URN, outputs, policy violations."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STACK_TYPE = "pulumi:pulumi:Stack"
+_VIOLATION = re.compile(r"^    \[(?P<level>[a-z]+)\]\s+\S+ v\S+\s+(?P<policy>\S+) \((?P<resource>.+)\)$")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One record of `resources.json`. `urn` is the stack-independent URN tail (`parentType$type::name`):
+    the identity the engine matches old and new state by."""
+
+    urn: str
+    type: str
+    name: str
+    record: dict[str, Any]
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return dict(self.record.get("inputs") or {})
+
+    @property
+    def ref(self) -> str:
+        """`type::name`, as `parent`, `provider` and `dependsOn` refer to a resource."""
+        return f"{self.type}::{self.name}"
+
+
+@dataclass(frozen=True)
+class Violation:
+    level: str
+    policy: str
+    resource: str
+    message: str
+
+    @property
+    def mandatory(self) -> bool:
+        return self.level == "mandatory"
+
+
+@dataclass(frozen=True)
+class Render:
+    resources: dict[str, Resource]
+    outputs: dict[str, Any]
+    violations: tuple[Violation, ...]
+
+    def by_ref(self, ref: str) -> Resource | None:
+        return next((r for r in self.resources.values() if r.ref == ref), None)
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], outputs: dict[str, Any],
+                     violations: tuple[Violation, ...] = ()) -> Render:
+        chains = qualified_types(records)
+        resources = {}
+        for record in records:
+            urn = f"{chains[record['type'] + '::' + record['name']]}::{record['name']}"
+            resources[urn] = Resource(urn, record["type"], record["name"], record)
+        return cls(resources, outputs, violations)
+
+
+def qualified_types(records: list[dict[str, Any]]) -> dict[str, str]:
+    """`type::name` -> the `parentType$...$type` chain the URN carries (the stack itself is left out)."""
+    parents = {f"{r['type']}::{r['name']}": r.get("parent", "") for r in records}
+    types = {f"{r['type']}::{r['name']}": r["type"] for r in records}
+    chains: dict[str, str] = {}
+    for ref, type_token in types.items():
+        chain, parent, seen = [type_token], parents[ref], {ref}
+        while parent and parent in types and parent not in seen:
+            seen.add(parent)
+            chain.insert(0, types[parent])
+            parent = parents[parent]
+        chains[ref] = "$".join(t for t in chain if t != STACK_TYPE)
+    return chains
+
+
+def parse_policy_report(text: str) -> tuple[Violation, ...]:
+    """The violations of `policy-report.txt` (the CLI's "Policy Violations:" layout)."""
+    violations: list[Violation] = []
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        match = _VIOLATION.match(line)
+        if match:
+            if current:
+                violations.append(_violation(current))
+            current = {**match.groupdict(), "lines": []}
+        elif current is not None and line.startswith("    ") and not line.strip().startswith("urn:pulumi:"):
+            current["lines"].append(line.strip())
+    if current:
+        violations.append(_violation(current))
+    return tuple(sorted(set(violations), key=lambda v: (v.level, v.policy, v.resource, v.message)))
+
+
+def _violation(fields: dict[str, Any]) -> Violation:
+    # The first line is the policy's description, the rest its message about this resource.
+    message = " ".join(fields["lines"][1:]) or " ".join(fields["lines"])
+    return Violation(fields["level"], fields["policy"], fields["resource"], message)
+
+
+def load_render(directory: Path) -> Render:
+    outputs_file, report_file = directory / "outputs.json", directory / "policy-report.txt"
+    outputs = json.loads(outputs_file.read_text()) if outputs_file.is_file() else {}
+    violations = parse_policy_report(report_file.read_text()) if report_file.is_file() else ()
+    return Render.from_records(json.loads((directory / "resources.json").read_text()), outputs, violations)

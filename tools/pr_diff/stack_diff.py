@@ -1,0 +1,224 @@
+"""Two renders of one stack -> what `pulumi up` would do to each resource, the cost and policy change.
+
+Resources match by URN (type chain + name), as the engine matches state. A resource is replaced when a
+replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
+replaced, or its URN moves (same type and name under a new parent type).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tools.pr_diff.changes import MISSING, SECRET, FieldChange
+from tools.pr_diff.iam import policy_summary
+from tools.pr_diff.records import Render, Resource, Violation
+from tools.pr_diff.replacement import ReplacementRules
+from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
+
+KINDS = ("replace", "remove", "add", "change")
+PROVIDER_PREFIX = "pulumi:providers:"
+OPTIONS = ("parent", "provider", "dependsOn", "protect", "retainOnDelete")
+# Kubernetes Secrets: the payload is never shown, even when a value is not marked secret.
+SECRET_PAYLOAD_KEYS = frozenset({"data", "stringData"})
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    kind: str
+    type: str
+    name: str
+    fields: tuple[FieldChange, ...] = ()
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # for the reviewer's attention
+    summary: str = ""
+    notes: tuple[str, ...] = ()  # how the change happens
+    grants_access: bool = False  # an added IAM policy with an Allow statement
+
+
+@dataclass(frozen=True)
+class Cost:
+    detail: str
+    usd_per_hour: float | None
+
+
+@dataclass(frozen=True)
+class CostLine:
+    item: str
+    base: Cost | None
+    head: Cost | None
+
+
+@dataclass(frozen=True)
+class StackDiff:
+    stack: str
+    resources: tuple[ResourceChange, ...]
+    costs: tuple[CostLine, ...]
+    base_violations: tuple[Violation, ...]
+    head_violations: tuple[Violation, ...]
+    outputs: tuple[FieldChange, ...] = field(default=())
+
+    def of_kind(self, kind: str) -> list[ResourceChange]:
+        return [r for r in self.resources if r.kind == kind]
+
+    @property
+    def new_violations(self) -> list[Violation]:
+        return [v for v in self.head_violations if v not in self.base_violations]
+
+    @property
+    def resolved_violations(self) -> list[Violation]:
+        return [v for v in self.base_violations if v not in self.head_violations]
+
+    @property
+    def head_mandatory(self) -> list[Violation]:
+        return [v for v in self.head_violations if v.mandatory]
+
+
+def _hidden_keys(resource: Resource) -> frozenset[str]:
+    return SECRET_PAYLOAD_KEYS if resource.type == "kubernetes:core/v1:Secret" else frozenset()
+
+
+def _field_changes(old: Resource, new: Resource) -> list[FieldChange]:
+    changes = diff_values(old.inputs, new.inputs, hidden_keys=_hidden_keys(new))
+    for option in OPTIONS:
+        before, after = old.record.get(option, MISSING), new.record.get(option, MISSING)
+        changes += diff_values(before, after, f"({option})")
+    return changes
+
+
+def _provider_inputs(render: Render, resource: Resource) -> dict[str, Any]:
+    provider = render.by_ref(resource.record.get("provider") or "")
+    return provider.inputs if provider else {}
+
+
+def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: ReplacementRules) -> list[str]:
+    warnings = []
+    if old is not None and kind in ("replace", "remove") and old.record.get("protect"):
+        warnings.append(f"protected: `pulumi up` refuses to {kind} it until `protect` is lifted")
+    if old is not None and kind == "remove" and old.record.get("retainOnDelete"):
+        warnings.append("retainOnDelete: Pulumi forgets it and the object stays (deleting its namespace still deletes it)")
+    if old is not None and new is not None and kind == "replace":
+        fixed = rules.fixed_name(new.type, new.inputs)
+        if fixed is not None:
+            warnings.append(f"fixed name `{fixed[0]}: {fixed[1]}`: a create-before-delete replacement collides with "
+                            "itself unless the resource sets `delete_before_replace`")
+    return warnings
+
+
+def _notes(kind: str, resource: Resource) -> tuple[str, ...]:
+    if kind == "replace" and resource.type.startswith("kubernetes:") and (resource.inputs.get("metadata") or {}).get("name"):
+        return ("fixed `metadata.name`: the provider deletes the old object before creating the new one",)
+    return ()
+
+
+def _dependents_note(head: Render, resource: Resource) -> str:
+    """Resources that take a replaced resource's outputs: they update (or are replaced) once its new IDs
+    exist, which an offline render cannot show."""
+    names = sorted(r.name for r in head.resources.values() if resource.ref in (r.record.get("dependsOn") or []))
+    if not names:
+        return ""
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return f"takes new IDs into: {shown}"
+
+
+def summarize(resource: Resource) -> str:
+    """One line on what an added or removed resource is, for the types reviewers ask about."""
+    inputs = resource.inputs
+    if resource.type.endswith(":DynamoGraphDeployment"):
+        components = (inputs.get("spec") or {}).get("components") or []
+        return ", ".join(f"{c.get('name')} x{c.get('replicas', 1)}" for c in components)
+    if resource.type == "aws:eks/nodeGroup:NodeGroup":
+        scaling = inputs.get("scalingConfig") or {}
+        return (f"{', '.join(inputs.get('instanceTypes') or [])}, nodes {scaling.get('minSize')}.."
+                f"{scaling.get('maxSize')} (desired {scaling.get('desiredSize')})")
+    if isinstance(inputs.get("policy"), str):
+        return policy_summary(inputs["policy"])
+    return ""
+
+
+def _compare_common(base: Render, head: Render, urn: str, rules: ReplacementRules) -> ResourceChange | None:
+    old, new = base.resources[urn], head.resources[urn]
+    fields = _field_changes(old, new)
+    if not fields:
+        return None
+    reasons = [f"`{path}` forces a new resource ({source})" for path, source in
+               rules.replacing_fields(new.type, old.inputs, new.inputs, _provider_inputs(head, new))]
+    if old.record.get("provider") != new.record.get("provider"):
+        reasons.append(f"provider changed: {rules.provider_change_note}")
+    kind = "replace" if reasons else "change"
+    summary = _dependents_note(head, new) if kind == "replace" else ""
+    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons),
+                          tuple(_warnings(kind, old, new, rules)), summary, _notes(kind, new))
+
+
+def _cascade_provider_replacements(changes: dict[str, ResourceChange], base: Render, head: Render,
+                                   rules: ReplacementRules) -> None:
+    """Every resource of a replaced provider is replaced with it (it now lives in another cluster)."""
+    replaced_providers = {f"{c.type}::{c.name}" for c in changes.values()
+                          if c.kind == "replace" and c.type.startswith(PROVIDER_PREFIX)}
+    for urn, resource in head.resources.items():
+        provider = resource.record.get("provider") or ""
+        if provider not in replaced_providers or urn not in base.resources:
+            continue
+        current = changes.get(urn)
+        reason = f"its provider `{provider}` is replaced"
+        fields = current.fields if current else ()
+        reasons = (current.reasons if current else ()) + (reason,)
+        changes[urn] = ResourceChange("replace", resource.type, resource.name, fields, reasons,
+                                      tuple(_warnings("replace", base.resources[urn], resource, rules)),
+                                      notes=_notes("replace", resource))
+
+
+def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[ResourceChange]:
+    changes: dict[str, ResourceChange] = {}
+    removed = {u: r for u, r in base.resources.items() if u not in head.resources}
+    added = {u: r for u, r in head.resources.items() if u not in base.resources}
+    moved_from = {(r.type, r.name): u for u, r in removed.items()}
+    for urn, new in added.items():
+        old_urn = moved_from.pop((new.type, new.name), None)
+        if old_urn is None:
+            summary = summarize(new)
+            grants = isinstance(new.inputs.get("policy"), str) and "Allow" in summary
+            changes[urn] = ResourceChange("add", new.type, new.name, summary=summary, grants_access=grants)
+            continue
+        old = removed.pop(old_urn)
+        changes[urn] = ResourceChange("replace", new.type, new.name, tuple(_field_changes(old, new)),
+                                      (f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}",),
+                                      tuple(_warnings("replace", old, new, rules)), _dependents_note(head, new),
+                                      _notes("replace", new))
+    for urn, old in removed.items():
+        changes[urn] = ResourceChange("remove", old.type, old.name, warnings=tuple(_warnings("remove", old, None, rules)),
+                                      summary=summarize(old))
+    for urn in base.resources.keys() & head.resources.keys():
+        change = _compare_common(base, head, urn, rules)
+        if change is not None:
+            changes[urn] = change
+    _cascade_provider_replacements(changes, base, head, rules)
+    return sorted(changes.values(), key=lambda c: (KINDS.index(c.kind), c.type, c.name))
+
+
+def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
+    costs = {}
+    for pool in outputs.get("nodePools") or []:
+        costs[f"GPU pool `{pool['pool']}`"] = Cost(f"{pool['instanceType']}, nodes {pool['nodes']}",
+                                                  pool.get("usdPerHourDesired"))
+    for endpoint in outputs.get("endpoints") or []:
+        if endpoint.get("kind") == "sagemaker":
+            costs[f"SageMaker `{endpoint['id']}`"] = Cost(
+                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd"))
+    return costs
+
+
+def diff_costs(base: Render, head: Render) -> list[CostLine]:
+    old, new = _costs(base.outputs), _costs(head.outputs)
+    return [CostLine(item, old.get(item), new.get(item)) for item in sorted(old.keys() | new.keys())]
+
+
+def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    """Outputs without the secret ones (kubeconfig): nothing of theirs is ever compared or printed."""
+    return {k: v for k, v in outputs.items() if v != SECRET and k not in ALWAYS_HIDDEN_KEYS}
+
+
+def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules) -> StackDiff:
+    outputs = diff_values(_shown_outputs(base.outputs), _shown_outputs(head.outputs), "outputs")
+    return StackDiff(stack, tuple(diff_resources(base, head, rules)), tuple(diff_costs(base, head)),
+                     base.violations, head.violations, tuple(outputs))
