@@ -36,12 +36,12 @@ def run_config(raw: dict[str, Any], stack: str = "test", secrets: dict[str, str]
     return run_program(config, [f"{PROJECT}:{key}" for key in secrets], stack=stack)
 
 
-def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str) -> None:
+def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str, secrets: dict[str, str] | None = None) -> None:
     """The program stops with one line containing `expected`, and registered nothing."""
     from serving_stack.config import ConfigError
 
     try:
-        run_config(raw)
+        run_config(raw, secrets=secrets)
     except ConfigError as error:
         message = str(error)
     else:

@@ -1,6 +1,6 @@
 """Model-cache storage: an encrypted, Elastic-throughput EFS with mount targets in every AZ and an
-`efs-ap` StorageClass, or an FSx for Lustre PERSISTENT_2 StorageClass in the GPU pools' AZ; the CSI
-driver add-on authenticates with EKS Pod Identity; production storage is protected."""
+`efs-ap` StorageClass, or an FSx for Lustre PERSISTENT_2 file system the stack creates in the GPU pools' AZ
+with a static volume reserved for the model-cache claim; only what holds data is protected."""
 from __future__ import annotations
 
 import json
@@ -10,25 +10,28 @@ import pytest
 from aws_helpers import inputs, run_components, the
 from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
 from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.storage import EfsOptions, FsxOptions, StoragePlan
 
 SUBNETS = {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa", "us-east-1b": "subnet-0bbbbbbbbbbbbbbbb"}
 STORAGE_CLASS, ADDON = "kubernetes:storage.k8s.io/v1:StorageClass", "aws:eks/addon:Addon"
+FSX, VOLUME = "aws:fsx/lustreFileSystem:LustreFileSystem", "kubernetes:core/v1:PersistentVolume"
+INGRESS, EGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 
 
-def storage(backend: str, protect: bool = False, throughput: int = 250, fsx_availability_zone: str = "us-east-1a"):
+def storage(backend: str, protect: bool = False, throughput: int = 250, zone: str = "us-east-1a"):
     addons = load_aws_catalog().platform.eksAddons
     plan = StoragePlan(
-        backend=backend, storage_class_name="model-cache", protect=protect,
+        backend=backend, storage_class_name="model-cache", protect=protect, claim_name=MODEL_CACHE_CLAIM,
         csi_addon=addons.efsCsiDriver if backend == "efs" else addons.fsxCsiDriver,
         efs=EfsOptions("700", "/nemotron-model-cache") if backend == "efs" else None,
-        fsx=FsxOptions(throughput, "2.15", "LZ4", fsx_availability_zone) if backend == "fsx" else None,
+        fsx=FsxOptions(throughput, "2.15", "LZ4", zone, 1200) if backend == "fsx" else None,
     )
 
     def build():
         ModelCacheStorage("cache", ModelCacheStorageArgs(
             storage=plan, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", vpc_cidr="10.0.0.0/16",
-            private_subnet_ids_by_az=SUBNETS,
+            private_subnet_ids_by_az=SUBNETS, claim_namespace="serving",
         ))
 
     return run_components(build)
@@ -49,49 +52,53 @@ def test_efs_file_system_mount_targets_and_storage_class():
         "provisioningMode": "efs-ap", "fileSystemId": "cache-efs-id", "directoryPerms": "700", "basePath": "/nemotron-model-cache",
     }
     assert storage_class["reclaimPolicy"] == "Retain"
-    nfs = the(run, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert not run.named("cache-storage-class").protect  # it only describes the file system
+    nfs = the(run, INGRESS)
     assert (nfs["fromPort"], nfs["toPort"], nfs["cidrIpv4"]) == (2049, 2049, "10.0.0.0/16")
 
 
-def test_fsx_storage_class_in_the_pools_az():
-    run = storage("fsx", protect=True, throughput=500, fsx_availability_zone="us-east-1b")
-    storage_class = the(run, STORAGE_CLASS)
-    assert storage_class["provisioner"] == "fsx.csi.aws.com"
-    assert storage_class["parameters"] == {
-        "subnetId": SUBNETS["us-east-1b"],
-        "securityGroupIds": "cache-sg-id",
-        "deploymentType": "PERSISTENT_2",
-        "perUnitStorageThroughput": "500",
-        "fileSystemTypeVersion": "2.15",
-        "dataCompressionType": "LZ4",
-    }
-    assert storage_class["reclaimPolicy"] == "Retain" and run.named("cache-storage-class").protect
-    assert storage_class["mountOptions"] == ["flock"]
-    ports = sorted({(r["fromPort"], r["toPort"]) for r in inputs(run, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")})
-    assert ports == [(988, 988), (1018, 1023)]
-    assert run.of_type("aws:efs/fileSystem:FileSystem") == []
+def test_fsx_file_system_in_the_pools_az_with_a_volume_reserved_for_the_claim():
+    run = storage("fsx", protect=True, throughput=500, zone="us-east-1b")
+    fsx = the(run, FSX)
+    assert fsx["subnetIds"] == SUBNETS["us-east-1b"] and fsx["securityGroupIds"] == ["cache-sg-id"]
+    assert (fsx["deploymentType"], fsx["perUnitStorageThroughput"], fsx["storageCapacity"]) == ("PERSISTENT_2", 500, 1200)
+    assert (fsx["fileSystemTypeVersion"], fsx["dataCompressionType"], fsx["skipFinalBackup"]) == ("2.15", "LZ4", True)
+    assert run.named("cache-fsx").protect and not run.named("cache-volume").protect
+    volume = the(run, VOLUME)
+    assert volume["spec"]["claimRef"] == {"namespace": "serving", "name": MODEL_CACHE_CLAIM}
+    assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert volume["spec"]["storageClassName"] == "model-cache" and volume["spec"]["capacity"] == {"storage": "1200Gi"}
+    assert volume["spec"]["csi"] == {"driver": "fsx.csi.aws.com", "volumeHandle": "cache-fsx-id", "volumeAttributes": {
+        "dnsname": "cache-fsx-id.fsx.us-east-1.amazonaws.com", "mountname": "mockmnt"}}
+    assert run.of_type(STORAGE_CLASS) == [] and run.of_type("aws:efs/fileSystem:FileSystem") == []
 
 
-@pytest.mark.parametrize("backend, service_account", [("efs", "efs-csi-controller-sa"), ("fsx", "fsx-csi-controller-sa")])
-def test_csi_driver_addon_uses_pod_identity(backend, service_account):
-    run = storage(backend)
-    addon = the(run, ADDON)
-    assert addon["addonName"] == f"aws-{backend}-csi-driver"
-    assert addon["podIdentityAssociations"] == [{"roleArn": "arn:aws:iam:us-east-1:123456789012:role/cache-csi-role", "serviceAccount": service_account}]
-    trust = json.loads(the(run, "aws:iam/role:Role")["assumeRolePolicy"])
+def test_fsx_security_group_allows_lustre_both_ways():
+    """Lustre clients and servers talk on 988 and 1018-1023 in both directions (FSx user guide)."""
+    run = storage("fsx")
+    expected = {(988, 988), (1018, 1023)}
+    ingress, egress = inputs(run, INGRESS), inputs(run, EGRESS)
+    assert {(r["fromPort"], r["toPort"]) for r in ingress if r.get("cidrIpv4") == "10.0.0.0/16"} == expected
+    assert {(r["fromPort"], r["toPort"]) for r in ingress if r.get("referencedSecurityGroupId") == "cache-sg-id"} == expected
+    assert {(r["fromPort"], r["toPort"]) for r in egress if r.get("cidrIpv4") == "10.0.0.0/16"} == expected
+    assert {(r["fromPort"], r["toPort"]) for r in egress if r.get("referencedSecurityGroupId") == "cache-sg-id"} == expected
+
+
+def test_efs_csi_driver_uses_pod_identity_and_fsx_needs_no_aws_permissions():
+    efs = storage("efs")
+    addon = the(efs, ADDON)
+    assert addon["addonName"] == "aws-efs-csi-driver"
+    assert addon["podIdentityAssociations"] == [{"roleArn": "arn:aws:iam:us-east-1:123456789012:role/cache-csi-role",
+                                                 "serviceAccount": "efs-csi-controller-sa"}]
+    trust = json.loads(the(efs, "aws:iam/role:Role")["assumeRolePolicy"])
     assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert set(trust["Statement"][0]["Action"]) == {"sts:AssumeRole", "sts:TagSession"}
+    fsx = storage("fsx")
+    assert the(fsx, ADDON)["addonName"] == "aws-fsx-csi-driver" and "podIdentityAssociations" not in the(fsx, ADDON)
+    assert fsx.of_type("aws:iam/role:Role") == []  # a static volume is only mounted: no FSx API calls
 
 
-def test_fsx_csi_policy_is_scoped_not_full_access():
-    run = storage("fsx")
-    policy = json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"])
-    actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert "fsx:*" not in actions and "fsx:CreateFileSystem" in actions
-    assert run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") == []
-
-
-def test_unprotected_storage_deletes_its_volumes():
-    run = storage("efs", protect=False)
-    assert the(run, STORAGE_CLASS)["reclaimPolicy"] == "Delete"
-    assert not run.named("cache-efs").protect
+@pytest.mark.parametrize("backend", ["efs", "fsx"])
+def test_unprotected_storage_is_deletable(backend):
+    run = storage(backend, protect=False)
+    assert not any(r.protect for r in run.resources)

@@ -77,7 +77,7 @@ def test_bad_pack_config_is_rejected_with_its_key(pack_config, error):
 
 
 def unprotect_cache(resources: list) -> None:
-    cache = named(resources, "model-cache-pvc")
+    cache = named(resources, "model-cache-storage-fsx")
     cache.protect = cache.retain_on_delete = False
 
 
@@ -90,7 +90,8 @@ def test_the_stack_decides_protected_stacks():
 def test_policy_resources_link_parents_dependencies_providers_and_options():
     built = {r.name: r for r in policy_resources(recording("prod"))}
     pvc, job = built["model-cache-pvc"], built["model-cache-download"]
-    assert pvc.opts.retain_on_delete is True and pvc.opts.protect is True
+    assert built["model-cache-storage-fsx"].opts.protect is True and pvc.opts.protect is False
+    assert built["model-cache-storage-volume"] in pvc.dependencies
     assert pvc.parent is built["model-cache"] and pvc.opts.parent == built["model-cache"].urn
     assert pvc in job.dependencies and job.provider.resource_type == "pulumi:providers:kubernetes"
 

@@ -72,7 +72,8 @@ def writable_cache(resources: list) -> None:
 
 
 def unprotected_cache(resources: list) -> None:
-    cache = first(resources, PVC)
+    """Prod keeps the model cache in its FSx file system (the claim is bound to a Retain volume of it)."""
+    cache = first(resources, "aws:fsx/lustreFileSystem:LustreFileSystem")
     cache.protect = cache.retain_on_delete = False
 
 

@@ -36,5 +36,5 @@ def test_prod_judges_a_disaggregated_target_and_a_retained_cache():
     resources = recording("prod")
     dgds = [r.inputs for r in of_type(resources, DGD)]
     assert any(c["type"] == "prefill" for d in dgds for c in d["spec"]["components"])
-    (cache,) = [r for r in resources if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]
-    assert cache.retain_on_delete or cache.protect
+    (cache,) = [r for r in resources if r.type == "aws:fsx/lustreFileSystem:LustreFileSystem"]
+    assert cache.protect

@@ -1,7 +1,11 @@
 """What the committed dev and prod stacks register on the Kubernetes side, value by value."""
 from __future__ import annotations
 
-from stack_helpers import DGD_TYPE, rendered_stack
+import base64
+import json
+
+from sagemaker_helpers import unsecret
+from stack_helpers import BASE_CONFIG, DGD_TYPE, TEST_SECRETS, assert_rejected_before_any_resource, rendered_stack, run_config
 
 
 def _inputs(stack: str, type_token: str) -> list[dict]:
@@ -14,6 +18,7 @@ def test_dev_is_one_single_gpu_aggregated_target():
     assert dgd["metadata"] == {
         "name": "vllm-agg-h100-mtp", "namespace": "nemotron-dev",
         "labels": {"app.kubernetes.io/name": "vllm-agg-h100-mtp", "app.kubernetes.io/part-of": "dynamo"},
+        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "4200"},
     }
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
 
@@ -26,32 +31,74 @@ def test_prod_spans_h200_and_b200_with_kv_router_and_disaggregation():
     assert endpoints["vllm/disagg-h200-dflash"]["expectedOutputTokensPerSecond"] == round(1277.86 * 3, 2)
 
 
-def test_hf_token_secret_and_pull_secret():
-    (secret,) = [r for r in rendered_stack("dev").resources if r.type == "kubernetes:core/v1:Secret"]
-    assert secret.to_json()["inputs"]["metadata"] == {"name": "hf-token-secret", "namespace": "nemotron-dev"}
-    assert secret.to_json()["inputs"]["stringData"] == {"HF_TOKEN": "[secret]"}
-    (dgd,) = _inputs("dev", DGD_TYPE)
-    assert {str(c["podTemplate"]["spec"]["imagePullSecrets"]) for c in dgd["spec"]["components"]} == {"[{'name': 'ngc-registry'}]"}
+def test_hf_token_secret_and_pull_secret_exist_only_when_configured():
+    run = run_config({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}})
+    secrets = {r.name: r.to_json()["inputs"] for r in run.resources if r.type == "kubernetes:core/v1:Secret"}
+    assert secrets["serving-hf-token"]["metadata"] == {"name": "hf-token-secret", "namespace": "nemotron-test"}
+    assert secrets["serving-hf-token"]["stringData"] == {"HF_TOKEN": "[secret]"}
+    pull = secrets["serving-pull-secret"]
+    assert (pull["type"], pull["metadata"]["name"]) == ("kubernetes.io/dockerconfigjson", "ngc-registry")
+    (dgd,) = [r for r in run.resources if r.type == DGD_TYPE]
+    pulls = {str(c["podTemplate"]["spec"]["imagePullSecrets"]) for c in dgd.inputs["spec"]["components"]}
+    assert pulls == {"[{'name': 'ngc-registry'}]"}
+    # The pods reference the Secret by name only: they are ordered after it explicitly.
+    assert "kubernetes:core/v1:Secret::serving-pull-secret" in dgd.depends_on
+    assert not [r for r in rendered_stack("dev").resources if r.type == "kubernetes:core/v1:Secret"]
+
+
+def test_the_pull_secret_is_built_from_the_ngc_key():
+    run = run_config({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}})
+    (pull,) = [r for r in run.resources if r.name == "serving-pull-secret"]
+    config = json.loads(unsecret(pull.inputs)["stringData"][".dockerconfigjson"])
+    auth = config["auths"]["nvcr.io"]
+    assert (auth["username"], auth["password"]) == ("$oauthtoken", TEST_SECRETS["ngcApiKey"])
+    assert base64.b64decode(auth["auth"]).decode() == f"$oauthtoken:{TEST_SECRETS['ngcApiKey']}"
+
+
+def test_a_pull_secret_without_the_key_is_refused_before_any_resource():
+    assert_rejected_before_any_resource({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}},
+                                        "ngcApiKey: required when dynamo.imagePullSecret is set",
+                                        secrets={"hfToken": "hf_x"})
 
 
 def test_model_cache_pvc_and_download_job():
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}}, "storageClassName": "fsx-lustre"}
+    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}},
+                           "storageClassName": "fsx-lustre", "volumeName": "fsx-lustre-model-cache"}
     (job,) = _inputs("dev", "kubernetes:batch/v1:Job")
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert [e for e in container["env"] if e["name"].endswith("_MODEL")] == [
         {"name": "BASE_MODEL", "value": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"}
     ]
     assert 'for env_name in ("BASE_MODEL",):' in container["args"][0]
-    assert container["envFrom"] == [{"secretRef": {"name": "hf-token-secret"}}]
+    assert "envFrom" not in container  # no hfToken in dev: public checkpoints
     (prod_job,) = _inputs("prod", "kubernetes:batch/v1:Job")
     assert 'for env_name in ("BASE_MODEL", "DFLASH_MODEL", "DSPARK_MODEL"):' in prod_job["spec"]["template"]["spec"]["containers"][0]["args"][0]
 
 
-def test_model_cache_is_retained_in_prod_only():
-    for stack, retained in (("dev", False), ("prod", True)):
-        (pvc,) = [r for r in rendered_stack(stack).resources if r.type == "kubernetes:core/v1:PersistentVolumeClaim"]
-        assert pvc.retain_on_delete is retained and pvc.protect is retained
+def test_prod_keeps_the_model_cache_in_its_protected_file_system():
+    """The claim is bound to a Retain volume of the stack's FSx file system, which alone is protected."""
+    run = rendered_stack("prod")
+    (fsx,) = run.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    (volume,) = run.of_type("kubernetes:core/v1:PersistentVolume")
+    (pvc,) = run.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    assert fsx.protect and not volume.protect and not pvc.protect
+    assert volume.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert volume.inputs["spec"]["csi"]["volumeHandle"] == f"{fsx.name}-id"
+    assert volume.inputs["spec"]["claimRef"] == {"namespace": "nemotron", "name": "shared-model-cache"}
+    assert pvc.inputs["spec"]["volumeName"] == volume.inputs["metadata"]["name"]
+    assert not run.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+
+
+def test_retain_on_delete_keeps_the_claim_with_its_namespace():
+    """Deleting a namespace deletes the claims in it, so retaining the claim alone would keep nothing."""
+    run = run_config({**BASE_CONFIG, "modelCache": {"storageClassName": "efs-ap", "retainOnDelete": True}})
+    assert run.named("model-cache-pvc").retain_on_delete and run.named("serving-namespace").retain_on_delete
+    assert not run.named("model-cache-pvc").protect
+
+
+def test_dev_leaves_the_shared_clusters_dynamo_platform_alone():
+    assert not rendered_stack("dev").of_type("kubernetes:helm.sh/v3:Release")
 
 
 def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
