@@ -14,6 +14,7 @@ import pydantic
 
 from serving_stack.config.types import (
     AvailabilityZone,
+    AwsTags,
     Block,
     Cidr,
     DnsLabel,
@@ -138,4 +139,4 @@ class AwsConfig(Block):
     nodePools: list[NodePoolConfig] = pydantic.Field(default_factory=list)
     devicePlugins: DevicePluginsConfig = DevicePluginsConfig()
     modelCacheStorage: Optional[ModelCacheStorageConfig] = None
-    tags: dict[str, str] = pydantic.Field(default_factory=dict)
+    tags: AwsTags = pydantic.Field(default_factory=dict)

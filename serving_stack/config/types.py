@@ -1,7 +1,9 @@
 """Value types of the stack config: strings checked against patterns, with errors in words, and `Block`."""
 from __future__ import annotations
 
+import ipaddress
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -12,7 +14,7 @@ SEMVER = (
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
+QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
@@ -32,7 +34,39 @@ def matching(pattern: str, what: str) -> Any:
 
 DnsLabel = matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")
 SemVer = matching(SEMVER, "a semantic version such as 1.4.0")
+QUANTITY_UNITS = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+                  "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def quantity_value(quantity: str) -> Decimal:
+    """`300Gi` -> bytes, `500m` -> 0.5 (Kubernetes quantity syntax, binary, decimal and milli suffixes)."""
+    match = re.fullmatch(QUANTITY, quantity)
+    if match is None:
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity")
+    number, unit = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity).groups()  # type: ignore[union-attr]
+    try:
+        return Decimal(number) * QUANTITY_UNITS[unit]
+    except InvalidOperation:
+        raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
+
+
+def bounded_quantity(what: str, minimum: str, maximum: str) -> Any:
+    """A quantity string with a lower and an upper bound, both said in the error."""
+
+    def check(value: str) -> str:
+        if not re.match(QUANTITY, value):
+            raise ValueError(f"must be {what}")
+        if not quantity_value(minimum) <= quantity_value(value) <= quantity_value(maximum):
+            raise ValueError(f"must be between {minimum} and {maximum}")
+        return value
+
+    return Annotated[str, pydantic.AfterValidator(check)]
+
+
 Quantity = matching(QUANTITY, "a Kubernetes quantity such as 300Gi")
+StorageSize = bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")
+MemorySize = bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")
+CpuQuantity = bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")
 HfRepo = matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 PinnedImage = matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
 Registry = matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
@@ -40,9 +74,10 @@ StorageClassName = matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass
 
 
 class Block(pydantic.BaseModel):
-    """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected."""
+    """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
+    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
@@ -52,5 +87,30 @@ SubnetId = matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123
 SecurityGroupId = matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")
 VpcId = matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")
 ReservationId = matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")
-Cidr = matching(r"^\d{1,3}(\.\d{1,3}){3}/\d{1,2}$", "an IPv4 CIDR such as 203.0.113.0/24")
+def _ipv4_cidr(value: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise ValueError("must be an IPv4 CIDR such as 203.0.113.0/24") from None
+    if "/" not in value:
+        raise ValueError("must be an IPv4 CIDR with a prefix length, such as 203.0.113.0/24")
+    return str(network) if str(network) == value else value
+
+
+Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
+
+
+def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
+    """AWS tag rules: keys 1-128 and values 0-256 characters; the `aws:` prefix is reserved for AWS."""
+    for key, value in tags.items():
+        if key.lower().startswith("aws:"):
+            raise ValueError(f"tag key {key[:60]!r} uses the prefix aws:, which AWS reserves")
+        if not 1 <= len(key) <= 128 or len(value) > 256:
+            raise ValueError(f"tag {key[:60]!r}: keys are 1-128 characters, values at most 256")
+    if len(tags) > 40:  # the stack adds its own (Name, pool) to the 50 AWS allows per resource
+        raise ValueError(f"{len(tags)} tags; at most 40 (AWS allows 50 per resource, the stack adds its own)")
+    return tags
+
+
+AwsTags = Annotated[dict[str, str], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]
