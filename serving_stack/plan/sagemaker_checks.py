@@ -34,6 +34,31 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
     return errors
 
 
+def _check_autoscaling_guard(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """An instance-type change of a registered variant fails UpdateEndpoint: make it a two-step change."""
+    scaling = endpoint.autoscaling
+    if not scaling.enabled or scaling.instanceType == endpoint.instanceType:
+        return []
+    return [ConfigError(f"{path}.autoscaling.instanceType",
+                        f"autoscaling is registered for {scaling.instanceType}, the endpoint asks for "
+                        f"{endpoint.instanceType}: SageMaker refuses to change the instance type of a variant that is "
+                        "a scaling target", f"{endpoint.instanceType} after a `pulumi up` with autoscaling.enabled: "
+                        "false (docs/sagemaker.md, Changing the instance type)")]
+
+
+def _check_bake(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """A bake shorter than the alarms' evaluation window cannot roll anything back."""
+    deployment = endpoint.deployment
+    alarms = deployment.rollbackAlarms
+    window = alarms.periodSeconds * alarms.evaluationPeriods
+    if deployment.waitIntervalSeconds >= window:
+        return []
+    return [ConfigError(f"{path}.deployment.waitIntervalSeconds",
+                        f"{deployment.waitIntervalSeconds} s of baking is shorter than the rollback alarms' window "
+                        f"(periodSeconds {alarms.periodSeconds} x evaluationPeriods {alarms.evaluationPeriods} = "
+                        f"{window} s): no alarm could trip before the next traffic shift", f">= {window}")]
+
+
 def _check_capacity(endpoint: SageMakerEndpointConfig, path: str, instances: Mapping[str, InstanceType]) -> list[ConfigError]:
     errors = []
     scaling = endpoint.autoscaling
@@ -74,4 +99,6 @@ def check_sagemaker(config: SageMakerConfig, facts: Facts, prefix: str = "sagema
         seen.add(endpoint.name)
         errors += _check_source(endpoint, path, facts.lmi)
         errors += _check_capacity(endpoint, path, facts.sagemaker_instances)
+        errors += _check_autoscaling_guard(endpoint, path)
+        errors += _check_bake(endpoint, path)
     return errors
