@@ -6,12 +6,12 @@ import copy
 from typing import Any
 
 import pulumi
-
 from aws_helpers import run_components
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from tools.mock_runtime import ProgramRun, plain_numbers
 from plan_helpers import plan_of
+
+from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.plan.sagemaker_spec import PlannedEndpoint
+from tools.mock_runtime import ProgramRun, plain_numbers
 
 REGION = "us-west-2"
 PUBLIC_ID = "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16"

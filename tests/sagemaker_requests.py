@@ -18,8 +18,8 @@ from typing import Any, Optional
 import botocore.session
 from botocore.model import OperationModel, Shape
 from botocore.validate import ParamValidator
-
 from sagemaker_helpers import PULUMI_ONLY, inputs, to_api
+
 from tools.mock_runtime import MOCK_REGION, ProgramRun
 
 # type token -> (service, operation, parameter that takes the resource's name, renames of recorded keys)
@@ -53,7 +53,7 @@ class Request:
     params: dict[str, Any]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def operation_model(service: str, operation: str) -> OperationModel:
     return botocore.session.get_session().get_service_model(service).operation_model(operation)
 
@@ -129,13 +129,13 @@ def _constraint_errors(value: Any, shape: Shape, path: str) -> list[str]:
         pattern = meta.get("pattern")
         if pattern and _compiles(pattern) and not re.fullmatch(pattern, value, re.DOTALL):
             errors.append(f"{path}: {value!r} does not match {pattern}")
-    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)):
-        if "max" in meta and value > meta["max"]:
-            errors.append(f"{path}: {value} is above the API's maximum {meta['max']}")
+    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)) \
+            and "max" in meta and value > meta["max"]:
+        errors.append(f"{path}: {value} is above the API's maximum {meta['max']}")
     return errors
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiles(pattern: str) -> bool:
     try:
         re.compile(pattern)

@@ -9,15 +9,15 @@ import shutil
 import boto3
 import pytest
 from moto import mock_aws
-
 from plan_helpers import FACTS
 from sagemaker_helpers import PUBLIC_ID, REGION, jumpstart_endpoint, stack
+from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource, run_config
+
 from serving_stack.config import parse_stack_config
 from serving_stack.errors import ConfigError
 from serving_stack.facts import jumpstart
 from serving_stack.facts.jumpstart_sources import PROVENANCE_FILE
 from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
-from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource, run_config
 from tools import refresh_jumpstart_snapshot
 from tools.mock_runtime import PROJECT_DIR
 from tools.summary import summary_markdown
@@ -81,7 +81,8 @@ def test_refresh_records_provenance_and_the_stack_then_needs_no_opt_in(bucket, t
     assert (tmp_path / SPEC_KEY).read_bytes() == (SNAPSHOT / SPEC_KEY).read_bytes()  # verbatim, so sha256 matches
     config = parse_stack_config(stack(jumpstart_endpoint(), allowUnverifiedSpecs=False))
     (planned,) = plan_sagemaker_endpoints(config, FACTS, source=jumpstart.SnapshotSpecSource(tmp_path))
-    assert planned.spec_verified and planned.source.provenance.endswith(f"@sha256:{record['sha256'][:16]}")
+    assert planned.spec_verified
+    assert planned.source.provenance.endswith(f"@sha256:{record['sha256'][:16]}")
 
 
 def test_a_spec_edited_after_the_fetch_is_unverified_again(bucket, tmp_path):
@@ -108,4 +109,5 @@ def test_model_package_specs_are_refused(tmp_path):
     with pytest.raises(ConfigError) as raised:
         jumpstart.resolve_jumpstart_model(PUBLIC_ID, "1.0.0", REGION, "ml.g6e.12xlarge", accept_eula=False,
                                           source=jumpstart.SnapshotSpecSource(tmp_path), allow_unverified=True)
-    assert "is a model-package (Marketplace) model" in str(raised.value) and "\n" not in str(raised.value)
+    assert "is a model-package (Marketplace) model" in str(raised.value)
+    assert "\n" not in str(raised.value)

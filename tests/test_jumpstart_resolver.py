@@ -12,7 +12,12 @@ from moto import mock_aws
 
 from serving_stack.facts import jumpstart
 from serving_stack.facts.jumpstart import (
-    MANIFEST_KEY, ConfigKeys, JumpStartError, S3SpecSource, SnapshotSpecSource, resolve_jumpstart_model,
+    MANIFEST_KEY,
+    ConfigKeys,
+    JumpStartError,
+    S3SpecSource,
+    SnapshotSpecSource,
+    resolve_jumpstart_model,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -160,7 +165,8 @@ def test_bucket_overrides_move_specs_and_artifacts(s3, monkeypatch):
 ])
 def test_snapshot_resolves_like_the_bucket_it_copies(s3, model_id, version, instance_type, root):
     from_bucket = resolve(S3SpecSource(REGION, s3), model_id, version, instance_type, accept_eula=True)
-    assert from_bucket.provenance is not None and from_bucket.provenance.bucket == f"jumpstart-cache-prod-{REGION}"
+    assert from_bucket.provenance is not None
+    assert from_bucket.provenance.bucket == f"jumpstart-cache-prod-{REGION}"
     from_snapshot = resolve(SnapshotSpecSource(root), model_id, version, instance_type, accept_eula=True)
     assert from_snapshot == replace(from_bucket, provenance=None)  # same values; only the read proves provenance
 

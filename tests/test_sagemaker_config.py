@@ -5,16 +5,24 @@ from __future__ import annotations
 import boto3
 import pytest
 from moto import mock_aws
-
-from serving_stack.facts import jumpstart
-from serving_stack.config import ConfigError, parse_stack_config
-from tools.mock_runtime import PROJECT_DIR, run_program
-from serving_stack.contract.outputs import ServingEndpoint
-from sagemaker_helpers import (
-    GATED_ID, NVFP4, PUBLIC_ID, REGION, autoscaling, huggingface_endpoint, jumpstart_endpoint, plan, stack,
-)
 from plan_helpers import FACTS
+from sagemaker_helpers import (
+    GATED_ID,
+    NVFP4,
+    PUBLIC_ID,
+    REGION,
+    autoscaling,
+    huggingface_endpoint,
+    jumpstart_endpoint,
+    plan,
+    stack,
+)
 from stack_helpers import BASE_CONFIG, run_config
+
+from serving_stack.config import ConfigError
+from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.facts import jumpstart
+from tools.mock_runtime import PROJECT_DIR, run_program
 
 E0 = "sagemaker.endpoints[0]"
 BF16 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
@@ -106,7 +114,8 @@ def test_bad_config_names_the_key_path(case):
     raw, expected = BAD_CONFIGS[case]
     with pytest.raises(ConfigError) as raised:
         plan(raw)  # parse_stack_config, then the plan: both pure, before any resource
-    assert expected in str(raised.value) and "\n" not in str(raised.value)
+    assert expected in str(raised.value)
+    assert "\n" not in str(raised.value)
 
 
 def test_every_bad_endpoint_is_reported_at_once():
@@ -134,8 +143,10 @@ def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
     assert (variant.model_data_download_timeout, variant.container_startup_health_check_timeout) == (1200, 1200)
     # g6e has local NVMe only: the spec's 256 GB volume is dropped (SDK volume_size_supported)
     assert (variant.volume_size_gb, variant.ebs_storage, variant.inference_ami_version) == (None, False, None)
-    assert planned.container.enable_network_isolation and not planned.container.needs_hf_token
-    assert not planned.spec_verified and planned.tags["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
+    assert planned.container.enable_network_isolation
+    assert not planned.container.needs_hf_token
+    assert not planned.spec_verified
+    assert planned.tags["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
 
 
 def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_defaults():
@@ -147,7 +158,8 @@ def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_default
     assert planned.container.image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:")
     environment = planned.container.environment
     assert (environment["HF_MODEL_ID"], environment["OPTION_QUANTIZE"]) == (NVFP4, "modelopt_fp4")
-    assert environment["OPTION_MAX_MODEL_LEN"] == "131072" and "HF_TOKEN" not in environment
+    assert environment["OPTION_MAX_MODEL_LEN"] == "131072"
+    assert "HF_TOKEN" not in environment
     # nothing comes from S3: no model-data download timeout; the health check covers the Hub download
     assert (planned.variant.model_data_download_timeout, planned.variant.container_startup_health_check_timeout) == (None, 2100)
     assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"

@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from sagemaker_helpers import (
-    HF_TOKEN, NVFP4, PUBLIC_ID, REGION, autoscaling, huggingface_endpoint, inputs, jumpstart_endpoint, record, stack,
+    HF_TOKEN,
+    NVFP4,
+    PUBLIC_ID,
+    REGION,
+    autoscaling,
+    huggingface_endpoint,
+    inputs,
+    jumpstart_endpoint,
+    record,
+    stack,
 )
+
 from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
 ENDPOINT_TYPES = {
@@ -79,7 +88,8 @@ def test_models_and_configs_outlive_a_rolled_back_replacement(run):
 
 
 def test_captured_data_and_its_key_are_retained_and_one_per_bucket_settings_replace_first(run):
-    assert run.named("nemotron-js-capture").retain_on_delete and run.named("nemotron-js-kms").retain_on_delete
+    assert run.named("nemotron-js-capture").retain_on_delete
+    assert run.named("nemotron-js-kms").retain_on_delete
     for name in ("nemotron-js-capture-encryption", "nemotron-js-capture-public-access"):
         assert run.named(name).delete_before_replace, name
     encryption = inputs(run, "nemotron-js-capture-encryption")
@@ -91,7 +101,8 @@ def test_jumpstart_model_is_the_resolved_container_tagged_with_its_provenance(ru
     container = model["primaryContainer"]
     assert container["modelDataSource"] == {"s3DataSources": [
         {"s3Uri": f"s3://{ARTIFACTS}", "s3DataType": "S3Prefix", "compressionType": "None"}]}
-    assert model["enableNetworkIsolation"] is True and model["region"] == REGION
+    assert model["enableNetworkIsolation"] is True
+    assert model["region"] == REGION
     assert model["tags"]["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
     assert inputs(run, "nemotron-js-endpoint")["tags"] == model["tags"] == inputs(run, "nemotron-js-config")["tags"]
 
@@ -102,7 +113,8 @@ def test_huggingface_model_downloads_from_the_hub_with_the_token_as_a_secret(run
     model = inputs(run, "nemotron-hf-model")
     environment = model["primaryContainer"]["environment"]
     assert (environment["HF_MODEL_ID"], environment["HF_TOKEN"]) == (NVFP4, HF_TOKEN)
-    assert "modelDataSource" not in model["primaryContainer"] and model["enableNetworkIsolation"] is False
+    assert "modelDataSource" not in model["primaryContainer"]
+    assert model["enableNetworkIsolation"] is False
     assert model["tags"]["nemotron.nvidia.com/precision"] == "nvfp4-w4a16-fallback"  # A100: no native FP4
 
 
@@ -110,7 +122,8 @@ def test_local_nvme_variants_get_no_volume_size_and_no_volume_key(run):
     for name in ("nemotron-js", "nemotron-hf"):
         config = inputs(run, f"{name}-config")
         (variant,) = config["productionVariants"]
-        assert "volumeSizeInGb" not in variant and "kmsKeyArn" not in config, name
+        assert "volumeSizeInGb" not in variant, name
+        assert "kmsKeyArn" not in config, name
     capture = inputs(run, "nemotron-js-config")["dataCaptureConfig"]
     assert capture["kmsKeyId"].endswith(":key/nemotron-js-kms")  # captured data is still KMS-encrypted
     (hf_variant,) = inputs(run, "nemotron-hf-config")["productionVariants"]
@@ -137,4 +150,5 @@ def test_autoscaling_tracks_invocations_and_can_be_switched_off():
     target = inputs(record(stack(jumpstart_endpoint())), "nemotron-js-scaling-target")
     assert (target["resourceId"], target["minCapacity"], target["maxCapacity"]) == ("endpoint/nemotron-js/variant/AllTraffic", 1, 4)
     off = record(stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", enabled=False))))
-    assert not off.of_type("aws:appautoscaling/target:Target") and not off.of_type("aws:appautoscaling/policy:Policy")
+    assert not off.of_type("aws:appautoscaling/target:Target")
+    assert not off.of_type("aws:appautoscaling/policy:Policy")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-
 from plan_helpers import FACTS
 from sagemaker_helpers import autoscaling, huggingface_endpoint, jumpstart_endpoint, plan, stack
+
 from serving_stack.errors import ConfigError
 from serving_stack.facts.sagemaker import version_tuple
 from serving_stack.plan.sagemaker_fit import check_vllm
@@ -41,7 +41,8 @@ def test_fit_and_precision_path_per_instance_type(instance_type, repo):
 def test_bf16_does_not_fit_a_single_48_gb_gpu_and_fits_four():
     """JUMPSTART-FACTS.md corrections: ml.g6e.2xlarge cannot hold BF16 30B, ml.g6e.12xlarge can."""
     bf16 = next(name for name, repo in LMI.repositories.items() if repo.precision == "bf16")
-    assert not expected_fit("ml.g6e.2xlarge", bf16) and expected_fit("ml.g6e.12xlarge", bf16)
+    assert not expected_fit("ml.g6e.2xlarge", bf16)
+    assert expected_fit("ml.g6e.12xlarge", bf16)
 
 
 def test_the_pinned_lmi_bundles_a_vllm_each_checkpoint_supports():
@@ -85,4 +86,5 @@ def test_a_disabled_autoscaling_lets_the_instance_type_change():
     """Step 1 of the documented procedure: with autoscaling off the pin does not apply."""
     (planned,) = plan(stack(huggingface_endpoint(instanceType="ml.p5en.48xlarge",
                                                  autoscaling=autoscaling("ml.p5.48xlarge", enabled=False))))
-    assert not planned.scaling.enabled and planned.variant.instance_type == "ml.p5en.48xlarge"
+    assert not planned.scaling.enabled
+    assert planned.variant.instance_type == "ml.p5en.48xlarge"

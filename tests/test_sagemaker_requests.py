@@ -4,7 +4,6 @@ hold per instance type (local NVMe: neither VolumeSizeInGB nor KmsKeyId), indepe
 from __future__ import annotations
 
 import pytest
-
 from plan_helpers import FACTS
 from sagemaker_helpers import GATED_ID, NVFP4, huggingface_endpoint, jumpstart_endpoint, record, stack
 from sagemaker_requests import Request, requests_of, validation_errors
@@ -19,7 +18,7 @@ SAGEMAKER_ENDPOINT = "nemotron:aws:SageMakerEndpoint"
 def assert_valid(requests: list[Request]) -> None:
     problems = {r.resource: errors for r in requests if (errors := validation_errors(r))}
     assert problems == {}
-    assert OPERATIONS <= {r.operation for r in requests}
+    assert {r.operation for r in requests} >= OPERATIONS
 
 
 def endpoint_config(requests: list[Request]) -> dict:
@@ -37,9 +36,11 @@ def test_every_instance_type_gets_valid_requests_and_its_storage_rule(instance_t
     (variant,) = config["ProductionVariants"]
     assert variant["InstanceType"] == instance_type
     if instance.storage == "nvme":
-        assert "VolumeSizeInGB" not in variant and "KmsKeyId" not in config
+        assert "VolumeSizeInGB" not in variant
+        assert "KmsKeyId" not in config
     else:
-        assert variant["VolumeSizeInGB"] == FACTS.lmi.volumeSizeGb and config["KmsKeyId"]
+        assert variant["VolumeSizeInGB"] == FACTS.lmi.volumeSizeGb
+        assert config["KmsKeyId"]
     assert config["DataCaptureConfig"]["KmsKeyId"]  # captured data is encrypted whatever the instance storage
 
 
@@ -78,10 +79,12 @@ def test_prod_serves_lightning_in_the_cluster_region_with_valid_requests():
     assert_valid(requests)
     (model,) = [r.params for r in requests if r.operation == "CreateModel"]
     environment = model["PrimaryContainer"]["Environment"]
-    assert environment["HF_MODEL_ID"] == NVFP4 and "Lightning" in environment["HF_MODEL_ID"]
+    assert environment["HF_MODEL_ID"] == NVFP4
+    assert "Lightning" in environment["HF_MODEL_ID"]
     cluster_region = next(r.inputs["region"] for r in run.resources if r.type == "pulumi:providers:aws")
     assert model["PrimaryContainer"]["Image"] == FACTS.lmi.image(cluster_region)
     (variant,) = endpoint_config(requests)["ProductionVariants"]
     instance = FACTS.sagemaker_instances[variant["InstanceType"]]
-    assert instance.storage == "nvme" and "VolumeSizeInGB" not in variant
+    assert instance.storage == "nvme"
+    assert "VolumeSizeInGB" not in variant
     assert variant["InferenceAmiVersion"] == FACTS.lmi.inferenceAmiVersion

@@ -14,12 +14,20 @@ import moto.sagemaker.models
 import pytest
 from botocore import xform_name
 from moto import mock_aws
-
 from plan_helpers import FACTS
 from sagemaker_helpers import (
-    GATED_ID, HF_TOKEN, NVFP4, REGION, huggingface_endpoint, inputs, jumpstart_endpoint, record, stack,
+    GATED_ID,
+    HF_TOKEN,
+    NVFP4,
+    REGION,
+    huggingface_endpoint,
+    inputs,
+    jumpstart_endpoint,
+    record,
+    stack,
 )
 from sagemaker_requests import requests_of
+
 from serving_stack.facts import jumpstart
 from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
@@ -87,15 +95,18 @@ def test_component_resources_deploy_through_every_request_shape(aws, case):
     source = container.get("ModelDataSource", {}).get("S3DataSource")
     channels = [s["ChannelName"] for s in container.get("AdditionalModelDataSources", [])]
     if case == "huggingface-p5-token":
-        assert source is None and container["Environment"]["HF_TOKEN"] == HF_TOKEN
+        assert source is None
+        assert container["Environment"]["HF_TOKEN"] == HF_TOKEN
     else:
-        assert source["S3Uri"].endswith("/") and source["S3DataType"] == "S3Prefix"
+        assert source["S3Uri"].endswith("/")
+        assert source["S3DataType"] == "S3Prefix"
         assert source.get("ModelAccessConfig") == ({"AcceptEula": True} if case == "gated-p5en-draft" else None)
     assert channels == (["draft_model"] if case == "gated-p5en-draft" else [])
 
     config = sagemaker.describe_endpoint_config(EndpointConfigName=f"{name}-config")
     (variant,) = config["ProductionVariants"]
-    assert "VolumeSizeInGB" not in variant and "KmsKeyId" not in config  # every catalog GPU type: local NVMe
+    assert "VolumeSizeInGB" not in variant
+    assert "KmsKeyId" not in config
     capture = config.get("DataCaptureConfig")
     assert bool(capture) == (case == "public-g6e-capture")  # moto answers {} for none
     if capture:

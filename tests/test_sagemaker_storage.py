@@ -8,13 +8,13 @@ import shutil
 import botocore.session
 import pytest
 import yaml
-
 from plan_helpers import FACTS
 from policy_helpers import check_stack, resource
+
+from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_INSTANCE_TYPES
 from serving_stack.errors import ConfigError
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.sagemaker import load_instances_file
-from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_INSTANCE_TYPES
 
 INSTANCES = load_instances_file()
 RULE = INSTANCES.storageRule

@@ -77,7 +77,7 @@ def refresh(model_id: str, version: str, region: str, snapshot: Path, s3_client:
     provenance[key] = {"bucket": content_bucket(region), "key": key, "etag": str(response.get("ETag", "")).strip('"'),
                        "sha256": sha256_hex(body), "fetched": today, "region": region}
     (snapshot / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
-    return entry
+    return dict(entry)
 
 
 def check(model_id: str, version: str, region: str, snapshot: Path, instance_types: list[str]) -> list[str]:
@@ -86,8 +86,9 @@ def check(model_id: str, version: str, region: str, snapshot: Path, instance_typ
     lines = []
     for instance_type in instance_types:
         resolved = resolve_jumpstart_model(model_id, version, region, instance_type, accept_eula=True, source=source)
+        spec = resolved.provenance.label() if resolved.provenance else "?"
         lines.append(f"  {instance_type}: {resolved.image_uri}\n    model data: {resolved.model_data_source.s3_uri}"
-                     f"\n    gated: {resolved.gated}; spec {resolved.provenance.label() if resolved.provenance else '?'}")
+                     f"\n    gated: {resolved.gated}; spec {spec}")
     return lines
 
 
@@ -97,15 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", required=True, help="exact version to pin (no '*')")
     parser.add_argument("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
     parser.add_argument("--instance-type", action="append", default=[],
-                        help="also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)")
+                        help="also resolve for this instance type "
+                             "(default: those the Pulumi.<stack>.yaml files configure)")
     parser.add_argument("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
     args = parser.parse_args(argv)
     if not args.version or "*" in args.version:
         parser.error(f"--version {args.version!r}: pin an exact version")
 
     try:
-        entry = refresh(args.model_id, args.version, args.region, args.snapshot_dir,
-                        boto3.client("s3", region_name=args.region), datetime.date.today().isoformat())
+        s3_client = boto3.client("s3", region_name=args.region)
+        entry = refresh(args.model_id, args.version, args.region, args.snapshot_dir, s3_client,
+                        datetime.date.today().isoformat())
     except (BotoCoreError, ClientError) as error:
         print(f"cannot read s3://{content_bucket(args.region)}: {error}", file=sys.stderr)
         return 1

@@ -9,7 +9,8 @@ name before the endpoint update starts (its dimension is built from the config),
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -24,14 +25,14 @@ def rollback_alarms(
     thresholds: RollbackAlarms, tags: Mapping[str, str], opts: pulumi.ResourceOptions,
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
-    common: dict[str, Any] = dict(
-        namespace=SAGEMAKER_NAMESPACE,
-        dimensions={"EndpointName": endpoint_name, "VariantName": variant_name,
+    common: dict[str, Any] = {
+        "namespace": SAGEMAKER_NAMESPACE,
+        "dimensions": {"EndpointName": endpoint_name, "VariantName": variant_name,
                     "EndpointConfigName": endpoint_config_name},
-        period=thresholds.period_seconds, evaluation_periods=thresholds.evaluation_periods,
-        comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",
-        region=region, tags=dict(tags), opts=opts,
-    )
+        "period": thresholds.period_seconds, "evaluation_periods": thresholds.evaluation_periods,
+        "comparison_operator": "GreaterThanOrEqualToThreshold", "treat_missing_data": "notBreaching",
+        "region": region, "tags": dict(tags), "opts": opts,
+    }
     errors = aws.cloudwatch.MetricAlarm(
         f"{name}-5xx", name=f"{endpoint_name}-5xx", metric_name="Invocation5XXErrors", statistic="Sum",
         threshold=thresholds.invocation_5xx_errors,

@@ -8,7 +8,8 @@ the old setting before it writes the new one (create-before-delete would delete 
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws

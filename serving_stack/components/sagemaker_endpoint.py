@@ -14,8 +14,9 @@ again. Retained configs are removed by the procedure in `docs/sagemaker.md`, whi
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -72,7 +73,9 @@ def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
                       model_access_config=access)
 
 
-def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input[str]]) -> sm.ModelPrimaryContainerArgs:
+def _primary_container(
+    container: ModelContainer, hf_token: Optional[pulumi.Input[str]],
+) -> sm.ModelPrimaryContainerArgs:
     environment: dict[str, pulumi.Input[str]] = dict(container.environment)
     if container.needs_hf_token:
         if hf_token is None:
@@ -95,8 +98,11 @@ def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Inpu
                                         model_data_source=model_data, additional_model_data_sources=additional or None)
 
 
-def _traffic_routing(deployment: BlueGreen) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+ROUTING = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+
+
+def _traffic_routing(deployment: BlueGreen) -> ROUTING:
+    routing = ROUTING
     if deployment.type == "CANARY":
         return routing(type="CANARY", wait_interval_in_seconds=deployment.wait_interval_seconds,
                        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
@@ -108,7 +114,9 @@ def _traffic_routing(deployment: BlueGreen) -> sm.EndpointDeploymentConfigBlueGr
     return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
 
 
-def _production_variant(variant: ProductionVariant, model_name: pulumi.Input[str]) -> sm.EndpointConfigurationProductionVariantArgs:
+def _production_variant(
+    variant: ProductionVariant, model_name: pulumi.Input[str],
+) -> sm.EndpointConfigurationProductionVariantArgs:
     return sm.EndpointConfigurationProductionVariantArgs(
         variant_name=variant.name, model_name=model_name, instance_type=variant.instance_type,
         initial_instance_count=variant.initial_instance_count,
@@ -149,7 +157,8 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             assume_role_policy=trust_policy(account, region, part), tags=tags, opts=child)
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy", role=role.id,
-            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket), opts=child)
+            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
+            opts=child)
 
         model = sm.Model(
             f"{name}-model", execution_role_arn=role.arn,
@@ -177,7 +186,8 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         alarms = rollback_alarms(name, endpoint_name, variant.name, region, endpoint_config.name,
                                  args.deployment.rollback_alarms, tags, child)
         alarm_policy = aws.iam.RolePolicy(
-            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child)
+            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]),
+            opts=child)
         deployment = args.deployment
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
@@ -205,7 +215,9 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                                "invokeUrl": invoke_url(region, endpoint_name), "roleArn": self.role_arn})
 
     @staticmethod
-    def _autoscaling(name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions) -> None:
+    def _autoscaling(
+        name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions,
+    ) -> None:
         """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
         scaling, region = args.autoscaling, args.region
         target = aws.appautoscaling.Target(

@@ -40,10 +40,12 @@ def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict
         pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
         objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
         prefixes[bucket].append(pattern)
-    statements = [{"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
     for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
         statements.append({"Sid": f"ListModelArtifacts{index}", "Effect": "Allow", "Action": "s3:ListBucket",
-                           "Resource": f"arn:{part}:s3:::{bucket}", "Condition": {"StringLike": {"s3:prefix": patterns}}})
+                           "Resource": f"arn:{part}:s3:::{bucket}",
+                           "Condition": {"StringLike": {"s3:prefix": patterns}}})
     return statements
 
 
@@ -96,4 +98,5 @@ def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
     """Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
     "Auto-Rollback Configuration and Monitoring"); only these alarms."""
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [{
-        "Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms", "Resource": alarm_arns}]})
+        "Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms",
+        "Resource": alarm_arns}]})

@@ -21,7 +21,8 @@ EndpointName = matching(
 )
 VariantName = matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")
 AwsRegion = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region such as us-west-2")
-KmsKeyArn = matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)")
+KmsKeyArn = matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$",
+                     "a KMS key ARN (arn:aws:kms:...:key/...)")
 EcrImage = matching(
     r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
     r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
@@ -50,7 +51,7 @@ class HuggingFaceModel(Block):
 
     repo: str
     lmiImage: Optional[EcrImage] = None
-    options: dict[str, str] = {}
+    options: dict[str, str] = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
 
 
@@ -135,4 +136,4 @@ class SageMakerConfig(Block):
     allowUnverifiedSpecs: bool = False
     specSource: Literal["snapshot", "s3"] = "snapshot"
     snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
-    endpoints: list[SageMakerEndpointConfig] = []
+    endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.jumpstart_sources import (
@@ -34,16 +35,16 @@ from serving_stack.facts.jumpstart_sources import (
 )
 
 __all__ = [
-    "CONTENT_BUCKET_OVERRIDE", "GATED_BUCKET_OVERRIDE", "MANIFEST_DIR_OVERRIDE", "MANIFEST_KEY", "MODEL_BUCKET_OVERRIDE",
-    "SPECS_DIR_OVERRIDE", "AdditionalModelData", "ConfigKeys", "JumpStartError", "ResolvedJumpStartModel", "S3ModelData",
-    "S3SpecSource", "SnapshotSpecSource", "SpecProvenance", "SpecSource", "content_bucket", "gated_bucket",
-    "resolve_jumpstart_model",
+    "CONTENT_BUCKET_OVERRIDE", "GATED_BUCKET_OVERRIDE", "MANIFEST_DIR_OVERRIDE", "MANIFEST_KEY",
+    "MODEL_BUCKET_OVERRIDE", "SPECS_DIR_OVERRIDE", "AdditionalModelData", "ConfigKeys", "JumpStartError",
+    "ResolvedJumpStartModel", "S3ModelData", "S3SpecSource", "SnapshotSpecSource", "SpecProvenance", "SpecSource",
+    "content_bucket", "gated_bucket", "resolve_jumpstart_model",
 ]
 REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
-    "model_id url version min_sdk_version deprecated deprecated_message deprecate_warn_message "
-    "resource_name_base gated_bucket training_supported incremental_training_supported".split())
+    ["model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message", "deprecate_warn_message",
+     "resource_name_base", "gated_bucket", "training_supported", "incremental_training_supported"])
 
 
 class JumpStartError(ConfigError):
@@ -71,6 +72,9 @@ class ConfigKeys:
     @classmethod
     def under(cls, prefix: str) -> ConfigKeys:
         return cls(f"{prefix}.modelId", f"{prefix}.version", f"{prefix}.instanceType", f"{prefix}.acceptEula", prefix)
+
+
+DEFAULT_KEYS = ConfigKeys.under("jumpstart")
 
 
 @dataclass(frozen=True)
@@ -118,8 +122,7 @@ class ResolvedJumpStartModel:
 
 def resolve_jumpstart_model(
     model_id: str, version: str, region: str, instance_type: str, *,
-    accept_eula: bool, source: SpecSource, keys: ConfigKeys = ConfigKeys.under("jumpstart"),
-    allow_unverified: bool = False,
+    accept_eula: bool, source: SpecSource, keys: ConfigKeys = DEFAULT_KEYS, allow_unverified: bool = False,
 ) -> ResolvedJumpStartModel:
     """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`.
 
@@ -206,7 +209,9 @@ def _eula_error(
                           f"true, set after reading the EULA at {where}")
 
 
-def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozenset = frozenset()) -> dict:
+def _deep_override(
+    base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if key in deny:
@@ -254,16 +259,16 @@ def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: 
     image = (regional.get(region) or {}).get(alias[1:])
     if not image:
         raise JumpStartError(keys.region, f"{what} has no image in {region!r}", ", ".join(sorted(regional)))
-    return image
+    return str(image)
 
 
-def _artifact_key(spec: dict, variants: dict, instance_type: str, keys: ConfigKeys) -> str:
+def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
     """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
     if spec.get("hosting_use_script_uri", True):
         raise JumpStartError(keys.model_id, f"{spec['model_id']} {spec['version']} is a script-mode model "
                              "(hosting_use_script_uri)", "models with a prepacked artifact")
-    return (_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
-            or spec["hosting_prepacked_artifact_key"])
+    return str(_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
+               or spec["hosting_prepacked_artifact_key"])
 
 
 def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
@@ -274,7 +279,9 @@ def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelDa
     return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
 
 
-def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys) -> list:
+def _additional_sources(
+    spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys,
+) -> list[AdditionalModelData]:
     """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
     sources: list[AdditionalModelData] = []
     for entry in (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or ():

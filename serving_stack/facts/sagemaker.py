@@ -111,7 +111,7 @@ class HuggingFaceRepo(Data):
     weightsBasis: str = pydantic.Field(min_length=1)
     minimumVllm: str = pydantic.Field(pattern=VERSION.pattern)
     vllmBasis: str = pydantic.Field(min_length=1)
-    options: dict[str, str] = {}
+    options: dict[str, str] = pydantic.Field(default_factory=dict)
 
 
 class LmiFile(Data):

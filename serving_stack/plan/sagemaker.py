@@ -104,9 +104,9 @@ def _huggingface(
     repo = lmi.repositories[model.repo]
     image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
     if image is None:
+        regions = ", ".join(lmi.registries.accounts)
         raise ConfigError(f"{path}.huggingface.lmiImage", f"no pinned LMI image for {region!r} in "
-                          "catalog/sagemaker_lmi.yaml", f"a region listed there ({', '.join(lmi.registries.accounts)}), "
-                          "or an image")
+                          "catalog/sagemaker_lmi.yaml", f"a region listed there ({regions}), or an image")
     if model.lmiImage is None:  # an image of one's own brings its own vLLM
         check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
     fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")

@@ -3,7 +3,7 @@ each naming its key; what needs the region (the JumpStart spec, the LMI image) i
 each endpoint (`serving_stack.plan.sagemaker`)."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from serving_stack.config.sagemaker import (
     LMI_OPTION,
@@ -21,12 +21,14 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
     if getattr(endpoint, chosen) is None:
         errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
     if getattr(endpoint, other) is not None:
-        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}"))
+        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}",
+                                  f"remove it, or source: {other}"))
     model = endpoint.huggingface
     if endpoint.source == "huggingface" and model is not None:
         repositories = lmi.repositories
         if model.repo not in repositories:
-            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}", ", ".join(repositories)))
+            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}",
+                                      ", ".join(repositories)))
         for option in model.options:
             if not LMI_OPTION.match(option):
                 errors.append(ConfigError(f"{path}.huggingface.options.{option}", "not an LMI container setting",
@@ -59,14 +61,17 @@ def _check_bake(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigErro
                         f"{window} s): no alarm could trip before the next traffic shift", f">= {window}")]
 
 
-def _check_capacity(endpoint: SageMakerEndpointConfig, path: str, instances: Mapping[str, InstanceType]) -> list[ConfigError]:
+def _check_capacity(
+    endpoint: SageMakerEndpointConfig, path: str, instances: Mapping[str, InstanceType],
+) -> list[ConfigError]:
     errors = []
     scaling = endpoint.autoscaling
     if scaling.minCapacity > scaling.maxCapacity:
         errors.append(ConfigError(f"{path}.autoscaling.minCapacity",
                                   f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}"))
     elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
-        errors.append(ConfigError(f"{path}.initialInstanceCount", f"{endpoint.initialInstanceCount} is outside autoscaling",
+        errors.append(ConfigError(f"{path}.initialInstanceCount",
+                                  f"{endpoint.initialInstanceCount} is outside autoscaling",
                                   f"{scaling.minCapacity}..{scaling.maxCapacity}"))
     if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
         errors.append(ConfigError(f"{path}.autoscaling.scaleInCooldown",

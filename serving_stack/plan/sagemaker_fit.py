@@ -7,8 +7,9 @@ and what remains after the weights must hold a minimum cache. All numbers are da
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.sagemaker import Fit, HuggingFaceRepo, InstanceType, LmiFile, version_tuple

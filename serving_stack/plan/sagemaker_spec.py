@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, Mapping, Optional, Union
+from typing import Literal, Optional, Union
 
 from serving_stack.config.sagemaker import Autoscaling, DataCapture, Deployment
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts.jumpstart import AdditionalModelData, S3ModelData
-
 
 # Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
 # cleanup of retained configs (docs/sagemaker.md) and by `summary.md`.

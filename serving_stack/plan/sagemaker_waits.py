@@ -17,7 +17,9 @@ from serving_stack.plan.sagemaker_spec import BlueGreen, ProductionVariant, Wait
 PROVIDER_INSERVICE_WAIT_SECONDS = 3600
 
 
-def wait_budget(variant: ProductionVariant, deployment: BlueGreen, provisioning: int, has_model_data: bool) -> WaitBudget:
+def wait_budget(
+    variant: ProductionVariant, deployment: BlueGreen, provisioning: int, has_model_data: bool,
+) -> WaitBudget:
     return WaitBudget(
         provisioning=provisioning,
         model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
@@ -40,24 +42,26 @@ def _parts(budget: WaitBudget, update: bool) -> str:
 def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> list[ConfigError]:
     """Every way the waits do not fit, each naming the key to change."""
     limit = PROVIDER_INSERVICE_WAIT_SECONDS
+    wait = f"the provider's fixed {limit} s InService wait"
     errors = []
     if budget.create_seconds > limit:
         errors.append(ConfigError(f"{path}.timeouts", f"a create can take {_parts(budget, False)} = "
-                                  f"{budget.create_seconds} s, longer than the provider's fixed {limit} s InService wait",
+                                  f"{budget.create_seconds} s, longer than {wait}",
                                   f"timeouts summing to at most {limit - budget.provisioning} s"))
         return errors
     if budget.update_seconds > limit:
         errors.append(ConfigError(f"{path}.deployment", f"a blue/green update can take {_parts(budget, True)} = "
-                                  f"{budget.update_seconds} s, longer than the provider's fixed {limit} s InService wait",
+                                  f"{budget.update_seconds} s, longer than {wait}",
                                   f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
                                   f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts"))
     maximum = deployment.maximum_execution_timeout_seconds
     key = f"{path}.deployment.maximumExecutionTimeoutSeconds"
     if maximum > limit:
-        errors.append(ConfigError(key, f"{maximum} s outlasts the provider's fixed {limit} s InService wait: `up` would "
-                                  "give up while SageMaker still deploys", f"{min(budget.update_seconds, limit)}..{limit}"))
+        errors.append(ConfigError(key, f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still "
+                                  "deploys", f"{min(budget.update_seconds, limit)}..{limit}"))
     elif budget.update_seconds <= limit and maximum < budget.update_seconds:
-        errors.append(ConfigError(key, f"{maximum} s is shorter than the worst-case update ({budget.update_seconds} s): "
-                                  "SageMaker would roll back a slow but healthy deployment",
+        errors.append(ConfigError(key, f"{maximum} s is shorter than the worst-case update "
+                                  f"({budget.update_seconds} s): SageMaker would roll back a slow but healthy "
+                                  "deployment",
                                   f"{budget.update_seconds}..{limit}"))
     return errors
