@@ -3,6 +3,7 @@ committed snapshot gives the same answer as the bucket it copies."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import boto3
@@ -11,7 +12,12 @@ from moto import mock_aws
 
 from serving_stack.facts import jumpstart
 from serving_stack.facts.jumpstart import (
-    MANIFEST_KEY, ConfigKeys, JumpStartError, S3SpecSource, SnapshotSpecSource, resolve_jumpstart_model,
+    MANIFEST_KEY,
+    ConfigKeys,
+    JumpStartError,
+    S3SpecSource,
+    SnapshotSpecSource,
+    resolve_jumpstart_model,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,8 +63,10 @@ def s3():
 
 
 def resolve(source, model_id=PUBLIC_ID, version="1.0.0", instance_type="ml.g6e.12xlarge", accept_eula=False):
+    """Hand-made specs (the committed snapshot, the test specs) have no provenance: allowed here; the refusal
+    is tests/test_jumpstart_provenance.py's subject."""
     return resolve_jumpstart_model(model_id, version, REGION, instance_type,
-                                   accept_eula=accept_eula, source=source, keys=KEYS)
+                                   accept_eula=accept_eula, source=source, keys=KEYS, allow_unverified=True)
 
 
 def test_public_model_resolves_image_artifact_prefix_and_deploy_settings(s3):
@@ -157,7 +165,10 @@ def test_bucket_overrides_move_specs_and_artifacts(s3, monkeypatch):
 ])
 def test_snapshot_resolves_like_the_bucket_it_copies(s3, model_id, version, instance_type, root):
     from_bucket = resolve(S3SpecSource(REGION, s3), model_id, version, instance_type, accept_eula=True)
-    assert resolve(SnapshotSpecSource(root), model_id, version, instance_type, accept_eula=True) == from_bucket
+    assert from_bucket.provenance is not None
+    assert from_bucket.provenance.bucket == f"jumpstart-cache-prod-{REGION}"
+    from_snapshot = resolve(SnapshotSpecSource(root), model_id, version, instance_type, accept_eula=True)
+    assert from_snapshot == replace(from_bucket, provenance=None)  # same values; only the read proves provenance
 
 
 def test_local_directory_overrides_redirect_the_snapshot(monkeypatch):

@@ -193,6 +193,8 @@ class StackMocks(Mocks):
         return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
 
     def call(self, args: MockCallArgs):
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": MOCK_ACCOUNT, "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/mock", "userId": "MOCK"}
         return {}, None
 
 

@@ -5,6 +5,7 @@ from typing import Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
 from tools.mock_runtime import ProgramRun
 
 
@@ -74,6 +75,12 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             + "; EKS control plane, system nodes, NAT and storage are extra.",
             "",
         ]
+    unverified = [r.inputs["tags"][ENDPOINT_TAG] for r in run.of_type("aws:sagemaker/endpoint:Endpoint")
+                  if (r.inputs.get("tags") or {}).get(SPEC_PROVENANCE_TAG) == UNVERIFIED]
+    if unverified:
+        lines += [f"**UNVERIFIED JumpStart spec** (not fetched from the content bucket; tests and demos only): "
+                  f"{', '.join(f'`{name}`' for name in unverified)}. Refresh it with "
+                  "`python -m tools.refresh_jumpstart_snapshot` before a real deploy.", ""]
     sagemaker = [e for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd is not None]
     if sagemaker:
         lines += [f"**SageMaker endpoints:** ${sum(e.costPerHourUsd for e in sagemaker):,.2f}/h at initial instance counts.", ""]

@@ -5,20 +5,30 @@ Every value comes planned (`serving_stack.plan.sagemaker`), so the component onl
 The endpoint has an explicit name, which the rollback alarms' dimensions and the scaling target's
 resource id need before it exists; the model and endpoint config are auto-named, so a change replaces
 them side by side and the endpoint moves to the new config with a blue/green update.
+
+Rollback safety: when an alarm rolls a deployment back, the endpoint keeps serving the old config while the
+engine deletes the replaced model and config at the end of the update. Both are therefore
+`retain_on_delete` (Pulumi forgets them; SageMaker models and configs cost nothing): the endpoint never
+loses the config it runs, and `pulumi up --refresh` shows the rolled-back endpoint as drift and deploys
+again. Retained configs are removed by the procedure in `docs/sagemaker.md`, which finds them by tag.
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
 
+from serving_stack.components.sagemaker_alarms import rollback_alarms
+from serving_stack.components.sagemaker_capture import capture_bucket, encryption_key
 from serving_stack.components.sagemaker_iam import (
     CAPTURE_PREFIX,
     execution_policy,
     partition,
+    rollback_policy,
+    trust_policy,
 )
 from serving_stack.facts.jumpstart import S3ModelData
 from serving_stack.names import TypeTokens
@@ -33,7 +43,6 @@ from serving_stack.plan.sagemaker_spec import (
 )
 
 sm = aws.sagemaker
-SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 
 
 @dataclass(frozen=True)
@@ -47,12 +56,15 @@ class SageMakerEndpointArgs:
     data_capture: Capture
     kms_key_arn: Optional[str] = None
     hf_token: Optional[pulumi.Input[str]] = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_plan(cls, planned: PlannedEndpoint, hf_token: Optional[pulumi.Input[str]] = None) -> SageMakerEndpointArgs:
         return cls(endpoint_name=planned.name, region=planned.region, container=planned.container,
                    variant=planned.variant, autoscaling=planned.scaling, deployment=planned.deployment,
-                   data_capture=planned.data_capture, kms_key_arn=planned.kms_key_arn, hf_token=hf_token)
+                   data_capture=planned.data_capture, kms_key_arn=planned.kms_key_arn, hf_token=hf_token,
+                   tags=planned.tags, notes=planned.notes)
 
 
 def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
@@ -61,7 +73,9 @@ def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
                       model_access_config=access)
 
 
-def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input[str]]) -> sm.ModelPrimaryContainerArgs:
+def _primary_container(
+    container: ModelContainer, hf_token: Optional[pulumi.Input[str]],
+) -> sm.ModelPrimaryContainerArgs:
     environment: dict[str, pulumi.Input[str]] = dict(container.environment)
     if container.needs_hf_token:
         if hf_token is None:
@@ -84,8 +98,11 @@ def _primary_container(container: ModelContainer, hf_token: Optional[pulumi.Inpu
                                         model_data_source=model_data, additional_model_data_sources=additional or None)
 
 
-def _traffic_routing(deployment: BlueGreen) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+ROUTING = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+
+
+def _traffic_routing(deployment: BlueGreen) -> ROUTING:
+    routing = ROUTING
     if deployment.type == "CANARY":
         return routing(type="CANARY", wait_interval_in_seconds=deployment.wait_interval_seconds,
                        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
@@ -95,6 +112,20 @@ def _traffic_routing(deployment: BlueGreen) -> sm.EndpointDeploymentConfigBlueGr
                        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
                            type="CAPACITY_PERCENT", value=deployment.linear_step_size))
     return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
+
+
+def _production_variant(
+    variant: ProductionVariant, model_name: pulumi.Input[str],
+) -> sm.EndpointConfigurationProductionVariantArgs:
+    return sm.EndpointConfigurationProductionVariantArgs(
+        variant_name=variant.name, model_name=model_name, instance_type=variant.instance_type,
+        initial_instance_count=variant.initial_instance_count,
+        model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
+        container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
+        volume_size_in_gb=variant.volume_size_gb, inference_ami_version=variant.inference_ami_version,
+        routing_configs=[sm.EndpointConfigurationProductionVariantRoutingConfigArgs(
+            routing_strategy="LEAST_OUTSTANDING_REQUESTS")],
+    )
 
 
 class SageMakerEndpoint(pulumi.ComponentResource):
@@ -107,79 +138,56 @@ class SageMakerEndpoint(pulumi.ComponentResource):
     def __init__(self, name: str, args: SageMakerEndpointArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.SAGEMAKER_ENDPOINT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        region, endpoint_name, variant = args.region, args.endpoint_name, args.variant
+        retained = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
+        region, endpoint_name, variant, tags = args.region, args.endpoint_name, args.variant, dict(args.tags)
         part = partition(region)
         capture = args.data_capture.enabled
+        for note in args.notes:
+            pulumi.log.warn(note, resource=self)
 
         kms_key_arn: Optional[pulumi.Input[str]] = args.kms_key_arn
         if kms_key_arn is None and (variant.ebs_storage or capture):
-            kms_key_arn = aws.kms.Key(
-                f"{name}-kms",
-                description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
-                enable_key_rotation=True, deletion_window_in_days=30, region=region, opts=child,
-            ).arn
+            kms_key_arn = encryption_key(name, endpoint_name, region, holds_captured_data=capture, tags=tags,
+                                         parent=self).arn
+        bucket = capture_bucket(name, region, kms_key_arn, tags=tags, parent=self) if capture else None
 
-        capture_bucket = None
-        if capture:
-            capture_bucket = aws.s3.Bucket(f"{name}-capture", region=region, opts=child)
-            aws.s3.BucketServerSideEncryptionConfiguration(
-                f"{name}-capture-encryption", bucket=capture_bucket.id, region=region,
-                rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    bucket_key_enabled=True,
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn))],
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
-            aws.s3.BucketPublicAccessBlock(
-                f"{name}-capture-public-access", bucket=capture_bucket.id, region=region, block_public_acls=True,
-                block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=child)
-
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         role = aws.iam.Role(
-            f"{name}-role",
-            description=f"Execution role of SageMaker endpoint {endpoint_name}",
-            assume_role_policy=json.dumps({"Version": "2012-10-17", "Statement": [{
-                "Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "sagemaker.amazonaws.com"}}]}),
-            opts=child,
-        )
+            f"{name}-role", description=f"Execution role of SageMaker endpoint {endpoint_name}",
+            assume_role_policy=trust_policy(account, region, part), tags=tags, opts=child)
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy", role=role.id,
-            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, capture_bucket), opts=child)
+            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
+            opts=child)
 
         model = sm.Model(
-            f"{name}-model",
-            execution_role_arn=role.arn,
+            f"{name}-model", execution_role_arn=role.arn,
             primary_container=_primary_container(args.container, args.hf_token),
-            enable_network_isolation=args.container.enable_network_isolation,
-            region=region,
+            enable_network_isolation=args.container.enable_network_isolation, region=region, tags=tags,
             # The role's permissions have no data edge to the model, but SageMaker pulls with them.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy], retain_on_delete=True),
         )
         data_capture = None
-        if capture_bucket is not None:
+        if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True, initial_sampling_percentage=args.data_capture.sampling_percentage,
-                destination_s3_uri=pulumi.Output.concat("s3://", capture_bucket.id, f"/{CAPTURE_PREFIX}"),
+                destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
                                  for mode in ("Input", "Output")])
         endpoint_config = sm.EndpointConfiguration(
             f"{name}-config",
-            production_variants=[sm.EndpointConfigurationProductionVariantArgs(
-                variant_name=variant.name, model_name=model.name, instance_type=variant.instance_type,
-                initial_instance_count=variant.initial_instance_count,
-                model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
-                container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
-                volume_size_in_gb=variant.volume_size_gb, inference_ami_version=variant.inference_ami_version,
-                routing_configs=[sm.EndpointConfigurationProductionVariantRoutingConfigArgs(
-                    routing_strategy="LEAST_OUTSTANDING_REQUESTS")],
-            )],
+            production_variants=[_production_variant(variant, model.name)],
             # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
             kms_key_arn=kms_key_arn if variant.ebs_storage else None,
-            data_capture_config=data_capture,
-            region=region,
-            opts=child,
+            data_capture_config=data_capture, region=region, tags=tags, opts=retained,
         )
 
-        alarms = self._rollback_alarms(name, args, child)
+        alarms = rollback_alarms(name, endpoint_name, variant.name, region, endpoint_config.name,
+                                 args.deployment.rollback_alarms, tags, child)
+        alarm_policy = aws.iam.RolePolicy(
+            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]),
+            opts=child)
         deployment = args.deployment
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
@@ -193,23 +201,36 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                 auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
                     alarms=[sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
                             for alarm in alarms])),
-            region=region,
-            opts=child,
+            region=region, tags=tags,
+            # Rollback reads the alarms with the role: the permission must exist before any deployment.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
+        if args.autoscaling.enabled:
+            self._autoscaling(name, args, endpoint, child)
 
-        scaling = args.autoscaling
+        self.endpoint_name = endpoint.name
+        self.endpoint_arn = endpoint.arn
+        self.role_arn = role.arn
+        self.register_outputs({"endpointName": self.endpoint_name, "endpointArn": self.endpoint_arn,
+                               "invokeUrl": invoke_url(region, endpoint_name), "roleArn": self.role_arn})
+
+    @staticmethod
+    def _autoscaling(
+        name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions,
+    ) -> None:
+        """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
+        scaling, region = args.autoscaling, args.region
         target = aws.appautoscaling.Target(
             f"{name}-scaling-target",
             service_namespace="sagemaker",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
+            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.variant.name),
             min_capacity=scaling.min_capacity, max_capacity=scaling.max_capacity,
-            region=region,
-            opts=child,
+            region=region, tags=dict(args.tags), opts=opts,
         )
         aws.appautoscaling.Policy(
             f"{name}-scaling-policy",
-            name=f"{endpoint_name}-invocations",
+            name=f"{args.endpoint_name}-invocations",
             policy_type="TargetTrackingScaling",
             service_namespace=target.service_namespace,
             scalable_dimension=target.scalable_dimension,
@@ -222,32 +243,5 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                 scale_out_cooldown=scaling.scale_out_cooldown,
                 disable_scale_in=False),
             region=region,
-            opts=child,
+            opts=opts,
         )
-
-        self.endpoint_name = endpoint.name
-        self.endpoint_arn = endpoint.arn
-        self.role_arn = role.arn
-        self.register_outputs({"endpointName": self.endpoint_name, "endpointArn": self.endpoint_arn,
-                               "invokeUrl": invoke_url(region, endpoint_name), "roleArn": self.role_arn})
-
-    @staticmethod
-    def _rollback_alarms(name: str, args: SageMakerEndpointArgs, opts: pulumi.ResourceOptions) -> list[aws.cloudwatch.MetricAlarm]:
-        """5xx errors and p99 model latency of this endpoint's variant; either one rolls a deployment back."""
-        thresholds = args.deployment.rollback_alarms
-        common = dict(
-            namespace=SAGEMAKER_NAMESPACE,
-            dimensions={"EndpointName": args.endpoint_name, "VariantName": args.variant.name},
-            period=thresholds.period_seconds, evaluation_periods=thresholds.evaluation_periods,
-            comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",
-            region=args.region, opts=opts,
-        )
-        errors = aws.cloudwatch.MetricAlarm(
-            f"{name}-5xx", name=f"{args.endpoint_name}-5xx", metric_name="Invocation5XXErrors", statistic="Sum",
-            threshold=thresholds.invocation_5xx_errors,
-            alarm_description=f"{args.endpoint_name}: model 5xx errors; rolls a blue/green deployment back", **common)
-        latency = aws.cloudwatch.MetricAlarm(
-            f"{name}-p99-latency", name=f"{args.endpoint_name}-p99-latency", metric_name="ModelLatency",
-            extended_statistic="p99", threshold=thresholds.model_latency_p99_ms * 1000,  # ModelLatency is in microseconds
-            alarm_description=f"{args.endpoint_name}: p99 model latency; rolls a blue/green deployment back", **common)
-        return [errors, latency]

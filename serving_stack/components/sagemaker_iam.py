@@ -1,5 +1,6 @@
-"""The SageMaker endpoint's execution role: a trust policy for SageMaker and a least-privilege inline
-policy (pull the one image, read the artifacts, write logs, metrics and captured data)."""
+"""The SageMaker endpoint's execution role: a trust policy for SageMaker in this account and region, and
+least-privilege inline policies (pull the one image, read the artifacts, write logs, metrics and captured
+data; read the rollback alarms, which blue/green auto-rollback needs: `cloudwatch:DescribeAlarms`)."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -8,10 +9,14 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
+from serving_stack.components.iam import assume_role_policy
 from serving_stack.plan.sagemaker_spec import ModelContainer
 
 ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
 CAPTURE_PREFIX = "capture"
+
+
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 
 
 def partition(region: str) -> str:
@@ -35,10 +40,12 @@ def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict
         pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
         objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
         prefixes[bucket].append(pattern)
-    statements = [{"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}]
     for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
         statements.append({"Sid": f"ListModelArtifacts{index}", "Effect": "Allow", "Action": "s3:ListBucket",
-                           "Resource": f"arn:{part}:s3:::{bucket}", "Condition": {"StringLike": {"s3:prefix": patterns}}})
+                           "Resource": f"arn:{part}:s3:::{bucket}",
+                           "Condition": {"StringLike": {"s3:prefix": patterns}}})
     return statements
 
 
@@ -79,3 +86,17 @@ def execution_policy(
              "Resource": kms_key_arn},
         ]
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.Output[str]:
+    """SageMaker may assume the role only on behalf of this account's resources in this region."""
+    return account.apply(lambda account_id: assume_role_policy(
+        SAGEMAKER_SERVICE, source_account=account_id, source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"))
+
+
+def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
+    """Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
+    "Auto-Rollback Configuration and Monitoring"); only these alarms."""
+    return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [{
+        "Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms",
+        "Resource": alarm_arns}]})

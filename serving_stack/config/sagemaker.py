@@ -21,7 +21,8 @@ EndpointName = matching(
 )
 VariantName = matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")
 AwsRegion = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region such as us-west-2")
-KmsKeyArn = matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)")
+KmsKeyArn = matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$",
+                     "a KMS key ARN (arn:aws:kms:...:key/...)")
 EcrImage = matching(
     r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
     r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
@@ -50,13 +51,20 @@ class HuggingFaceModel(Block):
 
     repo: str
     lmiImage: Optional[EcrImage] = None
-    options: dict[str, str] = {}
+    options: dict[str, str] = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
 
 
 class Autoscaling(Block):
-    """Target tracking on `SageMakerVariantInvocationsPerInstance` (invocations per instance per minute)."""
+    """Target tracking on `SageMakerVariantInvocationsPerInstance` (invocations per instance per minute).
 
+    `instanceType` is the guard for instance-type changes: SageMaker fails an UpdateEndpoint that changes the
+    instance type of a variant registered as a scaling target, so it must equal the endpoint's `instanceType`
+    and a change goes through `enabled: false` first (docs/sagemaker.md, "Changing the instance type").
+    """
+
+    enabled: bool = True
+    instanceType: str
     minCapacity: int = pydantic.Field(default=1, ge=1)
     maxCapacity: int = pydantic.Field(ge=1)
     targetInvocationsPerInstance: float = pydantic.Field(gt=0)
@@ -86,14 +94,19 @@ class RollbackAlarms(Block):
 
 
 class Deployment(Block):
-    """Blue/green traffic shifting (SageMaker deployment guardrails); sizes are percent of capacity."""
+    """Blue/green traffic shifting (SageMaker deployment guardrails); sizes are percent of capacity.
+
+    Ranges are the API's (TrafficRoutingConfig: canary <= 50%, linear step 10-50%, waits 0-3600 s) and the
+    provider's (maximum execution timeout 600-14400 s: terraform-provider-aws narrows the API's 28800). The
+    defaults fit the provider's fixed 60-minute InService wait with the default timeouts (checked per endpoint).
+    """
 
     type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = "CANARY"
     canarySize: int = pydantic.Field(default=10, ge=1, le=50)
-    linearStepSize: int = pydantic.Field(default=20, ge=1, le=50)
-    waitIntervalSeconds: int = pydantic.Field(default=600, ge=0, le=3600)
-    terminationWaitSeconds: int = pydantic.Field(default=600, ge=0, le=3600)
-    maximumExecutionTimeoutSeconds: int = pydantic.Field(default=3600, ge=600, le=28800)
+    linearStepSize: int = pydantic.Field(default=20, ge=10, le=50)
+    waitIntervalSeconds: int = pydantic.Field(default=300, ge=0, le=3600)
+    terminationWaitSeconds: int = pydantic.Field(default=300, ge=0, le=3600)
+    maximumExecutionTimeoutSeconds: int = pydantic.Field(default=3600, ge=600, le=14400)
     rollbackAlarms: RollbackAlarms = RollbackAlarms()
 
 
@@ -116,9 +129,11 @@ class SageMakerEndpointConfig(Block):
 class SageMakerConfig(Block):
     """`region` unset means the stack's `aws:region`. `specSource: snapshot` resolves JumpStart models from
     the committed copy of the content bucket (repeatable previews, no S3 access); `s3` reads the bucket
-    (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends)."""
+    (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends). `allowUnverifiedSpecs`: accept JumpStart
+    specs without provenance (hand-made; tests and demos only); every endpoint built from one is flagged."""
 
     region: Optional[AwsRegion] = None
+    allowUnverifiedSpecs: bool = False
     specSource: Literal["snapshot", "s3"] = "snapshot"
     snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
-    endpoints: list[SageMakerEndpointConfig] = []
+    endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)

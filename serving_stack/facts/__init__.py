@@ -21,7 +21,7 @@ from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
 from serving_stack.facts.metrics import MetricsCatalog, load_metrics
 from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
-from serving_stack.facts.sagemaker import LmiFile, load_instances, load_lmi
+from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Facts:
     platform: PlatformFile
     sagemaker_instances: Mapping[str, SageMakerInstanceType]
     lmi: LmiFile
+    sagemaker_provisioning: Estimate
     metrics: MetricsCatalog
     monitoring: MonitoringFacts
     dashboards: tuple[DashboardSpec, ...]
@@ -40,5 +41,6 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
     return Facts(
         catalog=load_catalog(root), aws=load_aws_catalog(root), platform=load_platform(root),
         sagemaker_instances=load_instances(root), lmi=load_lmi(root),
+        sagemaker_provisioning=load_instances_file(root).provisioningSeconds,
         metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
     )

@@ -4,83 +4,57 @@ A plain boto3 resolver instead of the SageMaker SDK: SDK v3 is a ~1 GB install w
 resolution is private, while the data is public JSON (a manifest and one spec per model version).
 The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts, image_uris, environment_variables,
 types.JumpStartMetadataConfig) so the stack deploys what `JumpStartModel(...).deploy()` would, but as
-plain values known at program time and checked before any resource exists.
+plain values known at program time and checked before any resource exists. One module of ~300 lines on
+purpose: the SDK's resolution order (config ranking, variants, aliases, artifacts, environment) reads top to
+bottom in one place. Where specs come from, and their provenance, is `jumpstart_sources`.
 """
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping, Protocol
+from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
+from serving_stack.facts.jumpstart_sources import (
+    CONTENT_BUCKET_OVERRIDE,
+    GATED_BUCKET_OVERRIDE,
+    MANIFEST_DIR_OVERRIDE,
+    MANIFEST_KEY,
+    MODEL_BUCKET_OVERRIDE,
+    SPECS_DIR_OVERRIDE,
+    S3SpecSource,
+    SnapshotSpecSource,
+    SpecProvenance,
+    SpecSource,
+    content_bucket,
+    gated_bucket,
+)
 
-MANIFEST_KEY = "models_manifest.json"
-CONTENT_BUCKET_OVERRIDE = "AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE"
-GATED_BUCKET_OVERRIDE = "AWS_JUMPSTART_GATED_CONTENT_BUCKET_OVERRIDE"
-MODEL_BUCKET_OVERRIDE = "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE"
-MANIFEST_DIR_OVERRIDE = "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE"
-SPECS_DIR_OVERRIDE = "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"
+__all__ = [
+    "CONTENT_BUCKET_OVERRIDE", "GATED_BUCKET_OVERRIDE", "MANIFEST_DIR_OVERRIDE", "MANIFEST_KEY",
+    "MODEL_BUCKET_OVERRIDE", "SPECS_DIR_OVERRIDE", "AdditionalModelData", "ConfigKeys", "JumpStartError",
+    "ResolvedJumpStartModel", "S3ModelData", "S3SpecSource", "SnapshotSpecSource", "SpecProvenance", "SpecSource",
+    "content_bucket", "gated_bucket", "resolve_jumpstart_model",
+]
+REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
-    "model_id url version min_sdk_version deprecated deprecated_message deprecate_warn_message "
-    "resource_name_base gated_bucket training_supported incremental_training_supported".split())
+    ["model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message", "deprecate_warn_message",
+     "resource_name_base", "gated_bucket", "training_supported", "incremental_training_supported"])
 
 
 class JumpStartError(ConfigError):
     """A JumpStart setting that cannot resolve; a `ConfigError`, so it reads like every config error."""
 
 
-def content_bucket(region: str) -> str:
-    """Specs and public artifacts; the override lets a mirror or a test bucket stand in."""
-    return os.environ.get(CONTENT_BUCKET_OVERRIDE) or f"jumpstart-cache-prod-{region}"
-
-
-def gated_bucket(region: str) -> str:
-    """Artifacts of EULA-gated models, readable only with `ModelAccessConfig.AcceptEula`."""
-    return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
-
-
 def _artifact_bucket(region: str, gated: bool) -> str:
     """The model-bucket override moves artifacts only (specs stay put), as in the SDK."""
     default = gated_bucket(region) if gated else content_bucket(region)
     return os.environ.get(MODEL_BUCKET_OVERRIDE) or default
-
-
-class SpecSource(Protocol):
-    """Where the manifest and specs come from: the live content bucket, or a committed copy of it."""
-
-    def read_json(self, key: str) -> Any: ...
-
-
-@dataclass(frozen=True)
-class S3SpecSource:
-    """Reads the regional content bucket, as the SDK does; use it to refresh or check the snapshot."""
-
-    region: str
-    s3_client: Any
-
-    def read_json(self, key: str) -> Any:
-        response = self.s3_client.get_object(Bucket=content_bucket(self.region), Key=key)
-        return json.loads(response["Body"].read())
-
-
-@dataclass(frozen=True)
-class SnapshotSpecSource:
-    """Reads a directory laid out like the bucket, so previews are repeatable and need no S3 access.
-
-    The SDK's local-directory overrides still win, so one checkout can point at a freshly fetched copy.
-    """
-
-    directory: Path
-
-    def read_json(self, key: str) -> Any:
-        override = os.environ.get(MANIFEST_DIR_OVERRIDE if key == MANIFEST_KEY else SPECS_DIR_OVERRIDE)
-        return json.loads((Path(override or self.directory) / key).read_text())
 
 
 @dataclass(frozen=True)
@@ -91,11 +65,16 @@ class ConfigKeys:
     version: str
     instance_type: str
     accept_eula: str
+    spec: str
     region: str = "aws:region"
+    allow_unverified: str = "sagemaker.allowUnverifiedSpecs"
 
     @classmethod
     def under(cls, prefix: str) -> ConfigKeys:
-        return cls(f"{prefix}.modelId", f"{prefix}.version", f"{prefix}.instanceType", f"{prefix}.acceptEula")
+        return cls(f"{prefix}.modelId", f"{prefix}.version", f"{prefix}.instanceType", f"{prefix}.acceptEula", prefix)
+
+
+DEFAULT_KEYS = ConfigKeys.under("jumpstart")
 
 
 @dataclass(frozen=True)
@@ -137,13 +116,19 @@ class ResolvedJumpStartModel:
     supported_instance_types: tuple[str, ...]
     gated: bool
     eula_key: str | None
+    spec_key: str
+    provenance: Optional[SpecProvenance]
 
 
 def resolve_jumpstart_model(
     model_id: str, version: str, region: str, instance_type: str, *,
-    accept_eula: bool, source: SpecSource, keys: ConfigKeys = ConfigKeys.under("jumpstart"),
+    accept_eula: bool, source: SpecSource, keys: ConfigKeys = DEFAULT_KEYS, allow_unverified: bool = False,
 ) -> ResolvedJumpStartModel:
-    """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`."""
+    """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`.
+
+    A spec without provenance (not fetched from the content bucket) is refused unless `allow_unverified`:
+    its image tags, artifact keys and gating would otherwise be guesses that reach `pulumi up`.
+    """
     manifest: list[dict[str, Any]] = source.read_json(MANIFEST_KEY)
     entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
     if not entries:
@@ -157,7 +142,15 @@ def resolve_jumpstart_model(
     if version not in entries:
         raise JumpStartError(keys.version, f"{model_id} has no version {version!r}", versions)
 
-    spec, config_name = _select_config(source.read_json(entries[version]["spec_key"]), instance_type)
+    spec_key = entries[version]["spec_key"]
+    raw_spec, provenance = source.read_spec(spec_key)
+    if provenance is None and not allow_unverified:
+        raise JumpStartError(keys.spec, f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
+                             "provenance: hand-made or edited since)",
+                             f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
+                             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)")
+    _refuse_model_package(raw_spec, instance_type, region, keys)
+    spec, config_name = _select_config(raw_spec, instance_type)
     supported = tuple(spec.get("supported_inference_instance_types") or ())
     if instance_type not in supported:
         raise JumpStartError(keys.instance_type, f"{model_id} {version} does not support {instance_type!r}",
@@ -182,10 +175,24 @@ def resolve_jumpstart_model(
         enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
         model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
         container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
-        volume_size_gb=volume_size if _volume_size_supported(instance_type) else None,
+        volume_size_gb=volume_size,
         default_instance_type=spec.get("default_inference_instance_type"),
         supported_instance_types=supported, gated=gated, eula_key=eula_key,
+        spec_key=spec_key, provenance=provenance,
     )
+
+
+def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys) -> None:
+    """Marketplace/proprietary models deploy from a ModelPackage (SDK: `_retrieve_model_package_arn`), which
+    takes no image or artifact from the spec: this stack builds models from containers only."""
+    variants = (spec.get("hosting_instance_type_variants") or {}).get("variants") or {}
+    per_instance = [v for v in (instance_type, _instance_family(instance_type))
+                    if ((variants.get(v) or {}).get("regional_properties") or {}).get("model_package_arn")]
+    if spec.get("hosting_model_package_arns") or per_instance:
+        raise JumpStartError(keys.model_id, f"{spec.get('model_id')} {spec.get('version')} is a model-package "
+                             f"(Marketplace) model: SageMaker deploys it from a ModelPackage ARN in {region}, not from "
+                             "an image and artifacts, and this stack creates container models only",
+                             "open-weights JumpStart models, or source: huggingface")
 
 
 def _version_order(version: str) -> tuple[int, ...]:
@@ -202,7 +209,9 @@ def _eula_error(
                           f"true, set after reading the EULA at {where}")
 
 
-def _deep_override(base: dict[str, Any], override: dict[str, Any], deny: frozenset = frozenset()) -> dict:
+def _deep_override(
+    base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
         if key in deny:
@@ -250,16 +259,16 @@ def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: 
     image = (regional.get(region) or {}).get(alias[1:])
     if not image:
         raise JumpStartError(keys.region, f"{what} has no image in {region!r}", ", ".join(sorted(regional)))
-    return image
+    return str(image)
 
 
-def _artifact_key(spec: dict, variants: dict, instance_type: str, keys: ConfigKeys) -> str:
+def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
     """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
     if spec.get("hosting_use_script_uri", True):
         raise JumpStartError(keys.model_id, f"{spec['model_id']} {spec['version']} is a script-mode model "
                              "(hosting_use_script_uri)", "models with a prepacked artifact")
-    return (_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
-            or spec["hosting_prepacked_artifact_key"])
+    return str(_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
+               or spec["hosting_prepacked_artifact_key"])
 
 
 def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
@@ -270,7 +279,9 @@ def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelDa
     return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
 
 
-def _additional_sources(spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys) -> list:
+def _additional_sources(
+    spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys,
+) -> list[AdditionalModelData]:
     """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
     sources: list[AdditionalModelData] = []
     for entry in (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or ():
@@ -305,8 +316,3 @@ def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: 
         environment.update({name: str(value) for name, value in overlay.items()})
     return environment
 
-
-def _volume_size_supported(instance_type: str) -> bool:
-    """SageMaker refuses a volume size where storage is local NVMe only (SDK: `volume_size_supported`)."""
-    family = _instance_family(instance_type) or ""
-    return "d" not in family and not family.startswith("g5")

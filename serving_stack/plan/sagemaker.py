@@ -24,7 +24,7 @@ from serving_stack.facts.jumpstart import (
     SpecSource,
     resolve_jumpstart_model,
 )
-from serving_stack.facts.sagemaker import LmiFile
+from serving_stack.plan.sagemaker_fit import check_fit, check_vllm
 from serving_stack.plan.sagemaker_spec import (
     BlueGreen,
     Capture,
@@ -37,18 +37,20 @@ from serving_stack.plan.sagemaker_spec import (
     Scaling,
     invoke_url,
 )
+from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
 
 PROJECT_DIR = DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
 
 
 class _VariantDefaults(NamedTuple):
-    """What the model source suggests for the variant where the endpoint config says nothing."""
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
 
     model_data_download_timeout: Optional[int]
     container_startup_health_check_timeout: Optional[int]
     volume_size_gb: Optional[int]
     inference_ami_version: Optional[str]
+    notes: tuple[str, ...] = ()
 
 
 def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
@@ -73,57 +75,66 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
 
 
 def _jumpstart(
-    endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource,
+    endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource, allow_unverified: bool,
 ) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
     model = endpoint.jumpstart
     assert model is not None  # checked by check_sagemaker
     keys = ConfigKeys(model_id=f"{path}.jumpstart.modelId", version=f"{path}.jumpstart.version",
                       instance_type=f"{path}.instanceType", accept_eula=f"{path}.jumpstart.acceptEula",
-                      region=REGION_KEY)
+                      spec=f"{path}.jumpstart", region=REGION_KEY)
     resolved = resolve_jumpstart_model(model.modelId, model.version, region, endpoint.instanceType,
-                                       accept_eula=model.acceptEula, source=source, keys=keys)
+                                       accept_eula=model.acceptEula, source=source, keys=keys,
+                                       allow_unverified=allow_unverified)
     container = ModelContainer(
         image=resolved.image_uri, environment=resolved.environment, model_data=resolved.model_data_source,
         additional_model_data=resolved.additional_model_data_sources,
         enable_network_isolation=resolved.enable_network_isolation, needs_hf_token=False)
     defaults = _VariantDefaults(resolved.model_data_download_timeout, resolved.container_startup_health_check_timeout,
                                 resolved.volume_size_gb, None)
-    return container, JumpStartSource(model.modelId, model.version), model.modelId, defaults
+    provenance = resolved.provenance.label() if resolved.provenance is not None else None
+    return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
 
 
 def _huggingface(
-    endpoint: SageMakerEndpointConfig, path: str, region: str, lmi: LmiFile,
+    endpoint: SageMakerEndpointConfig, path: str, region: str, facts: Facts,
 ) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
     model = endpoint.huggingface
     assert model is not None  # checked by check_sagemaker
-    image = model.lmiImage if model.lmiImage is not None else lmi.images.get(region)
+    lmi = facts.lmi
+    repo = lmi.repositories[model.repo]
+    image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
     if image is None:
+        regions = ", ".join(lmi.registries.accounts)
         raise ConfigError(f"{path}.huggingface.lmiImage", f"no pinned LMI image for {region!r} in "
-                          "catalog/sagemaker_lmi.yaml", f"a region listed there ({', '.join(lmi.images)}), or an image")
+                          "catalog/sagemaker_lmi.yaml", f"a region listed there ({regions}), or an image")
+    if model.lmiImage is None:  # an image of one's own brings its own vLLM
+        check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
     image_region = image.split(".")[3]
     if image_region != region:
         raise ConfigError(f"{path}.huggingface.lmiImage", f"{image!r} is in {image_region}, the endpoint in {region}; "
                           "SageMaker pulls only from ECR in the endpoint's region", f"an image in {region}")
-    environment = {**lmi.environment, **lmi.repositories[model.repo].options, **model.options,
-                   "HF_MODEL_ID": model.repo}
+    environment = {**lmi.environment, **repo.options, **model.options, "HF_MODEL_ID": model.repo}
     container = ModelContainer(image=image, environment=MappingProxyType(environment), model_data=None,
                                additional_model_data=(), enable_network_isolation=False,
                                needs_hf_token=model.sendHfToken)
     # The AMI goes with the pinned image; an image of one's own brings its own requirements.
     ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
     defaults = _VariantDefaults(lmi.timeouts.modelDataDownload, lmi.timeouts.containerStartupHealthCheck,
-                                lmi.volumeSizeGb, ami)
-    return container, HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None), model.repo, defaults
+                                lmi.volumeSizeGb, ami, (fit.note,) if fit.note else ())
+    source = HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None, precision_path=fit.precision_path)
+    return container, source, model.repo, defaults
 
 
 def _plan_one(
     endpoint: SageMakerEndpointConfig, path: str, region: str, source: Optional[SpecSource], facts: Facts,
+    allow_unverified: bool,
 ) -> PlannedEndpoint:
     if endpoint.source == "jumpstart":
         assert source is not None
-        container, model_source, served_model, defaults = _jumpstart(endpoint, path, region, source)
+        container, model_source, served_model, defaults = _jumpstart(endpoint, path, region, source, allow_unverified)
     else:
-        container, model_source, served_model, defaults = _huggingface(endpoint, path, region, facts.lmi)
+        container, model_source, served_model, defaults = _huggingface(endpoint, path, region, facts)
     timeouts = endpoint.timeouts
     instance = facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
@@ -146,10 +157,17 @@ def _plan_one(
         instanceType=endpoint.instanceType, instanceCount=endpoint.initialInstanceCount,
         costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
+    deployment = BlueGreen.of(endpoint.deployment)
+    has_model_data = container.model_data is not None or bool(container.additional_model_data)
+    waits = wait_budget(variant, deployment, int(facts.sagemaker_provisioning.value), has_model_data)
+    wait_errors = check_waits(waits, deployment, path)
+    if wait_errors:
+        raise ConfigError.combined(wait_errors)
     return PlannedEndpoint(
         name=endpoint.name, region=region, source=model_source, container=container, variant=variant,
-        scaling=Scaling.of(endpoint.autoscaling), deployment=BlueGreen.of(endpoint.deployment),
+        scaling=Scaling.of(endpoint.autoscaling), deployment=deployment,
         data_capture=Capture.of(endpoint.dataCapture), kms_key_arn=endpoint.kmsKeyArn, endpoint=contract,
+        waits=waits, notes=defaults.notes,
     )
 
 
@@ -175,7 +193,8 @@ def plan_sagemaker_endpoints(
     errors: list[ConfigError] = []
     for index, endpoint in enumerate(sagemaker.endpoints):
         try:
-            planned.append(_plan_one(endpoint, f"sagemaker.endpoints[{index}]", region, source, facts))
+            planned.append(_plan_one(endpoint, f"sagemaker.endpoints[{index}]", region, source, facts,
+                                     sagemaker.allowUnverifiedSpecs))
         except ConfigError as error:
             errors.append(error)
     if len(errors) == 1:

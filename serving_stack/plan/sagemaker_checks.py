@@ -3,7 +3,7 @@ each naming its key; what needs the region (the JumpStart spec, the LMI image) i
 each endpoint (`serving_stack.plan.sagemaker`)."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from serving_stack.config.sagemaker import (
     LMI_OPTION,
@@ -21,12 +21,14 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
     if getattr(endpoint, chosen) is None:
         errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
     if getattr(endpoint, other) is not None:
-        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}"))
+        errors.append(ConfigError(f"{path}.{other}", f"set only when source is {other}",
+                                  f"remove it, or source: {other}"))
     model = endpoint.huggingface
     if endpoint.source == "huggingface" and model is not None:
         repositories = lmi.repositories
         if model.repo not in repositories:
-            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}", ", ".join(repositories)))
+            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}",
+                                      ", ".join(repositories)))
         for option in model.options:
             if not LMI_OPTION.match(option):
                 errors.append(ConfigError(f"{path}.huggingface.options.{option}", "not an LMI container setting",
@@ -34,14 +36,42 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
     return errors
 
 
-def _check_capacity(endpoint: SageMakerEndpointConfig, path: str, instances: Mapping[str, InstanceType]) -> list[ConfigError]:
+def _check_autoscaling_guard(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """An instance-type change of a registered variant fails UpdateEndpoint: make it a two-step change."""
+    scaling = endpoint.autoscaling
+    if not scaling.enabled or scaling.instanceType == endpoint.instanceType:
+        return []
+    return [ConfigError(f"{path}.autoscaling.instanceType",
+                        f"autoscaling is registered for {scaling.instanceType}, the endpoint asks for "
+                        f"{endpoint.instanceType}: SageMaker refuses to change the instance type of a variant that is "
+                        "a scaling target", f"{endpoint.instanceType} after a `pulumi up` with autoscaling.enabled: "
+                        "false (docs/sagemaker.md, Changing the instance type)")]
+
+
+def _check_bake(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """A bake shorter than the alarms' evaluation window cannot roll anything back."""
+    deployment = endpoint.deployment
+    alarms = deployment.rollbackAlarms
+    window = alarms.periodSeconds * alarms.evaluationPeriods
+    if deployment.waitIntervalSeconds >= window:
+        return []
+    return [ConfigError(f"{path}.deployment.waitIntervalSeconds",
+                        f"{deployment.waitIntervalSeconds} s of baking is shorter than the rollback alarms' window "
+                        f"(periodSeconds {alarms.periodSeconds} x evaluationPeriods {alarms.evaluationPeriods} = "
+                        f"{window} s): no alarm could trip before the next traffic shift", f">= {window}")]
+
+
+def _check_capacity(
+    endpoint: SageMakerEndpointConfig, path: str, instances: Mapping[str, InstanceType],
+) -> list[ConfigError]:
     errors = []
     scaling = endpoint.autoscaling
     if scaling.minCapacity > scaling.maxCapacity:
         errors.append(ConfigError(f"{path}.autoscaling.minCapacity",
                                   f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}"))
     elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
-        errors.append(ConfigError(f"{path}.initialInstanceCount", f"{endpoint.initialInstanceCount} is outside autoscaling",
+        errors.append(ConfigError(f"{path}.initialInstanceCount",
+                                  f"{endpoint.initialInstanceCount} is outside autoscaling",
                                   f"{scaling.minCapacity}..{scaling.maxCapacity}"))
     if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
         errors.append(ConfigError(f"{path}.autoscaling.scaleInCooldown",
@@ -74,4 +104,6 @@ def check_sagemaker(config: SageMakerConfig, facts: Facts, prefix: str = "sagema
         seen.add(endpoint.name)
         errors += _check_source(endpoint, path, facts.lmi)
         errors += _check_capacity(endpoint, path, facts.sagemaker_instances)
+        errors += _check_autoscaling_guard(endpoint, path)
+        errors += _check_bake(endpoint, path)
     return errors

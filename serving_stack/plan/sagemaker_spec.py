@@ -1,24 +1,41 @@
 """What one SageMaker endpoint deploys, as plain values (the `SageMakerEndpoint` component's input)."""
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping, Optional, Union
+from types import MappingProxyType
+from typing import Literal, Optional, Union
 
 from serving_stack.config.sagemaker import Autoscaling, DataCapture, Deployment
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts.jumpstart import AdditionalModelData, S3ModelData
 
+# Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
+# cleanup of retained configs (docs/sagemaker.md) and by `summary.md`.
+ENDPOINT_TAG = "nemotron.nvidia.com/sagemaker-endpoint"
+MODEL_SOURCE_TAG = "nemotron.nvidia.com/model-source"
+SPEC_PROVENANCE_TAG = "nemotron.nvidia.com/jumpstart-spec"
+PRECISION_TAG = "nemotron.nvidia.com/precision"
+UNVERIFIED = "unverified"
+
 
 @dataclass(frozen=True)
 class JumpStartSource:
+    """`provenance`: where the spec was fetched (`SpecProvenance.label`), None for an unverified spec."""
+
     model_id: str
     version: str
+    provenance: Optional[str]
 
 
 @dataclass(frozen=True)
 class HuggingFaceSource:
+    """`precision_path`: `bf16`, `nvfp4-native` (Blackwell) or `nvfp4-w4a16-fallback`."""
+
     repo: str
     pinned_image: bool
+    precision_path: str
 
 
 ModelSource = Union[JumpStartSource, HuggingFaceSource]
@@ -53,6 +70,7 @@ class ProductionVariant:
 class Scaling:
     """Target tracking on invocations per instance per minute."""
 
+    enabled: bool
     min_capacity: int
     max_capacity: int
     target_invocations_per_instance: float
@@ -61,7 +79,7 @@ class Scaling:
 
     @classmethod
     def of(cls, config: Autoscaling) -> Scaling:
-        return cls(config.minCapacity, config.maxCapacity, config.targetInvocationsPerInstance,
+        return cls(config.enabled, config.minCapacity, config.maxCapacity, config.targetInvocationsPerInstance,
                    config.scaleInCooldown, config.scaleOutCooldown)
 
 
@@ -85,6 +103,13 @@ class BlueGreen:
     maximum_execution_timeout_seconds: int
     rollback_alarms: RollbackAlarms
 
+    @property
+    def traffic_steps(self) -> int:
+        """Traffic shifts, each followed by a bake of `wait_interval_seconds` (an upper bound for CANARY)."""
+        if self.type == "LINEAR":
+            return math.ceil(100 / self.linear_step_size)
+        return 2 if self.type == "CANARY" else 1
+
     @classmethod
     def of(cls, config: Deployment) -> BlueGreen:
         alarms = config.rollbackAlarms
@@ -105,7 +130,28 @@ class Capture:
 
 
 @dataclass(frozen=True)
+class WaitBudget:
+    """Worst-case seconds of a create and of a blue/green update, against the provider's InService wait."""
+
+    provisioning: int
+    model_download: int
+    startup: int
+    traffic_shifting: int
+    termination: int
+
+    @property
+    def create_seconds(self) -> int:
+        return self.provisioning + self.model_download + self.startup
+
+    @property
+    def update_seconds(self) -> int:
+        return self.create_seconds + self.traffic_shifting + self.termination
+
+
+@dataclass(frozen=True)
 class PlannedEndpoint:
+    """`notes`: what an operator should know but that is no error (a slower precision path), logged at `up`."""
+
     name: str
     region: str
     source: ModelSource
@@ -116,6 +162,23 @@ class PlannedEndpoint:
     data_capture: Capture
     kms_key_arn: Optional[str]
     endpoint: ServingEndpoint
+    waits: WaitBudget
+    notes: tuple[str, ...] = ()
+
+    @property
+    def spec_verified(self) -> bool:
+        return not isinstance(self.source, JumpStartSource) or self.source.provenance is not None
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        tags = {ENDPOINT_TAG: self.name}
+        if isinstance(self.source, JumpStartSource):
+            tags[MODEL_SOURCE_TAG] = f"jumpstart:{self.source.model_id}@{self.source.version}"
+            tags[SPEC_PROVENANCE_TAG] = self.source.provenance or UNVERIFIED
+        else:
+            tags[MODEL_SOURCE_TAG] = f"huggingface:{self.source.repo}"
+            tags[PRECISION_TAG] = self.source.precision_path
+        return MappingProxyType(tags)
 
 
 def invoke_url(region: str, name: str) -> str:

@@ -7,11 +7,14 @@ encrypted with KMS, and nodes only serve IMDSv2.
   only `protect` counts; the offline runner sets `opts.retain_on_delete` from the recording, and the rule
   reads it when present. A file system the CSI driver provisions for the claim outlives it only if the
   claim's StorageClass (when this stack defines it) has `reclaimPolicy: Retain`.
-- SageMaker endpoint configurations set `kmsKeyArn`. Data capture goes to a bucket of this stack that has
-  SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`): the buckets the
-  endpoint configuration depends on (an auto-named bucket's name is only known after the update) or the one
-  named in `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the
-  capture must set `kmsKeyId` itself.
+- SageMaker endpoint configurations set `kmsKeyArn`, unless every variant runs on an instance type with
+  local NVMe storage only (`localStorageInstanceTypes`; hardware-encrypted, and SageMaker fails the config
+  when a key is given; a copy of `catalog/sagemaker_instances.yaml`, kept equal by a test). Data capture
+  goes to a bucket of this stack that has SSE-KMS default encryption (inline or by a
+  `BucketServerSideEncryptionConfiguration`): the buckets the endpoint configuration depends on (an
+  auto-named bucket's name is only known after the update) or the one named in
+  `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the capture must
+  set `kmsKeyId` itself.
 - Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
 """
 from __future__ import annotations
@@ -35,12 +38,22 @@ BUCKET_ENCRYPTION = frozenset({
     "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
 })
 KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
+LOCAL_STORAGE_INSTANCE_TYPES = [
+    "ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.g6e.48xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.4xlarge",
+    "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge",
+]
 SCHEMA = PolicyConfigSchema({
     "protectedStacks": {
         "type": "array",
         "items": {"type": "string"},
         "default": ["prod"],
         "description": "Stacks whose model cache must be protected or retained on delete.",
+    },
+    "localStorageInstanceTypes": {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": LOCAL_STORAGE_INSTANCE_TYPES,
+        "description": "SageMaker instance types with local NVMe storage only: their configs take no kmsKeyArn.",
     },
 })
 
@@ -148,7 +161,11 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
                              "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
                              resource.urn)
         if resource.resource_type == ENDPOINT_CONFIG:
-            if dig(props, "kmsKeyArn") is not UNKNOWN and not text(dig(props, "kmsKeyArn")):
+            local_storage = as_list(settings(args, SCHEMA)["localStorageInstanceTypes"])
+            variant_types = [dig(v, "instanceType") for v in as_list(dig(props, "productionVariants"))]
+            hardware_encrypted = bool(variant_types) and all(t in local_storage for t in variant_types)
+            key = dig(props, "kmsKeyArn")
+            if not hardware_encrypted and key is not UNKNOWN and not text(key):
                 report_violation(f"endpoint configuration {resource.name} has no kmsKeyArn; encrypt its storage "
                                  "volumes with a KMS key", resource.urn)
             for message, urn in _capture_problems(resource, props, resources):
