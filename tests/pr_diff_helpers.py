@@ -73,9 +73,33 @@ def _recipe_image(repo: Path, catalog: dict[str, Any], target_id: str) -> str:
     return image.group(1).rsplit(":", 1)[0] + ":1.99.0"
 
 
+def _jumpstart_base(repo: Path, project: str) -> None:
+    """Make the prod endpoint a JumpStart model of the committed snapshot (opted in as unverified) in a base
+    commit, so the planted commit can widen its artifact prefix: an IAM statement the data decides."""
+    stack_file = repo / "Pulumi.prod.yaml"
+    stack = yaml.safe_load(stack_file.read_text())
+    sagemaker = stack["config"][f"{project}:sagemaker"]
+    endpoint = sagemaker["endpoints"][0]
+    if endpoint.get("source") == "jumpstart":
+        return
+    (model,) = json.loads((repo / "catalog" / "jumpstart" / "models_manifest.json").read_text())[:1]
+    spec = json.loads((repo / "catalog" / "jumpstart" / model["spec_key"]).read_text())
+    instance_type = spec["default_inference_instance_type"]
+    sagemaker["allowUnverifiedSpecs"] = True
+    sagemaker["region"] = sorted(spec["hosting_instance_type_variants"]["regional_aliases"])[0]
+    endpoint.pop("huggingface", None)
+    endpoint.update(source="jumpstart", jumpstart={"modelId": model["model_id"], "version": model["version"]},
+                    instanceType=instance_type)
+    endpoint["autoscaling"]["instanceType"] = instance_type
+    endpoint["deployment"] = {"type": "ALL_AT_ONCE"}  # the spec's long timeouts leave no room for bakes
+    stack_file.write_text(yaml.safe_dump(stack, sort_keys=False))
+    git(repo, "commit", "--quiet", "--all", "-m", "base: a JumpStart endpoint")
+
+
 def plant_changes(repo: Path) -> Planted:
     """Edit the prod stack and the catalog as a pull request would, and commit."""
     project = _project(repo)
+    _jumpstart_base(repo, project)
     stack_file = repo / "Pulumi.prod.yaml"
     stack = yaml.safe_load(stack_file.read_text())
     config = stack["config"]
