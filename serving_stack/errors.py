@@ -8,22 +8,45 @@ import pulumi
 import pydantic
 
 
+MAX_ECHO = 80  # characters of a user's value an error repeats
+MAX_LINE = 1000  # characters of a whole (combined) error line
+
+
+def bounded(value: Any, limit: int = MAX_ECHO, *, quote: bool = True) -> str:
+    """A value as an error quotes it: repr (or text), one line, at most `limit` characters."""
+    text = repr(value) if quote else str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class ConfigError(pulumi.RunError):
-    """Bad stack input. A `RunError` so that `pulumi up` prints the message without a traceback."""
+    """Bad stack input. A `RunError` so that `pulumi up` prints the message without a traceback.
+
+    The message is one line, key path first, and bounded: it never echoes more than a short excerpt of
+    the input, however large the input is."""
 
     def __init__(self, key_path: str, problem: str, allowed: str | None = None) -> None:
         self.key_path = key_path
         message = f"{key_path}: {problem}"
         if allowed:
             message += f"; allowed: {allowed}"
-        super().__init__(message)
+        super().__init__(bounded(message, MAX_LINE, quote=False))
 
     @classmethod
     def combined(cls, errors: list["ConfigError"]) -> "ConfigError":
-        """All problems in one line, so a user fixes them in one pass."""
+        """All problems in one line, so a user fixes them in one pass (the first ones, if there are many)."""
+        if len(errors) == 1:
+            return errors[0]
         first = errors[0]
         merged = cls(first.key_path, "")
-        merged.args = (" | ".join(str(e) for e in errors),)
+        shown: list[str] = []
+        for error in errors:
+            if len(" | ".join([*shown, str(error)])) > MAX_LINE - 40:
+                break
+            shown.append(str(error))
+        rest = len(errors) - len(shown)
+        merged.args = (" | ".join(shown or [bounded(str(first), MAX_LINE - 40, quote=False)])
+                       + (f" | ... and {rest} more" if rest and shown else ""),)
         return merged
 
 
@@ -79,6 +102,6 @@ def from_validation_error(
             continue
         problem = error["msg"].removeprefix("Value error, ")
         if error["type"] != "missing":
-            problem += f" (got {error.get('input')!r})"
+            problem += f" (got {bounded(error.get('input'))})"
         errors.append(ConfigError(path, problem))
     return ConfigError.combined(errors)

@@ -19,7 +19,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from serving_stack.facts.catalog import load_catalog  # noqa: E402
-from tools.mock_runtime import RecordedResource, run_program, stack_config  # noqa: E402
+from tools.mock_runtime import RecordedResource, run_program  # noqa: E402
+from tools.stack_files import stack_config  # noqa: E402
 from policy.nemotron_policies.config import offline_stack  # noqa: E402
 from policy.nemotron_policies.offline import Violation, evaluate  # noqa: E402
 from policy.nemotron_policies.pack import POLICIES  # noqa: E402

@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from serving_stack.facts.catalog import load_catalog
-from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program, stack_config
+from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program
+from tools.stack_files import stack_config
 
 PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
 REFERENCE_DIR = PROJECT_DIR.parent / "shared" / "reference"

@@ -6,7 +6,6 @@ and answers with deterministic fake outputs (ids, ARNs) instead of creating anyt
 """
 from __future__ import annotations
 
-import json
 import os
 import runpy
 import sys
@@ -209,34 +208,6 @@ class ProgramRun:
     def named(self, name: str) -> RecordedResource:
         (match,) = [r for r in self.resources if r.name == name]
         return match
-
-
-def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str, Any], list[str]]:
-    """The config of `Pulumi.<stack>.yaml` as the engine hands it to a program: `project:key` -> value
-    (objects as JSON), plus the keys that are secrets. `secure:` values and declared secrets that the file
-    does not set become `"[secret]"`: an offline render never sees a real secret."""
-    project_file = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())
-    project = project_file["name"]
-    stack_file = project_dir / f"Pulumi.{stack}.yaml"
-    if not stack_file.is_file():
-        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
-        raise FileNotFoundError(f"stack {stack!r} has no {stack_file.name}; available stacks: {', '.join(available)}")
-    values = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-    config: dict[str, Any] = {}
-    secret_keys: list[str] = []
-    for key, value in values.items():
-        full_key = key if ":" in key else f"{project}:{key}"
-        if isinstance(value, dict) and set(value) == {"secure"}:
-            config[full_key] = SECRET
-            secret_keys.append(full_key)
-        else:
-            config[full_key] = value if isinstance(value, str) else json.dumps(value)
-    for key, declaration in (project_file.get("config") or {}).items():
-        full_key = f"{project}:{key}"
-        if isinstance(declaration, dict) and declaration.get("secret") and full_key not in config:
-            config[full_key] = SECRET
-            secret_keys.append(full_key)
-    return config, secret_keys
 
 
 def _resolve(output: Any) -> Any:

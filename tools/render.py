@@ -20,19 +20,16 @@ from typing import Any
 import yaml
 
 from serving_stack.contract.outputs import StackOutputs
-from serving_stack.errors import ConfigError
-from tools.mock_runtime import (
-    PROJECT_DIR,
-    ProgramRun,
-    RecordedResource,
-    run_program,
-    stack_config,
-)
+from serving_stack.errors import ConfigError, bounded
+from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
+from tools.stack_files import stack_config
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory policy or a blocking rollout finding
+EXIT_CONFIG = 2  # bad input: nothing is rendered
 # kubectl apply order: what others refer to goes first.
 APPLY_ORDER = {
     "Namespace": 0, "StorageClass": 1, "PriorityClass": 1, "ServiceAccount": 2, "ClusterRole": 2,
@@ -95,14 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
     parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
     args = parser.parse_args(argv)
+    out_dir = args.out / args.stack
+    if out_dir.exists():  # a failed render must not leave the previous one looking current
+        shutil.rmtree(out_dir)
     try:
         config, secret_keys = stack_config(args.stack, args.project_dir)
+        pack_config = _pack_config(args.policy_config)
         run = run_program(config, secret_keys, stack=args.stack, project_dir=args.project_dir)
-        pack_config = json.loads(args.policy_config.read_text()) if args.policy_config else None
-    except (ConfigError, FileNotFoundError, json.JSONDecodeError) as error:
+    except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    out_dir = args.out / args.stack
+        return EXIT_CONFIG
     write_render(run, args.stack, out_dir)
     rollout = analyse([r.to_json() for r in run.resources])
     with (out_dir / "summary.md").open("a") as summary:
@@ -112,13 +111,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
     for finding in rollout.blocking:
         print(finding.line(), file=sys.stderr)
-    if rollout.blocking:
-        return 1
     if mandatory_violated:
         print(report, file=sys.stderr)
-        print(f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})", file=sys.stderr)
-        return 1
-    return 0
+        print(f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})",
+              file=sys.stderr)
+    return EXIT_REFUSED if rollout.blocking or mandatory_violated else 0
+
+
+def _pack_config(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError("--policy-config", f"cannot read {path.name}: {bounded(str(error), quote=False)}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError("--policy-config", "is not a JSON object")
+    return loaded
 
 
 if __name__ == "__main__":
