@@ -11,6 +11,7 @@ from policy_helpers import CONFIG_MAP, DAEMON_SET, DGD, check_stack, component, 
 
 BASE = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
 DSPARK = f"{BASE}-DSpark"
+LIMITS = {"limits": {"cpu": "2", "memory": "64Gi"}}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
 
@@ -23,7 +24,8 @@ def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DS
     spec = {
         **placement,
         "tolerations": list(tolerations),
-        "containers": [{"name": "prewarm", "image": "python:3.12-slim", "env": [{"name": env, "value": repos}],
+        "containers": [{"name": "prewarm", "image": "docker.io/library/python:3.12-slim",
+                        "env": [{"name": env, "value": repos}], "resources": LIMITS,
                         "volumeMounts": [{"name": "cache", "mountPath": "/model-cache", "readOnly": read_only}]}],
         "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}],
     }

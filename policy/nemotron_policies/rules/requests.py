@@ -6,7 +6,8 @@ from __future__ import annotations
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from ..values import UNKNOWN, dig, plain
-from ..workloads import container_label, containers, pod_specs
+from ..pods import pod_specs
+from ..workloads import container_label, containers
 
 
 def validate_resource_requests(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
