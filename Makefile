@@ -1,11 +1,12 @@
 # Two commands for a fresh machine (README): `make render` and `make test`. Each creates .venv and
 # installs the pinned requirements it needs, once per change of the requirement files.
 STACK ?= dev
+RESOURCES ?= build/$(STACK)/resources.json
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean
+.PHONY: render policy test bench schema clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,9 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m nemotron.render --stack $(STACK)
+
+policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
+	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
 
 test: $(VENV)/.test-deps  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile
