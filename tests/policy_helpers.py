@@ -136,6 +136,13 @@ def recording_as_fixed(stack: str) -> list[RecordedResource]:
     return without_nvme_kms(recording(stack))
 
 
+def retype(resource: RecordedResource, resource_type: str) -> None:
+    """The same resource under another type token (its URN's own type included): another served version."""
+    parts = resource.urn.split("::")
+    parts[2] = "$".join(parts[2].split("$")[:-1] + [resource_type])
+    resource.type, resource.urn = resource_type, "::".join(parts)
+
+
 def named(resources: list[RecordedResource], name: str) -> RecordedResource:
     (match,) = [r for r in resources if r.name == name]
     return match
