@@ -106,6 +106,10 @@ def _recording(stack: str) -> tuple[RecordedResource, ...]:
     return tuple(run_program(*stack_config(stack), stack=stack).resources)
 
 
+def recording_copy(resources: tuple[RecordedResource, ...]) -> list[RecordedResource]:
+    return copy.deepcopy(list(resources))
+
+
 def recording(stack: str) -> list[RecordedResource]:
     """The committed `Pulumi.<stack>.yaml` rendered under mocks (once per process), as a fresh deep copy."""
     return copy.deepcopy(list(_recording(stack)))
