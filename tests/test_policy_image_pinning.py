@@ -109,3 +109,31 @@ def test_unknown_values_at_preview_are_tolerated():
     assert check_resource("image-pinning", HELM, {"values": {"image": {"repository": UNKNOWN_STRING_VALUE, "tag": "1"}}}) == []
     assert check_resource("image-pinning", SAGEMAKER_MODEL, {"primaryContainer": None, "containers": [None]}) == []
     assert check_resource("image-pinning", DGD, {"spec": {"components": [{"podTemplate": {"spec": None}}]}}) == []
+
+
+@pytest.mark.parametrize("values, where, problem", [
+    ({"image": "nvcr.io/nvidia/ai-dynamo/kubernetes-operator"}, "values.image", "has no tag or digest"),
+    ({"operator": {"sidecarImage": "busybox:1.36"}}, "values.operator.sidecarImage", "names no registry"),
+    ({"etcd": {"image": {"repository": "bitnamilegacy/etcd", "tag": "3.5.21"}}}, "values.etcd.image", "names no registry"),
+    ({"nats": {"image": {"registry": "nvcr.io", "repository": "nvidia/nats"}}}, "values.nats.image", "has no tag or digest"),
+    ({"global": {"imageRegistry": "quay.io"}, "a": {"image": {"repository": "x/y", "tag": "1.0.0"}}}, "values.a.image",
+     "is not from an allowed registry (quay.io/x/y"),
+    ({"a": {"image": {"name": "nvcr.io/nvidia/a", "tag": 1.5}}}, None, None),
+    ({"a": {"image": {"registry": "nvcr.io", "repository": "nvidia/a", "digest": DIGEST}}}, None, None),
+    ({"chart": {"repository": "https://helm.ngc.nvidia.com/nvidia"}}, None, None),
+])
+def test_helm_images_in_string_and_mapping_form(values, where, problem):
+    found = check_resource("image-pinning", HELM, {"values": values})
+    if where is None:
+        assert found == []
+    else:
+        (message,) = found
+        assert message.startswith(f"{where}: image ") and problem in message
+
+
+def test_image_volumes_and_helm_v4_charts_are_checked():
+    pod = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nvcr.io/a:1.0"}],
+                                         "volumes": [{"name": "w", "image": {"reference": "nvcr.io/w:latest"}}]}}}}
+    (found,) = check_resource("image-pinning", JOB, pod)
+    assert found.startswith("image volume w of pod template: image 'nvcr.io/w:latest' has tag 'latest'")
+    assert check_resource("image-pinning", "kubernetes:helm.sh/v4:Chart", {"values": {"image": "nvcr.io/a"}}) != []

@@ -58,7 +58,7 @@ def _allows(statement: dict[str, Any]) -> bool:
 
 
 def _every_resource(resources: list[Any]) -> bool:
-    """Does a `Resource` list name every resource (`*`), or every resource of a service or type
+    """Does a `Resource` list name every resource (`*`), or every resource of a service or resource type
     (`arn:aws:s3:::*`, `arn:aws:iam::*:role/*`)?"""
     for resource in resources:
         if not isinstance(resource, str):
@@ -66,8 +66,8 @@ def _every_resource(resources: list[Any]) -> bool:
         parts = resource.split(":", 5)
         if resource.strip("*") == "" or (len(parts) < 6 and resource.startswith("arn:") and parts[-1].strip("*") == ""):
             return True
-        if len(parts) == 6 and WILDCARD_RESOURCE.match(parts[5]):
-            return True
+        if len(parts) == 6 and (parts[5].strip("*") == "" or (parts[2] != "s3" and WILDCARD_RESOURCE.match(parts[5]))):
+            return True  # S3 resources are bucket/key paths: `bucket/*` is one bucket, not a resource type
     return False
 
 
