@@ -8,8 +8,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from nemotron.mock_runtime import RecordedResource
 from policy_helpers import retype
+
+from nemotron.mock_runtime import RecordedResource
 
 V1ALPHA1_DGD = "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment"
 GPU = "nvidia.com/gpu"

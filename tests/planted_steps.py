@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_v1alpha1 import to_v1alpha1
-from nemotron.mock_runtime import RecordedResource
 from policy_helpers import aggregated, disaggregated, named, of_type, prewarm_daemon_sets, retype
+
+from nemotron.mock_runtime import RecordedResource
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 NEUTRAL_STEPS = frozenset({"to_v1alpha1"})  # steps that change how objects are written, not what they do

@@ -3,11 +3,11 @@ env from literals and ConfigMaps of the stack (keys and `envFrom` with a prefix)
 pack cannot read (Secrets, ConfigMaps outside the stack, unknowns at preview)."""
 from __future__ import annotations
 
+from policy_helpers import CONFIG_MAP, resource
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 from policy.nemotron_policies.arguments import ConfigMaps, Opaque, command_line, env_value, flag_value, has_flag
 from policy.nemotron_policies.values import UNKNOWN, plain
-from policy_helpers import CONFIG_MAP, resource
 
 STACK_CONFIG_MAPS = ConfigMaps([
     resource(CONFIG_MAP, {"metadata": {"name": "engine", "namespace": "ns"}, "data": {"kv": '{"kv_connector": "X"}', "MODE": "decode"}},
@@ -43,8 +43,10 @@ def test_values_the_pack_cannot_read_are_opaque_and_say_where_they_come_from():
                  "args": ["--a=$(S)", "--b", "$(F)"]}
     found = words(container)
     a, b = flag_value(found, "--a"), flag_value(found, "--b")
-    assert isinstance(a, Opaque) and a == "<env S (secretKeyRef kv key config)>"
-    assert isinstance(b, Opaque) and b == "<ConfigMap elsewhere key k (not in this stack)>"
+    assert isinstance(a, Opaque)
+    assert a == "<env S (secretKeyRef kv key config)>"
+    assert isinstance(b, Opaque)
+    assert b == "<ConfigMap elsewhere key k (not in this stack)>"
     secret_env = plain({"envFrom": [{"secretRef": {"name": "all"}}]})
     assert isinstance(env_value(secret_env, "ANY", "ns", STACK_CONFIG_MAPS), Opaque)
 
@@ -62,6 +64,8 @@ def test_shell_scripts_are_split_into_words_with_their_variables_expanded():
 
 def test_unknown_values_make_unknown_words():
     found = words({"args": ["--kv-transfer-config", "$(KV)"], "env": [{"name": "KV", "value": UNKNOWN_STRING_VALUE}]})
-    assert found[1] is UNKNOWN and flag_value(found, "--absent") is UNKNOWN and has_flag(found, "--absent") is None
+    assert found[1] is UNKNOWN
+    assert flag_value(found, "--absent") is UNKNOWN
+    assert has_flag(found, "--absent") is None
     assert words({"args": UNKNOWN_STRING_VALUE})[-1] is UNKNOWN
     assert env_value(plain({"env": UNKNOWN_STRING_VALUE}), "X", "ns", STACK_CONFIG_MAPS) is UNKNOWN

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from policy_helpers import REPO
 
 from nemotron.render import main as render
 from policy.nemotron_policies.cli import MAX_ERROR
 from policy.nemotron_policies.cli import main as run_policy
-from policy_helpers import REPO
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +39,11 @@ def test_a_hand_edited_record_file_is_judged(renders, tmp_path, capsys):
     edited.write_text(json.dumps(records))
     assert run_policy(["--stack", "dev", str(edited)]) == 1
     report = capsys.readouterr().out
-    assert "[mandatory]  nemotron-lightning-policies" in report and f"image-pinning (kubernetes:batch/v1:Job::{job['name']})" in report
+    assert "[mandatory]  nemotron-lightning-policies" in report
+    assert f"image-pinning (kubernetes:batch/v1:Job::{job['name']})" in report
 
 
-@pytest.mark.parametrize("content, error", [
+@pytest.mark.parametrize(("content", "error"), [
     (None, "no such file (render it first: make render STACK=dev)"),
     ('[{"type": "x", ', "not valid JSON: Expecting property name enclosed in double quotes at line 1"),
     ('{"type": "x"}', "expected a JSON list of resource records, got dict"),
@@ -58,7 +59,9 @@ def test_unreadable_record_files_exit_2_with_one_bounded_line(tmp_path, capsys, 
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
-    assert line.startswith(f"error: {path}: ") and error in line and len(line) <= len("error: ") + MAX_ERROR + 3
+    assert line.startswith(f"error: {path}: ")
+    assert error in line
+    assert len(line) <= len("error: ") + MAX_ERROR + 3
 
 
 def test_a_bad_pack_config_exits_2(renders, tmp_path, capsys):

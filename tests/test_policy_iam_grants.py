@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from policy_helpers import check_resource
 
 from policy.nemotron_policies.iam import ADMIN_MANAGED_POLICIES
-from policy_helpers import check_resource
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
@@ -24,7 +24,7 @@ def granted(*statements: dict, as_object: bool = False) -> list[str]:
     return check_resource("least-privilege", ROLE_POLICY, {"role": "r", "policy": document if as_object else json.dumps(document)})
 
 
-@pytest.mark.parametrize("grant, problem", [
+@pytest.mark.parametrize(("grant", "problem"), [
     (statement(Action="s3:*", Resource=BUCKET), 'allows Action "s3:*" (every s3 action)'),
     (statement(Action=["s3:GetObject", "iam:*"], Resource=BUCKET), 'allows Action "iam:*" (every iam action)'),
     (statement(Action="*:*", Resource=BUCKET), 'allows Action "*:*" (every action of every service)'),
@@ -37,7 +37,8 @@ def granted(*statements: dict, as_object: bool = False) -> list[str]:
 @pytest.mark.parametrize("as_object", [False, True])
 def test_broad_grants_are_reported_as_text_or_object(grant, problem, as_object):
     (found,) = granted(grant, as_object=as_object)
-    assert found.startswith("policy statement ") and problem in found
+    assert found.startswith("policy statement ")
+    assert problem in found
 
 
 @pytest.mark.parametrize("grant", [
@@ -52,8 +53,8 @@ def test_scoped_grants_and_denies_pass(grant):
     assert granted(grant) == []
 
 
-@pytest.mark.parametrize("name", sorted(ADMIN_MANAGED_POLICIES) + ["AmazonS3FullAccess", "AdministratorAccess-Amplify"])
-@pytest.mark.parametrize("resource_type, field", [
+@pytest.mark.parametrize("name", [*sorted(ADMIN_MANAGED_POLICIES), "AmazonS3FullAccess", "AdministratorAccess-Amplify"])
+@pytest.mark.parametrize(("resource_type", "field"), [
     ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "policyArn"),
     ("aws:iam/userPolicyAttachment:UserPolicyAttachment", "policyArn"),
     ("aws:iam/groupPolicyAttachment:GroupPolicyAttachment", "policyArn"),
@@ -74,7 +75,7 @@ def test_scoped_managed_policies_pass():
     assert check_resource("least-privilege", ROLE, {"managedPolicyArns": arns}) == []
 
 
-@pytest.mark.parametrize("trust, open_", [
+@pytest.mark.parametrize(("trust", "open_"), [
     (statement(Principal="*", Action="sts:AssumeRole"), True),
     (statement(Principal={"AWS": ["arn:aws:iam::123456789012:root", "*"]}, Action="sts:AssumeRole"), True),
     (statement(NotPrincipal={"AWS": "arn:aws:iam::123456789012:root"}, Action="sts:AssumeRole"), True),
@@ -90,10 +91,12 @@ def test_trust_policies_open_to_anyone_without_a_condition_are_reported(trust, o
 def test_resource_policies_are_judged_for_grants_and_principals():
     document = json.dumps({"Statement": [statement(Principal="*", Action="s3:*", Resource=BUCKET)]})
     found = check_resource("least-privilege", "aws:s3/bucketPolicy:BucketPolicy", {"bucket": "b", "policy": document})
-    assert len(found) == 2 and any("every s3 action" in m for m in found) and any('principal "*"' in m for m in found)
+    assert len(found) == 2
+    assert any("every s3 action" in m for m in found)
+    assert any('principal "*"' in m for m in found)
 
 
-@pytest.mark.parametrize("kind, body, problem", [
+@pytest.mark.parametrize(("kind", "body", "problem"), [
     ("ClusterRoleBinding", {"roleRef": {"name": "cluster-admin"}}, "grants cluster-admin"),
     ("RoleBinding", {"roleRef": {"name": "cluster-admin"}}, "grants cluster-admin"),
     ("ClusterRoleBinding", {"roleRef": {"name": "edit"}}, "grants edit"),

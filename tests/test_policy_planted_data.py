@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from planted_steps import NEUTRAL_STEPS, apply_step
-from policy.nemotron_policies.offline import evaluate
 from policy_helpers import POLICY, recording
+
+from policy.nemotron_policies.offline import evaluate
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "planted_violations.yaml").read_text())["cases"]
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from policy_helpers import check_resource, recipe
 
 from policy.nemotron_policies.kinds import ancestor_types, helm_values, kubernetes_objects, kubernetes_type
 from policy.nemotron_policies.pods import pod_specs
-from policy_helpers import check_resource, recipe
 
 PRIVILEGED = {"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1", "securityContext": {"privileged": True}}
 
 
-@pytest.mark.parametrize("token, parsed", [
+@pytest.mark.parametrize(("token", "parsed"), [
     ("kubernetes:core/v1:Pod", ("", "v1", "Pod")),
     ("kubernetes:apps/v1:Deployment", ("apps", "v1", "Deployment")),
     ("kubernetes:extensions/v1beta1:DaemonSet", ("extensions", "v1beta1", "DaemonSet")),
@@ -28,7 +28,7 @@ def test_type_tokens_name_group_version_and_kind(token, parsed):
     assert kubernetes_type(token) == parsed
 
 
-@pytest.mark.parametrize("token, props", [
+@pytest.mark.parametrize(("token", "props"), [
     ("kubernetes:apps/v1:DeploymentPatch", {"spec": {"template": {"spec": {"containers": [PRIVILEGED]}}}}),
     ("kubernetes:apps/v1:DeploymentList", {"items": [{"spec": {"template": {"spec": {"containers": [PRIVILEGED]}}}}]}),
     ("kubernetes:apps/v1beta2:StatefulSet", {"spec": {"template": {"spec": {"containers": [PRIVILEGED]}}}}),
@@ -44,7 +44,8 @@ def test_type_tokens_name_group_version_and_kind(token, parsed):
 ])
 def test_every_form_of_a_workload_is_read(token, props):
     found = check_resource("least-privilege", token, props)
-    assert len(found) == 1 and found[0].endswith("is privileged")
+    assert len(found) == 1
+    assert found[0].endswith("is privileged")
 
 
 def test_objects_inlined_in_yaml_components_are_read_as_the_objects_they_declare():
@@ -108,4 +109,5 @@ def test_v1beta1_graph_env_reaches_every_main_container():
     dgd["spec"]["env"] = [{"name": "GRAPH_WIDE", "value": "1"}]
     pods = pod_specs("kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment", dgd)
     mains = [c for p in pods for c in p.spec["containers"] if c["name"] == "main"]
-    assert mains and all(any(e["name"] == "GRAPH_WIDE" for e in c["env"]) for c in mains)
+    assert mains
+    assert all(any(e["name"] == "GRAPH_WIDE" for e in c["env"]) for c in mains)

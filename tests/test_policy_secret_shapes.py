@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from policy_helpers import CONFIG_MAP, JOB, check_resource, recording
 
 from nemotron.catalog import load_catalog
 from policy.nemotron_policies.credentials import SHAPES, credential_name, random_token, registry_auth, shapes
-from policy_helpers import CONFIG_MAP, JOB, check_resource, recording
 
 SAMPLES = {
     "a Hugging Face token": "hf_" + "Zq7" * 12,
@@ -39,10 +40,11 @@ def test_each_shape_is_found_inside_text(kind):
 def test_registry_auth_needs_an_auths_entry_with_credentials():
     assert registry_auth(json.dumps({"auths": {"nvcr.io": {"auth": "b2F1dGg6eA=="}}}))
     assert registry_auth(json.dumps({"auths": {"nvcr.io": {"identitytoken": "t"}}}))
-    assert not registry_auth(json.dumps({"auths": {}})) and not registry_auth("auths are great")
+    assert not registry_auth(json.dumps({"auths": {}}))
+    assert not registry_auth("auths are great")
 
 
-@pytest.mark.parametrize("name, credential", [
+@pytest.mark.parametrize(("name", "credential"), [
     ("HF_TOKEN", True), ("DB_PASS", True), ("SMTP_PWD", True), ("REGISTRY_AUTH", True), ("apiKey", True),
     ("NGC_KEY", True), ("sshPassphrase", True), ("HF_TOKEN_PATH", False), ("AUTH_METHOD", False),
     ("FI_PROVIDER", False), ("tokenizerMode", False), ("hashKey", False), ("EXISTING_SECRET_NAME", False),
@@ -51,7 +53,7 @@ def test_credential_names(name, credential):
     assert credential_name(name) is credential
 
 
-@pytest.mark.parametrize("value, generated", [
+@pytest.mark.parametrize(("value", "generated"), [
     ("Zq7x9LmP2vT8sK4nR6wY1bC3dF5gH0jQeUaIoSiX", True),
     ("4f9K2mQ8xZ7pL1vR6tW3yB5nC0hJ8sD2", True),
     ("FlashInferFP8ScaledMMLinearKernel", False),
@@ -94,4 +96,5 @@ def test_a_credential_in_config_map_binary_data_or_a_job_env_is_found():
     job = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nvcr.io/a:1.0",
                                                           "env": [{"name": "PLAIN", "value": SAMPLES["an NGC API key"]}]}]}}}}
     (found,) = check_resource("secret-handling", JOB, job)
-    assert "holds what looks like an NGC API key" in found and SAMPLES["an NGC API key"] not in found
+    assert "holds what looks like an NGC API key" in found
+    assert SAMPLES["an NGC API key"] not in found

@@ -4,9 +4,9 @@ rotation, and SageMaker volume keys only where SageMaker accepts them."""
 from __future__ import annotations
 
 import pytest
+from policy_helpers import check_stack, resource
 
 from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_FAMILIES
-from policy_helpers import check_stack, resource
 
 BUCKET = "aws:s3/bucket:Bucket"
 BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
@@ -50,14 +50,14 @@ def test_public_access_blocks_with_a_setting_off_and_public_acls_are_reported():
         "bucket data has the public canned ACL public-read-write"]
 
 
-@pytest.mark.parametrize("encrypted, reported", [(True, False), ("true", False), (False, True), (None, True)])
+@pytest.mark.parametrize(("encrypted", "reported"), [(True, False), ("true", False), (False, True), (None, True)])
 def test_efs_must_be_encrypted(encrypted, reported):
     props = {} if encrypted is None else {"encrypted": encrypted}
     assert problems(resource("aws:efs/fileSystem:FileSystem", props, name="fs")) == (
         ["EFS file system fs is not encrypted; set encrypted: true"] if reported else [])
 
 
-@pytest.mark.parametrize("resource_type, props, where", [
+@pytest.mark.parametrize(("resource_type", "props", "where"), [
     ("aws:ec2/launchTemplate:LaunchTemplate", {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}],
                                                "metadataOptions": {"httpTokens": "required"}}, "blockDeviceMappings[0] (/dev/xvda)"),
     ("aws:ebs/volume:Volume", {"size": 100}, "volume"),
@@ -89,7 +89,9 @@ def endpoint(instance_type: str, kms: object = KMS, volume: object = None) -> ob
 def test_local_nvme_instance_types_take_no_volume_key_or_size(family):
     assert problems(endpoint(f"ml.{family}.12xlarge", kms=None)) == []
     found = problems(endpoint(f"ml.{family}.12xlarge", volume=256))
-    assert len(found) == 2 and "SageMaker refuses a KmsKeyId" in found[0] and "sets volumeSizeInGb" in found[1]
+    assert len(found) == 2
+    assert "SageMaker refuses a KmsKeyId" in found[0]
+    assert "sets volumeSizeInGb" in found[1]
 
 
 def test_ebs_instance_types_need_the_volume_key_and_families_come_from_the_pack_config():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Iterable, Optional, Union
+from collections.abc import Iterable
+from typing import Any, Optional, Union
 
 from .kinds import kubernetes_objects
 from .values import UNKNOWN, as_list, dig, plain, text
@@ -119,7 +120,8 @@ def _unshell(words: list[Resolved], lookup: Any) -> list[Resolved]:
         if not (isinstance(word, str) and word.rsplit("/", 1)[-1] in SHELLS):
             continue
         rest = words[index + 1:]
-        script_at = next((i for i, w in enumerate(rest) if isinstance(w, str) and w.startswith("-") and "c" in w[1:]), None)
+        script_at = next((i for i, w in enumerate(rest) if isinstance(w, str) and w.startswith("-") and "c" in w[1:]),
+                         None)
         if script_at is None or script_at + 1 >= len(rest) or not isinstance(rest[script_at + 1], str) \
                 or isinstance(rest[script_at + 1], Opaque):
             continue

@@ -11,8 +11,9 @@ Values are read through `arguments`: literal, `$(VAR)` from env, ConfigMap keys,
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Optional
 
 from .arguments import ConfigMaps, Opaque, Resolved, command_line, flag_value, has_flag
 from .names import GPU

@@ -58,10 +58,11 @@ def _graph_pods(obj: KubeObject) -> list[PodSpec]:
             pod_spec = dict(pod_spec)
             containers = dig(pod_spec, "containers")
             if isinstance(containers, list):
-                pod_spec["containers"] = [_with_env(c, graph_env) if isinstance(c, dict) and c.get("name") == MAIN else c
-                                          for c in containers]
+                pod_spec["containers"] = [
+                    _with_env(c, graph_env) if isinstance(c, dict) and c.get("name") == MAIN else c for c in containers]
         kind = dig(component, "type")
-        pods.append(PodSpec(f"component {name}", pod_spec, kind if isinstance(kind, str) else None, name, obj.namespace))
+        pods.append(PodSpec(f"component {name}", pod_spec, kind if isinstance(kind, str) else None, name,
+                            obj.namespace))
     return pods
 
 
@@ -99,14 +100,15 @@ def _service_pod(service: Any, name: str, graph: Any, namespace: Any) -> PodSpec
     main["resources"] = _resources(service, main)
     secret = text(dig(service, "envFromSecret"))
     if secret:
-        main["envFrom"] = as_list(main.get("envFrom")) + [{"secretRef": {"name": secret}}]
+        main["envFrom"] = [*as_list(main.get("envFrom")), {"secretRef": {"name": secret}}]
     claims = {text(dig(p, "name")) for p in as_list(dig(graph, "pvcs"))} - {None}
     mounts = [m for m in as_list(dig(service, "volumeMounts")) if text(dig(m, "name"))]
     if mounts:
         main["volumeMounts"] = as_list(main.get("volumeMounts")) + [
             {"name": m["name"], "mountPath": dig(m, "mountPoint")} for m in mounts]
         pod_spec["volumes"] = as_list(pod_spec.get("volumes")) + [
-            {"name": m["name"], "persistentVolumeClaim": {"claimName": m["name"]}} for m in mounts if m["name"] in claims]
+            {"name": m["name"], "persistentVolumeClaim": {"claimName": m["name"]}}
+            for m in mounts if m["name"] in claims]
     containers = [main] + [c for c in as_list(pod_spec.get("containers")) if isinstance(c, dict)]
     sidecar = dig(service, "frontendSidecar")
     if isinstance(sidecar, dict):
@@ -134,5 +136,6 @@ def dynamo_pods(obj: KubeObject) -> Optional[list[PodSpec]]:
         name = text(dig(spec, "serviceName")) or text(obj.name) or "?"
         return [_service_pod(spec, name, {}, obj.namespace)]
     if isinstance(dig(spec, "services"), dict):
-        return [_service_pod(service, str(name), spec, obj.namespace) for name, service in dig(spec, "services").items()]
+        services = dig(spec, "services")
+        return [_service_pod(service, str(name), spec, obj.namespace) for name, service in services.items()]
     return _graph_pods(obj)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .values import UNKNOWN, as_dict, parse_json
 
@@ -27,7 +28,7 @@ WILDCARD_RESOURCE = re.compile(r"^(\*+|[\w-]+[/:]\*+)$")
 
 def managed_policy_problem(arn: Any) -> str | None:
     """Why an attached managed policy is too broad, or None."""
-    if not isinstance(arn, str) or ":aws:policy/" not in arn and ":cluster-access-policy/" not in arn:
+    if not isinstance(arn, str) or (":aws:policy/" not in arn and ":cluster-access-policy/" not in arn):
         return None
     name = arn.rsplit("/", 1)[-1]
     if name in ADMIN_MANAGED_POLICIES or name.endswith("FullAccess") or name.startswith("AdministratorAccess"):
@@ -72,8 +73,8 @@ def _every_resource(resources: list[Any]) -> bool:
 
 
 def _service_wildcard(action: Any) -> bool:
-    return isinstance(action, str) and (action.strip() in ("*", "*:*") or action.strip().endswith(":*")
-                                        and "*" not in action.strip()[:-1])
+    return isinstance(action, str) and (action.strip() in ("*", "*:*") or (action.strip().endswith(":*")
+                                        and "*" not in action.strip()[:-1]))
 
 
 def grant_problems(document: Any, where: str) -> Iterator[str]:

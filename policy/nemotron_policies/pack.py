@@ -13,23 +13,24 @@ from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, St
 from .rules import data_protection, fabric, gpu, images, prewarm, privilege, requests, secrets
 
 PACK_NAME = "nemotron-lightning-policies"
-PACK_VERSION = str(yaml.safe_load((Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml").read_text())["version"])
+PACK_FILE = Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml"
+PACK_VERSION = str(yaml.safe_load(PACK_FILE.read_text())["version"])
 MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
 
 POLICIES: list[Policy] = [
     StackValidationPolicy(
         name="fabric-requests",
-        description="Disaggregated prefill/decode workers (by their disaggregation mode or NIXL KV transfer) request their "
-                    "nodes' RDMA fabric (request = limit) or run on nodes that state it out of band, use the matching "
-                    "NIXL backend (EFA: LIBFABRIC, InfiniBand: UCX) and share speculative-decoding settings.",
+        description="Disaggregated prefill/decode workers (by their disaggregation mode or NIXL KV transfer) request "
+                    "their nodes' RDMA fabric (request = limit) or run on nodes that state it out of band, use the "
+                    "matching NIXL backend (EFA: LIBFABRIC, InfiniBand: UCX) and share speculative-decoding settings.",
         validate=fabric.validate_fabric_requests,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="prewarm-daemonsets",
         description="Every node pool running model-cache workers has a prewarm DaemonSet on the same nodes that mounts "
-                    "the cache read-only and warms every checkpoint the workers load (env PREWARM_REPOS/PREWARM_MODELS); "
-                    "prewarm containers set cpu and memory limits.",
+                    "the cache read-only and warms every checkpoint the workers load (env PREWARM_REPOS/"
+                    "PREWARM_MODELS); prewarm containers set cpu and memory limits.",
         validate=prewarm.validate_prewarm_daemonsets,
         enforcement_level=MANDATORY,
     ),
@@ -42,8 +43,8 @@ POLICIES: list[Policy] = [
     ),
     ResourceValidationPolicy(
         name="image-pinning",
-        description="Every image (containers of every kind, image volumes, Helm values, SageMaker models) is pinned by a "
-                    "version tag or a digest, names its registry and comes from an allowed registry.",
+        description="Every image (containers of every kind, image volumes, Helm values, SageMaker models) is pinned "
+                    "by a version tag or a digest, names its registry and comes from an allowed registry.",
         validate=images.validate_image_pinning,
         enforcement_level=MANDATORY,
         config_schema=images.SCHEMA,

@@ -7,7 +7,8 @@ containers), so no custom resource hides a container from the rules.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .dynamo import dynamo_pods
 from .kinds import KubeObject, kubernetes_objects
@@ -30,6 +31,7 @@ POD_SPEC_PATHS: dict[str, tuple[frozenset[str], tuple[str, ...], str]] = {
 # Objects that never hold a pod spec: skip the search.
 PLAIN_DATA_KINDS = frozenset({"ConfigMap", "Secret", "Namespace", "Service", "ServiceAccount", "PersistentVolumeClaim",
                               "StorageClass", "PriorityClass", "CustomResourceDefinition"})
+PLAIN_DATA_GROUPS = frozenset({"", "storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io"})
 SEARCH_DEPTH = 12
 
 
@@ -59,14 +61,15 @@ def object_pods(obj: KubeObject) -> list[PodSpec]:
         _, path, owner = POD_SPEC_PATHS[obj.kind]
         pods = [PodSpec(owner, dig(obj.body, *path), namespace=obj.namespace)]
     if pods is None:
-        if obj.kind in PLAIN_DATA_KINDS and obj.group in CORE | {"storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io"}:
+        if obj.kind in PLAIN_DATA_KINDS and obj.group in PLAIN_DATA_GROUPS:
             return []
         body = dig(obj.body, "spec")
         pods = [PodSpec(f"pod spec at spec.{path}" if path != "spec" else "pod spec", spec, namespace=obj.namespace)
                 for path, spec in _shaped_like_pod_specs(body, "")]
     if not prefix:
         return pods
-    return [PodSpec(prefix + pod.owner, pod.spec, pod.component_type, pod.component_name, pod.namespace) for pod in pods]
+    return [PodSpec(prefix + pod.owner, pod.spec, pod.component_type, pod.component_name, pod.namespace)
+            for pod in pods]
 
 
 def pod_specs(resource_type: str, props: Any) -> list[PodSpec]:

@@ -12,7 +12,8 @@
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .values import UNKNOWN, as_list, dig
 
@@ -57,7 +58,8 @@ def _blocks_everything(props: Any) -> Any:
     return all(s is True for s in settings)
 
 
-def _bucket_problems(bucket: Any, props: Any, resources: list[tuple[Any, Any]], account_blocked: bool) -> Iterator[Found]:
+def _bucket_problems(bucket: Any, props: Any, resources: list[tuple[Any, Any]],
+                     account_blocked: bool) -> Iterator[Found]:
     name = dig(props, "bucket")
     encryption = [dig(props, "serverSideEncryptionConfiguration", "rule")] + [
         dig(p, "rules") for _, p in related(bucket, name, resources, BUCKET_ENCRYPTION)]
@@ -108,7 +110,8 @@ def storage_problems(resources: list[tuple[Any, Any]]) -> Iterator[Found]:
                 yield f"{kind.rsplit(':', 1)[-1]} {resource.name}: {problem}", resource.urn
         elif kind == EKS_CLUSTER:
             configs = dig(props, "encryptionConfig")
-            listed = [r for c in (configs if isinstance(configs, list) else [configs]) for r in as_list(dig(c, "resources"))]
+            listed = [r for c in (configs if isinstance(configs, list) else [configs])
+                      for r in as_list(dig(c, "resources"))]
             if configs is not UNKNOWN and UNKNOWN not in listed and "secrets" not in listed:
                 yield (f"EKS cluster {resource.name} does not envelope-encrypt Secrets; set encryptionConfig "
                        "{resources: [secrets], provider.keyArn}", resource.urn)

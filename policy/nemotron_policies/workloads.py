@@ -65,14 +65,14 @@ def node_selection(spec: Any) -> Any:
     terms = dig(required, "nodeSelectorTerms")
     if UNKNOWN in (node_selector, required, terms):
         return UNKNOWN
-    from_selector = []
+    from_selector: list[tuple[Any, ...]] = []
     for key, value in as_dict(node_selector).items():
         if value is UNKNOWN:
             return UNKNOWN
         from_selector.append((key, "In", (str(value),)))
     selection = set()
     for term in as_list(terms) or [{}]:
-        expressions = list(from_selector)
+        expressions: list[tuple[Any, ...]] = list(from_selector)
         for expression in as_list(dig(term, "matchExpressions")) + as_list(dig(term, "matchFields")):
             key, operator, values = dig(expression, "key"), dig(expression, "operator"), dig(expression, "values")
             if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values):

@@ -27,9 +27,9 @@ from typing import Any, Optional
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation, StackValidationArgs
 
 from ..config import current_stack, settings
-from ..values import UNKNOWN, as_list, dig, plain, text
 from ..names import MODEL_CACHE_CLAIM
 from ..storage import BUCKET_ENCRYPTION, BUCKETS, related, storage_problems
+from ..values import UNKNOWN, as_list, dig, plain, text
 
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
@@ -98,7 +98,8 @@ def _bucket_name_of(uri: Any) -> Any:
     return None
 
 
-def _capture_problems(config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
+def _capture_problems(config: PolicyResource, props: Any,
+                      resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
     """(message, urn) for data capture that is not KMS-encrypted."""
     capture = dig(props, "dataCaptureConfig")
     if not isinstance(capture, dict) or dig(capture, "enableCapture") is False:

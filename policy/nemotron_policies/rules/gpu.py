@@ -38,10 +38,11 @@ def validate_gpu_resources(args: ResourceValidationArgs, report_violation: Repor
                 continue
             if limit is None:
                 report_violation(f"{container_label(container, pod)} requests {GPU}={request} without a limit; "
-                                 f"set limits.{GPU} = requests.{GPU}")
+                                 f"set limits.{GPU} = requests.{GPU}", None)
             elif request is not None and request != limit:
                 report_violation(f"{container_label(container, pod)} requests {GPU}={request} but limits "
-                                 f"{GPU}={limit}; set request = limit")
+                                 f"{GPU}={limit}; set request = limit", None)
         if asks_for_gpus and gpu_pinned(pod) is False:
             report_violation(f"{pod.owner} asks for {GPU} but is not pinned to GPU nodes: it needs a required node "
-                             f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU_TAINT_KEY} taint")
+                             f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU_TAINT_KEY} "
+                             "taint", None)

@@ -20,8 +20,9 @@ by a path prefix (`docker.io/library`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
@@ -110,10 +111,11 @@ def _scalar(value: Any) -> Optional[str]:
 
 def _mapped_image(values: dict[str, Any], default_registry: Optional[str], under_image_key: bool) -> Any:
     """The reference a Helm image mapping stands for, None if it is not one, `UNKNOWN` if it cannot be told."""
-    repository = values.get("repository", values.get("name") if under_image_key else None)
-    if repository is UNKNOWN:
+    given = values.get("repository", values.get("name") if under_image_key else None)
+    if given is UNKNOWN:
         return UNKNOWN
-    if not text(repository) or "://" in repository:
+    repository = text(given)
+    if repository is None or "://" in repository:
         return None
     if UNKNOWN in (values.get("registry"), values.get("tag"), values.get("digest")):
         return UNKNOWN
@@ -151,7 +153,8 @@ def images(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
             yield container_label(container, pod), container.get("image")
         for volume in as_list(dig(pod.spec, "volumes")):
             if isinstance(dig(volume, "image"), dict):
-                yield f"image volume {text(dig(volume, 'name')) or '?'} of {pod.owner}", dig(volume, "image", "reference")
+                where = f"image volume {text(dig(volume, 'name')) or '?'} of {pod.owner}"
+                yield where, dig(volume, "image", "reference")
     values = helm_values(resource_type, props)
     if values is not None:
         yield from helm_images(values)
@@ -168,4 +171,4 @@ def validate_image_pinning(args: ResourceValidationArgs, report_violation: Repor
             continue
         problem = image_problem(str(reference), allowed) if text(reference) else "has an empty image"
         if problem:
-            report_violation(f"{where}: {problem}")
+            report_violation(f"{where}: {problem}", None)

@@ -30,8 +30,16 @@ from ..names import MODEL_CACHE_CLAIM, MODEL_PREWARM_COMPONENT, PREWARM_ENVS, SP
 from ..pods import is_workload_kind, object_pods, pod_specs
 from ..values import UNKNOWN, as_list, dig, parse_json, plain, text
 from ..workloads import (
-    PodSpec, claim_volume_names, containers, describe_selection, env_entry, main_container, node_selection,
-    tolerates, tolerations, volume_mounts,
+    PodSpec,
+    claim_volume_names,
+    containers,
+    describe_selection,
+    env_entry,
+    main_container,
+    node_selection,
+    tolerates,
+    tolerations,
+    volume_mounts,
 )
 
 LIMITED_RESOURCES = ("cpu", "memory")
@@ -182,7 +190,8 @@ def _shortfalls(prewarmer: Prewarmer, pool: Pool) -> list[str]:
         missing = [t for t in pool.tolerations if not any(tolerates(own, t) for own in prewarmer.tolerations)]
         if missing:
             problems.append("does not tolerate " + ", ".join(
-                f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}" for key, _, value, effect in sorted(missing)))
+                f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}"
+                for key, _, value, effect in sorted(missing)))
     if prewarmer.read_only_claim is None:
         problems.append(f"does not mount the {MODEL_CACHE_CLAIM} claim")
     elif prewarmer.read_only_claim is False:
@@ -211,5 +220,6 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
             continue
         shortfalls = {p.name: _shortfalls(p, pool) for p in candidates}
         if all(shortfalls.values()):
-            details = "; ".join(f"DaemonSet {name} {', '.join(problems)}" for name, problems in sorted(shortfalls.items()))
+            details = "; ".join(f"DaemonSet {name} {', '.join(problems)}"
+                                for name, problems in sorted(shortfalls.items()))
             report_violation(f"no prewarm DaemonSet covers {where}: {details}", pool.urn)

@@ -18,7 +18,8 @@ principals no blanket permissions.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
@@ -130,4 +131,4 @@ def validate_least_privilege(args: ResourceValidationArgs, report_violation: Rep
     if not exempt_components.intersection(ancestor_types(args.urn)):
         problems += list(_pod_privileges(args.resource_type, props)) + list(_rbac_privileges(args.resource_type, props))
     for problem in dict.fromkeys(problems):
-        report_violation(problem)
+        report_violation(problem, None)

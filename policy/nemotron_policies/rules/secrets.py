@@ -16,7 +16,8 @@ is reported too. Messages name the field, never the value.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
@@ -47,9 +48,8 @@ def _argument_problems(arguments: list[Any], path: str) -> Iterator[str]:
     for index, argument in enumerate(arguments):
         if not isinstance(argument, str) or not argument.startswith("--"):
             continue
-        flag, has_value, value = argument.partition("=")
-        if not has_value:
-            value = arguments[index + 1] if index + 1 < len(arguments) else None
+        flag, has_value, inline = argument.partition("=")
+        value = inline if has_value else (arguments[index + 1] if index + 1 < len(arguments) else None)
         if credential_name(flag) and literal(value) and not str(value).startswith("--"):
             yield f"{path}: {flag} has a literal value; pass it from a Secret-backed env var as $(VAR)"
 
@@ -117,4 +117,4 @@ def validate_secret_handling(args: ResourceValidationArgs, report_violation: Rep
     if args.resource_type == SSM_PARAMETER and dig(props, "type") == "SecureString":
         return
     for problem in dict.fromkeys(_walk(args.resource_type, props)):
-        report_violation(problem)
+        report_violation(problem, None)
