@@ -30,6 +30,11 @@ class Opaque(str):
 Resolved = Union[None, str, Opaque, Any]  # None: absent; Any: the UNKNOWN marker
 
 
+def _name(value: Any) -> bool:
+    """Can this be (part of) a ConfigMap's identity? A string, or None for the namespace of a cluster object."""
+    return value is None or isinstance(value, str)
+
+
 class ConfigMaps:
     """ConfigMap data of a stack by (namespace, name), inline objects of YAML components included."""
 
@@ -37,11 +42,15 @@ class ConfigMaps:
         self.data: dict[tuple[Any, Any], Any] = {}
         for resource in resources:
             for obj in kubernetes_objects(resource.resource_type, plain(resource.props)):
-                if obj.kind == "ConfigMap" and obj.group == "":
+                if obj.kind == "ConfigMap" and obj.group == "" and _name(obj.namespace) and _name(obj.name):
                     self.data[(obj.namespace, obj.name)] = dig(obj.body, "data")
 
+    def data_of(self, namespace: Any, name: Any) -> Any:
+        """The data of a ConfigMap of the stack; `UNKNOWN` when unknown or not in the stack."""
+        return self.data.get((namespace, name), UNKNOWN) if _name(namespace) and _name(name) else UNKNOWN
+
     def value(self, namespace: Any, name: Any, key: Any) -> Resolved:
-        data = self.data.get((namespace, name))
+        data = self.data.get((namespace, name)) if _name(namespace) and _name(name) else None
         if data is None:
             if UNKNOWN in (namespace, name, key):
                 return UNKNOWN

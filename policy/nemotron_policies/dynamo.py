@@ -35,7 +35,8 @@ def _merge_env(*layers: Any) -> Any:
         if layer is UNKNOWN:
             return UNKNOWN
         for entry in as_list(layer):
-            merged[dig(entry, "name") if isinstance(entry, dict) else id(entry)] = entry
+            name = dig(entry, "name")
+            merged[name if isinstance(name, str) else id(entry)] = entry
     return list(merged.values())
 
 

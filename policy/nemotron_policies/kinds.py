@@ -38,11 +38,16 @@ class KubeObject:
 
     @property
     def namespace(self) -> Any:
-        return dig(self.body, "metadata", "namespace")
+        """The namespace: a string, `UNKNOWN`, or None (unset or malformed)."""
+        return _identity(dig(self.body, "metadata", "namespace"))
 
     @property
     def name(self) -> Any:
-        return dig(self.body, "metadata", "name")
+        return _identity(dig(self.body, "metadata", "name"))
+
+
+def _identity(value: Any) -> Any:
+    return value if value is UNKNOWN or isinstance(value, str) else None
 
 
 def kubernetes_type(resource_type: str) -> Optional[tuple[str, str, str]]:

@@ -71,7 +71,7 @@ def _bucket_problems(bucket: Any, props: Any, resources: list[tuple[Any, Any]],
         yield (f"bucket {bucket.name} has no BucketPublicAccessBlock; block public ACLs and policies", bucket.urn)
     acls = [dig(props, "acl")] + [dig(p, "acl") for _, p in related(bucket, name, resources, BUCKET_ACLS)]
     for acl in acls:
-        if acl in PUBLIC_ACLS:
+        if isinstance(acl, str) and acl in PUBLIC_ACLS:
             yield f"bucket {bucket.name} has the public canned ACL {acl}", bucket.urn
 
 

@@ -67,7 +67,7 @@ def node_selection(spec: Any) -> Any:
         return UNKNOWN
     from_selector: list[tuple[Any, ...]] = []
     for key, value in as_dict(node_selector).items():
-        if value is UNKNOWN:
+        if value is UNKNOWN or isinstance(value, (dict, list)):
             return UNKNOWN
         from_selector.append((key, "In", (str(value),)))
     selection = set()
@@ -75,8 +75,9 @@ def node_selection(spec: Any) -> Any:
         expressions: list[tuple[Any, ...]] = list(from_selector)
         for expression in as_list(dig(term, "matchExpressions")) + as_list(dig(term, "matchFields")):
             key, operator, values = dig(expression, "key"), dig(expression, "operator"), dig(expression, "values")
-            if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values):
-                return UNKNOWN
+            if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values) \
+                    or not isinstance(key, str) or not isinstance(operator, str):
+                return UNKNOWN  # unknown, or malformed (the API server would refuse it)
             expressions.append((key, operator, tuple(sorted(str(v) for v in as_list(values)))))
         if expressions:
             selection.add(frozenset(expressions))
@@ -112,7 +113,7 @@ def tolerations(spec: Any) -> Any:
     normalized = set()
     for toleration in as_list(listed):
         fields = [dig(toleration, f) for f in ("key", "operator", "value", "effect")]
-        if toleration is UNKNOWN or UNKNOWN in fields:
+        if toleration is UNKNOWN or UNKNOWN in fields or any(isinstance(f, (dict, list)) for f in fields):
             return UNKNOWN
         key, operator, value, effect = fields
         normalized.add((key or "", operator or "Equal", "" if value is None else str(value), effect or ""))

@@ -69,12 +69,12 @@ def _is_model_cache_storage(resource: PolicyResource, props: Any) -> bool:
 
 def _storage_class_problems(resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
     """(message, urn) for StorageClasses of this stack that would delete the model cache's volume."""
-    claimed = {dig(p, "spec", "storageClassName") for r, p in resources
+    claimed = {text(dig(p, "spec", "storageClassName")) for r, p in resources
                if r.resource_type == PVC and dig(p, "metadata", "name") == MODEL_CACHE_CLAIM}
     problems = []
     for resource, props in resources:
         policy = dig(props, "reclaimPolicy")
-        if resource.resource_type == STORAGE_CLASS and dig(props, "metadata", "name") in claimed - {None, UNKNOWN} \
+        if resource.resource_type == STORAGE_CLASS and text(dig(props, "metadata", "name")) in claimed - {None} \
                 and policy is not UNKNOWN and policy != "Retain":
             problems.append((f"StorageClass {resource.name} provisions the model cache with reclaimPolicy "
                              f"{policy or 'Delete (default)'}; set reclaimPolicy: Retain", resource.urn))
@@ -87,7 +87,7 @@ def _kms_encrypted(rules: Any) -> Any:
                   for rule in (rules if isinstance(rules, list) else [rules])]
     if rules is UNKNOWN or UNKNOWN in algorithms:
         return UNKNOWN
-    return any(a in KMS_ALGORITHMS for a in algorithms)
+    return any(isinstance(a, str) and a in KMS_ALGORITHMS for a in algorithms)
 
 
 def _bucket_name_of(uri: Any) -> Any:

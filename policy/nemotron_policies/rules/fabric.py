@@ -55,8 +55,8 @@ def node_pools(resources: list[Any]) -> dict[str, NodePool]:
         efa_per_gpu = dig(labels, EFA_PER_GPU_LABEL)
         if efa_per_gpu is not UNKNOWN:
             efa_per_gpu = int(efa_per_gpu) if str(efa_per_gpu).isdigit() else None
-        out_of_band = dig(labels, FABRIC_OUT_OF_BAND_LABEL)
-        pools[name] = NodePool(name, dig(labels, FABRIC_LABEL), efa_per_gpu,
+        fabric, out_of_band = dig(labels, FABRIC_LABEL), dig(labels, FABRIC_OUT_OF_BAND_LABEL)
+        pools[name] = NodePool(name, fabric if fabric is UNKNOWN else text(fabric), efa_per_gpu,
                                out_of_band if out_of_band is UNKNOWN else text(out_of_band))
     return pools
 

@@ -82,7 +82,7 @@ def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: ConfigMaps) -> l
         name = dig(volume, "configMap", "name")
         if name is None:
             continue
-        data = config_maps.data.get((namespace, name), UNKNOWN)
+        data = config_maps.data_of(namespace, name)
         for key, document in (data.items() if isinstance(data, dict) else [(None, UNKNOWN)]):
             if document is UNKNOWN:
                 drafts.append(UNKNOWN)
