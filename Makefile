@@ -1,6 +1,7 @@
 # Two commands for a fresh machine (README): `make render` and `make test`. Each creates .venv and
 # installs the pinned requirements it needs, once per change of the requirement files.
 STACK ?= dev
+RESOURCES ?= build/$(STACK)/resources.json
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 AIPERF_VENV := .venv-aiperf
 
-.PHONY: render test bench schema clean promtool aiperf diff lint
+.PHONY: render policy test bench schema clean promtool aiperf diff lint
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,9 @@ $(AIPERF_VENV)/.installed: requirements-aiperf.txt
 	$(PYTHON) -m venv $(AIPERF_VENV)
 	$(AIPERF_VENV)/bin/python -m pip install -q -r requirements-aiperf.txt
 	touch $@
+
+policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
+	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
 
 aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf (the benchmark test runs it)
 

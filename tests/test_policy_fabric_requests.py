@@ -1,6 +1,6 @@
 """fabric-requests: disaggregated workers request the fabric of their nodes (request = limit), use the NIXL
-backend of that fabric, need an out-of-band annotation when they request none, and prefill and decode share
-speculative-decoding settings. Fixtures are the upstream recipes of the catalog."""
+backend of that fabric, run on nodes that state an out-of-band fabric when they request none, and prefill and
+decode share speculative-decoding settings. Fixtures are the upstream recipes of the catalog."""
 from __future__ import annotations
 
 import json
@@ -13,20 +13,23 @@ from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
 from policy_helpers import DGD, NODE_GROUP, check_stack, component, env_value, main_container, recipe, resource
 
 POOL_LABEL = "nemotron.nvidia.com/pool"
+OUT_OF_BAND = "nemotron.nvidia.com/fabric-out-of-band"
 
 
-def node_group(pool: str, fabric: str, efa_per_gpu: str | None = None) -> object:
+def node_group(pool: str, fabric: str, efa_per_gpu: str | None = None, out_of_band: str | None = None) -> object:
     labels = {POOL_LABEL: pool, "nemotron.nvidia.com/fabric": fabric}
     if efa_per_gpu is not None:
         labels["nemotron.nvidia.com/efa-per-gpu"] = efa_per_gpu
+    if out_of_band is not None:
+        labels[OUT_OF_BAND] = out_of_band
     return resource(NODE_GROUP, {"clusterName": "c", "labels": labels}, name=f"{pool}-nodes")
 
 
-def pinned(dgd: dict, pool: str) -> dict:
+def pinned(dgd: dict, pool: str, key: str = POOL_LABEL, operator: str = "In") -> dict:
     for kind in ("prefill", "decode"):
         spec = component(dgd, kind)["podTemplate"]["spec"]
         for term in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
-            term["matchExpressions"].append({"key": POOL_LABEL, "operator": "In", "values": [pool]})
+            term["matchExpressions"].append({"key": key, "operator": operator, "values": [pool] if operator == "In" else []})
     return dgd
 
 
@@ -90,13 +93,36 @@ def test_fabric_request_must_equal_its_limit():
     assert problems(dgd) == ["component VllmDecodeWorker: requests rdma/ib=1 but limits rdma/ib=2; set request = limit"]
 
 
-def test_worker_without_fabric_needs_the_out_of_band_annotation():
+def test_worker_without_fabric_needs_nodes_that_state_it_out_of_band():
     _, dgd = recipe("vllm/disagg-gb200-dspark")
     found = problems(dgd)
     assert [m.split(":")[0] for m in found] == ["component VllmPrefillWorker", "component VllmDecodeWorker"]
-    assert all("nemotron.nvidia.com/fabric-out-of-band" in m for m in found)
-    dgd["metadata"]["annotations"] = {"nemotron.nvidia.com/fabric-out-of-band": "gb200-nvlink"}
-    assert problems(dgd) == []
+    assert all(OUT_OF_BAND in m for m in found)
+    assert problems(pinned(dgd, "gb200-mnnvl", key=OUT_OF_BAND)) == []
+
+
+def test_any_out_of_band_node_satisfies_a_worker_that_requires_the_label_to_exist():
+    assert problems(pinned(recipe("vllm/disagg-gb200-dspark")[1], "", key=OUT_OF_BAND, operator="Exists")) == []
+
+
+def test_the_workload_cannot_exempt_itself():
+    """An annotation or label the DGD sets on itself, or an affinity that merely prefers such nodes, is not a
+    statement by the cluster."""
+    _, dgd = recipe("vllm/disagg-gb200-dspark")
+    dgd["metadata"]["annotations"] = {OUT_OF_BAND: "gb200-nvlink"}
+    dgd["metadata"]["labels"][OUT_OF_BAND] = "gb200-nvlink"
+    for kind in ("prefill", "decode"):
+        spec = component(dgd, kind)["podTemplate"]["spec"]
+        spec.setdefault("metadata", {})
+        spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 100, "preference": {
+            "matchExpressions": [{"key": OUT_OF_BAND, "operator": "In", "values": ["gb200-nvlink"]}]}}]
+    assert len(problems(dgd)) == 2
+
+
+def test_a_pool_whose_node_group_states_an_out_of_band_fabric_passes():
+    dgd = pinned(recipe("vllm/disagg-gb200-dspark")[1], "gb200")
+    assert len(problems(dgd, node_group("gb200", "none"))) == 2
+    assert problems(dgd, node_group("gb200", "none", out_of_band="gb200-mnnvl")) == []
 
 
 def test_unpinned_worker_backend_must_match_its_requested_fabric():
@@ -113,9 +139,20 @@ def test_prefill_and_decode_share_the_speculative_config_source():
         "speculative-config-synthetic"
     (found,) = problems(dgd)
     assert found == ("component VllmPrefillWorker and component VllmDecodeWorker differ in --speculative-config "
-                     "(ConfigMap vllm-disagg-h200-dflash-config key speculative-config vs ConfigMap "
-                     "vllm-disagg-h200-dflash-config key speculative-config-synthetic); prefill and decode must use "
-                     "identical speculative-decoding settings")
+                     "(<ConfigMap vllm-disagg-h200-dflash-config key speculative-config (not in this stack)> vs <ConfigMap "
+                     "vllm-disagg-h200-dflash-config key speculative-config-synthetic (not in this stack)>); prefill and "
+                     "decode must use identical speculative-decoding settings")
+
+
+def test_speculative_configs_are_compared_by_content_when_the_config_map_is_in_the_stack():
+    config_map, dgd = recipe("vllm/disagg-h200-dflash")
+    with_config_map = resource("kubernetes:core/v1:ConfigMap", config_map, name="config")
+    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = \
+        "speculative-config-synthetic"
+    (found,) = problems(dgd, with_config_map)
+    assert "differ in --speculative-config" in found and "synthetic" in found
+    config_map["data"]["speculative-config-synthetic"] = config_map["data"]["speculative-config"]
+    assert problems(dgd, resource("kubernetes:core/v1:ConfigMap", config_map, name="config")) == []
 
 
 def test_prefill_and_decode_share_speculative_flags():

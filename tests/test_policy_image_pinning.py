@@ -36,7 +36,7 @@ def test_image_references_are_normalized(reference, parsed):
 
 @pytest.mark.parametrize("image", [
     "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0-nemotron-3.5-lightning-dev.1",
-    "python:3.12-slim",
+    "docker.io/library/python:3.12-slim",
     "docker.io/library/python:3.12.8-slim",
     "public.ecr.aws/eks/aws-efa-k8s-device-plugin:v0.5.6",
     "registry.k8s.io/pause:3.9",
@@ -56,6 +56,8 @@ def test_pinned_images_from_allowed_registries_pass(image):
     ("nvcr.io/nvidia/x@sha256:abc", "has a malformed digest 'sha256:abc'"),
     ("quay.io/prometheus/node-exporter:v1.8.2", "is not from an allowed registry (quay.io/prometheus/node-exporter"),
     ("bitnami/etcd:3.5.9", "is not from an allowed registry (docker.io/bitnami/etcd"),
+    ("python:3.12-slim", "names no registry (a short name resolves through the node's search registries; "
+                         "write docker.io/library/python)"),
 ])
 def test_floating_or_foreign_images_are_reported(image, problem):
     (found,) = check_resource("image-pinning", JOB, job(image))
@@ -63,8 +65,9 @@ def test_floating_or_foreign_images_are_reported(image, problem):
 
 
 def test_a_bare_name_in_an_init_container_is_reported():
-    (found,) = check_resource("image-pinning", JOB, job("python:3.12-slim", init_image="busybox"))
-    assert found.startswith("container init of pod template: image 'busybox' has no tag or digest")
+    (found,) = check_resource("image-pinning", JOB, job("docker.io/library/python:3.12-slim", init_image="busybox"))
+    assert found.startswith("container init of pod template: image 'busybox' names no registry")
+    assert "has no tag or digest" in found
 
 
 def test_upstream_dgd_passes_and_a_latest_worker_image_is_reported():
@@ -80,9 +83,10 @@ def test_helm_repository_tag_pairs_are_checked():
         "repository": "nvcr.io/nvidia/ai-dynamo/kubernetes-operator", "tag": "1.4.0"}}}},
         "etcd": {"image": {"registry": "docker.io", "repository": "bitnamilegacy/etcd", "tag": "latest"}},
         "nats": {"image": {"repository": "nats"}}}
-    (found,) = check_resource("image-pinning", HELM, {"chart": "x", "values": values})
-    assert found.startswith("values.etcd.image: image 'docker.io/bitnamilegacy/etcd:latest' has tag 'latest'")
-    assert "is not from an allowed registry" in found
+    etcd, nats = check_resource("image-pinning", HELM, {"chart": "x", "values": values})
+    assert etcd.startswith("values.etcd.image: image 'docker.io/bitnamilegacy/etcd:latest' has tag 'latest'")
+    assert "is not from an allowed registry" in etcd
+    assert nats.startswith("values.nats.image: image 'nats' names no registry") and "has no tag or digest" in nats
 
 
 def test_sagemaker_model_images_are_checked():
@@ -95,7 +99,7 @@ def test_sagemaker_model_images_are_checked():
 def test_allowed_registries_come_from_the_pack_config():
     config = {"allowedRegistries": ["quay.io/prometheus"]}
     assert check_resource("image-pinning", JOB, job("quay.io/prometheus/node-exporter:v1.8.2"), config) == []
-    (found,) = check_resource("image-pinning", JOB, job("python:3.12-slim"), config)
+    (found,) = check_resource("image-pinning", JOB, job("docker.io/library/python:3.12-slim"), config)
     assert "matches none of quay.io/prometheus" in found
 
 
@@ -105,3 +109,31 @@ def test_unknown_values_at_preview_are_tolerated():
     assert check_resource("image-pinning", HELM, {"values": {"image": {"repository": UNKNOWN_STRING_VALUE, "tag": "1"}}}) == []
     assert check_resource("image-pinning", SAGEMAKER_MODEL, {"primaryContainer": None, "containers": [None]}) == []
     assert check_resource("image-pinning", DGD, {"spec": {"components": [{"podTemplate": {"spec": None}}]}}) == []
+
+
+@pytest.mark.parametrize("values, where, problem", [
+    ({"image": "nvcr.io/nvidia/ai-dynamo/kubernetes-operator"}, "values.image", "has no tag or digest"),
+    ({"operator": {"sidecarImage": "busybox:1.36"}}, "values.operator.sidecarImage", "names no registry"),
+    ({"etcd": {"image": {"repository": "bitnamilegacy/etcd", "tag": "3.5.21"}}}, "values.etcd.image", "names no registry"),
+    ({"nats": {"image": {"registry": "nvcr.io", "repository": "nvidia/nats"}}}, "values.nats.image", "has no tag or digest"),
+    ({"global": {"imageRegistry": "quay.io"}, "a": {"image": {"repository": "x/y", "tag": "1.0.0"}}}, "values.a.image",
+     "is not from an allowed registry (quay.io/x/y"),
+    ({"a": {"image": {"name": "nvcr.io/nvidia/a", "tag": 1.5}}}, None, None),
+    ({"a": {"image": {"registry": "nvcr.io", "repository": "nvidia/a", "digest": DIGEST}}}, None, None),
+    ({"chart": {"repository": "https://helm.ngc.nvidia.com/nvidia"}}, None, None),
+])
+def test_helm_images_in_string_and_mapping_form(values, where, problem):
+    found = check_resource("image-pinning", HELM, {"values": values})
+    if where is None:
+        assert found == []
+    else:
+        (message,) = found
+        assert message.startswith(f"{where}: image ") and problem in message
+
+
+def test_image_volumes_and_helm_v4_charts_are_checked():
+    pod = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nvcr.io/a:1.0"}],
+                                         "volumes": [{"name": "w", "image": {"reference": "nvcr.io/w:latest"}}]}}}}
+    (found,) = check_resource("image-pinning", JOB, pod)
+    assert found.startswith("image volume w of pod template: image 'nvcr.io/w:latest' has tag 'latest'")
+    assert check_resource("image-pinning", "kubernetes:helm.sh/v4:Chart", {"values": {"image": "nvcr.io/a"}}) != []

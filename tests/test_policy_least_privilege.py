@@ -1,5 +1,6 @@
-"""least-privilege: no privileged pods outside allow-listed device plugins, no *FullAccess managed policies and
-no Action "*" in IAM policy documents."""
+"""least-privilege: no privileged pods outside the stack's device-plugin component, no administrator or
+full-access managed policies and no Action "*" in IAM policy documents (wider IAM, trust and RBAC cases:
+test_policy_iam_grants.py)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ POLICY = "aws:iam/policy:Policy"
 
 
 def workload(security_context: dict | None = None, name: str = "app", labels: dict | None = None, **pod: object) -> dict:
-    container = {"name": "main", "image": "python:3.12-slim"}
+    container = {"name": "main", "image": "docker.io/library/python:3.12-slim"}
     if security_context is not None:
         container["securityContext"] = security_context
     template = {"metadata": {"labels": labels or {}}, "spec": {"containers": [container], **pod}}
@@ -55,14 +56,19 @@ def test_privileged_dgd_worker_is_reported():
         "component agg sets hostNetwork: true", "container main of component agg is privileged"]
 
 
-def test_device_plugins_are_allow_listed_by_name_or_label():
+def test_children_of_the_device_plugin_component_may_run_privileged():
+    privileged = workload({"privileged": True}, name="rdma-shared-dp-ds", hostNetwork=True)
+    assert check_resource("least-privilege", DAEMON_SET, privileged, parent_type="nemotron:aws:DevicePlugins") == []
+    config = {"privilegedComponents": ["nemotron:ops:GpuTools"]}
+    assert check_resource("least-privilege", DAEMON_SET, privileged, config, parent_type="nemotron:aws:DevicePlugins") != []
+    assert check_resource("least-privilege", DAEMON_SET, privileged, config, parent_type="nemotron:ops:GpuTools") == []
+
+
+def test_names_and_labels_a_workload_sets_exempt_nothing():
     privileged = {"privileged": True}
-    assert check_resource("least-privilege", DAEMON_SET, workload(privileged, name="nvidia-device-plugin-daemonset")) == []
-    labelled = workload(privileged, name="efa", labels={"app.kubernetes.io/name": "aws-efa-k8s-device-plugin"})
-    assert check_resource("least-privilege", DAEMON_SET, labelled) == []
-    config = {"privilegedAllowList": ["team=gpu-ops"]}
-    assert check_resource("least-privilege", DAEMON_SET, workload(privileged, name="nvidia-device-plugin-daemonset"), config) != []
-    assert check_resource("least-privilege", DAEMON_SET, workload(privileged, labels={"team": "gpu-ops"}), config) == []
+    named = workload(privileged, name="nvidia-device-plugin-daemonset",
+                     labels={"app.kubernetes.io/name": "aws-efa-k8s-device-plugin"})
+    assert check_resource("least-privilege", DAEMON_SET, named) == ["container main of pod template is privileged"]
 
 
 def test_full_access_managed_policies_are_reported():
@@ -79,13 +85,14 @@ def test_full_access_managed_policies_are_reported():
 def test_wildcard_actions_in_policy_documents_are_reported():
     wildcard = document({"Effect": "Allow", "Action": ["s3:GetObject", "*"], "Resource": "*"})
     assert check_resource("least-privilege", POLICY, {"policy": wildcard}) == [
-        'policy statement 0 allows Action "*"; list the actions the role needs']
+        'policy statement 0 allows Action "*" (every action of every service); list the actions the role needs']
     scoped = document({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"},
                       {"Effect": "Deny", "Action": "*", "Resource": "*"})
     assert check_resource("least-privilege", ROLE_POLICY, {"role": "r", "policy": scoped}) == []
     inline = {"inlinePolicies": [{"name": "everything", "policy": document({"Effect": "Allow", "Action": "*", "Resource": "*"})}]}
     assert check_resource("least-privilege", ROLE, inline) == [
-        'inlinePolicies[everything] statement 0 allows Action "*"; list the actions the role needs']
+        'inlinePolicies[everything] statement 0 allows Action "*" (every action of every service); list the actions '
+        'the role needs']
 
 
 def test_unknown_values_at_preview_are_tolerated():

@@ -13,7 +13,8 @@ from tools.mock_runtime import RecordedResource
 from policy.nemotron_policies.offline import Violation, evaluate, format_report, policy_resources
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
 from policy_helpers import (
-    DGD, REPO, aggregated, component, disaggregated, main_container, mutate, named, prewarm_daemon_sets, recording,
+    DGD, POLICY, REPO, aggregated, component, disaggregated, main_container, mutate, named, prewarm_daemon_sets,
+    recording, without_nvme_kms,
 )
 
 LATEST = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
@@ -105,6 +106,7 @@ def test_secrets_reach_policies_unwrapped_as_from_the_engine():
 
 def test_unknown_inputs_are_tolerated():
     def unknowns(resources: list) -> None:
+        without_nvme_kms(resources)
         dgd = named(resources, disaggregated(resources)).inputs
         component(dgd, "prefill")["podTemplate"]["spec"]["affinity"] = UNKNOWN
         main_container(component(dgd, "decode"))["resources"] = Unknown()
@@ -122,7 +124,7 @@ def test_report_reads_like_the_engines_policy_section():
     assert lines[1] == (f"    [mandatory]  {PACK_NAME} v{PACK_VERSION}  image-pinning "
                         f"({DGD}::{aggregated(recording('dev'))})")
     assert lines[2].startswith("    urn:pulumi:dev::nemotron-lightning::")
-    assert lines[3] == "    Every image is pinned by a version tag or a digest and comes from an allowed registry."
+    assert lines[3] == f"    {POLICY['image-pinning'].description}"
     assert lines[4].startswith("    container main of component Frontend: image ")
     assert lines[-1] == "1 mandatory, 0 advisory policy violation(s)"
     assert format_report([]) == "Policy Violations: none\n"

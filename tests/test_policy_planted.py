@@ -114,7 +114,7 @@ CASES: list[tuple[str, str, str, Callable[[list], Any]]] = [
      lambda r: components(r, aggregated(r))["agg"]["podTemplate"]["spec"].update(hostNetwork=True)),
     ("prewarm-escalates-privileges", "prod", "least-privilege",
      lambda r: prewarm_container(r)["securityContext"].update(allowPrivilegeEscalation=True)),
-    ("prewarm-without-requests", "prod", "resource-requests", lambda r: prewarm_container(r).pop("resources")),
+    ("agg-worker-without-requests", "prod", "resource-requests", lambda r: worker(r, aggregated(r), "agg").pop("resources")),
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
 
@@ -11,6 +12,7 @@ from policy_helpers import CONFIG_MAP, DAEMON_SET, DGD, check_stack, component, 
 
 BASE = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
 DSPARK = f"{BASE}-DSpark"
+LIMITS = {"limits": {"cpu": "2", "memory": "64Gi"}}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
 
@@ -23,7 +25,8 @@ def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DS
     spec = {
         **placement,
         "tolerations": list(tolerations),
-        "containers": [{"name": "prewarm", "image": "python:3.12-slim", "env": [{"name": env, "value": repos}],
+        "containers": [{"name": "prewarm", "image": "docker.io/library/python:3.12-slim",
+                        "env": [{"name": env, "value": repos}], "resources": LIMITS,
                         "volumeMounts": [{"name": "cache", "mountPath": "/model-cache", "readOnly": read_only}]}],
         "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}],
     }
@@ -124,3 +127,25 @@ def test_unknown_values_at_preview_are_tolerated():
     component(dgd, "worker")["podTemplate"]["spec"]["affinity"] = UNKNOWN_STRING_VALUE
     assert problems(resource(DGD, dgd), resource(CONFIG_MAP, {"metadata": None, "data": UNKNOWN_STRING_VALUE})) == []
     assert problems(resource(DGD, {"metadata": {"namespace": "ns"}, "spec": None}), daemon_set(tolerations=[None])) == []
+
+
+@pytest.mark.parametrize("limits, missing", [({"cpu": "2"}, "memory"), ({"memory": "64Gi"}, "cpu"), (None, "cpu or memory")])
+def test_every_prewarm_container_sets_cpu_and_memory_limits(limits, missing):
+    prewarmer = daemon_set()
+    container = prewarmer.props["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": limits} if limits else {}
+    found = problems(*target(), prewarmer)
+    assert found == [f"prewarm DaemonSet prewarm: container prewarm sets no {missing} limit; page cache is charged to "
+                     "the reader, so an unlimited prewarmer can starve the workers on its node"]
+
+
+def test_a_daemonset_of_the_prewarm_component_is_a_prewarmer_without_the_env():
+    """Any DaemonSet that warms (by env) or belongs to the prewarm component is held to the limits."""
+    helper = {"metadata": {"name": "helper", "namespace": "ns"}, "spec": {"template": {"spec": {
+        "containers": [{"name": "tail", "image": "docker.io/library/python:3.12-slim"}]}}}}
+    assert problems(*target(), daemon_set(), resource(DAEMON_SET, helper, name="helper")) == []
+    in_component = resource(DAEMON_SET, helper, name="helper")
+    in_component.urn = in_component.urn.replace("::kubernetes:apps", "::nemotron:kubernetes:ModelPrewarm$kubernetes:apps")
+    assert problems(*target(), daemon_set(), in_component) == [
+        "prewarm DaemonSet helper: container tail sets no cpu or memory limit; page cache is charged to the reader, so an "
+        "unlimited prewarmer can starve the workers on its node"]

@@ -6,7 +6,7 @@ import pytest
 from pulumi.output import Unknown
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
 
-from policy.nemotron_policies.rules.secrets import credential_name
+from policy.nemotron_policies.credentials import credential_name
 from policy_helpers import CONFIG_MAP, DGD, JOB, check_resource, component, main_container, recipe
 
 HF_TOKEN = "hf_" + "Ab1" * 12

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 import pulumi
 from pulumi_policy import PolicyConfigSchema, ResourceValidationArgs, StackValidationArgs

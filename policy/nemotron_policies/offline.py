@@ -13,16 +13,25 @@ Options the analyzer protocol does not carry are still set on `PolicyResourceOpt
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from inspect import isawaitable
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Union
 
 import pulumi
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN as SDK_UNKNOWN
 from pulumi_policy import (
-    EnforcementLevel, Policy, PolicyCustomTimeouts, PolicyProviderResource, PolicyResource, PolicyResourceOptions,
-    ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs,
+    EnforcementLevel,
+    Policy,
+    PolicyCustomTimeouts,
+    PolicyProviderResource,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
 )
 from pulumi_policy.policy import _NotApplicableError
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
@@ -71,7 +80,7 @@ def _as_engine_sends(value: Any) -> Any:
 
 def policy_resources(resources: Sequence[Any]) -> list[PolicyResource]:
     """`PolicyResource`s of recorded resources, with parents, dependencies and providers linked by URN."""
-    urns = {}
+    urns: dict[str, str] = {}
     for recorded in resources:
         urns.setdefault(f"{recorded.type}::{recorded.name}", recorded.urn)
     built: dict[str, PolicyResource] = {}
@@ -79,7 +88,7 @@ def policy_resources(resources: Sequence[Any]) -> list[PolicyResource]:
         options = PolicyResourceOptions(
             protect=bool(recorded.protect), ignore_changes=[], delete_before_replace=None, aliases=[],
             custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[],
-            parent=urns.get(recorded.parent))
+            parent=urns.get(recorded.parent) or None)
         options.retain_on_delete = bool(recorded.retain_on_delete)  # type: ignore[attr-defined]
         built[recorded.urn] = PolicyResource(
             recorded.type, unknown_checking_proxy(_as_engine_sends(recorded.inputs)), recorded.urn, recorded.name,
@@ -87,10 +96,11 @@ def policy_resources(resources: Sequence[Any]) -> list[PolicyResource]:
     for recorded in resources:
         resource = built[recorded.urn]
         resource.parent = built.get(urns.get(recorded.parent, ""))
-        resource.dependencies = [built[urns[d]] for d in recorded.depends_on if urns.get(d) in built]
+        resource.dependencies = [built[urns[d]] for d in recorded.depends_on if urns.get(d, "") in built]
         provider = built.get(urns.get(recorded.provider, ""))
         if provider is not None:
-            resource.provider = PolicyProviderResource(provider.resource_type, provider.props, provider.urn, provider.name)
+            resource.provider = PolicyProviderResource(provider.resource_type, provider.props, provider.urn,
+                                                       provider.name)
     return list(built.values())
 
 
@@ -129,7 +139,7 @@ def _resolve_config(policies: Sequence[Policy], pack_config: Optional[Mapping[st
     return resolved
 
 
-def _run(policy: Policy, args: Any, report: Any) -> Optional[str]:
+def _run(policy: Union[ResourceValidationPolicy, StackValidationPolicy], args: Any, report: Any) -> Optional[str]:
     """Run one validation; the engine's preview diagnostic when it reads an unknown value, else None."""
     try:
         result = policy.validate(args, report)
@@ -161,7 +171,8 @@ def evaluate(resources: Sequence[Any], pack_config: Optional[Mapping[str, Any]] 
                 continue
             level = EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
 
-            def report(message: str, urn: Optional[str] = None) -> None:
+            def report(message: str, urn: Optional[str] = None, policy: Policy = policy,
+                       level: EnforcementLevel = level) -> None:
                 violations.append(Violation(policy.name, level.value, policy.description, message or "", urn or ""))
 
             if isinstance(policy, ResourceValidationPolicy):
@@ -171,7 +182,7 @@ def evaluate(resources: Sequence[Any], pack_config: Optional[Mapping[str, Any]] 
                     diagnostic = _run(policy, args, lambda message, urn=None, _urn=target.urn: report(message, _urn))
                     if diagnostic:
                         violations.append(Violation(policy.name, "advisory", policy.description, diagnostic))
-            else:
+            elif isinstance(policy, StackValidationPolicy):
                 diagnostic = _run(policy, StackValidationArgs(targets, dict(properties)), report)
                 if diagnostic:
                     violations.append(Violation(policy.name, "advisory", policy.description, diagnostic))

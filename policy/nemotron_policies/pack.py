@@ -13,13 +13,15 @@ from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, St
 from .rules import data_protection, fabric, gpu, images, prewarm, privilege, requests, secrets
 
 PACK_NAME = "nemotron-lightning-policies"
-PACK_VERSION = str(yaml.safe_load((Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml").read_text())["version"])
+PACK_FILE = Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml"
+PACK_VERSION = str(yaml.safe_load(PACK_FILE.read_text())["version"])
 MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
 
 POLICIES: list[Policy] = [
     StackValidationPolicy(
         name="fabric-requests",
-        description="Disaggregated prefill/decode workers request their nodes' RDMA fabric (request = limit), use the "
+        description="Disaggregated prefill/decode workers (by their disaggregation mode or NIXL KV transfer) request "
+                    "their nodes' RDMA fabric (request = limit) or run on nodes that state it out of band, use the "
                     "matching NIXL backend (EFA: LIBFABRIC, InfiniBand: UCX) and share speculative-decoding settings.",
         validate=fabric.validate_fabric_requests,
         enforcement_level=MANDATORY,
@@ -27,7 +29,8 @@ POLICIES: list[Policy] = [
     StackValidationPolicy(
         name="prewarm-daemonsets",
         description="Every node pool running model-cache workers has a prewarm DaemonSet on the same nodes that mounts "
-                    "the cache read-only and warms every checkpoint the workers load (env PREWARM_REPOS/PREWARM_MODELS).",
+                    "the cache read-only and warms every checkpoint the workers load (env PREWARM_REPOS/"
+                    "PREWARM_MODELS); prewarm containers set cpu and memory limits.",
         validate=prewarm.validate_prewarm_daemonsets,
         enforcement_level=MANDATORY,
     ),
@@ -40,7 +43,8 @@ POLICIES: list[Policy] = [
     ),
     ResourceValidationPolicy(
         name="image-pinning",
-        description="Every image is pinned by a version tag or a digest and comes from an allowed registry.",
+        description="Every image (containers of every kind, image volumes, Helm values, SageMaker models) is pinned "
+                    "by a version tag or a digest, names its registry and comes from an allowed registry.",
         validate=images.validate_image_pinning,
         enforcement_level=MANDATORY,
         config_schema=images.SCHEMA,
@@ -48,22 +52,24 @@ POLICIES: list[Policy] = [
     ResourceValidationPolicy(
         name="secret-handling",
         description="Credentials (the Hugging Face token included) reach pods only through Secret references, never "
-                    "as literals in env, args, ConfigMaps or resource inputs.",
+                    "as literals in env, args, ConfigMaps, Helm values or resource inputs (by name or by value shape).",
         validate=secrets.validate_secret_handling,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="data-protection",
-        description="The model cache is protected or retained on delete in protected stacks, SageMaker endpoint "
-                    "storage and data capture are KMS-encrypted, and launch templates require IMDSv2.",
+        description="The model cache is protected or retained on delete in protected stacks, storage is encrypted (S3, "
+                    "EFS, EBS, EKS Secrets, SageMaker KMS where AWS allows it, data capture with KMS), buckets block "
+                    "public access, KMS keys rotate, and launch templates require IMDSv2.",
         validate=data_protection.validate_data_protection,
         enforcement_level=MANDATORY,
         config_schema=data_protection.SCHEMA,
     ),
     ResourceValidationPolicy(
         name="least-privilege",
-        description="No privileged pods outside allow-listed device plugins, no *FullAccess/AdministratorAccess "
-                    "managed policies and no Action \"*\" in IAM policies.",
+        description="No privileged pods or blanket RBAC outside the stack's device-plugin component, no administrator "
+                    "or full-access managed policies, no wildcard, NotAction or NotResource grants, and no trust or "
+                    "resource policy open to principal \"*\" without a condition.",
         validate=privilege.validate_least_privilege,
         enforcement_level=MANDATORY,
         config_schema=privilege.SCHEMA,

@@ -79,7 +79,10 @@ def dig(value: Any, *path: Any) -> Any:
         if isinstance(step, int) and isinstance(value, list):
             value = value[step] if -len(value) <= step < len(value) else None
         elif isinstance(value, dict):
-            value = value.get(step)
+            try:
+                value = value.get(step)
+            except TypeError:  # an unhashable step (a list where a key was expected)
+                return None
         else:
             return None
     return value

@@ -1,36 +1,16 @@
-"""Where pods live in this stack's resources, and how to read what matters about them.
+"""Reading what matters about a pod spec: containers, arguments, env, resources, node selection, volumes.
 
-Works on `values.plain()` data: DynamoGraphDeployment components (`spec.components[].podTemplate.spec`)
-and the built-in workloads. Every reader returns `UNKNOWN` rather than guessing when a value is unknown.
+Works on `values.plain()` data; `pods.pod_specs` finds the pod specs of a resource. Every reader returns
+`UNKNOWN` rather than guessing when a value is unknown.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .names import MODEL_CACHE_CLAIM
 from .values import UNKNOWN, as_dict, as_list, count, dig, text
 
-DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
-POD = "kubernetes:core/v1:Pod"
-DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-PVC = "kubernetes:core/v1:PersistentVolumeClaim"
-CRON_JOB = "kubernetes:batch/v1:CronJob"
-TEMPLATED_WORKLOADS = frozenset({
-    "kubernetes:apps/v1:Deployment",
-    "kubernetes:apps/v1:StatefulSet",
-    DAEMON_SET,
-    "kubernetes:apps/v1:ReplicaSet",
-    "kubernetes:batch/v1:Job",
-})
-BUILT_IN_WORKLOADS = TEMPLATED_WORKLOADS | {POD, CRON_JOB}
-
-MODEL_CACHE_CLAIM = "shared-model-cache"
-GPU = "nvidia.com/gpu"
-EFA = "vpc.amazonaws.com/efa"
-INFINIBAND = "rdma/ib"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-POOL_LABEL = "nemotron.nvidia.com/pool"
 WORKER_TYPES = ("worker", "prefill", "decode")
 DISAGGREGATED_TYPES = ("prefill", "decode")
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
@@ -38,36 +18,19 @@ CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 @dataclass(frozen=True)
 class PodSpec:
-    """One pod template of a resource. `owner` names it in messages; `component_type` is the DGD
-    component type (frontend/worker/prefill/decode/...) or None for a built-in workload."""
+    """One pod (template) a resource declares. `owner` names it in messages; `component_type` is the Dynamo
+    component type (frontend/worker/prefill/decode/...) or None for other workloads; `namespace` is the
+    namespace of the object that declares it."""
 
     owner: str
     spec: Any
     component_type: Optional[str] = None
     component_name: Optional[str] = None
+    namespace: Any = None
 
     @property
     def is_worker(self) -> bool:
         return self.component_type in WORKER_TYPES
-
-
-def pod_specs(resource_type: str, props: Any) -> list[PodSpec]:
-    """The pod templates of a DGD or a built-in workload (none for anything else)."""
-    if resource_type == DGD:
-        specs = []
-        for index, component in enumerate(as_list(dig(props, "spec", "components"))):
-            name = text(dig(component, "name")) or f"#{index}"
-            kind = dig(component, "type")
-            specs.append(PodSpec(f"component {name}", dig(component, "podTemplate", "spec"),
-                                 kind if isinstance(kind, str) else None, name))
-        return specs
-    if resource_type in TEMPLATED_WORKLOADS:
-        return [PodSpec("pod template", dig(props, "spec", "template", "spec"))]
-    if resource_type == CRON_JOB:
-        return [PodSpec("pod template", dig(props, "spec", "jobTemplate", "spec", "template", "spec"))]
-    if resource_type == POD:
-        return [PodSpec("pod", dig(props, "spec"))]
-    return []
 
 
 def containers(spec: Any, lists: tuple[str, ...] = CONTAINER_LISTS) -> list[dict[str, Any]]:
@@ -84,38 +47,8 @@ def main_container(spec: Any) -> Optional[dict[str, Any]]:
     return next((c for c in containers(spec, ("containers",)) if c.get("name") == "main"), None)
 
 
-def argv(container: dict[str, Any]) -> list[Any]:
-    """`command` + `args`; an unknown list contributes one `UNKNOWN` element."""
-    parts: list[Any] = []
-    for field in ("command", "args"):
-        value = container.get(field)
-        parts += [UNKNOWN] if value is UNKNOWN else as_list(value)
-    return parts
-
-
-def flag_value(arguments: list[Any], flag: str) -> Any:
-    """The value of `--flag value` or `--flag=value`: None if absent, `UNKNOWN` if not known."""
-    for index, argument in enumerate(arguments):
-        if argument == flag:
-            return arguments[index + 1] if index + 1 < len(arguments) else None
-        if isinstance(argument, str) and argument.startswith(flag + "="):
-            return argument[len(flag) + 1:]
-    return UNKNOWN if UNKNOWN in arguments else None
-
-
 def env_entry(container: dict[str, Any], name: str) -> Optional[dict[str, Any]]:
     return next((e for e in as_list(container.get("env")) if isinstance(e, dict) and e.get("name") == name), None)
-
-
-def expand_env(value: Any, container: dict[str, Any]) -> Any:
-    """Resolve a whole-argument `$(VAR)` (Kubernetes expands it from the container's env): the env entry's
-    literal value, the env entry itself (`valueFrom`), or `value` unchanged when it is not a reference."""
-    if isinstance(value, str) and value.startswith("$(") and value.endswith(")"):
-        entry = env_entry(container, value[2:-1])
-        if entry is None:
-            return None
-        return entry["value"] if "value" in entry else entry
-    return value
 
 
 def resource_count(container: dict[str, Any], section: str, name: str) -> Any:
@@ -132,18 +65,19 @@ def node_selection(spec: Any) -> Any:
     terms = dig(required, "nodeSelectorTerms")
     if UNKNOWN in (node_selector, required, terms):
         return UNKNOWN
-    from_selector = []
+    from_selector: list[tuple[Any, ...]] = []
     for key, value in as_dict(node_selector).items():
-        if value is UNKNOWN:
+        if value is UNKNOWN or isinstance(value, (dict, list)):
             return UNKNOWN
         from_selector.append((key, "In", (str(value),)))
     selection = set()
     for term in as_list(terms) or [{}]:
-        expressions = list(from_selector)
+        expressions: list[tuple[Any, ...]] = list(from_selector)
         for expression in as_list(dig(term, "matchExpressions")) + as_list(dig(term, "matchFields")):
             key, operator, values = dig(expression, "key"), dig(expression, "operator"), dig(expression, "values")
-            if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values):
-                return UNKNOWN
+            if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values) \
+                    or not isinstance(key, str) or not isinstance(operator, str):
+                return UNKNOWN  # unknown, or malformed (the API server would refuse it)
             expressions.append((key, operator, tuple(sorted(str(v) for v in as_list(values)))))
         if expressions:
             selection.add(frozenset(expressions))
@@ -179,7 +113,7 @@ def tolerations(spec: Any) -> Any:
     normalized = set()
     for toleration in as_list(listed):
         fields = [dig(toleration, f) for f in ("key", "operator", "value", "effect")]
-        if toleration is UNKNOWN or UNKNOWN in fields:
+        if toleration is UNKNOWN or UNKNOWN in fields or any(isinstance(f, (dict, list)) for f in fields):
             return UNKNOWN
         key, operator, value, effect = fields
         normalized.add((key or "", operator or "Equal", "" if value is None else str(value), effect or ""))

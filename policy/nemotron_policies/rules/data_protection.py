@@ -7,15 +7,18 @@ encrypted with KMS, and nodes only serve IMDSv2.
   only `protect` counts; the offline runner sets `opts.retain_on_delete` from the recording, and the rule
   reads it when present. A file system the CSI driver provisions for the claim outlives it only if the
   claim's StorageClass (when this stack defines it) has `reclaimPolicy: Retain`.
-- SageMaker endpoint configurations set `kmsKeyArn`, unless every variant runs on an instance type with
-  local NVMe storage only (`localStorageInstanceTypes`; hardware-encrypted, and SageMaker fails the config
-  when a key is given; a copy of `catalog/sagemaker_instances.yaml`, kept equal by a test). Data capture
-  goes to a bucket of this stack that has SSE-KMS default encryption (inline or by a
-  `BucketServerSideEncryptionConfiguration`): the buckets the endpoint configuration depends on (an
-  auto-named bucket's name is only known after the update) or the one named in
-  `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the capture must
-  set `kmsKeyId` itself.
+- SageMaker endpoint configurations set `kmsKeyArn` where AWS allows one: on instance types whose ML storage
+  is EBS. Types with local NVMe storage only (`localStorageInstanceFamilies`: g5, g6, g6e, p4d, p5*,
+  p6-b200, trn1...) keep data on hardware-encrypted instance storage, and SageMaker fails
+  CreateEndpointConfig when a KmsKeyId (or a VolumeSizeInGB) is given for them: both are reported there.
+  Data capture goes to a bucket of this stack that has
+  SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`): the buckets the
+  endpoint configuration depends on (an auto-named bucket's name is only known after the update) or the one
+  named in `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the
+  capture must set `kmsKeyId` itself.
 - Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
+- Every other storage service the stack can create is encrypted and not publicly exposable (`storage.py`:
+  S3 default encryption, public access blocks and ACLs, EFS, EBS, EKS Secrets, KMS key rotation).
 """
 from __future__ import annotations
 
@@ -24,24 +27,21 @@ from typing import Any, Optional
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation, StackValidationArgs
 
 from ..config import current_stack, settings
+from ..names import MODEL_CACHE_CLAIM
+from ..storage import BUCKET_ENCRYPTION, BUCKETS, related, storage_problems
 from ..values import UNKNOWN, as_list, dig, plain, text
-from ..workloads import MODEL_CACHE_CLAIM, PVC
 
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
 FILE_SYSTEMS = frozenset({"aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"})
 ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
-BUCKET_ENCRYPTION = frozenset({
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
-})
 KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
-LOCAL_STORAGE_INSTANCE_TYPES = [
-    "ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.g6e.48xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.4xlarge",
-    "ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge",
-]
+# SageMaker Python SDK `volume_size_supported` / `instance_supports_kms` (v2 since mid-2024, v3 sagemaker-core)
+# and the EC2 specifications of local instance storage ("d" families).
+LOCAL_STORAGE_FAMILIES = ["g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200",
+                          "trn1", "trn1n", "m5d", "c5d", "r5d"]
 SCHEMA = PolicyConfigSchema({
     "protectedStacks": {
         "type": "array",
@@ -49,11 +49,11 @@ SCHEMA = PolicyConfigSchema({
         "default": ["prod"],
         "description": "Stacks whose model cache must be protected or retained on delete.",
     },
-    "localStorageInstanceTypes": {
+    "localStorageInstanceFamilies": {
         "type": "array",
         "items": {"type": "string"},
-        "default": LOCAL_STORAGE_INSTANCE_TYPES,
-        "description": "SageMaker instance types with local NVMe storage only: their configs take no kmsKeyArn.",
+        "default": LOCAL_STORAGE_FAMILIES,
+        "description": "SageMaker instance families (ml.<family>.<size>) whose ML storage is local NVMe only.",
     },
 })
 
@@ -81,12 +81,12 @@ def _held_by_a_retained_volume(claim: Any, resources: list[tuple[PolicyResource,
 
 def _storage_class_problems(resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
     """(message, urn) for StorageClasses of this stack that would delete the model cache's volume."""
-    claimed = {dig(p, "spec", "storageClassName") for r, p in resources
+    claimed = {text(dig(p, "spec", "storageClassName")) for r, p in resources
                if r.resource_type == PVC and dig(p, "metadata", "name") == MODEL_CACHE_CLAIM}
     problems = []
     for resource, props in resources:
         policy = dig(props, "reclaimPolicy")
-        if resource.resource_type == STORAGE_CLASS and dig(props, "metadata", "name") in claimed - {None, UNKNOWN} \
+        if resource.resource_type == STORAGE_CLASS and text(dig(props, "metadata", "name")) in claimed - {None} \
                 and policy is not UNKNOWN and policy != "Retain":
             problems.append((f"StorageClass {resource.name} provisions the model cache with reclaimPolicy "
                              f"{policy or 'Delete (default)'}; set reclaimPolicy: Retain", resource.urn))
@@ -99,7 +99,7 @@ def _kms_encrypted(rules: Any) -> Any:
                   for rule in (rules if isinstance(rules, list) else [rules])]
     if rules is UNKNOWN or UNKNOWN in algorithms:
         return UNKNOWN
-    return any(a in KMS_ALGORITHMS for a in algorithms)
+    return any(isinstance(a, str) and a in KMS_ALGORITHMS for a in algorithms)
 
 
 def _bucket_name_of(uri: Any) -> Any:
@@ -110,7 +110,8 @@ def _bucket_name_of(uri: Any) -> Any:
     return None
 
 
-def _capture_problems(config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
+def _capture_problems(config: PolicyResource, props: Any,
+                      resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
     """(message, urn) for data capture that is not KMS-encrypted."""
     capture = dig(props, "dataCaptureConfig")
     if not isinstance(capture, dict) or dig(capture, "enableCapture") is False:
@@ -126,16 +127,41 @@ def _capture_problems(config: PolicyResource, props: Any, resources: list[tuple[
                  "stack; set dataCaptureConfig.kmsKeyId", config.urn)]
     problems = []
     for bucket, bucket_props in buckets:
-        name = dig(bucket_props, "bucket")
-        verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))]
-        for other, other_props in resources:
-            if other.resource_type in BUCKET_ENCRYPTION and (
-                    (name not in (None, UNKNOWN) and dig(other_props, "bucket") == name)
-                    or bucket.urn in {d.urn for d in other.dependencies}):
-                verdicts.append(_kms_encrypted(dig(other_props, "rules")))
+        verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))] + [
+            _kms_encrypted(dig(p, "rules")) for _, p in related(bucket, dig(bucket_props, "bucket"), resources,
+                                                                 BUCKET_ENCRYPTION)]
         if True not in verdicts and UNKNOWN not in verdicts:
             problems.append((f"bucket {bucket.name} receives SageMaker data capture from {config.name} but has no "
                              "SSE-KMS default encryption (sseAlgorithm aws:kms)", bucket.urn))
+    return problems
+
+
+def _family(instance_type: Any) -> Optional[str]:
+    """`ml.g6e.12xlarge` -> `g6e`."""
+    parts = instance_type.split(".") if isinstance(instance_type, str) else []
+    return parts[1] if len(parts) == 3 else None
+
+
+def _endpoint_storage_problems(config: PolicyResource, props: Any, local_families: list[str]) -> list[str]:
+    """KMS where SageMaker allows it, and nothing it refuses where storage is local NVMe."""
+    variants = [v for v in as_list(dig(props, "productionVariants")) if isinstance(v, dict)]
+    types = [dig(v, "instanceType") for v in variants]
+    kms = dig(props, "kmsKeyArn")
+    if UNKNOWN in types or kms is UNKNOWN:
+        return []
+    local = [t for t in types if _family(t) in local_families]
+    if not local:
+        return [] if text(kms) else [f"endpoint configuration {config.name} has no kmsKeyArn; encrypt its storage "
+                                     "volumes with a KMS key"]
+    problems = []
+    if text(kms):
+        problems.append(f"endpoint configuration {config.name} sets kmsKeyArn, but {', '.join(local)} has local NVMe "
+                        "storage only (encrypted by the instance hardware) and SageMaker refuses a KmsKeyId for it; "
+                        "remove kmsKeyArn")
+    for variant in variants:
+        if dig(variant, "instanceType") in local and dig(variant, "volumeSizeInGb") not in (None, UNKNOWN):
+            problems.append(f"endpoint configuration {config.name} variant {dig(variant, 'variantName') or '?'} sets "
+                            f"volumeSizeInGb on {dig(variant, 'instanceType')}, which has no EBS ML storage; remove it")
     return problems
 
 
@@ -148,8 +174,12 @@ def _launch_template_problem(props: Any) -> Optional[str]:
 
 def validate_data_protection(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     stack = current_stack()
-    protected_stack = stack in as_list(settings(args, SCHEMA)["protectedStacks"])
+    config = settings(args, SCHEMA)
+    protected_stack = stack in as_list(config["protectedStacks"])
+    local_families = [str(f) for f in as_list(config["localStorageInstanceFamilies"])]
     resources = [(r, plain(r.props)) for r in args.resources]
+    for message, urn in storage_problems(resources):
+        report_violation(message, urn)
     if protected_stack:
         for message, urn in _storage_class_problems(resources):
             report_violation(message, urn)
@@ -161,13 +191,8 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
                              "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
                              resource.urn)
         if resource.resource_type == ENDPOINT_CONFIG:
-            local_storage = as_list(settings(args, SCHEMA)["localStorageInstanceTypes"])
-            variant_types = [dig(v, "instanceType") for v in as_list(dig(props, "productionVariants"))]
-            hardware_encrypted = bool(variant_types) and all(t in local_storage for t in variant_types)
-            key = dig(props, "kmsKeyArn")
-            if not hardware_encrypted and key is not UNKNOWN and not text(key):
-                report_violation(f"endpoint configuration {resource.name} has no kmsKeyArn; encrypt its storage "
-                                 "volumes with a KMS key", resource.urn)
+            for message in _endpoint_storage_problems(resource, props, local_families):
+                report_violation(message, resource.urn)
             for message, urn in _capture_problems(resource, props, resources):
                 report_violation(message, urn)
         if resource.resource_type == LAUNCH_TEMPLATE:

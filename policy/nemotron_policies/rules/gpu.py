@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
+from ..names import GPU, GPU_PRODUCT_LABEL, GPU_TAINT_KEY, POOL_LABEL
+from ..pods import pod_specs
 from ..values import UNKNOWN, plain
-from ..workloads import (
-    GPU, GPU_PRODUCT_LABEL, POOL_LABEL, PodSpec, container_label, containers, node_selection, pod_specs,
-    resource_count, tolerations,
-)
+from ..workloads import PodSpec, container_label, containers, node_selection, resource_count, tolerations
 
 GPU_NODE_LABELS = (GPU_PRODUCT_LABEL, POOL_LABEL)
 
@@ -22,7 +21,7 @@ def gpu_pinned(pod: PodSpec) -> object:
         return UNKNOWN
     on_gpu_nodes = bool(selection) and all(
         any(key in GPU_NODE_LABELS and operator in ("In", "Exists") for key, operator, _ in term) for term in selection)
-    tolerates_gpu_taint = any(key == GPU and effect in ("", "NoSchedule") for key, _, _, effect in tolerated)
+    tolerates_gpu_taint = any(key == GPU_TAINT_KEY and effect in ("", "NoSchedule") for key, _, _, effect in tolerated)
     return on_gpu_nodes and tolerates_gpu_taint
 
 
@@ -39,10 +38,11 @@ def validate_gpu_resources(args: ResourceValidationArgs, report_violation: Repor
                 continue
             if limit is None:
                 report_violation(f"{container_label(container, pod)} requests {GPU}={request} without a limit; "
-                                 f"set limits.{GPU} = requests.{GPU}")
+                                 f"set limits.{GPU} = requests.{GPU}", None)
             elif request is not None and request != limit:
                 report_violation(f"{container_label(container, pod)} requests {GPU}={request} but limits "
-                                 f"{GPU}={limit}; set request = limit")
+                                 f"{GPU}={limit}; set request = limit", None)
         if asks_for_gpus and gpu_pinned(pod) is False:
             report_violation(f"{pod.owner} asks for {GPU} but is not pinned to GPU nodes: it needs a required node "
-                             f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU} taint")
+                             f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU_TAINT_KEY} "
+                             "taint", None)

@@ -1,29 +1,37 @@
-"""image-pinning: every image is pinned (a version tag or a digest; no `latest`, no bare name) and comes
-from an allowed registry.
+"""image-pinning: every image is pinned (a version tag or a digest; no `latest`, no bare name), names its
+registry, and comes from an allowed registry.
 
-Images are read from DGD and built-in workload containers (init and ephemeral included), from Helm release
-values wherever a `repository` + `tag` pair (optionally with `registry` / `digest`) is set, and from
-SageMaker models (`primaryContainer.image`, `containers[].image`).
+Images are read from every container of every pod a resource declares (`pods.pod_specs`: init, ephemeral
+and Dynamo main/sidecar containers, every served DGD version, objects inlined in YAML components, custom
+resources), from image volumes (`volumes[].image.reference`), from Helm values, and from SageMaker models
+(`primaryContainer.image`, `containers[].image`).
+
+In Helm values an image is a string under a key named `image` or ending in `Image` (`repo:tag`,
+`registry/repo@digest`), or a mapping with a `repository` (plus `registry`, `tag`, `digest`; `name` stands
+for `repository` under an `image` key); a mapping without `registry` takes `global.imageRegistry`. Values
+a chart defaults internally are invisible to the pack (it sees only `values`).
 
 A version tag starts with MAJOR.MINOR (`3.12-slim`, `1.5.0-nemotron-3.5-lightning-dev.1`,
-`2.4.0-tgi2.3.1-gpu-py311-cu124-ubuntu22.04`): the Dynamo operator admits semver, the AWS deep-learning
-containers add framework suffixes, and `python:3.12-slim` is the documented base of the prewarm DaemonSet.
-Registries are matched on the normalized reference: a bare `python` is `docker.io/library/python`;
-an allow-list entry is a host glob optionally followed by a path prefix (`docker.io/library`).
+`2.4.0-tgi2.3.1-gpu-py311-cu124-ubuntu22.04`). The registry must be explicit: a short name (`python:3.12`)
+is resolved by the node's container runtime through its search registries, which the stack does not control.
+Registries are matched on the normalized reference; an allow-list entry is a host glob optionally followed
+by a path prefix (`docker.io/library`).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from fnmatch import fnmatchcase
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
+from ..kinds import helm_values
+from ..pods import pod_specs
 from ..values import UNKNOWN, as_list, dig, plain, text
-from ..workloads import container_label, containers, pod_specs
+from ..workloads import container_label, containers
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
 DEFAULT_ALLOWED_REGISTRIES = [
     "nvcr.io",
@@ -44,6 +52,7 @@ SCHEMA = PolicyConfigSchema({
 })
 VERSION_TAG = re.compile(r"^v?\d+\.\d+([.\-+_][0-9A-Za-z][0-9A-Za-z.\-+_]*)?$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+IMAGE_KEY = re.compile(r"^(image|.*Image)$")
 
 
 def parse_image(reference: str) -> tuple[str, str, Optional[str], Optional[str]]:
@@ -53,13 +62,17 @@ def parse_image(reference: str) -> tuple[str, str, Optional[str], Optional[str]]
     if name.rfind(":") > name.rfind("/"):
         name, _, tag = name.rpartition(":")
     first, _, rest = name.partition("/")
-    if rest and ("." in first or ":" in first or first == "localhost"):
+    if rest and _is_host(first):
         registry, path = first, rest
     else:
         registry, path = "docker.io", name if rest else f"library/{name}"
     if registry == "index.docker.io":
         registry = "docker.io"
     return registry, path, tag, digest or None
+
+
+def _is_host(component: str) -> bool:
+    return "." in component or ":" in component or component == "localhost"
 
 
 def registry_allowed(registry: str, path: str, allowed: list[str]) -> bool:
@@ -72,7 +85,11 @@ def registry_allowed(registry: str, path: str, allowed: list[str]) -> bool:
 
 def image_problem(reference: str, allowed: list[str]) -> Optional[str]:
     registry, path, tag, digest = parse_image(reference)
+    first, _, rest = reference.partition("@")[0].partition("/")
     problems = []
+    if not (rest and _is_host(first)):
+        problems.append(f"names no registry (a short name resolves through the node's search registries; "
+                        f"write {registry}/{path})")
     if digest is not None:
         if not DIGEST.match(digest):
             problems.append(f"has a malformed digest {digest!r}")
@@ -85,18 +102,48 @@ def image_problem(reference: str, allowed: list[str]) -> Optional[str]:
     return f"image {reference!r} {' and '.join(problems)}" if problems else None
 
 
-def _helm_images(values: Any, path: str = "values") -> Iterator[tuple[str, str]]:
-    """(where, reference) for every repository/tag pair in Helm values."""
-    if isinstance(values, dict):
-        repository, tag, digest = (text(values.get(k)) for k in ("repository", "tag", "digest"))
-        if repository and (tag or digest):
-            registry = text(values.get("registry"))
-            reference = f"{registry + '/' if registry else ''}{repository}{':' + tag if tag else ''}"
-            yield path, reference + (f"@{digest}" if digest else "")
-        for key, value in values.items():
-            yield from _helm_images(value, f"{path}.{key}")
-    for index, value in enumerate(as_list(values)):
-        yield from _helm_images(value, f"{path}[{index}]")
+def _scalar(value: Any) -> Optional[str]:
+    """A known string or number as text (YAML reads `tag: 1.5` as a float), else None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return text(value)
+
+
+def _mapped_image(values: dict[str, Any], default_registry: Optional[str], under_image_key: bool) -> Any:
+    """The reference a Helm image mapping stands for, None if it is not one, `UNKNOWN` if it cannot be told."""
+    given = values.get("repository", values.get("name") if under_image_key else None)
+    if given is UNKNOWN:
+        return UNKNOWN
+    repository = text(given)
+    if repository is None or "://" in repository:
+        return None
+    if UNKNOWN in (values.get("registry"), values.get("tag"), values.get("digest")):
+        return UNKNOWN
+    registry = _scalar(values.get("registry")) or default_registry
+    tag, digest = _scalar(values.get("tag")), _scalar(values.get("digest"))
+    reference = f"{registry + '/' if registry else ''}{repository}{':' + tag if tag else ''}"
+    return reference + (f"@{digest}" if digest else "")
+
+
+def _helm_images(values: Any, path: str, default_registry: Optional[str], key: str) -> Iterator[tuple[str, Any]]:
+    under_image_key = bool(IMAGE_KEY.match(key))
+    if under_image_key and (isinstance(values, str) or values is UNKNOWN):
+        yield path, values
+    elif isinstance(values, dict):
+        mapped = _mapped_image(values, default_registry, under_image_key)
+        if mapped is not None:
+            yield path, mapped
+        for child_key, child in values.items():
+            if mapped is None or child_key not in ("registry", "repository", "tag", "digest", "name"):
+                yield from _helm_images(child, f"{path}.{child_key}", default_registry, str(child_key))
+    for index, child in enumerate(as_list(values)):
+        yield from _helm_images(child, f"{path}[{index}]", default_registry, key)
+
+
+def helm_images(values: Any) -> Iterator[tuple[str, Any]]:
+    """(where, reference) for every image Helm values name, in string or mapping form."""
+    default_registry = text(dig(values, "global", "imageRegistry")) or text(dig(values, "global", "image", "registry"))
+    yield from _helm_images(values, "values", default_registry, "")
 
 
 def images(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
@@ -104,8 +151,13 @@ def images(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
     for pod in pod_specs(resource_type, props):
         for container in containers(pod.spec):
             yield container_label(container, pod), container.get("image")
-    if resource_type == HELM_RELEASE:
-        yield from _helm_images(dig(props, "values"))
+        for volume in as_list(dig(pod.spec, "volumes")):
+            if isinstance(dig(volume, "image"), dict):
+                where = f"image volume {text(dig(volume, 'name')) or '?'} of {pod.owner}"
+                yield where, dig(volume, "image", "reference")
+    values = helm_values(resource_type, props)
+    if values is not None:
+        yield from helm_images(values)
     if resource_type == SAGEMAKER_MODEL:
         yield "primaryContainer", dig(props, "primaryContainer", "image")
         for index, container in enumerate(as_list(dig(props, "containers"))):
@@ -119,4 +171,4 @@ def validate_image_pinning(args: ResourceValidationArgs, report_violation: Repor
             continue
         problem = image_problem(str(reference), allowed) if text(reference) else "has an empty image"
         if problem:
-            report_violation(f"{where}: {problem}")
+            report_violation(f"{where}: {problem}", None)

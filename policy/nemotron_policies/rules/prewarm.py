@@ -9,6 +9,11 @@ checkpoint the workers load: the base model (`--model`) and the draft model, whi
 vLLM speculative config (a ConfigMap key the worker's env references, or a literal) or
 `speculative_config.speculative_model` in a TRT-LLM engine config (a `.yaml` key of a mounted ConfigMap).
 The env is `PREWARM_REPOS` (the pack's contract) or `PREWARM_MODELS` (what `prewarm/prewarm.py` reads).
+
+A prewarm DaemonSet is one that lists checkpoints in that env or a child of the stack's prewarm component
+(in any served `apps` version). Every container of it, init containers included, sets cpu and memory limits:
+the page cache it fills is charged to its cgroup, and an unbounded reader on every GPU node competes with
+the workers for memory and CPU.
 """
 from __future__ import annotations
 
@@ -19,15 +24,25 @@ from typing import Any
 import yaml
 from pulumi_policy import ReportViolation, StackValidationArgs
 
+from ..arguments import ConfigMaps, Opaque, command_line, env_value, flag_value
+from ..kinds import ancestor_types, kubernetes_objects
+from ..names import MODEL_CACHE_CLAIM, MODEL_PREWARM_COMPONENT, PREWARM_ENVS, SPECULATIVE_ENV
+from ..pods import is_workload_kind, object_pods, pod_specs
 from ..values import UNKNOWN, as_list, dig, parse_json, plain, text
 from ..workloads import (
-    CONFIG_MAP, DAEMON_SET, DGD, MODEL_CACHE_CLAIM, PodSpec, argv, claim_volume_names, containers, describe_selection,
-    env_entry, expand_env, flag_value, main_container, node_selection, pod_specs, tolerates, tolerations,
+    PodSpec,
+    claim_volume_names,
+    containers,
+    describe_selection,
+    env_entry,
+    main_container,
+    node_selection,
+    tolerates,
+    tolerations,
     volume_mounts,
 )
 
-PREWARM_ENVS = ("PREWARM_REPOS", "PREWARM_MODELS")
-SPECULATIVE_ENV = "SPECULATIVE_CONFIG"
+LIMITED_RESOURCES = ("cpu", "memory")
 HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -49,42 +64,25 @@ class Prewarmer:
     tolerations: Any
     read_only_claim: Any  # True/False, None when it does not mount the claim, or UNKNOWN
     repos: Any  # frozenset of repo ids, or UNKNOWN
+    urn: str = ""
+    unlimited: tuple[str, ...] = ()
 
 
-class _ConfigMaps:
-    """ConfigMap data of this stack by (namespace, name)."""
-
-    def __init__(self, resources: list[Any]) -> None:
-        self.data: dict[tuple[Any, Any], Any] = {}
-        for resource in resources:
-            if resource.resource_type == CONFIG_MAP:
-                props = plain(resource.props)
-                key = (dig(props, "metadata", "namespace"), dig(props, "metadata", "name"))
-                self.data[key] = dig(props, "data")
-
-    def value(self, namespace: Any, name: Any, key: Any) -> Any:
-        """The value of a key; `UNKNOWN` if it cannot be told (unknown, or not a ConfigMap of this stack)."""
-        data = self.data.get((namespace, name), UNKNOWN)
-        return UNKNOWN if data is UNKNOWN else dig(data, key)
-
-
-def _draft_from_vllm(container: dict[str, Any], namespace: Any, config_maps: _ConfigMaps) -> Any:
-    source = expand_env(flag_value(argv(container), "--speculative-config"), container)
+def _draft_from_vllm(pod: PodSpec, container: dict[str, Any], config_maps: ConfigMaps) -> Any:
+    words = command_line(container, pod.namespace, config_maps)
+    source = flag_value(words, "--speculative-config")
     if source is None:
-        source = env_entry(container, SPECULATIVE_ENV)
-    if isinstance(source, dict):
-        ref = dig(source, "valueFrom", "configMapKeyRef")
-        source = dig(source, "value") if ref is None else config_maps.value(namespace, dig(ref, "name"), dig(ref, "key"))
-    return dig(parse_json(source), "model")
+        source = env_value(container, SPECULATIVE_ENV, pod.namespace, config_maps)
+    return None if isinstance(source, Opaque) else dig(parse_json(source), "model")
 
 
-def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: _ConfigMaps) -> list[Any]:
+def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: ConfigMaps) -> list[Any]:
     drafts = []
     for volume in as_list(dig(spec, "volumes")):
         name = dig(volume, "configMap", "name")
         if name is None:
             continue
-        data = config_maps.data.get((namespace, name), UNKNOWN)
+        data = config_maps.data_of(namespace, name)
         for key, document in (data.items() if isinstance(data, dict) else [(None, UNKNOWN)]):
             if document is UNKNOWN:
                 drafts.append(UNKNOWN)
@@ -96,64 +94,91 @@ def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: _ConfigMaps) -> 
     return drafts
 
 
-def worker_checkpoints(pod: PodSpec, namespace: Any, config_maps: _ConfigMaps) -> set[str]:
+def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
     """Hugging Face repos a worker loads (values that are unknown or local paths are left out)."""
     container = main_container(pod.spec)
     if container is None:
         return set()
-    candidates = [flag_value(argv(container), "--model"), _draft_from_vllm(container, namespace, config_maps)]
-    candidates += _drafts_from_trtllm(pod.spec, namespace, config_maps)
+    candidates = [flag_value(command_line(container, pod.namespace, config_maps), "--model"),
+                  _draft_from_vllm(pod, container, config_maps)]
+    candidates += _drafts_from_trtllm(pod.spec, pod.namespace, config_maps)
     return {c for c in candidates if isinstance(c, str) and HF_REPO.match(c)}
 
 
-def _pools(resources: list[Any], config_maps: _ConfigMaps) -> dict[tuple, Pool]:
+def _pools(resources: list[Any], config_maps: ConfigMaps) -> dict[tuple, Pool]:
     pools: dict[tuple, Pool] = {}
     for resource in resources:
-        if resource.resource_type != DGD:
-            continue
-        props = plain(resource.props)
-        namespace = dig(props, "metadata", "namespace")
-        for pod in pod_specs(DGD, props):
+        for pod in pod_specs(resource.resource_type, plain(resource.props)):
             if not pod.is_worker or not claim_volume_names(pod.spec):
                 continue
             selection, tolerated = node_selection(pod.spec), tolerations(pod.spec)
             if UNKNOWN in (selection, tolerated):
                 continue
-            pool = pools.setdefault((selection, tolerated, namespace), Pool(selection, tolerated, namespace, urn=resource.urn))
+            key = (selection, tolerated, pod.namespace)
+            pool = pools.setdefault(key, Pool(selection, tolerated, pod.namespace, urn=resource.urn))
             pool.workers.append(f"{resource.name}/{pod.component_name}")
-            pool.checkpoints |= worker_checkpoints(pod, namespace, config_maps)
+            pool.checkpoints |= worker_checkpoints(pod, config_maps)
     return pools
 
 
+def _read_only_claim(spec: Any) -> Any:
+    volumes = claim_volume_names(spec)
+    if not volumes:
+        return UNKNOWN if dig(spec, "volumes") is UNKNOWN else None
+    return all(
+        any(dig(v, "persistentVolumeClaim", "readOnly") is True for v in as_list(dig(spec, "volumes"))
+            if dig(v, "name") == name)
+        or (bool(volume_mounts(spec, name)) and all(m.get("readOnly") is True for m in volume_mounts(spec, name)))
+        for name in volumes)
+
+
+def _repos(spec: Any) -> Any:
+    """The checkpoints a DaemonSet's env says it warms: a frozenset, `UNKNOWN`, or None if it says nothing."""
+    listed = [dig(spec, f) for f in ("containers", "initContainers")] + [c.get("env") for c in containers(spec)]
+    entries = [entry for container in containers(spec) for name in PREWARM_ENVS
+               if (entry := env_entry(container, name)) is not None]
+    if not entries:
+        return UNKNOWN if UNKNOWN in listed else None
+    repos: frozenset[str] = frozenset()
+    for entry in entries:
+        value = dig(entry, "value")
+        if value is UNKNOWN or "valueFrom" in entry:
+            return UNKNOWN
+        if isinstance(value, str):
+            repos |= {r.strip() for r in value.split(",") if r.strip()}
+    return repos
+
+
+def _unlimited(spec: Any) -> list[str]:
+    """Containers that set no cpu or memory limit: a DaemonSet on every GPU node reading the whole cache."""
+    found = []
+    for container in containers(spec):
+        limits = dig(container, "resources", "limits")
+        if limits is UNKNOWN or dig(container, "resources") is UNKNOWN:
+            continue
+        missing = [r for r in LIMITED_RESOURCES if dig(limits, r) in (None, "")]
+        if missing:
+            found.append(f"container {text(container.get('name')) or '?'} sets no {' or '.join(missing)} limit")
+    return found
+
+
 def _prewarmers(resources: list[Any]) -> list[Prewarmer]:
+    """DaemonSets that prewarm: they list checkpoints in a prewarm env or belong to the stack's prewarm
+    component."""
     prewarmers = []
     for resource in resources:
-        if resource.resource_type != DAEMON_SET:
-            continue
-        props = plain(resource.props)
-        spec = dig(props, "spec", "template", "spec")
-        volumes = claim_volume_names(spec)
-        read_only: Any = UNKNOWN if dig(spec, "volumes") is UNKNOWN else None
-        if volumes:
-            read_only = all(
-                any(dig(v, "persistentVolumeClaim", "readOnly") is True for v in as_list(dig(spec, "volumes"))
-                    if dig(v, "name") == name)
-                or (bool(volume_mounts(spec, name)) and all(m.get("readOnly") is True for m in volume_mounts(spec, name)))
-                for name in volumes)
-        listed = [dig(spec, f) for f in ("containers", "initContainers")] + [c.get("env") for c in containers(spec)]
-        repos: Any = UNKNOWN if UNKNOWN in listed else frozenset()
-        entries = [entry for container in containers(spec) for name in PREWARM_ENVS
-                   if (entry := env_entry(container, name)) is not None]
-        for entry in entries:
-            value = dig(entry, "value")
-            if repos is UNKNOWN or value is UNKNOWN or "valueFrom" in entry:
-                repos = UNKNOWN
-                break
-            if isinstance(value, str):
-                repos = repos | {r.strip() for r in value.split(",") if r.strip()}
-        prewarmers.append(Prewarmer(text(dig(props, "metadata", "name")) or resource.name,
-                                    dig(props, "metadata", "namespace"), node_selection(spec), tolerations(spec),
-                                    read_only, repos))
+        in_component = MODEL_PREWARM_COMPONENT in ancestor_types(resource.urn)
+        for obj in kubernetes_objects(resource.resource_type, plain(resource.props)):
+            if not is_workload_kind(obj, "DaemonSet"):
+                continue
+            for pod in object_pods(obj):
+                repos = _repos(pod.spec)
+                if repos is None and not in_component:
+                    continue
+                prewarmers.append(Prewarmer(text(obj.name) or resource.name, obj.namespace, node_selection(pod.spec),
+                                            tolerations(pod.spec), _read_only_claim(pod.spec),
+                                            frozenset() if repos is None else repos, resource.urn,
+                                            tuple(_unlimited(pod.spec))))
     return prewarmers
 
 
@@ -165,7 +190,8 @@ def _shortfalls(prewarmer: Prewarmer, pool: Pool) -> list[str]:
         missing = [t for t in pool.tolerations if not any(tolerates(own, t) for own in prewarmer.tolerations)]
         if missing:
             problems.append("does not tolerate " + ", ".join(
-                f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}" for key, _, value, effect in sorted(missing)))
+                f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}"
+                for key, _, value, effect in sorted(missing)))
     if prewarmer.read_only_claim is None:
         problems.append(f"does not mount the {MODEL_CACHE_CLAIM} claim")
     elif prewarmer.read_only_claim is False:
@@ -178,8 +204,13 @@ def _shortfalls(prewarmer: Prewarmer, pool: Pool) -> list[str]:
 
 
 def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    config_maps = _ConfigMaps(args.resources)
+    config_maps = ConfigMaps(args.resources)
     prewarmers = _prewarmers(args.resources)
+    for prewarmer in prewarmers:
+        if prewarmer.unlimited:
+            report_violation(f"prewarm DaemonSet {prewarmer.name}: {'; '.join(prewarmer.unlimited)}; page cache is "
+                             "charged to the reader, so an unlimited prewarmer can starve the workers on its node",
+                             prewarmer.urn)
     for pool in _pools(args.resources, config_maps).values():
         where = (f"workers {', '.join(pool.workers)} (nodes: {describe_selection(pool.selection)}; "
                  f"checkpoints: {', '.join(sorted(pool.checkpoints)) or 'none known'})")
@@ -189,5 +220,6 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
             continue
         shortfalls = {p.name: _shortfalls(p, pool) for p in candidates}
         if all(shortfalls.values()):
-            details = "; ".join(f"DaemonSet {name} {', '.join(problems)}" for name, problems in sorted(shortfalls.items()))
+            details = "; ".join(f"DaemonSet {name} {', '.join(problems)}"
+                                for name, problems in sorted(shortfalls.items()))
             report_violation(f"no prewarm DaemonSet covers {where}: {details}", pool.urn)

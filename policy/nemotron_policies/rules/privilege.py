@@ -1,50 +1,67 @@
-"""least-privilege: pods get no host or kernel privileges and IAM roles get no blanket permissions.
+"""least-privilege: pods get no host or kernel privileges, Kubernetes roles no blanket rights, and AWS
+principals no blanket permissions.
 
-- Pods (DGD components and built-in workloads): no `privileged` container, no `allowPrivilegeEscalation:
-  true`, no `SYS_ADMIN`/`ALL` capability, no `hostPID` / `hostNetwork` / `hostIPC`. Device plugins need some
-  of this; Helm releases are opaque to the pack, and a built-in workload is exempt when its name, or one of
-  its labels as `key=value`, is in `privilegedAllowList`. DGD workers keep their upstream `IPC_LOCK` and
-  `SYS_RESOURCE` capabilities (RDMA memory registration), which this rule does not count as privileged.
-- IAM: no `*FullAccess` or `AdministratorAccess` managed policy on a role (`RolePolicyAttachment`,
-  `PolicyAttachment`, `Role.managedPolicyArns`) and no policy document allowing `Action: "*"` (`RolePolicy`,
-  `Policy`, `Role.inlinePolicies`).
+- Pods (every pod a resource declares, `pods.pod_specs`): no `privileged` container, no
+  `allowPrivilegeEscalation: true`, no escape-prone capability (`SYS_ADMIN`, `ALL`, `SYS_MODULE`,
+  `SYS_PTRACE`, `NET_ADMIN`, `BPF`, ...), no `hostPID` / `hostNetwork` / `hostIPC`. DGD workers keep their
+  upstream `IPC_LOCK` and `SYS_RESOURCE` (RDMA memory registration), which are not counted.
+- RBAC: no binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every verb on every
+  resource, no `escalate` / `bind` / `impersonate`.
+- Exempt from the pod and RBAC checks: children of the stack components named in `privilegedComponents`
+  (default: the device plugins), judged by the type tokens in the resource's URN, which a workload cannot set.
+  Helm releases are opaque to the pack.
+- IAM (`iam.py`): no administrator / full-access managed policy (`RolePolicyAttachment`, `PolicyAttachment`,
+  user and group attachments, `Role.managedPolicyArns`, `RolePolicyAttachmentsExclusive`, EKS access policy
+  associations); no service-wide, `NotAction`, `NotResource` or every-resource pattern grant in a policy
+  document (`RolePolicy`, `UserPolicy`, `GroupPolicy`, `Policy`, `Role.inlinePolicies`, resource policies);
+  no trust or resource policy open to principal `*` without a `Condition`.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
-from ..values import UNKNOWN, as_dict, as_list, dig, parse_json, plain, text
-from ..workloads import BUILT_IN_WORKLOADS, container_label, containers, pod_specs
+from ..iam import grant_problems, managed_policy_problem, trust_problems
+from ..kinds import ancestor_types, kubernetes_objects
+from ..names import DEVICE_PLUGINS_COMPONENT
+from ..pods import pod_specs
+from ..values import UNKNOWN, as_list, dig, plain, text
+from ..workloads import container_label, containers
 
 ROLE = "aws:iam/role:Role"
-ATTACHMENTS = frozenset({"aws:iam/rolePolicyAttachment:RolePolicyAttachment", "aws:iam/policyAttachment:PolicyAttachment"})
-POLICY_DOCUMENTS = frozenset({"aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy"})
+ATTACHMENTS = frozenset({
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "aws:iam/policyAttachment:PolicyAttachment",
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment", "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+})
+EXCLUSIVE_ATTACHMENTS = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+POLICY_DOCUMENTS = frozenset({
+    "aws:iam/rolePolicy:RolePolicy", "aws:iam/userPolicy:UserPolicy", "aws:iam/groupPolicy:GroupPolicy",
+    "aws:iam/policy:Policy",
+})
+RESOURCE_POLICIES = frozenset({
+    "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/key:Key", "aws:kms/keyPolicy:KeyPolicy",
+    "aws:ecr/repositoryPolicy:RepositoryPolicy", "aws:sqs/queuePolicy:QueuePolicy", "aws:sns/topicPolicy:TopicPolicy",
+})
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-PRIVILEGED_CAPABILITIES = frozenset({"SYS_ADMIN", "ALL", "CAP_SYS_ADMIN"})
-DEFAULT_PRIVILEGED_ALLOW_LIST = [
-    "nvidia-device-plugin-daemonset",
-    "aws-efa-k8s-device-plugin-daemonset",
-    "rdma-shared-dp-ds",
-    "app.kubernetes.io/name=nvidia-device-plugin",
-    "app.kubernetes.io/name=aws-efa-k8s-device-plugin",
-]
+PRIVILEGED_CAPABILITIES = frozenset({
+    "SYS_ADMIN", "ALL", "SYS_MODULE", "SYS_PTRACE", "SYS_RAWIO", "SYS_BOOT", "NET_ADMIN", "BPF", "PERFMON",
+    "DAC_READ_SEARCH", "MAC_ADMIN", "SYSLOG",
+})
+ADMIN_ROLES = frozenset({"cluster-admin"})
+CLUSTER_WIDE_ADMIN_ROLES = frozenset({"admin", "edit"})
+ESCALATING_VERBS = frozenset({"escalate", "bind", "impersonate"})
 SCHEMA = PolicyConfigSchema({
-    "privilegedAllowList": {
+    "privilegedComponents": {
         "type": "array",
         "items": {"type": "string"},
-        "default": DEFAULT_PRIVILEGED_ALLOW_LIST,
-        "description": "Built-in workloads (by metadata.name, or a label as key=value) that may run privileged.",
+        "default": [DEVICE_PLUGINS_COMPONENT],
+        "description": "Type tokens of components whose child resources may run privileged pods and RBAC.",
     },
 })
-
-
-def _allow_listed(props: Any, allow_list: list[str]) -> bool:
-    labels = {**as_dict(dig(props, "metadata", "labels")), **as_dict(dig(props, "spec", "template", "metadata", "labels"))}
-    identities = {text(dig(props, "metadata", "name"))} | {f"{k}={v}" for k, v in labels.items() if isinstance(v, str)}
-    return bool(identities.intersection(allow_list))
 
 
 def _pod_privileges(resource_type: str, props: Any) -> Iterator[str]:
@@ -58,51 +75,60 @@ def _pod_privileges(resource_type: str, props: Any) -> Iterator[str]:
                 yield f"{container_label(container, pod)} is privileged"
             if dig(context, "allowPrivilegeEscalation") is True:
                 yield f"{container_label(container, pod)} sets allowPrivilegeEscalation: true"
-            added = {str(c).upper() for c in as_list(dig(context, "capabilities", "add")) if c is not UNKNOWN}
+            added = {str(c).upper().removeprefix("CAP_") for c in as_list(dig(context, "capabilities", "add"))
+                     if c is not UNKNOWN}
             for capability in sorted(added & PRIVILEGED_CAPABILITIES):
                 yield f"{container_label(container, pod)} adds capability {capability}"
 
 
-def _blanket_managed_policy(arn: Any) -> bool:
-    name = arn.rsplit("/", 1)[-1] if isinstance(arn, str) and arn.startswith("arn:") else ""
-    return name.endswith("FullAccess") or name == "AdministratorAccess"
-
-
-def _wildcard_statements(document: Any) -> Iterator[int]:
-    """Indices of statements that allow every action."""
-    statements = dig(parse_json(document), "Statement")
-    for index, statement in enumerate(statements if isinstance(statements, list) else [statements]):
-        if dig(statement, "Effect") != "Allow":
+def _rbac_privileges(resource_type: str, props: Any) -> Iterator[str]:
+    for obj in kubernetes_objects(resource_type, props):
+        if obj.group != "rbac.authorization.k8s.io":
             continue
-        actions = dig(statement, "Action")
-        if any(a in ("*", "*:*") for a in (actions if isinstance(actions, list) else [actions])):
-            yield index
+        where = f"{obj.kind} {obj.name or '?'}"
+        if obj.kind in ("ClusterRoleBinding", "RoleBinding"):
+            role = dig(obj.body, "roleRef", "name")
+            if role in ADMIN_ROLES or (obj.kind == "ClusterRoleBinding" and role in CLUSTER_WIDE_ADMIN_ROLES):
+                yield f"{where} grants {role}; bind a role with the rules the subjects need"
+        if obj.kind in ("ClusterRole", "Role"):
+            for index, rule in enumerate(as_list(dig(obj.body, "rules"))):
+                verbs = {str(v).lower() for v in as_list(dig(rule, "verbs"))}
+                if "*" in verbs and "*" in as_list(dig(rule, "resources")):
+                    yield f"{where} rules[{index}] grants every verb on every resource"
+                for verb in sorted(verbs & ESCALATING_VERBS):
+                    yield f"{where} rules[{index}] grants {verb}"
 
 
 def _iam_privileges(resource_type: str, props: Any) -> Iterator[str]:
-    arns = []
+    arns: list[Any] = []
     if resource_type in ATTACHMENTS:
         arns = [dig(props, "policyArn")]
+    elif resource_type == EXCLUSIVE_ATTACHMENTS:
+        arns = as_list(dig(props, "policyArns"))
     elif resource_type == ROLE:
         arns = as_list(dig(props, "managedPolicyArns"))
     for arn in arns:
-        if _blanket_managed_policy(arn):
-            yield f"attaches {arn}; grant the specific actions the role needs instead"
+        problem = managed_policy_problem(arn)
+        if problem:
+            yield problem
     documents = []
-    if resource_type in POLICY_DOCUMENTS:
+    if resource_type in POLICY_DOCUMENTS | RESOURCE_POLICIES:
         documents = [("policy", dig(props, "policy"))]
     elif resource_type == ROLE:
         documents = [(f"inlinePolicies[{text(dig(p, 'name')) or i}]", dig(p, "policy"))
                      for i, p in enumerate(as_list(dig(props, "inlinePolicies")))]
+        yield from trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
     for where, document in documents:
-        for index in _wildcard_statements(document):
-            yield f"{where} statement {index} allows Action \"*\"; list the actions the role needs"
+        yield from grant_problems(document, where)
+    if resource_type in RESOURCE_POLICIES:
+        yield from trust_problems(dig(props, "policy"), "policy")
 
 
 def validate_least_privilege(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     props = plain(args.props)
-    allow_list = [str(e) for e in as_list(settings(args, SCHEMA)["privilegedAllowList"])]
-    exempt = args.resource_type in BUILT_IN_WORKLOADS and _allow_listed(props, allow_list)
-    problems = [] if exempt else list(_pod_privileges(args.resource_type, props))
-    for problem in problems + list(_iam_privileges(args.resource_type, props)):
-        report_violation(problem)
+    exempt_components = {str(c) for c in as_list(settings(args, SCHEMA)["privilegedComponents"])}
+    problems = list(_iam_privileges(args.resource_type, props))
+    if not exempt_components.intersection(ancestor_types(args.urn)):
+        problems += list(_pod_privileges(args.resource_type, props)) + list(_rbac_privileges(args.resource_type, props))
+    for problem in dict.fromkeys(problems):
+        report_violation(problem, None)

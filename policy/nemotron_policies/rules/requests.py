@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
+from ..pods import pod_specs
 from ..values import UNKNOWN, dig, plain
-from ..workloads import container_label, containers, pod_specs
+from ..workloads import container_label, containers
 
 
 def validate_resource_requests(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -16,4 +17,4 @@ def validate_resource_requests(args: ResourceValidationArgs, report_violation: R
             if resources is UNKNOWN or UNKNOWN in (dig(resources, "requests"), dig(resources, "limits")):
                 continue
             if not dig(resources, "requests") and not dig(resources, "limits"):
-                report_violation(f"{container_label(container, pod)} sets no resource requests (cpu, memory)")
+                report_violation(f"{container_label(container, pod)} sets no resource requests (cpu, memory)", None)

@@ -1,0 +1,48 @@
+"""Judge a rendered `resources.json` with the pack and print the engine-style report.
+
+    python -m policy.nemotron_policies.cli --stack prod build/prod/resources.json    # from the repository
+    python -m nemotron_policies.cli --stack prod /path/to/resources.json            # from policy/
+
+Exit status: 0 without a mandatory violation, 1 with one, 2 when the records or the pack config cannot be
+read (one line on stderr).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+from .offline import evaluate, format_report
+from .records import RecordsError, load_records
+
+MAX_ERROR = 300
+
+
+def _one_line(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= MAX_ERROR else line[:MAX_ERROR] + "..."
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m policy.nemotron_policies.cli",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("resources", type=Path, help="a resources.json written by the offline render")
+    parser.add_argument("--stack", required=True, help="the stack the records belong to (decides protected stacks)")
+    parser.add_argument("--project", help="the Pulumi project (default: read from the records)")
+    parser.add_argument("--policy-config", type=Path, help="pack config JSON, as `pulumi --policy-pack-config`")
+    args = parser.parse_args(argv)
+    try:
+        records = load_records(args.resources, args.stack, args.project)
+        pack_config = json.loads(args.policy_config.read_text()) if args.policy_config else None
+        violations = evaluate(records, pack_config, stack=args.stack)
+    except (RecordsError, OSError, ValueError) as error:
+        print(f"error: {_one_line(str(error))}", file=sys.stderr)
+        return 2
+    sys.stdout.write(format_report(violations))
+    return 1 if any(v.mandatory for v in violations) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
