@@ -16,8 +16,9 @@ GPU_LABEL = f"{LABEL_PREFIX}/gpu"
 ROLE_LABEL = f"{LABEL_PREFIX}/role"
 PREWARM_POOL_LABEL = f"{LABEL_PREFIX}/prewarm-pool"
 AVAILABILITY_ZONE_TAG = f"{LABEL_PREFIX}/availability-zone"
-# A DGD annotation: the cluster provides the KV-transfer fabric of this target outside the stack.
-FABRIC_OUT_OF_BAND_ANNOTATION = f"{LABEL_PREFIX}/fabric-out-of-band"
+# A node label: the pool's KV-transfer fabric is provided outside Kubernetes resources (GB200 multi-node
+# NVLink through IMEX, host RDMA); its value names the mechanism.
+FABRIC_OUT_OF_BAND_LABEL = f"{LABEL_PREFIX}/fabric-out-of-band"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 PROJECT = "nemotron-lightning"
 
@@ -26,6 +27,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_TAINT = MappingProxyType({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"})
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+INFINIBAND_RESOURCE = "rdma/ib"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 # Upstream recipe names the stack keeps (the recipes' workers mount the claim, the download Job reads
@@ -39,6 +41,7 @@ WORKER_COMPONENT_TYPES = ("worker", "prefill", "decode")
 PREWARM_PROGRAM_CONFIG_MAP = "model-prewarm-program"
 PREWARM_APP = "model-prewarm"
 PREWARM_PRIORITY_CLASS = "nemotron-model-prewarm"
+PREWARM_MODELS_ENV = "PREWARM_MODELS"  # the checkpoints a prewarm DaemonSet reads (the policy pack checks it)
 
 
 class TypeTokens:

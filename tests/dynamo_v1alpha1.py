@@ -10,7 +10,7 @@ from typing import Any
 
 from policy_helpers import retype
 
-from nemotron.mock_runtime import RecordedResource
+from tools.mock_runtime import RecordedResource
 
 V1ALPHA1_DGD = "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment"
 GPU = "nvidia.com/gpu"

@@ -24,7 +24,7 @@ from typing import Any
 from dynamo_v1alpha1 import to_v1alpha1
 from policy_helpers import aggregated, disaggregated, named, of_type, prewarm_daemon_sets, retype
 
-from nemotron.mock_runtime import RecordedResource
+from tools.mock_runtime import RecordedResource
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 NEUTRAL_STEPS = frozenset({"to_v1alpha1"})  # steps that change how objects are written, not what they do
@@ -56,7 +56,7 @@ ROLES: dict[str, Callable[[list[RecordedResource]], RecordedResource]] = {
     "disaggregated-pool-node-group": lambda r: _pool_node_group(r, disaggregated(r)),
     "prewarm-daemonset": lambda r: prewarm_daemon_sets(r)[0],
     "platform-release": lambda r: _release(r, "nemotron:dynamo:DynamoPlatform"),
-    "device-plugin-release": lambda r: _release(r, "nemotron:aws:DevicePlugins"),
+    "device-plugin-release": lambda r: _release(r, "nemotron:kubernetes:DevicePlugins"),
     "sagemaker-role-policy": lambda r: next(x for x in of_type(r, "aws:iam/rolePolicy:RolePolicy")
                                             if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")),
     "sagemaker-role": lambda r: next(x for x in of_type(r, "aws:iam/role:Role")

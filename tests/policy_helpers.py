@@ -116,31 +116,6 @@ def recording(stack: str) -> list[RecordedResource]:
     return copy.deepcopy(list(_recording(stack)))
 
 
-ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
-
-
-def without_nvme_kms(resources: list[RecordedResource]) -> list[RecordedResource]:
-    """The change the stack still owes the pack (pack v0.2.0), applied to a recording: SageMaker endpoint
-    configurations on local-NVMe instance types (ml.g6e, ...) drop `kmsKeyArn` and `volumeSizeInGb`, which
-    SageMaker refuses for them. Remove this once the stack's SageMaker instance facts mark those types nvme."""
-    from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_FAMILIES
-
-    for resource in resources:
-        if resource.type != ENDPOINT_CONFIG:
-            continue
-        variants = resource.inputs.get("productionVariants", [])
-        if any(v.get("instanceType", "").split(".")[1] in LOCAL_STORAGE_FAMILIES for v in variants):
-            resource.inputs.pop("kmsKeyArn", None)
-            for variant in variants:
-                variant.pop("volumeSizeInGb", None)
-    return resources
-
-
-def recording_as_fixed(stack: str) -> list[RecordedResource]:
-    """`recording(stack)` with the stack changes the pack still waits for (`without_nvme_kms`)."""
-    return without_nvme_kms(recording(stack))
-
-
 def retype(resource: RecordedResource, resource_type: str) -> None:
     """The same resource under another type token (its URN's own type included): another served version."""
     parts = resource.urn.split("::")
@@ -189,7 +164,7 @@ def fabric_of(container: dict[str, Any]) -> str:
 
 
 def prewarm_env(container: dict[str, Any]) -> dict[str, Any]:
-    return next(e for e in container.get("env", []) if e["name"] in ("PREWARM_REPOS", "PREWARM_MODELS"))
+    return next(e for e in container.get("env", []) if e["name"] in ("PREWARM_MODELS",))
 
 
 def prewarm_daemon_sets(resources: list[RecordedResource]) -> list[RecordedResource]:
@@ -197,7 +172,7 @@ def prewarm_daemon_sets(resources: list[RecordedResource]) -> list[RecordedResou
     found = []
     for daemon_set in of_type(resources, DAEMON_SET):
         containers = daemon_set.inputs["spec"]["template"]["spec"]["containers"]
-        if any(e["name"] in ("PREWARM_REPOS", "PREWARM_MODELS") for c in containers for e in c.get("env", [])):
+        if any(e["name"] in ("PREWARM_MODELS",) for c in containers for e in c.get("env", [])):
             found.append(daemon_set)
     return sorted(found, key=lambda r: r.name)
 

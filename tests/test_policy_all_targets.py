@@ -16,8 +16,8 @@ import yaml
 from dynamo_v1alpha1 import to_v1alpha1
 from policy_helpers import DGD, REPO, of_type, prewarm_daemon_sets, recording_copy, run_stack_config
 
-from nemotron.catalog import load_catalog
-from nemotron.mock_runtime import RecordedResource
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import RecordedResource
 from policy.nemotron_policies.offline import evaluate, format_report
 
 OUT_OF_BAND = "nemotron.nvidia.com/fabric-out-of-band"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from policy_helpers import REPO
 
-from nemotron.render import main as render
+from tools.render import main as render
 from policy.nemotron_policies.cli import MAX_ERROR
 from policy.nemotron_policies.cli import main as run_policy
 

@@ -18,7 +18,6 @@ from policy.nemotron_policies.offline import evaluate
 from policy.nemotron_policies.pack import PACK_NAME, POLICIES
 from policy_helpers import (
     HF_TOKEN, REPO, aggregated, components, disaggregated, fabric_of, main_container, mutate, pod_spec, worker,
-    without_nvme_kms,
 )
 
 LEVELS = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
@@ -41,7 +40,6 @@ def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
 
 
 def planted(resources: list) -> None:
-    without_nvme_kms(resources)
     main_container(components(resources, aggregated(resources))["frontend"])["image"] = \
         "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
     worker(resources, aggregated(resources), "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})

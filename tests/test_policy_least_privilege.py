@@ -58,9 +58,9 @@ def test_privileged_dgd_worker_is_reported():
 
 def test_children_of_the_device_plugin_component_may_run_privileged():
     privileged = workload({"privileged": True}, name="rdma-shared-dp-ds", hostNetwork=True)
-    assert check_resource("least-privilege", DAEMON_SET, privileged, parent_type="nemotron:aws:DevicePlugins") == []
+    assert check_resource("least-privilege", DAEMON_SET, privileged, parent_type="nemotron:kubernetes:DevicePlugins") == []
     config = {"privilegedComponents": ["nemotron:ops:GpuTools"]}
-    assert check_resource("least-privilege", DAEMON_SET, privileged, config, parent_type="nemotron:aws:DevicePlugins") != []
+    assert check_resource("least-privilege", DAEMON_SET, privileged, config, parent_type="nemotron:kubernetes:DevicePlugins") != []
     assert check_resource("least-privilege", DAEMON_SET, privileged, config, parent_type="nemotron:ops:GpuTools") == []
 
 

@@ -14,7 +14,7 @@ from policy.nemotron_policies.offline import Violation, evaluate, format_report,
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
 from policy_helpers import (
     DGD, POLICY, REPO, aggregated, component, disaggregated, main_container, mutate, named, prewarm_daemon_sets,
-    recording, without_nvme_kms,
+    recording,
 )
 
 LATEST = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
@@ -106,7 +106,6 @@ def test_secrets_reach_policies_unwrapped_as_from_the_engine():
 
 def test_unknown_inputs_are_tolerated():
     def unknowns(resources: list) -> None:
-        without_nvme_kms(resources)
         dgd = named(resources, disaggregated(resources)).inputs
         component(dgd, "prefill")["podTemplate"]["spec"]["affinity"] = UNKNOWN
         main_container(component(dgd, "decode"))["resources"] = Unknown()

@@ -16,7 +16,7 @@ LIMITS = {"limits": {"cpu": "2", "memory": "64Gi"}}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
 
-def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DSPARK}", *, env: str = "PREWARM_REPOS",
+def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DSPARK}", *, env: str = "PREWARM_MODELS",
                tolerations: Any = (GPU_TOLERATION,), read_only: bool = True, namespace: str = "ns",
                name: str = "prewarm", node_selector: bool = False) -> object:
     placement = ({"nodeSelector": {"nvidia.com/gpu.product": product}} if node_selector else {"affinity": {"nodeAffinity": {
@@ -68,7 +68,7 @@ def test_a_daemonset_on_other_nodes_does_not_count():
 
 def test_every_checkpoint_the_workers_load_is_warmed():
     (found,) = problems(*target(), daemon_set(repos=BASE))
-    assert found.endswith(f"DaemonSet prewarm does not warm {DSPARK} (env PREWARM_REPOS or PREWARM_MODELS)")
+    assert found.endswith(f"DaemonSet prewarm does not warm {DSPARK} (env PREWARM_MODELS)")
 
 
 def test_the_cache_is_mounted_read_only():
@@ -97,7 +97,7 @@ def test_trtllm_drafts_come_from_the_engine_config():
     config_map["data"]["agg.yaml"] = yaml.safe_dump(engine)
     resources = [resource(CONFIG_MAP, config_map, name="c"), resource(DGD, dgd, name="trt")]
     (found,) = problems(*resources, daemon_set(product="NVIDIA-B200", repos=BASE))
-    assert found.endswith("does not warm nvidia/Some-Draft (env PREWARM_REPOS or PREWARM_MODELS)")
+    assert found.endswith("does not warm nvidia/Some-Draft (env PREWARM_MODELS)")
     assert problems(*resources, daemon_set(product="NVIDIA-B200", repos=f"{BASE}, nvidia/Some-Draft")) == []
 
 

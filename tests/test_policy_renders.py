@@ -1,28 +1,19 @@
 """The committed stacks pass the pack: the dev and prod renders have no mandatory violation, and every
-policy had something real to judge (so a pass is not vacuous). One change the stack still owes is applied
-first (`without_nvme_kms`); a test holds that it is still owed, so the shim goes when the stack catches up."""
+policy had something real to judge (so a pass is not vacuous)."""
 from __future__ import annotations
 
 import pytest
 
 from policy.nemotron_policies.offline import evaluate, format_report
-from policy_helpers import DAEMON_SET, DGD, of_type, recording, recording_as_fixed
+from policy_helpers import DAEMON_SET, DGD, of_type, recording
 
 STACKS = ["dev", "prod"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_render_has_no_mandatory_violation(stack):
-    violations = evaluate(recording_as_fixed(stack), stack=stack)
+    violations = evaluate(recording(stack), stack=stack)
     assert [v for v in violations if v.mandatory] == [], format_report(violations)
-
-
-def test_the_stack_still_sets_kms_on_local_nvme_sagemaker_storage():
-    """The unchanged prod render still sets kmsKeyArn/volumeSizeInGb on ml.g6e (SageMaker refuses both there).
-    When this fails, the stack is fixed: delete `without_nvme_kms` and this test."""
-    mandatory = [v for v in evaluate(recording("prod"), stack="prod") if v.mandatory]
-    assert {v.policy_name for v in mandatory} == {"data-protection"}
-    assert all("ml.g6e" in v.message for v in mandatory) and len(mandatory) == 2
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -22,7 +22,7 @@ PRIVILEGED = {"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1", 
     ("kubernetes:yaml/v2:ConfigFile", ("yaml", "v2", "ConfigFile")),
     ("kubernetes:helm.sh/v4:Chart", ("helm.sh", "v4", "Chart")),
     ("aws:iam/role:Role", None),
-    ("nemotron:aws:DevicePlugins", None),
+    ("nemotron:kubernetes:DevicePlugins", None),
 ])
 def test_type_tokens_name_group_version_and_kind(token, parsed):
     assert kubernetes_type(token) == parsed
@@ -60,8 +60,8 @@ def test_objects_inlined_in_yaml_components_are_read_as_the_objects_they_declare
 
 
 def test_parent_components_come_from_the_urn():
-    urn = "urn:pulumi:prod::p::nemotron:aws:DevicePlugins$kubernetes:apps/v1:DaemonSet::d"
-    assert ancestor_types(urn) == ["nemotron:aws:DevicePlugins"]
+    urn = "urn:pulumi:prod::p::nemotron:kubernetes:DevicePlugins$kubernetes:apps/v1:DaemonSet::d"
+    assert ancestor_types(urn) == ["nemotron:kubernetes:DevicePlugins"]
     assert ancestor_types("urn:pulumi:prod::p::kubernetes:apps/v1:DaemonSet::d") == []
 
 

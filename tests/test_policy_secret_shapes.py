@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from policy_helpers import CONFIG_MAP, JOB, check_resource, recording
 
-from nemotron.catalog import load_catalog
+from serving_stack.facts.catalog import load_catalog
 from policy.nemotron_policies.credentials import SHAPES, credential_name, random_token, registry_auth, shapes
 
 SAMPLES = {

@@ -11,7 +11,7 @@ import yaml
 from plan_helpers import FACTS
 from policy_helpers import check_stack, resource
 
-from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_INSTANCE_TYPES
+from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_FAMILIES
 from serving_stack.errors import ConfigError
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.sagemaker import load_instances_file
@@ -56,14 +56,19 @@ def test_data_that_contradicts_the_rule_is_refused(tmp_path):
         load_instances_file(tmp_path)
 
 
-def test_the_policy_packs_local_storage_list_is_the_datas():
-    assert sorted(LOCAL_STORAGE_INSTANCE_TYPES) == sorted(n for n, i in INSTANCES.instances.items() if i.storage == "nvme")
+def family(instance_type: str) -> str:
+    return instance_type.split(".")[1]
+
+
+def test_the_policy_packs_local_storage_families_agree_with_the_data():
+    for name, instance in INSTANCES.instances.items():
+        assert (family(name) in LOCAL_STORAGE_FAMILIES) == (instance.storage == "nvme"), name
 
 
 def test_the_policy_exempts_local_storage_variants_from_the_volume_key_only():
     def config(instance_type):
         return resource(ENDPOINT_CONFIG, {"productionVariants": [{"variantName": "AllTraffic", "instanceType": instance_type}]},
                         name="endpoint-config")
-    assert check_stack("data-protection", [config(LOCAL_STORAGE_INSTANCE_TYPES[0])], stack="prod") == []
+    assert check_stack("data-protection", [config(next(n for n, i in INSTANCES.instances.items() if i.storage == "nvme"))], stack="prod") == []
     (problem,) = check_stack("data-protection", [config("ml.m5.xlarge")], stack="prod")
     assert "has no kmsKeyArn" in problem[0]

@@ -26,10 +26,10 @@ INFINIBAND = "rdma/ib"
 
 # The model cache and its prewarm contract.
 MODEL_CACHE_CLAIM = "shared-model-cache"
-PREWARM_ENVS = ("PREWARM_REPOS", "PREWARM_MODELS")
+PREWARM_ENVS = ("PREWARM_MODELS",)
 SPECULATIVE_ENV = "SPECULATIVE_CONFIG"
 
 # Type tokens of the stack's components.
-DEVICE_PLUGINS_COMPONENT = "nemotron:aws:DevicePlugins"
+DEVICE_PLUGINS_COMPONENT = "nemotron:kubernetes:DevicePlugins"
 GPU_NODE_POOL_COMPONENT = "nemotron:aws:GpuNodePool"
 MODEL_PREWARM_COMPONENT = "nemotron:kubernetes:ModelPrewarm"

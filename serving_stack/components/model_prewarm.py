@@ -9,6 +9,7 @@ import pulumi_kubernetes as k8s
 
 from serving_stack.names import (
     PREWARM_APP,
+    PREWARM_MODELS_ENV,
     PREWARM_POOL_LABEL,
     PREWARM_PRIORITY_CLASS,
     TypeTokens,
@@ -75,7 +76,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             "image": settings.image,
             "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--watch"],
             "env": [
-                {"name": "PREWARM_MODELS", "value": ",".join(pool.checkpoints)},
+                {"name": PREWARM_MODELS_ENV, "value": ",".join(pool.checkpoints)},
                 {"name": "PREWARM_CACHE_ROOT", "value": "/model-cache"},
                 {"name": "PREWARM_STATE_DIR", "value": STATE_DIR},
                 {"name": "PREWARM_THREADS", "value": str(settings.threads)},

@@ -8,7 +8,7 @@ the same claim read-only, and list in its container env (comma-separated Hugging
 checkpoint the workers load: the base model (`--model`) and the draft model, which is `"model"` in the
 vLLM speculative config (a ConfigMap key the worker's env references, or a literal) or
 `speculative_config.speculative_model` in a TRT-LLM engine config (a `.yaml` key of a mounted ConfigMap).
-The env is `PREWARM_REPOS` (the pack's contract) or `PREWARM_MODELS` (what `prewarm/prewarm.py` reads).
+The env is `PREWARM_MODELS` (what `prewarm/prewarm.py` reads).
 
 A prewarm DaemonSet is one that lists checkpoints in that env or a child of the stack's prewarm component
 (in any served `apps` version). Every container of it, init containers included, sets cpu and memory limits:
