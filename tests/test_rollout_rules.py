@@ -23,7 +23,7 @@ def _sources_used() -> list[str]:
     singles = [kubernetes["replace_source"], kubernetes["default_source"], kubernetes["helm_release"]["source"],
                kubernetes["named_objects_delete_before_replace"]["source"], aws["default_source"],
                kubernetes["static_binding"]["source"], kubernetes["static_reclaim"]["source"],
-               kubernetes["restart_annotations"]["source"]]
+               kubernetes["restart_annotations"]["source"], kubernetes["released_volume"]["source"]]
     return ([k["source"] for k in kubernetes["kinds"].values()] + singles
             + [t["source"] for t in aws["types"].values()] + [d["source"] for d in aws["deletion"].values()])
 

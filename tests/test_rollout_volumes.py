@@ -18,6 +18,7 @@ from rollout_helpers import (
 )
 
 from tools.rollout.destroy import DELETED, REFUSED
+from tools.rollout.report import markdown
 from tools.rollout.volumes import binding, quantity_bytes
 
 WAIT = "wait"
@@ -120,6 +121,16 @@ def test_destroy_deletes_the_claim_and_keeps_the_data_in_the_protected_file_syst
     file_system["protect"] = False
     rows = {row.resource.name: row for row in report(prod).destroy}
     assert f"data is deleted with {file_system['name']}" in rows[claim["name"]].how
+
+
+def test_replacing_the_claim_alone_leaves_its_retained_volume_released():
+    prod = records("prod")
+    claim, volume = _claim_and_volume(prod)
+    (row,) = [line for line in markdown(report(prod)).splitlines() if line.startswith(f"| {claim['name']} |")]
+    assert f"leaves PersistentVolume {volume['inputs']['metadata']['name']} Released" in row
+    volume["inputs"]["spec"]["persistentVolumeReclaimPolicy"] = "Delete"
+    (row,) = [line for line in markdown(report(prod)).splitlines() if line.startswith(f"| {claim['name']} |")]
+    assert "Released" not in row
 
 
 def test_a_dynamic_claim_follows_the_reclaim_policy_of_its_class():

@@ -15,6 +15,7 @@ from tools.rollout.restarts import readers as restart_readers
 from tools.rollout.rules import Rules, load_rules
 from tools.rollout.schedule import Step, Timeline
 from tools.rollout.timeline_report import timeline_section
+from tools.rollout.volumes import rebind_note
 from tools.rollout.waits import wait_findings
 
 DYNAMO_KIND = "DynamoGraphDeployment"
@@ -102,6 +103,8 @@ def _replacement_section(report: RolloutReport) -> list[str]:
             notes.append(aws.replace_note)
         if outcome.cascade:
             notes.append("also replaces " + ", ".join(outcome.cascade))
+        if resource.kind == "PersistentVolumeClaim" and (rebind := rebind_note(report.graph, resource, report.rules)):
+            notes.append(rebind)
         lines.append(f"| {resource.name} | {', '.join(fields)} | {outcome.strategy} | {'; '.join(notes) or '-'} |")
     return [*lines, ""]
 

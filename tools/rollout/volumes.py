@@ -99,3 +99,12 @@ def data_behind(graph: StackGraph, volume: Resource, rules: Rules) -> Resource |
             if source is not None and not source.is_kubernetes_object and data_role(source, rules):
                 return source
     return None
+
+
+def rebind_note(graph: StackGraph, claim: Resource, rules: Rules) -> str:
+    """What replacing a claim bound to a static Retain volume does: the volume stays Released (k8s-retain)."""
+    volume = binding(graph, claim, rules).volume
+    if volume is None or (lookup(volume.inputs, "spec.persistentVolumeReclaimPolicy") or "Retain") != "Retain":
+        return ""
+    return (f"replaced alone, it leaves PersistentVolume {volume.object_name} Released (Retain keeps the old claim "
+            f"in its claimRef, k8s-retain): the new claim stays Pending until that volume is replaced too")
