@@ -1,9 +1,14 @@
-"""Records of real renders (the committed stacks run under mocks) for the rollout model's tests, and small
-mutations that repair or plant one defect at a time, so each test holds before and after the program fixes."""
+"""Records of real renders for the rollout model's tests, and small mutations that plant one defect at a time.
+
+Stacks: the committed "dev" and "prod", "all-targets" (every catalog target), and variants of a committed
+config that bring back what the committed stacks no longer have: "prod-efs" (the EFS backend: a StorageClass
+of the stack), "dev-platform" (dev installing the Dynamo platform on its shared cluster), "dev-pull-secret"
+(dev with a registry pull Secret the stack creates), "dev-retained" (dev with modelCache.retainOnDelete)."""
 from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -19,22 +24,57 @@ RULES = load_rules()
 ANNOTATIONS = RULES.annotations
 
 
-@functools.cache
-def _stack(stack: str) -> tuple[Record, ...]:
-    if stack == "all-targets":
-        return tuple(r.to_json() for r in run_config(all_targets_config()).resources)
-    return tuple(r.to_json() for r in rendered_stack(stack).resources)
-
-
-def records(stack: str) -> list[Record]:
-    """A fresh, mutable copy of a stack's resources.json records ("dev", "prod" or "all-targets")."""
-    return copy.deepcopy(list(_stack(stack)))
-
-
 def committed_config(stack: str) -> dict[str, Any]:
     """The project keys of `Pulumi.<stack>.yaml`, unprefixed, to vary one setting with `run_config`."""
     values = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
     return {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith(f"{PROJECT}:") and k != f"{PROJECT}:hfToken"}
+
+
+def _efs_backend(config: dict[str, Any]) -> None:
+    config["aws"]["modelCacheStorage"] = {"backend": "efs", "protect": True}
+    config["modelCache"]["storageClassName"] = "efs-ap"
+
+
+def _platform_installed(config: dict[str, Any]) -> None:
+    config["dynamo"]["platform"]["install"] = True
+
+
+def _pull_secret(config: dict[str, Any]) -> None:
+    config.setdefault("dynamo", {})["imagePullSecret"] = "ngc-registry"
+
+
+def _retained(config: dict[str, Any]) -> None:
+    config["modelCache"]["retainOnDelete"] = True
+
+
+VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
+    "prod-efs": ("prod", _efs_backend),
+    "dev-platform": ("dev", _platform_installed),
+    "dev-pull-secret": ("dev", _pull_secret),
+    "dev-retained": ("dev", _retained),
+}
+
+
+def rendered(config: dict[str, Any], stack: str) -> list[Record]:
+    """The records of `__main__.py` run under mocks with this config (as a Pulumi.<stack>.yaml would give it)."""
+    return [r.to_json() for r in run_config(config, stack=stack).resources]
+
+
+@functools.cache
+def _stack(stack: str) -> tuple[Record, ...]:
+    if stack == "all-targets":
+        return tuple(r.to_json() for r in run_config(all_targets_config()).resources)
+    if stack in VARIANTS:
+        base, change = VARIANTS[stack]
+        config = committed_config(base)
+        change(config)
+        return tuple(rendered(config, base))
+    return tuple(r.to_json() for r in rendered_stack(stack).resources)
+
+
+def records(stack: str) -> list[Record]:
+    """A fresh, mutable copy of a stack's resources.json records (a committed stack, "all-targets" or a variant)."""
+    return copy.deepcopy(list(_stack(stack)))
 
 
 def named(records_: list[Record], name: str) -> Record:
@@ -72,18 +112,28 @@ def remove_dependency(records_: list[Record], record: Record, on: Record) -> Non
             holder["propertyDependencies"][prop] = [d for d in deps if d != key(on)]
 
 
-def secret_record(name: str, namespace_record: Record, provider: str) -> Record:
-    """A stack-created Secret as the render records one (the fix's pull Secret, say)."""
-    namespace = namespace_record["inputs"]["metadata"]["name"]
+def object_record(type_token: str, name: str, like: Record, inputs: dict[str, Any]) -> Record:
+    """A Kubernetes object as the render records one, with the parent and provider of `like`, no dependencies."""
     return {
-        "type": "kubernetes:core/v1:Secret", "name": f"test-{name}", "parent": namespace_record["parent"], "custom": True,
-        "provider": provider, "dependsOn": [key(namespace_record)],
-        "propertyDependencies": {"metadata": [key(namespace_record)]}, "protect": False, "retainOnDelete": False,
-        "deleteBeforeReplace": False, "deletedWith": "", "customTimeouts": {}, "ignoreChanges": [],
-        "replaceOnChanges": [], "aliases": [],
-        "inputs": {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
-                   "metadata": {"name": name, "namespace": namespace}, "data": {".dockerconfigjson": "[secret]"}},
+        **copy.deepcopy(like), "type": type_token, "name": name, "dependsOn": [], "propertyDependencies": {},
+        "protect": False, "retainOnDelete": False, "deleteBeforeReplace": False, "customTimeouts": {}, "inputs": inputs,
     }
+
+
+def plant_dynamic_fsx_class(stack_records: list[Record]) -> tuple[Record, Record]:
+    """The model cache as it was before the fix: the claim provisioned by an Immediate-binding FSx class (the CSI
+    driver creates the file system), instead of bound to the stack's file system. Returns (class, claim)."""
+    (claim,) = of_kind(stack_records, "PersistentVolumeClaim")
+    spec = claim["inputs"]["spec"]
+    spec.pop("volumeName", None)
+    stack_records[:] = [r for r in stack_records if r["inputs"].get("kind") != "PersistentVolume"]
+    storage_class = object_record("kubernetes:storage.k8s.io/v1:StorageClass", "test-fsx-storage-class", claim, {
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": spec["storageClassName"]},
+        "provisioner": "fsx.csi.aws.com", "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate",
+        "parameters": {"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500"},
+    })
+    stack_records.append(storage_class)
+    return storage_class, claim
 
 
 def report(records_: list[Record]) -> RolloutReport:

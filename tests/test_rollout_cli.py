@@ -5,27 +5,37 @@ import json
 import subprocess
 import sys
 
-from rollout_helpers import records
+from rollout_helpers import of_kind, records, remove_dependency
 
 from tools.mock_runtime import PROJECT_DIR
 from tools.rollout.__main__ import main
 
 
-def test_blocking_findings_exit_1_and_are_printed_one_per_line(tmp_path, capsys):
+def _with_unordered_prewarm() -> list[dict]:
+    """dev with its prewarm DaemonSet no longer ordered after the download Job (issue 10's first defect)."""
     dev = records("dev")
+    (job,) = [j for j in of_kind(dev, "Job") if j["name"].endswith("download")]
+    (daemon_set,) = of_kind(dev, "DaemonSet")
+    remove_dependency(dev, daemon_set, job)
+    return dev
+
+
+def test_blocking_findings_exit_1_and_are_printed_one_per_line(tmp_path, capsys):
     path = tmp_path / "resources.json"
-    path.write_text(json.dumps(dev))
+    path.write_text(json.dumps(_with_unordered_prewarm()))
     assert main([str(path), "--markdown", str(tmp_path / "rollout.md")]) == 1
     out, err = capsys.readouterr()
-    assert out.startswith("## Rollout") and (tmp_path / "rollout.md").read_text() == out
+    assert out.startswith("## Rollout")
+    assert (tmp_path / "rollout.md").read_text() == out
     assert all(line.startswith(("error: ", "warning: ")) for line in err.splitlines())
+    assert any(line.startswith("error: [wait]") for line in err.splitlines())
 
 
-def test_a_stack_without_blocking_findings_exits_0(tmp_path):
-    quiet = [r for r in records("dev") if r["custom"] and r["inputs"].get("kind") in ("Namespace", "ConfigMap")]
+def test_the_committed_dev_stack_exits_0(tmp_path, capsys):
     path = tmp_path / "resources.json"
-    path.write_text(json.dumps(quiet))
+    path.write_text(json.dumps(records("dev")))
     assert main([str(path)]) == 0
+    assert not any(line.startswith("error:") for line in capsys.readouterr().err.splitlines())
 
 
 def test_unreadable_input_exits_2(tmp_path):
@@ -37,7 +47,9 @@ def test_unreadable_input_exits_2(tmp_path):
 
 def test_runs_as_a_module(tmp_path):
     path = tmp_path / "resources.json"
-    path.write_text(json.dumps(records("dev")))
+    path.write_text(json.dumps(_with_unordered_prewarm()))
     result = subprocess.run([sys.executable, "-m", "tools.rollout", str(path)], cwd=PROJECT_DIR, capture_output=True, text=True,
                             timeout=120, check=False)
-    assert result.returncode == 1 and "## Rollout" in result.stdout and "error: [wait]" in result.stderr
+    assert result.returncode == 1
+    assert "## Rollout" in result.stdout
+    assert "error: [wait]" in result.stderr

@@ -20,7 +20,8 @@ def test_a_retained_claim_in_a_namespace_the_stack_deletes_is_not_kept():
     claim["retainOnDelete"], claim["protect"] = True, False
     namespace = claim["inputs"]["metadata"]["namespace"]
     (line,) = findings_about(dev, claim["name"], DESTROY)
-    assert "retainOnDelete does not keep it" in line and f"Namespace {namespace}" in line
+    assert "retainOnDelete does not keep it" in line
+    assert f"Namespace {namespace}" in line
     assert _rows(dev)[key(claim)].outcome == DELETED
     (namespace_record,) = [n for n in of_kind(dev, "Namespace") if n["inputs"]["metadata"]["name"] == namespace]
     namespace_record["retainOnDelete"] = True
@@ -44,18 +45,6 @@ def test_a_protected_claim_stops_destroy_and_keeps_everything_it_depends_on():
     assert any(f"keeps the {len(held)} resources" in x for x in findings_about(prod, claim["name"], DESTROY))
 
 
-def test_deleted_claim_volume_follows_the_reclaim_policy_of_its_class():
-    prod = records("prod")
-    (claim,) = of_kind(prod, "PersistentVolumeClaim")
-    (storage_class,) = of_kind(prod, "StorageClass")
-    for resource in prod:
-        resource["protect"] = resource["retainOnDelete"] = False
-    storage_class["inputs"]["reclaimPolicy"] = "Retain"
-    assert "stays outside the stack" in _rows(prod)[key(claim)].how
-    storage_class["inputs"]["reclaimPolicy"] = "Delete"
-    assert "volume and data are deleted" in _rows(prod)[key(claim)].how
-
-
 def test_a_bucket_without_force_destroy_fails_and_its_kms_key_outlives_nothing_it_should():
     prod = records("prod")
     (bucket,) = of_type(prod, "aws:s3/bucket:Bucket")
@@ -68,17 +57,30 @@ def test_a_bucket_without_force_destroy_fails_and_its_kms_key_outlives_nothing_i
             if any(any(f"aws:kms/key:Key::{k['name']}" in d for d in deps.values())
                    and any(f"{bucket['type']}::{bucket['name']}" in d for d in deps.values())
                    for deps in (r.property_dependencies for r in stack))]
-    assert keys and all(findings_about(prod, k["name"], DESTROY) for k in keys)
+    assert keys
+    assert all(findings_about(prod, k["name"], DESTROY) for k in keys)
     bucket["inputs"]["forceDestroy"] = True
     assert _rows(prod)[key(bucket)].outcome == DELETED
     assert all(findings_about(prod, k["name"], DESTROY) == [] for k in keys)
 
 
 def test_operator_on_a_cluster_the_stack_does_not_create_is_removed_for_everyone():
-    dev = records("dev")
-    assert any("every user" in x for x in findings_about(dev, "dynamo-release", DESTROY))
+    shared = records("dev-platform")
+    release = named(shared, "dynamo-release")
+    assert any("every user" in x for x in findings_about(shared, release["name"], DESTROY))
+    assert of_type(records("dev"), release["type"]) == [], "the committed dev stack leaves the shared operator alone"
     prod = records("prod")
     assert not any("every user" in x for x in findings_about(prod, named(prod, "dynamo-release")["name"], DESTROY))
+
+
+def test_retain_on_delete_from_config_keeps_the_claim_and_its_namespace():
+    retained = records("dev-retained")
+    (claim,) = of_kind(retained, "PersistentVolumeClaim")
+    namespace = claim["inputs"]["metadata"]["namespace"]
+    (namespace_record,) = [n for n in of_kind(retained, "Namespace") if n["inputs"]["metadata"]["name"] == namespace]
+    rows = _rows(retained)
+    assert rows[key(claim)].outcome == rows[key(namespace_record)].outcome == KEPT
+    assert findings_about(retained, claim["name"], DESTROY) == []
 
 
 def test_data_resources_are_named_in_the_destroy_table():
@@ -86,6 +88,6 @@ def test_data_resources_are_named_in_the_destroy_table():
     section = report(prod)
     table = section.destroy
     data = [row for row in table if row.data_role]
-    assert {row.data_role for row in data} >= {"claim", "bucket", "key"}
+    assert {row.data_role for row in data} >= {"claim", "volume", "file-system", "bucket", "key"}
     text = markdown(section)
     assert all(f"**{row.resource.name}**" in text for row in data)

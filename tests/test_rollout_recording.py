@@ -33,12 +33,16 @@ def test_engine_options_and_property_dependencies_are_recorded(tmp_path):
     first, second = (run.named(name).to_json() for name in ("first", "second"))
     assert second["propertyDependencies"] == {"ref": ["test:index:Thing::first"]}
     assert second["dependsOn"] == ["test:index:Thing::first"]
-    assert second["deleteBeforeReplace"] is True and first["deleteBeforeReplace"] is False
+    assert second["deleteBeforeReplace"] is True
+    assert first["deleteBeforeReplace"] is False
     assert second["customTimeouts"] == {"create": "70m", "delete": "5m"}
-    assert second["ignoreChanges"] == ["plain"] and second["replaceOnChanges"] == ["ref"]
+    assert second["ignoreChanges"] == ["plain"]
+    assert second["replaceOnChanges"] == ["ref"]
     assert second["aliases"] == ["name=old-second"]
     assert second["deletedWith"] == "test:index:Thing::first"
-    assert first["customTimeouts"] == {} and first["propertyDependencies"] == {} and first["aliases"] == []
+    assert first["customTimeouts"] == {}
+    assert first["propertyDependencies"] == {}
+    assert first["aliases"] == []
 
 
 def test_the_download_job_records_its_custom_timeouts_from_its_deadline():

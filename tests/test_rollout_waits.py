@@ -1,7 +1,7 @@
 """Planted defects of the first class: waits that can expire before what they wait for is done.
 
-Each test starts from a real render, repairs the one thing it is about (so it holds before and after the
-program fixes), checks the model is quiet, then plants the defect and checks the finding names the resource.
+Each test starts from a real render, checks the model is quiet about the thing it is about, then plants the
+defect and checks the finding names the resource. Claims and volumes: test_rollout_volumes.py.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from rollout_helpers import (
     of_kind,
     records,
     remove_dependency,
-    secret_record,
 )
 
 from tools.rollout.awaits import go_duration_seconds
@@ -35,7 +34,8 @@ def test_prewarm_daemonset_without_its_download_job_dependency_is_reported():
     assert findings_about(dev, daemon_set["name"], WAIT) == []
     remove_dependency(dev, daemon_set, job)
     (line,) = findings_about(dev, daemon_set["name"], WAIT, blocking=True)
-    assert job["name"] in line and job["inputs"]["metadata"]["name"] in line
+    assert job["name"] in line
+    assert job["inputs"]["metadata"]["name"] in line
 
 
 def test_depending_on_a_job_that_up_does_not_wait_for_is_still_a_race():
@@ -48,31 +48,6 @@ def test_depending_on_a_job_that_up_does_not_wait_for_is_still_a_race():
     assert f"depends on {job['name']}, which `up` does not wait for" in line
 
 
-def test_immediate_fsx_claim_without_skip_await_is_reported_and_either_remedy_clears_it():
-    prod = records("prod")
-    (storage_class,) = of_kind(prod, "StorageClass")
-    (claim,) = of_kind(prod, "PersistentVolumeClaim")
-    storage_class["inputs"]["volumeBindingMode"] = "Immediate"
-    claim["inputs"]["metadata"].pop("annotations", None)
-    (line,) = findings_about(prod, claim["name"], WAIT, blocking=True)
-    hard_coded = RULES.kinds["PersistentVolumeClaim"].timeout_seconds / 60
-    assert f"at most {hard_coded:g} min" in line and storage_class["inputs"]["provisioner"] not in line
-    annotate(claim, skip_await="true")
-    assert findings_about(prod, claim["name"], WAIT) == []
-    claim["inputs"]["metadata"]["annotations"] = {}
-    storage_class["inputs"]["volumeBindingMode"] = "WaitForFirstConsumer"
-    assert findings_about(prod, claim["name"], WAIT) == []
-
-
-def test_custom_timeouts_do_not_extend_the_hard_coded_claim_wait():
-    prod = records("prod")
-    (storage_class,) = of_kind(prod, "StorageClass")
-    (claim,) = of_kind(prod, "PersistentVolumeClaim")
-    storage_class["inputs"]["volumeBindingMode"] = "Immediate"
-    claim["customTimeouts"] = {"create": "60m"}
-    assert findings_about(prod, claim["name"], WAIT, blocking=True)
-
-
 def test_job_whose_timeout_is_shorter_than_its_deadline_is_reported():
     dev = records("dev")
     job = _download_job(dev)
@@ -81,7 +56,8 @@ def test_job_whose_timeout_is_shorter_than_its_deadline_is_reported():
     assert [line for line in findings_about(dev, job["name"], WAIT) if "activeDeadlineSeconds" in line] == []
     job["customTimeouts"] = {"create": f"{deadline_minutes - 10:g}m"}
     lines = [line for line in findings_about(dev, job["name"], WAIT, blocking=True) if "activeDeadlineSeconds" in line]
-    assert len(lines) == 1 and f"{deadline_minutes - 10:g} min" in lines[0]
+    assert len(lines) == 1
+    assert f"{deadline_minutes - 10:g} min" in lines[0]
 
 
 def test_job_without_custom_timeouts_gets_the_provider_default_and_is_reported():
@@ -95,6 +71,10 @@ def test_job_without_custom_timeouts_gets_the_provider_default_and_is_reported()
 def test_dgd_without_wait_for_is_reported_and_a_short_wait_for_timeout_blocks():
     dev = records("dev")
     (graph,) = of_kind(dev, "DynamoGraphDeployment")
+    assert findings_about(dev, graph["name"]) == []
+    annotations = graph["inputs"]["metadata"]["annotations"]
+    for name in ("wait_for", "timeout_seconds"):
+        annotations.pop(RULES.annotations[name])
     (line,) = findings_about(dev, graph["name"], "serve")
     assert RULES.annotations["wait_for"] in line
     annotate(graph, wait_for="condition=Ready", timeout_seconds="600")
@@ -111,38 +91,49 @@ def test_dgd_without_wait_for_is_reported_and_a_short_wait_for_timeout_blocks():
 
 
 def test_helm_release_timeout_shorter_than_the_install_is_reported():
-    dev = records("dev")
-    release = named(dev, "dynamo-release")
+    prod = records("prod")
+    release = named(prod, "dynamo-release")
+    assert findings_about(prod, "dynamo-release", WAIT) == []
     release["inputs"]["timeout"] = 60
-    (line,) = findings_about(dev, "dynamo-release", WAIT, blocking=True)
+    (line,) = findings_about(prod, "dynamo-release", WAIT, blocking=True)
     assert "timeout: 60" in line
     release["inputs"].pop("timeout")
     chart_max = RULES.durations["charts"]["dynamo-platform"]["max"]
     default_minutes = RULES.helm["default_timeout_seconds"] / 60
-    assert bool(findings_about(dev, "dynamo-release", WAIT)) == (chart_max > default_minutes)
+    assert bool(findings_about(prod, "dynamo-release", WAIT)) == (chart_max > default_minutes)
 
 
-def test_pull_secret_the_stack_never_creates_is_reported_and_creating_it_clears_it():
-    dev = records("dev")
-    (graph,) = of_kind(dev, "DynamoGraphDeployment")
+def test_pull_secret_the_stack_creates_is_awaited_and_without_it_the_pods_are_reported():
+    pulling = records("dev-pull-secret")
+    (graph,) = of_kind(pulling, "DynamoGraphDeployment")
     pull_secret = graph["inputs"]["spec"]["components"][0]["podTemplate"]["spec"]["imagePullSecrets"][0]["name"]
-    waiting = [r for r in dev if r["custom"] and f"Secret {pull_secret}" in " ".join(findings_about(dev, r["name"], WAIT))]
-    assert graph in waiting and _download_job(dev) in waiting
-    namespace_name = graph["inputs"]["metadata"]["namespace"]
-    (namespace,) = [n for n in of_kind(dev, "Namespace") if n["inputs"]["metadata"]["name"] == namespace_name]
-    secret = secret_record(pull_secret, namespace, graph["provider"])
-    dev.append(secret)
-    for waiter in waiting:
-        add_dependency(waiter, secret)
-        assert [x for x in findings_about(dev, waiter["name"], WAIT) if pull_secret in x] == []
+    (secret,) = [s for s in of_kind(pulling, "Secret") if s["inputs"]["metadata"]["name"] == pull_secret]
+    waiters = [r for r in pulling if r["custom"] and any(
+        spec.get("imagePullSecrets") for spec in _pod_specs(r))]
+    assert graph in waiters
+    assert _download_job(pulling) in waiters
+    assert all(findings_about(pulling, w["name"], WAIT) == [] for w in waiters)
+    pulling.remove(secret)
+    for waiter in waiters:
+        (line,) = [x for x in findings_about(pulling, waiter["name"], WAIT, blocking=True) if pull_secret in x]
+        assert "nothing in the stack creates" in line
 
 
 def test_a_missing_secret_in_a_namespace_the_stack_does_not_create_is_not_blocking():
-    dev = records("dev")
-    (graph,) = of_kind(dev, "DynamoGraphDeployment")
+    pulling = records("dev-pull-secret")
+    (graph,) = of_kind(pulling, "DynamoGraphDeployment")
     namespace = graph["inputs"]["metadata"]["namespace"]
-    dev[:] = [r for r in dev if not (r["inputs"].get("kind") == "Namespace" and r["inputs"]["metadata"]["name"] == namespace)]
-    assert [x for x in findings_about(dev, graph["name"], WAIT) if "Secret" in x] == []
+    pulling[:] = [r for r in pulling if r["inputs"].get("kind") not in ("Namespace", "Secret")
+                  or r["inputs"]["metadata"].get("namespace", r["inputs"]["metadata"]["name"]) != namespace]
+    assert [x for x in findings_about(pulling, graph["name"], WAIT) if "Secret" in x] == []
+
+
+def _pod_specs(record):
+    inputs = record["inputs"]
+    if inputs.get("kind") == "DynamoGraphDeployment":
+        return [c["podTemplate"]["spec"] for c in inputs["spec"]["components"]]
+    template = (inputs.get("spec") or {}).get("template") if isinstance(inputs.get("spec"), dict) else None
+    return [template["spec"]] if isinstance(template, dict) and "spec" in template else []
 
 
 def test_custom_timeouts_strings_parse_as_go_durations():

@@ -4,8 +4,10 @@ The engine deletes a resource only after everything that depends on it, so `prot
 that resource and keeps everything it depends on (its namespace, provider, cluster, network: what
 `--exclude-protected` leaves, pulumi/pulumi#8359). `retainOnDelete` makes Pulumi forget a resource, but what
 contains it may still take it along: deleting a Namespace deletes everything in it, deleting the EKS cluster
-every Kubernetes object. A deleted claim's volume follows its class's reclaimPolicy; a bucket with objects
-fails to delete unless forceDestroy; a KMS key is only scheduled for deletion.
+every Kubernetes object. A deleted claim's dynamically provisioned volume follows its class's reclaimPolicy; the
+data of a static volume stays with the cloud resource behind it (a file system of the stack: its own row says
+whether destroy keeps it); a bucket with objects fails to delete unless forceDestroy; a KMS key is only
+scheduled for deletion.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from tools.rollout.findings import DESTROY, Finding
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.replacements import data_role
 from tools.rollout.rules import Rules
+from tools.rollout.volumes import PV_KIND, binding, data_behind
 
 KEPT = "kept"
 DELETED = "deleted"
@@ -43,13 +46,31 @@ def _taken_along(graph: StackGraph, resource: Resource, decided: dict[str, Destr
     return ""
 
 
-def _volume_fate(graph: StackGraph, claim: Resource) -> str:
+def _data_home(graph: StackGraph, volume: Resource, rules: Rules, decided: dict[str, DestroyRow]) -> str:
+    """Where a static volume's data lives and what destroy does to it."""
+    policy = lookup(volume.inputs, "spec.persistentVolumeReclaimPolicy") or "Retain"
+    home = data_behind(graph, volume, rules)
+    if home is None:
+        return f"its data lives behind volume {volume.object_name} (reclaimPolicy {policy}), outside the stack"
+    fate = decided[home.key]
+    if fate.outcome == DELETED:
+        return f"its data is deleted with {home.name} ({home.type.split(':')[-1]}), which destroy deletes"
+    kept = "protected" if fate.outcome == REFUSED else fate.how
+    return (f"its data is kept in {home.name} ({home.type.split(':')[-1]}, {kept}) through volume "
+            f"{volume.object_name} (reclaimPolicy {policy})")
+
+
+def _volume_fate(graph: StackGraph, claim: Resource, rules: Rules, decided: dict[str, DestroyRow]) -> str:
+    bound = binding(graph, claim, rules)
+    if bound.volume is not None:
+        return _data_home(graph, bound.volume, rules, decided)
     class_name = str(lookup(claim.inputs, "spec.storageClassName") or "")
     storage_class = graph.find_object("StorageClass", class_name)
     if storage_class is None:
         return f"its volume follows class {class_name}'s reclaimPolicy (class outside the stack)"
     if storage_class.inputs.get("reclaimPolicy") == "Retain":
-        return f"its volume stays outside the stack (class {class_name}: reclaimPolicy Retain; billed until deleted by hand)"
+        return (f"its volume stays outside the stack (class {class_name}: reclaimPolicy Retain; billed until deleted "
+                f"by hand)")
     return f"its volume and data are deleted (class {class_name}: reclaimPolicy Delete)"
 
 
@@ -84,11 +105,15 @@ def destroy_plan(graph: StackGraph, rules: Rules) -> list[DestroyRow]:
             outcome, how = FAILS, f"deleted, but destroy fails if {deletion['fails_if']}"
         elif "window_field" in deletion:
             days = resource.inputs.get(deletion["window_field"], deletion["window_default"])
-            outcome, how = DELETED, f"scheduled for deletion after {days} days; what it encrypted is unreadable after that"
+            outcome = DELETED
+            how = f"scheduled for deletion after {days} days; what it encrypted is unreadable after that"
         else:
             outcome, how = DELETED, "deleted"
         if resource.kind == "PersistentVolumeClaim" and outcome == DELETED:
-            how = f"{how}; {_volume_fate(graph, resource)}"
+            how = f"{how}; {_volume_fate(graph, resource, rules, decided)}"
+        if resource.kind == PV_KIND and outcome == DELETED:
+            how = (f"{how} (the PersistentVolume object; a CSI driver deletes only volumes it provisioned, "
+                   f"k8s-csi-static); {_data_home(graph, resource, rules, decided)}")
         decided[key] = DestroyRow(resource, data_role(resource, rules), outcome, how)
     return list(decided.values())
 
@@ -130,8 +155,8 @@ def destroy_findings(graph: StackGraph, rows: list[DestroyRow], rules: Rules) ->
             for data in _encrypted_by(graph, resource, by_key):
                 if data.outcome != DELETED:
                     findings.append(Finding(DESTROY, resource.name, (
-                        f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) keeps data "
-                        f"encrypted with it: retain the key as long as that data"), False))
+                        f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) "
+                        f"keeps data encrypted with it: retain the key as long as that data"), False))
         if row.outcome == REFUSED:
             held = [r.resource.name for r in rows if r.how == f"protected {resource.name} depends on it"]
             if held:
@@ -140,6 +165,6 @@ def destroy_findings(graph: StackGraph, rows: list[DestroyRow], rules: Rules) ->
                     f"({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"), False))
         if row.outcome == DELETED and _cluster_service(graph, resource, rules):
             findings.append(Finding(DESTROY, resource.name, (
-                f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy removes it "
-                f"for every user of the cluster"), False))
+                f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy "
+                f"removes it for every user of the cluster"), False))
     return sorted(set(findings))

@@ -1,34 +1,44 @@
 """How long each step of a first `up` takes (typical and worst case), from `durations.yaml` and the
-recorded inputs: the checkpoints a pod downloads or reads, the images it pulls, the storage class behind a
-claim, a Job's own deadline, a worker's startupProbe budget."""
+recorded inputs: the checkpoints a pod downloads or reads, the images it pulls, how a claim binds (volumes.py),
+a Job's own deadline, a worker's startupProbe budget."""
 from __future__ import annotations
 
 from typing import Any
 
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules, Span
+from tools.rollout.volumes import binding
 from tools.rollout.workloads import containers, env_values, images, pod_specs
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ZERO = Span(0.0, 0.0, "no cloud work")
 
 
-def _size_gb(table: dict[str, Any], name: str) -> float:
+def _size_entry(table: dict[str, Any], name: str) -> dict[str, Any]:
     for prefix, entry in table["sizes_gb"].items():
         if name == prefix or name.startswith(prefix + ":") or name.startswith(prefix + "@"):
-            return float(entry["size"])
-    return float(table["default_gb"]["size"])
+            return dict(entry)
+    return dict(table["default_gb"])
 
 
-def _transfer(gigabytes: float, rate: dict[str, Any], what: str) -> Span:
+def _size_gb(table: dict[str, Any], name: str) -> float:
+    return float(_size_entry(table, name)["size"])
+
+
+def _estimate(*entries: dict[str, Any]) -> bool:
+    return any(str(entry["basis"]).startswith("estimate") for entry in entries)
+
+
+def _transfer(gigabytes: float, rate: dict[str, Any], what: str, *sizes: dict[str, Any]) -> Span:
     """Minutes to move this many GB at the typical / worst MB/s of a rate entry."""
     return Span(gigabytes * 1000 / rate["typical"] / 60, gigabytes * 1000 / rate["worst"] / 60,
-                f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s")
+                f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s", estimated=_estimate(rate, *sizes))
 
 
 def _add(*spans: Span) -> Span:
     return Span(sum(s.typical for s in spans), sum(s.max for s in spans), "; ".join(s.basis for s in spans if s.basis),
-                " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate")
+                " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate",
+                estimated=any(s.estimated and s.typical for s in spans))
 
 
 def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
@@ -53,7 +63,8 @@ def image_pull(resource: Resource, rules: Rules) -> Span:
     if not pulls:
         return ZERO
     size, image = pulls[-1]
-    return _transfer(size, table["pull_mb_per_s"], f"pull {image.split('/')[-1].split(':')[0]}")
+    name = image.split("/")[-1].split(":")[0]
+    return _transfer(size, table["pull_mb_per_s"], f"pull {name}", _size_entry(table, image))
 
 
 def checkpoint_transfer(resource: Resource, rules: Rules, rate_key: str, verb: str) -> Span:
@@ -61,19 +72,9 @@ def checkpoint_transfer(resource: Resource, rules: Rules, rate_key: str, verb: s
     repos = checkpoints_named(resource, rules)
     if not repos:
         return ZERO
-    return _transfer(sum(_size_gb(table, repo) for repo in repos), table[rate_key], f"{verb} {len(repos)} checkpoint(s)")
-
-
-def claim_provisioning(graph: StackGraph, claim: Resource, rules: Rules) -> tuple[Span, str]:
-    """Provisioning of the volume behind a claim, and the class's volumeBindingMode ('' when unknown)."""
-    class_name = str(lookup(claim.inputs, "spec.storageClassName") or "")
-    storage_class = graph.find_object("StorageClass", class_name)
-    table = rules.durations["provisioning"]
-    if storage_class is None:
-        return rules.span(table["outside-stack"]), ""
-    provisioner = rules.provisioners.get(str(storage_class.inputs.get("provisioner", "")))
-    entry = table[provisioner["duration"]] if provisioner else table["outside-stack"]
-    return rules.span(entry), str(storage_class.inputs.get("volumeBindingMode", "Immediate"))
+    gigabytes = sum(_size_gb(table, repo) for repo in repos)
+    sizes = [_size_entry(table, repo) for repo in repos]
+    return _transfer(gigabytes, table[rate_key], f"{verb} {len(repos)} checkpoint(s)", *sizes)
 
 
 def _startup_budget_minutes(spec: dict[str, Any]) -> float:
@@ -94,15 +95,18 @@ def _serving_work(resource: Resource, rules: Rules) -> Span:
     typical = pull.typical + read.typical + float(engine["typical"])
     worst = pull.max + max(budget, read.max + 3 * float(engine["typical"]))
     return Span(typical, worst, f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
-                f"image pull + the workers' startupProbe budget {budget:.0f} min")
+                f"image pull + the workers' startupProbe budget {budget:.0f} min",
+                estimated=pull.estimated or read.estimated or _estimate(engine))
 
 
 def _job_work(resource: Resource, rules: Rules) -> Span:
     work = _add(image_pull(resource, rules), checkpoint_transfer(resource, rules, "download_mb_per_s", "downloads"))
     deadline = lookup(resource.inputs, "spec.activeDeadlineSeconds")
     if deadline and float(deadline) / 60 > work.max:
-        return Span(work.typical, float(deadline) / 60, work.basis, f"its activeDeadlineSeconds {deadline}")
-    return Span(work.typical, work.max, work.basis, "estimated image pull and download at the worst rates")
+        worst, why = float(deadline) / 60, f"its activeDeadlineSeconds {deadline}"
+    else:
+        worst, why = work.max, "estimated image pull and download at the worst rates"
+    return Span(work.typical, worst, work.basis, why, work.estimated)
 
 
 def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
@@ -123,11 +127,12 @@ def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
         return rules.span(table["default"])
     write = rules.span(table["kubernetes_object"])
     if resource.kind == "PersistentVolumeClaim":
-        return claim_provisioning(graph, resource, rules)[0]
+        return binding(graph, resource, rules).span
     if resource.kind == "Job":
         return _job_work(resource, rules)
     if resource.kind in rules.operators:
         return _add(write, _serving_work(resource, rules))
     if pod_specs(resource, rules):
-        return _add(write, image_pull(resource, rules), checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads"))
+        reads = checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads")
+        return _add(write, image_pull(resource, rules), reads)
     return write

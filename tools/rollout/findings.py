@@ -7,6 +7,7 @@ WAIT = "wait"            # a wait that can expire before what it waits for is do
 REPLACE = "replace"      # a replacement that collides with itself or that protect refuses
 DESTROY = "destroy"      # what `pulumi destroy` does that the stack may not intend
 SERVE = "serve"          # `up` succeeds before the thing serves
+RESTART = "restart"      # running pods keep old values when what they read is replaced
 
 
 @dataclass(frozen=True, order=True)

@@ -151,8 +151,9 @@ def replacement_findings(graph: StackGraph, rules: Rules) -> list[Finding]:
         if colliding:
             why = predict(graph, resource, rules, colliding[0]).collision
             shown = ", ".join(colliding[:4]) + (f" (or {len(colliding) - 4} more)" if len(colliding) > 4 else "")
-            remedy = ("set deleteBeforeReplace" if resource.type == HELM_RELEASE or not rules.aws_types[resource.type].name_fields
-                      else "let the provider generate the name (or a name prefix), or set deleteBeforeReplace")
+            named = resource.type != HELM_RELEASE and bool(rules.aws_types[resource.type].name_fields)
+            remedy = ("let the provider generate the name (or a name prefix), or set deleteBeforeReplace" if named
+                      else "set deleteBeforeReplace")
             findings.append(Finding(REPLACE, resource.name, (
                 f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"), True))
         forcing = [f for f in fields if not f.startswith("metadata.")]

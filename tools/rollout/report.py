@@ -10,8 +10,12 @@ from tools.rollout.destroy import DELETED, DestroyRow, destroy_findings, destroy
 from tools.rollout.findings import Finding
 from tools.rollout.graph import StackGraph
 from tools.rollout.replacements import CREATE_FIRST, data_role, predict, replace_fields, replacement_findings
+from tools.rollout.restarts import Reader, restart_findings
+from tools.rollout.restarts import readers as restart_readers
 from tools.rollout.rules import Rules, load_rules
 from tools.rollout.schedule import Step, Timeline
+from tools.rollout.timeline_report import timeline_section
+from tools.rollout.volumes import rebind_note
 from tools.rollout.waits import wait_findings
 
 DYNAMO_KIND = "DynamoGraphDeployment"
@@ -42,76 +46,10 @@ def analyse(records: Iterable[Mapping[str, Any]], rules: Rules | None = None) ->
     graph = StackGraph(records)
     timeline = Timeline(graph, rules)
     rows = destroy_plan(graph, rules)
-    findings = wait_findings(graph, timeline, rules) + replacement_findings(graph, rules) + destroy_findings(graph, rows, rules)
-    return RolloutReport(graph, rules, timeline, rows, sorted(findings, key=lambda f: (not f.blocking, f.category, f.resource)))
-
-
-def _minutes(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _clock(minutes: float) -> str:
-    seconds = round(minutes * 60)
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def _label(step: Step) -> str:
-    resource = step.resource
-    return f"{resource.kind} {resource.object_name}" if resource.is_kubernetes_object else resource.type.split(":")[-1]
-
-
-def _gantt(path: list[Step]) -> list[str]:
-    lines = ["```mermaid", "gantt", "    title Critical path to the first served token (typical minutes)",
-             "    dateFormat HH:mm:ss", "    axisFormat %H:%M"]
-    for index, step in enumerate(s for s in path if s.ready - s.start >= 0.05):
-        start = max(step.start, step.ready - step.work.typical)
-        name = f"{step.resource.name} ({_label(step)})".replace(":", " ")
-        lines.append(f"    {name} :s{index}, {_clock(start)}, {_clock(step.ready)}")
-    return lines + ["```"]
-
-
-def _timeline_section(report: RolloutReport) -> list[str]:
-    timeline = report.timeline
-    first = report.first_token()
-    dynamo = report.first_token(dynamo_only=True)
-    target = dynamo or first
-    lines = ["### Timeline of a first `pulumi up` (typical durations)", ""]
-    if target is None:
-        return lines + [f"No serving resource; `pulumi up` completes after about {_minutes(timeline.up_minutes())} min.", ""]
-    path = timeline.path_to(target.resource.key)
-    slowest = sorted(path, key=lambda s: s.work.typical, reverse=True)[:3]
-
-    def after(step: Step) -> str:
-        return timeline.steps[step.gated_by].resource.name if step.gated_by else "nothing"
-
-    if not report.graph.of_type(EKS_CLUSTER):
-        lines.append("- The Kubernetes cluster is not created by this stack: its nodes, add-ons and any operator it "
-                     "already runs count as ready at minute 0.")
-    if first:
-        lines.append(f"- First served token: **{_minutes(first.ready)} min** after `pulumi up` starts ({first.resource.name}).")
-    if dynamo:
-        lines.append(f"- First Dynamo graph serving: **{_minutes(dynamo.ready)} min** ({dynamo.resource.name}).")
-    lines += [
-        f"- `pulumi up` itself completes after {_minutes(timeline.up_minutes())} min; "
-        f"every endpoint serves after {_minutes(max(s.ready for s in timeline.serving()))} min.",
-        "- Slowest steps on that path (each starts when the step named after it is done): "
-        + "; ".join(f"{s.resource.name} {_minutes(s.work.typical)} min (after {after(s)})" for s in slowest) + ".",
-        "",
-    ]
-    lines += _gantt(path) + [""]
-    lines += ["| step | resource | start | ready | min | waited for by `up` | basis |", "|---|---|---|---|---|---|---|"]
-    for step in path:
-        waited = "yes" if step.awaited else "no"
-        if step.wait is not None and step.wait.timeout_seconds is not None:
-            waited = f"yes, {step.wait.timeout_seconds / 60:g} min max"
-        lines.append(f"| {_label(step)} | {step.resource.name} | {_minutes(step.start)} | {_minutes(step.ready)} | "
-                     f"{_minutes(step.work.typical)} | {waited} | {step.work.basis} |")
-    lines.append("")
-    lines.append("Durations and their sources: tools/rollout/durations.yaml (numbers marked estimate there are not measured).")
-    serving = sorted(timeline.serving(), key=lambda s: s.ready)
-    lines += ["", "| serving endpoint | ready after (min, typical) | worst case (min) |", "|---|---|---|"]
-    lines += [f"| {s.resource.name} | {_minutes(s.ready)} | {s.ready_worst:.0f} |" for s in serving]
-    return lines + [""]
+    findings = (wait_findings(graph, timeline, rules) + replacement_findings(graph, rules)
+                + destroy_findings(graph, rows, rules) + restart_findings(graph, timeline, rules))
+    ordered = sorted(findings, key=lambda f: (not f.blocking, f.category, f.resource))
+    return RolloutReport(graph, rules, timeline, rows, ordered)
 
 
 def _destroy_section(report: RolloutReport) -> list[str]:
@@ -130,24 +68,20 @@ def _destroy_section(report: RolloutReport) -> list[str]:
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         lines.append(f"| {shown} | {len(names)} resource(s) | - | {outcome}: {how} |")
     deleted = len(groups.get((DELETED, "deleted"), []))
-    return lines + ["", f"Every other resource ({deleted}) is deleted.", ""]
+    return [*lines, "", f"Every other resource ({deleted}) is deleted.", ""]
 
 
-def _readers(report: RolloutReport) -> dict[str, list[str]]:
-    """Secret/ConfigMap key -> workloads whose pods read it (they keep old values when it is replaced)."""
-    readers: dict[str, list[str]] = {}
-    for step in report.timeline.steps.values():
-        for need in step.prerequisites:
-            target = report.graph.get(need.key)
-            if target is not None and target.kind in report.rules.restart_needed_on_replace:
-                readers.setdefault(target.key, []).append(step.resource.name)
-    return readers
+def _reader_notes(readers: list[Reader]) -> list[str]:
+    kept = sorted({r.workload.name for r in readers if not r.rolls_by})
+    rolled = sorted({f"{r.workload.name} ({r.rolls_by})" for r in readers if r.rolls_by})
+    notes = [f"running pods of {', '.join(kept)} keep the old values until restarted"] if kept else []
+    return notes + ([f"pods of {', '.join(rolled)} roll: the annotation changes with the content"] if rolled else [])
 
 
 def _replacement_section(report: RolloutReport) -> list[str]:
     lines = ["### Replacements (a change to a replace-forcing input)", "",
              "| resource | replaced when these change | how | note |", "|---|---|---|---|"]
-    readers = _readers(report)
+    readers = restart_readers(report.graph, report.timeline, report.rules)
     for resource in report.graph:
         fields = replace_fields(resource, report.rules)
         if not fields or not resource.custom:
@@ -159,7 +93,7 @@ def _replacement_section(report: RolloutReport) -> list[str]:
             continue
         notes = []
         if resource.key in readers:
-            notes.append(f"running pods of {', '.join(sorted(set(readers[resource.key])))} keep the old values until restarted")
+            notes += _reader_notes(readers[resource.key])
         if any((p := predict(report.graph, resource, report.rules, f)).collides for f in fields):
             notes.append(f"collides: {p.collision}")
         if resource.protect:
@@ -169,8 +103,10 @@ def _replacement_section(report: RolloutReport) -> list[str]:
             notes.append(aws.replace_note)
         if outcome.cascade:
             notes.append("also replaces " + ", ".join(outcome.cascade))
+        if resource.kind == "PersistentVolumeClaim" and (rebind := rebind_note(report.graph, resource, report.rules)):
+            notes.append(rebind)
         lines.append(f"| {resource.name} | {', '.join(fields)} | {outcome.strategy} | {'; '.join(notes) or '-'} |")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def markdown(report: RolloutReport) -> str:
@@ -182,5 +118,7 @@ def markdown(report: RolloutReport) -> str:
     lines += [f"**{len(blocking)} blocking finding(s)** (the render fails on these), "
               f"{len(report.findings) - len(blocking)} warning(s).", ""]
     lines += [f"- {f.line()}" for f in report.findings] + ([""] if report.findings else [])
-    lines += _timeline_section(report) + _destroy_section(report) + _replacement_section(report)
+    timeline = timeline_section(report.graph, report.timeline, report.rules, report.first_token(),
+                                report.first_token(dynamo_only=True))
+    lines += timeline + _destroy_section(report) + _replacement_section(report)
     return "\n".join(lines).rstrip() + "\n"

@@ -52,6 +52,7 @@ class Span:
     max: float
     basis: str
     worst_basis: str = "estimate"
+    estimated: bool = False  # the typical value rests on an estimate, not a measurement or a documented figure
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ class Rules:
     kubernetes_replace_fields: dict[str, tuple[str, ...]]
     kubernetes_named_delete_first: bool
     restart_needed_on_replace: frozenset[str]
+    restart_annotation_markers: tuple[str, ...]
+    long_running_kinds: frozenset[str]
     kubernetes_data_roles: dict[str, str]
     helm: dict[str, Any]
     extended_resources: dict[str, dict[str, str]]
@@ -84,7 +87,9 @@ class Rules:
 
     def span(self, entry: dict[str, Any]) -> Span:
         """A durations.yaml entry; tables show its basis up to the first ';'."""
-        return Span(float(entry["typical"]), float(entry.get("max", entry["typical"])), str(entry["basis"]).split(";")[0])
+        basis = str(entry["basis"])
+        return Span(float(entry["typical"]), float(entry.get("max", entry["typical"])), basis.split(";")[0],
+                    estimated=basis.startswith("estimate"))
 
 
 def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
@@ -128,6 +133,8 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DUR
         kubernetes_replace_fields={kind: tuple(fields) for kind, fields in kubernetes["replace_fields"].items()},
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
+        restart_annotation_markers=tuple(kubernetes["restart_annotations"]["match"]),
+        long_running_kinds=frozenset(kubernetes["long_running_kinds"]),
         kubernetes_data_roles=kubernetes["data_roles"],
         helm=kubernetes["helm_release"],
         extended_resources=kubernetes["extended_resources"],

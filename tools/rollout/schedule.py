@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tools.rollout.awaits import Await, await_of
-from tools.rollout.durations import claim_provisioning, work
+from tools.rollout.durations import work
 from tools.rollout.graph import Resource, StackGraph
 from tools.rollout.rules import Rules, Span
+from tools.rollout.volumes import binding
 from tools.rollout.workloads import Prerequisite, prerequisites
 
 SAGEMAKER_ENDPOINT = "aws:sagemaker/endpoint:Endpoint"
@@ -48,7 +49,7 @@ def _awaited_work(graph: StackGraph, resource: Resource, rules: Rules, wait: Awa
     """The part of the work `up` itself waits for (a claim on a WaitForFirstConsumer class: none)."""
     if wait is not None and not wait.awaited:
         return Span(0.0, 0.0, "")
-    if resource.kind == "PersistentVolumeClaim" and claim_provisioning(graph, resource, rules)[1] == "WaitForFirstConsumer":
+    if resource.kind == "PersistentVolumeClaim" and binding(graph, resource, rules).mode == "WaitForFirstConsumer":
         return Span(0.0, 0.0, "")
     return span
 
@@ -74,7 +75,8 @@ class Timeline:
             awaited_span = _awaited_work(graph, resource, rules, wait, span)
             up_done = max(start + awaited_span.typical, ready if awaited_span.typical else start)
             gated_by = gate_ready[1] or max(((self.steps[d].up_done, d) for d in deps), default=(0.0, ""))[1]
-            self.steps[key] = Step(resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst, gated_by)
+            self.steps[key] = Step(resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst,
+                                   gated_by)
 
     def _up_done_worst(self, key: str) -> float:
         step = self.steps[key]
@@ -98,7 +100,8 @@ class Timeline:
 
     def serving(self) -> list[Step]:
         """Steps after which a client can get a token: Dynamo graphs and SageMaker endpoints."""
-        return [s for s in self.steps.values() if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT]
+        return [s for s in self.steps.values()
+                if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT]
 
     def up_minutes(self) -> float:
         return max((s.up_done for s in self.steps.values()), default=0.0)

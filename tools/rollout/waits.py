@@ -2,7 +2,8 @@
 
 Three checks on the timeline:
 - a wait shorter than the work it waits for (a claim's hard-coded bind wait against the provisioning of its
-  volume, a Job's timeout against its own activeDeadlineSeconds, a Helm timeout against the chart's install,
+  volume, or a static volume that can never bind it, a Job's timeout against its own activeDeadlineSeconds,
+  a Helm timeout against the chart's install,
   a graph's waitFor timeout against its workers' startup budget);
 - a readiness prerequisite the resource is not ordered after (not among its transitive dependencies, or
   among them but not awaited) that can, in the worst case, finish after the wait has expired;
@@ -11,11 +12,11 @@ And one warning: a serving resource `up` does not wait for at all.
 """
 from __future__ import annotations
 
-from tools.rollout.durations import claim_provisioning
 from tools.rollout.findings import SERVE, WAIT, Finding
 from tools.rollout.graph import StackGraph
 from tools.rollout.rules import Rules
 from tools.rollout.schedule import Step, Timeline
+from tools.rollout.volumes import binding
 
 
 def _describe(step: Step) -> str:
@@ -27,7 +28,8 @@ def _describe(step: Step) -> str:
 
 
 def _timeout_minutes(step: Step) -> float:
-    assert step.wait is not None and step.wait.timeout_seconds is not None
+    assert step.wait is not None
+    assert step.wait.timeout_seconds is not None
     return step.wait.timeout_seconds / 60
 
 
@@ -37,18 +39,30 @@ def _work_too_long(graph: StackGraph, step: Step, rules: Rules) -> Finding | Non
         return None
     resource, timeout = step.resource, _timeout_minutes(step)
     if resource.kind == "PersistentVolumeClaim":
-        span, binding = claim_provisioning(graph, resource, rules)
-        if binding == "WaitForFirstConsumer" or span.max <= timeout:
-            return None
-        return Finding(WAIT, resource.name, (
-            f"{_describe(step)}: `up` waits at most {timeout:g} min for Bound ({wait.timeout_basis}, {wait.source}) but its "
-            f"{binding}-binding class provisions the volume in up to {span.max:g} min: annotate the claim "
-            f"pulumi.com/skipAwait: \"true\" or bind WaitForFirstConsumer"), True)
+        return _claim_cannot_bind(graph, step, rules)
     if step.work.max <= timeout:
         return None
     return Finding(WAIT, resource.name, (
         f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
         f"\"{wait.ready_when}\", but that can take {step.work.max:.0f} min ({step.work.worst_basis})"), True)
+
+
+def _claim_cannot_bind(graph: StackGraph, step: Step, rules: Rules) -> Finding | None:
+    """A claim `up` waits for (hard-coded 5 min) whose volume cannot be there in time, or ever."""
+    resource, timeout, wait = step.resource, _timeout_minutes(step), step.wait
+    assert wait is not None
+    bound = binding(graph, resource, rules)
+    waits = f"`up` waits at most {timeout:g} min for Bound ({wait.timeout_basis}, {wait.source})"
+    if bound.volume is not None and bound.mismatch:
+        return Finding(WAIT, resource.name, (
+            f"{_describe(step)}: {waits}, but PersistentVolume {bound.volume.object_name} ({bound.volume.name}) can "
+            f"never bind it: {bound.mismatch} (k8s-pv-controller); the claim stays Pending"), True)
+    if bound.mode in ("static", "WaitForFirstConsumer") or bound.span.max <= timeout:
+        return None
+    return Finding(WAIT, resource.name, (
+        f"{_describe(step)}: {waits} but its {bound.mode or 'unknown'}-binding class provisions the volume in up to "
+        f"{bound.span.max:g} min: create the volume in the stack and bind the claim to it, annotate the claim "
+        f"pulumi.com/skipAwait: \"true\", or bind WaitForFirstConsumer"), True)
 
 
 def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) -> list[Finding]:
@@ -68,8 +82,9 @@ def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) 
                     else f"does not depend on {other.resource.name}")
         findings.append(Finding(WAIT, step.resource.name, (
             f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
-            f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} can "
-            f"take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"), True))
+            f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} "
+            f"can take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"),
+            True))
     return findings
 
 
@@ -78,8 +93,8 @@ def _missing(graph: StackGraph, step: Step) -> list[Finding]:
     for need in step.prerequisites:
         if need.missing:
             findings.append(Finding(WAIT, step.resource.name, (
-                f"{_describe(step)} {need.reason}, which nothing in the stack creates; its namespace is created by this "
-                f"stack, so {need.missing} cannot exist before `up`: its pods never start"), True))
+                f"{_describe(step)} {need.reason}, which nothing in the stack creates; {need.absent_because}, so "
+                f"{need.missing} cannot exist before `up`: it never becomes ready"), True))
     return findings
 
 

@@ -7,14 +7,16 @@ turns a custom resource into pods. A prerequisite the stack does not create is r
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules
+from tools.rollout.volumes import static_volume
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+PULLS_IMAGES = "pulls its images with"
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class Prerequisite:
     key: str
     reason: str
     missing: str = ""
+    absent_because: str = "its namespace is created by this stack"
 
 
 def pod_specs(resource: Resource, rules: Rules) -> list[dict[str, Any]]:
@@ -60,7 +63,8 @@ def mounted_claims(spec: dict[str, Any]) -> dict[str, bool]:
         claim = (volume or {}).get("persistentVolumeClaim")
         if not claim:
             continue
-        mounts = [m for c in containers(spec) for m in c.get("volumeMounts") or [] if m.get("name") == volume.get("name")]
+        mounts = [m for c in containers(spec) for m in c.get("volumeMounts") or []
+                  if m.get("name") == volume.get("name")]
         read_only = bool(claim.get("readOnly")) or (bool(mounts) and all(m.get("readOnly") for m in mounts))
         name = str(claim.get("claimName", ""))
         claims[name] = claims.get(name, True) and read_only
@@ -70,7 +74,7 @@ def mounted_claims(spec: dict[str, Any]) -> dict[str, bool]:
 def _named_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     """(kind, name, how) for every Secret/ConfigMap the pod needs (optional references skipped)."""
     for ref in spec.get("imagePullSecrets") or []:
-        yield "Secret", str(ref.get("name", "")), "pulls its images with"
+        yield "Secret", str(ref.get("name", "")), PULLS_IMAGES
     for volume in spec.get("volumes") or []:
         if (secret := volume.get("secret")) and not secret.get("optional"):
             yield "Secret", str(secret.get("secretName", "")), "mounts"
@@ -91,7 +95,8 @@ def _named_refs(spec: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
 def _required_label_values(spec: dict[str, Any]) -> dict[str, set[str]]:
     """Label key -> allowed values, from nodeSelector and required node affinity (In / single term)."""
     required = {key: {str(value)} for key, value in (spec.get("nodeSelector") or {}).items()}
-    affinity = lookup(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms") or []
+    terms = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    affinity = lookup(spec, terms) or []
     if len(affinity) == 1:
         for expression in affinity[0].get("matchExpressions") or []:
             if expression.get("operator") == "In":
@@ -138,15 +143,26 @@ def claim_writers(graph: StackGraph, rules: Rules, claim: str, namespace: str) -
     return writers
 
 
+def _volume_prerequisite(graph: StackGraph, claim: Resource, need: Callable[..., None]) -> None:
+    """A claim bound to a volume of the stack waits for it; one naming a volume on a cluster the stack creates
+    that the stack does not create waits forever."""
+    volume = static_volume(graph, claim)
+    if volume is not None:
+        need(volume.key, f"binds to PersistentVolume {volume.object_name}")
+    elif (name := lookup(claim.inputs, "spec.volumeName")) and graph.kubernetes_cluster_in_stack(claim):
+        because = "its cluster is created by this stack"
+        need("", f"binds to PersistentVolume {name}", f"PersistentVolume {name}", because)
+
+
 def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[Prerequisite]:
     """Everything the pods of `resource` need before they can be Ready, deduplicated by resource."""
     found: dict[tuple[str, str], Prerequisite] = {}
     namespace = resource.namespace
     namespace_in_stack = graph.find_object("Namespace", namespace) is not None
 
-    def need(key: str, reason: str, missing: str = "") -> None:
+    def need(key: str, reason: str, missing: str = "", *because: str) -> None:
         if key != resource.key:
-            found.setdefault((key, missing), Prerequisite(key, reason, missing))
+            found.setdefault((key, missing), Prerequisite(key, reason, missing, *because))
 
     for spec in pod_specs(resource, rules):
         for claim, read_only in mounted_claims(spec).items():
@@ -173,6 +189,8 @@ def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[P
             plugin = rules.extended_resources.get(requested)
             if plugin and (release := helm_release_of(graph, plugin["chart"])):
                 need(release.key, f"requests {requested}, advertised by {plugin['chart']}")
+    if resource.kind == "PersistentVolumeClaim":
+        _volume_prerequisite(graph, resource, need)
     operator = rules.operators.get(resource.kind)
     if operator and (release := helm_release_of(graph, operator["chart"])):
         need(release.key, f"is reconciled into pods by {operator['chart']}")
