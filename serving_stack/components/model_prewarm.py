@@ -1,6 +1,7 @@
 """Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`)."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -14,6 +15,7 @@ from serving_stack.names import (
     PREWARM_PRIORITY_CLASS,
     TypeTokens,
 )
+from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION
 from serving_stack.plan.prewarm import (
     PROGRAM_CONFIG_MAP,
     PROGRAM_MOUNT,
@@ -118,7 +120,10 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "selector": {"matchLabels": labels},
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
                 "template": {
-                    "metadata": {"labels": labels},
+                    # The program's ConfigMap is replaced under the same name when it changes; only a changed
+                    # pod template makes the DaemonSet roll its pods onto the new program.
+                    "metadata": {"labels": labels, "annotations": {
+                        CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()}},
                     "spec": {
                         "priorityClassName": priority.metadata.name,
                         "affinity": {"nodeAffinity": pool.node_affinity},
