@@ -17,6 +17,7 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts.catalog import CATALOG_DIR
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.facts.regions import load_aws_regions
+from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS
 from serving_stack.plan.zones import ALLOWED_CHARS, bounded
 
 REGIONS = load_aws_regions()
@@ -100,3 +101,11 @@ def test_an_availability_zone_type_in_a_local_zone_is_rejected(instance_type):
 def test_each_type_plans_in_the_zone_the_data_gives_it(instance_type):
     (pool,) = plan_of(eks_config([node_pool("pool", instance_type, **capacity_fields(instance_type))], [])).pools
     assert (pool.availability_zone, pool.local_zone) == (pool_zone(instance_type), INSTANCES[instance_type].local_zones_only)
+
+
+@pytest.mark.parametrize("instance_type", LOCAL_ONLY)
+def test_the_created_vpc_holds_at_most_its_local_zone_subnets(instance_type):
+    pools = [node_pool(f"ultra-{i}", instance_type, **capacity_fields(instance_type)) for i in range(MAX_LOCAL_ZONE_SUBNETS + 1)]
+    assert plan_of(eks_config(pools[:-1], [])).cluster.local_zone_subnets[-1].pool == f"ultra-{MAX_LOCAL_ZONE_SUBNETS - 1}"
+    assert rejected(eks_config(pools, [])) == (f"aws.nodePools[{MAX_LOCAL_ZONE_SUBNETS}].availabilityZone: the created VPC has room "
+                                               f"for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets; allowed: fewer Local Zone pools, or subnetId")

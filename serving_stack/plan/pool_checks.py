@@ -12,7 +12,14 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import AwsCatalog
-from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, PoolFacts, cluster_version, pool_fabric, pool_facts
+from serving_stack.plan.pools import (
+    MAX_LOCAL_ZONE_SUBNETS,
+    RESERVED_CAPACITY_TYPES,
+    PoolFacts,
+    cluster_version,
+    pool_fabric,
+    pool_facts,
+)
 from serving_stack.plan.quantities import version_tuple
 from serving_stack.plan.zones import check_pool_zone, check_region
 
@@ -154,4 +161,11 @@ def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
             errors.append(ConfigError(f"aws.nodePools[{index}].name", f"duplicate pool name {pool.name!r}"))
         seen.add(pool.name)
         errors += _check_pool(f"aws.nodePools[{index}]", pool, aws, aws_catalog)
+    local = [index for index, pool in enumerate(aws.nodePools)
+             if pool.managed and pool.subnetId is None and pool.availabilityZone
+             and aws_catalog.regions.local_zone(aws.region, pool.availabilityZone)]
+    if aws.cluster and aws.cluster.create and len(local) > MAX_LOCAL_ZONE_SUBNETS:
+        errors.append(ConfigError(f"aws.nodePools[{local[MAX_LOCAL_ZONE_SUBNETS]}].availabilityZone",
+                                  f"the created VPC has room for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets",
+                                  "fewer Local Zone pools, or subnetId"))
     return errors
