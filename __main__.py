@@ -9,6 +9,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
 from serving_stack.components.eks_cluster import ClusterAccess, EksCluster, EksClusterArgs, SystemNodeGroupSpec
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
@@ -39,6 +40,7 @@ class ClusterHandles:
     vpc_id: Optional[pulumi.Input[str]] = None
     vpc_cidr: Optional[str] = None
     subnets_by_az: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    local_zone_subnets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     node_security_groups: Sequence[pulumi.Input[str]] = ()
 
 
@@ -50,6 +52,7 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
         network = Network("network", NetworkArgs(
             cluster_name=cluster.name, region=plan.aws.region, cidr=cluster.vpc_cidr,
             availability_zones=cluster.availability_zones, nat_gateway_per_az=cluster.nat_gateway_per_az,
+            local_zone_subnets=cluster.local_zone_subnets,
         ), opts=on_aws)
         system = cluster.system_nodes
         eks = EksCluster("eks", EksClusterArgs(
@@ -65,6 +68,7 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
         return ClusterHandles(kubernetes=eks.provider, eks=eks, network=network, name=eks.cluster_name,
                               vpc_id=network.vpc_id, vpc_cidr=cluster.vpc_cidr,
                               subnets_by_az=network.private_subnet_ids_by_az,
+                              local_zone_subnets=network.local_zone_subnet_ids,
                               node_security_groups=[eks.cluster_security_group_id])
     provider = k8s.Provider("kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path,
                             delete_unreachable=False)
@@ -90,7 +94,8 @@ tags = dict(plan.aws.tags) if plan.aws else {}
 for spec in plan.managed_pools:
     GpuNodePool(f"pool-{spec.name}", GpuNodePoolArgs(
         pool=spec, cluster_name=cluster.name, vpc_id=cluster.vpc_id,
-        subnet_id=spec.subnet_id or cluster.subnets_by_az[spec.availability_zone],
+        subnet_id=spec.subnet_id or (cluster.local_zone_subnets[spec.name] if spec.local_zone
+                                     else cluster.subnets_by_az[spec.availability_zone]),
         cluster_security_group_ids=cluster.node_security_groups,
         node_managed_policies=plan.aws.node_managed_policies if plan.aws else (), tags=tags,
     ), opts=on_aws)
@@ -99,6 +104,8 @@ if plan.device_plugins:
         plugins=plan.device_plugins.pins, efa_instance_types=plan.device_plugins.efa_instance_types,
         infiniband=plan.device_plugins.infiniband, nvidia=plan.device_plugins.nvidia,
     ), opts=on_cluster)
+if plan.device_plugins and plan.device_plugins.dra_driver:
+    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs.of(plan.device_plugins.dra_driver), opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_cidr:
     cache_storage.append(ModelCacheStorage("model-cache-storage", ModelCacheStorageArgs(

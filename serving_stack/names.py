@@ -6,6 +6,7 @@ it keeps copies in `policy/nemotron_policies/names.py`; `tests/test_shared_names
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Literal
 
 # Node labels of GPU pools (the placement and the policy pack select on them).
 LABEL_PREFIX = "nemotron.nvidia.com"
@@ -29,6 +30,10 @@ GPU_TAINT = MappingProxyType({"key": "nvidia.com/gpu", "value": "true", "effect"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 INFINIBAND_RESOURCE = "rdma/ib"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+# How a GPU pool's instances are bought: On-Demand, Spot, an On-Demand Capacity Reservation (`odcr`) the
+# pool targets, or a Capacity Block for ML. The config and the instance facts both speak of it.
+CapacityType = Literal["on-demand", "spot", "odcr", "capacity-block"]
 
 # Upstream recipe names the stack keeps (the recipes' workers mount the claim, the download Job reads
 # the token Secret through `envFrom`).
@@ -54,6 +59,7 @@ class TypeTokens:
     MODEL_CACHE_STORAGE = "nemotron:aws:ModelCacheStorage"
     SAGEMAKER_ENDPOINT = "nemotron:aws:SageMakerEndpoint"
     DEVICE_PLUGINS = "nemotron:kubernetes:DevicePlugins"
+    DRA_DRIVER = "nemotron:kubernetes:NvidiaDraDriver"
     SERVING_NAMESPACE = "nemotron:kubernetes:ServingNamespace"
     MODEL_CACHE = "nemotron:kubernetes:ModelCache"
     MODEL_PREWARM = "nemotron:kubernetes:ModelPrewarm"

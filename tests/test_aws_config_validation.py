@@ -15,7 +15,7 @@ from plan_helpers import FACTS, plan_of
 from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
 
 H200 = node_pool("h200", "p5en.48xlarge")
-CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
+CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 
 
 def with_cluster(**create):
@@ -35,10 +35,10 @@ BAD_CONFIGS = {
     "API endpoint open to the internet": (eks_config([], [], cluster=with_cluster(endpointPublicAccessCidrs=["0.0.0.0/0"])), "aws.cluster.create.endpointPublicAccessCidrs[0]: 0.0.0.0/0 opens the API endpoint to the internet"),
     "unknown instance type": (eks_config([node_pool("gpu", "p5.96xlarge")], []), "aws.nodePools[0].instanceType: unknown instance type 'p5.96xlarge'; allowed: p5.48xlarge, p5.4xlarge"),
     "desired above max": (eks_config([node_pool("gpu", "p5.48xlarge", desiredSize=3)], []), "aws.nodePools[0].desiredSize: 3 is not between minSize 0 and maxSize 2"),
-    "capacity block without reservation": (eks_config([node_pool("gpu", "p5.48xlarge", capacityType="capacity-block")], []), "aws.nodePools[0].capacityReservationId: capacityReservationId goes with capacityType capacity-block"),
+    "capacity block without reservation": (eks_config([node_pool("gpu", "p5.48xlarge", capacityType="capacity-block")], []), "aws.nodePools[0].capacityReservationId: required with capacityType capacity-block: the launch template targets the reservation"),
     "reservation id malformed": (eks_config([node_pool("gpu", "p5.48xlarge", capacityReservationId="cb-12")], []), "aws.nodePools[0].capacityReservationId: must be a capacity reservation id"),
-    "gb200 on demand": (eks_config([node_pool("gb", "p6e-gb200.36xlarge")], []), "aws.nodePools[0].capacityType: p6e-gb200.36xlarge is available through Capacity Blocks only; allowed: capacity-block"),
-    "gb200 on kubernetes 1.32": (eks_config([node_pool("gb", "p6e-gb200.36xlarge", **CB)], [], cluster=with_cluster(kubernetesVersion="1.32")), "aws.nodePools[0].instanceType: p6e-gb200.36xlarge needs Kubernetes >= 1.33, the cluster runs 1.32"),
+    "gb200 on demand": (eks_config([node_pool("gb", "p6e-gb200.36xlarge")], []), "aws.nodePools[0].capacityType: p6e-gb200.36xlarge is not sold as on-demand; allowed: capacity-block"),
+    "gb200 on kubernetes 1.32": (eks_config([node_pool("gb", "p6e-gb200.36xlarge", **{**CB, "kubernetesVersion": "1.32"})], [], cluster=with_cluster(kubernetesVersion="1.32")), "aws.nodePools[0].instanceType: p6e-gb200.36xlarge needs Kubernetes >= 1.33, the cluster runs 1.32"),
     "pool AZ outside the cluster": (eks_config([node_pool("gpu", "p5.48xlarge", availabilityZone="us-east-1d")], []), "aws.nodePools[0].availabilityZone: 'us-east-1d' is not a cluster AZ; allowed: us-east-1a, us-east-1b"),
     "infiniband on an EC2 pool": (eks_config([node_pool("gpu", "p5en.48xlarge", fabric="ib")], []), "aws.nodePools[0].fabric: EC2 instances have no InfiniBand"),
     "product label of another GPU": (eks_config([node_pool("gpu", "p5en.48xlarge", gpuProduct="NVIDIA-H100-80GB-HBM3")], []), "aws.nodePools[0].gpuProduct: 'NVIDIA-H100-80GB-HBM3' is not a product label of h200; allowed: NVIDIA-H200, NVIDIA-H200-SXM"),

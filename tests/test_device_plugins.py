@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from aws_helpers import inputs, run_components, the
+
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 
@@ -28,7 +29,7 @@ def releases(run) -> dict[str, dict]:
 
 def test_nvidia_device_plugin_with_gfd_and_mofed_disabled():
     nvidia = releases(plugins())["nvidia-device-plugin"]
-    assert nvidia["version"] == "0.19.3"
+    assert nvidia["version"] == load_aws_catalog().platform.devicePlugins.nvidia.version
     assert nvidia["repositoryOpts"] == {"repo": "https://nvidia.github.io/k8s-device-plugin"}
     assert nvidia["namespace"] == "nvidia-device-plugin"
     values = nvidia["values"]
@@ -40,7 +41,10 @@ def test_nvidia_device_plugin_with_gfd_and_mofed_disabled():
 
 def test_efa_plugin_only_on_efa_pools_and_tolerating_the_gpu_taint():
     efa = releases(plugins(efa_instance_types=["p5en.48xlarge", "p6-b200.48xlarge", "p5en.48xlarge"]))["aws-efa-k8s-device-plugin"]
-    assert (efa["version"], efa["namespace"]) == ("v0.5.7", "kube-system")
+    pin = load_aws_catalog().platform.devicePlugins.efa
+    assert (efa["version"], efa["namespace"]) == (pin.version, "kube-system")
+    # The stack's pool types narrow the chart's own list; each is in it (else the DaemonSet never lands).
+    assert set(efa["values"]["supportedInstanceLabels"]["values"]) <= set(pin.supportedInstanceTypes)
     assert efa["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
     assert efa["values"]["tolerations"] == [TOLERATES_GPU_TAINT]
     assert efa["values"]["nodeSelector"] == {"nemotron.nvidia.com/fabric": "efa"}
@@ -52,7 +56,8 @@ def test_efa_plugin_only_on_efa_pools_and_tolerating_the_gpu_taint():
 def test_no_efa_pools_no_efa_plugin_and_no_rdma_plugin():
     run = plugins()
     assert list(releases(run)) == ["nvidia-device-plugin"]
-    assert run.of_type(DAEMON_SET) == [] and run.of_type(CONFIG_MAP) == []
+    assert run.of_type(DAEMON_SET) == []
+    assert run.of_type(CONFIG_MAP) == []
 
 
 def test_rdma_shared_device_plugin_exposes_rdma_ib_on_infiniband_nodes():

@@ -1,14 +1,15 @@
 """Every GPU instance type gets the EFA network interfaces AWS documents for it in its launch template:
-card 0 device 0 an ENA `interface`, `efa-only` on card 0 device 1 and device 0 of every other card (the
-p6e-gb200 layout of AWS-FACTS), every interface in the pool's security groups, never a SubnetId."""
+card 0 device 0 an ENA `interface`, `efa-only` on card 0 device 1 and device 0 of every other card, and for
+p6e-gb200 one `efa-only` per GPU pair of cards (1, 5, 9, 13: EC2 User Guide, EFA for P6e-GB200), every
+interface in the pool's security groups, never a SubnetId."""
 from __future__ import annotations
 
 import pytest
-
 from aws_helpers import inputs, resolved, run_components, the
+
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.pools import ManagedPoolSpec
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 CLUSTER_SG = "sg-0123456789abcdef0"
@@ -16,8 +17,7 @@ POOL_SG = "pool-fabric-sg-id"  # `resolved()` names the pool "pool"; mock ids ar
 
 # Written out from the EFA user guide (not derived from the code under test).
 NETWORK_CARDS = {"p5.48xlarge": 32, "p5.4xlarge": 1, "p5e.48xlarge": 32, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8}
-GB200_LAYOUT = [(0, 0, "interface")] + [(card, 0, "efa-only") for card in (1, 3, 5, 7, 9, 11, 13, 15)]
-POOL_FIELDS = {"p6e-gb200.36xlarge": {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}}
+GB200_LAYOUT = [(0, 0, "interface")] + [(card, 0, "efa-only") for card in (1, 5, 9, 13)]
 
 
 def expected_layout(instance_type: str) -> list[tuple[int, int, str]]:
@@ -28,7 +28,7 @@ def expected_layout(instance_type: str) -> list[tuple[int, int, str]]:
 
 
 def launch_template_of(instance_type: str) -> dict:
-    pool = resolved(instance_type, **POOL_FIELDS.get(instance_type, {}))
+    pool = resolved(instance_type)
 
     def build():
         GpuNodePool(pool.name, GpuNodePoolArgs(
@@ -50,7 +50,7 @@ def test_efa_interface_layout(instance_type):
     layout = [(i["networkCardIndex"], i["deviceIndex"], i["interfaceType"]) for i in interfaces]
     assert layout == expected_layout(instance_type)
     efa_only = sum(kind == "efa-only" for _, _, kind in layout)
-    assert efa_only >= load_aws_catalog().instance_types[instance_type].efaInterfaces
+    assert efa_only == load_aws_catalog().instance_types[instance_type].efaInterfaces
     for interface in interfaces:
         assert "subnetId" not in interface
         assert interface["securityGroups"] == [CLUSTER_SG, POOL_SG]
@@ -59,10 +59,9 @@ def test_efa_interface_layout(instance_type):
     assert "vpcSecurityGroupIds" not in template
 
 
-def test_p5_48xlarge_exposes_32_efa_devices_and_p5en_16():
-    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p5.48xlarge")["networkInterfaces"]) == 32
-    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p5en.48xlarge")["networkInterfaces"]) == 16
-    assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of("p6-b200.48xlarge")["networkInterfaces"]) == 8
+def test_p5_48xlarge_exposes_32_efa_devices_p5en_16_b200_8_and_gb200_4():
+    for instance_type, devices in {"p5.48xlarge": 32, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "p6e-gb200.36xlarge": 4}.items():
+        assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of(instance_type)["networkInterfaces"]) == devices
 
 
 def test_a_pool_without_fabric_gets_no_efa_interfaces():
@@ -78,7 +77,8 @@ def test_a_pool_without_fabric_gets_no_efa_interfaces():
     (template,) = inputs(run, LAUNCH_TEMPLATE)
     assert "networkInterfaces" not in template
     assert template["vpcSecurityGroupIds"] == [CLUSTER_SG]  # no fabric: no EFA security group
-    assert not inputs(run, "aws:ec2/securityGroup:SecurityGroup") and not inputs(run, "aws:ec2/placementGroup:PlacementGroup")
+    assert not inputs(run, "aws:ec2/securityGroup:SecurityGroup")
+    assert not inputs(run, "aws:ec2/placementGroup:PlacementGroup")
     (node_group,) = inputs(run, "aws:eks/nodeGroup:NodeGroup")
     assert node_group["labels"]["nemotron.nvidia.com/fabric"] == "none"
     assert "nemotron.nvidia.com/efa-per-gpu" not in node_group["labels"]

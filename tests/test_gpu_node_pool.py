@@ -1,17 +1,17 @@
 """A GPU pool's node group and launch template: one AZ with a cluster placement group, a security group
 open to itself, IMDSv2, the GPU taint and the label contract, NVMe RAID0 through nodeadm, a minimal node
-role, and Capacity Block wiring."""
+role, the node group's Kubernetes version, and Capacity Block and ODCR wiring."""
 from __future__ import annotations
 
 import base64
 import email
 
 import yaml
+from aws_helpers import KUBERNETES_VERSION, capacity_fields, pool_zone, resolved, run_components, the
 
-from aws_helpers import resolved, run_components, the
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.pools import ManagedPoolSpec
 
 SUBNET = "subnet-0aaaaaaaaaaaaaaaa"
 RESERVATION = "cr-0123456789abcdef0"
@@ -67,6 +67,7 @@ def test_taint_labels_ami_and_capacity_type():
     assert (node_group["amiType"], node_group["capacityType"], node_group["instanceTypes"]) == ("AL2023_x86_64_NVIDIA", "ON_DEMAND", ["p5en.48xlarge"])
     assert node_group["scalingConfig"] == {"minSize": 1, "desiredSize": 2, "maxSize": 4}
     assert node_group["launchTemplate"] == {"id": "gpu-launch-template-id", "version": "1"}
+    assert node_group["version"] == KUBERNETES_VERSION  # the cluster's: a version change upgrades the group
 
 
 def test_nvme_raid0_through_the_nodeadm_node_config():
@@ -94,24 +95,45 @@ def test_node_role_has_only_the_worker_policies():
 
 
 def test_capacity_block_wiring():
-    run = build_pool("p6e-gb200.36xlarge", capacityType="capacity-block", capacityReservationId=RESERVATION, availabilityZone="us-east-1b")
+    """EKS: a Capacity Block group has its instance type on the launch template and none on the node group."""
+    gb200 = "p6e-gb200.36xlarge"
+    run = build_pool(gb200, availabilityZone=pool_zone(gb200), **capacity_fields(gb200, "capacity-block"))
     template = the(run, TEMPLATE)
+    assert template["instanceType"] == gb200
     assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
     assert template["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": RESERVATION}}
     node_group = the(run, NODE_GROUP)
+    assert "instanceTypes" not in node_group
     assert node_group["capacityType"] == "CAPACITY_BLOCK"
     assert node_group["subnetIds"] == [SUBNET]
     assert node_group["amiType"] == "AL2023_ARM_64_NVIDIA"
-    # A Capacity Block is placed by its reservation: no placement group of our own.
+    # A Capacity Block is placed by its reservation: no placement group of our own; replaced delete-first.
     assert run.of_type(PLACEMENT) == []
     assert "placement" not in template
+    assert run.named("gpu-node-group").to_json()["deleteBeforeReplace"] is True
+
+
+def test_odcr_wiring():
+    """An On-Demand Capacity Reservation: targeted by the template, market left on-demand, instance types on
+    the node group, no placement group (the reservation decides where), replaced delete-first."""
+    run = build_pool("p5en.48xlarge", **capacity_fields("p5en.48xlarge", "odcr"))
+    template = the(run, TEMPLATE)
+    assert template["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": RESERVATION}}
+    assert "instanceMarketOptions" not in template
+    assert "instanceType" not in template
+    assert "placement" not in template
+    node_group = the(run, NODE_GROUP)
+    assert (node_group["capacityType"], node_group["instanceTypes"]) == ("ON_DEMAND", ["p5en.48xlarge"])
+    assert run.of_type(PLACEMENT) == []
+    assert run.named("gpu-node-group").to_json()["deleteBeforeReplace"] is True
 
 
 def test_spot_pool():
     run = build_pool("p5.4xlarge", capacityType="spot")
     assert the(run, NODE_GROUP)["capacityType"] == "SPOT"
     template = the(run, TEMPLATE)
-    assert "instanceMarketOptions" not in template and "capacityReservationSpecification" not in template
+    assert "instanceMarketOptions" not in template
+    assert "capacityReservationSpecification" not in template
 
 
 def test_root_volume_is_encrypted_gp3():

@@ -6,7 +6,7 @@ from aws_helpers import eks_config, node_pool
 from plan_helpers import plan_of
 from tools.summary import pool_cost_markdown
 
-CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
+CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 
 
 def rows():

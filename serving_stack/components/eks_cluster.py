@@ -1,6 +1,7 @@
 """The EKS cluster: control plane (pinned version, restricted endpoint, all control-plane logs, secrets
-encrypted with a KMS key), the CPU system node group, the core add-ons, and the Kubernetes provider
-every Kubernetes resource of the stack is created with (the one place that builds it)."""
+encrypted with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the
+core add-ons, and the Kubernetes provider every Kubernetes resource of the stack is created with (the one
+place that builds it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from serving_stack.components.iam import assume_role_policy
+from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.instance_types import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 
@@ -140,6 +142,16 @@ class EksCluster(pulumi.ComponentResource):
         ]
         early_addons = [self._addon(name, cluster, addon, []) for addon in args.addons if not addon.needsNodes]
         system = args.system_nodes
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-system-launch-template",
+            description=f"System nodes of {args.cluster_name}: IMDSv2 only, metadata hop limit 1",
+            metadata_options=metadata_options(),
+            block_device_mappings=[root_volume(system.disk_size_gib)],
+            tag_specifications=tag_specifications(tags, f"{args.cluster_name}-system-node"),
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
         nodes = aws.eks.NodeGroup(
             f"{name}-system-nodes",
             cluster_name=cluster.name,
@@ -149,10 +161,13 @@ class EksCluster(pulumi.ComponentResource):
             subnet_ids=list(args.private_subnet_ids),
             instance_types=list(system.instance_types),
             ami_type="AL2023_x86_64_STANDARD",
-            disk_size=system.disk_size_gib,
+            version=args.kubernetes_version,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
             ),
+            # The root volume lives on the template (EKS rejects diskSize beside a launch template).
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id,
+                                                                version=template.latest_version.apply(str)),
             labels={ROLE_LABEL: "system"},
             tags=tags,
             # Nodes join only with their role's policies attached and the CNI add-on in place.

@@ -1,16 +1,19 @@
 """One GPU node pool: an EKS managed node group with its own launch template (EFA interfaces laid out as
-AWS documents for the instance type, IMDSv2, NVMe RAID0, Capacity Block market options), a cluster
-placement group, a security group for EFA traffic, and a node role with only the worker policies."""
+AWS documents for the instance type, IMDSv2 with hop limit 1, NVMe RAID0, the reservation it launches into:
+a Capacity Block or an ODCR), a cluster placement group, a security group for EFA traffic, and a node role
+with only the worker policies."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
 
 from serving_stack.components.iam import assume_role_policy
+from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.pools import ManagedPoolSpec
 
@@ -46,9 +49,11 @@ class GpuNodePoolArgs:
 class GpuNodePool(pulumi.ComponentResource):
     """Nodes carry the pool's label contract and the `nvidia.com/gpu=true:NoSchedule` taint.
 
-    The pool lives in one AZ: the node group gets only that AZ's subnet (for a Capacity Block, the
-    reservation's AZ) and, except for Capacity Blocks (already co-located in an EC2 UltraCluster and
-    bound to their reservation), a `cluster` placement group. A launch template may not name a subnet.
+    The pool lives in one zone: the node group gets only that zone's subnet (for a reservation, the
+    reservation's zone; for P6e-GB200, a Local Zone subnet) and, unless it launches into a reservation, a
+    `cluster` placement group. A launch template may not name a subnet. A Capacity Block group has its
+    instance type on the launch template and none on the node group (EKS rejects it otherwise); its
+    version moves with the cluster's, which the plan allows only at size 0.
     """
 
     node_group: aws.eks.NodeGroup
@@ -58,9 +63,11 @@ class GpuNodePool(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
         tags = {**args.tags, POOL_LABEL: pool.name}
-        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child)
+        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+                            tags=tags, opts=child)
         policies = [
-            aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child)
+            aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn,
+                                         opts=child)
             for arn in args.node_managed_policies
         ]
         security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
@@ -76,6 +83,7 @@ class GpuNodePool(pulumi.ComponentResource):
         template = aws.ec2.LaunchTemplate(
             f"{name}-launch-template",
             description=f"GPU pool {pool.name}: {pool.instance_type} in {pool.availability_zone}",
+            instance_type=pool.instance_type if pool.instance_type_on_launch_template else None,
             network_interfaces=[
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                     network_card_index=nic.networkCardIndex,
@@ -88,25 +96,12 @@ class GpuNodePool(pulumi.ComponentResource):
             ] or None,
             vpc_security_group_ids=None if pool.efa_layout else security_groups,
             placement=placement,
-            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
-                http_endpoint="enabled",
-                http_tokens="required",
-                # Hop limit 1 keeps pods off the node role; the node daemons that use IMDS (VPC CNI, EFA
-                # and CSI node plugins) run on the host network, and workloads use EKS Pod Identity.
-                http_put_response_hop_limit=1,
-            ),
-            block_device_mappings=[
-                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-                    device_name="/dev/xvda",
-                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                        volume_size=pool.root_volume_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
-                    ),
-                )
-            ],
+            metadata_options=metadata_options(),
+            block_device_mappings=[root_volume(pool.root_volume_gib)],
             user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_raid0 else None,
             instance_market_options=(
-                aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-                if pool.eks_capacity_type == "CAPACITY_BLOCK" else None
+                aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=pool.market_type)
+                if pool.market_type else None
             ),
             capacity_reservation_specification=(
                 aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
@@ -116,10 +111,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
                 if pool.capacity_reservation_id else None
             ),
-            tag_specifications=[
-                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags={**tags, "Name": f"{pool.name}-gpu-node"})
-                for kind in ("instance", "volume", "network-interface")
-            ],
+            tag_specifications=tag_specifications(tags, f"{pool.name}-gpu-node"),
             update_default_version=True,
             tags=tags,
             opts=child,
@@ -131,20 +123,23 @@ class GpuNodePool(pulumi.ComponentResource):
             node_group_name_prefix=f"{pool.name}-",
             node_role_arn=role.arn,
             subnet_ids=[args.subnet_id],
-            instance_types=[pool.instance_type],
+            instance_types=None if pool.instance_type_on_launch_template else [pool.instance_type],
             ami_type=pool.ami_type,
             capacity_type=pool.eks_capacity_type,
+            version=pool.kubernetes_version,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
             ),
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id,
+                                                                version=template.latest_version.apply(str)),
             labels=dict(pool.labels),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             # Nodes join only once their role can register them and pull images.
             # A reservation (Capacity Block, ODCR) cannot hold old and new nodes at once: delete first.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=policies, delete_before_replace=pool.reserved_capacity),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies,
+                                        delete_before_replace=pool.reserved_capacity),
         )
         self.register_outputs({"nodeGroupName": self.node_group.node_group_name})
 
@@ -168,4 +163,5 @@ class GpuNodePool(pulumi.ComponentResource):
             f"{name}-fabric-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
             ip_protocol="-1", opts=child,
         )
-        return group.id
+        group_id: pulumi.Output[str] = group.id
+        return group_id

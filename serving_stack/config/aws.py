@@ -1,10 +1,12 @@
 """Config blocks for the AWS side of the stack (network, EKS cluster, GPU node pools, model-cache storage)
-(shapes and ranges; the checks against the instance facts run in the plan, `serving_stack.plan.pools`).
+(shapes and ranges; the checks against the instance facts and the zone data run in the plan,
+`serving_stack.plan.pool_checks` and `serving_stack.plan.zones`).
 
 Under `aws.cluster`, `create` makes the stack build the VPC and the EKS cluster (then
 `kubernetes.cluster.source` must be `eks`); `existing` names a cluster and its private subnets so that
 the stack can add managed GPU node groups to it. Pools with `managed: false` only describe nodes that
-already exist (placement facts): they must carry the node labels of `serving_stack.plan.pools.node_labels`.
+already exist (placement facts): they must carry the node labels of `ResolvedPool.node_labels`
+(`serving_stack.plan.pools`).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from serving_stack.config.types import (
     SubnetId,
     VpcId,
 )
+from serving_stack.names import CapacityType
 
 
 class AccessEntry(Block):
@@ -42,7 +45,8 @@ class CreateCluster(Block):
     kubernetesVersion: KubernetesVersion
     availabilityZones: list[AvailabilityZone] = pydantic.Field(min_length=2, max_length=3)
     vpcCidr: Cidr = "10.0.0.0/16"
-    endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(default_factory=list, description="[]: private endpoint only")
+    endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(default_factory=list,
+                                                           description="[]: private endpoint only")
     controlPlaneLogRetentionDays: Literal[7, 14, 30, 60, 90, 180, 365] = 90
     natGatewayPerAz: bool = True
     accessEntries: list[AccessEntry] = pydantic.Field(default_factory=list)
@@ -61,7 +65,7 @@ class AwsClusterConfig(Block):
     existing: Optional[ExistingCluster] = None
 
     @pydantic.model_validator(mode="after")
-    def _exactly_one(self) -> "AwsClusterConfig":
+    def _exactly_one(self) -> AwsClusterConfig:
         if (self.create is None) == (self.existing is None):
             raise ValueError("set exactly one of create, existing")
         return self
@@ -86,6 +90,10 @@ class NodeFacts(Block):
 
 
 class NodePoolConfig(Block):
+    """`capacityType` `odcr` and `capacity-block` launch into the reservation `capacityReservationId` (in the
+    pool's zone). `kubernetesVersion`: the version the pool's nodes were last deployed at; when the cluster's
+    differs, the node group is upgraded to it, which EKS does for a Capacity Block group only at size 0."""
+
     name: DnsLabel
     managed: bool = True
     instanceType: Optional[str] = None
@@ -96,8 +104,10 @@ class NodePoolConfig(Block):
     minSize: int = pydantic.Field(default=0, ge=0)
     desiredSize: int = pydantic.Field(ge=0)
     maxSize: int = pydantic.Field(ge=1)
-    capacityType: Literal["on-demand", "spot", "capacity-block"] = "on-demand"
+    capacityType: CapacityType = "on-demand"
     capacityReservationId: Optional[ReservationId] = None
+    kubernetesVersion: Optional[KubernetesVersion] = pydantic.Field(
+        default=None, description="the version the nodes run now (required for capacity-block pools)")
     fabric: Optional[Fabric] = pydantic.Field(default=None, description="default: efa on EFA-capable types, else none")
     rootVolumeGiB: int = pydantic.Field(default=200, ge=50)
 
@@ -125,11 +135,13 @@ class ModelCacheStorageConfig(Block):
 
 class DevicePluginsConfig(Block):
     """Which device plugins the stack installs (each only where a pool needs it). Turn one off on a cluster
-    that already runs it, e.g. through the NVIDIA GPU Operator or Network Operator."""
+    that already runs it, e.g. through the NVIDIA GPU Operator or Network Operator. `draDriver`: the NVIDIA
+    DRA driver with ComputeDomains, for pools of instance types with multi-node NVLink (P6e-GB200)."""
 
     nvidia: bool = True
     efa: bool = True
     rdmaSharedDevice: bool = True
+    draDriver: bool = True
 
 
 class AwsConfig(Block):

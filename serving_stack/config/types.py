@@ -81,7 +81,10 @@ class Block(pydantic.BaseModel):
 
 
 KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
-AvailabilityZone = matching(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$", "an availability zone name such as us-east-1a")
+# An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
+# setting accepts, is checked against catalog/aws_regions.yaml while planning.
+AvailabilityZone = matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
+                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
 Region = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")
 SubnetId = matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")
 SecurityGroupId = matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")

@@ -1,8 +1,9 @@
-"""AWS facts as data: GPU instance types, GPU product labels, fabric profiles and pinned add-ons.
+"""AWS facts as data: GPU instance types, GPU product labels, fabric profiles, pinned add-ons, zones.
 
-`load_aws_catalog()` reads `catalog/instance_types.yaml`, `gpus.yaml`, `fabrics.yaml` and
-`aws_platform.yaml`, validates them and stops the program with the file and key of a bad entry. Code
-interprets this data; adding an instance type or a fabric is a data change.
+`load_aws_catalog()` reads `catalog/instance_types.yaml`, `gpus.yaml`, `fabrics.yaml`, `aws_platform.yaml`
+and `aws_regions.yaml`, validates them, cross-checks them (every instance type's GPU, its Local Zone
+groups, the device plugin and DRA driver pins it needs) and stops the program with the file and key of a
+bad entry. Code interprets this data; adding an instance type or a fabric is a data change.
 """
 from __future__ import annotations
 
@@ -13,11 +14,27 @@ from typing import Literal, Optional, Union
 import pydantic
 
 from serving_stack.errors import ConfigError
+from serving_stack.facts.aws_platform import (
+    Arch,
+    AwsPlatformFile,
+    CsiAddon,
+    DevicePluginPins,
+    EksAddon,
+    HelmChart,
+    RdmaSharedDevicePlugin,
+    version_key,
+)
 from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.facts.regions import AwsRegions, load_aws_regions
+from serving_stack.names import CapacityType
+
+# Pins keep their names here too: the plan and components import them from the AWS facts.
+__all__ = ["AwsCatalog", "CsiAddon", "DevicePluginPins", "EksAddon", "FabricProfile", "HelmChart", "InstanceType",
+           "NetworkInterface", "RdmaSharedDevicePlugin", "load_aws_catalog"]
 
 InterfaceType = Literal["interface", "efa-only"]
-Arch = Literal["x86_64", "arm64"]
-SOURCED_FIELDS = ("gpus", "gpuMemoryGB", "vcpus", "memoryGiB", "networkCards", "efaInterfaces", "nvmeDisks", "onDemandUsdPerHour")
+SOURCED_FIELDS = ("gpus", "gpuMemoryGB", "vcpus", "memoryGiB", "networkCards", "efaInterfaces", "nvmeDisks",
+                  "onDemandUsdPerHour", "capacityTypes")
 
 
 class NetworkInterface(Data):
@@ -49,13 +66,20 @@ class InstanceType(Data):
     arch: Arch
     amiType: Literal["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA"]
     onDemandUsdPerHour: Optional[float] = pydantic.Field(default=None, gt=0)
-    capacityBlocksOnly: bool = False
+    capacityTypes: list[CapacityType] = pydantic.Field(min_length=1)
+    zoneType: Literal["availability-zone", "local-zone"]
+    localZoneGroups: list[str]
+    computeDomains: bool
+    minEfaDevicePlugin: Optional[str] = pydantic.Field(default=None, pattern=r"^v?\d+\.\d+\.\d+$")
     minKubernetes: Optional[str] = pydantic.Field(default=None, pattern=r"^1\.\d+$")
     sources: dict[str, str]
 
     @pydantic.model_validator(mode="after")
-    def _consistent(self) -> "InstanceType":
-        missing = [f for f in SOURCED_FIELDS if f not in self.sources]
+    def _consistent(self) -> InstanceType:
+        sourced = [*SOURCED_FIELDS, *(["zoneType"] if self.zoneType == "local-zone" else []),
+                   *(["computeDomains"] if self.computeDomains else []),
+                   *(f for f in ("minEfaDevicePlugin", "minKubernetes") if getattr(self, f) is not None)]
+        missing = [f for f in sourced if f not in self.sources]
         if missing:
             raise ValueError(f"sources: no source for {', '.join(missing)}")
         if (self.arch == "arm64") != (self.amiType == "AL2023_ARM_64_NVIDIA"):
@@ -66,7 +90,13 @@ class InstanceType(Data):
             raise ValueError("efaLayout is required exactly when efaInterfaces > 0")
         if self.efaLayout is not None:
             _check_layout(self.efa_layout(), self.networkCards, self.efaInterfaces)
+        if (self.zoneType == "local-zone") != bool(self.localZoneGroups):
+            raise ValueError("localZoneGroups are listed exactly when zoneType is local-zone")
         return self
+
+    @property
+    def local_zones_only(self) -> bool:
+        return self.zoneType == "local-zone"
 
     def efa_layout(self) -> list[NetworkInterface]:
         """The launch-template network interfaces that expose this type's EFA devices (EFA user guide)."""
@@ -76,7 +106,8 @@ class InstanceType(Data):
             return [
                 NetworkInterface(networkCardIndex=0, deviceIndex=0, interfaceType="interface"),
                 NetworkInterface(networkCardIndex=0, deviceIndex=1, interfaceType="efa-only"),
-                *(NetworkInterface(networkCardIndex=card, deviceIndex=0, interfaceType="efa-only") for card in range(1, self.networkCards)),
+                *(NetworkInterface(networkCardIndex=card, deviceIndex=0, interfaceType="efa-only")
+                  for card in range(1, self.networkCards)),
             ]
         return []
 
@@ -88,14 +119,17 @@ class InstanceType(Data):
 def _check_layout(layout: list[NetworkInterface], network_cards: int, efa_interfaces: int) -> None:
     primary = layout[0]
     if (primary.networkCardIndex, primary.deviceIndex, primary.interfaceType) != (0, 0, "interface"):
-        raise ValueError("efaLayout: the first interface must be card 0 device 0 of type interface (an EFA-only one cannot be primary)")
+        raise ValueError("efaLayout: the first interface must be card 0 device 0 of type interface "
+                         "(an EFA-only one cannot be primary)")
     slots = [(i.networkCardIndex, i.deviceIndex) for i in layout]
     if len(set(slots)) != len(slots):
         raise ValueError("efaLayout: a (networkCardIndex, deviceIndex) pair is used twice")
     if any(card >= network_cards for card, _ in slots):
         raise ValueError(f"efaLayout: a networkCardIndex is beyond the {network_cards} network cards")
-    if sum(i.interfaceType == "efa-only" for i in layout) < efa_interfaces:
-        raise ValueError(f"efaLayout: fewer efa-only interfaces than efaInterfaces {efa_interfaces}")
+    efa_only = sum(i.interfaceType == "efa-only" for i in layout)
+    if efa_only != efa_interfaces:
+        # Each efa-only interface is one `vpc.amazonaws.com/efa` device: count, label and requests must agree.
+        raise ValueError(f"efaLayout: {efa_only} efa-only interfaces, but efaInterfaces is {efa_interfaces}")
 
 
 class InstanceTypesFile(Data):
@@ -105,7 +139,7 @@ class InstanceTypesFile(Data):
 
 class Gpu(Data):
     productLabel: str = pydantic.Field(pattern=r"^NVIDIA-[A-Za-z0-9.-]+$")
-    alternativeProductLabels: list[str] = []
+    alternativeProductLabels: list[str] = pydantic.Field(default_factory=list)
     arch: Optional[Arch] = None
 
     @property
@@ -136,64 +170,49 @@ class FabricsFile(Data):
     fabrics: dict[Literal["efa", "ib"], FabricProfile]
 
 
-class HelmChart(Data):
-    repository: str
-    chart: str
-    version: str
-    namespace: str
-
-
-class RdmaSharedDevicePlugin(Data):
-    image: str = pydantic.Field(pattern=r"^[a-z0-9./-]+:v?\d+\.\d+\.\d+$")
-    namespace: str
-    resourceName: str
-    rdmaHcaMax: int = pydantic.Field(gt=0)
-    vendors: list[str]
-
-
-class DevicePluginPins(Data):
-    nvidia: HelmChart
-    efa: HelmChart
-    rdmaSharedDevice: RdmaSharedDevicePlugin
-
-
-class EksAddon(Data):
-    name: str
-    version: Optional[str] = None
-    needsNodes: bool = False
-
-
-class CsiAddon(Data):
-    name: str
-    version: Optional[str] = None
-    serviceAccount: str
-
-
-class EksAddons(Data):
-    cluster: list[EksAddon]
-    efsCsiDriver: CsiAddon
-    fsxCsiDriver: CsiAddon
-
-
-class AwsPlatformFile(Data):
-    schemaVersion: Literal[1]
-    devicePlugins: DevicePluginPins
-    eksAddons: EksAddons
-    nodeManagedPolicies: list[str] = pydantic.Field(min_length=1)
-
-
 class AwsCatalog:
-    """The four data files, cross-checked (every instance type names a known GPU)."""
+    """The five data files, cross-checked (`_check_instance`)."""
 
-    def __init__(self, instance_types: InstanceTypesFile, gpus: GpusFile, fabrics: FabricsFile, platform: AwsPlatformFile):
+    def __init__(self, instance_types: InstanceTypesFile, gpus: GpusFile, fabrics: FabricsFile,
+                 platform: AwsPlatformFile, regions: AwsRegions):
         self.instance_types = instance_types.instanceTypes
         self.gpus = gpus.gpus
         self.fabrics = fabrics.fabrics
         self.platform = platform
+        self.regions = regions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
         """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
         return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
+
+
+def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> Optional[ConfigError]:
+    """What the other files must hold for this instance type: its GPU, its Local Zone groups, the pins."""
+    key = f"catalog/instance_types.yaml: instanceTypes.{name}"
+    pins, dra = catalog.platform.devicePlugins, catalog.platform.draDriver
+    groups = {z.group for r in catalog.regions.regions.values() for z in r.localZones.values()}
+    if instance.gpu not in catalog.gpus:
+        return ConfigError(f"{key}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
+    required_arch = catalog.gpus[instance.gpu].arch
+    if required_arch and instance.arch != required_arch:
+        return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
+    unknown = [g for g in instance.localZoneGroups if g not in groups]
+    if unknown:
+        return ConfigError(f"{key}.localZoneGroups", f"{unknown[0]!r} is not a Local Zone group of "
+                           "catalog/aws_regions.yaml")
+    if instance.arch not in pins.nvidia.architectures:
+        return ConfigError(f"{key}.arch", f"the pinned NVIDIA device plugin runs on {pins.nvidia.architectures} only")
+    if instance.efaInterfaces and name not in pins.efa.supportedInstanceTypes:
+        return ConfigError(f"{key}", f"the pinned EFA device plugin chart {pins.efa.version} does not list it "
+                           "(catalog/aws_platform.yaml devicePlugins.efa.supportedInstanceTypes)")
+    minimum = instance.minEfaDevicePlugin
+    if minimum and min(version_key(pins.efa.version), version_key(pins.efa.appVersion)) < version_key(minimum):
+        return ConfigError(f"{key}.minEfaDevicePlugin", f"needs the EFA device plugin {minimum}+, pinned chart "
+                           f"{pins.efa.version} (plugin {pins.efa.appVersion})")
+    if instance.computeDomains and version_key(instance.minKubernetes or "0.0") < version_key(dra.minKubernetes):
+        return ConfigError(f"{key}.minKubernetes",
+                           f"the pinned DRA driver {dra.version} needs Kubernetes >= {dra.minKubernetes}")
+    return None
 
 
 @functools.lru_cache(maxsize=4)
@@ -203,11 +222,10 @@ def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
         load_model(root / "gpus.yaml", GpusFile, root),
         load_model(root / "fabrics.yaml", FabricsFile, root),
         load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
+        load_aws_regions(root),
     )
     for name, instance in catalog.instance_types.items():
-        if instance.gpu not in catalog.gpus:
-            raise ConfigError(f"catalog/instance_types.yaml: instanceTypes.{name}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
-        required_arch = catalog.gpus[instance.gpu].arch
-        if required_arch and instance.arch != required_arch:
-            raise ConfigError(f"catalog/instance_types.yaml: instanceTypes.{name}.arch", f"{instance.gpu} hosts are {required_arch}")
+        error = _check_instance(catalog, name, instance)
+        if error:
+            raise error
     return catalog

@@ -1,18 +1,17 @@
 """GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and,
 for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required).
 
-`resolve_pools` also returns every problem of the `aws` cluster and pool blocks, each with its key path.
+The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.pool_checks`.
 """
 from __future__ import annotations
 
-import ipaddress
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Optional
 
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import (
     AwsCatalog,
@@ -20,14 +19,19 @@ from serving_stack.facts.instance_types import (
     NetworkInterface,
 )
 from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
-from serving_stack.plan.quantities import version_tuple
 
-CAPACITY_TYPES = MappingProxyType({"on-demand": "ON_DEMAND", "spot": "SPOT", "capacity-block": "CAPACITY_BLOCK"})
+EKS_CAPACITY_TYPES = MappingProxyType({
+    "on-demand": "ON_DEMAND", "spot": "SPOT", "odcr": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK",
+})
+RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
+# Local Zone subnets the created VPC has room for (serving_stack.components.network.local_zone_cidrs).
+MAX_LOCAL_ZONE_SUBNETS = 8
 
 
 @dataclass(frozen=True)
 class ResolvedPool:
-    """One pool with every fact placement and costs need, defaults applied."""
+    """One pool with every fact placement and costs need, defaults applied. `kubernetes_version`: the
+    version its node group runs (the cluster's), None when the stack does not know the cluster's."""
 
     name: str
     managed: bool
@@ -44,8 +48,11 @@ class ResolvedPool:
     instance_type: Optional[str] = None
     ami_type: Optional[str] = None
     availability_zone: Optional[str] = None
+    local_zone: bool = False
     subnet_id: Optional[str] = None
     capacity_reservation_id: Optional[str] = None
+    kubernetes_version: Optional[str] = None
+    compute_domains: bool = False
     nvme_disks: int = 0
     root_volume_gib: int = 200
     on_demand_usd_per_hour: Optional[float] = None
@@ -67,17 +74,29 @@ class ResolvedPool:
 @dataclass(frozen=True)
 class ManagedPoolSpec:
     """An EKS managed node group of GPU instances (`subnet_id`: a configured or existing-cluster subnet;
-    None: the created network's subnet of the AZ). `efa` and `placement_group` are the switches the
-    component follows: EFA interfaces and their self-referencing security group, a `cluster` placement
-    group (not for Capacity Blocks, which AWS already co-locates and binds to their reservation)."""
+    None: the created network's subnet of the zone, for a Local Zone pool its own). The switches the
+    component follows:
+
+    - `efa`: EFA interfaces (`efa_layout`) and their self-referencing security group;
+    - `placement_group`: a `cluster` placement group (not for reservations: a Capacity Block is already
+      co-located, and an ODCR launches where it was reserved);
+    - `instance_type_on_launch_template`: the instance type goes on the launch template and the node group
+      names none (what EKS requires of a Capacity Block group; the other way round for the rest);
+    - `market_type`: the launch template's market (`capacity-block`), None for On-Demand and Spot;
+    - `capacity_reservation_id`: the reservation the launch template targets (Capacity Block or ODCR).
+    """
 
     name: str
     instance_type: str
     ami_type: str
     availability_zone: str
+    local_zone: bool
     subnet_id: Optional[str]
     eks_capacity_type: str
+    market_type: Optional[str]
+    instance_type_on_launch_template: bool
     capacity_reservation_id: Optional[str]
+    kubernetes_version: Optional[str]
     min_size: int
     desired_size: int
     max_size: int
@@ -98,15 +117,28 @@ class ManagedPoolSpec:
         if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):
             raise ValueError(f"pool {pool.name!r} is not a managed pool with an instance type and an AZ")
         efa = pool.fabric == "efa"
+        capacity_block = pool.capacity_type == "capacity-block"
         return cls(
             name=pool.name, instance_type=pool.instance_type, ami_type=pool.ami_type,
-            availability_zone=pool.availability_zone, subnet_id=pool.subnet_id, eks_capacity_type=CAPACITY_TYPES[pool.capacity_type],
-            capacity_reservation_id=pool.capacity_reservation_id, min_size=pool.min_size,
-            desired_size=pool.desired_size, max_size=pool.max_size, root_volume_gib=pool.root_volume_gib,
-            nvme_raid0=pool.nvme_disks > 0, efa=efa, efa_layout=pool.efa_layout if efa else (),
-            placement_group=efa and pool.capacity_type != "capacity-block",
+            availability_zone=pool.availability_zone, local_zone=pool.local_zone, subnet_id=pool.subnet_id,
+            eks_capacity_type=EKS_CAPACITY_TYPES[pool.capacity_type],
+            market_type="capacity-block" if capacity_block else None,
+            instance_type_on_launch_template=capacity_block,
+            capacity_reservation_id=pool.capacity_reservation_id, kubernetes_version=pool.kubernetes_version,
+            min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size,
+            root_volume_gib=pool.root_volume_gib, nvme_raid0=pool.nvme_disks > 0, efa=efa,
+            efa_layout=pool.efa_layout if efa else (),
+            placement_group=efa and pool.capacity_type not in RESERVED_CAPACITY_TYPES,
             labels=MappingProxyType(pool.node_labels),
         )
+
+
+@dataclass(frozen=True)
+class LocalZoneSubnet:
+    """A subnet the created network makes for one Local Zone pool (never given to the control plane)."""
+
+    pool: str
+    zone: str
 
 
 @dataclass(frozen=True)
@@ -133,99 +165,11 @@ def pool_fabric(pool: NodePoolConfig, facts: PoolFacts) -> str:
     return pool.fabric or ("efa" if facts.efa_interfaces else "none")
 
 
-def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[ConfigError]:
-    errors: list[ConfigError] = []
-    source = config.kubernetes.cluster.source
-    create = aws.cluster.create if aws.cluster else None
-    if source == "eks" and create is None:
-        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
-    if create and source != "eks":
-        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
-    if create:
-        for index, cidr in enumerate(create.endpointPublicAccessCidrs):
-            if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
-                errors.append(ConfigError(f"aws.cluster.create.endpointPublicAccessCidrs[{index}]",
-                                          f"{cidr} opens the API endpoint to the internet",
-                                          "specific CIDRs, or [] for a private endpoint"))
-        if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
-            errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
-        minimum = facts.platform.chart.minKubernetes
-        if version_tuple(create.kubernetesVersion) < version_tuple(minimum):
-            errors.append(ConfigError("aws.cluster.create.kubernetesVersion",
-                                      f"the Dynamo platform needs Kubernetes >= {minimum}, got {create.kubernetesVersion}"))
-    system = aws.systemNodeGroup
-    if not system.minSize <= system.desiredSize <= system.maxSize:
-        errors.append(ConfigError("aws.systemNodeGroup.desiredSize", f"{system.desiredSize} is not between minSize "
-                                  f"{system.minSize} and maxSize {system.maxSize}"))
-    return errors
-
-
-def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
-    errors: list[ConfigError] = []
+def cluster_version(aws: AwsConfig) -> Optional[str]:
+    """The Kubernetes version the config says the cluster runs (None: an existing cluster that does not say)."""
     create = aws.cluster.create if aws.cluster else None
     existing = aws.cluster.existing if aws.cluster else None
-    if pool.instanceType is not None and pool.instanceType not in aws_catalog.instance_types:
-        return [ConfigError(f"{path}.instanceType", f"unknown instance type {pool.instanceType!r}",
-                            ", ".join(aws_catalog.instance_types))]
-    if (pool.instanceType is None) == (pool.nodeFacts is None) or (pool.managed and pool.nodeFacts):
-        allowed = "instanceType" if pool.managed else "instanceType or nodeFacts"
-        return [ConfigError(f"{path}.instanceType", "a pool names its nodes by exactly one of instanceType, nodeFacts",
-                            allowed)]
-    facts = pool_facts(pool, aws_catalog)
-    if facts is None:
-        gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
-        return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {gpu!r}", ", ".join(aws_catalog.gpus))]
-    if not pool.minSize <= pool.desiredSize <= pool.maxSize:
-        errors.append(ConfigError(f"{path}.desiredSize", f"{pool.desiredSize} is not between minSize {pool.minSize} "
-                                  f"and maxSize {pool.maxSize}"))
-    labels = aws_catalog.gpus[facts.gpu].product_labels
-    if pool.gpuProduct and pool.gpuProduct not in labels:
-        errors.append(ConfigError(f"{path}.gpuProduct", f"{pool.gpuProduct!r} is not a product label of {facts.gpu}",
-                                  ", ".join(labels)))
-    fabric = pool_fabric(pool, facts)
-    if fabric == "efa" and not facts.efa_interfaces:
-        errors.append(ConfigError(f"{path}.fabric", f"{pool.instanceType or 'these nodes'} has no EFA interfaces",
-                                  "ib, none" if not pool.managed else "none"))
-    if fabric == "ib" and pool.managed:
-        errors.append(ConfigError(f"{path}.fabric", "EC2 instances have no InfiniBand; ib is for managed: false pools",
-                                  "efa, none"))
-    if (pool.capacityType == "capacity-block") != (pool.capacityReservationId is not None):
-        key = "capacityReservationId" if pool.capacityType == "capacity-block" else "capacityType"
-        errors.append(ConfigError(f"{path}.{key}",
-                                  "capacityReservationId goes with capacityType capacity-block, and only with it"))
-    if facts.instance and facts.instance.capacityBlocksOnly and pool.capacityType != "capacity-block":
-        errors.append(ConfigError(f"{path}.capacityType", f"{pool.instanceType} is available through Capacity Blocks "
-                                  "only", "capacity-block"))
-    version = create.kubernetesVersion if create else existing.kubernetesVersion if existing else None
-    minimum = facts.instance.minKubernetes if facts.instance else None
-    if minimum and version and version_tuple(version) < version_tuple(minimum):
-        errors.append(ConfigError(f"{path}.instanceType", f"{pool.instanceType} needs Kubernetes >= {minimum}, "
-                                  f"the cluster runs {version}"))
-    if not pool.managed:
-        return errors
-    if aws.cluster is None:
-        errors.append(ConfigError(f"{path}.managed", "a managed pool needs aws.cluster (create or existing)", "false"))
-    elif pool.availabilityZone is None:
-        errors.append(ConfigError(f"{path}.availabilityZone",
-                                  "required for a managed pool (one AZ: cluster placement group)"))
-    elif create and pool.availabilityZone not in create.availabilityZones:
-        errors.append(ConfigError(f"{path}.availabilityZone", f"{pool.availabilityZone!r} is not a cluster AZ",
-                                  ", ".join(create.availabilityZones)))
-    elif existing and pool.subnetId is None and pool.availabilityZone not in existing.privateSubnetIds:
-        errors.append(ConfigError(f"{path}.subnetId", f"no subnet for {pool.availabilityZone} in "
-                                  "aws.cluster.existing.privateSubnetIds", "set subnetId"))
-    return errors
-
-
-def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
-    errors: list[ConfigError] = []
-    seen: set[str] = set()
-    for index, pool in enumerate(aws.nodePools):
-        if pool.name in seen:
-            errors.append(ConfigError(f"aws.nodePools[{index}].name", f"duplicate pool name {pool.name!r}"))
-        seen.add(pool.name)
-        errors += _check_pool(f"aws.nodePools[{index}]", pool, aws, aws_catalog)
-    return errors
+    return create.kubernetesVersion if create else existing.kubernetesVersion if existing else None
 
 
 def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
@@ -235,13 +179,16 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
     instance, fabric = facts.instance, pool_fabric(pool, facts)
     existing = aws.cluster.existing if aws.cluster else None
     subnet = pool.subnetId or (existing.privateSubnetIds.get(pool.availabilityZone or "") if existing else None)
+    zone = pool.availabilityZone
     return ResolvedPool(
         name=pool.name, managed=pool.managed, gpu=facts.gpu,
         gpu_product=pool.gpuProduct or aws_catalog.gpus[facts.gpu].productLabel,
         gpus_per_node=facts.gpus_per_node, arch=facts.arch, fabric=fabric, efa_interfaces=facts.efa_interfaces,
         min_size=pool.minSize, desired_size=pool.desiredSize, max_size=pool.maxSize, capacity_type=pool.capacityType,
         instance_type=pool.instanceType, ami_type=instance.amiType if instance else None,
-        availability_zone=pool.availabilityZone, subnet_id=subnet, capacity_reservation_id=pool.capacityReservationId,
+        availability_zone=zone, local_zone=bool(zone and aws_catalog.regions.local_zone(aws.region, zone)),
+        subnet_id=subnet, capacity_reservation_id=pool.capacityReservationId,
+        kubernetes_version=cluster_version(aws), compute_domains=bool(instance and instance.computeDomains),
         nvme_disks=instance.nvmeDisks if instance else 0, root_volume_gib=pool.rootVolumeGiB,
         on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
         efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
@@ -253,3 +200,10 @@ def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
     if config.aws is None:
         return {}
     return {pool.name: _resolve(pool, config.aws, facts.aws) for pool in config.aws.nodePools}
+
+
+def local_zone_subnets(pools: Iterable[ResolvedPool]) -> tuple[LocalZoneSubnet, ...]:
+    """One subnet per managed Local Zone pool without a configured subnet, in config order (the order
+    gives each its CIDR: add Local Zone pools at the end)."""
+    return tuple(LocalZoneSubnet(p.name, p.availability_zone) for p in pools
+                 if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None)

@@ -16,15 +16,17 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
+from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets
+from serving_stack.plan.pool_checks import check_cluster, check_pools
 from serving_stack.plan.pools import (
+    LocalZoneSubnet,
     ManagedPoolSpec,
     ResolvedPool,
-    check_cluster,
-    check_pools,
+    local_zone_subnets,
     resolve_pools,
 )
 from serving_stack.plan.prewarm import PrewarmPool, PrewarmSettings
@@ -73,6 +75,7 @@ class CreatedCluster:
     system_nodes: SystemNodes
     addons: tuple[EksAddon, ...]
     access_grants: tuple[AccessGrant, ...]
+    local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class DevicePluginSet:
     nvidia: bool
     efa_instance_types: tuple[str, ...]
     infiniband: bool
+    dra_driver: Optional[DraDriverPlan] = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +190,7 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
         raise ConfigError.combined(errors)
 
 
-def _cluster(config: StackConfig, facts: Facts) -> ClusterPlan:
+def _cluster(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool]) -> ClusterPlan:
     aws, access = config.aws, config.kubernetes.cluster
     create = aws.cluster.create if aws and aws.cluster else None
     if access.source == "eks" and aws is not None and create is not None:
@@ -202,6 +206,7 @@ def _cluster(config: StackConfig, facts: Facts) -> ClusterPlan:
             addons=tuple(facts.aws.platform.eksAddons.cluster),
             access_grants=tuple(AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces))
                                 for e in create.accessEntries),
+            local_zone_subnets=local_zone_subnets(pools),
         )
     existing = aws.cluster.existing if aws and aws.cluster else None
     eks = None
@@ -220,6 +225,7 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
         pins=facts.aws.platform.devicePlugins, nvidia=wanted.nvidia,
         efa_instance_types=tuple(dict.fromkeys(efa_types)),
         infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
+        dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),
     )
 
 
@@ -274,7 +280,7 @@ def build_plan(
                              tuple(facts.aws.platform.nodeManagedPolicies))
     pool_list = tuple(pools.values())
     return StackPlan(
-        aws=account, cluster=_cluster(config, facts), pools=pool_list,
+        aws=account, cluster=_cluster(config, facts, pool_list), pools=pool_list,
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
