@@ -27,8 +27,8 @@ class ProdBackends:
     degraded_endpoint: SageMakerBackend  # a prod endpoint serving another model
 
     def settings(self, **overrides: object) -> GatewaySettings:
-        return dataclasses.replace(GatewaySettings(), degraded_fallback_endpoint=self.degraded_endpoint.name,
-                                   **overrides)  # type: ignore[arg-type]
+        fields: dict[str, object] = {"degraded_fallback_endpoint": self.degraded_endpoint.name, **overrides}
+        return dataclasses.replace(GatewaySettings(), **fields)  # type: ignore[arg-type]
 
 
 def prod_backends() -> ProdBackends:

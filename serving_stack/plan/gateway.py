@@ -210,14 +210,13 @@ def plan_gateway(
         "health_check_interval": settings.health_check_interval_seconds,
         "background_health_check_model_groups": [g.name for g in groups if g.kind == "dynamo"],
         "health_check_skip_disabled_background_models": True,
-        "disable_spend_logs": True,
     }
     if needs_redis:
         general_settings["use_shared_health_check"] = True
     config = {
         "model_list": model_list,
         "router_settings": router_settings,
-        "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True, "telemetry": False},
+        "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True},
         "general_settings": general_settings,
     }
     return GatewayPlan(tuple(groups), config, needs_redis, tuple(sagemaker))
