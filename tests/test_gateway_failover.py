@@ -42,14 +42,17 @@ def test_dead_frontend_costs_no_request_and_gets_traffic_back_after_restart(prod
         killed = scenarios.kill_one_backend(gw, prod.model, REQUESTS, CONCURRENCY)
         victim_id = f"{DYNAMO_ID_PREFIX}{prod.dynamo[0].target_id}"
         restored = scenarios.restore_after_kill(gw, prod.model, CONCURRENCY, deadline_seconds=30)
-        streaming = scenarios.kill_one_backend_streaming(gw, prod.model, REQUESTS, CONCURRENCY)
+        streaming = scenarios.kill_one_backend_streaming(gw, prod.model, REQUESTS // 2, CONCURRENCY)
     with capsys.disabled():
         for result in (killed, restored, streaming):
             print(f"\n  {result.figures.line()}")
-    assert killed.figures.requests == streaming.figures.requests == REQUESTS, "a run hit its deadline"
+    assert (killed.figures.requests, streaming.figures.requests) == (REQUESTS, REQUESTS // 2), "a run hit its deadline"
     assert killed.figures.failed == 0
-    assert killed.figures.fallback_share == 0, "other frontends of the model were alive"
-    answered_by = {o.deployment for o in killed.outcomes if o.ok}
+    # Other frontends of the model are alive: they answer, bar a request whose retries all met the dead
+    # one before its cooldown (it then gets the same model from SageMaker, never another model).
+    assert killed.figures.fallback_share <= 0.02
+    assert {o.model for o in killed.outcomes} == {prod.model}
+    answered_by = {o.deployment for o in killed.outcomes if o.group == prod.model}
     assert answered_by == {f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in prod.dynamo}
     late = [o for o in killed.outcomes if o.index >= REQUESTS // 2]
     assert victim_id not in {o.deployment for o in late}
