@@ -22,7 +22,10 @@ from nemotron.mock_runtime import run_program, stack_config  # noqa: E402
 from serving_stack.tools.gateway_loopback import scenarios  # noqa: E402
 from serving_stack.tools.gateway_loopback.load import Figures  # noqa: E402
 from serving_stack.tools.gateway_loopback.stack_backends import (  # noqa: E402
-    BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS, StackBackends, stack_backends,
+    BACKEND_LATENCY_SECONDS,
+    LOOPBACK_TIMINGS,
+    StackBackends,
+    stack_backends,
 )
 
 Scenario = Callable[[scenarios.LoopbackGateway, StackBackends, int, int], list[Figures]]

@@ -13,13 +13,13 @@ from typing import Any
 
 import pulumi
 import pytest
+from gateway_helpers import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS, prod_backends
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from gateway_helpers import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS, prod_backends
 from nemotron.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
-from serving_stack.components.gateway import MASTER_KEY_SECRET_KEY, service_url
+from serving_stack.components.gateway import MASTER_KEY_SECRET_KEY, master_key_secret_name, service_url
 from serving_stack.contract.gateway import CONTRACT_VERSION, GatewayOutput, gateway_output
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX, plan_gateway
 from serving_stack.tools.gateway_loopback import scenarios
@@ -39,8 +39,8 @@ def prod():
 
 def outputs_of(prod) -> dict[str, Any]:
     plan = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(replicas=1))
-    gateway = gateway_output(plan, service_url("llm-gateway", NAMESPACE, 4000), NAMESPACE, "llm-gateway-master-key",
-                             MASTER_KEY_SECRET_KEY)
+    gateway = gateway_output(plan, service_url("llm-gateway", NAMESPACE, 4000), NAMESPACE,
+                             master_key_secret_name("llm-gateway"), MASTER_KEY_SECRET_KEY)
     return {"contractVersion": CONTRACT_VERSION, "endpoints": [], "gateway": json.loads(gateway.model_dump_json())}
 
 

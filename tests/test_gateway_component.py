@@ -11,14 +11,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from aws_helpers import inputs, run_components, the
 from gateway_helpers import prod_backends
+
 from nemotron.mock_runtime import PROJECT_DIR, redact
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.components.gateway import (
-    CONFIG_CHECKSUM_ANNOTATION, INVOKE_ACTIONS, MASTER_KEY_SECRET_KEY, Gateway, GatewayArgs, SageMakerAccess,
-    config_checksum, redis_host,
+    CONFIG_CHECKSUM_ANNOTATION,
+    INVOKE_ACTIONS,
+    MASTER_KEY_SECRET_KEY,
+    Gateway,
+    GatewayArgs,
+    SageMakerAccess,
+    config_checksum,
+    master_key_secret_name,
+    redis_host,
 )
 from serving_stack.facts.gateway import load_gateway_pins
 from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway
@@ -44,7 +51,7 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
             min_replicas=replicas, max_replicas=4 * replicas, redis_enabled=plan.needs_redis,
             allowed_namespaces=["apps", "monitoring"], backend_namespaces=[NAMESPACE],
             sagemaker_access=access if sagemaker else None))
-        return {"url": gateway.url, "secret": gateway.master_key_secret_name}
+        return {"url": gateway.url, "secret": gateway.master_key_secret}
 
     return plan, run_components(program)
 
@@ -110,7 +117,8 @@ def test_redis_exactly_when_the_plan_shares_state(prod_gateway):
     plan, run = prod_gateway
     assert plan.needs_redis
     redis = [d for d in inputs(run, DEPLOYMENT) if d["metadata"]["name"] == f"{NAME}-redis"]
-    assert len(redis) == 1 and redis[0]["spec"]["template"]["spec"]["containers"][0]["image"] == load_gateway_pins().redis.image
+    (redis_container,) = [c for d in redis for c in d["spec"]["template"]["spec"]["containers"]]
+    assert redis_container["image"] == load_gateway_pins().redis.image
     assert plan.config["router_settings"]["redis_host"] == redis_host(NAME, NAMESPACE)
     single_plan, single = build(replicas=1)
     assert not single_plan.needs_redis
@@ -122,7 +130,8 @@ def test_network_policies_allow_exactly_what_the_gateway_needs(prod_gateway):
     policies = {p["metadata"]["name"]: p["spec"] for p in inputs(run, NETWORK_POLICY)}
     gateway = policies[NAME]
     (ingress,) = gateway["ingress"]
-    assert [p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in ingress["from"]] == ["apps", "monitoring"]
+    sources = [p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in ingress["from"]]
+    assert sources == ["apps", "monitoring"]
     egress_ports = sorted((port["protocol"], port["port"]) for rule in gateway["egress"] for port in rule["ports"])
     assert egress_ports == [("TCP", 53), ("TCP", 80), ("TCP", 443), ("TCP", 6379), ("TCP", 8000), ("UDP", 53)]
     redis = policies[f"{NAME}-redis"]
@@ -154,7 +163,7 @@ def test_recorded_resources_pass_the_policy_pack(prod_gateway):
 def test_outputs_name_the_url_and_the_secret_not_the_key(prod_gateway):
     _, run = prod_gateway
     assert run.outputs == {"url": f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{load_gateway_pins().litellm.port}/v1",
-                           "secret": f"{NAME}-master-key"}
+                           "secret": master_key_secret_name(NAME)}
 
 
 def test_catalog_pins_have_sources():

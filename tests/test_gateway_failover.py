@@ -11,8 +11,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from gateway_helpers import (
+    BACKEND_LATENCY_SECONDS,
+    CONCURRENCY,
+    LOOPBACK_TIMINGS,
+    REQUESTS,
+    ProdBackends,
+    prod_backends,
+)
 
-from gateway_helpers import BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS, ProdBackends, prod_backends
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX
 from serving_stack.tools.gateway_loopback import scenarios
 from serving_stack.tools.gateway_loopback.processes import litellm_executable

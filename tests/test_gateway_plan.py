@@ -8,11 +8,16 @@ import json
 import subprocess
 
 import pytest
-
 from gateway_helpers import prod_backends
+
 from nemotron.errors import ConfigError
 from serving_stack.plan.gateway import (
-    BACKEND_FAULTS, DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX, RedisAddress, plan_gateway,
+    BACKEND_FAULTS,
+    DYNAMO_ID_PREFIX,
+    SAGEMAKER_GROUP_SUFFIX,
+    SAGEMAKER_ID_PREFIX,
+    RedisAddress,
+    plan_gateway,
 )
 from serving_stack.tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 

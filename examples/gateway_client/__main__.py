@@ -3,7 +3,6 @@ the gateway settings (a ConfigMap its pods mount as env). The key stays in the s
 the outputs only name it (copy it into the app's namespace with your secret store, never through state)."""
 import pulumi
 import pulumi_kubernetes as k8s
-
 from gateway_client import ClientSettings
 
 config = pulumi.Config()

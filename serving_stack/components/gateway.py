@@ -74,6 +74,11 @@ def service_url(name: str, namespace: str, port: int) -> str:
     return f"http://{name}.{namespace}.svc.cluster.local:{port}/v1"
 
 
+def master_key_secret_name(name: str) -> str:
+    """The Secret holding the master key (key `masterKey`): what the outputs contract names."""
+    return f"{name}-master-key"
+
+
 def redis_host(name: str, namespace: str) -> str:
     """The in-cluster address the plan writes into the router settings."""
     return f"{name}-redis.{namespace}.svc.cluster.local"
@@ -118,7 +123,7 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
 class Gateway(pulumi.ComponentResource):
     url: pulumi.Output[str]
     service_name: pulumi.Output[str]
-    master_key_secret_name: pulumi.Output[str]
+    master_key_secret: pulumi.Output[str]  # the Secret's name
     role_arn: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -136,7 +141,8 @@ class Gateway(pulumi.ComponentResource):
             f"{name}-config", metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
             data={CONFIG_FILE: config_yaml(args.config)}, opts=child)
         secret = k8s.core.v1.Secret(
-            f"{name}-master-key", metadata={"name": f"{base}-master-key", "namespace": args.namespace, "labels": labels},
+            f"{name}-master-key",
+            metadata={"name": master_key_secret_name(base), "namespace": args.namespace, "labels": labels},
             type="Opaque", string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)}, opts=child)
 
         self.role_arn = None
@@ -214,11 +220,11 @@ class Gateway(pulumi.ComponentResource):
             self._redis(name, args, labels, proxy_labels)
 
         self.service_name = service.metadata.name
-        self.master_key_secret_name = secret.metadata.name
+        self.master_key_secret = secret.metadata.name
         self.url = pulumi.Output.concat("http://", service.metadata.name, ".", service.metadata.namespace,
                                         f".svc.cluster.local:{litellm.port}/v1")
         self.register_outputs({"url": self.url, "serviceName": self.service_name,
-                               "masterKeySecretName": self.master_key_secret_name, "roleArn": self.role_arn})
+                               "masterKeySecret": self.master_key_secret, "roleArn": self.role_arn})
 
     def _sagemaker_role(self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str],
                         account: k8s.core.v1.ServiceAccount) -> pulumi.Output[str]:

@@ -65,7 +65,8 @@ def send(base_url: str, key: str, model: str, index: int, stream: bool, timeout:
         deployment = response.getheader("x-litellm-model-id", "")
         if response.status != 200:
             text = response.read().decode(errors="replace")
-            return Outcome(index, started, time.monotonic() - started, response.status, "", group, deployment, "", text[:300])
+            elapsed = time.monotonic() - started
+            return Outcome(index, started, elapsed, response.status, "", group, deployment, "", text[:300])
         if stream:
             answered_model, content, error = _stream_body(response)
         else:

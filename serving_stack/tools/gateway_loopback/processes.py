@@ -145,7 +145,8 @@ def start_proxy(config: Mapping[str, Any], master_key: str, workdir: Path) -> Pr
     config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
     port = free_port()
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LITELLM_MASTER_KEY": master_key,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DISABLE_ADMIN_UI": "True", "LITELLM_LOG": os.environ.get("GATEWAY_LOOPBACK_LOG", "ERROR"),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DISABLE_ADMIN_UI": "True",
+           "LITELLM_LOG": os.environ.get("GATEWAY_LOOPBACK_LOG", "ERROR"),  # INFO/DEBUG to see routing decisions
            "NO_PROXY": "127.0.0.1,localhost", **FAKE_AWS_CREDENTIALS}
     command = [str(litellm_executable()), "--config", str(config_file), "--host", "127.0.0.1", "--port", str(port),
                "--num_workers", "1"]

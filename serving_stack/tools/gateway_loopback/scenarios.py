@@ -15,11 +15,22 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from serving_stack.plan.gateway import (
-    DYNAMO_ID_PREFIX, SAGEMAKER_ID_PREFIX, DynamoBackend, GatewayPlan, GatewaySettings, SageMakerBackend, plan_gateway,
+    DYNAMO_ID_PREFIX,
+    SAGEMAKER_ID_PREFIX,
+    DynamoBackend,
+    GatewayPlan,
+    GatewaySettings,
+    SageMakerBackend,
+    plan_gateway,
 )
 from serving_stack.tools.gateway_loopback.load import Figures, Outcome, run_load, send
 from serving_stack.tools.gateway_loopback.processes import (
-    Process, loopback_config, restart, start_openai_backend, start_proxy, start_sagemaker_runtime,
+    Process,
+    loopback_config,
+    restart,
+    start_openai_backend,
+    start_proxy,
+    start_sagemaker_runtime,
 )
 
 
