@@ -95,7 +95,7 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
         fallback = scenarios.kill_all_dynamo(gw, prod.model, REQUESTS, CONCURRENCY)
         signed = sigv4_counts(same_model)
         # Fewer requests: each pays the dead tiers' retries (seconds), see below.
-        degraded = scenarios.degraded_only(gw, prod.model, 5 * CONCURRENCY, CONCURRENCY)
+        degraded = scenarios.degraded_only(gw, prod.model, 3 * CONCURRENCY, CONCURRENCY)
     with capsys.disabled():
         print(f"\n  {normal.figures.line()}\n  {fallback.figures.line()}\n  {degraded.figures.line()}")
     assert fallback.figures.requests == REQUESTS and fallback.figures.failed == 0
@@ -108,7 +108,7 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
     assert fallback.figures.p50_ms <= 2 * normal.figures.p50_ms
     assert signed["accepted"] >= len(after_kill) and signed["rejected"] == 0, signed
     # Only another model left: it answers, and every answer names it.
-    assert degraded.figures.requests == 5 * CONCURRENCY and degraded.figures.failed == 0
+    assert degraded.figures.requests == 3 * CONCURRENCY and degraded.figures.failed == 0
     assert {o.model for o in degraded.outcomes} == {prod.degraded_endpoint.served_model_name}
     assert {o.group for o in degraded.outcomes} == {prod.degraded_endpoint.served_model_name}
     assert {o.deployment for o in degraded.outcomes} == {f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.name}"}

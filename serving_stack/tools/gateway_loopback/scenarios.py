@@ -62,6 +62,11 @@ class LoopbackGateway:
         return process
 
 
+def kill_all(processes: Sequence[Process]) -> None:
+    for process in processes:
+        process.kill()
+
+
 @contextmanager
 def loopback_gateway(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend],
                      settings: GatewaySettings, workdir: Path, latency: float = 0.3) -> Iterator[LoopbackGateway]:
@@ -81,7 +86,7 @@ def loopback_gateway(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMa
         proxy = start_proxy(loopback_config(plan.config, {i: p.url for i, p in backends.items()}), master_key, workdir)
         cleanup.callback(proxy.kill)
         gateway = LoopbackGateway(plan, proxy, backends, workdir, master_key, settings)
-        cleanup.callback(lambda: [p.kill() for p in gateway.restarted])
+        cleanup.callback(lambda: kill_all(gateway.restarted))
         yield gateway
 
 
@@ -115,7 +120,7 @@ def kill_one_backend_streaming(gateway: LoopbackGateway, model: str, total: int,
 def kill_all_dynamo(gateway: LoopbackGateway, model: str, total: int, concurrency: int) -> Result:
     """SIGKILL every Dynamo frontend of the model a fifth into the run: the fallbacks answer."""
     victims = gateway.dynamo(model)
-    outcomes = gateway.load(model, total, concurrency, actions={total // 5: lambda: [v.kill() for v in victims]})
+    outcomes = gateway.load(model, total, concurrency, actions={total // 5: lambda: kill_all(victims)})
     return Result(Figures.of("kill all Dynamo backends mid-run", model, outcomes), outcomes)
 
 
