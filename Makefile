@@ -1,16 +1,18 @@
-# Two commands for a fresh machine (README): `make render` and `make test`. Each creates .venv and
-# installs the pinned requirements it needs, once per change of the requirement files.
+# Two commands for a fresh machine (README): `make render` and `make test`. Each creates the virtualenvs
+# and installs the pinned requirements and tools it needs, once per change of the requirement files.
 STACK ?= dev
-RESOURCES ?= build/$(STACK)/resources.json
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-
+# Tools whose pins conflict with the program's (pulumi, rich): each in its own virtualenv.
 AIPERF_VENV := .venv-aiperf
+GATEWAY_VENV := .venv-gateway
+CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy test bench schema clean promtool aiperf diff lint
+.PHONY: render policy plan diff test lint bench bench-gateway schema clean promtool aiperf gateway-venv
 
+# --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -23,19 +25,30 @@ $(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.tx
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(VENV)/.render-deps $@
 
-# AIPerf for the benchmark test, in its own venv: its pins conflict with the project's (rich).
+$(VENV)/.lint-deps: requirements-lint.txt | $(PY)
+	$(PY) -m pip install -q -r requirements-lint.txt
+	touch $@
+
+# AIPerf for the benchmark test (it pins rich 14; the project pins 15).
 $(AIPERF_VENV)/.installed: requirements-aiperf.txt
-	$(PYTHON) -m venv $(AIPERF_VENV)
+	test -x $(AIPERF_VENV)/bin/python || $(PYTHON) -m venv $(AIPERF_VENV)
 	$(AIPERF_VENV)/bin/python -m pip install -q -r requirements-aiperf.txt
 	touch $@
 
-policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
-	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
+# The real LiteLLM proxy for the gateway failover tests, the benchmark and the example app.
+$(GATEWAY_VENV)/.deps: requirements-gateway.txt constraints-gateway.txt
+	test -x $(GATEWAY_VENV)/bin/python || $(PYTHON) -m venv $(GATEWAY_VENV)
+	$(GATEWAY_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GATEWAY_VENV)/bin/python -m pip install -q -r requirements-gateway.txt -c constraints-gateway.txt
+	touch $@
 
-aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf (the benchmark test runs it)
+$(CHECKOV_VENV)/.deps: requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.txt
+	touch $@
 
-render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
-	$(PY) -m tools.render --stack $(STACK)
+aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf
+gateway-venv: $(GATEWAY_VENV)/.deps  ## The pinned LiteLLM proxy in .venv-gateway
 
 # promtool (Debian package `prometheus`) for the alert-rule tests; installed once when missing.
 promtool:  ## Install promtool if missing
@@ -44,41 +57,36 @@ promtool:  ## Install promtool if missing
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
 	@promtool --version | head -1
 
-test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed  ## Run the whole test suite
-	$(PY) -m pytest -q -n 2 --dist loadfile
+# --- the stack ------------------------------------------------------------------------------------
+# `python -m tools.render` exits 2 on bad input and 1 when a real `up` would fail (a mandatory policy, a
+# blocking rollout finding); GNU make reports any failure as its own exit status 2, so the render prints
+# which it was.
+render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
+	$(PY) -m tools.render --stack $(STACK)
 
-bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and model prewarm
-	$(PY) benchmarks/render_bench.py
-	$(PY) benchmarks/prewarm_bench.py
+policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
+	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
+
+plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h and $/1M tokens
+	$(PY) -m tools.plan_capacity --stack $(STACK)
+
+BASE ?= origin/main
+diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
+	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
 
 schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema
 	$(PY) -m tools.write_config_schema
 
-clean:
-	rm -rf build .pytest_cache
+# --- checks ---------------------------------------------------------------------------------------
+test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps  ## Run the whole test suite
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
-BASE ?= origin/main
-
-diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
-	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
-
-# Static checks. Files rendered from the upstream recipes (named below) are scanned with their own
-# checkov config; everything else the stack writes with .checkov/stack.yaml.
+# Files rendered from the upstream recipes (named below) are scanned with their own checkov config;
+# everything else the stack writes with .checkov/stack.yaml.
 LINT_STACKS := dev prod
-CHECKOV_VENV := .venv-checkov
 UPSTREAM_MANIFESTS := model-download
-
-$(VENV)/.lint-deps: requirements-lint.txt | $(PY)
-	$(PY) -m pip install -q -r requirements-lint.txt
-	touch $@
-
-$(CHECKOV_VENV)/.deps: requirements-checkov.txt
-	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.txt
-	touch $@
-
-lint: $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
+lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/actionlint -shellcheck=$(abspath $(VENV))/bin/shellcheck
@@ -90,3 +98,14 @@ lint: $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflow
 		$(foreach stack,$(LINT_STACKS),-d build/$(stack)/manifests) --skip-path '$(UPSTREAM_MANIFESTS)\.yaml$$'
 	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/upstream-recipes.yaml \
 		$$(find $(foreach stack,$(LINT_STACKS),build/$(stack)/manifests) -name '*-$(UPSTREAM_MANIFESTS).yaml' -printf '-f %p ')
+
+# --- benchmarks (ratios measured in one run; not tests) -------------------------------------------
+bench: $(VENV)/.test-deps  ## Render time/memory, model prewarm against vmtouch and fio, planner time
+	$(PY) benchmarks/render_bench.py
+	$(PY) benchmarks/prewarm_bench.py
+
+bench-gateway: $(VENV)/.test-deps $(GATEWAY_VENV)/.deps  ## Gateway failover figures with the real LiteLLM proxy on loopback
+	$(PY) benchmarks/gateway_failover.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,103 @@
+"""Call the serving stack's gateway with the OpenAI client, configured from the stack outputs (contract
+>= 1.1), and say which model answered.
+
+    pulumi stack output --json --stack prod > outputs.json        # or build/<stack>/outputs.json
+    kubectl -n nemotron port-forward svc/llm-gateway 4000:4000 &   # from outside the cluster
+    GATEWAY_API_KEY=$(kubectl -n nemotron get secret llm-gateway-master-key -o jsonpath='{.data.masterKey}' | base64 -d) \\
+      python gateway_client.py --outputs outputs.json --base-url http://127.0.0.1:4000/v1 "Summarise RFC 9110"
+
+`ClientSettings.from_outputs` is the whole contract logic (plain dict in, settings out): the Pulumi
+program beside it feeds it `StackReference` outputs, the CLI a JSON file, tests a dict.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+GATEWAY_CONTRACT_VERSIONS = ("1.1",)
+API_KEY_ENV = "GATEWAY_API_KEY"
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    base_url: str
+    model: str
+    fallbacks: tuple[str, ...]
+    secret_namespace: str
+    secret_name: str
+    secret_key: str
+    answered_by_headers: tuple[str, ...]
+
+    @classmethod
+    def from_outputs(cls, outputs: Mapping[str, Any], model: Optional[str] = None) -> "ClientSettings":
+        """Settings for `model` (default: the first model Dynamo serves) from the stack outputs."""
+        version = outputs.get("contractVersion")
+        gateway = outputs.get("gateway")
+        if version not in GATEWAY_CONTRACT_VERSIONS or not gateway:
+            raise ValueError(f"the stack outputs (contract {version!r}) have no gateway; "
+                             f"it needs contract {' or '.join(GATEWAY_CONTRACT_VERSIONS)} with gateway.enabled")
+        models = {entry["name"]: entry for entry in gateway["models"]}
+        if model is None:
+            model = next((m["name"] for m in gateway["models"] if m["kind"] == "dynamo"), gateway["models"][0]["name"])
+        if model not in models:
+            raise ValueError(f"model {model!r} is not served by the gateway; it serves {', '.join(models)}")
+        auth = gateway["auth"]
+        return cls(base_url=gateway["url"], model=model, fallbacks=tuple(models[model]["fallbacks"]),
+                   secret_namespace=auth["secretNamespace"], secret_name=auth["secretName"],
+                   secret_key=auth["secretKey"], answered_by_headers=tuple(gateway["answeredByHeaders"]))
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    model: str  # the model that answered (a fallback of another model says so here)
+    model_group: str
+    deployment: str
+
+    def failed_over_from(self, settings: ClientSettings) -> bool:
+        return self.model_group != settings.model
+
+
+def ask(settings: ClientSettings, api_key: str, prompt: str, *, base_url: Optional[str] = None,
+        max_tokens: int = 256, timeout_seconds: float = 120.0) -> Answer:
+    """One chat completion through the gateway. The gateway retries and fails over; the client retries
+    only what never reached it (connection errors), twice."""
+    from openai import OpenAI
+
+    client = OpenAI(base_url=base_url or settings.base_url, api_key=api_key, timeout=timeout_seconds, max_retries=2)
+    raw = client.chat.completions.with_raw_response.create(
+        model=settings.model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens)
+    completion = raw.parse()
+    group_header, deployment_header = settings.answered_by_headers
+    return Answer(text=completion.choices[0].message.content or "", model=completion.model,
+                  model_group=raw.headers.get(group_header, ""), deployment=raw.headers.get(deployment_header, ""))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("prompt")
+    parser.add_argument("--outputs", type=Path, required=True, help="`pulumi stack output --json` of the serving stack")
+    parser.add_argument("--model", help="a model name of the gateway (default: the first Dynamo model)")
+    parser.add_argument("--base-url", help="override the in-cluster URL (e.g. a port-forward)")
+    args = parser.parse_args(argv)
+    settings = ClientSettings.from_outputs(json.loads(args.outputs.read_text()), args.model)
+    api_key = os.environ.get(API_KEY_ENV)
+    if not api_key:
+        print(f"error: set {API_KEY_ENV} to the key in Secret {settings.secret_namespace}/{settings.secret_name} "
+              f"(key {settings.secret_key})", file=sys.stderr)
+        return 2
+    answer = ask(settings, api_key, args.prompt, base_url=args.base_url)
+    note = f" (failed over from {settings.model})" if answer.failed_over_from(settings) else ""
+    print(json.dumps({"model": answer.model, "modelGroup": answer.model_group, "deployment": answer.deployment,
+                      "failedOver": answer.failed_over_from(settings), "text": answer.text}))
+    print(f"answered by {answer.model} via {answer.deployment}{note}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

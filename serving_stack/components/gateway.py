@@ -1,0 +1,273 @@
+"""One OpenAI-compatible URL in front of every serving backend: the LiteLLM proxy (pinned image) with the
+config `serving_stack.plan.gateway` generates, in the serving namespace.
+
+Children: ServiceAccount, ConfigMap (the config; its sha256 on the pod template rolls the pods when it
+changes), Secret (the master key, only ever a Pulumi secret), Deployment (non-root, read-only root,
+probes on LiteLLM's liveliness/readiness routes), Service, PodDisruptionBudget, HPA, NetworkPolicy, and
+with `redis_enabled` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
+With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, allowed to invoke exactly
+the fallback endpoints. More than ~250 lines because the NetworkPolicies and the pod spec are spelled
+out in full; the parts that need no resource are module-level functions.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.model_cache_storage import POD_IDENTITY_TRUST
+from serving_stack.facts.gateway import GatewayPins
+from serving_stack.plan.gateway import MASTER_KEY_ENV
+
+CONFIG_FILE = "config.yaml"
+CONFIG_DIR = "/etc/litellm"
+MASTER_KEY_SECRET_KEY = "masterKey"
+CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
+INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
+# The EKS Pod Identity agent serves credentials on the node's link-local address (port 80).
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+
+
+@dataclass(frozen=True)
+class SageMakerAccess:
+    """IAM for SigV4 to the fallback endpoints: a role the gateway's ServiceAccount assumes via EKS Pod
+    Identity, allowed `sagemaker:InvokeEndpoint*` on these endpoint ARNs only."""
+
+    cluster_name: pulumi.Input[str]
+    endpoint_arns: Sequence[pulumi.Input[str]]
+    egress_cidrs: Sequence[str] = ("0.0.0.0/0",)  # the VPC CIDR when a sagemaker.runtime VPC endpoint exists
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    namespace: pulumi.Input[str]
+    name: str  # Kubernetes object names, e.g. "llm-gateway"
+    config: Mapping[str, Any]  # the LiteLLM config of the plan
+    master_key: pulumi.Input[str]
+    pins: GatewayPins
+    min_replicas: int
+    max_replicas: int
+    redis_enabled: bool
+    allowed_namespaces: Sequence[str]  # whose pods may call the gateway
+    backend_namespaces: Sequence[str]  # where the Dynamo frontends run
+    backend_port: int = 8000
+    target_cpu_utilization: int = 70
+    sagemaker_access: Optional[SageMakerAccess] = None
+
+
+def config_yaml(config: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False, width=120)
+
+
+def config_checksum(config: Mapping[str, Any]) -> str:
+    return hashlib.sha256(config_yaml(config).encode()).hexdigest()
+
+
+def service_url(name: str, namespace: str, port: int) -> str:
+    return f"http://{name}.{namespace}.svc.cluster.local:{port}/v1"
+
+
+def master_key_secret_name(name: str) -> str:
+    """The Secret holding the master key (key `masterKey`): what the outputs contract names."""
+    return f"{name}-master-key"
+
+
+def redis_host(name: str, namespace: str) -> str:
+    """The in-cluster address the plan writes into the router settings."""
+    return f"{name}-redis.{namespace}.svc.cluster.local"
+
+
+def invoke_policy(endpoint_arns: Sequence[str]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS),
+         "Resource": sorted(endpoint_arns)}]})
+
+
+def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pod, container) security contexts of the restricted Pod Security Standard."""
+    pod = {"runAsNonRoot": True, "runAsUser": run_as_user, "runAsGroup": run_as_user, "fsGroup": run_as_user,
+           "seccompProfile": {"type": "RuntimeDefault"}}
+    container = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+    return pod, container
+
+
+def _namespace_peer(namespace: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+
+
+def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """DNS, the Dynamo frontends, Redis, and (with SageMaker fallbacks) HTTPS plus the Pod Identity agent."""
+    rules: list[dict[str, Any]] = [
+        {"to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {"to": [_namespace_peer(ns) for ns in args.backend_namespaces],
+         "ports": [{"protocol": "TCP", "port": args.backend_port}]},
+    ]
+    if args.redis_enabled:
+        rules.append({"to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
+                      "ports": [{"protocol": "TCP", "port": args.pins.redis.port}]})
+    if args.sagemaker_access is not None:
+        rules.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs],
+                      "ports": [{"protocol": "TCP", "port": 443}]})
+        rules.append({"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": [{"protocol": "TCP", "port": 80}]})
+    return rules
+
+
+class Gateway(pulumi.ComponentResource):
+    url: pulumi.Output[str]
+    service_name: pulumi.Output[str]
+    master_key_secret: pulumi.Output[str]  # the Secret's name
+    role_arn: Optional[pulumi.Output[str]]
+
+    def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:kubernetes:Gateway", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        litellm, base = args.pins.litellm, args.name
+        labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": base,
+                  "app.kubernetes.io/part-of": "nemotron-lightning"}
+        proxy_labels = {**labels, "app.kubernetes.io/component": "gateway"}
+
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account", metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            automount_service_account_token=False, opts=child)
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config", metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
+            data={CONFIG_FILE: config_yaml(args.config)}, opts=child)
+        secret = k8s.core.v1.Secret(
+            f"{name}-master-key",
+            metadata={"name": master_key_secret_name(base), "namespace": args.namespace, "labels": labels},
+            type="Opaque", string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)}, opts=child)
+
+        self.role_arn = None
+        if args.sagemaker_access is not None:
+            self.role_arn = self._sagemaker_role(name, args.sagemaker_access, args.namespace, account)
+
+        pod_context, container_context = _restricted(litellm.runAsUser)
+        writable = [(f"writable-{i}", path) for i, path in enumerate(litellm.writablePaths)]
+        probe = {"httpGet": {"port": "http"}, "periodSeconds": 10, "timeoutSeconds": 5}
+        container = {
+            "name": "litellm",
+            "image": litellm.image,
+            "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}", "--port", str(litellm.port), "--num_workers", "1"],
+            "ports": [{"name": "http", "containerPort": litellm.port}],
+            "env": [
+                {"name": MASTER_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": secret.metadata.name,
+                                                                        "key": MASTER_KEY_SECRET_KEY}}},
+                {"name": "LITELLM_LOCAL_MODEL_COST_MAP", "value": "True"},  # no fetch from the internet at start
+                {"name": "DISABLE_ADMIN_UI", "value": "True"},
+            ],
+            "resources": args.pins.litellm.resources.model_dump(),
+            "securityContext": container_context,
+            "startupProbe": {**probe, "httpGet": {"path": "/health/liveliness", "port": "http"}, "failureThreshold": 30,
+                             "periodSeconds": 2},
+            "livenessProbe": {**probe, "httpGet": {"path": "/health/liveliness", "port": "http"}, "failureThreshold": 3},
+            "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": "http"}, "failureThreshold": 2},
+            "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+            + [{"name": volume, "mountPath": path} for volume, path in writable],
+        }
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            spec={  # no `replicas`: the HPA owns it
+                "selector": {"matchLabels": proxy_labels},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+                "template": {
+                    "metadata": {"labels": proxy_labels,
+                                 "annotations": {CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config)}},
+                    "spec": {
+                        "serviceAccountName": account.metadata.name,
+                        "securityContext": pod_context,
+                        "terminationGracePeriodSeconds": 60,
+                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                       "whenUnsatisfiable": "ScheduleAnyway",
+                                                       "labelSelector": {"matchLabels": proxy_labels}}],
+                        "containers": [container],
+                        "volumes": [{"name": "config", "configMap": {"name": config_map.metadata.name}}]
+                        + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
+                    },
+                },
+            },
+            opts=child)
+        service = k8s.core.v1.Service(
+            f"{name}-service", metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            spec={"selector": proxy_labels, "ports": [{"name": "http", "port": litellm.port, "targetPort": "http"}]},
+            opts=child)
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb", metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}}, opts=child)
+        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            f"{name}-hpa", metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
+                  "minReplicas": args.min_replicas, "maxReplicas": args.max_replicas,
+                  "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                      "type": "Utilization", "averageUtilization": args.target_cpu_utilization}}}]},
+            opts=child)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy", metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={"podSelector": {"matchLabels": proxy_labels}, "policyTypes": ["Ingress", "Egress"],
+                  "ingress": [{"from": [_namespace_peer(ns) for ns in args.allowed_namespaces],
+                               "ports": [{"protocol": "TCP", "port": litellm.port}]}],
+                  "egress": gateway_egress(args, labels)},
+            opts=child)
+        if args.redis_enabled:
+            self._redis(name, args, labels, proxy_labels)
+
+        self.service_name = service.metadata.name
+        self.master_key_secret = secret.metadata.name
+        self.url = pulumi.Output.concat("http://", service.metadata.name, ".", service.metadata.namespace,
+                                        f".svc.cluster.local:{litellm.port}/v1")
+        self.register_outputs({"url": self.url, "serviceName": self.service_name,
+                               "masterKeySecret": self.master_key_secret, "roleArn": self.role_arn})
+
+    def _sagemaker_role(self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str],
+                        account: k8s.core.v1.ServiceAccount) -> pulumi.Output[str]:
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(f"{name}-sagemaker-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST),
+                            description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
+                            tags=dict(access.tags), opts=child)
+        aws.iam.RolePolicy(f"{name}-sagemaker-invoke", role=role.id,
+                           policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy), opts=child)
+        aws.eks.PodIdentityAssociation(f"{name}-pod-identity", cluster_name=access.cluster_name,
+                                       namespace=namespace, service_account=account.metadata.name,
+                                       role_arn=role.arn, tags=dict(access.tags), opts=child)
+        return role.arn
+
+    def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        redis, base = args.pins.redis, f"{args.name}-redis"
+        redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
+        pod_context, container_context = _restricted(redis.runAsUser)
+        k8s.apps.v1.Deployment(
+            f"{name}-redis-deployment", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={"replicas": 1, "selector": {"matchLabels": redis_labels}, "strategy": {"type": "Recreate"},
+                  "template": {"metadata": {"labels": redis_labels}, "spec": {
+                      "automountServiceAccountToken": False, "securityContext": pod_context,
+                      "containers": [{
+                          "name": "redis", "image": redis.image,
+                          "args": ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory,
+                                   "--maxmemory-policy", "volatile-lru", "--dir", "/data"],
+                          "ports": [{"name": "redis", "containerPort": redis.port}],
+                          "resources": redis.resources.model_dump(), "securityContext": container_context,
+                          "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
+                          "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
+                          "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                      "volumes": [{"name": "data", "emptyDir": {}}]}}},
+            opts=child)
+        k8s.core.v1.Service(
+            f"{name}-redis-service", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={"selector": redis_labels, "ports": [{"name": "redis", "port": redis.port, "targetPort": "redis"}]},
+            opts=child)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-redis-network-policy", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={"podSelector": {"matchLabels": redis_labels}, "policyTypes": ["Ingress", "Egress"],
+                  "ingress": [{"from": [{"podSelector": {"matchLabels": dict(proxy_labels)}}],
+                               "ports": [{"protocol": "TCP", "port": redis.port}]}],
+                  "egress": []},
+            opts=child)

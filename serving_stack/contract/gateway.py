@@ -1,0 +1,56 @@
+"""Outputs contract v1.1 (additive): the gateway, one URL for every model the stack serves.
+
+`StackOutputs` gains `gateway: Optional[GatewayOutput] = None` and accepts `contractVersion` "1.0" or
+"1.1"; `endpoints` stay as they are, so 1.0 consumers keep working. The output says how to
+authenticate (which Secret holds the key), never the key.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import pydantic
+
+from serving_stack.plan.gateway import GatewayPlan
+
+CONTRACT_VERSION = "1.1"
+ANSWERED_BY_HEADERS = ("x-litellm-model-group", "x-litellm-model-id")
+
+
+class _Contract(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class GatewayAuth(_Contract):
+    """Send `Authorization: Bearer <key>`; the key is in this Kubernetes Secret (a Pulumi secret in state)."""
+
+    scheme: Literal["bearer"] = "bearer"
+    secretNamespace: str
+    secretName: str
+    secretKey: str
+
+
+class GatewayModel(_Contract):
+    name: str = pydantic.Field(description="What to send as `model`.")
+    servedModelName: str = pydantic.Field(description="The model that answers when nothing has failed over.")
+    kind: Literal["dynamo", "sagemaker"]
+    fallbacks: list[str] = pydantic.Field(description="Model names tried in order when this one cannot answer.")
+    degraded: bool = pydantic.Field(description="Serves another model as the last resort of other models.")
+
+
+class GatewayOutput(_Contract):
+    url: str = pydantic.Field(description="OpenAI-compatible base URL (in-cluster), ending in /v1.")
+    models: list[GatewayModel]
+    auth: GatewayAuth
+    answeredByHeaders: list[str] = pydantic.Field(
+        default=list(ANSWERED_BY_HEADERS),
+        description="Response headers naming the model group and the deployment that answered; the response's "
+                    "`model` names the model that answered.")
+
+
+def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
+    return GatewayOutput(
+        url=url,
+        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,  # type: ignore[arg-type]
+                             fallbacks=list(g.fallbacks), degraded=g.degraded) for g in plan.groups],
+        auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
+    )

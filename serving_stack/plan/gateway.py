@@ -1,0 +1,222 @@
+"""Serving backends + gateway settings -> the LiteLLM proxy config (a plain dict, dumped to YAML).
+
+Model groups (what a client puts in `model`):
+- one group per served model of the Dynamo targets, named by that model; each target's frontend is a
+  deployment (`model_info.id` = `dynamo:<target id>`, so `x-litellm-model-id` names the target);
+- SageMaker endpoints serving a model that Dynamo also serves form the group `<model>@sagemaker`, the
+  first fallback of that model: failover keeps the model;
+- SageMaker endpoints of a model no Dynamo target serves form a group named by their model. Such an
+  endpoint stands in for another model only when `degraded_fallback_endpoint` names it: then its group
+  is the last fallback of every other model, and the answer names the model that answered (the
+  response's `model` and the `x-litellm-model-group` header), never silently.
+
+Cooldown: without an explicit policy LiteLLM never cools down a group's only deployment
+(BerriAI/litellm#40405: every request in an outage pays its retries first), and with a router-wide
+`allowed_fails` it also cools down a healthy single-deployment fallback group when the router blames it
+for the primary group's "all deployments in cooldown" 429 (measured on loopback: two thirds of the
+answers went to the degraded model while the same-model fallback was up). So `allowed_fails_policy`
+names the backend faults that cool a deployment down, and fallback groups have no fallbacks of their
+own (the primary group's chain lists them in order). Health checks probe only the Dynamo groups: a probe of a SageMaker
+endpoint is a paid invocation; `disable_background_health_check` on its deployments also keeps it out
+of an on-demand `GET /health`. More than one router process (replicas x workers) shares cooldown and
+health state through Redis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from nemotron.errors import ConfigError
+
+SAGEMAKER_GROUP_SUFFIX = "@sagemaker"
+MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
+DYNAMO_ID_PREFIX = "dynamo:"
+SAGEMAKER_ID_PREFIX = "sagemaker:"
+# Dynamo frontends take no key; the OpenAI client LiteLLM uses needs a non-empty one (else it reads
+# OPENAI_API_KEY from the environment).
+UNAUTHENTICATED_BACKEND_KEY = "no-auth"
+# Errors that say the backend is down or stuck (a refused connection is an InternalServerError). Named in
+# `allowed_fails_policy`, they cool down even a group's only deployment; the router's own "all
+# deployments in cooldown" (a 429 it attributes to the next group's deployment) is not among them.
+BACKEND_FAULTS = ("InternalServerErrorAllowedFails", "TimeoutErrorAllowedFails",
+                  "ServiceUnavailableErrorAllowedFails", "BadGatewayErrorAllowedFails")
+
+
+@dataclass(frozen=True)
+class DynamoBackend:
+    target_id: str
+    served_model_name: str
+    url: str  # OpenAI-compatible base URL of the frontend, ending in /v1
+
+
+@dataclass(frozen=True)
+class SageMakerBackend:
+    name: str
+    region: str
+    served_model_name: str
+
+
+@dataclass(frozen=True)
+class RedisAddress:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """Router behaviour. The defaults are the production values (GATEWAY-FACTS.md, measured)."""
+
+    replicas: int = 2
+    workers_per_replica: int = 1
+    num_retries: int = 2
+    allowed_fails: int = 1
+    cooldown_seconds: int = 30
+    timeout_seconds: float = 600.0  # a whole non-streaming answer: 64K-token prompts, long outputs
+    stream_timeout_seconds: float = 10.0  # silence before the first chunk, when failover is still possible
+    health_check_interval_seconds: int = 15
+    degraded_fallback_endpoint: Optional[str] = None
+
+    @property
+    def router_processes(self) -> int:
+        return self.replicas * self.workers_per_replica
+
+
+@dataclass(frozen=True)
+class ModelGroup:
+    name: str
+    served_model_name: str
+    kind: str  # "dynamo" or "sagemaker"
+    deployment_ids: tuple[str, ...]
+    fallbacks: tuple[str, ...]
+    degraded: bool  # serves another model as the last resort of other groups
+
+
+@dataclass(frozen=True)
+class GatewayPlan:
+    groups: tuple[ModelGroup, ...]
+    config: dict[str, Any]
+    needs_redis: bool
+    sagemaker_endpoints: tuple[SageMakerBackend, ...]  # the endpoints the gateway may invoke
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(group.name for group in self.groups)
+
+
+def _dynamo_deployment(backend: DynamoBackend, settings: GatewaySettings) -> dict[str, Any]:
+    return {
+        "model_name": backend.served_model_name,
+        "litellm_params": {
+            "model": f"openai/{backend.served_model_name}",
+            "api_base": backend.url,
+            "api_key": UNAUTHENTICATED_BACKEND_KEY,
+            "timeout": settings.timeout_seconds,
+            "stream_timeout": settings.stream_timeout_seconds,
+        },
+        "model_info": {"id": f"{DYNAMO_ID_PREFIX}{backend.target_id}"},
+    }
+
+
+def _sagemaker_deployment(group: str, endpoint: SageMakerBackend, settings: GatewaySettings) -> dict[str, Any]:
+    return {
+        "model_name": group,
+        "litellm_params": {
+            "model": f"sagemaker_chat/{endpoint.name}",
+            "aws_region_name": endpoint.region,
+            "timeout": settings.timeout_seconds,
+            "stream_timeout": settings.stream_timeout_seconds,
+        },
+        "model_info": {"id": f"{SAGEMAKER_ID_PREFIX}{endpoint.name}", "disable_background_health_check": True},
+    }
+
+
+def _check_inputs(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend],
+                  settings: GatewaySettings) -> None:
+    for kind, names in (("targets", [b.target_id for b in dynamo]), ("sagemaker.endpoints", [e.name for e in sagemaker])):
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError(kind, f"the gateway needs unique names, got {duplicates} more than once")
+    if not dynamo and not sagemaker:
+        raise ConfigError("gateway.enabled", "the gateway has no backend", "at least one target or SageMaker endpoint")
+    if settings.replicas < 1 or settings.workers_per_replica < 1:
+        raise ConfigError("gateway.replicas", "replicas and workers per replica must be >= 1")
+    if settings.stream_timeout_seconds > settings.timeout_seconds:
+        raise ConfigError("gateway.streamTimeoutSeconds", "longer than timeoutSeconds", "<= timeoutSeconds")
+    wanted = settings.degraded_fallback_endpoint
+    if wanted is None:
+        return
+    endpoint = next((e for e in sagemaker if e.name == wanted), None)
+    if endpoint is None:
+        raise ConfigError("gateway.degradedFallback.endpoint", f"{wanted!r} is not a SageMaker endpoint of this stack",
+                          ", ".join(e.name for e in sagemaker) or "none configured")
+    dynamo_models = {b.served_model_name for b in dynamo}
+    if dynamo_models <= {endpoint.served_model_name}:
+        raise ConfigError("gateway.degradedFallback.endpoint",
+                          f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is "
+                          "already their same-model fallback", "an endpoint serving another model, or unset")
+
+
+def plan_gateway(
+    dynamo: Sequence[DynamoBackend],
+    sagemaker: Sequence[SageMakerBackend],
+    settings: GatewaySettings,
+    redis: Optional[RedisAddress] = None,
+) -> GatewayPlan:
+    """The gateway for these backends. `redis` is required when more than one router process runs."""
+    _check_inputs(dynamo, sagemaker, settings)
+    needs_redis = settings.router_processes > 1
+    if needs_redis and redis is None:
+        raise ValueError("more than one router process shares cooldown state through Redis: pass `redis`")
+    dynamo_models = list(dict.fromkeys(b.served_model_name for b in dynamo))
+    sagemaker_models = list(dict.fromkeys(e.served_model_name for e in sagemaker))
+
+    def sagemaker_group(model: str) -> str:
+        return f"{model}{SAGEMAKER_GROUP_SUFFIX}" if model in dynamo_models else model
+
+    degraded_model = next((e.served_model_name for e in sagemaker if e.name == settings.degraded_fallback_endpoint), None)
+    degraded_group = sagemaker_group(degraded_model) if degraded_model is not None else None
+    model_list = [_dynamo_deployment(b, settings) for b in dynamo]
+    model_list += [_sagemaker_deployment(sagemaker_group(e.served_model_name), e, settings) for e in sagemaker]
+
+    groups = []
+    for model in dynamo_models:
+        chain = [sagemaker_group(model)] if model in sagemaker_models else []
+        if degraded_group is not None and degraded_model != model:
+            chain.append(degraded_group)
+        ids = tuple(f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in dynamo if b.served_model_name == model)
+        groups.append(ModelGroup(model, model, "dynamo", ids, tuple(chain), False))
+    for model in sagemaker_models:
+        ids = tuple(f"{SAGEMAKER_ID_PREFIX}{e.name}" for e in sagemaker if e.served_model_name == model)
+        group = sagemaker_group(model)
+        groups.append(ModelGroup(group, model, "sagemaker", ids, (), group == degraded_group))
+
+    router_settings: dict[str, Any] = {
+        "routing_strategy": "simple-shuffle",
+        "num_retries": settings.num_retries,
+        "retry_after": 0,
+        "allowed_fails": settings.allowed_fails,
+        "allowed_fails_policy": {name: settings.allowed_fails for name in BACKEND_FAULTS},
+        "cooldown_time": settings.cooldown_seconds,
+        "timeout": settings.timeout_seconds,
+        "stream_timeout": settings.stream_timeout_seconds,
+        "fallbacks": [{g.name: list(g.fallbacks)} for g in groups if g.fallbacks],
+    }
+    if needs_redis:
+        assert redis is not None
+        router_settings.update({"redis_host": redis.host, "redis_port": redis.port})
+    general_settings: dict[str, Any] = {
+        "master_key": f"os.environ/{MASTER_KEY_ENV}",
+        "background_health_checks": bool(dynamo),
+        "health_check_interval": settings.health_check_interval_seconds,
+        "background_health_check_model_groups": [g.name for g in groups if g.kind == "dynamo"],
+        "health_check_skip_disabled_background_models": True,
+    }
+    if needs_redis:
+        general_settings["use_shared_health_check"] = True
+    config = {
+        "model_list": model_list,
+        "router_settings": router_settings,
+        "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True},
+        "general_settings": general_settings,
+    }
+    return GatewayPlan(tuple(groups), config, needs_redis, tuple(sagemaker))
