@@ -18,10 +18,10 @@ from typing import Callable
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
-from nemotron.mock_runtime import run_program, stack_config  # noqa: E402
-from serving_stack.tools.gateway_loopback import scenarios  # noqa: E402
-from serving_stack.tools.gateway_loopback.load import Figures  # noqa: E402
-from serving_stack.tools.gateway_loopback.stack_backends import (  # noqa: E402
+from tools.mock_runtime import run_program, stack_config  # noqa: E402
+from tools.gateway_loopback import scenarios  # noqa: E402
+from tools.gateway_loopback.load import Figures  # noqa: E402
+from tools.gateway_loopback.stack_backends import (  # noqa: E402
     BACKEND_LATENCY_SECONDS,
     LOOPBACK_TIMINGS,
     StackBackends,

@@ -18,12 +18,12 @@ from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from nemotron.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
+from tools.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
 from serving_stack.components.gateway import MASTER_KEY_SECRET_KEY, master_key_secret_name, service_url
 from serving_stack.contract.gateway import CONTRACT_VERSION, GatewayOutput, gateway_output
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX, plan_gateway
-from serving_stack.tools.gateway_loopback import scenarios
-from serving_stack.tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
+from tools.gateway_loopback import scenarios
+from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 
 EXAMPLE_DIR = PROJECT_DIR / "examples" / "gateway_client"
 sys.path.insert(0, str(EXAMPLE_DIR))

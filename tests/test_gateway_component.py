@@ -14,7 +14,7 @@ import yaml
 from aws_helpers import inputs, run_components, the
 from gateway_helpers import prod_backends
 
-from nemotron.mock_runtime import PROJECT_DIR, redact
+from tools.mock_runtime import PROJECT_DIR, redact
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.components.gateway import (
     CONFIG_CHECKSUM_ANNOTATION,

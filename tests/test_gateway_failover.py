@@ -21,8 +21,8 @@ from gateway_helpers import (
 )
 
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX
-from serving_stack.tools.gateway_loopback import scenarios
-from serving_stack.tools.gateway_loopback.processes import litellm_executable
+from tools.gateway_loopback import scenarios
+from tools.gateway_loopback.processes import litellm_executable
 
 # Fault figures are compared with a baseline run through the same gateway first: the machine is shared.
 BASELINE_REQUESTS = 4 * CONCURRENCY

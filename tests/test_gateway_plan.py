@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from gateway_helpers import prod_backends
 
-from nemotron.errors import ConfigError
+from serving_stack.errors import ConfigError
 from serving_stack.plan.gateway import (
     BACKEND_FAULTS,
     DYNAMO_ID_PREFIX,
@@ -19,7 +19,7 @@ from serving_stack.plan.gateway import (
     RedisAddress,
     plan_gateway,
 )
-from serving_stack.tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
+from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 
 REDIS = RedisAddress("llm-gateway-redis.nemotron.svc.cluster.local", 6379)
 

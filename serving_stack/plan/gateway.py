@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from nemotron.errors import ConfigError
+from serving_stack.errors import ConfigError
 
 SAGEMAKER_GROUP_SUFFIX = "@sagemaker"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"

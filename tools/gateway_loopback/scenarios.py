@@ -23,8 +23,8 @@ from serving_stack.plan.gateway import (
     SageMakerBackend,
     plan_gateway,
 )
-from serving_stack.tools.gateway_loopback.load import Figures, Outcome, run_load, send
-from serving_stack.tools.gateway_loopback.processes import (
+from tools.gateway_loopback.load import Figures, Outcome, run_load, send
+from tools.gateway_loopback.processes import (
     Process,
     loopback_config,
     restart,
