@@ -35,5 +35,5 @@ def test_estimates_are_flagged_in_the_table() -> None:
     prediction = predict_node_ready("gpu-pool", FACTS, 1e9, 1, True)
     table = node_ready_markdown([prediction])
     row = next(line for line in table.splitlines() if "`gpu-pool`" in line)
-    assert row.count("*") - row.count("**") == len(FACTS.estimated_phases)
+    assert row.count("*") - 2 * row.count("**") == len(FACTS.estimated_phases)
     assert f"{prediction.seconds / 60:.1f} min" in row
