@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: render test bench schema clean
+.PHONY: render test bench schema clean plan
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,6 @@ schema: $(VENV)/.render-deps  ## Regenerate the outputs-contract JSON Schema fro
 
 clean:
 	rm -rf build .pytest_cache
+
+plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h, runner-ups
+	$(PY) -m tools.plan_capacity --stack $(STACK)

@@ -14,6 +14,7 @@ from nemotron.errors import ConfigError, from_validation_error
 from nemotron.config.aws import AwsConfig, check_aws
 from nemotron.config.sagemaker import SageMakerConfig, check_sagemaker
 from nemotron.config.serving import Block, DynamoConfig, KubernetesConfig, ModelCacheConfig, TargetConfig
+from serving_stack.config.demand import DemandConfig
 
 SECRET_KEYS = ("hfToken",)
 
@@ -25,6 +26,7 @@ class StackConfig(Block):
     targets: list[TargetConfig] = pydantic.Field(default_factory=list)
     sagemaker: SageMakerConfig = SageMakerConfig()
     aws: Optional[AwsConfig] = None
+    demand: Optional[DemandConfig] = None  # read by `make plan` (tools/plan_capacity.py)
 
 
 def _check_targets(config: StackConfig, catalog: Catalog) -> list[ConfigError]:

@@ -5,6 +5,7 @@ type (GPUs per node, on-demand price from `instance_types.yaml`, Capacity Block 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -85,3 +86,12 @@ def instance_offers(aws_catalog: AwsCatalog, prices: Optional[CapacityPricesFile
             },
         ))
     return tuple(offers)
+
+
+def benchmark_token_shape(catalog: Catalog) -> Optional[tuple[int, int]]:
+    """(input, output) tokens per request of the catalog's benchmark, read from its workload line
+    (e.g. "64K input / 400 output tokens"; K = 1000); None when the line does not say."""
+    match = re.search(r"(\d+)(K?) input / (\d+) output", catalog.data.benchmark.workload)
+    if not match:
+        return None
+    return int(match.group(1)) * (1000 if match.group(2) else 1), int(match.group(3))
