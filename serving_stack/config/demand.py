@@ -22,21 +22,21 @@ import pydantic
 from serving_stack.plan.capacity_model import CapacityType, Demand, Slo, TokenShape
 
 
-class _Block(pydantic.BaseModel):
+class ConfigBlock(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
 
 
-class SloConfig(_Block):
+class SloConfig(ConfigBlock):
     minTokensPerSecondPerUser: float = pydantic.Field(gt=0)
     maxTtftP50Ms: float = pydantic.Field(gt=0)
 
 
-class TokenShapeConfig(_Block):
+class TokenShapeConfig(ConfigBlock):
     inputTokens: int = pydantic.Field(gt=0)
     outputTokens: int = pydantic.Field(gt=0)
 
 
-class DemandConfig(_Block):
+class DemandConfig(ConfigBlock):
     concurrentUsers: Optional[int] = pydantic.Field(default=None, gt=0)
     requestsPerSecond: Optional[float] = pydantic.Field(default=None, gt=0)
     tokenShape: Optional[TokenShapeConfig] = None
