@@ -25,9 +25,10 @@ render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$
 test: $(VENV)/.test-deps  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
-bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory and model prewarm
+bench: $(VENV)/.test-deps  ## Benchmarks (not tests): render time/memory, model prewarm vs vmtouch/fio, capacity planner vs brute force
 	$(PY) benchmarks/render_bench.py
 	$(PY) benchmarks/prewarm_bench.py
+	$(PY) benchmarks/planner_bench.py
 
 schema: $(VENV)/.render-deps  ## Regenerate the outputs-contract JSON Schema from the pydantic model
 	$(PY) -m tools.write_outputs_schema
