@@ -84,3 +84,20 @@ def test_each_constraint_alone_is_named_when_it_binds() -> None:
     if unpriced:
         result = plan_capacity(only_unpriced, ROWS, OFFERS)
         assert result.infeasible is not None and result.infeasible.binding == ("gpu-types",)
+
+
+def test_free_capacity_is_what_the_spare_gpus_hold_of_the_placed_targets() -> None:
+    for demand in DEMANDS[:20]:
+        plan = solve(search_space(demand, ROWS, OFFERS), demand.unit)
+        if plan is None:
+            continue
+        spare_sets = {}
+        for placement in plan.placements:
+            pool = next(u for u in plan.pools if u.pool == placement.pool)
+            per_set_gpus = placement.gpus // placement.replica_sets
+            spare_sets[placement.target_id] = (pool.spare_gpus // per_set_gpus) * (placement.capacity / placement.replica_sets)
+        by_pool = {}
+        for placement in plan.placements:
+            by_pool[placement.pool] = max(by_pool.get(placement.pool, 0.0), spare_sets[placement.target_id])
+        assert math.isclose(plan.free_capacity, sum(by_pool.values()))
+        assert all(u.spare_gpus < u.pool.gpus_per_node for u in plan.pools), "a whole idle node would not be cheapest"

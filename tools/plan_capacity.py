@@ -55,7 +55,8 @@ def plan_markdown(plan: Plan) -> str:
     lines += [f"| `{pool_name(u.pool)}` | {u.pool.instance_type} | {u.pool.capacity_type} | {u.nodes} | {u.gpus_used} / {u.gpus} | "
               f"{_money(u.usd_per_hour)} |" for u in plan.pools]
     lines += ["", f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {unit} against a demand of {plan.demand:g} "
-              f"(headroom {plan.headroom:+.0%}; {plan.spare_gpus} spare GPU(s) on the paid nodes)"]
+              f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
+              f"{plan.free_capacity:,.1f} {unit} more at no extra $/h"]
     return "\n".join(lines)
 
 

@@ -8,7 +8,8 @@ search space (`SearchSpace`) is solved exactly with HiGHS, a branch-and-bound MI
 optimality gap; `tests/test_capacity_planner.py` checks it against brute-force enumeration.
 
 Ties on $/h are broken towards fewer distinct targets (one endpoint is simpler to run), then fewer GPUs
-(the spare GPUs on paid nodes stay free for autoscaling and are reported as headroom).
+(the spare GPUs on paid nodes stay free for autoscaling and are reported as headroom), then more
+capacity (the faster target at the same price).
 """
 from __future__ import annotations
 
@@ -80,6 +81,16 @@ class Plan:
         return sum(p.spare_gpus for p in self.pools)
 
     @property
+    def free_capacity(self) -> float:
+        """What the spare GPUs of the paid nodes could serve with more replica sets of the targets already
+        on each pool (the densest that fits): autoscaling room at no extra $/h."""
+        room = 0.0
+        for use in self.pools:
+            fits = [(p.capacity / p.replica_sets, p.gpus // p.replica_sets) for p in self.placements if p.pool == use.pool]
+            room += max((per_set * (use.spare_gpus // gpus) for per_set, gpus in fits if gpus), default=0.0)
+        return room
+
+    @property
     def target_ids(self) -> tuple[str, ...]:
         return tuple(p.target_id for p in self.placements)
 
@@ -133,8 +144,10 @@ def solve(space: SearchSpace, unit: str) -> Optional[Plan]:
     cheapest = highs.getInfo().objective_function_value
     highs.addConstr(cost <= cheapest + COST_TIE_TOLERANCE)
     all_gpus = sum(space.max_replica_sets(r) * r.gpus_per_replica_set for r in space.rows) + 1
+    most_capacity = sum(space.max_replica_sets(r) * space.capacity[r.target_id] for r in space.rows) + 1
     used_gpus = highs.qsum(gpus_per_set[key[0]] * var for key, var in sets.items())
-    highs.minimize(all_gpus * highs.qsum(placed.values()) + used_gpus)
+    capacity = highs.qsum(space.capacity[key[0]] / most_capacity * var for key, var in sets.items())  # < 1: below one GPU
+    highs.minimize(all_gpus * highs.qsum(placed.values()) + used_gpus - capacity)
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError("HiGHS lost the optimum while breaking ties")  # cannot happen: stage 1's optimum is feasible
     assignment = {key: round(highs.val(var)) for key, var in sets.items()}

@@ -94,7 +94,11 @@ def _loss(option: Plan, chosen: Optional[Plan], budget: Optional[float]) -> str:
     extra = option.usd_per_hour - chosen.usd_per_hour
     if extra > 1e-9:
         return f"+${extra:,.2f}/h (+{extra / chosen.usd_per_hour:.0%}) vs the plan"
-    return f"same $/h; the plan {'uses fewer GPUs' if option.gpus_used > chosen.gpus_used else 'was preferred on ties'}"
+    if option.gpus_used > chosen.gpus_used:
+        return f"same $/h; the plan uses {option.gpus_used - chosen.gpus_used} GPU(s) fewer"
+    if option.capacity < chosen.capacity - 1e-9:
+        return f"same $/h; the plan serves more ({chosen.capacity:,.1f} vs {option.capacity:,.1f} {chosen.unit})"
+    return "same $/h, GPUs and capacity: an equal alternative"
 
 
 def runner_ups(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...], chosen: Optional[Plan]) -> list[Option]:
