@@ -134,14 +134,16 @@ def active_constraints(demand: Demand) -> list[str]:
     return active
 
 
-def _detail(constraint: str, demand: Demand, relaxed_plan: Plan) -> str:
+def _detail(constraint: str, demand: Demand, relaxed_plan: Plan, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]) -> str:
     used = ", ".join(sorted({f"{p.pool.instance_type} ({p.pool.capacity_type})" for p in relaxed_plan.pools}))
     targets = ", ".join(relaxed_plan.target_ids)
     if constraint == "budget":
         return f"the cheapest plan costs ${relaxed_plan.usd_per_hour:,.2f}/h > budget ${demand.budget_usd_per_hour:,.2f}/h"
     if constraint == "slo":
-        return (f"no allowed target reaches {demand.slo.min_tokens_per_second_per_user:g} tok/s/user with TTFT p50 <= "
-                f"{demand.slo.max_ttft_p50_ms:g} ms; relaxed, {targets} would serve it")
+        meeting = [f"{r.target_id} ({exclusion_reason(r, demand, offers)})" for r in rows if r.published and meets_slo(r, demand.slo)]
+        elsewhere = f"; the target(s) that meet it cannot serve here: {', '.join(meeting)}" if meeting else ""
+        return (f"no servable target reaches {demand.slo.min_tokens_per_second_per_user:g} tok/s/user with TTFT p50 <= "
+                f"{demand.slo.max_ttft_p50_ms:g} ms{elsewhere}; relaxed, {targets} would serve it")
     if constraint == "gpu-types":
         return f"allowed: {', '.join(demand.gpu_types or ())}; {targets} on {used} would serve it"
     if constraint == "capacity-types":
@@ -155,7 +157,8 @@ def binding_constraints(demand: Demand, rows: tuple[CandidateRow, ...], offers: 
     binding = [c for c, plan in relaxed.items() if plan is not None]
     head = f"no plan serves {demand.amount:g} {demand.unit}: "
     if binding:
-        lines = [f"binding constraint {CONSTRAINT_NAMES[c]} ({_detail(c, demand, plan)})" for c, plan in relaxed.items() if plan is not None]
+        lines = [f"binding constraint {CONSTRAINT_NAMES[c]} ({_detail(c, demand, plan, rows, offers)})"
+                 for c, plan in relaxed.items() if plan is not None]
         return Infeasibility(tuple(binding), head + "; or ".join(lines))
     everything = demand
     for constraint in active_constraints(demand):
