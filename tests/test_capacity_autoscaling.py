@@ -116,7 +116,8 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler():
         values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), asg_tags=[("gpu", "asg-1", tags)], tags={}))
 
     def check(args):
-        names, role_arn = args
-        assert names == [o["metadata"]["name"] for o in objects]
+        urns, role_arn = args
+        assert serving.scaled_object_names == [o["metadata"]["name"] for o in objects]
+        assert len(urns) == len(objects) and all("keda.sh/v1alpha1:ScaledObject" in urn for urn in urns)
         assert role_arn
-    return pulumi.Output.all(pulumi.Output.all(*[o.metadata["name"] for o in serving.scaled_objects]), cluster.role_arn).apply(check)
+    return pulumi.Output.all(pulumi.Output.all(*[o.urn for o in serving.scaled_objects]), cluster.role_arn).apply(check)

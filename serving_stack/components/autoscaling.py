@@ -67,7 +67,8 @@ class ServingAutoscaler(pulumi.ComponentResource):
             )
             for obj in args.scaled_objects
         ]
-        self.register_outputs({"scaledObjects": [o.metadata["name"] for o in self.scaled_objects]})
+        self.scaled_object_names = [str(obj["metadata"]["name"]) for obj in args.scaled_objects]
+        self.register_outputs({"scaledObjects": self.scaled_object_names})
 
 
 @dataclass(frozen=True)
