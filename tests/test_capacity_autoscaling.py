@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import jsonschema
-import pulumi
 import pytest
 import yaml
 
+from aws_helpers import inputs, run_components, the
 from capacity_demands import CATALOG, CRITERIA, ROWS
 from nemotron.mock_runtime import PROJECT_DIR, plain_numbers
 from nemotron.pools import resolve_pools
@@ -104,20 +104,29 @@ def test_cluster_autoscaler_policy_is_least_privilege() -> None:
     assert all(s["Resource"] != "*" for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"])
 
 
-@pulumi.runtime.test
-def test_components_register_keda_scaled_objects_and_cluster_autoscaler():
+def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> None:
     dgd = next(o for o in kubernetes_objects(rendered_stack("dev").resources) if o["kind"] == "DynamoGraphDeployment")
     _, objects = _objects_for(plain_numbers(dgd))
-    serving = ServingAutoscaler("as", ServingAutoscalerArgs(keda=FACTS.keda.pin(), install_keda=True, scaled_objects=objects))
     ca = FACTS.clusterAutoscaler
-    tags = {"k8s.io/cluster-autoscaler/enabled": "true", "k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu": "8"}
-    cluster = ClusterAutoscaler("ca", ClusterAutoscalerArgs(
-        cluster_name="c1", chart=ca.pin(), service_account=ca.serviceAccount, policy=cluster_autoscaler_policy("c1"),
-        values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), asg_tags=[("gpu", "asg-1", tags)], tags={}))
+    pool_tags = node_group_autoscaler_tags("c1", {"nemotron.nvidia.com/pool": "gpu"}, "NVIDIA-H200", 8, 16)
 
-    def check(args):
-        urns, role_arn = args
-        assert serving.scaled_object_names == [o["metadata"]["name"] for o in objects]
-        assert len(urns) == len(objects) and all("keda.sh/v1alpha1:ScaledObject" in urn for urn in urns)
-        assert role_arn
-    return pulumi.Output.all(pulumi.Output.all(*[o.urn for o in serving.scaled_objects]), cluster.role_arn).apply(check)
+    def build() -> None:
+        ServingAutoscaler("as", ServingAutoscalerArgs(keda=FACTS.keda.pin(), install_keda=True, scaled_objects=objects))
+        ClusterAutoscaler("ca", ClusterAutoscalerArgs(
+            cluster_name="c1", chart=ca.pin(), service_account=ca.serviceAccount, policy=cluster_autoscaler_policy("c1"),
+            values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), asg_tags=[("gpu", "asg-1", pool_tags)], tags={}))
+
+    run = run_components(build)
+    releases = {r["chart"]: r for r in inputs(run, "kubernetes:helm.sh/v3:Release")}
+    assert (releases["keda"]["version"], releases["keda"]["namespace"]) == (FACTS.keda.version, FACTS.keda.namespace)
+    assert releases["cluster-autoscaler"]["version"] == ca.version
+    assert releases["cluster-autoscaler"]["values"]["image"]["tag"] == ca.imageTag
+    assert releases["cluster-autoscaler"]["values"]["autoDiscovery"]["clusterName"] == "c1"
+    scaled = inputs(run, "kubernetes:keda.sh/v1alpha1:ScaledObject")
+    assert sorted(o["metadata"]["name"] for o in scaled) == sorted(o["metadata"]["name"] for o in objects)
+    assert all("kubernetes:helm.sh/v3:Release::as-keda" in r.depends_on for r in run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"))
+    association = the(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assert (association["namespace"], association["serviceAccount"]) == (ca.namespace, ca.serviceAccount)
+    assert json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"]) == cluster_autoscaler_policy("c1")
+    tags = {t["tag"]["key"]: t["tag"]["value"] for t in inputs(run, "aws:autoscaling/tag:Tag")}
+    assert tags == pool_tags and all(t["autoscalingGroupName"] == "asg-1" for t in inputs(run, "aws:autoscaling/tag:Tag"))
