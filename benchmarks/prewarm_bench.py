@@ -8,7 +8,10 @@ sequential read; `standard_readers.py` installs the Debian packages when missing
 Goals: prewarm >= 0.9 x the best raw read; prewarm >= 1.0 x vmtouch; prewarm >= 0.9 x the best fio
 read; cold load >= 5 x the warm load.
 
-    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep]
+    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep] [--rounds 3]
+
+~300 lines, kept as one script so it runs by path with no package around it; the standard tools'
+drivers live beside it in standard_readers.py.
 """
 from __future__ import annotations
 
