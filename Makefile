@@ -103,6 +103,7 @@ lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static c
 bench: $(VENV)/.test-deps  ## Render time/memory, model prewarm against vmtouch and fio, planner time
 	$(PY) benchmarks/render_bench.py
 	$(PY) benchmarks/prewarm_bench.py
+	$(PY) benchmarks/planner_bench.py
 
 bench-gateway: $(VENV)/.test-deps $(GATEWAY_VENV)/.deps  ## Gateway failover figures with the real LiteLLM proxy on loopback
 	$(PY) benchmarks/gateway_failover.py

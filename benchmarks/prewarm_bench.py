@@ -3,9 +3,15 @@
 Not a test: it writes GBs and needs root to drop the page cache. In one run it measures a cold
 single-reader read, the best cold parallel raw read over several reader counts, the prewarm
 program's cold throughput, and a loader's time from a cold cache versus right after prewarm.
-Goals: prewarm >= 0.9 x the best raw read; cold load >= 5 x the warm load.
+It also runs the standard tools on the same files (`vmtouch -t`, and `fio`'s best parallel
+sequential read; `standard_readers.py` installs the Debian packages when missing).
+Goals: prewarm >= 0.9 x the best raw read; prewarm >= 1.0 x vmtouch; prewarm >= 0.9 x the best fio
+read; cold load >= 5 x the warm load.
 
-    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep]
+    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep] [--rounds 3]
+
+~300 lines, kept as one script so it runs by path with no package around it; the standard tools'
+drivers live beside it in standard_readers.py.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import mmap
 import os
 import platform
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -26,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+
+import standard_readers
 
 PREWARM = Path(__file__).resolve().parents[1] / "prewarm" / "prewarm.py"
 BASE_MODEL = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
@@ -37,6 +46,8 @@ RANGE_BYTES = 64 << 20
 READER_COUNTS = (1, 2, 4, 8)
 PREWARM_THREADS = 8
 PREWARM_GOAL = 0.9
+VMTOUCH_GOAL = 1.0
+FIO_GOAL = 0.9
 LOAD_GOAL = 5.0
 
 
@@ -189,26 +200,75 @@ def print_table(rows: list[Measurement]) -> None:
     Console().print(table)
 
 
-def compare(paths: list[Path], cache_root: Path, state_dir: Path) -> None:
-    program = load_prewarm()
+def cold_fio(blobs: list[Path], jobs: int) -> list[Measurement]:
     if not drop_page_cache():
-        print("COLD MEASUREMENTS SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); cold read, "
+        raise SystemExit("the page cache could not be dropped before fio")
+    fio_seconds, wall_seconds, num_bytes = standard_readers.fio_read(blobs, jobs)
+    return [Measurement("fio sequential read (cold, fio's clock)", str(jobs), fio_seconds, num_bytes),
+            Measurement("fio sequential read (cold, wall clock)", str(jobs), wall_seconds, num_bytes)]
+
+
+def one_round(paths: list[Path], program: ModuleType, cache_root: Path, state_dir: Path, rotation: int) -> list[Measurement]:
+    """Every measurement once. Rounds rotate the order, so drift in a shared machine's disk or load
+    does not always favour the same reader; warm load stays right after prewarm."""
+    blobs = [path.resolve() for path in paths]  # the tools get the files the links point at, as prewarm reads them
+
+    def prewarm_then_warm_load() -> list[Measurement]:
+        shutil.rmtree(state_dir, ignore_errors=True)  # a fresh state: a rerun would skip warm files
+        return [measure("prewarm program (cold)", str(PREWARM_THREADS), lambda: run_prewarm(program, cache_root, state_dir), cold=True),
+                measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)]
+
+    steps: list[Callable[[], list[Measurement]]] = [
+        lambda: [measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True)],
+        *[lambda n=n: [measure("cold parallel raw read", str(n), lambda: parallel_read(paths, n), cold=True)] for n in READER_COUNTS],
+        lambda: [measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True)],
+        prewarm_then_warm_load,
+        lambda: [measure("vmtouch -t (cold)", "1", lambda: standard_readers.vmtouch_touch(blobs), cold=True)],
+        *[lambda n=n: cold_fio(blobs, n) for n in READER_COUNTS],
+    ]
+    rotation %= len(steps)
+    return [m for step in steps[rotation:] + steps[:rotation] for m in step()]
+
+
+def median_of(rounds: list[list[Measurement]]) -> list[Measurement]:
+    by_key: dict[tuple[str, str], list[Measurement]] = {}
+    for measurement in (m for r in rounds for m in r):
+        by_key.setdefault((measurement.name, measurement.readers), []).append(measurement)
+    return [Measurement(name, readers, statistics.median(m.seconds for m in ms), ms[0].num_bytes) for (name, readers), ms in by_key.items()]
+
+
+def ratios(measurements: list[Measurement]) -> dict[str, float]:
+    by = {(m.name, m.readers): m for m in measurements}
+    prewarm, vmtouch = by["prewarm program (cold)", str(PREWARM_THREADS)], by["vmtouch -t (cold)", "1"]
+    raw = max((m for m in measurements if m.name.startswith("cold") and "read" in m.name), key=lambda m: m.mb_per_s)
+    fio = max((m for m in measurements if m.name.endswith("fio's clock)")), key=lambda m: m.mb_per_s)
+    fio_wall = max((m for m in measurements if m.name.endswith("wall clock)")), key=lambda m: m.mb_per_s)
+    return {"raw": prewarm.mb_per_s / raw.mb_per_s, "vmtouch": prewarm.mb_per_s / vmtouch.mb_per_s,
+            "fio": prewarm.mb_per_s / fio.mb_per_s, "fio-wall": prewarm.mb_per_s / fio_wall.mb_per_s,
+            "load": by["cold load (mmap + copy)", "1"].seconds / by["warm load after prewarm", "1"].seconds}
+
+
+def compare(paths: list[Path], cache_root: Path, state_dir: Path, rounds: int) -> None:
+    program = load_prewarm()
+    standard_readers.ensure_tools()
+    if not drop_page_cache():
+        print("COLD MEASUREMENTS (incl. vmtouch and fio) SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); cold read, "
               "prewarm throughput and cold load would be served from the page cache and lie.")
         run_prewarm(program, cache_root, state_dir)
         print_table([measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)])
         return
-    raw = [measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True)]
-    raw += [measure("cold parallel raw read", str(n), lambda n=n: parallel_read(paths, n), cold=True)
-            for n in READER_COUNTS]
-    cold_load = measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True)
-    prewarm = measure("prewarm program (cold)", str(PREWARM_THREADS),
-                      lambda: run_prewarm(program, cache_root, state_dir), cold=True)
-    warm_load = measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)
-    print_table([*raw, cold_load, prewarm, warm_load])
-    best_raw = max(raw, key=lambda m: m.mb_per_s)
-    print(f"prewarm / best raw read ({best_raw.name}, {best_raw.readers} readers): "
-          f"{verdict(prewarm.mb_per_s / best_raw.mb_per_s, PREWARM_GOAL)}")
-    print(f"cold load / warm load: {verdict(cold_load.seconds / warm_load.seconds, LOAD_GOAL)}")
+    results = [one_round(paths, program, cache_root, state_dir, rotation) for rotation in range(rounds)]
+    medians = median_of(results)
+    print(f"medians of {rounds} round(s):")
+    print_table(medians)
+    per_round = [ratios(r) for r in results]
+    goals = {"raw": ("prewarm / best raw read", PREWARM_GOAL), "vmtouch": ("prewarm / vmtouch -t", VMTOUCH_GOAL),
+             "fio": ("prewarm / best fio read (fio's clock)", FIO_GOAL),
+             "fio-wall": ("prewarm / best fio read (wall clock, as prewarm is timed)", FIO_GOAL), "load": ("cold load / warm load", LOAD_GOAL)}
+    for key, value in ratios(medians).items():
+        label, goal = goals[key]
+        spread = [r[key] for r in per_round]
+        print(f"{label}: {verdict(value, goal)}  (per round {min(spread):.2f}-{max(spread):.2f})")
 
 
 def main() -> int:
@@ -217,6 +277,7 @@ def main() -> int:
     parser.add_argument("--shard-gb", type=float, default=1.0, help="shard size")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()), help="parent of the scratch dir")
     parser.add_argument("--keep", action="store_true", help="keep the synthetic checkpoint")
+    parser.add_argument("--rounds", type=int, default=3, help="measure everything this many times; report medians")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -229,7 +290,7 @@ def main() -> int:
         paths = make_checkpoint(cache_root, int(args.size_gb * 1e9), int(args.shard_gb * 1e9))
         total = sum(path.stat().st_size for path in paths)
         print(f"wrote {len(paths)} files, {total / 1e9:.2f} GB in {time.perf_counter() - started:.1f}s")
-        compare(paths, cache_root, scratch / "state")
+        compare(paths, cache_root, scratch / "state", args.rounds)
     finally:
         if args.keep:
             print(f"kept {scratch}")

@@ -14,6 +14,7 @@ import pydantic
 
 from serving_stack import pulumi_private
 from serving_stack.config.aws import AwsConfig
+from serving_stack.config.demand import DemandConfig
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import (
@@ -36,6 +37,7 @@ class StackConfig(Block):
     sagemaker: SageMakerConfig = SageMakerConfig()
     aws: Optional[AwsConfig] = None
     monitoring: MonitoringConfig = MonitoringConfig()
+    demand: Optional[DemandConfig] = None
 
 
 def parse_stack_config(raw: dict[str, Any]) -> StackConfig:

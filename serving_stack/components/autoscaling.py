@@ -1,0 +1,123 @@
+"""Scaling with load: `ServingAutoscaler` (KEDA and one ScaledObject per autoscaled DGD worker component)
+and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role, and the Auto Scaling group
+tags that let it find the GPU node groups and scale them up from zero). What the objects contain is
+decided in `serving_stack.plan.autoscaling_plan`; these components only register them."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from serving_stack.plan.autoscaling_plan import CA_TAG_PREFIX
+
+POD_IDENTITY_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}],
+}
+
+
+@dataclass(frozen=True)
+class HelmPin:
+    repository: str
+    chart: str
+    version: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ServingAutoscalerArgs:
+    """`scaled_objects`: rendered ScaledObjects (`autoscaling_plan.scaled_object`); `install_keda`: off where
+    KEDA already runs. `depends_on`: the DGDs whose adapters the objects target."""
+
+    keda: HelmPin
+    install_keda: bool
+    scaled_objects: Sequence[Mapping[str, Any]]
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class ServingAutoscaler(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ServingAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:autoscaling:ServingAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        after: list[pulumi.Resource] = list(args.depends_on)
+        if args.install_keda:
+            namespace = k8s.core.v1.Namespace(f"{name}-keda-namespace", metadata={"name": args.keda.namespace}, opts=child)
+            after.append(k8s.helm.v3.Release(
+                f"{name}-keda",
+                name="keda",
+                chart=args.keda.chart,
+                version=args.keda.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.keda.repository),
+                namespace=namespace.metadata.name,
+                atomic=True,
+                opts=child,
+            ))
+        self.scaled_objects = [
+            k8s.apiextensions.CustomResource(
+                f"{name}-{obj['metadata']['name']}",
+                api_version=obj["apiVersion"],
+                kind=obj["kind"],
+                metadata=obj["metadata"],
+                spec=obj["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            for obj in args.scaled_objects
+        ]
+        self.scaled_object_names = [str(obj["metadata"]["name"]) for obj in args.scaled_objects]
+        self.register_outputs({"scaledObjects": self.scaled_object_names})
+
+
+@dataclass(frozen=True)
+class ClusterAutoscalerArgs:
+    """`asg_tags`: per Auto Scaling group name (an Input: it comes from the managed node group), the tags of
+    `autoscaling_plan.node_group_autoscaler_tags`. `policy` / `values`: from `autoscaling_plan`."""
+
+    cluster_name: pulumi.Input[str]
+    chart: HelmPin
+    service_account: str
+    policy: Mapping[str, Any]
+    values: Mapping[str, Any]
+    asg_tags: Sequence[tuple[str, pulumi.Input[str], Mapping[str, str]]]  # (pool name, ASG name, tags)
+    tags: Mapping[str, str]
+
+
+class ClusterAutoscaler(pulumi.ComponentResource):
+    def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("nemotron:autoscaling:ClusterAutoscaler", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST), tags=dict(args.tags), opts=child)
+        policy = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(args.policy), opts=child)
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=args.cluster_name,
+            namespace=args.chart.namespace,
+            service_account=args.service_account,
+            role_arn=role.arn,
+            tags=dict(args.tags),
+            opts=child,
+        )
+        for pool, asg_name, tags in args.asg_tags:
+            for key, value in sorted(tags.items()):
+                aws.autoscaling.Tag(
+                    f"{name}-{pool}-{key.removeprefix(CA_TAG_PREFIX + '/').replace('/', '_')}",
+                    autoscaling_group_name=asg_name,
+                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                    opts=child,
+                )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name="cluster-autoscaler",
+            chart=args.chart.chart,
+            version=args.chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repository),
+            namespace=args.chart.namespace,
+            values=dict(args.values),
+            atomic=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, association]),
+        )
+        self.role_arn = role.arn
+        self.register_outputs({"roleArn": self.role_arn})

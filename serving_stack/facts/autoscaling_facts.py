@@ -1,0 +1,72 @@
+"""Loads `catalog/autoscaling.yaml`: the KEDA and cluster-autoscaler pins and the Prometheus queries."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+import yaml
+
+from nemotron.catalog import CATALOG_DIR
+from nemotron.errors import from_validation_error
+from serving_stack.components.autoscaling import HelmPin
+from serving_stack.plan.autoscaling_plan import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
+
+
+class _Data(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+
+class Chart(_Data):
+    repository: str = pydantic.Field(pattern=r"^https://")
+    chart: str
+    version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
+    namespace: str
+
+    def pin(self) -> HelmPin:
+        return HelmPin(self.repository, self.chart, self.version, self.namespace)
+
+
+class ClusterAutoscalerChart(Chart):
+    imageTag: str = pydantic.Field(pattern=r"^v\d+\.\d+\.\d+$")
+    minKubernetes: str
+    serviceAccount: str
+
+
+class ScalingAdapter(_Data):
+    apiVersion: Literal["nvidia.com/v1alpha1"]
+    kind: Literal["DynamoGraphDeploymentScalingAdapter"]
+    source: str
+
+
+class Metrics(_Data):
+    selectorLabel: str
+    queueDepth: str = pydantic.Field(pattern=r"\$SELECTOR")
+    inflightRequests: str = pydantic.Field(pattern=r"\$SELECTOR")
+    ttftP50Seconds: str = pydantic.Field(pattern=r"\$SELECTOR")
+
+    def queries(self) -> MetricQueries:
+        return MetricQueries(self.selectorLabel, self.queueDepth, self.inflightRequests, self.ttftP50Seconds)
+
+
+class AutoscalingFile(_Data):
+    schemaVersion: Literal[1]
+    keda: Chart
+    clusterAutoscaler: ClusterAutoscalerChart
+    scalingAdapter: ScalingAdapter
+    metrics: Metrics
+
+    @pydantic.model_validator(mode="after")
+    def _matches_code(self) -> "AutoscalingFile":
+        if (self.scalingAdapter.apiVersion, self.scalingAdapter.kind) != (ADAPTER_API_VERSION, ADAPTER_KIND):
+            raise ValueError("scalingAdapter differs from autoscaling_plan.ADAPTER_API_VERSION / ADAPTER_KIND")
+        return self
+
+
+@functools.lru_cache(maxsize=4)
+def load_autoscaling(root: Path = CATALOG_DIR) -> AutoscalingFile:
+    try:
+        return AutoscalingFile.model_validate(yaml.safe_load((root / "autoscaling.yaml").read_text()))
+    except pydantic.ValidationError as exc:
+        raise from_validation_error(exc, AutoscalingFile, prefix="catalog/autoscaling.yaml: ") from None

@@ -1,0 +1,182 @@
+"""Scaling with load, as plain data: a KEDA ScaledObject per autoscaled DGD worker component, the DGD
+change that makes the operator create the component's scaling adapter, the replica paths Pulumi must
+stop owning, and the node-group tags and IAM policy cluster-autoscaler needs.
+
+Why KEDA and not HPA + Prometheus Adapter: the query lives in the ScaledObject next to its target (no
+adapter rule file shared by every target), KEDA can scale a component to zero, and it is the Dynamo
+docs' recommended path. KEDA still drives an HPA underneath, so HPA `behavior` applies.
+
+A component scales on the most demanding of three triggers (KEDA takes the maximum):
+- in-flight requests per replica against the concurrency the catalog measured per worker: the planner's
+  capacity model ("a replica serves at most its measured concurrency");
+- queue depth per replica (requests waiting in the frontend);
+- TTFT p50 against the SLO (a Value metric: replicas grow in proportion to the overshoot).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from nemotron.catalog import GPU_PRODUCT_LABEL
+from nemotron.pools import GPU_TAINT
+
+ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
+ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
+CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
+
+
+@dataclass(frozen=True)
+class MetricQueries:
+    selector_label: str
+    queue_depth: str
+    inflight_requests: str
+    ttft_p50_seconds: str
+
+    def for_dgd(self, namespace: str, dgd_name: str) -> "MetricQueries":
+        selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
+        return MetricQueries(self.selector_label, *(q.replace("$SELECTOR", selector)
+                                                    for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)))
+
+
+@dataclass(frozen=True)
+class ComponentScaling:
+    """One DGD worker component under an autoscaler. Replica bounds are in pods of this component."""
+
+    dgd_name: str
+    component: str
+    min_replicas: int
+    max_replicas: int
+    concurrency_per_replica: float
+    max_ttft_p50_ms: float
+    queue_depth_per_replica: int
+
+
+@dataclass(frozen=True)
+class ScalingBehaviour:
+    polling_interval_s: int = 15
+    cooldown_period_s: int = 300
+    scale_down_stabilization_s: int = 600
+
+
+def adapter_name(dgd_name: str, component: str) -> str:
+    """The operator's name for a component's scaling adapter: `<dgd>-<component, lower case>`."""
+    return f"{dgd_name}-{component.lower()}"
+
+
+def scaled_object(scaling: ComponentScaling, namespace: str, prometheus_url: str, queries: MetricQueries,
+                  behaviour: ScalingBehaviour) -> dict[str, Any]:
+    q = queries.for_dgd(namespace, scaling.dgd_name)
+
+    def trigger(name: str, query: str, threshold: float, metric_type: str, activation: float) -> dict[str, Any]:
+        return {
+            "type": "prometheus",
+            "name": name,
+            "metricType": metric_type,
+            "metadata": {"serverAddress": prometheus_url, "query": query, "threshold": f"{threshold:g}",
+                         "activationThreshold": f"{activation:g}"},
+        }
+
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": adapter_name(scaling.dgd_name, scaling.component), "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "pulumi", "nvidia.com/dynamo-graph-deployment-name": scaling.dgd_name}},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": ADAPTER_API_VERSION, "kind": ADAPTER_KIND,
+                               "name": adapter_name(scaling.dgd_name, scaling.component)},
+            "minReplicaCount": scaling.min_replicas,
+            "maxReplicaCount": scaling.max_replicas,
+            "pollingInterval": behaviour.polling_interval_s,
+            "cooldownPeriod": behaviour.cooldown_period_s,
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
+                "scaleDown": {"stabilizationWindowSeconds": behaviour.scale_down_stabilization_s,
+                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
+                "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}]},
+            }}},
+            "triggers": [
+                trigger("inflight-per-replica", q.inflight_requests, scaling.concurrency_per_replica, "AverageValue", 0),
+                trigger("queue-per-replica", q.queue_depth, scaling.queue_depth_per_replica, "AverageValue", 0),
+                trigger("ttft-p50-vs-slo", q.ttft_p50_seconds, scaling.max_ttft_p50_ms / 1000, "Value", scaling.max_ttft_p50_ms / 2000),
+            ],
+        },
+    }
+
+
+def enable_scaling_adapters(dgd: Mapping[str, Any], components: set[str]) -> dict[str, Any]:
+    """The DGD with `scalingAdapter: {enabled: true}` on these components (default false: no adapter)."""
+    patched = copy.deepcopy(dict(dgd))
+    for component in patched["spec"]["components"]:
+        if component["name"] in components:
+            component["scalingAdapter"] = {"enabled": True}
+    return patched
+
+
+def ignored_replica_paths(dgd: Mapping[str, Any], components: set[str]) -> list[str]:
+    """`ResourceOptions(ignore_changes=...)` for the DGD CustomResource: the replicas the adapters own."""
+    return [f"spec.components[{index}].replicas" for index, component in enumerate(dgd["spec"]["components"])
+            if component["name"] in components]
+
+
+def node_group_autoscaler_tags(cluster_name: str, node_labels: Mapping[str, str], gpu_product: str, gpus_per_node: int,
+                               efa_interfaces: int, taint_gpu: bool = True) -> dict[str, str]:
+    """Tags for a GPU node group's Auto Scaling group: auto-discovery, plus the node-template hints that let
+    cluster-autoscaler scale it up from zero nodes (it cannot read labels, taints or extended resources from
+    a node that does not exist; the EKS API fallback only covers a group that never had a node).
+    `gpu_product` matters most: workers select `nvidia.com/gpu.product`, which GPU Feature Discovery sets
+    on a running node only, so without the hint no empty group ever matches a pending worker."""
+    tags = {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster_name}": "owned"}
+    labels = {**node_labels, GPU_PRODUCT_LABEL: gpu_product}
+    tags |= {f"{CA_TAG_PREFIX}/node-template/label/{key}": value for key, value in sorted(labels.items())}
+    if taint_gpu:
+        tags[f"{CA_TAG_PREFIX}/node-template/taint/{GPU_TAINT['key']}"] = f"{GPU_TAINT['value']}:{GPU_TAINT['effect']}"
+    tags[f"{CA_TAG_PREFIX}/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node)
+    if efa_interfaces:
+        tags[f"{CA_TAG_PREFIX}/node-template/resources/vpc.amazonaws.com/efa"] = str(efa_interfaces)
+    return tags
+
+
+def cluster_autoscaler_policy(cluster_name: str) -> dict[str, Any]:
+    """Least privilege for auto-discovery: reads on `*` (those actions support no resource scoping);
+    scaling writes only on groups tagged as this cluster's; DescribeNodegroup only on its node groups."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "Discover", "Effect": "Allow", "Resource": "*", "Action": [
+                "autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
+                "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
+                "ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
+                "ec2:GetInstanceTypesFromInstanceRequirements"]},
+            {"Sid": "ScaleOwnGroups", "Effect": "Allow", "Resource": "*",
+             "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+             "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster_name}": "owned"}}},
+            {"Sid": "ReadOwnNodegroups", "Effect": "Allow", "Action": ["eks:DescribeNodegroup"],
+             "Resource": f"arn:aws:eks:*:*:nodegroup/{cluster_name}/*/*"},
+        ],
+    }
+
+
+def cluster_autoscaler_values(cluster_name: str, region: str, image_tag: str, service_account: str) -> dict[str, Any]:
+    """Chart values: AWS auto-discovery by the cluster's tags, the least-waste expander (fewest idle GPUs),
+    and no scale-down of nodes that hold the prewarmed page cache for less than 10 minutes."""
+    return {
+        "cloudProvider": "aws",
+        "awsRegion": region,
+        "autoDiscovery": {"clusterName": cluster_name},
+        "image": {"tag": image_tag},
+        "rbac": {"serviceAccount": {"create": True, "name": service_account}},
+        "extraArgs": {"expander": "least-waste", "balance-similar-node-groups": True, "skip-nodes-with-local-storage": False,
+                      "scale-down-unneeded-time": "10m", "scale-down-delay-after-add": "10m"},
+    }
+
+
+def component_scalings(dgd_name: str, worker_replicas: Mapping[str, int], concurrency: int, min_replica_sets: int,
+                       max_replica_sets: int, max_ttft_p50_ms: float, queue_depth_per_replica: int) -> list[ComponentScaling]:
+    """Bounds in replica sets become bounds per worker component (sets x its replicas per set); each worker
+    carries its share of the set's measured concurrency (a 4-worker KV-router set at 96 is 24 a worker; a
+    1P1D set at 8 is 8 for the prefill worker and 8 for the decode worker)."""
+    return [
+        ComponentScaling(dgd_name, component, min_replica_sets * per_set, max_replica_sets * per_set,
+                         concurrency / per_set, max_ttft_p50_ms, queue_depth_per_replica)
+        for component, per_set in sorted(worker_replicas.items())
+    ]
