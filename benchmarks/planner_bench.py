@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from capacity_brute_force import brute_force_cost  # noqa: E402
-from nemotron.catalog import load_catalog  # noqa: E402
-from nemotron.instance_types import load_aws_catalog  # noqa: E402
-from serving_stack.facts.capacity_facts import candidate_rows, instance_offers  # noqa: E402
+from serving_stack.facts.catalog import load_catalog  # noqa: E402
+from serving_stack.facts.instance_types import load_aws_catalog  # noqa: E402
+from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers  # noqa: E402
 from serving_stack.plan.capacity import solve  # noqa: E402
 from serving_stack.plan.capacity_model import CAPACITY_TYPES, Demand, Slo, TokenShape, search_space  # noqa: E402
 

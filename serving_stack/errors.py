@@ -7,7 +7,6 @@ from typing import Any, Iterable
 import pulumi
 import pydantic
 
-
 MAX_ECHO = 80  # characters of a user's value an error repeats
 MAX_LINE = 1000  # characters of a whole (combined) error line
 

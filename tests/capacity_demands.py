@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from nemotron.catalog import load_catalog
-from nemotron.instance_types import load_aws_catalog
-from serving_stack.facts.capacity_facts import candidate_rows, instance_offers
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
 from serving_stack.plan.capacity_model import CandidateRow, CapacityType, Demand, InstanceOffer, Slo, TokenShape
 
 CATALOG = load_catalog()

@@ -11,9 +11,9 @@ import yaml
 
 from aws_helpers import inputs, run_components, the
 from capacity_demands import CATALOG, CRITERIA, ROWS
-from nemotron.mock_runtime import PROJECT_DIR, plain_numbers
-from nemotron.pools import resolve_pools
-from nemotron.render import kubernetes_objects
+from tools.mock_runtime import PROJECT_DIR, plain_numbers
+from serving_stack.plan.pools import resolve_pools
+from tools.render import kubernetes_objects
 from serving_stack.components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
 from serving_stack.plan.autoscaling_plan import (
@@ -79,8 +79,8 @@ def test_per_worker_thresholds_follow_the_measured_concurrency() -> None:
 
 
 def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero() -> None:
-    from nemotron.config import parse_stack_config
-    from nemotron.mock_runtime import stack_config
+    from serving_stack.config import parse_stack_config
+    from tools.mock_runtime import stack_config
     raw = {k.split(":", 1)[1]: json.loads(v) for k, v in stack_config("prod")[0].items() if k.startswith("nemotron-lightning:") and k != "nemotron-lightning:hfToken"}
     pools = resolve_pools(parse_stack_config(raw))
     assert pools

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from serving_stack.facts.node_ready_facts import load_node_ready_file, node_ready_facts
+from serving_stack.facts.node_ready_facts import load_node_ready_file
+from serving_stack.plan.node_ready import node_ready_facts
 from serving_stack.plan.node_ready import fsx_read_mb_s, node_ready_markdown, predict_node_ready
 
 DATA = load_node_ready_file()

@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 from capacity_demands import CATALOG, CRITERIA, OFFERS, ROWS
-from nemotron.errors import ConfigError
-from nemotron.mock_runtime import PROJECT_DIR
+from serving_stack.errors import ConfigError
+from tools.mock_runtime import PROJECT_DIR
 from serving_stack.plan.capacity_explain import plan_capacity
-from nemotron.pools import POOL_LABEL
+from serving_stack.plan.capacity_model import demand_of
+from serving_stack.names import POOL_LABEL
 from serving_stack.plan.capacity_stack import plan_to_stack_config, pool_name
 from stack_helpers import DGD_TYPE, PROJECT, run_config
 from tools.plan_capacity import main, read_demand
@@ -26,7 +27,7 @@ def test_make_plan_prints_the_cheapest_plan(stack: str) -> None:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         status = main(["--stack", stack])
-    result = plan_capacity(read_demand(stack).to_demand(CRITERIA), ROWS, OFFERS)
+    result = plan_capacity(demand_of(read_demand(stack), CRITERIA), ROWS, OFFERS)
     assert status == 0 and result.plan is not None
     text = printed.getvalue()
     assert f"**${result.plan.usd_per_hour:,.2f}/h**" in text
@@ -41,7 +42,7 @@ def test_prod_committed_with_a_demand_block() -> None:
 def test_the_config_a_plan_implies_renders_with_the_planned_replicas() -> None:
     raw = {key.split(":", 1)[1]: value for key, value in yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items()
            if key.startswith(f"{PROJECT}:")}
-    result = plan_capacity(read_demand("prod").to_demand(CRITERIA), ROWS, OFFERS)
+    result = plan_capacity(demand_of(read_demand("prod"), CRITERIA), ROWS, OFFERS)
     assert result.plan is not None
     zone = raw["aws"]["nodePools"][0]["availabilityZone"]
     implied = plan_to_stack_config(result.plan, {r.target_id: r for r in ROWS}, availability_zone=zone, extra_max_nodes=1)

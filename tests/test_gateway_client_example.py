@@ -20,7 +20,8 @@ from pulumi.runtime.sync_await import _sync_await
 
 from tools.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
 from serving_stack.components.gateway import MASTER_KEY_SECRET_KEY, master_key_secret_name, service_url
-from serving_stack.contract.gateway import CONTRACT_VERSION, GatewayOutput, gateway_output
+from serving_stack.contract.gateway import CONTRACT_VERSION, GatewayOutput
+from serving_stack.plan.gateway import gateway_output
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX, plan_gateway
 from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable

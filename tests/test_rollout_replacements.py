@@ -74,7 +74,7 @@ def _prod_with_another_instance_type() -> tuple[str, str, list[dict]]:
     current = instances[pool["instanceType"]]
     (other, *_) = sorted(name for name, spec in instances.items() if name != pool["instanceType"]
                          and (spec.gpu, spec.gpus, spec.arch) == (current.gpu, current.gpus, current.arch)
-                         and not spec.capacityBlocksOnly)
+                         and "on-demand" in spec.capacityTypes)
     pool["instanceType"] = other
     return pool["name"], other, rendered(config, "prod")
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pydantic
 import yaml
 
-from nemotron.catalog import load_catalog
-from nemotron.errors import ConfigError, from_validation_error
-from nemotron.instance_types import load_aws_catalog
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.config.demand import DemandConfig
-from serving_stack.facts.capacity_facts import benchmark_token_shape, candidate_rows, instance_offers
+from serving_stack.plan.capacity_inputs import benchmark_token_shape, candidate_rows, instance_offers
+from serving_stack.plan.capacity_model import demand_of
 from serving_stack.plan.capacity import Plan
 from serving_stack.plan.capacity_explain import PlanResult, plan_capacity
 from serving_stack.plan.capacity_model import Slo
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
     rows, offers = candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog)
-    result = plan_capacity(demand_config.to_demand(criteria), rows, offers, benchmark_token_shape(catalog))
+    result = plan_capacity(demand_of(demand_config, criteria), rows, offers, benchmark_token_shape(catalog))
     print(result_markdown(result, {r.target_id: r for r in rows}, offers, criteria))
     return 0 if result.plan is not None else 1
 

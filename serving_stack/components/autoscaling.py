@@ -12,6 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from serving_stack.facts.autoscaling_facts import HelmPin
 from serving_stack.plan.autoscaling_plan import CA_TAG_PREFIX
 
 POD_IDENTITY_TRUST = {
@@ -20,12 +21,6 @@ POD_IDENTITY_TRUST = {
 }
 
 
-@dataclass(frozen=True)
-class HelmPin:
-    repository: str
-    chart: str
-    version: str
-    namespace: str
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
+from serving_stack.components.iam import assume_role_policy
 
-from components.model_cache_storage import POD_IDENTITY_TRUST
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.plan.gateway import MASTER_KEY_ENV
 
@@ -229,7 +229,7 @@ class Gateway(pulumi.ComponentResource):
     def _sagemaker_role(self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str],
                         account: k8s.core.v1.ServiceAccount) -> pulumi.Output[str]:
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{name}-sagemaker-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST),
+        role = aws.iam.Role(f"{name}-sagemaker-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
                             description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
                             tags=dict(access.tags), opts=child)
         aws.iam.RolePolicy(f"{name}-sagemaker-invoke", role=role.id,

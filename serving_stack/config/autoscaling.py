@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pydantic
 
-from serving_stack.config.demand import ConfigBlock
+from serving_stack.config.types import Block
 
 
-class TargetScalingConfig(ConfigBlock):
+class TargetScalingConfig(Block):
     minReplicaSets: int = pydantic.Field(default=1, ge=0)
     maxReplicaSets: int = pydantic.Field(ge=1)
 
@@ -30,11 +30,11 @@ class TargetScalingConfig(ConfigBlock):
         return self
 
 
-class ClusterAutoscalerConfig(ConfigBlock):
+class ClusterAutoscalerConfig(Block):
     enabled: bool = True
 
 
-class AutoscalingConfig(ConfigBlock):
+class AutoscalingConfig(Block):
     prometheusUrl: str = pydantic.Field(pattern=r"^https?://[^\s]+$")
     installKeda: bool = True
     queueDepthPerReplica: int = pydantic.Field(default=4, ge=1)

@@ -7,36 +7,27 @@
       budgetUsdPerHour: 500           # optional
       gpuTypes: [h200, b200]          # optional, default: every GPU type
       capacityTypes: [on-demand]      # default [on-demand]
-      maxTargets: 1                   # optional: 1 = one endpoint, no mixing
-
-The base class repeats `nemotron.config.serving.Block`'s two settings instead of importing it, because
-`nemotron.config.stack` imports this module (importing `nemotron.config.serving` from here would
-import the package `__init__`, which imports `stack`, in a cycle).
-"""
+      maxTargets: 1                   # optional: 1 = one endpoint, no mixing"""
 from __future__ import annotations
 
 from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.plan.capacity_model import CapacityType, Demand, Slo, TokenShape
+from serving_stack.config.types import Block
 
 
-class ConfigBlock(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class SloConfig(ConfigBlock):
+class SloConfig(Block):
     minTokensPerSecondPerUser: float = pydantic.Field(gt=0)
     maxTtftP50Ms: float = pydantic.Field(gt=0)
 
 
-class TokenShapeConfig(ConfigBlock):
+class TokenShapeConfig(Block):
     inputTokens: int = pydantic.Field(gt=0)
     outputTokens: int = pydantic.Field(gt=0)
 
 
-class DemandConfig(ConfigBlock):
+class DemandConfig(Block):
     concurrentUsers: Optional[int] = pydantic.Field(default=None, gt=0)
     requestsPerSecond: Optional[float] = pydantic.Field(default=None, gt=0)
     tokenShape: Optional[TokenShapeConfig] = None
@@ -56,16 +47,3 @@ class DemandConfig(ConfigBlock):
 
     def unknown_gpu_types(self, known: list[str]) -> list[str]:
         return [gpu for gpu in self.gpuTypes or [] if gpu not in known]
-
-    def to_demand(self, catalog_criteria: Slo) -> Demand:
-        capacity_types: tuple[CapacityType, ...] = tuple(dict.fromkeys(self.capacityTypes))
-        return Demand(
-            slo=Slo(self.slo.minTokensPerSecondPerUser, self.slo.maxTtftP50Ms) if self.slo else catalog_criteria,
-            concurrent_users=self.concurrentUsers,
-            requests_per_second=self.requestsPerSecond,
-            token_shape=TokenShape(self.tokenShape.inputTokens, self.tokenShape.outputTokens) if self.tokenShape else None,
-            budget_usd_per_hour=self.budgetUsdPerHour,
-            gpu_types=tuple(self.gpuTypes) if self.gpuTypes else None,
-            capacity_types=capacity_types,
-            max_targets=self.maxTargets,
-        )

@@ -10,8 +10,6 @@ from typing import Literal
 
 import pydantic
 
-from serving_stack.plan.gateway import GatewayPlan
-
 CONTRACT_VERSION = "1.1"
 ANSWERED_BY_HEADERS = ("x-litellm-model-group", "x-litellm-model-id")
 
@@ -45,12 +43,3 @@ class GatewayOutput(_Contract):
         default=list(ANSWERED_BY_HEADERS),
         description="Response headers naming the model group and the deployment that answered; the response's "
                     "`model` names the model that answered.")
-
-
-def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
-    return GatewayOutput(
-        url=url,
-        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,  # type: ignore[arg-type]
-                             fallbacks=list(g.fallbacks), degraded=g.degraded) for g in plan.groups],
-        auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
-    )

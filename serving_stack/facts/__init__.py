@@ -20,8 +20,8 @@ from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
 from serving_stack.facts.metrics import MetricsCatalog, load_metrics
 from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
-from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
+from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,40 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import pydantic
 import yaml
 
-from nemotron.catalog import CATALOG_DIR
-from nemotron.errors import from_validation_error
-from serving_stack.components.autoscaling import HelmPin
-from serving_stack.plan.autoscaling_plan import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
+from serving_stack.errors import from_validation_error
+from serving_stack.facts.catalog import CATALOG_DIR
+
+# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.
+ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
+ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
+
+
+@dataclass(frozen=True)
+class HelmPin:
+    repository: str
+    chart: str
+    version: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class MetricQueries:
+    selector_label: str
+    queue_depth: str
+    inflight_requests: str
+    ttft_p50_seconds: str
+
+    def for_dgd(self, namespace: str, dgd_name: str) -> "MetricQueries":
+        selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
+        return MetricQueries(self.selector_label, *(q.replace("$SELECTOR", selector)
+                                                    for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)))
 
 
 class _Data(pydantic.BaseModel):

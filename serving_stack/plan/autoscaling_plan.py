@@ -18,25 +18,13 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from nemotron.catalog import GPU_PRODUCT_LABEL
-from nemotron.pools import GPU_TAINT
+from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
+from serving_stack.facts.catalog import GPU_PRODUCT_LABEL
+from serving_stack.plan.pools import GPU_TAINT
 
-ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
-ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
 CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
 
 
-@dataclass(frozen=True)
-class MetricQueries:
-    selector_label: str
-    queue_depth: str
-    inflight_requests: str
-    ttft_p50_seconds: str
-
-    def for_dgd(self, namespace: str, dgd_name: str) -> "MetricQueries":
-        selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
-        return MetricQueries(self.selector_label, *(q.replace("$SELECTOR", selector)
-                                                    for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)))
 
 
 @dataclass(frozen=True)

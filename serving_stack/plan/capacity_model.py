@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Optional
 
+from serving_stack.config.demand import DemandConfig
+
 CapacityType = Literal["on-demand", "spot", "capacity-block"]
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "capacity-block")
 
@@ -182,4 +184,19 @@ def search_space(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[I
         capacity={row.target_id: row.capacity(demand) for row in candidates},
         budget_usd_per_hour=demand.budget_usd_per_hour,
         max_targets=demand.max_targets,
+    )
+
+
+def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
+    """The `demand:` block as the planner's input (the catalog's criteria unless it states an SLO)."""
+    capacity_types: tuple[CapacityType, ...] = tuple(dict.fromkeys(config.capacityTypes))
+    return Demand(
+        slo=Slo(config.slo.minTokensPerSecondPerUser, config.slo.maxTtftP50Ms) if config.slo else catalog_criteria,
+        concurrent_users=config.concurrentUsers,
+        requests_per_second=config.requestsPerSecond,
+        token_shape=TokenShape(config.tokenShape.inputTokens, config.tokenShape.outputTokens) if config.tokenShape else None,
+        budget_usd_per_hour=config.budgetUsdPerHour,
+        gpu_types=tuple(config.gpuTypes) if config.gpuTypes else None,
+        capacity_types=capacity_types,
+        max_targets=config.maxTargets,
     )

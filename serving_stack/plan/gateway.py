@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from serving_stack.contract.gateway import GatewayAuth, GatewayModel, GatewayOutput
 from serving_stack.errors import ConfigError
 
 SAGEMAKER_GROUP_SUFFIX = "@sagemaker"
@@ -220,3 +221,12 @@ def plan_gateway(
         "general_settings": general_settings,
     }
     return GatewayPlan(tuple(groups), config, needs_redis, tuple(sagemaker))
+
+
+def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
+    return GatewayOutput(
+        url=url,
+        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,  # type: ignore[arg-type]
+                             fallbacks=list(g.fallbacks), degraded=g.degraded) for g in plan.groups],
+        auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
+    )

@@ -8,13 +8,13 @@ from typing import Any, Optional
 
 import pydantic
 
+import serving_stack.plan.monitoring_values as values
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.errors import from_validation_error
+from serving_stack.facts.dashboards import DashboardSpec
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import DcgmExporterPin, KubePrometheusStackPin, MonitoringFacts, SloSettings
-import serving_stack.plan.monitoring_values as values
 from serving_stack.plan.alerts import WatchedTarget, alert_thresholds, prometheus_rule, rule_groups
-from serving_stack.facts.dashboards import DashboardSpec
 from serving_stack.plan.dashboards import dashboard_config_maps
 
 RULE_NAME = "nemotron-serving"

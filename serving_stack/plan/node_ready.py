@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from serving_stack.facts.node_ready_facts import Figure, NodeReadyFile
+
 
 @dataclass(frozen=True)
 class NodeReadyFacts:
@@ -70,3 +72,32 @@ def node_ready_markdown(predictions: list[NodeReadyPrediction]) -> str:
         lines.append(f"| `{p.pool}` | {cells} | **{p.seconds / 60:.1f} min** | {note} |")
     return "\n".join(lines) + "\n\n\\* estimate: no source publishes this figure for these instance types (`catalog/node_ready.yaml`)."
 
+
+def _value(figure: Figure) -> float:
+    assert figure.value is not None, figure.source
+    return figure.value
+
+
+def node_ready_facts(data: NodeReadyFile) -> NodeReadyFacts:
+    phases = data.phases
+    estimated = {
+        "autoscaler": phases["autoscalerReaction"].estimate,
+        "boot": phases["instanceBootToRegistered"].estimate,
+        "device plugins": phases["devicePluginsAdvertise"].estimate,
+        "prewarm": data.checkpointGB.estimate or data.nodeReadCapMBps.estimate,
+        "image pull": phases["runtimeImagePullSecondsPerCompressedGB"].estimate or data.runtimeImageCompressedGB.estimate,
+        "model load": data.checkpointGB.estimate or data.warmLoadMBps.estimate,
+        "engine start": phases["engineStart"].estimate,
+    }
+    return NodeReadyFacts(
+        autoscaler_reaction_s=phases["autoscalerReaction"].seconds,
+        boot_to_registered_s=phases["instanceBootToRegistered"].seconds,
+        device_plugins_s=phases["devicePluginsAdvertise"].seconds,
+        image_pull_s_per_gb=phases["runtimeImagePullSecondsPerCompressedGB"].seconds,
+        engine_start_s=phases["engineStart"].seconds,
+        image_gb=_value(data.runtimeImageCompressedGB),
+        checkpoint_gb=_value(data.checkpointGB),
+        warm_load_mb_s=_value(data.warmLoadMBps),
+        node_read_cap_mb_s=_value(data.nodeReadCapMBps),
+        estimated_phases=tuple(name for name, flag in estimated.items() if flag),
+    )

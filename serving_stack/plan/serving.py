@@ -15,7 +15,11 @@ from serving_stack.facts import Facts
 from serving_stack.facts.catalog import Criteria, PlatformFile
 from serving_stack.facts.instance_types import FabricProfile
 from serving_stack.plan.manifests import (
-    ServingSettings, await_ready, render_target, stamp_config_checksum, startup_budget_seconds,
+    ServingSettings,
+    await_ready,
+    render_target,
+    stamp_config_checksum,
+    startup_budget_seconds,
 )
 from serving_stack.plan.pinning import place_target
 from serving_stack.plan.pools import ResolvedPool

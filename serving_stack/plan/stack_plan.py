@@ -15,9 +15,9 @@ from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
+from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
-from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets

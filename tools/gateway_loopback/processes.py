@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 import yaml
 
-PROJECT_DIR = Path(__file__).resolve().parents[3]
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = PROJECT_DIR / ".venv-gateway"
 HERE = Path(__file__).resolve().parent
 PR_SET_PDEATHSIG = 1

@@ -31,6 +31,9 @@ class StackBackends:
         return dataclasses.replace(GatewaySettings(), **fields)
 
 
+DEGRADED_STAND_IN_MODEL = "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"
+
+
 def stack_backends(outputs: Mapping[str, Any]) -> StackBackends:
     endpoints = outputs["endpoints"]
     dynamo = tuple(DynamoBackend(e["id"], e["servedModelName"], e["url"]) for e in endpoints if e["kind"] == "dynamo")
@@ -39,9 +42,15 @@ def stack_backends(outputs: Mapping[str, Any]) -> StackBackends:
     if len(models) != 1 or len(dynamo) < 2:
         raise ValueError(f"the failover scenarios need one model served by two or more Dynamo targets, got {models}")
     (model,) = models
-    degraded = next(e for e in sagemaker if e.served_model_name != model)
+    region = sagemaker[0].region if sagemaker else "us-east-1"
+    # Each scenario needs a same-model fallback and a named degraded one; where the stack has none, a
+    # loopback stand-in takes its place (the local SageMaker runtime answers for any endpoint name).
     same_model = next((e for e in sagemaker if e.served_model_name == model), None)
     if same_model is None:
-        same_model = SageMakerBackend(f"{model.split('/')[-1].lower()}-hf"[:63], degraded.region, model)
+        same_model = SageMakerBackend(f"{model.split('/')[-1].lower()}-hf"[:63], region, model)
         sagemaker.append(same_model)
+    degraded = next((e for e in sagemaker if e.served_model_name != model), None)
+    if degraded is None:
+        degraded = SageMakerBackend("degraded-stand-in", region, DEGRADED_STAND_IN_MODEL)
+        sagemaker.append(degraded)
     return StackBackends(dynamo, tuple(sagemaker), model, same_model, degraded)
