@@ -62,7 +62,7 @@ promtool:  ## Install promtool if missing
 # blocking rollout finding); GNU make reports any failure as its own exit status 2, so the render prints
 # which it was.
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
-	$(PY) -m tools.render --stack $(STACK)
+	$(PY) -m tools.render --stack $(STACK) --secret-placeholders
 
 policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
 	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)

@@ -12,6 +12,7 @@ from serving_stack.components.device_plugins import DevicePlugins, DevicePlugins
 from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
 from serving_stack.components.eks_cluster import ClusterAccess, EksCluster, EksClusterArgs, SystemNodeGroupSpec
+from serving_stack.components.gateway import Gateway, GatewayArgs, SageMakerAccess
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
 from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
@@ -22,6 +23,7 @@ from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageM
 from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
 from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.config import configured_secrets, load_stack_config, secret_value
+from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
 from serving_stack.plan.stack_plan import StackPlan, build_plan
@@ -152,12 +154,24 @@ for target in serving.targets:
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------
-for endpoint in plan.sagemaker:
-    SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(
-        endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None), opts=on_aws)
+sagemaker_endpoints = {endpoint.name: SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(
+    endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None), opts=on_aws)
+    for endpoint in plan.sagemaker}
+
+# --- Gateway: one OpenAI-compatible URL with failover across the targets and SageMaker (LiteLLM) ----
+if plan.gateway:
+    gateway = plan.gateway
+    invoke = None
+    if gateway.invokes_sagemaker:  # the plan allows it only on the cluster the stack creates
+        assert cluster.name is not None
+        invoke = SageMakerAccess(cluster.name, [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
+                                 gateway.sagemaker_egress_cidrs, tags)
+    Gateway("gateway", GatewayArgs.of(gateway, namespace=serving_namespace.namespace_name,
+                                      master_key=secret_value(MASTER_KEY_SECRET), sagemaker_access=invoke),
+            opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]))
 
 # --- Outputs: the versioned contract ---------------------------------------------------------------
-contract = StackOutputs(endpoints=plan.endpoints)
+contract = StackOutputs(endpoints=plan.endpoints, gateway=plan.gateway.output if plan.gateway else None)
 for key, value in contract.model_dump(mode="json").items():
     pulumi.export(key, value)
 pulumi.export("nodePools", [row.as_dict() for row in plan.pool_costs])

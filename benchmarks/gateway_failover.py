@@ -18,7 +18,8 @@ from typing import Callable
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
-from tools.mock_runtime import run_program, stack_config  # noqa: E402
+from tools.mock_runtime import run_program  # noqa: E402
+from tools.secret_placeholders import stack_inputs  # noqa: E402
 from tools.gateway_loopback import scenarios  # noqa: E402
 from tools.gateway_loopback.load import Figures  # noqa: E402
 from tools.gateway_loopback.stack_backends import (  # noqa: E402
@@ -63,7 +64,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=8)
     args = parser.parse_args()
-    stack = stack_backends(run_program(*stack_config("prod"), stack="prod").outputs)
+    inputs = stack_inputs("prod", placeholders=True)  # as `make render STACK=prod` runs it
+    run = run_program(inputs.config, inputs.secret_keys, stack="prod")
+    stack = stack_backends(run.outputs, inputs.stack_config().gateway)
     settings = stack.settings(replicas=1, **LOOPBACK_TIMINGS)
     rows: list[Figures] = []
     started = time.monotonic()

@@ -6,8 +6,11 @@ from tools.gateway_loopback.stack_backends import (  # noqa: F401 (re-exported f
 )
 from stack_helpers import rendered_stack
 
+from tools.secret_placeholders import stack_inputs
+
 ProdBackends = StackBackends
 
 
 def prod_backends() -> StackBackends:
-    return stack_backends(rendered_stack("prod").outputs)
+    """The rendered prod stack's backends and its own `gateway` settings."""
+    return stack_backends(rendered_stack("prod").outputs, stack_inputs("prod", placeholders=True).stack_config().gateway)

@@ -20,7 +20,7 @@ if str(REPO) not in sys.path:
 
 from serving_stack.facts.catalog import load_catalog  # noqa: E402
 from tools.mock_runtime import RecordedResource, run_program  # noqa: E402
-from tools.stack_files import stack_config  # noqa: E402
+from tools.secret_placeholders import stack_inputs  # noqa: E402
 from policy.nemotron_policies.config import offline_stack  # noqa: E402
 from policy.nemotron_policies.offline import Violation, evaluate  # noqa: E402
 from policy.nemotron_policies.pack import POLICIES  # noqa: E402
@@ -104,7 +104,8 @@ def env_value(container: dict[str, Any], name: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _recording(stack: str) -> tuple[RecordedResource, ...]:
-    return tuple(run_program(*stack_config(stack), stack=stack).resources)
+    inputs = stack_inputs(stack, placeholders=True)  # as `make render` runs the committed stack
+    return tuple(run_program(inputs.config, inputs.secret_keys, stack=stack).resources)
 
 
 def recording_copy(resources: tuple[RecordedResource, ...]) -> list[RecordedResource]:

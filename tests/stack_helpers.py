@@ -10,7 +10,7 @@ import yaml
 
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program
-from tools.stack_files import stack_config
+from tools.secret_placeholders import stack_inputs
 
 PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
 REFERENCE_DIR = PROJECT_DIR.parent / "shared" / "reference"
@@ -25,7 +25,8 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-TEST_SECRETS = {"hfToken": "hf_test_token_value", "ngcApiKey": "nvapi-test-key-value"}
+TEST_SECRETS = {"hfToken": "hf_test_token_value", "ngcApiKey": "nvapi-test-key-value",
+                "gatewayMasterKey": "sk-gateway-test-master-key-value"}
 
 
 def run_config(raw: dict[str, Any], stack: str = "test", secrets: dict[str, str] | None = None) -> ProgramRun:
@@ -59,8 +60,10 @@ def all_targets_config(**overrides: Any) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def rendered_stack(stack: str) -> ProgramRun:
-    """The committed `Pulumi.<stack>.yaml` run once per test session."""
-    return run_program(*stack_config(stack), stack=stack)
+    """The committed `Pulumi.<stack>.yaml` run once per test session, as `make render` runs it (secrets the
+    stack requires but the file cannot hold as placeholders)."""
+    inputs = stack_inputs(stack, placeholders=True)
+    return run_program(inputs.config, inputs.secret_keys, stack=stack)
 
 
 def reference_documents(target_id: str) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
+from serving_stack.contract.outputs import CONTRACT_VERSION
 from tools.mock_runtime import PROJECT_DIR
 from tools.render import main, write_render
 from stack_helpers import BASE_CONFIG, run_config
@@ -70,7 +71,8 @@ def test_manifests_are_every_kubernetes_object_in_apply_order(dev_render):
 def test_outputs_follow_the_committed_contract(dev_render):
     outputs = json.loads((dev_render / "outputs.json").read_text())
     jsonschema.validate(outputs, json.loads(SCHEMA_FILE.read_text()))
-    assert outputs["contractVersion"] == "1.0"
+    assert outputs["contractVersion"] == CONTRACT_VERSION
+    assert outputs["gateway"] is None  # dev runs no gateway
     (endpoint,) = outputs["endpoints"]
     assert endpoint["url"] == "http://vllm-agg-h100-mtp-frontend.nemotron-dev.svc.cluster.local:8000/v1"
     assert endpoint["gpus"] == 1 and endpoint["expectedOutputTokensPerSecond"] == 1275.37

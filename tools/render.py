@@ -22,7 +22,7 @@ import yaml
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.errors import ConfigError, bounded
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
-from tools.stack_files import stack_config
+from tools.secret_placeholders import stack_inputs
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
 from tools.summary import summary_markdown
@@ -91,14 +91,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
     parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
+    parser.add_argument("--secret-placeholders", action="store_true",
+                        help='render secrets the stack requires but its file lacks as "[secret]", and name them')
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     if out_dir.exists():  # a failed render must not leave the previous one looking current
         shutil.rmtree(out_dir)
     try:
-        config, secret_keys = stack_config(args.stack, args.project_dir)
+        inputs = stack_inputs(args.stack, args.project_dir, placeholders=args.secret_placeholders)
         pack_config = _pack_config(args.policy_config)
-        run = run_program(config, secret_keys, stack=args.stack, project_dir=args.project_dir)
+        run = run_program(inputs.config, inputs.secret_keys, stack=args.stack, project_dir=args.project_dir)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
@@ -106,9 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     rollout = analyse([r.to_json() for r in run.resources])
     with (out_dir / "summary.md").open("a") as summary:
         summary.write("\n" + rollout_markdown(rollout))
+        if inputs.placeholders:
+            summary.write(f"\n{inputs.note(args.stack)}\n")
     report, mandatory_violated = check_policies(run, args.stack, pack_config)
     (out_dir / "policy-report.txt").write_text(report)
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
+    if inputs.placeholders:
+        print(inputs.note(args.stack), file=sys.stderr)
     for finding in rollout.blocking:
         print(finding.line(), file=sys.stderr)
     if mandatory_violated:

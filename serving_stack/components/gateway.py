@@ -20,15 +20,27 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
-from serving_stack.components.iam import assume_role_policy
 
+from serving_stack.components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.plan.gateway import MASTER_KEY_ENV
+from serving_stack.plan.gateway_stack import (  # noqa: F401 (service_url: re-exported, the names live in the plan)
+    MASTER_KEY_SECRET_KEY,
+    StackGateway,
+    master_key_secret_name,
+    redis_host,
+    service_url,
+)
 
 CONFIG_FILE = "config.yaml"
 CONFIG_DIR = "/etc/litellm"
-MASTER_KEY_SECRET_KEY = "masterKey"
 CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
+# The proxy reads the key from its env at start, so a new key must roll the pods as a new config does
+# (else they keep the old key while clients read the new one from the Secret). The digest is plain, as
+# helm-checksum annotations of Secrets are: a Pulumi secret anywhere in the pod template would make the
+# whole Deployment spec a secret, hidden from diffs and the policy pack. Generate the key at random
+# (`openssl rand -hex 32`): a digest of a guessable key is guessable.
+MASTER_KEY_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/master-key-sha256"
 INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
 # The EKS Pod Identity agent serves credentials on the node's link-local address (port 80).
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
@@ -61,27 +73,26 @@ class GatewayArgs:
     target_cpu_utilization: int = 70
     sagemaker_access: Optional[SageMakerAccess] = None
 
+    @classmethod
+    def of(cls, plan: StackGateway, namespace: pulumi.Input[str], master_key: pulumi.Input[str],
+           sagemaker_access: Optional[SageMakerAccess]) -> GatewayArgs:
+        return cls(namespace=namespace, name=plan.name, config=plan.routing.config, master_key=master_key,
+                   pins=plan.pins, min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
+                   redis_enabled=plan.routing.needs_redis, allowed_namespaces=plan.allowed_namespaces,
+                   backend_namespaces=plan.backend_namespaces, target_cpu_utilization=plan.target_cpu_utilization,
+                   sagemaker_access=sagemaker_access)
+
 
 def config_yaml(config: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False, width=120)
 
 
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def config_checksum(config: Mapping[str, Any]) -> str:
-    return hashlib.sha256(config_yaml(config).encode()).hexdigest()
-
-
-def service_url(name: str, namespace: str, port: int) -> str:
-    return f"http://{name}.{namespace}.svc.cluster.local:{port}/v1"
-
-
-def master_key_secret_name(name: str) -> str:
-    """The Secret holding the master key (key `masterKey`): what the outputs contract names."""
-    return f"{name}-master-key"
-
-
-def redis_host(name: str, namespace: str) -> str:
-    """The in-cluster address the plan writes into the router settings."""
-    return f"{name}-redis.{namespace}.svc.cluster.local"
+    return _sha256(config_yaml(config))
 
 
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
@@ -107,9 +118,10 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
     rules: list[dict[str, Any]] = [
         {"to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
          "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
-        {"to": [_namespace_peer(ns) for ns in args.backend_namespaces],
-         "ports": [{"protocol": "TCP", "port": args.backend_port}]},
     ]
+    if args.backend_namespaces:  # an empty `to` would allow every destination
+        rules.append({"to": [_namespace_peer(ns) for ns in args.backend_namespaces],
+                      "ports": [{"protocol": "TCP", "port": args.backend_port}]})
     if args.redis_enabled:
         rules.append({"to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
                       "ports": [{"protocol": "TCP", "port": args.pins.redis.port}]})
@@ -128,6 +140,8 @@ class Gateway(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("nemotron:kubernetes:Gateway", name, None, opts)
+        if not args.allowed_namespaces:
+            raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
         litellm, base = args.pins.litellm, args.name
         labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": base,
@@ -146,8 +160,12 @@ class Gateway(pulumi.ComponentResource):
             type="Opaque", string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)}, opts=child)
 
         self.role_arn = None
+        # Pod Identity credentials reach only pods created after the association: the pods wait for it.
+        credentials: list[pulumi.Resource] = []
         if args.sagemaker_access is not None:
-            self.role_arn = self._sagemaker_role(name, args.sagemaker_access, args.namespace, account)
+            association = self._sagemaker_role(name, args.sagemaker_access, args.namespace, account)
+            self.role_arn = association.role_arn
+            credentials.append(association)
 
         pod_context, container_context = _restricted(litellm.runAsUser)
         writable = [(f"writable-{i}", path) for i, path in enumerate(litellm.writablePaths)]
@@ -179,8 +197,10 @@ class Gateway(pulumi.ComponentResource):
                 "selector": {"matchLabels": proxy_labels},
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
                 "template": {
-                    "metadata": {"labels": proxy_labels,
-                                 "annotations": {CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config)}},
+                    "metadata": {"labels": proxy_labels, "annotations": {
+                        CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config),
+                        MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
+                            pulumi.Output.from_input(args.master_key).apply(_sha256))}},
                     "spec": {
                         "serviceAccountName": account.metadata.name,
                         "securityContext": pod_context,
@@ -194,7 +214,7 @@ class Gateway(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=child)
+            opts=pulumi.ResourceOptions(parent=self, depends_on=credentials))
         service = k8s.core.v1.Service(
             f"{name}-service", metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
             spec={"selector": proxy_labels, "ports": [{"name": "http", "port": litellm.port, "targetPort": "http"}]},
@@ -227,17 +247,16 @@ class Gateway(pulumi.ComponentResource):
                                "masterKeySecret": self.master_key_secret, "roleArn": self.role_arn})
 
     def _sagemaker_role(self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str],
-                        account: k8s.core.v1.ServiceAccount) -> pulumi.Output[str]:
+                        account: k8s.core.v1.ServiceAccount) -> aws.eks.PodIdentityAssociation:
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(f"{name}-sagemaker-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
                             description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
                             tags=dict(access.tags), opts=child)
         aws.iam.RolePolicy(f"{name}-sagemaker-invoke", role=role.id,
                            policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy), opts=child)
-        aws.eks.PodIdentityAssociation(f"{name}-pod-identity", cluster_name=access.cluster_name,
-                                       namespace=namespace, service_account=account.metadata.name,
-                                       role_arn=role.arn, tags=dict(access.tags), opts=child)
-        return role.arn
+        return aws.eks.PodIdentityAssociation(f"{name}-pod-identity", cluster_name=access.cluster_name,
+                                              namespace=namespace, service_account=account.metadata.name,
+                                              role_arn=role.arn, tags=dict(access.tags), opts=child)
 
     def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
         child = pulumi.ResourceOptions(parent=self)

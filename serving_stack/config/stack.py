@@ -15,6 +15,7 @@ import pydantic
 from serving_stack import pulumi_private
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.demand import DemandConfig
+from serving_stack.config.gateway import MASTER_KEY_SECRET, GatewayConfig
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import (
@@ -26,7 +27,7 @@ from serving_stack.config.serving import (
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, from_validation_error
 
-SECRET_KEYS = ("hfToken", "ngcApiKey")
+SECRET_KEYS = ("hfToken", "ngcApiKey", MASTER_KEY_SECRET)
 
 
 class StackConfig(Block):
@@ -38,6 +39,7 @@ class StackConfig(Block):
     aws: Optional[AwsConfig] = None
     monitoring: MonitoringConfig = MonitoringConfig()
     demand: Optional[DemandConfig] = None
+    gateway: GatewayConfig = GatewayConfig()
 
 
 def parse_stack_config(raw: dict[str, Any]) -> StackConfig:

@@ -1,8 +1,8 @@
 """Outputs contract v1.1 (additive): the gateway, one URL for every model the stack serves.
 
-`StackOutputs` gains `gateway: Optional[GatewayOutput] = None` and accepts `contractVersion` "1.0" or
-"1.1"; `endpoints` stay as they are, so 1.0 consumers keep working. The output says how to
-authenticate (which Secret holds the key), never the key.
+`StackOutputs` (contract/outputs.py) has `gateway: Optional[GatewayOutput] = None` and accepts
+`contractVersion` "1.0" or "1.1"; `endpoints` stay as they are, so 1.0 consumers keep working. The output
+says how to authenticate (which Secret holds the key), never the key.
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Literal
 
 import pydantic
 
-CONTRACT_VERSION = "1.1"
 ANSWERED_BY_HEADERS = ("x-litellm-model-group", "x-litellm-model-id")
 
 

@@ -5,11 +5,13 @@ the two equal. Additive, optional fields keep the major version; anything else b
 """
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Final, Literal, Optional
 
 import pydantic
 
-CONTRACT_VERSION = "1.0"
+from serving_stack.contract.gateway import GatewayOutput
+
+CONTRACT_VERSION: Final = "1.1"  # 1.1 added `gateway`; a 1.0 document still validates
 
 
 class _Contract(pydantic.BaseModel):
@@ -63,11 +65,13 @@ class Cluster(_Contract):
 
 
 class StackOutputs(_Contract):
-    contractVersion: Literal["1.0"] = CONTRACT_VERSION
+    contractVersion: Literal["1.0", "1.1"] = CONTRACT_VERSION
     endpoints: list[ServingEndpoint]
     nodePools: list[NodePool] = []
     cluster: Optional[Cluster] = pydantic.Field(default=None, description="Only when the stack creates the cluster.")
     kubeconfig: Optional[str] = pydantic.Field(default=None, description="A Pulumi secret; \"[secret]\" offline.")
+    gateway: Optional[GatewayOutput] = pydantic.Field(
+        default=None, description="One OpenAI-compatible URL with failover (contract 1.1; null when disabled).")
 
 
 def frontend_url(dgd_name: str, namespace: str) -> str:

@@ -65,17 +65,17 @@ class RedisAddress:
 
 @dataclass(frozen=True)
 class GatewaySettings:
-    """Router behaviour. The defaults are the production values (GATEWAY-FACTS.md, measured)."""
+    """Router behaviour; the production values are the `gateway` config block's defaults."""
 
-    replicas: int = 2
-    workers_per_replica: int = 1
-    num_retries: int = 2
-    allowed_fails: int = 1
-    cooldown_seconds: int = 30
-    timeout_seconds: float = 600.0  # a whole non-streaming answer: 64K-token prompts, long outputs
-    stream_timeout_seconds: float = 10.0  # silence before the first chunk, when failover is still possible
-    health_check_interval_seconds: int = 15
+    replicas: int
+    num_retries: int
+    allowed_fails: int
+    cooldown_seconds: int
+    timeout_seconds: float  # a whole non-streaming answer: 64K-token prompts, long outputs
+    stream_timeout_seconds: float  # silence before the first chunk, when failover is still possible
+    health_check_interval_seconds: int
     degraded_fallback_endpoint: Optional[str] = None
+    workers_per_replica: int = 1  # each uvicorn worker is its own router: scale with replicas
 
     @property
     def router_processes(self) -> int:
@@ -142,7 +142,7 @@ def _check_inputs(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMaker
     if settings.replicas < 1 or settings.workers_per_replica < 1:
         raise ConfigError("gateway.replicas", "replicas and workers per replica must be >= 1")
     if settings.stream_timeout_seconds > settings.timeout_seconds:
-        raise ConfigError("gateway.streamTimeoutSeconds", "longer than timeoutSeconds", "<= timeoutSeconds")
+        raise ConfigError("gateway.router.streamTimeoutSeconds", "longer than timeoutSeconds", "<= timeoutSeconds")
     wanted = settings.degraded_fallback_endpoint
     if wanted is None:
         return

@@ -18,6 +18,7 @@ from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
+from serving_stack.plan.gateway_stack import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets
@@ -164,6 +165,7 @@ class StackPlan:
     sagemaker: tuple[PlannedEndpoint, ...]
     pool_costs: tuple[PoolCostRow, ...]
     monitoring: Optional[MonitoringPlan]
+    gateway: Optional[StackGateway] = None
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:
@@ -178,6 +180,7 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
                                   "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret"))
     errors += check_sagemaker(config.sagemaker, facts)
+    errors += check_gateway(config, secrets)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
@@ -279,10 +282,13 @@ def build_plan(
         account = AwsAccount(config.aws.region, MappingProxyType(dict(config.aws.tags)),
                              tuple(facts.aws.platform.nodeManagedPolicies))
     pool_list = tuple(pools.values())
+    cluster = _cluster(config, facts, pool_list)
+    gateway = plan_stack_gateway(config.gateway, settings.namespace, [t.endpoint for t in targets],
+                                 [e.endpoint for e in endpoints], facts.gateway, isinstance(cluster, CreatedCluster))
     return StackPlan(
-        aws=account, cluster=_cluster(config, facts, pool_list), pools=pool_list,
+        aws=account, cluster=cluster, pools=pool_list,
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
-        monitoring=monitoring,
+        monitoring=monitoring, gateway=gateway,
     )
