@@ -1,11 +1,16 @@
 """Gateway inputs derived from the rendered prod stack (its outputs contract)."""
 from __future__ import annotations
 
-from tools.gateway_loopback.stack_backends import (  # noqa: F401 (re-exported for the tests)
-    BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS, StackBackends, stack_backends,
-)
 from stack_helpers import rendered_stack
 
+from tools.gateway_loopback.stack_backends import (  # noqa: F401 (re-exported for the tests)
+    BACKEND_LATENCY_SECONDS,
+    CONCURRENCY,
+    LOOPBACK_TIMINGS,
+    REQUESTS,
+    StackBackends,
+    stack_backends,
+)
 from tools.secret_placeholders import stack_inputs
 
 ProdBackends = StackBackends

@@ -1,6 +1,7 @@
-"""The example app (`examples/gateway_client/`): its settings come from the outputs contract v1.1, its
-Pulumi program reads them through a StackReference, and its CLI (the OpenAI client, in `.venv-gateway`)
-gets answers from the local gateway, saying when the answer came from a fallback."""
+"""The example app (`examples/gateway_client/`) on the outputs of the real prod render (contract 1.1): its
+settings come from them, its Pulumi program reads them through a StackReference, and its CLI (the OpenAI
+client, in `.venv-gateway`) gets answers from a local gateway running prod's config, saying when the answer
+came from a fallback."""
 from __future__ import annotations
 
 import json
@@ -17,20 +18,17 @@ from gateway_helpers import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS, prod_back
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
+from stack_helpers import rendered_stack
 
-from tools.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
-from serving_stack.components.gateway import MASTER_KEY_SECRET_KEY, master_key_secret_name, service_url
-from serving_stack.contract.gateway import CONTRACT_VERSION, GatewayOutput
-from serving_stack.plan.gateway import gateway_output
-from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX, plan_gateway
+from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
+from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX
 from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
+from tools.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
 
 EXAMPLE_DIR = PROJECT_DIR / "examples" / "gateway_client"
 sys.path.insert(0, str(EXAMPLE_DIR))
 from gateway_client import ClientSettings  # noqa: E402
-
-NAMESPACE = "nemotron"
 
 
 @pytest.fixture(scope="module")
@@ -38,23 +36,25 @@ def prod():
     return prod_backends()
 
 
-def outputs_of(prod) -> dict[str, Any]:
-    plan = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(replicas=1))
-    gateway = gateway_output(plan, service_url("llm-gateway", NAMESPACE, 4000), NAMESPACE,
-                             master_key_secret_name("llm-gateway"), MASTER_KEY_SECRET_KEY)
-    return {"contractVersion": CONTRACT_VERSION, "endpoints": [], "gateway": json.loads(gateway.model_dump_json())}
+def prod_outputs() -> dict[str, Any]:
+    """`pulumi stack output --json` of prod, as the render writes it to outputs.json."""
+    return json.loads(StackOutputs.model_validate(rendered_stack("prod").outputs).model_dump_json())
 
 
-def test_settings_from_the_outputs_contract(prod):
-    outputs = outputs_of(prod)
-    GatewayOutput.model_validate(outputs["gateway"])
+def test_settings_from_the_outputs_of_the_prod_render(prod):
+    outputs = prod_outputs()
+    assert outputs["contractVersion"] == CONTRACT_VERSION
     settings = ClientSettings.from_outputs(outputs)
-    assert settings.model == prod.model
-    assert settings.fallbacks == (f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}", prod.degraded_endpoint.served_model_name)
+    gateway = outputs["gateway"]
+    assert (settings.model, settings.base_url) == (prod.model, gateway["url"])
+    assert settings.fallbacks == (f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}",), "prod: the same model on SageMaker"
+    auth = gateway["auth"]
     assert (settings.secret_namespace, settings.secret_name, settings.secret_key) == (
-        NAMESPACE, "llm-gateway-master-key", MASTER_KEY_SECRET_KEY)
-    with pytest.raises(ValueError, match="have no gateway"):
-        ClientSettings.from_outputs({"contractVersion": "1.0", "endpoints": []})
+        auth["secretNamespace"], auth["secretName"], auth["secretKey"])
+    for old in ({"contractVersion": "1.0", "endpoints": []}, {**outputs, "gateway": None}):
+        with pytest.raises(ValueError, match="have no gateway"):
+            ClientSettings.from_outputs(old)
+    assert ClientSettings.from_outputs({**outputs, "contractVersion": "1.7"}) == settings, "later 1.x only add"
     with pytest.raises(ValueError, match="not served by the gateway"):
         ClientSettings.from_outputs(outputs, "nvidia/unknown")
 
@@ -74,7 +74,7 @@ class ServingStackMocks(StackMocks):
 
 
 def test_pulumi_program_reads_the_outputs_through_a_stack_reference(prod):
-    outputs = outputs_of(prod)
+    outputs = prod_outputs()
     stack_mocks = ServingStackMocks(outputs)
     monitor = RecordingMonitor(stack_mocks)
     settings.set_root_resource(None)
@@ -100,7 +100,7 @@ def ask(outputs_file: Path, base_url: str, key: str) -> dict[str, Any]:
 def test_cli_gets_answers_from_the_local_gateway_and_names_a_failover(prod, tmp_path):
     litellm_executable()
     outputs_file = tmp_path / "outputs.json"
-    outputs_file.write_text(json.dumps(outputs_of(prod)))
+    outputs_file.write_text(json.dumps(prod_outputs()))
     settings_ = prod.settings(replicas=1, **LOOPBACK_TIMINGS)
     with scenarios.loopback_gateway(prod.dynamo, prod.sagemaker, settings_, tmp_path, BACKEND_LATENCY_SECONDS) as gw:
         direct = ask(outputs_file, gw.base_url, gw.master_key)

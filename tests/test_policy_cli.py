@@ -19,7 +19,7 @@ from policy.nemotron_policies.cli import main as run_policy
 def renders(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("build")
     for stack in ("dev", "prod"):
-        render(["--stack", stack, "--out", str(out)])
+        render(["--stack", stack, "--out", str(out), "--secret-placeholders"])  # as `make render`
     return out
 
 

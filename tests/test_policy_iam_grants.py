@@ -33,6 +33,11 @@ def granted(*statements: dict, as_object: bool = False) -> list[str]:
     (statement(Action="s3:Get*", Resource="*"), 'allows the action pattern "s3:Get*" on every resource'),
     (statement(Action="s3:Get*", Resource="arn:aws:s3:::*"), 'allows the action pattern "s3:Get*" on every resource'),
     (statement(Action="iam:PassRole", Resource="arn:aws:iam::*:role/*"), "allows iam:PassRole on every resource"),
+    (statement(Action="sagemaker:Invoke*", Resource="*"), 'allows the action pattern "sagemaker:Invoke*" on every'),
+    (statement(Action="sagemaker:InvokeEndpoint", Resource="*"), "allows sagemaker:InvokeEndpoint on every resource; "
+     "name the endpoints"),
+    (statement(Action="sagemaker:invokeendpointwithresponsestream", Resource="arn:aws:sagemaker:us-east-1:123456789012:"
+     "endpoint/*"), "allows sagemaker:invokeendpointwithresponsestream on every resource"),
 ])
 @pytest.mark.parametrize("as_object", [False, True])
 def test_broad_grants_are_reported_as_text_or_object(grant, problem, as_object):
@@ -46,6 +51,8 @@ def test_broad_grants_are_reported_as_text_or_object(grant, problem, as_object):
     statement(Action="s3:Get*", Resource=BUCKET),
     statement(Action="ecr:GetAuthorizationToken", Resource="*"),
     statement(Action="iam:PassRole", Resource="arn:aws:iam::123456789012:role/sagemaker-exec"),
+    statement(Action=["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"],
+              Resource="arn:aws:sagemaker:us-east-1:123456789012:endpoint/nemotron-lightning"),
     {"Effect": "Deny", "NotAction": "s3:*", "Resource": "*"},
     {"Effect": "Deny", "Action": "*", "Resource": "*"},
 ])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-GATEWAY_CONTRACT_VERSIONS = ("1.1",)
+GATEWAY_SINCE = "1.1"  # the contract version that added `gateway`; later 1.x versions only add fields
 API_KEY_ENV = "GATEWAY_API_KEY"
 
 
@@ -38,9 +38,9 @@ class ClientSettings:
         """Settings for `model` (default: the first model Dynamo serves) from the stack outputs."""
         version = outputs.get("contractVersion")
         gateway = outputs.get("gateway")
-        if version not in GATEWAY_CONTRACT_VERSIONS or not gateway:
-            raise ValueError(f"the stack outputs (contract {version!r}) have no gateway; "
-                             f"it needs contract {' or '.join(GATEWAY_CONTRACT_VERSIONS)} with gateway.enabled")
+        if not _has_gateway_field(version) or not gateway:
+            raise ValueError(f"the stack outputs (contract {version!r}) have no gateway; it needs contract "
+                             f"{GATEWAY_SINCE} or a later 1.x with gateway.enabled")
         models = {entry["name"]: entry for entry in gateway["models"]}
         if model is None:
             model = next((m["name"] for m in gateway["models"] if m["kind"] == "dynamo"), gateway["models"][0]["name"])
@@ -50,6 +50,12 @@ class ClientSettings:
         return cls(base_url=gateway["url"], model=model, fallbacks=tuple(models[model]["fallbacks"]),
                    secret_namespace=auth["secretNamespace"], secret_name=auth["secretName"],
                    secret_key=auth["secretKey"], answered_by_headers=tuple(gateway["answeredByHeaders"]))
+
+
+def _has_gateway_field(version: Any) -> bool:
+    major, _, minor = str(version).partition(".")
+    since_major, _, since_minor = GATEWAY_SINCE.partition(".")
+    return major == since_major and minor.isdigit() and int(minor) >= int(since_minor)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 An `Allow` statement is too broad when it grants
 - every action, or every action of a service (`*`, `*:*`, `s3:*`, `iam:*`; case-insensitive);
 - every action but some (`NotAction`), or on every resource but some (`NotResource`);
-- an action pattern (`s3:Get*`) or `iam:PassRole` on every resource (`Resource: "*"`);
+- an action pattern (`s3:Get*`) on every resource (`Resource: "*"`), or an action that acts on named
+  resources of another principal (`iam:PassRole`, `sagemaker:InvokeEndpoint*`) on every resource;
 and a trust policy (a role's `assumeRolePolicy`, a resource policy) is open when it allows a principal `*`
 (`"*"`, `{"AWS": "*"}`) or uses `NotPrincipal`, without a `Condition`. Managed policies are judged by name:
 AWS's administrator and full-access policies.
@@ -22,7 +23,14 @@ ADMIN_MANAGED_POLICIES = frozenset({
     "SystemAdministrator", "NetworkAdministrator", "DatabaseAdministrator",  # job-function/ policies
     "AmazonEKSClusterAdminPolicy", "AmazonEKSAdminPolicy",  # EKS access policies (cluster-access-policy/)
 })
-RESOURCE_SCOPED_PASS_ROLE = "iam:passrole"
+# Actions whose whole point is the resource they name: on every resource, a role passes any role or invokes
+# any endpoint of the account (the gateway's invoke role names its fallback endpoints).
+RESOURCE_SCOPED_ACTIONS = {
+    "iam:passrole": "name the roles it may pass",
+    "sagemaker:invokeendpoint": "name the endpoints it may invoke",
+    "sagemaker:invokeendpointwithresponsestream": "name the endpoints it may invoke",
+    "sagemaker:invokeendpointasync": "name the endpoints it may invoke",
+}
 WILDCARD_RESOURCE = re.compile(r"^(\*+|[\w-]+[/:]\*+)$")
 
 
@@ -99,8 +107,9 @@ def grant_problems(document: Any, where: str) -> Iterator[str]:
             for action in actions:
                 if isinstance(action, str) and "*" in action and not _service_wildcard(action):
                     yield f"{label} allows the action pattern {json.dumps(action)} on every resource; scope Resource"
-                elif isinstance(action, str) and action.lower() == RESOURCE_SCOPED_PASS_ROLE:
-                    yield f"{label} allows iam:PassRole on every resource; name the roles it may pass"
+                elif isinstance(action, str) and action.strip().lower() in RESOURCE_SCOPED_ACTIONS:
+                    yield (f"{label} allows {action.strip()} on every resource; "
+                           f"{RESOURCE_SCOPED_ACTIONS[action.strip().lower()]}")
 
 
 def _open_principal(principal: Any) -> bool:

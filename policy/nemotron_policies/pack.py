@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, StackValidationPolicy
 
-from .rules import data_protection, fabric, gpu, images, prewarm, privilege, requests, secrets
+from .rules import data_protection, fabric, gpu, images, network, prewarm, privilege, requests, secrets
 
 PACK_NAME = "nemotron-lightning-policies"
 PACK_FILE = Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml"
@@ -73,6 +73,13 @@ POLICIES: list[Policy] = [
         validate=privilege.validate_least_privilege,
         enforcement_level=MANDATORY,
         config_schema=privilege.SCHEMA,
+    ),
+    ResourceValidationPolicy(
+        name="network-policy-peers",
+        description="Every ingress and egress rule of a NetworkPolicy names its peers: a rule without `from` "
+                    "(`to`) admits every source (destination) on its ports.",
+        validate=network.validate_network_policy_peers,
+        enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="resource-requests",

@@ -30,6 +30,7 @@ DEGRADED_STAND_IN = SageMakerBackend("degraded-stand-in", "", "nvidia/NVIDIA-Nem
 class StackBackends:
     dynamo: tuple[DynamoBackend, ...]
     sagemaker: tuple[SageMakerBackend, ...]  # the stack's endpoints, plus the degraded stand-in if it has none
+    stack_sagemaker: tuple[SageMakerBackend, ...]  # the stack's endpoints only
     model: str  # the model the Dynamo targets serve
     same_model_endpoint: SageMakerBackend
     degraded_endpoint: SageMakerBackend  # an endpoint serving another model
@@ -55,7 +56,8 @@ def stack_backends(outputs: Mapping[str, Any], gateway: GatewayConfig) -> StackB
     settings = gateway_settings(gateway)
     named = settings.degraded_fallback_endpoint
     degraded = next((e for e in sagemaker if e.name == named), None)
+    stand_ins = []
     if degraded is None:
         degraded = dataclasses.replace(DEGRADED_STAND_IN, region=same_model.region)
-        sagemaker.append(degraded)
-    return StackBackends(dynamo, tuple(sagemaker), model, same_model, degraded, settings)
+        stand_ins.append(degraded)
+    return StackBackends(dynamo, (*sagemaker, *stand_ins), tuple(sagemaker), model, same_model, degraded, settings)
