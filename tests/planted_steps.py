@@ -61,6 +61,12 @@ ROLES: dict[str, Callable[[list[RecordedResource]], RecordedResource]] = {
                                             if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")),
     "sagemaker-role": lambda r: next(x for x in of_type(r, "aws:iam/role:Role")
                                      if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")),
+    "gateway-network-policy": lambda r: next(
+        x for x in of_type(r, "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        if x.parent.startswith("nemotron:kubernetes:Gateway::")
+        and x.inputs["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "gateway"),
+    "gateway-invoke-policy": lambda r: next(x for x in of_type(r, "aws:iam/rolePolicy:RolePolicy")
+                                            if x.parent.startswith("nemotron:kubernetes:Gateway::")),
 }
 
 
