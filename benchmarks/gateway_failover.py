@@ -74,9 +74,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="gateway-bench-") as workdir, scenarios.loopback_gateway(
                 stack.dynamo, stack.sagemaker, settings, Path(workdir), BACKEND_LATENCY_SECONDS) as gw:
             rows += scenario(gw, stack, args.requests, args.concurrency)
+    degraded = stack.degraded_endpoint
+    origin = "the stack's" if degraded in stack.stack_sagemaker else "a loopback stand-in: the stack names none"
     print(f"prod plan: {len(stack.dynamo)} Dynamo targets of {stack.model}, same-model fallback "
-          f"{stack.same_model_endpoint.name}, degraded fallback {stack.degraded_endpoint.name} "
-          f"({stack.degraded_endpoint.served_model_name}); backends {BACKEND_LATENCY_SECONDS * 1000:.0f} ms; "
+          f"{stack.same_model_endpoint.name}, degraded fallback {degraded.name} ({degraded.served_model_name}; "
+          f"{origin}); backends {BACKEND_LATENCY_SECONDS * 1000:.0f} ms; "
           f"{args.requests} requests at {args.concurrency} concurrent; router timings {LOOPBACK_TIMINGS}\n")
     print(table(rows))
     print(f"\n{time.monotonic() - started:.0f} s")
