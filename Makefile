@@ -61,6 +61,8 @@ promtool:  ## Install promtool if missing
 # `python -m tools.render` exits 2 on bad input and 1 when a real `up` would fail (a mandatory policy, a
 # blocking rollout finding); GNU make reports any failure as its own exit status 2, so the render prints
 # which it was.
+# --secret-placeholders: the secrets a committed stack needs but this repository cannot hold (no secrets
+# provider; prod's gatewayMasterKey) render as "[secret]" and are named (tools/secret_placeholders.py).
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK) --secret-placeholders
 

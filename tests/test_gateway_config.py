@@ -16,6 +16,7 @@ from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.config.secrets import required_secrets
 from tools.mock_runtime import PROJECT_DIR, run_program
+from tools.secret_placeholders import OUT_OF_BAND_SECRETS, with_placeholders
 
 WITHOUT_KEY = {k: v for k, v in TEST_SECRETS.items() if k != MASTER_KEY_SECRET}
 PROD = committed_config("prod")
@@ -76,6 +77,16 @@ def test_required_secrets_are_what_the_program_refuses_to_run_without():
                                                                                if k != key})
     assert run_config(config).resources, "with every required secret it runs"
     assert required_secrets(parse_stack_config(BASE_CONFIG)) == {}
+
+
+def test_placeholders_stand_in_only_for_secrets_set_out_of_band():
+    config = with_gateway({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc"}})
+    values = {f"{PROJECT}:{k}": json.dumps(v) for k, v in config.items()}
+    inputs = with_placeholders(values, [], PROJECT)
+    assert set(inputs.placeholders) == set(OUT_OF_BAND_SECRETS) == {MASTER_KEY_SECRET}
+    with pytest.raises(ConfigError, match=r"^ngcApiKey: required when dynamo.imagePullSecret is set"):
+        run_program(inputs.config, inputs.secret_keys)  # a forgotten pull-Secret key is still refused
+    assert run_program.last_monitor.recorded == []
 
 
 def render(*flags: str, out: str) -> subprocess.CompletedProcess[str]:

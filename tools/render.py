@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
     parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
     parser.add_argument("--secret-placeholders", action="store_true",
-                        help='render secrets the stack requires but its file lacks as "[secret]", and name them')
+                        help='render the secrets set out of band (gatewayMasterKey) that the stack requires but '
+                             'its file lacks as "[secret]", and name them')
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     if out_dir.exists():  # a failed render must not leave the previous one looking current

@@ -1,12 +1,14 @@
-"""Placeholders for the secrets a stack requires but its committed stack file cannot hold.
+"""Placeholders for the secrets a committed stack requires but its stack file cannot hold.
 
 A real `Pulumi.<stack>.yaml` holds each secret as `secure:` ciphertext that only that stack's secrets
 provider decrypts (`pulumi config set --secret`); the offline render reads such a value as "[secret]".
-This repository's stack files have no secrets provider, so a secret the stack requires (the gateway's
-`gatewayMasterKey` in prod) cannot be committed honestly: fake ciphertext would fail the first real
-`pulumi up`. Asked explicitly (`python -m tools.render --secret-placeholders`, what `make render` runs),
-the render supplies "[secret]" for each secret the config requires and the file lacks, and names them in
-its output and in summary.md. Without the flag it fails as `pulumi up` would, naming the key.
+This repository's stack files have no secrets provider, so a secret a committed stack requires (the
+gateway's `gatewayMasterKey` in prod) cannot be committed honestly: fake ciphertext would fail the first
+real `pulumi up`. Those secrets are listed here (`OUT_OF_BAND_SECRETS`: set before `up`, as the stack file
+says). Asked explicitly (`python -m tools.render --secret-placeholders`, what `make render` runs), the
+render supplies "[secret]" for each of them that the config requires and the file lacks, and names them
+in its output and in summary.md. Any other missing secret (`ngcApiKey` for a pull Secret) is still the
+error `pulumi up` would report; without the flag, so is every one.
 """
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from serving_stack.config import ConfigError, StackConfig, parse_stack_config
+from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.config.secrets import required_secrets
 from tools.stack_files import PROJECT_DIR, SECRET, read_yaml, stack_config
+
+OUT_OF_BAND_SECRETS = (MASTER_KEY_SECRET,)
 
 
 @dataclass(frozen=True)
@@ -57,13 +62,14 @@ def stack_config_of(config: Mapping[str, Any], project: str) -> StackConfig:
 
 
 def with_placeholders(config: Mapping[str, Any], secret_keys: list[str], project: str) -> StackInputs:
-    """The stack's inputs plus "[secret]" for each required secret the file lacks. A config that does not
-    parse gets none: the program reports that error itself."""
+    """The stack's inputs plus "[secret]" for each out-of-band secret the config requires and the file
+    lacks. A config that does not parse gets none: the program reports that error itself."""
     try:
         required = required_secrets(stack_config_of(config, project))
     except ConfigError:
         return StackInputs(project, dict(config), list(secret_keys), {})
-    missing = {key: why for key, why in required.items() if f"{project}:{key}" not in config}
+    missing = {key: why for key, why in required.items()
+               if key in OUT_OF_BAND_SECRETS and f"{project}:{key}" not in config}
     placed = {f"{project}:{key}": SECRET for key in missing}
     return StackInputs(project, {**config, **placed}, [*secret_keys, *placed], missing)
 
