@@ -12,7 +12,6 @@ import yaml
 from aws_helpers import inputs, run_components, the
 from capacity_demands import CATALOG, CRITERIA, ROWS
 from tools.mock_runtime import PROJECT_DIR, plain_numbers
-from serving_stack.plan.pools import resolve_pools
 from tools.render import kubernetes_objects
 from serving_stack.components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
@@ -79,12 +78,13 @@ def test_per_worker_thresholds_follow_the_measured_concurrency() -> None:
 
 
 def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero() -> None:
-    from serving_stack.config import parse_stack_config
-    from tools.mock_runtime import stack_config
-    raw = {k.split(":", 1)[1]: json.loads(v) for k, v in stack_config("prod")[0].items() if k.startswith("nemotron-lightning:") and k != "nemotron-lightning:hfToken"}
-    pools = resolve_pools(parse_stack_config(raw))
+    from plan_helpers import plan_of
+    from tools.stack_files import stack_config
+    raw = {k.split(":", 1)[1]: json.loads(v) for k, v in stack_config("prod")[0].items()
+           if k.startswith("nemotron-lightning:")}
+    pools = plan_of(raw).pools
     assert pools
-    for pool in pools.values():
+    for pool in pools:
         tags = node_group_autoscaler_tags("nemotron-prod", pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces)
         prefix = "k8s.io/cluster-autoscaler/node-template"
         assert tags["k8s.io/cluster-autoscaler/enabled"] == "true" and tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"

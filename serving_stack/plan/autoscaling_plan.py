@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
 from serving_stack.facts.catalog import GPU_PRODUCT_LABEL
-from serving_stack.plan.pools import GPU_TAINT
+from serving_stack.names import GPU_TAINT
 
 CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
 
