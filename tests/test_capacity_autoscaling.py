@@ -19,7 +19,8 @@ from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour, adapter_name, cluster_autoscaler_policy, cluster_autoscaler_values, component_scalings,
     enable_scaling_adapters, ignored_replica_paths, node_group_autoscaler_tags, scaled_object,
 )
-from stack_helpers import all_targets_config, load_dgd_schema, rendered_stack, run_config
+import crd_schemas
+from stack_helpers import all_targets_config, rendered_stack, run_config
 
 FACTS = load_autoscaling()
 ROW_OF_DGD = {CATALOG.recipe(row.target_id).name: row for row in ROWS}
@@ -43,11 +44,10 @@ def _objects_for(dgd: dict) -> tuple[dict, list[dict]]:
 def test_scaled_objects_validate_and_point_at_adapters_of_rendered_dgds(rendered_dgds: list[dict]) -> None:
     assert CRD["spec"]["names"]["kind"] == "ScaledObject"
     validator = jsonschema.validators.validator_for(SO_SCHEMA)(SO_SCHEMA)
-    dgd_validator = jsonschema.validators.validator_for(load_dgd_schema())(load_dgd_schema())
     assert len(rendered_dgds) == len(ROWS)
     for dgd in rendered_dgds:
         patched, objects = _objects_for(plain_numbers(dgd))
-        assert not list(dgd_validator.iter_errors(patched)), dgd["metadata"]["name"]
+        assert crd_schemas.errors(patched) == [], dgd["metadata"]["name"]
         enabled = {c["name"] for c in patched["spec"]["components"] if c.get("scalingAdapter", {}).get("enabled")}
         for obj in objects:
             errors = [e.message for e in validator.iter_errors(obj)]
