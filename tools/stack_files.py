@@ -27,7 +27,7 @@ class _StackLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict)):
                 raise yaml.constructor.ConstructorError(None, None, "a mapping key is not a scalar", key_node.start_mark)
             if key in seen:

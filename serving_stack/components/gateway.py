@@ -237,7 +237,8 @@ class Gateway(pulumi.ComponentResource):
         aws.eks.PodIdentityAssociation(f"{name}-pod-identity", cluster_name=access.cluster_name,
                                        namespace=namespace, service_account=account.metadata.name,
                                        role_arn=role.arn, tags=dict(access.tags), opts=child)
-        return role.arn
+        arn: pulumi.Output[str] = role.arn
+        return arn
 
     def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
         child = pulumi.ResourceOptions(parent=self)

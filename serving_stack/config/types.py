@@ -21,21 +21,25 @@ PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@
 
 
 
-def matching(pattern: str, what: str) -> Any:
-    """A string type whose error says what is allowed in words, not as a regular expression."""
+def matching(pattern: str, what: str) -> pydantic.AfterValidator:
+    """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
+    regular expression."""
 
     def check(value: str) -> str:
         if not re.match(pattern, value):
             raise ValueError(f"must be {what}")
         return value
 
-    return Annotated[str, pydantic.AfterValidator(check)]
+    return pydantic.AfterValidator(check)
 
 
-DnsLabel = matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")
-SemVer = matching(SEMVER, "a semantic version such as 1.4.0")
-QUANTITY_UNITS = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-                  "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
+SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
+QUANTITY_UNITS: dict[str, Decimal] = {
+    "": Decimal(1), "m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
+    "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
 
 
 def quantity_value(quantity: str) -> Decimal:
@@ -50,7 +54,7 @@ def quantity_value(quantity: str) -> Decimal:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
 
 
-def bounded_quantity(what: str, minimum: str, maximum: str) -> Any:
+def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterValidator:
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
@@ -60,17 +64,17 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> Any:
             raise ValueError(f"must be between {minimum} and {maximum}")
         return value
 
-    return Annotated[str, pydantic.AfterValidator(check)]
+    return pydantic.AfterValidator(check)
 
 
-Quantity = matching(QUANTITY, "a Kubernetes quantity such as 300Gi")
-StorageSize = bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")
-MemorySize = bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")
-CpuQuantity = bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")
-HfRepo = matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
-PinnedImage = matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
-Registry = matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
-StorageClassName = matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300Gi")]
+StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
+MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
+CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
+HfRepo = Annotated[str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")]
+PinnedImage = Annotated[str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")]
+Registry = Annotated[str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")]
+StorageClassName = Annotated[str, matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")]
 
 
 class Block(pydantic.BaseModel):
@@ -80,16 +84,16 @@ class Block(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
+KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
 # An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
 # setting accepts, is checked against catalog/aws_regions.yaml while planning.
-AvailabilityZone = matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
-                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
-Region = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")
-SubnetId = matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")
-SecurityGroupId = matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")
-VpcId = matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")
-ReservationId = matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")
+AvailabilityZone = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
+                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")]
+Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
+SubnetId = Annotated[str, matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")]
+SecurityGroupId = Annotated[str, matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")]
+VpcId = Annotated[str, matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")]
+ReservationId = Annotated[str, matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")]
 def _ipv4_cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value, strict=False)

@@ -88,15 +88,16 @@ class Recipe:
 
     @property
     def name(self) -> str:
-        return self.dgd["metadata"]["name"]
+        return str(self.dgd["metadata"]["name"])
 
     @property
     def backend(self) -> str:
-        return self.dgd["spec"]["backendFramework"]
+        return str(self.dgd["spec"]["backendFramework"])
 
     @property
     def components(self) -> list[dict[str, Any]]:
-        return self.dgd["spec"]["components"]
+        components: list[dict[str, Any]] = self.dgd["spec"]["components"]
+        return components
 
     @property
     def component_names(self) -> list[str]:
@@ -150,7 +151,7 @@ class Recipe:
         for component in self.worker_components():
             args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
             if "--served-model-name" in args:
-                return args[args.index("--served-model-name") + 1]
+                return str(args[args.index("--served-model-name") + 1])
         raise ValueError(f"{self.id}: no --served-model-name in any worker")
 
     def copy_manifests(self) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -158,7 +159,8 @@ class Recipe:
 
 
 class Catalog:
-    def __init__(self, data: CatalogFile, recipes: dict[str, Recipe], model_cache_pvc: dict, download_job: dict):
+    def __init__(self, data: CatalogFile, recipes: dict[str, Recipe], model_cache_pvc: dict[str, Any],
+                 download_job: dict[str, Any]) -> None:
         self.data = data
         self.recipes = recipes
         self.model_cache_pvc = model_cache_pvc

@@ -75,7 +75,7 @@ def render_target(
     return config_map, dgd
 
 
-def render_model_cache_pvc(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
+def render_model_cache_pvc(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict[str, Any]:
     pvc = copy.deepcopy(catalog.model_cache_pvc)
     pvc["metadata"]["namespace"] = settings.namespace
     pvc["spec"]["storageClassName"] = cache.storageClassName
@@ -107,7 +107,7 @@ for path in Path("/model-cache/hub").glob("*/snapshots"):
 """
 
 
-def render_download_job(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
+def render_download_job(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict[str, Any]:
     """The upstream download Job, fetching exactly the configured checkpoints."""
     job = copy.deepcopy(catalog.download_job)
     job["metadata"]["namespace"] = settings.namespace
