@@ -123,7 +123,7 @@ serving_namespace = ServingNamespace(
     "serving", ServingNamespaceArgs(namespace=serving.namespace, hf_token=hf_token()), opts=on_cluster)
 model_cache = ModelCache("model-cache", ModelCacheArgs(
     namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
-    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_claim,
+    pvc=serving.model_cache_claim, download_jobs=serving.download_jobs, retain_on_delete=serving.retain_claim,
 ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=cache_storage))
 if serving.prewarm_pools:
     ModelPrewarm("model-prewarm", ModelPrewarmArgs(
@@ -140,7 +140,7 @@ platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
 for target in serving.targets:
     ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
-        depends_on=[platform.release, model_cache.download_job],
+        depends_on=[platform.release, *model_cache.download_jobs],
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------

@@ -1,8 +1,12 @@
 """One prewarm DaemonSet per GPU node pool that hosts model-cache workers, placed exactly like them."""
 from __future__ import annotations
 
+import pytest
+
 from serving_stack.plan.prewarm import STATE_DIR
 from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config
+
+pytestmark = pytest.mark.catalog_driven
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 

@@ -15,19 +15,19 @@ class ModelCacheArgs:
     namespace: pulumi.Input[str]
     hf_token_secret_name: pulumi.Input[str]
     pvc: dict[str, Any]
-    download_job: dict[str, Any]
+    download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
     retain_on_delete: bool
 
 
 class ModelCache(pulumi.ComponentResource):
-    """PVC `shared-model-cache` + the download Job.
+    """PVC `shared-model-cache` + the download Jobs (one per upstream checkpoint set).
 
-    Pulumi waits for the Job to complete, so whatever depends on `download_job` (the serving targets,
+    Pulumi waits for each Job to complete, so whatever depends on `download_jobs` (the serving targets,
     whose pods run with `HF_HUB_OFFLINE=1`) starts only once the checkpoints are in the cache.
     """
 
     claim_name: pulumi.Output[str]
-    download_job: k8s.batch.v1.Job
+    download_jobs: list[k8s.batch.v1.Job]
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
@@ -38,7 +38,18 @@ class ModelCache(pulumi.ComponentResource):
             # Protected too: the CLI's policy analyzer sees `protect`, not `retainOnDelete`.
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete, protect=args.retain_on_delete),
         )
-        job_spec = args.download_job["spec"]
+        self.download_jobs = [
+            self._download_job(f"{name}-download" if index == 0 else f"{name}-download-{job['metadata']['name']}",
+                               job, args, pvc)
+            for index, job in enumerate(args.download_jobs)
+        ]
+        self.claim_name = pvc.metadata.name
+        self.register_outputs({"claimName": self.claim_name,
+                               "downloadJobs": [job.metadata.name for job in self.download_jobs]})
+
+    def _download_job(self, resource_name: str, job: dict[str, Any], args: ModelCacheArgs,
+                      pvc: k8s.core.v1.PersistentVolumeClaim) -> k8s.batch.v1.Job:
+        job_spec = job["spec"]
         pod_spec = job_spec["template"]["spec"]
         (container,) = pod_spec["containers"]
         container = {**container, "envFrom": [{"secretRef": {"name": args.hf_token_secret_name}}]}
@@ -47,14 +58,12 @@ class ModelCache(pulumi.ComponentResource):
             for v in pod_spec["volumes"]
         ]
         deadline = int(job_spec["activeDeadlineSeconds"])
-        self.download_job = k8s.batch.v1.Job(
-            f"{name}-download",
-            metadata={**args.download_job["metadata"], "namespace": args.namespace},
+        return k8s.batch.v1.Job(
+            resource_name,
+            metadata={**job["metadata"], "namespace": args.namespace},
             spec={**job_spec, "template": {**job_spec["template"], "spec": {**pod_spec, "containers": [container], "volumes": volumes}}},
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"),
             ),
         )
-        self.claim_name = pvc.metadata.name
-        self.register_outputs({"claimName": self.claim_name, "downloadJob": self.download_job.metadata.name})

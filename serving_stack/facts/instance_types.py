@@ -14,9 +14,9 @@ import pydantic
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.facts.gpus import Arch, Gpu, gpu_of_product, load_gpus
 
 InterfaceType = Literal["interface", "efa-only"]
-Arch = Literal["x86_64", "arm64"]
 SOURCED_FIELDS = ("gpus", "gpuMemoryGB", "vcpus", "memoryGiB", "networkCards", "efaInterfaces", "nvmeDisks", "onDemandUsdPerHour")
 
 
@@ -103,21 +103,6 @@ class InstanceTypesFile(Data):
     instanceTypes: dict[str, InstanceType] = pydantic.Field(min_length=1)
 
 
-class Gpu(Data):
-    productLabel: str = pydantic.Field(pattern=r"^NVIDIA-[A-Za-z0-9.-]+$")
-    alternativeProductLabels: list[str] = []
-    arch: Optional[Arch] = None
-
-    @property
-    def product_labels(self) -> list[str]:
-        return [self.productLabel, *self.alternativeProductLabels]
-
-
-class GpusFile(Data):
-    schemaVersion: Literal[1]
-    gpus: dict[str, Gpu] = pydantic.Field(min_length=1)
-
-
 class EnvVar(Data):
     name: str = pydantic.Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
     value: str
@@ -185,28 +170,33 @@ class AwsPlatformFile(Data):
 class AwsCatalog:
     """The four data files, cross-checked (every instance type names a known GPU)."""
 
-    def __init__(self, instance_types: InstanceTypesFile, gpus: GpusFile, fabrics: FabricsFile, platform: AwsPlatformFile):
+    def __init__(self, instance_types: InstanceTypesFile, gpus: dict[str, Gpu], fabrics: FabricsFile,
+                 platform: AwsPlatformFile):
         self.instance_types = instance_types.instanceTypes
-        self.gpus = gpus.gpus
+        self.gpus = gpus
         self.fabrics = fabrics.fabrics
         self.platform = platform
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
         """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
-        return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
+        return gpu_of_product(self.gpus, product_label)
 
 
 @functools.lru_cache(maxsize=4)
 def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
     catalog = AwsCatalog(
         load_model(root / "instance_types.yaml", InstanceTypesFile, root),
-        load_model(root / "gpus.yaml", GpusFile, root),
+        load_gpus(root),
         load_model(root / "fabrics.yaml", FabricsFile, root),
         load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
     )
     for name, instance in catalog.instance_types.items():
         if instance.gpu not in catalog.gpus:
             raise ConfigError(f"catalog/instance_types.yaml: instanceTypes.{name}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
+        if instance.gpuMemoryGB != catalog.gpus[instance.gpu].memoryGB:
+            raise ConfigError(f"catalog/instance_types.yaml: instanceTypes.{name}.gpuMemoryGB",
+                              f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says {instance.gpu} has "
+                              f"{catalog.gpus[instance.gpu].memoryGB} GB")
         required_arch = catalog.gpus[instance.gpu].arch
         if required_arch and instance.arch != required_arch:
             raise ConfigError(f"catalog/instance_types.yaml: instanceTypes.{name}.arch", f"{instance.gpu} hosts are {required_arch}")

@@ -18,6 +18,7 @@ from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pools import (
@@ -118,7 +119,7 @@ class DynamoPlatformPlan:
 class ServingPlan:
     namespace: str
     model_cache_claim: dict[str, Any]
-    download_job: dict[str, Any]
+    download_jobs: tuple[dict[str, Any], ...]
     retain_claim: bool
     prewarm_settings: PrewarmSettings
     prewarm_pools: tuple[PrewarmPool, ...]
@@ -146,15 +147,16 @@ class StackPlan:
 
 def _check(config: StackConfig, facts: Facts) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
-    selected, errors = select_targets(config, facts.catalog)
-    errors += check_sagemaker(config.sagemaker, facts)
+    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
+    selected, target_errors = select_targets(config, facts.catalog, cache.repos)
+    errors += target_errors + check_sagemaker(config.sagemaker, facts)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
-        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws)
+        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:
         raise ConfigError.combined(errors)
@@ -211,7 +213,8 @@ def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[st
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set."""
     _check(config, facts)
-    selected, _ = select_targets(config, facts.catalog)
+    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
+    selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
     region = config.aws.region if config.aws else default_region
@@ -225,8 +228,9 @@ def build_plan(config: StackConfig, facts: Facts, *, default_region: Optional[st
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
-        model_cache_claim=render_model_cache_pvc(facts.catalog, cache, settings),
-        download_job=render_download_job(facts.catalog, cache, settings),
+        model_cache_claim=render_model_cache_pvc(facts.catalog.model_cache.claim, cache_plan.size,
+                                                 cache.storageClassName, settings),
+        download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_claim=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm),
         prewarm_pools=tuple(plan_prewarm(config, targets)),
