@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import yaml
-
 from catalog_picks import pick
+
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program, stack_config
 
@@ -53,7 +53,7 @@ def all_targets_config(**overrides: Any) -> dict[str, Any]:
     return {**BASE_CONFIG, "targets": [{"id": target_id} for target_id in load_catalog().recipes], **overrides}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rendered_stack(stack: str) -> ProgramRun:
     """The committed `Pulumi.<stack>.yaml` run once per test session."""
     return run_program(*stack_config(stack), stack=stack)

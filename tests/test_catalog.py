@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 import yaml
-
 from catalog_picks import pick
+
 from serving_stack.errors import ConfigError
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from serving_stack.facts.recipe import Performance
@@ -33,10 +33,13 @@ def test_every_vendored_manifest_is_a_target_and_nothing_else():
 def test_what_a_target_is_comes_from_its_manifest():
     for recipe in load_catalog().recipes.values():
         roles = {c["type"] for c in recipe.components}
-        assert "frontend" in roles and roles & {"worker", "prefill", "decode"}, recipe.id
+        assert "frontend" in roles, recipe.id
+        assert roles & {"worker", "prefill", "decode"}, recipe.id
         assert recipe.disaggregated == ({"prefill", "decode"} <= roles), recipe.id
         assert recipe.routing.endswith("D") == recipe.disaggregated, recipe.id
-        assert recipe.gpu_products and recipe.checkpoints and recipe.served_model_name, recipe.id
+        assert recipe.gpu_products, recipe.id
+        assert recipe.checkpoints, recipe.id
+        assert recipe.served_model_name, recipe.id
 
 
 def test_figures_are_the_vendored_tables_row_or_unknown():
@@ -80,7 +83,8 @@ def test_a_new_target_without_figures_is_a_data_change(catalog_copy):
              "performance": dict.fromkeys(Performance.model_fields, "unknown")}
     _edit_targets(catalog_copy, lambda d: d["targets"].append(entry))
     added = load_catalog(catalog_copy).recipe(f"{source.id}-long")
-    assert added.name == f"{source.name}-long" and added.gpu_products == source.gpu_products
+    assert added.name == f"{source.name}-long"
+    assert added.gpu_products == source.gpu_products
     assert not added.entry.performance.published
     assert load_catalog(catalog_copy).criteria.passed_by(added.entry.performance) is None
 

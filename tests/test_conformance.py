@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, run_config
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, run_config
 from tools.conformance import (
     NAMESPACE,
     PULL_SECRET,
@@ -85,7 +85,8 @@ def test_a_field_level_difference_is_reported():
     upstream = vendored(recipe.entry.manifest)
     tampered = {**upstream["DynamoGraphDeployment"], "spec": {**upstream["DynamoGraphDeployment"]["spec"], "backendFramework": "sglang"}}
     (problem,) = target_problems(recipe, {}, upstream["ConfigMap"], tampered, upstream=upstream)
-    assert "root['spec']['backendFramework']" in problem and "'sglang'" in problem
+    assert "root['spec']['backendFramework']" in problem
+    assert "'sglang'" in problem
 
 
 def test_differences_are_positional_and_keyed():

@@ -99,7 +99,7 @@ def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Dif
             return d.change == "iterable_item_added" and d.new["name"] in PREWARM_VOLUMES
         match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", d.path)
         if match:
-            return replicas.get(names[int(match.group(1))]) == d.new
+            return bool(replicas.get(names[int(match.group(1))]) == d.new)
         return False
 
     return documented

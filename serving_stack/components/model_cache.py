@@ -19,6 +19,13 @@ class ModelCacheArgs:
     retain_on_delete: bool
 
 
+def _role_suffix(job_name: str, first: str) -> str:
+    """`` for the first Job (its resource name predates more than one), `-bf16` for `<first>-bf16`."""
+    if job_name == first:
+        return ""
+    return "-" + (job_name.removeprefix(first + "-") if job_name.startswith(first + "-") else job_name)
+
+
 class ModelCache(pulumi.ComponentResource):
     """PVC `shared-model-cache` + the download Jobs (one per upstream checkpoint set).
 
@@ -38,10 +45,10 @@ class ModelCache(pulumi.ComponentResource):
             # Protected too: the CLI's policy analyzer sees `protect`, not `retainOnDelete`.
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete, protect=args.retain_on_delete),
         )
+        first = args.download_jobs[0]["metadata"]["name"]
         self.download_jobs = [
-            self._download_job(f"{name}-download" if index == 0 else f"{name}-download-{job['metadata']['name']}",
-                               job, args, pvc)
-            for index, job in enumerate(args.download_jobs)
+            self._download_job(f"{name}-download" + _role_suffix(job["metadata"]["name"], first), job, args, pvc)
+            for job in args.download_jobs
         ]
         self.claim_name = pvc.metadata.name
         self.register_outputs({"claimName": self.claim_name,
@@ -58,7 +65,7 @@ class ModelCache(pulumi.ComponentResource):
             for v in pod_spec["volumes"]
         ]
         deadline = int(job_spec["activeDeadlineSeconds"])
-        return k8s.batch.v1.Job(
+        download: k8s.batch.v1.Job = k8s.batch.v1.Job(
             resource_name,
             metadata={**job["metadata"], "namespace": args.namespace},
             spec={**job_spec, "template": {**job_spec["template"], "spec": {**pod_spec, "containers": [container], "volumes": volumes}}},
@@ -67,3 +74,4 @@ class ModelCache(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"),
             ),
         )
+        return download

@@ -59,6 +59,39 @@ class TargetEntry(Data):
     performance: Performance
 
 
+def speculative_configs(config_map: dict[str, Any]) -> list[dict[str, Any]]:
+    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section."""
+    configs: list[dict[str, Any]] = []
+    for key, text in config_map.get("data", {}).items():
+        if key == "speculative-config":
+            configs.append(json.loads(text))
+        elif key.endswith(".yaml"):
+            speculative = (yaml.safe_load(text) or {}).get("speculative_config")
+            configs += [speculative] if speculative else []
+    return configs
+
+
+def speculative_decoding_of(config_map: dict[str, Any]) -> str:
+    """`MTP`, `DFlash`, ... as the performance table spells upstream's method; `none` without one."""
+    methods = [str(s.get("method") or s.get("decoding_type") or "") for s in speculative_configs(config_map)]
+    methods = [SPECULATIVE_METHODS.get(m.lower(), m) for m in methods if m]
+    return methods[0] if methods else NO_SPECULATION
+
+
+def routing_of(dgd: dict[str, Any]) -> str:
+    """`single`, `kv` (the frontend routes on KV events) or `<n>P<m>D` (prefill/decode replicas)."""
+    components = dgd["spec"]["components"]
+    if any(c["type"] in ("prefill", "decode") for c in components):
+        count = {role: sum(c["replicas"] for c in components if c["type"] == role) for role in ("prefill", "decode")}
+        return f"{count['prefill']}P{count['decode']}D"
+    for component in components:
+        if component["type"] == "frontend":
+            args = [str(a) for a in component["podTemplate"]["spec"]["containers"][0].get("args", [])]
+            if "--router-mode" in args and args[args.index("--router-mode") + 1] == "kv":
+                return "kv"
+    return "single"
+
+
 class Recipe:
     """One target's upstream ConfigMap + DynamoGraphDeployment, with what the stack derives from them."""
 
@@ -112,17 +145,6 @@ class Recipe:
                         products += [v for v in expression["values"] if v not in products]
         return products
 
-    def _speculative_configs(self) -> list[dict[str, Any]]:
-        """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section."""
-        configs: list[dict[str, Any]] = []
-        for key, text in self.config_map.get("data", {}).items():
-            if key == "speculative-config":
-                configs.append(json.loads(text))
-            elif key.endswith(".yaml"):
-                speculative = (yaml.safe_load(text) or {}).get("speculative_config")
-                configs += [speculative] if speculative else []
-        return configs
-
     @property
     def checkpoints(self) -> list[str]:
         """Hugging Face repos the workers load: the served model plus any speculative draft model."""
@@ -131,30 +153,18 @@ class Recipe:
             args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
             if "--model" in args:
                 repos.append(args[args.index("--model") + 1])
-        for speculative in self._speculative_configs():
+        for speculative in speculative_configs(self.config_map):
             draft = speculative.get("model") or speculative.get("speculative_model")  # MTP drafts with the base's heads
             repos += [draft] if draft else []
         return list(dict.fromkeys(repos))
 
     @property
     def speculative_decoding(self) -> str:
-        methods = [str(s.get("method") or s.get("decoding_type") or "") for s in self._speculative_configs()]
-        methods = [SPECULATIVE_METHODS.get(m.lower(), m) for m in methods if m]
-        return methods[0] if methods else NO_SPECULATION
+        return speculative_decoding_of(self.config_map)
 
     @property
     def routing(self) -> str:
-        """`single`, `kv` (the frontend routes on KV events) or `<n>P<m>D` (prefill/decode replicas)."""
-        if self.disaggregated:
-            count = {role: sum(c["replicas"] for c in self.components if c["type"] == role)
-                     for role in ("prefill", "decode")}
-            return f"{count['prefill']}P{count['decode']}D"
-        for component in self.components:
-            if component["type"] == "frontend":
-                args = [str(a) for a in component["podTemplate"]["spec"]["containers"][0].get("args", [])]
-                if "--router-mode" in args and args[args.index("--router-mode") + 1] == "kv":
-                    return "kv"
-        return "single"
+        return routing_of(self.dgd)
 
     @property
     def served_model_name(self) -> str:

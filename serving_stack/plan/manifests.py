@@ -69,7 +69,8 @@ def render_target(
     return config_map, dgd
 
 
-def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str, settings: ServingSettings) -> dict:
+def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str,
+                           settings: ServingSettings) -> dict[str, Any]:
     """Upstream's claim; `size` is the configured size or upstream's own (`plan.model_cache`)."""
     pvc = copy.deepcopy(claim)
     pvc["metadata"]["namespace"] = settings.namespace
@@ -78,7 +79,7 @@ def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str,
     return pvc
 
 
-def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings) -> dict:
+def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings) -> dict[str, Any]:
     """An upstream download Job fetching `fetch.checkpoints` under their env names: where the stack changed
     the set, the checkpoint env entries and the loop tuple of upstream's script are rewritten, nothing else."""
     job = copy.deepcopy(fetch.job.manifest)

@@ -23,30 +23,15 @@ from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.gpus import gpu_of_product
 from tools.absorb.catalog_data import RECIPES_DIR, next_catalog, next_manifests, previous_manifests
 from tools.absorb.catalog_file import targets_yaml
-from tools.absorb.changes import TargetChanges, closest, model_cache_changes
+from tools.absorb.changes import TargetChanges, model_cache_changes
 from tools.absorb.perf_table import TableError
 from tools.absorb.provenance import Provenance, ProvenanceError, resolve
 from tools.absorb.report import Report
-from tools.absorb.stacks import selections
+from tools.absorb.stacks import broken_selections, selections
 from tools.absorb.upstream import UpstreamError, UpstreamRevision, read_upstream
 from tools.conformance import planned_conformance
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-
-
-def _stack_lines(changes: TargetChanges, previous: Catalog, revision: UpstreamRevision) -> list[str]:
-    renamed, lines = changes.new_id_of, []
-    candidates = next_manifests(revision)
-    for selection in selections(PROJECT_DIR):
-        where = f"{selection.stack_file} targets[{selection.index}]: {selection.target_id}"
-        if selection.target_id in renamed:
-            lines.append(f"{where} was renamed: select {renamed[selection.target_id]}")
-        elif selection.target_id in changes.removed:
-            replacement, score = closest(previous_manifests(previous)[selection.target_id], candidates)
-            lines.append(f"{where} was removed; closest replacement: {replacement} (similarity {score:.3f})")
-        elif selection.target_id not in revision.targets:
-            lines.append(f"{where} is in neither revision")
-    return lines
 
 
 def _unknown_gpus(facts: Facts) -> dict[str, list[str]]:
@@ -98,7 +83,9 @@ def _report(revision: UpstreamRevision, previous: Catalog, provenance: Provenanc
         targets_after=len(catalog.recipes), changes=changes,
         unpublished=[r.id for r in catalog.recipes.values() if not r.entry.performance.published],
         unknown_gpus=_unknown_gpus(facts), model_cache=model_cache_changes(previous.model_cache, catalog.model_cache),
-        criteria=criteria, stacks=_stack_lines(changes, previous, revision), conformance=per_target,
+        criteria=criteria, conformance=per_target,
+        stacks=broken_selections(selections(PROJECT_DIR), changes, previous_manifests(previous),
+                                 next_manifests(revision)),
         model_cache_conformance=cache_problems, notes=notes,
     )
 

@@ -8,35 +8,44 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import pydantic
+
 from serving_stack.facts.catalog import Catalog
-from serving_stack.facts.recipe import Recipe, TargetEntry
+from serving_stack.facts.recipe import Recipe, TargetEntry, routing_of, speculative_decoding_of
 from tools.absorb.changes import Manifests, TargetChanges, compare_targets
+from tools.absorb.perf_table import FIGURES
 from tools.absorb.provenance import Provenance
-from tools.absorb.upstream import UpstreamRevision
+from tools.absorb.upstream import UpstreamError, UpstreamRevision
 
 RECIPES_DIR = "recipes"
 SCHEMA_VERSION = 2
 
 
-def _recipe(revision: UpstreamRevision, target_id: str) -> Recipe:
-    target = revision.targets[target_id]
-    draft = TargetEntry.model_construct(id=target_id, manifest=f"{RECIPES_DIR}/{target.manifest}")
-    return Recipe(draft, target.config_map, target.dgd)
-
-
 def _figures(revision: UpstreamRevision, target_id: str) -> dict[str, Optional[float]]:
     row = revision.figures.get(target_id)
-    figures = dict(row.figures) if row else dict.fromkeys(("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu",
-                                                           "tokensPerSecondPerUser"))
+    figures = dict(row.figures) if row else dict.fromkeys(FIGURES)
     if figures["concurrency"] is not None:
         figures["concurrency"] = int(figures["concurrency"])
     return figures
 
 
 def entry_of(revision: UpstreamRevision, target_id: str) -> dict[str, Any]:
-    recipe = _recipe(revision, target_id)
-    return {"manifest": recipe.entry.manifest, "speculativeDecoding": recipe.speculative_decoding,
-            "routing": recipe.routing, "performance": _figures(revision, target_id)}
+    """The `targets.yaml` fields of a target besides its id: what the manifest says, and the table's row."""
+    target = revision.targets[target_id]
+    return {"manifest": f"{RECIPES_DIR}/{target.manifest}",
+            "speculativeDecoding": speculative_decoding_of(target.config_map), "routing": routing_of(target.dgd),
+            "performance": _figures(revision, target_id)}
+
+
+def _recipe(revision: UpstreamRevision, target_id: str) -> Recipe:
+    target = revision.targets[target_id]
+    try:
+        entry = TargetEntry.model_validate({"id": target_id, **entry_of(revision, target_id)})
+    except pydantic.ValidationError as error:
+        first = error.errors()[0]
+        raise UpstreamError(f"{target.manifest}: not a catalog target: {'.'.join(map(str, first['loc']))}: "
+                            f"{first['msg']} (got {first.get('input')!r})") from None
+    return Recipe(entry, target.config_map, target.dgd)
 
 
 def previous_manifests(catalog: Catalog) -> dict[str, Manifests]:

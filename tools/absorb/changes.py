@@ -127,7 +127,8 @@ def compare_targets(old: Mapping[str, Manifests], new: Mapping[str, Manifests]) 
             removed.remove(old_id)
             added.remove(new_id)
             changes.renamed.append((old_id, new_id, score))
-            changes.changed[new_id] = field_changes(old[old_id], new[new_id])
+            fields = field_changes(old[old_id], new[new_id])
+            changes.changed[new_id] = [f for f in fields if not f.startswith("manifest:")]  # the rename says it
     changes.added, changes.removed = sorted(added), sorted(removed)
     for target_id in (t for t in new if t in old):
         fields = field_changes(old[target_id], new[target_id])

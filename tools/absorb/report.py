@@ -44,10 +44,10 @@ class Report:
         lines += [f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
                   "memoryGB, arch before a stack places these targets on a node pool"
                   for label, targets in self.unknown_gpus.items()]
-        lines += ["", "Model cache: " + ("no change" if not self.model_cache else "")]
+        lines += ["", "Model cache:" + (" no change" if not self.model_cache else "")]
         lines += [f"  {line}" for line in self.model_cache]
         lines += ["Criteria: " + ("no change" if not self.criteria else "; ".join(self.criteria))]
-        lines += ["", "Stacks selecting a removed or renamed target: " + ("none" if not self.stacks else "")]
+        lines += ["", "Stacks selecting a removed or renamed target:" + (" none" if not self.stacks else "")]
         lines += [f"  {line}" for line in self.stacks]
         lines += ["", "Conformance (each target planned with every documented setting; differences not explained by "
                   "one of them):"]

@@ -68,13 +68,15 @@ def _target(label: str, documents: list[dict[str, Any]]) -> UpstreamTarget:
 def read_upstream(root: Path) -> UpstreamRevision:
     if not root.is_dir():
         raise UpstreamError(f"{root} is not a directory")
-    files, skipped = [], []
+    files: list[str] = []
+    skipped: list[str] = []
     for path in sorted(p for p in root.rglob("*") if not p.is_dir()):
         relative = path.relative_to(root).as_posix()
         vendored = path.suffix in VENDORED_SUFFIXES and not path.is_symlink() and path.is_file()
         (files if vendored else skipped).append(relative)
     targets: dict[str, UpstreamTarget] = {}
-    claims, jobs = [], []
+    claims: list[str] = []
+    jobs: list[str] = []
     for relative in (f for f in files if PurePosixPath(f).suffix in MANIFEST_SUFFIXES):
         documents = _documents(root / relative, relative)
         kinds = {str(d.get("kind")) for d in documents}
