@@ -62,7 +62,7 @@ def test_the_report_names_every_change(absorbed):
     assert f"  added    {revision.bf16_target}\n" in report
     assert f"  removed  {revision.removed}\n" in report
     assert f"  renamed  {old} -> {new}  (similarity " in report
-    assert re.search(rf"^ +(changed  )?{re.escape(new)}: DynamoGraphDeployment spec\.components\[\w+\]\..*\.args$", report, re.M)
+    assert re.search(rf"^ +(changed  )?{re.escape(new)}: DynamoGraphDeployment spec\.components\[\w+\]\..*\.args: '\d+' -> '48'$", report, re.M)
     assert f"  changed  {revision.changed}: performance.ttftP50Ms: " in report
     assert f"GPU {synthetic_upstream.NEW_GPU_LABEL} is not in catalog/gpus.yaml (targets {revision.new_gpu_target})" in report
     assert f"  claim size: {load_catalog().model_cache.size} -> {revision.claim_size}" in report

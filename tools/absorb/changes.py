@@ -18,7 +18,7 @@ import yaml
 
 from serving_stack.facts.model_cache import ModelCacheFacts
 from serving_stack.facts.recipe import Recipe
-from tools.conformance import differences
+from tools.conformance import Difference, differences
 
 RENAME_SIMILARITY = 0.9
 MAX_PATHS = 6
@@ -52,7 +52,7 @@ class TargetChanges:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     renamed: list[tuple[str, str, float]] = field(default_factory=list)  # old, new, similarity
-    changed: dict[str, list[str]] = field(default_factory=dict)  # id (new id for a rename) -> fields
+    changed: dict[str, list[str]] = field(default_factory=dict)  # id (new id for a rename) -> fields, never empty
     unchanged: list[str] = field(default_factory=list)
 
     @property
@@ -100,6 +100,16 @@ def _readable(path: str, components: list[str]) -> str:
     return f"{kind} {rest.lstrip('.')}"
 
 
+def _described(difference: Difference, components: list[str]) -> str:
+    """The readable path, with both values when they are short scalars (`...args: '32' -> '48'`)."""
+    path = _readable(difference.path, components)
+    values = (difference.old, difference.new)
+    short = all(isinstance(v, (str, int, float)) and len(repr(v)) <= 40 for v in values)
+    if difference.change == "values_changed" and short:
+        return f"{path}: {difference.old!r} -> {difference.new!r}"
+    return path
+
+
 def field_changes(old: Manifests, new: Manifests) -> list[str]:
     """Catalog fields (`performance.ttftP50Ms: 241.21 -> 250.0`) and manifest paths that differ."""
     found = [f"{key}: {old.entry.get(key)!r} -> {new.entry.get(key)!r}"
@@ -110,7 +120,7 @@ def field_changes(old: Manifests, new: Manifests) -> list[str]:
               for key in sorted(old_figures.keys() | new_figures.keys())
               if old_figures.get(key) != new_figures.get(key)]
     components = [c["name"] for c in new.dgd["spec"]["components"]]
-    paths = list(dict.fromkeys(_readable(d.path, components) for d in differences(normalized(old), normalized(new))))
+    paths = list(dict.fromkeys(_described(d, components) for d in differences(normalized(old), normalized(new))))
     more = [f"(+{len(paths) - MAX_PATHS} more manifest paths)"] if len(paths) > MAX_PATHS else []
     found += paths[:MAX_PATHS] + more
     return found
@@ -127,8 +137,9 @@ def compare_targets(old: Mapping[str, Manifests], new: Mapping[str, Manifests]) 
             removed.remove(old_id)
             added.remove(new_id)
             changes.renamed.append((old_id, new_id, score))
-            fields = field_changes(old[old_id], new[new_id])
-            changes.changed[new_id] = [f for f in fields if not f.startswith("manifest:")]  # the rename says it
+            fields = [f for f in field_changes(old[old_id], new[new_id]) if not f.startswith("manifest:")]
+            if fields:  # beyond the new name (the rename line says that)
+                changes.changed[new_id] = fields
     changes.added, changes.removed = sorted(added), sorted(removed)
     for target_id in (t for t in new if t in old):
         fields = field_changes(old[target_id], new[target_id])

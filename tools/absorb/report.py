@@ -29,16 +29,16 @@ class Report:
 
     def text(self, written: bool) -> str:
         c = self.changes
+        renamed_to = {new for _, new, _ in c.renamed}
         counts = (f"{len(c.added)} added, {len(c.removed)} removed, {len(c.renamed)} renamed, "
-                  f"{len(c.changed) - len(c.renamed)} changed, {len(c.unchanged)} unchanged")
+                  f"{len([t for t in c.changed if t not in renamed_to])} changed, {len(c.unchanged)} unchanged")
         lines = [f"Absorbing {self.source}", f"  catalog was at {self.previous}", "",
                  f"Targets: {self.targets_after} (was {self.targets_before}): {counts}"]
         lines += [f"  added    {t}" + ("  [no published figures]" if t in self.unpublished else "") for t in c.added]
         lines += [f"  removed  {t}" for t in c.removed]
         lines += [f"  renamed  {old} -> {new}  (similarity {score:.3f})" for old, new, score in c.renamed]
         for target_id, fields in c.changed.items():
-            lines += [f"  changed  {target_id}: {fields[0]}" if fields else f"  changed  {target_id}"]
-            lines += [f"           {target_id}: {f}" for f in fields[1:]]
+            lines += [f"  changed  {target_id}: {fields[0]}", *(f"           {target_id}: {f}" for f in fields[1:])]
         lines += ["", "Published figures: " + (f"unknown for {', '.join(self.unpublished)}" if self.unpublished
                                                else "every target has its row in the performance table")]
         lines += [f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
@@ -59,7 +59,8 @@ class Report:
         lines += [f"      {p}" for p in self.model_cache_conformance]
         if self.notes:
             lines += ["", "Notes:", *(f"  {n}" for n in self.notes)]
-        lines += ["", f"Files under catalog/recipes/: {len(self.files) or 'no'} change(s)"]
+        lines += ["", f"Files under catalog/recipes/: {len(self.files)} changed" if self.files
+                  else "Files under catalog/recipes/: no change"]
         lines += [f"  {f}" for f in self.files]
         outcome = ("No change: the catalog already holds this revision." if not self.files
                    else "Written: catalog/recipes/ and catalog/targets.yaml." if written
