@@ -156,7 +156,8 @@ def _check(config: StackConfig, facts: Facts) -> None:
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
-        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
+        aws_errors = (check_cluster(config, aws, facts) + check_pools(aws, facts.aws)
+                      + check_storage(config, aws, cache.size))
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:
         raise ConfigError.combined(errors)
