@@ -126,7 +126,7 @@ serving_namespace = ServingNamespace("serving", ServingNamespaceArgs(
 pull_secret = [serving_namespace] if pull else []
 model_cache = ModelCache("model-cache", ModelCacheArgs(
     namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
-    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_on_delete,
+    pvc=serving.model_cache_claim, download_jobs=serving.download_jobs, retain_on_delete=serving.retain_on_delete,
     volume_name=cache_storage[0].volume_name if cache_storage else None,
 ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]))
 if serving.prewarm_pools:
@@ -134,7 +134,7 @@ if serving.prewarm_pools:
     ModelPrewarm("model-prewarm", ModelPrewarmArgs(
         namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
         program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
-    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[model_cache.download_job]))
+    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)))
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
 monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform_release: list[pulumi.Resource] = []
@@ -148,7 +148,7 @@ if serving.platform.install:
 for target in serving.targets:
     ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
-        depends_on=[*platform_release, model_cache.download_job, *pull_secret],
+        depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------

@@ -16,6 +16,8 @@ from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring
 from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
 
+pytestmark = pytest.mark.catalog_driven
+
 
 def two_targets() -> list[WatchedTarget]:
     """An aggregated target whose DGD name prefixes another catalog DGD (the scenarios' neighbour,

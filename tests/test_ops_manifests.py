@@ -17,6 +17,8 @@ from serving_stack.contract.outputs import frontend_url
 from ops import manifests
 from ops.manifests import Endpoint
 
+pytestmark = pytest.mark.catalog_driven
+
 KUBERNETES_VERSION = "1.33.0"
 NAMESPACE = "nemotron-test"
 ROOT = Path(__file__).resolve().parents[1]

@@ -49,7 +49,8 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     ]
     for endpoint in contract.endpoints:
         recipe = catalog.recipes.get(endpoint.id)
-        ttft = f"{recipe.entry.performance.ttftP50Ms:g}" if recipe else "n/a"
+        published_ttft = recipe.entry.performance.ttftP50Ms if recipe else None
+        ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]
         lines.append(
             _row([

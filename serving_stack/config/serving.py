@@ -35,22 +35,19 @@ class KubernetesConfig(Block):
 
 
 class Checkpoints(Block):
-    """Hugging Face repos the download Job fetches: the served base model and the draft models."""
+    """Which Hugging Face repos the download Jobs fetch. Unset means upstream's, as the vendored model-cache
+    manifests state it: `base` is the first checkpoint of the first download Job, `drafts` that Job's
+    other checkpoints; with both unset every upstream download Job runs as upstream wrote it."""
 
-    base: HfRepo = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
-    drafts: list[HfRepo] = [
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DFlash",
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DSpark",
-    ]
-
-    @property
-    def all(self) -> list[str]:
-        return [self.base, *self.drafts]
+    base: Optional[HfRepo] = None
+    drafts: Optional[list[HfRepo]] = None
 
 
 class DownloadJob(Block):
-    activeDeadlineSeconds: int = pydantic.Field(default=3600, ge=60)
-    backoffLimit: int = pydantic.Field(default=3, ge=0)
+    """Unset means the upstream Job's own value."""
+
+    activeDeadlineSeconds: Optional[int] = pydantic.Field(default=None, ge=60)
+    backoffLimit: Optional[int] = pydantic.Field(default=None, ge=0)
 
 
 class PrewarmConfig(Block):
@@ -73,7 +70,7 @@ class ModelCacheConfig(Block):
     file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
 
     storageClassName: StorageClassName
-    size: Quantity = "300Gi"
+    size: Optional[Quantity] = None  # unset: the upstream claim's size
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import pydantic
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts, SloSettings
@@ -36,7 +36,7 @@ class WatchedTarget:
     frontend_component: str
     worker_components: tuple[str, ...]
     kv_over_libfabric: bool
-    published_ttft_p50_seconds: float
+    published_ttft_p50_seconds: Optional[float]  # None: unpublished, so no alert is relative to it
 
     def __post_init__(self) -> None:
         for name in (self.dgd_name, self.frontend_component.lower(), *(w.lower() for w in self.worker_components)):
@@ -130,8 +130,8 @@ class _RuleBuilder:
             self.worker_restarts(target, workers),
             self.gpu_memory(target, workers),
         ]
-        if target.kv_over_libfabric:
-            alerts.append(self.kv_fabric_symptom(target, frontend))
+        if target.kv_over_libfabric and target.published_ttft_p50_seconds is not None:
+            alerts.append(self.kv_fabric_symptom(target, frontend, target.published_ttft_p50_seconds))
         return {"name": f"nemotron-{target.dgd_name}", "rules": [self.rule(a, {"target": target.target_id}) for a in alerts]}
 
     def _quantile(self, quantile: float, selector: str) -> str:
@@ -211,13 +211,13 @@ class _RuleBuilder:
             "more than the engine preallocates, an out-of-memory is near.",
         )
 
-    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str) -> _Alert:
-        limit = round(self.t.slo.kvFallbackTtftFactor * target.published_ttft_p50_seconds, 4)
+    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> _Alert:
+        limit = round(self.t.slo.kvFallbackTtftFactor * published_ttft_p50_seconds, 4)
         return _Alert(
             "NemotronKvTransferSlowerThanFabric", f"{self._quantile(0.5, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT p50 {self.t.slo.kvFallbackTtftFactor:g}x the published figure, KV transfer may have left EFA",
             f"TTFT p50 is {VALUE} s, above {limit:g} s ({self.t.slo.kvFallbackTtftFactor:g}x the published "
-            f"{target.published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
+            f"{published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
             "'Backend LIBFABRIC was instantiated' versus 'Backend UCX was instantiated'.",
         )
 

@@ -16,7 +16,7 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
-from serving_stack.facts.data import DATA_DIR
+from serving_stack.facts.data import PROJECT_DATA_DIR
 from serving_stack.facts.jumpstart import (
     ConfigKeys,
     S3SpecSource,
@@ -39,7 +39,7 @@ from serving_stack.plan.sagemaker_spec import (
 )
 from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
 
-PROJECT_DIR = DATA_DIR.parent
+PROJECT_DIR = PROJECT_DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
 
 

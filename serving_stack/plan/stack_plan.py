@@ -19,6 +19,7 @@ from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pool_checks import check_cluster, check_pools
@@ -144,7 +145,7 @@ class ServingPlan:
     hf_token: bool
     pull_secret: Optional[PullSecretPlan]
     model_cache_claim: dict[str, Any]
-    download_job: dict[str, Any]
+    download_jobs: tuple[dict[str, Any], ...]
     retain_on_delete: bool
     prewarm_settings: PrewarmSettings
     prewarm_pools: tuple[PrewarmPool, ...]
@@ -172,19 +173,21 @@ class StackPlan:
 
 def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
-    selected, errors = select_targets(config, facts.catalog)
+    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
+    selected, target_errors = select_targets(config, facts.catalog, cache.repos)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
                                   "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret"))
-    errors += check_sagemaker(config.sagemaker, facts)
+    errors += target_errors + check_sagemaker(config.sagemaker, facts)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
-        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws)
+        aws_errors = (check_cluster(config, aws, facts) + check_pools(aws, facts.aws)
+                      + check_storage(config, aws, cache.size))
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:
         raise ConfigError.combined(errors)
@@ -248,7 +251,8 @@ def build_plan(
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
     `secrets` are the secret keys the stack sets (their values never reach the plan)."""
     _check(config, facts, secrets)
-    selected, _ = select_targets(config, facts.catalog)
+    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
+    selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
     region = config.aws.region if config.aws else default_region
@@ -265,8 +269,9 @@ def build_plan(
         hf_token="hfToken" in secrets,
         pull_secret=PullSecretPlan(config.dynamo.imagePullSecret, config.dynamo.registry)
         if config.dynamo.imagePullSecret else None,
-        model_cache_claim=render_model_cache_pvc(facts.catalog, cache, settings),
-        download_job=render_download_job(facts.catalog, cache, settings),
+        model_cache_claim=render_model_cache_pvc(facts.catalog.model_cache.claim, cache_plan.size,
+                                                 cache.storageClassName, settings),
+        download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm),
         prewarm_pools=tuple(plan_prewarm(config, targets)),

@@ -52,12 +52,14 @@ def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
     return errors
 
 
-def select_targets(config: StackConfig, catalog: Catalog) -> tuple[list[SelectedTarget], list[ConfigError]]:
-    """The targets the stack selects, and every problem with the selection (each naming its key)."""
+def select_targets(
+    config: StackConfig, catalog: Catalog, cached: set[str],
+) -> tuple[list[SelectedTarget], list[ConfigError]]:
+    """The targets the stack selects, and every problem with the selection (each naming its key);
+    `cached` are the repos the model cache downloads (`plan.model_cache`)."""
     selected: list[SelectedTarget] = []
     errors: list[ConfigError] = []
     seen: set[str] = set()
-    cached = set(config.modelCache.checkpoints.all)
     for index, target in enumerate(config.targets):
         if target.id not in catalog.recipes:
             errors.append(ConfigError(f"targets[{index}].id", f"unknown target {target.id!r}", ", ".join(catalog.recipes)))
