@@ -18,7 +18,7 @@ FABRICS = load_aws_catalog().fabrics
 OWNED_ENV = {var.name for profile in FABRICS.values() for var in profile.env}
 EFA_RECIPES = [r.id for r in picks(disaggregated=True, fabric="efa")]
 IB_RECIPES = [r.id for r in picks(disaggregated=True, fabric="ib")]
-CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
+CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 
 
 def efa_instance_types(gpu: str) -> list[str]:
@@ -30,7 +30,7 @@ def efa_instance_types(gpu: str) -> list[str]:
 
 def efa_pool(gpu: str, **fields):
     name = efa_instance_types(gpu)[0]
-    capacity = CAPACITY_BLOCK if load_aws_catalog().instance_types[name].capacityBlocksOnly else {}
+    capacity = CAPACITY_BLOCK if "on-demand" not in load_aws_catalog().instance_types[name].capacityTypes else {}
     return resolved(name, **capacity, **fields)
 
 
@@ -127,7 +127,7 @@ EFA_CASES = [(name, picks(disaggregated=True, gpu=t.gpu)[0].id) for name, t in s
 @pytest.mark.parametrize(("instance_type", "target_id"), EFA_CASES)
 def test_efa_count_follows_the_pool(instance_type, target_id):
     facts = load_aws_catalog().instance_types[instance_type]
-    on = resolved(instance_type, **(CAPACITY_BLOCK if facts.capacityBlocksOnly else {}))
+    on = resolved(instance_type, **(CAPACITY_BLOCK if ("on-demand" not in facts.capacityTypes) else {}))
     recipe = load_catalog().recipe(target_id)
     for worker in workers(placed(target_id, on)):
         assert main(worker)["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(facts.efa_per_gpu * recipe.gpus_per_replica(worker))

@@ -83,8 +83,8 @@ def test_without_pools_it_plans_with_its_figures_unknown(new_gpu_catalog):
 def test_with_pools_it_is_a_config_error_that_says_what_to_add(new_gpu_catalog):
     root, new_id = new_gpu_catalog
     name, instance = next(iter(load_aws_catalog().instance_types.items()))
-    capacity = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
-    raw = eks_config([node_pool("pool", name, **(capacity if instance.capacityBlocksOnly else {}))], [{"id": new_id}])
+    capacity = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
+    raw = eks_config([node_pool("pool", name, **(capacity if ("on-demand" not in instance.capacityTypes) else {}))], [{"id": new_id}])
     with pytest.raises(ConfigError) as raised:
         plan_of(raw, facts=load_facts(root))
     assert str(raised.value) == (

@@ -17,7 +17,7 @@ from serving_stack.plan.pinning import place_target
 
 pytestmark = pytest.mark.catalog_driven
 FABRICS = load_aws_catalog().fabrics
-CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
+CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 WORKER_TERM = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['affinity'\]\['nodeAffinity'\]\['requiredDuringSchedulingIgnoredDuringExecution'\]\['nodeSelectorTerms'\]\[0\]\['matchExpressions'\]\[1\]"
 FRONTEND_PIN = r"root\['spec'\]\['components'\]\[0\]\['podTemplate'\]\['spec'\]\['nodeSelector'\]\['nemotron\.nvidia\.com/pool'\]"
 RDMA = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['containers'\]\[0\]\['resources'\]\['(requests|limits)'\]\['rdma/ib'\]"
@@ -34,7 +34,7 @@ def efa_pool(gpu: str):
     """A managed pool of the GPU's EC2 type with the most EFA interfaces per GPU (upstream sizes EFA for it)."""
     types = load_aws_catalog().instance_types
     name = max((n for n, t in types.items() if t.gpu == gpu and t.efaInterfaces), key=lambda n: types[n].efa_per_gpu)
-    return resolved(name, **(CAPACITY_BLOCK if types[name].capacityBlocksOnly else {}))
+    return resolved(name, **(CAPACITY_BLOCK if ("on-demand" not in types[name].capacityTypes) else {}))
 
 
 def pool_for(recipe):
