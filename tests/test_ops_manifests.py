@@ -14,8 +14,8 @@ from serving_stack.facts.catalog import load_catalog
 from serving_stack.config.serving import TargetConfig
 from serving_stack.plan.targets import effective_replicas, gpus_used
 from serving_stack.contract.outputs import frontend_url
-from ops import manifests
-from ops.manifests import Endpoint
+from serving_stack.plan import operability_manifests as manifests
+from serving_stack.plan.operability_manifests import Endpoint
 
 KUBERNETES_VERSION = "1.33.0"
 NAMESPACE = "nemotron-test"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-PROGRAM_DIR = Path(__file__).resolve().parent
+PROGRAM_DIR = Path(__file__).resolve().parents[2] / "ops"
 PROGRAM_FILES = ("smoke.py", "canary.py", "run_benchmark.py", "benchmark_compare.py")
 PROGRAM_CONFIG_MAP = "nemotron-ops-programs"
 PROGRAM_MOUNT = "/opt/nemotron-ops"
