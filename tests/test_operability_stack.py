@@ -16,8 +16,10 @@ from stack_helpers import rendered_stack
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.names import TypeTokens
 from tools.mock_runtime import ProgramRun, plain_numbers
+from tools.operability_summary import WHY_A_DEPLOYMENT
 from tools.render import kubernetes_objects
 from tools.rollout import analyse
+from tools.summary import summary_markdown
 
 KUBERNETES_VERSION = "1.33.0"
 OPS_PART_OF = ("app.kubernetes.io/part-of", "nemotron-ops")
@@ -105,3 +107,11 @@ def test_dev_smoke_tests_and_benchmarks_without_an_unscraped_canary():
     dev = rendered_stack("dev")
     kinds = {kind for kind, _ in by_kind_and_target(dev)}
     assert kinds == {"Job", "CronJob"}
+
+
+def test_the_summary_lists_each_endpoints_checks_and_says_why_the_canary_is_a_deployment(prod):
+    section = summary_markdown("prod", prod).split("## Smoke test, benchmark, canary", 1)[1].split("\n## ", 1)[0]
+    assert WHY_A_DEPLOYMENT in section
+    for (kind, target), obj in by_kind_and_target(prod).items():
+        (row,) = [line for line in section.splitlines() if line.startswith(f"| `{target}` |")]
+        assert f"`{obj['metadata']['name']}`" in row or kind == "PodMonitor"
