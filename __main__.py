@@ -18,6 +18,7 @@ from serving_stack.components.model_cache_storage import ModelCacheStorage, Mode
 from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from serving_stack.components.monitoring import Monitoring, MonitoringArgs
 from serving_stack.components.network import Network, NetworkArgs
+from serving_stack.components.operability import Operability, OperabilityArgs
 from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
 from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
@@ -145,10 +146,16 @@ if serving.platform.install:
     ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
                                    depends_on=monitoring.crds_ready if monitoring else []))
     platform_release.append(platform.release)
+graphs: dict[str, pulumi.Resource] = {}
 for target in serving.targets:
-    ServingTarget(target.resource_name, ServingTargetArgs(
+    graphs[target.selected.id] = ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
         depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
+    ), opts=on_cluster).dgd
+if plan.operability:
+    Operability("operability", OperabilityArgs.from_plan(
+        plan.operability, namespace=serving_namespace.namespace_name, graphs=graphs,
+        monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------

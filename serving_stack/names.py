@@ -63,6 +63,7 @@ class TypeTokens:
     SERVING_NAMESPACE = "nemotron:kubernetes:ServingNamespace"
     MODEL_CACHE = "nemotron:kubernetes:ModelCache"
     MODEL_PREWARM = "nemotron:kubernetes:ModelPrewarm"
+    OPERABILITY = "nemotron:kubernetes:Operability"
     DYNAMO_PLATFORM = "nemotron:dynamo:DynamoPlatform"
     SERVING_TARGET = "nemotron:dynamo:ServingTarget"
 

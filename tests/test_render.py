@@ -44,7 +44,7 @@ def test_the_committed_dev_stack_needs_no_secret(dev_render):
     """Public images and checkpoints: no token Secret, no pull Secret, and the download Job reads none."""
     records = json.loads((dev_render / "resources.json").read_text())
     assert not [r for r in records if r["type"] == "kubernetes:core/v1:Secret"]
-    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job"]
+    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job" and r["parent"].startswith("nemotron:kubernetes:ModelCache::")]
     assert "envFrom" not in job["inputs"]["spec"]["template"]["spec"]["containers"][0]
 
 

@@ -22,6 +22,12 @@ def _inputs(stack: str, type_token: str) -> list[dict]:
     return [r.inputs for r in rendered_stack(stack).resources if r.type == type_token]
 
 
+def _download_jobs(stack: str) -> list[dict]:
+    """The stack's Jobs but the smoke tests (docs/operability-programs.md)."""
+    return [r.inputs for r in rendered_stack(stack).resources
+            if r.type == "kubernetes:batch/v1:Job" and not r.parent.startswith("nemotron:kubernetes:Operability::")]
+
+
 def test_dev_is_one_single_gpu_aggregated_target():
     run = rendered_stack("dev")
     (dgd,) = _inputs("dev", DGD_TYPE)
@@ -86,14 +92,14 @@ def test_model_cache_pvc_and_download_jobs():
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
     assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}}, "storageClassName": "fsx-lustre",
                            "volumeName": "fsx-lustre-model-cache"}
-    prod_jobs = {job["metadata"]["name"]: job for job in _inputs("prod", "kubernetes:batch/v1:Job")}
+    prod_jobs = {job["metadata"]["name"]: job for job in _download_jobs("prod")}
     assert sorted(prod_jobs) == sorted(job.name for job in cache.jobs)
     for job in cache.jobs:
         container = prod_jobs[job.name]["spec"]["template"]["spec"]["containers"][0]
         assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(job.checkpoints)
         assert container["args"] == job.container["args"]
     base = cache.jobs[0].repos[0]
-    (job,) = _inputs("dev", "kubernetes:batch/v1:Job")
+    (job,) = _download_jobs("dev")
     container = job["spec"]["template"]["spec"]["containers"][0]
     upstream_names = {name for upstream in cache.jobs for name, _ in upstream.checkpoints}
     assert [e for e in container["env"] if e["name"] in upstream_names] == [{"name": cache.env_name_of(base), "value": base}]
@@ -133,7 +139,8 @@ def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
     assert release["values"]["dynamo-operator"]["upgradeCRD"] is True
     assert release["values"]["global"]["nats"] == {"install": False}
     for dgd in [r for r in rendered_stack("prod").resources if r.type == DGD_TYPE]:
-        jobs = {f"kubernetes:batch/v1:Job::{r.name}" for r in rendered_stack("prod").of_type("kubernetes:batch/v1:Job")}
+        jobs = {f"kubernetes:batch/v1:Job::{r.name}" for r in rendered_stack("prod").of_type("kubernetes:batch/v1:Job")
+                if not r.parent.startswith("nemotron:kubernetes:Operability::")}  # the download Jobs
         assert {"kubernetes:helm.sh/v3:Release::dynamo-release", "kubernetes:batch/v1:Job::model-cache-download"} | jobs <= set(dgd.depends_on)
 
 

@@ -7,6 +7,7 @@ from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
 from tools.mock_runtime import ProgramRun
+from tools.operability_summary import operability_markdown
 
 
 def _money(value: Optional[float]) -> str:
@@ -63,6 +64,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     total_gpus = sum(e.gpus for e in contract.endpoints)
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
     lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
+    lines += operability_markdown(run, [e.id for e in contract.endpoints if e.kind == "dynamo"])
     if contract.nodePools:
         rows = contract.nodePools
         desired = sum(r.usdPerHourDesired or 0 for r in rows)

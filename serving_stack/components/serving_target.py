@@ -22,6 +22,7 @@ class ServingTarget(pulumi.ComponentResource):
     """The rendered recipe of one catalog target (see `serving_stack.plan.manifests`), applied as is."""
 
     dgd_name: pulumi.Output[str]
+    dgd: k8s.apiextensions.CustomResource  # what runs after the graph (its smoke test) depends on
 
     def __init__(self, name: str, args: ServingTargetArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.SERVING_TARGET, name, None, opts)
@@ -39,5 +40,6 @@ class ServingTarget(pulumi.ComponentResource):
             spec=args.dgd["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map, *args.depends_on]),
         )
+        self.dgd = dgd
         self.dgd_name = dgd.metadata["name"]
         self.register_outputs({"dgdName": self.dgd_name})

@@ -16,6 +16,7 @@ from serving_stack import pulumi_private
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.demand import DemandConfig
 from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.config.operability import OperabilityConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import (
     DynamoConfig,
@@ -38,6 +39,7 @@ class StackConfig(Block):
     aws: Optional[AwsConfig] = None
     monitoring: MonitoringConfig = MonitoringConfig()
     demand: Optional[DemandConfig] = None
+    operability: OperabilityConfig = OperabilityConfig()
 
 
 def parse_stack_config(raw: dict[str, Any]) -> StackConfig:

@@ -9,7 +9,7 @@ no target label of their own.
 Not alerted, on purpose (docs/monitoring.md says why): MoE expert-load imbalance (no engine exports a
 per-expert load metric) and a *direct* LIBFABRIC fallback signal (no metric names the NIXL backend in use:
 the backend choice is only in the worker log, so `NemotronKvTransferSlowerThanFabric` alerts on its
-symptom, a TTFT far above the published figure, and says so).
+symptom, a TTFT far above the published figure, and says so). The canary rules are in `canary_alerts`.
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts, SloSettings
+from serving_stack.plan.canary_alerts import CanaryAlerting, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 RELEASE_LABEL = "release"
@@ -85,11 +86,15 @@ def rule_groups(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     runbook_base_url: str,
+    canary: Optional[CanaryAlerting],
 ) -> list[dict[str, Any]]:
-    """One group per target (`nemotron-<dgd>`) and one for the canaries."""
+    """One group per target (`nemotron-<dgd>`) and, when the targets have canaries, `nemotron-canary`."""
     builder = _RuleBuilder(serving_namespace, thresholds, facts, metrics, runbook_base_url)
     groups = [builder.target_group(target) for target in targets]
-    groups.append({"name": "nemotron-canary", "rules": [builder.rule(builder.canary_failing(), {})]})
+    if canary is not None and targets:
+        rules = [builder.rule(_Alert(*alert), {"target": target.target_id}) for target in targets
+                 for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)]
+        groups.append({"name": "nemotron-canary", "rules": rules})
     return groups
 
 
@@ -219,14 +224,6 @@ class _RuleBuilder:
             f"TTFT p50 is {VALUE} s, above {limit:g} s ({self.t.slo.kvFallbackTtftFactor:g}x the published "
             f"{published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
             "'Backend LIBFABRIC was instantiated' versus 'Backend UCX was instantiated'.",
-        )
-
-    def canary_failing(self) -> _Alert:
-        success = self.m.metric("canary", "success").name
-        return _Alert(
-            "NemotronCanaryFailing", f"min by (endpoint) ({success}) < 1",
-            "Canary requests to {{ $labels.endpoint }} fail",
-            "The last canary request to {{ $labels.endpoint }} failed (success = 0).",
         )
 
 

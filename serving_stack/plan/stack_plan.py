@@ -21,6 +21,7 @@ from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
+from serving_stack.plan.operability import OperabilityPlan, OperabilitySettings, operability_settings, plan_operability
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pool_checks import check_cluster, check_pools
 from serving_stack.plan.pools import (
@@ -165,6 +166,7 @@ class StackPlan:
     sagemaker: tuple[PlannedEndpoint, ...]
     pool_costs: tuple[PoolCostRow, ...]
     monitoring: Optional[MonitoringPlan]
+    operability: Optional[OperabilityPlan]
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:
@@ -232,7 +234,8 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
     )
 
 
-def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts) -> Optional[MonitoringPlan]:
+def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts,
+                operability: OperabilitySettings) -> Optional[MonitoringPlan]:
     if not config.monitoring.enabled:
         return None
     watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
@@ -240,7 +243,7 @@ def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Fa
     return plan_monitoring(
         monitoring_settings(config.monitoring, facts.monitoring), config.kubernetes.namespace, watched,
         criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser, GPU_LABEL, GPU_TAINT, facts.monitoring,
-        facts.metrics, facts.dashboards,
+        facts.metrics, facts.dashboards, operability.canary_alerting,
     )
 
 
@@ -260,7 +263,8 @@ def build_plan(
     targets = plan_serving_targets(config, selected, placements, facts)
     settings, cache = serving_settings(config), config.modelCache
     chart_url, values = platform_chart(config, facts.platform)
-    monitoring = _monitoring(config, targets, facts)
+    checks = operability_settings(config.operability)
+    monitoring = _monitoring(config, targets, facts, checks)
     if monitoring is not None:
         values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
     platform = config.dynamo.platform
@@ -290,4 +294,7 @@ def build_plan(
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
         monitoring=monitoring,
+        operability=plan_operability(checks, targets, serving.namespace, serving.model_cache_claim["metadata"]["name"],
+                                     facts.catalog.criteria, monitoring.release_label if monitoring else None,
+                                     facts.platform.readiness.imagePullAllowanceSeconds),
     )
