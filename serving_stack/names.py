@@ -65,6 +65,8 @@ class TypeTokens:
     MODEL_PREWARM = "nemotron:kubernetes:ModelPrewarm"
     DYNAMO_PLATFORM = "nemotron:dynamo:DynamoPlatform"
     SERVING_TARGET = "nemotron:dynamo:ServingTarget"
+    SERVING_AUTOSCALER = "nemotron:kubernetes:ServingAutoscaler"
+    CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.

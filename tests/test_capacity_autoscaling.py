@@ -9,7 +9,7 @@ import crd_schemas
 import jsonschema
 import pytest
 import yaml
-from aws_helpers import inputs, run_components, the
+from aws_helpers import inputs, pool, run_components, the
 from capacity_demands import CATALOG, CRITERIA, ROWS
 from plan_helpers import plan_of
 from rollout_helpers import committed_config
@@ -21,7 +21,9 @@ from serving_stack.components.autoscaling import (
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
+from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour,
     adapter_name,
@@ -116,13 +118,12 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     dgd = next(o for o in kubernetes_objects(rendered_stack("dev").resources) if o["kind"] == "DynamoGraphDeployment")
     _, objects = _objects_for(plain_numbers(dgd))
     ca = FACTS.clusterAutoscaler
-    pool_tags = node_group_autoscaler_tags("c1", {"nemotron.nvidia.com/pool": "gpu"}, "NVIDIA-H200", 8, 16)
 
     def build() -> None:
         ServingAutoscaler("as", ServingAutoscalerArgs(keda=FACTS.keda.pin(), install_keda=True, scaled_objects=objects))
         ClusterAutoscaler("ca", ClusterAutoscalerArgs(
             cluster_name="c1", chart=ca.pin(), service_account=ca.serviceAccount, policy=cluster_autoscaler_policy("c1"),
-            values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), asg_tags=[("gpu", "asg-1", pool_tags)], tags={}))
+            values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), tags={}))
 
     run = run_components(build)
     releases = {r["chart"]: r for r in inputs(run, "kubernetes:helm.sh/v3:Release")}
@@ -136,5 +137,39 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     association = the(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert (association["namespace"], association["serviceAccount"]) == (ca.namespace, ca.serviceAccount)
     assert json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"]) == cluster_autoscaler_policy("c1")
-    tags = {t["tag"]["key"]: t["tag"]["value"] for t in inputs(run, "aws:autoscaling/tag:Tag")}
-    assert tags == pool_tags and all(t["autoscalingGroupName"] == "asg-1" for t in inputs(run, "aws:autoscaling/tag:Tag"))
+
+
+@pytest.mark.parametrize("switched_on", [True, False])
+def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
+    spec = ManagedPoolSpec.of(pool())
+    pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
+
+    def build() -> None:
+        GpuNodePool("gpu", GpuNodePoolArgs(
+            pool=spec, cluster_name="c1", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+            cluster_security_group_ids=[], node_managed_policies=[], tag_for_cluster_autoscaler=switched_on,
+            cluster_autoscaler_tags=pool_tags))
+
+    run = run_components(build)
+    recorded = inputs(run, "aws:autoscaling/tag:Tag")
+    if not switched_on:
+        assert recorded == []
+        return
+    assert {t["tag"]["key"]: t["tag"]["value"] for t in recorded} == pool_tags
+    assert not any(t["tag"]["propagateAtLaunch"] for t in recorded)
+    (group,) = run.of_type("aws:eks/nodeGroup:NodeGroup")
+    for tag in run.of_type("aws:autoscaling/tag:Tag"):  # the ASG name is read from this pool's node group
+        assert tag.parent == "nemotron:aws:GpuNodePool::gpu"
+        assert tag.inputs["autoscalingGroupName"] == f"eks-{group.name}-asg"
+        assert tag.property_dependencies["autoscalingGroupName"] == [f"aws:eks/nodeGroup:NodeGroup::{group.name}"]
+
+
+def test_switching_the_tags_on_without_tags_is_refused() -> None:
+    def build() -> None:
+        GpuNodePool("gpu", GpuNodePoolArgs(
+            pool=ManagedPoolSpec.of(pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
+            subnet_id="subnet-0aaaaaaaaaaaaaaaa", cluster_security_group_ids=[], node_managed_policies=[],
+            tag_for_cluster_autoscaler=True))
+
+    with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
+        run_components(build)

@@ -58,6 +58,8 @@ def select_targets(config: StackConfig, catalog: Catalog) -> tuple[list[Selected
     errors: list[ConfigError] = []
     seen: set[str] = set()
     cached = set(config.modelCache.checkpoints.all)
+    if isinstance(config.targets, str):  # `auto`: serving_stack.plan.auto_targets expands it first
+        raise ValueError("targets: auto must be expanded into the planned targets before they are selected")
     for index, target in enumerate(config.targets):
         if target.id not in catalog.recipes:
             errors.append(ConfigError(f"targets[{index}].id", f"unknown target {target.id!r}", ", ".join(catalog.recipes)))
