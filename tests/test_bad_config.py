@@ -26,7 +26,7 @@ BAD_CONFIGS = {
     "unknown nested key": (_with("modelCache.sizee", "1Ti"), "modelCache.sizee: unknown key; allowed: storageClassName, size"),
     "unknown target id": (_with("targets.0.id", "vllm/agg-h100-eagle"), "targets[0].id: unknown target 'vllm/agg-h100-eagle'; allowed: vllm/agg-b200"),
     "target id wrong type": (_with("targets.0.id", 7), "targets[0].id: Input should be a valid string"),
-    "targets not a list": (_with("targets", {"id": "vllm/agg-h100-mtp"}), "targets: Input should be a valid list"),
+    "targets not a list": (_with("targets", {"id": "vllm/agg-h100-mtp"}), "targets: must be a list of targets or the string 'auto'"),
     "negative replicas": (_with("targets.0.replicas", {"agg": -1}), "targets[0].replicas.agg: Input should be greater than or equal to 0"),
     "replicas not an integer": (_with("targets.0.replicas", {"agg": "two"}), "targets[0].replicas.agg: Input should be a valid integer"),
     "replicas of an unknown component": (_with("targets.0.replicas", {"VllmDecodeWorker": 2}), "targets[0].replicas.VllmDecodeWorker: no such component; allowed: Frontend, agg"),

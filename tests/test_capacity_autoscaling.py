@@ -23,7 +23,6 @@ from serving_stack.components.autoscaling import (
 )
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
-from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour,
     adapter_name,
@@ -35,6 +34,7 @@ from serving_stack.plan.autoscaling_plan import (
     node_group_autoscaler_tags,
     scaled_object,
 )
+from serving_stack.plan.pools import ManagedPoolSpec
 from tools.mock_runtime import PROJECT_DIR, plain_numbers
 from tools.render import kubernetes_objects
 

@@ -17,6 +17,7 @@ PULL_SECRET = "ngc-pull"
 REGISTRY = "registry.example.com/mirror/ai-dynamo"
 TAG = "1.5.0-mirror.2"
 REPLICAS = {"vllm/agg-h200-dspark-kv-router": {"agg": 2}, "vllm/disagg-h100-mtp": {"VllmDecodeWorker": 3}}
+AUTOSCALED = {"vllm/disagg-h100-mtp": {"minReplicaSets": 1, "maxReplicaSets": 4}, "vllm/agg-b200-mtp": {"maxReplicaSets": 2}}
 
 pytestmark = pytest.mark.skipif(not reference_exists(), reason="../shared/reference is not beside this checkout")
 
@@ -41,6 +42,8 @@ def _documented_change(target_id: str, path: str, change: str, new_value) -> boo
     match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", path)
     if match:
         return new_value in REPLICAS.get(target_id, {}).values()
+    if re.fullmatch(r"root\['spec'\]\['components'\]\[\d+\]\['scalingAdapter'\]", path):  # autoscaling.targets
+        return change == "dictionary_item_added" and target_id in AUTOSCALED and new_value == {"enabled": True}
     return False
 
 
@@ -61,6 +64,7 @@ def all_targets_run():
         kubernetes={"namespace": NAMESPACE, "cluster": {"source": "kubeconfig", "context": "test"}},
         dynamo={"imagePullSecret": PULL_SECRET, "runtime": {"registry": REGISTRY, "tag": TAG}},
         targets=[{"id": t, "replicas": REPLICAS.get(t, {})} for t in load_catalog().recipes],
+        autoscaling={"prometheusUrl": "http://prometheus.example.svc:9090", "targets": AUTOSCALED},
     )
     return run_config(config)
 
@@ -89,6 +93,10 @@ def test_documented_settings_took_effect(all_targets_run):
     assert len(dgds) == 30
     kv_router = {c["name"]: c for c in dgds["vllm-agg-h200-dspark-kv-router"]["spec"]["components"]}
     assert kv_router["agg"]["replicas"] == 2
+    for target_id in AUTOSCALED:
+        components = dgds[load_catalog().recipe(target_id).name]["spec"]["components"]
+        assert {c["name"] for c in components if c.get("scalingAdapter")} == \
+               {c["name"] for c in components if c["type"] != "frontend"}
     for dgd in dgds.values():
         assert dgd["metadata"]["namespace"] == NAMESPACE
         assert dgd["metadata"]["annotations"][WAIT_FOR_ANNOTATION] == "condition=Ready"

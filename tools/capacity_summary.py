@@ -3,6 +3,7 @@ each Dynamo target where it runs, the time a new GPU node takes to serve per poo
 Everything comes from the plan the program built (`StackPlan.capacity`), nothing is recomputed here."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from serving_stack.plan.node_ready import node_ready_markdown
@@ -30,8 +31,8 @@ def _token_cost_rows(costs: tuple[TargetTokenCost, ...]) -> list[str]:
     return lines
 
 
-def _trigger(obj: dict[str, Any], name: str) -> str:
-    return next(str(t["metadata"]["threshold"]) for t in obj["spec"]["triggers"] if t["name"] == name)
+def _trigger(spec: Mapping[str, Any], name: str) -> str:
+    return next(str(t["metadata"]["threshold"]) for t in spec["triggers"] if t["name"] == name)
 
 
 def _scaling(capacity: StackCapacity) -> list[str]:
@@ -44,9 +45,11 @@ def _scaling(capacity: StackCapacity) -> list[str]:
                   "replica, TTFT p50 against the SLO. Pulumi ignores the replicas it owns.", "",
                   "| ScaledObject | replicas | in flight / replica | queued / replica | TTFT p50 (s) |",
                   "| --- | --- | --- | --- | --- |"]
-        lines += [f"| `{obj['metadata']['name']}` | {obj['spec']['minReplicaCount']}..{obj['spec']['maxReplicaCount']} | "
-                  f"{_trigger(dict(obj), 'inflight-per-replica')} | {_trigger(dict(obj), 'queue-per-replica')} | "
-                  f"{_trigger(dict(obj), 'ttft-p50-vs-slo')} |" for obj in serving.scaled_objects]
+        for obj in serving.scaled_objects:
+            spec = obj["spec"]
+            lines.append(f"| `{obj['metadata']['name']}` | {spec['minReplicaCount']}..{spec['maxReplicaCount']} | "
+                         f"{_trigger(spec, 'inflight-per-replica')} | {_trigger(spec, 'queue-per-replica')} | "
+                         f"{_trigger(spec, 'ttft-p50-vs-slo')} |")
         lines.append("")
     if cluster is not None:
         pools = ", ".join(f"`{pool}`" for pool in cluster.pool_tags) or "none"

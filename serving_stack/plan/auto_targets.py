@@ -4,8 +4,10 @@ The cheapest plan (`serving_stack.plan.capacity`) becomes the config a user woul
 `make plan` prints under "Stack config this plan implies": one target per placement, its worker replicas
 at replica sets x the recipe's published replicas, pinned to its pool; and, where the stack manages node
 groups (`aws.cluster` set), one node pool per (instance type, capacity type) of the plan, all in one zone.
-Every check then runs on that config as if it had been written, so a later problem names the implied key
-(`targets[0]...`, `aws.nodePools[0]...`); what only `auto` can get wrong names `demand`.
+The model cache also downloads what the planned targets load (a draft checkpoint the config does not list is
+added to `modelCache.checkpoints.drafts`: the user did not choose the targets). Every check then runs on that
+config as if it had been written, so a later problem names the implied key (`targets[0]...`,
+`aws.nodePools[0]...`); what only `auto` can get wrong names `demand`.
 
 A pool's desired size is the plan's node count. With `autoscaling`, its min and max sizes hold the GPUs its
 targets need at their `minReplicaSets` and `maxReplicaSets` (a target not autoscaled counts at its planned
@@ -70,7 +72,7 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
                           "or list the targets")
     if aws is None or aws.cluster is None:  # nodes the stack does not manage: the targets alone
         targets = plan_to_stack_config(plan, by_id)["targets"]
-        return _with(config, [{k: v for k, v in t.items() if k != "nodePool"} for t in targets], None), \
+        return _with(config, [{k: v for k, v in t.items() if k != "nodePool"} for t in targets], None, facts), \
             AutoTargets(demand, plan)
     zone = _zone(config.demand.availabilityZone, aws)
     implied = plan_to_stack_config(plan, by_id, availability_zone=zone)
@@ -82,11 +84,18 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
             problem = str(error).removeprefix(f"{error.key_path}: ")
             raise ConfigError(error.key_path, f"the plan's {pool['instanceType']} pool: {problem}")
     return _with(config, implied["targets"], aws.model_copy(update={
-        "nodePools": [NodePoolConfig.model_validate(pool) for pool in pools]})), AutoTargets(demand, plan)
+        "nodePools": [NodePoolConfig.model_validate(pool) for pool in pools]}), facts), AutoTargets(demand, plan)
 
 
-def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsConfig]) -> StackConfig:
-    update: dict[str, Any] = {"targets": [TargetConfig.model_validate(target) for target in targets]}
+def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsConfig], facts: Facts) -> StackConfig:
+    cache = config.modelCache
+    loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
+    missing = [repo for repo in dict.fromkeys(loaded) if repo not in cache.checkpoints.all]
+    checkpoints = cache.checkpoints.model_copy(update={"drafts": [*cache.checkpoints.drafts, *missing]})
+    update: dict[str, Any] = {
+        "targets": [TargetConfig.model_validate(target) for target in targets],
+        "modelCache": cache.model_copy(update={"checkpoints": checkpoints}),
+    }
     if aws is not None:
         update["aws"] = aws
     return config.model_copy(update=update)
@@ -99,9 +108,9 @@ def _zone(wanted: Optional[str], aws: AwsConfig) -> str:
     assert aws.cluster is not None
     create, existing = aws.cluster.create, aws.cluster.existing
     if create is not None:
-        return create.availabilityZones[0]
+        return str(create.availabilityZones[0])
     assert existing is not None
-    return sorted(existing.privateSubnetIds)[0]
+    return str(sorted(existing.privateSubnetIds)[0])
 
 
 def _sized(entry: dict[str, Any], plan: Plan, rows: dict[str, CandidateRow],

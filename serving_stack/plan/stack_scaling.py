@@ -102,8 +102,8 @@ def _fit(scaling: AutoscalingConfig, facts: Facts, targets: Sequence[PlannedTarg
             scaled = next(t.selected.id for t in on_pool if t.selected.id in scaling.targets)
             errors.append(ConfigError(f"autoscaling.targets.{scaled}.maxReplicaSets", f"the targets on pool "
                                       f"{pool.name!r} need {most} GPUs at their maxReplicaSets; the pool holds "
-                                      f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs",
-                                      f"fewer sets, or aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}"))
+                                      f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs", f"fewer sets, or "
+                                      f"aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}"))
     return errors
 
 
@@ -126,7 +126,8 @@ def _serving(scaling: AutoscalingConfig, facts: Facts, targets: Sequence[Planned
         objects += [scaled_object(c, namespace, prometheus_url, queries, behaviour) for c in components]
         scaled = set(row.worker_replicas)
         dgd = enable_scaling_adapters(target.dgd, scaled)
-        patched.append(dataclasses.replace(target, dgd=dgd, ignored_replica_paths=tuple(ignored_replica_paths(dgd, scaled))))
+        paths = tuple(ignored_replica_paths(dgd, scaled))
+        patched.append(dataclasses.replace(target, dgd=dgd, ignored_replica_paths=paths))
     keda = facts.autoscaling.keda.pin()
     return patched, ServingScalingPlan(keda, scaling.installKeda, tuple(objects))
 
