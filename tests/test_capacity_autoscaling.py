@@ -9,7 +9,8 @@ import crd_schemas
 import jsonschema
 import pytest
 import yaml
-from aws_helpers import inputs, pool, run_components, the
+from aws_helpers import inputs, run_components, the
+from aws_helpers import pool as h200_pool
 from capacity_demands import CATALOG, CRITERIA, ROWS
 from plan_helpers import plan_of
 from rollout_helpers import committed_config
@@ -97,7 +98,8 @@ def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero(
     for pool in pools:
         tags = node_group_autoscaler_tags("nemotron-prod", pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces)
         prefix = "k8s.io/cluster-autoscaler/node-template"
-        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true" and tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"
+        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
+        assert tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"
         assert {k.removeprefix(f"{prefix}/label/"): v for k, v in tags.items() if k.startswith(f"{prefix}/label/")} == \
                {**pool.node_labels, "nvidia.com/gpu.product": pool.gpu_product}
         assert tags[f"{prefix}/taint/nvidia.com/gpu"] == "true:NoSchedule"
@@ -108,9 +110,11 @@ def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero(
 def test_cluster_autoscaler_policy_is_least_privilege() -> None:
     policy = cluster_autoscaler_policy("c1")
     actions = [a for s in policy["Statement"] for a in s["Action"]]
-    assert "*" not in actions and not any(a.endswith(":*") for a in actions)
+    assert "*" not in actions
+    assert not any(a.endswith(":*") for a in actions)
     writes = [s for s in policy["Statement"] if {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"} & set(s["Action"])]
-    assert len(writes) == 1 and writes[0]["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned"}}
+    assert len(writes) == 1
+    assert writes[0]["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned"}}
     assert all(s["Resource"] != "*" for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"])
 
 
@@ -141,7 +145,7 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
 
 @pytest.mark.parametrize("switched_on", [True, False])
 def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
-    spec = ManagedPoolSpec.of(pool())
+    spec = ManagedPoolSpec.of(h200_pool())
     pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
 
     def build() -> None:
@@ -167,7 +171,7 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
 def test_switching_the_tags_on_without_tags_is_refused() -> None:
     def build() -> None:
         GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
+            pool=ManagedPoolSpec.of(h200_pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
             subnet_id="subnet-0aaaaaaaaaaaaaaaa", cluster_security_group_ids=[], node_managed_policies=[],
             tag_for_cluster_autoscaler=True))
 
