@@ -56,7 +56,8 @@ def _scaling(capacity: StackCapacity) -> list[str]:
         lines += [f"cluster-autoscaler (chart {cluster.chart.version}, image {cluster.values['image']['tag']}) grows "
                   f"and shrinks the GPU pools {pools} between their min and max sizes; their Auto Scaling groups carry "
                   "the node-template tags that let it scale a pool up from zero.", ""]
-    return ["## Scaling with load", "", *(lines or ["Nothing scales with load: no `autoscaling` block.", ""])]
+    nothing = ["Nothing scales with load (no `autoscaling.targets`, no cluster-autoscaler).", ""]
+    return ["## Scaling with load", "", *(lines or nothing)]
 
 
 def capacity_markdown(capacity: StackCapacity) -> str:
