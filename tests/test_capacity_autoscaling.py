@@ -10,7 +10,6 @@ import jsonschema
 import pytest
 import yaml
 from aws_helpers import inputs, run_components, the
-from aws_helpers import pool as h200_pool
 from capacity_demands import CATALOG, CRITERIA, ROWS
 from plan_helpers import plan_of
 from rollout_helpers import committed_config
@@ -22,7 +21,6 @@ from serving_stack.components.autoscaling import (
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
 from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour,
@@ -35,7 +33,6 @@ from serving_stack.plan.autoscaling_plan import (
     node_group_autoscaler_tags,
     scaled_object,
 )
-from serving_stack.plan.pools import ManagedPoolSpec
 from tools.mock_runtime import PROJECT_DIR, plain_numbers
 from tools.render import kubernetes_objects
 
@@ -141,39 +138,3 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     association = the(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert (association["namespace"], association["serviceAccount"]) == (ca.namespace, ca.serviceAccount)
     assert json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"]) == cluster_autoscaler_policy("c1")
-
-
-@pytest.mark.parametrize("switched_on", [True, False])
-def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
-    spec = ManagedPoolSpec.of(h200_pool())
-    pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
-
-    def build() -> None:
-        GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=spec, cluster_name="c1", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0aaaaaaaaaaaaaaaa",
-            cluster_security_group_ids=[], node_managed_policies=[], tag_for_cluster_autoscaler=switched_on,
-            cluster_autoscaler_tags=pool_tags))
-
-    run = run_components(build)
-    recorded = inputs(run, "aws:autoscaling/tag:Tag")
-    if not switched_on:
-        assert recorded == []
-        return
-    assert {t["tag"]["key"]: t["tag"]["value"] for t in recorded} == pool_tags
-    assert not any(t["tag"]["propagateAtLaunch"] for t in recorded)
-    (group,) = run.of_type("aws:eks/nodeGroup:NodeGroup")
-    for tag in run.of_type("aws:autoscaling/tag:Tag"):  # the ASG name is read from this pool's node group
-        assert tag.parent == "nemotron:aws:GpuNodePool::gpu"
-        assert tag.inputs["autoscalingGroupName"] == f"eks-{group.name}-asg"
-        assert tag.property_dependencies["autoscalingGroupName"] == [f"aws:eks/nodeGroup:NodeGroup::{group.name}"]
-
-
-def test_switching_the_tags_on_without_tags_is_refused() -> None:
-    def build() -> None:
-        GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(h200_pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
-            subnet_id="subnet-0aaaaaaaaaaaaaaaa", cluster_security_group_ids=[], node_managed_policies=[],
-            tag_for_cluster_autoscaler=True))
-
-    with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
-        run_components(build)

@@ -1,18 +1,23 @@
 """Scaling with load in the whole program: prod with `targets: auto` and every planned target autoscaled. Each
 ScaledObject validates against the vendored KEDA CRD and targets the scaling adapter of a component of a DGD
 the stack creates (enabled there, its replicas ignored by Pulumi); cluster-autoscaler discovers every GPU node
-group of the created cluster by the tags on its own Auto Scaling group; a stack without `autoscaling` scales
-nothing; dev scales to zero."""
+group of the created cluster by the tags on its own Auto Scaling group (a GPU pool tags only when switched on);
+a stack without `autoscaling` scales nothing; dev scales to zero."""
 from __future__ import annotations
 
 import crd_schemas
+import pytest
+from aws_helpers import inputs, run_components
+from aws_helpers import pool as h200_pool
 from capacity_stacks import PROMETHEUS_URL, autoscaled_auto_targets
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config, key, of_type, records
 from stack_helpers import DGD_TYPE, run_config
 
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.names import POOL_LABEL
 from serving_stack.plan.autoscaling_plan import adapter_name, node_group_autoscaler_tags
+from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -96,3 +101,39 @@ def test_dev_scales_to_zero_on_its_own_prometheus_without_cluster_autoscaler() -
     assert {t["metadata"]["serverAddress"] for t in scaled.inputs["spec"]["triggers"]} == {PROMETHEUS_URL}
     assert run.of_type(HELM_RELEASE) == []
     assert run.of_type(TAG) == []
+
+
+@pytest.mark.parametrize("switched_on", [True, False])
+def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
+    spec = ManagedPoolSpec.of(h200_pool())
+    pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
+
+    def build() -> None:
+        GpuNodePool("gpu", GpuNodePoolArgs(
+            pool=spec, cluster_name="c1", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+            cluster_security_group_ids=[], node_managed_policies=[], tag_for_cluster_autoscaler=switched_on,
+            cluster_autoscaler_tags=pool_tags))
+
+    run = run_components(build)
+    recorded = inputs(run, "aws:autoscaling/tag:Tag")
+    if not switched_on:
+        assert recorded == []
+        return
+    assert {t["tag"]["key"]: t["tag"]["value"] for t in recorded} == pool_tags
+    assert not any(t["tag"]["propagateAtLaunch"] for t in recorded)
+    (group,) = run.of_type("aws:eks/nodeGroup:NodeGroup")
+    for tag in run.of_type("aws:autoscaling/tag:Tag"):  # the ASG name is read from this pool's node group
+        assert tag.parent == "nemotron:aws:GpuNodePool::gpu"
+        assert tag.inputs["autoscalingGroupName"] == f"eks-{group.name}-asg"
+        assert tag.property_dependencies["autoscalingGroupName"] == [f"aws:eks/nodeGroup:NodeGroup::{group.name}"]
+
+
+def test_switching_the_tags_on_without_tags_is_refused() -> None:
+    def build() -> None:
+        GpuNodePool("gpu", GpuNodePoolArgs(
+            pool=ManagedPoolSpec.of(h200_pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
+            subnet_id="subnet-0aaaaaaaaaaaaaaaa", cluster_security_group_ids=[], node_managed_policies=[],
+            tag_for_cluster_autoscaler=True))
+
+    with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
+        run_components(build)
