@@ -108,7 +108,7 @@ for spec in plan.managed_pools:
         tag_for_cluster_autoscaler=cluster_scaling is not None,
         cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
     ), opts=on_aws)
-if cluster_scaling and cluster.eks:
+if cluster_scaling and cluster.eks and aws_provider:
     ClusterAutoscaler("cluster-autoscaler", ClusterAutoscalerArgs(
         cluster_name=cluster.eks.cluster_name, chart=cluster_scaling.chart,
         service_account=cluster_scaling.service_account, policy=cluster_scaling.policy,
