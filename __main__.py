@@ -8,6 +8,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from serving_stack.components.autoscaling import (
+    ClusterAutoscaler,
+    ClusterAutoscalerArgs,
+    ServingAutoscaler,
+    ServingAutoscalerArgs,
+)
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
@@ -91,6 +97,7 @@ on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider 
 cluster = cluster_handles(plan, on_aws)
 on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
 tags = dict(plan.aws.tags) if plan.aws else {}
+cluster_scaling = plan.capacity.cluster_scaling
 
 for spec in plan.managed_pools:
     GpuNodePool(f"pool-{spec.name}", GpuNodePoolArgs(
@@ -99,7 +106,15 @@ for spec in plan.managed_pools:
                                      else cluster.subnets_by_az[spec.availability_zone]),
         cluster_security_group_ids=cluster.node_security_groups,
         node_managed_policies=plan.aws.node_managed_policies if plan.aws else (), tags=tags,
+        tag_for_cluster_autoscaler=cluster_scaling is not None,
+        cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
     ), opts=on_aws)
+if cluster_scaling and cluster.eks and aws_provider:
+    ClusterAutoscaler("cluster-autoscaler", ClusterAutoscalerArgs(
+        cluster_name=cluster.eks.cluster_name, chart=cluster_scaling.chart,
+        service_account=cluster_scaling.service_account, policy=cluster_scaling.policy,
+        values=cluster_scaling.values, tags=tags,
+    ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}))
 if plan.device_plugins:
     DevicePlugins("device-plugins", DevicePluginsArgs(
         plugins=plan.device_plugins.pins, efa_instance_types=plan.device_plugins.efa_instance_types,
@@ -147,11 +162,22 @@ if serving.platform.install:
                                    depends_on=monitoring.crds_ready if monitoring else []))
     platform_release.append(platform.release)
 graphs: dict[str, pulumi.Resource] = {}
+serving_targets = []
 for target in serving.targets:
-    graphs[target.selected.id] = ServingTarget(target.resource_name, ServingTargetArgs(
+    serving_target = ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
         depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
-    ), opts=on_cluster).dgd
+        ignore_replicas=target.ignored_replica_paths,
+    ), opts=on_cluster)
+    serving_targets.append(serving_target)
+    graphs[target.selected.id] = serving_target.dgd
+serving_scaling = plan.capacity.serving_scaling
+if serving_scaling:
+    # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
+    ServingAutoscaler("autoscaling", ServingAutoscalerArgs(
+        keda=serving_scaling.keda, install_keda=serving_scaling.install_keda,
+        scaled_objects=serving_scaling.scaled_objects, depends_on=serving_targets,
+    ), opts=on_cluster)
 if plan.operability:
     Operability("operability", OperabilityArgs.from_plan(
         plan.operability, namespace=serving_namespace.namespace_name, graphs=graphs,

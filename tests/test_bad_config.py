@@ -37,7 +37,7 @@ BAD_CONFIGS = {
     "unknown nested key": (_with("modelCache.sizee", "1Ti"), "modelCache.sizee: unknown key; allowed: storageClassName, size"),
     "unknown target id": (_with("targets.0.id", "vllm/agg-h100-eagle"), "targets[0].id: unknown target 'vllm/agg-h100-eagle'; allowed: " + ", ".join(CATALOG.recipes)),
     "target id wrong type": (_with("targets.0.id", 7), "targets[0].id: Input should be a valid string"),
-    "targets not a list": (_with("targets", {"id": BASE_TARGET}), "targets: Input should be a valid list"),
+    "targets not a list": (_with("targets", {"id": BASE_TARGET}), "targets: must be a list of targets or the string 'auto'"),
     "negative replicas": (_with("targets.0.replicas", {WORKER: -1}), f"targets[0].replicas.{WORKER}: Input should be greater than or equal to 0"),
     "replicas not an integer": (_with("targets.0.replicas", {WORKER: "two"}), f"targets[0].replicas.{WORKER}: Input should be a valid integer"),
     "replicas of an unknown component": (_with("targets.0.replicas", {"NoSuchWorker": 2}), "targets[0].replicas.NoSuchWorker: no such component; allowed: " + ", ".join(BASE.component_names)),

@@ -102,6 +102,8 @@ def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Dif
             return d.change == "dictionary_item_added" and set(d.new) == {WAIT_FOR_ANNOTATION, TIMEOUT_ANNOTATION}
         if re.fullmatch(COMPONENT + r"\['podTemplate'\]\['metadata'\]", d.path):  # config checksum: pods roll
             return d.change == "dictionary_item_added" and set(d.new["annotations"]) == {CONFIG_CHECKSUM_ANNOTATION}
+        if re.fullmatch(COMPONENT + r"\['scalingAdapter'\]", d.path):  # autoscaling.targets: KEDA scales it
+            return d.change == "dictionary_item_added" and d.new == {"enabled": True}
         match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", d.path)
         if match:
             return bool(replicas.get(names[int(match.group(1))]) == d.new)

@@ -6,6 +6,7 @@ from typing import Optional
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
+from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
 from tools.operability_summary import operability_markdown
 
@@ -87,4 +88,6 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     sagemaker = [e for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd is not None]
     if sagemaker:
         lines += [f"**SageMaker endpoints:** ${sum(e.costPerHourUsd for e in sagemaker):,.2f}/h at initial instance counts.", ""]
+    if run.plan is not None:
+        lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)

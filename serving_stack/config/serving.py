@@ -1,7 +1,7 @@
 """Config blocks for the Kubernetes side of serving: cluster access, model cache, Dynamo, targets."""
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
 
@@ -123,3 +123,20 @@ class TargetConfig(Block):
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = {}
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None
+
+
+AUTO_TARGETS = "auto"
+_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
+
+
+def _target_list_or_auto(value: Any, _handler: Any) -> Any:
+    """`auto` as is, else the list validated on its own, so that errors name `targets[0].id`, not a union member."""
+    if value == AUTO_TARGETS:
+        return value
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of targets or the string {AUTO_TARGETS!r} (the capacity plan of `demand`)")
+    return _TARGET_LIST.validate_python(value, strict=True)
+
+
+# `targets: auto` deploys the capacity plan of the `demand:` block (`serving_stack.plan.auto_targets`).
+Targets = Annotated[Union[Literal["auto"], list[TargetConfig]], pydantic.WrapValidator(_target_list_or_auto)]

@@ -13,6 +13,7 @@ import pulumi
 import pydantic
 
 from serving_stack import pulumi_private
+from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.demand import DemandConfig
 from serving_stack.config.monitoring import MonitoringConfig
@@ -22,7 +23,7 @@ from serving_stack.config.serving import (
     DynamoConfig,
     KubernetesConfig,
     ModelCacheConfig,
-    TargetConfig,
+    Targets,
 )
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, from_validation_error
@@ -34,12 +35,13 @@ class StackConfig(Block):
     kubernetes: KubernetesConfig = KubernetesConfig()
     modelCache: ModelCacheConfig
     dynamo: DynamoConfig = DynamoConfig()
-    targets: list[TargetConfig] = pydantic.Field(default_factory=list)
+    targets: Targets = pydantic.Field(default_factory=list)
     sagemaker: SageMakerConfig = SageMakerConfig()
     aws: Optional[AwsConfig] = None
     monitoring: MonitoringConfig = MonitoringConfig()
     demand: Optional[DemandConfig] = None
     operability: OperabilityConfig = OperabilityConfig()
+    autoscaling: Optional[AutoscalingConfig] = None
 
 
 def parse_stack_config(raw: dict[str, Any]) -> StackConfig:

@@ -18,6 +18,7 @@ kept byte for byte (the conformance test holds the stack to that):
 | (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
 | `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
+| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
 """
 from __future__ import annotations
 

@@ -29,11 +29,14 @@ from serving_stack.plan.targets import SelectedTarget
 
 @dataclass(frozen=True)
 class PlannedTarget:
+    """`ignored_replica_paths`: the DGD's replica fields an autoscaler owns (`serving_stack.plan.stack_scaling`)."""
+
     selected: SelectedTarget
     pool: Optional[ResolvedPool]
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     endpoint: ServingEndpoint
+    ignored_replica_paths: tuple[str, ...] = ()
 
     @property
     def resource_name(self) -> str:

@@ -16,6 +16,7 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
+from serving_stack.plan.auto_targets import expand_auto_targets
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
@@ -42,6 +43,7 @@ from serving_stack.plan.serving import (
     platform_chart,
     serving_settings,
 )
+from serving_stack.plan.stack_capacity import StackCapacity, plan_stack_capacity
 from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
 from serving_stack.plan.targets import select_targets
 from serving_stack.plan.watched_targets import watched_target
@@ -167,6 +169,7 @@ class StackPlan:
     pool_costs: tuple[PoolCostRow, ...]
     monitoring: Optional[MonitoringPlan]
     operability: Optional[OperabilityPlan]
+    capacity: StackCapacity
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:
@@ -252,7 +255,9 @@ def build_plan(
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
-    `secrets` are the secret keys the stack sets (their values never reach the plan)."""
+    `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
+    expanded into the capacity plan of `demand` first, and checked like a written config."""
+    config, auto = expand_auto_targets(config, facts)
     _check(config, facts, secrets)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
@@ -267,6 +272,8 @@ def build_plan(
     monitoring = _monitoring(config, targets, facts, checks)
     if monitoring is not None:
         values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
+    targets_deployed, capacity = plan_stack_capacity(config, facts, targets, tuple(pools.values()), auto,
+                                                     monitoring.prometheus_url if monitoring else None)
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
@@ -281,7 +288,7 @@ def build_plan(
         prewarm_pools=tuple(plan_prewarm(config, targets)),
         platform=DynamoPlatformPlan(platform.install, platform.namespace, platform.releaseName, chart_url,
                                     MappingProxyType(values)),
-        targets=tuple(targets),
+        targets=targets_deployed,
     )
     account = None
     if config.aws is not None:
@@ -293,7 +300,7 @@ def build_plan(
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
-        monitoring=monitoring,
+        monitoring=monitoring, capacity=capacity,
         operability=plan_operability(checks, targets, serving.namespace, serving.model_cache_claim["metadata"]["name"],
                                      facts.catalog.criteria, monitoring.release_label if monitoring else None,
                                      facts.platform.readiness.imagePullAllowanceSeconds),
