@@ -17,6 +17,7 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
+MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
@@ -70,14 +71,15 @@ CpuQuantity = bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256"
 HfRepo = matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 PinnedImage = matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
 Registry = matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
-StorageClassName = matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+StorageClassName = matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
 
 
 class Block(pydantic.BaseModel):
     """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
-    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean."""
+    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or
+    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING)
 
 
 KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")

@@ -15,6 +15,7 @@ from serving_stack.facts.catalog import (
     load_catalog,
     load_platform,
 )
+from serving_stack.facts.checkpoints import CheckpointSizes, load_checkpoint_sizes
 from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
@@ -35,6 +36,7 @@ class Facts:
     metrics: MetricsCatalog
     monitoring: MonitoringFacts
     dashboards: tuple[DashboardSpec, ...]
+    checkpoints: CheckpointSizes
 
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
@@ -43,4 +45,5 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         sagemaker_instances=load_instances(root), lmi=load_lmi(root),
         sagemaker_provisioning=load_instances_file(root).provisioningSeconds,
         metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
+        checkpoints=load_checkpoint_sizes(root),
     )

@@ -16,6 +16,7 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
+from serving_stack.plan.cache_size import check_checkpoint_room
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
@@ -40,6 +41,7 @@ from serving_stack.plan.serving import (
     platform_chart,
     serving_settings,
 )
+from serving_stack.plan.stack_region import check_stack_region
 from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
 from serving_stack.plan.targets import select_targets
 from serving_stack.plan.watched_targets import watched_target
@@ -170,9 +172,12 @@ class StackPlan:
         return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
 
 
-def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
+def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
     selected, errors = select_targets(config, facts.catalog)
+    errors += check_checkpoint_room(config.modelCache, [r for s in selected for r in s.recipe.checkpoints],
+                                    facts.checkpoints)
+    errors += check_stack_region(config.aws, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
@@ -247,7 +252,7 @@ def build_plan(
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
     `secrets` are the secret keys the stack sets (their values never reach the plan)."""
-    _check(config, facts, secrets)
+    _check(config, facts, secrets, default_region)
     selected, _ = select_targets(config, facts.catalog)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
