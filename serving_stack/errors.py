@@ -58,7 +58,7 @@ def key_path(parts: Iterable[Any], prefix: str = "") -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         elif part != "[key]":
-            name = bounded(part, MAX_KEY, quote=False)
+            name = bounded(part, MAX_KEY, quote=False) if part != "" else "''"
             text += f".{name}" if text else name
     return prefix + text
 

@@ -105,17 +105,22 @@ def _ipv4_cidr(value: str) -> str:
 Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
 
 
+def _aws_tag_key(key: str) -> str:
+    """AWS tag rules for keys (values are at most 256 characters); errors name the tag's key."""
+    if key.lower().startswith("aws:"):
+        raise ValueError("the tag key prefix aws: is reserved for AWS")
+    if not 1 <= len(key) <= 128:
+        raise ValueError("a tag key is 1-128 characters")
+    return key
+
+
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
-    """AWS tag rules: keys 1-128 and values 0-256 characters; the `aws:` prefix is reserved for AWS."""
-    for key, value in tags.items():
-        if key.lower().startswith("aws:"):
-            raise ValueError(f"tag key {key[:60]!r} uses the prefix aws:, which AWS reserves")
-        if not 1 <= len(key) <= 128 or len(value) > 256:
-            raise ValueError(f"tag {key[:60]!r}: keys are 1-128 characters, values at most 256")
     if len(tags) > 40:  # the stack adds its own (Name, pool) to the 50 AWS allows per resource
         raise ValueError(f"{len(tags)} tags; at most 40 (AWS allows 50 per resource, the stack adds its own)")
     return tags
 
 
-AwsTags = Annotated[dict[str, str], pydantic.AfterValidator(_aws_tags)]
+AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
+AwsTagValue = Annotated[str, pydantic.Field(max_length=256)]
+AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]

@@ -177,7 +177,7 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_r
     selected, errors = select_targets(config, facts.catalog)
     errors += check_checkpoint_room(config.modelCache, [r for s in selected for r in s.recipe.checkpoints],
                                     facts.checkpoints)
-    errors += check_stack_region(config.aws, default_region, facts.aws.regions)
+    errors += check_stack_region(config, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
