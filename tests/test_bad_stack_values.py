@@ -108,3 +108,13 @@ def test_the_pvc_bound_is_the_checkpoint_sizes(project):
     assert line.endswith(f"; allowed: >= {enough}")
     estimates = sum(SIZES.size(r).estimate for r in DEV_CHECKPOINTS)
     assert (f"{estimates} of them estimates" in line) == bool(estimates)
+
+
+@pytest.mark.parametrize(("stack", "key", "value"), [
+    ("prod", "sagemaker.endpoints[0].autoscaling.targetInvocationsPerInstance", Raw(".inf")),
+    ("prod", "demand.budgetUsdPerHour", Raw(".inf")),
+    ("prod", "demand.slo.maxTtftP50Ms", Raw(".nan")),
+    ("prod", "aws.nodePools[0].rootVolumeGiB", 10**6),
+])
+def test_infinite_and_oversized_numbers_are_refused(project, stack, key, value):
+    assert_refused(project, edited(stack, {key: value}), key)

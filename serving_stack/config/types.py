@@ -77,9 +77,11 @@ StorageClassName = matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a
 class Block(pydantic.BaseModel):
     """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
     and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or
-    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input."""
+    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is
+    infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING,
+                                       allow_inf_nan=False)
 
 
 KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
