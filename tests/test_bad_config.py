@@ -58,7 +58,7 @@ BAD_CONFIGS = {
     "runtime tag not semver": (_with("dynamo", {"runtime": {"tag": "nightly"}}), "dynamo.runtime.tag: must be a semantic version"),
     "chart version not semver": (_with("dynamo", {"platform": {"chartVersion": "latest"}}), "dynamo.platform.chartVersion: must be a semantic version"),
     "namespace not a DNS label": (_with("kubernetes.namespace", "Nemotron_Prod"), "kubernetes.namespace: must be a DNS label"),
-    "cache size not a quantity": (_with("modelCache.size", "300 gigs"), "modelCache.size: must be a Kubernetes quantity"),
+    "cache size not a quantity": (_with("modelCache.size", "300 gigs"), "modelCache.size: must be a storage size such as 300Gi"),
     "missing storage class": (_with("modelCache", {"size": "300Gi"}), "modelCache.storageClassName: Field required"),
     "download deadline too short": (_with("modelCache.download", {"activeDeadlineSeconds": 5}), "modelCache.download.activeDeadlineSeconds: Input should be greater than or equal to 60"),
     "cluster source unknown": (_with("kubernetes.cluster.source", "gke"), "kubernetes.cluster.source: Input should be 'kubeconfig' or 'eks'"),

@@ -7,13 +7,15 @@ import pydantic
 
 from serving_stack.config.types import (
     Block,
+    CpuQuantity,
     DnsLabel,
     HfRepo,
+    MemorySize,
     PinnedImage,
-    Quantity,
     Registry,
     SemVer,
     StorageClassName,
+    StorageSize,
 )
 
 
@@ -59,8 +61,8 @@ class PrewarmConfig(Block):
     threads: int = pydantic.Field(default=8, ge=1, le=64)
     # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
     # kernel evicts what was just warmed. Requests stay small so the DaemonSet never blocks scheduling.
-    memoryLimit: Quantity = "64Gi"
-    cpuLimit: Quantity = "2"
+    memoryLimit: MemorySize = "64Gi"
+    cpuLimit: CpuQuantity = "2"
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
 
 
@@ -70,7 +72,7 @@ class ModelCacheConfig(Block):
     file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
 
     storageClassName: StorageClassName
-    size: Optional[Quantity] = None  # unset: the upstream claim's size
+    size: Optional[StorageSize] = None  # unset: the upstream claim's size
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()

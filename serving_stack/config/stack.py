@@ -26,7 +26,7 @@ from serving_stack.config.serving import (
     Targets,
 )
 from serving_stack.config.types import Block
-from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.errors import MAX_KEY, ConfigError, bounded, from_validation_error
 
 SECRET_KEYS = ("hfToken", "ngcApiKey")
 
@@ -49,7 +49,7 @@ def parse_stack_config(raw: dict[str, Any]) -> StackConfig:
     allowed = [*StackConfig.model_fields, *SECRET_KEYS]
     unknown = [key for key in raw if key not in allowed]
     if unknown:
-        raise ConfigError(unknown[0], "unknown config key", ", ".join(allowed))
+        raise ConfigError(bounded(unknown[0], MAX_KEY, quote=False), "unknown config key", ", ".join(allowed))
     try:
         return StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
     except pydantic.ValidationError as exc:

@@ -17,6 +17,7 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
+MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
@@ -74,14 +75,17 @@ CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m"
 HfRepo = Annotated[str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")]
 PinnedImage = Annotated[str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")]
 Registry = Annotated[str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")]
-StorageClassName = Annotated[str, matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")]
+StorageClassName = Annotated[str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")]
 
 
 class Block(pydantic.BaseModel):
     """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
-    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean."""
+    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or
+    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is
+    infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING,
+                                       allow_inf_nan=False)
 
 
 KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
@@ -107,17 +111,22 @@ def _ipv4_cidr(value: str) -> str:
 Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
 
 
+def _aws_tag_key(key: str) -> str:
+    """AWS tag rules for keys (values are at most 256 characters); errors name the tag's key."""
+    if key.lower().startswith("aws:"):
+        raise ValueError("the tag key prefix aws: is reserved for AWS")
+    if not 1 <= len(key) <= 128:
+        raise ValueError("a tag key is 1-128 characters")
+    return key
+
+
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
-    """AWS tag rules: keys 1-128 and values 0-256 characters; the `aws:` prefix is reserved for AWS."""
-    for key, value in tags.items():
-        if key.lower().startswith("aws:"):
-            raise ValueError(f"tag key {key[:60]!r} uses the prefix aws:, which AWS reserves")
-        if not 1 <= len(key) <= 128 or len(value) > 256:
-            raise ValueError(f"tag {key[:60]!r}: keys are 1-128 characters, values at most 256")
     if len(tags) > 40:  # the stack adds its own (Name, pool) to the 50 AWS allows per resource
         raise ValueError(f"{len(tags)} tags; at most 40 (AWS allows 50 per resource, the stack adds its own)")
     return tags
 
 
-AwsTags = Annotated[dict[str, str], pydantic.AfterValidator(_aws_tags)]
+AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
+AwsTagValue = Annotated[str, pydantic.Field(max_length=256)]
+AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]

@@ -17,6 +17,7 @@ from serving_stack.facts.catalog import (
     load_catalog,
     load_platform,
 )
+from serving_stack.facts.checkpoints import CheckpointSizes, load_checkpoint_sizes
 from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
@@ -41,6 +42,7 @@ class Facts:
     capacity_prices: CapacityPricesFile
     autoscaling: AutoscalingFile
     node_ready: NodeReadyFile
+    checkpoints: CheckpointSizes
 
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
@@ -51,4 +53,5 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
         capacity_prices=load_capacity_prices(root), autoscaling=load_autoscaling(root),
         node_ready=load_node_ready_file(root),
+        checkpoints=load_checkpoint_sizes(root),
     )

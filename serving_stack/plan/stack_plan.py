@@ -17,6 +17,7 @@ from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.auto_targets import expand_auto_targets
+from serving_stack.plan.cache_size import check_checkpoint_room
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
@@ -44,6 +45,7 @@ from serving_stack.plan.serving import (
     serving_settings,
 )
 from serving_stack.plan.stack_capacity import StackCapacity, plan_stack_capacity
+from serving_stack.plan.stack_region import check_stack_region
 from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
 from serving_stack.plan.targets import select_targets
 from serving_stack.plan.watched_targets import watched_target
@@ -176,10 +178,14 @@ class StackPlan:
         return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
 
 
-def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
+def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
     cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
     selected, target_errors = select_targets(config, facts.catalog, cache.repos)
+    errors += target_errors
+    errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos,
+                                    [r for s in selected for r in s.recipe.checkpoints], facts.checkpoints)
+    errors += check_stack_region(config, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
@@ -258,7 +264,7 @@ def build_plan(
     `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
     expanded into the capacity plan of `demand` first, and checked like a written config."""
     config, auto = expand_auto_targets(config, facts)
-    _check(config, facts, secrets)
+    _check(config, facts, secrets, default_region)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.catalog import Catalog, Recipe
 
 
@@ -64,7 +64,7 @@ def select_targets(
         raise ValueError("targets: auto must be expanded into the planned targets before they are selected")
     for index, target in enumerate(config.targets):
         if target.id not in catalog.recipes:
-            errors.append(ConfigError(f"targets[{index}].id", f"unknown target {target.id!r}", ", ".join(catalog.recipes)))
+            errors.append(ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes)))
             continue
         if target.id in seen:
             errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))
