@@ -61,7 +61,7 @@ def test_dev_auto_on_an_existing_cluster_deploys_the_targets_without_pools() -> 
     assert [t.selected.id for t in plan.serving.targets] == list(scaling_bounds(plan_of_demand(config)))
     assert plan.pools == ()
     assert all(t.pool is None for t in plan.serving.targets)
-    downloaded = json.dumps(plan.serving.download_job)
+    downloaded = json.dumps(plan.serving.download_jobs)
     assert all(repo in downloaded for t in plan.serving.targets for repo in t.selected.recipe.checkpoints)
 
 

@@ -30,6 +30,7 @@ from serving_stack.plan.capacity_explain import binding_constraints
 from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
 from serving_stack.plan.capacity_model import CandidateRow, Demand, Slo, demand_of
 from serving_stack.plan.capacity_stack import plan_to_stack_config
+from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES
 from serving_stack.plan.zones import check_pool_zone
 
@@ -90,12 +91,15 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
 def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsConfig], facts: Facts) -> StackConfig:
     cache = config.modelCache
     loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
-    missing = [repo for repo in dict.fromkeys(loaded) if repo not in cache.checkpoints.all]
-    checkpoints = cache.checkpoints.model_copy(update={"drafts": [*cache.checkpoints.drafts, *missing]})
-    update: dict[str, Any] = {
-        "targets": [TargetConfig.model_validate(target) for target in targets],
-        "modelCache": cache.model_copy(update={"checkpoints": checkpoints}),
-    }
+    selection = select_model_cache(cache, facts.catalog.model_cache)[0]
+    missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
+    update: dict[str, Any] = {"targets": [TargetConfig.model_validate(target) for target in targets]}
+    if missing:  # the planned targets load checkpoints the cache would not fetch: fetch them too
+        fetched = [repo for job in selection.jobs for _, repo in job.checkpoints]
+        base = cache.checkpoints.base or fetched[0]
+        drafts = [repo for repo in dict.fromkeys(fetched) if repo != base] + missing
+        checkpoints = cache.checkpoints.model_copy(update={"base": base, "drafts": drafts})
+        update["modelCache"] = cache.model_copy(update={"checkpoints": checkpoints})
     if aws is not None:
         update["aws"] = aws
     return config.model_copy(update=update)

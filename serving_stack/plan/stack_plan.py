@@ -256,6 +256,14 @@ def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Fa
     )
 
 
+def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
+    """`modelCache.size` resolved once: the configured size, else the upstream claim's."""
+    if config.modelCache.size is not None:
+        return config
+    size = select_model_cache(config.modelCache, facts.catalog.model_cache)[0].size
+    return config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": size})})
+
+
 def build_plan(
     config: StackConfig, facts: Facts, *, default_region: Optional[str] = None, secrets: frozenset[str] = frozenset(),
 ) -> StackPlan:
@@ -264,6 +272,7 @@ def build_plan(
     `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
     expanded into the capacity plan of `demand` first, and checked like a written config."""
     config, auto = expand_auto_targets(config, facts)
+    config = _with_cache_size(config, facts)
     _check(config, facts, secrets, default_region)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
