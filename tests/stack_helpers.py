@@ -55,8 +55,10 @@ def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str, secr
 
 
 def all_targets_config(**overrides: Any) -> dict[str, Any]:
-    """A synthetic stack selecting every catalog target."""
-    return {**BASE_CONFIG, "targets": [{"id": target_id} for target_id in load_catalog().recipes], **overrides}
+    """A synthetic stack selecting every catalog target (one prewarm pod may then warm every checkpoint set of
+    its GPU, BF16 beside NVFP4, hence the memory limit)."""
+    cache = {**BASE_CONFIG["modelCache"], "prewarm": {"memoryLimit": "512Gi"}}
+    return {**BASE_CONFIG, "modelCache": cache, "targets": [{"id": t} for t in load_catalog().recipes], **overrides}
 
 
 @functools.cache

@@ -23,6 +23,7 @@ PULL_SECRET = "ngc-pull"
 REGISTRY = "registry.example.com/mirror/ai-dynamo"
 TAG = "1.5.0-mirror.2"
 STORAGE_CLASS = "conformance-rwx"
+PULL_SECRET_KEY = frozenset({"ngcApiKey"})  # the pull Secret the conformance config names needs the NGC key
 PREWARM_VOLUMES = ("prewarm-state", "prewarm-program")
 
 COMPONENT = r"root\['spec'\]\['components'\]\[\d+\]"
@@ -48,7 +49,8 @@ def conformance_config(targets: list[dict[str, Any]]) -> dict[str, Any]:
     """A raw stack config that sets every documented serving setting to a recognisable value."""
     return {
         "kubernetes": {"namespace": NAMESPACE, "cluster": {"source": "kubeconfig", "context": "conformance"}},
-        "modelCache": {"storageClassName": STORAGE_CLASS},
+        # Every target at once: one prewarm pod may warm every checkpoint set of its GPU (BF16 beside NVFP4).
+        "modelCache": {"storageClassName": STORAGE_CLASS, "prewarm": {"memoryLimit": "512Gi"}},
         "dynamo": {"imagePullSecret": PULL_SECRET, "runtime": {"registry": REGISTRY, "tag": TAG}},
         "targets": targets,
     }
@@ -150,13 +152,14 @@ def planned_conformance(facts: Facts) -> tuple[dict[str, list[str]], list[str]]:
     for recipe in facts.catalog.recipes.values():
         replicas = replicas_override(recipe)
         try:
-            plan = build_plan(parse_stack_config(conformance_config([{"id": recipe.id, "replicas": replicas}])), facts)
+            plan = build_plan(parse_stack_config(conformance_config([{"id": recipe.id, "replicas": replicas}])), facts,
+                              secrets=PULL_SECRET_KEY)
         except ConfigError as error:
             per_target[recipe.id] = [f"{recipe.id}: does not plan: {error}"]
             continue
         (planned,) = plan.serving.targets
         per_target[recipe.id] = target_problems(recipe, replicas, planned.config_map, planned.dgd)
-    plan = build_plan(parse_stack_config(conformance_config([])), facts)
+    plan = build_plan(parse_stack_config(conformance_config([])), facts, secrets=PULL_SECRET_KEY)
     cache = facts.catalog.model_cache
     problems = model_cache_problems("model-cache claim", cache.claim, plan.serving.model_cache_claim)
     for job, rendered in zip(cache.jobs, plan.serving.download_jobs, strict=True):

@@ -4,7 +4,7 @@ cache is charged to the pod's cgroup: a smaller limit evicts what was just read)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from serving_stack.config.serving import ModelCacheConfig
 from serving_stack.config.types import quantity_value
@@ -25,13 +25,15 @@ def _too_small(key: str, value: str, what: str, repositories: list[str], sizes: 
     return [ConfigError(key, problem, f">= {math.ceil(needed / GIB)}Gi")]
 
 
-def check_checkpoint_room(cache: ModelCacheConfig, size: str, downloaded: Iterable[str], loaded: Iterable[str],
-                          sizes: CheckpointSizes) -> list[ConfigError]:
+def check_checkpoint_room(cache: ModelCacheConfig, size: str, downloaded: Iterable[str],
+                          loaded_by_nodes: Mapping[str, Iterable[str]], sizes: CheckpointSizes) -> list[ConfigError]:
     """The cache's size (configured, or upstream's) against every checkpoint downloaded; `prewarm.memoryLimit`
-    against the checkpoints the selected targets load (what the prewarm pods read)."""
+    against the checkpoints the targets on one kind of node load (what one prewarm pod reads)."""
     errors = _too_small("modelCache.size", size, "the download Jobs fetch", list(dict.fromkeys(downloaded)), sizes)
-    warmed = list(dict.fromkeys(loaded))
-    if cache.prewarm.enabled and warmed:
-        errors += _too_small("modelCache.prewarm.memoryLimit", cache.prewarm.memoryLimit, "the prewarm pods read",
-                             warmed, sizes)
+    if not cache.prewarm.enabled:
+        return errors
+    for nodes, loaded in sorted(loaded_by_nodes.items()):
+        warmed = list(dict.fromkeys(loaded))
+        errors += _too_small("modelCache.prewarm.memoryLimit", cache.prewarm.memoryLimit,
+                             f"a prewarm pod on {nodes} nodes reads", warmed, sizes)
     return errors

@@ -129,8 +129,11 @@ def plan_stack_capacity(config: StackConfig, facts: Facts, targets: Sequence[Pla
     offers = instance_offers(facts.aws, facts.capacity_prices)
     costs, deployed = [], []
     for target in scaled:
-        cost = target_token_cost(target.selected.id, candidate_row(target.selected.recipe, facts.aws), target.pool,
-                                 offers, criteria)
+        recipe = target.selected.recipe
+        if facts.aws.gpu_of_product(recipe.gpu_products[0]) is None:  # a GPU no data file prices: cost unknown
+            deployed.append(target)
+            continue
+        cost = target_token_cost(target.selected.id, candidate_row(recipe, facts.aws), target.pool, offers, criteria)
         costs.append(cost)
         usd = round(cost.usd_per_million, 4) if cost.usd_per_million is not None else None
         deployed.append(dataclasses.replace(

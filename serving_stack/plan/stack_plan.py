@@ -183,14 +183,17 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_r
     cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
     selected, target_errors = select_targets(config, facts.catalog, cache.repos)
     errors += target_errors
-    errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos,
-                                    [r for s in selected for r in s.recipe.checkpoints], facts.checkpoints)
+    by_nodes: dict[str, list[str]] = {}  # prewarm DaemonSets follow the workers' nodes (pool or GPU product)
+    for target in selected:
+        nodes = target.config.nodePool or target.recipe.gpu_products[0]
+        by_nodes.setdefault(nodes, []).extend(target.recipe.checkpoints)
+    errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos, by_nodes, facts.checkpoints)
     errors += check_stack_region(config, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
                                   "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret"))
-    errors += target_errors + check_sagemaker(config.sagemaker, facts)
+    errors += check_sagemaker(config.sagemaker, facts)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
