@@ -10,7 +10,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff test lint bench bench-gateway schema clean promtool aiperf gateway-venv
+.PHONY: render policy plan diff test lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -49,6 +49,12 @@ $(CHECKOV_VENV)/.deps: requirements-checkov.txt
 
 aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf
 gateway-venv: $(GATEWAY_VENV)/.deps  ## The pinned LiteLLM proxy in .venv-gateway
+
+# Absorb an upstream recipe revision as data (docs/absorb.md): vendors UPSTREAM into catalog/recipes/,
+# rewrites catalog/targets.yaml and prints the report. DATE is needed only when UPSTREAM is not a git checkout.
+absorb: $(VENV)/.render-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1]
+	@test -n "$(UPSTREAM)" -a -n "$(COMMIT)" || { echo "usage: make absorb UPSTREAM=<dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1]" >&2; exit 2; }
+	$(PY) -m tools.absorb --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run)
 
 # promtool (Debian package `prometheus`) for the alert-rule tests; installed once when missing.
 promtool:  ## Install promtool if missing

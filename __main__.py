@@ -8,6 +8,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from serving_stack.components.autoscaling import (
+    ClusterAutoscaler,
+    ClusterAutoscalerArgs,
+    ServingAutoscaler,
+    ServingAutoscalerArgs,
+)
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
@@ -19,6 +25,7 @@ from serving_stack.components.model_cache_storage import ModelCacheStorage, Mode
 from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
 from serving_stack.components.monitoring import Monitoring, MonitoringArgs
 from serving_stack.components.network import Network, NetworkArgs
+from serving_stack.components.operability import Operability, OperabilityArgs
 from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
 from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
@@ -92,6 +99,7 @@ on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider 
 cluster = cluster_handles(plan, on_aws)
 on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
 tags = dict(plan.aws.tags) if plan.aws else {}
+cluster_scaling = plan.capacity.cluster_scaling
 
 for spec in plan.managed_pools:
     GpuNodePool(f"pool-{spec.name}", GpuNodePoolArgs(
@@ -100,7 +108,15 @@ for spec in plan.managed_pools:
                                      else cluster.subnets_by_az[spec.availability_zone]),
         cluster_security_group_ids=cluster.node_security_groups,
         node_managed_policies=plan.aws.node_managed_policies if plan.aws else (), tags=tags,
+        tag_for_cluster_autoscaler=cluster_scaling is not None,
+        cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
     ), opts=on_aws)
+if cluster_scaling and cluster.eks and aws_provider:
+    ClusterAutoscaler("cluster-autoscaler", ClusterAutoscalerArgs(
+        cluster_name=cluster.eks.cluster_name, chart=cluster_scaling.chart,
+        service_account=cluster_scaling.service_account, policy=cluster_scaling.policy,
+        values=cluster_scaling.values, tags=tags,
+    ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}))
 if plan.device_plugins:
     DevicePlugins("device-plugins", DevicePluginsArgs(
         plugins=plan.device_plugins.pins, efa_instance_types=plan.device_plugins.efa_instance_types,
@@ -128,7 +144,7 @@ serving_namespace = ServingNamespace("serving", ServingNamespaceArgs(
 pull_secret = [serving_namespace] if pull else []
 model_cache = ModelCache("model-cache", ModelCacheArgs(
     namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
-    pvc=serving.model_cache_claim, download_job=serving.download_job, retain_on_delete=serving.retain_on_delete,
+    pvc=serving.model_cache_claim, download_jobs=serving.download_jobs, retain_on_delete=serving.retain_on_delete,
     volume_name=cache_storage[0].volume_name if cache_storage else None,
 ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]))
 if serving.prewarm_pools:
@@ -136,7 +152,7 @@ if serving.prewarm_pools:
     ModelPrewarm("model-prewarm", ModelPrewarmArgs(
         namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
         program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
-    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[model_cache.download_job]))
+    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)))
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
 monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform_release: list[pulumi.Resource] = []
@@ -147,10 +163,27 @@ if serving.platform.install:
     ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
                                    depends_on=monitoring.crds_ready if monitoring else []))
     platform_release.append(platform.release)
+graphs: dict[str, pulumi.Resource] = {}
+serving_targets = []
 for target in serving.targets:
-    ServingTarget(target.resource_name, ServingTargetArgs(
+    serving_target = ServingTarget(target.resource_name, ServingTargetArgs(
         namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
-        depends_on=[*platform_release, model_cache.download_job, *pull_secret],
+        depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
+        ignore_replicas=target.ignored_replica_paths,
+    ), opts=on_cluster)
+    serving_targets.append(serving_target)
+    graphs[target.selected.id] = serving_target.dgd
+serving_scaling = plan.capacity.serving_scaling
+if serving_scaling:
+    # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
+    ServingAutoscaler("autoscaling", ServingAutoscalerArgs(
+        keda=serving_scaling.keda, install_keda=serving_scaling.install_keda,
+        scaled_objects=serving_scaling.scaled_objects, depends_on=serving_targets,
+    ), opts=on_cluster)
+if plan.operability:
+    Operability("operability", OperabilityArgs.from_plan(
+        plan.operability, namespace=serving_namespace.namespace_name, graphs=graphs,
+        monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
     ), opts=on_cluster)
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------

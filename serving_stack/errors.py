@@ -9,6 +9,7 @@ import pydantic
 
 MAX_ECHO = 80  # characters of a user's value an error repeats
 MAX_LINE = 1000  # characters of a whole (combined) error line
+MAX_KEY = 60  # characters of one key a key path repeats
 
 
 def bounded(value: Any, limit: int = MAX_ECHO, *, quote: bool = True) -> str:
@@ -49,14 +50,26 @@ class ConfigError(pulumi.RunError):
         return merged
 
 
+def _key_text(key: str) -> str:
+    """A key as a path repeats it: as written, or quoted with escapes when it holds whitespace or control
+    characters (a path is one word: `a.'b\\x20c'`, never `a.b c`)."""
+    if key == "":
+        return "''"
+    if key.isprintable() and not any(c.isspace() for c in key):
+        return bounded(key, MAX_KEY, quote=False)
+    return bounded(repr(key).replace(" ", "\\x20"), MAX_KEY, quote=False)
+
+
 def key_path(parts: Iterable[Any], prefix: str = "") -> str:
-    """Render a pydantic `loc` as `prefix` + `a.b[0].c`."""
+    """Render a pydantic `loc` as `prefix` + `a.b[0].c` (a long key cut short; pydantic's `[key]` marker, for
+    an error in a mapping's key rather than its value, left out)."""
     text = ""
     for part in parts:
         if isinstance(part, int):
             text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
+        elif part != "[key]":
+            name = _key_text(str(part))
+            text += f".{name}" if text else name
     return prefix + text
 
 

@@ -63,8 +63,11 @@ class TypeTokens:
     SERVING_NAMESPACE = "nemotron:kubernetes:ServingNamespace"
     MODEL_CACHE = "nemotron:kubernetes:ModelCache"
     MODEL_PREWARM = "nemotron:kubernetes:ModelPrewarm"
+    OPERABILITY = "nemotron:kubernetes:Operability"
     DYNAMO_PLATFORM = "nemotron:dynamo:DynamoPlatform"
     SERVING_TARGET = "nemotron:dynamo:ServingTarget"
+    SERVING_AUTOSCALER = "nemotron:kubernetes:ServingAutoscaler"
+    CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts
 from serving_stack.plan.alerts import VALUE, AlertThresholds, WatchedTarget
+from serving_stack.plan.canary_alerts import CanaryAlerting
+from serving_stack.plan.operability_manifests import CANARY_PORT, canary_name
 
 MARGIN = 0.05
 TOKENS_PER_MINUTE = 60.0
@@ -59,6 +61,7 @@ class Scenarios:
     thresholds: AlertThresholds
     facts: MonitoringFacts
     metrics: MetricsCatalog
+    canary: CanaryAlerting
 
     @property
     def eval_minutes(self) -> int:
@@ -80,10 +83,22 @@ class Scenarios:
     def worker(self, neighbour: bool = False) -> dict[str, str]:
         return {"namespace": self.namespace, "pod": self.pod(self.target.worker_components[0], neighbour)}
 
-    def test_case(self, rule: dict[str, Any], firing: bool) -> dict[str, Any]:
-        """One promtool test: the alert `rule` at its threshold, past it (`firing`) or short of it."""
+    def canary_scrape(self, neighbour: bool = False) -> dict[str, str]:
+        """The target labels Prometheus gives the canary pod scraped through its PodMonitor."""
+        dgd = f"{self.target.dgd_name}-kv-router" if neighbour else self.target.dgd_name
+        return {"namespace": self.namespace, "pod": f"{canary_name(dgd)}-6c9f7d5b8-x2k4p",
+                "job": f"{self.namespace}/{canary_name(dgd)}", "instance": f"10.0.0.7:{CANARY_PORT}"}
+
+    def canary_sample(self, neighbour: bool = False) -> dict[str, str]:
+        """A canary metric as stored: the program's labels {target, model} and the scrape's."""
+        return {**self.canary_scrape(neighbour), "target": self.target.target_id, "model": "nvidia/model"}
+
+    def test_case(self, rule: dict[str, Any], firing: bool, background: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+        """One promtool test: the alert `rule` at its threshold, past it (`firing`) or short of it, beside
+        `background` (other targets' healthy series)."""
         build: Callable[[bool], tuple[Series, float, dict[str, str]]] = getattr(self, _snake(rule["alert"]))
         input_series, value, labels = build(firing)
+        input_series = [*input_series, *background]
         expected = [{"exp_labels": {**labels, **rule["labels"]},
                      "exp_annotations": {k: _render(v, value, labels) for k, v in rule["annotations"].items()}}]
         return {"interval": "1m", "input_series": input_series, "alert_rule_test": [
@@ -176,11 +191,30 @@ class Scenarios:
         labels = {**self.worker(), "gpu": "0", "UUID": "GPU-0", "Hostname": "gpu-node-0", "modelName": "NVIDIA H200", "container": "main"}
         return out, value, labels
 
+    def healthy_canary(self) -> Series:
+        """This target's canary succeeding, probing and scraped: what the stale rule's `absent` needs to be silent."""
+        metric = self.metrics.metric
+        return [series(metric("canary", "probeSuccess").name, self.canary_sample(), constant(1.0, self.points)),
+                series(metric("canary", "lastProbeTimestamp").name, self.canary_sample(), f"0+60x{self.points}"),
+                series(metric("prometheus", "up").name, self.canary_scrape(), constant(1.0, self.points))]
+
     def nemotron_canary_failing(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
-        success = self.metrics.metric("canary", "success").name
+        success = self.metrics.metric("canary", "probeSuccess").name
         value = 0.0 if firing else 1.0
-        labels = {"endpoint": self.target.target_id}
-        return [series(success, labels, constant(value, self.points))], value, labels
+        out = [series(success, self.canary_sample(), constant(value, self.points)),
+               series(success, self.canary_sample(neighbour=True), constant(0.0, self.points))]
+        return out, value, {"namespace": self.namespace}
+
+    def nemotron_canary_stale(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
+        """The last probe `age` seconds old at every evaluation (promtool's time() is the minute x 60), the pod
+        scraped (up 1); the neighbour's canary long silent and down."""
+        last_probe, up = self.metrics.metric("canary", "lastProbeTimestamp").name, self.metrics.metric("prometheus", "up").name
+        age = beside(self.canary.stale_after_seconds, firing)
+        out = [series(last_probe, self.canary_sample(), f"{-age!r}+60x{self.points}"),
+               series(up, self.canary_scrape(), constant(1.0, self.points)),
+               series(last_probe, self.canary_sample(neighbour=True), constant(0.0, self.points)),
+               series(up, self.canary_scrape(neighbour=True), constant(0.0, self.points))]
+        return out, age, {"namespace": self.namespace}
 
 
 def _snake(alert: str) -> str:

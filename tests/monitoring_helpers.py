@@ -4,14 +4,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from serving_stack.config.operability import OperabilityConfig
 from serving_stack.facts.catalog import load_catalog
-from tools.mock_runtime import ProgramRun
+from serving_stack.facts.dashboards import load_dashboard_specs
 from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring
 from serving_stack.plan.alerts import AlertThresholds, WatchedTarget, alert_thresholds, rule_groups
-from serving_stack.facts.dashboards import load_dashboard_specs
+from serving_stack.plan.canary_alerts import CanaryAlerting
 from serving_stack.plan.monitoring import MonitoringPlan, MonitoringSettings, plan_monitoring
+from serving_stack.plan.operability import operability_settings
 from serving_stack.plan.watched_targets import watched_target
+from tools.mock_runtime import ProgramRun
 
 NAMESPACE = "nemotron-test"
 RUNBOOKS = "https://example.invalid/docs/monitoring.md"
@@ -31,8 +34,15 @@ def catalog_targets(libfabric: bool = True) -> list[WatchedTarget]:
     return watched
 
 
+def canary_alerting() -> CanaryAlerting:
+    """The canaries as the `operability` block's defaults configure them."""
+    alerting = operability_settings(OperabilityConfig()).canary_alerting
+    assert alerting is not None
+    return alerting
+
+
 def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[dict[str, Any]]:
-    return rule_groups(NAMESPACE, targets, limits, load_monitoring(), load_metrics(), RUNBOOKS)
+    return rule_groups(NAMESPACE, targets, limits, load_monitoring(), load_metrics(), RUNBOOKS, canary_alerting())
 
 
 def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool = True, **overrides: Any) -> MonitoringPlan:
@@ -51,12 +61,13 @@ def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool
     watched = [next(t for t in targets if not t.kv_over_libfabric), next(t for t in targets if t.kv_over_libfabric)]
     return plan_monitoring(
         MonitoringSettings(**fields), NAMESPACE, watched, criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser,
-        GPU_LABEL, GPU_TAINT, load_monitoring(), load_metrics(), load_dashboard_specs(),
+        GPU_LABEL, GPU_TAINT, load_monitoring(), load_metrics(), load_dashboard_specs(), canary_alerting(),
     )
 
 
 def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from aws_helpers import run_components
+
     from serving_stack.components.monitoring import Monitoring, MonitoringArgs
 
     def build() -> None:

@@ -4,12 +4,19 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from serving_stack.config import parse_stack_config
+from serving_stack.config.secrets import required_secrets
 from serving_stack.facts import Facts, load_facts
 from serving_stack.plan.stack_plan import StackPlan, build_plan
+from tools.secret_placeholders import OUT_OF_BAND_SECRETS
 
 FACTS = load_facts()
 
 
-def plan_of(raw: dict[str, Any], default_region: Optional[str] = None, facts: Facts = FACTS) -> StackPlan:
-    """`parse_stack_config` then `build_plan`: every check the program runs before its first resource."""
-    return build_plan(parse_stack_config(raw), facts, default_region=default_region)
+def plan_of(raw: dict[str, Any], default_region: Optional[str] = None, facts: Facts = FACTS,
+            secrets: Optional[frozenset[str]] = None) -> StackPlan:
+    """`parse_stack_config` then `build_plan`: every check the program runs before its first resource.
+    `secrets`: the secret keys the stack sets (default: the out-of-band ones it requires, as `make render`)."""
+    config = parse_stack_config(raw)
+    if secrets is None:
+        secrets = frozenset(key for key in required_secrets(config) if key in OUT_OF_BAND_SECRETS)
+    return build_plan(config, facts, default_region=default_region, secrets=secrets)

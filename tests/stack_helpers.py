@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 import yaml
+from catalog_picks import pick
 
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program
@@ -18,10 +18,12 @@ RECIPES_REFERENCE = REFERENCE_DIR / "dynamo-recipes" / "nemotron-3.5-lightning"
 DGD_TYPE = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 CONFIG_MAP_TYPE = "kubernetes:core/v1:ConfigMap"
 
+# A small vLLM serving target: aggregated, one worker, with published figures, on a GPU the data knows.
+BASE_TARGET = pick(backend="vllm", disaggregated=False, routing="single", published=True, known_gpu=True).id
 BASE_CONFIG: dict[str, Any] = {
     "kubernetes": {"namespace": "nemotron-test", "cluster": {"source": "kubeconfig", "context": "test"}},
     "modelCache": {"storageClassName": "efs-ap"},
-    "targets": [{"id": "vllm/agg-h100-mtp"}],
+    "targets": [{"id": BASE_TARGET}],
 }
 
 
@@ -54,23 +56,16 @@ def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str, secr
 
 
 def all_targets_config(**overrides: Any) -> dict[str, Any]:
-    """A synthetic stack selecting every catalog target."""
-    return {**BASE_CONFIG, "targets": [{"id": target_id} for target_id in load_catalog().recipes], **overrides}
+    """A synthetic stack selecting every catalog target (one prewarm pod may then warm every checkpoint set of
+    its GPU, BF16 beside NVFP4, hence the memory limit)."""
+    cache = {**BASE_CONFIG["modelCache"], "prewarm": {"memoryLimit": "512Gi"}}
+    return {**BASE_CONFIG, "modelCache": cache, "targets": [{"id": t} for t in load_catalog().recipes], **overrides}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rendered_stack(stack: str) -> ProgramRun:
     """The committed `Pulumi.<stack>.yaml` run once per test session, as `make render` runs it (secrets the
     stack requires but the file cannot hold as placeholders)."""
     inputs = stack_inputs(stack, placeholders=True)
     return run_program(inputs.config, inputs.secret_keys, stack=stack)
 
-
-def reference_documents(target_id: str) -> dict[str, dict[str, Any]]:
-    """The upstream manifest of a target, by kind."""
-    path = RECIPES_REFERENCE / target_id / "deploy.yaml"
-    return {doc["kind"]: doc for doc in yaml.safe_load_all(path.read_text()) if doc}
-
-
-def reference_exists() -> bool:
-    return Path(RECIPES_REFERENCE).is_dir()

@@ -7,14 +7,16 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
 from alert_scenarios import Scenarios
-from monitoring_helpers import NAMESPACE, catalog_targets, groups_for, thresholds
-from serving_stack.facts.catalog import load_catalog
+from monitoring_helpers import NAMESPACE, canary_alerting, catalog_targets, groups_for, thresholds
 from promtool_helpers import check_rules, run_rule_tests
+
+from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.metrics import load_metrics
 from serving_stack.facts.monitoring import load_monitoring
 from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
+
+pytestmark = pytest.mark.catalog_driven
 
 
 def two_targets() -> list[WatchedTarget]:
@@ -29,10 +31,12 @@ def two_targets() -> list[WatchedTarget]:
 def promtool_cases(targets: list[WatchedTarget], rules_limits: AlertThresholds, series_limits: AlertThresholds) -> tuple[list, list]:
     groups = groups_for(targets, rules_limits)
     cases = []
-    for target in targets:
-        scenarios = Scenarios(NAMESPACE, target, series_limits, load_monitoring(), load_metrics())
-        rules = [r for g in groups for r in g["rules"] if r["labels"].get("target", target.target_id) == target.target_id]
-        cases += [scenarios.test_case(rule, firing) for rule in rules for firing in (True, False)]
+    every = {t.target_id: Scenarios(NAMESPACE, t, series_limits, load_monitoring(), load_metrics(), canary_alerting())
+             for t in targets}
+    for target_id, scenarios in every.items():
+        others = [series for other_id, other in every.items() if other_id != target_id for series in other.healthy_canary()]
+        rules = [r for g in groups for r in g["rules"] if r["labels"].get("target", target_id) == target_id]
+        cases += [scenarios.test_case(rule, firing, others) for rule in rules for firing in (True, False)]
     return groups, cases
 
 
@@ -65,7 +69,8 @@ def test_promtool_tests_fail_when_a_rule_uses_another_threshold(tmp_path: Path, 
 
 def test_kv_fallback_alert_only_for_disaggregated_targets_over_libfabric():
     groups = groups_for(catalog_targets(), thresholds())
-    by_target = {g["rules"][0]["labels"]["target"]: {r["alert"] for r in g["rules"]}
-                 for g in groups if "target" in g["rules"][0]["labels"]}
+    by_target: dict[str, set[str]] = {}
+    for rule in (r for g in groups for r in g["rules"]):
+        by_target.setdefault(rule["labels"]["target"], set()).add(rule["alert"])
     for recipe in load_catalog().recipes.values():
         assert ("NemotronKvTransferSlowerThanFabric" in by_target[recipe.id]) == recipe.disaggregated

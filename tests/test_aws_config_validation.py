@@ -11,10 +11,27 @@ from serving_stack.facts.catalog import Catalog, Recipe, load_catalog
 from serving_stack.config import ConfigError, parse_stack_config
 import dataclasses
 
+from catalog_picks import pick, picks
 from plan_helpers import FACTS, plan_of
+from serving_stack.config.serving import TargetConfig
+from serving_stack.plan.targets import effective_replicas, gpus_used
 from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
 
+pytestmark = pytest.mark.catalog_driven
 H200 = node_pool("h200", "p5en.48xlarge")
+ON_H200 = pick(disaggregated=False, gpu="h200", routing="single").id
+ON_B200 = pick(disaggregated=False, gpu="b200", routing="single").id
+ON_GB200 = pick(disaggregated=False, gpu="gb200", routing="single").id
+DISAGG_H200 = pick(disaggregated=True, gpu="h200").id
+SINGLE_WORKER = pick(disaggregated=False, routing="single", gpu="h100")
+
+
+def gpus_of(recipe) -> int:
+    return gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id)))
+
+
+# An H100 target with more GPUs than two 1-GPU nodes hold (upstream's KV-router variants run 4 workers).
+WIDE_H100 = next(iter(r for r in picks(gpu="h100") if gpus_of(r) > 2), SINGLE_WORKER)
 CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 
 
@@ -43,25 +60,25 @@ BAD_CONFIGS = {
     "infiniband on an EC2 pool": (eks_config([node_pool("gpu", "p5en.48xlarge", fabric="ib")], []), "aws.nodePools[0].fabric: EC2 instances have no InfiniBand"),
     "product label of another GPU": (eks_config([node_pool("gpu", "p5en.48xlarge", gpuProduct="NVIDIA-H100-80GB-HBM3")], []), "aws.nodePools[0].gpuProduct: 'NVIDIA-H100-80GB-HBM3' is not a product label of h200; allowed: NVIDIA-H200, NVIDIA-H200-SXM"),
     "duplicate pool name": (eks_config([H200, H200], []), "aws.nodePools[1].name: duplicate pool name 'h200'"),
-    "unknown pool of a target": (eks_config([H200], [{"id": "vllm/agg-h200-mtp", "nodePool": "h300"}]), "targets[0].nodePool: unknown node pool 'h300'; allowed: h200"),
-    "target on a pool of another GPU": (eks_config([H200], [{"id": "vllm/agg-b200-mtp", "nodePool": "h200"}]), "targets[0].nodePool: 'vllm/agg-b200-mtp' needs b200 GPUs; pool 'h200' has h200"),
-    "no pool for the target's GPU": (eks_config([H200], [{"id": "vllm/agg-b200-mtp"}]), "targets[0].nodePool: no pool has b200 GPUs for 'vllm/agg-b200-mtp'; name one; allowed: h200"),
-    "two pools, target names none": (eks_config([H200, {**H200, "name": "h200-b"}], [{"id": "vllm/agg-h200-mtp"}]), "targets[0].nodePool: several pools have h200 GPUs for 'vllm/agg-h200-mtp'; name one; allowed: h200, h200-b"),
-    "GB200 target on an x86 pool": (eks_config([H200], [{"id": "vllm/agg-gb200-mtp", "nodePool": "h200"}]), "targets[0].nodePool: 'vllm/agg-gb200-mtp' needs arm64 nodes; pool 'h200' is x86_64"),
+    "unknown pool of a target": (eks_config([H200], [{"id": ON_H200, "nodePool": "h300"}]), "targets[0].nodePool: unknown node pool 'h300'; allowed: h200"),
+    "target on a pool of another GPU": (eks_config([H200], [{"id": ON_B200, "nodePool": "h200"}]), f"targets[0].nodePool: '{ON_B200}' needs b200 GPUs; pool 'h200' has h200"),
+    "no pool for the target's GPU": (eks_config([H200], [{"id": ON_B200}]), f"targets[0].nodePool: no pool has b200 GPUs for '{ON_B200}'; name one; allowed: h200"),
+    "two pools, target names none": (eks_config([H200, {**H200, "name": "h200-b"}], [{"id": ON_H200}]), f"targets[0].nodePool: several pools have h200 GPUs for '{ON_H200}'; name one; allowed: h200, h200-b"),
+    "GB200 target on an x86 pool": (eks_config([H200], [{"id": ON_GB200, "nodePool": "h200"}]), f"targets[0].nodePool: '{ON_GB200}' needs arm64 nodes; pool 'h200' is x86_64"),
     "disaggregated on a pool without fabric": (
-        eks_config([{**H200, "fabric": "none"}], [{"id": "vllm/disagg-h200-dflash"}]),
-        "targets[0].nodePool: disaggregated 'vllm/disagg-h200-dflash' needs a KV-transfer fabric; pool 'h200' has none; allowed: a pool with fabric efa or ib",
+        eks_config([{**H200, "fabric": "none"}], [{"id": DISAGG_H200}]),
+        f"targets[0].nodePool: disaggregated '{DISAGG_H200}' needs a KV-transfer fabric; pool 'h200' has none; allowed: a pool with fabric efa or ib",
     ),
     "more GPUs than the pool can hold": (
-        eks_config([node_pool("h100", "p5.4xlarge")], [{"id": "vllm/agg-h100-dspark-kv-router"}]),
-        "aws.nodePools[0].maxSize: targets on pool 'h100' use 4 GPUs, more than 2 nodes x 1 GPUs",
+        eks_config([node_pool("h100", "p5.4xlarge")], [{"id": WIDE_H100.id}]),
+        f"aws.nodePools[0].maxSize: targets on pool 'h100' use {gpus_of(WIDE_H100)} GPUs, more than 2 nodes x 1 GPUs",
     ),
     "FSx capacity off the step": ({**eks_config([H200], [], modelCacheStorage={"backend": "fsx"}), "modelCache": {"storageClassName": "fsx", "size": "300Gi"}}, "modelCache.size: FSx for Lustre PERSISTENT_2 capacity must be 1200Gi or a multiple of 2400Gi (got 300Gi)"),
     "FSx with pools in two AZs": (
         eks_config([H200, node_pool("b200", "p6-b200.48xlarge", availabilityZone="us-east-1b")], [], modelCacheStorage={"backend": "fsx"}),
         "aws.modelCacheStorage.fsx.availabilityZone: GPU pools are in ['us-east-1a', 'us-east-1b']; name the AZ of the file system",
     ),
-    "nodePool without aws": ({**BASE_CONFIG, "targets": [{"id": "vllm/agg-h100-mtp", "nodePool": "h100"}]}, "targets[0].nodePool: no aws.nodePools are defined"),
+    "nodePool without aws": ({**BASE_CONFIG, "targets": [{"id": SINGLE_WORKER.id, "nodePool": "h100"}]}, "targets[0].nodePool: no aws.nodePools are defined"),
 }
 
 
@@ -73,21 +90,22 @@ def test_bad_aws_config_is_rejected_before_any_resource(case):
 def test_more_gpus_per_pod_than_a_node_holds():
     """No catalog recipe asks more than 1 GPU per pod; a TP=2 variant of one must not fit a 1-GPU pool."""
     catalog = load_catalog()
-    recipe = catalog.recipe("vllm/agg-h100-mtp")
+    recipe = SINGLE_WORKER
     dgd = copy.deepcopy(recipe.dgd)
-    worker = dgd["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
+    (component,) = [c for c in dgd["spec"]["components"] if c["type"] == "worker"]
+    worker = component["podTemplate"]["spec"]["containers"][0]
     worker["resources"]["limits"]["nvidia.com/gpu"] = worker["resources"]["requests"]["nvidia.com/gpu"] = "2"
-    tp2 = Catalog(catalog.data, {recipe.id: Recipe(recipe.entry, recipe.config_map, dgd)}, catalog.model_cache_pvc, catalog.download_job)
+    tp2 = Catalog(catalog.data, {recipe.id: Recipe(recipe.entry, recipe.config_map, dgd)}, catalog.model_cache)
     raw = eks_config([node_pool("h100", "p5.4xlarge", maxSize=4)], [{"id": recipe.id}])
     with pytest.raises(ConfigError) as raised:
         plan_of(raw, facts=dataclasses.replace(FACTS, catalog=tp2))
-    assert str(raised.value) == "targets[0].nodePool: agg asks 2 GPUs per pod; a node of pool 'h100' holds 1"
+    assert str(raised.value) == f"targets[0].nodePool: {component['name']} asks 2 GPUs per pod; a node of pool 'h100' holds 1"
 
 
 def test_good_config_resolves_pools_and_placements():
     raw = eks_config(
         [H200, node_pool("gb200", "p6e-gb200.36xlarge", **CB), node_pool("h200-ib", None, managed=False, nodeFacts={"gpu": "h200", "gpus": 8}, fabric="ib")],
-        [{"id": "vllm/agg-h200-mtp", "nodePool": "h200"}, {"id": "vllm/disagg-h200-dflash", "nodePool": "h200-ib"}, {"id": "vllm/agg-gb200-mtp"}],
+        [{"id": ON_H200, "nodePool": "h200"}, {"id": DISAGG_H200, "nodePool": "h200-ib"}, {"id": ON_GB200}],
     )
     plan = plan_of(raw)
     pools = {pool.name: pool for pool in plan.pools}
@@ -97,7 +115,7 @@ def test_good_config_resolves_pools_and_placements():
     assert (pools["h200-ib"].fabric, pools["h200-ib"].managed, pools["h200-ib"].gpus_per_node) == ("ib", False, 8)
     assert pools["h200-ib"].node_labels == {"nemotron.nvidia.com/pool": "h200-ib", "nemotron.nvidia.com/fabric": "ib", "nemotron.nvidia.com/gpu": "h200"}
     placed = {t.selected.id: t.pool.name for t in plan.serving.targets if t.pool}
-    assert placed == {"vllm/agg-h200-mtp": "h200", "vllm/disagg-h200-dflash": "h200-ib", "vllm/agg-gb200-mtp": "gb200"}
+    assert placed == {ON_H200: "h200", DISAGG_H200: "h200-ib", ON_GB200: "gb200"}
 
 
 def test_committed_kubeconfig_stacks_still_parse_without_aws():
@@ -107,7 +125,7 @@ def test_committed_kubeconfig_stacks_still_parse_without_aws():
 def test_existing_cluster_pool_takes_the_subnet_of_its_az():
     existing = {"existing": {"name": "shared-gpu", "kubernetesVersion": "1.33", "vpcId": "vpc-0123456789abcdef0",
                              "privateSubnetIds": {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa"}, "nodeSecurityGroupIds": ["sg-0123456789abcdef0"]}}
-    raw = {**eks_config([H200], [{"id": "vllm/agg-h200-mtp"}], cluster=existing), "kubernetes": {"cluster": {"source": "kubeconfig", "context": "shared"}}}
+    raw = {**eks_config([H200], [{"id": ON_H200}], cluster=existing), "kubernetes": {"cluster": {"source": "kubeconfig", "context": "shared"}}}
     assert plan_of(raw).managed_pools[0].subnet_id == "subnet-0aaaaaaaaaaaaaaaa"
     elsewhere = {**raw, "aws": {**raw["aws"], "nodePools": [{**H200, "availabilityZone": "us-east-1b"}]}}
     with pytest.raises(ConfigError, match=r"aws.nodePools\[0\].subnetId: no subnet for us-east-1b in aws.cluster.existing.privateSubnetIds"):

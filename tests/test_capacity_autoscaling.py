@@ -5,22 +5,30 @@ from __future__ import annotations
 
 import json
 
+import crd_schemas
 import jsonschema
 import pytest
 import yaml
-
 from aws_helpers import inputs, run_components, the
 from capacity_demands import CATALOG, CRITERIA, ROWS
-from tools.mock_runtime import PROJECT_DIR, plain_numbers
-from serving_stack.plan.pools import resolve_pools
-from tools.render import kubernetes_objects
+from plan_helpers import plan_of
+from rollout_helpers import committed_config
 from serving_stack.components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
 from serving_stack.facts.autoscaling_facts import load_autoscaling
 from serving_stack.plan.autoscaling_plan import (
-    ScalingBehaviour, adapter_name, cluster_autoscaler_policy, cluster_autoscaler_values, component_scalings,
-    enable_scaling_adapters, ignored_replica_paths, node_group_autoscaler_tags, scaled_object,
+    ScalingBehaviour,
+    adapter_name,
+    cluster_autoscaler_policy,
+    cluster_autoscaler_values,
+    component_scalings,
+    enable_scaling_adapters,
+    ignored_replica_paths,
+    node_group_autoscaler_tags,
+    scaled_object,
 )
-from stack_helpers import all_targets_config, load_dgd_schema, rendered_stack, run_config
+from stack_helpers import all_targets_config, rendered_stack, run_config
+from tools.mock_runtime import PROJECT_DIR, plain_numbers
+from tools.render import kubernetes_objects
 
 FACTS = load_autoscaling()
 ROW_OF_DGD = {CATALOG.recipe(row.target_id).name: row for row in ROWS}
@@ -43,16 +51,13 @@ def _objects_for(dgd: dict) -> tuple[dict, list[dict]]:
 
 def test_scaled_objects_validate_and_point_at_adapters_of_rendered_dgds(rendered_dgds: list[dict]) -> None:
     assert CRD["spec"]["names"]["kind"] == "ScaledObject"
-    validator = jsonschema.validators.validator_for(SO_SCHEMA)(SO_SCHEMA)
-    dgd_validator = jsonschema.validators.validator_for(load_dgd_schema())(load_dgd_schema())
     assert len(rendered_dgds) == len(ROWS)
     for dgd in rendered_dgds:
         patched, objects = _objects_for(plain_numbers(dgd))
-        assert not list(dgd_validator.iter_errors(patched)), dgd["metadata"]["name"]
+        assert crd_schemas.errors(patched) == [], dgd["metadata"]["name"]
         enabled = {c["name"] for c in patched["spec"]["components"] if c.get("scalingAdapter", {}).get("enabled")}
         for obj in objects:
-            errors = [e.message for e in validator.iter_errors(obj)]
-            assert not errors, (obj["metadata"]["name"], errors)
+            assert not crd_schemas.errors(obj), obj["metadata"]["name"]
             ref = obj["spec"]["scaleTargetRef"]
             assert (ref["apiVersion"], ref["kind"]) == (FACTS.scalingAdapter.apiVersion, FACTS.scalingAdapter.kind)
             assert ref["name"] in {adapter_name(patched["metadata"]["name"], c) for c in enabled}
@@ -79,15 +84,13 @@ def test_per_worker_thresholds_follow_the_measured_concurrency() -> None:
 
 
 def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero() -> None:
-    from serving_stack.config import parse_stack_config
-    from tools.mock_runtime import stack_config
-    raw = {k.split(":", 1)[1]: json.loads(v) for k, v in stack_config("prod")[0].items() if k.startswith("nemotron-lightning:") and k != "nemotron-lightning:hfToken"}
-    pools = resolve_pools(parse_stack_config(raw))
+    pools = plan_of(committed_config("prod")).pools
     assert pools
-    for pool in pools.values():
+    for pool in pools:
         tags = node_group_autoscaler_tags("nemotron-prod", pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces)
         prefix = "k8s.io/cluster-autoscaler/node-template"
-        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true" and tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"
+        assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
+        assert tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"
         assert {k.removeprefix(f"{prefix}/label/"): v for k, v in tags.items() if k.startswith(f"{prefix}/label/")} == \
                {**pool.node_labels, "nvidia.com/gpu.product": pool.gpu_product}
         assert tags[f"{prefix}/taint/nvidia.com/gpu"] == "true:NoSchedule"
@@ -98,9 +101,11 @@ def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero(
 def test_cluster_autoscaler_policy_is_least_privilege() -> None:
     policy = cluster_autoscaler_policy("c1")
     actions = [a for s in policy["Statement"] for a in s["Action"]]
-    assert "*" not in actions and not any(a.endswith(":*") for a in actions)
+    assert "*" not in actions
+    assert not any(a.endswith(":*") for a in actions)
     writes = [s for s in policy["Statement"] if {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"} & set(s["Action"])]
-    assert len(writes) == 1 and writes[0]["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned"}}
+    assert len(writes) == 1
+    assert writes[0]["Condition"] == {"StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/c1": "owned"}}
     assert all(s["Resource"] != "*" for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"])
 
 
@@ -108,13 +113,12 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     dgd = next(o for o in kubernetes_objects(rendered_stack("dev").resources) if o["kind"] == "DynamoGraphDeployment")
     _, objects = _objects_for(plain_numbers(dgd))
     ca = FACTS.clusterAutoscaler
-    pool_tags = node_group_autoscaler_tags("c1", {"nemotron.nvidia.com/pool": "gpu"}, "NVIDIA-H200", 8, 16)
 
     def build() -> None:
         ServingAutoscaler("as", ServingAutoscalerArgs(keda=FACTS.keda.pin(), install_keda=True, scaled_objects=objects))
         ClusterAutoscaler("ca", ClusterAutoscalerArgs(
             cluster_name="c1", chart=ca.pin(), service_account=ca.serviceAccount, policy=cluster_autoscaler_policy("c1"),
-            values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), asg_tags=[("gpu", "asg-1", pool_tags)], tags={}))
+            values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount), tags={}))
 
     run = run_components(build)
     releases = {r["chart"]: r for r in inputs(run, "kubernetes:helm.sh/v3:Release")}
@@ -128,5 +132,3 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     association = the(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert (association["namespace"], association["serviceAccount"]) == (ca.namespace, ca.serviceAccount)
     assert json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"]) == cluster_autoscaler_policy("c1")
-    tags = {t["tag"]["key"]: t["tag"]["value"] for t in inputs(run, "aws:autoscaling/tag:Tag")}
-    assert tags == pool_tags and all(t["autoscalingGroupName"] == "asg-1" for t in inputs(run, "aws:autoscaling/tag:Tag"))

@@ -10,18 +10,24 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
-from serving_stack.facts.catalog import load_catalog
+from ops import smoke
+from serving_stack.config.operability import BenchmarkConfig, OperabilityConfig
 from serving_stack.config.serving import TargetConfig
-from serving_stack.plan.targets import effective_replicas, gpus_used
 from serving_stack.contract.outputs import frontend_url
-from ops import manifests
-from ops.manifests import Endpoint
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan import operability_manifests as manifests
+from serving_stack.plan.operability import SMOKE_WAIT_AFTER_READY_SECONDS, operability_settings
+from serving_stack.plan.operability_manifests import Endpoint
+from serving_stack.plan.targets import effective_replicas, gpus_used
+
+pytestmark = pytest.mark.catalog_driven
 
 KUBERNETES_VERSION = "1.33.0"
 NAMESPACE = "nemotron-test"
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog()
-TRACE = "64k_400_90kv_agent_new_noschedule_short_15perc.jsonl"
+SETTINGS = operability_settings(OperabilityConfig())  # the block's defaults
+TRACE = SETTINGS.benchmark.trace_file
 
 
 def endpoint_of(recipe) -> Endpoint:
@@ -35,12 +41,12 @@ def published_of(recipe) -> dict:
 
 def objects_for(recipe) -> dict[str, dict]:
     endpoint = endpoint_of(recipe)
-    bench = manifests.benchmark_job(endpoint, NAMESPACE, concurrency=recipe.entry.performance.concurrency,
-                                    trace_file=TRACE, claim_name="shared-model-cache", published=published_of(recipe))
-    canary = manifests.canary_deployment(endpoint, NAMESPACE)
-    return {"smoke": manifests.smoke_test_job(endpoint, NAMESPACE), "bench": bench,
-            "bench-on-demand": manifests.on_demand(bench), "canary": canary,
-            "canary-monitor": manifests.canary_pod_monitor(canary, extra_labels={"release": "kube-prometheus-stack"})}
+    bench = manifests.benchmark_job(endpoint, NAMESPACE, SETTINGS.benchmark, concurrency=recipe.entry.performance.concurrency,
+                                    claim_name="shared-model-cache", published=published_of(recipe))
+    canary = manifests.canary_deployment(endpoint, NAMESPACE, SETTINGS.canary, {"example/sha256": "0" * 64})
+    smoke_job = manifests.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smoke, SMOKE_WAIT_AFTER_READY_SECONDS, {})
+    return {"smoke": smoke_job, "bench": bench, "bench-on-demand": manifests.on_demand(bench), "canary": canary,
+            "canary-monitor": manifests.canary_pod_monitor(canary, SETTINGS.canary, {"release": "kube-prometheus-stack"})}
 
 
 def args_of(container: dict) -> dict[str, str]:
@@ -53,7 +59,7 @@ RECIPES = sorted(CATALOG.recipes.values(), key=lambda r: r.id)
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.id)
 def test_built_in_objects_validate_strictly(recipe):
     built = [o for o in objects_for(recipe).values() if o["kind"] != "PodMonitor"]
-    for obj in [*built, manifests.program_config_map(NAMESPACE)]:
+    for obj in [*built, manifests.program_config_map(NAMESPACE, manifests.read_programs())]:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
@@ -87,7 +93,11 @@ def test_the_benchmark_replays_the_trace_at_the_catalog_concurrency_and_compares
 
 def test_the_benchmark_image_runs_the_aiperf_version_the_tests_run():
     pinned = re.search(r"^aiperf==(\S+)$", (ROOT / "requirements-aiperf.txt").read_text(), re.MULTILINE)[1]
-    assert manifests.AIPERF_IMAGE.endswith(f":{pinned}")
+    assert BenchmarkConfig().image.endswith(f":{pinned}")
+
+
+def test_the_smoke_deadline_counts_every_check_of_the_program():
+    assert len(smoke.CHECKS) == manifests.SMOKE_CHECKS
 
 
 def test_the_smoke_job_is_bounded_and_unprivileged():
@@ -98,8 +108,8 @@ def test_the_smoke_job_is_bounded_and_unprivileged():
     args = args_of(container)
     assert args["--base-url"] == frontend_url(recipe.name, NAMESPACE) and args["--model"] == recipe.served_model_name
     attempts = spec["backoffLimit"] + 1
-    assert spec["activeDeadlineSeconds"] >= attempts * (int(args["--wait"]) + 5 * int(args["--timeout"]))
-    assert spec["ttlSecondsAfterFinished"] > 0
+    assert spec["activeDeadlineSeconds"] >= attempts * (int(args["--wait"]) + len(smoke.CHECKS) * int(args["--timeout"]))
+    assert "ttlSecondsAfterFinished" not in spec  # Pulumi manages it: a TTL-deleted Job would be drift
     assert container["resources"]["limits"] and container["securityContext"]["runAsUser"] == manifests.NOBODY
     assert spec["template"]["spec"]["automountServiceAccountToken"] is False
 
@@ -125,7 +135,7 @@ def test_the_pod_monitor_selects_the_canary_pods_on_their_metrics_port():
 
 
 def test_the_config_map_ships_every_program_and_every_sibling_they_import():
-    data = manifests.program_config_map(NAMESPACE)["data"]
+    data = manifests.program_config_map(NAMESPACE, manifests.read_programs())["data"]
     assert data == {name: (ROOT / "ops" / name).read_text() for name in manifests.PROGRAM_FILES}
     siblings = {path.stem for path in (ROOT / "ops").glob("*.py")}
     for name, source in data.items():

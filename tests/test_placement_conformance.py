@@ -1,4 +1,4 @@
-"""All 30 catalog targets, each placed on a pool of its GPU whose fabric is the recipe's upstream one, equal
+"""Every catalog target on a GPU the data knows, each placed on a pool of its GPU whose fabric is the recipe's upstream one, equal
 the upstream manifests except for the pool pin (one matchExpression per worker term, and the pool label
 beside GB200 frontends' upstream product nodeSelector). The GB200 disaggregated recipes name no fabric
 resource upstream ("cluster-specific"): on an InfiniBand pool they gain `rdma/ib: 1` and nothing else."""
@@ -10,41 +10,36 @@ import pytest
 from deepdiff import DeepDiff
 
 from aws_helpers import pool, resolved
+from catalog_picks import gpu_of, picks, upstream_fabric
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pinning import place_target
-from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
 
-FABRICS = _load_aws_catalog().fabrics
-
-CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"}
-EFA_POOLS = {
-    "h100": resolved("p5.48xlarge"),
-    "h200": resolved("p5en.48xlarge"),
-    "b200": resolved("p6-b200.48xlarge"),
-    "gb200": resolved("p6e-gb200.36xlarge", **CAPACITY_BLOCK),
-}
-PRODUCTS = {"h100": "NVIDIA-H100-80GB-HBM3", "h200": "NVIDIA-H200", "b200": "NVIDIA-B200", "gb200": "NVIDIA-GB200"}
+pytestmark = pytest.mark.catalog_driven
+FABRICS = load_aws_catalog().fabrics
+CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 WORKER_TERM = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['affinity'\]\['nodeAffinity'\]\['requiredDuringSchedulingIgnoredDuringExecution'\]\['nodeSelectorTerms'\]\[0\]\['matchExpressions'\]\[1\]"
 FRONTEND_PIN = r"root\['spec'\]\['components'\]\[0\]\['podTemplate'\]\['spec'\]\['nodeSelector'\]\['nemotron\.nvidia\.com/pool'\]"
 RDMA = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['containers'\]\[0\]\['resources'\]\['(requests|limits)'\]\['rdma/ib'\]"
 
 
 def ib_pool(gpu: str):
-    return pool(name=f"{gpu}-ib", managed=False, gpu=gpu, gpu_product=PRODUCTS[gpu], gpus_per_node=4 if gpu == "gb200" else 8,
-                arch="arm64" if gpu == "gb200" else "x86_64", fabric="ib", efa_interfaces=0, instance_type=None)
+    """An existing-cluster InfiniBand pool of this GPU (nodes as large as its largest EC2 type)."""
+    largest = max((t for t in load_aws_catalog().instance_types.values() if t.gpu == gpu), key=lambda t: t.gpus)
+    return pool(name=f"{gpu}-ib", managed=False, gpu=gpu, gpu_product=load_aws_catalog().gpus[gpu].productLabel,
+                gpus_per_node=largest.gpus, arch=largest.arch, fabric="ib", efa_interfaces=0, instance_type=None)
 
 
-def upstream_fabric(recipe) -> str:
-    limits = [w["podTemplate"]["spec"]["containers"][0]["resources"].get("limits", {}) for w in recipe.worker_components()]
-    if any("vpc.amazonaws.com/efa" in l for l in limits):
-        return "efa"
-    return "ib" if recipe.disaggregated else "none"
+def efa_pool(gpu: str):
+    """A managed pool of the GPU's EC2 type with the most EFA interfaces per GPU (upstream sizes EFA for it)."""
+    types = load_aws_catalog().instance_types
+    name = max((n for n, t in types.items() if t.gpu == gpu and t.efaInterfaces), key=lambda n: types[n].efa_per_gpu)
+    return resolved(name, **(CAPACITY_BLOCK if ("on-demand" not in types[name].capacityTypes) else {}))
 
 
 def pool_for(recipe):
-    gpu = load_aws_catalog().gpu_of_product(recipe.gpu_products[0])
-    return ib_pool(gpu) if recipe.disaggregated and upstream_fabric(recipe) != "efa" else EFA_POOLS[gpu]
+    gpu = gpu_of(recipe)
+    return ib_pool(gpu) if recipe.disaggregated and upstream_fabric(recipe) != "efa" else efa_pool(gpu)
 
 
 def unexplained(recipe, pool_name: str, upstream: dict, placed: dict) -> list[str]:
@@ -52,7 +47,7 @@ def unexplained(recipe, pool_name: str, upstream: dict, placed: dict) -> list[st
         "iterable_item_added": [(WORKER_TERM, {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [pool_name]})],
         "dictionary_item_added": [(FRONTEND_PIN, pool_name)],
     }
-    if recipe.id.startswith("vllm/disagg-gb200"):
+    if recipe.disaggregated and upstream_fabric(recipe) == "none":  # GB200: "cluster-specific" upstream
         allowed["dictionary_item_added"].append((RDMA, "1"))
     problems = []
     for change, items in DeepDiff(upstream, placed, view="tree").items():
@@ -63,11 +58,7 @@ def unexplained(recipe, pool_name: str, upstream: dict, placed: dict) -> list[st
     return problems
 
 
-def test_thirty_targets():
-    assert len(load_catalog().recipes) == 30
-
-
-@pytest.mark.parametrize("target_id", sorted(load_catalog().recipes))
+@pytest.mark.parametrize("target_id", [r.id for r in picks(known_gpu=True)])
 def test_placed_on_its_upstream_fabric_equals_upstream(target_id):
     recipe = load_catalog().recipe(target_id)
     on = pool_for(recipe)
@@ -80,8 +71,9 @@ def test_placed_on_its_upstream_fabric_equals_upstream(target_id):
 
 
 def test_the_comparison_catches_a_fabric_change():
-    recipe = load_catalog().recipe("vllm/disagg-h100-mtp")
-    h100_on_two_efa = pool(name="h100-p5en-like", gpu="h100", gpu_product=PRODUCTS["h100"], efa_interfaces=16)
-    _, dgd = place_target(*recipe.copy_manifests(), recipe, h100_on_two_efa, FABRICS)
-    problems = unexplained(recipe, "h100-p5en-like", recipe.dgd, dgd)
-    assert problems and all("vpc.amazonaws.com/efa" in p and "'4' -> '2'" in p for p in problems)
+    recipe = picks(disaggregated=True, fabric="efa")[0]
+    upstream = int(recipe.worker_components()[0]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"])
+    halved = pool(name="halved-efa", gpu=gpu_of(recipe), gpu_product=recipe.gpu_products[0], efa_interfaces=8 * upstream // 2)
+    _, dgd = place_target(*recipe.copy_manifests(), recipe, halved, FABRICS)
+    problems = unexplained(recipe, "halved-efa", recipe.dgd, dgd)
+    assert problems and all("vpc.amazonaws.com/efa" in p and f"'{upstream}' -> '{upstream // 2}'" in p for p in problems)

@@ -8,7 +8,12 @@ import pytest
 from pulumi.output import Unknown
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_NUMBER_VALUE, UNKNOWN_OBJECT_VALUE
 
+from catalog_picks import pick
 from policy_helpers import DGD, JOB, check_resource, component, main_container, recipe
+from serving_stack.facts.catalog import load_catalog
+
+pytestmark = pytest.mark.catalog_driven
+AGGREGATED = pick(disaggregated=False, routing="single").id
 
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
@@ -38,7 +43,7 @@ def problems(kind: str, spec: dict) -> list[str]:
     return check_resource("gpu-resources", *workload(kind, spec))
 
 
-@pytest.mark.parametrize("target", ["vllm/agg-h100-mtp", "vllm/disagg-b200-dspark", "trtllm/agg-gb200-mtp"])
+@pytest.mark.parametrize("target", sorted(load_catalog().recipes))
 def test_upstream_workers_pass(target):
     assert check_resource("gpu-resources", DGD, recipe(target)[1]) == []
 
@@ -87,17 +92,17 @@ def test_every_node_selector_term_must_pin_gpu_nodes():
 
 
 def test_dgd_worker_without_gpu_toleration_is_reported():
-    _, dgd = recipe("vllm/agg-h100-mtp")
+    _, dgd = recipe(AGGREGATED)
     component(dgd, "worker")["podTemplate"]["spec"]["tolerations"] = []
     (found,) = check_resource("gpu-resources", DGD, dgd)
-    assert found.startswith("component agg asks for nvidia.com/gpu but is not pinned to GPU nodes")
+    assert found.startswith(f"component {component(dgd, 'worker')['name']} asks for nvidia.com/gpu but is not pinned to GPU nodes")
 
 
 def test_dgd_frontend_asking_for_a_gpu_is_reported():
-    _, dgd = recipe("vllm/agg-h100-mtp")
+    _, dgd = recipe(AGGREGATED)
     main_container(component(dgd, "frontend"))["resources"] = {"limits": {"nvidia.com/gpu": 1}}
     (found,) = check_resource("gpu-resources", DGD, dgd)
-    assert found.startswith("component Frontend asks for nvidia.com/gpu but is not pinned")
+    assert found.startswith(f"component {component(dgd, 'frontend')['name']} asks for nvidia.com/gpu but is not pinned")
 
 
 def test_pods_without_gpus_may_run_anywhere():

@@ -7,7 +7,11 @@ from pulumi.output import Unknown
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
 
 from policy.nemotron_policies.rules.images import parse_image
+from catalog_picks import pick
 from policy_helpers import DGD, JOB, check_resource, component, main_container, recipe
+from serving_stack.facts.catalog import load_catalog
+
+pytestmark = pytest.mark.catalog_driven
 
 HELM = "kubernetes:helm.sh/v3:Release"
 SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
@@ -71,11 +75,12 @@ def test_a_bare_name_in_an_init_container_is_reported():
 
 
 def test_upstream_dgd_passes_and_a_latest_worker_image_is_reported():
-    _, dgd = recipe("vllm/disagg-h200-dflash")
-    assert check_resource("image-pinning", DGD, dgd) == []
+    for target in load_catalog().recipes.values():
+        assert check_resource("image-pinning", DGD, recipe(target.id)[1]) == [], target.id
+    _, dgd = recipe(pick(disaggregated=True).id)
     main_container(component(dgd, "decode"))["image"] = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
     (found,) = check_resource("image-pinning", DGD, dgd)
-    assert found.startswith("container main of component VllmDecodeWorker: image ")
+    assert found.startswith(f"container main of component {component(dgd, 'decode')['name']}: image ")
 
 
 def test_helm_repository_tag_pairs_are_checked():

@@ -8,7 +8,11 @@ import json
 import pytest
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
 
+from catalog_picks import pick
 from policy_helpers import DAEMON_SET, DGD, JOB, check_resource, component, main_container, recipe
+from serving_stack.facts.catalog import load_catalog
+
+pytestmark = pytest.mark.catalog_driven
 
 ROLE = "aws:iam/role:Role"
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
@@ -29,7 +33,8 @@ def document(*statements: dict) -> str:
 
 
 def test_upstream_workers_with_ipc_lock_and_sys_resource_pass():
-    assert check_resource("least-privilege", DGD, recipe("vllm/disagg-h100-dspark")[1]) == []
+    for target in load_catalog().recipes.values():
+        assert check_resource("least-privilege", DGD, recipe(target.id)[1]) == [], target.id
 
 
 @pytest.mark.parametrize("context, pod, problem", [
@@ -49,11 +54,12 @@ def test_a_hardened_job_passes():
 
 
 def test_privileged_dgd_worker_is_reported():
-    _, dgd = recipe("vllm/agg-h100-mtp")
+    _, dgd = recipe(pick(disaggregated=False).id)
     component(dgd, "worker")["podTemplate"]["spec"]["hostNetwork"] = True
     main_container(component(dgd, "worker"))["securityContext"]["privileged"] = True
+    name = component(dgd, "worker")["name"]
     assert check_resource("least-privilege", DGD, dgd) == [
-        "component agg sets hostNetwork: true", "container main of component agg is privileged"]
+        f"component {name} sets hostNetwork: true", f"container main of component {name} is privileged"]
 
 
 def test_children_of_the_device_plugin_component_may_run_privileged():

@@ -17,9 +17,11 @@ from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_cat
 
 FABRICS = _load_aws_catalog().fabrics
 from policy.nemotron_policies.offline import evaluate, format_report
+from catalog_picks import pick
 from policy_helpers import DGD, component, main_container
 
-TARGET = "vllm/disagg-h100-dspark"  # upstream: 4 EFA interfaces per worker (p5.48xlarge: 32 / 8 GPUs)
+pytestmark = pytest.mark.catalog_driven
+TARGET = pick(disaggregated=True, fabric="efa").id  # upstream H100: 4 EFA interfaces per worker (p5.48xlarge: 32 / 8)
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +63,21 @@ def test_the_pool_itself_passes_every_policy(node_pool_resources):
 def test_a_target_placed_on_the_pool_passes(node_pool_resources, pool):
     """Everything but prewarm-daemonsets: this stack has no model-cache DaemonSet."""
     dgd = placed_dgd(pool)
-    assert main_container(component(dgd, "prefill"))["resources"]["limits"]["vpc.amazonaws.com/efa"] == "2"
+    assert main_container(component(dgd, "prefill"))["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(pool.efa_per_gpu)
     found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name != "prewarm-daemonsets"]
     assert found == [], format_report(found)
 
 
 def test_an_upstream_efa_count_on_this_pool_is_caught(node_pool_resources, pool):
     dgd = placed_dgd(pool)
+    upstream = load_catalog().recipe(TARGET).dgd
     for kind in ("prefill", "decode"):
         resources = main_container(component(dgd, kind))["resources"]
         for section in ("requests", "limits"):
-            resources[section]["vpc.amazonaws.com/efa"] = "4"
+            resources[section]["vpc.amazonaws.com/efa"] = main_container(component(upstream, kind))["resources"][section]["vpc.amazonaws.com/efa"]
     found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name == "fabric-requests"]
+    count = main_container(component(upstream, "decode"))["resources"]["limits"]["vpc.amazonaws.com/efa"]
+    assert count != str(pool.efa_per_gpu), "the test needs a pool whose EFA per GPU differs from upstream's"
     assert [v.message for v in found] == [
-        f"component {name}: pinned to pool 'h200-efa' (fabric efa): requests vpc.amazonaws.com/efa=4, needs 2 "
-        "(2 per GPU x 1 nvidia.com/gpu)" for name in ("VllmPrefillWorker", "VllmDecodeWorker")]
+        f"component {component(dgd, kind)['name']}: pinned to pool 'h200-efa' (fabric efa): requests vpc.amazonaws.com/efa={count}, "
+        f"needs {pool.efa_per_gpu} ({pool.efa_per_gpu} per GPU x 1 nvidia.com/gpu)" for kind in ("prefill", "decode")]

@@ -10,10 +10,13 @@ from typing import Any, Callable
 import pytest
 
 from policy.nemotron_policies.offline import evaluate
+from catalog_picks import pick
 from policy_helpers import (
     CONFIG_MAP, HF_TOKEN, JOB, aggregated, components, disaggregated, env_value, fabric_of, main_container,
     new_violations, of_type, pod_spec, prewarm_daemon_sets, prewarm_env, recording, run_stack_config, worker,
 )
+
+pytestmark = pytest.mark.catalog_driven
 
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -129,10 +132,10 @@ def test_planted_violation_is_caught_by_its_policy_only(stack, expected, mutatio
 
 EXISTING_CLUSTER = {"kubernetes": {"namespace": "policy-test", "cluster": {"source": "kubeconfig", "context": "policy-test"}},
                     "modelCache": {"storageClassName": "efs-ap", "retainOnDelete": True},
-                    "targets": [{"id": "vllm/disagg-h200-dflash"}]}
+                    "targets": [{"id": pick(disaggregated=True, fabric="ib").id}]}
 STACK_CONFIG_CASES = [
     ("prod-cache-not-retained", lambda raw: raw["modelCache"].update(retainOnDelete=False), "data-protection"),
-    ("gb200-disagg-without-fabric", lambda raw: raw["targets"].append({"id": "vllm/disagg-gb200-dspark"}), "fabric-requests"),
+    ("disagg-without-fabric", lambda raw: raw["targets"].append({"id": pick(disaggregated=True, fabric="none").id}), "fabric-requests"),
 ]
 
 

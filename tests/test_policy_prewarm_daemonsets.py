@@ -8,15 +8,29 @@ import pytest
 import yaml
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
 
+import pytest
+
+from catalog_picks import picks
 from policy_helpers import CONFIG_MAP, DAEMON_SET, DGD, check_stack, component, recipe, resource
 
-BASE = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
-DSPARK = f"{BASE}-DSpark"
+pytestmark = pytest.mark.catalog_driven
 LIMITS = {"limits": {"cpu": "2", "memory": "64Gi"}}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
 
-def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DSPARK}", *, env: str = "PREWARM_MODELS",
+def worker_tolerations(r) -> list[dict]:
+    return next(c for c in r.components if c["type"] == "worker")["podTemplate"]["spec"].get("tolerations", [])
+
+
+# An aggregated vLLM target loading a draft, tolerating only the GPU taint: the pool a DaemonSet must cover.
+MAIN = next(r for r in picks(backend="vllm", disaggregated=False, routing="single", drafts=True)
+            if worker_tolerations(r) == [GPU_TOLERATION])
+BASE, DRAFT = MAIN.checkpoints[:2]
+PRODUCT = MAIN.gpu_products[0]
+WORKER = component(MAIN.dgd, "worker")["name"]
+
+
+def daemon_set(product: str = PRODUCT, repos: Any = f"{BASE},{DRAFT}", *, env: str = "PREWARM_MODELS",
                tolerations: Any = (GPU_TOLERATION,), read_only: bool = True, namespace: str = "ns",
                name: str = "prewarm", node_selector: bool = False) -> object:
     placement = ({"nodeSelector": {"nvidia.com/gpu.product": product}} if node_selector else {"affinity": {"nodeAffinity": {
@@ -34,7 +48,7 @@ def daemon_set(product: str = "NVIDIA-H100-80GB-HBM3", repos: Any = f"{BASE},{DS
     return resource(DAEMON_SET, props, name=name)
 
 
-def target(target_id: str = "vllm/agg-h100-dspark", name: str = "target") -> list[object]:
+def target(target_id: str = MAIN.id, name: str = "target") -> list[object]:
     config_map, dgd = recipe(target_id)
     return [resource(CONFIG_MAP, config_map, name=f"{name}-config"), resource(DGD, dgd, name=name)]
 
@@ -57,18 +71,18 @@ def test_node_selector_is_equivalent_to_a_single_value_affinity():
 
 def test_a_pool_without_daemonset_is_reported():
     (found,) = problems(*target())
-    assert found == ("no prewarm DaemonSet selects the nodes of workers target/agg (nodes: nvidia.com/gpu.product In "
-                     f"[NVIDIA-H100-80GB-HBM3]; checkpoints: {BASE}, {DSPARK})")
+    assert found == (f"no prewarm DaemonSet selects the nodes of workers target/{WORKER} (nodes: nvidia.com/gpu.product In "
+                     f"[{PRODUCT}]; checkpoints: {', '.join(sorted(MAIN.checkpoints))})")
 
 
 def test_a_daemonset_on_other_nodes_does_not_count():
-    (found,) = problems(*target(), daemon_set(product="NVIDIA-H200"))
-    assert found.startswith("no prewarm DaemonSet selects the nodes of workers target/agg")
+    (found,) = problems(*target(), daemon_set(product="NVIDIA-Some-Other-GPU"))
+    assert found.startswith(f"no prewarm DaemonSet selects the nodes of workers target/{WORKER}")
 
 
 def test_every_checkpoint_the_workers_load_is_warmed():
     (found,) = problems(*target(), daemon_set(repos=BASE))
-    assert found.endswith(f"DaemonSet prewarm does not warm {DSPARK} (env PREWARM_MODELS)")
+    assert found.endswith(f"DaemonSet prewarm does not warm {DRAFT} (env PREWARM_MODELS)")
 
 
 def test_the_cache_is_mounted_read_only():
@@ -77,12 +91,17 @@ def test_the_cache_is_mounted_read_only():
 
 
 def test_the_daemonset_tolerates_every_worker_toleration():
-    workers = target("vllm/agg-gb200-dspark")
-    (found,) = problems(*workers, daemon_set(product="NVIDIA-GB200"))
-    assert found.endswith("DaemonSet prewarm does not tolerate dedicated:NoSchedule, kubernetes.io/arch=arm64:NoSchedule, "
-                          "skyhook.nvidia.com:NoSchedule")
+    tolerant = next(iter(r for r in picks(disaggregated=False, routing="single") if len(worker_tolerations(r)) > 1), None)
+    assert tolerant, "no upstream worker tolerates more than the GPU taint (GB200 workers did)"
+    workers = target(tolerant.id)
+    repos = ",".join(tolerant.checkpoints)
+    (found,) = problems(*workers, daemon_set(product=tolerant.gpu_products[0], repos=repos))
+    missing = sorted((t.get("key"), t.get("operator"), t.get("value"), t.get("effect"))
+                     for t in worker_tolerations(tolerant) if t != GPU_TOLERATION)
+    assert found.endswith("DaemonSet prewarm does not tolerate " + ", ".join(
+        f"{key}{'=' + value if value else ''}:{effect}" for key, _, value, effect in missing))
     tolerate_all = [{"operator": "Exists"}]
-    assert problems(*workers, daemon_set(product="NVIDIA-GB200", tolerations=tolerate_all)) == []
+    assert problems(*workers, daemon_set(product=tolerant.gpu_products[0], repos=repos, tolerations=tolerate_all)) == []
 
 
 def test_the_daemonset_runs_in_the_workers_namespace():
@@ -91,28 +110,31 @@ def test_the_daemonset_runs_in_the_workers_namespace():
 
 
 def test_trtllm_drafts_come_from_the_engine_config():
-    config_map, dgd = recipe("trtllm/agg-b200-mtp")
-    engine = yaml.safe_load(config_map["data"]["agg.yaml"])
+    trt = next(r for r in picks(backend="trtllm") if r.speculative_decoding != "none"
+               and worker_tolerations(r) == [GPU_TOLERATION])
+    config_map, dgd = recipe(trt.id)
+    key = next(k for k in config_map["data"] if k.endswith(".yaml"))
+    engine = yaml.safe_load(config_map["data"][key])
     engine["speculative_config"]["speculative_model"] = "nvidia/Some-Draft"
-    config_map["data"]["agg.yaml"] = yaml.safe_dump(engine)
+    config_map["data"][key] = yaml.safe_dump(engine)
     resources = [resource(CONFIG_MAP, config_map, name="c"), resource(DGD, dgd, name="trt")]
-    (found,) = problems(*resources, daemon_set(product="NVIDIA-B200", repos=BASE))
+    (found,) = problems(*resources, daemon_set(product=trt.gpu_products[0], repos=trt.checkpoints[0]))
     assert found.endswith("does not warm nvidia/Some-Draft (env PREWARM_MODELS)")
-    assert problems(*resources, daemon_set(product="NVIDIA-B200", repos=f"{BASE}, nvidia/Some-Draft")) == []
+    assert problems(*resources, daemon_set(product=trt.gpu_products[0], repos=f"{trt.checkpoints[0]}, nvidia/Some-Draft")) == []
 
 
 def test_workers_with_different_tolerations_are_different_pools():
-    _, dgd = recipe("vllm/agg-h100-mtp")
-    other = recipe("vllm/agg-h100-dspark")[1]
+    _, dgd = recipe(MAIN.id)
+    other = recipe(MAIN.id)[1]
     component(other, "worker")["podTemplate"]["spec"]["tolerations"].append(
         {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"})
     found = problems(resource(DGD, dgd, name="a"), resource(DGD, other, name="b"), daemon_set())
-    assert found == [f"no prewarm DaemonSet covers workers b/agg (nodes: nvidia.com/gpu.product In [NVIDIA-H100-80GB-HBM3]; "
-                     f"checkpoints: {BASE}): DaemonSet prewarm does not tolerate dedicated:NoSchedule"]
+    assert found == [f"no prewarm DaemonSet covers workers b/{WORKER} (nodes: nvidia.com/gpu.product In [{PRODUCT}]; "
+                     f"checkpoints: {BASE}): DaemonSet prewarm does not tolerate dedicated:NoSchedule"]  # no ConfigMap: no draft
 
 
 def test_frontends_need_no_prewarm():
-    _, dgd = recipe("vllm/agg-h100-dspark")
+    _, dgd = recipe(MAIN.id)
     dgd["spec"]["components"] = [component(dgd, "frontend")]
     assert problems(resource(DGD, dgd)) == []
 
@@ -123,7 +145,7 @@ def test_unknown_values_at_preview_are_tolerated():
         "affinity": UNKNOWN_STRING_VALUE, "tolerations": UNKNOWN_ARRAY_VALUE, "volumes": UNKNOWN_ARRAY_VALUE,
         "containers": UNKNOWN_ARRAY_VALUE}}}}
     assert problems(*target(), resource(DAEMON_SET, unknown_spec, name="p")) == []
-    _, dgd = recipe("vllm/agg-h100-dspark")
+    _, dgd = recipe(MAIN.id)
     component(dgd, "worker")["podTemplate"]["spec"]["affinity"] = UNKNOWN_STRING_VALUE
     assert problems(resource(DGD, dgd), resource(CONFIG_MAP, {"metadata": None, "data": UNKNOWN_STRING_VALUE})) == []
     assert problems(resource(DGD, {"metadata": {"namespace": "ns"}, "spec": None}), daemon_set(tolerations=[None])) == []

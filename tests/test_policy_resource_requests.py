@@ -1,10 +1,15 @@
 """resource-requests (advisory): workload containers declare requests (or limits, which become requests)."""
 from __future__ import annotations
 
+import pytest
+
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE
 
 from policy_helpers import DGD, JOB, POLICY, check_resource, recipe
+from serving_stack.facts.catalog import load_catalog
+
+pytestmark = pytest.mark.catalog_driven
 
 
 def job(resources: object) -> dict:
@@ -28,8 +33,11 @@ def test_containers_without_requests_are_reported():
 
 
 def test_upstream_frontends_declare_no_requests():
-    assert check_resource("resource-requests", DGD, recipe("vllm/agg-h100-mtp")[1]) == [
-        "container main of component Frontend sets no resource requests (cpu, memory)"]
+    for target in load_catalog().recipes.values():
+        frontend = target.components[0]
+        requests = frontend["podTemplate"]["spec"]["containers"][0].get("resources", {})
+        expected = [] if requests else [f"container main of component {frontend['name']} sets no resource requests (cpu, memory)"]
+        assert check_resource("resource-requests", DGD, recipe(target.id)[1]) == expected, target.id
 
 
 def test_unknown_values_at_preview_are_tolerated():

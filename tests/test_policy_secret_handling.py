@@ -7,7 +7,11 @@ from pulumi.output import Unknown
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_STRING_VALUE
 
 from policy.nemotron_policies.credentials import credential_name
+from catalog_picks import pick
 from policy_helpers import CONFIG_MAP, DGD, JOB, check_resource, component, main_container, recipe
+from serving_stack.facts.catalog import load_catalog
+
+pytestmark = pytest.mark.catalog_driven
 
 HF_TOKEN = "hf_" + "Ab1" * 12
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
@@ -42,9 +46,10 @@ def test_secret_references_pass():
 
 
 def test_upstream_recipes_pass():
-    config_map, dgd = recipe("vllm/disagg-h100-dspark")
-    assert check_resource("secret-handling", DGD, dgd) == []
-    assert check_resource("secret-handling", CONFIG_MAP, config_map) == []
+    for target in load_catalog().recipes.values():
+        config_map, dgd = recipe(target.id)
+        assert check_resource("secret-handling", DGD, dgd) == [], target.id
+        assert check_resource("secret-handling", CONFIG_MAP, config_map) == [], target.id
 
 
 def test_literal_credential_env_is_reported():
@@ -60,7 +65,7 @@ def test_credential_env_from_a_config_map_is_reported():
 
 
 def test_token_in_a_dgd_worker_env_is_reported_without_echoing_it():
-    _, dgd = recipe("vllm/agg-h100-mtp")
+    _, dgd = recipe(pick(disaggregated=False).id)
     main_container(component(dgd, "worker"))["env"].append({"name": "HUGGING_FACE_HUB_TOKEN", "value": HF_TOKEN})
     found = check_resource("secret-handling", DGD, dgd)
     assert len(found) == 2 and all(HF_TOKEN not in m for m in found)

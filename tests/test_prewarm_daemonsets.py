@@ -1,8 +1,14 @@
 """One prewarm DaemonSet per GPU node pool that hosts model-cache workers, placed exactly like them."""
 from __future__ import annotations
 
+import pytest
+
 from serving_stack.plan.prewarm import STATE_DIR
+from catalog_picks import gpu_of
+from serving_stack.facts.catalog import load_catalog
 from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config
+
+pytestmark = pytest.mark.catalog_driven
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 
@@ -27,11 +33,10 @@ def test_daemon_set_warms_every_checkpoint_its_workers_load():
     run = rendered_stack("prod")
     h200 = next(d for d in run.of_type(DAEMON_SET) if d.inputs["metadata"]["name"].endswith("h200-efa"))
     env = {e["name"]: e["value"] for e in h200.inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["PREWARM_MODELS"].split(",") == [
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DSpark",  # vllm/agg-h200-dspark
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DFlash",  # vllm/disagg-h200-dflash
-    ]
+    on_h200 = [e["id"] for e in run.outputs["endpoints"] if e["kind"] == "dynamo" and gpu_of(load_catalog().recipe(e["id"])) == "h200"]
+    assert on_h200, "prod places no target on its h200 pool"
+    expected = list(dict.fromkeys(repo for target in on_h200 for repo in load_catalog().recipe(target).checkpoints))
+    assert env["PREWARM_MODELS"].split(",") == expected
 
 
 def test_daemon_set_is_read_only_non_root_bounded_and_low_priority():

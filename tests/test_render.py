@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from serving_stack.contract.outputs import CONTRACT_VERSION
+from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR
 from tools.render import main, write_render
 from stack_helpers import BASE_CONFIG, run_config
@@ -44,7 +45,7 @@ def test_the_committed_dev_stack_needs_no_secret(dev_render):
     """Public images and checkpoints: no token Secret, no pull Secret, and the download Job reads none."""
     records = json.loads((dev_render / "resources.json").read_text())
     assert not [r for r in records if r["type"] == "kubernetes:core/v1:Secret"]
-    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job"]
+    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job" and r["parent"].startswith("nemotron:kubernetes:ModelCache::")]
     assert "envFrom" not in job["inputs"]["spec"]["template"]["spec"]["containers"][0]
 
 
@@ -74,8 +75,9 @@ def test_outputs_follow_the_committed_contract(dev_render):
     assert outputs["contractVersion"] == CONTRACT_VERSION
     assert outputs["gateway"] is None  # dev runs no gateway
     (endpoint,) = outputs["endpoints"]
-    assert endpoint["url"] == "http://vllm-agg-h100-mtp-frontend.nemotron-dev.svc.cluster.local:8000/v1"
-    assert endpoint["gpus"] == 1 and endpoint["expectedOutputTokensPerSecond"] == 1275.37
+    recipe = load_catalog().recipe(endpoint["id"])
+    assert endpoint["url"] == f"http://{recipe.name}-frontend.nemotron-dev.svc.cluster.local:8000/v1"
+    assert endpoint["gpus"] == 1 and endpoint["expectedOutputTokensPerSecond"] == recipe.entry.performance.outputTokensPerSecondPerGpu
 
 
 def test_committed_schema_matches_the_model():
@@ -84,7 +86,12 @@ def test_committed_schema_matches_the_model():
 
 def test_summary_names_targets_and_criteria(dev_render):
     summary = (dev_render / "summary.md").read_text()
-    assert "| `vllm/agg-h100-mtp` | dynamo | 1 | 1,275.37 | 106.28 | 241.21 | pass |" in summary
+    (endpoint,) = json.loads((dev_render / "outputs.json").read_text())["endpoints"]
+    catalog = load_catalog()
+    performance = catalog.recipe(endpoint["id"]).entry.performance
+    verdict = {True: "pass", False: "FAIL", None: "n/a"}[catalog.criteria.passed_by(performance)]
+    assert (f"| `{endpoint['id']}` | dynamo | 1 | {performance.outputTokensPerSecondPerGpu:,.2f} | "
+            f"{performance.tokensPerSecondPerUser:g} | {performance.ttftP50Ms:g} | {verdict} |") in summary
 
 
 def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
@@ -102,7 +109,7 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     )
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: vllm/agg-b200")
+    assert line == "error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: " + ", ".join(load_catalog().recipes)
     assert not (tmp_path / "build").exists()
 
 

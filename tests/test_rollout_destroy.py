@@ -48,6 +48,10 @@ def test_a_protected_claim_stops_destroy_and_keeps_everything_it_depends_on():
 def test_a_bucket_without_force_destroy_fails_and_its_kms_key_outlives_nothing_it_should():
     prod = records("prod")
     (bucket,) = of_type(prod, "aws:s3/bucket:Bucket")
+    assert bucket["retainOnDelete"] and _rows(prod)[key(bucket)].outcome == "kept"  # the stack keeps captured data
+    bucket["retainOnDelete"] = False
+    for kms_key in of_type(prod, "aws:kms/key:Key"):
+        kms_key["retainOnDelete"] = False
     bucket["inputs"].pop("forceDestroy", None)
     assert _rows(prod)[key(bucket)].outcome == FAILS
     fails_if = RULES.aws_deletion[bucket["type"]]["fails_if"]

@@ -70,7 +70,7 @@ def test_the_efs_backend_is_among_the_checked_stacks():
 
 def test_custom_timeouts_win_over_the_annotation_and_skip_await_wins_over_both():
     dev = records("dev")
-    (job,) = [r for r in dev if r["inputs"].get("kind") == "Job"]
+    job = next(r for r in dev if r["inputs"].get("kind") == "Job")
     job["customTimeouts"] = {"create": "30m"}
     annotate(job, timeout_seconds="60")
     assert await_of(Resource.from_record(job), RULES).timeout_seconds == 1800

@@ -25,6 +25,8 @@ from serving_stack.facts import jumpstart
 from tools.mock_runtime import PROJECT_DIR, run_program
 
 E0 = "sagemaker.endpoints[0]"
+# A Region AWS has (catalog/aws_regions.yaml) where catalog/sagemaker_lmi.yaml pins no LMI image.
+NO_LMI_REGION = next(r for r in sorted(FACTS.aws.regions.regions) if r not in FACTS.lmi.registries.accounts)
 BF16 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
 GATED = {"jumpstart": {"modelId": GATED_ID, "version": "2.1.0"}}
 
@@ -56,8 +58,8 @@ BAD_CONFIGS = {
                                f"{E0}.huggingface.options.HF_TOKEN: not an LMI container setting"),
     "unpinned LMI image": (stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:latest"})),
                            f"{E0}.huggingface.lmiImage: must be an ECR image pinned by a tag other than 'latest'"),
-    "no LMI image in the region": (stack(huggingface_endpoint(), region="us-gov-west-1"),
-                                   f"{E0}.huggingface.lmiImage: no pinned LMI image for 'us-gov-west-1' in catalog/sagemaker_lmi.yaml"),
+    "no LMI image in the region": (stack(huggingface_endpoint(), region=NO_LMI_REGION),
+                                   f"{E0}.huggingface.lmiImage: no pinned LMI image for '{NO_LMI_REGION}' in catalog/sagemaker_lmi.yaml"),
     "LMI image from another region": (
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": FACTS.lmi.image("us-east-1")})),
         f"{E0}.huggingface.lmiImage: '{FACTS.lmi.image('us-east-1')}' is in us-east-1"),

@@ -90,8 +90,10 @@ def test_models_and_configs_outlive_a_rolled_back_replacement(run):
 def test_captured_data_and_its_key_are_retained_and_one_per_bucket_settings_replace_first(run):
     assert run.named("nemotron-js-capture").retain_on_delete
     assert run.named("nemotron-js-kms").retain_on_delete
-    for name in ("nemotron-js-capture-encryption", "nemotron-js-capture-public-access"):
-        assert run.named(name).delete_before_replace, name
+    # One setting per bucket: a change of the same bucket's encryption replaces it, deleting the old first; the
+    # public-access block is replaced only with a new bucket.
+    assert run.named("nemotron-js-capture-encryption").delete_before_replace
+    assert not run.named("nemotron-js-capture-public-access").delete_before_replace
     encryption = inputs(run, "nemotron-js-capture-encryption")
     assert encryption["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
 

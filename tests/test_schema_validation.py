@@ -12,6 +12,8 @@ from tools.render import kubernetes_objects
 import crd_schemas
 from stack_helpers import DGD_TYPE, all_targets_config, rendered_stack, run_config
 
+pytestmark = pytest.mark.catalog_driven
+
 KUBERNETES_VERSION = "1.33.0"
 
 

@@ -3,13 +3,29 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
+
+import pytest
+import yaml
 
 from sagemaker_helpers import unsecret
+from serving_stack.config.serving import TargetConfig
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.model_cache import env_name_tuple
+from serving_stack.plan.targets import effective_replicas, gpus_used
 from stack_helpers import BASE_CONFIG, DGD_TYPE, TEST_SECRETS, assert_rejected_before_any_resource, rendered_stack, run_config
+
+pytestmark = pytest.mark.catalog_driven
 
 
 def _inputs(stack: str, type_token: str) -> list[dict]:
     return [r.inputs for r in rendered_stack(stack).resources if r.type == type_token]
+
+
+def _download_jobs(stack: str) -> list[dict]:
+    """The stack's Jobs but the smoke tests (docs/operability-programs.md)."""
+    return [r.inputs for r in rendered_stack(stack).resources
+            if r.type == "kubernetes:batch/v1:Job" and not r.parent.startswith("nemotron:kubernetes:Operability::")]
 
 
 def test_dev_is_one_single_gpu_aggregated_target():
@@ -23,12 +39,20 @@ def test_dev_is_one_single_gpu_aggregated_target():
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
 
 
-def test_prod_spans_h200_and_b200_with_kv_router_and_disaggregation():
-    endpoints = {e["id"]: e for e in rendered_stack("prod").outputs["endpoints"]}
-    assert {"vllm/agg-b200-dspark-kv-router", "vllm/disagg-h200-dflash", "vllm/agg-h200-dspark"} <= set(endpoints)
-    assert endpoints["vllm/agg-b200-dspark-kv-router"]["gpus"] == 4
-    assert endpoints["vllm/disagg-h200-dflash"]["gpus"] == 3  # 1 prefill + 2 decode (stack override)
-    assert endpoints["vllm/disagg-h200-dflash"]["expectedOutputTokensPerSecond"] == round(1277.86 * 3, 2)
+def test_prod_endpoints_are_its_targets_with_their_gpus_and_published_figures():
+    """prod (Pulumi.prod.yaml) spans a KV-router variant and a disaggregated target with a decode override."""
+    project_dir = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((project_dir / "Pulumi.prod.yaml").read_text())["config"]["nemotron-lightning:targets"]
+    endpoints = {e["id"]: e for e in rendered_stack("prod").outputs["endpoints"] if e["kind"] == "dynamo"}
+    assert sorted(endpoints) == sorted(t["id"] for t in config)
+    recipes = [load_catalog().recipe(t["id"]) for t in config]
+    assert {"kv", "1P1D"} <= {r.routing for r in recipes}
+    for target in config:
+        recipe = load_catalog().recipe(target["id"])
+        gpus = gpus_used(recipe, effective_replicas(recipe, TargetConfig(**target)))
+        per_gpu = recipe.entry.performance.outputTokensPerSecondPerGpu
+        assert endpoints[target["id"]]["gpus"] == gpus
+        assert endpoints[target["id"]]["expectedOutputTokensPerSecond"] == (None if per_gpu is None else round(per_gpu * gpus, 2))
 
 
 def test_hf_token_secret_and_pull_secret_exist_only_when_configured():
@@ -61,19 +85,26 @@ def test_a_pull_secret_without_the_key_is_refused_before_any_resource():
                                         secrets={"hfToken": "hf_x"})
 
 
-def test_model_cache_pvc_and_download_job():
+def test_model_cache_pvc_and_download_jobs():
+    """prod downloads every upstream checkpoint set as upstream does; dev (`drafts: []`) only the base, under
+    upstream's env name, with the script's loop rewritten to it."""
+    cache = load_catalog().model_cache
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}},
-                           "storageClassName": "fsx-lustre", "volumeName": "fsx-lustre-model-cache"}
-    (job,) = _inputs("dev", "kubernetes:batch/v1:Job")
+    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}}, "storageClassName": "fsx-lustre",
+                           "volumeName": "fsx-lustre-model-cache"}
+    prod_jobs = {job["metadata"]["name"]: job for job in _download_jobs("prod")}
+    assert sorted(prod_jobs) == sorted(job.name for job in cache.jobs)
+    for job in cache.jobs:
+        container = prod_jobs[job.name]["spec"]["template"]["spec"]["containers"][0]
+        assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(job.checkpoints)
+        assert container["args"] == job.container["args"]
+    base = cache.jobs[0].repos[0]
+    (job,) = _download_jobs("dev")
     container = job["spec"]["template"]["spec"]["containers"][0]
-    assert [e for e in container["env"] if e["name"].endswith("_MODEL")] == [
-        {"name": "BASE_MODEL", "value": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"}
-    ]
-    assert 'for env_name in ("BASE_MODEL",):' in container["args"][0]
+    upstream_names = {name for upstream in cache.jobs for name, _ in upstream.checkpoints}
+    assert [e for e in container["env"] if e["name"] in upstream_names] == [{"name": cache.env_name_of(base), "value": base}]
+    assert f"for env_name in {env_name_tuple([cache.env_name_of(base)])}:" in container["args"][0]
     assert "envFrom" not in container  # no hfToken in dev: public checkpoints
-    (prod_job,) = _inputs("prod", "kubernetes:batch/v1:Job")
-    assert 'for env_name in ("BASE_MODEL", "DFLASH_MODEL", "DSPARK_MODEL"):' in prod_job["spec"]["template"]["spec"]["containers"][0]["args"][0]
 
 
 def test_prod_keeps_the_model_cache_in_its_protected_file_system():
@@ -108,7 +139,9 @@ def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
     assert release["values"]["dynamo-operator"]["upgradeCRD"] is True
     assert release["values"]["global"]["nats"] == {"install": False}
     for dgd in [r for r in rendered_stack("prod").resources if r.type == DGD_TYPE]:
-        assert {"kubernetes:helm.sh/v3:Release::dynamo-release", "kubernetes:batch/v1:Job::model-cache-download"} <= set(dgd.depends_on)
+        jobs = {f"kubernetes:batch/v1:Job::{r.name}" for r in rendered_stack("prod").of_type("kubernetes:batch/v1:Job")
+                if not r.parent.startswith("nemotron:kubernetes:Operability::")}  # the download Jobs
+        assert {"kubernetes:helm.sh/v3:Release::dynamo-release", "kubernetes:batch/v1:Job::model-cache-download"} | jobs <= set(dgd.depends_on)
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider():

@@ -16,6 +16,7 @@ from typing import Any, Optional
 import yaml
 
 from serving_stack import pulumi_private
+from serving_stack.plan.stack_plan import StackPlan
 from serving_stack.pulumi_private import (
     MockCallArgs,
     MockMonitor,
@@ -176,6 +177,7 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
             "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
         },
         "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
+        "aws:eks/nodeGroup:NodeGroup": lambda: {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
         "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
             "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com", "mountName": "mockmnt",
         },
@@ -199,8 +201,12 @@ class StackMocks(Mocks):
 
 @dataclass
 class ProgramRun:
+    """`plan`: the `StackPlan` the program built (what `summary.md` reports beside the resources); None for
+    runs of single components."""
+
     resources: list[RecordedResource]
     outputs: dict[str, Any]
+    plan: Optional[StackPlan] = None
 
     def of_type(self, type_token: str) -> list[RecordedResource]:
         return [r for r in self.resources if r.type == type_token]
@@ -231,12 +237,14 @@ def run_program(
     sys.path.insert(0, str(project_dir))
     previous_cwd = os.getcwd()
     os.chdir(project_dir)
+    program_globals: dict[str, Any] = {}
     try:
         stack_outputs = pulumi_private.run_with_mocks(
-            lambda: runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__"), stack_mocks, monitor,
-            project=project, stack=stack, config=config, secret_keys=secret_keys or [])
+            lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
+            stack_mocks, monitor, project=project, stack=stack, config=config, secret_keys=secret_keys or [])
     finally:
         os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
     outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}
-    return ProgramRun(resources=monitor.recorded, outputs=outputs)
+    plan = next((value for value in program_globals.values() if isinstance(value, StackPlan)), None)
+    return ProgramRun(resources=monitor.recorded, outputs=outputs, plan=plan)

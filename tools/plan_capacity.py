@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import yaml
@@ -61,7 +62,7 @@ def plan_markdown(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def result_markdown(result: PlanResult, rows: dict, offers: tuple, criteria: Slo) -> str:
+def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
     d = result.demand
     slo = f"tok/s/user >= {d.slo.min_tokens_per_second_per_user:g}, TTFT p50 <= {d.slo.max_ttft_p50_ms:g} ms"
     out = [f"# Capacity plan: {d.amount:g} {d.unit} ({slo})", ""]

@@ -6,7 +6,9 @@ from typing import Optional
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
+from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
+from tools.operability_summary import operability_markdown
 
 
 def _money(value: Optional[float]) -> str:
@@ -49,7 +51,8 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     ]
     for endpoint in contract.endpoints:
         recipe = catalog.recipes.get(endpoint.id)
-        ttft = f"{recipe.entry.performance.ttftP50Ms:g}" if recipe else "n/a"
+        published_ttft = recipe.entry.performance.ttftP50Ms if recipe else None
+        ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]
         lines.append(
             _row([
@@ -62,6 +65,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     total_gpus = sum(e.gpus for e in contract.endpoints)
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
     lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
+    lines += operability_markdown(run, [e.id for e in contract.endpoints if e.kind == "dynamo"])
     if contract.nodePools:
         rows = contract.nodePools
         desired = sum(r.usdPerHourDesired or 0 for r in rows)
@@ -84,4 +88,6 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     sagemaker = [e for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd is not None]
     if sagemaker:
         lines += [f"**SageMaker endpoints:** ${sum(e.costPerHourUsd for e in sagemaker):,.2f}/h at initial instance counts.", ""]
+    if run.plan is not None:
+        lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)

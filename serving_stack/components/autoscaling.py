@@ -1,7 +1,7 @@
 """Scaling with load: `ServingAutoscaler` (KEDA and one ScaledObject per autoscaled DGD worker component)
-and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role, and the Auto Scaling group
-tags that let it find the GPU node groups and scale them up from zero). What the objects contain is
-decided in `serving_stack.plan.autoscaling_plan`; these components only register them."""
+and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role). The Auto Scaling group tags that
+let it find the GPU node groups and scale them up from zero are the node pools' (`GpuNodePool`). What the
+objects contain is decided in `serving_stack.plan.autoscaling_plan`; these components only register them."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from serving_stack.facts.autoscaling_facts import HelmPin
-from serving_stack.plan.autoscaling_plan import CA_TAG_PREFIX
+from serving_stack.names import TypeTokens
 
 POD_IDENTITY_TRUST = {
     "Version": "2012-10-17",
@@ -36,7 +36,7 @@ class ServingAutoscalerArgs:
 
 class ServingAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, args: ServingAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:autoscaling:ServingAutoscaler", name, None, opts)
+        super().__init__(TypeTokens.SERVING_AUTOSCALER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         after: list[pulumi.Resource] = list(args.depends_on)
         if args.install_keda:
@@ -68,21 +68,19 @@ class ServingAutoscaler(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
-    """`asg_tags`: per Auto Scaling group name (an Input: it comes from the managed node group), the tags of
-    `autoscaling_plan.node_group_autoscaler_tags`. `policy` / `values`: from `autoscaling_plan`."""
+    """`policy` / `values`: from `autoscaling_plan` (`cluster_autoscaler_policy`, `cluster_autoscaler_values`)."""
 
     cluster_name: pulumi.Input[str]
     chart: HelmPin
     service_account: str
     policy: Mapping[str, Any]
     values: Mapping[str, Any]
-    asg_tags: Sequence[tuple[str, pulumi.Input[str], Mapping[str, str]]]  # (pool name, ASG name, tags)
     tags: Mapping[str, str]
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:autoscaling:ClusterAutoscaler", name, None, opts)
+        super().__init__(TypeTokens.CLUSTER_AUTOSCALER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST), tags=dict(args.tags), opts=child)
         policy = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(args.policy), opts=child)
@@ -95,14 +93,6 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             tags=dict(args.tags),
             opts=child,
         )
-        for pool, asg_name, tags in args.asg_tags:
-            for key, value in sorted(tags.items()):
-                aws.autoscaling.Tag(
-                    f"{name}-{pool}-{key.removeprefix(CA_TAG_PREFIX + '/').replace('/', '_')}",
-                    autoscaling_group_name=asg_name,
-                    tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
-                    opts=child,
-                )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name="cluster-autoscaler",

@@ -15,6 +15,7 @@ import pulumi_aws as aws
 from serving_stack.components.iam import assume_role_policy
 from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
+from serving_stack.plan.autoscaling_plan import CA_TAG_PREFIX
 from serving_stack.plan.pools import ManagedPoolSpec
 
 NODE_CONFIG_RAID0 = """MIME-Version: 1.0
@@ -44,6 +45,10 @@ class GpuNodePoolArgs:
     cluster_security_group_ids: Sequence[pulumi.Input[str]]
     node_managed_policies: Sequence[str]
     tags: Mapping[str, str] = field(default_factory=dict)
+    # cluster-autoscaler discovery and scale-from-zero hints, as tags on the node group's Auto Scaling group
+    # (EKS does not copy node group tags there): `serving_stack.plan.autoscaling_plan.node_group_autoscaler_tags`.
+    tag_for_cluster_autoscaler: bool = False
+    cluster_autoscaler_tags: Mapping[str, str] = field(default_factory=dict)
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -141,7 +146,21 @@ class GpuNodePool(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=policies,
                                         delete_before_replace=pool.reserved_capacity),
         )
+        if args.tag_for_cluster_autoscaler:
+            self._tag_auto_scaling_group(name, args.cluster_autoscaler_tags)
         self.register_outputs({"nodeGroupName": self.node_group.node_group_name})
+
+    def _tag_auto_scaling_group(self, name: str, tags: Mapping[str, str]) -> None:
+        if not tags:
+            raise ValueError(f"GPU pool {name}: tag_for_cluster_autoscaler without cluster_autoscaler_tags")
+        group_name = self.node_group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
+        for key, value in sorted(tags.items()):
+            aws.autoscaling.Tag(
+                f"{name}-asg-tag-{key.removeprefix(CA_TAG_PREFIX + '/').replace('/', '_')}",
+                autoscaling_group_name=group_name,
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _fabric_security_group(
         self, name: str, pool: ManagedPoolSpec, vpc_id: pulumi.Input[str], tags: Mapping[str, str],

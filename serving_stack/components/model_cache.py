@@ -19,20 +19,27 @@ class ModelCacheArgs:
     namespace: pulumi.Input[str]
     hf_token_secret_name: Optional[pulumi.Input[str]]
     pvc: dict[str, Any]
-    download_job: dict[str, Any]
+    download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
     retain_on_delete: bool
     volume_name: Optional[pulumi.Input[str]] = None
 
 
-class ModelCache(pulumi.ComponentResource):
-    """PVC `shared-model-cache` + the download Job.
+def _role_suffix(job_name: str, first: str) -> str:
+    """`` for the first Job (its resource name predates more than one), `-bf16` for `<first>-bf16`."""
+    if job_name == first:
+        return ""
+    return "-" + (job_name.removeprefix(first + "-") if job_name.startswith(first + "-") else job_name)
 
-    Pulumi waits for the Job to complete, so whatever depends on `download_job` (the serving targets,
+
+class ModelCache(pulumi.ComponentResource):
+    """PVC `shared-model-cache` + the download Jobs (one per upstream checkpoint set).
+
+    Pulumi waits for each Job to complete, so whatever depends on `download_jobs` (the serving targets,
     whose pods run with `HF_HUB_OFFLINE=1`) starts only once the checkpoints are in the cache.
     """
 
     claim_name: pulumi.Output[str]
-    download_job: k8s.batch.v1.Job
+    download_jobs: list[k8s.batch.v1.Job]
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
@@ -48,7 +55,18 @@ class ModelCache(pulumi.ComponentResource):
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
-        job_spec = args.download_job["spec"]
+        first = args.download_jobs[0]["metadata"]["name"]
+        self.download_jobs = [
+            self._download_job(f"{name}-download" + _role_suffix(job["metadata"]["name"], first), job, args, pvc)
+            for job in args.download_jobs
+        ]
+        self.claim_name = pvc.metadata.name
+        self.register_outputs({"claimName": self.claim_name,
+                               "downloadJobs": [job.metadata.name for job in self.download_jobs]})
+
+    def _download_job(self, resource_name: str, job: dict[str, Any], args: ModelCacheArgs,
+                      pvc: k8s.core.v1.PersistentVolumeClaim) -> k8s.batch.v1.Job:
+        job_spec = job["spec"]
         pod_spec = job_spec["template"]["spec"]
         (container,) = pod_spec["containers"]
         if args.hf_token_secret_name is None:
@@ -60,14 +78,13 @@ class ModelCache(pulumi.ComponentResource):
             for v in pod_spec["volumes"]
         ]
         deadline = int(job_spec["activeDeadlineSeconds"])
-        self.download_job = k8s.batch.v1.Job(
-            f"{name}-download",
-            metadata={**args.download_job["metadata"], "namespace": args.namespace},
+        download: k8s.batch.v1.Job = k8s.batch.v1.Job(
+            resource_name,
+            metadata={**job["metadata"], "namespace": args.namespace},
             spec={**job_spec, "template": {**job_spec["template"], "spec": {**pod_spec, "containers": [container], "volumes": volumes}}},
             opts=pulumi.ResourceOptions(
                 parent=self,
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"),
             ),
         )
-        self.claim_name = pvc.metadata.name
-        self.register_outputs({"claimName": self.claim_name, "downloadJob": self.download_job.metadata.name})
+        return download

@@ -163,4 +163,5 @@ class ModelCacheStorage(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return volume.metadata.name
+        volume_name: pulumi.Output[str] = volume.metadata.name
+        return volume_name

@@ -70,7 +70,8 @@ class ModelPrewarm(pulumi.ComponentResource):
         self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
 
-    def _daemon_set(self, name, pool: PrewarmPool, program, priority, args: ModelPrewarmArgs) -> k8s.apps.v1.DaemonSet:
+    def _daemon_set(self, name: str, pool: PrewarmPool, program: k8s.core.v1.ConfigMap,
+                    priority: k8s.scheduling.v1.PriorityClass, args: ModelPrewarmArgs) -> k8s.apps.v1.DaemonSet:
         labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
         settings = args.settings
         container = {

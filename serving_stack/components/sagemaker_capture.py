@@ -4,7 +4,9 @@ Both are `retain_on_delete` when they hold captured data: a `pulumi destroy` (or
 otherwise fail on a non-empty bucket, or schedule the key for deletion while the objects it encrypted stay
 behind unreadable after the waiting period. Pulumi forgets them; `docs/sagemaker.md` says how to delete them
 by hand. The bucket's encryption and public-access settings are one per bucket, so a replacement deletes
-the old setting before it writes the new one (create-before-delete would delete the new setting last).
+the old setting before it writes the new one where a change of the same bucket's setting replaces it
+(create-before-delete would delete the new setting last); the public-access block is replaced only with a
+new bucket.
 """
 from __future__ import annotations
 
@@ -45,5 +47,6 @@ def capture_bucket(
         opts=one_per_bucket)
     aws.s3.BucketPublicAccessBlock(
         f"{name}-capture-public-access", bucket=bucket.id, region=region, block_public_acls=True,
-        block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=one_per_bucket)
+        block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True,
+        opts=pulumi.ResourceOptions(parent=parent))  # replaced only with a new bucket: nothing to collide with
     return bucket

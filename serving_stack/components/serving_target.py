@@ -12,16 +12,21 @@ from serving_stack.names import TypeTokens
 
 @dataclass(frozen=True)
 class ServingTargetArgs:
+    """`ignore_replicas`: DGD property paths (`spec.components[1].replicas`) an autoscaler owns: Pulumi sets
+    them at creation and leaves their drift alone."""
+
     namespace: pulumi.Input[str]
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     depends_on: Sequence[pulumi.Resource]
+    ignore_replicas: Sequence[str] = ()
 
 
 class ServingTarget(pulumi.ComponentResource):
     """The rendered recipe of one catalog target (see `serving_stack.plan.manifests`), applied as is."""
 
     dgd_name: pulumi.Output[str]
+    dgd: k8s.apiextensions.CustomResource  # what runs after the graph (its smoke test) depends on
 
     def __init__(self, name: str, args: ServingTargetArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.SERVING_TARGET, name, None, opts)
@@ -37,7 +42,9 @@ class ServingTarget(pulumi.ComponentResource):
             kind=args.dgd["kind"],
             metadata={**args.dgd["metadata"], "namespace": args.namespace},
             spec=args.dgd["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map, *args.depends_on]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map, *args.depends_on],
+                                        ignore_changes=list(args.ignore_replicas)),
         )
+        self.dgd = dgd
         self.dgd_name = dgd.metadata["name"]
         self.register_outputs({"dgdName": self.dgd_name})

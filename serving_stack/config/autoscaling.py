@@ -1,18 +1,22 @@
-"""The proposed `autoscaling:` config block (the lead wires it into `StackConfig`).
+"""The `autoscaling:` config block: scaling with load.
 
     autoscaling:
-      prometheusUrl: http://kube-prometheus-stack-prometheus.monitoring.svc:9090
+      prometheusUrl: http://prometheus.example.svc:9090   # default: the stack's own Prometheus (monitoring)
       installKeda: true
       queueDepthPerReplica: 4
       targets:                       # bounds in replica sets (the catalog's measured unit)
         vllm/agg-h200-dspark: {minReplicaSets: 1, maxReplicaSets: 24}
       clusterAutoscaler: {enabled: true}
 
-A target listed here gets a KEDA ScaledObject per worker component, and its DGD components get
-`scalingAdapter: {enabled: true}` with Pulumi ignoring their `replicas`. `minReplicaSets: 0` lets KEDA
-scale the target to zero (dev); pools with `minSize: 0` then let cluster-autoscaler remove the nodes.
+A target listed here (a selected target id; with `targets: auto`, one the plan chose) gets a KEDA
+ScaledObject per worker component, and its DGD components get `scalingAdapter: {enabled: true}` with
+Pulumi ignoring their `replicas`. `minReplicaSets: 0` lets KEDA scale the target to zero (dev); pools with
+`minSize: 0` then let cluster-autoscaler remove the nodes. cluster-autoscaler is installed only on a
+cluster the stack creates (an existing cluster's node groups belong to whoever runs it).
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import pydantic
 
@@ -35,7 +39,7 @@ class ClusterAutoscalerConfig(Block):
 
 
 class AutoscalingConfig(Block):
-    prometheusUrl: str = pydantic.Field(pattern=r"^https?://[^\s]+$")
+    prometheusUrl: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
     installKeda: bool = True
     queueDepthPerReplica: int = pydantic.Field(default=4, ge=1)
     pollingIntervalSeconds: int = pydantic.Field(default=15, ge=5)

@@ -109,7 +109,7 @@ class NodePoolConfig(Block):
     kubernetesVersion: Optional[KubernetesVersion] = pydantic.Field(
         default=None, description="the version the nodes run now (required for capacity-block pools)")
     fabric: Optional[Fabric] = pydantic.Field(default=None, description="default: efa on EFA-capable types, else none")
-    rootVolumeGiB: int = pydantic.Field(default=200, ge=50)
+    rootVolumeGiB: int = pydantic.Field(default=200, ge=50, le=16384)  # EBS gp3: 1 GiB to 16 TiB
 
 
 class EfsSettings(Block):

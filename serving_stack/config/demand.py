@@ -7,14 +7,16 @@
       budgetUsdPerHour: 500           # optional
       gpuTypes: [h200, b200]          # optional, default: every GPU type
       capacityTypes: [on-demand]      # default [on-demand]
-      maxTargets: 1                   # optional: 1 = one endpoint, no mixing"""
+      maxTargets: 1                   # optional: 1 = one endpoint, no mixing
+      availabilityZone: us-east-1a    # targets: auto only: the zone of the planned node pools
+                                      # (default: the cluster's first zone)"""
 from __future__ import annotations
 
 from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block
+from serving_stack.config.types import AvailabilityZone, Block
 
 
 class SloConfig(Block):
@@ -36,6 +38,7 @@ class DemandConfig(Block):
     gpuTypes: Optional[list[str]] = pydantic.Field(default=None, min_length=1)
     capacityTypes: list[Literal["on-demand", "spot", "capacity-block"]] = pydantic.Field(default=["on-demand"], min_length=1)
     maxTargets: Optional[int] = pydantic.Field(default=None, ge=1)
+    availabilityZone: Optional[AvailabilityZone] = None
 
     @pydantic.model_validator(mode="after")
     def _one_measure(self) -> "DemandConfig":

@@ -1,19 +1,21 @@
 """Config blocks for the Kubernetes side of serving: cluster access, model cache, Dynamo, targets."""
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
 
 from serving_stack.config.types import (
     Block,
+    CpuQuantity,
     DnsLabel,
     HfRepo,
+    MemorySize,
     PinnedImage,
-    Quantity,
     Registry,
     SemVer,
     StorageClassName,
+    StorageSize,
 )
 
 
@@ -35,22 +37,19 @@ class KubernetesConfig(Block):
 
 
 class Checkpoints(Block):
-    """Hugging Face repos the download Job fetches: the served base model and the draft models."""
+    """Which Hugging Face repos the download Jobs fetch. Unset means upstream's, as the vendored model-cache
+    manifests state it: `base` is the first checkpoint of the first download Job, `drafts` that Job's
+    other checkpoints; with both unset every upstream download Job runs as upstream wrote it."""
 
-    base: HfRepo = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
-    drafts: list[HfRepo] = [
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DFlash",
-        "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4-DSpark",
-    ]
-
-    @property
-    def all(self) -> list[str]:
-        return [self.base, *self.drafts]
+    base: Optional[HfRepo] = None
+    drafts: Optional[list[HfRepo]] = None
 
 
 class DownloadJob(Block):
-    activeDeadlineSeconds: int = pydantic.Field(default=3600, ge=60)
-    backoffLimit: int = pydantic.Field(default=3, ge=0)
+    """Unset means the upstream Job's own value."""
+
+    activeDeadlineSeconds: Optional[int] = pydantic.Field(default=None, ge=60)
+    backoffLimit: Optional[int] = pydantic.Field(default=None, ge=0)
 
 
 class PrewarmConfig(Block):
@@ -62,8 +61,8 @@ class PrewarmConfig(Block):
     threads: int = pydantic.Field(default=8, ge=1, le=64)
     # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
     # kernel evicts what was just warmed. Requests stay small so the DaemonSet never blocks scheduling.
-    memoryLimit: Quantity = "64Gi"
-    cpuLimit: Quantity = "2"
+    memoryLimit: MemorySize = "64Gi"
+    cpuLimit: CpuQuantity = "2"
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
 
 
@@ -73,7 +72,7 @@ class ModelCacheConfig(Block):
     file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
 
     storageClassName: StorageClassName
-    size: Quantity = "300Gi"
+    size: Optional[StorageSize] = None  # unset: the upstream claim's size
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()
@@ -126,3 +125,20 @@ class TargetConfig(Block):
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = {}
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None
+
+
+AUTO_TARGETS = "auto"
+_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
+
+
+def _target_list_or_auto(value: Any, _handler: Any) -> Any:
+    """`auto` as is, else the list validated on its own, so that errors name `targets[0].id`, not a union member."""
+    if value == AUTO_TARGETS:
+        return value
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of targets or the string {AUTO_TARGETS!r} (the capacity plan of `demand`)")
+    return _TARGET_LIST.validate_python(value, strict=True)
+
+
+# `targets: auto` deploys the capacity plan of the `demand:` block (`serving_stack.plan.auto_targets`).
+Targets = Annotated[Union[Literal["auto"], list[TargetConfig]], pydantic.WrapValidator(_target_list_or_auto)]

@@ -13,19 +13,21 @@ import pulumi
 import pydantic
 
 from serving_stack import pulumi_private
+from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.demand import DemandConfig
 from serving_stack.config.gateway import MASTER_KEY_SECRET, GatewayConfig
 from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.config.operability import OperabilityConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import (
     DynamoConfig,
     KubernetesConfig,
     ModelCacheConfig,
-    TargetConfig,
+    Targets,
 )
 from serving_stack.config.types import Block
-from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.errors import MAX_KEY, ConfigError, bounded, from_validation_error
 
 SECRET_KEYS = ("hfToken", "ngcApiKey", MASTER_KEY_SECRET)
 
@@ -34,11 +36,13 @@ class StackConfig(Block):
     kubernetes: KubernetesConfig = KubernetesConfig()
     modelCache: ModelCacheConfig
     dynamo: DynamoConfig = DynamoConfig()
-    targets: list[TargetConfig] = pydantic.Field(default_factory=list)
+    targets: Targets = pydantic.Field(default_factory=list)
     sagemaker: SageMakerConfig = SageMakerConfig()
     aws: Optional[AwsConfig] = None
     monitoring: MonitoringConfig = MonitoringConfig()
     demand: Optional[DemandConfig] = None
+    operability: OperabilityConfig = OperabilityConfig()
+    autoscaling: Optional[AutoscalingConfig] = None
     gateway: GatewayConfig = GatewayConfig()
 
 
@@ -47,7 +51,7 @@ def parse_stack_config(raw: dict[str, Any]) -> StackConfig:
     allowed = [*StackConfig.model_fields, *SECRET_KEYS]
     unknown = [key for key in raw if key not in allowed]
     if unknown:
-        raise ConfigError(unknown[0], "unknown config key", ", ".join(allowed))
+        raise ConfigError(bounded(unknown[0], MAX_KEY, quote=False), "unknown config key", ", ".join(allowed))
     try:
         return StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
     except pydantic.ValidationError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import pydantic
 
@@ -17,25 +17,30 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
+MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
 
-def matching(pattern: str, what: str) -> Any:
-    """A string type whose error says what is allowed in words, not as a regular expression."""
+def matching(pattern: str, what: str) -> pydantic.AfterValidator:
+    """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
+    regular expression."""
 
     def check(value: str) -> str:
         if not re.match(pattern, value):
             raise ValueError(f"must be {what}")
         return value
 
-    return Annotated[str, pydantic.AfterValidator(check)]
+    return pydantic.AfterValidator(check)
 
 
-DnsLabel = matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")
-SemVer = matching(SEMVER, "a semantic version such as 1.4.0")
-QUANTITY_UNITS = {"": 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-                  "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
+SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
+QUANTITY_UNITS: dict[str, Decimal] = {
+    "": Decimal(1), "m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
+    "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+}
 
 
 def quantity_value(quantity: str) -> Decimal:
@@ -50,7 +55,7 @@ def quantity_value(quantity: str) -> Decimal:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
 
 
-def bounded_quantity(what: str, minimum: str, maximum: str) -> Any:
+def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterValidator:
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
@@ -60,36 +65,39 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> Any:
             raise ValueError(f"must be between {minimum} and {maximum}")
         return value
 
-    return Annotated[str, pydantic.AfterValidator(check)]
+    return pydantic.AfterValidator(check)
 
 
-Quantity = matching(QUANTITY, "a Kubernetes quantity such as 300Gi")
-StorageSize = bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")
-MemorySize = bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")
-CpuQuantity = bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")
-HfRepo = matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
-PinnedImage = matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
-Registry = matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
-StorageClassName = matching(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300Gi")]
+StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
+MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
+CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
+HfRepo = Annotated[str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")]
+PinnedImage = Annotated[str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")]
+Registry = Annotated[str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")]
+StorageClassName = Annotated[str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")]
 
 
 class Block(pydantic.BaseModel):
     """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
-    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean."""
+    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or
+    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is
+    infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING,
+                                       allow_inf_nan=False)
 
 
-KubernetesVersion = matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")
+KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
 # An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
 # setting accepts, is checked against catalog/aws_regions.yaml while planning.
-AvailabilityZone = matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
-                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
-Region = matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")
-SubnetId = matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")
-SecurityGroupId = matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")
-VpcId = matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")
-ReservationId = matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")
+AvailabilityZone = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
+                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")]
+Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
+SubnetId = Annotated[str, matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")]
+SecurityGroupId = Annotated[str, matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")]
+VpcId = Annotated[str, matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")]
+ReservationId = Annotated[str, matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")]
 def _ipv4_cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value, strict=False)
@@ -103,17 +111,22 @@ def _ipv4_cidr(value: str) -> str:
 Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
 
 
+def _aws_tag_key(key: str) -> str:
+    """AWS tag rules for keys (values are at most 256 characters); errors name the tag's key."""
+    if key.lower().startswith("aws:"):
+        raise ValueError("the tag key prefix aws: is reserved for AWS")
+    if not 1 <= len(key) <= 128:
+        raise ValueError("a tag key is 1-128 characters")
+    return key
+
+
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
-    """AWS tag rules: keys 1-128 and values 0-256 characters; the `aws:` prefix is reserved for AWS."""
-    for key, value in tags.items():
-        if key.lower().startswith("aws:"):
-            raise ValueError(f"tag key {key[:60]!r} uses the prefix aws:, which AWS reserves")
-        if not 1 <= len(key) <= 128 or len(value) > 256:
-            raise ValueError(f"tag {key[:60]!r}: keys are 1-128 characters, values at most 256")
     if len(tags) > 40:  # the stack adds its own (Name, pool) to the 50 AWS allows per resource
         raise ValueError(f"{len(tags)} tags; at most 40 (AWS allows 50 per resource, the stack adds its own)")
     return tags
 
 
-AwsTags = Annotated[dict[str, str], pydantic.AfterValidator(_aws_tags)]
+AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
+AwsTagValue = Annotated[str, pydantic.Field(max_length=256)]
+AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]

@@ -43,6 +43,12 @@ class ServingEndpoint(_Contract):
         default=None,
         description="Approximate on-demand price x instanceCount (sagemaker); null when the price is unknown.",
     )
+    usdPerMillionOutputTokens: Optional[float] = pydantic.Field(
+        default=None, ge=0,
+        description="Price of 1M output tokens at the published output tok/s per GPU (dynamo), on the instance and "
+        "capacity type of the target's node pool, or the cheapest on-demand instance type of its GPU when the stack "
+        "knows no pool; a floor (a replica set busy the whole hour). Null when unpublished or unpriced.",
+    )
 
 
 class NodePool(_Contract):

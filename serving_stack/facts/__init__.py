@@ -9,18 +9,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from serving_stack.facts.autoscaling_facts import AutoscalingFile, load_autoscaling
+from serving_stack.facts.capacity_facts import CapacityPricesFile, load_capacity_prices
 from serving_stack.facts.catalog import (
     Catalog,
     PlatformFile,
     load_catalog,
     load_platform,
 )
+from serving_stack.facts.checkpoints import CheckpointSizes, load_checkpoint_sizes
 from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
 from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.gateway import GatewayPins, load_gateway_pins
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
 from serving_stack.facts.metrics import MetricsCatalog, load_metrics
 from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
+from serving_stack.facts.node_ready_facts import NodeReadyFile, load_node_ready_file
 from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 
@@ -36,6 +40,10 @@ class Facts:
     metrics: MetricsCatalog
     monitoring: MonitoringFacts
     dashboards: tuple[DashboardSpec, ...]
+    capacity_prices: CapacityPricesFile
+    autoscaling: AutoscalingFile
+    node_ready: NodeReadyFile
+    checkpoints: CheckpointSizes
     gateway: GatewayPins
 
 
@@ -45,5 +53,8 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         sagemaker_instances=load_instances(root), lmi=load_lmi(root),
         sagemaker_provisioning=load_instances_file(root).provisioningSeconds,
         metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
+        capacity_prices=load_capacity_prices(root), autoscaling=load_autoscaling(root),
+        node_ready=load_node_ready_file(root),
+        checkpoints=load_checkpoint_sizes(root),
         gateway=load_gateway_pins(root / "gateway.yaml"),
     )

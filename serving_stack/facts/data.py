@@ -1,6 +1,7 @@
 """Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -9,7 +10,10 @@ import yaml
 
 from serving_stack.errors import ConfigError, from_validation_error
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "catalog"
+PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "catalog"
+# The one switch to another copy of the data (an absorbed upstream revision under test, a staging copy).
+CATALOG_DIR_ENV = "NEMOTRON_CATALOG_DIR"
+DATA_DIR = Path(os.environ[CATALOG_DIR_ENV]).resolve() if os.environ.get(CATALOG_DIR_ENV) else PROJECT_DATA_DIR
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 
 

@@ -25,6 +25,7 @@ from serving_stack.facts.aws_platform import (
     version_key,
 )
 from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.facts.gpus import Gpu, gpu_of_product, load_gpus
 from serving_stack.facts.regions import AwsRegions, load_aws_regions
 from serving_stack.names import CapacityType
 
@@ -137,21 +138,6 @@ class InstanceTypesFile(Data):
     instanceTypes: dict[str, InstanceType] = pydantic.Field(min_length=1)
 
 
-class Gpu(Data):
-    productLabel: str = pydantic.Field(pattern=r"^NVIDIA-[A-Za-z0-9.-]+$")
-    alternativeProductLabels: list[str] = pydantic.Field(default_factory=list)
-    arch: Optional[Arch] = None
-
-    @property
-    def product_labels(self) -> list[str]:
-        return [self.productLabel, *self.alternativeProductLabels]
-
-
-class GpusFile(Data):
-    schemaVersion: Literal[1]
-    gpus: dict[str, Gpu] = pydantic.Field(min_length=1)
-
-
 class EnvVar(Data):
     name: str = pydantic.Field(pattern=r"^[A-Z_][A-Z0-9_]*$")
     value: str
@@ -173,17 +159,17 @@ class FabricsFile(Data):
 class AwsCatalog:
     """The five data files, cross-checked (`_check_instance`)."""
 
-    def __init__(self, instance_types: InstanceTypesFile, gpus: GpusFile, fabrics: FabricsFile,
+    def __init__(self, instance_types: InstanceTypesFile, gpus: dict[str, Gpu], fabrics: FabricsFile,
                  platform: AwsPlatformFile, regions: AwsRegions):
         self.instance_types = instance_types.instanceTypes
-        self.gpus = gpus.gpus
+        self.gpus = gpus
         self.fabrics = fabrics.fabrics
         self.platform = platform
         self.regions = regions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
         """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
-        return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
+        return gpu_of_product(self.gpus, product_label)
 
 
 def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> Optional[ConfigError]:
@@ -193,6 +179,9 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
     groups = {z.group for r in catalog.regions.regions.values() for z in r.localZones.values()}
     if instance.gpu not in catalog.gpus:
         return ConfigError(f"{key}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
+    if instance.gpuMemoryGB != catalog.gpus[instance.gpu].memoryGB:
+        return ConfigError(f"{key}.gpuMemoryGB", f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
+                           f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB")
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
         return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
@@ -219,7 +208,7 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
 def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
     catalog = AwsCatalog(
         load_model(root / "instance_types.yaml", InstanceTypesFile, root),
-        load_model(root / "gpus.yaml", GpusFile, root),
+        load_gpus(root),
         load_model(root / "fabrics.yaml", FabricsFile, root),
         load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
         load_aws_regions(root),

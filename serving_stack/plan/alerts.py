@@ -9,17 +9,18 @@ no target label of their own.
 Not alerted, on purpose (docs/monitoring.md says why): MoE expert-load imbalance (no engine exports a
 per-expert load metric) and a *direct* LIBFABRIC fallback signal (no metric names the NIXL backend in use:
 the backend choice is only in the worker log, so `NemotronKvTransferSlowerThanFabric` alerts on its
-symptom, a TTFT far above the published figure, and says so).
+symptom, a TTFT far above the published figure, and says so). The canary rules are in `canary_alerts`.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts, SloSettings
+from serving_stack.plan.canary_alerts import CanaryAlerting, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 RELEASE_LABEL = "release"
@@ -36,7 +37,7 @@ class WatchedTarget:
     frontend_component: str
     worker_components: tuple[str, ...]
     kv_over_libfabric: bool
-    published_ttft_p50_seconds: float
+    published_ttft_p50_seconds: Optional[float]  # None: unpublished, so no alert is relative to it
 
     def __post_init__(self) -> None:
         for name in (self.dgd_name, self.frontend_component.lower(), *(w.lower() for w in self.worker_components)):
@@ -85,11 +86,15 @@ def rule_groups(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     runbook_base_url: str,
+    canary: Optional[CanaryAlerting],
 ) -> list[dict[str, Any]]:
-    """One group per target (`nemotron-<dgd>`) and one for the canaries."""
+    """One group per target (`nemotron-<dgd>`) and, when the targets have canaries, `nemotron-canary`."""
     builder = _RuleBuilder(serving_namespace, thresholds, facts, metrics, runbook_base_url)
     groups = [builder.target_group(target) for target in targets]
-    groups.append({"name": "nemotron-canary", "rules": [builder.rule(builder.canary_failing(), {})]})
+    if canary is not None and targets:
+        rules = [builder.rule(_Alert(*alert), {"target": target.target_id}) for target in targets
+                 for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)]
+        groups.append({"name": "nemotron-canary", "rules": rules})
     return groups
 
 
@@ -130,8 +135,8 @@ class _RuleBuilder:
             self.worker_restarts(target, workers),
             self.gpu_memory(target, workers),
         ]
-        if target.kv_over_libfabric:
-            alerts.append(self.kv_fabric_symptom(target, frontend))
+        if target.kv_over_libfabric and target.published_ttft_p50_seconds is not None:
+            alerts.append(self.kv_fabric_symptom(target, frontend, target.published_ttft_p50_seconds))
         return {"name": f"nemotron-{target.dgd_name}", "rules": [self.rule(a, {"target": target.target_id}) for a in alerts]}
 
     def _quantile(self, quantile: float, selector: str) -> str:
@@ -211,22 +216,14 @@ class _RuleBuilder:
             "more than the engine preallocates, an out-of-memory is near.",
         )
 
-    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str) -> _Alert:
-        limit = round(self.t.slo.kvFallbackTtftFactor * target.published_ttft_p50_seconds, 4)
+    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> _Alert:
+        limit = round(self.t.slo.kvFallbackTtftFactor * published_ttft_p50_seconds, 4)
         return _Alert(
             "NemotronKvTransferSlowerThanFabric", f"{self._quantile(0.5, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT p50 {self.t.slo.kvFallbackTtftFactor:g}x the published figure, KV transfer may have left EFA",
             f"TTFT p50 is {VALUE} s, above {limit:g} s ({self.t.slo.kvFallbackTtftFactor:g}x the published "
-            f"{target.published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
+            f"{published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
             "'Backend LIBFABRIC was instantiated' versus 'Backend UCX was instantiated'.",
-        )
-
-    def canary_failing(self) -> _Alert:
-        success = self.m.metric("canary", "success").name
-        return _Alert(
-            "NemotronCanaryFailing", f"min by (endpoint) ({success}) < 1",
-            "Canary requests to {{ $labels.endpoint }} fail",
-            "The last canary request to {{ $labels.endpoint }} failed (success = 0).",
         )
 
 

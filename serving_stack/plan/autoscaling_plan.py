@@ -19,12 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
-from serving_stack.facts.catalog import GPU_PRODUCT_LABEL
-from serving_stack.plan.pools import GPU_TAINT
+from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 
 CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
-
-
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ def plan_gateway(
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
     return GatewayOutput(
         url=url,
-        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,  # type: ignore[arg-type]
+        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,
                              fallbacks=list(g.fallbacks), degraded=g.degraded) for g in plan.groups],
         auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
     )

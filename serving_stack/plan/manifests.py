@@ -10,26 +10,27 @@ kept byte for byte (the conformance test holds the stack to that):
 | `dynamo.runtime.registry` / `.tag`       | the registry and tag of every runtime image             |
 | `targets[].image`                        | every container image of that target                    |
 | `targets[].replicas.<component>`         | that component's `replicas`                             |
-| `modelCache.storageClassName` / `.size`  | the PVC's storage class and size                        |
-| `modelCache.checkpoints`                 | the download Job's model env vars and the repos it loops over |
-| `modelCache.download.*`                  | the download Job's `activeDeadlineSeconds` / `backoffLimit` |
+| `modelCache.storageClassName` / `.size`  | the PVC's storage class and size (size unset: upstream's) |
+| `modelCache.checkpoints`                 | the download Jobs' checkpoint env vars and the loop tuple of their script; a Job left without checkpoints is not run |
+| `modelCache.download.*`                  | the download Jobs' `activeDeadlineSeconds` / `backoffLimit` (unset: upstream's) |
 | `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`serving_stack.plan.prewarm`) |
 | `dynamo.readiness.*`                     | DGD annotations `pulumi.com/waitFor: condition=Ready`, `pulumi.com/timeoutSeconds` |
 | (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
 | `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
+| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
 """
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from serving_stack.config.serving import ModelCacheConfig
-from serving_stack.facts.catalog import Catalog, Recipe
+from serving_stack.config.serving import DownloadJob
+from serving_stack.facts.catalog import Recipe
+from serving_stack.plan.model_cache import JobCheckpoints, env_name_tuple, env_tuple_pattern
 
 
 @dataclass(frozen=True)
@@ -75,53 +76,37 @@ def render_target(
     return config_map, dgd
 
 
-def render_model_cache_pvc(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
-    pvc = copy.deepcopy(catalog.model_cache_pvc)
+def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str,
+                           settings: ServingSettings) -> dict[str, Any]:
+    """Upstream's claim; `size` is the configured size or upstream's own (`plan.model_cache`)."""
+    pvc = copy.deepcopy(claim)
     pvc["metadata"]["namespace"] = settings.namespace
-    pvc["spec"]["storageClassName"] = cache.storageClassName
-    pvc["spec"]["resources"]["requests"]["storage"] = cache.size
+    pvc["spec"]["storageClassName"] = storage_class
+    pvc["spec"]["resources"]["requests"]["storage"] = size
     return pvc
 
 
-def checkpoint_env_names(cache: ModelCacheConfig) -> dict[str, str]:
-    """`BASE_MODEL` for the base; a draft `<base>-DFlash` becomes `DFLASH_MODEL` (upstream's names)."""
-    base = cache.checkpoints.base
-    names = {"BASE_MODEL": base}
-    for index, draft in enumerate(cache.checkpoints.drafts):
-        suffix = draft[len(base) + 1:] if draft.startswith(base + "-") else f"DRAFT_{index}"
-        names[re.sub(r"[^A-Z0-9]+", "_", suffix.upper()) + "_MODEL"] = draft
-    return names
-
-
-DOWNLOAD_SCRIPT = """import os
-from pathlib import Path
-from huggingface_hub import snapshot_download
-
-for env_name in ({env_names}):
-    repo_id = os.environ[env_name]
-    print(f"Downloading {{repo_id}}", flush=True)
-    snapshot_download(repo_id=repo_id)
-
-for path in Path("/model-cache/hub").glob("*/snapshots"):
-    print(path)
-"""
-
-
-def render_download_job(catalog: Catalog, cache: ModelCacheConfig, settings: ServingSettings) -> dict:
-    """The upstream download Job, fetching exactly the configured checkpoints."""
-    job = copy.deepcopy(catalog.download_job)
+def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings) -> dict[str, Any]:
+    """An upstream download Job fetching `fetch.checkpoints` under their env names: where the stack changed
+    the set, the checkpoint env entries and the loop tuple of upstream's script are rewritten, nothing else."""
+    job = copy.deepcopy(fetch.job.manifest)
     job["metadata"]["namespace"] = settings.namespace
-    job["spec"]["activeDeadlineSeconds"] = cache.download.activeDeadlineSeconds
-    job["spec"]["backoffLimit"] = cache.download.backoffLimit
+    for field in ("activeDeadlineSeconds", "backoffLimit"):
+        if getattr(download, field) is not None:
+            job["spec"][field] = getattr(download, field)
     pod_spec = job["spec"]["template"]["spec"]
     _set_pull_secret(pod_spec, settings.image_pull_secret)
     (container,) = pod_spec["containers"]
     container["image"] = runtime_image(container["image"], settings)
-    models = checkpoint_env_names(cache)
-    other_env = [e for e in container["env"] if not e["name"].endswith("_MODEL")]
-    container["env"] = [{"name": n, "value": repo} for n, repo in models.items()] + other_env
-    quoted = ", ".join(f'"{name}"' for name in models) + ("," if len(models) == 1 else "")
-    container["args"] = [DOWNLOAD_SCRIPT.format(env_names=quoted)]
+    if fetch.changed:
+        upstream_names = {name for name, _ in fetch.job.checkpoints}
+        env = container.get("env", [])
+        first = next(i for i, e in enumerate(env) if e["name"] in upstream_names)
+        others = [e for e in env if e["name"] not in upstream_names]
+        selected = [{"name": name, "value": repo} for name, repo in fetch.checkpoints]
+        container["env"] = others[:first] + selected + others[first:]
+        loop = env_tuple_pattern([name for name, _ in fetch.job.checkpoints])
+        container["args"] = [loop.sub(env_name_tuple(fetch.env_names), str(a), count=1) for a in container["args"]]
     return job
 
 

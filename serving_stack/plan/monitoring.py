@@ -15,6 +15,7 @@ from serving_stack.facts.dashboards import DashboardSpec
 from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import DcgmExporterPin, KubePrometheusStackPin, MonitoringFacts, SloSettings
 from serving_stack.plan.alerts import WatchedTarget, alert_thresholds, prometheus_rule, rule_groups
+from serving_stack.plan.canary_alerts import CanaryAlerting
 from serving_stack.plan.dashboards import dashboard_config_maps
 
 RULE_NAME = "nemotron-serving"
@@ -100,7 +101,9 @@ def plan_monitoring(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     dashboards: Sequence[DashboardSpec],
+    canary: Optional[CanaryAlerting],
 ) -> MonitoringPlan:
+    """`canary`: the targets have canaries (config `operability.canary`), so the rules watch them too."""
     charts = facts.charts
     if settings.install_prometheus:
         release_label = charts.kubePrometheusStack.releaseName
@@ -108,7 +111,7 @@ def plan_monitoring(
     else:
         release_label, prometheus_url = settings.existing_prometheus()
     thresholds = alert_thresholds(criteria_max_ttft_p50_ms, criteria_min_tokens_per_second_per_user, settings.slo)
-    groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, settings.runbook_base_url)
+    groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, settings.runbook_base_url, canary)
     return MonitoringPlan(
         namespace=settings.namespace,
         create_namespace=settings.create_namespace,

@@ -78,7 +78,7 @@ def _pin_to_pool(pod: dict[str, Any], pool: ResolvedPool) -> None:
         tolerations.append({"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]})
 
 
-def _tolerates(toleration: dict[str, Any], taint: dict[str, str]) -> bool:
+def _tolerates(toleration: dict[str, Any], taint: Mapping[str, str]) -> bool:
     key_matches = toleration.get("key") == taint["key"] or (not toleration.get("key") and toleration.get("operator") == "Exists")
     value_matches = toleration.get("operator") == "Exists" or toleration.get("value") == taint["value"]
     return key_matches and value_matches and toleration.get("effect") in (None, "", taint["effect"])

@@ -10,6 +10,7 @@ from typing import Mapping, Optional
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
+from serving_stack.facts.gpus import unknown_gpu_problem
 from serving_stack.facts.instance_types import AwsCatalog
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.targets import SelectedTarget
@@ -58,12 +59,17 @@ def place_targets(
     gpus_on: dict[str, int] = {}
     for target in targets:
         gpu = aws_catalog.gpu_of_product(target.recipe.gpu_products[0])
+        if gpu is None:
+            if pools or target.config.nodePool:  # a stack without pools places nothing: it need not know the GPU
+                problem = unknown_gpu_problem(target.recipe.gpu_products[0])
+                errors.append(ConfigError(f"targets[{target.index}].id", f"{target.id!r} cannot be placed: {problem}"))
+            continue
         name, error = _chosen_pool(target, pools, gpu)
         errors += [error] if error else []
         if name is None:
             continue
         pool = pools[name]
-        errors += _fit(target, pool, gpu, aws_catalog.gpus[gpu].arch if gpu else None)
+        errors += _fit(target, pool, gpu, aws_catalog.gpus[gpu].arch)
         placed[target.id] = pool
         gpus_on[name] = gpus_on.get(name, 0) + target.gpus
     for index, pool in enumerate(pools.values()):

@@ -9,7 +9,7 @@ from typing import Optional
 
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import AwsCatalog
 from serving_stack.plan.pools import (
@@ -122,7 +122,7 @@ def _check_placement(path: str, pool: NodePoolConfig, facts: PoolFacts, aws: Aws
 def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
     errors: list[ConfigError] = []
     if pool.instanceType is not None and pool.instanceType not in aws_catalog.instance_types:
-        return [ConfigError(f"{path}.instanceType", f"unknown instance type {pool.instanceType!r}",
+        return [ConfigError(f"{path}.instanceType", f"unknown instance type {bounded(pool.instanceType)}",
                             ", ".join(aws_catalog.instance_types))]
     if (pool.instanceType is None) == (pool.nodeFacts is None) or (pool.managed and pool.nodeFacts):
         allowed = "instanceType" if pool.managed else "instanceType or nodeFacts"
@@ -131,14 +131,14 @@ def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: Aw
     facts = pool_facts(pool, aws_catalog)
     if facts is None:
         gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
-        return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {gpu!r}", ", ".join(aws_catalog.gpus))]
+        return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {bounded(gpu)}", ", ".join(aws_catalog.gpus))]
     if not pool.minSize <= pool.desiredSize <= pool.maxSize:
         errors.append(ConfigError(f"{path}.desiredSize", f"{pool.desiredSize} is not between minSize {pool.minSize} "
                                   f"and maxSize {pool.maxSize}"))
     labels = aws_catalog.gpus[facts.gpu].product_labels
     if pool.gpuProduct and pool.gpuProduct not in labels:
-        errors.append(ConfigError(f"{path}.gpuProduct", f"{pool.gpuProduct!r} is not a product label of {facts.gpu}",
-                                  ", ".join(labels)))
+        errors.append(ConfigError(f"{path}.gpuProduct", f"{bounded(pool.gpuProduct)} is not a product label of "
+                                  f"{facts.gpu}", ", ".join(labels)))
     fabric = pool_fabric(pool, facts)
     if fabric == "efa" and not facts.efa_interfaces:
         errors.append(ConfigError(f"{path}.fabric", f"{pool.instanceType or 'these nodes'} has no EFA interfaces",

@@ -14,9 +14,9 @@ import boto3
 from serving_stack.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.data import DATA_DIR
+from serving_stack.facts.data import PROJECT_DATA_DIR
 from serving_stack.facts.jumpstart import (
     ConfigKeys,
     S3SpecSource,
@@ -39,7 +39,7 @@ from serving_stack.plan.sagemaker_spec import (
 )
 from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
 
-PROJECT_DIR = DATA_DIR.parent
+PROJECT_DIR = PROJECT_DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
 
 
@@ -60,7 +60,7 @@ def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSo
         return S3SpecSource(region, s3_client)
     directory = PROJECT_DIR / config.snapshotDir
     if not directory.is_dir():
-        raise ConfigError("sagemaker.snapshotDir", f"{config.snapshotDir!r} is not a directory of the project",
+        raise ConfigError("sagemaker.snapshotDir", f"{bounded(config.snapshotDir)} is not a directory of the project",
                           "a path relative to the project root, such as catalog/jumpstart")
     return SnapshotSpecSource(directory)
 

@@ -10,7 +10,7 @@ from serving_stack.config.sagemaker import (
     SageMakerConfig,
     SageMakerEndpointConfig,
 )
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.sagemaker import InstanceType, LmiFile
 
@@ -27,7 +27,7 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
     if endpoint.source == "huggingface" and model is not None:
         repositories = lmi.repositories
         if model.repo not in repositories:
-            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {model.repo!r}",
+            errors.append(ConfigError(f"{path}.huggingface.repo", f"unsupported checkpoint {bounded(model.repo)}",
                                       ", ".join(repositories)))
         for option in model.options:
             if not LMI_OPTION.match(option):
@@ -80,7 +80,7 @@ def _check_capacity(
                                   f"more than {scaling.scaleOutCooldown}"))
     instance = instances.get(endpoint.instanceType)
     if instance is None:
-        errors.append(ConfigError(f"{path}.instanceType", f"unsupported instance type {endpoint.instanceType!r}",
+        errors.append(ConfigError(f"{path}.instanceType", f"unsupported instance type {bounded(endpoint.instanceType)}",
                                   ", ".join(instances)))
     elif instance.storage == "nvme":
         if endpoint.volumeSizeGb is not None:

@@ -29,11 +29,14 @@ from serving_stack.plan.targets import SelectedTarget
 
 @dataclass(frozen=True)
 class PlannedTarget:
+    """`ignored_replica_paths`: the DGD's replica fields an autoscaler owns (`serving_stack.plan.stack_scaling`)."""
+
     selected: SelectedTarget
     pool: Optional[ResolvedPool]
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     endpoint: ServingEndpoint
+    ignored_replica_paths: tuple[str, ...] = ()
 
     @property
     def resource_name(self) -> str:
@@ -50,14 +53,16 @@ def serving_settings(config: StackConfig) -> ServingSettings:
 
 
 def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> ServingEndpoint:
+    """Figures upstream did not publish stay None (the contract's null), and so does a verdict they decide."""
     performance = target.recipe.entry.performance
+    per_gpu = performance.outputTokensPerSecondPerGpu
     return ServingEndpoint(
         id=target.id,
         kind="dynamo",
         servedModelName=target.recipe.served_model_name,
         url=frontend_url(target.recipe.name, namespace),
         gpus=target.gpus,
-        expectedOutputTokensPerSecond=round(performance.outputTokensPerSecondPerGpu * target.gpus, 2),
+        expectedOutputTokensPerSecond=None if per_gpu is None else round(per_gpu * target.gpus, 2),
         expectedTokensPerSecondPerUser=performance.tokensPerSecondPerUser,
         meetsPublishedCriteria=criteria.passed_by(performance),
     )

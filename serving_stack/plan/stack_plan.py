@@ -16,11 +16,15 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
+from serving_stack.plan.auto_targets import expand_auto_targets
+from serving_stack.plan.cache_size import check_checkpoint_room
 from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
 from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
 from serving_stack.plan.gateway_stack import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
+from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
+from serving_stack.plan.operability import OperabilityPlan, OperabilitySettings, operability_settings, plan_operability
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pool_checks import check_cluster, check_pools
 from serving_stack.plan.pools import (
@@ -41,6 +45,8 @@ from serving_stack.plan.serving import (
     platform_chart,
     serving_settings,
 )
+from serving_stack.plan.stack_capacity import StackCapacity, plan_stack_capacity
+from serving_stack.plan.stack_region import check_stack_region
 from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
 from serving_stack.plan.targets import select_targets
 from serving_stack.plan.watched_targets import watched_target
@@ -145,7 +151,7 @@ class ServingPlan:
     hf_token: bool
     pull_secret: Optional[PullSecretPlan]
     model_cache_claim: dict[str, Any]
-    download_job: dict[str, Any]
+    download_jobs: tuple[dict[str, Any], ...]
     retain_on_delete: bool
     prewarm_settings: PrewarmSettings
     prewarm_pools: tuple[PrewarmPool, ...]
@@ -165,6 +171,8 @@ class StackPlan:
     sagemaker: tuple[PlannedEndpoint, ...]
     pool_costs: tuple[PoolCostRow, ...]
     monitoring: Optional[MonitoringPlan]
+    operability: Optional[OperabilityPlan]
+    capacity: StackCapacity
     gateway: Optional[StackGateway] = None
 
     @property
@@ -172,9 +180,17 @@ class StackPlan:
         return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
 
 
-def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
+def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
-    selected, errors = select_targets(config, facts.catalog)
+    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
+    selected, target_errors = select_targets(config, facts.catalog, cache.repos)
+    errors += target_errors
+    by_nodes: dict[str, list[str]] = {}  # prewarm DaemonSets follow the workers' nodes (pool or GPU product)
+    for target in selected:
+        nodes = target.config.nodePool or target.recipe.gpu_products[0]
+        by_nodes.setdefault(nodes, []).extend(target.recipe.checkpoints)
+    errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos, by_nodes, facts.checkpoints)
+    errors += check_stack_region(config, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
                                   "pull Secret in the namespace it creates, so it cannot exist before `up`",
@@ -187,7 +203,8 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str]) -> None:
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
-        aws_errors = check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws)
+        aws_errors = (check_cluster(config, aws, facts) + check_pools(aws, facts.aws)
+                      + check_storage(config, aws, cache.size))
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:
         raise ConfigError.combined(errors)
@@ -232,7 +249,8 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
     )
 
 
-def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts) -> Optional[MonitoringPlan]:
+def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts,
+                operability: OperabilitySettings) -> Optional[MonitoringPlan]:
     if not config.monitoring.enabled:
         return None
     watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
@@ -240,8 +258,16 @@ def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Fa
     return plan_monitoring(
         monitoring_settings(config.monitoring, facts.monitoring), config.kubernetes.namespace, watched,
         criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser, GPU_LABEL, GPU_TAINT, facts.monitoring,
-        facts.metrics, facts.dashboards,
+        facts.metrics, facts.dashboards, operability.canary_alerting,
     )
+
+
+def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
+    """`modelCache.size` resolved once: the configured size, else the upstream claim's."""
+    if config.modelCache.size is not None:
+        return config
+    size = select_model_cache(config.modelCache, facts.catalog.model_cache)[0].size
+    return config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": size})})
 
 
 def build_plan(
@@ -249,9 +275,13 @@ def build_plan(
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
-    `secrets` are the secret keys the stack sets (their values never reach the plan)."""
-    _check(config, facts, secrets)
-    selected, _ = select_targets(config, facts.catalog)
+    `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
+    expanded into the capacity plan of `demand` first, and checked like a written config."""
+    config, auto = expand_auto_targets(config, facts)
+    config = _with_cache_size(config, facts)
+    _check(config, facts, secrets, default_region)
+    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
+    selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
     region = config.aws.region if config.aws else default_region
@@ -259,23 +289,27 @@ def build_plan(
     targets = plan_serving_targets(config, selected, placements, facts)
     settings, cache = serving_settings(config), config.modelCache
     chart_url, values = platform_chart(config, facts.platform)
-    monitoring = _monitoring(config, targets, facts)
+    checks = operability_settings(config.operability)
+    monitoring = _monitoring(config, targets, facts, checks)
     if monitoring is not None:
         values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
+    targets_deployed, capacity = plan_stack_capacity(config, facts, targets, tuple(pools.values()), auto,
+                                                     monitoring.prometheus_url if monitoring else None)
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
         hf_token="hfToken" in secrets,
         pull_secret=PullSecretPlan(config.dynamo.imagePullSecret, config.dynamo.registry)
         if config.dynamo.imagePullSecret else None,
-        model_cache_claim=render_model_cache_pvc(facts.catalog, cache, settings),
-        download_job=render_download_job(facts.catalog, cache, settings),
+        model_cache_claim=render_model_cache_pvc(facts.catalog.model_cache.claim, cache_plan.size,
+                                                 cache.storageClassName, settings),
+        download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm),
         prewarm_pools=tuple(plan_prewarm(config, targets)),
         platform=DynamoPlatformPlan(platform.install, platform.namespace, platform.releaseName, chart_url,
                                     MappingProxyType(values)),
-        targets=tuple(targets),
+        targets=targets_deployed,
     )
     account = None
     if config.aws is not None:
@@ -290,5 +324,8 @@ def build_plan(
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
         device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
         serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
-        monitoring=monitoring, gateway=gateway,
+        monitoring=monitoring, capacity=capacity, gateway=gateway,
+        operability=plan_operability(checks, targets, serving.namespace, serving.model_cache_claim["metadata"]["name"],
+                                     facts.catalog.criteria, monitoring.release_label if monitoring else None,
+                                     facts.platform.readiness.imagePullAllowanceSeconds),
     )

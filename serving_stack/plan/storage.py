@@ -49,7 +49,8 @@ def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
     return zones.pop() if len(zones) == 1 else None
 
 
-def check_storage(config: StackConfig, aws: AwsConfig) -> list[ConfigError]:
+def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[ConfigError]:
+    """`cache_size`: the model-cache claim's size (configured, else upstream's)."""
     storage = aws.modelCacheStorage
     if storage is None:
         return []
@@ -62,10 +63,10 @@ def check_storage(config: StackConfig, aws: AwsConfig) -> list[ConfigError]:
     if unused in storage.model_fields_set:
         errors.append(ConfigError(f"aws.modelCacheStorage.{unused}", f"set, but backend is {storage.backend}"))
     if storage.backend == "fsx":
-        size = gib(config.modelCache.size)
+        size = gib(cache_size)
         if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
             errors.append(ConfigError("modelCache.size", f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
-                                      f"or a multiple of {FSX_STEP_GIB}Gi (got {config.modelCache.size})"))
+                                      f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})"))
         zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
         zone = fsx_availability_zone(aws)
         if zone is None:

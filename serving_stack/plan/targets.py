@@ -8,7 +8,7 @@ from typing import Mapping
 
 from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.catalog import Catalog, Recipe
 
 
@@ -52,15 +52,19 @@ def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
     return errors
 
 
-def select_targets(config: StackConfig, catalog: Catalog) -> tuple[list[SelectedTarget], list[ConfigError]]:
-    """The targets the stack selects, and every problem with the selection (each naming its key)."""
+def select_targets(
+    config: StackConfig, catalog: Catalog, cached: set[str],
+) -> tuple[list[SelectedTarget], list[ConfigError]]:
+    """The targets the stack selects, and every problem with the selection (each naming its key);
+    `cached` are the repos the model cache downloads (`plan.model_cache`)."""
     selected: list[SelectedTarget] = []
     errors: list[ConfigError] = []
     seen: set[str] = set()
-    cached = set(config.modelCache.checkpoints.all)
+    if isinstance(config.targets, str):  # `auto`: serving_stack.plan.auto_targets expands it first
+        raise ValueError("targets: auto must be expanded into the planned targets before they are selected")
     for index, target in enumerate(config.targets):
         if target.id not in catalog.recipes:
-            errors.append(ConfigError(f"targets[{index}].id", f"unknown target {target.id!r}", ", ".join(catalog.recipes)))
+            errors.append(ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes)))
             continue
         if target.id in seen:
             errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 from serving_stack.names import WORKER_COMPONENT_TYPES as WORKER_TYPES
 from serving_stack.plan.alerts import WatchedTarget
@@ -19,7 +19,7 @@ FRONTEND_TYPE = "frontend"
 DISAGGREGATED_TYPES = ("prefill", "decode")
 
 
-def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: float) -> WatchedTarget:
+def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: Optional[float]) -> WatchedTarget:
     components = dgd["spec"]["components"]
     (frontend,) = [c["name"] for c in components if c["type"] == FRONTEND_TYPE]
     workers = [c for c in components if c["type"] in WORKER_TYPES]
@@ -30,7 +30,7 @@ def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: f
         frontend_component=frontend,
         worker_components=tuple(c["name"] for c in workers),
         kv_over_libfabric=disaggregated and all(LIBFABRIC in _nixl_backends(c) for c in workers),
-        published_ttft_p50_seconds=published_ttft_p50_ms / 1000,
+        published_ttft_p50_seconds=None if published_ttft_p50_ms is None else published_ttft_p50_ms / 1000,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding
-from tools.rollout.workloads import containers, env_values, images, pod_specs
+from tools.rollout.workloads import containers, images, mounted_claims, pod_specs
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ZERO = Span(0.0, 0.0, "no cloud work")
@@ -42,17 +42,21 @@ def _add(*spans: Span) -> Span:
 
 
 def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
-    """Checkpoint repositories a workload names: known repositories, `*MODEL*` env values, `--model` args."""
+    """Checkpoint repositories a workload names: known repositories, `*MODEL*` env values, `--model` args, in
+    pods that mount a claim (where checkpoints are stored; a client passing a served model name mounts none)."""
     known = set(rules.durations["checkpoints"]["sizes_gb"])
     found: list[str] = []
     for spec in pod_specs(resource, rules):
+        if not mounted_claims(spec):
+            continue
         for container in containers(spec):
+            literals = [str(e["value"]) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e]
             for env in container.get("env") or []:
                 if "MODEL" in str(env.get("name", "")).upper() and "value" in env:
                     found += [v for v in str(env["value"]).split(",") if "/" in v and not v.startswith("/")]
             args = [str(a) for a in container.get("args") or []]
             found += [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--model"]
-    found += [v for v in env_values(resource, rules) if v in known]
+            found += [v for v in literals + args if v in known]
     return sorted(set(found))
 
 

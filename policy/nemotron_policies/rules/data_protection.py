@@ -64,7 +64,7 @@ def _retained(resource: PolicyResource) -> bool:
 
 def _is_model_cache_storage(resource: PolicyResource, props: Any) -> bool:
     if resource.resource_type == PVC:
-        return dig(props, "metadata", "name") == MODEL_CACHE_CLAIM
+        return bool(dig(props, "metadata", "name") == MODEL_CACHE_CLAIM)
     return resource.resource_type in FILE_SYSTEMS
 
 

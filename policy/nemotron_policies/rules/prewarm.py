@@ -49,7 +49,7 @@ HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 @dataclass
 class Pool:
     selection: Any
-    tolerations: frozenset
+    tolerations: frozenset[Any]
     namespace: Any
     workers: list[str] = field(default_factory=list)
     checkpoints: set[str] = field(default_factory=set)
@@ -105,8 +105,8 @@ def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
     return {c for c in candidates if isinstance(c, str) and HF_REPO.match(c)}
 
 
-def _pools(resources: list[Any], config_maps: ConfigMaps) -> dict[tuple, Pool]:
-    pools: dict[tuple, Pool] = {}
+def _pools(resources: list[Any], config_maps: ConfigMaps) -> dict[tuple[Any, ...], Pool]:
+    pools: dict[tuple[Any, ...], Pool] = {}
     for resource in resources:
         for pod in pod_specs(resource.resource_type, plain(resource.props)):
             if not pod.is_worker or not claim_volume_names(pod.spec):

@@ -1,0 +1,91 @@
+"""Config block `operability`: the smoke test, benchmark and canary of each Dynamo target.
+
+See docs/operability-programs.md for what each runs and how to read it.
+
+Defaults, and why: the smoke test is on (a few seconds of requests, and `pulumi up` fails when a target does
+not serve); the benchmark is on but suspended (a CronJob that never starts by itself costs nothing, and a
+benchmark is load on a serving endpoint, so only a `schedule` makes it recurring); the canary is on (it is
+what the canary alerts read; a stack without monitoring has nothing scraping it and may switch it off).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Optional
+
+import pydantic
+
+from serving_stack.config.types import Block, PinnedImage
+
+PYTHON_IMAGE = "docker.io/library/python:3.12.8-slim"
+# The AIPerf version the tests run (requirements-aiperf.txt; a test keeps the two equal).
+AIPERF_IMAGE = "nvcr.io/nvidia/ai-dynamo/aiperf:0.11.0"
+TRACE_FILE = "64k_400_90kv_agent_new_noschedule_short_15perc.jsonl"  # the recipe page's Mooncake trace
+
+
+
+def _matches(pattern: str, what: str) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"must be {what}")
+        return value
+
+    return check
+
+
+CronSchedule = Annotated[str, pydantic.AfterValidator(
+    _matches(r"\S+( \S+){4}", "a five-field cron schedule such as '0 3 * * 0'"))]
+TraceFileName = Annotated[str, pydantic.AfterValidator(
+    _matches(r"[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl", "a .jsonl file name (the trace under /model-cache/traces/)"))]
+
+
+class SmokeTestsConfig(Block):
+    """A Job per target running ops/smoke.py once its DynamoGraphDeployment is Ready. `waitSeconds` unset: 10
+    minutes when `up` waits for the graph (dynamo.readiness.wait), else the graph's own startup budget."""
+
+    enabled: bool = True
+    image: PinnedImage = PYTHON_IMAGE
+    waitSeconds: Optional[int] = pydantic.Field(default=None, ge=0, le=4 * 3600)
+    requestTimeoutSeconds: int = pydantic.Field(default=120, ge=5, le=1200)
+    backoffLimit: int = pydantic.Field(default=1, ge=0, le=5)
+
+
+class BenchmarkConfig(Block):
+    """A CronJob per target running the recipe's AIPerf benchmark (ops/run_benchmark.py), suspended unless
+    `schedule` is set; `numRequests` 0 replays the whole trace (hours)."""
+
+    enabled: bool = True
+    image: PinnedImage = AIPERF_IMAGE
+    traceFile: TraceFileName = TRACE_FILE
+    numRequests: int = pydantic.Field(default=400, ge=0)
+    schedule: Optional[CronSchedule] = None
+    waitSeconds: int = pydantic.Field(default=3600, ge=0, le=4 * 3600)
+    activeDeadlineSeconds: int = pydantic.Field(default=28800, ge=600, le=7 * 86400)
+    ttlSecondsAfterFinished: int = pydantic.Field(default=604800, ge=0)
+
+
+class CanaryConfig(Block):
+    """A Deployment per target probing it every `intervalSeconds` (ops/canary.py), and a PodMonitor that
+    Prometheus scrapes it through every `scrapeIntervalSeconds` (with `monitoring.enabled`)."""
+
+    enabled: bool = True
+    image: PinnedImage = PYTHON_IMAGE
+    intervalSeconds: int = pydantic.Field(default=60, ge=10, le=3600)
+    timeoutSeconds: int = pydantic.Field(default=30, ge=1, le=600)
+    scrapeIntervalSeconds: int = pydantic.Field(default=30, ge=5, le=600)
+
+    @pydantic.model_validator(mode="after")
+    def _fits_the_interval(self) -> CanaryConfig:
+        if self.timeoutSeconds > self.intervalSeconds:
+            raise ValueError(f"timeoutSeconds ({self.timeoutSeconds}) must not exceed intervalSeconds "
+                             f"({self.intervalSeconds}): a probe would overlap the next")
+        if self.scrapeIntervalSeconds > self.intervalSeconds:
+            raise ValueError(f"scrapeIntervalSeconds ({self.scrapeIntervalSeconds}) must not exceed intervalSeconds "
+                             f"({self.intervalSeconds}): Prometheus would miss probe results")
+        return self
+
+
+class OperabilityConfig(Block):
+    smokeTests: SmokeTestsConfig = SmokeTestsConfig()
+    benchmark: BenchmarkConfig = BenchmarkConfig()
+    canary: CanaryConfig = CanaryConfig()

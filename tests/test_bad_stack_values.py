@@ -1,0 +1,120 @@
+"""Values of the wrong type or size: lax coercion into counts and booleans, empty and huge values, and
+quantities out of bounds (the PVC below the checkpoints it must hold, from catalog/checkpoints.yaml)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from bad_stack_helpers import (
+    ECHO_LIMIT,
+    Raw,
+    ThrowawayProject,
+    assert_refused,
+    config_value,
+    edited,
+    longest_run,
+)
+
+from serving_stack.config.types import quantity_value
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.checkpoints import load_checkpoint_sizes
+
+TARGET = config_value("dev", "targets[0].id")
+WORKER = load_catalog().recipe(TARGET).worker_components()[0]["name"]
+REPLICAS = f"targets[0].replicas.{WORKER}"
+SIZES = load_checkpoint_sizes()
+DEV_CHECKPOINTS = [config_value("dev", "modelCache.checkpoints.base"), *config_value("dev", "modelCache.checkpoints.drafts")]
+DEV_NEEDED_GIB = sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS) / 2**30
+WARMED_GIB = sum(SIZES.size(r).bytes for r in load_catalog().recipe(TARGET).checkpoints) / 2**30
+
+CASES: dict[str, tuple[str, dict, str]] = {
+    # Counts take integers only: no '2', 2.0, true or null.
+    "count as a string": ("dev", {REPLICAS: "2"}, REPLICAS),
+    "count as a float": ("dev", {REPLICAS: 2.0}, REPLICAS),
+    "count as a boolean": ("dev", {REPLICAS: True}, REPLICAS),
+    "count as null": ("dev", {REPLICAS: None}, REPLICAS),
+    "backoff limit as a string": ("dev", {"modelCache.download.backoffLimit": "3"}, "modelCache.download.backoffLimit"),
+    "threads as a fraction": ("dev", {"modelCache.prewarm.threads": 8.5}, "modelCache.prewarm.threads"),
+    "users as a string": ("dev", {"demand.concurrentUsers": "10"}, "demand.concurrentUsers"),
+    # Booleans take booleans only: no "true", 1 or "yes".
+    "boolean as the string true": ("dev", {"modelCache.retainOnDelete": "true"}, "modelCache.retainOnDelete"),
+    "boolean as 1": ("dev", {"modelCache.retainOnDelete": 1}, "modelCache.retainOnDelete"),
+    "boolean as the string yes": ("dev", {"monitoring.enabled": "yes"}, "monitoring.enabled"),
+    "boolean as 0": ("dev", {"dynamo.platform.install": 0}, "dynamo.platform.install"),
+    "boolean as null": ("dev", {"modelCache.prewarm.enabled": None}, "modelCache.prewarm.enabled"),
+    # Empty values.
+    "empty namespace": ("dev", {"kubernetes.namespace": ""}, "kubernetes.namespace"),
+    "empty target id": ("dev", {"targets[0].id": ""}, "targets[0].id"),
+    "empty storage class": ("dev", {"modelCache.storageClassName": ""}, "modelCache.storageClassName"),
+    "empty kubeconfig context": ("dev", {"kubernetes.cluster.context": ""}, "kubernetes.cluster.context"),
+    "empty base checkpoint": ("dev", {"modelCache.checkpoints.base": ""}, "modelCache.checkpoints.base"),
+    "empty cluster name": ("prod", {"aws.cluster.create.name": ""}, "aws.cluster.create.name"),
+    # Huge values: each error line echoes at most a short excerpt.
+    "300-character cluster name": ("prod", {"aws.cluster.create.name": "c" * 300}, "aws.cluster.create.name"),
+    "300-character endpoint name": ("prod", {"sagemaker.endpoints[0].name": "e" * 300}, "sagemaker.endpoints[0].name"),
+    "300-character target id": ("dev", {"targets[0].id": "vllm/" + "t" * 295}, "targets[0].id"),
+    "250-character target id (checked against the catalog)": ("dev", {"targets[0].id": "vllm/" + "t" * 245}, "targets[0].id"),
+    "200 kB storage class": ("dev", {"modelCache.storageClassName": "s" * 200_000}, "modelCache.storageClassName"),
+    "200 kB namespace": ("dev", {"kubernetes.namespace": "n" * 200_000}, "kubernetes.namespace"),
+    "200 kB tag value": ("prod", {"aws.tags.owner": "o" * 200_000}, "aws.tags.owner"),
+    "count of 10^30": ("dev", {REPLICAS: 10**30}, REPLICAS),
+    "3000 copies of one target": ("dev", {"targets": [{"id": TARGET}] * 3000}, "targets[1].id"),
+    # Quantities: parsed and bounded.
+    "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
+    "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),
+    "PVC not a quantity": ("dev", {"modelCache.size": "abc"}, "modelCache.size"),
+    "PVC negative": ("dev", {"modelCache.size": "-5Gi"}, "modelCache.size"),
+    "PVC above the maximum": ("dev", {"modelCache.size": "65Ti"}, "modelCache.size"),
+    "PVC as a number": ("dev", {"modelCache.size": 300}, "modelCache.size"),
+    "PVC below the checkpoints": ("dev", {"modelCache.size": f"{math.floor(DEV_NEEDED_GIB)}Gi"}, "modelCache.size"),
+    "PVC below the checkpoints with drafts": (
+        "dev", {"modelCache.checkpoints.drafts": sorted({r for t in load_catalog().recipes.values() for r in t.checkpoints}
+                                                        - set(DEV_CHECKPOINTS)),
+                "modelCache.size": f"{math.ceil(DEV_NEEDED_GIB)}Gi"}, "modelCache.size"),
+    "prewarm memory below the checkpoints": (
+        "dev", {"modelCache.prewarm.memoryLimit": f"{math.floor(WARMED_GIB)}Gi"}, "modelCache.prewarm.memoryLimit"),
+    "prewarm memory above the maximum": ("dev", {"modelCache.prewarm.memoryLimit": "3Ti"}, "modelCache.prewarm.memoryLimit"),
+    "prewarm CPU of 0": ("dev", {"modelCache.prewarm.cpuLimit": "0"}, "modelCache.prewarm.cpuLimit"),
+    "prewarm CPU unit unknown": ("dev", {"modelCache.prewarm.cpuLimit": Raw("2 cores")}, "modelCache.prewarm.cpuLimit"),
+}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    return ThrowawayProject(tmp_path_factory.mktemp("bad-values"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_value_is_refused(project, case):
+    stack, edits, key = CASES[case]
+    line = assert_refused(project, edited(stack, edits), key)
+    for value in edits.values():
+        if isinstance(value, str) and len(value) > ECHO_LIMIT - 10:
+            assert longest_run(line, value[-1]) <= ECHO_LIMIT, line[:400]
+
+
+def test_a_huge_unknown_key_is_named_without_echoing_it(project):
+    line = assert_refused(project, edited("dev", {"modelCache." + "k" * 200_000: 1}), "modelCache." + "k" * 57 + "...")
+    assert longest_run(line, "k") <= ECHO_LIMIT
+
+
+def test_the_pvc_bound_is_the_checkpoint_sizes(project):
+    """The smallest PVC that holds the checkpoints renders; the message gives it and says the sizes are
+    estimates when the data says so."""
+    enough = f"{math.ceil(DEV_NEEDED_GIB)}Gi"
+    assert quantity_value(enough) >= sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS)
+    assert project.render(edited("dev", {"modelCache.size": enough})).code == 0
+    line = assert_refused(project, edited("dev", {"modelCache.size": "1Gi"}), "modelCache.size")
+    assert line.endswith(f"; allowed: >= {enough}")
+    estimates = sum(SIZES.size(r).estimate for r in DEV_CHECKPOINTS)
+    assert (f"{estimates} of them estimates" in line) == bool(estimates)
+
+
+@pytest.mark.parametrize(("stack", "key", "value"), [
+    ("prod", "sagemaker.endpoints[0].autoscaling.targetInvocationsPerInstance", Raw(".inf")),
+    ("prod", "demand.budgetUsdPerHour", Raw(".inf")),
+    ("prod", "demand.slo.maxTtftP50Ms", Raw(".nan")),
+    ("prod", "aws.nodePools[0].rootVolumeGiB", 10**6),
+])
+def test_infinite_and_oversized_numbers_are_refused(project, stack, key, value):
+    assert_refused(project, edited(stack, {key: value}), key)

@@ -1,0 +1,76 @@
+"""`catalog/targets.yaml` as `make absorb` writes it: one line per figure row, header comment included.
+
+The text is a function of the data alone, so absorbing the same revision twice writes the same bytes.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+import yaml
+
+from serving_stack.facts.recipe import UNKNOWN
+
+HEADER = """\
+# Serving-target catalog for NVIDIA Nemotron 3.5 Lightning on Dynamo. Written by `make absorb`
+# (tools/absorb, docs/absorb.md) from the upstream recipe directory vendored verbatim under recipes/:
+# do not edit by hand; absorb the next upstream revision instead.
+# - targets: one per upstream manifest holding a DynamoGraphDeployment (id: its directory).
+#   speculativeDecoding and routing are read from the manifest (the catalog checks they agree);
+#   performance is the upstream performance table's row, each figure `unknown` where upstream
+#   publishes none (summary and outputs show n/a, and the criteria verdict stays unknown).
+# - modelCache: upstream's claim and download Jobs; their size, checkpoints and env names are what a
+#   stack gets unless it sets modelCache.size / modelCache.checkpoints.
+"""
+FIGURES = ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser")
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return UNKNOWN
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value)
+    try:
+        plain = bool(text) and "#" not in text and yaml.safe_load(text) == text  # reads back as the same string
+    except yaml.YAMLError:
+        plain = False
+    return text if plain else json.dumps(text)
+
+
+def performance_line(figures: dict[str, Optional[float]]) -> str:
+    return "{" + ", ".join(f"{key}: {_scalar(figures.get(key))}" for key in FIGURES) + "}"
+
+
+def targets_yaml(data: dict[str, Any]) -> str:
+    """`data` has the keys of `serving_stack.facts.catalog.CatalogFile`."""
+    upstream, cache, benchmark, criteria = data["upstream"], data["modelCache"], data["benchmark"], data["criteria"]
+    lines = [
+        HEADER.rstrip("\n"),
+        f"schemaVersion: {data['schemaVersion']}",
+        "upstream:",
+        *(f"  {key}: {_scalar(upstream[key]) if key != 'date' else json.dumps(upstream[key])}"
+          for key in ("repository", "path", "commit", "date")),
+        "modelCache:",
+        f"  claim: {_scalar(cache['claim'])}",
+        "  downloadJobs:",
+        *(f"    - {_scalar(path)}" for path in cache["downloadJobs"]),
+        "benchmark:",
+        f"  workload: {_scalar(benchmark['workload'])}",
+        f"  source: {_scalar(benchmark['source'])}",
+        "criteria:",
+        f"  minTokensPerSecondPerUser: {_scalar(criteria['minTokensPerSecondPerUser'])}",
+        f"  maxTtftP50Ms: {_scalar(criteria['maxTtftP50Ms'])}",
+        "targets:",
+    ]
+    for target in data["targets"]:
+        lines += [
+            f"  - id: {_scalar(target['id'])}",
+            f"    manifest: {_scalar(target['manifest'])}",
+            f"    speculativeDecoding: {_scalar(target['speculativeDecoding'])}",
+            f"    routing: {_scalar(target['routing'])}",
+            f"    performance: {performance_line(target['performance'])}",
+        ]
+    return "\n".join(lines) + "\n"

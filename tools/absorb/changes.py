@@ -1,0 +1,183 @@
+"""What changed between two catalog revisions: targets added, removed, renamed (by content), changed.
+
+A rename is a removed and an added target of the same kind (backend, components, GPU products,
+speculative-decoding method) whose manifests, with their own names blanked out, are at least
+`RENAME_SIMILARITY` alike (difflib ratio over the lines of the canonical YAML). Sibling recipes for
+another GPU are ~0.99 alike, so the kind, not the ratio, keeps a new GPU's target from passing for a
+rename of a removed one. Pairs are taken best first, each target at most once.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from serving_stack.facts.model_cache import ModelCacheFacts
+from serving_stack.facts.recipe import Recipe
+from tools.conformance import Difference, differences
+
+RENAME_SIMILARITY = 0.9
+MAX_PATHS = 6
+NAME_PLACEHOLDER = "<name>"
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """A target as the comparison sees it: its recipe (two upstream objects) and its catalog entry."""
+
+    recipe: Recipe
+    entry: dict[str, Any]  # targets.yaml fields besides `id`
+
+    @property
+    def config_map(self) -> dict[str, Any]:
+        return self.recipe.config_map
+
+    @property
+    def dgd(self) -> dict[str, Any]:
+        return self.recipe.dgd
+
+    @property
+    def kind(self) -> tuple[Any, ...]:
+        recipe = self.recipe
+        return (recipe.backend, tuple((c["name"], c["type"]) for c in recipe.components), tuple(recipe.gpu_products),
+                recipe.speculative_decoding)
+
+
+@dataclass
+class TargetChanges:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str, float]] = field(default_factory=list)  # old, new, similarity
+    changed: dict[str, list[str]] = field(default_factory=dict)  # id (new id for a rename) -> fields, never empty
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def new_id_of(self) -> dict[str, str]:
+        return {old: new for old, new, _ in self.renamed}
+
+
+def _blank_names(value: Any, names: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _blank_names(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blank_names(v, names) for v in value]
+    if isinstance(value, str):
+        for name in names:
+            value = value.replace(name, NAME_PLACEHOLDER)
+        return value
+    return value
+
+
+def normalized(target: Manifests) -> list[Any]:
+    """Both objects with the target's own names (DGD, ConfigMap) blanked, so a rename alone changes nothing."""
+    own = {target.dgd["metadata"]["name"], target.config_map["metadata"]["name"]}
+    names = tuple(sorted(own, key=len, reverse=True))  # the longer first: one name may contain the other
+    return [_blank_names(target.config_map, names), _blank_names(target.dgd, names)]
+
+
+def similarity(a: Manifests, b: Manifests) -> float:
+    lines_a = yaml.safe_dump(normalized(a), sort_keys=True).splitlines()
+    lines_b = yaml.safe_dump(normalized(b), sort_keys=True).splitlines()
+    return difflib.SequenceMatcher(None, lines_a, lines_b, autojunk=False).ratio()
+
+
+def _readable(path: str, components: list[str]) -> str:
+    """`root[1]['spec']['components'][2]['replicas']` -> `DynamoGraphDeployment spec.components[decode].replicas`."""
+    kind = "ConfigMap" if path.startswith("root[0]") else "DynamoGraphDeployment"
+    rest = path[len("root[0]"):]
+
+    def component(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return f".components[{components[index] if index < len(components) else index}]"
+
+    rest = re.sub(r"\['components'\]\[(\d+)\]", component, rest)
+    rest = re.sub(r"\['([^']*)'\]", r".\1", rest)
+    rest = re.sub(r"(\[\d+\])+$", "", rest)  # one entry per changed list, not per item
+    return f"{kind} {rest.lstrip('.')}"
+
+
+def _described(difference: Difference, components: list[str]) -> str:
+    """The readable path, with both values when they are short scalars (`...args: '32' -> '48'`)."""
+    path = _readable(difference.path, components)
+    values = (difference.old, difference.new)
+    short = all(isinstance(v, (str, int, float)) and len(repr(v)) <= 40 for v in values)
+    if difference.change == "values_changed" and short:
+        return f"{path}: {difference.old!r} -> {difference.new!r}"
+    return path
+
+
+def field_changes(old: Manifests, new: Manifests) -> list[str]:
+    """Catalog fields (`performance.ttftP50Ms: 241.21 -> 250.0`) and manifest paths that differ."""
+    found = [f"{key}: {old.entry.get(key)!r} -> {new.entry.get(key)!r}"
+             for key in sorted(old.entry.keys() | new.entry.keys())
+             if key != "performance" and old.entry.get(key) != new.entry.get(key)]
+    old_figures, new_figures = old.entry.get("performance", {}), new.entry.get("performance", {})
+    found += [f"performance.{key}: {old_figures.get(key)} -> {new_figures.get(key)}"
+              for key in sorted(old_figures.keys() | new_figures.keys())
+              if old_figures.get(key) != new_figures.get(key)]
+    components = [c["name"] for c in new.dgd["spec"]["components"]]
+    paths = list(dict.fromkeys(_described(d, components) for d in differences(normalized(old), normalized(new))))
+    more = [f"(+{len(paths) - MAX_PATHS} more manifest paths)"] if len(paths) > MAX_PATHS else []
+    found += paths[:MAX_PATHS] + more
+    return found
+
+
+def compare_targets(old: Mapping[str, Manifests], new: Mapping[str, Manifests]) -> TargetChanges:
+    changes = TargetChanges()
+    removed = [t for t in old if t not in new]
+    added = [t for t in new if t not in old]
+    pairs = sorted(((similarity(old[r], new[a]), r, a) for r in removed for a in added
+                    if old[r].kind == new[a].kind), reverse=True)
+    for score, old_id, new_id in pairs:
+        if score >= RENAME_SIMILARITY and old_id in removed and new_id in added:
+            removed.remove(old_id)
+            added.remove(new_id)
+            changes.renamed.append((old_id, new_id, score))
+            fields = [f for f in field_changes(old[old_id], new[new_id]) if not f.startswith("manifest:")]
+            if fields:  # beyond the new name (the rename line says that)
+                changes.changed[new_id] = fields
+    changes.added, changes.removed = sorted(added), sorted(removed)
+    for target_id in (t for t in new if t in old):
+        fields = field_changes(old[target_id], new[target_id])
+        if fields:
+            changes.changed[target_id] = fields
+        else:
+            changes.unchanged.append(target_id)
+    return changes
+
+
+def closest(target: Manifests, candidates: Mapping[str, Manifests]) -> tuple[str, float]:
+    """The candidate most like `target` (any shape): a replacement to suggest for a removed target."""
+    return max(((candidate_id, similarity(target, m)) for candidate_id, m in candidates.items()), key=lambda c: c[1])
+
+
+def model_cache_changes(old: ModelCacheFacts, new: ModelCacheFacts) -> list[str]:
+    """Claim size, download Jobs added or removed, and per Job its checkpoints and other manifest paths."""
+    found = [f"claim size: {old.size} -> {new.size}"] if old.size != new.size else []
+    found += [f"claim: {path}" for path in _paths(old.claim, new.claim) if not path.endswith("storage")]
+    old_jobs, new_jobs = {j.name: j for j in old.jobs}, {j.name: j for j in new.jobs}
+    for name in sorted(new_jobs.keys() - old_jobs.keys()):
+        found.append(f"download Job added: {name} ({new_jobs[name].path}): "
+                     + ", ".join(f"{env}={repo}" for env, repo in new_jobs[name].checkpoints))
+    found += [f"download Job removed: {name}" for name in sorted(old_jobs.keys() - new_jobs.keys())]
+    for name in sorted(old_jobs.keys() & new_jobs.keys()):
+        before, after = old_jobs[name], new_jobs[name]
+        if before.checkpoints != after.checkpoints:
+            found.append(f"download Job {name} checkpoints: "
+                         + ", ".join(f"{env}={repo}" for env, repo in before.checkpoints) + " -> "
+                         + ", ".join(f"{env}={repo}" for env, repo in after.checkpoints))
+        found += [f"download Job {name}: {path}" for path in _paths(before.manifest, after.manifest)
+                  if not path.endswith(".args")]
+        if before.script != after.script:
+            found.append(f"download Job {name}: script changed")
+    return found
+
+
+def _paths(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    paths = (re.sub(r"(\[\d+\])+$", "", re.sub(r"\['([^']*)'\]", r".\1", d.path)).removeprefix("root.")
+             for d in differences(old, new))
+    return list(dict.fromkeys(paths))

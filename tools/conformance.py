@@ -1,0 +1,168 @@
+"""Conformance: what the stack renders equals upstream's manifest except for documented stack settings.
+
+One set of rules for two callers: `tests/test_conformance.py` (the registered resources of the whole
+program under mocks) and `make absorb` (the plan of every target of a freshly absorbed revision). Each
+rule names the setting of `serving_stack/plan/manifests.py` that explains a difference; a difference no
+rule explains is reported with its path and both values.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from serving_stack.config import ConfigError, parse_stack_config
+from serving_stack.facts import Facts
+from serving_stack.facts.catalog import Recipe
+from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
+from serving_stack.plan.stack_plan import build_plan
+
+NAMESPACE = "conformance"
+PULL_SECRET = "ngc-pull"
+REGISTRY = "registry.example.com/mirror/ai-dynamo"
+TAG = "1.5.0-mirror.2"
+STORAGE_CLASS = "conformance-rwx"
+PULL_SECRET_KEY = frozenset({"ngcApiKey"})  # the pull Secret the conformance config names needs the NGC key
+PREWARM_VOLUMES = ("prewarm-state", "prewarm-program")
+
+COMPONENT = r"root\['spec'\]\['components'\]\[\d+\]"
+POD = r"\['podTemplate'\]\['spec'\]"
+JOB_POD = r"root\['spec'\]\['template'\]\['spec'\]"
+
+
+@dataclass(frozen=True)
+class Difference:
+    change: str  # a DeepDiff-style change type: values_changed, dictionary_item_added, ...
+    path: str  # root['spec']['components'][1]['replicas']
+    old: Any
+    new: Any
+
+
+def replicas_override(recipe: Recipe) -> dict[str, int]:
+    """One more replica of the recipe's last worker component: the `replicas` setting on every target."""
+    last = recipe.worker_components()[-1]
+    return {last["name"]: int(last["replicas"]) + 1}
+
+
+def conformance_config(targets: list[dict[str, Any]]) -> dict[str, Any]:
+    """A raw stack config that sets every documented serving setting to a recognisable value."""
+    return {
+        "kubernetes": {"namespace": NAMESPACE, "cluster": {"source": "kubeconfig", "context": "conformance"}},
+        # Every target at once: one prewarm pod may warm every checkpoint set of its GPU (BF16 beside NVFP4).
+        "modelCache": {"storageClassName": STORAGE_CLASS, "prewarm": {"memoryLimit": "512Gi"}},
+        "dynamo": {"imagePullSecret": PULL_SECRET, "runtime": {"registry": REGISTRY, "tag": TAG}},
+        "targets": targets,
+    }
+
+
+def differences(upstream: Any, rendered: Any, path: str = "root") -> list[Difference]:
+    """Every leaf difference, dict keys by name and list items by position (as DeepDiff's tree view)."""
+    if isinstance(upstream, dict) and isinstance(rendered, dict):
+        found: list[Difference] = []
+        for key in upstream.keys() | rendered.keys():
+            where = f"{path}[{key!r}]"
+            if key not in rendered:
+                found.append(Difference("dictionary_item_removed", where, upstream[key], None))
+            elif key not in upstream:
+                found.append(Difference("dictionary_item_added", where, None, rendered[key]))
+            else:
+                found += differences(upstream[key], rendered[key], where)
+        return sorted(found, key=lambda d: d.path)
+    if isinstance(upstream, list) and isinstance(rendered, list):
+        found = []
+        for index in range(max(len(upstream), len(rendered))):
+            where = f"{path}[{index}]"
+            if index >= len(rendered):
+                found.append(Difference("iterable_item_removed", where, upstream[index], None))
+            elif index >= len(upstream):
+                found.append(Difference("iterable_item_added", where, None, rendered[index]))
+            else:
+                found += differences(upstream[index], rendered[index], where)
+        return found
+    return [] if upstream == rendered else [Difference("values_changed", path, upstream, rendered)]
+
+
+def _image(value: Any) -> bool:
+    pattern = re.escape(REGISTRY) + r"/[a-z0-9._-]+:" + re.escape(TAG)
+    return isinstance(value, str) and bool(re.fullmatch(pattern, value))
+
+
+def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Difference], bool]:
+    def documented(d: Difference) -> bool:
+        if d.path == "root['metadata']['namespace']":
+            return d.change == "dictionary_item_added" and d.new == NAMESPACE
+        if re.fullmatch(COMPONENT + POD + r"\['imagePullSecrets'\]\[0\]\['name'\]", d.path):
+            return bool(d.new == PULL_SECRET)
+        if re.fullmatch(COMPONENT + POD + r"\['containers'\]\[\d+\]\['image'\]", d.path):
+            return _image(d.new)
+        if re.fullmatch(COMPONENT + POD + r"\['initContainers'\]", d.path):  # modelCache.prewarm.gateWorkers
+            return d.change == "dictionary_item_added" and [c["name"] for c in d.new] == ["wait-for-prewarm"]
+        if re.fullmatch(COMPONENT + POD + r"\['volumes'\]\[\d+\]", d.path):
+            return d.change == "iterable_item_added" and d.new["name"] in PREWARM_VOLUMES
+        if d.path == "root['metadata']['annotations']":  # dynamo.readiness: `up` waits for Ready
+            return d.change == "dictionary_item_added" and set(d.new) == {WAIT_FOR_ANNOTATION, TIMEOUT_ANNOTATION}
+        if re.fullmatch(COMPONENT + r"\['podTemplate'\]\['metadata'\]", d.path):  # config checksum: pods roll
+            return d.change == "dictionary_item_added" and set(d.new["annotations"]) == {CONFIG_CHECKSUM_ANNOTATION}
+        if re.fullmatch(COMPONENT + r"\['scalingAdapter'\]", d.path):  # autoscaling.targets: KEDA scales it
+            return d.change == "dictionary_item_added" and d.new == {"enabled": True}
+        match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", d.path)
+        if match:
+            return bool(replicas.get(names[int(match.group(1))]) == d.new)
+        return False
+
+    return documented
+
+
+def _model_cache_rule(d: Difference) -> bool:
+    if d.path == "root['metadata']['namespace']":
+        return d.change == "dictionary_item_added" and d.new == NAMESPACE
+    if d.path == "root['spec']['storageClassName']":
+        return bool(d.new == STORAGE_CLASS)
+    if re.fullmatch(JOB_POD + r"\['imagePullSecrets'\]\[0\]\['name'\]", d.path):
+        return bool(d.new == PULL_SECRET)
+    if re.fullmatch(JOB_POD + r"\['containers'\]\[0\]\['image'\]", d.path):
+        return _image(d.new)
+    return False
+
+
+def _unexplained(label: str, upstream: dict[str, Any], rendered: dict[str, Any],
+                 documented: Callable[[Difference], bool]) -> list[str]:
+    return [f"{label}: {d.change} at {d.path}: {d.old!r} -> {d.new!r}"
+            for d in differences(upstream, rendered) if not documented(d)]
+
+
+def target_problems(recipe: Recipe, replicas: Mapping[str, int], config_map: dict[str, Any],
+                    dgd: dict[str, Any], upstream: Optional[dict[str, dict[str, Any]]] = None) -> list[str]:
+    """Unexplained differences of a rendered target; `upstream` by kind, else the recipe's own manifests."""
+    upstream = upstream or {"ConfigMap": recipe.config_map, "DynamoGraphDeployment": recipe.dgd}
+    rule = _target_rule(replicas, recipe.component_names)
+    return (_unexplained(f"{recipe.id} DynamoGraphDeployment", upstream["DynamoGraphDeployment"], dgd, rule)
+            + _unexplained(f"{recipe.id} ConfigMap", upstream["ConfigMap"], config_map, rule))
+
+
+def model_cache_problems(label: str, upstream: dict[str, Any], rendered: dict[str, Any]) -> list[str]:
+    return _unexplained(label, upstream, rendered, _model_cache_rule)
+
+
+def planned_conformance(facts: Facts) -> tuple[dict[str, list[str]], list[str]]:
+    """Each target planned alone with every setting applied -> its problems (a plan error is one); and
+    the model cache's (claim and every download Job, as the default config runs them)."""
+    per_target: dict[str, list[str]] = {}
+    for recipe in facts.catalog.recipes.values():
+        replicas = replicas_override(recipe)
+        try:
+            plan = build_plan(parse_stack_config(conformance_config([{"id": recipe.id, "replicas": replicas}])), facts,
+                              secrets=PULL_SECRET_KEY)
+        except ConfigError as error:
+            per_target[recipe.id] = [f"{recipe.id}: does not plan: {error}"]
+            continue
+        (planned,) = plan.serving.targets
+        per_target[recipe.id] = target_problems(recipe, replicas, planned.config_map, planned.dgd)
+    plan = build_plan(parse_stack_config(conformance_config([])), facts, secrets=PULL_SECRET_KEY)
+    cache = facts.catalog.model_cache
+    problems = model_cache_problems("model-cache claim", cache.claim, plan.serving.model_cache_claim)
+    for job, rendered in zip(cache.jobs, plan.serving.download_jobs, strict=True):
+        problems += model_cache_problems(f"download Job {job.name}", job.manifest, rendered)
+    return per_target, problems
+
