@@ -1,8 +1,10 @@
 """Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -33,9 +35,8 @@ from serving_stack.config import configured_secrets, load_stack_config, secret_v
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
-from serving_stack.plan.stack_plan import StackPlan, build_plan
 from serving_stack.plan.prewarm import PROGRAM_FILE
-from serving_stack.plan.stack_plan import CreatedCluster
+from serving_stack.plan.stack_plan import CreatedCluster, StackPlan, build_plan
 
 
 @dataclass(frozen=True)
@@ -58,35 +59,61 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
     cluster = plan.cluster
     if isinstance(cluster, CreatedCluster):
         assert plan.aws is not None
-        network = Network("network", NetworkArgs(
-            cluster_name=cluster.name, region=plan.aws.region, cidr=cluster.vpc_cidr,
-            availability_zones=cluster.availability_zones, nat_gateway_per_az=cluster.nat_gateway_per_az,
-            local_zone_subnets=cluster.local_zone_subnets,
-        ), opts=on_aws)
+        network = Network(
+            "network",
+            NetworkArgs(
+                cluster_name=cluster.name,
+                region=plan.aws.region,
+                cidr=cluster.vpc_cidr,
+                availability_zones=cluster.availability_zones,
+                nat_gateway_per_az=cluster.nat_gateway_per_az,
+                local_zone_subnets=cluster.local_zone_subnets,
+            ),
+            opts=on_aws,
+        )
         system = cluster.system_nodes
-        eks = EksCluster("eks", EksClusterArgs(
-            cluster_name=cluster.name, kubernetes_version=cluster.kubernetes_version, region=plan.aws.region,
-            private_subnet_ids=network.private_subnet_ids,
-            endpoint_public_access_cidrs=cluster.endpoint_public_access_cidrs,
-            log_retention_days=cluster.log_retention_days,
-            system_nodes=SystemNodeGroupSpec(system.instance_types, system.min_size, system.desired_size,
-                                             system.max_size, system.disk_size_gib),
-            addons=cluster.addons, node_managed_policies=plan.aws.node_managed_policies,
-            access_entries=[ClusterAccess(g.principal_arn, g.policy, g.namespaces) for g in cluster.access_grants],
-        ), opts=on_aws)
-        return ClusterHandles(kubernetes=eks.provider, eks=eks, network=network, name=eks.cluster_name,
-                              vpc_id=network.vpc_id, vpc_cidr=cluster.vpc_cidr,
-                              subnets_by_az=network.private_subnet_ids_by_az,
-                              local_zone_subnets=network.local_zone_subnet_ids,
-                              node_security_groups=[eks.cluster_security_group_id])
-    provider = k8s.Provider("kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path,
-                            delete_unreachable=False)
+        eks = EksCluster(
+            "eks",
+            EksClusterArgs(
+                cluster_name=cluster.name,
+                kubernetes_version=cluster.kubernetes_version,
+                region=plan.aws.region,
+                private_subnet_ids=network.private_subnet_ids,
+                endpoint_public_access_cidrs=cluster.endpoint_public_access_cidrs,
+                log_retention_days=cluster.log_retention_days,
+                system_nodes=SystemNodeGroupSpec(
+                    system.instance_types, system.min_size, system.desired_size, system.max_size, system.disk_size_gib
+                ),
+                addons=cluster.addons,
+                node_managed_policies=plan.aws.node_managed_policies,
+                access_entries=[ClusterAccess(g.principal_arn, g.policy, g.namespaces) for g in cluster.access_grants],
+            ),
+            opts=on_aws,
+        )
+        return ClusterHandles(
+            kubernetes=eks.provider,
+            eks=eks,
+            network=network,
+            name=eks.cluster_name,
+            vpc_id=network.vpc_id,
+            vpc_cidr=cluster.vpc_cidr,
+            subnets_by_az=network.private_subnet_ids_by_az,
+            local_zone_subnets=network.local_zone_subnet_ids,
+            node_security_groups=[eks.cluster_security_group_id],
+        )
+    provider = k8s.Provider(
+        "kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path, delete_unreachable=False
+    )
     existing = cluster.eks
     if existing is None:
         return ClusterHandles(kubernetes=provider)
-    return ClusterHandles(kubernetes=provider, name=existing.name, vpc_id=existing.vpc_id,
-                          subnets_by_az=existing.private_subnet_ids_by_az,
-                          node_security_groups=existing.node_security_group_ids)
+    return ClusterHandles(
+        kubernetes=provider,
+        name=existing.name,
+        vpc_id=existing.vpc_id,
+        subnets_by_az=existing.private_subnet_ids_by_az,
+        node_security_groups=existing.node_security_group_ids,
+    )
 
 
 # Everything that can be wrong with the input fails here, before the first resource.
@@ -94,7 +121,9 @@ secrets = configured_secrets()
 plan = build_plan(load_stack_config(), load_facts(), default_region=pulumi.Config("aws").get("region"), secrets=secrets)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
-aws_provider = aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
+aws_provider = (
+    aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
+)
 on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider else {})
 cluster = cluster_handles(plan, on_aws)
 on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
@@ -102,94 +131,187 @@ tags = dict(plan.aws.tags) if plan.aws else {}
 cluster_scaling = plan.capacity.cluster_scaling
 
 for spec in plan.managed_pools:
-    GpuNodePool(f"pool-{spec.name}", GpuNodePoolArgs(
-        pool=spec, cluster_name=cluster.name, vpc_id=cluster.vpc_id,
-        subnet_id=spec.subnet_id or (cluster.local_zone_subnets[spec.name] if spec.local_zone
-                                     else cluster.subnets_by_az[spec.availability_zone]),
-        cluster_security_group_ids=cluster.node_security_groups,
-        node_managed_policies=plan.aws.node_managed_policies if plan.aws else (), tags=tags,
-        tag_for_cluster_autoscaler=cluster_scaling is not None,
-        cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
-    ), opts=on_aws)
+    assert cluster.name is not None, "managed pools are planned on EKS only"
+    assert cluster.vpc_id is not None
+    GpuNodePool(
+        f"pool-{spec.name}",
+        GpuNodePoolArgs(
+            pool=spec,
+            cluster_name=cluster.name,
+            vpc_id=cluster.vpc_id,
+            subnet_id=spec.subnet_id
+            or (
+                cluster.local_zone_subnets[spec.name]
+                if spec.local_zone
+                else cluster.subnets_by_az[spec.availability_zone]
+            ),
+            cluster_security_group_ids=cluster.node_security_groups,
+            node_managed_policies=plan.aws.node_managed_policies if plan.aws else (),
+            tags=tags,
+            tag_for_cluster_autoscaler=cluster_scaling is not None,
+            cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
+        ),
+        opts=on_aws,
+    )
 if cluster_scaling and cluster.eks and aws_provider:
-    ClusterAutoscaler("cluster-autoscaler", ClusterAutoscalerArgs(
-        cluster_name=cluster.eks.cluster_name, chart=cluster_scaling.chart,
-        service_account=cluster_scaling.service_account, policy=cluster_scaling.policy,
-        values=cluster_scaling.values, tags=tags,
-    ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}))
+    ClusterAutoscaler(
+        "cluster-autoscaler",
+        ClusterAutoscalerArgs(
+            cluster_name=cluster.eks.cluster_name,
+            chart=cluster_scaling.chart,
+            service_account=cluster_scaling.service_account,
+            policy=cluster_scaling.policy,
+            values=cluster_scaling.values,
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}),
+    )
 if plan.device_plugins:
-    DevicePlugins("device-plugins", DevicePluginsArgs(
-        plugins=plan.device_plugins.pins, efa_instance_types=plan.device_plugins.efa_instance_types,
-        infiniband=plan.device_plugins.infiniband, nvidia=plan.device_plugins.nvidia,
-    ), opts=on_cluster)
+    DevicePlugins(
+        "device-plugins",
+        DevicePluginsArgs(
+            plugins=plan.device_plugins.pins,
+            efa_instance_types=plan.device_plugins.efa_instance_types,
+            infiniband=plan.device_plugins.infiniband,
+            nvidia=plan.device_plugins.nvidia,
+        ),
+        opts=on_cluster,
+    )
 if plan.device_plugins and plan.device_plugins.dra_driver:
     NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs.of(plan.device_plugins.dra_driver), opts=on_cluster)
 cache_storage = []
-if plan.storage and cluster.eks and cluster.vpc_cidr:
-    cache_storage.append(ModelCacheStorage("model-cache-storage", ModelCacheStorageArgs(
-        storage=plan.storage, cluster_name=cluster.eks.cluster_name, vpc_id=cluster.vpc_id,
-        vpc_cidr=cluster.vpc_cidr, private_subnet_ids_by_az=cluster.subnets_by_az,
-        claim_namespace=plan.serving.namespace, tags=tags,
-    ), opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes})))
+if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
+    cache_storage.append(
+        ModelCacheStorage(
+            "model-cache-storage",
+            ModelCacheStorageArgs(
+                storage=plan.storage,
+                cluster_name=cluster.eks.cluster_name,
+                vpc_id=cluster.vpc_id,
+                vpc_cidr=cluster.vpc_cidr,
+                private_subnet_ids_by_az=cluster.subnets_by_az,
+                claim_namespace=plan.serving.namespace,
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}),
+        )
+    )
 
 # --- Kubernetes: namespace, model cache, prewarm, Dynamo, serving targets --------------------------
 serving = plan.serving
 pull = serving.pull_secret
-serving_namespace = ServingNamespace("serving", ServingNamespaceArgs(
-    namespace=serving.namespace, hf_token=secret_value("hfToken") if serving.hf_token else None,
-    pull_secret=RegistryPullSecret(pull.name, pull.server, secret_value("ngcApiKey")) if pull else None,
-    retain_on_delete=serving.retain_on_delete,
-), opts=on_cluster)
+serving_namespace = ServingNamespace(
+    "serving",
+    ServingNamespaceArgs(
+        namespace=serving.namespace,
+        hf_token=secret_value("hfToken") if serving.hf_token else None,
+        pull_secret=RegistryPullSecret(pull.name, pull.server, secret_value("ngcApiKey")) if pull else None,
+        retain_on_delete=serving.retain_on_delete,
+    ),
+    opts=on_cluster,
+)
 # The pods' image pull Secret is referenced by name, not by an output: order them after it explicitly.
 pull_secret = [serving_namespace] if pull else []
-model_cache = ModelCache("model-cache", ModelCacheArgs(
-    namespace=serving_namespace.namespace_name, hf_token_secret_name=serving_namespace.hf_token_secret_name,
-    pvc=serving.model_cache_claim, download_jobs=serving.download_jobs, retain_on_delete=serving.retain_on_delete,
-    volume_name=cache_storage[0].volume_name if cache_storage else None,
-), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]))
+model_cache = ModelCache(
+    "model-cache",
+    ModelCacheArgs(
+        namespace=serving_namespace.namespace_name,
+        hf_token_secret_name=serving_namespace.hf_token_secret_name,
+        pvc=serving.model_cache_claim,
+        download_jobs=serving.download_jobs,
+        retain_on_delete=serving.retain_on_delete,
+        volume_name=cache_storage[0].volume_name if cache_storage else None,
+    ),
+    opts=pulumi.ResourceOptions(
+        providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]
+    ),
+)
 if serving.prewarm_pools:
     # Prewarm pods are Ready once they have read the checkpoints, which exist once the download Job is done.
-    ModelPrewarm("model-prewarm", ModelPrewarmArgs(
-        namespace=serving_namespace.namespace_name, claim_name=model_cache.claim_name,
-        program_source=PROGRAM_FILE.read_text(), pools=serving.prewarm_pools, settings=serving.prewarm_settings,
-    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)))
+    ModelPrewarm(
+        "model-prewarm",
+        ModelPrewarmArgs(
+            namespace=serving_namespace.namespace_name,
+            claim_name=model_cache.claim_name,
+            program_source=PROGRAM_FILE.read_text(),
+            pools=serving.prewarm_pools,
+            settings=serving.prewarm_settings,
+        ),
+        opts=pulumi.ResourceOptions(
+            providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)
+        ),
+    )
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
-monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
+monitoring = (
+    Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
+)
 platform_release: list[pulumi.Resource] = []
 if serving.platform.install:
-    platform = DynamoPlatform("dynamo", DynamoPlatformArgs(
-        namespace=serving.platform.namespace, release_name=serving.platform.release_name,
-        chart_url=serving.platform.chart_url, values=dict(serving.platform.values),
-    ), opts=pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes},
-                                   depends_on=monitoring.crds_ready if monitoring else []))
+    platform = DynamoPlatform(
+        "dynamo",
+        DynamoPlatformArgs(
+            namespace=serving.platform.namespace,
+            release_name=serving.platform.release_name,
+            chart_url=serving.platform.chart_url,
+            values=dict(serving.platform.values),
+        ),
+        opts=pulumi.ResourceOptions(
+            providers={"kubernetes": cluster.kubernetes}, depends_on=monitoring.crds_ready if monitoring else []
+        ),
+    )
     platform_release.append(platform.release)
 graphs: dict[str, pulumi.Resource] = {}
 serving_targets = []
 for target in serving.targets:
-    serving_target = ServingTarget(target.resource_name, ServingTargetArgs(
-        namespace=serving_namespace.namespace_name, config_map=target.config_map, dgd=target.dgd,
-        depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
-        ignore_replicas=target.ignored_replica_paths,
-    ), opts=on_cluster)
+    serving_target = ServingTarget(
+        target.resource_name,
+        ServingTargetArgs(
+            namespace=serving_namespace.namespace_name,
+            config_map=target.config_map,
+            dgd=target.dgd,
+            depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
+            ignore_replicas=target.ignored_replica_paths,
+        ),
+        opts=on_cluster,
+    )
     serving_targets.append(serving_target)
     graphs[target.selected.id] = serving_target.dgd
 serving_scaling = plan.capacity.serving_scaling
 if serving_scaling:
     # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
-    ServingAutoscaler("autoscaling", ServingAutoscalerArgs(
-        keda=serving_scaling.keda, install_keda=serving_scaling.install_keda,
-        scaled_objects=serving_scaling.scaled_objects, depends_on=serving_targets,
-    ), opts=on_cluster)
+    ServingAutoscaler(
+        "autoscaling",
+        ServingAutoscalerArgs(
+            keda=serving_scaling.keda,
+            install_keda=serving_scaling.install_keda,
+            scaled_objects=serving_scaling.scaled_objects,
+            depends_on=serving_targets,
+        ),
+        opts=on_cluster,
+    )
 if plan.operability:
-    Operability("operability", OperabilityArgs.from_plan(
-        plan.operability, namespace=serving_namespace.namespace_name, graphs=graphs,
-        monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
-    ), opts=on_cluster)
+    Operability(
+        "operability",
+        OperabilityArgs.from_plan(
+            plan.operability,
+            namespace=serving_namespace.namespace_name,
+            graphs=graphs,
+            monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
+        ),
+        opts=on_cluster,
+    )
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------
-sagemaker_endpoints = {endpoint.name: SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(
-    endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None), opts=on_aws)
-    for endpoint in plan.sagemaker}
+sagemaker_endpoints = {
+    endpoint.name: SageMakerEndpoint(
+        endpoint.name,
+        SageMakerEndpointArgs.from_plan(
+            endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None
+        ),
+        opts=on_aws,
+    )
+    for endpoint in plan.sagemaker
+}
 
 # --- Gateway: one OpenAI-compatible URL with failover across the targets and SageMaker (LiteLLM) ----
 if plan.gateway:
@@ -197,11 +319,22 @@ if plan.gateway:
     invoke = None
     if gateway.invokes_sagemaker:  # the plan allows it only on the cluster the stack creates
         assert cluster.name is not None
-        invoke = SageMakerAccess(cluster.name, [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
-                                 gateway.sagemaker_egress_cidrs, tags)
-    Gateway("gateway", GatewayArgs.of(gateway, namespace=serving_namespace.namespace_name,
-                                      master_key=secret_value(MASTER_KEY_SECRET), sagemaker_access=invoke),
-            opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]))
+        invoke = SageMakerAccess(
+            cluster.name,
+            [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
+            gateway.sagemaker_egress_cidrs,
+            tags,
+        )
+    Gateway(
+        "gateway",
+        GatewayArgs.of(
+            gateway,
+            namespace=serving_namespace.namespace_name,
+            master_key=secret_value(MASTER_KEY_SECRET),
+            sagemaker_access=invoke,
+        ),
+        opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
+    )
 
 # --- Outputs: the versioned contract ---------------------------------------------------------------
 contract = StackOutputs(endpoints=plan.endpoints, gateway=plan.gateway.output if plan.gateway else None)

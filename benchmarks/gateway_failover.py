@@ -6,37 +6,40 @@ tests/test_gateway_failover.py, each on a fresh gateway, printed as one table:
 
     .venv/bin/python benchmarks/gateway_failover.py [--requests 200] [--concurrency 8]
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_DIR))
 
-from tools.mock_runtime import run_program  # noqa: E402
-from tools.secret_placeholders import stack_inputs  # noqa: E402
-from tools.gateway_loopback import scenarios  # noqa: E402
-from tools.gateway_loopback.load import Figures  # noqa: E402
-from tools.gateway_loopback.stack_backends import (  # noqa: E402
+from tools.gateway_loopback import scenarios
+from tools.gateway_loopback.load import Figures
+from tools.gateway_loopback.stack_backends import (
     BACKEND_LATENCY_SECONDS,
     LOOPBACK_TIMINGS,
     StackBackends,
     stack_backends,
 )
+from tools.mock_runtime import run_program
+from tools.secret_placeholders import stack_inputs
 
 Scenario = Callable[[scenarios.LoopbackGateway, StackBackends, int, int], list[Figures]]
 
 
 def dead_frontend(gw: scenarios.LoopbackGateway, stack: StackBackends, total: int, concurrency: int) -> list[Figures]:
-    results = [scenarios.baseline(gw, stack.model, 4 * concurrency, concurrency),
-               scenarios.kill_one_backend(gw, stack.model, total, concurrency),
-               scenarios.restore_after_kill(gw, stack.model, concurrency, deadline_seconds=30),
-               scenarios.kill_one_backend_streaming(gw, stack.model, total, concurrency)]
+    results = [
+        scenarios.baseline(gw, stack.model, 4 * concurrency, concurrency),
+        scenarios.kill_one_backend(gw, stack.model, total, concurrency),
+        scenarios.restore_after_kill(gw, stack.model, concurrency, deadline_seconds=30),
+        scenarios.kill_one_backend_streaming(gw, stack.model, total, concurrency),
+    ]
     return [r.figures for r in results]
 
 
@@ -45,17 +48,23 @@ def hung_frontend(gw: scenarios.LoopbackGateway, stack: StackBackends, total: in
 
 
 def dead_tier(gw: scenarios.LoopbackGateway, stack: StackBackends, total: int, concurrency: int) -> list[Figures]:
-    return [scenarios.kill_all_dynamo(gw, stack.model, total, concurrency).figures,
-            scenarios.degraded_only(gw, stack.model, 5 * concurrency, concurrency).figures]
+    return [
+        scenarios.kill_all_dynamo(gw, stack.model, total, concurrency).figures,
+        scenarios.degraded_only(gw, stack.model, 5 * concurrency, concurrency).figures,
+    ]
 
 
 def table(rows: list[Figures]) -> str:
-    lines = ["| scenario | requests | failed | p50 ms | p99 ms | max ms | fallback share | answered by (model group: n) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| scenario | requests | failed | p50 ms | p99 ms | max ms | fallback share | answered by (model group: n) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         groups = ", ".join(f"`{group}`: {count}" for group, count in sorted(row.answered_by_group.items()))
-        lines.append(f"| {row.scenario} | {row.requests} | {row.failed} | {row.p50_ms:.0f} | {row.p99_ms:.0f} | "
-                     f"{row.max_ms:.0f} | {row.fallback_share:.0%} | {groups} |")
+        lines.append(
+            f"| {row.scenario} | {row.requests} | {row.failed} | {row.p50_ms:.0f} | {row.p99_ms:.0f} | "
+            f"{row.max_ms:.0f} | {row.fallback_share:.0%} | {groups} |"
+        )
     return "\n".join(lines)
 
 
@@ -71,15 +80,21 @@ def main() -> None:
     rows: list[Figures] = []
     started = time.monotonic()
     for scenario in (dead_frontend, hung_frontend, dead_tier):
-        with tempfile.TemporaryDirectory(prefix="gateway-bench-") as workdir, scenarios.loopback_gateway(
-                stack.dynamo, stack.sagemaker, settings, Path(workdir), BACKEND_LATENCY_SECONDS) as gw:
+        with (
+            tempfile.TemporaryDirectory(prefix="gateway-bench-") as workdir,
+            scenarios.loopback_gateway(
+                stack.dynamo, stack.sagemaker, settings, Path(workdir), BACKEND_LATENCY_SECONDS
+            ) as gw,
+        ):
             rows += scenario(gw, stack, args.requests, args.concurrency)
     degraded = stack.degraded_endpoint
     origin = "the stack's" if degraded in stack.stack_sagemaker else "a loopback stand-in: the stack names none"
-    print(f"prod plan: {len(stack.dynamo)} Dynamo targets of {stack.model}, same-model fallback "
-          f"{stack.same_model_endpoint.name}, degraded fallback {degraded.name} ({degraded.served_model_name}; "
-          f"{origin}); backends {BACKEND_LATENCY_SECONDS * 1000:.0f} ms; "
-          f"{args.requests} requests at {args.concurrency} concurrent; router timings {LOOPBACK_TIMINGS}\n")
+    print(
+        f"prod plan: {len(stack.dynamo)} Dynamo targets of {stack.model}, same-model fallback "
+        f"{stack.same_model_endpoint.name}, degraded fallback {degraded.name} ({degraded.served_model_name}; "
+        f"{origin}); backends {BACKEND_LATENCY_SECONDS * 1000:.0f} ms; "
+        f"{args.requests} requests at {args.concurrency} concurrent; router timings {LOOPBACK_TIMINGS}\n"
+    )
     print(table(rows))
     print(f"\n{time.monotonic() - started:.0f} s")
 

@@ -6,6 +6,7 @@ Not a test. The brute force grows exponentially with the demand, so it runs only
 
     python benchmarks/planner_bench.py [--repeat 3] [--brute-force-max-users 200]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,12 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from capacity_brute_force import brute_force_cost  # noqa: E402
-from serving_stack.facts.catalog import load_catalog  # noqa: E402
-from serving_stack.facts.instance_types import load_aws_catalog  # noqa: E402
-from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers  # noqa: E402
-from serving_stack.plan.capacity import solve  # noqa: E402
-from serving_stack.plan.capacity_model import CAPACITY_TYPES, Demand, Slo, TokenShape, search_space  # noqa: E402
+from capacity_brute_force import brute_force_cost
+
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.capacity import solve
+from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
+from serving_stack.plan.capacity_model import CAPACITY_TYPES, Demand, Slo, TokenShape, search_space
 
 USERS = (10, 50, 100, 150, 200, 500, 2_000, 10_000)
 
@@ -46,21 +48,32 @@ def main() -> int:
     rows, offers = candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog)
     criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
     demands = [Demand(slo=criteria, concurrent_users=u, capacity_types=CAPACITY_TYPES) for u in USERS]
-    demands.append(Demand(slo=criteria, requests_per_second=20.0, token_shape=TokenShape(64_000, 400), capacity_types=CAPACITY_TYPES))
+    demands.append(
+        Demand(
+            slo=criteria, requests_per_second=20.0, token_shape=TokenShape(64_000, 400), capacity_types=CAPACITY_TYPES
+        )
+    )
     print(f"catalog: {len(rows)} targets, {len(offers)} instance types, capacity types {', '.join(CAPACITY_TYPES)}")
-    print(f"{'demand':>14} | {'rows':>4} | {'pools':>5} | {'planner ms':>10} | {'brute force ms':>14} | {'brute/planner':>13} | $/h")
+    print(
+        f"{'demand':>14} | {'rows':>4} | {'pools':>5} | {'planner ms':>10} | {'brute force ms':>14} | {'brute/planner':>13} | $/h"
+    )
     for demand in demands:
         space = search_space(demand, rows, offers)
-        planner_s, plan = timed(args.repeat, lambda: solve(space, demand.unit))
+        planner_s, plan = timed(args.repeat, lambda space=space, unit=demand.unit: solve(space, unit))
         label = f"{demand.amount:g} {demand.unit}"
         cost = plan.usd_per_hour if plan else math.nan
         if demand.amount <= args.brute_force_max_users and not demand.by_rate:
-            brute_s, best = timed(1, lambda: brute_force_cost(space))
-            assert best is not None and math.isclose(best, cost, abs_tol=1e-6), (label, best, cost)
-            print(f"{label:>14} | {len(space.rows):>4} | {len(space.pools):>5} | {planner_s * 1e3:>10.1f} | {brute_s * 1e3:>14.1f} | "
-                  f"{brute_s / planner_s:>12.1f}x | {cost:,.2f} (same)")
+            brute_s, best = timed(1, lambda space=space: brute_force_cost(space))
+            assert best is not None, label
+            assert math.isclose(best, cost, abs_tol=1e-6), (label, best, cost)
+            print(
+                f"{label:>14} | {len(space.rows):>4} | {len(space.pools):>5} | {planner_s * 1e3:>10.1f} | {brute_s * 1e3:>14.1f} | "
+                f"{brute_s / planner_s:>12.1f}x | {cost:,.2f} (same)"
+            )
         else:
-            print(f"{label:>14} | {len(space.rows):>4} | {len(space.pools):>5} | {planner_s * 1e3:>10.1f} | {'skipped':>14} | {'':>13} | {cost:,.2f}")
+            print(
+                f"{label:>14} | {len(space.rows):>4} | {len(space.pools):>5} | {planner_s * 1e3:>10.1f} | {'skipped':>14} | {'':>13} | {cost:,.2f}"
+            )
     return 0
 
 

@@ -13,6 +13,7 @@ read; cold load >= 5 x the warm load.
 ~300 lines, kept as one script so it runs by path with no package around it; the standard tools'
 drivers live beside it in standard_readers.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,8 +88,10 @@ def make_checkpoint(cache_root: Path, size_bytes: int, shard_bytes: int) -> list
     count = math.ceil(size_bytes / shard_bytes)
     shards = [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]
     index = json.dumps({"weight_map": {f"layer.{i}": shard for i, shard in enumerate(shards)}}).encode()
-    paths = [add_file(cache_root, BASE_MODEL, shard, min(shard_bytes, size_bytes - i * shard_bytes), pattern)
-             for i, shard in enumerate(shards)]
+    paths = [
+        add_file(cache_root, BASE_MODEL, shard, min(shard_bytes, size_bytes - i * shard_bytes), pattern)
+        for i, shard in enumerate(shards)
+    ]
     paths.append(add_file(cache_root, BASE_MODEL, "model.safetensors.index.json", len(index), index))
     for repo_id in MODELS:
         paths.append(add_file(cache_root, repo_id, "config.json", 4096, pattern))
@@ -119,8 +122,11 @@ def sequential_read(paths: list[Path]) -> int:
 
 def parallel_read(paths: list[Path], readers: int) -> int:
     """Split files into ranges; reader i takes every readers-th range, with its own buffer."""
-    ranges = [(path, offset, min(RANGE_BYTES, path.stat().st_size - offset))
-              for path in paths for offset in range(0, path.stat().st_size, RANGE_BYTES)]
+    ranges = [
+        (path, offset, min(RANGE_BYTES, path.stat().st_size - offset))
+        for path in paths
+        for offset in range(0, path.stat().st_size, RANGE_BYTES)
+    ]
 
     def reader(mine: list[tuple[Path, int, int]]) -> int:
         buffer = memoryview(bytearray(BUFFER_BYTES))
@@ -146,7 +152,7 @@ def load_like_safetensors(paths: list[Path]) -> int:
             with memoryview(mapped) as view:
                 for offset in range(0, len(view), BUFFER_BYTES):
                     size = min(BUFFER_BYTES, len(view) - offset)
-                    buffer[:size] = view[offset: offset + size]
+                    buffer[:size] = view[offset : offset + size]
             total += len(mapped)
     return total
 
@@ -164,8 +170,18 @@ def load_prewarm() -> ModuleType:
 
 
 def run_prewarm(program: ModuleType, cache_root: Path, state_dir: Path) -> int:
-    exit_code = program.main(["--cache-root", str(cache_root), "--models", ",".join(MODELS),
-                              "--state-dir", str(state_dir), "--threads", str(PREWARM_THREADS)])
+    exit_code = program.main(
+        [
+            "--cache-root",
+            str(cache_root),
+            "--models",
+            ",".join(MODELS),
+            "--state-dir",
+            str(state_dir),
+            "--threads",
+            str(PREWARM_THREADS),
+        ]
+    )
     if exit_code != 0:
         raise SystemExit(f"prewarm exited {exit_code}; figures would be meaningless")
     return json.loads((state_dir / "ready").read_text())["bytes"]
@@ -192,7 +208,7 @@ def print_table(rows: list[Measurement]) -> None:
     except ImportError:
         widths = [max(len(str(row[i])) for row in [header, *cells]) for i in range(len(header))]
         for row in [header, *cells]:
-            print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
+            print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)))
         return
     table = Table(*header)
     for row in cells:
@@ -204,23 +220,37 @@ def cold_fio(blobs: list[Path], jobs: int) -> list[Measurement]:
     if not drop_page_cache():
         raise SystemExit("the page cache could not be dropped before fio")
     fio_seconds, wall_seconds, num_bytes = standard_readers.fio_read(blobs, jobs)
-    return [Measurement("fio sequential read (cold, fio's clock)", str(jobs), fio_seconds, num_bytes),
-            Measurement("fio sequential read (cold, wall clock)", str(jobs), wall_seconds, num_bytes)]
+    return [
+        Measurement("fio sequential read (cold, fio's clock)", str(jobs), fio_seconds, num_bytes),
+        Measurement("fio sequential read (cold, wall clock)", str(jobs), wall_seconds, num_bytes),
+    ]
 
 
-def one_round(paths: list[Path], program: ModuleType, cache_root: Path, state_dir: Path, rotation: int) -> list[Measurement]:
+def one_round(
+    paths: list[Path], program: ModuleType, cache_root: Path, state_dir: Path, rotation: int
+) -> list[Measurement]:
     """Every measurement once. Rounds rotate the order, so drift in a shared machine's disk or load
     does not always favour the same reader; warm load stays right after prewarm."""
     blobs = [path.resolve() for path in paths]  # the tools get the files the links point at, as prewarm reads them
 
     def prewarm_then_warm_load() -> list[Measurement]:
         shutil.rmtree(state_dir, ignore_errors=True)  # a fresh state: a rerun would skip warm files
-        return [measure("prewarm program (cold)", str(PREWARM_THREADS), lambda: run_prewarm(program, cache_root, state_dir), cold=True),
-                measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)]
+        return [
+            measure(
+                "prewarm program (cold)",
+                str(PREWARM_THREADS),
+                lambda: run_prewarm(program, cache_root, state_dir),
+                cold=True,
+            ),
+            measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False),
+        ]
 
     steps: list[Callable[[], list[Measurement]]] = [
         lambda: [measure("cold sequential read", "1", lambda: sequential_read(paths), cold=True)],
-        *[lambda n=n: [measure("cold parallel raw read", str(n), lambda: parallel_read(paths, n), cold=True)] for n in READER_COUNTS],
+        *[
+            lambda n=n: [measure("cold parallel raw read", str(n), lambda: parallel_read(paths, n), cold=True)]
+            for n in READER_COUNTS
+        ],
         lambda: [measure("cold load (mmap + copy)", "1", lambda: load_like_safetensors(paths), cold=True)],
         prewarm_then_warm_load,
         lambda: [measure("vmtouch -t (cold)", "1", lambda: standard_readers.vmtouch_touch(blobs), cold=True)],
@@ -234,7 +264,10 @@ def median_of(rounds: list[list[Measurement]]) -> list[Measurement]:
     by_key: dict[tuple[str, str], list[Measurement]] = {}
     for measurement in (m for r in rounds for m in r):
         by_key.setdefault((measurement.name, measurement.readers), []).append(measurement)
-    return [Measurement(name, readers, statistics.median(m.seconds for m in ms), ms[0].num_bytes) for (name, readers), ms in by_key.items()]
+    return [
+        Measurement(name, readers, statistics.median(m.seconds for m in ms), ms[0].num_bytes)
+        for (name, readers), ms in by_key.items()
+    ]
 
 
 def ratios(measurements: list[Measurement]) -> dict[str, float]:
@@ -243,17 +276,23 @@ def ratios(measurements: list[Measurement]) -> dict[str, float]:
     raw = max((m for m in measurements if m.name.startswith("cold") and "read" in m.name), key=lambda m: m.mb_per_s)
     fio = max((m for m in measurements if m.name.endswith("fio's clock)")), key=lambda m: m.mb_per_s)
     fio_wall = max((m for m in measurements if m.name.endswith("wall clock)")), key=lambda m: m.mb_per_s)
-    return {"raw": prewarm.mb_per_s / raw.mb_per_s, "vmtouch": prewarm.mb_per_s / vmtouch.mb_per_s,
-            "fio": prewarm.mb_per_s / fio.mb_per_s, "fio-wall": prewarm.mb_per_s / fio_wall.mb_per_s,
-            "load": by["cold load (mmap + copy)", "1"].seconds / by["warm load after prewarm", "1"].seconds}
+    return {
+        "raw": prewarm.mb_per_s / raw.mb_per_s,
+        "vmtouch": prewarm.mb_per_s / vmtouch.mb_per_s,
+        "fio": prewarm.mb_per_s / fio.mb_per_s,
+        "fio-wall": prewarm.mb_per_s / fio_wall.mb_per_s,
+        "load": by["cold load (mmap + copy)", "1"].seconds / by["warm load after prewarm", "1"].seconds,
+    }
 
 
 def compare(paths: list[Path], cache_root: Path, state_dir: Path, rounds: int) -> None:
     program = load_prewarm()
     standard_readers.ensure_tools()
     if not drop_page_cache():
-        print("COLD MEASUREMENTS (incl. vmtouch and fio) SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); cold read, "
-              "prewarm throughput and cold load would be served from the page cache and lie.")
+        print(
+            "COLD MEASUREMENTS (incl. vmtouch and fio) SKIPPED: cannot write /proc/sys/vm/drop_caches (needs root); cold read, "
+            "prewarm throughput and cold load would be served from the page cache and lie."
+        )
         run_prewarm(program, cache_root, state_dir)
         print_table([measure("warm load after prewarm", "1", lambda: load_like_safetensors(paths), cold=False)])
         return
@@ -262,9 +301,13 @@ def compare(paths: list[Path], cache_root: Path, state_dir: Path, rounds: int) -
     print(f"medians of {rounds} round(s):")
     print_table(medians)
     per_round = [ratios(r) for r in results]
-    goals = {"raw": ("prewarm / best raw read", PREWARM_GOAL), "vmtouch": ("prewarm / vmtouch -t", VMTOUCH_GOAL),
-             "fio": ("prewarm / best fio read (fio's clock)", FIO_GOAL),
-             "fio-wall": ("prewarm / best fio read (wall clock, as prewarm is timed)", FIO_GOAL), "load": ("cold load / warm load", LOAD_GOAL)}
+    goals = {
+        "raw": ("prewarm / best raw read", PREWARM_GOAL),
+        "vmtouch": ("prewarm / vmtouch -t", VMTOUCH_GOAL),
+        "fio": ("prewarm / best fio read (fio's clock)", FIO_GOAL),
+        "fio-wall": ("prewarm / best fio read (wall clock, as prewarm is timed)", FIO_GOAL),
+        "load": ("cold load / warm load", LOAD_GOAL),
+    }
     for key, value in ratios(medians).items():
         label, goal = goals[key]
         spread = [r[key] for r in per_round]
@@ -284,7 +327,9 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="prewarm-bench-", dir=args.dir))
     cache_root = scratch / "model-cache"
     ram_gib = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30
-    print(f"{platform.node()}: {os.cpu_count()} cpus, {ram_gib:.0f} GiB RAM, Linux {platform.release()}, Python {platform.python_version()}, scratch {scratch}")
+    print(
+        f"{platform.node()}: {os.cpu_count()} cpus, {ram_gib:.0f} GiB RAM, Linux {platform.release()}, Python {platform.python_version()}, scratch {scratch}"
+    )
     try:
         started = time.perf_counter()
         paths = make_checkpoint(cache_root, int(args.size_gb * 1e9), int(args.shard_gb * 1e9))

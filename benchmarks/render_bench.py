@@ -7,6 +7,7 @@ imports, the offline render of `prod`, and the offline render of a synthetic sta
 catalog targets. Prints wall time, peak RSS and the ratios to the bare import. Goal: all-targets
 wall-time ratio <= 2.5.
 """
+
 from __future__ import annotations
 
 import argparse

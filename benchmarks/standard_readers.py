@@ -2,6 +2,7 @@
 `vmtouch -t` (touch every page into the page cache; single reader) and `fio`'s best parallel
 sequential read over several job counts. Both are Debian packages; `ensure_tools` installs them with
 apt-get when they are missing (root only) and stops with a clear message otherwise."""
+
 from __future__ import annotations
 
 import json
@@ -21,11 +22,16 @@ def ensure_tools() -> None:
     if not missing:
         return
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise SystemExit(f"missing {', '.join(missing)}: install the Debian packages {', '.join(PACKAGES[t] for t in missing)}")
+        raise SystemExit(
+            f"missing {', '.join(missing)}: install the Debian packages {', '.join(PACKAGES[t] for t in missing)}"
+        )
     print(f"installing {', '.join(missing)} with apt-get")
     subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", *(PACKAGES[t] for t in missing)], check=True,
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", *(PACKAGES[t] for t in missing)],
+        check=True,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )
 
 
 def vmtouch_touch(files: list[Path]) -> int:
@@ -40,8 +46,11 @@ def fio_slices(size: int, jobs: int) -> list[tuple[int, int, int]]:
     whole = size // FIO_BLOCK_BYTES
     parallel = max(1, min(jobs, whole))
     per_job = -(-whole // parallel)
-    slices = [(i * per_job * FIO_BLOCK_BYTES, min(per_job, whole - i * per_job) * FIO_BLOCK_BYTES, FIO_BLOCK_BYTES)
-              for i in range(parallel) if whole - i * per_job > 0]
+    slices = [
+        (i * per_job * FIO_BLOCK_BYTES, min(per_job, whole - i * per_job) * FIO_BLOCK_BYTES, FIO_BLOCK_BYTES)
+        for i in range(parallel)
+        if whole - i * per_job > 0
+    ]
     if size % FIO_BLOCK_BYTES:
         slices.append((whole * FIO_BLOCK_BYTES, size % FIO_BLOCK_BYTES, size % FIO_BLOCK_BYTES))
     return slices
@@ -54,7 +63,13 @@ def fio_job_file(files: list[Path], jobs: int) -> str:
     for index, path in enumerate(files):
         name = str(path).replace(":", "\\:")
         for part, (offset, length, block) in enumerate(fio_slices(path.stat().st_size, jobs)):
-            sections += [f"[file{index}-{part}]", f"filename={name}", f"offset={offset}", f"size={length}", f"bs={block}"]
+            sections += [
+                f"[file{index}-{part}]",
+                f"filename={name}",
+                f"offset={offset}",
+                f"size={length}",
+                f"bs={block}",
+            ]
             sections += ["stonewall"] if part == 0 else []
     return "\n".join(sections) + "\n"
 
@@ -66,12 +81,16 @@ def fio_read(files: list[Path], jobs: int) -> tuple[float, float, int]:
         job.write(fio_job_file(files, jobs))
     started = time.perf_counter()
     try:
-        done = subprocess.run(["fio", "--readonly", "--output-format=json", "--warnings-fatal", job.name],
-                              check=True, capture_output=True, text=True)
+        done = subprocess.run(
+            ["fio", "--readonly", "--output-format=json", "--warnings-fatal", job.name],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
     finally:
         os.unlink(job.name)
     wall = time.perf_counter() - started
-    report = json.loads(done.stdout[done.stdout.index("{"):])  # fio may print a notice before the JSON
+    report = json.loads(done.stdout[done.stdout.index("{") :])  # fio may print a notice before the JSON
     num_bytes = sum(job["read"]["io_bytes"] for job in report["jobs"])
     expected = sum(f.stat().st_size for f in files)
     if num_bytes != expected:

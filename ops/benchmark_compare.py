@@ -11,6 +11,7 @@ The comparison takes plain data (`Measured`, `Published`, `Criteria`); only `mai
 AIPerf's `profile_export_aiperf.json` and `catalog/targets.yaml`. Exit 0 pass, 1 fail, 2 bad
 input, 3 n/a.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,8 +84,15 @@ def _verdict(passed: Optional[bool]) -> str:
     return "n/a" if passed is None else "pass" if passed else "fail"
 
 
-def _row(metric: str, measured: Optional[float], published: Optional[float], min_ratio: float, *,
-         higher_is_better: bool, criterion: Optional[tuple[str, Optional[float]]] = None) -> Row:
+def _row(
+    metric: str,
+    measured: Optional[float],
+    published: Optional[float],
+    min_ratio: float,
+    *,
+    higher_is_better: bool,
+    criterion: Optional[tuple[str, Optional[float]]] = None,
+) -> Row:
     ratio = measured / published if measured is not None and published else None
     vs_published = None if ratio is None else ratio >= min_ratio if higher_is_better else ratio <= 1 / min_ratio
     criterion_text, criterion_check = "-", "-"
@@ -96,18 +104,49 @@ def _row(metric: str, measured: Optional[float], published: Optional[float], min
     return Row(metric, measured, published, ratio, _verdict(vs_published), criterion_text, criterion_check)
 
 
-def compare(target: str, measured: Measured, published: Published, criteria: Criteria, min_ratio: float = 0.8) -> Comparison:
+def compare(
+    target: str, measured: Measured, published: Published, criteria: Criteria, min_ratio: float = 0.8
+) -> Comparison:
     """Every row of the comparison; `min_ratio` is how far below published (TTFT: above, 1/min_ratio) still passes."""
-    same_concurrency = None if None in (measured.concurrency, published.concurrency) else measured.concurrency == published.concurrency
-    concurrency_ratio = measured.concurrency / published.concurrency if measured.concurrency and published.concurrency else None
+    same_concurrency = (
+        None if None in (measured.concurrency, published.concurrency) else measured.concurrency == published.concurrency
+    )
+    concurrency_ratio = (
+        measured.concurrency / published.concurrency if measured.concurrency and published.concurrency else None
+    )
     rows = [
-        Row("concurrency", measured.concurrency, published.concurrency, concurrency_ratio, _verdict(same_concurrency), "-", "-"),
-        _row("TTFT p50 (ms)", measured.ttft_p50_ms, published.ttft_p50_ms, min_ratio, higher_is_better=False,
-             criterion=("<", criteria.max_ttft_p50_ms)),
-        _row("output tok/s/user", measured.tokens_per_second_per_user, published.tokens_per_second_per_user, min_ratio,
-             higher_is_better=True, criterion=(">=", criteria.min_tokens_per_second_per_user)),
-        _row("output tok/s/GPU", measured.output_tokens_per_second_per_gpu, published.output_tokens_per_second_per_gpu,
-             min_ratio, higher_is_better=True),
+        Row(
+            "concurrency",
+            measured.concurrency,
+            published.concurrency,
+            concurrency_ratio,
+            _verdict(same_concurrency),
+            "-",
+            "-",
+        ),
+        _row(
+            "TTFT p50 (ms)",
+            measured.ttft_p50_ms,
+            published.ttft_p50_ms,
+            min_ratio,
+            higher_is_better=False,
+            criterion=("<", criteria.max_ttft_p50_ms),
+        ),
+        _row(
+            "output tok/s/user",
+            measured.tokens_per_second_per_user,
+            published.tokens_per_second_per_user,
+            min_ratio,
+            higher_is_better=True,
+            criterion=(">=", criteria.min_tokens_per_second_per_user),
+        ),
+        _row(
+            "output tok/s/GPU",
+            measured.output_tokens_per_second_per_gpu,
+            published.output_tokens_per_second_per_gpu,
+            min_ratio,
+            higher_is_better=True,
+        ),
         Row("requests", measured.requests, None, None, "-", "-", "-"),
         Row("error requests", measured.error_requests, None, None, "-", "-", "-"),
         Row("run completed", None, None, None, "-", "not cancelled", _verdict(not measured.cancelled)),
@@ -173,8 +212,9 @@ def published_from_catalog(catalog: dict[str, Any], target: str) -> tuple[Publis
         tokens_per_second_per_user=_known(performance, "tokensPerSecondPerUser", where),
     )
     criteria = catalog.get("criteria") or {}
-    return published, Criteria(_known(criteria, "minTokensPerSecondPerUser", "criteria"),
-                               _known(criteria, "maxTtftP50Ms", "criteria"))
+    return published, Criteria(
+        _known(criteria, "minTokensPerSecondPerUser", "criteria"), _known(criteria, "maxTtftP50Ms", "criteria")
+    )
 
 
 def _cell(value: Optional[float]) -> str:
@@ -196,15 +236,22 @@ def markdown(comparison: Comparison) -> str:
         measured = "-" if row.measured is None and row.criterionCheck != "-" else _cell(row.measured)
         published = _cell(row.published) if compared else "-"
         ratio = ("n/a" if row.ratio is None else f"{row.ratio:.2f}") if compared else "-"
-        lines.append(f"| {row.metric} | {measured} | {published} | {ratio} | {row.vsPublished} | {row.criterion} "
-                     f"| {row.criterionCheck} |")
+        lines.append(
+            f"| {row.metric} | {measured} | {published} | {ratio} | {row.vsPublished} | {row.criterion} "
+            f"| {row.criterionCheck} |"
+        )
     lines += ["", f"Result: **{comparison.result}**"]
     return "\n".join(lines)
 
 
 def as_json(comparison: Comparison) -> dict[str, Any]:
-    return {"target": comparison.target, "gpus": comparison.gpus, "minRatio": comparison.min_ratio,
-            "result": comparison.result, "rows": [asdict(row) for row in comparison.rows]}
+    return {
+        "target": comparison.target,
+        "gpus": comparison.gpus,
+        "minRatio": comparison.min_ratio,
+        "result": comparison.result,
+        "rows": [asdict(row) for row in comparison.rows],
+    }
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -212,8 +259,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--target", required=True, help="catalog target id, e.g. vllm/agg-h200-dspark")
     parser.add_argument("--export", required=True, type=Path, help="AIPerf's profile_export_aiperf.json")
     parser.add_argument("--gpus", required=True, type=int, help="GPUs the target used (the endpoint's `gpus` output)")
-    parser.add_argument("--catalog", type=Path, default=Path(__file__).resolve().parent.parent / "catalog" / "targets.yaml")
-    parser.add_argument("--min-ratio", type=float, default=0.8, help="lowest measured/published that passes (default 0.8)")
+    parser.add_argument(
+        "--catalog", type=Path, default=Path(__file__).resolve().parent.parent / "catalog" / "targets.yaml"
+    )
+    parser.add_argument(
+        "--min-ratio", type=float, default=0.8, help="lowest measured/published that passes (default 0.8)"
+    )
     parser.add_argument("--json", type=Path, help="also write the comparison as JSON to this path")
     args = parser.parse_args(argv)
     if args.gpus < 1 or not 0 < args.min_ratio <= 1:

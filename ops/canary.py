@@ -17,6 +17,7 @@ Metrics, labelled {target, model}:
 - nemotron_canary_last_probe_timestamp_seconds: Unix time the last probe finished
 A probe never outlasts --timeout (smoke.within), so the loop cannot hang on a dripping server.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,24 +58,30 @@ class Metrics:
             self.totals["success" if passed else "failure"] += 1
             if passed:
                 self.success_sum += seconds
-                self.bucket_counts = [n + (seconds <= bound) for n, bound in zip(self.bucket_counts, BUCKETS)]
+                self.bucket_counts = [
+                    n + (seconds <= bound) for n, bound in zip(self.bucket_counts, BUCKETS, strict=True)
+                ]
 
     def render(self) -> str:
         with self.lock:
             lines = [
-                f"# HELP {PREFIX}_probes_total Canary probes by result.", f"# TYPE {PREFIX}_probes_total counter",
+                f"# HELP {PREFIX}_probes_total Canary probes by result.",
+                f"# TYPE {PREFIX}_probes_total counter",
                 *(f'{PREFIX}_probes_total{{{self.labels},result="{r}"}} {n}' for r, n in self.totals.items()),
                 f"# HELP {PREFIX}_request_duration_seconds Wall time of successful probes.",
                 f"# TYPE {PREFIX}_request_duration_seconds histogram",
-                *(f'{PREFIX}_request_duration_seconds_bucket{{{self.labels},le="{b:g}"}} {n}'
-                  for b, n in zip(BUCKETS, self.bucket_counts)),
+                *(
+                    f'{PREFIX}_request_duration_seconds_bucket{{{self.labels},le="{b:g}"}} {n}'
+                    for b, n in zip(BUCKETS, self.bucket_counts, strict=True)
+                ),
                 f'{PREFIX}_request_duration_seconds_bucket{{{self.labels},le="+Inf"}} {self.totals["success"]}',
                 f"{PREFIX}_request_duration_seconds_sum{{{self.labels}}} {self.success_sum}",
                 f"{PREFIX}_request_duration_seconds_count{{{self.labels}}} {self.totals['success']}",
             ]
             if self.success is not None:  # no sample before the first probe: absent, not a false 0
                 lines += [
-                    f"# HELP {PREFIX}_probe_success 1 if the last probe succeeded.", f"# TYPE {PREFIX}_probe_success gauge",
+                    f"# HELP {PREFIX}_probe_success 1 if the last probe succeeded.",
+                    f"# TYPE {PREFIX}_probe_success gauge",
                     f"{PREFIX}_probe_success{{{self.labels}}} {self.success}",
                     f"# HELP {PREFIX}_probe_duration_seconds Wall time of the last probe.",
                     f"# TYPE {PREFIX}_probe_duration_seconds gauge",
@@ -92,7 +99,7 @@ def probe(client: smoke.Client, model: str) -> tuple[bool, str]:
         body = smoke.chat_body(model, PROMPT, thinking=False, max_tokens=16)
         response = smoke.within(client.timeout, lambda: client.post("/chat/completions", body))
         content = (smoke.first_message(response).get("content") or "").strip()
-    except smoke.CheckFailed as failure:
+    except smoke.CheckFailedError as failure:
         return False, str(failure)
     except (OSError, ValueError) as error:
         return False, smoke.describe(error)
@@ -101,7 +108,7 @@ def probe(client: smoke.Client, model: str) -> tuple[bool, str]:
 
 def serve(metrics: Metrics, port: int) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def do_GET(self) -> None:

@@ -15,6 +15,7 @@ completed, not whether it met the published figures: that verdict is in the tabl
 Shipped with smoke.py and benchmark_compare.py in one ConfigMap directory, which is why it imports them
 as top-level modules; stdlib only, since the AIPerf image brings nothing else we may rely on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,22 +37,67 @@ COMPARISON_FILE = "comparison.json"
 
 def trace_argv(args: argparse.Namespace, requests: int, artifact_dir: Path) -> list[str]:
     return [
-        args.aiperf, "profile", "-m", args.model, "--tokenizer", args.tokenizer or args.model,
-        "--url", args.url, "--endpoint-type", "chat", "--streaming",
-        "--custom-dataset-type", "mooncake_trace", "--input-file", str(args.trace), "--num-requests", str(requests),
-        "--use-server-token-count", "--extra-inputs", "ignore_eos:true",
-        "--request-timeout-seconds", f"{args.request_timeout:g}", "--concurrency", str(args.concurrency),
-        "--no-fixed-schedule", "--random-seed", "42", "--ui", "none", "--artifact-dir", str(artifact_dir),
+        args.aiperf,
+        "profile",
+        "-m",
+        args.model,
+        "--tokenizer",
+        args.tokenizer or args.model,
+        "--url",
+        args.url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--custom-dataset-type",
+        "mooncake_trace",
+        "--input-file",
+        str(args.trace),
+        "--num-requests",
+        str(requests),
+        "--use-server-token-count",
+        "--extra-inputs",
+        "ignore_eos:true",
+        "--request-timeout-seconds",
+        f"{args.request_timeout:g}",
+        "--concurrency",
+        str(args.concurrency),
+        "--no-fixed-schedule",
+        "--random-seed",
+        "42",
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(artifact_dir),
     ]
 
 
 def warmup_argv(args: argparse.Namespace, artifact_dir: Path) -> list[str]:
     return [
-        args.aiperf, "profile", "-m", args.model, "--tokenizer", args.tokenizer or args.model,
-        "--url", args.url, "--endpoint-type", "chat", "--streaming",
-        "--isl", str(WARMUP_INPUT_TOKENS), "--osl", str(WARMUP_OUTPUT_TOKENS), "--concurrency", "1",
-        "--request-count", str(args.warmup_requests), "--request-timeout-seconds", f"{args.request_timeout:g}",
-        "--ui", "none", "--artifact-dir", str(artifact_dir),
+        args.aiperf,
+        "profile",
+        "-m",
+        args.model,
+        "--tokenizer",
+        args.tokenizer or args.model,
+        "--url",
+        args.url,
+        "--endpoint-type",
+        "chat",
+        "--streaming",
+        "--isl",
+        str(WARMUP_INPUT_TOKENS),
+        "--osl",
+        str(WARMUP_OUTPUT_TOKENS),
+        "--concurrency",
+        "1",
+        "--request-count",
+        str(args.warmup_requests),
+        "--request-timeout-seconds",
+        f"{args.request_timeout:g}",
+        "--ui",
+        "none",
+        "--artifact-dir",
+        str(artifact_dir),
     ]
 
 
@@ -66,9 +112,13 @@ def compare_and_report(spec: dict[str, Any], export_path: Path) -> None:
         spec["target"],
     )
     measured = benchmark_compare.measured_from_export(json.loads(export_path.read_text()), int(spec["gpus"]))
-    comparison = benchmark_compare.compare(spec["target"], measured, published, criteria, float(spec.get("minRatio", 0.8)))
+    comparison = benchmark_compare.compare(
+        spec["target"], measured, published, criteria, float(spec.get("minRatio", 0.8))
+    )
     print(benchmark_compare.markdown(comparison), flush=True)
-    (export_path.parent / COMPARISON_FILE).write_text(json.dumps(benchmark_compare.as_json(comparison), indent=2) + "\n")
+    (export_path.parent / COMPARISON_FILE).write_text(
+        json.dumps(benchmark_compare.as_json(comparison), indent=2) + "\n"
+    )
 
 
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
@@ -77,15 +127,23 @@ def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser.add_argument("--model", required=True, help="served model name")
     parser.add_argument("--trace", required=True, type=Path, help="Mooncake-format JSONL trace")
     parser.add_argument("--concurrency", required=True, type=int)
-    parser.add_argument("--num-requests", type=int, default=400, help="first N trace rows (default 400; 0 = the whole trace: hours)")
+    parser.add_argument(
+        "--num-requests", type=int, default=400, help="first N trace rows (default 400; 0 = the whole trace: hours)"
+    )
     parser.add_argument("--results-root", required=True, type=Path)
     parser.add_argument("--run-name", required=True)
     parser.add_argument("--warmup-requests", type=int, default=5, help="synthetic warmup requests (default 5; 0 skips)")
-    parser.add_argument("--wait", type=float, default=3600.0, help="seconds to wait for the model to be listed (default 3600)")
-    parser.add_argument("--request-timeout", type=float, default=1200.0, help="AIPerf per-request timeout (default 1200)")
+    parser.add_argument(
+        "--wait", type=float, default=3600.0, help="seconds to wait for the model to be listed (default 3600)"
+    )
+    parser.add_argument(
+        "--request-timeout", type=float, default=1200.0, help="AIPerf per-request timeout (default 1200)"
+    )
     parser.add_argument("--tokenizer", help="tokenizer name for AIPerf (default: --model, read from the HF cache)")
     parser.add_argument("--aiperf", default="aiperf", help="the aiperf executable")
-    parser.add_argument("--compare", type=json.loads, help='JSON {"target", "gpus", "performance", "criteria", "minRatio"}')
+    parser.add_argument(
+        "--compare", type=json.loads, help='JSON {"target", "gpus", "performance", "criteria", "minRatio"}'
+    )
     args = parser.parse_args(argv)
     if args.concurrency < 1 or args.num_requests < 0 or args.warmup_requests < 0 or args.wait < 0:
         parser.error("--concurrency must be >= 1; --num-requests, --warmup-requests and --wait >= 0")

@@ -20,6 +20,7 @@ is abandoned after --timeout.
 About 300 lines, over the project's 250: the checks and their HTTP/SSE client stay in one file so
 it runs alone anywhere with Python 3.9+ (canary.py and run_benchmark.py import its client).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 PROMPT = "What is 17 + 25? Reply with the number only."
 EXPECTED_ANSWER = "42"
@@ -53,7 +55,7 @@ WEATHER_TOOL: dict[str, Any] = {
 }
 
 
-class CheckFailed(Exception):
+class CheckFailedError(Exception):
     """The endpoint answered, but not as it should: the message is the one-line reason."""
 
 
@@ -87,7 +89,7 @@ class Client:
             for raw in response:
                 line = raw.decode("utf-8").rstrip("\r\n")
                 if line.startswith("data:"):
-                    yield line[len("data:"):].strip()
+                    yield line[len("data:") :].strip()
 
 
 def within(seconds: float, function: Callable[[], T]) -> T:
@@ -145,7 +147,7 @@ def wait_until_served(client: Client, model: str, seconds: float, log: Callable[
 def first_message(response: dict[str, Any]) -> dict[str, Any]:
     choices = response.get("choices") or []
     if not choices or not isinstance(choices[0].get("message"), dict):
-        raise CheckFailed(f"no choices[0].message in response: {json.dumps(response)[:80]}")
+        raise CheckFailedError(f"no choices[0].message in response: {json.dumps(response)[:80]}")
     message: dict[str, Any] = choices[0]["message"]
     return message
 
@@ -157,35 +159,40 @@ def _reasoning_text(part: dict[str, Any]) -> str:
 def check_models(client: Client, model: str, max_tokens: int) -> str:
     models = served_models(client)
     if model not in models:
-        raise CheckFailed(f"{model} not in /v1/models: {models}")
+        raise CheckFailedError(f"{model} not in /v1/models: {models}")
     return f"served ({len(models)} model(s) listed)"
 
 
 def check_reasoning_on(client: Client, model: str, max_tokens: int) -> str:
-    message = first_message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=True, max_tokens=max_tokens)))
+    message = first_message(
+        client.post("/chat/completions", chat_body(model, PROMPT, thinking=True, max_tokens=max_tokens))
+    )
     reasoning, content = _reasoning_text(message), str(message.get("content") or "")
     if not reasoning:
-        raise CheckFailed("enable_thinking=true but no reasoning_content/reasoning in the message")
+        raise CheckFailedError("enable_thinking=true but no reasoning_content/reasoning in the message")
     if EXPECTED_ANSWER not in content:
-        raise CheckFailed(f"content lacks the answer {EXPECTED_ANSWER}: {content!r}")
+        raise CheckFailedError(f"content lacks the answer {EXPECTED_ANSWER}: {content!r}")
     return f"{len(reasoning)} reasoning chars, answer {EXPECTED_ANSWER}"
 
 
 def check_reasoning_off(client: Client, model: str, max_tokens: int) -> str:
-    message = first_message(client.post("/chat/completions", chat_body(model, PROMPT, thinking=False, max_tokens=max_tokens)))
+    message = first_message(
+        client.post("/chat/completions", chat_body(model, PROMPT, thinking=False, max_tokens=max_tokens))
+    )
     reasoning, content = _reasoning_text(message), str(message.get("content") or "")
     if reasoning:
-        raise CheckFailed(f"enable_thinking=false but {len(reasoning)} reasoning chars came back")
+        raise CheckFailedError(f"enable_thinking=false but {len(reasoning)} reasoning chars came back")
     if "<think>" in content or "</think>" in content:
-        raise CheckFailed("think tags leaked into content")
+        raise CheckFailedError("think tags leaked into content")
     if EXPECTED_ANSWER not in content:
-        raise CheckFailed(f"content lacks the answer {EXPECTED_ANSWER}: {content!r}")
+        raise CheckFailedError(f"content lacks the answer {EXPECTED_ANSWER}: {content!r}")
     return f"no reasoning, answer {EXPECTED_ANSWER}"
 
 
 def check_stream(client: Client, model: str, max_tokens: int) -> str:
-    body = chat_body(model, PROMPT, thinking=False, max_tokens=max_tokens, stream=True,
-                     stream_options={"include_usage": True})
+    body = chat_body(
+        model, PROMPT, thinking=False, max_tokens=max_tokens, stream=True, stream_options={"include_usage": True}
+    )
     started, first_content, deltas, usage, done = time.monotonic(), None, 0, None, False
     for payload in client.stream("/chat/completions", body):
         if payload == "[DONE]":
@@ -194,39 +201,47 @@ def check_stream(client: Client, model: str, max_tokens: int) -> str:
         try:
             chunk = json.loads(payload)
         except ValueError:
-            raise CheckFailed(f"an event is not JSON: {payload[:60]!r}") from None
+            raise CheckFailedError(f"an event is not JSON: {payload[:60]!r}") from None
         usage = chunk.get("usage") or usage
         for choice in chunk.get("choices") or []:
             if (choice.get("delta") or {}).get("content"):
                 deltas += 1
                 first_content = first_content if first_content is not None else time.monotonic() - started
     if not done:
-        raise CheckFailed(f"stream ended without [DONE] after {deltas} content deltas")
+        raise CheckFailedError(f"stream ended without [DONE] after {deltas} content deltas")
     if first_content is None:
-        raise CheckFailed("stream ended with [DONE] but no content delta")
+        raise CheckFailedError("stream ended with [DONE] but no content delta")
     if not usage or not usage.get("completion_tokens"):
-        raise CheckFailed("no usage chunk despite stream_options.include_usage (AIPerf's server token counts need it)")
+        raise CheckFailedError(
+            "no usage chunk despite stream_options.include_usage (AIPerf's server token counts need it)"
+        )
     return f"{deltas} content deltas, first after {first_content * 1000:.0f} ms, {usage['completion_tokens']} tokens"
 
 
 def check_tool_call(client: Client, model: str, max_tokens: int) -> str:
-    body = chat_body(model, "What is the weather in Paris right now? Use the tool.", thinking=False,
-                     max_tokens=max_tokens, tools=[WEATHER_TOOL], tool_choice="auto")
+    body = chat_body(
+        model,
+        "What is the weather in Paris right now? Use the tool.",
+        thinking=False,
+        max_tokens=max_tokens,
+        tools=[WEATHER_TOOL],
+        tool_choice="auto",
+    )
     calls = first_message(client.post("/chat/completions", body)).get("tool_calls")
     if not isinstance(calls, list) or not calls:
-        raise CheckFailed("no tool_calls in the message")
+        raise CheckFailedError("no tool_calls in the message")
     call = calls[0]
     function = call.get("function") or {}
     if not call.get("id") or call.get("type") != "function":
-        raise CheckFailed(f"tool call lacks an id or type 'function': {json.dumps(call)[:80]}")
+        raise CheckFailedError(f"tool call lacks an id or type 'function': {json.dumps(call)[:80]}")
     if function.get("name") != TOOL_NAME:
-        raise CheckFailed(f"called {function.get('name')!r}, not a declared tool")
+        raise CheckFailedError(f"called {function.get('name')!r}, not a declared tool")
     try:
         arguments = json.loads(function.get("arguments") or "")
     except ValueError:
-        raise CheckFailed(f"arguments are not JSON: {function.get('arguments')!r}") from None
+        raise CheckFailedError(f"arguments are not JSON: {function.get('arguments')!r}") from None
     if not isinstance(arguments, dict) or not isinstance(arguments.get("city"), str):
-        raise CheckFailed(f"arguments lack the required string 'city': {arguments!r}")
+        raise CheckFailedError(f"arguments lack the required string 'city': {arguments!r}")
     return f"get_weather({json.dumps(arguments)})"
 
 
@@ -260,8 +275,8 @@ def run_checks(client: Client, model: str, max_tokens: int, out: Callable[[str],
     for name, check in CHECKS.items():
         started = time.monotonic()
         try:
-            status, reason = "PASS", within(client.timeout, lambda: check(client, model, max_tokens))
-        except CheckFailed as failure:
+            status, reason = "PASS", within(client.timeout, lambda check=check: check(client, model, max_tokens))
+        except CheckFailedError as failure:
             status, reason = "FAIL", str(failure)
         except (OSError, ValueError) as error:  # connection, timeout, HTTP status, bad JSON
             status, reason = "FAIL", describe(error)
@@ -274,13 +289,22 @@ def run_checks(client: Client, model: str, max_tokens: int, out: Callable[[str],
 def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="OpenAI base URL with /v1, e.g. http://localhost:8000/v1")
-    parser.add_argument("--model", required=True, help="served model name, e.g. nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
+    parser.add_argument(
+        "--model", required=True, help="served model name, e.g. nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="max_tokens per completion (default 1024)")
-    parser.add_argument("--wait", type=float, default=0.0,
-                        help="first wait up to this many seconds for /v1/models to list the model (default 0)")
-    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY"),
-                        help="bearer token; defaults to $OPENAI_API_KEY (prefer the variable: arguments show in ps)")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        help="first wait up to this many seconds for /v1/models to list the model (default 0)",
+    )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("OPENAI_API_KEY"),
+        help="bearer token; defaults to $OPENAI_API_KEY (prefer the variable: arguments show in ps)",
+    )
     args = parser.parse_args(argv)
     if not args.base_url.startswith(("http://", "https://")):
         parser.error(f"--base-url must start with http:// or https://, got {args.base_url!r}")

@@ -25,6 +25,7 @@ Choices, and why:
   is --check-ready. The file is written atomically only when every selected file is warm, and is
   removed while re-warming or when anything failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -108,8 +109,14 @@ class Progress:
         self.last_logged = now
         rate = done_bytes / (now - self.started)
         eta = (self.total_bytes - done_bytes) / rate if rate else float("inf")
-        log.info("progress %s / %s (%.0f%%), %.0f MB/s, ETA %.0fs", gib(done_bytes), gib(self.total_bytes),
-                 100 * done_bytes / max(self.total_bytes, 1), rate / 1e6, eta)
+        log.info(
+            "progress %s / %s (%.0f%%), %.0f MB/s, ETA %.0fs",
+            gib(done_bytes),
+            gib(self.total_bytes),
+            100 * done_bytes / max(self.total_bytes, 1),
+            rate / 1e6,
+            eta,
+        )
 
 
 def gib(num_bytes: int) -> str:
@@ -199,12 +206,15 @@ def save_state(state_dir: Path, files: dict[str, dict[str, int]]) -> None:
 
 def write_ready(state_dir: Path, files: list[CheckpointFile]) -> None:
     listing = json.dumps([[f.resolved, f.size, f.mtime_ns] for f in files])
-    write_json_atomic(state_dir / "ready", {
-        "boot_id": boot_id(),
-        "fingerprint": hashlib.sha256(listing.encode()).hexdigest(),
-        "files": len(files),
-        "bytes": sum(f.size for f in files),
-    })
+    write_json_atomic(
+        state_dir / "ready",
+        {
+            "boot_id": boot_id(),
+            "fingerprint": hashlib.sha256(listing.encode()).hexdigest(),
+            "files": len(files),
+            "bytes": sum(f.size for f in files),
+        },
+    )
 
 
 def clear_ready(state_dir: Path) -> None:
@@ -261,12 +271,16 @@ def read_chunk(chunk: Chunk) -> int:
 
 def chunks_of(files: list[CheckpointFile], chunk_bytes: int) -> list[Chunk]:
     """Byte ranges in file order, so readers work on neighbouring ranges; an empty file still gets opened."""
-    return [Chunk(f, offset, min(chunk_bytes, f.size - offset))
-            for f in files for offset in range(0, max(f.size, 1), chunk_bytes)]
+    return [
+        Chunk(f, offset, min(chunk_bytes, f.size - offset))
+        for f in files
+        for offset in range(0, max(f.size, 1), chunk_bytes)
+    ]
 
 
-def warm(files: list[CheckpointFile], state: dict[str, dict[str, int]], state_dir: Path,
-         threads: int, chunk_bytes: int) -> WarmReport:
+def warm(
+    files: list[CheckpointFile], state: dict[str, dict[str, int]], state_dir: Path, threads: int, chunk_bytes: int
+) -> WarmReport:
     """Read every file whose signature is not in state; record each file in state once all its ranges are read."""
     report = WarmReport()
     started = time.monotonic()
@@ -327,9 +341,16 @@ def run_pass(args: argparse.Namespace) -> WarmReport:
 
 def log_summary(report: WarmReport) -> None:
     rate = report.bytes_read / report.seconds / 1e6 if report.seconds else 0.0
-    log.info("summary: %d files read (%s in %.1fs, %.0f MB/s), %d already warm, %d failed, %s",
-            len(report.warmed), gib(report.bytes_read), report.seconds, rate, report.already_warm,
-            len(report.failed), "not ready" if report.failed else "ready")
+    log.info(
+        "summary: %d files read (%s in %.1fs, %.0f MB/s), %d already warm, %d failed, %s",
+        len(report.warmed),
+        gib(report.bytes_read),
+        report.seconds,
+        rate,
+        report.already_warm,
+        len(report.failed),
+        "not ready" if report.failed else "ready",
+    )
 
 
 def wait_ready(state_dir: Path, timeout_seconds: float) -> bool:
@@ -345,21 +366,45 @@ def wait_ready(state_dir: Path, timeout_seconds: float) -> bool:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     env = os.environ.get
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache-root", type=Path, default=env("PREWARM_CACHE_ROOT", "/model-cache"),
-                        help="HF_HOME holding hub/models--<org>--<name> (env PREWARM_CACHE_ROOT)")
-    parser.add_argument("--models", default=env("PREWARM_MODELS", ""),
-                        help="comma-separated HF repo ids, e.g. nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4 "
-                             "(env PREWARM_MODELS)")
-    parser.add_argument("--state-dir", type=Path, default=env("PREWARM_STATE_DIR", "/var/lib/prewarm"),
-                        help="writable node-local dir for state.json and ready (env PREWARM_STATE_DIR)")
-    parser.add_argument("--threads", type=int, default=env("PREWARM_THREADS", "8"),
-                        help="parallel readers, 1-64 (env PREWARM_THREADS)")
-    parser.add_argument("--chunk-mb", type=int, default=env("PREWARM_CHUNK_MB", "64"),
-                        help="byte range per read task in MiB, 1-1024 (env PREWARM_CHUNK_MB)")
-    parser.add_argument("--io-priority", choices=["best-effort", "idle", "none"],
-                        default=env("PREWARM_IO_PRIORITY", "best-effort"), help="(env PREWARM_IO_PRIORITY)")
-    parser.add_argument("--poll-seconds", type=float, default=env("PREWARM_POLL_SECONDS", "60"),
-                        help="rescan interval in --watch mode (env PREWARM_POLL_SECONDS)")
+    parser.add_argument(
+        "--cache-root",
+        type=Path,
+        default=env("PREWARM_CACHE_ROOT", "/model-cache"),
+        help="HF_HOME holding hub/models--<org>--<name> (env PREWARM_CACHE_ROOT)",
+    )
+    parser.add_argument(
+        "--models",
+        default=env("PREWARM_MODELS", ""),
+        help="comma-separated HF repo ids, e.g. nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4 "
+        "(env PREWARM_MODELS)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=env("PREWARM_STATE_DIR", "/var/lib/prewarm"),
+        help="writable node-local dir for state.json and ready (env PREWARM_STATE_DIR)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=env("PREWARM_THREADS", "8"), help="parallel readers, 1-64 (env PREWARM_THREADS)"
+    )
+    parser.add_argument(
+        "--chunk-mb",
+        type=int,
+        default=env("PREWARM_CHUNK_MB", "64"),
+        help="byte range per read task in MiB, 1-1024 (env PREWARM_CHUNK_MB)",
+    )
+    parser.add_argument(
+        "--io-priority",
+        choices=["best-effort", "idle", "none"],
+        default=env("PREWARM_IO_PRIORITY", "best-effort"),
+        help="(env PREWARM_IO_PRIORITY)",
+    )
+    parser.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=env("PREWARM_POLL_SECONDS", "60"),
+        help="rescan interval in --watch mode (env PREWARM_POLL_SECONDS)",
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds --wait-ready waits")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--watch", action="store_true", help="keep rescanning and re-warm new or changed files")

@@ -1,8 +1,10 @@
 """One-line, key-path-first errors for bad stack input (config, catalog data, CLI arguments)."""
+
 from __future__ import annotations
 
 import typing
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pulumi
 import pydantic
@@ -33,7 +35,7 @@ class ConfigError(pulumi.RunError):
         super().__init__(bounded(message, MAX_LINE, quote=False))
 
     @classmethod
-    def combined(cls, errors: list["ConfigError"]) -> "ConfigError":
+    def combined(cls, errors: list[ConfigError]) -> ConfigError:
         """All problems in one line, so a user fixes them in one pass (the first ones, if there are many)."""
         if len(errors) == 1:
             return errors[0]
@@ -45,8 +47,10 @@ class ConfigError(pulumi.RunError):
                 break
             shown.append(str(error))
         rest = len(errors) - len(shown)
-        merged.args = (" | ".join(shown or [bounded(str(first), MAX_LINE - 40, quote=False)])
-                       + (f" | ... and {rest} more" if rest and shown else ""),)
+        merged.args = (
+            " | ".join(shown or [bounded(str(first), MAX_LINE - 40, quote=False)])
+            + (f" | ... and {rest} more" if rest and shown else ""),
+        )
         return merged
 
 
@@ -85,9 +89,7 @@ def _model_at(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> type[pyd
             continue
         if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
             return None
-        field = next(
-            (f for n, f in current.model_fields.items() if (f.alias or n) == part or n == part), None
-        )
+        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part or n == part), None)
         if field is None:
             return current
         annotation = field.annotation

@@ -3,6 +3,7 @@
 Defined once here. The policy pack runs outside this repository (CrossGuard loads `policy/` on its own), so
 it keeps copies in `policy/nemotron_policies/names.py`; `tests/test_shared_names.py` holds the copies equal.
 """
+
 from __future__ import annotations
 
 from types import MappingProxyType

@@ -5,9 +5,11 @@ cannot list the keys a stack sets, which the config check needs to reject unknow
 render and the tests run the program under the SDK's mock runtime and read what it registered.
 `tests/test_pulumi_private.py` checks each function against the installed SDK.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pulumi
 from pulumi.runtime import config as _runtime_config
@@ -51,8 +53,14 @@ def resolve(value: Any, secret_placeholder: Any) -> Any:
 
 
 def run_with_mocks(
-    program: Callable[[], Any], mocks: Any, monitor: Any, *, project: str, stack: str,
-    config: dict[str, Any], secret_keys: list[str],
+    program: Callable[[], Any],
+    mocks: Any,
+    monitor: Any,
+    *,
+    project: str,
+    stack: str,
+    config: dict[str, Any],
+    secret_keys: list[str],
 ) -> dict[str, Any]:
     """Run `program` as a Pulumi program under mocks (preview=False); returns the stack's outputs."""
     _settings.set_root_resource(None)  # type: ignore[arg-type]  # the SDK resets the stack this way itself

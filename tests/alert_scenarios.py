@@ -6,6 +6,7 @@ starts with this one's) far past the threshold, so a selector that leaks makes a
 The quantities are modelled here independently of the rule expressions: a TTFT histogram whose quantile is
 exactly v, tokens/s per user as inter-token count / sum, a queue growing linearly, and so on.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,7 +67,11 @@ class Scenarios:
     @property
     def eval_minutes(self) -> int:
         durations = [p.for_ for p in self.facts.alerts.values()]
-        windows = [self.facts.rateWindow, self.thresholds.slo.queueGrowthWindow, self.thresholds.slo.workerRestartWindow]
+        windows = [
+            self.facts.rateWindow,
+            self.thresholds.slo.queueGrowthWindow,
+            self.thresholds.slo.workerRestartWindow,
+        ]
         return max(map(minutes, durations)) + max(map(minutes, windows)) + 5
 
     @property
@@ -86,23 +91,42 @@ class Scenarios:
     def canary_scrape(self, neighbour: bool = False) -> dict[str, str]:
         """The target labels Prometheus gives the canary pod scraped through its PodMonitor."""
         dgd = f"{self.target.dgd_name}-kv-router" if neighbour else self.target.dgd_name
-        return {"namespace": self.namespace, "pod": f"{canary_name(dgd)}-6c9f7d5b8-x2k4p",
-                "job": f"{self.namespace}/{canary_name(dgd)}", "instance": f"10.0.0.7:{CANARY_PORT}"}
+        return {
+            "namespace": self.namespace,
+            "pod": f"{canary_name(dgd)}-6c9f7d5b8-x2k4p",
+            "job": f"{self.namespace}/{canary_name(dgd)}",
+            "instance": f"10.0.0.7:{CANARY_PORT}",
+        }
 
     def canary_sample(self, neighbour: bool = False) -> dict[str, str]:
         """A canary metric as stored: the program's labels {target, model} and the scrape's."""
         return {**self.canary_scrape(neighbour), "target": self.target.target_id, "model": "nvidia/model"}
 
-    def test_case(self, rule: dict[str, Any], firing: bool, background: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
+    def test_case(
+        self, rule: dict[str, Any], firing: bool, background: Sequence[dict[str, str]] = ()
+    ) -> dict[str, Any]:
         """One promtool test: the alert `rule` at its threshold, past it (`firing`) or short of it, beside
         `background` (other targets' healthy series)."""
         build: Callable[[bool], tuple[Series, float, dict[str, str]]] = getattr(self, _snake(rule["alert"]))
         input_series, value, labels = build(firing)
         input_series = [*input_series, *background]
-        expected = [{"exp_labels": {**labels, **rule["labels"]},
-                     "exp_annotations": {k: _render(v, value, labels) for k, v in rule["annotations"].items()}}]
-        return {"interval": "1m", "input_series": input_series, "alert_rule_test": [
-            {"eval_time": f"{self.eval_minutes}m", "alertname": rule["alert"], "exp_alerts": expected if firing else []}]}
+        expected = [
+            {
+                "exp_labels": {**labels, **rule["labels"]},
+                "exp_annotations": {k: _render(v, value, labels) for k, v in rule["annotations"].items()},
+            }
+        ]
+        return {
+            "interval": "1m",
+            "input_series": input_series,
+            "alert_rule_test": [
+                {
+                    "eval_time": f"{self.eval_minutes}m",
+                    "alertname": rule["alert"],
+                    "exp_alerts": expected if firing else [],
+                }
+            ],
+        }
 
     def _ttft(self, quantile: float, value: float, neighbour_value: float) -> Series:
         name = self.metrics.metric("dynamoFrontend", "timeToFirstToken").name + "_bucket"
@@ -140,8 +164,10 @@ class Scenarios:
     def nemotron_kv_cache_nearly_full(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
         usage = self.metrics.metric("dynamoWorker", "kvCacheUsage").name
         value = beside(self.thresholds.slo.maxKvCacheUsage, firing, ceiling=1.0)
-        out = [series(usage, self.worker(), constant(value, self.points)),
-               series(usage, self.worker(neighbour=True), constant(1.0, self.points))]
+        out = [
+            series(usage, self.worker(), constant(value, self.points)),
+            series(usage, self.worker(neighbour=True), constant(1.0, self.points)),
+        ]
         return out, value, self.worker()
 
     def nemotron_queue_growing(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
@@ -151,8 +177,14 @@ class Scenarios:
         queued = stage.values("stage", "queued")
         per_minute = value / minutes(slo.queueGrowthWindow) / len(queued)
         out = [series(stage.name, {**self.frontend(), "stage": s}, linear(per_minute, self.points)) for s in queued]
-        out.append(series(stage.name, {**self.frontend(), "stage": "not-a-queue-stage"}, linear(100 * per_minute, self.points)))
-        out.append(series(stage.name, {**self.frontend(neighbour=True), "stage": queued[0]}, linear(100 * per_minute, self.points)))
+        out.append(
+            series(stage.name, {**self.frontend(), "stage": "not-a-queue-stage"}, linear(100 * per_minute, self.points))
+        )
+        out.append(
+            series(
+                stage.name, {**self.frontend(neighbour=True), "stage": queued[0]}, linear(100 * per_minute, self.points)
+            )
+        )
         return out, value, {"namespace": self.namespace}
 
     def nemotron_error_ratio_high(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
@@ -161,10 +193,19 @@ class Scenarios:
         error = requests.values("status", "error")[0]
         server, client = requests.values("error_type", "server")[0], requests.values("error_type", "client")[0]
         total, client_share = OBSERVATIONS_PER_MINUTE, 0.3
-        rates = {(error, server): value * total, (error, client): client_share * total,
-                 ("success", ""): (1 - value - client_share) * total}
-        out = [series(requests.name, {**self.frontend(), "status": s, **({"error_type": t} if t else {})}, linear(r, self.points))
-               for (s, t), r in rates.items()]
+        rates = {
+            (error, server): value * total,
+            (error, client): client_share * total,
+            ("success", ""): (1 - value - client_share) * total,
+        }
+        out = [
+            series(
+                requests.name,
+                {**self.frontend(), "status": s, **({"error_type": t} if t else {})},
+                linear(r, self.points),
+            )
+            for (s, t), r in rates.items()
+        ]
         neighbour = {**self.frontend(neighbour=True), "status": error, "error_type": server}
         out.append(series(requests.name, neighbour, linear(total, self.points)))
         return out, value, {"namespace": self.namespace}
@@ -183,37 +224,66 @@ class Scenarios:
         value = beside(self.thresholds.slo.maxGpuMemoryRatio, firing, ceiling=1.0)
         out = []
         for labels, ratio in ((self.worker(), value), (self.worker(neighbour=True), 0.999)):
-            gpu = {**labels, "gpu": "0", "UUID": "GPU-0", "Hostname": "gpu-node-0", "modelName": "NVIDIA H200", "container": "main"}
+            gpu = {
+                **labels,
+                "gpu": "0",
+                "UUID": "GPU-0",
+                "Hostname": "gpu-node-0",
+                "modelName": "NVIDIA H200",
+                "container": "main",
+            }
             used = ratio * GPU_MEMORY_MIB
-            parts = {"framebufferUsed": used, "framebufferReserved": GPU_RESERVED_MIB,
-                     "framebufferFree": GPU_MEMORY_MIB - used - GPU_RESERVED_MIB}
-            out += [series(self.metrics.metric("dcgm", key).name, gpu, constant(mib, self.points)) for key, mib in parts.items()]
-        labels = {**self.worker(), "gpu": "0", "UUID": "GPU-0", "Hostname": "gpu-node-0", "modelName": "NVIDIA H200", "container": "main"}
+            parts = {
+                "framebufferUsed": used,
+                "framebufferReserved": GPU_RESERVED_MIB,
+                "framebufferFree": GPU_MEMORY_MIB - used - GPU_RESERVED_MIB,
+            }
+            out += [
+                series(self.metrics.metric("dcgm", key).name, gpu, constant(mib, self.points))
+                for key, mib in parts.items()
+            ]
+        labels = {
+            **self.worker(),
+            "gpu": "0",
+            "UUID": "GPU-0",
+            "Hostname": "gpu-node-0",
+            "modelName": "NVIDIA H200",
+            "container": "main",
+        }
         return out, value, labels
 
     def healthy_canary(self) -> Series:
         """This target's canary succeeding, probing and scraped: what the stale rule's `absent` needs to be silent."""
         metric = self.metrics.metric
-        return [series(metric("canary", "probeSuccess").name, self.canary_sample(), constant(1.0, self.points)),
-                series(metric("canary", "lastProbeTimestamp").name, self.canary_sample(), f"0+60x{self.points}"),
-                series(metric("prometheus", "up").name, self.canary_scrape(), constant(1.0, self.points))]
+        return [
+            series(metric("canary", "probeSuccess").name, self.canary_sample(), constant(1.0, self.points)),
+            series(metric("canary", "lastProbeTimestamp").name, self.canary_sample(), f"0+60x{self.points}"),
+            series(metric("prometheus", "up").name, self.canary_scrape(), constant(1.0, self.points)),
+        ]
 
     def nemotron_canary_failing(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
         success = self.metrics.metric("canary", "probeSuccess").name
         value = 0.0 if firing else 1.0
-        out = [series(success, self.canary_sample(), constant(value, self.points)),
-               series(success, self.canary_sample(neighbour=True), constant(0.0, self.points))]
+        out = [
+            series(success, self.canary_sample(), constant(value, self.points)),
+            series(success, self.canary_sample(neighbour=True), constant(0.0, self.points)),
+        ]
         return out, value, {"namespace": self.namespace}
 
     def nemotron_canary_stale(self, firing: bool) -> tuple[Series, float, dict[str, str]]:
         """The last probe `age` seconds old at every evaluation (promtool's time() is the minute x 60), the pod
         scraped (up 1); the neighbour's canary long silent and down."""
-        last_probe, up = self.metrics.metric("canary", "lastProbeTimestamp").name, self.metrics.metric("prometheus", "up").name
+        last_probe, up = (
+            self.metrics.metric("canary", "lastProbeTimestamp").name,
+            self.metrics.metric("prometheus", "up").name,
+        )
         age = beside(self.canary.stale_after_seconds, firing)
-        out = [series(last_probe, self.canary_sample(), f"{-age!r}+60x{self.points}"),
-               series(up, self.canary_scrape(), constant(1.0, self.points)),
-               series(last_probe, self.canary_sample(neighbour=True), constant(0.0, self.points)),
-               series(up, self.canary_scrape(neighbour=True), constant(0.0, self.points))]
+        out = [
+            series(last_probe, self.canary_sample(), f"{-age!r}+60x{self.points}"),
+            series(up, self.canary_scrape(), constant(1.0, self.points)),
+            series(last_probe, self.canary_sample(neighbour=True), constant(0.0, self.points)),
+            series(up, self.canary_scrape(neighbour=True), constant(0.0, self.points)),
+        ]
         return out, age, {"namespace": self.namespace}
 
 

@@ -1,5 +1,6 @@
 """Build AWS components directly under Pulumi mocks (preview=False) and record every registration, the
 same way `tools.mock_runtime.run_program` runs the whole program; plus small pool/config factories."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -25,7 +26,9 @@ def run_components(build: Callable[[], dict[str, Any] | None]) -> ProgramRun:
     def program() -> None:
         returned.update(build() or {})
 
-    pulumi_private.run_with_mocks(program, stack_mocks, monitor, project=PROJECT, stack="test", config={}, secret_keys=[])
+    pulumi_private.run_with_mocks(
+        program, stack_mocks, monitor, project=PROJECT, stack="test", config={}, secret_keys=[]
+    )
     outputs = {key: plain_numbers(_resolve(value)) for key, value in returned.items()}
     return ProgramRun(resources=monitor.recorded, outputs=outputs)
 
@@ -42,17 +45,36 @@ def the(run: ProgramRun, type_token: str) -> dict[str, Any]:
 def pool(**overrides: Any) -> ResolvedPool:
     """An on-demand p5en.48xlarge EFA pool in us-east-1a unless told otherwise."""
     fields: dict[str, Any] = {
-        "name": "h200", "managed": True, "gpu": "h200", "gpu_product": "NVIDIA-H200", "gpus_per_node": 8, "arch": "x86_64",
-        "fabric": "efa", "efa_interfaces": 16, "min_size": 0, "desired_size": 1, "max_size": 2, "capacity_type": "on-demand",
-        "instance_type": "p5en.48xlarge", "ami_type": "AL2023_x86_64_NVIDIA", "availability_zone": "us-east-1a",
-        "nvme_disks": 8, "on_demand_usd_per_hour": 63.296,
+        "name": "h200",
+        "managed": True,
+        "gpu": "h200",
+        "gpu_product": "NVIDIA-H200",
+        "gpus_per_node": 8,
+        "arch": "x86_64",
+        "fabric": "efa",
+        "efa_interfaces": 16,
+        "min_size": 0,
+        "desired_size": 1,
+        "max_size": 2,
+        "capacity_type": "on-demand",
+        "instance_type": "p5en.48xlarge",
+        "ami_type": "AL2023_x86_64_NVIDIA",
+        "availability_zone": "us-east-1a",
+        "nvme_disks": 8,
+        "on_demand_usd_per_hour": 63.296,
     }
     fields.update(overrides)
     return ResolvedPool(**fields)
 
 
-CLUSTER = {"create": {"name": "nemotron", "kubernetesVersion": KUBERNETES_VERSION, "availabilityZones": ["us-east-1a", "us-east-1b"],
-                      "endpointPublicAccessCidrs": ["203.0.113.0/24"]}}
+CLUSTER = {
+    "create": {
+        "name": "nemotron",
+        "kubernetesVersion": KUBERNETES_VERSION,
+        "availabilityZones": ["us-east-1a", "us-east-1b"],
+        "endpointPublicAccessCidrs": ["203.0.113.0/24"],
+    }
+}
 
 
 def eks_config(node_pools: list[dict[str, Any]], targets: list[dict[str, Any]], **aws_block: Any) -> dict[str, Any]:
@@ -89,8 +111,14 @@ def capacity_fields(instance_type: str, capacity_type: Optional[str] = None) -> 
 
 def node_pool(name: str, instance_type: Optional[str], **fields: Any) -> dict[str, Any]:
     """A pool in a zone its instance type launches in (`pool_zone`); capacity fields only as given."""
-    return {"name": name, "instanceType": instance_type, "availabilityZone": pool_zone(instance_type), "desiredSize": 1,
-            "maxSize": 2, **fields}
+    return {
+        "name": name,
+        "instanceType": instance_type,
+        "availabilityZone": pool_zone(instance_type),
+        "desiredSize": 1,
+        "maxSize": 2,
+        **fields,
+    }
 
 
 def resolved(instance_type: str, **fields: Any) -> ResolvedPool:

@@ -4,6 +4,7 @@ botocore (required members, types, ranges) plus the model's enums, which the val
 
 A field the translation does not know fails loudly, so a new input cannot slip past unvalidated.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,10 +19,20 @@ RENAMED = {"securityGroups": "Groups", "vpcSecurityGroupIds": "SecurityGroupIds"
 # Template-level inputs: API member of CreateLaunchTemplate, or None when the provider sends it elsewhere.
 LAUNCH_TEMPLATE_TOP = {"description": "VersionDescription", "tags": "TagSpecifications", "updateDefaultVersion": None}
 NODE_GROUP = {
-    "clusterName": "clusterName", "nodeGroupNamePrefix": "nodegroupName", "nodeRoleArn": "nodeRole",
-    "subnetIds": "subnets", "instanceTypes": "instanceTypes", "amiType": "amiType", "capacityType": "capacityType",
-    "version": "version", "scalingConfig": "scalingConfig", "launchTemplate": "launchTemplate", "labels": "labels",
-    "taints": "taints", "updateConfig": "updateConfig", "tags": "tags",
+    "clusterName": "clusterName",
+    "nodeGroupNamePrefix": "nodegroupName",
+    "nodeRoleArn": "nodeRole",
+    "subnetIds": "subnets",
+    "instanceTypes": "instanceTypes",
+    "amiType": "amiType",
+    "capacityType": "capacityType",
+    "version": "version",
+    "scalingConfig": "scalingConfig",
+    "launchTemplate": "launchTemplate",
+    "labels": "labels",
+    "taints": "taints",
+    "updateConfig": "updateConfig",
+    "tags": "tags",
 }
 
 
@@ -40,8 +51,10 @@ def _ec2(value: Any) -> Any:
         return [_ec2(item) for item in value]
     if not isinstance(value, dict):
         return value
-    return {RENAMED.get(key, key[0].upper() + key[1:]): _tags(item) if key == "tags" else _ec2(item)
-            for key, item in value.items()}
+    return {
+        RENAMED.get(key, key[0].upper() + key[1:]): _tags(item) if key == "tags" else _ec2(item)
+        for key, item in value.items()
+    }
 
 
 def _typed(value: Any, shape: Shape, path: str) -> Any:

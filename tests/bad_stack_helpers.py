@@ -5,6 +5,7 @@ A case is a stack file (text, bytes, or the committed dev/prod file with edits) 
 error line must start with. `assert_refused` checks everything issue 12 asks of a refusal: exit code 2,
 one line, `error: <key path>: ...`, bounded length and echo, nothing registered, no stale output.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -63,11 +64,24 @@ class ThrowawayProject:
             del run_program.last_monitor
         stderr = io.StringIO()
         with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["--stack", STACK, "--project-dir", str(self.root), "--out", str(self.root / "build"),
-                         "--secret-placeholders"])  # as `make render` runs it
+            code = main(
+                [
+                    "--stack",
+                    STACK,
+                    "--project-dir",
+                    str(self.root),
+                    "--out",
+                    str(self.root / "build"),
+                    "--secret-placeholders",
+                ]
+            )  # as `make render` runs it
         monitor = getattr(run_program, "last_monitor", None)
-        return Outcome(code, stderr.getvalue(), None if monitor is None else len(monitor.recorded),
-                       (out_dir / "stale.txt").exists())
+        return Outcome(
+            code,
+            stderr.getvalue(),
+            None if monitor is None else len(monitor.recorded),
+            (out_dir / "stale.txt").exists(),
+        )
 
 
 def committed(stack: str) -> dict[str, Any]:
@@ -89,7 +103,7 @@ def _parts(path: str) -> list[Union[str, int]]:
     first, _, rest = path.partition(".")
     head = re.match(r"[^\[]+", first)[0]  # type: ignore[index]
     parts: list[Union[str, int]] = [head if ":" in head else f"{PROJECT}:{head}"]
-    for index, name in re.findall(r"\[(\d+)\]|([^.\[\]]+)", first[len(head):] + ("." + rest if rest else "")):
+    for index, name in re.findall(r"\[(\d+)\]|([^.\[\]]+)", first[len(head) :] + ("." + rest if rest else "")):
         parts.append(int(index) if index else name)
     return parts
 

@@ -5,6 +5,7 @@ branch stops once the demand is covered (adding more can only add cost) or once 
 already above the best found (node cost never falls as replica sets are added). Costs are computed
 here from scratch (ceil per pool) and share no code with the planner's solver.
 """
+
 from __future__ import annotations
 
 import math

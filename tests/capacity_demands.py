@@ -1,10 +1,11 @@
 """Seeded demands for the capacity tests, drawn from the catalog's own figures (SLO thresholds at
 published tok/s/user and TTFT values, demand sizes in multiples of published concurrencies, budgets
 in multiples of published node prices), so they move with the data."""
+
 from __future__ import annotations
 
 import random
-from typing import Iterator
+from collections.abc import Iterator
 
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
@@ -15,7 +16,12 @@ CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())
 OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog())
 CRITERIA = Slo(CATALOG.criteria.minTokensPerSecondPerUser, CATALOG.criteria.maxTtftP50Ms)
-CAPACITY_CHOICES: list[tuple[CapacityType, ...]] = [("on-demand",), ("on-demand", "capacity-block"), ("on-demand", "capacity-block"), ("capacity-block",)]
+CAPACITY_CHOICES: list[tuple[CapacityType, ...]] = [
+    ("on-demand",),
+    ("on-demand", "capacity-block"),
+    ("on-demand", "capacity-block"),
+    ("capacity-block",),
+]
 # Enumeration grows fast with demand: this keeps the brute force of one demand well under a second.
 MAX_USERS = 200
 
@@ -29,15 +35,18 @@ def generated_demands(count: int, seed: int) -> Iterator[Demand]:
     concurrencies = sorted({r.concurrency for r in published if r.concurrency})
     prices = sorted({p for o in OFFERS for p in o.usd_per_hour.values() if p is not None})
     for _ in range(count):
-        slo = Slo(rng.choice([CRITERIA.min_tokens_per_second_per_user, *speeds]), rng.choice([CRITERIA.max_ttft_p50_ms, *ttfts]))
-        size = min(MAX_USERS, rng.choice(concurrencies) * rng.choice([0.5, 1, 1.5, 2, 3, 5, 8]))
-        common = dict(
-            slo=slo,
-            gpu_types=rng.choice([None, tuple(sorted(rng.sample(gpus, rng.randint(1, len(gpus)))))]),
-            capacity_types=rng.choice(CAPACITY_CHOICES),
-            budget_usd_per_hour=rng.choice([None, None, rng.choice(prices) * rng.randint(1, 6)]),
-            max_targets=rng.choice([None, None, 1, 2]),
+        slo = Slo(
+            rng.choice([CRITERIA.min_tokens_per_second_per_user, *speeds]),
+            rng.choice([CRITERIA.max_ttft_p50_ms, *ttfts]),
         )
+        size = min(MAX_USERS, rng.choice(concurrencies) * rng.choice([0.5, 1, 1.5, 2, 3, 5, 8]))
+        common = {
+            "slo": slo,
+            "gpu_types": rng.choice([None, tuple(sorted(rng.sample(gpus, rng.randint(1, len(gpus)))))]),
+            "capacity_types": rng.choice(CAPACITY_CHOICES),
+            "budget_usd_per_hour": rng.choice([None, None, rng.choice(prices) * rng.randint(1, 6)]),
+            "max_targets": rng.choice([None, None, 1, 2]),
+        }
         if rng.random() < 0.25:
             shape = TokenShape(input_tokens=64_000, output_tokens=rng.choice([200, 400, 800]))
             yield Demand(requests_per_second=round(size / 5, 2), token_shape=shape, **common)  # type: ignore[arg-type]

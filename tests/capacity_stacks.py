@@ -1,5 +1,6 @@
 """Stack configs for the capacity wiring tests: a committed config turned into `targets: auto` with every
 planned target under the autoscaler, its bounds derived from the plan (so they move with the data)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@
 fails and says which kind of target it needs (a revision without one needs the test rethought, not a
 skip). Properties are read from the manifests, as the stack reads them.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -24,8 +25,10 @@ def gpu_of(recipe: Recipe) -> Optional[str]:
 
 def upstream_fabric(recipe: Recipe) -> str:
     """The KV-transfer fabric the upstream workers request: `efa`, `ib`, or `none` (GB200: cluster-specific)."""
-    limits = [w["podTemplate"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
-              for w in recipe.worker_components()]
+    limits = [
+        w["podTemplate"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
+        for w in recipe.worker_components()
+    ]
     if any(EFA_RESOURCE in limit for limit in limits):
         return "efa"
     return "ib" if any(RDMA_RESOURCE in limit for limit in limits) else "none"
@@ -33,9 +36,14 @@ def upstream_fabric(recipe: Recipe) -> str:
 
 def _matches(recipe: Recipe, wanted: dict[str, object]) -> bool:
     facts = {
-        "backend": recipe.backend, "disaggregated": recipe.disaggregated, "gpu": gpu_of(recipe),
-        "speculative": recipe.speculative_decoding, "routing": recipe.routing, "fabric": upstream_fabric(recipe),
-        "published": recipe.entry.performance.published, "drafts": len(recipe.checkpoints) > 1,
+        "backend": recipe.backend,
+        "disaggregated": recipe.disaggregated,
+        "gpu": gpu_of(recipe),
+        "speculative": recipe.speculative_decoding,
+        "routing": recipe.routing,
+        "fabric": upstream_fabric(recipe),
+        "published": recipe.entry.performance.published,
+        "drafts": len(recipe.checkpoints) > 1,
         "known_gpu": gpu_of(recipe) is not None,
     }
     return all(facts[key] == value for key, value in wanted.items())

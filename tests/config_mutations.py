@@ -2,6 +2,7 @@
 another type, a random JSON value at a random path, a list item duplicated, an empty string, a huge number,
 a long string. Long strings are made of one marker character, so a test can measure how much of them an
 error line repeats."""
+
 from __future__ import annotations
 
 import copy
@@ -15,8 +16,13 @@ HUGE_NUMBERS = (10**30, -(10**30), 2**63, -(2**63) - 1, 1e308, -1e308, float("in
 Path = tuple[Union[str, int], ...]
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(10**6), max_value=10**6), st.sampled_from(HUGE_NUMBERS),
-    st.floats(allow_nan=False), st.text(max_size=12), st.sampled_from(["", "0", "true", "yes", "1Gi", "us-east-1"]),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.sampled_from(HUGE_NUMBERS),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.sampled_from(["", "0", "true", "yes", "1Gi", "us-east-1"]),
 )
 json_values = st.recursive(
     json_scalars,

@@ -4,6 +4,7 @@ The API server prunes unknown fields of a structural CRD schema silently; these 
 (`additionalProperties: false` wherever the schema lists properties and does not preserve unknown fields),
 as kubernetes-validate's strict mode does for built-in kinds.
 """
+
 from __future__ import annotations
 
 import copy

@@ -3,6 +3,7 @@ pods: `spec.components[]` -> `spec.services{}`, the pod template -> `extraPodSpe
 main container's GPU and extended resources -> the service's `resources` (`gpu`, `custom`), prefill/decode ->
 `componentType: worker` + `subComponentType`, `spec.env` -> `spec.envs`. Used to hold every served version
 to the same verdicts."""
+
 from __future__ import annotations
 
 import copy

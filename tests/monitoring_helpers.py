@@ -1,4 +1,5 @@
 """Monitoring inputs derived from the catalog (targets, criteria, default SLOs), shared by the monitoring test suites."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,23 +46,38 @@ def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[di
     return rule_groups(NAMESPACE, targets, limits, load_monitoring(), load_metrics(), RUNBOOKS, canary_alerting())
 
 
-def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool = True, **overrides: Any) -> MonitoringPlan:
+def monitoring_plan(
+    install_prometheus: bool = True, install_dcgm_exporter: bool = True, **overrides: Any
+) -> MonitoringPlan:
     """The plan for two catalog targets (aggregated and disaggregated) with the data's default SLOs."""
     from serving_stack.names import GPU_LABEL, GPU_TAINT
 
     criteria = load_catalog().criteria
-    fields: dict[str, Any] = dict(
-        namespace="monitoring", create_namespace=install_prometheus, install_prometheus=install_prometheus,
-        install_dcgm_exporter=install_dcgm_exporter, slo=load_monitoring().sloDefaults, runbook_base_url=RUNBOOKS,
-    )
+    fields: dict[str, Any] = {
+        "namespace": "monitoring",
+        "create_namespace": install_prometheus,
+        "install_prometheus": install_prometheus,
+        "install_dcgm_exporter": install_dcgm_exporter,
+        "slo": load_monitoring().sloDefaults,
+        "runbook_base_url": RUNBOOKS,
+    }
     if not install_prometheus:
         fields.update(release_label="prometheus", prometheus_url="http://prometheus-operated.observability.svc:9090")
     fields.update(overrides)
     targets = catalog_targets()
     watched = [next(t for t in targets if not t.kv_over_libfabric), next(t for t in targets if t.kv_over_libfabric)]
     return plan_monitoring(
-        MonitoringSettings(**fields), NAMESPACE, watched, criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser,
-        GPU_LABEL, GPU_TAINT, load_monitoring(), load_metrics(), load_dashboard_specs(), canary_alerting(),
+        MonitoringSettings(**fields),
+        NAMESPACE,
+        watched,
+        criteria.maxTtftP50Ms,
+        criteria.minTokensPerSecondPerUser,
+        GPU_LABEL,
+        GPU_TAINT,
+        load_monitoring(),
+        load_metrics(),
+        load_dashboard_specs(),
+        canary_alerting(),
     )
 
 

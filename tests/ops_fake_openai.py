@@ -5,15 +5,17 @@ It behaves like a Dynamo frontend in front of a reasoning model with tool and re
 server-side token counts in `usage` (so AIPerf's `--use-server-token-count` works) and, with
 `ignore_eos`, exactly `max_completion_tokens` output tokens. Each `Faults` field breaks one behaviour.
 """
+
 from __future__ import annotations
 
 import json
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 ANSWER = "42"
 
@@ -50,9 +52,9 @@ def _words(messages: list[dict[str, Any]]) -> int:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "FakeOpenAIServer"
+    server: FakeOpenAIServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _send_json(self, status: int, body: dict[str, Any]) -> None:
@@ -64,7 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
         drip = self.server.behaviour.faults.drip_seconds if self.command == "POST" else 0.0
         step = 1 if drip else max(len(data), 1)
         for start in range(0, len(data), step):
-            self.wfile.write(data[start:start + step])
+            self.wfile.write(data[start : start + step])
             self.wfile.flush()
             time.sleep(drip)
 
@@ -155,7 +157,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         """The frontend's root URL, as AIPerf's `--url` takes it."""
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def __enter__(self) -> "FakeOpenAIServer":
+    def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
 
@@ -203,8 +205,13 @@ class FakeOpenAIServer(ThreadingHTTPServer):
 
     def chunk(self, body: dict[str, Any], delta: Optional[dict[str, Any]]) -> dict[str, Any]:
         choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": None}]
-        return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": body["model"], "choices": choices}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": choices,
+        }
 
     def completion(self, body: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply["content"] or None}
@@ -213,5 +220,11 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         if reply["tool_calls"]:
             message["tool_calls"] = reply["tool_calls"]
         finish = "tool_calls" if reply["tool_calls"] else "stop"
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": reply["usage"]}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": reply["usage"],
+        }

@@ -5,6 +5,7 @@ AIPerf the served model name as tokenizer with HF_HUB_OFFLINE=1 and HF_HOME at t
 as the benchmark Job reads the real tokenizer from the model-cache PVC. No network is touched.
 Usage: python ops_tokenizer.py HF_HOME MODEL_ID
 """
+
 import sys
 from pathlib import Path
 
@@ -12,7 +13,24 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 REVISION = "0000000000000000000000000000000000000000"
-WORDS = "the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches".split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "a",
+    "lazy",
+    "dog",
+    "while",
+    "seven",
+    "wizards",
+    "quietly",
+    "judge",
+    "boxing",
+    "matches",
+]
 
 
 def main(hf_home: str, model_id: str) -> None:
@@ -22,7 +40,9 @@ def main(hf_home: str, model_id: str) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=["<eos>"])
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=["<eos>"]
+    )
     tokenizer.train_from_iterator(corpus, trainer)
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>").save_pretrained(str(snapshot))
     (repo / "refs").mkdir(parents=True, exist_ok=True)

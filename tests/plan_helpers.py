@@ -1,4 +1,5 @@
 """Plan a raw stack config (as in `Pulumi.<stack>.yaml`, unprefixed) without the Pulumi runtime."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -12,8 +13,12 @@ from tools.secret_placeholders import OUT_OF_BAND_SECRETS
 FACTS = load_facts()
 
 
-def plan_of(raw: dict[str, Any], default_region: Optional[str] = None, facts: Facts = FACTS,
-            secrets: Optional[frozenset[str]] = None) -> StackPlan:
+def plan_of(
+    raw: dict[str, Any],
+    default_region: Optional[str] = None,
+    facts: Facts = FACTS,
+    secrets: Optional[frozenset[str]] = None,
+) -> StackPlan:
     """`parse_stack_config` then `build_plan`: every check the program runs before its first resource.
     `secrets`: the secret keys the stack sets (default: the out-of-band ones it requires, as `make render`)."""
     config = parse_stack_config(raw)

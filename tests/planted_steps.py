@@ -14,6 +14,7 @@ A SELECTOR is `{role: R}` (see ROLES) or `{type: T, index: N}`. A PATH is a list
 `{field: value}` matchers of list elements. Values may hold `{json: V}` (V as JSON text), `{base64: S}` and
 `{name_of: SELECTOR}` (that resource's metadata.name).
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,8 +42,11 @@ def _config_map_of(resources: list[RecordedResource], dgd_name: str) -> Recorded
 def _pool_node_group(resources: list[RecordedResource], dgd_name: str) -> RecordedResource:
     """The node group of the pool a DGD's workers are pinned to."""
     text = json.dumps(named(resources, dgd_name).inputs)
-    return next(r for r in of_type(resources, "aws:eks/nodeGroup:NodeGroup")
-                if f'"values": ["{r.inputs["labels"].get(POOL_LABEL)}"]' in text)
+    return next(
+        r
+        for r in of_type(resources, "aws:eks/nodeGroup:NodeGroup")
+        if f'"values": ["{r.inputs["labels"].get(POOL_LABEL)}"]' in text
+    )
 
 
 def _release(resources: list[RecordedResource], parent_type: str) -> RecordedResource:
@@ -57,16 +61,23 @@ ROLES: dict[str, Callable[[list[RecordedResource]], RecordedResource]] = {
     "prewarm-daemonset": lambda r: prewarm_daemon_sets(r)[0],
     "platform-release": lambda r: _release(r, "nemotron:dynamo:DynamoPlatform"),
     "device-plugin-release": lambda r: _release(r, "nemotron:kubernetes:DevicePlugins"),
-    "sagemaker-role-policy": lambda r: next(x for x in of_type(r, "aws:iam/rolePolicy:RolePolicy")
-                                            if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")),
-    "sagemaker-role": lambda r: next(x for x in of_type(r, "aws:iam/role:Role")
-                                     if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")),
+    "sagemaker-role-policy": lambda r: next(
+        x
+        for x in of_type(r, "aws:iam/rolePolicy:RolePolicy")
+        if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")
+    ),
+    "sagemaker-role": lambda r: next(
+        x for x in of_type(r, "aws:iam/role:Role") if x.parent.startswith("nemotron:aws:SageMakerEndpoint::")
+    ),
     "gateway-network-policy": lambda r: next(
-        x for x in of_type(r, "kubernetes:networking.k8s.io/v1:NetworkPolicy")
+        x
+        for x in of_type(r, "kubernetes:networking.k8s.io/v1:NetworkPolicy")
         if x.parent.startswith("nemotron:kubernetes:Gateway::")
-        and x.inputs["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "gateway"),
-    "gateway-invoke-policy": lambda r: next(x for x in of_type(r, "aws:iam/rolePolicy:RolePolicy")
-                                            if x.parent.startswith("nemotron:kubernetes:Gateway::")),
+        and x.inputs["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/component") == "gateway"
+    ),
+    "gateway-invoke-policy": lambda r: next(
+        x for x in of_type(r, "aws:iam/rolePolicy:RolePolicy") if x.parent.startswith("nemotron:kubernetes:Gateway::")
+    ),
 }
 
 
@@ -94,7 +105,7 @@ def value_of(value: Any, resources: list[RecordedResource]) -> Any:
 
 def _step_into(node: Any, step: Any, create: bool) -> Any:
     if isinstance(step, dict):
-        (field, wanted), = step.items()
+        ((field, wanted),) = step.items()
         return next(item for item in node if isinstance(item, dict) and item.get(field) == wanted)
     if isinstance(node, dict) and create and step not in node:
         node[step] = {}
@@ -114,11 +125,17 @@ def apply_step(resources: list[RecordedResource], step: dict[str, Any]) -> None:
         spec = step["add"]
         parent = select(resources, spec["parent"]) if "parent" in spec else None
         qualified = f"{parent.type}${spec['type']}" if parent else spec["type"]
-        resources.append(RecordedResource(
-            type=spec["type"], name=spec["name"], urn=f"urn:pulumi:test::nemotron-lightning::{qualified}::{spec['name']}",
-            parent=f"{parent.type}::{parent.name}" if parent else "", custom=True,
-            inputs=value_of(spec["inputs"], resources),
-            protect=spec.get("protect", False)))
+        resources.append(
+            RecordedResource(
+                type=spec["type"],
+                name=spec["name"],
+                urn=f"urn:pulumi:test::nemotron-lightning::{qualified}::{spec['name']}",
+                parent=f"{parent.type}::{parent.name}" if parent else "",
+                custom=True,
+                inputs=value_of(spec["inputs"], resources),
+                protect=spec.get("protect", False),
+            )
+        )
         return
     subject = select(resources, step["of"])
     if "delete" in step:

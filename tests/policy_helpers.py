@@ -1,16 +1,22 @@
 """Shared helpers of the policy tests: validation args built directly (no engine), one policy run with a
 list-collecting reporter, recipe manifests as fixtures, and the recorded dev/prod renders."""
+
 from __future__ import annotations
 
 import copy
 import functools
 import json
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Optional
 
 from pulumi_policy import (
-    PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs,
+    PolicyCustomTimeouts,
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    StackValidationArgs,
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
@@ -18,12 +24,12 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from serving_stack.facts.catalog import load_catalog  # noqa: E402
-from tools.mock_runtime import RecordedResource, run_program  # noqa: E402
-from tools.secret_placeholders import stack_inputs  # noqa: E402
-from policy.nemotron_policies.config import offline_stack  # noqa: E402
-from policy.nemotron_policies.offline import Violation, evaluate  # noqa: E402
-from policy.nemotron_policies.pack import POLICIES  # noqa: E402
+from policy.nemotron_policies.config import offline_stack
+from policy.nemotron_policies.offline import Violation, evaluate
+from policy.nemotron_policies.pack import POLICIES
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import RecordedResource, run_program
+from tools.secret_placeholders import stack_inputs
 
 POLICY = {policy.name: policy for policy in POLICIES}
 DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
@@ -47,36 +53,69 @@ def urn_of(resource_type: str, name: str, stack: str = "test", parent_type: str 
     return f"urn:pulumi:{stack}::nemotron-lightning::{qualified}::{name}"
 
 
-def resource_args(resource_type: str, props: Any, name: str = "subject",
-                  config: Optional[dict[str, Any]] = None, parent_type: str = "") -> ResourceValidationArgs:
+def resource_args(
+    resource_type: str,
+    props: Any,
+    name: str = "subject",
+    config: Optional[dict[str, Any]] = None,
+    parent_type: str = "",
+) -> ResourceValidationArgs:
     """What the engine hands a resource validation: props behind the unknown-checking proxy (which copies the
     dicts and lists, so callers may keep mutating theirs); `parent_type` puts a parent component in the URN."""
-    return ResourceValidationArgs(resource_type, unknown_checking_proxy(props),
-                                  urn_of(resource_type, name, parent_type=parent_type), name, options(), None, config)
+    return ResourceValidationArgs(
+        resource_type,
+        unknown_checking_proxy(props),
+        urn_of(resource_type, name, parent_type=parent_type),
+        name,
+        options(),
+        None,
+        config,
+    )
 
 
-def resource(resource_type: str, props: Any, name: str = "subject", *, protect: bool = False,
-             retain_on_delete: Optional[bool] = None, dependencies: Iterable[PolicyResource] = ()) -> PolicyResource:
-    return PolicyResource(resource_type, unknown_checking_proxy(props), urn_of(resource_type, name),
-                          name, options(protect, retain_on_delete), None, None, list(dependencies), {})
+def resource(
+    resource_type: str,
+    props: Any,
+    name: str = "subject",
+    *,
+    protect: bool = False,
+    retain_on_delete: Optional[bool] = None,
+    dependencies: Iterable[PolicyResource] = (),
+) -> PolicyResource:
+    return PolicyResource(
+        resource_type,
+        unknown_checking_proxy(props),
+        urn_of(resource_type, name),
+        name,
+        options(protect, retain_on_delete),
+        None,
+        None,
+        list(dependencies),
+        {},
+    )
 
 
-def check_resource(policy: str, resource_type: str, props: Any, config: Optional[dict[str, Any]] = None,
-                   parent_type: str = "") -> list[str]:
+def check_resource(
+    policy: str, resource_type: str, props: Any, config: Optional[dict[str, Any]] = None, parent_type: str = ""
+) -> list[str]:
     """Messages `policy` reports for one resource."""
     messages: list[str] = []
-    POLICY[policy].validate(resource_args(resource_type, props, config=config, parent_type=parent_type),
-                            lambda message, urn=None: messages.append(message))
+    POLICY[policy].validate(
+        resource_args(resource_type, props, config=config, parent_type=parent_type),
+        lambda message, urn=None: messages.append(message),
+    )
     return messages
 
 
-def check_stack(policy: str, resources: list[PolicyResource], config: Optional[dict[str, Any]] = None,
-                stack: str = "test") -> list[tuple[str, Optional[str]]]:
+def check_stack(
+    policy: str, resources: list[PolicyResource], config: Optional[dict[str, Any]] = None, stack: str = "test"
+) -> list[tuple[str, Optional[str]]]:
     """(message, urn) pairs `policy` reports for a stack of resources."""
     reported: list[tuple[str, Optional[str]]] = []
     with offline_stack(stack):
-        POLICY[policy].validate(StackValidationArgs(resources, config),
-                                lambda message, urn=None: reported.append((message, urn)))
+        POLICY[policy].validate(
+            StackValidationArgs(resources, config), lambda message, urn=None: reported.append((message, urn))
+        )
     return reported
 
 
@@ -102,7 +141,7 @@ def env_value(container: dict[str, Any], name: str) -> dict[str, Any]:
     return next(e for e in container["env"] if e["name"] == name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _recording(stack: str) -> tuple[RecordedResource, ...]:
     inputs = stack_inputs(stack, placeholders=True)  # as `make render` runs the committed stack
     return tuple(run_program(inputs.config, inputs.secret_keys, stack=stack).resources)
@@ -120,7 +159,7 @@ def recording(stack: str) -> list[RecordedResource]:
 def retype(resource: RecordedResource, resource_type: str) -> None:
     """The same resource under another type token (its URN's own type included): another served version."""
     parts = resource.urn.split("::")
-    parts[2] = "$".join(parts[2].split("$")[:-1] + [resource_type])
+    parts[2] = "$".join([*parts[2].split("$")[:-1], resource_type])
     resource.type, resource.urn = resource_type, "::".join(parts)
 
 
@@ -135,7 +174,9 @@ def of_type(resources: list[RecordedResource], resource_type: str) -> list[Recor
 
 def components(resources: list[RecordedResource], dgd: str) -> dict[str, dict[str, Any]]:
     """A recorded DGD's components by type, `worker` named `agg` (the component name upstream uses)."""
-    return {c["type"] if c["type"] != "worker" else "agg": c for c in named(resources, dgd).inputs["spec"]["components"]}
+    return {
+        c["type"] if c["type"] != "worker" else "agg": c for c in named(resources, dgd).inputs["spec"]["components"]
+    }
 
 
 def worker(resources: list[RecordedResource], dgd: str, kind: str) -> dict[str, Any]:
@@ -149,13 +190,16 @@ def pod_spec(resources: list[RecordedResource], name: str) -> dict[str, Any]:
 
 def disaggregated(resources: list[RecordedResource]) -> str:
     """The name of the first recorded DGD with a prefill component."""
-    return next(r.name for r in of_type(resources, DGD)
-                if any(c["type"] == "prefill" for c in r.inputs["spec"]["components"]))
+    return next(
+        r.name for r in of_type(resources, DGD) if any(c["type"] == "prefill" for c in r.inputs["spec"]["components"])
+    )
 
 
 def aggregated(resources: list[RecordedResource]) -> str:
     """The name of the first recorded DGD with an aggregated worker."""
-    return next(r.name for r in of_type(resources, DGD) if any(c["type"] == "worker" for c in r.inputs["spec"]["components"]))
+    return next(
+        r.name for r in of_type(resources, DGD) if any(c["type"] == "worker" for c in r.inputs["spec"]["components"])
+    )
 
 
 def fabric_of(container: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 Every planted value is derived from the committed data (stack config, catalog, instance types,
 JumpStart snapshot), so the tests follow the data instead of literal ids.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,19 @@ class Planted:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def copy_project(destination: Path) -> Path:
     """The project's files (tracked and new, not ignored) in a fresh repository with one commit."""
-    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"], check=True,
-                            capture_output=True, text=True).stdout.split("\0")
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
@@ -88,8 +94,11 @@ def _jumpstart_base(repo: Path, project: str) -> None:
     sagemaker["allowUnverifiedSpecs"] = True
     sagemaker["region"] = sorted(spec["hosting_instance_type_variants"]["regional_aliases"])[0]
     endpoint.pop("huggingface", None)
-    endpoint.update(source="jumpstart", jumpstart={"modelId": model["model_id"], "version": model["version"]},
-                    instanceType=instance_type)
+    endpoint.update(
+        source="jumpstart",
+        jumpstart={"modelId": model["model_id"], "version": model["version"]},
+        instanceType=instance_type,
+    )
     endpoint["autoscaling"]["instanceType"] = instance_type
     endpoint["deployment"] = {"type": "ALL_AT_ONCE"}  # the spec's long timeouts leave no room for bakes
     stack_file.write_text(yaml.safe_dump(stack, sort_keys=False))
@@ -108,12 +117,18 @@ def plant_changes(repo: Path) -> Planted:
     pools = config[f"{project}:aws"]["nodePools"]
     targets = config[f"{project}:targets"]
 
-    replaced = next(p for p in pools if any(
-        other != p["instanceType"] and facts["gpu"] == instance_types[p["instanceType"]]["gpu"]
-        for other, facts in instance_types.items()))
+    replaced = next(
+        p
+        for p in pools
+        if any(
+            other != p["instanceType"] and facts["gpu"] == instance_types[p["instanceType"]]["gpu"]
+            for other, facts in instance_types.items()
+        )
+    )
     old_type = replaced["instanceType"]
-    new_type = next(t for t, f in instance_types.items()
-                    if t != old_type and f["gpu"] == instance_types[old_type]["gpu"])
+    new_type = next(
+        t for t, f in instance_types.items() if t != old_type and f["gpu"] == instance_types[old_type]["gpu"]
+    )
     replaced["instanceType"] = new_type
 
     resized = next(p for p in pools if p is not replaced and instance_types[p["instanceType"]]["onDemandUsdPerHour"])
@@ -135,8 +150,9 @@ def plant_changes(repo: Path) -> Planted:
 
     endpoint = config[f"{project}:sagemaker"]["endpoints"][0]["jumpstart"]
     manifest = json.loads((repo / "catalog" / "jumpstart" / "models_manifest.json").read_text())
-    spec_key = next(m["spec_key"] for m in manifest
-                    if m["model_id"] == endpoint["modelId"] and m["version"] == endpoint["version"])
+    spec_key = next(
+        m["spec_key"] for m in manifest if m["model_id"] == endpoint["modelId"] and m["version"] == endpoint["version"]
+    )
     spec_file = repo / "catalog" / "jumpstart" / spec_key
     spec = json.loads(spec_file.read_text())
     prefix = spec["hosting_prepacked_artifact_key"].split("/")[0] + "/"
@@ -145,6 +161,11 @@ def plant_changes(repo: Path) -> Planted:
 
     git(repo, "commit", "--quiet", "--all", "-m", "planted changes")
     price = float(instance_types[resized["instanceType"]]["onDemandUsdPerHour"])
-    return Planted(added, (scaled["id"], component, old_replicas, old_replicas + 1),
-                   (replaced["name"], old_type, new_type), (resized["name"], old_desired, old_desired + 1, price),
-                   (imaged["id"], imaged["image"]), prefix)
+    return Planted(
+        added,
+        (scaled["id"], component, old_replicas, old_replicas + 1),
+        (replaced["name"], old_type, new_type),
+        (resized["name"], old_desired, old_desired + 1, price),
+        (imaged["id"], imaged["image"]),
+        prefix,
+    )

@@ -1,4 +1,5 @@
 """Run the real promtool (Debian package `prometheus`, installed by `make test`) on generated rule files."""
+
 from __future__ import annotations
 
 import shutil
@@ -29,11 +30,15 @@ def check_rules(directory: Path, groups: list[dict[str, Any]]) -> subprocess.Com
     return promtool("check", "rules", str(write_rules(directory, groups)), cwd=directory)
 
 
-def run_rule_tests(directory: Path, groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+def run_rule_tests(
+    directory: Path, groups: list[dict[str, Any]], tests: list[dict[str, Any]]
+) -> subprocess.CompletedProcess[str]:
     """`promtool test rules` with these unit tests (each: interval, input_series, alert_rule_test)."""
     rules = write_rules(directory, groups)
     test_file = directory / "rules_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": [rules.name], "evaluation_interval": "1m", "tests": tests},
-                                        sort_keys=False, width=4096))
+    test_file.write_text(
+        yaml.safe_dump(
+            {"rule_files": [rules.name], "evaluation_interval": "1m", "tests": tests}, sort_keys=False, width=4096
+        )
+    )
     return promtool("test", "rules", test_file.name, cwd=directory)
-

@@ -5,6 +5,7 @@ config that bring back what the committed stacks no longer have: "prod-efs" (the
 of the stack), "dev-platform" (dev installing the Dynamo platform on its shared cluster), "dev-pull-secret"
 (dev with a registry pull Secret the stack creates), "dev-retained" (dev with modelCache.retainOnDelete),
 "prod-auto" (prod with `targets: auto` and its planned targets, pools and cluster scaled with load)."""
+
 from __future__ import annotations
 
 import copy
@@ -29,7 +30,9 @@ ANNOTATIONS = RULES.annotations
 def committed_config(stack: str) -> dict[str, Any]:
     """The project keys of `Pulumi.<stack>.yaml`, unprefixed, to vary one setting with `run_config`."""
     values = yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
-    return {k.split(":", 1)[1]: v for k, v in values.items() if k.startswith(f"{PROJECT}:") and k != f"{PROJECT}:hfToken"}
+    return {
+        k.split(":", 1)[1]: v for k, v in values.items() if k.startswith(f"{PROJECT}:") and k != f"{PROJECT}:hfToken"
+    }
 
 
 def _efs_backend(config: dict[str, Any]) -> None:
@@ -118,8 +121,16 @@ def remove_dependency(records_: list[Record], record: Record, on: Record) -> Non
 def object_record(type_token: str, name: str, like: Record, inputs: dict[str, Any]) -> Record:
     """A Kubernetes object as the render records one, with the parent and provider of `like`, no dependencies."""
     return {
-        **copy.deepcopy(like), "type": type_token, "name": name, "dependsOn": [], "propertyDependencies": {},
-        "protect": False, "retainOnDelete": False, "deleteBeforeReplace": False, "customTimeouts": {}, "inputs": inputs,
+        **copy.deepcopy(like),
+        "type": type_token,
+        "name": name,
+        "dependsOn": [],
+        "propertyDependencies": {},
+        "protect": False,
+        "retainOnDelete": False,
+        "deleteBeforeReplace": False,
+        "customTimeouts": {},
+        "inputs": inputs,
     }
 
 
@@ -130,11 +141,20 @@ def plant_dynamic_fsx_class(stack_records: list[Record]) -> tuple[Record, Record
     spec = claim["inputs"]["spec"]
     spec.pop("volumeName", None)
     stack_records[:] = [r for r in stack_records if r["inputs"].get("kind") != "PersistentVolume"]
-    storage_class = object_record("kubernetes:storage.k8s.io/v1:StorageClass", "test-fsx-storage-class", claim, {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": spec["storageClassName"]},
-        "provisioner": "fsx.csi.aws.com", "reclaimPolicy": "Retain", "volumeBindingMode": "Immediate",
-        "parameters": {"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500"},
-    })
+    storage_class = object_record(
+        "kubernetes:storage.k8s.io/v1:StorageClass",
+        "test-fsx-storage-class",
+        claim,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": spec["storageClassName"]},
+            "provisioner": "fsx.csi.aws.com",
+            "reclaimPolicy": "Retain",
+            "volumeBindingMode": "Immediate",
+            "parameters": {"deploymentType": "PERSISTENT_2", "perUnitStorageThroughput": "500"},
+        },
+    )
     stack_records.append(storage_class)
     return storage_class, claim
 
@@ -143,11 +163,16 @@ def report(records_: list[Record]) -> RolloutReport:
     return analyse(records_)
 
 
-def findings_about(records_: list[Record], resource: str, category: str = "", blocking: bool | None = None) -> list[str]:
+def findings_about(
+    records_: list[Record], resource: str, category: str = "", blocking: bool | None = None
+) -> list[str]:
     """Finding lines naming `resource` (optionally of one category / blocking state)."""
     return [
-        f.line() for f in analyse(records_).findings
-        if f.resource == resource and (not category or f.category == category) and (blocking is None or f.blocking == blocking)
+        f.line()
+        for f in analyse(records_).findings
+        if f.resource == resource
+        and (not category or f.category == category)
+        and (blocking is None or f.blocking == blocking)
     ]
 
 

@@ -1,5 +1,6 @@
 """SageMaker endpoint configs as data, planned and built under Pulumi mocks, and the recorded resource inputs
 turned into the boto3 requests SageMaker, IAM, KMS, S3, CloudWatch and Application Auto Scaling take."""
+
 from __future__ import annotations
 
 import copy
@@ -29,23 +30,41 @@ def jumpstart_endpoint(**overrides: Any) -> dict[str, Any]:
     """The public JumpStart snapshot model on ml.g6e.12xlarge, 1..4 instances. ALL_AT_ONCE: the spec's 1200 s
     timeouts leave room for one bake and the termination wait in the provider's 60 minutes, not for a canary."""
     instance_type = overrides.get("instanceType", "ml.g6e.12xlarge")
-    return {"name": "nemotron-js", "source": "jumpstart",
-            "jumpstart": {"modelId": PUBLIC_ID, "version": "1.0.0"}, "instanceType": instance_type,
-            "autoscaling": autoscaling(instance_type), "deployment": {"type": "ALL_AT_ONCE"}, **overrides}
+    return {
+        "name": "nemotron-js",
+        "source": "jumpstart",
+        "jumpstart": {"modelId": PUBLIC_ID, "version": "1.0.0"},
+        "instanceType": instance_type,
+        "autoscaling": autoscaling(instance_type),
+        "deployment": {"type": "ALL_AT_ONCE"},
+        **overrides,
+    }
 
 
 def huggingface_endpoint(**overrides: Any) -> dict[str, Any]:
     instance_type = overrides.get("instanceType", "ml.p5.48xlarge")
-    return {"name": "nemotron-hf", "source": "huggingface", "huggingface": {"repo": NVFP4},
-            "instanceType": instance_type, "autoscaling": autoscaling(instance_type, maxCapacity=2), **overrides}
+    return {
+        "name": "nemotron-hf",
+        "source": "huggingface",
+        "huggingface": {"repo": NVFP4},
+        "instanceType": instance_type,
+        "autoscaling": autoscaling(instance_type, maxCapacity=2),
+        **overrides,
+    }
 
 
 def stack(*endpoints: dict[str, Any], **sagemaker: Any) -> dict[str, Any]:
     """A raw stack config (as in `Pulumi.<stack>.yaml`) with these SageMaker endpoints. The committed JumpStart
     snapshot and the test specs are hand-made (no provenance), so unverified specs are allowed unless told."""
-    return {"modelCache": {"storageClassName": "efs-ap"},
-            "sagemaker": {"region": REGION, "allowUnverifiedSpecs": True, **sagemaker,
-                          "endpoints": [copy.deepcopy(e) for e in endpoints]}}
+    return {
+        "modelCache": {"storageClassName": "efs-ap"},
+        "sagemaker": {
+            "region": REGION,
+            "allowUnverifiedSpecs": True,
+            **sagemaker,
+            "endpoints": [copy.deepcopy(e) for e in endpoints],
+        },
+    }
 
 
 def plan(raw: dict[str, Any], default_region: str | None = None) -> list[PlannedEndpoint]:
@@ -81,8 +100,14 @@ def inputs(run: ProgramRun, name: str) -> dict[str, Any]:
 
 
 # Recorded (Terraform-style camelCase) keys whose AWS API name is not just the key capitalised.
-RENAMES = {"volumeSizeInGb": "VolumeSizeInGB", "kmsKeyArn": "KmsKeyId", "kmsMasterKeyId": "KMSMasterKeyID",
-           "sseAlgorithm": "SSEAlgorithm", "s3Uri": "S3Uri", "s3DataType": "S3DataType"}
+RENAMES = {
+    "volumeSizeInGb": "VolumeSizeInGB",
+    "kmsKeyArn": "KmsKeyId",
+    "kmsMasterKeyId": "KMSMasterKeyID",
+    "sseAlgorithm": "SSEAlgorithm",
+    "s3Uri": "S3Uri",
+    "s3DataType": "S3DataType",
+}
 # Lists in the provider schema that are a single structure in the API.
 SINGLE = {"s3DataSources": "S3DataSource", "routingConfigs": "RoutingConfig"}
 # Maps whose keys are data (environment variable names), not field names.

@@ -8,6 +8,7 @@ reads, tags shaped as each operation's input shape says. `validation_errors` run
 `ParamValidator` and then the constraints it leaves out (enums, maxima, patterns, lengths), so a value the
 API refuses (an instance type, an AMI version, a 28800 s timeout) fails here, independent of moto.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,16 +26,28 @@ from tools.mock_runtime import MOCK_REGION, ProgramRun
 # type token -> (service, operation, parameter that takes the resource's name, renames of recorded keys)
 OPERATIONS: dict[str, tuple[str, str, Optional[str], dict[str, str]]] = {
     "aws:iam/role:Role": ("iam", "CreateRole", "RoleName", {"assumeRolePolicy": "AssumeRolePolicyDocument"}),
-    "aws:iam/rolePolicy:RolePolicy": ("iam", "PutRolePolicy", "PolicyName",
-                                      {"role": "RoleName", "policy": "PolicyDocument"}),
+    "aws:iam/rolePolicy:RolePolicy": (
+        "iam",
+        "PutRolePolicy",
+        "PolicyName",
+        {"role": "RoleName", "policy": "PolicyDocument"},
+    ),
     "aws:kms/key:Key": ("kms", "CreateKey", None, {}),
     "aws:s3/bucket:Bucket": ("s3", "CreateBucket", "Bucket", {}),
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration":
-        ("s3", "PutBucketEncryption", None, {}),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+        "s3",
+        "PutBucketEncryption",
+        None,
+        {},
+    ),
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": ("s3", "PutPublicAccessBlock", None, {}),
     "aws:sagemaker/model:Model": ("sagemaker", "CreateModel", "ModelName", {}),
-    "aws:sagemaker/endpointConfiguration:EndpointConfiguration": ("sagemaker", "CreateEndpointConfig",
-                                                                  "EndpointConfigName", {}),
+    "aws:sagemaker/endpointConfiguration:EndpointConfiguration": (
+        "sagemaker",
+        "CreateEndpointConfig",
+        "EndpointConfigName",
+        {},
+    ),
     "aws:sagemaker/endpoint:Endpoint": ("sagemaker", "CreateEndpoint", "EndpointName", {}),
     "aws:cloudwatch/metricAlarm:MetricAlarm": ("cloudwatch", "PutMetricAlarm", "AlarmName", {}),
     "aws:appautoscaling/target:Target": ("application-autoscaling", "RegisterScalableTarget", None, {}),
@@ -114,7 +127,9 @@ def _constraint_errors(value: Any, shape: Shape, path: str) -> list[str]:
         for key, child in value.items():
             errors += _constraint_errors(child, shape.members[key], f"{path}.{key}")  # type: ignore[attr-defined]
     elif shape.type_name == "list" and isinstance(value, list):
-        errors += [f"{path}: {len(value)} items, at most {meta['max']}"] if "max" in meta and len(value) > meta["max"] else []
+        errors += (
+            [f"{path}: {len(value)} items, at most {meta['max']}"] if "max" in meta and len(value) > meta["max"] else []
+        )
         for index, item in enumerate(value):
             errors += _constraint_errors(item, shape.member, f"{path}[{index}]")  # type: ignore[attr-defined]
     elif shape.type_name == "map" and isinstance(value, dict):
@@ -129,8 +144,12 @@ def _constraint_errors(value: Any, shape: Shape, path: str) -> list[str]:
         pattern = meta.get("pattern")
         if pattern and _compiles(pattern) and not re.fullmatch(pattern, value, re.DOTALL):
             errors.append(f"{path}: {value!r} does not match {pattern}")
-    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)) \
-            and "max" in meta and value > meta["max"]:
+    elif (
+        shape.type_name in ("integer", "long", "float", "double")
+        and isinstance(value, (int, float))
+        and "max" in meta
+        and value > meta["max"]
+    ):
         errors.append(f"{path}: {value} is above the API's maximum {meta['max']}")
     return errors
 

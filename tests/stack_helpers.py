@@ -1,4 +1,5 @@
 """Helpers to run the stack program under mocks with a config given as Python data."""
+
 from __future__ import annotations
 
 import functools
@@ -27,8 +28,11 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-TEST_SECRETS = {"hfToken": "hf_test_token_value", "ngcApiKey": "nvapi-test-key-value",
-                "gatewayMasterKey": "sk-gateway-test-master-key-value"}
+TEST_SECRETS = {
+    "hfToken": "hf_test_token_value",
+    "ngcApiKey": "nvapi-test-key-value",
+    "gatewayMasterKey": "sk-gateway-test-master-key-value",
+}
 
 
 def run_config(raw: dict[str, Any], stack: str = "test", secrets: dict[str, str] | None = None) -> ProgramRun:
@@ -40,7 +44,9 @@ def run_config(raw: dict[str, Any], stack: str = "test", secrets: dict[str, str]
     return run_program(config, [f"{PROJECT}:{key}" for key in secrets], stack=stack)
 
 
-def assert_rejected_before_any_resource(raw: dict[str, Any], expected: str, secrets: dict[str, str] | None = None) -> None:
+def assert_rejected_before_any_resource(
+    raw: dict[str, Any], expected: str, secrets: dict[str, str] | None = None
+) -> None:
     """The program stops with one line containing `expected`, and registered nothing."""
     from serving_stack.config import ConfigError
 
@@ -68,4 +74,3 @@ def rendered_stack(stack: str) -> ProgramRun:
     stack requires but the file cannot hold as placeholders)."""
     inputs = stack_inputs(stack, placeholders=True)
     return run_program(inputs.config, inputs.secret_keys, stack=stack)
-

@@ -6,6 +6,7 @@ Job and env names plus a target that loads it (with a table row), a changed figu
 Which targets are renamed or removed is chosen from the catalog (never one a committed stack selects),
 so the builder holds for whatever revision is vendored.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,12 @@ NEW_GPU_LABEL = "NVIDIA-B300"
 BF16_REPO = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
 BF16_ENV = "BF16_MODEL"
 BF16_JOB = "model-download-bf16"
-BF16_ROW = {"concurrency": 12, "ttftP50Ms": 301.5, "outputTokensPerSecondPerGpu": 1102.25, "tokensPerSecondPerUser": 91.85}
+BF16_ROW = {
+    "concurrency": 12,
+    "ttftP50Ms": 301.5,
+    "outputTokensPerSecondPerGpu": 1102.25,
+    "tokensPerSecondPerUser": 91.85,
+}
 
 
 @dataclass(frozen=True)
@@ -47,8 +53,9 @@ def _unselected(catalog: Catalog) -> list[Recipe]:
     return [r for r in sorted(catalog.recipes.values(), key=lambda r: r.id) if r.id not in selected]
 
 
-def _copy_target(directory: Path, source: Recipe, new_id: str, replace: dict[str, str],
-                 patterns: tuple[tuple[str, str], ...] = ()) -> None:
+def _copy_target(
+    directory: Path, source: Recipe, new_id: str, replace: dict[str, str], patterns: tuple[tuple[str, str], ...] = ()
+) -> None:
     """`source`'s manifest under `new_id`, its names following the id (`vllm/x` -> `vllm-x`), edited."""
     text = (CATALOG_DIR / source.entry.manifest).read_text()
     for old, new in {source.name: new_id.replace("/", "-"), **replace}.items():
@@ -61,9 +68,23 @@ def _copy_target(directory: Path, source: Recipe, new_id: str, replace: dict[str
 
 
 def _table_row(target_id: str, figures: dict[str, float]) -> str:
-    cells = [f"`{target_id}/deploy.yaml`", "vLLM", "agg", "H200", "Single worker", "MTP", "7", "3.687",
-             str(figures["concurrency"]), "500", "499", "1", str(figures["ttftP50Ms"]),
-             str(figures["outputTokensPerSecondPerGpu"]), str(figures["tokensPerSecondPerUser"])]
+    cells = [
+        f"`{target_id}/deploy.yaml`",
+        "vLLM",
+        "agg",
+        "H200",
+        "Single worker",
+        "MTP",
+        "7",
+        "3.687",
+        str(figures["concurrency"]),
+        "500",
+        "499",
+        "1",
+        str(figures["ttftP50Ms"]),
+        str(figures["outputTokensPerSecondPerGpu"]),
+        str(figures["tokensPerSecondPerUser"]),
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -90,8 +111,12 @@ def _bf16_job(primary: Path) -> None:
     job["metadata"]["name"] = BF16_JOB
     job["spec"]["template"]["metadata"]["labels"]["app"] = BF16_JOB
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    upstream_names = [e["name"] for e in container["env"] if "/" in str(e.get("value", "")) and not e["value"].startswith("/")]
-    container["env"] = [{"name": BF16_ENV, "value": BF16_REPO}] + [e for e in container["env"] if e["name"] not in upstream_names]
+    upstream_names = [
+        e["name"] for e in container["env"] if "/" in str(e.get("value", "")) and not e["value"].startswith("/")
+    ]
+    container["env"] = [{"name": BF16_ENV, "value": BF16_REPO}] + [
+        e for e in container["env"] if e["name"] not in upstream_names
+    ]
     loop = re.compile(r"\(\s*" + r"\s*,\s*".join(f'"{n}"' for n in upstream_names) + r"\s*,?\s*\)")
     container["args"] = [loop.sub(f'("{BF16_ENV}",)', a) for a in container["args"]]
     (primary.parent / f"{BF16_JOB}.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
@@ -107,8 +132,14 @@ def build(root: Path, catalog: Catalog) -> SyntheticRevision:
     shutil.rmtree(directory / removed.id)
     _copy_target(directory, renamed_from, renamed[1], {}, ((r"(- --max-num-seqs\n\s*- )'(\d+)'", r"\g<1>'48'"),))
     shutil.rmtree(directory / renamed[0])
-    known_gpu = next(r for r in candidates if not r.disaggregated and r.backend == "vllm" and r.routing == "single"
-                     and "nodeSelector" not in r.components[0]["podTemplate"]["spec"])
+    known_gpu = next(
+        r
+        for r in candidates
+        if not r.disaggregated
+        and r.backend == "vllm"
+        and r.routing == "single"
+        and "nodeSelector" not in r.components[0]["podTemplate"]["spec"]
+    )
     old_label = known_gpu.gpu_products[0]
     gpu = next(name for name, g in load_gpus().items() if old_label in g.product_labels)
     new_gpu_target = known_gpu.id.replace(gpu, "b300")
@@ -116,7 +147,9 @@ def build(root: Path, catalog: Catalog) -> SyntheticRevision:
     base_model = catalog.model_cache.jobs[0].repos[0]
     mtp = next(r for r in candidates if not r.disaggregated and r.backend == "vllm" and r.speculative_decoding == "MTP")
     bf16_target = f"{mtp.id}-bf16"
-    _copy_target(directory, mtp, bf16_target, {base_model: BF16_REPO}, ((r"\n\s*- --quantization\n\s*- modelopt_fp4", ""),))
+    _copy_target(
+        directory, mtp, bf16_target, {base_model: BF16_REPO}, ((r"\n\s*- --quantization\n\s*- modelopt_fp4", ""),)
+    )
     _bf16_job(directory / Path(catalog.model_cache.jobs[0].path).relative_to("recipes"))
     changed = next(r.id for r in candidates if r.id not in (removed.id, renamed[0]) and r.entry.performance.published)
     _rewrite_table(directory, renamed, removed.id, changed, bf16_target)
@@ -124,14 +157,30 @@ def build(root: Path, catalog: Catalog) -> SyntheticRevision:
     size = catalog.model_cache.size
     claim_size = f"{int(size.removesuffix('Gi')) * 2}Gi"
     claim_path.write_text(claim_path.read_text().replace(f"storage: {size}", f"storage: {claim_size}"))
-    return SyntheticRevision(directory, _commit(root), renamed, removed.id, new_gpu_target, bf16_target, changed, claim_size)
+    return SyntheticRevision(
+        directory, _commit(root), renamed, removed.id, new_gpu_target, bf16_target, changed, claim_size
+    )
 
 
 def _commit(root: Path) -> str:
-    env = {"GIT_AUTHOR_DATE": f"{COMMIT_DATE}T12:00:00Z", "GIT_COMMITTER_DATE": f"{COMMIT_DATE}T12:00:00Z",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
-    for command in (["init", "-q"], ["add", "-A"],
-                    ["-c", "user.name=upstream", "-c", "user.email=upstream@example.com", "commit", "-qm", "recipes"]):
+    env = {
+        "GIT_AUTHOR_DATE": f"{COMMIT_DATE}T12:00:00Z",
+        "GIT_COMMITTER_DATE": f"{COMMIT_DATE}T12:00:00Z",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": "/usr/bin:/bin",
+    }
+    for command in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=upstream", "-c", "user.email=upstream@example.com", "commit", "-qm", "recipes"],
+    ):
         subprocess.run(["git", "-C", str(root), *command], check=True, env=env, timeout=60)
-    return subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], check=True, env=env, timeout=60,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+        check=True,
+        env=env,
+        timeout=60,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()

@@ -1,5 +1,6 @@
 """The pieces of `make absorb` on small inputs: the performance-table parser, rename detection, the stacks a
 revision breaks, and provenance from a git checkout or a plain copy."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,27 +15,46 @@ from tools.absorb.perf_table import TableError, published_criteria, published_fi
 from tools.absorb.provenance import Provenance, ProvenanceError, resolve
 from tools.absorb.stacks import Selection, broken_selections, selections
 
-HEADER = ("| Recipe | FW | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
-          "|--------|----|-------------|---------------|------------------|------------|\n")
+HEADER = (
+    "| Recipe | FW | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
+    "|--------|----|-------------|---------------|------------------|------------|\n"
+)
 
 
 def test_rows_are_read_by_column_name_with_unpublished_cells_unknown():
-    text = ("intro\n\n" + HEADER + "| `vllm/agg-x/deploy.yaml` | vLLM | 20 | 212.57 | 2,004.06 | 100.20 |\n"
-            "| [vllm/agg-y](vllm/agg-y/deploy.yaml) | vLLM | - | n/a |  | 42 |\n\nafter the table | not a row |\n")
+    text = (
+        "intro\n\n" + HEADER + "| `vllm/agg-x/deploy.yaml` | vLLM | 20 | 212.57 | 2,004.06 | 100.20 |\n"
+        "| [vllm/agg-y](vllm/agg-y/deploy.yaml) | vLLM | - | n/a |  | 42 |\n\nafter the table | not a row |\n"
+    )
     x, y = rows_in(text, "perf/README.md")
-    assert (x.target_id, x.figures, x.source) == ("vllm/agg-x", {"concurrency": 20.0, "ttftP50Ms": 212.57,
-                                                  "outputTokensPerSecondPerGpu": 2004.06, "tokensPerSecondPerUser": 100.2},
-                                                  "perf/README.md:5")
+    assert (x.target_id, x.figures, x.source) == (
+        "vllm/agg-x",
+        {
+            "concurrency": 20.0,
+            "ttftP50Ms": 212.57,
+            "outputTokensPerSecondPerGpu": 2004.06,
+            "tokensPerSecondPerUser": 100.2,
+        },
+        "perf/README.md:5",
+    )
     assert y.target_id == "vllm/agg-y"
-    assert y.figures == {"concurrency": None, "ttftP50Ms": None,
-                                                         "outputTokensPerSecondPerGpu": None, "tokensPerSecondPerUser": 42.0}
+    assert y.figures == {
+        "concurrency": None,
+        "ttftP50Ms": None,
+        "outputTokensPerSecondPerGpu": None,
+        "tokensPerSecondPerUser": 42.0,
+    }
 
 
 def test_ttft_in_seconds_is_converted_and_a_missing_column_is_unknown():
     text = "| Recipe | TTFT p50 (s) |\n|---|---|\n| `trtllm/agg-z/deploy.yaml` | 1.5 |\n"
     (row,) = rows_in(text, "README.md")
-    assert row.figures == {"concurrency": None, "ttftP50Ms": 1500.0, "outputTokensPerSecondPerGpu": None,
-                           "tokensPerSecondPerUser": None}
+    assert row.figures == {
+        "concurrency": None,
+        "ttftP50Ms": 1500.0,
+        "outputTokensPerSecondPerGpu": None,
+        "tokensPerSecondPerUser": None,
+    }
 
 
 def test_a_cell_that_is_no_figure_names_file_line_and_column():
@@ -70,9 +90,16 @@ def manifests_of(target_id: str, new_name: str | None = None) -> Manifests:
 
 def test_a_renamed_manifest_is_a_rename_and_a_sibling_for_another_gpu_is_not():
     catalog = load_catalog()
-    sibling_pairs = [(a, b) for a in catalog.recipes.values() for b in catalog.recipes.values()
-                     if a.id < b.id and a.gpu_products != b.gpu_products and a.speculative_decoding == b.speculative_decoding
-                     and a.component_names == b.component_names and a.backend == b.backend]
+    sibling_pairs = [
+        (a, b)
+        for a in catalog.recipes.values()
+        for b in catalog.recipes.values()
+        if a.id < b.id
+        and a.gpu_products != b.gpu_products
+        and a.speculative_decoding == b.speculative_decoding
+        and a.component_names == b.component_names
+        and a.backend == b.backend
+    ]
     a, b = sibling_pairs[0]
     renamed = manifests_of(a.id, new_name="renamed-dgd")
     changes = compare_targets({a.id: manifests_of(a.id)}, {"x/renamed": renamed})
@@ -88,8 +115,11 @@ def test_a_stack_selecting_a_removed_target_is_told_the_closest_replacement():
     previous = {t: manifests_of(t) for t in catalog.recipes}
     current = {t: previous[t] for t in others}
     changes = compare_targets(previous, current)
-    stack = [Selection("Pulumi.prod.yaml", 2, removed), Selection("Pulumi.prod.yaml", 3, others[0]),
-             Selection("Pulumi.dev.yaml", 0, "vllm/never-was")]
+    stack = [
+        Selection("Pulumi.prod.yaml", 2, removed),
+        Selection("Pulumi.prod.yaml", 3, others[0]),
+        Selection("Pulumi.dev.yaml", 0, "vllm/never-was"),
+    ]
     (gone, unknown) = broken_selections(stack, changes, previous, current)
     assert gone.startswith(f"Pulumi.prod.yaml targets[2]: {removed} was removed; closest replacement: ")
     assert unknown == "Pulumi.dev.yaml targets[0]: vllm/never-was is in neither revision"
@@ -107,10 +137,21 @@ RECORDED = Provenance("ai-dynamo/dynamo", "recipes/nemotron-3.5-lightning", "70d
 
 
 def git(directory, *args: str) -> str:
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin",
-           "GIT_AUTHOR_DATE": "2026-09-01T08:00:00Z", "GIT_COMMITTER_DATE": "2026-09-02T08:00:00Z"}
-    return subprocess.run(["git", "-C", str(directory), "-c", "user.name=u", "-c", "user.email=u@example.com", *args],
-                          check=True, env=env, capture_output=True, text=True, timeout=60).stdout.strip()
+    env = {
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": "/usr/bin:/bin",
+        "GIT_AUTHOR_DATE": "2026-09-01T08:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-09-02T08:00:00Z",
+    }
+    return subprocess.run(
+        ["git", "-C", str(directory), "-c", "user.name=u", "-c", "user.email=u@example.com", *args],
+        check=True,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
 
 
 def test_a_plain_copy_needs_the_date_unless_it_is_the_recorded_commit(tmp_path):
@@ -130,8 +171,9 @@ def test_a_git_checkout_must_be_clean_and_at_the_commit(tmp_path):
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "one")
     first = git(tmp_path, "rev-parse", "--short=10", "HEAD")
-    assert resolve(recipes, first, None, RECORDED) == Provenance(RECORDED.repository, "recipes/nemotron-3.5-lightning",
-                                                                  first, "2026-09-02")
+    assert resolve(recipes, first, None, RECORDED) == Provenance(
+        RECORDED.repository, "recipes/nemotron-3.5-lightning", first, "2026-09-02"
+    )
     with pytest.raises(ProvenanceError, match="git says"):
         resolve(recipes, first, "2026-01-01", RECORDED)
     (recipes / "README.md").write_text("two\n")

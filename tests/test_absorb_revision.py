@@ -1,6 +1,7 @@
 """`make absorb` on a synthetic next upstream revision (tests/synthetic_upstream.py): the command alone vendors
 it into a copy of the catalog, reports every change, and the catalog-driven tests pass against the result
 (`NEMOTRON_CATALOG_DIR` points them at the copy). On the vendored revision itself it reports no change."""
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,13 @@ def child_env(catalog_dir) -> dict[str, str]:
 
 
 def make_absorb(catalog_dir, upstream, commit, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", "-s", "-C", str(PROJECT_DIR), "absorb", f"UPSTREAM={upstream}", f"COMMIT={commit}", *extra],
-                          env=child_env(catalog_dir), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["make", "-s", "-C", str(PROJECT_DIR), "absorb", f"UPSTREAM={upstream}", f"COMMIT={commit}", *extra],
+        env=child_env(catalog_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +68,21 @@ def test_the_report_names_every_change(absorbed):
     assert f"  added    {revision.bf16_target}\n" in report
     assert f"  removed  {revision.removed}\n" in report
     assert f"  renamed  {old} -> {new}  (similarity " in report
-    assert re.search(rf"^ +(changed  )?{re.escape(new)}: DynamoGraphDeployment spec\.components\[\w+\]\..*\.args: '\d+' -> '48'$", report, re.M)
+    assert re.search(
+        rf"^ +(changed  )?{re.escape(new)}: DynamoGraphDeployment spec\.components\[\w+\]\..*\.args: '\d+' -> '48'$",
+        report,
+        re.M,
+    )
     assert f"  changed  {revision.changed}: performance.ttftP50Ms: " in report
-    assert f"GPU {synthetic_upstream.NEW_GPU_LABEL} is not in catalog/gpus.yaml (targets {revision.new_gpu_target})" in report
+    assert (
+        f"GPU {synthetic_upstream.NEW_GPU_LABEL} is not in catalog/gpus.yaml (targets {revision.new_gpu_target})"
+        in report
+    )
     assert f"  claim size: {load_catalog().model_cache.size} -> {revision.claim_size}" in report
-    assert (f"  download Job added: {synthetic_upstream.BF16_JOB} (recipes/model-cache/{synthetic_upstream.BF16_JOB}.yaml): "
-            f"{synthetic_upstream.BF16_ENV}={synthetic_upstream.BF16_REPO}") in report
+    assert (
+        f"  download Job added: {synthetic_upstream.BF16_JOB} (recipes/model-cache/{synthetic_upstream.BF16_JOB}.yaml): "
+        f"{synthetic_upstream.BF16_ENV}={synthetic_upstream.BF16_REPO}"
+    ) in report
     assert "Stacks selecting a removed or renamed target: none" in report
     targets = yaml.safe_load((catalog_dir / "targets.yaml").read_text())["targets"]
     assert "DOES NOT CONFORM" not in report
@@ -78,16 +93,23 @@ def test_the_report_names_every_change(absorbed):
 def test_the_absorbed_catalog_holds_the_revision(absorbed):
     catalog_dir, revision, _ = absorbed
     data = yaml.safe_load((catalog_dir / "targets.yaml").read_text())
-    assert data["upstream"] == {"repository": "ai-dynamo/dynamo", "path": synthetic_upstream.UPSTREAM_PATH,
-                                "commit": revision.commit, "date": synthetic_upstream.COMMIT_DATE}
+    assert data["upstream"] == {
+        "repository": "ai-dynamo/dynamo",
+        "path": synthetic_upstream.UPSTREAM_PATH,
+        "commit": revision.commit,
+        "date": synthetic_upstream.COMMIT_DATE,
+    }
     entries = {t["id"]: t for t in data["targets"]}
     assert entries[revision.new_gpu_target]["performance"] == dict.fromkeys(
-        ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser"), "unknown")
+        ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser"), "unknown"
+    )
     assert entries[revision.bf16_target]["performance"] == synthetic_upstream.BF16_ROW
     assert revision.removed not in entries
     assert revision.renamed[0] not in entries
     assert data["modelCache"]["downloadJobs"][-1] == f"recipes/model-cache/{synthetic_upstream.BF16_JOB}.yaml"
-    vendored = sorted(p.relative_to(catalog_dir / "recipes") for p in (catalog_dir / "recipes").rglob("*") if p.is_file())
+    vendored = sorted(
+        p.relative_to(catalog_dir / "recipes") for p in (catalog_dir / "recipes").rglob("*") if p.is_file()
+    )
     upstream = sorted(p.relative_to(revision.directory) for p in revision.directory.rglob("*") if p.is_file())
     assert vendored == upstream
     assert all((catalog_dir / "recipes" / f).read_bytes() == (revision.directory / f).read_bytes() for f in upstream)
@@ -105,9 +127,27 @@ def test_the_catalog_driven_tests_pass_against_the_absorbed_revision(absorbed):
     modules = sorted(str(p.relative_to(PROJECT_DIR)) for p in TESTS_DIR.glob("test_*.py") if MARKER in p.read_text())
     assert len(modules) >= 10, modules
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-         "-m", "catalog_driven", *modules],
-        cwd=PROJECT_DIR, env=child_env(catalog_dir), capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "loadfile",
+            "-m",
+            "catalog_driven",
+            *modules,
+        ],
+        cwd=PROJECT_DIR,
+        env=child_env(catalog_dir),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     tail = "\n".join(result.stdout.splitlines()[-40:])
     assert result.returncode == 0, tail + result.stderr[-2000:]
@@ -121,8 +161,14 @@ def test_the_catalog_driven_tests_pass_against_the_absorbed_revision(absorbed):
 def absorb_cli(catalog_dir, upstream, *arguments: str) -> subprocess.CompletedProcess[str]:
     """The tool itself (make turns every failing status into 2): 0 absorbed, 1 some target does not conform,
     2 not absorbed."""
-    return subprocess.run([sys.executable, "-m", "tools.absorb", "--upstream", str(upstream), *arguments],
-                          cwd=PROJECT_DIR, env=child_env(catalog_dir), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.absorb", "--upstream", str(upstream), *arguments],
+        cwd=PROJECT_DIR,
+        env=child_env(catalog_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.fixture
@@ -158,6 +204,9 @@ def test_a_target_loading_a_checkpoint_no_job_fetches_is_absorbed_but_does_not_c
     manifest.write_text(manifest.read_text().replace(source.checkpoints[0], "nvidia/Nemotron-Unfetched"))
     result = absorb_cli(catalog_dir, upstream, "--commit", "abcdef1", "--date", "2026-10-01")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert f"  {source.id:<40} DOES NOT CONFORM\n      {source.id}: does not plan: modelCache.checkpoints: target " in result.stdout
+    assert (
+        f"  {source.id:<40} DOES NOT CONFORM\n      {source.id}: does not plan: modelCache.checkpoints: target "
+        in result.stdout
+    )
     assert "'nvidia/Nemotron-Unfetched', which the model cache does not download" in result.stdout
     assert yaml.safe_load((catalog_dir / "targets.yaml").read_text())["upstream"]["commit"] == "abcdef1"

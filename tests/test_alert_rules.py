@@ -1,6 +1,7 @@
 """The generated alert rules pass the real `promtool check rules`, and `promtool test rules` shows every alert
 firing just past its threshold and silent just short of it, for an aggregated and a disaggregated EFA target
 of the catalog; thresholds come from catalog/targets.yaml criteria and catalog/monitoring.yaml SLOs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,13 +29,19 @@ def two_targets() -> list[WatchedTarget]:
     return [aggregated, next(t for t in targets if t.kv_over_libfabric)]
 
 
-def promtool_cases(targets: list[WatchedTarget], rules_limits: AlertThresholds, series_limits: AlertThresholds) -> tuple[list, list]:
+def promtool_cases(
+    targets: list[WatchedTarget], rules_limits: AlertThresholds, series_limits: AlertThresholds
+) -> tuple[list, list]:
     groups = groups_for(targets, rules_limits)
     cases = []
-    every = {t.target_id: Scenarios(NAMESPACE, t, series_limits, load_monitoring(), load_metrics(), canary_alerting())
-             for t in targets}
+    every = {
+        t.target_id: Scenarios(NAMESPACE, t, series_limits, load_monitoring(), load_metrics(), canary_alerting())
+        for t in targets
+    }
     for target_id, scenarios in every.items():
-        others = [series for other_id, other in every.items() if other_id != target_id for series in other.healthy_canary()]
+        others = [
+            series for other_id, other in every.items() if other_id != target_id for series in other.healthy_canary()
+        ]
         rules = [r for g in groups for r in g["rules"] if r["labels"].get("target", target_id) == target_id]
         cases += [scenarios.test_case(rule, firing, others) for rule in rules for firing in (True, False)]
     return groups, cases
@@ -56,7 +63,9 @@ def test_every_alert_fires_just_past_its_threshold_and_not_just_short_of_it(tmp_
     assert "SUCCESS" in result.stdout
 
 
-@pytest.mark.parametrize("slo_field, factor", [("maxKvCacheUsage", 0.9), ("ttftP99Seconds", 1.2), ("maxErrorRatio", 0.8)])
+@pytest.mark.parametrize(
+    ("slo_field", "factor"), [("maxKvCacheUsage", 0.9), ("ttftP99Seconds", 1.2), ("maxErrorRatio", 0.8)]
+)
 def test_promtool_tests_fail_when_a_rule_uses_another_threshold(tmp_path: Path, slo_field: str, factor: float):
     """The scenarios are not vacuous: rules built with a threshold 10-20 % off fail them."""
     good = thresholds()

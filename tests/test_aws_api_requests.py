@@ -4,6 +4,7 @@ service model's enums accept, and that follow what AWS documents but no validato
 Capacity Block instance type on the template and none on the node group, the reservation targeted, no
 subnet on an interface, EFA-only interfaces = catalog count = node label = what workers request, IMDSv2
 with hop limit 1, the fabric security group open both ways to itself."""
+
 from __future__ import annotations
 
 import functools
@@ -21,27 +22,44 @@ from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE
 CATALOG = load_aws_catalog()
 CASES = [(name, capacity) for name, i in sorted(CATALOG.instance_types.items()) for capacity in i.capacityTypes]
 LAUNCH_TEMPLATE, NODE_GROUP = "aws:ec2/launchTemplate:LaunchTemplate", "aws:eks/nodeGroup:NodeGroup"
-INGRESS, EGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+INGRESS, EGRESS = (
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+)
 
 
 def disaggregated_target(gpu: str) -> str:
     """A disaggregated catalog target of this GPU (its workers request the pool's fabric)."""
-    return next(r.id for r in load_catalog().recipes.values()
-                if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == gpu)
+    return next(
+        r.id
+        for r in load_catalog().recipes.values()
+        if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == gpu
+    )
 
 
 @functools.cache
 def planned(instance_type: str, capacity: str):
     target = disaggregated_target(CATALOG.instance_types[instance_type].gpu)
-    plan = plan_of(eks_config([node_pool("pool", instance_type, maxSize=8, **capacity_fields(instance_type, capacity))],
-                              [{"id": target}]))
+    plan = plan_of(
+        eks_config(
+            [node_pool("pool", instance_type, maxSize=8, **capacity_fields(instance_type, capacity))], [{"id": target}]
+        )
+    )
     (spec,) = plan.managed_pools
     (placed,) = plan.serving.targets
 
     def build():
-        GpuNodePool("pool", GpuNodePoolArgs(pool=spec, cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0",
-                                            subnet_id="subnet-0123456789abcdef0", cluster_security_group_ids=["sg-0123456789abcdef0"],
-                                            node_managed_policies=CATALOG.platform.nodeManagedPolicies))
+        GpuNodePool(
+            "pool",
+            GpuNodePoolArgs(
+                pool=spec,
+                cluster_name="nemotron",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id="subnet-0123456789abcdef0",
+                cluster_security_group_ids=["sg-0123456789abcdef0"],
+                node_managed_policies=CATALOG.platform.nodeManagedPolicies,
+            ),
+        )
 
     run = run_components(build)
     (template,) = inputs(run, LAUNCH_TEMPLATE)
@@ -91,8 +109,11 @@ def test_efa_interfaces_label_and_worker_requests_agree(instance_type, capacity)
 @pytest.mark.parametrize(("instance_type", "capacity"), CASES)
 def test_imdsv2_hop_limit_one_and_the_fabric_group_open_both_ways(instance_type, capacity):
     template, _, _, run = planned(instance_type, capacity)
-    assert template["LaunchTemplateData"]["MetadataOptions"] == {"HttpEndpoint": "enabled", "HttpTokens": "required",
-                                                                 "HttpPutResponseHopLimit": 1}
+    assert template["LaunchTemplateData"]["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 1,
+    }
     (group,) = run.of_type("aws:ec2/securityGroup:SecurityGroup")
     group_id = f"{group.name}-id"
     for rule_type in (INGRESS, EGRESS):
@@ -106,7 +127,10 @@ def test_the_checks_can_fail():
     template, group, _, _ = planned(*CASES[0])
     assert problems("eks", "CreateNodegroup", {k: v for k, v in group.items() if k != "nodeRole"})
     assert problems("eks", "CreateNodegroup", {**group, "capacityType": "CAPACITY_BLOCKS"})
-    bad_market = {**template, "LaunchTemplateData": {**template["LaunchTemplateData"], "InstanceMarketOptions": {"MarketType": "block"}}}
+    bad_market = {
+        **template,
+        "LaunchTemplateData": {**template["LaunchTemplateData"], "InstanceMarketOptions": {"MarketType": "block"}},
+    }
     assert problems("ec2", "CreateLaunchTemplate", bad_market)
     with pytest.raises(KeyError, match=r"\['SubnetIdd'\] are not members"):
         launch_template_request("t", {"networkInterfaces": [{"subnetIdd": "subnet-1"}]})

@@ -2,6 +2,7 @@
 ODCR that AWS sells it as (built from the catalog data, GB200 in its Local Zone), each GPU serving a
 disaggregated target, renders with exit 0 through `tools.render` (policies and the rollout model green);
 every security group the stack creates states its egress, and every node group request passes botocore."""
+
 from __future__ import annotations
 
 import functools
@@ -25,18 +26,25 @@ SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 
 
 def pools() -> list[dict]:
-    return [node_pool(f"{i.gpu}-{index}-{capacity}", name, minSize=0, desiredSize=1, maxSize=4,
-                      **capacity_fields(name, capacity))
-            for index, (name, i) in enumerate(sorted(CATALOG.instance_types.items()))
-            for capacity in VARIANTS if capacity in i.capacityTypes]
+    return [
+        node_pool(
+            f"{i.gpu}-{index}-{capacity}", name, minSize=0, desiredSize=1, maxSize=4, **capacity_fields(name, capacity)
+        )
+        for index, (name, i) in enumerate(sorted(CATALOG.instance_types.items()))
+        for capacity in VARIANTS
+        if capacity in i.capacityTypes
+    ]
 
 
 def targets(node_pools: list[dict]) -> list[dict]:
     """A disaggregated target per GPU, on the first pool of that GPU (its workers request its fabric)."""
     chosen = []
     for gpu in dict.fromkeys(CATALOG.instance_types[p["instanceType"]].gpu for p in node_pools):
-        recipe = next(r for r in load_catalog().recipes.values()
-                      if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == gpu)
+        recipe = next(
+            r
+            for r in load_catalog().recipes.values()
+            if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == gpu
+        )
         pool = next(p for p in node_pools if CATALOG.instance_types[p["instanceType"]].gpu == gpu)
         chosen.append({"id": recipe.id, "nodePool": pool["name"]})
     return chosen
@@ -45,16 +53,20 @@ def targets(node_pools: list[dict]) -> list[dict]:
 def stack_file() -> dict:
     node_pools = pools()
     create = {**CLUSTER["create"], "name": "gpu-catalog"}
-    return {"config": {
-        "aws:region": REGION,
-        "nemotron-lightning:kubernetes": {"namespace": "nemotron", "cluster": {"source": "eks"}},
-        "nemotron-lightning:modelCache": {"storageClassName": "fsx-lustre", "size": "1200Gi"},
-        "nemotron-lightning:targets": targets(node_pools),
-        "nemotron-lightning:aws": {
-            "region": REGION, "cluster": {"create": create}, "nodePools": node_pools,
-            "modelCacheStorage": {"backend": "fsx", "fsx": {"availabilityZone": create["availabilityZones"][0]}},
-        },
-    }}
+    return {
+        "config": {
+            "aws:region": REGION,
+            "nemotron-lightning:kubernetes": {"namespace": "nemotron", "cluster": {"source": "eks"}},
+            "nemotron-lightning:modelCache": {"storageClassName": "fsx-lustre", "size": "1200Gi"},
+            "nemotron-lightning:targets": targets(node_pools),
+            "nemotron-lightning:aws": {
+                "region": REGION,
+                "cluster": {"create": create},
+                "nodePools": node_pools,
+                "modelCacheStorage": {"backend": "fsx", "fsx": {"availabilityZone": create["availabilityZones"][0]}},
+            },
+        }
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,9 +110,14 @@ def test_every_security_group_states_ingress_and_egress(resources):
     assert groups
     for group in groups:
         group_id = f"{group['name']}-id"
-        for rule_type in ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
-                          "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"):
-            assert any(r["inputs"]["securityGroupId"] == group_id for r in of_type(resources, rule_type)), (group["name"], rule_type)
+        for rule_type in (
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+        ):
+            assert any(r["inputs"]["securityGroupId"] == group_id for r in of_type(resources, rule_type)), (
+                group["name"],
+                rule_type,
+            )
 
 
 def test_every_node_group_and_launch_template_passes_botocore(resources):
@@ -108,6 +125,8 @@ def test_every_node_group_and_launch_template_passes_botocore(resources):
     groups = of_type(resources, "aws:eks/nodeGroup:NodeGroup")
     assert len(groups) == len(templates) == len(pools()) + 1  # and the system nodes
     for template in templates:
-        assert problems("ec2", "CreateLaunchTemplate", launch_template_request(template["name"], template["inputs"])) == []
+        assert (
+            problems("ec2", "CreateLaunchTemplate", launch_template_request(template["name"], template["inputs"])) == []
+        )
     for group in groups:
         assert problems("eks", "CreateNodegroup", node_group_request(group["inputs"])) == []

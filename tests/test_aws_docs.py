@@ -1,6 +1,7 @@
 """docs/aws.md has a row per catalog instance type that says what the data says: capacity options, EFA
 devices, AMI, the device plugins (and driver) its pools get, and its prerequisites. Rows are built here from
 the data, so a data change without a docs change fails (print them with `python tests/test_aws_docs.py`)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,9 +35,11 @@ def prerequisites(instance: InstanceType) -> str:
 
 
 def row(name: str, instance: InstanceType) -> str:
-    return (f"| `{name}` | {instance.gpus}x {instance.gpu} | {', '.join(instance.capacityTypes)} | "
-            f"{instance.efaInterfaces} ({instance.efa_per_gpu} per GPU) | `{instance.amiType}` | {plugins(instance)} | "
-            f"{prerequisites(instance)} |")
+    return (
+        f"| `{name}` | {instance.gpus}x {instance.gpu} | {', '.join(instance.capacityTypes)} | "
+        f"{instance.efaInterfaces} ({instance.efa_per_gpu} per GPU) | `{instance.amiType}` | {plugins(instance)} | "
+        f"{prerequisites(instance)} |"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG.instance_types))

@@ -1,6 +1,7 @@
 """The AWS facts are data: every instance type of the issue is there with the published numbers (written
 out here from AWS's documentation, not read from the data), each number has a source, the pins support
 every type, and bad data stops the program naming the file and the key."""
+
 from __future__ import annotations
 
 import shutil
@@ -51,7 +52,10 @@ def test_gb200_ultraservers_in_dallas_with_dra_efa_plugin_0_5_14_and_kubernetes_
 def test_gpu_product_labels_match_the_recipes():
     gpus = load_aws_catalog().gpus
     assert {name: gpu.productLabel for name, gpu in gpus.items()} == {
-        "h100": "NVIDIA-H100-80GB-HBM3", "h200": "NVIDIA-H200", "b200": "NVIDIA-B200", "gb200": "NVIDIA-GB200",
+        "h100": "NVIDIA-H100-80GB-HBM3",
+        "h200": "NVIDIA-H200",
+        "b200": "NVIDIA-B200",
+        "gb200": "NVIDIA-GB200",
     }
     assert "NVIDIA-H200-SXM" in gpus["h200"].product_labels
     assert load_aws_catalog().gpu_of_product("NVIDIA-H200-SXM") == "h200"
@@ -90,8 +94,12 @@ def _broken_catalog(tmp_path, file_name: str, edit) -> ConfigError:
 
 
 def test_a_number_without_a_source_is_rejected(tmp_path):
-    error = _broken_catalog(tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p5.48xlarge"]["sources"].pop("networkCards"))
-    assert str(error).startswith("catalog/instance_types.yaml: instanceTypes.p5.48xlarge: sources: no source for networkCards")
+    error = _broken_catalog(
+        tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p5.48xlarge"]["sources"].pop("networkCards")
+    )
+    assert str(error).startswith(
+        "catalog/instance_types.yaml: instanceTypes.p5.48xlarge: sources: no source for networkCards"
+    )
 
 
 def test_an_efa_only_primary_interface_is_rejected(tmp_path):
@@ -104,9 +112,12 @@ def test_an_efa_only_primary_interface_is_rejected(tmp_path):
 
 def test_efa_only_interfaces_must_equal_the_efa_count(tmp_path):
     """The GB200 layout of all eight odd cards exposes 8 devices: count, label and requests would disagree."""
+
     def all_odd_cards(data):
         interfaces = data["instanceTypes"]["p6e-gb200.36xlarge"]["efaLayout"]["interfaces"]
-        interfaces[1:] = [{"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"} for card in range(1, 16, 2)]
+        interfaces[1:] = [
+            {"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"} for card in range(1, 16, 2)
+        ]
 
     error = _broken_catalog(tmp_path, "instance_types.yaml", all_odd_cards)
     assert "instanceTypes.p6e-gb200.36xlarge: efaLayout: 8 efa-only interfaces, but efaInterfaces is 4" in str(error)
@@ -117,25 +128,44 @@ def test_an_efa_plugin_older_than_a_type_needs_is_rejected(tmp_path):
         data["devicePlugins"]["efa"].update(version="v0.5.7", appVersion="v0.5.7")
 
     error = _broken_catalog(tmp_path, "aws_platform.yaml", downgrade)
-    assert str(error) == ("catalog/instance_types.yaml: instanceTypes.p6e-gb200.36xlarge.minEfaDevicePlugin: needs the EFA "
-                          "device plugin 0.5.14+, pinned chart v0.5.7 (plugin v0.5.7)")
+    assert str(error) == (
+        "catalog/instance_types.yaml: instanceTypes.p6e-gb200.36xlarge.minEfaDevicePlugin: needs the EFA "
+        "device plugin 0.5.14+, pinned chart v0.5.7 (plugin v0.5.7)"
+    )
 
 
 def test_an_efa_type_the_plugin_chart_does_not_list_is_rejected(tmp_path):
-    error = _broken_catalog(tmp_path, "aws_platform.yaml", lambda d: d["devicePlugins"]["efa"]["supportedInstanceTypes"].remove("p6-b200.48xlarge"))
-    assert str(error).startswith("catalog/instance_types.yaml: instanceTypes.p6-b200.48xlarge: the pinned EFA device plugin chart")
+    error = _broken_catalog(
+        tmp_path,
+        "aws_platform.yaml",
+        lambda d: d["devicePlugins"]["efa"]["supportedInstanceTypes"].remove("p6-b200.48xlarge"),
+    )
+    assert str(error).startswith(
+        "catalog/instance_types.yaml: instanceTypes.p6-b200.48xlarge: the pinned EFA device plugin chart"
+    )
 
 
 def test_an_unknown_local_zone_group_is_rejected(tmp_path):
-    error = _broken_catalog(tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p6e-gb200.36xlarge"].update(localZoneGroups=["us-east-1-dfw-9"]))
+    error = _broken_catalog(
+        tmp_path,
+        "instance_types.yaml",
+        lambda d: d["instanceTypes"]["p6e-gb200.36xlarge"].update(localZoneGroups=["us-east-1-dfw-9"]),
+    )
     assert "instanceTypes.p6e-gb200.36xlarge.localZoneGroups: 'us-east-1-dfw-9' is not a Local Zone group" in str(error)
 
 
 def test_an_unknown_gpu_is_rejected(tmp_path):
-    error = _broken_catalog(tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p5.4xlarge"].update(gpu="h300"))
-    assert str(error) == "catalog/instance_types.yaml: instanceTypes.p5.4xlarge.gpu: unknown GPU 'h300'; allowed: h100, h200, b200, gb200"
+    error = _broken_catalog(
+        tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p5.4xlarge"].update(gpu="h300")
+    )
+    assert (
+        str(error)
+        == "catalog/instance_types.yaml: instanceTypes.p5.4xlarge.gpu: unknown GPU 'h300'; allowed: h100, h200, b200, gb200"
+    )
 
 
 def test_an_unknown_fabric_count_rule_is_rejected(tmp_path):
     error = _broken_catalog(tmp_path, "fabrics.yaml", lambda d: d["fabrics"]["efa"].update(count="two"))
-    assert str(error).startswith("catalog/fabrics.yaml: fabrics.efa.count: Input should be 'efa-per-gpu' or 'one-per-worker'")
+    assert str(error).startswith(
+        "catalog/fabrics.yaml: fabrics.efa.count: Input should be 'efa-per-gpu' or 'one-per-worker'"
+    )

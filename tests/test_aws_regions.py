@@ -2,6 +2,7 @@
 partition), its names are well formed, and config naming a Region or zone AWS does not have, a Local Zone
 for the control plane, or the wrong kind of zone for an instance type fails with the key and the names
 allowed, in about 200 characters."""
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,10 @@ def test_the_regions_are_botocores_commercial_partition():
 def test_zone_names_belong_to_their_region():
     for code, region in REGIONS.regions.items():
         assert all(re.fullmatch(rf"{code}[a-z]", zone) for zone in region.availabilityZones)
-        assert all(zone.startswith(f"{local.group}") and local.group.startswith(f"{code}-")
-                   for zone, local in region.localZones.items())
+        assert all(
+            zone.startswith(f"{local.group}") and local.group.startswith(f"{code}-")
+            for zone, local in region.localZones.items()
+        )
 
 
 def test_a_local_zone_of_another_region_is_rejected_in_the_data(tmp_path):
@@ -82,10 +85,16 @@ def test_cluster_azs_are_availability_zones_of_the_region(zone):
 @pytest.mark.parametrize("instance_type", LOCAL_ONLY)
 def test_a_local_zone_only_type_in_an_availability_zone_is_rejected_with_its_zones_and_the_opt_in(instance_type):
     instance = INSTANCES[instance_type]
-    message = rejected(eks_config([node_pool("pool", instance_type, availabilityZone="us-east-1a",
-                                             **capacity_fields(instance_type))], []))
+    message = rejected(
+        eks_config(
+            [node_pool("pool", instance_type, availabilityZone="us-east-1a", **capacity_fields(instance_type))], []
+        )
+    )
     groups = ", ".join(instance.localZoneGroups)
-    assert f"aws.nodePools[0].availabilityZone: this instance type launches only in Local Zones of {groups} (opt in" in message
+    assert (
+        f"aws.nodePools[0].availabilityZone: this instance type launches only in Local Zones of {groups} (opt in"
+        in message
+    )
     assert message.endswith(f"allowed: {', '.join(REGIONS.local_zones(REGION, instance.localZoneGroups))}")
 
 
@@ -93,19 +102,30 @@ def test_a_local_zone_only_type_in_an_availability_zone_is_rejected_with_its_zon
 def test_an_availability_zone_type_in_a_local_zone_is_rejected(instance_type):
     zone = REGIONS.local_zones(REGION)[0]
     message = rejected(eks_config([node_pool("pool", instance_type, availabilityZone=zone)], []))
-    assert message.startswith(f"aws.nodePools[0].availabilityZone: {zone} is a Local Zone; this instance type launches in "
-                              "Availability Zones")
+    assert message.startswith(
+        f"aws.nodePools[0].availabilityZone: {zone} is a Local Zone; this instance type launches in Availability Zones"
+    )
 
 
 @pytest.mark.parametrize("instance_type", sorted(INSTANCES))
 def test_each_type_plans_in_the_zone_the_data_gives_it(instance_type):
     (pool,) = plan_of(eks_config([node_pool("pool", instance_type, **capacity_fields(instance_type))], [])).pools
-    assert (pool.availability_zone, pool.local_zone) == (pool_zone(instance_type), INSTANCES[instance_type].local_zones_only)
+    assert (pool.availability_zone, pool.local_zone) == (
+        pool_zone(instance_type),
+        INSTANCES[instance_type].local_zones_only,
+    )
 
 
 @pytest.mark.parametrize("instance_type", LOCAL_ONLY)
 def test_the_created_vpc_holds_at_most_its_local_zone_subnets(instance_type):
-    pools = [node_pool(f"ultra-{i}", instance_type, **capacity_fields(instance_type)) for i in range(MAX_LOCAL_ZONE_SUBNETS + 1)]
-    assert plan_of(eks_config(pools[:-1], [])).cluster.local_zone_subnets[-1].pool == f"ultra-{MAX_LOCAL_ZONE_SUBNETS - 1}"
-    assert rejected(eks_config(pools, [])) == (f"aws.nodePools[{MAX_LOCAL_ZONE_SUBNETS}].availabilityZone: the created VPC has room "
-                                               f"for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets; allowed: fewer Local Zone pools, or subnetId")
+    pools = [
+        node_pool(f"ultra-{i}", instance_type, **capacity_fields(instance_type))
+        for i in range(MAX_LOCAL_ZONE_SUBNETS + 1)
+    ]
+    assert (
+        plan_of(eks_config(pools[:-1], [])).cluster.local_zone_subnets[-1].pool == f"ultra-{MAX_LOCAL_ZONE_SUBNETS - 1}"
+    )
+    assert rejected(eks_config(pools, [])) == (
+        f"aws.nodePools[{MAX_LOCAL_ZONE_SUBNETS}].availabilityZone: the created VPC has room "
+        f"for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets; allowed: fewer Local Zone pools, or subnetId"
+    )

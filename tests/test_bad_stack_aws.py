@@ -1,6 +1,7 @@
 """Bad AWS settings in the committed prod stack: malformed CIDRs, zones of another Region, Regions that do
 not exist, `aws:region` against `aws.region`, reserved and oversized tags, wrong enums and unknown keys at
 several depths. Zones and Regions come from catalog/aws_regions.yaml, not from literals."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,16 +25,24 @@ CASES: dict[str, tuple[dict, str]] = {
     "VPC CIDR without a prefix": ({"aws.cluster.create.vpcCidr": "10.40.0.0"}, "aws.cluster.create.vpcCidr"),
     "VPC CIDR too large a network": ({"aws.cluster.create.vpcCidr": "10.0.0.0/8"}, "aws.cluster.create.vpcCidr"),
     "endpoint CIDR with an octet over 255": (
-        {"aws.cluster.create.endpointPublicAccessCidrs": ["300.1.1.1/24"]}, "aws.cluster.create.endpointPublicAccessCidrs[0]"),
-    "endpoint CIDR IPv6": ({"aws.cluster.create.endpointPublicAccessCidrs": ["2001:db8::/32"]},
-                           "aws.cluster.create.endpointPublicAccessCidrs[0]"),
-    "endpoint open to the internet": ({"aws.cluster.create.endpointPublicAccessCidrs": ["203.0.113.0/24", "0.0.0.0/0"]},
-                                      "aws.cluster.create.endpointPublicAccessCidrs[1]"),
+        {"aws.cluster.create.endpointPublicAccessCidrs": ["300.1.1.1/24"]},
+        "aws.cluster.create.endpointPublicAccessCidrs[0]",
+    ),
+    "endpoint CIDR IPv6": (
+        {"aws.cluster.create.endpointPublicAccessCidrs": ["2001:db8::/32"]},
+        "aws.cluster.create.endpointPublicAccessCidrs[0]",
+    ),
+    "endpoint open to the internet": (
+        {"aws.cluster.create.endpointPublicAccessCidrs": ["203.0.113.0/24", "0.0.0.0/0"]},
+        "aws.cluster.create.endpointPublicAccessCidrs[1]",
+    ),
     # Zones of another Region, Regions that do not exist, one Region for the stack.
     "cluster AZ of another Region": ({f"{AZS}[1]": OTHER_AZ}, f"{AZS}[1]"),
     "pool AZ of another Region": ({"aws.nodePools[0].availabilityZone": OTHER_AZ}, "aws.nodePools[0].availabilityZone"),
-    "FSx AZ of another Region": ({"aws.modelCacheStorage.fsx.availabilityZone": OTHER_AZ},
-                                 "aws.modelCacheStorage.fsx.availabilityZone"),
+    "FSx AZ of another Region": (
+        {"aws.modelCacheStorage.fsx.availabilityZone": OTHER_AZ},
+        "aws.modelCacheStorage.fsx.availabilityZone",
+    ),
     "a Region that does not exist": ({"aws.region": UNKNOWN_REGION, "aws:region": DELETE}, "aws.region"),
     "a Region that is not a Region name": ({"aws.region": "virginia"}, "aws.region"),
     "aws:region disagrees with aws.region": ({"aws:region": OTHER_REGION}, "aws.region"),
@@ -50,20 +59,31 @@ CASES: dict[str, tuple[dict, str]] = {
     # Wrong enums.
     "capacity type unknown": ({"aws.nodePools[0].capacityType": "reserved"}, "aws.nodePools[0].capacityType"),
     "storage backend unknown": ({"aws.modelCacheStorage.backend": "s3"}, "aws.modelCacheStorage.backend"),
-    "FSx throughput not offered": ({"aws.modelCacheStorage.fsx.perUnitStorageThroughput": 300},
-                                   "aws.modelCacheStorage.fsx.perUnitStorageThroughput"),
-    "log retention not offered": ({"aws.cluster.create.controlPlaneLogRetentionDays": 5},
-                                  "aws.cluster.create.controlPlaneLogRetentionDays"),
-    "access policy unknown": ({"aws.cluster.create.accessEntries[0].accessPolicy": "Root"},
-                              "aws.cluster.create.accessEntries[0].accessPolicy"),
+    "FSx throughput not offered": (
+        {"aws.modelCacheStorage.fsx.perUnitStorageThroughput": 300},
+        "aws.modelCacheStorage.fsx.perUnitStorageThroughput",
+    ),
+    "log retention not offered": (
+        {"aws.cluster.create.controlPlaneLogRetentionDays": 5},
+        "aws.cluster.create.controlPlaneLogRetentionDays",
+    ),
+    "access policy unknown": (
+        {"aws.cluster.create.accessEntries[0].accessPolicy": "Root"},
+        "aws.cluster.create.accessEntries[0].accessPolicy",
+    ),
     "fabric unknown": ({"aws.nodePools[1].fabric": "nvlink"}, "aws.nodePools[1].fabric"),
     # Unknown keys at several depths.
     "unknown key in aws": ({"aws.vpc": {}}, "aws.vpc"),
     "unknown key in the cluster": ({"aws.cluster.create.vpcCidrs": ["10.0.0.0/16"]}, "aws.cluster.create.vpcCidrs"),
     "unknown key in a pool": ({"aws.nodePools[1].instancetype": "p5.48xlarge"}, "aws.nodePools[1].instancetype"),
-    "unknown key in FSx settings": ({"aws.modelCacheStorage.fsx.throughput": 500}, "aws.modelCacheStorage.fsx.throughput"),
-    "unknown key in an access entry": ({"aws.cluster.create.accessEntries[0].role": "x"},
-                                       "aws.cluster.create.accessEntries[0].role"),
+    "unknown key in FSx settings": (
+        {"aws.modelCacheStorage.fsx.throughput": 500},
+        "aws.modelCacheStorage.fsx.throughput",
+    ),
+    "unknown key in an access entry": (
+        {"aws.cluster.create.accessEntries[0].role": "x"},
+        "aws.cluster.create.accessEntries[0].role",
+    ),
 }
 if LOCAL_ZONE:
     CASES["cluster AZ a Local Zone"] = ({f"{AZS}[2]": LOCAL_ZONE}, f"{AZS}[2]")

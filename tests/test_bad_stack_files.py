@@ -1,6 +1,7 @@
 """Malformed stack files (not a mapping, YAML syntax, tabs, duplicate and non-string keys, dates where a
 string or a number belongs, encodings, sizes) each refused with exit 2 and one bounded line that names the
 file (and line) or the key path, with nothing registered and no stale render left behind."""
+
 from __future__ import annotations
 
 import pytest
@@ -57,8 +58,10 @@ CASES: dict[str, tuple[str | bytes, str]] = {
     "complex key": (_dev_with("size: 300Gi", "    ? [a, b]\n    : x\n"), STACK_FILE),
     # Dates stay strings (as the CLI reads them) and then fail the type where they land.
     "date as a runtime tag": (edited("dev", {"dynamo.runtime.tag": Raw("2024-01-01")}), "dynamo.runtime.tag"),
-    "date as a replica count": (edited("dev", {f"targets[0].replicas.{WORKER}": Raw("2024-01-01")}),
-                                f"targets[0].replicas.{WORKER}"),
+    "date as a replica count": (
+        edited("dev", {f"targets[0].replicas.{WORKER}": Raw("2024-01-01")}),
+        f"targets[0].replicas.{WORKER}",
+    ),
     "timestamp as a Kubernetes version": (
         edited("prod", {"aws.cluster.create.kubernetesVersion": Raw("2025-06-01T10:00:00Z")}),
         "aws.cluster.create.kubernetesVersion",

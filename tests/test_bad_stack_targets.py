@@ -1,6 +1,7 @@
 """Bad serving settings: targets (ids, duplicates, components, replica ranges, disaggregated pairs, pools),
 secrets in plain text, unknown keys and enums, and the SageMaker, monitoring and demand blocks. Target ids
 and component names come from the catalog and the committed stacks."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,8 +16,13 @@ WORKER = CATALOG.recipe(TARGET).worker_components()[0]["name"]
 CACHED = {config_value("dev", "modelCache.checkpoints.base")}
 DISAGG = next(r for r in CATALOG.recipes.values() if r.disaggregated and set(r.checkpoints) <= CACHED)
 PREFILL, DECODE = (next(c["name"] for c in DISAGG.components if c["type"] == role) for role in ("prefill", "decode"))
-PROD_PLAN = plan_of({key.removeprefix(f"{PROJECT}:"): value for key, value in committed("prod")["config"].items()
-                     if key.startswith(f"{PROJECT}:")})
+PROD_PLAN = plan_of(
+    {
+        key.removeprefix(f"{PROJECT}:"): value
+        for key, value in committed("prod")["config"].items()
+        if key.startswith(f"{PROJECT}:")
+    }
+)
 PROD_PLACED = next(t.pool for t in PROD_PLAN.serving.targets if t.selected.index == 0)
 FOREIGN_POOL = next(pool.name for pool in PROD_PLAN.pools if PROD_PLACED and pool.gpu != PROD_PLACED.gpu)
 E0 = "sagemaker.endpoints[0]"
@@ -28,14 +34,28 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "target selected twice": ("dev", {"targets": [{"id": TARGET}, {"id": TARGET}]}, "targets[1].id"),
     "target without an id": ("dev", {"targets": [{"replicas": {WORKER: 1}}]}, "targets[0].id"),
     "targets not a list": ("dev", {"targets": {"id": TARGET}}, "targets"),
-    "replicas of an unknown component": ("dev", {"targets[0].replicas.NoSuchWorker": 1}, "targets[0].replicas.NoSuchWorker"),
+    "replicas of an unknown component": (
+        "dev",
+        {"targets[0].replicas.NoSuchWorker": 1},
+        "targets[0].replicas.NoSuchWorker",
+    ),
     "replicas above 64": ("dev", {f"targets[0].replicas.{WORKER}": 65}, f"targets[0].replicas.{WORKER}"),
     "replicas negative": ("dev", {f"targets[0].replicas.{WORKER}": -1}, f"targets[0].replicas.{WORKER}"),
-    "disaggregated with 0 prefill": ("dev", {"targets": [{"id": DISAGG.id, "replicas": {PREFILL: 0}}]},
-                                     f"targets[0].replicas.{PREFILL}"),
-    "disaggregated with 0 decode": ("dev", {"targets": [{"id": DISAGG.id, "replicas": {DECODE: 0}}]},
-                                    f"targets[0].replicas.{DECODE}"),
-    "target image unpinned": ("dev", {"targets[0].image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"}, "targets[0].image"),
+    "disaggregated with 0 prefill": (
+        "dev",
+        {"targets": [{"id": DISAGG.id, "replicas": {PREFILL: 0}}]},
+        f"targets[0].replicas.{PREFILL}",
+    ),
+    "disaggregated with 0 decode": (
+        "dev",
+        {"targets": [{"id": DISAGG.id, "replicas": {DECODE: 0}}]},
+        f"targets[0].replicas.{DECODE}",
+    ),
+    "target image unpinned": (
+        "dev",
+        {"targets[0].image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"},
+        "targets[0].image",
+    ),
     "target node pool without aws": ("dev", {"targets[0].nodePool": "h100"}, "targets[0].nodePool"),
     "target on a pool of another GPU": ("prod", {"targets[0].nodePool": FOREIGN_POOL}, "targets[0].nodePool"),
     "pull secret without the NGC key": ("dev", {"dynamo.imagePullSecret": "ngc-registry"}, "ngcApiKey"),
@@ -52,10 +72,19 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "cluster source unknown": ("dev", {"kubernetes.cluster.source": "gke"}, "kubernetes.cluster.source"),
     # Monitoring.
     "monitoring namespace not a DNS label": ("dev", {"monitoring.namespace": "Monitoring"}, "monitoring.namespace"),
-    "existing Prometheus without a URL": ("dev", {"monitoring.enabled": True, "monitoring.prometheus.install": False},
-                                          "monitoring.prometheus"),
-    "Prometheus URL not HTTP": ("dev", {"monitoring.enabled": True, "monitoring.prometheus": {
-        "install": False, "releaseLabel": "kps", "url": "ftp://prometheus:9090"}}, "monitoring.prometheus.url"),
+    "existing Prometheus without a URL": (
+        "dev",
+        {"monitoring.enabled": True, "monitoring.prometheus.install": False},
+        "monitoring.prometheus",
+    ),
+    "Prometheus URL not HTTP": (
+        "dev",
+        {
+            "monitoring.enabled": True,
+            "monitoring.prometheus": {"install": False, "releaseLabel": "kps", "url": "ftp://prometheus:9090"},
+        },
+        "monitoring.prometheus.url",
+    ),
     "monitoring switch as a string": ("dev", {"monitoring.dcgmExporter": "true"}, "monitoring.dcgmExporter"),
     "empty runbook URL": ("dev", {"monitoring.runbookBaseUrl": ""}, "monitoring.runbookBaseUrl"),
     # SageMaker.
@@ -65,7 +94,11 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "endpoint instance type unknown": ("prod", {f"{E0}.instanceType": "ml.p9.48xlarge"}, f"{E0}.instanceType"),
     "endpoint repo unknown": ("prod", {f"{E0}.huggingface.repo": "someone/some-model"}, f"{E0}.huggingface.repo"),
     "canary above 50%": ("prod", {f"{E0}.deployment": {"canarySize": 60}}, f"{E0}.deployment.canarySize"),
-    "capture above 100%": ("prod", {f"{E0}.dataCapture.samplingPercentage": 101}, f"{E0}.dataCapture.samplingPercentage"),
+    "capture above 100%": (
+        "prod",
+        {f"{E0}.dataCapture.samplingPercentage": 101},
+        f"{E0}.dataCapture.samplingPercentage",
+    ),
     "autoscaling max of 0": ("prod", {f"{E0}.autoscaling.maxCapacity": 0}, f"{E0}.autoscaling.maxCapacity"),
     "KMS key not an ARN": ("prod", {f"{E0}.kmsKeyArn": "alias/my-key"}, f"{E0}.kmsKeyArn"),
     "unknown key in an endpoint": ("prod", {f"{E0}.autoScaling": {}}, f"{E0}.autoScaling"),

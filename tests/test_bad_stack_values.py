@@ -1,5 +1,6 @@
 """Values of the wrong type or size: lax coercion into counts and booleans, empty and huge values, and
 quantities out of bounds (the PVC below the checkpoints it must hold, from catalog/checkpoints.yaml)."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,10 @@ TARGET = config_value("dev", "targets[0].id")
 WORKER = load_catalog().recipe(TARGET).worker_components()[0]["name"]
 REPLICAS = f"targets[0].replicas.{WORKER}"
 SIZES = load_checkpoint_sizes()
-DEV_CHECKPOINTS = [config_value("dev", "modelCache.checkpoints.base"), *config_value("dev", "modelCache.checkpoints.drafts")]
+DEV_CHECKPOINTS = [
+    config_value("dev", "modelCache.checkpoints.base"),
+    *config_value("dev", "modelCache.checkpoints.drafts"),
+]
 DEV_NEEDED_GIB = sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS) / 2**30
 WARMED_GIB = sum(SIZES.size(r).bytes for r in load_catalog().recipe(TARGET).checkpoints) / 2**30
 
@@ -53,7 +57,11 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "300-character cluster name": ("prod", {"aws.cluster.create.name": "c" * 300}, "aws.cluster.create.name"),
     "300-character endpoint name": ("prod", {"sagemaker.endpoints[0].name": "e" * 300}, "sagemaker.endpoints[0].name"),
     "300-character target id": ("dev", {"targets[0].id": "vllm/" + "t" * 295}, "targets[0].id"),
-    "250-character target id (checked against the catalog)": ("dev", {"targets[0].id": "vllm/" + "t" * 245}, "targets[0].id"),
+    "250-character target id (checked against the catalog)": (
+        "dev",
+        {"targets[0].id": "vllm/" + "t" * 245},
+        "targets[0].id",
+    ),
     "200 kB storage class": ("dev", {"modelCache.storageClassName": "s" * 200_000}, "modelCache.storageClassName"),
     "200 kB namespace": ("dev", {"kubernetes.namespace": "n" * 200_000}, "kubernetes.namespace"),
     "200 kB tag value": ("prod", {"aws.tags.owner": "o" * 200_000}, "aws.tags.owner"),
@@ -68,12 +76,25 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "PVC as a number": ("dev", {"modelCache.size": 300}, "modelCache.size"),
     "PVC below the checkpoints": ("dev", {"modelCache.size": f"{math.floor(DEV_NEEDED_GIB)}Gi"}, "modelCache.size"),
     "PVC below the checkpoints with drafts": (
-        "dev", {"modelCache.checkpoints.drafts": sorted({r for t in load_catalog().recipes.values() for r in t.checkpoints}
-                                                        - set(DEV_CHECKPOINTS)),
-                "modelCache.size": f"{math.ceil(DEV_NEEDED_GIB)}Gi"}, "modelCache.size"),
+        "dev",
+        {
+            "modelCache.checkpoints.drafts": sorted(
+                {r for t in load_catalog().recipes.values() for r in t.checkpoints} - set(DEV_CHECKPOINTS)
+            ),
+            "modelCache.size": f"{math.ceil(DEV_NEEDED_GIB)}Gi",
+        },
+        "modelCache.size",
+    ),
     "prewarm memory below the checkpoints": (
-        "dev", {"modelCache.prewarm.memoryLimit": f"{math.floor(WARMED_GIB)}Gi"}, "modelCache.prewarm.memoryLimit"),
-    "prewarm memory above the maximum": ("dev", {"modelCache.prewarm.memoryLimit": "3Ti"}, "modelCache.prewarm.memoryLimit"),
+        "dev",
+        {"modelCache.prewarm.memoryLimit": f"{math.floor(WARMED_GIB)}Gi"},
+        "modelCache.prewarm.memoryLimit",
+    ),
+    "prewarm memory above the maximum": (
+        "dev",
+        {"modelCache.prewarm.memoryLimit": "3Ti"},
+        "modelCache.prewarm.memoryLimit",
+    ),
     "prewarm CPU of 0": ("dev", {"modelCache.prewarm.cpuLimit": "0"}, "modelCache.prewarm.cpuLimit"),
     "prewarm CPU unit unknown": ("dev", {"modelCache.prewarm.cpuLimit": Raw("2 cores")}, "modelCache.prewarm.cpuLimit"),
 }
@@ -110,11 +131,14 @@ def test_the_pvc_bound_is_the_checkpoint_sizes(project):
     assert (f"{estimates} of them estimates" in line) == bool(estimates)
 
 
-@pytest.mark.parametrize(("stack", "key", "value"), [
-    ("prod", "sagemaker.endpoints[0].autoscaling.targetInvocationsPerInstance", Raw(".inf")),
-    ("prod", "demand.budgetUsdPerHour", Raw(".inf")),
-    ("prod", "demand.slo.maxTtftP50Ms", Raw(".nan")),
-    ("prod", "aws.nodePools[0].rootVolumeGiB", 10**6),
-])
+@pytest.mark.parametrize(
+    ("stack", "key", "value"),
+    [
+        ("prod", "sagemaker.endpoints[0].autoscaling.targetInvocationsPerInstance", Raw(".inf")),
+        ("prod", "demand.budgetUsdPerHour", Raw(".inf")),
+        ("prod", "demand.slo.maxTtftP50Ms", Raw(".nan")),
+        ("prod", "aws.nodePools[0].rootVolumeGiB", 10**6),
+    ],
+)
 def test_infinite_and_oversized_numbers_are_refused(project, stack, key, value):
     assert_refused(project, edited(stack, {key: value}), key)

@@ -1,5 +1,6 @@
 """YAML that is small on disk but huge or endless once read (alias bombs, recursive aliases, deep nesting,
 merge keys) is refused in bounded time and memory, with one line naming the file."""
+
 from __future__ import annotations
 
 import time
@@ -36,13 +37,18 @@ CASES = {
     "alias bomb": alias_bomb(9),
     "alias bomb just over the bound": alias_bomb(len(str(MAX_NODES))),
     "merge-key bomb": merge_bomb(7),
-    "merge key": DEV.replace(CACHE_LINE, "  base: &cache {storageClassName: efs-ap}\n" + CACHE_LINE + "    <<: *cache\n"),
+    "merge key": DEV.replace(
+        CACHE_LINE, "  base: &cache {storageClassName: efs-ap}\n" + CACHE_LINE + "    <<: *cache\n"
+    ),
     "recursive alias in a list": DEV.replace("    drafts: []", "    drafts: &loop [*loop]"),
     "recursive alias in a mapping": DEV.replace(CACHE_LINE, CACHE_LINE.rstrip("\n") + " &cache\n    self: *cache\n"),
     "nesting deeper than the bound": nested(MAX_DEPTH + 1),
     "nesting past Python's recursion limit": nested(5000),
     "aliases nesting past the depth bound": "\n".join(
-        ["d0: &d0 [x]"] + [f"d{i}: &d{i} [*d{i - 1}]" for i in range(1, MAX_DEPTH + 2)]) + "\n" + DEV,
+        ["d0: &d0 [x]"] + [f"d{i}: &d{i} [*d{i - 1}]" for i in range(1, MAX_DEPTH + 2)]
+    )
+    + "\n"
+    + DEV,
 }
 
 

@@ -1,6 +1,7 @@
 """The canary rules beyond their thresholds (test_alert_rules.py): `NemotronCanaryStale` also fires when Prometheus
 cannot scrape the canary (`up == 0`) and when it has no canary target at all, each checked with the real
 `promtool test rules`; without canaries there is no canary group; every name the rules use is the data file's."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,11 +27,20 @@ def one_target() -> tuple[Scenarios, list[dict[str, Any]]]:
 
 
 def stale_case(scenarios: Scenarios, input_series: list[dict[str, str]], fires: bool) -> dict[str, Any]:
-    labels = {"alertname": "NemotronCanaryStale", "namespace": NAMESPACE, "severity": "warning",
-              "target": scenarios.target.target_id}
+    labels = {
+        "alertname": "NemotronCanaryStale",
+        "namespace": NAMESPACE,
+        "severity": "warning",
+        "target": scenarios.target.target_id,
+    }
     expected = [{"exp_labels": {k: v for k, v in labels.items() if k != "alertname"}}] if fires else []
-    return {"interval": "1m", "input_series": input_series, "alert_rule_test": [
-        {"eval_time": f"{scenarios.eval_minutes}m", "alertname": "NemotronCanaryStale", "exp_alerts": expected}]}
+    return {
+        "interval": "1m",
+        "input_series": input_series,
+        "alert_rule_test": [
+            {"eval_time": f"{scenarios.eval_minutes}m", "alertname": "NemotronCanaryStale", "exp_alerts": expected}
+        ],
+    }
 
 
 def without_annotations(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,5 +80,7 @@ def test_the_canary_rules_read_the_names_of_the_data_file():
     expressions = " ".join(r["expr"] for r in canary["rules"])
     for key in ("probeSuccess", "lastProbeTimestamp"):
         assert METRICS.metric("canary", key).name in expressions
-    assert f'{METRICS.metric("prometheus", "up").name}{{' in expressions
-    assert {r["alert"] for r in canary["rules"]} == {a for a in load_monitoring().alerts if a.startswith("NemotronCanary")}
+    assert f"{METRICS.metric('prometheus', 'up').name}{{" in expressions
+    assert {r["alert"] for r in canary["rules"]} == {
+        a for a in load_monitoring().alerts if a.startswith("NemotronCanary")
+    }

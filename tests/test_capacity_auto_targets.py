@@ -1,6 +1,7 @@
 """`targets: auto` deploys the capacity plan of the `demand:` block: the planned targets with their replica sets,
 pinned to planned pools sized for the autoscaling bounds; what cannot be planned stops the program with one
 line naming `demand` (the binding constraint when nothing meets the demand), before any resource."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,9 @@ def test_prod_auto_deploys_the_plan_with_pools_sized_for_the_autoscaling_bounds(
     for placement in expected.placements:
         target = targets[placement.target_id]
         workers = ROW[placement.target_id].worker_replicas
-        assert {name: target.selected.replicas[name] for name in workers} == \
-               {name: n * placement.replica_sets for name, n in workers.items()}
+        assert {name: target.selected.replicas[name] for name in workers} == {
+            name: n * placement.replica_sets for name, n in workers.items()
+        }
         assert target.pool is not None
         assert target.pool.name == pool_name(placement.pool)
     pools = {p.name: p for p in plan.pools}
@@ -46,10 +48,15 @@ def test_prod_auto_deploys_the_plan_with_pools_sized_for_the_autoscaling_bounds(
     for use in expected.pools:
         pool = pools[pool_name(use.pool)]
         on_pool = [p for p in expected.placements if p.pool == use.pool]
-        gpus = {k: sum(ROW[p.target_id].gpus_per_replica_set * bounds[p.target_id][k] for p in on_pool)
-                for k in ("minReplicaSets", "maxReplicaSets")}
-        assert (pool.instance_type, pool.capacity_type, pool.availability_zone) == \
-               (use.pool.instance_type, use.pool.capacity_type, zone)
+        gpus = {
+            k: sum(ROW[p.target_id].gpus_per_replica_set * bounds[p.target_id][k] for p in on_pool)
+            for k in ("minReplicaSets", "maxReplicaSets")
+        }
+        assert (pool.instance_type, pool.capacity_type, pool.availability_zone) == (
+            use.pool.instance_type,
+            use.pool.capacity_type,
+            zone,
+        )
         assert pool.desired_size == use.nodes
         assert pool.min_size == min(use.nodes, math.ceil(gpus["minReplicaSets"] / use.pool.gpus_per_node))
         assert pool.max_size == max(use.nodes, math.ceil(gpus["maxReplicaSets"] / use.pool.gpus_per_node))
@@ -106,14 +113,22 @@ def test_a_zone_the_planned_instance_type_cannot_launch_in_names_the_demand_zone
     config["targets"] = "auto"
     del config["aws"]["nodePools"]
     config["demand"] = {**config["demand"], "availabilityZone": local_zone}
-    assert_rejected_before_any_resource(config, f"demand.availabilityZone: the plan's {plan_of_demand(config).pools[0].pool.instance_type} pool")
+    assert_rejected_before_any_resource(
+        config, f"demand.availabilityZone: the plan's {plan_of_demand(config).pools[0].pool.instance_type} pool"
+    )
 
 
-@pytest.mark.parametrize(("targets", "expected"), [
-    ("all", "targets: must be a list of targets or the string 'auto'"),
-    ([{"id": 7}], "targets[0].id: Input should be a valid string"),
-    ([{"id": next(iter(CATALOG.recipes)), "replicas": {"agg": "2"}}], "targets[0].replicas.agg: Input should be a valid integer"),
-])
+@pytest.mark.parametrize(
+    ("targets", "expected"),
+    [
+        ("all", "targets: must be a list of targets or the string 'auto'"),
+        ([{"id": 7}], "targets[0].id: Input should be a valid string"),
+        (
+            [{"id": next(iter(CATALOG.recipes)), "replicas": {"agg": "2"}}],
+            "targets[0].replicas.agg: Input should be a valid integer",
+        ),
+    ],
+)
 def test_targets_errors_name_the_key_not_a_union_member(targets: object, expected: str) -> None:
     config = committed_config("dev")
     config["targets"] = targets

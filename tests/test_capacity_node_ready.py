@@ -1,12 +1,12 @@
 """Node-ready prediction: phases from the sourced data file, the gated prewarm serialising the image
 pull, and nodes that start together sharing the file system's throughput."""
+
 from __future__ import annotations
 
 import math
 
 from serving_stack.facts.node_ready_facts import load_node_ready_file
-from serving_stack.plan.node_ready import node_ready_facts
-from serving_stack.plan.node_ready import fsx_read_mb_s, node_ready_markdown, predict_node_ready
+from serving_stack.plan.node_ready import fsx_read_mb_s, node_ready_facts, node_ready_markdown, predict_node_ready
 
 DATA = load_node_ready_file()
 FACTS = node_ready_facts(DATA)
@@ -18,7 +18,10 @@ def test_total_is_the_phases_with_prewarm_and_image_pull_overlapping_only_when_u
     phases = dict(gated.phases)
     assert math.isclose(gated.seconds, sum(phases.values()))
     assert math.isclose(gated.seconds - ungated.seconds, min(phases["prewarm"], phases["image pull"]))
-    assert math.isclose(phases["image pull"], DATA.runtimeImageCompressedGB.value * DATA.phases["runtimeImagePullSecondsPerCompressedGB"].seconds)
+    assert math.isclose(
+        phases["image pull"],
+        DATA.runtimeImageCompressedGB.value * DATA.phases["runtimeImagePullSecondsPerCompressedGB"].seconds,
+    )
     assert math.isclose(phases["prewarm"], DATA.checkpointGB.value * 1000 / DATA.nodeReadCapMBps.value)
 
 

@@ -1,6 +1,7 @@
 """Cost per 1M output tokens per Dynamo endpoint in the outputs (an optional contract field), computed by hand
 from the instance facts and the catalog's published throughput; and a `targets: auto` stack rendered whole by
 `tools.render` (exit 0: rollout and policy pack green) with the capacity sections in `summary.md`."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def test_each_dynamo_endpoint_costs_what_its_nodes_cost_per_token(stack: str) ->
             expected = _by_hand(instance.onDemandUsdPerHour, instance.gpus, per_gpu)
         else:  # no pool known: the cheapest on-demand instance type of its GPU
             gpu = FACTS.aws.gpu_of_product(target.selected.recipe.gpu_products[0])
-            expected = min(_by_hand(i.onDemandUsdPerHour, i.gpus, per_gpu) for i in FACTS.aws.instance_types.values()
-                           if i.gpu == gpu and i.onDemandUsdPerHour is not None)
+            expected = min(
+                _by_hand(i.onDemandUsdPerHour, i.gpus, per_gpu)
+                for i in FACTS.aws.instance_types.values()
+                if i.gpu == gpu and i.onDemandUsdPerHour is not None
+            )
         assert target.endpoint.usdPerMillionOutputTokens == pytest.approx(expected, abs=1e-4), target.selected.id
     assert all(e.usdPerMillionOutputTokens is None for e in plan.endpoints if e.kind == "sagemaker")
 
@@ -64,8 +68,9 @@ def auto_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
     others = {k: v for k, v in stack_file["config"].items() if not k.startswith(f"{PROJECT}:")}
     stack_file["config"] = {**others, **{f"{PROJECT}:{k}": v for k, v in config.items()}}
     (project / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(stack_file))
-    code = render.main(["--stack", STACK, "--project-dir", str(project), "--out", str(tmp / "build"),
-                        "--secret-placeholders"])  # as `make render` runs it: prod's gateway needs its key
+    code = render.main(
+        ["--stack", STACK, "--project-dir", str(project), "--out", str(tmp / "build"), "--secret-placeholders"]
+    )  # as `make render` runs it: prod's gateway needs its key
     return code, tmp / "build" / STACK
 
 
@@ -93,4 +98,7 @@ def test_the_summary_shows_the_plan_costs_node_readiness_and_scaling(auto_render
     assert {p.name for p in plan.pools} <= {p.pool.split(",")[0] for p in plan.capacity.node_readiness.predictions}
     assert plan.capacity.serving_scaling is not None
     for obj in plan.capacity.serving_scaling.scaled_objects:
-        assert f"| `{obj['metadata']['name']}` | {obj['spec']['minReplicaCount']}..{obj['spec']['maxReplicaCount']} |" in summary
+        assert (
+            f"| `{obj['metadata']['name']}` | {obj['spec']['minReplicaCount']}..{obj['spec']['maxReplicaCount']} |"
+            in summary
+        )

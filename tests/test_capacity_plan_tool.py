@@ -1,5 +1,6 @@
 """`make plan`: the committed stacks' `demand:` blocks plan, and the config a plan implies (the
 `targets:` list and `aws.nodePools`) is a stack the program renders, with the planned replicas."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,19 +8,22 @@ import io
 
 import pytest
 import yaml
-
 from capacity_demands import CATALOG, CRITERIA, OFFERS, ROWS
+from stack_helpers import DGD_TYPE, PROJECT, run_config
+
 from serving_stack.errors import ConfigError
-from tools.mock_runtime import PROJECT_DIR
+from serving_stack.names import POOL_LABEL
 from serving_stack.plan.capacity_explain import plan_capacity
 from serving_stack.plan.capacity_model import demand_of
-from serving_stack.names import POOL_LABEL
 from serving_stack.plan.capacity_stack import plan_to_stack_config, pool_name
-from stack_helpers import DGD_TYPE, PROJECT, run_config
+from tools.mock_runtime import PROJECT_DIR
 from tools.plan_capacity import main, read_demand
 
-STACKS_WITH_DEMAND = [p.name[len("Pulumi."):-len(".yaml")] for p in sorted(PROJECT_DIR.glob("Pulumi.*.yaml"))
-                      if f"{PROJECT}:demand" in (yaml.safe_load(p.read_text()).get("config") or {})]
+STACKS_WITH_DEMAND = [
+    p.name[len("Pulumi.") : -len(".yaml")]
+    for p in sorted(PROJECT_DIR.glob("Pulumi.*.yaml"))
+    if f"{PROJECT}:demand" in (yaml.safe_load(p.read_text()).get("config") or {})
+]
 
 
 @pytest.mark.parametrize("stack", STACKS_WITH_DEMAND)
@@ -40,12 +44,17 @@ def test_prod_committed_with_a_demand_block() -> None:
 
 
 def test_the_config_a_plan_implies_renders_with_the_planned_replicas() -> None:
-    raw = {key.split(":", 1)[1]: value for key, value in yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items()
-           if key.startswith(f"{PROJECT}:")}
+    raw = {
+        key.split(":", 1)[1]: value
+        for key, value in yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items()
+        if key.startswith(f"{PROJECT}:")
+    }
     result = plan_capacity(demand_of(read_demand("prod"), CRITERIA), ROWS, OFFERS)
     assert result.plan is not None
     zone = raw["aws"]["nodePools"][0]["availabilityZone"]
-    implied = plan_to_stack_config(result.plan, {r.target_id: r for r in ROWS}, availability_zone=zone, extra_max_nodes=1)
+    implied = plan_to_stack_config(
+        result.plan, {r.target_id: r for r in ROWS}, availability_zone=zone, extra_max_nodes=1
+    )
     raw["targets"], raw["aws"]["nodePools"] = implied["targets"], implied["nodePools"]
     run = run_config(raw, stack="prod")
     dgds = {r.inputs["metadata"]["name"]: r.inputs for r in run.of_type(DGD_TYPE)}
@@ -55,14 +64,20 @@ def test_the_config_a_plan_implies_renders_with_the_planned_replicas() -> None:
         row = next(r for r in ROWS if r.target_id == placement.target_id)
         replicas = {c["name"]: c["replicas"] for c in dgd["spec"]["components"] if c["name"] in row.worker_replicas}
         assert replicas == {name: n * placement.replica_sets for name, n in row.worker_replicas.items()}
-    sizes = {g.inputs["labels"][POOL_LABEL]: g.inputs["scalingConfig"]["desiredSize"]
-             for g in run.of_type("aws:eks/nodeGroup:NodeGroup") if POOL_LABEL in g.inputs.get("labels", {})}
+    sizes = {
+        g.inputs["labels"][POOL_LABEL]: g.inputs["scalingConfig"]["desiredSize"]
+        for g in run.of_type("aws:eks/nodeGroup:NodeGroup")
+        if POOL_LABEL in g.inputs.get("labels", {})
+    }
     assert sizes == {pool_name(u.pool): u.nodes for u in result.plan.pools}
+
 
 def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.none.yaml").write_text("config: {}\n")
-    (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump({"config": {f"{PROJECT}:demand": {"requestsPerSecond": 3}}}))
+    (tmp_path / "Pulumi.bad.yaml").write_text(
+        yaml.safe_dump({"config": {f"{PROJECT}:demand": {"requestsPerSecond": 3}}})
+    )
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
             read_demand(stack, root=tmp_path)

@@ -1,15 +1,16 @@
 """The capacity planner is optimal on its search space: for seeded demands drawn from the catalog data
 it finds the same $/h as exhaustive enumeration, and an infeasible demand names exactly the constraints
 whose relaxation alone makes the brute force find a plan."""
+
 from __future__ import annotations
 
 import dataclasses
 import math
 
 import pytest
-
 from capacity_brute_force import brute_force_cost
 from capacity_demands import CRITERIA, OFFERS, ROWS, generated_demands
+
 from serving_stack.plan.capacity import solve
 from serving_stack.plan.capacity_explain import active_constraints, plan_capacity, relaxed_demand
 from serving_stack.plan.capacity_model import Demand, Slo, search_space
@@ -24,14 +25,18 @@ def test_planner_matches_brute_force_on_every_generated_demand() -> None:
         plan, best = solve(space, demand.unit), brute_force_cost(space)
         assert (plan is None) == (best is None), demand
         if plan is not None and best is not None:
-            assert round(plan.usd_per_hour / best, 2) == 1.00 and math.isclose(plan.usd_per_hour, best, abs_tol=1e-6), demand
+            assert round(plan.usd_per_hour / best, 2) == 1.00 and math.isclose(plan.usd_per_hour, best, abs_tol=1e-6), (
+                demand
+            )
             assert plan.capacity >= demand.amount - 1e-9
             assert demand.budget_usd_per_hour is None or plan.usd_per_hour <= demand.budget_usd_per_hour + 1e-9
             assert demand.max_targets is None or len(plan.placements) <= demand.max_targets
             assert all(pool.nodes == math.ceil(pool.gpus_used / pool.pool.gpus_per_node) for pool in plan.pools)
         outcomes.append(plan)
     feasible = [p for p in outcomes if p is not None]
-    assert len(feasible) >= len(DEMANDS) // 2 and len(outcomes) - len(feasible) >= 5, "the generator must exercise both outcomes"
+    assert len(feasible) >= len(DEMANDS) // 2 and len(outcomes) - len(feasible) >= 5, (
+        "the generator must exercise both outcomes"
+    )
     assert any(len(p.placements) > 1 for p in feasible), "the generator must reach a mixed plan"
 
 
@@ -40,23 +45,36 @@ def test_a_mixed_plan_beats_every_single_target_when_node_sizes_differ() -> None
     per_gpu = {(o.instance_type, c): p / o.gpus_per_node for o in OFFERS for c, p in o.usd_per_hour.items() if p}
     big = min((k for k in per_gpu if k[1] == "capacity-block"), key=per_gpu.get)  # type: ignore[arg-type]
     gpu = next(o.gpu for o in OFFERS if o.instance_type == big[0])
-    best_density = max(r.concurrency / r.gpus_per_replica_set for r in ROWS if r.gpu == gpu and r.published and r.concurrency)
+    best_density = max(
+        r.concurrency / r.gpus_per_replica_set for r in ROWS if r.gpu == gpu and r.published and r.concurrency
+    )
     node_gpus = next(o.gpus_per_node for o in OFFERS if o.instance_type == big[0])
-    demand = Demand(slo=CRITERIA, concurrent_users=int(best_density * node_gpus) + 1, gpu_types=(gpu,),
-                    capacity_types=("on-demand", "capacity-block"))
+    demand = Demand(
+        slo=CRITERIA,
+        concurrent_users=int(best_density * node_gpus) + 1,
+        gpu_types=(gpu,),
+        capacity_types=("on-demand", "capacity-block"),
+    )
     result = plan_capacity(demand, ROWS, OFFERS)
     assert result.plan is not None and len(result.plan.placements) > 1
     assert all(o.plan is not None and o.plan.usd_per_hour > result.plan.usd_per_hour for o in result.runner_ups)
-    assert math.isclose(result.plan.usd_per_hour, brute_force_cost(search_space(demand, ROWS, OFFERS)) or 0, abs_tol=1e-6)
+    assert math.isclose(
+        result.plan.usd_per_hour, brute_force_cost(search_space(demand, ROWS, OFFERS)) or 0, abs_tol=1e-6
+    )
 
 
-@pytest.mark.parametrize("demand", [d for d in DEMANDS if solve(search_space(d, ROWS, OFFERS), d.unit) is None][:12],
-                         ids=lambda d: f"{d.amount:g}{d.unit}")
+@pytest.mark.parametrize(
+    "demand",
+    [d for d in DEMANDS if solve(search_space(d, ROWS, OFFERS), d.unit) is None][:12],
+    ids=lambda d: f"{d.amount:g}{d.unit}",
+)
 def test_infeasible_demands_name_exactly_the_binding_constraints(demand: Demand) -> None:
     result = plan_capacity(demand, ROWS, OFFERS)
     assert result.plan is None and result.infeasible is not None
     active = active_constraints(demand)
-    unblocking = {c for c in active if brute_force_cost(search_space(relaxed_demand(demand, c), ROWS, OFFERS)) is not None}
+    unblocking = {
+        c for c in active if brute_force_cost(search_space(relaxed_demand(demand, c), ROWS, OFFERS)) is not None
+    }
     if unblocking:
         assert set(result.infeasible.binding) == unblocking, result.infeasible.message
     else:
@@ -66,14 +84,22 @@ def test_infeasible_demands_name_exactly_the_binding_constraints(demand: Demand)
 
 def test_each_constraint_alone_is_named_when_it_binds() -> None:
     priced_gpus = {o.gpu for o in OFFERS if any(o.usd_per_hour.values())}
-    fastest = max((r for r in ROWS if r.published and r.gpu in priced_gpus), key=lambda r: r.tokens_per_second_per_user or 0)
+    fastest = max(
+        (r for r in ROWS if r.published and r.gpu in priced_gpus), key=lambda r: r.tokens_per_second_per_user or 0
+    )
     other_gpus = tuple(sorted({o.gpu for o in OFFERS} - {fastest.gpu}))
     cheapest_node = min(p for o in OFFERS for p in o.usd_per_hour.values() if p)
     unpriced = sorted({o.gpu for o in OFFERS} - priced_gpus)
     cases = {
-        "slo": Demand(slo=Slo((fastest.tokens_per_second_per_user or 0) * 2, CRITERIA.max_ttft_p50_ms), concurrent_users=10),
-        "gpu-types": Demand(slo=Slo(fastest.tokens_per_second_per_user or 0, math.inf), concurrent_users=1,
-                            gpu_types=other_gpus, capacity_types=("on-demand", "capacity-block", "spot")),
+        "slo": Demand(
+            slo=Slo((fastest.tokens_per_second_per_user or 0) * 2, CRITERIA.max_ttft_p50_ms), concurrent_users=10
+        ),
+        "gpu-types": Demand(
+            slo=Slo(fastest.tokens_per_second_per_user or 0, math.inf),
+            concurrent_users=1,
+            gpu_types=other_gpus,
+            capacity_types=("on-demand", "capacity-block", "spot"),
+        ),
         "budget": Demand(slo=CRITERIA, concurrent_users=10, budget_usd_per_hour=cheapest_node / 2),
         "capacity-types": Demand(slo=CRITERIA, concurrent_users=10, capacity_types=("spot",)),
     }
@@ -95,7 +121,9 @@ def test_free_capacity_is_what_the_spare_gpus_hold_of_the_placed_targets() -> No
         for placement in plan.placements:
             pool = next(u for u in plan.pools if u.pool == placement.pool)
             per_set_gpus = placement.gpus // placement.replica_sets
-            spare_sets[placement.target_id] = (pool.spare_gpus // per_set_gpus) * (placement.capacity / placement.replica_sets)
+            spare_sets[placement.target_id] = (pool.spare_gpus // per_set_gpus) * (
+                placement.capacity / placement.replica_sets
+            )
         by_pool = {}
         for placement in plan.placements:
             by_pool[placement.pool] = max(by_pool.get(placement.pool, 0.0), spare_sets[placement.target_id])

@@ -1,6 +1,7 @@
 """An `autoscaling:` block that could not work stops the program with one line naming the key, before any
 resource: a target the stack does not serve, no Prometheus to query, bounds the pool cannot hold,
 cluster-autoscaler asked for on a cluster the stack does not create or for another Kubernetes minor."""
+
 from __future__ import annotations
 
 import math
@@ -47,22 +48,27 @@ def test_bounds_beyond_the_pool_name_the_pool_and_the_size_it_needs() -> None:
     plan = plan_of(config)
     target = next(t for t in plan.serving.targets if t.pool is not None)
     assert target.pool is not None
-    per_set = sum(c["replicas"] * target.selected.recipe.gpus_per_replica(c)
-                  for c in target.selected.recipe.worker_components())
+    per_set = sum(
+        c["replicas"] * target.selected.recipe.gpus_per_replica(c) for c in target.selected.recipe.worker_components()
+    )
     too_many = target.pool.max_size * target.pool.gpus_per_node // per_set + 1
     config["autoscaling"] = {"targets": {target.selected.id: {"maxReplicaSets": too_many}}}
     others = sum(t.selected.gpus for t in plan.serving.targets if t.pool == target.pool and t is not target)
     needed = math.ceil((too_many * per_set + others) / target.pool.gpus_per_node)
     assert_rejected_before_any_resource(
-        config, f"autoscaling.targets.{target.selected.id}.maxReplicaSets: the targets on pool {target.pool.name!r} "
-        f"need {too_many * per_set + others} GPUs")
+        config,
+        f"autoscaling.targets.{target.selected.id}.maxReplicaSets: the targets on pool {target.pool.name!r} "
+        f"need {too_many * per_set + others} GPUs",
+    )
     assert_rejected_before_any_resource(config, f"aws.nodePools maxSize >= {needed}")
 
 
 def test_cluster_autoscaler_only_on_a_cluster_the_stack_creates() -> None:
     config = _scaling("dev", prometheusUrl=PROMETHEUS_URL, clusterAutoscaler={"enabled": True})
-    assert_rejected_before_any_resource(config, "autoscaling.clusterAutoscaler.enabled: the stack installs "
-                                        "cluster-autoscaler only on the cluster it creates")
+    assert_rejected_before_any_resource(
+        config,
+        "autoscaling.clusterAutoscaler.enabled: the stack installs cluster-autoscaler only on the cluster it creates",
+    )
 
 
 def test_cluster_autoscaler_matches_the_clusters_kubernetes_minor() -> None:

@@ -1,11 +1,13 @@
 """$/1M output tokens against hand computation: a whole node's price over a whole node's tokens (a
 different path from the planner's replica-set share), and, within rounding, the replica set's measured
 concurrency x tok/s/user instead of the published tok/s per GPU."""
+
 from __future__ import annotations
 
 import math
 
 from capacity_demands import CRITERIA, OFFERS, ROWS
+
 from serving_stack.plan.token_cost import token_cost_markdown, token_cost_rows
 
 TABLE = {row.target_id: row for row in token_cost_rows(ROWS, OFFERS, CRITERIA)}
@@ -29,8 +31,11 @@ def test_cost_per_million_matches_a_whole_node_computation() -> None:
             if not offers:
                 assert cell is None
                 continue
-            node_costs = {o.instance_type: o.usd_per_hour[capacity_type] / (row.output_tokens_per_second_per_gpu * o.gpus_per_node * 3600 / 1e6)
-                          for o in offers}
+            node_costs = {
+                o.instance_type: o.usd_per_hour[capacity_type]
+                / (row.output_tokens_per_second_per_gpu * o.gpus_per_node * 3600 / 1e6)
+                for o in offers
+            }
             assert cell is not None and math.isclose(cell.usd_per_million, min(node_costs.values()), rel_tol=1e-12)
             assert math.isclose(node_costs[cell.instance_type], cell.usd_per_million, rel_tol=1e-12)
             measured_tokens = row.concurrency * row.tokens_per_second_per_user  # tok/s of one replica set
@@ -44,7 +49,10 @@ def test_unpriced_capacity_is_na_and_criteria_follow_the_catalog() -> None:
         priced = {c for o in OFFERS if o.gpu == row.gpu for c, p in o.usd_per_hour.items() if p}
         for capacity_type, cell in TABLE[row.target_id].by_capacity_type.items():
             assert (cell is not None) == (capacity_type in priced), (row.target_id, capacity_type)
-        passes = row.tokens_per_second_per_user >= CRITERIA.min_tokens_per_second_per_user and row.ttft_p50_ms <= CRITERIA.max_ttft_p50_ms
+        passes = (
+            row.tokens_per_second_per_user >= CRITERIA.min_tokens_per_second_per_user
+            and row.ttft_p50_ms <= CRITERIA.max_ttft_p50_ms
+        )
         assert TABLE[row.target_id].meets_criteria == passes
     markdown = token_cost_markdown(list(TABLE.values()))
     assert markdown.count("\n") == len(ROWS) + 1 and all(f"`{row.target_id}`" in markdown for row in ROWS)

@@ -3,6 +3,7 @@ ScaledObject validates against the vendored KEDA CRD and targets the scaling ada
 the stack creates (enabled there, its replicas ignored by Pulumi); cluster-autoscaler discovers every GPU node
 group of the created cluster by the tags on its own Auto Scaling group (a GPU pool tags only when switched on);
 a stack without `autoscaling` scales nothing; dev scales to zero."""
+
 from __future__ import annotations
 
 import crd_schemas
@@ -36,22 +37,32 @@ def test_every_scaled_object_validates_and_targets_an_adapter_of_a_graph_of_the_
     dgds = {r["inputs"]["metadata"]["name"]: r for r in of_type(recorded, DGD_TYPE)}
     (keda,) = [r for r in of_type(recorded, HELM_RELEASE) if r["inputs"]["chart"] == FACTS.autoscaling.keda.chart]
     scaled = of_type(recorded, SCALED_OBJECT)
-    expected = {adapter_name(t.dgd["metadata"]["name"], w["name"]): (t.selected.id, w["replicas"])
-                for t in plan.serving.targets for w in t.selected.recipe.worker_components()}
+    expected = {
+        adapter_name(t.dgd["metadata"]["name"], w["name"]): (t.selected.id, w["replicas"])
+        for t in plan.serving.targets
+        for w in t.selected.recipe.worker_components()
+    }
     assert sorted(r["inputs"]["metadata"]["name"] for r in scaled) == sorted(expected)
     for record in scaled:
         obj = record["inputs"]
         assert crd_schemas.errors(obj) == [], obj["metadata"]["name"]
         ref = obj["spec"]["scaleTargetRef"]
-        assert (ref["apiVersion"], ref["kind"]) == (FACTS.autoscaling.scalingAdapter.apiVersion, FACTS.autoscaling.scalingAdapter.kind)
+        assert (ref["apiVersion"], ref["kind"]) == (
+            FACTS.autoscaling.scalingAdapter.apiVersion,
+            FACTS.autoscaling.scalingAdapter.kind,
+        )
         (graph,) = [d for name, d in dgds.items() if ref["name"].startswith(f"{name}-")]
         components = graph["inputs"]["spec"]["components"]
-        (component,) = [c for c in components if adapter_name(graph["inputs"]["metadata"]["name"], c["name"]) == ref["name"]]
+        (component,) = [
+            c for c in components if adapter_name(graph["inputs"]["metadata"]["name"], c["name"]) == ref["name"]
+        ]
         assert component["scalingAdapter"] == {"enabled": True}
         assert obj["metadata"]["namespace"] == graph["inputs"]["metadata"]["namespace"]
         target_id, per_set = expected[ref["name"]]
-        assert (obj["spec"]["minReplicaCount"], obj["spec"]["maxReplicaCount"]) == \
-               (bounds[target_id]["minReplicaSets"] * per_set, bounds[target_id]["maxReplicaSets"] * per_set)
+        assert (obj["spec"]["minReplicaCount"], obj["spec"]["maxReplicaCount"]) == (
+            bounds[target_id]["minReplicaSets"] * per_set,
+            bounds[target_id]["maxReplicaSets"] * per_set,
+        )
         assert {key(keda), key(graph)} <= set(record["dependsOn"])  # KEDA's CRD first, the adapter's graph first
     for graph in dgds.values():
         assert crd_schemas.errors(graph["inputs"]) == []
@@ -65,10 +76,16 @@ def test_cluster_autoscaler_discovers_every_gpu_node_group_by_its_own_auto_scali
     cluster = config["aws"]["cluster"]["create"]["name"]
     chart = FACTS.autoscaling.clusterAutoscaler
     (release,) = [r for r in of_type(recorded, HELM_RELEASE) if r["inputs"]["chart"] == chart.chart]
-    assert (release["inputs"]["version"], release["inputs"]["values"]["image"]["tag"]) == (chart.version, chart.imageTag)
+    assert (release["inputs"]["version"], release["inputs"]["values"]["image"]["tag"]) == (
+        chart.version,
+        chart.imageTag,
+    )
     assert release["inputs"]["values"]["autoDiscovery"]["clusterName"] == cluster
-    (association,) = [r for r in of_type(recorded, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
-                      if not r["parent"].startswith("nemotron:kubernetes:Gateway::")]  # the gateway has its own
+    (association,) = [
+        r
+        for r in of_type(recorded, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if not r["parent"].startswith("nemotron:kubernetes:Gateway::")
+    ]  # the gateway has its own
     assert association["propertyDependencies"]["clusterName"] == ["aws:eks/cluster:Cluster::eks-cluster"]
     pools = {p.name: p for p in plan_of(config).pools}
     tags_by_group: dict[str, dict[str, str]] = {}
@@ -80,7 +97,8 @@ def test_cluster_autoscaler_discovers_every_gpu_node_group_by_its_own_auto_scali
     for group in gpu_groups:
         pool = pools[group["inputs"]["labels"][POOL_LABEL]]
         assert tags_by_group[key(group)] == node_group_autoscaler_tags(
-            cluster, pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces)
+            cluster, pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces
+        )
 
 
 def test_a_stack_without_autoscaling_scales_nothing() -> None:
@@ -94,8 +112,11 @@ def test_a_stack_without_autoscaling_scales_nothing() -> None:
 def test_dev_scales_to_zero_on_its_own_prometheus_without_cluster_autoscaler() -> None:
     config = committed_config("dev")
     (target,) = config["targets"]
-    config["autoscaling"] = {"prometheusUrl": PROMETHEUS_URL, "installKeda": False,
-                             "targets": {target["id"]: {"minReplicaSets": 0, "maxReplicaSets": 2}}}
+    config["autoscaling"] = {
+        "prometheusUrl": PROMETHEUS_URL,
+        "installKeda": False,
+        "targets": {target["id"]: {"minReplicaSets": 0, "maxReplicaSets": 2}},
+    }
     run = run_config(config, stack="dev")
     (scaled,) = run.of_type(SCALED_OBJECT)
     assert scaled.inputs["spec"]["minReplicaCount"] == 0
@@ -110,10 +131,19 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
     pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
 
     def build() -> None:
-        GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=spec, cluster_name="c1", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0aaaaaaaaaaaaaaaa",
-            cluster_security_group_ids=[], node_managed_policies=[], tag_for_cluster_autoscaler=switched_on,
-            cluster_autoscaler_tags=pool_tags))
+        GpuNodePool(
+            "gpu",
+            GpuNodePoolArgs(
+                pool=spec,
+                cluster_name="c1",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+                cluster_security_group_ids=[],
+                node_managed_policies=[],
+                tag_for_cluster_autoscaler=switched_on,
+                cluster_autoscaler_tags=pool_tags,
+            ),
+        )
 
     run = run_components(build)
     recorded = inputs(run, "aws:autoscaling/tag:Tag")
@@ -131,10 +161,18 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
 
 def test_switching_the_tags_on_without_tags_is_refused() -> None:
     def build() -> None:
-        GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(h200_pool()), cluster_name="c1", vpc_id="vpc-0123456789abcdef0",
-            subnet_id="subnet-0aaaaaaaaaaaaaaaa", cluster_security_group_ids=[], node_managed_policies=[],
-            tag_for_cluster_autoscaler=True))
+        GpuNodePool(
+            "gpu",
+            GpuNodePoolArgs(
+                pool=ManagedPoolSpec.of(h200_pool()),
+                cluster_name="c1",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+                cluster_security_group_ids=[],
+                node_managed_policies=[],
+                tag_for_cluster_autoscaler=True,
+            ),
+        )
 
     with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
         run_components(build)

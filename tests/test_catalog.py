@@ -1,5 +1,6 @@
 """The catalog is data: every vendored upstream manifest is a target, its figures are the vendored table's
 row (or unknown), and bad data stops the program with the file and key named. Nothing here names a target."""
+
 from __future__ import annotations
 
 import os
@@ -26,7 +27,9 @@ def test_every_vendored_manifest_is_a_target_and_nothing_else():
     assert set(catalog.recipes) == set(upstream.targets)
     for target_id, target in upstream.targets.items():
         assert catalog.recipe(target_id).entry.manifest == f"recipes/{target.manifest}"
-    assert sorted(job.path for job in catalog.model_cache.jobs) == sorted(f"recipes/{p}" for p in upstream.download_jobs)
+    assert sorted(job.path for job in catalog.model_cache.jobs) == sorted(
+        f"recipes/{p}" for p in upstream.download_jobs
+    )
     assert catalog.model_cache.claim == yaml.safe_load((CATALOG_DIR / catalog.data.modelCache.claim).read_text())
 
 
@@ -50,14 +53,26 @@ def test_figures_are_the_vendored_tables_row_or_unknown():
         assert recipe.entry.performance.model_dump() == pytest.approx(expected), recipe.id
 
 
-@pytest.mark.parametrize(("tps", "ttft", "verdict"), [
-    (50, 4999, True), (49.9, 100, False), (60, 5000, False),
-    (None, 100, None), (60, None, None), (None, None, None),
-    (10, None, False), (None, 9000, False),  # a known failure decides, whatever is unknown
-])
+@pytest.mark.parametrize(
+    ("tps", "ttft", "verdict"),
+    [
+        (50, 4999, True),
+        (49.9, 100, False),
+        (60, 5000, False),
+        (None, 100, None),
+        (60, None, None),
+        (None, None, None),
+        (10, None, False),
+        (None, 9000, False),  # a known failure decides, whatever is unknown
+    ],
+)
 def test_criteria_are_three_valued(tps, ttft, verdict):
-    performance = Performance(concurrency=8, ttftP50Ms=ttft or "unknown", outputTokensPerSecondPerGpu="unknown",
-                              tokensPerSecondPerUser=tps or "unknown")
+    performance = Performance(
+        concurrency=8,
+        ttftP50Ms=ttft or "unknown",
+        outputTokensPerSecondPerGpu="unknown",
+        tokensPerSecondPerUser=tps or "unknown",
+    )
     assert load_catalog().criteria.passed_by(performance) is verdict
 
 
@@ -78,9 +93,15 @@ def test_a_new_target_without_figures_is_a_data_change(catalog_copy):
     source = pick(disaggregated=False, backend="vllm")
     directory = catalog_copy / "recipes" / f"{source.id}-long"
     directory.mkdir()
-    (directory / "deploy.yaml").write_text((CATALOG_DIR / source.entry.manifest).read_text().replace(source.name, f"{source.name}-long"))
-    entry = {**source.entry.model_dump(), "id": f"{source.id}-long", "manifest": f"recipes/{source.id}-long/deploy.yaml",
-             "performance": dict.fromkeys(Performance.model_fields, "unknown")}
+    (directory / "deploy.yaml").write_text(
+        (CATALOG_DIR / source.entry.manifest).read_text().replace(source.name, f"{source.name}-long")
+    )
+    entry = {
+        **source.entry.model_dump(),
+        "id": f"{source.id}-long",
+        "manifest": f"recipes/{source.id}-long/deploy.yaml",
+        "performance": dict.fromkeys(Performance.model_fields, "unknown"),
+    }
     _edit_targets(catalog_copy, lambda d: d["targets"].append(entry))
     added = load_catalog(catalog_copy).recipe(f"{source.id}-long")
     assert added.name == f"{source.name}-long"
@@ -89,23 +110,47 @@ def test_a_new_target_without_figures_is_a_data_change(catalog_copy):
     assert load_catalog(catalog_copy).criteria.passed_by(added.entry.performance) is None
 
 
-@pytest.mark.parametrize(("mutate", "expected"), [
-    (lambda d: d["targets"][0]["performance"].update(ttftP50Ms=-1),
-     "catalog/targets.yaml: targets[0].performance.ttftP50Ms: Input should be greater than 0"),
-    (lambda d: d["targets"][0]["performance"].update(ttftP50Ms="n/a"),
-     "catalog/targets.yaml: targets[0].performance.ttftP50Ms: Input should be a valid number"),
-    (lambda d: d["targets"][1].update(routing="random"),
-     "catalog/targets.yaml: targets[1].routing: must be single, kv or <prefill>P<decode>D"),
-    (lambda d: d["targets"][1].update(routing="9P9D"), "catalog/targets.yaml: targets[1].routing: '9P9D', but the manifest says"),
-    (lambda d: d["targets"][1].update(speculativeDecoding="Medusa"),
-     "catalog/targets.yaml: targets[1].speculativeDecoding: 'Medusa', but the manifest says"),
-    (lambda d: d["targets"][2].update(manifest="recipes/vllm/nope/deploy.yaml"),
-     "catalog/targets.yaml: targets[2].manifest: file deploy.yaml does not exist"),
-    (lambda d: d["targets"].append(dict(d["targets"][0])), "catalog/targets.yaml: targets[{count}].id: duplicate target id '{first}'"),
-    (lambda d: d["targets"][0].update(tps=1), "catalog/targets.yaml: targets[0].tps: unknown key; allowed: id, manifest"),
-    (lambda d: d["modelCache"].update(downloadJobs=[d["modelCache"]["claim"]]),
-     "catalog/targets.yaml: modelCache.downloadJobs[0]: holds a 'PersistentVolumeClaim', not a Job"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda d: d["targets"][0]["performance"].update(ttftP50Ms=-1),
+            "catalog/targets.yaml: targets[0].performance.ttftP50Ms: Input should be greater than 0",
+        ),
+        (
+            lambda d: d["targets"][0]["performance"].update(ttftP50Ms="n/a"),
+            "catalog/targets.yaml: targets[0].performance.ttftP50Ms: Input should be a valid number",
+        ),
+        (
+            lambda d: d["targets"][1].update(routing="random"),
+            "catalog/targets.yaml: targets[1].routing: must be single, kv or <prefill>P<decode>D",
+        ),
+        (
+            lambda d: d["targets"][1].update(routing="9P9D"),
+            "catalog/targets.yaml: targets[1].routing: '9P9D', but the manifest says",
+        ),
+        (
+            lambda d: d["targets"][1].update(speculativeDecoding="Medusa"),
+            "catalog/targets.yaml: targets[1].speculativeDecoding: 'Medusa', but the manifest says",
+        ),
+        (
+            lambda d: d["targets"][2].update(manifest="recipes/vllm/nope/deploy.yaml"),
+            "catalog/targets.yaml: targets[2].manifest: file deploy.yaml does not exist",
+        ),
+        (
+            lambda d: d["targets"].append(dict(d["targets"][0])),
+            "catalog/targets.yaml: targets[{count}].id: duplicate target id '{first}'",
+        ),
+        (
+            lambda d: d["targets"][0].update(tps=1),
+            "catalog/targets.yaml: targets[0].tps: unknown key; allowed: id, manifest",
+        ),
+        (
+            lambda d: d["modelCache"].update(downloadJobs=[d["modelCache"]["claim"]]),
+            "catalog/targets.yaml: modelCache.downloadJobs[0]: holds a 'PersistentVolumeClaim', not a Job",
+        ),
+    ],
+)
 def test_bad_catalog_data_names_the_key(catalog_copy, mutate, expected):
     _edit_targets(catalog_copy, mutate)
     with pytest.raises(ConfigError) as raised:
@@ -117,7 +162,9 @@ def test_bad_catalog_data_names_the_key(catalog_copy, mutate, expected):
 def test_a_manifest_without_a_dgd_is_rejected(catalog_copy):
     path = catalog_copy / pick().entry.manifest
     path.write_text(path.read_text().split("\n---\n")[0])
-    with pytest.raises(ConfigError, match=r"targets\[\d+\]\.manifest: .* holds \['ConfigMap'\]; allowed: exactly one ConfigMap"):
+    with pytest.raises(
+        ConfigError, match=r"targets\[\d+\]\.manifest: .* holds \['ConfigMap'\]; allowed: exactly one ConfigMap"
+    ):
         load_catalog(catalog_copy)
 
 

@@ -1,6 +1,7 @@
 """catalog/checkpoints.yaml is the size data the PVC bound uses: it covers every checkpoint a catalog target
 loads, says which sizes are estimates, and agrees with the copies other tools keep (the rollout model's
 download sizes, the SageMaker LMI weights)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,8 @@ def test_every_estimate_says_so_in_its_source():
 def test_the_rollout_model_downloads_the_same_sizes():
     rollout = yaml.safe_load(ROLLOUT_DURATIONS.read_text())["checkpoints"]
     assert {repo: entry["size"] for repo, entry in rollout["sizes_gb"].items()} == {
-        repo: size.sizeGB for repo, size in SIZES.repositories.items()}
+        repo: size.sizeGB for repo, size in SIZES.repositories.items()
+    }
     assert rollout["default_gb"]["size"] == SIZES.unlisted.sizeGB
 
 

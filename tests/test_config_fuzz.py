@@ -2,6 +2,7 @@
 `ConfigError` (one line, bounded, key path first, at most ~200 characters of the input echoed), never another
 exception; and through the whole render, exit 0, 1 (a policy or rollout refusal of a valid config) or 2,
 never a traceback. Derandomized, so CI runs the same examples every time."""
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,11 @@ BOUNDED = settings(deadline=None, derandomize=True, database=None, suppress_heal
 
 def raw_config(stack: str) -> dict:
     """The project's keys of a committed stack file, unprefixed (what `parse_stack_config` reads)."""
-    return {key.removeprefix(f"{PROJECT}:"): value for key, value in committed(stack)["config"].items()
-            if key.startswith(f"{PROJECT}:")}
+    return {
+        key.removeprefix(f"{PROJECT}:"): value
+        for key, value in committed(stack)["config"].items()
+        if key.startswith(f"{PROJECT}:")
+    }
 
 
 def provider_config(stack: str) -> dict:

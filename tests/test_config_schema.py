@@ -1,5 +1,6 @@
 """The committed stack-file schema equals the one generated from StackConfig, every `Pulumi.<stack>.yaml`
 passes it, and it rejects what the program would reject: unknown keys, plain-text secrets, wrong types."""
+
 from __future__ import annotations
 
 import copy

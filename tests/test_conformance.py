@@ -1,6 +1,7 @@
 """Every catalog target, as the whole program registers it, equals the project's vendored upstream manifest
 (`catalog/recipes/`, read from disk) except for fields a documented stack setting changes; so do the
 model-cache claim and download Jobs. The rules are `tools/conformance.py` (shared with `make absorb`)."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,13 @@ def rendered(run, parent: str, type_token: str) -> dict:
 def test_target_renders_as_vendored_upstream(all_targets_run, target_id):
     recipe = load_catalog().recipe(target_id)
     parent = f"nemotron:dynamo:ServingTarget::{recipe.name}"
-    problems = target_problems(recipe, replicas_override(recipe), rendered(all_targets_run, parent, CONFIG_MAP_TYPE),
-                               rendered(all_targets_run, parent, DGD_TYPE), upstream=vendored(recipe.entry.manifest))
+    problems = target_problems(
+        recipe,
+        replicas_override(recipe),
+        rendered(all_targets_run, parent, CONFIG_MAP_TYPE),
+        rendered(all_targets_run, parent, DGD_TYPE),
+        upstream=vendored(recipe.entry.manifest),
+    )
     assert not problems, "\n".join(problems)
 
 
@@ -53,9 +59,14 @@ def test_model_cache_renders_as_vendored_upstream(all_targets_run):
     cache = load_catalog().model_cache
     parent = "nemotron:kubernetes:ModelCache::model-cache"
     claim = vendored(load_catalog().data.modelCache.claim)["PersistentVolumeClaim"]
-    problems = model_cache_problems("claim", claim, rendered(all_targets_run, parent, "kubernetes:core/v1:PersistentVolumeClaim"))
-    jobs = {j.inputs["metadata"]["name"]: plain_numbers(j.inputs) for j in all_targets_run.resources
-            if j.parent == parent and j.type == "kubernetes:batch/v1:Job"}
+    problems = model_cache_problems(
+        "claim", claim, rendered(all_targets_run, parent, "kubernetes:core/v1:PersistentVolumeClaim")
+    )
+    jobs = {
+        j.inputs["metadata"]["name"]: plain_numbers(j.inputs)
+        for j in all_targets_run.resources
+        if j.parent == parent and j.type == "kubernetes:batch/v1:Job"
+    }
     assert sorted(jobs) == sorted(job.name for job in cache.jobs)
     for job in cache.jobs:
         problems += model_cache_problems(f"Job {job.name}", vendored(job.path)["Job"], jobs[job.name])
@@ -64,7 +75,9 @@ def test_model_cache_renders_as_vendored_upstream(all_targets_run):
 
 def test_documented_settings_took_effect(all_targets_run):
     """The rules are not vacuous: each setting shows up in every rendered DGD."""
-    dgds = {r.inputs["metadata"]["name"]: plain_numbers(r.inputs) for r in all_targets_run.resources if r.type == DGD_TYPE}
+    dgds = {
+        r.inputs["metadata"]["name"]: plain_numbers(r.inputs) for r in all_targets_run.resources if r.type == DGD_TYPE
+    }
     assert len(dgds) == len(load_catalog().recipes)
     for recipe in load_catalog().recipes.values():
         dgd = dgds[recipe.name]
@@ -85,7 +98,10 @@ def test_a_field_level_difference_is_reported():
     """The comparison itself can fail, and says where."""
     recipe = next(iter(load_catalog().recipes.values()))
     upstream = vendored(recipe.entry.manifest)
-    tampered = {**upstream["DynamoGraphDeployment"], "spec": {**upstream["DynamoGraphDeployment"]["spec"], "backendFramework": "sglang"}}
+    tampered = {
+        **upstream["DynamoGraphDeployment"],
+        "spec": {**upstream["DynamoGraphDeployment"]["spec"], "backendFramework": "sglang"},
+    }
     (problem,) = target_problems(recipe, {}, upstream["ConfigMap"], tampered, upstream=upstream)
     assert "root['spec']['backendFramework']" in problem
     assert "'sglang'" in problem
@@ -93,6 +109,8 @@ def test_a_field_level_difference_is_reported():
 
 def test_differences_are_positional_and_keyed():
     assert [(d.change, d.path) for d in differences({"a": [1, 2], "b": 1}, {"a": [1, 3, 4], "c": 1})] == [
-        ("values_changed", "root['a'][1]"), ("iterable_item_added", "root['a'][2]"),
-        ("dictionary_item_removed", "root['b']"), ("dictionary_item_added", "root['c']"),
+        ("values_changed", "root['a'][1]"),
+        ("iterable_item_added", "root['a'][2]"),
+        ("dictionary_item_removed", "root['b']"),
+        ("dictionary_item_added", "root['c']"),
     ]

@@ -1,6 +1,7 @@
 """Device plugins are pinned Helm releases (or the upstream manifests) whose values fit the GPU taint:
 GFD on and MOFED off for the NVIDIA plugin, the EFA plugin only on EFA pools, the RDMA shared device
 plugin only when a pool's fabric is InfiniBand, exposing `rdma/ib`."""
+
 from __future__ import annotations
 
 import json
@@ -10,15 +11,25 @@ from aws_helpers import inputs, run_components, the
 from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 
-RELEASE, DAEMON_SET, CONFIG_MAP = "kubernetes:helm.sh/v3:Release", "kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:ConfigMap"
+RELEASE, DAEMON_SET, CONFIG_MAP = (
+    "kubernetes:helm.sh/v3:Release",
+    "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:core/v1:ConfigMap",
+)
 TOLERATES_GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def plugins(efa_instance_types=(), infiniband=False, nvidia=True):
     def build():
-        DevicePlugins("plugins", DevicePluginsArgs(
-            plugins=load_aws_catalog().platform.devicePlugins, efa_instance_types=list(efa_instance_types), infiniband=infiniband, nvidia=nvidia,
-        ))
+        DevicePlugins(
+            "plugins",
+            DevicePluginsArgs(
+                plugins=load_aws_catalog().platform.devicePlugins,
+                efa_instance_types=list(efa_instance_types),
+                infiniband=infiniband,
+                nvidia=nvidia,
+            ),
+        )
 
     return run_components(build)
 
@@ -40,7 +51,9 @@ def test_nvidia_device_plugin_with_gfd_and_mofed_disabled():
 
 
 def test_efa_plugin_only_on_efa_pools_and_tolerating_the_gpu_taint():
-    efa = releases(plugins(efa_instance_types=["p5en.48xlarge", "p6-b200.48xlarge", "p5en.48xlarge"]))["aws-efa-k8s-device-plugin"]
+    efa = releases(plugins(efa_instance_types=["p5en.48xlarge", "p6-b200.48xlarge", "p5en.48xlarge"]))[
+        "aws-efa-k8s-device-plugin"
+    ]
     pin = load_aws_catalog().platform.devicePlugins.efa
     assert (efa["version"], efa["namespace"]) == (pin.version, "kube-system")
     # The stack's pool types narrow the chart's own list; each is in it (else the DaemonSet never lands).
@@ -49,7 +62,8 @@ def test_efa_plugin_only_on_efa_pools_and_tolerating_the_gpu_taint():
     assert efa["values"]["tolerations"] == [TOLERATES_GPU_TAINT]
     assert efa["values"]["nodeSelector"] == {"nemotron.nvidia.com/fabric": "efa"}
     assert efa["values"]["supportedInstanceLabels"] == {
-        "keys": ["node.kubernetes.io/instance-type"], "values": ["p5en.48xlarge", "p6-b200.48xlarge"],
+        "keys": ["node.kubernetes.io/instance-type"],
+        "values": ["p5en.48xlarge", "p6-b200.48xlarge"],
     }
 
 

@@ -1,6 +1,7 @@
 """The NVIDIA DRA driver is a pinned Helm release with ComputeDomains on and GPU allocation off (the EKS
 UltraServer guide's values): its controller runs on the system nodes, its kubelet plugin only on the pools
 that need ComputeDomains, tolerating the GPU taint. The plan installs it exactly for such pools."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,9 +40,13 @@ def test_compute_domains_on_gpus_off_kubelet_plugin_on_the_pools_only():
     assert controller == {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}
     assert values["controller"]["tolerations"] == []
     (term,) = terms(values["kubeletPlugin"])
-    assert term["matchExpressions"] == [{"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
-                                        {"key": POOL_LABEL, "operator": "In", "values": ["gb200-a", "gb200-b"]}]
-    assert values["kubeletPlugin"]["tolerations"] == [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}]
+    assert term["matchExpressions"] == [
+        {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+        {"key": POOL_LABEL, "operator": "In", "values": ["gb200-a", "gb200-b"]},
+    ]
+    assert values["kubeletPlugin"]["tolerations"] == [
+        {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
+    ]
 
 
 @pytest.mark.parametrize("instance_type", NEEDS_DRA)

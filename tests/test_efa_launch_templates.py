@@ -2,6 +2,7 @@
 card 0 device 0 an ENA `interface`, `efa-only` on card 0 device 1 and device 0 of every other card, and for
 p6e-gb200 one `efa-only` per GPU pair of cards (1, 5, 9, 13: EC2 User Guide, EFA for P6e-GB200), every
 interface in the pool's security groups, never a SubnetId."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,10 +32,17 @@ def launch_template_of(instance_type: str) -> dict:
     pool = resolved(instance_type)
 
     def build():
-        GpuNodePool(pool.name, GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
-            cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-        ))
+        GpuNodePool(
+            pool.name,
+            GpuNodePoolArgs(
+                pool=ManagedPoolSpec.of(pool),
+                cluster_name="nemotron",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id="subnet-0123456789abcdef0",
+                cluster_security_group_ids=[CLUSTER_SG],
+                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+            ),
+        )
 
     return the(run_components(build), LAUNCH_TEMPLATE)
 
@@ -60,18 +68,33 @@ def test_efa_interface_layout(instance_type):
 
 
 def test_p5_48xlarge_exposes_32_efa_devices_p5en_16_b200_8_and_gb200_4():
-    for instance_type, devices in {"p5.48xlarge": 32, "p5en.48xlarge": 16, "p6-b200.48xlarge": 8, "p6e-gb200.36xlarge": 4}.items():
-        assert sum(i["interfaceType"] == "efa-only" for i in launch_template_of(instance_type)["networkInterfaces"]) == devices
+    for instance_type, devices in {
+        "p5.48xlarge": 32,
+        "p5en.48xlarge": 16,
+        "p6-b200.48xlarge": 8,
+        "p6e-gb200.36xlarge": 4,
+    }.items():
+        assert (
+            sum(i["interfaceType"] == "efa-only" for i in launch_template_of(instance_type)["networkInterfaces"])
+            == devices
+        )
 
 
 def test_a_pool_without_fabric_gets_no_efa_interfaces():
     pool = resolved("p5.4xlarge", fabric="none")
 
     def build():
-        GpuNodePool("plain", GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id="subnet-0123456789abcdef0",
-            cluster_security_group_ids=[CLUSTER_SG], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-        ))
+        GpuNodePool(
+            "plain",
+            GpuNodePoolArgs(
+                pool=ManagedPoolSpec.of(pool),
+                cluster_name="nemotron",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id="subnet-0123456789abcdef0",
+                cluster_security_group_ids=[CLUSTER_SG],
+                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+            ),
+        )
 
     run = run_components(build)
     (template,) = inputs(run, LAUNCH_TEMPLATE)

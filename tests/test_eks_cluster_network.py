@@ -2,6 +2,7 @@
 per Local Zone pool that the control plane never gets, and an EKS cluster with a pinned version, a
 restricted endpoint, all control-plane logs, KMS secrets encryption, a CPU system node group on its own
 launch template (IMDSv2, hop limit 1), core add-ons, and the Kubernetes provider built from its kubeconfig."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -26,15 +27,38 @@ def build_stack(public_cidrs=("203.0.113.0/24",), nat_per_az=True):
     catalog = load_aws_catalog()
 
     def build():
-        network = Network("network", NetworkArgs(cluster_name="nemotron", region="us-east-1", cidr="10.0.0.0/16", availability_zones=ZONES,
-                                                 nat_gateway_per_az=nat_per_az, local_zone_subnets=LOCAL_POOLS))
-        cluster = EksCluster("eks", EksClusterArgs(
-            cluster_name="nemotron", kubernetes_version="1.33", region="us-east-1", private_subnet_ids=network.private_subnet_ids,
-            endpoint_public_access_cidrs=list(public_cidrs), log_retention_days=90,
-            system_nodes=SystemNodeGroupSpec(instance_types=["m7i.2xlarge"], min_size=2, desired_size=2, max_size=4, disk_size_gib=100),
-            addons=catalog.platform.eksAddons.cluster, node_managed_policies=catalog.platform.nodeManagedPolicies,
-        ))
-        return {"kubeconfig": pulumi.Output.unsecret(cluster.kubeconfig), "endpoint": cluster.endpoint, "name": cluster.cluster_name}
+        network = Network(
+            "network",
+            NetworkArgs(
+                cluster_name="nemotron",
+                region="us-east-1",
+                cidr="10.0.0.0/16",
+                availability_zones=ZONES,
+                nat_gateway_per_az=nat_per_az,
+                local_zone_subnets=LOCAL_POOLS,
+            ),
+        )
+        cluster = EksCluster(
+            "eks",
+            EksClusterArgs(
+                cluster_name="nemotron",
+                kubernetes_version="1.33",
+                region="us-east-1",
+                private_subnet_ids=network.private_subnet_ids,
+                endpoint_public_access_cidrs=list(public_cidrs),
+                log_retention_days=90,
+                system_nodes=SystemNodeGroupSpec(
+                    instance_types=["m7i.2xlarge"], min_size=2, desired_size=2, max_size=4, disk_size_gib=100
+                ),
+                addons=catalog.platform.eksAddons.cluster,
+                node_managed_policies=catalog.platform.nodeManagedPolicies,
+            ),
+        )
+        return {
+            "kubeconfig": pulumi.Output.unsecret(cluster.kubeconfig),
+            "endpoint": cluster.endpoint,
+            "name": cluster.cluster_name,
+        }
 
     return run_components(build)
 
@@ -45,7 +69,11 @@ def stack():
 
 
 def test_private_subnets_in_every_az_behind_nat(stack):
-    private = {s["availabilityZone"]: s for s in inputs(stack, "aws:ec2/subnet:Subnet") if "internal-elb" in json.dumps(s["tags"])}
+    private = {
+        s["availabilityZone"]: s
+        for s in inputs(stack, "aws:ec2/subnet:Subnet")
+        if "internal-elb" in json.dumps(s["tags"])
+    }
     assert sorted(private) == ZONES
     assert [private[z]["cidrBlock"] for z in ZONES] == ["10.0.0.0/18", "10.0.64.0/18", "10.0.128.0/18"]
     assert len(stack.of_type("aws:ec2/natGateway:NatGateway")) == 3
@@ -99,7 +127,10 @@ def test_cluster_pinned_restricted_logged_and_encrypted(stack):
     assert cluster["vpcConfig"]["publicAccessCidrs"] == ["203.0.113.0/24"]
     assert cluster["vpcConfig"]["subnetIds"] == [f"network-private-{z}-id" for z in ZONES]
     assert cluster["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-    assert cluster["encryptionConfig"] == {"resources": ["secrets"], "provider": {"keyArn": "arn:aws:kms:us-east-1:123456789012:key/eks-secrets-key"}}
+    assert cluster["encryptionConfig"] == {
+        "resources": ["secrets"],
+        "provider": {"keyArn": "arn:aws:kms:us-east-1:123456789012:key/eks-secrets-key"},
+    }
     assert cluster["upgradePolicy"] == {"supportType": "STANDARD"}
     assert the(stack, "aws:kms/key:Key")["enableKeyRotation"] is True
     log_group = the(stack, "aws:cloudwatch/logGroup:LogGroup")
@@ -115,7 +146,11 @@ def test_private_endpoint_only_when_no_public_cidrs():
 
 def test_system_node_group_and_addons(stack):
     system = the(stack, "aws:eks/nodeGroup:NodeGroup")
-    assert (system["amiType"], system["instanceTypes"], system["version"]) == ("AL2023_x86_64_STANDARD", ["m7i.2xlarge"], "1.33")
+    assert (system["amiType"], system["instanceTypes"], system["version"]) == (
+        "AL2023_x86_64_STANDARD",
+        ["m7i.2xlarge"],
+        "1.33",
+    )
     assert "taints" not in system
     addons = {a["addonName"] for a in inputs(stack, "aws:eks/addon:Addon")}
     assert addons == {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns"}
@@ -131,8 +166,11 @@ def test_system_nodes_run_on_a_launch_template_with_imdsv2_and_hop_limit_one(sta
     assert system["launchTemplate"] == {"id": "eks-system-launch-template-id", "version": "1"}
     assert "diskSize" not in system
     request = launch_template_request("system", template)
-    assert request["LaunchTemplateData"]["MetadataOptions"] == {"HttpEndpoint": "enabled", "HttpTokens": "required",
-                                                                "HttpPutResponseHopLimit": 1}
+    assert request["LaunchTemplateData"]["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 1,
+    }
     (volume,) = request["LaunchTemplateData"]["BlockDeviceMappings"]
     assert volume["Ebs"] == {"VolumeSize": 100, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True}
     assert problems("ec2", "CreateLaunchTemplate", request) == []
@@ -148,5 +186,14 @@ def test_kubernetes_provider_is_built_from_the_cluster(stack):
     assert cluster["cluster"]["server"] == stack.outputs["endpoint"]
     assert cluster["cluster"]["certificate-authority-data"]
     (user,) = kubeconfig["users"]
-    assert user["user"]["exec"]["args"] == ["eks", "get-token", "--cluster-name", "nemotron", "--region", "us-east-1", "--output", "json"]
+    assert user["user"]["exec"]["args"] == [
+        "eks",
+        "get-token",
+        "--cluster-name",
+        "nemotron",
+        "--region",
+        "us-east-1",
+        "--output",
+        "json",
+    ]
     assert provider.to_json()["inputs"]["kubeconfig"] == "[secret]"

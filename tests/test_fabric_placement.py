@@ -1,14 +1,15 @@
 """A disaggregated target placed on a pool gets the pool's fabric profile (EFA: `vpc.amazonaws.com/efa` =
 EFA per GPU x GPUs per worker, NIXL LIBFABRIC, the upstream `FI_*` env; InfiniBand: `rdma/ib: 1` and the
 upstream UCX env), and every worker is pinned to its pool. Fabric profiles are held equal to the recipes."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from aws_helpers import pool, resolved
 from catalog_picks import gpu_of, pick, picks
+
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pinning import place_target
@@ -18,14 +19,20 @@ FABRICS = load_aws_catalog().fabrics
 OWNED_ENV = {var.name for profile in FABRICS.values() for var in profile.env}
 EFA_RECIPES = [r.id for r in picks(disaggregated=True, fabric="efa")]
 IB_RECIPES = [r.id for r in picks(disaggregated=True, fabric="ib")]
-CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
+CAPACITY_BLOCK = {
+    "capacityType": "capacity-block",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "kubernetesVersion": "1.33",
+}
 
 
 def efa_instance_types(gpu: str) -> list[str]:
     """Instance types of this GPU with EFA, most EFA interfaces per GPU first."""
     types = load_aws_catalog().instance_types
-    return sorted((name for name, t in types.items() if t.gpu == gpu and t.efaInterfaces),
-                  key=lambda name: -types[name].efa_per_gpu)
+    return sorted(
+        (name for name, t in types.items() if t.gpu == gpu and t.efaInterfaces),
+        key=lambda name: -types[name].efa_per_gpu,
+    )
 
 
 def efa_pool(gpu: str, **fields):
@@ -35,8 +42,17 @@ def efa_pool(gpu: str, **fields):
 
 
 def ib_pool(recipe):
-    return pool(name=f"{gpu_of(recipe)}-ib", managed=False, gpu=gpu_of(recipe), gpu_product=recipe.gpu_products[0],
-                fabric="ib", efa_interfaces=0, instance_type=None, ami_type=None, availability_zone=None)
+    return pool(
+        name=f"{gpu_of(recipe)}-ib",
+        managed=False,
+        gpu=gpu_of(recipe),
+        gpu_product=recipe.gpu_products[0],
+        fabric="ib",
+        efa_interfaces=0,
+        instance_type=None,
+        ami_type=None,
+        availability_zone=None,
+    )
 
 
 # An InfiniBand target upstream whose GPU also comes with EFA on EC2: the same recipe on both fabrics.
@@ -44,7 +60,9 @@ IB_WITH_EFA_TWIN = next(iter(r for r in picks(disaggregated=True, fabric="ib") i
 
 
 def test_the_catalog_has_upstream_targets_of_both_fabrics():
-    assert EFA_RECIPES and IB_RECIPES and IB_WITH_EFA_TWIN and EFA_CASES, "fabric profiles are checked against upstream recipes of each"
+    assert EFA_RECIPES and IB_RECIPES and IB_WITH_EFA_TWIN and EFA_CASES, (
+        "fabric profiles are checked against upstream recipes of each"
+    )
 
 
 def workers(dgd: dict) -> list[dict]:
@@ -77,7 +95,9 @@ def test_efa_profile_is_the_upstream_efa_fabric(target_id):
         container = main(worker)
         assert fabric_env(container) == [(v.name, v.value) for v in profile.env]
         # upstream sizes the request for one of the GPU's EC2 types (H100: 32 EFA / 8 GPUs on p5.48xlarge)
-        assert int(container["resources"]["limits"][profile.resource]) in {n * recipe.gpus_per_replica(worker) for n in per_gpu}
+        assert int(container["resources"]["limits"][profile.resource]) in {
+            n * recipe.gpus_per_replica(worker) for n in per_gpu
+        }
         assert kv_transfer(container)["kv_connector_extra_config"]["backends"] == profile.nixlBackends
 
 
@@ -99,7 +119,9 @@ def test_an_infiniband_recipe_on_an_efa_pool_gets_the_pools_efa_and_libfabric():
     for worker in workers(dgd):
         container = main(worker)
         for section in ("requests", "limits"):
-            assert container["resources"][section]["vpc.amazonaws.com/efa"] == str(on.efa_per_gpu * recipe.gpus_per_replica(worker))
+            assert container["resources"][section]["vpc.amazonaws.com/efa"] == str(
+                on.efa_per_gpu * recipe.gpus_per_replica(worker)
+            )
             assert "rdma/ib" not in container["resources"][section]
         assert kv_transfer(container)["kv_connector_extra_config"] == {"backends": ["LIBFABRIC"]}
         assert fabric_env(container) == fabric_env(main(workers(efa_recipe.dgd)[0]))
@@ -113,15 +135,20 @@ def test_an_infiniband_recipe_on_an_ib_pool_equals_upstream_but_for_the_pool_pin
     recipe = load_catalog().recipe(target_id)
     on = ib_pool(recipe)
     dgd = placed(target_id, on)
-    for before, after in zip(workers(recipe.dgd), workers(dgd)):
-        expressions = after["podTemplate"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"]
+    for before, after in zip(workers(recipe.dgd), workers(dgd), strict=True):
+        expressions = after["podTemplate"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"][0]["matchExpressions"]
         assert expressions.pop() == {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [on.name]}
         assert after == before
 
 
 # Every EC2 type with EFA, with a disaggregated target of its GPU to place on it.
-EFA_CASES = [(name, picks(disaggregated=True, gpu=t.gpu)[0].id) for name, t in sorted(load_aws_catalog().instance_types.items())
-             if t.efaInterfaces and picks(disaggregated=True, gpu=t.gpu)]
+EFA_CASES = [
+    (name, picks(disaggregated=True, gpu=t.gpu)[0].id)
+    for name, t in sorted(load_aws_catalog().instance_types.items())
+    if t.efaInterfaces and picks(disaggregated=True, gpu=t.gpu)
+]
 
 
 @pytest.mark.parametrize(("instance_type", "target_id"), EFA_CASES)
@@ -130,18 +157,27 @@ def test_efa_count_follows_the_pool(instance_type, target_id):
     on = resolved(instance_type, **(CAPACITY_BLOCK if ("on-demand" not in facts.capacityTypes) else {}))
     recipe = load_catalog().recipe(target_id)
     for worker in workers(placed(target_id, on)):
-        assert main(worker)["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(facts.efa_per_gpu * recipe.gpus_per_replica(worker))
+        assert main(worker)["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(
+            facts.efa_per_gpu * recipe.gpus_per_replica(worker)
+        )
 
 
 def test_workers_pinned_to_pool_and_product_frontend_left_alone():
-    gpu = next(name for name, g in load_aws_catalog().gpus.items() if g.alternativeProductLabels and efa_instance_types(name))
-    recipe = next(r for r in picks(disaggregated=False, routing="single", gpu=gpu)
-                  if "nodeSelector" not in r.components[0]["podTemplate"]["spec"])
+    gpu = next(
+        name for name, g in load_aws_catalog().gpus.items() if g.alternativeProductLabels and efa_instance_types(name)
+    )
+    recipe = next(
+        r
+        for r in picks(disaggregated=False, routing="single", gpu=gpu)
+        if "nodeSelector" not in r.components[0]["podTemplate"]["spec"]
+    )
     label = load_aws_catalog().gpus[gpu].alternativeProductLabels[0]
     dgd = placed(recipe.id, efa_pool(gpu, gpuProduct=label))
     frontend, worker = dgd["spec"]["components"]
     assert frontend == recipe.components[0]
-    (term,) = worker["podTemplate"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (term,) = worker["podTemplate"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [
         {"key": "nvidia.com/gpu.product", "operator": "In", "values": [label]},
         {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": ["pool"]},

@@ -2,6 +2,7 @@
 settings come from them, its Pulumi program reads them through a StackReference, and its CLI (the OpenAI
 client, in `.venv-gateway`) gets answers from a local gateway running prod's config, saying when the answer
 came from a fallback."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from typing import Any
 
 import pulumi
 import pytest
-from gateway_helpers import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS, prod_backends
+from gateway_helpers import prod_backends
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -24,11 +25,12 @@ from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX
 from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
+from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS
 from tools.mock_runtime import PROJECT_DIR, RecordingMonitor, StackMocks
 
 EXAMPLE_DIR = PROJECT_DIR / "examples" / "gateway_client"
 sys.path.insert(0, str(EXAMPLE_DIR))
-from gateway_client import ClientSettings  # noqa: E402
+from gateway_client import ClientSettings
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,10 @@ def test_settings_from_the_outputs_of_the_prod_render(prod):
     assert settings.fallbacks == (f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}",), "prod: the same model on SageMaker"
     auth = gateway["auth"]
     assert (settings.secret_namespace, settings.secret_name, settings.secret_key) == (
-        auth["secretNamespace"], auth["secretName"], auth["secretKey"])
+        auth["secretNamespace"],
+        auth["secretName"],
+        auth["secretKey"],
+    )
     for old in ({"contractVersion": "1.0", "endpoints": []}, {**outputs, "gateway": None}):
         with pytest.raises(ValueError, match="have no gateway"):
             ClientSettings.from_outputs(old)
@@ -78,8 +83,13 @@ def test_pulumi_program_reads_the_outputs_through_a_stack_reference(prod):
     stack_mocks = ServingStackMocks(outputs)
     monitor = RecordingMonitor(stack_mocks)
     settings.set_root_resource(None)
-    pulumi.runtime.set_all_config({"nemotron-gateway-client:servingStack": "org/nemotron-lightning/prod",
-                                   "nemotron-gateway-client:namespace": "agents"}, [])
+    pulumi.runtime.set_all_config(
+        {
+            "nemotron-gateway-client:servingStack": "org/nemotron-lightning/prod",
+            "nemotron-gateway-client:namespace": "agents",
+        },
+        [],
+    )
     mocks.set_mocks(stack_mocks, project="nemotron-gateway-client", stack="test", preview=False, monitor=monitor)
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(EXAMPLE_DIR / "__main__.py"))))
     assert stack_mocks.references == ["org/nemotron-lightning/prod"]
@@ -91,9 +101,21 @@ def test_pulumi_program_reads_the_outputs_through_a_stack_reference(prod):
 
 def ask(outputs_file: Path, base_url: str, key: str) -> dict[str, Any]:
     result = subprocess.run(
-        [str(GATEWAY_VENV / "bin" / "python"), str(EXAMPLE_DIR / "gateway_client.py"), "--outputs", str(outputs_file),
-         "--base-url", f"{base_url}/v1", "Say hello."],
-        env={"PATH": os.environ["PATH"], "GATEWAY_API_KEY": key}, capture_output=True, text=True, timeout=120, check=True)
+        [
+            str(GATEWAY_VENV / "bin" / "python"),
+            str(EXAMPLE_DIR / "gateway_client.py"),
+            "--outputs",
+            str(outputs_file),
+            "--base-url",
+            f"{base_url}/v1",
+            "Say hello.",
+        ],
+        env={"PATH": os.environ["PATH"], "GATEWAY_API_KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(result.stdout)
 
 

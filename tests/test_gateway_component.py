@@ -3,6 +3,7 @@ the pods, the master key only ever a Pulumi secret (never in plain text in any r
 non-root read-only proxy with LiteLLM's probes, Redis exactly when the plan needs it, NetworkPolicies,
 and an IAM role allowed to invoke exactly the fallback endpoints through EKS Pod Identity. The recorded
 resources pass the policy pack."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ import yaml
 from aws_helpers import inputs, run_components, the
 from gateway_helpers import prod_backends
 
-from tools.mock_runtime import PROJECT_DIR, redact
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.components.gateway import (
     CONFIG_CHECKSUM_ANNOTATION,
@@ -25,10 +25,11 @@ from serving_stack.components.gateway import (
     SageMakerAccess,
     config_checksum,
     master_key_secret_name,
-    redis_host,
 )
 from serving_stack.facts.gateway import load_gateway_pins
 from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway
+from serving_stack.plan.gateway_stack import redis_host
+from tools.mock_runtime import PROJECT_DIR, redact
 
 MASTER_KEY = "sk-gateway-test-master-key-0123456789abcdef"
 NAMESPACE, NAME = "nemotron", "llm-gateway"
@@ -43,14 +44,27 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
     prod = prod_backends()
     settings = prod.settings(replicas=replicas, **(settings_overrides or {}))
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, RedisAddress(redis_host(NAME, NAMESPACE), 6379))
-    access = SageMakerAccess(cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in plan.sagemaker_endpoints])
+    access = SageMakerAccess(
+        cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in plan.sagemaker_endpoints]
+    )
 
     def program():
-        gateway = Gateway("gateway", GatewayArgs(
-            namespace=NAMESPACE, name=NAME, config=plan.config, master_key=MASTER_KEY, pins=load_gateway_pins(),
-            min_replicas=replicas, max_replicas=4 * replicas, redis_enabled=plan.needs_redis,
-            allowed_namespaces=["apps", "monitoring"], backend_namespaces=[NAMESPACE],
-            sagemaker_access=access if sagemaker else None))
+        gateway = Gateway(
+            "gateway",
+            GatewayArgs(
+                namespace=NAMESPACE,
+                name=NAME,
+                config=plan.config,
+                master_key=MASTER_KEY,
+                pins=load_gateway_pins(),
+                min_replicas=replicas,
+                max_replicas=4 * replicas,
+                redis_enabled=plan.needs_redis,
+                allowed_namespaces=["apps", "monitoring"],
+                backend_namespaces=[NAMESPACE],
+                sagemaker_access=access if sagemaker else None,
+            ),
+        )
         return {"url": gateway.url, "secret": gateway.master_key_secret}
 
     return plan, run_components(program)
@@ -97,8 +111,11 @@ def test_pinned_non_root_read_only_proxy_with_litellm_probes(prod_gateway):
     (container,) = pod["containers"]
     assert container["image"] == pins.image and pins.image.endswith(f":v{pins.version}")
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == pins.runAsUser
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                            "capabilities": {"drop": ["ALL"]}}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     assert container["livenessProbe"]["httpGet"]["path"] == "/health/liveliness"
     assert container["readinessProbe"]["httpGet"]["path"] == "/health/readiness"
     assert {m["mountPath"] for m in container["volumeMounts"]} >= set(pins.writablePaths)
@@ -162,8 +179,10 @@ def test_recorded_resources_pass_the_policy_pack(prod_gateway):
 
 def test_outputs_name_the_url_and_the_secret_not_the_key(prod_gateway):
     _, run = prod_gateway
-    assert run.outputs == {"url": f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{load_gateway_pins().litellm.port}/v1",
-                           "secret": master_key_secret_name(NAME)}
+    assert run.outputs == {
+        "url": f"http://{NAME}.{NAMESPACE}.svc.cluster.local:{load_gateway_pins().litellm.port}/v1",
+        "secret": master_key_secret_name(NAME),
+    }
 
 
 def test_catalog_pins_have_sources():

@@ -1,6 +1,7 @@
 """The `gateway` block and its secret: wrong settings stop the program with one line naming the key before any
 resource; the master key is required exactly when the gateway is on and only ever a Pulumi secret; the
 committed prod stack renders only when the render is told to use placeholders, and then says so."""
+
 from __future__ import annotations
 
 import copy
@@ -29,28 +30,54 @@ def with_gateway(config: dict, **gateway: object) -> dict:
 
 
 BAD = {
-    "key not set": (with_gateway(BASE_CONFIG), WITHOUT_KEY,
-                    f"{MASTER_KEY_SECRET}: required when gateway.enabled is true"),
-    "unknown gateway key": (with_gateway(BASE_CONFIG, replica=2), None,
-                            "gateway.replica: unknown key; allowed: enabled, name, replicas"),
-    "fewer maximum than minimum": (with_gateway(BASE_CONFIG, replicas=4, maxReplicas=2), None,
-                                   "maxReplicas (2) must be >= replicas (4)"),
-    "replicas as a string": (with_gateway(BASE_CONFIG, replicas="2"), None, "gateway.replicas: Input should be a valid"),
-    "stream timeout above timeout": (with_gateway(BASE_CONFIG, router={"timeoutSeconds": 5, "streamTimeoutSeconds": 10}),
-                                     None, "streamTimeoutSeconds must be <= timeoutSeconds"),
+    "key not set": (
+        with_gateway(BASE_CONFIG),
+        WITHOUT_KEY,
+        f"{MASTER_KEY_SECRET}: required when gateway.enabled is true",
+    ),
+    "unknown gateway key": (
+        with_gateway(BASE_CONFIG, replica=2),
+        None,
+        "gateway.replica: unknown key; allowed: enabled, name, replicas",
+    ),
+    "fewer maximum than minimum": (
+        with_gateway(BASE_CONFIG, replicas=4, maxReplicas=2),
+        None,
+        "maxReplicas (2) must be >= replicas (4)",
+    ),
+    "replicas as a string": (
+        with_gateway(BASE_CONFIG, replicas="2"),
+        None,
+        "gateway.replicas: Input should be a valid",
+    ),
+    "stream timeout above timeout": (
+        with_gateway(BASE_CONFIG, router={"timeoutSeconds": 5, "streamTimeoutSeconds": 10}),
+        None,
+        "streamTimeoutSeconds must be <= timeoutSeconds",
+    ),
     "name not a DNS label": (with_gateway(BASE_CONFIG, name="LLM_Gateway"), None, "gateway.name: must be a DNS label"),
-    "egress not a CIDR": (with_gateway(BASE_CONFIG, sagemakerEgressCidrs=["10.0.0.0"]), None,
-                          "gateway.sagemakerEgressCidrs[0]: must be an IPv4 CIDR with a prefix length"),
-    "unknown degraded fallback": (with_gateway(PROD, degradedFallback={"endpoint": "nano"}), None,
-                                  "gateway.degradedFallback.endpoint: 'nano' is not a SageMaker endpoint of this stack; "
-                                  "allowed: nemotron-lightning"),
+    "egress not a CIDR": (
+        with_gateway(BASE_CONFIG, sagemakerEgressCidrs=["10.0.0.0"]),
+        None,
+        "gateway.sagemakerEgressCidrs[0]: must be an IPv4 CIDR with a prefix length",
+    ),
+    "unknown degraded fallback": (
+        with_gateway(PROD, degradedFallback={"endpoint": "nano"}),
+        None,
+        "gateway.degradedFallback.endpoint: 'nano' is not a SageMaker endpoint of this stack; "
+        "allowed: nemotron-lightning",
+    ),
     "degraded fallback of the targets' own model": (
-        with_gateway(PROD, degradedFallback={"endpoint": "nemotron-lightning"}), None,
+        with_gateway(PROD, degradedFallback={"endpoint": "nemotron-lightning"}),
+        None,
         "'nemotron-lightning' serves 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4', the model of the Dynamo "
-        "targets: it is already their same-model fallback"),
+        "targets: it is already their same-model fallback",
+    ),
     "SageMaker fallbacks on a cluster the stack does not create": (
-        with_gateway({**BASE_CONFIG, "sagemaker": PROD["sagemaker"]}), None,
-        "gateway.enabled: the gateway would fail over to SageMaker endpoints it cannot sign for"),
+        with_gateway({**BASE_CONFIG, "sagemaker": PROD["sagemaker"]}),
+        None,
+        "gateway.enabled: the gateway would fail over to SageMaker endpoints it cannot sign for",
+    ),
 }
 
 
@@ -73,8 +100,9 @@ def test_required_secrets_are_what_the_program_refuses_to_run_without():
     required = required_secrets(parse_stack_config(config))
     assert set(required) == {MASTER_KEY_SECRET, "ngcApiKey"}
     for key in required:
-        assert_rejected_before_any_resource(config, f"{key}: required when", {k: v for k, v in TEST_SECRETS.items()
-                                                                               if k != key})
+        assert_rejected_before_any_resource(
+            config, f"{key}: required when", {k: v for k, v in TEST_SECRETS.items() if k != key}
+        )
     assert run_config(config).resources, "with every required secret it runs"
     assert required_secrets(parse_stack_config(BASE_CONFIG)) == {}
 
@@ -90,8 +118,14 @@ def test_placeholders_stand_in_only_for_secrets_set_out_of_band():
 
 
 def render(*flags: str, out: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tools.render", "--stack", "prod", "--out", out, *flags],
-                          cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tools.render", "--stack", "prod", "--out", out, *flags],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_committed_prod_renders_with_named_placeholders_only_when_asked(tmp_path):
@@ -101,7 +135,9 @@ def test_committed_prod_renders_with_named_placeholders_only_when_asked(tmp_path
     assert not (tmp_path / "strict" / "prod").exists()
     rendered = render("--secret-placeholders", out=str(tmp_path / "build"))
     assert rendered.returncode == 0, rendered.stderr
-    note = f"Rendered with placeholder secrets, not in Pulumi.prod.yaml: `{MASTER_KEY_SECRET}` (gateway.enabled is true)"
+    note = (
+        f"Rendered with placeholder secrets, not in Pulumi.prod.yaml: `{MASTER_KEY_SECRET}` (gateway.enabled is true)"
+    )
     assert note in rendered.stderr
     assert note in (tmp_path / "build" / "prod" / "summary.md").read_text()
     outputs = json.loads((tmp_path / "build" / "prod" / "outputs.json").read_text())

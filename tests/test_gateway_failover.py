@@ -4,6 +4,7 @@ stand-in): a dead frontend costs no request, a dead model tier fails over to the
 SageMaker, then to the named degraded fallback, a hung frontend costs bounded latency, and a frontend
 that comes back gets traffic again after the cooldown. Each scenario is bounded (200 requests at 8
 concurrent) and prints its figures."""
+
 from __future__ import annotations
 
 import json
@@ -11,18 +12,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from gateway_helpers import (
-    BACKEND_LATENCY_SECONDS,
-    CONCURRENCY,
-    LOOPBACK_TIMINGS,
-    REQUESTS,
-    ProdBackends,
-    prod_backends,
-)
+from gateway_helpers import ProdBackends, prod_backends
 
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX
 from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import litellm_executable
+from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS
 
 # Fault figures are compared with a baseline run through the same gateway first: the machine is shared.
 BASELINE_REQUESTS = 4 * CONCURRENCY

@@ -2,6 +2,7 @@
 SageMaker as the first fallback, another model only as the named degraded fallback, health checks that
 spare the paid endpoints, Redis exactly when more than one router process runs; and every key is one
 the pinned LiteLLM accepts (checked by LiteLLM itself in `.venv-gateway`)."""
+
 from __future__ import annotations
 
 import json
@@ -35,13 +36,16 @@ def test_one_group_per_model_with_every_target_as_a_deployment(prod):
     for deployment in plan.config["model_list"]:
         by_group.setdefault(deployment["model_name"], []).append(deployment["model_info"]["id"])
     assert by_group[prod.model] == [f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in prod.dynamo]
-    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"]
+    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [
+        f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"
+    ]
     assert by_group[prod.degraded_endpoint.served_model_name] == [f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.name}"]
     urls = {d["litellm_params"]["api_base"] for d in plan.config["model_list"] if d["model_name"] == prod.model}
     assert urls == {b.url for b in prod.dynamo}
     sagemaker = [d["litellm_params"] for d in plan.config["model_list"] if "aws_region_name" in d["litellm_params"]]
     assert {(p["model"], p["aws_region_name"]) for p in sagemaker} == {
-        (f"sagemaker_chat/{e.name}", e.region) for e in prod.sagemaker}
+        (f"sagemaker_chat/{e.name}", e.region) for e in prod.sagemaker
+    }
 
 
 def test_same_model_first_and_another_model_only_as_the_named_degraded_fallback(prod):
@@ -67,7 +71,7 @@ def test_cooldown_policy_names_backend_faults_and_fallback_groups_have_none_of_t
     settings = prod.settings()
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, REDIS)
     router = plan.config["router_settings"]
-    assert router["allowed_fails_policy"] == {fault: settings.allowed_fails for fault in BACKEND_FAULTS}
+    assert router["allowed_fails_policy"] == dict.fromkeys(BACKEND_FAULTS, settings.allowed_fails)
     assert "RateLimitErrorAllowedFails" not in router["allowed_fails_policy"]
     assert [next(iter(chain)) for chain in router["fallbacks"]] == [g.name for g in plan.groups if g.kind == "dynamo"]
 
@@ -91,7 +95,9 @@ def test_redis_exactly_when_more_than_one_router_process(prod):
             plan_gateway(prod.dynamo, prod.sagemaker, settings)
         shared = plan_gateway(prod.dynamo, prod.sagemaker, settings, REDIS)
         assert (shared.config["router_settings"]["redis_host"], shared.config["router_settings"]["redis_port"]) == (
-            REDIS.host, REDIS.port)
+            REDIS.host,
+            REDIS.port,
+        )
         assert shared.config["general_settings"]["use_shared_health_check"] is True
 
 
@@ -121,6 +127,17 @@ print(json.dumps({
 def test_every_key_is_one_the_pinned_litellm_accepts(prod):
     litellm_executable()
     plan = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(), REDIS)
-    result = subprocess.run([str(GATEWAY_VENV / "bin" / "python"), "-c", CHECK_KEYS], input=json.dumps(plan.config),
-                            capture_output=True, text=True, timeout=120, check=True)
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"router": [], "general": [], "policy": [], "litellm": []}
+    result = subprocess.run(
+        [str(GATEWAY_VENV / "bin" / "python"), "-c", CHECK_KEYS],
+        input=json.dumps(plan.config),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "router": [],
+        "general": [],
+        "policy": [],
+        "litellm": [],
+    }

@@ -2,6 +2,7 @@
 a planted open NetworkPolicy rule or an invoke grant on every endpoint; the rollout model stays green (the
 Deployment is awaited, the HPA alone sets its replicas); Redis exists exactly when more than one router
 process runs; on an existing cluster without SageMaker the gateway gets no AWS role and no internet egress."""
+
 from __future__ import annotations
 
 import copy
@@ -43,6 +44,7 @@ def test_an_open_network_policy_rule_is_caught():
     def open_ingress(resources):
         for rule in named(resources, "gateway-network-policy").inputs["spec"]["ingress"]:
             rule.pop("from")
+
     found = new_violations("prod", mutate("prod", open_ingress))
     assert {(v.policy_name, v.mandatory) for v in found} == {("network-policy-peers", True)}
     assert all(GATEWAY_COMPONENT in v.urn for v in found), "the filter of the passing test sees gateway resources"
@@ -54,10 +56,14 @@ def test_an_invoke_grant_on_every_endpoint_is_caught():
         document = json.loads(policy.inputs["policy"])
         document["Statement"][0]["Resource"] = "arn:aws:sagemaker:us-east-1:123456789012:endpoint/*"
         policy.inputs["policy"] = json.dumps(document)
+
     found = new_violations("prod", mutate("prod", every_endpoint))
     assert {(v.policy_name, v.mandatory) for v in found} == {("least-privilege", True)}
-    assert all("allows sagemaker:InvokeEndpoint on every resource" in v.message
-               or "InvokeEndpointWithResponseStream on every resource" in v.message for v in found)
+    assert all(
+        "allows sagemaker:InvokeEndpoint on every resource" in v.message
+        or "InvokeEndpointWithResponseStream on every resource" in v.message
+        for v in found
+    )
 
 
 def test_rollout_waits_for_the_gateway_and_leaves_its_replicas_to_the_hpa(prod_run):
@@ -98,7 +104,9 @@ def test_existing_cluster_without_sagemaker_gets_no_aws_role_nor_internet_egress
     policy = next(r for r in records if r["name"] == "gateway-network-policy")["inputs"]["spec"]
     assert not [peer for rule in policy["egress"] for peer in rule["to"] if "ipBlock" in peer]
     namespace = BASE_CONFIG["kubernetes"]["namespace"]
-    ingress = [p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in policy["ingress"][0]["from"]]
+    ingress = [
+        p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in policy["ingress"][0]["from"]
+    ]
     assert ingress == [namespace, "agents"]
     assert run.outputs["gateway"]["url"] == f"http://llm-gateway.{namespace}.svc.cluster.local:4000/v1"
     assert report([r.to_json() for r in run.resources]).blocking == []

@@ -3,6 +3,7 @@ carries the URL, the model names and where the key is, each equal to the objects
 holds exactly the plan of the stack's own targets and endpoints (what the loopback tests run); the invoke
 role names exactly the stack's endpoints and the pods wait for its Pod Identity association; and the key
 is in no file the render writes."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ def test_outputs_carry_the_url_models_and_auth_of_the_rendered_objects(prod):
     metadata = service["metadata"]
     assert gateway.url == f"http://{metadata['name']}.{metadata['namespace']}.svc.cluster.local:{port['port']}/v1"
     secret = child(prod, "master-key")
-    assert (gateway.auth.secretNamespace, gateway.auth.secretName) == (secret["metadata"]["namespace"],
-                                                                       secret["metadata"]["name"])
+    assert (gateway.auth.secretNamespace, gateway.auth.secretName) == (
+        secret["metadata"]["namespace"],
+        secret["metadata"]["name"],
+    )
     assert list(secret["stringData"]) == [gateway.auth.secretKey]
     (container,) = child(prod, "deployment")["spec"]["template"]["spec"]["containers"]
     (env,) = [e for e in container["env"] if e["name"] == MASTER_KEY_ENV]
@@ -59,8 +62,10 @@ def test_outputs_carry_the_url_models_and_auth_of_the_rendered_objects(prod):
 def test_config_map_is_the_plan_of_the_stacks_own_backends(prod):
     backends = prod_backends()
     redis = child(prod, "redis-service")
-    address = RedisAddress(f"{redis['metadata']['name']}.{redis['metadata']['namespace']}.svc.cluster.local",
-                           redis["spec"]["ports"][0]["port"])
+    address = RedisAddress(
+        f"{redis['metadata']['name']}.{redis['metadata']['namespace']}.svc.cluster.local",
+        redis["spec"]["ports"][0]["port"],
+    )
     planned = plan_gateway(backends.dynamo, backends.stack_sagemaker, backends.stack_settings, address)
     rendered = yaml.safe_load(child(prod, "config")["data"]["config.yaml"])
     assert rendered == json.loads(json.dumps(planned.config))
@@ -73,7 +78,8 @@ def test_invoke_role_names_exactly_the_stacks_endpoints_and_pods_wait_for_its_as
     assert statement["Action"] == list(INVOKE_ACTIONS)
     # The ARNs the program wired from the endpoints (the mock provider's: its region, account and resource name).
     assert sorted(statement["Resource"]) == sorted(
-        f"arn:aws:sagemaker:{MOCK_REGION}:{MOCK_ACCOUNT}:endpoint/{e.name}" for e in endpoints)
+        f"arn:aws:sagemaker:{MOCK_REGION}:{MOCK_ACCOUNT}:endpoint/{e.name}" for e in endpoints
+    )
     trust = json.loads(child(prod, "sagemaker-role")["assumeRolePolicy"])
     assert {s["Principal"]["Service"] for s in trust["Statement"]} == {"pods.eks.amazonaws.com"}
     association = child(prod, "pod-identity")
@@ -100,4 +106,6 @@ def test_the_master_key_is_in_no_file_the_render_writes(tmp_path):
     annotations = run.named("gateway-deployment").to_json()["inputs"]["spec"]["template"]["metadata"]["annotations"]
     other = run_config(committed_config("prod"), stack="prod", secrets={**TEST_SECRETS, MASTER_KEY_SECRET: key + "-2"})
     other_annotations = other.named("gateway-deployment").to_json()["inputs"]["spec"]["template"]["metadata"]
-    assert annotations[MASTER_KEY_CHECKSUM_ANNOTATION] != other_annotations["annotations"][MASTER_KEY_CHECKSUM_ANNOTATION]
+    assert (
+        annotations[MASTER_KEY_CHECKSUM_ANNOTATION] != other_annotations["annotations"][MASTER_KEY_CHECKSUM_ANNOTATION]
+    )

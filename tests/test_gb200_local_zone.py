@@ -3,6 +3,7 @@ subnet of its own there (never the control plane's), a launch template with the 
 reservation and the 4-EFA layout, a node group with no instance types; the EFA device plugin pinned at or
 above the type's minimum and listing it; the NVIDIA DRA driver on that pool; and a disaggregated GB200
 target whose workers request what the node exposes and the label says."""
+
 from __future__ import annotations
 
 import functools
@@ -24,10 +25,16 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 
 @functools.lru_cache(maxsize=1)
 def run():
-    target = next(r.id for r in load_catalog().recipes.values()
-                  if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == INSTANCE.gpu)
-    raw = eks_config([node_pool("ultra", GB200, minSize=0, desiredSize=2, maxSize=9, **capacity_fields(GB200))],
-                     [{"id": target}], modelCacheStorage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}})
+    target = next(
+        r.id
+        for r in load_catalog().recipes.values()
+        if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == INSTANCE.gpu
+    )
+    raw = eks_config(
+        [node_pool("ultra", GB200, minSize=0, desiredSize=2, maxSize=9, **capacity_fields(GB200))],
+        [{"id": target}],
+        modelCacheStorage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}},
+    )
     return run_config(raw)
 
 
@@ -51,10 +58,19 @@ def test_capacity_block_launch_template_and_node_group():
     group = run().named("pool-ultra-node-group").inputs
     assert (template["instanceType"], "instanceTypes" in group) == (GB200, False)
     assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert template["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"] == RESERVATION
+    assert (
+        template["capacityReservationSpecification"]["capacityReservationTarget"]["capacityReservationId"]
+        == RESERVATION
+    )
     assert (group["capacityType"], group["amiType"]) == ("CAPACITY_BLOCK", INSTANCE.amiType)
-    efa_only = [(n["networkCardIndex"], n["deviceIndex"]) for n in template["networkInterfaces"] if n["interfaceType"] == "efa-only"]
-    assert efa_only == [(i.networkCardIndex, i.deviceIndex) for i in INSTANCE.efa_layout() if i.interfaceType == "efa-only"]
+    efa_only = [
+        (n["networkCardIndex"], n["deviceIndex"])
+        for n in template["networkInterfaces"]
+        if n["interfaceType"] == "efa-only"
+    ]
+    assert efa_only == [
+        (i.networkCardIndex, i.deviceIndex) for i in INSTANCE.efa_layout() if i.interfaceType == "efa-only"
+    ]
     assert len(efa_only) == INSTANCE.efaInterfaces == int(group["labels"][EFA_PER_GPU_LABEL]) * INSTANCE.gpus
 
 
@@ -66,7 +82,9 @@ def test_efa_plugin_at_the_types_minimum_and_dra_driver_on_the_pool():
     dra = releases[CATALOG.platform.draDriver.chart]
     assert dra["version"] == CATALOG.platform.draDriver.version
     assert dra["values"]["resources"]["computeDomains"] == {"enabled": True}
-    (term,) = dra["values"]["kubeletPlugin"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (term,) = dra["values"]["kubeletPlugin"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert {"key": POOL_LABEL, "operator": "In", "values": ["ultra"]} in term["matchExpressions"]
 
 
@@ -75,6 +93,8 @@ def test_workers_request_what_the_node_exposes():
     workers = [c for c in dgd["spec"]["components"] if c["type"] in ("prefill", "decode")]
     assert workers
     for worker in workers:
-        (container,) = [c for c in worker["podTemplate"]["spec"]["containers"] if GPU_RESOURCE in c["resources"]["limits"]]
+        (container,) = [
+            c for c in worker["podTemplate"]["spec"]["containers"] if GPU_RESOURCE in c["resources"]["limits"]
+        ]
         limits = container["resources"]["limits"]
         assert int(limits[EFA_RESOURCE]) == INSTANCE.efaInterfaces // INSTANCE.gpus * int(limits[GPU_RESOURCE])

@@ -1,6 +1,7 @@
 """A GPU pool's node group and launch template: one AZ with a cluster placement group, a security group
 open to itself, IMDSv2, the GPU taint and the label contract, NVMe RAID0 through nodeadm, a minimal node
 role, the node group's Kubernetes version, and Capacity Block and ODCR wiring."""
+
 from __future__ import annotations
 
 import base64
@@ -23,10 +24,17 @@ def build_pool(instance_type: str, **fields):
     pool = resolved(instance_type, **fields)
 
     def build():
-        GpuNodePool("gpu", GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-0123456789abcdef0", subnet_id=SUBNET,
-            cluster_security_group_ids=["sg-0123456789abcdef0"], node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-        ))
+        GpuNodePool(
+            "gpu",
+            GpuNodePoolArgs(
+                pool=ManagedPoolSpec.of(pool),
+                cluster_name="nemotron",
+                vpc_id="vpc-0123456789abcdef0",
+                subnet_id=SUBNET,
+                cluster_security_group_ids=["sg-0123456789abcdef0"],
+                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+            ),
+        )
 
     return run_components(build)
 
@@ -56,7 +64,9 @@ def test_imdsv2_required_and_hop_limit_one():
 
 
 def test_taint_labels_ami_and_capacity_type():
-    node_group = the(build_pool("p5en.48xlarge", gpuProduct="NVIDIA-H200-SXM", minSize=1, desiredSize=2, maxSize=4), NODE_GROUP)
+    node_group = the(
+        build_pool("p5en.48xlarge", gpuProduct="NVIDIA-H200-SXM", minSize=1, desiredSize=2, maxSize=4), NODE_GROUP
+    )
     assert node_group["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
     assert node_group["labels"] == {
         "nemotron.nvidia.com/pool": "pool",
@@ -64,7 +74,11 @@ def test_taint_labels_ami_and_capacity_type():
         "nemotron.nvidia.com/efa-per-gpu": "2",
         "nemotron.nvidia.com/gpu": "h200",
     }
-    assert (node_group["amiType"], node_group["capacityType"], node_group["instanceTypes"]) == ("AL2023_x86_64_NVIDIA", "ON_DEMAND", ["p5en.48xlarge"])
+    assert (node_group["amiType"], node_group["capacityType"], node_group["instanceTypes"]) == (
+        "AL2023_x86_64_NVIDIA",
+        "ON_DEMAND",
+        ["p5en.48xlarge"],
+    )
     assert node_group["scalingConfig"] == {"minSize": 1, "desiredSize": 2, "maxSize": 4}
     assert node_group["launchTemplate"] == {"id": "gpu-launch-template-id", "version": "1"}
     assert node_group["version"] == KUBERNETES_VERSION  # the cluster's: a version change upgrades the group
@@ -90,7 +104,9 @@ def test_node_role_has_only_the_worker_policies():
         "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     ]
     assert "ec2.amazonaws.com" in the(run, "aws:iam/role:Role")["assumeRolePolicy"]
-    policies = {f"aws:iam/rolePolicyAttachment:RolePolicyAttachment::gpu-node-{arn.rsplit('/', 1)[1]}" for arn in attached}
+    policies = {
+        f"aws:iam/rolePolicyAttachment:RolePolicyAttachment::gpu-node-{arn.rsplit('/', 1)[1]}" for arn in attached
+    }
     assert policies <= set(run.named("gpu-node-group").depends_on)
 
 
@@ -101,7 +117,9 @@ def test_capacity_block_wiring():
     template = the(run, TEMPLATE)
     assert template["instanceType"] == gb200
     assert template["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    assert template["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": RESERVATION}}
+    assert template["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": RESERVATION}
+    }
     node_group = the(run, NODE_GROUP)
     assert "instanceTypes" not in node_group
     assert node_group["capacityType"] == "CAPACITY_BLOCK"
@@ -118,7 +136,9 @@ def test_odcr_wiring():
     the node group, no placement group (the reservation decides where), replaced delete-first."""
     run = build_pool("p5en.48xlarge", **capacity_fields("p5en.48xlarge", "odcr"))
     template = the(run, TEMPLATE)
-    assert template["capacityReservationSpecification"] == {"capacityReservationTarget": {"capacityReservationId": RESERVATION}}
+    assert template["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": RESERVATION}
+    }
     assert "instanceMarketOptions" not in template
     assert "instanceType" not in template
     assert "placement" not in template
@@ -138,4 +158,7 @@ def test_spot_pool():
 
 def test_root_volume_is_encrypted_gp3():
     (mapping,) = the(build_pool("p5.48xlarge", rootVolumeGiB=300), TEMPLATE)["blockDeviceMappings"]
-    assert mapping == {"deviceName": "/dev/xvda", "ebs": {"volumeSize": 300, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"}}
+    assert mapping == {
+        "deviceName": "/dev/xvda",
+        "ebs": {"volumeSize": 300, "volumeType": "gp3", "encrypted": "true", "deleteOnTermination": "true"},
+    }

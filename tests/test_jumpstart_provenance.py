@@ -1,6 +1,7 @@
 """JumpStart spec provenance: a spec not fetched from the content bucket never reaches `pulumi up` unless the
 stack opts in (and then summary.md flags the endpoint); `tools/refresh_jumpstart_snapshot.py` records where a
 spec came from, validates the instance types the stacks configure, and model-package specs are refused."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ E0 = "sagemaker.endpoints[0]"
 
 @pytest.fixture(autouse=True)
 def no_bucket_overrides(monkeypatch):
-    for name in (jumpstart.CONTENT_BUCKET_OVERRIDE, jumpstart.GATED_BUCKET_OVERRIDE, jumpstart.MODEL_BUCKET_OVERRIDE,
-                 jumpstart.MANIFEST_DIR_OVERRIDE, jumpstart.SPECS_DIR_OVERRIDE):
+    for name in (
+        jumpstart.CONTENT_BUCKET_OVERRIDE,
+        jumpstart.GATED_BUCKET_OVERRIDE,
+        jumpstart.MODEL_BUCKET_OVERRIDE,
+        jumpstart.MANIFEST_DIR_OVERRIDE,
+        jumpstart.SPECS_DIR_OVERRIDE,
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -39,13 +45,16 @@ def sagemaker_block(**sagemaker):
 
 
 def test_the_committed_spec_has_no_provenance():
-    assert not (SNAPSHOT / PROVENANCE_FILE).exists() or SPEC_KEY not in json.loads((SNAPSHOT / PROVENANCE_FILE).read_text())
+    assert not (SNAPSHOT / PROVENANCE_FILE).exists() or SPEC_KEY not in json.loads(
+        (SNAPSHOT / PROVENANCE_FILE).read_text()
+    )
 
 
 def test_a_stack_on_the_unverified_spec_is_refused_with_one_line_naming_the_key():
     assert_rejected_before_any_resource(
         {**BASE_CONFIG, "sagemaker": sagemaker_block(allowUnverifiedSpecs=False)},
-        f"{E0}.jumpstart: spec {SPEC_KEY} was not fetched from the JumpStart content bucket")
+        f"{E0}.jumpstart: spec {SPEC_KEY} was not fetched from the JumpStart content bucket",
+    )
 
 
 def test_with_the_opt_in_it_renders_and_summary_flags_the_endpoint():
@@ -61,16 +70,22 @@ def bucket():
     """A content bucket holding the snapshot's manifest and spec (as AWS would serve a fetched one)."""
     with mock_aws():
         s3 = boto3.client("s3", region_name=REGION)
-        s3.create_bucket(Bucket=f"jumpstart-cache-prod-{REGION}", CreateBucketConfiguration={"LocationConstraint": REGION})
+        s3.create_bucket(
+            Bucket=f"jumpstart-cache-prod-{REGION}", CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
         for path in SNAPSHOT.rglob("*.json"):
-            s3.put_object(Bucket=f"jumpstart-cache-prod-{REGION}", Key=path.relative_to(SNAPSHOT).as_posix(),
-                          Body=path.read_bytes())
+            s3.put_object(
+                Bucket=f"jumpstart-cache-prod-{REGION}",
+                Key=path.relative_to(SNAPSHOT).as_posix(),
+                Body=path.read_bytes(),
+            )
         yield s3
 
 
 def refresh(tmp_path, *extra: str) -> int:
-    return refresh_jumpstart_snapshot.main(["--model-id", PUBLIC_ID, "--version", "1.0.0", "--region", REGION,
-                                            "--snapshot-dir", str(tmp_path), *extra])
+    return refresh_jumpstart_snapshot.main(
+        ["--model-id", PUBLIC_ID, "--version", "1.0.0", "--region", REGION, "--snapshot-dir", str(tmp_path), *extra]
+    )
 
 
 def test_refresh_records_provenance_and_the_stack_then_needs_no_opt_in(bucket, tmp_path):
@@ -90,8 +105,14 @@ def test_a_spec_edited_after_the_fetch_is_unverified_again(bucket, tmp_path):
     spec = tmp_path / SPEC_KEY
     spec.write_text(spec.read_text().replace('"inference_volume_size": 256', '"inference_volume_size": 512'))
     with pytest.raises(ConfigError, match="was not fetched from the JumpStart content bucket"):
-        jumpstart.resolve_jumpstart_model(PUBLIC_ID, "1.0.0", REGION, "ml.g6e.12xlarge", accept_eula=False,
-                                          source=jumpstart.SnapshotSpecSource(tmp_path))
+        jumpstart.resolve_jumpstart_model(
+            PUBLIC_ID,
+            "1.0.0",
+            REGION,
+            "ml.g6e.12xlarge",
+            accept_eula=False,
+            source=jumpstart.SnapshotSpecSource(tmp_path),
+        )
 
 
 def test_refresh_validates_the_instance_types_the_stack_configures(bucket, tmp_path, capsys):
@@ -107,7 +128,14 @@ def test_model_package_specs_are_refused(tmp_path):
     spec["hosting_model_package_arns"] = {REGION: f"arn:aws:sagemaker:{REGION}:123456789012:model-package/x"}
     spec_path.write_text(json.dumps(spec))
     with pytest.raises(ConfigError) as raised:
-        jumpstart.resolve_jumpstart_model(PUBLIC_ID, "1.0.0", REGION, "ml.g6e.12xlarge", accept_eula=False,
-                                          source=jumpstart.SnapshotSpecSource(tmp_path), allow_unverified=True)
+        jumpstart.resolve_jumpstart_model(
+            PUBLIC_ID,
+            "1.0.0",
+            REGION,
+            "ml.g6e.12xlarge",
+            accept_eula=False,
+            source=jumpstart.SnapshotSpecSource(tmp_path),
+            allow_unverified=True,
+        )
     assert "is a model-package (Marketplace) model" in str(raised.value)
     assert "\n" not in str(raised.value)

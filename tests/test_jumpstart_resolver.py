@@ -1,5 +1,6 @@
 """The JumpStart resolver reads a content bucket (moto) the way the SageMaker SDK does, and the
 committed snapshot gives the same answer as the bucket it copies."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ GATED_ID = "test-gated-nemotron-shaped"
 GATED_PREFIX = "test-gated/test-gated-nemotron-shaped/artifacts/inference-prepack/v2.1.0/"
 KEYS = ConfigKeys.under("sagemaker.endpoints[0].jumpstart")
 LMI_IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
-OVERRIDES = (jumpstart.CONTENT_BUCKET_OVERRIDE, jumpstart.GATED_BUCKET_OVERRIDE, jumpstart.MODEL_BUCKET_OVERRIDE,
-             jumpstart.MANIFEST_DIR_OVERRIDE, jumpstart.SPECS_DIR_OVERRIDE)
+OVERRIDES = (
+    jumpstart.CONTENT_BUCKET_OVERRIDE,
+    jumpstart.GATED_BUCKET_OVERRIDE,
+    jumpstart.MODEL_BUCKET_OVERRIDE,
+    jumpstart.MANIFEST_DIR_OVERRIDE,
+    jumpstart.SPECS_DIR_OVERRIDE,
+)
 
 
 def seed_content_bucket(s3, bucket: str) -> None:
@@ -65,8 +71,16 @@ def s3():
 def resolve(source, model_id=PUBLIC_ID, version="1.0.0", instance_type="ml.g6e.12xlarge", accept_eula=False):
     """Hand-made specs (the committed snapshot, the test specs) have no provenance: allowed here; the refusal
     is tests/test_jumpstart_provenance.py's subject."""
-    return resolve_jumpstart_model(model_id, version, REGION, instance_type,
-                                   accept_eula=accept_eula, source=source, keys=KEYS, allow_unverified=True)
+    return resolve_jumpstart_model(
+        model_id,
+        version,
+        REGION,
+        instance_type,
+        accept_eula=accept_eula,
+        source=source,
+        keys=KEYS,
+        allow_unverified=True,
+    )
 
 
 def test_public_model_resolves_image_artifact_prefix_and_deploy_settings(s3):
@@ -75,7 +89,10 @@ def test_public_model_resolves_image_artifact_prefix_and_deploy_settings(s3):
     assert model.model_data_source == jumpstart.S3ModelData(
         "s3://jumpstart-cache-prod-us-west-2/huggingface-reasoning/"
         "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16/artifacts/inference-prepack/v1.0.0/",
-        "S3Prefix", "None", None)
+        "S3Prefix",
+        "None",
+        None,
+    )
     assert (model.gated, model.eula_key, model.additional_model_data_sources) == (False, None, ())
     assert (model.model_data_download_timeout, model.container_startup_health_check_timeout) == (1200, 1200)
     assert (model.volume_size_gb, model.enable_network_isolation) == (256, True)
@@ -106,7 +123,8 @@ def test_gated_model_reads_private_bucket_with_eula_accepted(s3):
     model = resolve(S3SpecSource(REGION, s3), GATED_ID, "2.1.0", "ml.g6e.12xlarge", accept_eula=True)
     data = model.model_data_source
     assert data == jumpstart.S3ModelData(
-        f"s3://jumpstart-private-cache-prod-us-west-2/{GATED_PREFIX}", "S3Prefix", "None", True)
+        f"s3://jumpstart-private-cache-prod-us-west-2/{GATED_PREFIX}", "S3Prefix", "None", True
+    )
     bucket, prefix = data.s3_uri.removeprefix("s3://").split("/", 1)
     assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["KeyCount"] == 1
     assert (model.gated, model.config_name) == (True, "lmi")
@@ -115,9 +133,17 @@ def test_gated_model_reads_private_bucket_with_eula_accepted(s3):
 def test_ranked_config_adds_speculative_draft_channel_where_supported(s3):
     model = resolve(S3SpecSource(REGION, s3), GATED_ID, "2.1.0", "ml.p5en.48xlarge", accept_eula=True)
     assert model.config_name == "lmi-optimized"
-    assert model.additional_model_data_sources == (jumpstart.AdditionalModelData("draft_model", jumpstart.S3ModelData(
-        "s3://jumpstart-private-cache-prod-us-west-2/test-gated/test-gated-nemotron-shaped/artifacts/draft/v1/",
-        "S3Prefix", "None", True)),)
+    assert model.additional_model_data_sources == (
+        jumpstart.AdditionalModelData(
+            "draft_model",
+            jumpstart.S3ModelData(
+                "s3://jumpstart-private-cache-prod-us-west-2/test-gated/test-gated-nemotron-shaped/artifacts/draft/v1/",
+                "S3Prefix",
+                "None",
+                True,
+            ),
+        ),
+    )
     assert model.environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "/opt/ml/additional-model-data-sources/draft_model"
     assert model.environment["SM_NUM_GPUS"] == "8"  # the component merged into the variants, not replaced them
 
@@ -129,18 +155,33 @@ def test_gated_model_without_eula_names_accept_eula_key_and_eula(s3):
     assert str(error.value) == (
         "sagemaker.endpoints[0].jumpstart.acceptEula: test-gated-nemotron-shaped 2.1.0 is gated and needs its EULA "
         "accepted; allowed: true, set after reading the EULA at https://jumpstart-cache-prod-us-west-2.s3.us-west-2"
-        ".amazonaws.com/fmhMetadata/eula/test-gated-nemotron-shaped-eula.txt")
+        ".amazonaws.com/fmhMetadata/eula/test-gated-nemotron-shaped-eula.txt"
+    )
 
 
-@pytest.mark.parametrize(("model_id", "version", "instance_type", "key", "message"), [
-    (PUBLIC_ID.removesuffix("-bf16"), "1.0.0", "ml.g6e.12xlarge", "modelId",
-     f"unknown JumpStart model id '{PUBLIC_ID.removesuffix('-bf16')}'; allowed: {PUBLIC_ID}"),
-    (PUBLIC_ID, "*", "ml.g6e.12xlarge", "version", "'*' is not pinned; pin a version; allowed: 1.0.0"),
-    (PUBLIC_ID, "", "ml.g6e.12xlarge", "version", "'' is not pinned; pin a version; allowed: 1.0.0"),
-    (PUBLIC_ID, "1.1.0", "ml.g6e.12xlarge", "version", f"{PUBLIC_ID} has no version '1.1.0'; allowed: 1.0.0"),
-    (PUBLIC_ID, "1.0.0", "ml.g5.12xlarge", "instanceType", f"{PUBLIC_ID} 1.0.0 does not support 'ml.g5.12xlarge'; "
-     "allowed: ml.g6e.12xlarge, ml.p5.48xlarge, ml.p5en.48xlarge"),
-])
+@pytest.mark.parametrize(
+    ("model_id", "version", "instance_type", "key", "message"),
+    [
+        (
+            PUBLIC_ID.removesuffix("-bf16"),
+            "1.0.0",
+            "ml.g6e.12xlarge",
+            "modelId",
+            f"unknown JumpStart model id '{PUBLIC_ID.removesuffix('-bf16')}'; allowed: {PUBLIC_ID}",
+        ),
+        (PUBLIC_ID, "*", "ml.g6e.12xlarge", "version", "'*' is not pinned; pin a version; allowed: 1.0.0"),
+        (PUBLIC_ID, "", "ml.g6e.12xlarge", "version", "'' is not pinned; pin a version; allowed: 1.0.0"),
+        (PUBLIC_ID, "1.1.0", "ml.g6e.12xlarge", "version", f"{PUBLIC_ID} has no version '1.1.0'; allowed: 1.0.0"),
+        (
+            PUBLIC_ID,
+            "1.0.0",
+            "ml.g5.12xlarge",
+            "instanceType",
+            f"{PUBLIC_ID} 1.0.0 does not support 'ml.g5.12xlarge'; "
+            "allowed: ml.g6e.12xlarge, ml.p5.48xlarge, ml.p5en.48xlarge",
+        ),
+    ],
+)
 def test_bad_settings_name_the_key_and_what_is_allowed(s3, model_id, version, instance_type, key, message):
     with pytest.raises(JumpStartError) as error:
         resolve(S3SpecSource(REGION, s3), model_id, version, instance_type)
@@ -159,10 +200,13 @@ def test_bucket_overrides_move_specs_and_artifacts(s3, monkeypatch):
     assert resolve(S3SpecSource(REGION, s3)).model_data_source.s3_uri.startswith("s3://artifact-mirror/")
 
 
-@pytest.mark.parametrize(("model_id", "version", "instance_type", "root"), [
-    (PUBLIC_ID, "1.0.0", "ml.p5.48xlarge", SNAPSHOT),
-    (GATED_ID, "2.1.0", "ml.p5en.48xlarge", TEST_SPECS),
-])
+@pytest.mark.parametrize(
+    ("model_id", "version", "instance_type", "root"),
+    [
+        (PUBLIC_ID, "1.0.0", "ml.p5.48xlarge", SNAPSHOT),
+        (GATED_ID, "2.1.0", "ml.p5en.48xlarge", TEST_SPECS),
+    ],
+)
 def test_snapshot_resolves_like_the_bucket_it_copies(s3, model_id, version, instance_type, root):
     from_bucket = resolve(S3SpecSource(REGION, s3), model_id, version, instance_type, accept_eula=True)
     assert from_bucket.provenance is not None

@@ -4,6 +4,7 @@ config (typed input) and facts (data loaders) rest on the base modules; the cont
 nothing but the base; the plan on config, facts and contract; components on the plan and facts. The
 program's library never imports the tooling beside it (`tools/`, the render).
 """
+
 from __future__ import annotations
 
 import ast
@@ -71,7 +72,7 @@ def test_no_import_cycles():
         stack.append(name)
         for target in sorted(GRAPH[name]):
             if state.get(target) == 1:
-                raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(target):], target]))
+                raise AssertionError("import cycle: " + " -> ".join([*stack[stack.index(target) :], target]))
             if target not in state:
                 visit(target)
         stack.pop()

@@ -1,6 +1,7 @@
 """The model cache is what the vendored manifests state (claim size, download Jobs, checkpoint env names);
 stack config changes it only through documented settings. A second checkpoint set (BF16) with its own
 download Job, written into a copy of the catalog, is a data change."""
+
 from __future__ import annotations
 
 import re
@@ -63,7 +64,7 @@ def test_unset_means_every_upstream_job_as_upstream_wrote_it(bf16_facts):
     assert [j["metadata"]["name"] for j in jobs] == [job.name for job in CACHE.jobs] + [BF16_JOB]
     assert checkpoint_env(jobs[0]) == list(PRIMARY.checkpoints)
     assert checkpoint_env(jobs[-1]) == [(BF16_ENV, BF16)]
-    for rendered, upstream in zip(jobs, bf16_facts.catalog.model_cache.jobs, strict=False):
+    for rendered, upstream in zip(jobs, bf16_facts.catalog.model_cache.jobs, strict=True):
         assert rendered["spec"]["template"]["spec"]["containers"][0]["args"] == upstream.container["args"]
         assert rendered["spec"]["backoffLimit"] == upstream.manifest["spec"]["backoffLimit"]
 
@@ -73,10 +74,13 @@ def test_only_the_base_keeps_upstreams_env_name_and_drops_the_other_job(bf16_fac
     base_name, base = PRIMARY.checkpoints[0]
     assert checkpoint_env(job) == [(base_name, base)]
     others = [(n, v) for n, v in env_pairs(job) if (n, v) != (base_name, base)]
-    assert others == [(e["name"], e.get("value")) for e in PRIMARY.container["env"] if e["name"] not in dict(PRIMARY.checkpoints)]
+    assert others == [
+        (e["name"], e.get("value")) for e in PRIMARY.container["env"] if e["name"] not in dict(PRIMARY.checkpoints)
+    ]
     (script,) = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert script == PRIMARY.container["args"][0].replace(env_name_tuple([n for n, _ in PRIMARY.checkpoints]),
-                                                          env_name_tuple([base_name]))
+    assert script == PRIMARY.container["args"][0].replace(
+        env_name_tuple([n for n, _ in PRIMARY.checkpoints]), env_name_tuple([base_name])
+    )
 
 
 def test_a_base_from_the_second_set_runs_that_job_alone_unchanged(bf16_facts):
@@ -89,7 +93,10 @@ def test_a_repo_no_job_fetches_goes_into_the_first_under_a_derived_name():
     extra = f"{PRIMARY.repos[0]}-Eagle3"
     (job,) = plan_of(with_cache(checkpoints={"drafts": [extra]})).serving.download_jobs
     assert checkpoint_env(job) == [PRIMARY.checkpoints[0], ("EAGLE3_MODEL", extra)]
-    assert env_name_tuple([PRIMARY.checkpoints[0][0], "EAGLE3_MODEL"]) in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert (
+        env_name_tuple([PRIMARY.checkpoints[0][0], "EAGLE3_MODEL"])
+        in job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    )
 
 
 def test_a_script_without_the_env_tuple_cannot_be_changed_but_runs_as_is(tmp_path):
@@ -100,8 +107,11 @@ def test_a_script_without_the_env_tuple_cannot_be_changed_but_runs_as_is(tmp_pat
     path.write_text(path.read_text().replace(env_name_tuple(names), "[" + ", ".join(f'"{n}"' for n in names) + "]"))
     facts = load_facts(root)
     assert len(plan_of(with_cache(), facts=facts).serving.download_jobs) == len(CACHE.jobs)
-    with pytest.raises(ConfigError, match=rf"^modelCache.checkpoints: download Job '{PRIMARY.name}' .* does not list its env "
-                                          r"names as \(.*\) in its script, so the stack cannot change what it fetches"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^modelCache.checkpoints: download Job '{PRIMARY.name}' .* does not list its env "
+        r"names as \(.*\) in its script, so the stack cannot change what it fetches",
+    ):
         plan_of(with_cache(checkpoints={"drafts": []}), facts=facts)
 
 
@@ -113,10 +123,15 @@ def test_deadline_and_backoff_are_upstreams_unless_set():
 
 
 def test_the_size_is_upstreams_unless_set_and_fsx_checks_the_effective_size():
-    assert plan_of(with_cache(size="2400Gi")).serving.model_cache_claim["spec"]["resources"]["requests"]["storage"] == "2400Gi"
+    assert (
+        plan_of(with_cache(size="2400Gi")).serving.model_cache_claim["spec"]["resources"]["requests"]["storage"]
+        == "2400Gi"
+    )
     raw = eks_config([node_pool("h200", "p5en.48xlarge")], [], modelCacheStorage={"backend": "fsx"})
     raw["modelCache"] = {"storageClassName": "fsx"}
-    with pytest.raises(ConfigError, match=rf"modelCache.size: FSx for Lustre PERSISTENT_2 capacity .* \(got {CACHE.size}\)"):
+    with pytest.raises(
+        ConfigError, match=rf"modelCache.size: FSx for Lustre PERSISTENT_2 capacity .* \(got {CACHE.size}\)"
+    ):
         plan_of(raw)
 
 
@@ -125,8 +140,16 @@ def test_each_download_job_is_a_resource_and_the_first_keeps_its_name(bf16_facts
     claim = plan_of(with_cache(), facts=bf16_facts).serving.model_cache_claim
 
     def build():
-        ModelCache("model-cache", ModelCacheArgs(namespace="ns", hf_token_secret_name="hf-token-secret", pvc=claim,
-                                                 download_jobs=jobs, retain_on_delete=False))
+        ModelCache(
+            "model-cache",
+            ModelCacheArgs(
+                namespace="ns",
+                hf_token_secret_name="hf-token-secret",
+                pvc=claim,
+                download_jobs=jobs,
+                retain_on_delete=False,
+            ),
+        )
 
     run = run_components(build)
     names = [r.name for r in run.of_type("kubernetes:batch/v1:Job")]

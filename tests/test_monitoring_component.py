@@ -1,19 +1,24 @@
 """The Monitoring component under mocks: pinned kube-prometheus-stack that selects every monitor and rule,
 dcgm-exporter on GPU nodes only with a labelled ServiceMonitor, the PrometheusRule and the dashboards; or,
 with an existing Prometheus, only the labelled objects. Expected values come from the data files."""
+
 from __future__ import annotations
 
 import json
 
 from aws_helpers import inputs, the
 from monitoring_helpers import monitoring_plan, run_monitoring
-from serving_stack.names import GPU_LABEL, GPU_TAINT
-from serving_stack.facts.monitoring import load_monitoring
+
 from serving_stack.facts.dashboards import load_dashboard_specs
+from serving_stack.facts.monitoring import load_monitoring
+from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.monitoring_values import SELECT_EVERYTHING
 
 RELEASE, NAMESPACE = "kubernetes:helm.sh/v3:Release", "kubernetes:core/v1:Namespace"
-RULE, SERVICE_MONITOR = "kubernetes:monitoring.coreos.com/v1:PrometheusRule", "kubernetes:monitoring.coreos.com/v1:ServiceMonitor"
+RULE, SERVICE_MONITOR = (
+    "kubernetes:monitoring.coreos.com/v1:PrometheusRule",
+    "kubernetes:monitoring.coreos.com/v1:ServiceMonitor",
+)
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 CHARTS = load_monitoring().charts
 
@@ -31,7 +36,10 @@ def test_kube_prometheus_stack_is_pinned_and_selects_every_monitor_and_rule():
     assert spec["podMonitorSelectorNilUsesHelmValues"] is False and spec["podMonitorNamespaceSelector"] == {}
     assert spec["ruleSelectorNilUsesHelmValues"] is False and spec["serviceMonitorSelectorNilUsesHelmValues"] is False
     assert spec == SELECT_EVERYTHING
-    assert all(stack["values"][job] == {"enabled": False} for job in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"))
+    assert all(
+        stack["values"][job] == {"enabled": False}
+        for job in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
+    )
 
 
 def test_dcgm_exporter_runs_on_gpu_nodes_only_tolerating_their_taint():
@@ -45,8 +53,10 @@ def test_dcgm_exporter_runs_on_gpu_nodes_only_tolerating_their_taint():
     assert values["serviceMonitor"] == {"enabled": False}
     monitor = the(run, SERVICE_MONITOR)
     assert monitor["metadata"]["labels"] == {"release": CHARTS.kubePrometheusStack.releaseName}
-    assert monitor["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": CHARTS.dcgmExporter.chart,
-                                                          "app.kubernetes.io/instance": CHARTS.dcgmExporter.releaseName}
+    assert monitor["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": CHARTS.dcgmExporter.chart,
+        "app.kubernetes.io/instance": CHARTS.dcgmExporter.releaseName,
+    }
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint["port"] == CHARTS.dcgmExporter.metricsPortName and endpoint["honorLabels"] is True
 
@@ -90,8 +100,10 @@ def test_existing_prometheus_gets_labelled_objects_and_no_release():
         assert resource.inputs["metadata"]["labels"]["release"] == "prometheus"
         assert not [d for d in resource.depends_on if d.startswith(RELEASE)]
     metrics = plan.dynamo_platform_values["dynamo-operator"]["dynamo"]["metrics"]
-    assert metrics == {"prometheusEndpoint": "http://prometheus-operated.observability.svc:9090",
-                       "podMonitors": {"enabled": True, "labels": {"release": "prometheus"}}}
+    assert metrics == {
+        "prometheusEndpoint": "http://prometheus-operated.observability.svc:9090",
+        "podMonitors": {"enabled": True, "labels": {"release": "prometheus"}},
+    }
 
 
 def test_without_dcgm_exporter_no_exporter_and_no_service_monitor():
@@ -107,5 +119,8 @@ def test_platform_values_point_the_planner_at_the_installed_prometheus():
     assert pin.chart in pin.releaseName and len(pin.releaseName) <= 26
     assert pin.prometheusService == f"{pin.releaseName}-prometheus"
     metrics = monitoring_plan().dynamo_platform_values["dynamo-operator"]["dynamo"]["metrics"]
-    assert metrics["prometheusEndpoint"] == f"http://{pin.prometheusService}.monitoring.svc.cluster.local:{pin.prometheusPort}"
+    assert (
+        metrics["prometheusEndpoint"]
+        == f"http://{pin.prometheusService}.monitoring.svc.cluster.local:{pin.prometheusPort}"
+    )
     assert metrics["podMonitors"] == {"enabled": True, "labels": {"release": pin.releaseName}}

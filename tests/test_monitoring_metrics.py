@@ -1,17 +1,18 @@
 """catalog/metrics.yaml is the one list of metric names: every name the rules and dashboards use is in it,
 every name in it is used, templates never spell a name out, and promtool parses every dashboard query."""
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
-
 from monitoring_helpers import catalog_targets, groups_for, thresholds
 from promtool_helpers import check_rules
+
+from serving_stack.facts.dashboards import load_dashboard_specs
 from serving_stack.facts.metrics import METRIC_REFERENCE, load_metrics
 from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.facts.dashboards import load_dashboard_specs
 from serving_stack.plan.dashboards import dashboard_json
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "monitoring.md"
@@ -26,11 +27,21 @@ def rule_expressions() -> list[str]:
 
 def dashboard_expressions() -> list[str]:
     metrics = load_metrics()
-    return [t["expr"] for spec in load_dashboard_specs() for p in dashboard_json(spec, metrics)["panels"] for t in p.get("targets", [])]
+    return [
+        t["expr"]
+        for spec in load_dashboard_specs()
+        for p in dashboard_json(spec, metrics)["panels"]
+        for t in p.get("targets", [])
+    ]
 
 
 def series_used(expressions: list[str]) -> set[str]:
-    known = {series: m.name for g in load_metrics().groups.values() for m in g.metrics.values() for series in m.series_names()}
+    known = {
+        series: m.name
+        for g in load_metrics().groups.values()
+        for m in g.metrics.values()
+        for series in m.series_names()
+    }
     return {known[token] for expr in expressions for token in IDENTIFIER.findall(expr) if token in known}
 
 
@@ -41,8 +52,14 @@ def test_every_listed_metric_is_used_by_a_rule_or_a_dashboard():
 
 def test_dashboard_templates_name_metrics_only_through_the_data_file():
     """Once the `@group.key` references are taken out, no identifier looks like an exporter's metric."""
-    prefixes = tuple({prefix.group(0) for g in load_metrics().groups.values() for m in g.metrics.values()
-                      if (prefix := re.match(r"[A-Za-z]+[_:]", m.name))})  # `up` has no prefix
+    prefixes = tuple(
+        {
+            prefix.group(0)
+            for g in load_metrics().groups.values()
+            for m in g.metrics.values()
+            if (prefix := re.match(r"[A-Za-z]+[_:]", m.name))
+        }
+    )  # `up` has no prefix
     for spec in load_dashboard_specs():
         for expr in spec.expressions():
             spelled = [t for t in IDENTIFIER.findall(METRIC_REFERENCE.sub("", expr)) if t.startswith(prefixes)]
@@ -71,8 +88,11 @@ def test_promtool_parses_every_dashboard_query(tmp_path: Path):
 
 
 def test_every_alert_has_a_runbook_section_in_the_docs():
-    headings = {re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
-                for line in DOCS.read_text().splitlines() if line.startswith("#")}
+    headings = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in DOCS.read_text().splitlines()
+        if line.startswith("#")
+    }
     for alert, policy in load_monitoring().alerts.items():
         assert policy.runbook in headings, f"{alert}: no section #{policy.runbook} in {DOCS.name}"
 
@@ -84,6 +104,8 @@ def test_dashboard_panels_do_not_overlap_and_have_unique_ids(spec):
     cells = set()
     for panel in panels:
         grid = panel["gridPos"]
-        area = {(x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])}
+        area = {
+            (x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])
+        }
         assert grid["x"] + grid["w"] <= 24 and not area & cells, f"{panel['title']} overlaps"
         cells |= area

@@ -1,21 +1,22 @@
 """Rendered monitoring objects validate: the PrometheusRule and ServiceMonitor against the vendored
 monitoring.coreos.com CRDs (strict), the dashboard ConfigMaps with kubernetes-validate strict, and every
 Helm value the stack sets is a key of the pinned chart's defaults (vendored), so a typo cannot hide."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import crd_schemas
 import kubernetes_validate
 import pytest
 import yaml
-
-import crd_schemas
 from monitoring_helpers import monitoring_plan, run_monitoring
+
+from serving_stack.facts.monitoring import load_monitoring
 from tools.mock_runtime import plain_numbers
 from tools.render import kubernetes_objects
-from serving_stack.facts.monitoring import load_monitoring
 
 KUBERNETES_VERSION = "1.33.0"
 HELM_VALUES = Path(__file__).resolve().parent.parent / "schemas" / "helm-values"
@@ -33,11 +34,22 @@ def test_monitoring_objects_validate_against_the_vendored_crds(rendered):
         assert crd_schemas.errors(obj) == [], obj["kind"]
 
 
-@pytest.mark.parametrize("kind, spec, bad", [
-    ("PrometheusRule", {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up == 0", "for": "5m"}]}]}, "fro"),
-    ("ServiceMonitor", {"selector": {}, "endpoints": [{"port": "metrics", "honorLabels": True}]}, "honourLabels"),
-    ("PodMonitor", {"selector": {}, "podMetricsEndpoints": [{"portNumber": 9090, "path": "/metrics"}]}, "portNumbr"),
-])
+@pytest.mark.parametrize(
+    ("kind", "spec", "bad"),
+    [
+        (
+            "PrometheusRule",
+            {"groups": [{"name": "g", "rules": [{"alert": "A", "expr": "up == 0", "for": "5m"}]}]},
+            "fro",
+        ),
+        ("ServiceMonitor", {"selector": {}, "endpoints": [{"port": "metrics", "honorLabels": True}]}, "honourLabels"),
+        (
+            "PodMonitor",
+            {"selector": {}, "podMetricsEndpoints": [{"portNumber": 9090, "path": "/metrics"}]},
+            "portNumbr",
+        ),
+    ],
+)
 def test_crd_validation_accepts_a_good_object_and_rejects_an_unknown_field(kind, spec, bad):
     good = {"apiVersion": "monitoring.coreos.com/v1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
     assert crd_schemas.errors(good) == []
@@ -89,4 +101,6 @@ def test_every_helm_value_the_stack_sets_is_a_key_of_the_chart_defaults(chart):
 
 def test_a_misspelt_helm_value_is_caught():
     typo = {"prometheus": {"prometheusSpec": {"podMonitorSelectorNilUsesHelmValue": False}}}
-    assert missing_keys(chart_defaults("kubePrometheusStack"), typo) == ["prometheus.prometheusSpec.podMonitorSelectorNilUsesHelmValue"]
+    assert missing_keys(chart_defaults("kubePrometheusStack"), typo) == [
+        "prometheus.prometheusSpec.podMonitorSelectorNilUsesHelmValue"
+    ]

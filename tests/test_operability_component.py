@@ -2,6 +2,7 @@
 reference, per target a smoke Job after its DynamoGraphDeployment with customTimeouts covering its deadline, a
 suspended benchmark CronJob, a canary Deployment after the graph, and a PodMonitor after the monitoring CRDs;
 children named after the component and parented to it; switches decide what exists."""
+
 from __future__ import annotations
 
 import copy
@@ -32,13 +33,23 @@ def run(raw: dict[str, Any]) -> ProgramRun:
     def build() -> None:
         graphs: dict[str, pulumi.Resource] = {}
         for target in plan.serving.targets:
-            graphs[target.selected.id] = ServingTarget(target.resource_name, ServingTargetArgs(
-                namespace=plan.serving.namespace, config_map=target.config_map, dgd=target.dgd, depends_on=[])).dgd
+            graphs[target.selected.id] = ServingTarget(
+                target.resource_name,
+                ServingTargetArgs(
+                    namespace=plan.serving.namespace, config_map=target.config_map, dgd=target.dgd, depends_on=[]
+                ),
+            ).dgd
         monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring)) if plan.monitoring else None
         assert plan.operability is not None
-        Operability("operability", OperabilityArgs.from_plan(
-            plan.operability, namespace=plan.serving.namespace, graphs=graphs,
-            monitoring_crds_ready=monitoring.crds_ready if monitoring else []))
+        Operability(
+            "operability",
+            OperabilityArgs.from_plan(
+                plan.operability,
+                namespace=plan.serving.namespace,
+                graphs=graphs,
+                monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
+            ),
+        )
 
     return run_components(build)
 

@@ -2,6 +2,7 @@
 values (DGD name, served model, URL, GPUs from the outputs contract; concurrency, published row and criteria from
 the catalog; the frontend's tolerations), the smoke Job gates `up` exactly when the graph is awaited, and the
 `operability` block is strict."""
+
 from __future__ import annotations
 
 import copy
@@ -23,8 +24,11 @@ from serving_stack.plan.operability import (
 )
 from tools.mock_runtime import PROJECT_DIR
 
-PROD = {key.split(":", 1)[1]: value for key, value in
-        yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items() if key.startswith(f"{PROJECT}:")}
+PROD = {
+    key.split(":", 1)[1]: value
+    for key, value in yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items()
+    if key.startswith(f"{PROJECT}:")
+}
 
 
 def args_of(manifest: dict[str, Any]) -> dict[str, str]:
@@ -47,21 +51,32 @@ def test_prod_plans_every_check_of_every_target_from_the_planned_target():
     for target in plan.serving.targets:
         check, dgd_name, endpoint = checks[target.selected.id], target.dgd["metadata"]["name"], target.endpoint
         performance = target.selected.recipe.entry.performance
-        smoke, bench, canary = args_of(dict(check.smoke_job)), args_of(dict(check.benchmark)), args_of(dict(check.canary))
+        smoke, bench, canary = (
+            args_of(dict(check.smoke_job)),
+            args_of(dict(check.benchmark)),
+            args_of(dict(check.canary)),
+        )
         assert smoke["--base-url"] == canary["--base-url"] == endpoint.url
         assert smoke["--model"] == bench["--model"] == canary["--model"] == endpoint.servedModelName
         assert bench["--url"] == endpoint.url.removesuffix("/v1")
         assert bench["--concurrency"] == str(performance.concurrency)
-        assert json.loads(bench["--compare"]) == {"target": target.selected.id, "gpus": endpoint.gpus,
-                                                  "performance": performance.model_dump(),
-                                                  "criteria": FACTS.catalog.criteria.model_dump()}
+        assert json.loads(bench["--compare"]) == {
+            "target": target.selected.id,
+            "gpus": endpoint.gpus,
+            "performance": performance.model_dump(),
+            "criteria": FACTS.catalog.criteria.model_dump(),
+        }
         assert canary["--target"] == target.selected.id
         (frontend,) = [c for c in target.dgd["spec"]["components"] if c["type"] == "frontend"]
         pod = check.benchmark["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         assert pod["tolerations"] == frontend["podTemplate"]["spec"].get("tolerations", [])
         claim = plan.serving.model_cache_claim["metadata"]["name"]
         assert {v["name"]: v for v in pod["volumes"]}["model-cache"]["persistentVolumeClaim"]["claimName"] == claim
-        names = [check.smoke_job["metadata"]["name"], check.benchmark["metadata"]["name"], check.canary["metadata"]["name"]]
+        names = [
+            check.smoke_job["metadata"]["name"],
+            check.benchmark["metadata"]["name"],
+            check.canary["metadata"]["name"],
+        ]
         assert names == [f"{dgd_name}-smoke", f"{dgd_name}-bench", f"{dgd_name}-canary"]
         assert check.canary_monitor["metadata"]["labels"]["release"] == plan.monitoring.release_label
         assert check.benchmark["spec"]["suspend"] is True
@@ -101,8 +116,14 @@ def test_a_changed_graph_reruns_the_smoke_test_but_does_not_roll_the_canary():
 
 
 def test_switches_decide_what_is_planned():
-    assert plan_of(with_block(BASE_CONFIG, smokeTests={"enabled": False}, benchmark={"enabled": False},
-                              canary={"enabled": False})).operability is None
+    assert (
+        plan_of(
+            with_block(
+                BASE_CONFIG, smokeTests={"enabled": False}, benchmark={"enabled": False}, canary={"enabled": False}
+            )
+        ).operability
+        is None
+    )
     without_monitoring = plan_of({**BASE_CONFIG, "monitoring": {"enabled": False}}).operability
     assert without_monitoring is not None
     assert without_monitoring.canaries
@@ -127,15 +148,21 @@ def test_the_canary_alerts_stale_after_three_configured_intervals():
     assert monitor["spec"]["podMetricsEndpoints"][0]["interval"] == "60s"
 
 
-@pytest.mark.parametrize(("block", "expected"), [
-    ({"canary": {"intervalSeconds": 30, "timeoutSeconds": 45}}, "operability.canary"),
-    ({"canary": {"intervalSeconds": 30, "scrapeIntervalSeconds": 60}}, "scrapeIntervalSeconds (60) must not exceed"),
-    ({"benchmark": {"schedule": "daily"}}, "operability.benchmark.schedule"),
-    ({"benchmark": {"traceFile": "../etc/passwd"}}, "operability.benchmark.traceFile"),
-    ({"smokeTests": {"image": "python:3.12-slim"}}, "operability.smokeTests.image"),
-    ({"smokeTests": {"enabled": "yes"}}, "operability.smokeTests.enabled"),
-    ({"canary": {"probe": True}}, "operability.canary.probe"),
-])
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ({"canary": {"intervalSeconds": 30, "timeoutSeconds": 45}}, "operability.canary"),
+        (
+            {"canary": {"intervalSeconds": 30, "scrapeIntervalSeconds": 60}},
+            "scrapeIntervalSeconds (60) must not exceed",
+        ),
+        ({"benchmark": {"schedule": "daily"}}, "operability.benchmark.schedule"),
+        ({"benchmark": {"traceFile": "../etc/passwd"}}, "operability.benchmark.traceFile"),
+        ({"smokeTests": {"image": "python:3.12-slim"}}, "operability.smokeTests.image"),
+        ({"smokeTests": {"enabled": "yes"}}, "operability.smokeTests.enabled"),
+        ({"canary": {"probe": True}}, "operability.canary.probe"),
+    ],
+)
 def test_a_bad_operability_block_is_a_config_error_naming_the_key(block, expected):
     with pytest.raises(ConfigError) as error:
         plan_of(with_block(BASE_CONFIG, **block))

@@ -2,6 +2,7 @@
 endpoint it publishes, a smoke-test Job, a benchmark CronJob and a canary Deployment with its PodMonitor plus
 the canary alerts; every one validates (kubernetes-validate strict; the vendored CRD schema for PodMonitors);
 the policy pack and the rollout model accept them. Expected objects come from the stack's own outputs."""
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,11 @@ def dynamo_endpoints(run: ProgramRun) -> dict[str, dict[str, Any]]:
 
 
 def ops_objects(run: ProgramRun) -> list[dict[str, Any]]:
-    return [plain_numbers(o) for o in kubernetes_objects(run.resources)
-            if o["metadata"].get("labels", {}).get(OPS_PART_OF[0]) == OPS_PART_OF[1]]
+    return [
+        plain_numbers(o)
+        for o in kubernetes_objects(run.resources)
+        if o["metadata"].get("labels", {}).get(OPS_PART_OF[0]) == OPS_PART_OF[1]
+    ]
 
 
 def by_kind_and_target(run: ProgramRun) -> dict[tuple[str, str], dict[str, Any]]:
@@ -94,7 +98,9 @@ def test_the_policy_pack_has_nothing_mandatory_against_the_ops_objects_and_would
 def test_up_waits_for_each_smoke_job_longer_than_its_deadline_and_nothing_blocks(prod):
     report = analyse([r.to_json() for r in prod.resources])
     assert report.blocking == []
-    smoke_steps = [s for s in report.timeline.steps.values() if s.resource.kind == "Job" and s.resource.name.endswith("-smoke")]
+    smoke_steps = [
+        s for s in report.timeline.steps.values() if s.resource.kind == "Job" and s.resource.name.endswith("-smoke")
+    ]
     assert len(smoke_steps) == len(dynamo_endpoints(prod))
     for step in smoke_steps:
         assert step.wait is not None

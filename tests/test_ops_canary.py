@@ -1,6 +1,7 @@
 """The canary exposes probe success and latency that Prometheus can parse, and turns failures into metrics; what it
 exports is exactly the `canary` group of catalog/metrics.yaml (names, types, labels), which the rules and
 dashboards read."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,9 +9,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
@@ -30,8 +31,23 @@ REQUESTS = CANARY["requestDuration"].name
 @contextmanager
 def canary(base_url: str, *extra: str) -> Iterator[str]:
     """A running canary; yields its metrics URL."""
-    process = subprocess.Popen([sys.executable, str(PROGRAM), "--base-url", base_url, "--model", RECIPE.served_model_name,
-                                "--target", RECIPE.id, "--port", "0", *extra], stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(PROGRAM),
+            "--base-url",
+            base_url,
+            "--model",
+            RECIPE.served_model_name,
+            "--target",
+            RECIPE.id,
+            "--port",
+            "0",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = process.stdout.readline()
         assert first.startswith("metrics on :"), first
@@ -67,7 +83,10 @@ def wait_for(url: str, condition, seconds: float = 20.0) -> dict[tuple[str, str]
 
 
 def test_successful_probes_report_success_and_latency():
-    with FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server, canary(server.base_url, "--interval", "0.2") as url:
+    with (
+        FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server,
+        canary(server.base_url, "--interval", "0.2") as url,
+    ):
         metrics = wait_for(url, lambda m: m.get((PROBES, "success"), 0) >= 3)
     assert metrics[(SUCCESS, "")] == 1
     assert metrics[(PROBES, "failure")] == 0
@@ -102,25 +121,38 @@ def test_no_success_sample_before_the_first_probe_and_a_dripping_server_is_cut_a
 
 @pytest.mark.parametrize("arguments", [["--interval", "0"], ["--timeout", "-1"]])
 def test_bad_arguments_exit_2(arguments):
-    run = subprocess.run([sys.executable, str(PROGRAM), "--base-url", "http://x/v1", "--model", "m", "--target", "t", *arguments],
-                         capture_output=True, text=True, timeout=30)
+    run = subprocess.run(
+        [sys.executable, str(PROGRAM), "--base-url", "http://x/v1", "--model", "m", "--target", "t", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert run.returncode == 2
 
 
 def test_unknown_paths_are_404():
-    with FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server, canary(server.base_url) as url:
-        with pytest.raises(urllib.error.HTTPError) as error:
-            urllib.request.urlopen(url + "/other", timeout=5)
+    with (
+        FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server,
+        canary(server.base_url) as url,
+        pytest.raises(urllib.error.HTTPError) as error,
+    ):
+        urllib.request.urlopen(url + "/other", timeout=5)
     assert error.value.code == 404
 
 
 def test_the_exported_metrics_are_the_canary_group_of_the_data_file():
     """Names, types and labels both ways: a metric the program renames or drops, or one the data file invents,
     fails here before a rule or panel reads a series that never exists."""
-    with FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server, canary(server.base_url, "--interval", "0.2") as url:
+    with (
+        FakeOpenAIServer(Behaviour(model=RECIPE.served_model_name)) as server,
+        canary(server.base_url, "--interval", "0.2") as url,
+    ):
         wait_for(url, lambda m: (SUCCESS, "") in m)
         families = list(text_string_to_metric_families(exposition(url)))
     exported = {f.name: (f.type, {k for s in f.samples for k in s.labels} - {"le"}) for f in families}
     # the parser names a counter's family without its _total suffix
-    listed = {m.name.removesuffix("_total") if m.type == "counter" else m.name: (m.type, set(m.labels)) for m in CANARY.values()}
+    listed = {
+        m.name.removesuffix("_total") if m.type == "counter" else m.name: (m.type, set(m.labels))
+        for m in CANARY.values()
+    }
     assert exported == listed

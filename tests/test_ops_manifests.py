@@ -1,5 +1,6 @@
 """The smoke, benchmark and canary objects for every catalog target validate strictly and carry the
 catalog's values; the programs they run are all in the ConfigMap they mount."""
+
 from __future__ import annotations
 
 import ast
@@ -31,8 +32,13 @@ TRACE = SETTINGS.benchmark.trace_file
 
 
 def endpoint_of(recipe) -> Endpoint:
-    return Endpoint(recipe.id, recipe.name, recipe.served_model_name, frontend_url(recipe.name, NAMESPACE),
-                    gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))))
+    return Endpoint(
+        recipe.id,
+        recipe.name,
+        recipe.served_model_name,
+        frontend_url(recipe.name, NAMESPACE),
+        gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))),
+    )
 
 
 def published_of(recipe) -> dict:
@@ -41,16 +47,27 @@ def published_of(recipe) -> dict:
 
 def objects_for(recipe) -> dict[str, dict]:
     endpoint = endpoint_of(recipe)
-    bench = manifests.benchmark_job(endpoint, NAMESPACE, SETTINGS.benchmark, concurrency=recipe.entry.performance.concurrency,
-                                    claim_name="shared-model-cache", published=published_of(recipe))
+    bench = manifests.benchmark_job(
+        endpoint,
+        NAMESPACE,
+        SETTINGS.benchmark,
+        concurrency=recipe.entry.performance.concurrency,
+        claim_name="shared-model-cache",
+        published=published_of(recipe),
+    )
     canary = manifests.canary_deployment(endpoint, NAMESPACE, SETTINGS.canary, {"example/sha256": "0" * 64})
     smoke_job = manifests.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smoke, SMOKE_WAIT_AFTER_READY_SECONDS, {})
-    return {"smoke": smoke_job, "bench": bench, "bench-on-demand": manifests.on_demand(bench), "canary": canary,
-            "canary-monitor": manifests.canary_pod_monitor(canary, SETTINGS.canary, {"release": "kube-prometheus-stack"})}
+    return {
+        "smoke": smoke_job,
+        "bench": bench,
+        "bench-on-demand": manifests.on_demand(bench),
+        "canary": canary,
+        "canary-monitor": manifests.canary_pod_monitor(canary, SETTINGS.canary, {"release": "kube-prometheus-stack"}),
+    }
 
 
 def args_of(container: dict) -> dict[str, str]:
-    return dict(zip(container["args"][::2], container["args"][1::2]))
+    return dict(zip(container["args"][::2], container["args"][1::2], strict=True))
 
 
 RECIPES = sorted(CATALOG.recipes.values(), key=lambda r: r.id)
@@ -64,7 +81,9 @@ def test_built_in_objects_validate_strictly(recipe):
 
 
 def test_names_are_unique_per_target_and_fit_a_cronjob():
-    names = [o["metadata"]["name"] for r in RECIPES for k, o in objects_for(r).items() if k in ("smoke", "bench", "canary")]
+    names = [
+        o["metadata"]["name"] for r in RECIPES for k, o in objects_for(r).items() if k in ("smoke", "bench", "canary")
+    ]
     assert len(names) == len(set(names)) == 3 * len(RECIPES)
     assert max(map(len, names)) <= 52
 
@@ -77,14 +96,24 @@ def test_the_benchmark_replays_the_trace_at_the_catalog_concurrency_and_compares
     args = args_of(main)
     assert args["--concurrency"] == str(recipe.entry.performance.concurrency)
     assert args["--trace"] == f"{manifests.MODEL_CACHE}/traces/{TRACE}"
-    assert args["--model"] == recipe.served_model_name and args["--url"] == f"http://{recipe.name}-frontend.{NAMESPACE}.svc.cluster.local:8000"
-    assert json.loads(args["--compare"]) == {"target": recipe.id, "gpus": gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))), **published_of(recipe)}
+    assert (
+        args["--model"] == recipe.served_model_name
+        and args["--url"] == f"http://{recipe.name}-frontend.{NAMESPACE}.svc.cluster.local:8000"
+    )
+    assert json.loads(args["--compare"]) == {
+        "target": recipe.id,
+        "gpus": gpus_used(recipe, effective_replicas(recipe, TargetConfig(id=recipe.id))),
+        **published_of(recipe),
+    }
     assert int(args["--num-requests"]) > 0  # bounded by default: 0 would replay the whole trace (hours)
     assert args["--results-root"].startswith(manifests.MODEL_CACHE + "/")
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["model-cache"]["persistentVolumeClaim"]["claimName"] == "shared-model-cache"
     term = pod["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
-    assert term["labelSelector"]["matchLabels"] == {manifests.COMPONENT_TYPE_LABEL: "frontend", manifests.DGD_NAME_LABEL: recipe.name}
+    assert term["labelSelector"]["matchLabels"] == {
+        manifests.COMPONENT_TYPE_LABEL: "frontend",
+        manifests.DGD_NAME_LABEL: recipe.name,
+    }
     assert main["securityContext"]["runAsNonRoot"] and main["securityContext"]["readOnlyRootFilesystem"]
     (init,) = pod["initContainers"]
     assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
@@ -108,7 +137,9 @@ def test_the_smoke_job_is_bounded_and_unprivileged():
     args = args_of(container)
     assert args["--base-url"] == frontend_url(recipe.name, NAMESPACE) and args["--model"] == recipe.served_model_name
     attempts = spec["backoffLimit"] + 1
-    assert spec["activeDeadlineSeconds"] >= attempts * (int(args["--wait"]) + len(smoke.CHECKS) * int(args["--timeout"]))
+    assert spec["activeDeadlineSeconds"] >= attempts * (
+        int(args["--wait"]) + len(smoke.CHECKS) * int(args["--timeout"])
+    )
     assert "ttlSecondsAfterFinished" not in spec  # Pulumi manages it: a TTL-deleted Job would be drift
     assert container["resources"]["limits"] and container["securityContext"]["runAsUser"] == manifests.NOBODY
     assert spec["template"]["spec"]["automountServiceAccountToken"] is False
@@ -139,11 +170,23 @@ def test_the_config_map_ships_every_program_and_every_sibling_they_import():
     assert data == {name: (ROOT / "ops" / name).read_text() for name in manifests.PROGRAM_FILES}
     siblings = {path.stem for path in (ROOT / "ops").glob("*.py")}
     for name, source in data.items():
-        imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import)
-                    for alias in node.names} | {node.module.split(".")[0] for node in ast.walk(ast.parse(source))
-                                                if isinstance(node, ast.ImportFrom) and node.module}
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            node.module.split(".")[0]
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.module
+        }
         assert {f"{m}.py" for m in imported & siblings} <= set(data), name
         assert "yaml" not in imported or name == "benchmark_compare.py"  # the CLI alone reads the catalog
-    commands = [c["command"][1] for r in RECIPES[:1] for o in objects_for(r).values() if o["kind"] in ("Job", "Deployment")
-                for c in o["spec"]["template"]["spec"]["containers"]]
+    commands = [
+        c["command"][1]
+        for r in RECIPES[:1]
+        for o in objects_for(r).values()
+        if o["kind"] in ("Job", "Deployment")
+        for c in o["spec"]["template"]["spec"]["containers"]
+    ]
     assert {Path(c).name for c in commands} <= set(data)

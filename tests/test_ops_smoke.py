@@ -2,6 +2,7 @@
 
 It runs as a real process (as in the Job and from a laptop) against a loopback OpenAI-compatible server.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 from serving_stack.facts.catalog import load_catalog
-from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "smoke.py"
 CHECKS = ["models", "chat-reasoning-on", "chat-reasoning-off", "chat-stream", "tool-call"]
@@ -25,8 +26,13 @@ SERVED_MODELS = sorted({recipe.served_model_name for recipe in load_catalog().re
 
 def smoke(base_url: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"} | (env or {})
-    return subprocess.run([sys.executable, str(PROGRAM), "--base-url", base_url, *extra],
-                          capture_output=True, text=True, timeout=60, env=environment)
+    return subprocess.run(
+        [sys.executable, str(PROGRAM), "--base-url", base_url, *extra],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
 
 
 def results(run: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]:
@@ -38,7 +44,10 @@ def results(run: subprocess.CompletedProcess[str]) -> dict[str, tuple[str, str]]
         assert match and len(line) < 220, line
         parsed[match[2]] = (match[1], match[4])
     assert list(parsed) == CHECKS
-    assert summary == f"{'PASS' if run.returncode == 0 else 'FAIL'} {sum(s == 'PASS' for s, _ in parsed.values())}/5 checks passed"
+    assert (
+        summary
+        == f"{'PASS' if run.returncode == 0 else 'FAIL'} {sum(s == 'PASS' for s, _ in parsed.values())}/5 checks passed"
+    )
     return parsed
 
 
@@ -51,16 +60,19 @@ def test_a_good_endpoint_passes_every_check(model):
     assert server.chat_requests == 4
 
 
-@pytest.mark.parametrize(("fault", "failing_check", "reason"), [
-    ("models_missing", "models", "not in /v1/models"),
-    ("reasoning_ignored", "chat-reasoning-on", "no reasoning_content"),
-    ("reasoning_leak", "chat-reasoning-off", "reasoning chars came back"),
-    ("stream_without_done", "chat-stream", "without [DONE]"),
-    ("stream_without_content", "chat-stream", "no content delta"),
-    ("stream_without_usage", "chat-stream", "no usage chunk"),
-    ("tool_calls_missing", "tool-call", "no tool_calls"),
-    ("tool_arguments_malformed", "tool-call", "arguments are not JSON"),
-])
+@pytest.mark.parametrize(
+    ("fault", "failing_check", "reason"),
+    [
+        ("models_missing", "models", "not in /v1/models"),
+        ("reasoning_ignored", "chat-reasoning-on", "no reasoning_content"),
+        ("reasoning_leak", "chat-reasoning-off", "reasoning chars came back"),
+        ("stream_without_done", "chat-stream", "without [DONE]"),
+        ("stream_without_content", "chat-stream", "no content delta"),
+        ("stream_without_usage", "chat-stream", "no usage chunk"),
+        ("tool_calls_missing", "tool-call", "no tool_calls"),
+        ("tool_arguments_malformed", "tool-call", "arguments are not JSON"),
+    ],
+)
 def test_each_broken_behaviour_fails_exactly_its_check(fault, failing_check, reason):
     model = SERVED_MODELS[0]
     with FakeOpenAIServer(Behaviour(model=model, faults=Faults(**{fault: True}))) as server:
@@ -93,7 +105,9 @@ def test_a_hanging_endpoint_is_bounded_by_the_timeout():
         started = time.monotonic()
         checks = results(smoke(server.base_url, "--model", model, "--timeout", "0.5"))
         elapsed = time.monotonic() - started
-    assert all(checks[name] in (("FAIL", "timed out"), ("FAIL", "no complete answer within 0.5s")) for name in CHECKS[1:])
+    assert all(
+        checks[name] in (("FAIL", "timed out"), ("FAIL", "no complete answer within 0.5s")) for name in CHECKS[1:]
+    )
     assert elapsed < 4 * 0.5 + 2
 
 
@@ -138,12 +152,15 @@ def test_waiting_for_the_model_gives_up_after_the_wait():
     assert server.chat_requests == 0
 
 
-@pytest.mark.parametrize("arguments", [
-    [],
-    ["--base-url", "localhost:8000/v1", "--model", "m"],
-    ["--base-url", "http://localhost:8000/v1", "--model", "m", "--timeout", "0"],
-    ["--base-url", "http://localhost:8000/v1", "--model", "m", "--max-tokens", "-1"],
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        [],
+        ["--base-url", "localhost:8000/v1", "--model", "m"],
+        ["--base-url", "http://localhost:8000/v1", "--model", "m", "--timeout", "0"],
+        ["--base-url", "http://localhost:8000/v1", "--model", "m", "--max-tokens", "-1"],
+    ],
+)
 def test_bad_arguments_exit_2(arguments):
     run = subprocess.run([sys.executable, str(PROGRAM), *arguments], capture_output=True, text=True, timeout=30)
     assert run.returncode == 2

@@ -2,32 +2,48 @@
 the upstream manifests except for the pool pin (one matchExpression per worker term, and the pool label
 beside GB200 frontends' upstream product nodeSelector). The GB200 disaggregated recipes name no fabric
 resource upstream ("cluster-specific"): on an InfiniBand pool they gain `rdma/ib: 1` and nothing else."""
+
 from __future__ import annotations
 
 import re
 
 import pytest
-from deepdiff import DeepDiff
-
 from aws_helpers import pool, resolved
 from catalog_picks import gpu_of, picks, upstream_fabric
+from deepdiff import DeepDiff
+
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pinning import place_target
 
 pytestmark = pytest.mark.catalog_driven
 FABRICS = load_aws_catalog().fabrics
-CAPACITY_BLOCK = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
+CAPACITY_BLOCK = {
+    "capacityType": "capacity-block",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "kubernetesVersion": "1.33",
+}
 WORKER_TERM = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['affinity'\]\['nodeAffinity'\]\['requiredDuringSchedulingIgnoredDuringExecution'\]\['nodeSelectorTerms'\]\[0\]\['matchExpressions'\]\[1\]"
-FRONTEND_PIN = r"root\['spec'\]\['components'\]\[0\]\['podTemplate'\]\['spec'\]\['nodeSelector'\]\['nemotron\.nvidia\.com/pool'\]"
+FRONTEND_PIN = (
+    r"root\['spec'\]\['components'\]\[0\]\['podTemplate'\]\['spec'\]\['nodeSelector'\]\['nemotron\.nvidia\.com/pool'\]"
+)
 RDMA = r"root\['spec'\]\['components'\]\[\d+\]\['podTemplate'\]\['spec'\]\['containers'\]\[0\]\['resources'\]\['(requests|limits)'\]\['rdma/ib'\]"
 
 
 def ib_pool(gpu: str):
     """An existing-cluster InfiniBand pool of this GPU (nodes as large as its largest EC2 type)."""
     largest = max((t for t in load_aws_catalog().instance_types.values() if t.gpu == gpu), key=lambda t: t.gpus)
-    return pool(name=f"{gpu}-ib", managed=False, gpu=gpu, gpu_product=load_aws_catalog().gpus[gpu].productLabel,
-                gpus_per_node=largest.gpus, arch=largest.arch, fabric="ib", efa_interfaces=0, instance_type=None)
+    return pool(
+        name=f"{gpu}-ib",
+        managed=False,
+        gpu=gpu,
+        gpu_product=load_aws_catalog().gpus[gpu].productLabel,
+        gpus_per_node=largest.gpus,
+        arch=largest.arch,
+        fabric="ib",
+        efa_interfaces=0,
+        instance_type=None,
+    )
 
 
 def efa_pool(gpu: str):
@@ -44,7 +60,9 @@ def pool_for(recipe):
 
 def unexplained(recipe, pool_name: str, upstream: dict, placed: dict) -> list[str]:
     allowed = {
-        "iterable_item_added": [(WORKER_TERM, {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [pool_name]})],
+        "iterable_item_added": [
+            (WORKER_TERM, {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [pool_name]})
+        ],
         "dictionary_item_added": [(FRONTEND_PIN, pool_name)],
     }
     if recipe.disaggregated and upstream_fabric(recipe) == "none":  # GB200: "cluster-specific" upstream
@@ -66,14 +84,27 @@ def test_placed_on_its_upstream_fabric_equals_upstream(target_id):
     assert config_map == recipe.config_map
     assert not (problems := unexplained(recipe, on.name, recipe.dgd, dgd)), "\n".join(problems)
     for worker in (c for c in dgd["spec"]["components"] if c["type"] in ("worker", "prefill", "decode")):
-        terms = worker["podTemplate"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-        assert all({"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [on.name]} in t["matchExpressions"] for t in terms)
+        terms = worker["podTemplate"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert all(
+            {"key": "nemotron.nvidia.com/pool", "operator": "In", "values": [on.name]} in t["matchExpressions"]
+            for t in terms
+        )
 
 
 def test_the_comparison_catches_a_fabric_change():
     recipe = picks(disaggregated=True, fabric="efa")[0]
-    upstream = int(recipe.worker_components()[0]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"])
-    halved = pool(name="halved-efa", gpu=gpu_of(recipe), gpu_product=recipe.gpu_products[0], efa_interfaces=8 * upstream // 2)
+    upstream = int(
+        recipe.worker_components()[0]["podTemplate"]["spec"]["containers"][0]["resources"]["limits"][
+            "vpc.amazonaws.com/efa"
+        ]
+    )
+    halved = pool(
+        name="halved-efa", gpu=gpu_of(recipe), gpu_product=recipe.gpu_products[0], efa_interfaces=8 * upstream // 2
+    )
     _, dgd = place_target(*recipe.copy_manifests(), recipe, halved, FABRICS)
     problems = unexplained(recipe, "halved-efa", recipe.dgd, dgd)
-    assert problems and all("vpc.amazonaws.com/efa" in p and f"'{upstream}' -> '{upstream // 2}'" in p for p in problems)
+    assert problems and all(
+        "vpc.amazonaws.com/efa" in p and f"'{upstream}' -> '{upstream // 2}'" in p for p in problems
+    )

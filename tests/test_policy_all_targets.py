@@ -5,6 +5,7 @@ from the catalog's recipes, not listed here.
 
 The stack states the fabric through node affinity on `nemotron.nvidia.com/fabric-out-of-band` (the per-pool
 config key the lead wires; `with_out_of_band_nodes` applies what its placement will render)."""
+
 from __future__ import annotations
 
 import copy
@@ -16,9 +17,9 @@ import yaml
 from dynamo_v1alpha1 import to_v1alpha1
 from policy_helpers import DGD, REPO, of_type, prewarm_daemon_sets, recording_copy, run_stack_config
 
+from policy.nemotron_policies.offline import evaluate, format_report
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import RecordedResource
-from policy.nemotron_policies.offline import evaluate, format_report
 
 OUT_OF_BAND = "nemotron.nvidia.com/fabric-out-of-band"
 FABRIC_RESOURCES = ("vpc.amazonaws.com/efa", "rdma/ib")
@@ -27,7 +28,10 @@ DISAGGREGATED = ("prefill", "decode")
 
 @functools.lru_cache(maxsize=1)
 def _all_targets() -> tuple[RecordedResource, ...]:
-    raw = {key.split(":", 1)[1]: value for key, value in yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"].items()}
+    raw = {
+        key.split(":", 1)[1]: value
+        for key, value in yaml.safe_load((REPO / "Pulumi.dev.yaml").read_text())["config"].items()
+    }
     raw["targets"] = [{"id": target_id} for target_id in load_catalog().recipes]
     raw["modelCache"].pop("checkpoints")  # the defaults: base and every draft
     return tuple(run_stack_config(raw, "all-targets"))
@@ -45,7 +49,8 @@ def fabricless_workers() -> set[tuple[str, str]]:
         for component in dgd["spec"]["components"]:
             containers = component["podTemplate"]["spec"]["containers"]
             if component["type"] in DISAGGREGATED and not any(
-                    key in FABRIC_RESOURCES for c in containers for key in c.get("resources", {}).get("limits", {})):
+                key in FABRIC_RESOURCES for c in containers for key in c.get("resources", {}).get("limits", {})
+            ):
                 found.add((dgd["metadata"]["name"], component["name"]))
     return found
 
@@ -90,7 +95,9 @@ def test_without_a_stated_fabric_only_the_fabricless_workers_fail_fabric_request
     object_name = {r.urn: r.inputs["metadata"]["name"] for r in of_type(resources, DGD)}
     found = mandatory(resources)
     assert {v.policy_name for v in found} == {"fabric-requests"}
-    assert {(object_name[v.urn], v.message.split(":")[0].removeprefix("component ")) for v in found} == fabricless_workers()
+    assert {
+        (object_name[v.urn], v.message.split(":")[0].removeprefix("component ")) for v in found
+    } == fabricless_workers()
 
 
 def test_with_out_of_band_nodes_every_catalog_target_passes():

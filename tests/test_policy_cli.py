@@ -1,6 +1,7 @@
 """`make policy`: the pack's offline runner over a rendered resources.json prints the report the render wrote
 for the same resources, exits 1 on a mandatory violation and 0 otherwise, and refuses an unreadable record
 file with exit 2 and one bounded line."""
+
 from __future__ import annotations
 
 import json
@@ -10,9 +11,9 @@ from pathlib import Path
 import pytest
 from policy_helpers import REPO
 
-from tools.render import main as render
 from policy.nemotron_policies.cli import MAX_ERROR
 from policy.nemotron_policies.cli import main as run_policy
+from tools.render import main as render
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +44,17 @@ def test_a_hand_edited_record_file_is_judged(renders, tmp_path, capsys):
     assert f"image-pinning (kubernetes:batch/v1:Job::{job['name']})" in report
 
 
-@pytest.mark.parametrize(("content", "error"), [
-    (None, "no such file (render it first: make render STACK=dev)"),
-    ('[{"type": "x", ', "not valid JSON: Expecting property name enclosed in double quotes at line 1"),
-    ('{"type": "x"}', "expected a JSON list of resource records, got dict"),
-    ('[{"name": "a", "inputs": {}}]', "record [0].type must be a non-empty string, got None"),
-    ('[{"type": "t", "name": "n", "dependsOn": "x"}]', "record [0].dependsOn must be a list"),
-    ("[" + json.dumps("y" * 100_000) + "]", "record [0] is not an object: 'yyyy"),
-])
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        (None, "no such file (render it first: make render STACK=dev)"),
+        ('[{"type": "x", ', "not valid JSON: Expecting property name enclosed in double quotes at line 1"),
+        ('{"type": "x"}', "expected a JSON list of resource records, got dict"),
+        ('[{"name": "a", "inputs": {}}]', "record [0].type must be a non-empty string, got None"),
+        ('[{"type": "t", "name": "n", "dependsOn": "x"}]', "record [0].dependsOn must be a list"),
+        ("[" + json.dumps("y" * 100_000) + "]", "record [0] is not an object: 'yyyy"),
+    ],
+)
 def test_unreadable_record_files_exit_2_with_one_bounded_line(tmp_path, capsys, content, error):
     path = tmp_path / "resources.json"
     if content is not None:
@@ -72,7 +76,12 @@ def test_a_bad_pack_config_exits_2(renders, tmp_path, capsys):
 
 
 def test_make_policy_runs_the_runner_on_the_given_render(renders):
-    result = subprocess.run(["make", "-s", "policy", "STACK=dev", f"RESOURCES={renders / 'dev' / 'resources.json'}"],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["make", "-s", "policy", "STACK=dev", f"RESOURCES={renders / 'dev' / 'resources.json'}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.endswith((renders / "dev" / "policy-report.txt").read_text())

@@ -1,11 +1,11 @@
 """data-protection: the model cache is protected or retained on delete in protected stacks, SageMaker endpoint
 storage and data-capture buckets are KMS-encrypted, launch templates require IMDSv2."""
+
 from __future__ import annotations
 
 import pytest
-from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
-
 from policy_helpers import check_stack, resource
+from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
 
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -16,7 +16,10 @@ SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryption
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 KMS = "arn:aws:kms:us-east-1:123456789012:key/abc"
-CACHE = {"metadata": {"name": "shared-model-cache", "namespace": "nemotron"}, "spec": {"storageClassName": "fsx-lustre"}}
+CACHE = {
+    "metadata": {"name": "shared-model-cache", "namespace": "nemotron"},
+    "spec": {"storageClassName": "fsx-lustre"},
+}
 
 
 def problems(*resources: object, stack: str = "prod", config: dict | None = None) -> list[str]:
@@ -39,10 +42,15 @@ def kms_rules(algorithm: str = "aws:kms") -> list[dict]:
     return [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": algorithm, "kmsMasterKeyId": KMS}}]
 
 
-@pytest.mark.parametrize("kind, props", [(PVC, CACHE), (FSX, {"storageCapacity": 1200}), (EFS, {"encrypted": True})])
+@pytest.mark.parametrize(
+    ("kind", "props"), [(PVC, CACHE), (FSX, {"storageCapacity": 1200}), (EFS, {"encrypted": True})]
+)
 def test_model_cache_storage_in_prod_must_be_protected_or_retained(kind, props):
     (found,) = problems(resource(kind, props, name="cache"))
-    assert "holds the model cache and is neither protected nor retained on delete in stack 'prod'; set protect=True" in found
+    assert (
+        "holds the model cache and is neither protected nor retained on delete in stack 'prod'; set protect=True"
+        in found
+    )
     assert problems(resource(kind, props, name="cache", protect=True)) == []
     assert problems(resource(kind, props, name="cache", retain_on_delete=True)) == []
 
@@ -66,7 +74,8 @@ def test_protected_stacks_come_from_the_pack_config():
 def test_endpoint_configurations_need_a_kms_key():
     assert problems(endpoint_config()) == []
     assert problems(endpoint_config(kms=None)) == [
-        "endpoint configuration endpoint-config has no kmsKeyArn; encrypt its storage volumes with a KMS key"]
+        "endpoint configuration endpoint-config has no kmsKeyArn; encrypt its storage volumes with a KMS key"
+    ]
 
 
 def test_data_capture_bucket_found_by_name_needs_sse_kms():
@@ -74,36 +83,57 @@ def test_data_capture_bucket_found_by_name_needs_sse_kms():
     capture = endpoint_config({"destinationS3Uri": "s3://capture/endpoint"})
     assert capture_problems(bucket, capture) == [
         "bucket capture-bucket receives SageMaker data capture from endpoint-config but has no SSE-KMS default "
-        "encryption (sseAlgorithm aws:kms)"]
-    assert capture_problems(bucket, capture, resource(SSE, {"bucket": "capture", "rules": kms_rules()}, name="sse")) == []
-    assert len(capture_problems(bucket, capture, resource(SSE, {"bucket": "capture", "rules": kms_rules("AES256")}, name="sse"))) == 1
+        "encryption (sseAlgorithm aws:kms)"
+    ]
+    assert (
+        capture_problems(bucket, capture, resource(SSE, {"bucket": "capture", "rules": kms_rules()}, name="sse")) == []
+    )
+    assert (
+        len(
+            capture_problems(
+                bucket, capture, resource(SSE, {"bucket": "capture", "rules": kms_rules("AES256")}, name="sse")
+            )
+        )
+        == 1
+    )
 
 
 def test_data_capture_bucket_with_an_unknown_name_is_found_by_dependency():
     bucket = resource(BUCKET, {"bucket": UNKNOWN_STRING_VALUE}, name="capture-bucket")
     capture = endpoint_config({"destinationS3Uri": UNKNOWN_STRING_VALUE}, dependencies=(bucket,))
     assert len(capture_problems(bucket, capture)) == 1
-    encryption = resource(SSE, {"bucket": UNKNOWN_STRING_VALUE, "rules": kms_rules()}, name="sse", dependencies=(bucket,))
+    encryption = resource(
+        SSE, {"bucket": UNKNOWN_STRING_VALUE, "rules": kms_rules()}, name="sse", dependencies=(bucket,)
+    )
     assert capture_problems(bucket, capture, encryption) == []
     inline = resource(BUCKET, {"serverSideEncryptionConfiguration": {"rule": kms_rules()[0]}}, name="inline")
-    assert capture_problems(inline, endpoint_config({"destinationS3Uri": UNKNOWN_STRING_VALUE}, dependencies=(inline,))) == []
+    assert (
+        capture_problems(inline, endpoint_config({"destinationS3Uri": UNKNOWN_STRING_VALUE}, dependencies=(inline,)))
+        == []
+    )
 
 
 def test_capture_to_a_bucket_outside_the_stack_needs_its_own_kms_key():
     assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x"})) == [
         "endpoint configuration endpoint-config captures data to bucket elsewhere, which is not in this stack; "
-        "set dataCaptureConfig.kmsKeyId"]
+        "set dataCaptureConfig.kmsKeyId"
+    ]
     assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x", "kmsKeyId": KMS})) == []
     assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x", "enableCapture": False})) == []
 
 
-@pytest.mark.parametrize("options, expected", [
-    ({"httpTokens": "required", "httpEndpoint": "enabled"}, []),
-    ({"httpEndpoint": "disabled"}, []),
-    ({"httpTokens": "optional"}, ['launch template nodes: metadataOptions.httpTokens is optional; set it to "required" '
-                                  '(IMDSv2 only)']),
-    (None, ['launch template nodes: metadataOptions.httpTokens is unset; set it to "required" (IMDSv2 only)']),
-])
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"httpTokens": "required", "httpEndpoint": "enabled"}, []),
+        ({"httpEndpoint": "disabled"}, []),
+        (
+            {"httpTokens": "optional"},
+            ['launch template nodes: metadataOptions.httpTokens is optional; set it to "required" (IMDSv2 only)'],
+        ),
+        (None, ['launch template nodes: metadataOptions.httpTokens is unset; set it to "required" (IMDSv2 only)']),
+    ],
+)
 def test_launch_templates_require_imdsv2(options, expected):
     props = {"imageId": "ami-1"} if options is None else {"metadataOptions": options}
     assert problems(resource(LAUNCH_TEMPLATE, props, name="nodes"), stack="dev") == expected
@@ -111,10 +141,20 @@ def test_launch_templates_require_imdsv2(options, expected):
 
 def test_unknown_values_at_preview_are_tolerated():
     assert problems(resource(LAUNCH_TEMPLATE, {"metadataOptions": UNKNOWN_OBJECT_VALUE}, name="nodes")) == []
-    assert problems(endpoint_config({"destinationS3Uri": "s3://x/y", "kmsKeyId": UNKNOWN_STRING_VALUE}, kms=UNKNOWN_STRING_VALUE)) == []
-    assert problems(resource(PVC, {"metadata": UNKNOWN_OBJECT_VALUE}), resource(ENDPOINT_CONFIG, {"dataCaptureConfig": None})) == [
-        "endpoint configuration subject has no kmsKeyArn; encrypt its storage volumes with a KMS key"]
-    bucket = resource(BUCKET, {"bucket": "capture", "serverSideEncryptionConfiguration": UNKNOWN_OBJECT_VALUE}, name="b")
+    assert (
+        problems(
+            endpoint_config(
+                {"destinationS3Uri": "s3://x/y", "kmsKeyId": UNKNOWN_STRING_VALUE}, kms=UNKNOWN_STRING_VALUE
+            )
+        )
+        == []
+    )
+    assert problems(
+        resource(PVC, {"metadata": UNKNOWN_OBJECT_VALUE}), resource(ENDPOINT_CONFIG, {"dataCaptureConfig": None})
+    ) == ["endpoint configuration subject has no kmsKeyArn; encrypt its storage volumes with a KMS key"]
+    bucket = resource(
+        BUCKET, {"bucket": "capture", "serverSideEncryptionConfiguration": UNKNOWN_OBJECT_VALUE}, name="b"
+    )
     assert capture_problems(bucket, endpoint_config({"destinationS3Uri": "s3://capture/x"})) == []
 
 
@@ -122,7 +162,8 @@ def test_the_cache_storage_class_retains_provisioned_volumes_in_prod():
     storage_class = {"metadata": {"name": "fsx-lustre"}, "provisioner": "fsx.csi.aws.com"}
     cache = resource(PVC, CACHE, name="cache", retain_on_delete=True)
     assert problems(cache, resource(STORAGE_CLASS, storage_class, name="sc")) == [
-        "StorageClass sc provisions the model cache with reclaimPolicy Delete (default); set reclaimPolicy: Retain"]
+        "StorageClass sc provisions the model cache with reclaimPolicy Delete (default); set reclaimPolicy: Retain"
+    ]
     assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "reclaimPolicy": "Retain"}, name="sc")) == []
     assert problems(cache, resource(STORAGE_CLASS, {**storage_class, "metadata": {"name": "other"}}, name="sc")) == []
     assert problems(cache, resource(STORAGE_CLASS, storage_class, name="sc"), stack="dev") == []
@@ -131,7 +172,11 @@ def test_the_cache_storage_class_retains_provisioned_volumes_in_prod():
 def test_an_auto_named_capture_bucket_is_found_by_dependency_even_with_a_known_uri():
     """Offline, mocks give the auto-named bucket an id the URI carries but its inputs never name."""
     bucket = resource(BUCKET, {"forceDestroy": False}, name="capture-bucket")
-    capture = endpoint_config({"destinationS3Uri": "s3://capture-bucket-id/capture", "kmsKeyId": KMS}, dependencies=(bucket,))
+    capture = endpoint_config(
+        {"destinationS3Uri": "s3://capture-bucket-id/capture", "kmsKeyId": KMS}, dependencies=(bucket,)
+    )
     assert len(capture_problems(bucket, capture)) == 1
-    encryption = resource(SSE, {"bucket": "capture-bucket-id", "rules": kms_rules()}, name="sse", dependencies=(bucket,))
+    encryption = resource(
+        SSE, {"bucket": "capture-bucket-id", "rules": kms_rules()}, name="sse", dependencies=(bucket,)
+    )
     assert capture_problems(bucket, capture, encryption) == []

@@ -1,24 +1,34 @@
 """The pack as the Pulumi CLI runs it: `python -m pulumi.policy <engine> policy` serves the analyzer over
 gRPC; fed the prod recording (with planted violations), it reports what the offline runner reports. The one
 documented difference: the analyzer protocol carries no retainOnDelete, so the engine sees an unprotected cache."""
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import grpc
 import pytest
 from google.protobuf import empty_pb2, json_format, struct_pb2
+from policy_helpers import (
+    HF_TOKEN,
+    REPO,
+    aggregated,
+    components,
+    disaggregated,
+    fabric_of,
+    main_container,
+    mutate,
+    pod_spec,
+    worker,
+)
 from pulumi.runtime.proto import analyzer_pb2 as proto
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from policy.nemotron_policies.offline import evaluate
 from policy.nemotron_policies.pack import PACK_NAME, POLICIES
-from policy_helpers import (
-    HF_TOKEN, REPO, aggregated, components, disaggregated, fabric_of, main_container, mutate, pod_spec, worker,
-)
 
 LEVELS = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
@@ -27,8 +37,14 @@ PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 @pytest.fixture(scope="module")
 def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
     env = {**os.environ, "PULUMI_PROJECT": "nemotron-lightning", "PULUMI_STACK": "prod", "PULUMI_DRY_RUN": "true"}
-    process = subprocess.Popen([sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(REPO / "policy")],
-                               cwd=REPO / "policy", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(REPO / "policy")],
+        cwd=REPO / "policy",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = process.stdout.readline().strip()
         assert port.isdigit(), process.stderr.read()
@@ -40,8 +56,9 @@ def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
 
 
 def planted(resources: list) -> None:
-    main_container(components(resources, aggregated(resources))["frontend"])["image"] = \
+    main_container(components(resources, aggregated(resources))["frontend"])["image"] = (
         "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
+    )
     worker(resources, aggregated(resources), "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})
     pod_spec(resources, "model-cache-download")["containers"][0]["securityContext"]["privileged"] = True
     decode = worker(resources, disaggregated(resources), "decode")
@@ -59,7 +76,9 @@ def findings(response: proto.AnalyzeResponse, urn: str = "") -> set[tuple[str, s
 def test_the_served_pack_lists_every_policy_with_its_level(analyzer):
     info = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
     assert info.name == PACK_NAME
-    assert {(p.name, LEVELS[p.enforcementLevel]) for p in info.policies} == {(p.name, p.enforcement_level.value) for p in POLICIES}
+    assert {(p.name, LEVELS[p.enforcementLevel]) for p in info.policies} == {
+        (p.name, p.enforcement_level.value) for p in POLICIES
+    }
     schema = next(p for p in info.policies if p.name == "image-pinning").configSchema
     assert "allowedRegistries" in schema.properties
 
@@ -69,20 +88,41 @@ def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
     urns = {f"{r.type}::{r.name}": r.urn for r in resources}
     engine: set[tuple[str, str, str, str]] = set()
     for r in resources:
-        request = proto.AnalyzeRequest(type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name,
-                                       options=proto.AnalyzerResourceOptions(protect=r.protect))
+        request = proto.AnalyzeRequest(
+            type=r.type,
+            properties=struct(r.inputs),
+            urn=r.urn,
+            name=r.name,
+            options=proto.AnalyzerResourceOptions(protect=r.protect),
+        )
         engine |= findings(analyzer.Analyze(request), r.urn)
-    stack = proto.AnalyzeStackRequest(resources=[proto.AnalyzerResource(
-        type=r.type, properties=struct(r.inputs), urn=r.urn, name=r.name, parent=urns.get(r.parent, ""),
-        dependencies=[urns[d] for d in r.depends_on if d in urns],
-        options=proto.AnalyzerResourceOptions(protect=r.protect)) for r in resources])
+    stack = proto.AnalyzeStackRequest(
+        resources=[
+            proto.AnalyzerResource(
+                type=r.type,
+                properties=struct(r.inputs),
+                urn=r.urn,
+                name=r.name,
+                parent=urns.get(r.parent, ""),
+                dependencies=[urns[d] for d in r.depends_on if d in urns],
+                options=proto.AnalyzerResourceOptions(protect=r.protect),
+            )
+            for r in resources
+        ]
+    )
     engine |= findings(analyzer.AnalyzeStack(stack))
 
-    offline = {(v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")
-               for v in evaluate(resources, stack="prod")}
+    offline = {
+        (v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")
+        for v in evaluate(resources, stack="prod")
+    }
     retained_only = [r.urn for r in resources if r.retain_on_delete and not r.protect and r.type == PVC]
     only_engine = engine - offline
     assert [(policy, urn) for policy, _, urn, _ in only_engine] == [("data-protection", urn) for urn in retained_only]
     assert offline <= engine
     assert {policy for policy, level, _, _ in offline if level == "mandatory"} == {
-        "image-pinning", "secret-handling", "least-privilege", "fabric-requests"}
+        "image-pinning",
+        "secret-handling",
+        "least-privilege",
+        "fabric-requests",
+    }

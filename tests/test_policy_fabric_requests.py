@@ -1,17 +1,17 @@
 """fabric-requests: disaggregated workers request the fabric of their nodes (request = limit), use the NIXL
 backend of that fabric, run on nodes that state an out-of-band fabric when they request none, and prefill and
 decode share speculative-decoding settings. Fixtures are the upstream recipes of the catalog."""
+
 from __future__ import annotations
 
 import json
 
 import pulumi
 import pytest
-from pulumi.output import Unknown
-from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
-
 from catalog_picks import pick, picks, upstream_fabric
 from policy_helpers import DGD, NODE_GROUP, check_stack, component, env_value, main_container, recipe, resource
+from pulumi.output import Unknown
+from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE
 
 pytestmark = pytest.mark.catalog_driven
 POOL_LABEL = "nemotron.nvidia.com/pool"
@@ -26,10 +26,14 @@ def _decode_args(r) -> list[str]:
 
 
 # A disaggregated vLLM target whose workers read --speculative-config from the ConfigMap and set --mamba-cache-mode.
-SPECULATIVE_DISAGG = next(iter(r for r in picks(disaggregated=True, backend="vllm", drafts=True)
-                               if "--mamba-cache-mode" in _decode_args(r)), IB_DISAGG)
+SPECULATIVE_DISAGG = next(
+    iter(r for r in picks(disaggregated=True, backend="vllm", drafts=True) if "--mamba-cache-mode" in _decode_args(r)),
+    IB_DISAGG,
+)
 PREFILL, DECODE = (component(EFA_DISAGG.dgd, role)["name"] for role in ("prefill", "decode"))
-EFA_PER_WORKER = int(main_container(component(EFA_DISAGG.dgd, "decode"))["resources"]["limits"]["vpc.amazonaws.com/efa"])
+EFA_PER_WORKER = int(
+    main_container(component(EFA_DISAGG.dgd, "decode"))["resources"]["limits"]["vpc.amazonaws.com/efa"]
+)
 
 
 def node_group(pool: str, fabric: str, efa_per_gpu: str | None = None, out_of_band: str | None = None) -> object:
@@ -44,8 +48,12 @@ def node_group(pool: str, fabric: str, efa_per_gpu: str | None = None, out_of_ba
 def pinned(dgd: dict, pool: str, key: str = POOL_LABEL, operator: str = "In") -> dict:
     for kind in ("prefill", "decode"):
         spec = component(dgd, kind)["podTemplate"]["spec"]
-        for term in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
-            term["matchExpressions"].append({"key": key, "operator": operator, "values": [pool] if operator == "In" else []})
+        for term in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]:
+            term["matchExpressions"].append(
+                {"key": key, "operator": operator, "values": [pool] if operator == "In" else []}
+            )
     return dgd
 
 
@@ -79,7 +87,9 @@ def test_worker_on_an_efa_pool_requests_efa_per_gpu_times_its_gpus():
 
 def test_efa_pool_needs_the_libfabric_backend():
     dgd = pinned(recipe(EFA_DISAGG.id)[1], "h100")
-    set_kv_transfer(main_container(component(dgd, "decode")), {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"})
+    set_kv_transfer(
+        main_container(component(dgd, "decode")), {"kv_connector": "NixlConnector", "kv_role": "kv_consumer"}
+    )
     (found,) = problems(dgd, node_group("h100", "efa", str(EFA_PER_WORKER)))
     assert found.startswith(f"component {DECODE}: KV transfer uses NIXL backends ['UCX'] but its fabric is EFA")
 
@@ -109,13 +119,17 @@ def test_pool_without_fabric_needs_the_out_of_band_annotation():
 def test_fabric_request_must_equal_its_limit():
     _, dgd = recipe(IB_DISAGG.id)
     main_container(component(dgd, "decode"))["resources"]["limits"]["rdma/ib"] = "2"
-    assert problems(dgd) == [f"component {component(dgd, 'decode')['name']}: requests rdma/ib=1 but limits rdma/ib=2; set request = limit"]
+    assert problems(dgd) == [
+        f"component {component(dgd, 'decode')['name']}: requests rdma/ib=1 but limits rdma/ib=2; set request = limit"
+    ]
 
 
 def test_worker_without_fabric_needs_nodes_that_state_it_out_of_band():
     _, dgd = recipe(FABRICLESS_DISAGG.id)
     found = problems(dgd)
-    assert [m.split(":")[0] for m in found] == [f"component {component(dgd, role)['name']}" for role in ("prefill", "decode")]
+    assert [m.split(":")[0] for m in found] == [
+        f"component {component(dgd, role)['name']}" for role in ("prefill", "decode")
+    ]
     assert all(OUT_OF_BAND in m for m in found)
     assert problems(pinned(dgd, "gb200-mnnvl", key=OUT_OF_BAND)) == []
 
@@ -133,8 +147,14 @@ def test_the_workload_cannot_exempt_itself():
     for kind in ("prefill", "decode"):
         spec = component(dgd, kind)["podTemplate"]["spec"]
         spec.setdefault("metadata", {})
-        spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [{"weight": 100, "preference": {
-            "matchExpressions": [{"key": OUT_OF_BAND, "operator": "In", "values": ["gb200-nvlink"]}]}}]
+        spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [{"key": OUT_OF_BAND, "operator": "In", "values": ["gb200-nvlink"]}]
+                },
+            }
+        ]
     assert len(problems(dgd)) == 2
 
 
@@ -146,30 +166,40 @@ def test_a_pool_whose_node_group_states_an_out_of_band_fabric_passes():
 
 def test_unpinned_worker_backend_must_match_its_requested_fabric():
     _, dgd = recipe(IB_DISAGG.id)
-    set_kv_transfer(main_container(component(dgd, "prefill")),
-                    {"kv_connector": "NixlConnector", "kv_role": "kv_producer", "kv_connector_extra_config": {"backends": ["LIBFABRIC"]}})
+    set_kv_transfer(
+        main_container(component(dgd, "prefill")),
+        {
+            "kv_connector": "NixlConnector",
+            "kv_role": "kv_producer",
+            "kv_connector_extra_config": {"backends": ["LIBFABRIC"]},
+        },
+    )
     (found,) = problems(dgd)
     assert "backends ['LIBFABRIC'] but its fabric is InfiniBand" in found
 
 
 def test_prefill_and_decode_share_the_speculative_config_source():
     _, dgd = recipe(SPECULATIVE_DISAGG.id)
-    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = \
+    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = (
         "speculative-config-synthetic"
+    )
     (found,) = problems(dgd)
     config_map = SPECULATIVE_DISAGG.config_map["metadata"]["name"]
     prefill, decode = (component(dgd, role)["name"] for role in ("prefill", "decode"))
-    assert found == (f"component {prefill} and component {decode} differ in --speculative-config "
-                     f"(<ConfigMap {config_map} key speculative-config (not in this stack)> vs <ConfigMap "
-                     f"{config_map} key speculative-config-synthetic (not in this stack)>); prefill and "
-                     "decode must use identical speculative-decoding settings")
+    assert found == (
+        f"component {prefill} and component {decode} differ in --speculative-config "
+        f"(<ConfigMap {config_map} key speculative-config (not in this stack)> vs <ConfigMap "
+        f"{config_map} key speculative-config-synthetic (not in this stack)>); prefill and "
+        "decode must use identical speculative-decoding settings"
+    )
 
 
 def test_speculative_configs_are_compared_by_content_when_the_config_map_is_in_the_stack():
     config_map, dgd = recipe(SPECULATIVE_DISAGG.id)
     with_config_map = resource("kubernetes:core/v1:ConfigMap", config_map, name="config")
-    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = \
+    env_value(main_container(component(dgd, "decode")), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"]["key"] = (
         "speculative-config-synthetic"
+    )
     (found,) = problems(dgd, with_config_map)
     assert "differ in --speculative-config" in found and "synthetic" in found
     config_map["data"]["speculative-config-synthetic"] = config_map["data"]["speculative-config"]
@@ -187,8 +217,10 @@ def test_prefill_and_decode_share_speculative_flags():
 
 def test_literal_speculative_config_matches_by_content():
     _, dgd = recipe(IB_DISAGG.id)
-    for kind, text in (("prefill", '{"method": "mtp", "num_speculative_tokens": 5}'),
-                       ("decode", '{"num_speculative_tokens": 5, "method": "mtp"}')):
+    for kind, text in (
+        ("prefill", '{"method": "mtp", "num_speculative_tokens": 5}'),
+        ("decode", '{"num_speculative_tokens": 5, "method": "mtp"}'),
+    ):
         entry = env_value(main_container(component(dgd, kind)), "SPECULATIVE_CONFIG")
         entry.clear()
         entry.update(name="SPECULATIVE_CONFIG", value=text)

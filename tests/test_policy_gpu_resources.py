@@ -1,15 +1,16 @@
 """gpu-resources: a container asking for GPUs sets request = limit, and only pods pinned to GPU nodes (required
 affinity on the GPU product or the pool label, GPU toleration) ask for GPUs; in DGDs and built-in workloads."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from catalog_picks import pick
+from policy_helpers import DGD, JOB, check_resource, component, main_container, recipe
 from pulumi.output import Unknown
 from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_NUMBER_VALUE, UNKNOWN_OBJECT_VALUE
 
-from catalog_picks import pick
-from policy_helpers import DGD, JOB, check_resource, component, main_container, recipe
 from serving_stack.facts.catalog import load_catalog
 
 pytestmark = pytest.mark.catalog_driven
@@ -20,8 +21,11 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 
 def pod(gpus: Any = (1, 1), *, selector: Any = None, tolerations: Any = (GPU_TOLERATION,), init: bool = False) -> dict:
     request, limit = gpus
-    resources = {section: {"nvidia.com/gpu": value} for section, value in (("requests", request), ("limits", limit))
-                 if value is not None}
+    resources = {
+        section: {"nvidia.com/gpu": value}
+        for section, value in (("requests", request), ("limits", limit))
+        if value is not None
+    }
     container = {"name": "app", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "resources": resources}
     spec: dict[str, Any] = {"containers": [] if init else [container], "tolerations": list(tolerations)}
     if init:
@@ -61,12 +65,15 @@ def test_a_limit_alone_is_enough():
 def test_request_must_equal_limit(kind):
     assert problems(kind, pod(("1", "2"))) == [
         "container app of {} requests nvidia.com/gpu=1 but limits nvidia.com/gpu=2; set request = limit".format(
-            "pod" if kind == "Pod" else "pod template")]
+            "pod" if kind == "Pod" else "pod template"
+        )
+    ]
 
 
 def test_a_request_needs_a_limit():
     assert problems("Job", pod((1, None))) == [
-        "container app of pod template requests nvidia.com/gpu=1 without a limit; set limits.nvidia.com/gpu = requests.nvidia.com/gpu"]
+        "container app of pod template requests nvidia.com/gpu=1 without a limit; set limits.nvidia.com/gpu = requests.nvidia.com/gpu"
+    ]
 
 
 def test_init_containers_count():
@@ -74,8 +81,10 @@ def test_init_containers_count():
 
 
 def test_gpu_pods_must_be_pinned_to_gpu_nodes():
-    message = ("pod template asks for nvidia.com/gpu but is not pinned to GPU nodes: it needs a required node affinity "
-               "on nvidia.com/gpu.product or nemotron.nvidia.com/pool and a toleration of the nvidia.com/gpu taint")
+    message = (
+        "pod template asks for nvidia.com/gpu but is not pinned to GPU nodes: it needs a required node affinity "
+        "on nvidia.com/gpu.product or nemotron.nvidia.com/pool and a toleration of the nvidia.com/gpu taint"
+    )
     assert problems("Job", pod(selector={})) == [message]
     assert problems("Job", pod(selector={"kubernetes.io/arch": "amd64"})) == [message]
     assert problems("Job", pod(tolerations=())) == [message]
@@ -83,9 +92,20 @@ def test_gpu_pods_must_be_pinned_to_gpu_nodes():
 
 def test_every_node_selector_term_must_pin_gpu_nodes():
     spec = pod(selector={})
-    spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}]},
-        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}
+    spec["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H100-80GB-HBM3"]}
+                        ]
+                    },
+                    {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]},
+                ]
+            }
+        }
+    }
     assert len(problems("Deployment", spec)) == 1
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].pop()
     assert problems("Deployment", spec) == []
@@ -95,7 +115,9 @@ def test_dgd_worker_without_gpu_toleration_is_reported():
     _, dgd = recipe(AGGREGATED)
     component(dgd, "worker")["podTemplate"]["spec"]["tolerations"] = []
     (found,) = check_resource("gpu-resources", DGD, dgd)
-    assert found.startswith(f"component {component(dgd, 'worker')['name']} asks for nvidia.com/gpu but is not pinned to GPU nodes")
+    assert found.startswith(
+        f"component {component(dgd, 'worker')['name']} asks for nvidia.com/gpu but is not pinned to GPU nodes"
+    )
 
 
 def test_dgd_frontend_asking_for_a_gpu_is_reported():
@@ -115,4 +137,7 @@ def test_unknown_values_at_preview_are_tolerated():
     assert problems("Deployment", pod((1, 1), selector=UNKNOWN_OBJECT_VALUE)) == []
     assert problems("Deployment", pod((1, 1), tolerations=[Unknown()])) == []
     assert problems("Deployment", {"containers": UNKNOWN_ARRAY_VALUE}) == []
-    assert check_resource("gpu-resources", DGD, {"spec": {"components": [None, {"podTemplate": UNKNOWN_OBJECT_VALUE}]}}) == []
+    assert (
+        check_resource("gpu-resources", DGD, {"spec": {"components": [None, {"podTemplate": UNKNOWN_OBJECT_VALUE}]}})
+        == []
+    )

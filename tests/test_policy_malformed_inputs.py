@@ -1,6 +1,7 @@
 """Hand-edited record files reach the pack through `make policy`: inputs of any shape (a list where a mapping
 belongs, a mapping where a name belongs) are judged or skipped, never a traceback. Bounded: a fixed sample of
 mutations of the dev and prod renders, three values at a time."""
+
 from __future__ import annotations
 
 import random

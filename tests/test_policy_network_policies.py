@@ -1,6 +1,7 @@
 """network-policy-peers: an ingress rule without `from` or an egress rule without `to` (missing or empty)
 admits every peer and is reported; explicit peers, deny-all policies and unknown peers pass, and objects
 inside a YAML component are read like resources of their own."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,10 +12,14 @@ from pulumi_policy.proxy import UNKNOWN_ARRAY_VALUE, UNKNOWN_OBJECT_VALUE
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CONFIG_GROUP = "kubernetes:yaml/v2:ConfigGroup"
-DNS = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
-       "ports": [{"protocol": "UDP", "port": 53}]}
-APPS = {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}}],
-        "ports": [{"protocol": "TCP", "port": 4000}]}
+DNS = {
+    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+    "ports": [{"protocol": "UDP", "port": 53}],
+}
+APPS = {
+    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "agents"}}}],
+    "ports": [{"protocol": "TCP", "port": 4000}],
+}
 
 
 def network_policy(ingress: list | None = None, egress: list | None = None) -> dict:
@@ -23,8 +28,12 @@ def network_policy(ingress: list | None = None, egress: list | None = None) -> d
         spec["ingress"] = ingress
     if egress is not None:
         spec["egress"] = egress
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": "gateway", "namespace": "nemotron"}, "spec": spec}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "gateway", "namespace": "nemotron"},
+        "spec": spec,
+    }
 
 
 def reported(ingress: list | None = None, egress: list | None = None) -> list[str]:
@@ -46,13 +55,22 @@ def test_deny_all_policies_pass():
     assert reported() == []
 
 
-@pytest.mark.parametrize(("ingress", "egress", "message"), [
-    ([{"ports": [{"protocol": "TCP", "port": 4000}]}], [DNS],
-     "NetworkPolicy nemotron/gateway ingress rule 0 has no `from` peers: it admits every source on port 4000/TCP"),
-    ([APPS, {"from": [], "ports": [{"port": 9090}]}], [DNS],
-     "ingress rule 1 has no `from` peers: it admits every source on port 9090/TCP"),
-    ([APPS], [DNS, {"to": []}], "egress rule 1 has no `to` peers: it admits every destination on every port"),
-])
+@pytest.mark.parametrize(
+    ("ingress", "egress", "message"),
+    [
+        (
+            [{"ports": [{"protocol": "TCP", "port": 4000}]}],
+            [DNS],
+            "NetworkPolicy nemotron/gateway ingress rule 0 has no `from` peers: it admits every source on port 4000/TCP",
+        ),
+        (
+            [APPS, {"from": [], "ports": [{"port": 9090}]}],
+            [DNS],
+            "ingress rule 1 has no `from` peers: it admits every source on port 9090/TCP",
+        ),
+        ([APPS], [DNS, {"to": []}], "egress rule 1 has no `to` peers: it admits every destination on every port"),
+    ],
+)
 def test_rules_without_peers_are_reported(ingress, egress, message):
     (found,) = reported(ingress, egress)
     assert message in found

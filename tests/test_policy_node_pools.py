@@ -1,24 +1,27 @@
 """The label contract between the stack's GPU node pools and the pack: a `GpuNodePool` (recorded under mocks)
 plus a disaggregated target placed on it by `serving_stack.plan.placement` pass every policy, and a worker that keeps
 its upstream fabric request on a pool with another EFA count per GPU is caught by fabric-requests."""
+
 from __future__ import annotations
 
 import dataclasses
-import pytest
 
+import pytest
 from aws_helpers import resolved, run_components
+
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
-from tools.mock_runtime import RecordedResource
-from serving_stack.plan.pinning import place_target
 from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
+from serving_stack.plan.pinning import place_target
+from serving_stack.plan.pools import ManagedPoolSpec
+from tools.mock_runtime import RecordedResource
 
 FABRICS = _load_aws_catalog().fabrics
-from policy.nemotron_policies.offline import evaluate, format_report
 from catalog_picks import pick
 from policy_helpers import DGD, component, main_container
+
+from policy.nemotron_policies.offline import evaluate, format_report
 
 pytestmark = pytest.mark.catalog_driven
 TARGET = pick(disaggregated=True, fabric="efa").id  # upstream H100: 4 EFA interfaces per worker (p5.48xlarge: 32 / 8)
@@ -33,9 +36,17 @@ def pool():
 @pytest.fixture(scope="module")
 def node_pool_resources(pool) -> list[RecordedResource]:
     def build() -> None:
-        GpuNodePool(pool.name, GpuNodePoolArgs(
-            pool=ManagedPoolSpec.of(pool), cluster_name="nemotron", vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"],
-            node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies))
+        GpuNodePool(
+            pool.name,
+            GpuNodePoolArgs(
+                pool=ManagedPoolSpec.of(pool),
+                cluster_name="nemotron",
+                vpc_id="vpc-1",
+                subnet_id="subnet-1",
+                cluster_security_group_ids=["sg-1"],
+                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
+            ),
+        )
 
     return run_components(build).resources
 
@@ -63,8 +74,10 @@ def test_the_pool_itself_passes_every_policy(node_pool_resources):
 def test_a_target_placed_on_the_pool_passes(node_pool_resources, pool):
     """Everything but prewarm-daemonsets: this stack has no model-cache DaemonSet."""
     dgd = placed_dgd(pool)
-    assert main_container(component(dgd, "prefill"))["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(pool.efa_per_gpu)
-    found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name != "prewarm-daemonsets"]
+    assert main_container(component(dgd, "prefill"))["resources"]["limits"]["vpc.amazonaws.com/efa"] == str(
+        pool.efa_per_gpu
+    )
+    found = [v for v in mandatory([*node_pool_resources, recorded(dgd)]) if v.policy_name != "prewarm-daemonsets"]
     assert found == [], format_report(found)
 
 
@@ -74,10 +87,14 @@ def test_an_upstream_efa_count_on_this_pool_is_caught(node_pool_resources, pool)
     for kind in ("prefill", "decode"):
         resources = main_container(component(dgd, kind))["resources"]
         for section in ("requests", "limits"):
-            resources[section]["vpc.amazonaws.com/efa"] = main_container(component(upstream, kind))["resources"][section]["vpc.amazonaws.com/efa"]
-    found = [v for v in mandatory(node_pool_resources + [recorded(dgd)]) if v.policy_name == "fabric-requests"]
+            resources[section]["vpc.amazonaws.com/efa"] = main_container(component(upstream, kind))["resources"][
+                section
+            ]["vpc.amazonaws.com/efa"]
+    found = [v for v in mandatory([*node_pool_resources, recorded(dgd)]) if v.policy_name == "fabric-requests"]
     count = main_container(component(upstream, "decode"))["resources"]["limits"]["vpc.amazonaws.com/efa"]
     assert count != str(pool.efa_per_gpu), "the test needs a pool whose EFA per GPU differs from upstream's"
     assert [v.message for v in found] == [
         f"component {component(dgd, kind)['name']}: pinned to pool 'h200-efa' (fabric efa): requests vpc.amazonaws.com/efa={count}, "
-        f"needs {pool.efa_per_gpu} ({pool.efa_per_gpu} per GPU x 1 nvidia.com/gpu)" for kind in ("prefill", "decode")]
+        f"needs {pool.efa_per_gpu} ({pool.efa_per_gpu} per GPU x 1 nvidia.com/gpu)"
+        for kind in ("prefill", "decode")
+    ]

@@ -1,21 +1,31 @@
 """The offline runner: the pack's own policies on recorded resources, enforcement levels and properties from a
 CLI-shaped pack config, engine-like inputs (secrets unwrapped, unknowns tolerated) and the engine's report."""
+
 from __future__ import annotations
 
 import re
 
 import pulumi
 import pytest
+from policy_helpers import (
+    DGD,
+    POLICY,
+    REPO,
+    aggregated,
+    component,
+    disaggregated,
+    main_container,
+    mutate,
+    named,
+    prewarm_daemon_sets,
+    recording,
+)
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
-from tools.mock_runtime import RecordedResource
 from policy.nemotron_policies.offline import Violation, evaluate, format_report, policy_resources
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
-from policy_helpers import (
-    DGD, POLICY, REPO, aggregated, component, disaggregated, main_container, mutate, named, prewarm_daemon_sets,
-    recording,
-)
+from tools.mock_runtime import RecordedResource
 
 LATEST = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
 SECRET_SIG = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
@@ -26,7 +36,11 @@ def with_latest_frontend(resources: list) -> None:
 
 
 def image_findings(pack_config: dict | None) -> list[Violation]:
-    return [v for v in evaluate(mutate("dev", with_latest_frontend), pack_config, stack="dev") if v.policy_name == "image-pinning"]
+    return [
+        v
+        for v in evaluate(mutate("dev", with_latest_frontend), pack_config, stack="dev")
+        if v.policy_name == "image-pinning"
+    ]
 
 
 def test_pack_names_are_kebab_case_and_unique():
@@ -44,13 +58,16 @@ def test_violations_carry_policy_level_resource_and_message():
     assert found.message.startswith("container main of component Frontend: image ")
 
 
-@pytest.mark.parametrize("pack_config, level", [
-    ({"image-pinning": "advisory"}, "advisory"),
-    ({"image-pinning": {"enforcementLevel": "advisory"}}, "advisory"),
-    ({"all": "advisory"}, "advisory"),
-    ({"all": "advisory", "image-pinning": "mandatory"}, "mandatory"),
-    ({"image-pinning": "remediate"}, "mandatory"),
-])
+@pytest.mark.parametrize(
+    ("pack_config", "level"),
+    [
+        ({"image-pinning": "advisory"}, "advisory"),
+        ({"image-pinning": {"enforcementLevel": "advisory"}}, "advisory"),
+        ({"all": "advisory"}, "advisory"),
+        ({"all": "advisory", "image-pinning": "mandatory"}, "mandatory"),
+        ({"image-pinning": "remediate"}, "mandatory"),
+    ],
+)
 def test_enforcement_levels_come_from_the_pack_config(pack_config, level):
     assert [v.enforcement_level for v in image_findings(pack_config)] == [level]
 
@@ -63,16 +80,23 @@ def test_disabled_policies_do_not_run():
 def test_policy_properties_come_from_the_pack_config():
     found = image_findings({"image-pinning": {"allowedRegistries": ["nvcr.io"]}})
     # the prewarm DaemonSet and the smoke-test Job run python; the DGD's and the benchmark's images are on nvcr.io
-    assert {v.resource.split("::")[0] for v in found} == {DGD, "kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job"}
+    assert {v.resource.split("::")[0] for v in found} == {
+        DGD,
+        "kubernetes:apps/v1:DaemonSet",
+        "kubernetes:batch/v1:Job",
+    }
     python = [v for v in found if "DaemonSet" in v.resource or "batch/v1:Job" in v.resource]
     assert all("/python:" in v.message and "matches none of nvcr.io)" in v.message for v in python)
 
 
-@pytest.mark.parametrize("pack_config, error", [
-    ({"image-pin": "advisory"}, "pack config names unknown policies ['image-pin']"),
-    ({"image-pinning": "warn"}, "image-pinning.enforcementLevel: 'warn' is not one of"),
-    ({"image-pinning": {"allowedRegistry": []}}, "image-pinning: unknown config properties ['allowedRegistry']"),
-])
+@pytest.mark.parametrize(
+    ("pack_config", "error"),
+    [
+        ({"image-pin": "advisory"}, "pack config names unknown policies ['image-pin']"),
+        ({"image-pinning": "warn"}, "image-pinning.enforcementLevel: 'warn' is not one of"),
+        ({"image-pinning": {"allowedRegistry": []}}, "image-pinning: unknown config properties ['allowedRegistry']"),
+    ],
+)
 def test_bad_pack_config_is_rejected_with_its_key(pack_config, error):
     with pytest.raises(ValueError, match=re.escape(error)):
         evaluate([], pack_config)
@@ -99,8 +123,14 @@ def test_policy_resources_link_parents_dependencies_providers_and_options():
 
 
 def test_secrets_reach_policies_unwrapped_as_from_the_engine():
-    secret = RecordedResource("kubernetes:core/v1:ConfigMap", "leak", "urn:pulumi:dev::p::kubernetes:core/v1:ConfigMap::leak",
-                              "", True, {"data": {"HF_TOKEN": {**SECRET_SIG, "value": "[secret]"}}})
+    secret = RecordedResource(
+        "kubernetes:core/v1:ConfigMap",
+        "leak",
+        "urn:pulumi:dev::p::kubernetes:core/v1:ConfigMap::leak",
+        "",
+        True,
+        {"data": {"HF_TOKEN": {**SECRET_SIG, "value": "[secret]"}}},
+    )
     (found,) = evaluate([secret], stack="dev")
     assert found.policy_name == "secret-handling" and "props.data.HF_TOKEN is a credential-named field" in found.message
 
@@ -121,8 +151,9 @@ def test_report_reads_like_the_engines_policy_section():
     report = format_report(image_findings(None))
     lines = report.splitlines()
     assert lines[0] == "Policy Violations:"
-    assert lines[1] == (f"    [mandatory]  {PACK_NAME} v{PACK_VERSION}  image-pinning "
-                        f"({DGD}::{aggregated(recording('dev'))})")
+    assert lines[1] == (
+        f"    [mandatory]  {PACK_NAME} v{PACK_VERSION}  image-pinning ({DGD}::{aggregated(recording('dev'))})"
+    )
     assert lines[2].startswith("    urn:pulumi:dev::nemotron-lightning::")
     assert lines[3] == f"    {POLICY['image-pinning'].description}"
     assert lines[4].startswith("    container main of component Frontend: image ")

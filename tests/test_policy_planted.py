@@ -2,19 +2,36 @@
 by the expected policy and by no other (compared with the unchanged recording's violations). Cases find
 their subject by role (the disaggregated target, a prewarm DaemonSet), not by name, so they keep holding
 while the stacks gain pools and targets."""
+
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
-from policy.nemotron_policies.offline import evaluate
 from catalog_picks import pick
 from policy_helpers import (
-    CONFIG_MAP, HF_TOKEN, JOB, aggregated, components, disaggregated, env_value, fabric_of, main_container,
-    new_violations, of_type, pod_spec, prewarm_daemon_sets, prewarm_env, recording, run_stack_config, worker,
+    CONFIG_MAP,
+    HF_TOKEN,
+    JOB,
+    aggregated,
+    components,
+    disaggregated,
+    env_value,
+    fabric_of,
+    main_container,
+    new_violations,
+    of_type,
+    pod_spec,
+    prewarm_daemon_sets,
+    prewarm_env,
+    recording,
+    run_stack_config,
+    worker,
 )
+
+from policy.nemotron_policies.offline import evaluate
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -57,8 +74,11 @@ def prefill_without_fabric(resources: list) -> None:
 
 
 def forget_draft(resources: list) -> None:
-    entry = next(prewarm_env(pod_spec(resources, d.name)["containers"][0]) for d in prewarm_daemon_sets(resources)
-                 if "-DFlash" in prewarm_env(pod_spec(resources, d.name)["containers"][0])["value"])
+    entry = next(
+        prewarm_env(pod_spec(resources, d.name)["containers"][0])
+        for d in prewarm_daemon_sets(resources)
+        if "-DFlash" in prewarm_env(pod_spec(resources, d.name)["containers"][0])["value"]
+    )
     entry["value"] = ",".join(r for r in entry["value"].split(",") if not r.endswith("-DFlash"))
 
 
@@ -83,45 +103,109 @@ def unprotected_cache(resources: list) -> None:
 CASES: list[tuple[str, str, str, Callable[[list], Any]]] = [
     ("fabric-request-differs-from-limit", "prod", "fabric-requests", fabric_limit_differs),
     ("backend-of-the-other-fabric", "prod", "fabric-requests", backend_of_the_other_fabric),
-    ("decode-reads-synthetic-spec-config", "prod", "fabric-requests",
-     lambda r: env_value(disagg_worker(r, "decode"), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"].update(
-         key="speculative-config-synthetic")),
-    ("decode-mamba-cache-mode-differs", "prod", "fabric-requests",
-     lambda r: set_arg(disagg_worker(r, "decode"), "--mamba-cache-mode", "all")),
+    (
+        "decode-reads-synthetic-spec-config",
+        "prod",
+        "fabric-requests",
+        lambda r: env_value(disagg_worker(r, "decode"), "SPECULATIVE_CONFIG")["valueFrom"]["configMapKeyRef"].update(
+            key="speculative-config-synthetic"
+        ),
+    ),
+    (
+        "decode-mamba-cache-mode-differs",
+        "prod",
+        "fabric-requests",
+        lambda r: set_arg(disagg_worker(r, "decode"), "--mamba-cache-mode", "all"),
+    ),
     ("prefill-requests-no-fabric", "prod", "fabric-requests", prefill_without_fabric),
     ("prewarm-forgets-the-draft", "prod", "prewarm-daemonsets", forget_draft),
     ("prewarm-mounts-cache-writable", "prod", "prewarm-daemonsets", writable_cache),
     ("prewarm-daemonset-missing", "prod", "prewarm-daemonsets", lambda r: r.remove(prewarm_daemon_sets(r)[0])),
-    ("download-job-asks-for-a-gpu", "prod", "gpu-resources",
-     lambda r: pod_spec(r, first(r, JOB).name)["containers"][0].update(resources={"limits": {"nvidia.com/gpu": 1}})),
-    ("agg-worker-gpu-request-differs", "prod", "gpu-resources",
-     lambda r: worker(r, aggregated(r), "agg")["resources"]["limits"].update({"nvidia.com/gpu": "2"})),
-    ("agg-worker-without-gpu-toleration", "dev", "gpu-resources",
-     lambda r: components(r, aggregated(r))["agg"]["podTemplate"]["spec"].update(tolerations=[])),
-    ("frontend-image-latest", "dev", "image-pinning",
-     lambda r: main_container(components(r, aggregated(r))["frontend"]).update(image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest")),
-    ("download-image-from-quay", "prod", "image-pinning",
-     lambda r: pod_spec(r, first(r, JOB).name)["containers"][0].update(image="quay.io/nvidia/vllm-runtime:1.5.0")),
-    ("download-init-container-bare-image", "dev", "image-pinning",
-     lambda r: pod_spec(r, first(r, JOB).name).update(initContainers=[{"name": "wait", "image": "busybox"}])),
-    ("worker-env-hf-token-literal", "prod", "secret-handling",
-     lambda r: worker(r, aggregated(r), "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN})),
-    ("config-map-holds-a-token", "dev", "secret-handling",
-     lambda r: first(r, CONFIG_MAP).inputs["data"].update(notes=f"token {HF_TOKEN}")),
-    ("helm-value-holds-a-token", "prod", "secret-handling",
-     lambda r: first(r, HELM_RELEASE).inputs["values"].update(hfToken="abc123")),
+    (
+        "download-job-asks-for-a-gpu",
+        "prod",
+        "gpu-resources",
+        lambda r: pod_spec(r, first(r, JOB).name)["containers"][0].update(resources={"limits": {"nvidia.com/gpu": 1}}),
+    ),
+    (
+        "agg-worker-gpu-request-differs",
+        "prod",
+        "gpu-resources",
+        lambda r: worker(r, aggregated(r), "agg")["resources"]["limits"].update({"nvidia.com/gpu": "2"}),
+    ),
+    (
+        "agg-worker-without-gpu-toleration",
+        "dev",
+        "gpu-resources",
+        lambda r: components(r, aggregated(r))["agg"]["podTemplate"]["spec"].update(tolerations=[]),
+    ),
+    (
+        "frontend-image-latest",
+        "dev",
+        "image-pinning",
+        lambda r: main_container(components(r, aggregated(r))["frontend"]).update(
+            image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
+        ),
+    ),
+    (
+        "download-image-from-quay",
+        "prod",
+        "image-pinning",
+        lambda r: pod_spec(r, first(r, JOB).name)["containers"][0].update(image="quay.io/nvidia/vllm-runtime:1.5.0"),
+    ),
+    (
+        "download-init-container-bare-image",
+        "dev",
+        "image-pinning",
+        lambda r: pod_spec(r, first(r, JOB).name).update(initContainers=[{"name": "wait", "image": "busybox"}]),
+    ),
+    (
+        "worker-env-hf-token-literal",
+        "prod",
+        "secret-handling",
+        lambda r: worker(r, aggregated(r), "agg")["env"].append({"name": "HF_TOKEN", "value": HF_TOKEN}),
+    ),
+    (
+        "config-map-holds-a-token",
+        "dev",
+        "secret-handling",
+        lambda r: first(r, CONFIG_MAP).inputs["data"].update(notes=f"token {HF_TOKEN}"),
+    ),
+    (
+        "helm-value-holds-a-token",
+        "prod",
+        "secret-handling",
+        lambda r: first(r, HELM_RELEASE).inputs["values"].update(hfToken="abc123"),
+    ),
     ("cache-pvc-not-retained", "prod", "data-protection", unprotected_cache),
-    ("download-job-privileged", "prod", "least-privilege",
-     lambda r: pod_spec(r, first(r, JOB).name)["containers"][0]["securityContext"].update(privileged=True)),
-    ("worker-host-network", "dev", "least-privilege",
-     lambda r: components(r, aggregated(r))["agg"]["podTemplate"]["spec"].update(hostNetwork=True)),
-    ("prewarm-escalates-privileges", "prod", "least-privilege",
-     lambda r: prewarm_container(r)["securityContext"].update(allowPrivilegeEscalation=True)),
-    ("agg-worker-without-requests", "prod", "resource-requests", lambda r: worker(r, aggregated(r), "agg").pop("resources")),
+    (
+        "download-job-privileged",
+        "prod",
+        "least-privilege",
+        lambda r: pod_spec(r, first(r, JOB).name)["containers"][0]["securityContext"].update(privileged=True),
+    ),
+    (
+        "worker-host-network",
+        "dev",
+        "least-privilege",
+        lambda r: components(r, aggregated(r))["agg"]["podTemplate"]["spec"].update(hostNetwork=True),
+    ),
+    (
+        "prewarm-escalates-privileges",
+        "prod",
+        "least-privilege",
+        lambda r: prewarm_container(r)["securityContext"].update(allowPrivilegeEscalation=True),
+    ),
+    (
+        "agg-worker-without-requests",
+        "prod",
+        "resource-requests",
+        lambda r: worker(r, aggregated(r), "agg").pop("resources"),
+    ),
 ]
 
 
-@pytest.mark.parametrize("stack, expected, mutation", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("stack", "expected", "mutation"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_planted_violation_is_caught_by_its_policy_only(stack, expected, mutation):
     resources = recording(stack)
     mutation(resources)
@@ -130,16 +214,24 @@ def test_planted_violation_is_caught_by_its_policy_only(stack, expected, mutatio
     assert {v.policy_name for v in caught} == {expected}, sorted((v.policy_name, v.message) for v in caught)
 
 
-EXISTING_CLUSTER = {"kubernetes": {"namespace": "policy-test", "cluster": {"source": "kubeconfig", "context": "policy-test"}},
-                    "modelCache": {"storageClassName": "efs-ap", "retainOnDelete": True},
-                    "targets": [{"id": pick(disaggregated=True, fabric="ib").id}]}
+EXISTING_CLUSTER = {
+    "kubernetes": {"namespace": "policy-test", "cluster": {"source": "kubeconfig", "context": "policy-test"}},
+    "modelCache": {"storageClassName": "efs-ap", "retainOnDelete": True},
+    "targets": [{"id": pick(disaggregated=True, fabric="ib").id}],
+}
 STACK_CONFIG_CASES = [
     ("prod-cache-not-retained", lambda raw: raw["modelCache"].update(retainOnDelete=False), "data-protection"),
-    ("disagg-without-fabric", lambda raw: raw["targets"].append({"id": pick(disaggregated=True, fabric="none").id}), "fabric-requests"),
+    (
+        "disagg-without-fabric",
+        lambda raw: raw["targets"].append({"id": pick(disaggregated=True, fabric="none").id}),
+        "fabric-requests",
+    ),
 ]
 
 
-@pytest.mark.parametrize("change, expected", [c[1:] for c in STACK_CONFIG_CASES], ids=[c[0] for c in STACK_CONFIG_CASES])
+@pytest.mark.parametrize(
+    ("change", "expected"), [c[1:] for c in STACK_CONFIG_CASES], ids=[c[0] for c in STACK_CONFIG_CASES]
+)
 def test_stack_config_change_is_caught_by_its_policy_only(change, expected):
     """A prod stack on an existing cluster, before and after one config change. Mandatory findings only: a
     new target legitimately brings its frontend's advisory resource-requests."""
@@ -153,5 +245,13 @@ def test_stack_config_change_is_caught_by_its_policy_only(change, expected):
 
 def test_the_suite_covers_every_policy():
     assert len(CASES) + len(STACK_CONFIG_CASES) >= 15
-    assert {c[2] for c in CASES} == {"fabric-requests", "prewarm-daemonsets", "gpu-resources", "image-pinning",
-                                     "secret-handling", "data-protection", "least-privilege", "resource-requests"}
+    assert {c[2] for c in CASES} == {
+        "fabric-requests",
+        "prewarm-daemonsets",
+        "gpu-resources",
+        "image-pinning",
+        "secret-handling",
+        "data-protection",
+        "least-privilege",
+        "resource-requests",
+    }

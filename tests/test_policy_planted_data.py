@@ -2,6 +2,7 @@
 render and must be caught by its own policy and by no other. The baseline is the recording with the case's
 neutral steps only (`to_v1alpha1`: the same objects in another served version, judged alike, see
 test_policy_served_versions.py), so a finding that only changes its wording there does not count."""
+
 from __future__ import annotations
 
 import functools

@@ -1,11 +1,12 @@
 """The committed stacks pass the pack: the dev and prod renders have no mandatory violation, and every
 policy had something real to judge (so a pass is not vacuous)."""
+
 from __future__ import annotations
 
 import pytest
+from policy_helpers import DAEMON_SET, DGD, of_type, recording
 
 from policy.nemotron_policies.offline import evaluate, format_report
-from policy_helpers import DAEMON_SET, DGD, of_type, recording
 
 STACKS = ["dev", "prod"]
 

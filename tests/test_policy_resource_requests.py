@@ -1,21 +1,28 @@
 """resource-requests (advisory): workload containers declare requests (or limits, which become requests)."""
+
 from __future__ import annotations
 
 import pytest
-
+from policy_helpers import DGD, JOB, POLICY, check_resource, recipe
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UNKNOWN_OBJECT_VALUE
 
-from policy_helpers import DGD, JOB, POLICY, check_resource, recipe
 from serving_stack.facts.catalog import load_catalog
 
 pytestmark = pytest.mark.catalog_driven
 
 
 def job(resources: object) -> dict:
-    return {"spec": {"template": {"spec": {
-        "initContainers": [{"name": "init"}],
-        "containers": [{"name": "app", "image": "python:3.12-slim", "resources": resources}]}}}}
+    return {
+        "spec": {
+            "template": {
+                "spec": {
+                    "initContainers": [{"name": "init"}],
+                    "containers": [{"name": "app", "image": "python:3.12-slim", "resources": resources}],
+                }
+            }
+        }
+    }
 
 
 def test_the_rule_is_a_recommendation():
@@ -29,14 +36,19 @@ def test_containers_with_requests_or_limits_pass():
 
 def test_containers_without_requests_are_reported():
     assert check_resource("resource-requests", JOB, job({})) == [
-        "container app of pod template sets no resource requests (cpu, memory)"]
+        "container app of pod template sets no resource requests (cpu, memory)"
+    ]
 
 
 def test_upstream_frontends_declare_no_requests():
     for target in load_catalog().recipes.values():
         frontend = target.components[0]
         requests = frontend["podTemplate"]["spec"]["containers"][0].get("resources", {})
-        expected = [] if requests else [f"container main of component {frontend['name']} sets no resource requests (cpu, memory)"]
+        expected = (
+            []
+            if requests
+            else [f"container main of component {frontend['name']} sets no resource requests (cpu, memory)"]
+        )
         assert check_resource("resource-requests", DGD, recipe(target.id)[1]) == expected, target.id
 
 

@@ -1,5 +1,6 @@
 """Credentials by value shape: every shape the pack knows is found wherever it sits, and nothing the stack or
 the upstream recipes really write looks like one (every string of the dev, prod and recipe objects)."""
+
 from __future__ import annotations
 
 import base64
@@ -10,8 +11,8 @@ from typing import Any
 import pytest
 from policy_helpers import CONFIG_MAP, JOB, check_resource, recording
 
-from serving_stack.facts.catalog import load_catalog
 from policy.nemotron_policies.credentials import SHAPES, credential_name, random_token, registry_auth, shapes
+from serving_stack.facts.catalog import load_catalog
 
 SAMPLES = {
     "a Hugging Face token": "hf_" + "Zq7" * 12,
@@ -44,22 +45,38 @@ def test_registry_auth_needs_an_auths_entry_with_credentials():
     assert not registry_auth("auths are great")
 
 
-@pytest.mark.parametrize(("name", "credential"), [
-    ("HF_TOKEN", True), ("DB_PASS", True), ("SMTP_PWD", True), ("REGISTRY_AUTH", True), ("apiKey", True),
-    ("NGC_KEY", True), ("sshPassphrase", True), ("HF_TOKEN_PATH", False), ("AUTH_METHOD", False),
-    ("FI_PROVIDER", False), ("tokenizerMode", False), ("hashKey", False), ("EXISTING_SECRET_NAME", False),
-])
+@pytest.mark.parametrize(
+    ("name", "credential"),
+    [
+        ("HF_TOKEN", True),
+        ("DB_PASS", True),
+        ("SMTP_PWD", True),
+        ("REGISTRY_AUTH", True),
+        ("apiKey", True),
+        ("NGC_KEY", True),
+        ("sshPassphrase", True),
+        ("HF_TOKEN_PATH", False),
+        ("AUTH_METHOD", False),
+        ("FI_PROVIDER", False),
+        ("tokenizerMode", False),
+        ("hashKey", False),
+        ("EXISTING_SECRET_NAME", False),
+    ],
+)
 def test_credential_names(name, credential):
     assert credential_name(name) is credential
 
 
-@pytest.mark.parametrize(("value", "generated"), [
-    ("Zq7x9LmP2vT8sK4nR6wY1bC3dF5gH0jQeUaIoSiX", True),
-    ("4f9K2mQ8xZ7pL1vR6tW3yB5nC0hJ8sD2", True),
-    ("FlashInferFP8ScaledMMLinearKernel", False),
-    ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", False),
-    ("0123456789abcdef0123456789abcdef", False),
-])
+@pytest.mark.parametrize(
+    ("value", "generated"),
+    [
+        ("Zq7x9LmP2vT8sK4nR6wY1bC3dF5gH0jQeUaIoSiX", True),
+        ("4f9K2mQ8xZ7pL1vR6tW3yB5nC0hJ8sD2", True),
+        ("FlashInferFP8ScaledMMLinearKernel", False),
+        ("nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", False),
+        ("0123456789abcdef0123456789abcdef", False),
+    ],
+)
 def test_random_tokens(value, generated):
     assert random_token(value) is generated
 
@@ -93,8 +110,21 @@ def test_a_credential_in_config_map_binary_data_or_a_job_env_is_found():
     key = base64.b64encode(SAMPLES["a private key"].encode()).decode()
     (found,) = check_resource("secret-handling", CONFIG_MAP, {"metadata": {"name": "c"}, "binaryData": {"id": key}})
     assert found == "props.binaryData.id (decoded) holds what looks like a private key"
-    job = {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "nvcr.io/a:1.0",
-                                                          "env": [{"name": "PLAIN", "value": SAMPLES["an NGC API key"]}]}]}}}}
+    job = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "a",
+                            "image": "nvcr.io/a:1.0",
+                            "env": [{"name": "PLAIN", "value": SAMPLES["an NGC API key"]}],
+                        }
+                    ]
+                }
+            }
+        }
+    }
     (found,) = check_resource("secret-handling", JOB, job)
     assert "holds what looks like an NGC API key" in found
     assert SAMPLES["an NGC API key"] not in found

@@ -1,27 +1,40 @@
 """Pool rows for stack outputs and summary.md: instance type, GPU range (min..max nodes x GPUs per node)
 and hourly list-price cost at desired, min and max nodes (n/a where no price is published)."""
+
 from __future__ import annotations
 
 from aws_helpers import eks_config, node_pool
 from plan_helpers import plan_of
+
 from tools.summary import pool_cost_markdown
 
 CB = {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0", "kubernetesVersion": "1.33"}
 
 
 def rows():
-    plan = plan_of(eks_config([
-        node_pool("h200", "p5en.48xlarge", minSize=1, desiredSize=2, maxSize=4),
-        node_pool("b200", "p6-b200.48xlarge", desiredSize=1, maxSize=1),
-        node_pool("gb200", "p6e-gb200.36xlarge", desiredSize=2, maxSize=2, **CB),
-    ], []))
+    plan = plan_of(
+        eks_config(
+            [
+                node_pool("h200", "p5en.48xlarge", minSize=1, desiredSize=2, maxSize=4),
+                node_pool("b200", "p6-b200.48xlarge", desiredSize=1, maxSize=1),
+                node_pool("gb200", "p6e-gb200.36xlarge", desiredSize=2, maxSize=2, **CB),
+            ],
+            [],
+        )
+    )
     return {row.pool: row for row in plan.pool_costs}
 
 
 def test_gpu_ranges_and_costs():
     by_pool = rows()
     h200 = by_pool["h200"]
-    assert (h200.instanceType, h200.capacityType, h200.gpusPerNode, h200.nodes, h200.gpus) == ("p5en.48xlarge", "on-demand", 8, "1..4", "8..32")
+    assert (h200.instanceType, h200.capacityType, h200.gpusPerNode, h200.nodes, h200.gpus) == (
+        "p5en.48xlarge",
+        "on-demand",
+        8,
+        "1..4",
+        "8..32",
+    )
     assert (h200.usdPerHourDesired, h200.usdPerHourMin, h200.usdPerHourMax) == (126.59, 63.3, 253.18)
     b200 = by_pool["b200"]
     assert (b200.gpus, b200.usdPerHourDesired, b200.usdPerHourMin, b200.usdPerHourMax) == ("0..8", 113.93, 0.0, 113.93)
@@ -35,8 +48,15 @@ def test_unpublished_price_is_none_not_zero():
 
 def test_rows_serialize_for_stack_outputs():
     assert rows()["h200"].as_dict() == {
-        "pool": "h200", "instanceType": "p5en.48xlarge", "capacityType": "on-demand", "gpusPerNode": 8,
-        "nodes": "1..4", "gpus": "8..32", "usdPerHourDesired": 126.59, "usdPerHourMin": 63.3, "usdPerHourMax": 253.18,
+        "pool": "h200",
+        "instanceType": "p5en.48xlarge",
+        "capacityType": "on-demand",
+        "gpusPerNode": 8,
+        "nodes": "1..4",
+        "gpus": "8..32",
+        "usdPerHourDesired": 126.59,
+        "usdPerHourMin": 63.3,
+        "usdPerHourMax": 253.18,
     }
 
 

@@ -3,6 +3,7 @@
 One temporary clone, one planted commit, one render of each side of prod (reused by every test, read
 forwards and backwards); `make diff` end to end on dev, which the planted commit leaves unchanged.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -63,8 +64,9 @@ def test_replicas_change_names_the_component(forward: StackDiff, planted_repo: t
     assert (field.before, field.after, topic(field)) == (before, after, "replicas")
 
 
-def test_pool_instance_type_change_replaces_the_node_group(forward: StackDiff,
-                                                           planted_repo: tuple[Path, Planted]) -> None:
+def test_pool_instance_type_change_replaces_the_node_group(
+    forward: StackDiff, planted_repo: tuple[Path, Planted]
+) -> None:
     pool, before, after = planted_repo[1].replaced_pool
     change = _one(forward, NODE_GROUP, f"pool-{pool}-")
     assert change.kind == "replace"
@@ -100,20 +102,29 @@ def test_image_change_names_every_container(forward: StackDiff, planted_repo: tu
     assert images and all(f.after == image and f.before != image for f in images)
 
 
-def test_markdown_names_every_change_and_no_secret(forward: StackDiff, prod_renders: tuple[RenderedTree, RenderedTree],
-                                                   planted_repo: tuple[Path, Planted]) -> None:
+def test_markdown_names_every_change_and_no_secret(
+    forward: StackDiff, prod_renders: tuple[RenderedTree, RenderedTree], planted_repo: tuple[Path, Planted]
+) -> None:
     base, head = prod_renders
     text = render_markdown(forward, base.label, head.label)
     planted = planted_repo[1]
-    for expected in (_slug(planted.added_target), planted.replicas[1], planted.replaced_pool[2], planted.image[1],
-                     "IAM widens", "forces a new resource", "```mermaid"):
+    for expected in (
+        _slug(planted.added_target),
+        planted.replicas[1],
+        planted.replaced_pool[2],
+        planted.image[1],
+        "IAM widens",
+        "forces a new resource",
+        "```mermaid",
+    ):
         assert expected in text, expected
     assert "[secret]" not in text and "kubeconfig" not in text
     assert text == render_markdown(forward, base.label, head.label), "the output is deterministic"
 
 
-def test_reverse_diff_removes_the_target(prod_renders: tuple[RenderedTree, RenderedTree],
-                                         planted_repo: tuple[Path, Planted]) -> None:
+def test_reverse_diff_removes_the_target(
+    prod_renders: tuple[RenderedTree, RenderedTree], planted_repo: tuple[Path, Planted]
+) -> None:
     base, head = prod_renders
     backward = diff_stack("prod", head.render, base.render, load_rules())
     assert _one(backward, DGD, _slug(planted_repo[1].added_target)).kind == "remove"
@@ -129,8 +140,13 @@ def test_every_rendered_type_has_replacement_rules(prod_renders: tuple[RenderedT
 
 def test_make_diff_end_to_end_on_an_unchanged_stack(planted_repo: tuple[Path, Planted]) -> None:
     repo = planted_repo[0]
-    result = subprocess.run(["make", "--no-print-directory", "-s", "-C", str(repo), "diff", "STACK=dev",
-                             "BASE=HEAD~1", f"VENV={VENV}"], capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        ["make", "--no-print-directory", "-s", "-C", str(repo), "diff", "STACK=dev", "BASE=HEAD~1", f"VENV={VENV}"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("### Stack `dev`") and "No resource changes." in result.stdout
     assert (repo / "build" / "pr-diff" / "dev.md").read_text() == result.stdout

@@ -1,5 +1,6 @@
 """The PR diff's field rules on small inputs: secrets stay hidden, IAM widening is called out, lists match
 by name, and the replacement table follows the provider rules it cites."""
+
 from __future__ import annotations
 
 import json
@@ -23,24 +24,52 @@ def _render(records: list[dict[str, Any]], outputs: dict[str, Any] | None = None
 
 
 def _record(type_token: str, name: str, inputs: dict[str, Any], **options: Any) -> dict[str, Any]:
-    return {"type": type_token, "name": name, "custom": True, "parent": "", "provider": "", "dependsOn": [],
-            "protect": False, "retainOnDelete": False, "inputs": inputs, **options}
+    return {
+        "type": type_token,
+        "name": name,
+        "custom": True,
+        "parent": "",
+        "provider": "",
+        "dependsOn": [],
+        "protect": False,
+        "retainOnDelete": False,
+        "inputs": inputs,
+        **options,
+    }
 
 
 def test_values_beside_a_secret_are_hidden() -> None:
-    changes = diff_values({"auth": {"user": "alice", "password": SECRET}}, {"auth": {"user": "bob", "password": SECRET}})
+    changes = diff_values(
+        {"auth": {"user": "alice", "password": SECRET}}, {"auth": {"user": "bob", "password": SECRET}}
+    )
     assert [(c.path, c.hidden, c.before, c.after) for c in changes] == [("auth.user", True, None, None)]
 
 
 def test_kubeconfig_and_secret_payloads_never_reach_the_comment() -> None:
     provider = "pulumi:providers:kubernetes"
-    base = _render([_record(provider, "k8s", {"kubeconfig": "apiVersion: v1 token-one"}),
-                    _record("kubernetes:core/v1:Secret", "hf", {"metadata": {"name": "hf"}, "stringData": {"T": "one"}},
-                            provider=f"{provider}::k8s")])
-    head = _render([_record(provider, "k8s", {"kubeconfig": "apiVersion: v1 token-two"}),
-                    _record("kubernetes:core/v1:Secret", "hf", {"metadata": {"name": "hf"}, "stringData": {"T": "two"}},
-                            provider=f"{provider}::k8s")],
-                   outputs={"kubeconfig": SECRET})
+    base = _render(
+        [
+            _record(provider, "k8s", {"kubeconfig": "apiVersion: v1 token-one"}),
+            _record(
+                "kubernetes:core/v1:Secret",
+                "hf",
+                {"metadata": {"name": "hf"}, "stringData": {"T": "one"}},
+                provider=f"{provider}::k8s",
+            ),
+        ]
+    )
+    head = _render(
+        [
+            _record(provider, "k8s", {"kubeconfig": "apiVersion: v1 token-two"}),
+            _record(
+                "kubernetes:core/v1:Secret",
+                "hf",
+                {"metadata": {"name": "hf"}, "stringData": {"T": "two"}},
+                provider=f"{provider}::k8s",
+            ),
+        ],
+        outputs={"kubeconfig": SECRET},
+    )
     text = render_markdown(diff_stack("t", base, head, load_rules()), "base", "head")
     assert "token-one" not in text and "token-two" not in text and "`one`" not in text and "`two`" not in text
     assert "changed (value not shown)" in text
@@ -72,8 +101,13 @@ def test_iam_widening_by_action_resource_wildcard_and_condition() -> None:
         assert change.widens, statement
     narrower = {**read, "Resource": "arn:aws:s3:::b/models/v1/weights/*"}
     assert not diff_policy(_policy(read), _policy(narrower), "policy")[0].widens
-    listed = {"Sid": "List", "Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::b",
-              "Condition": {"StringLike": {"s3:prefix": ["models/v1/*"]}}}
+    listed = {
+        "Sid": "List",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::b",
+        "Condition": {"StringLike": {"s3:prefix": ["models/v1/*"]}},
+    }
     loosened = {**listed, "Condition": {"StringLike": {"s3:prefix": ["models/*"]}}}
     assert diff_policy(_policy(listed), _policy(loosened), "policy")[0].widens
     assert diff_policy(_policy(listed), _policy({**listed, "Condition": {}}), "policy")[0].widens
@@ -90,13 +124,19 @@ def test_iam_added_allow_widens_and_narrowed_deny_widens() -> None:
 def test_replacement_rules_follow_the_providers() -> None:
     rules = load_rules()
     pvc = "kubernetes:core/v1:PersistentVolumeClaim"
-    claim = {"metadata": {"name": "cache"}, "spec": {"storageClassName": "efs", "resources": {"requests": {"storage": "1Gi"}}}}
+    claim = {
+        "metadata": {"name": "cache"},
+        "spec": {"storageClassName": "efs", "resources": {"requests": {"storage": "1Gi"}}},
+    }
     bigger = json.loads(json.dumps(claim).replace("1Gi", "2Gi"))
     other_class = json.loads(json.dumps(claim).replace("efs", "fsx"))
     assert rules.replacing_fields(pvc, claim, bigger, {}) == []
     assert [p for p, _ in rules.replacing_fields(pvc, claim, other_class, {})] == ["spec.storageClassName"]
     job = "kubernetes:batch/v1:Job"
-    assert [p for p, _ in rules.replacing_fields(job, {"spec": {"template": {"a": 1}}}, {"spec": {"template": {"a": 2}}}, {})] == ["spec.template"]
+    assert [
+        p
+        for p, _ in rules.replacing_fields(job, {"spec": {"template": {"a": 1}}}, {"spec": {"template": {"a": 2}}}, {})
+    ] == ["spec.template"]
     config_map = "kubernetes:core/v1:ConfigMap"
     old, new = {"data": {"k": "1"}}, {"data": {"k": "2"}}
     assert rules.replacing_fields(config_map, old, new, {})
@@ -120,9 +160,16 @@ def test_a_new_parent_type_is_a_new_urn(tmp_path: Any) -> None:
 
 def test_large_diffs_fold_then_shrink_to_fit_a_comment() -> None:
     def config_maps(count: int, value: str) -> Render:
-        return _render([_record("kubernetes:core/v1:ConfigMap", f"cm-{i:04d}",
-                                {"metadata": {"name": f"cm-{i:04d}"}, "data": {f"k{j}": f"{value}{j}" for j in range(4)}})
-                        for i in range(count)])
+        return _render(
+            [
+                _record(
+                    "kubernetes:core/v1:ConfigMap",
+                    f"cm-{i:04d}",
+                    {"metadata": {"name": f"cm-{i:04d}"}, "data": {f"k{j}": f"{value}{j}" for j in range(4)}},
+                )
+                for i in range(count)
+            ]
+        )
 
     folded = diff_stack("t", config_maps(12, "a"), config_maps(12, "b"), load_rules())
     text = render_markdown(folded, "base", "head")

@@ -1,12 +1,13 @@
 """One prewarm DaemonSet per GPU node pool that hosts model-cache workers, placed exactly like them."""
+
 from __future__ import annotations
 
 import pytest
-
-from serving_stack.plan.prewarm import STATE_DIR
 from catalog_picks import gpu_of
-from serving_stack.facts.catalog import load_catalog
 from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config
+
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.prewarm import STATE_DIR
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -33,7 +34,11 @@ def test_daemon_set_warms_every_checkpoint_its_workers_load():
     run = rendered_stack("prod")
     h200 = next(d for d in run.of_type(DAEMON_SET) if d.inputs["metadata"]["name"].endswith("h200-efa"))
     env = {e["name"]: e["value"] for e in h200.inputs["spec"]["template"]["spec"]["containers"][0]["env"]}
-    on_h200 = [e["id"] for e in run.outputs["endpoints"] if e["kind"] == "dynamo" and gpu_of(load_catalog().recipe(e["id"])) == "h200"]
+    on_h200 = [
+        e["id"]
+        for e in run.outputs["endpoints"]
+        if e["kind"] == "dynamo" and gpu_of(load_catalog().recipe(e["id"])) == "h200"
+    ]
     assert on_h200, "prod places no target on its h200 pool"
     expected = list(dict.fromkeys(repo for target in on_h200 for repo in load_catalog().recipe(target).checkpoints))
     assert env["PREWARM_MODELS"].split(",") == expected
@@ -46,7 +51,9 @@ def test_daemon_set_is_read_only_non_root_bounded_and_low_priority():
     assert cache["persistentVolumeClaim"] == {"claimName": "shared-model-cache", "readOnly": True}
     (container,) = pod["containers"]
     assert {"name": "model-cache", "mountPath": "/model-cache", "readOnly": True} in container["volumeMounts"]
-    assert container["securityContext"]["runAsNonRoot"] is True and container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["securityContext"]["runAsNonRoot"] is True and container["securityContext"]["capabilities"] == {
+        "drop": ["ALL"]
+    }
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "64Gi"}
     assert container["image"] == "docker.io/library/python:3.12.8-slim"
     (init,) = pod["initContainers"]
@@ -61,7 +68,11 @@ def test_workers_wait_for_their_node_and_program_ships_in_a_config_map():
         (wait,) = worker["initContainers"]
         assert f"--wait-ready --state-dir {STATE_DIR} --timeout 900" in wait["command"][2]
         assert {"name": "prewarm-state", "mountPath": STATE_DIR, "readOnly": True} in wait["volumeMounts"]
-    program = next(c for c in run.of_type("kubernetes:core/v1:ConfigMap") if c.inputs["metadata"]["name"] == "model-prewarm-program")
+    program = next(
+        c
+        for c in run.of_type("kubernetes:core/v1:ConfigMap")
+        if c.inputs["metadata"]["name"] == "model-prewarm-program"
+    )
     assert program.inputs["data"]["prewarm.py"].startswith("#!/usr/bin/env python3")
 
 

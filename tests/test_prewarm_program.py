@@ -1,4 +1,5 @@
 """The prewarm program warms exactly the checkpoint files, resumes, notices changes and reports readiness honestly."""
+
 import importlib.util
 import json
 import logging
@@ -36,7 +37,7 @@ def cache(tmp_path: Path) -> Path:
     shards = {"model-00001-of-00002.safetensors": b"a" * (2 * MIB + 5), "model-00002-of-00002.safetensors": b"b" * MIB}
     for name, content in shards.items():
         add_file(base, "rev2", name, content)
-    index = {"weight_map": dict(zip(["w1", "w2"], shards))}
+    index = {"weight_map": dict(zip(["w1", "w2"], shards, strict=True))}
     add_file(base, "rev2", "model.safetensors.index.json", json.dumps(index).encode())
     add_file(base, "rev2", "config.json", b"{}")
     add_file(base, "rev2", "tokenizer.json", b"{}" * 100)
@@ -54,8 +55,20 @@ def cache(tmp_path: Path) -> Path:
 
 
 def cli_args(cache: Path, state_dir: Path) -> list[str]:
-    return ["--cache-root", str(cache), "--models", ",".join(MODELS), "--state-dir", str(state_dir),
-            "--threads", "2", "--chunk-mb", "1", "--io-priority", "none"]
+    return [
+        "--cache-root",
+        str(cache),
+        "--models",
+        ",".join(MODELS),
+        "--state-dir",
+        str(state_dir),
+        "--threads",
+        "2",
+        "--chunk-mb",
+        "1",
+        "--io-priority",
+        "none",
+    ]
 
 
 def run(cache: Path, state_dir: Path) -> "prewarm.WarmReport":
@@ -63,8 +76,13 @@ def run(cache: Path, state_dir: Path) -> "prewarm.WarmReport":
 
 
 def expected_files(cache: Path) -> dict[str, int]:
-    names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
-             "model.safetensors.index.json", "config.json", "tokenizer.json"]
+    names = [
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+        "model.safetensors.index.json",
+        "config.json",
+        "tokenizer.json",
+    ]
     paths = [cache / "hub/models--nvidia--Base-NVFP4/snapshots/rev2" / name for name in names]
     draft = cache / "hub/models--nvidia--Base-NVFP4-DFlash/snapshots/d1"
     paths += [draft / "model.safetensors", draft / "config.json"]
@@ -139,8 +157,9 @@ def test_rewarms_exactly_the_changed_and_new_files_while_not_ready(cache: Path, 
     assert (state_dir / "ready").exists()
 
 
-def test_unreadable_file_is_logged_once_and_the_rest_still_warm(cache: Path, tmp_path: Path,
-                                                                monkeypatch, caplog) -> None:
+def test_unreadable_file_is_logged_once_and_the_rest_still_warm(
+    cache: Path, tmp_path: Path, monkeypatch, caplog
+) -> None:
     state_dir = tmp_path / "state"
     snapshot = cache / "hub/models--nvidia--Base-NVFP4/snapshots/rev2"
     (snapshot / "special_tokens_map.json").symlink_to("../../blobs/never-downloaded")
@@ -157,9 +176,11 @@ def test_unreadable_file_is_logged_once_and_the_rest_still_warm(cache: Path, tmp
         exit_code = prewarm.main(cli_args(cache, state_dir))
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert exit_code == 1
-    assert errors == [f"cannot warm {snapshot}/special_tokens_map.json: [Errno 2] No such file or directory: "
-                      f"'{cache}/hub/models--nvidia--Base-NVFP4/blobs/never-downloaded'",
-                      f"cannot warm {snapshot}/model-00001-of-00002.safetensors: [Errno 13] Permission denied"]
+    assert errors == [
+        f"cannot warm {snapshot}/special_tokens_map.json: [Errno 2] No such file or directory: "
+        f"'{cache}/hub/models--nvidia--Base-NVFP4/blobs/never-downloaded'",
+        f"cannot warm {snapshot}/model-00001-of-00002.safetensors: [Errno 13] Permission denied",
+    ]
     assert set(state_files(state_dir)) == set(expected_files(cache)) - {shard}
     assert not (state_dir / "ready").exists()
     summary = caplog.records[-1].getMessage()
@@ -195,18 +216,18 @@ def test_watch_rewarms_a_checkpoint_that_changes_between_scans(cache: Path, tmp_
     state_dir = tmp_path / "state"
     draft = cache / "hub/models--nvidia--Base-NVFP4-DFlash"
 
-    class StopWatching(Exception):
+    class StopWatchingError(Exception):
         pass
 
     def between_scans(seconds: float) -> None:
         if (draft / "snapshots" / "d2").exists():
-            raise StopWatching
+            raise StopWatchingError
         add_file(draft, "d2", "model.safetensors", b"new" * MIB)
         (draft / "refs").mkdir()
         (draft / "refs" / "main").write_text("d2")
 
     monkeypatch.setattr(prewarm.time, "sleep", between_scans)
-    with pytest.raises(StopWatching):
+    with pytest.raises(StopWatchingError):
         prewarm.main([*cli_args(cache, state_dir), "--watch", "--poll-seconds", "5"])
     warm = state_files(state_dir)
     assert str((draft / "snapshots/d2/model.safetensors").resolve()) in warm

@@ -1,4 +1,5 @@
 """`python -m tools.render` writes a deterministic, complete picture of a stack."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,12 @@ import sys
 import jsonschema
 import pytest
 import yaml
+from stack_helpers import BASE_CONFIG, run_config
 
 from serving_stack.contract.outputs import CONTRACT_VERSION
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR
 from tools.render import main, write_render
-from stack_helpers import BASE_CONFIG, run_config
 from tools.write_outputs_schema import SCHEMA_FILE, schema_text
 
 
@@ -45,7 +46,11 @@ def test_the_committed_dev_stack_needs_no_secret(dev_render):
     """Public images and checkpoints: no token Secret, no pull Secret, and the download Job reads none."""
     records = json.loads((dev_render / "resources.json").read_text())
     assert not [r for r in records if r["type"] == "kubernetes:core/v1:Secret"]
-    (job,) = [r for r in records if r["type"] == "kubernetes:batch/v1:Job" and r["parent"].startswith("nemotron:kubernetes:ModelCache::")]
+    (job,) = [
+        r
+        for r in records
+        if r["type"] == "kubernetes:batch/v1:Job" and r["parent"].startswith("nemotron:kubernetes:ModelCache::")
+    ]
     assert "envFrom" not in job["inputs"]["spec"]["template"]["spec"]["containers"][0]
 
 
@@ -63,8 +68,11 @@ def test_manifests_are_every_kubernetes_object_in_apply_order(dev_render):
     assert kinds[-1] == "DynamoGraphDeployment"
     assert kinds.index("PersistentVolumeClaim") < kinds.index("Job") < kinds.index("DynamoGraphDeployment")
     records = json.loads((dev_render / "resources.json").read_text())
-    objects = [r for r in records if r["type"].startswith("kubernetes:") and r["custom"]
-               and r["type"] != "kubernetes:helm.sh/v3:Release"]
+    objects = [
+        r
+        for r in records
+        if r["type"].startswith("kubernetes:") and r["custom"] and r["type"] != "kubernetes:helm.sh/v3:Release"
+    ]
     assert len(files) == len(objects)
     assert not (dev_render / "helm").exists()  # dev's shared cluster runs the Dynamo platform already
 
@@ -77,7 +85,10 @@ def test_outputs_follow_the_committed_contract(dev_render):
     (endpoint,) = outputs["endpoints"]
     recipe = load_catalog().recipe(endpoint["id"])
     assert endpoint["url"] == f"http://{recipe.name}-frontend.nemotron-dev.svc.cluster.local:8000/v1"
-    assert endpoint["gpus"] == 1 and endpoint["expectedOutputTokensPerSecond"] == recipe.entry.performance.outputTokensPerSecondPerGpu
+    assert (
+        endpoint["gpus"] == 1
+        and endpoint["expectedOutputTokensPerSecond"] == recipe.entry.performance.outputTokensPerSecondPerGpu
+    )
 
 
 def test_committed_schema_matches_the_model():
@@ -90,8 +101,10 @@ def test_summary_names_targets_and_criteria(dev_render):
     catalog = load_catalog()
     performance = catalog.recipe(endpoint["id"]).entry.performance
     verdict = {True: "pass", False: "FAIL", None: "n/a"}[catalog.criteria.passed_by(performance)]
-    assert (f"| `{endpoint['id']}` | dynamo | 1 | {performance.outputTokensPerSecondPerGpu:,.2f} | "
-            f"{performance.tokensPerSecondPerUser:g} | {performance.ttftP50Ms:g} | {verdict} |") in summary
+    assert (
+        f"| `{endpoint['id']}` | dynamo | 1 | {performance.outputTokensPerSecondPerGpu:,.2f} | "
+        f"{performance.tokensPerSecondPerUser:g} | {performance.ttftP50Ms:g} | {verdict} |"
+    ) in summary
 
 
 def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
@@ -103,13 +116,27 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     for name in ("__main__.py", "components", "nemotron", "catalog"):
         (tmp_path / name).symlink_to(PROJECT_DIR / name)
     result = subprocess.run(
-        [sys.executable, "-m", "tools.render", "--stack", "bad", "--out", str(tmp_path / "build"),
-         "--project-dir", str(tmp_path)],
-        cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "tools.render",
+            "--stack",
+            "bad",
+            "--out",
+            str(tmp_path / "build"),
+            "--project-dir",
+            str(tmp_path),
+        ],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line == "error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: " + ", ".join(load_catalog().recipes)
+    assert line == "error: targets[0].id: unknown target 'vllm/agg-h100-nope'; allowed: " + ", ".join(
+        load_catalog().recipes
+    )
     assert not (tmp_path / "build").exists()
 
 

@@ -1,4 +1,5 @@
 """`python -m tools.rollout resources.json`: prints the section, exits 1 on blocking findings, 2 on bad input."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,14 @@ def test_unreadable_input_exits_2(tmp_path):
 def test_runs_as_a_module(tmp_path):
     path = tmp_path / "resources.json"
     path.write_text(json.dumps(_with_unordered_prewarm()))
-    result = subprocess.run([sys.executable, "-m", "tools.rollout", str(path)], cwd=PROJECT_DIR, capture_output=True, text=True,
-                            timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.rollout", str(path)],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 1
     assert "## Rollout" in result.stdout
     assert "error: [wait]" in result.stderr

@@ -1,4 +1,5 @@
 """What `pulumi destroy` keeps and deletes, with data resources named."""
+
 from __future__ import annotations
 
 from rollout_helpers import RULES, findings_about, graph, key, named, of_kind, of_type, records, report
@@ -57,10 +58,15 @@ def test_a_bucket_without_force_destroy_fails_and_its_kms_key_outlives_nothing_i
     fails_if = RULES.aws_deletion[bucket["type"]]["fails_if"]
     assert any(fails_if in x for x in findings_about(prod, bucket["name"], DESTROY))
     stack = graph(prod)
-    keys = [k for k in of_type(prod, "aws:kms/key:Key")
-            if any(any(f"aws:kms/key:Key::{k['name']}" in d for d in deps.values())
-                   and any(f"{bucket['type']}::{bucket['name']}" in d for d in deps.values())
-                   for deps in (r.property_dependencies for r in stack))]
+    keys = [
+        k
+        for k in of_type(prod, "aws:kms/key:Key")
+        if any(
+            any(f"aws:kms/key:Key::{k['name']}" in d for d in deps.values())
+            and any(f"{bucket['type']}::{bucket['name']}" in d for d in deps.values())
+            for deps in (r.property_dependencies for r in stack)
+        )
+    ]
     assert keys
     assert all(findings_about(prod, k["name"], DESTROY) for k in keys)
     bucket["inputs"]["forceDestroy"] = True

@@ -1,4 +1,5 @@
 """The mock runtime records what the engine uses when it replaces, waits and deletes, and the render emits it."""
+
 from __future__ import annotations
 
 import textwrap
@@ -7,7 +8,7 @@ from rollout_helpers import key, of_kind, records
 
 from tools.mock_runtime import run_program
 
-PROGRAM = textwrap.dedent('''
+PROGRAM = textwrap.dedent("""
     import pulumi
 
     class Thing(pulumi.CustomResource):
@@ -23,7 +24,7 @@ PROGRAM = textwrap.dedent('''
         aliases=[pulumi.Alias(name="old-second")],
         deleted_with=first,
     ))
-''')
+""")
 
 
 def test_engine_options_and_property_dependencies_are_recorded(tmp_path):

@@ -1,5 +1,6 @@
 """Planted defects of the second class: replacements that collide with themselves or that protect refuses; and
 what a real update (one render against another) replaces."""
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,11 @@ REPLACE = "replace"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 NODE_GROUP_RULE = RULES.aws_types[NODE_GROUP]
 # The fields a pool setting change reaches (instance type, AZ -> subnet, capacity type, disk -> launch template).
-POOL_CHANGES = [f for f in NODE_GROUP_RULE.replace_fields if f not in NODE_GROUP_RULE.unique_by + NODE_GROUP_RULE.name_fields
-                + NODE_GROUP_RULE.generated_name_fields]
+POOL_CHANGES = [
+    f
+    for f in NODE_GROUP_RULE.replace_fields
+    if f not in NODE_GROUP_RULE.unique_by + NODE_GROUP_RULE.name_fields + NODE_GROUP_RULE.generated_name_fields
+]
 
 
 def _gpu_node_groups(stack_records):
@@ -72,9 +76,13 @@ def _prod_with_another_instance_type() -> tuple[str, str, list[dict]]:
     pool = config["aws"]["nodePools"][0]
     instances = load_aws_catalog().instance_types
     current = instances[pool["instanceType"]]
-    (other, *_) = sorted(name for name, spec in instances.items() if name != pool["instanceType"]
-                         and (spec.gpu, spec.gpus, spec.arch) == (current.gpu, current.gpus, current.arch)
-                         and "on-demand" in spec.capacityTypes)
+    (other, *_) = sorted(
+        name
+        for name, spec in instances.items()
+        if name != pool["instanceType"]
+        and (spec.gpu, spec.gpus, spec.arch) == (current.gpu, current.gpus, current.arch)
+        and "on-demand" in spec.capacityTypes
+    )
     pool["instanceType"] = other
     return pool["name"], other, rendered(config, "prod")
 
@@ -108,8 +116,11 @@ def test_a_fixed_identity_replaced_create_first_collides():
     log group, access entries, the bucket's encryption setting) collides with itself without that option."""
     prod = records("prod")
     stack = graph(prod)
-    fixed = [r["name"] for r in prod if r["deleteBeforeReplace"] and r["type"] in RULES.aws_types
-             and fixed_identity(stack.named(r["name"]), RULES)]
+    fixed = [
+        r["name"]
+        for r in prod
+        if r["deleteBeforeReplace"] and r["type"] in RULES.aws_types and fixed_identity(stack.named(r["name"]), RULES)
+    ]
     assert {"aws:eks/cluster:Cluster", "aws:eks/accessEntry:AccessEntry"} <= {named(prod, n)["type"] for n in fixed}
     for name in fixed:
         planted = records("prod")
@@ -163,6 +174,8 @@ def test_replacing_the_cluster_replaces_every_node_group_built_from_it():
     prod = records("prod")
     stack = graph(prod)
     (cluster,) = stack.of_type("aws:eks/cluster:Cluster")
-    node_groups = {r.name for r in stack.of_type(NODE_GROUP) if cluster.key in r.property_dependencies.get("clusterName", ())}
+    node_groups = {
+        r.name for r in stack.of_type(NODE_GROUP) if cluster.key in r.property_dependencies.get("clusterName", ())
+    }
     assert node_groups
     assert node_groups <= set(cascade(stack, cluster, RULES))

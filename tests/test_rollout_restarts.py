@@ -1,5 +1,6 @@
 """Replacing a Secret or ConfigMap restarts nobody: a long-running workload whose pod template carries no checksum
 of what it reads keeps the old values (a warning naming it); one with a checksum annotation rolls."""
+
 from __future__ import annotations
 
 from rollout_helpers import RULES, findings_about, graph, of_kind, records, report
@@ -25,8 +26,11 @@ def test_graphs_roll_on_a_config_change_and_without_their_checksum_a_warning_nam
     assert annotation
     assert findings_about(dev, dgd["name"], RESTART) == []
     rollout = report(dev)
-    read = [stack.resources[k].name for k, rs in readers(rollout.graph, rollout.timeline, RULES).items()
-            if any(r.workload.name == dgd["name"] for r in rs)]
+    read = [
+        stack.resources[k].name
+        for k, rs in readers(rollout.graph, rollout.timeline, RULES).items()
+        if any(r.workload.name == dgd["name"] for r in rs)
+    ]
     rows = [line for line in markdown(rollout).splitlines() if any(line.startswith(f"| {name} |") for name in read)]
     assert len(rows) == len(read) >= 1
     assert all(f"{dgd['name']} ({annotation})" in row and "roll" in row for row in rows)
@@ -51,7 +55,11 @@ def test_jobs_and_image_pull_secrets_need_no_restart():
     pulling = records("dev-pull-secret")
     rollout = report(pulling)
     read = readers(rollout.graph, rollout.timeline, RULES)
-    pull = [f"{s['type']}::{s['name']}" for s in of_kind(pulling, "Secret") if s["inputs"]["type"] == "kubernetes.io/dockerconfigjson"]
+    pull = [
+        f"{s['type']}::{s['name']}"
+        for s in of_kind(pulling, "Secret")
+        if s["inputs"]["type"] == "kubernetes.io/dockerconfigjson"
+    ]
     assert pull
     assert not any(k in read for k in pull)
     jobs = {r.workload.name for rs in read.values() for r in rs if r.workload.kind == "Job"}

@@ -1,5 +1,6 @@
 """The rules and durations data: every entry names its source, numbers are consistent, every resource type the
 stacks record has a replacement rule, and the await rule follows the provider's precedence."""
+
 from __future__ import annotations
 
 import re
@@ -20,28 +21,52 @@ NAMED_SOURCE = re.compile(r"[\w.-]+/[\w.-]+|documentation|docs|FACTS\.md|README|
 def _sources_used() -> list[str]:
     data = yaml.safe_load(PROVIDER_RULES_FILE.read_text())
     kubernetes, aws = data["kubernetes"], data["aws"]
-    singles = [kubernetes["replace_source"], kubernetes["default_source"], kubernetes["helm_release"]["source"],
-               kubernetes["named_objects_delete_before_replace"]["source"], aws["default_source"],
-               kubernetes["static_binding"]["source"], kubernetes["static_reclaim"]["source"],
-               kubernetes["restart_annotations"]["source"], kubernetes["released_volume"]["source"]]
-    return ([k["source"] for k in kubernetes["kinds"].values()] + singles
-            + [t["source"] for t in aws["types"].values()] + [d["source"] for d in aws["deletion"].values()])
+    singles = [
+        kubernetes["replace_source"],
+        kubernetes["default_source"],
+        kubernetes["helm_release"]["source"],
+        kubernetes["named_objects_delete_before_replace"]["source"],
+        aws["default_source"],
+        kubernetes["static_binding"]["source"],
+        kubernetes["static_reclaim"]["source"],
+        kubernetes["restart_annotations"]["source"],
+        kubernetes["released_volume"]["source"],
+    ]
+    return (
+        [k["source"] for k in kubernetes["kinds"].values()]
+        + singles
+        + [t["source"] for t in aws["types"].values()]
+        + [d["source"] for d in aws["deletion"].values()]
+    )
 
 
 def test_every_rule_names_a_source_that_exists():
     assert set(_sources_used()) <= set(RULES.sources)
-    assert all("/" in text or "docs" in text.lower() or "documentation" in text.lower() for text in RULES.sources.values())
+    assert all(
+        "/" in text or "docs" in text.lower() or "documentation" in text.lower() for text in RULES.sources.values()
+    )
 
 
 def test_durations_are_consistent_and_say_what_they_rest_on():
     table = RULES.durations
-    entries = [table["default"], table["kubernetes_object"], *table["types"].values(), table["node_groups"]["cpu"],
-               table["node_groups"]["gpu"], *table["charts"].values(), *table["provisioning"].values()]
+    entries = [
+        table["default"],
+        table["kubernetes_object"],
+        *table["types"].values(),
+        table["node_groups"]["cpu"],
+        table["node_groups"]["gpu"],
+        *table["charts"].values(),
+        *table["provisioning"].values(),
+    ]
     for entry in entries:
         assert 0 <= entry["typical"] <= entry["max"]
         assert entry["basis"]
     checkpoints = table["checkpoints"]
-    for rate in (table["images"]["pull_mb_per_s"], checkpoints["download_mb_per_s"], checkpoints["cache_read_mb_per_s"]):
+    for rate in (
+        table["images"]["pull_mb_per_s"],
+        checkpoints["download_mb_per_s"],
+        checkpoints["cache_read_mb_per_s"],
+    ):
         assert 0 < rate["worst"] <= rate["typical"]
         assert rate["basis"]
     provisioners = {p["duration"] for p in RULES.provisioners.values()}
@@ -50,11 +75,21 @@ def test_durations_are_consistent_and_say_what_they_rest_on():
 
 def test_a_duration_that_is_not_an_estimate_names_its_source():
     table = RULES.durations
-    entries = {**table["types"], **table["charts"], **table["provisioning"],
-               **{f"engine {name}": entry for name, entry in table["engines"].items()}, "default": table["default"], "kubernetes_object": table["kubernetes_object"],
-               "cpu nodes": table["node_groups"]["cpu"], "gpu nodes": table["node_groups"]["gpu"]}
-    unsourced = [name for name, entry in entries.items()
-                 if not str(entry["basis"]).startswith("estimate") and not NAMED_SOURCE.search(entry["basis"])]
+    entries = {
+        **table["types"],
+        **table["charts"],
+        **table["provisioning"],
+        **{f"engine {name}": entry for name, entry in table["engines"].items()},
+        "default": table["default"],
+        "kubernetes_object": table["kubernetes_object"],
+        "cpu nodes": table["node_groups"]["cpu"],
+        "gpu nodes": table["node_groups"]["gpu"],
+    }
+    unsourced = [
+        name
+        for name, entry in entries.items()
+        if not str(entry["basis"]).startswith("estimate") and not NAMED_SOURCE.search(entry["basis"])
+    ]
     assert unsourced == []
 
 

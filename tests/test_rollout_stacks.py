@@ -1,6 +1,7 @@
 """The committed stacks, a stack selecting every catalog target, and the config variants the tests plant defects
 on: no wait that can expire, no replacement that collides or that protect refuses (the render would fail on
 either), and a timeline to a served token."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The timeline of a first `up`: parallel branches overlap, steps wait for what they depend on, durations come
 from durations.yaml and the recorded inputs, and the critical path explains the predicted time to a token."""
+
 from __future__ import annotations
 
 import itertools
@@ -20,9 +21,20 @@ NAT = "aws:ec2/natGateway:NatGateway"
 
 
 def _record(type_token: str, name: str, depends_on: list[str] = ()) -> dict:
-    return {"type": type_token, "name": name, "parent": "", "custom": True, "provider": "", "dependsOn": list(depends_on),
-            "propertyDependencies": {}, "protect": False, "retainOnDelete": False, "deleteBeforeReplace": False,
-            "customTimeouts": {}, "inputs": {}}
+    return {
+        "type": type_token,
+        "name": name,
+        "parent": "",
+        "custom": True,
+        "provider": "",
+        "dependsOn": list(depends_on),
+        "propertyDependencies": {},
+        "protect": False,
+        "retainOnDelete": False,
+        "deleteBeforeReplace": False,
+        "customTimeouts": {},
+        "inputs": {},
+    }
 
 
 def test_independent_branches_overlap_and_a_join_waits_for_the_slower_one():
@@ -57,8 +69,11 @@ def test_the_download_job_takes_its_checkpoints_over_the_download_rate():
     graph = StackGraph(dev)
     resource = graph.named(job["name"])
     repos = checkpoints_named(resource, RULES)
-    assert set(repos) >= {e["value"] for e in job["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]
-                          if "MODEL" in e["name"] and "value" in e}
+    assert set(repos) >= {
+        e["value"]
+        for e in job["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        if "MODEL" in e["name"] and "value" in e
+    }
     table = RULES.durations["checkpoints"]
     gigabytes = sum(table["sizes_gb"].get(r, table["default_gb"])["size"] for r in repos)
     assert work(graph, resource, RULES).typical >= gigabytes * 1000 / table["download_mb_per_s"]["typical"] / 60

@@ -2,6 +2,7 @@
 PersistentVolume binds as soon as both exist; one provisioned by an Immediate FSx class (issue 10's defect,
 planted by hand) outlasts the provider's hard-coded 5-minute wait; a static volume that cannot satisfy its claim
 or that nothing creates leaves the claim Pending; and destroy keeps the data in the protected file system."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,7 +41,9 @@ def test_the_claim_binds_to_the_stacks_volume_once_the_file_system_exists():
     steps = rollout.timeline.steps
     step = steps[f"{claim['type']}::{claim['name']}"]
     assert step.work.typical == RULES.durations["provisioning"]["static-volume"]["typical"]
-    assert step.ready >= steps[f"{volume['type']}::{volume['name']}"].ready >= steps[f"{FSX}::{file_system['name']}"].ready
+    assert (
+        step.ready >= steps[f"{volume['type']}::{volume['name']}"].ready >= steps[f"{FSX}::{file_system['name']}"].ready
+    )
     assert any(need.key.endswith(f"::{volume['name']}") for need in step.prerequisites)
     assert findings_about(prod, claim["name"]) == []
 
@@ -85,10 +88,16 @@ def _block_mode(claim, volume):
     volume["inputs"]["spec"]["volumeMode"] = "Block"
 
 
-@pytest.mark.parametrize(("plant", "said"), [
-    (_other_claim, "reserves it for claim"), (_smaller, "is less than the claim's request"),
-    (_other_class, "storageClassName 'another-class'"), (_read_write_once, "ReadWriteMany"), (_block_mode, "volumeMode Block"),
-])
+@pytest.mark.parametrize(
+    ("plant", "said"),
+    [
+        (_other_claim, "reserves it for claim"),
+        (_smaller, "is less than the claim's request"),
+        (_other_class, "storageClassName 'another-class'"),
+        (_read_write_once, "ReadWriteMany"),
+        (_block_mode, "volumeMode Block"),
+    ],
+)
 def test_a_static_volume_that_cannot_bind_its_claim_is_reported(plant, said):
     prod = records("prod")
     claim, volume = _claim_and_volume(prod)

@@ -3,6 +3,7 @@
 Each test starts from a real render, checks the model is quiet about the thing it is about, then plants the
 defect and checks the finding names the resource. Claims and volumes: test_rollout_volumes.py.
 """
+
 from __future__ import annotations
 
 from rollout_helpers import (
@@ -84,7 +85,8 @@ def test_dgd_without_wait_for_is_reported_and_a_short_wait_for_timeout_blocks():
     budget = max(
         c["startupProbe"]["failureThreshold"] * c["startupProbe"]["periodSeconds"]
         for component in graph["inputs"]["spec"]["components"]
-        for c in component["podTemplate"]["spec"]["containers"] if "startupProbe" in c
+        for c in component["podTemplate"]["spec"]["containers"]
+        if "startupProbe" in c
     )
     annotate(graph, timeout_seconds=str(budget * 2))
     assert [x for x in findings_about(dev, graph["name"], WAIT) if "startupProbe" in x] == []
@@ -108,8 +110,7 @@ def test_pull_secret_the_stack_creates_is_awaited_and_without_it_the_pods_are_re
     (graph,) = of_kind(pulling, "DynamoGraphDeployment")
     pull_secret = graph["inputs"]["spec"]["components"][0]["podTemplate"]["spec"]["imagePullSecrets"][0]["name"]
     (secret,) = [s for s in of_kind(pulling, "Secret") if s["inputs"]["metadata"]["name"] == pull_secret]
-    waiters = [r for r in pulling if r["custom"] and any(
-        spec.get("imagePullSecrets") for spec in _pod_specs(r))]
+    waiters = [r for r in pulling if r["custom"] and any(spec.get("imagePullSecrets") for spec in _pod_specs(r))]
     assert graph in waiters
     assert _download_job(pulling) in waiters
     assert all(findings_about(pulling, w["name"], WAIT) == [] for w in waiters)
@@ -123,8 +124,12 @@ def test_a_missing_secret_in_a_namespace_the_stack_does_not_create_is_not_blocki
     pulling = records("dev-pull-secret")
     (graph,) = of_kind(pulling, "DynamoGraphDeployment")
     namespace = graph["inputs"]["metadata"]["namespace"]
-    pulling[:] = [r for r in pulling if r["inputs"].get("kind") not in ("Namespace", "Secret")
-                  or r["inputs"]["metadata"].get("namespace", r["inputs"]["metadata"]["name"]) != namespace]
+    pulling[:] = [
+        r
+        for r in pulling
+        if r["inputs"].get("kind") not in ("Namespace", "Secret")
+        or r["inputs"]["metadata"].get("namespace", r["inputs"]["metadata"]["name"]) != namespace
+    ]
     assert [x for x in findings_about(pulling, graph["name"], WAIT) if "Secret" in x] == []
 
 

@@ -1,5 +1,6 @@
 """The `sagemaker` config: bad settings stop with one line naming the key path (in parsing or planning, both
 before any resource exists), and a good config plans concrete values and the outputs contract entry."""
+
 from __future__ import annotations
 
 import boto3
@@ -31,83 +32,150 @@ BF16 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
 GATED = {"jumpstart": {"modelId": GATED_ID, "version": "2.1.0"}}
 
 BAD_CONFIGS = {
-    "unknown model id": (stack(jumpstart_endpoint(jumpstart={"modelId": "nvidia-nemotron-3-5-lightning", "version": "1.0.0"})),
-                         f"{E0}.jumpstart.modelId: unknown JumpStart model id 'nvidia-nemotron-3-5-lightning'"),
-    "unpinned version": (stack(jumpstart_endpoint(jumpstart={"modelId": PUBLIC_ID, "version": "*"})),
-                         f"{E0}.jumpstart.version: '*' is not pinned; pin a version; allowed: 1.0.0"),
-    "instance type not in the catalog": (stack(jumpstart_endpoint(instanceType="ml.g5.12xlarge")),
-                                         f"{E0}.instanceType: unsupported instance type 'ml.g5.12xlarge'; allowed: ml.g6e.2xlarge"),
+    "unknown model id": (
+        stack(jumpstart_endpoint(jumpstart={"modelId": "nvidia-nemotron-3-5-lightning", "version": "1.0.0"})),
+        f"{E0}.jumpstart.modelId: unknown JumpStart model id 'nvidia-nemotron-3-5-lightning'",
+    ),
+    "unpinned version": (
+        stack(jumpstart_endpoint(jumpstart={"modelId": PUBLIC_ID, "version": "*"})),
+        f"{E0}.jumpstart.version: '*' is not pinned; pin a version; allowed: 1.0.0",
+    ),
+    "instance type not in the catalog": (
+        stack(jumpstart_endpoint(instanceType="ml.g5.12xlarge")),
+        f"{E0}.instanceType: unsupported instance type 'ml.g5.12xlarge'; allowed: ml.g6e.2xlarge",
+    ),
     "instance type the model does not support": (
         stack(jumpstart_endpoint(instanceType="ml.p4d.24xlarge")),
-        f"{E0}.instanceType: {PUBLIC_ID} 1.0.0 does not support 'ml.p4d.24xlarge'; allowed: ml.g6e.12xlarge"),
-    "gated without acceptEula": (stack(jumpstart_endpoint(**GATED), snapshotDir="tests/data/jumpstart"),
-                                 f"{E0}.jumpstart.acceptEula: {GATED_ID} 2.1.0 is gated and needs its EULA accepted"),
-    "timeout below 60": (stack(jumpstart_endpoint(timeouts={"modelDataDownload": 30})),
-                         f"{E0}.timeouts.modelDataDownload: Input should be greater than or equal to 60 (got 30)"),
-    "timeout above 3600": (stack(jumpstart_endpoint(timeouts={"containerStartupHealthCheck": 7200})),
-                           f"{E0}.timeouts.containerStartupHealthCheck: Input should be less than or equal to 3600"),
-    "min above max capacity": (stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", minCapacity=3, maxCapacity=2))),
-                               f"{E0}.autoscaling.minCapacity: 3 is greater than maxCapacity 2"),
-    "initial count outside min..max": (stack(jumpstart_endpoint(initialInstanceCount=5)),
-                                       f"{E0}.initialInstanceCount: 5 is outside autoscaling; allowed: 1..4"),
-    "scale-in cooldown not longer": (stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", scaleInCooldown=300))),
-                                     f"{E0}.autoscaling.scaleInCooldown: 300 s is not longer than scaleOutCooldown 300 s"),
-    "unknown Hugging Face repo": (stack(huggingface_endpoint(huggingface={"repo": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8"})),
-                                  f"{E0}.huggingface.repo: unsupported checkpoint 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8'; allowed: {NVFP4}"),
-    "token as an LMI option": (stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
-                               f"{E0}.huggingface.options.HF_TOKEN: not an LMI container setting"),
-    "unpinned LMI image": (stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:latest"})),
-                           f"{E0}.huggingface.lmiImage: must be an ECR image pinned by a tag other than 'latest'"),
-    "no LMI image in the region": (stack(huggingface_endpoint(), region=NO_LMI_REGION),
-                                   f"{E0}.huggingface.lmiImage: no pinned LMI image for '{NO_LMI_REGION}' in catalog/sagemaker_lmi.yaml"),
+        f"{E0}.instanceType: {PUBLIC_ID} 1.0.0 does not support 'ml.p4d.24xlarge'; allowed: ml.g6e.12xlarge",
+    ),
+    "gated without acceptEula": (
+        stack(jumpstart_endpoint(**GATED), snapshotDir="tests/data/jumpstart"),
+        f"{E0}.jumpstart.acceptEula: {GATED_ID} 2.1.0 is gated and needs its EULA accepted",
+    ),
+    "timeout below 60": (
+        stack(jumpstart_endpoint(timeouts={"modelDataDownload": 30})),
+        f"{E0}.timeouts.modelDataDownload: Input should be greater than or equal to 60 (got 30)",
+    ),
+    "timeout above 3600": (
+        stack(jumpstart_endpoint(timeouts={"containerStartupHealthCheck": 7200})),
+        f"{E0}.timeouts.containerStartupHealthCheck: Input should be less than or equal to 3600",
+    ),
+    "min above max capacity": (
+        stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", minCapacity=3, maxCapacity=2))),
+        f"{E0}.autoscaling.minCapacity: 3 is greater than maxCapacity 2",
+    ),
+    "initial count outside min..max": (
+        stack(jumpstart_endpoint(initialInstanceCount=5)),
+        f"{E0}.initialInstanceCount: 5 is outside autoscaling; allowed: 1..4",
+    ),
+    "scale-in cooldown not longer": (
+        stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", scaleInCooldown=300))),
+        f"{E0}.autoscaling.scaleInCooldown: 300 s is not longer than scaleOutCooldown 300 s",
+    ),
+    "unknown Hugging Face repo": (
+        stack(huggingface_endpoint(huggingface={"repo": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8"})),
+        f"{E0}.huggingface.repo: unsupported checkpoint 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8'; allowed: {NVFP4}",
+    ),
+    "token as an LMI option": (
+        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
+        f"{E0}.huggingface.options.HF_TOKEN: not an LMI container setting",
+    ),
+    "unpinned LMI image": (
+        stack(
+            huggingface_endpoint(
+                huggingface={
+                    "repo": NVFP4,
+                    "lmiImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:latest",
+                }
+            )
+        ),
+        f"{E0}.huggingface.lmiImage: must be an ECR image pinned by a tag other than 'latest'",
+    ),
+    "no LMI image in the region": (
+        stack(huggingface_endpoint(), region=NO_LMI_REGION),
+        f"{E0}.huggingface.lmiImage: no pinned LMI image for '{NO_LMI_REGION}' in catalog/sagemaker_lmi.yaml",
+    ),
     "LMI image from another region": (
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": FACTS.lmi.image("us-east-1")})),
-        f"{E0}.huggingface.lmiImage: '{FACTS.lmi.image('us-east-1')}' is in us-east-1"),
-    "source block missing": (stack(jumpstart_endpoint(source="huggingface")), f"{E0}.huggingface: required when source is huggingface"),
-    "duplicate endpoint name": (stack(jumpstart_endpoint(), huggingface_endpoint(name="nemotron-js")),
-                                "sagemaker.endpoints[1].name: endpoint name 'nemotron-js' is used twice"),
-    "name too long for derived names": (stack(jumpstart_endpoint(name="n" * 48)), f"{E0}.name: must be an endpoint name"),
-    "volume size on NVMe-only storage": (stack(huggingface_endpoint(instanceType="ml.p4d.24xlarge", volumeSizeGb=512)),
-                                         f"{E0}.volumeSizeGb: ml.p4d.24xlarge has local NVMe storage only"),
+        f"{E0}.huggingface.lmiImage: '{FACTS.lmi.image('us-east-1')}' is in us-east-1",
+    ),
+    "source block missing": (
+        stack(jumpstart_endpoint(source="huggingface")),
+        f"{E0}.huggingface: required when source is huggingface",
+    ),
+    "duplicate endpoint name": (
+        stack(jumpstart_endpoint(), huggingface_endpoint(name="nemotron-js")),
+        "sagemaker.endpoints[1].name: endpoint name 'nemotron-js' is used twice",
+    ),
+    "name too long for derived names": (
+        stack(jumpstart_endpoint(name="n" * 48)),
+        f"{E0}.name: must be an endpoint name",
+    ),
+    "volume size on NVMe-only storage": (
+        stack(huggingface_endpoint(instanceType="ml.p4d.24xlarge", volumeSizeGb=512)),
+        f"{E0}.volumeSizeGb: ml.p4d.24xlarge has local NVMe storage only",
+    ),
     "volume key on NVMe-only storage without capture": (
-        stack(huggingface_endpoint(kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab")),
-        f"{E0}.kmsKeyArn: ml.p5.48xlarge storage is hardware-encrypted NVMe, where SageMaker rejects a volume key"),
-    "linear step below the API's 10%": (stack(jumpstart_endpoint(deployment={"type": "LINEAR", "linearStepSize": 5})),
-                                        f"{E0}.deployment.linearStepSize: Input should be greater than or equal to 10"),
+        stack(
+            huggingface_endpoint(
+                kmsKeyArn="arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+            )
+        ),
+        f"{E0}.kmsKeyArn: ml.p5.48xlarge storage is hardware-encrypted NVMe, where SageMaker rejects a volume key",
+    ),
+    "linear step below the API's 10%": (
+        stack(jumpstart_endpoint(deployment={"type": "LINEAR", "linearStepSize": 5})),
+        f"{E0}.deployment.linearStepSize: Input should be greater than or equal to 10",
+    ),
     "execution timeout above the provider's 14400 s": (
         stack(jumpstart_endpoint(deployment={"maximumExecutionTimeoutSeconds": 20000})),
-        f"{E0}.deployment.maximumExecutionTimeoutSeconds: Input should be less than or equal to 14400"),
+        f"{E0}.deployment.maximumExecutionTimeoutSeconds: Input should be less than or equal to 14400",
+    ),
     "bake shorter than the alarm window": (
         stack(huggingface_endpoint(deployment={"waitIntervalSeconds": 120})),
         f"{E0}.deployment.waitIntervalSeconds: 120 s of baking is shorter than the rollback alarms' window "
-        "(periodSeconds 60 x evaluationPeriods 3 = 180 s)"),
+        "(periodSeconds 60 x evaluationPeriods 3 = 180 s)",
+    ),
     "instance type changed under autoscaling": (
         stack(huggingface_endpoint(instanceType="ml.p5en.48xlarge", autoscaling=autoscaling("ml.p5.48xlarge"))),
         f"{E0}.autoscaling.instanceType: autoscaling is registered for ml.p5.48xlarge, the endpoint asks for "
-        "ml.p5en.48xlarge"),
+        "ml.p5en.48xlarge",
+    ),
     "unverified spec without the opt-in": (
         stack(jumpstart_endpoint(), allowUnverifiedSpecs=False),
         f"{E0}.jumpstart: spec community_models/{PUBLIC_ID}/specs_v1.0.0.json was not fetched from the JumpStart "
-        "content bucket"),
+        "content bucket",
+    ),
     "canary waits beyond the provider's 60 minutes": (
         stack(jumpstart_endpoint(deployment={"type": "CANARY"})),
         f"{E0}.deployment: a blue/green update can take 600 s provisioning (estimate) + 1200 s model download timeout "
-        "+ 1200 s startup health-check timeout + 600 s of bakes + 300 s termination wait = 3900 s"),
+        "+ 1200 s startup health-check timeout + 600 s of bakes + 300 s termination wait = 3900 s",
+    ),
     "BF16 beyond a 48 GB GPU": (
         stack(huggingface_endpoint(instanceType="ml.g6e.2xlarge", huggingface={"repo": BF16})),
-        f"{E0}.instanceType: {BF16} (bf16, ~60 GB of weights) does not fit ml.g6e.2xlarge"),
+        f"{E0}.instanceType: {BF16} (bf16, ~60 GB of weights) does not fit ml.g6e.2xlarge",
+    ),
     "no region": (stack(jumpstart_endpoint(), region=None), "sagemaker.region: no region for the SageMaker endpoints"),
-    "snapshot directory missing": (stack(jumpstart_endpoint(), snapshotDir="catalog/jumpstart-nope"),
-                                   "sagemaker.snapshotDir: 'catalog/jumpstart-nope' is not a directory of the project"),
-    "canary above half the fleet": (stack(jumpstart_endpoint(deployment={"canarySize": 60})),
-                                    f"{E0}.deployment.canarySize: Input should be less than or equal to 50"),
+    "snapshot directory missing": (
+        stack(jumpstart_endpoint(), snapshotDir="catalog/jumpstart-nope"),
+        "sagemaker.snapshotDir: 'catalog/jumpstart-nope' is not a directory of the project",
+    ),
+    "canary above half the fleet": (
+        stack(jumpstart_endpoint(deployment={"canarySize": 60})),
+        f"{E0}.deployment.canarySize: Input should be less than or equal to 50",
+    ),
 }
 
 
 @pytest.fixture(autouse=True)
 def no_bucket_overrides(monkeypatch):
-    for name in (jumpstart.MANIFEST_DIR_OVERRIDE, jumpstart.SPECS_DIR_OVERRIDE, jumpstart.CONTENT_BUCKET_OVERRIDE,
-                 jumpstart.GATED_BUCKET_OVERRIDE, jumpstart.MODEL_BUCKET_OVERRIDE):
+    for name in (
+        jumpstart.MANIFEST_DIR_OVERRIDE,
+        jumpstart.SPECS_DIR_OVERRIDE,
+        jumpstart.CONTENT_BUCKET_OVERRIDE,
+        jumpstart.GATED_BUCKET_OVERRIDE,
+        jumpstart.MODEL_BUCKET_OVERRIDE,
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -130,17 +198,31 @@ def test_every_bad_endpoint_is_reported_at_once():
 
 def test_bad_sagemaker_config_stops_the_program_before_any_resource():
     with pytest.raises(ConfigError, match=r"^sagemaker\.endpoints\[0\]\.autoscaling\.minCapacity"):
-        run_config({**BASE_CONFIG, "sagemaker": stack(jumpstart_endpoint(
-            autoscaling=autoscaling("ml.g6e.12xlarge", minCapacity=5, maxCapacity=2)))["sagemaker"]})
+        run_config(
+            {
+                **BASE_CONFIG,
+                "sagemaker": stack(
+                    jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", minCapacity=5, maxCapacity=2))
+                )["sagemaker"],
+            }
+        )
     assert run_program.last_monitor.recorded == []
 
 
 def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
     (planned,) = plan(stack(jumpstart_endpoint(initialInstanceCount=2, dataCapture={"enabled": True})))
     assert planned.endpoint == ServingEndpoint(
-        id="nemotron-js", kind="sagemaker", servedModelName=PUBLIC_ID,
-        url=f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/nemotron-js/invocations", gpus=8,
-        region=REGION, variant="AllTraffic", instanceType="ml.g6e.12xlarge", instanceCount=2, costPerHourUsd=26.2316)
+        id="nemotron-js",
+        kind="sagemaker",
+        servedModelName=PUBLIC_ID,
+        url=f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/nemotron-js/invocations",
+        gpus=8,
+        region=REGION,
+        variant="AllTraffic",
+        instanceType="ml.g6e.12xlarge",
+        instanceCount=2,
+        costPerHourUsd=26.2316,
+    )
     variant = planned.variant
     assert (variant.model_data_download_timeout, variant.container_startup_health_check_timeout) == (1200, 1200)
     # g6e has local NVMe only: the spec's 256 GB volume is dropped (SDK volume_size_supported)
@@ -152,9 +234,14 @@ def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
 
 
 def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_defaults():
-    raw = stack(huggingface_endpoint(instanceType="ml.p5en.48xlarge", timeouts={"containerStartupHealthCheck": 2100},
-                                     huggingface={"repo": NVFP4, "options": {"OPTION_MAX_MODEL_LEN": "131072"}}),
-                region=None)
+    raw = stack(
+        huggingface_endpoint(
+            instanceType="ml.p5en.48xlarge",
+            timeouts={"containerStartupHealthCheck": 2100},
+            huggingface={"repo": NVFP4, "options": {"OPTION_MAX_MODEL_LEN": "131072"}},
+        ),
+        region=None,
+    )
     (planned,) = plan(raw, default_region="us-east-1")  # sagemaker.region unset: the stack's aws:region
     assert planned.container.image == FACTS.lmi.image("us-east-1")
     assert planned.container.image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:")
@@ -163,7 +250,10 @@ def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_default
     assert environment["OPTION_MAX_MODEL_LEN"] == "131072"
     assert "HF_TOKEN" not in environment
     # nothing comes from S3: no model-data download timeout; the health check covers the Hub download
-    assert (planned.variant.model_data_download_timeout, planned.variant.container_startup_health_check_timeout) == (None, 2100)
+    assert (planned.variant.model_data_download_timeout, planned.variant.container_startup_health_check_timeout) == (
+        None,
+        2100,
+    )
     assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
     assert (planned.endpoint.gpus, planned.endpoint.costPerHourUsd, planned.endpoint.region) == (8, None, "us-east-1")
 

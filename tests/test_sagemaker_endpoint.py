@@ -1,5 +1,6 @@
 """The SageMakerEndpoint component under mocks (preview=False): the exact inputs and options of every resource
 it registers, for a JumpStart endpoint with data capture and a Hugging Face endpoint sending the token."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,17 @@ from sagemaker_helpers import (
 from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
 ENDPOINT_TYPES = {
-    "aws:kms/key:Key", "aws:s3/bucket:Bucket", "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "aws:iam/role:Role", "aws:iam/rolePolicy:RolePolicy",
-    "aws:sagemaker/model:Model", "aws:sagemaker/endpointConfiguration:EndpointConfiguration",
-    "aws:cloudwatch/metricAlarm:MetricAlarm", "aws:sagemaker/endpoint:Endpoint", "aws:appautoscaling/target:Target",
+    "aws:kms/key:Key",
+    "aws:s3/bucket:Bucket",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+    "aws:iam/role:Role",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:sagemaker/model:Model",
+    "aws:sagemaker/endpointConfiguration:EndpointConfiguration",
+    "aws:cloudwatch/metricAlarm:MetricAlarm",
+    "aws:sagemaker/endpoint:Endpoint",
+    "aws:appautoscaling/target:Target",
     "aws:appautoscaling/policy:Policy",
 }
 ARTIFACTS = f"jumpstart-cache-prod-{REGION}/huggingface-reasoning/{PUBLIC_ID}/artifacts/inference-prepack/v1.0.0/"
@@ -32,9 +40,12 @@ ARTIFACTS = f"jumpstart-cache-prod-{REGION}/huggingface-reasoning/{PUBLIC_ID}/ar
 
 @pytest.fixture(scope="module")
 def run():
-    return record(stack(jumpstart_endpoint(dataCapture={"enabled": True, "samplingPercentage": 20}),
-                        huggingface_endpoint(instanceType="ml.p4d.24xlarge",
-                                             huggingface={"repo": NVFP4, "sendHfToken": True})))
+    return record(
+        stack(
+            jumpstart_endpoint(dataCapture={"enabled": True, "samplingPercentage": 20}),
+            huggingface_endpoint(instanceType="ml.p4d.24xlarge", huggingface={"repo": NVFP4, "sendHfToken": True}),
+        )
+    )
 
 
 def statements(run, name, policy="role-policy"):
@@ -43,8 +54,10 @@ def statements(run, name, policy="role-policy"):
 
 def test_children_are_named_by_role_and_parented_to_the_component(run):
     children = [r for r in run.resources if r.custom]
-    assert {r.parent for r in children} == {"nemotron:aws:SageMakerEndpoint::nemotron-js",
-                                            "nemotron:aws:SageMakerEndpoint::nemotron-hf"}
+    assert {r.parent for r in children} == {
+        "nemotron:aws:SageMakerEndpoint::nemotron-js",
+        "nemotron:aws:SageMakerEndpoint::nemotron-hf",
+    }
     assert all(r.name.startswith(r.parent.rsplit("::", 1)[1] + "-") for r in children)
     js = {r.type for r in children if r.parent.endswith("::nemotron-js")}
     assert js == ENDPOINT_TYPES
@@ -55,8 +68,10 @@ def test_children_are_named_by_role_and_parented_to_the_component(run):
 def test_trust_policy_is_limited_to_this_account_and_region(run):
     (statement,) = json.loads(inputs(run, "nemotron-js-role")["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
-    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": MOCK_ACCOUNT},
-                                      "ArnLike": {"aws:SourceArn": f"arn:aws:sagemaker:{REGION}:{MOCK_ACCOUNT}:*"}}
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": MOCK_ACCOUNT},
+        "ArnLike": {"aws:SourceArn": f"arn:aws:sagemaker:{REGION}:{MOCK_ACCOUNT}:*"},
+    }
 
 
 def test_execution_role_is_least_privilege(run):
@@ -75,8 +90,10 @@ def test_rollback_can_read_exactly_its_alarms(run):
     (statement,) = statements(run, "nemotron-js", "rollback-policy").values()
     assert statement["Action"] == "cloudwatch:DescribeAlarms"
     # the alarms' own ARNs (outputs; the mock issues them in its region)
-    assert statement["Resource"] == [f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:metricalarm/nemotron-js-{alarm}"
-                                     for alarm in ("5xx", "p99-latency")]
+    assert statement["Resource"] == [
+        f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:metricalarm/nemotron-js-{alarm}"
+        for alarm in ("5xx", "p99-latency")
+    ]
     endpoint = run.named("nemotron-js-endpoint")
     assert any(d.endswith("::nemotron-js-rollback-policy") for d in endpoint.depends_on)
 
@@ -101,8 +118,9 @@ def test_captured_data_and_its_key_are_retained_and_one_per_bucket_settings_repl
 def test_jumpstart_model_is_the_resolved_container_tagged_with_its_provenance(run):
     model = inputs(run, "nemotron-js-model")
     container = model["primaryContainer"]
-    assert container["modelDataSource"] == {"s3DataSources": [
-        {"s3Uri": f"s3://{ARTIFACTS}", "s3DataType": "S3Prefix", "compressionType": "None"}]}
+    assert container["modelDataSource"] == {
+        "s3DataSources": [{"s3Uri": f"s3://{ARTIFACTS}", "s3DataType": "S3Prefix", "compressionType": "None"}]
+    }
     assert model["enableNetworkIsolation"] is True
     assert model["region"] == REGION
     assert model["tags"]["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
@@ -138,19 +156,34 @@ def test_endpoint_deploys_blue_green_and_rolls_back_on_new_fleet_alarms(run):
     assert (endpoint["name"], endpoint["endpointConfigName"]) == ("nemotron-js", "nemotron-js-config")
     assert endpoint["deploymentConfig"]["blueGreenUpdatePolicy"] == {
         "trafficRoutingConfiguration": {"type": "ALL_AT_ONCE", "waitIntervalInSeconds": 300},
-        "terminationWaitInSeconds": 300, "maximumExecutionTimeoutInSeconds": 3600}
-    hf_routing = inputs(run, "nemotron-hf-endpoint")["deploymentConfig"]["blueGreenUpdatePolicy"]["trafficRoutingConfiguration"]
-    assert hf_routing == {"type": "CANARY", "waitIntervalInSeconds": 300, "canarySize": {"type": "CAPACITY_PERCENT", "value": 10}}
+        "terminationWaitInSeconds": 300,
+        "maximumExecutionTimeoutInSeconds": 3600,
+    }
+    hf_routing = inputs(run, "nemotron-hf-endpoint")["deploymentConfig"]["blueGreenUpdatePolicy"][
+        "trafficRoutingConfiguration"
+    ]
+    assert hf_routing == {
+        "type": "CANARY",
+        "waitIntervalInSeconds": 300,
+        "canarySize": {"type": "CAPACITY_PERCENT", "value": 10},
+    }
     alarms = endpoint["deploymentConfig"]["autoRollbackConfiguration"]["alarms"]
     assert alarms == [{"alarmName": "nemotron-js-5xx"}, {"alarmName": "nemotron-js-p99-latency"}]
     for alarm in (inputs(run, "nemotron-js-5xx"), inputs(run, "nemotron-js-p99-latency")):
-        assert alarm["dimensions"] == {"EndpointName": "nemotron-js", "VariantName": "AllTraffic",
-                                       "EndpointConfigName": "nemotron-js-config"}
+        assert alarm["dimensions"] == {
+            "EndpointName": "nemotron-js",
+            "VariantName": "AllTraffic",
+            "EndpointConfigName": "nemotron-js-config",
+        }
 
 
 def test_autoscaling_tracks_invocations_and_can_be_switched_off():
     target = inputs(record(stack(jumpstart_endpoint())), "nemotron-js-scaling-target")
-    assert (target["resourceId"], target["minCapacity"], target["maxCapacity"]) == ("endpoint/nemotron-js/variant/AllTraffic", 1, 4)
+    assert (target["resourceId"], target["minCapacity"], target["maxCapacity"]) == (
+        "endpoint/nemotron-js/variant/AllTraffic",
+        1,
+        4,
+    )
     off = record(stack(jumpstart_endpoint(autoscaling=autoscaling("ml.g6e.12xlarge", enabled=False))))
     assert not off.of_type("aws:appautoscaling/target:Target")
     assert not off.of_type("aws:appautoscaling/policy:Policy")

@@ -1,5 +1,6 @@
 """GPU-memory fit per instance type and precision, the pinned LMI's vLLM against the checkpoint's minimum, and
 the wait budget against the provider's fixed 60-minute InService wait: each derived from the data."""
+
 from __future__ import annotations
 
 import itertools
@@ -54,10 +55,15 @@ def test_the_pinned_lmi_bundles_a_vllm_each_checkpoint_supports():
         check_vllm(name, repo, old, "sagemaker.endpoints[0].huggingface.repo")
 
 
-@pytest.mark.parametrize(("deployment", "steps"), [
-    ({"type": "ALL_AT_ONCE"}, 1), ({"type": "CANARY"}, 2), ({"type": "LINEAR", "linearStepSize": 50}, 2),
-    ({"type": "LINEAR", "linearStepSize": 34}, 3),
-])
+@pytest.mark.parametrize(
+    ("deployment", "steps"),
+    [
+        ({"type": "ALL_AT_ONCE"}, 1),
+        ({"type": "CANARY"}, 2),
+        ({"type": "LINEAR", "linearStepSize": 50}, 2),
+        ({"type": "LINEAR", "linearStepSize": 34}, 3),
+    ],
+)
 def test_the_update_budget_is_provisioning_startup_bakes_and_termination(deployment, steps):
     (planned,) = plan(stack(huggingface_endpoint(deployment=deployment)))
     waits, variant = planned.waits, planned.variant
@@ -66,16 +72,31 @@ def test_the_update_budget_is_provisioning_startup_bakes_and_termination(deploym
     assert waits.update_seconds == waits.create_seconds + steps * 300 + 300 <= PROVIDER_INSERVICE_WAIT_SECONDS
 
 
-@pytest.mark.parametrize(("endpoint", "key", "message"), [
-    (huggingface_endpoint(timeouts={"containerStartupHealthCheck": 3600}), "timeouts",
-     "a create can take 600 s provisioning (estimate) + 3600 s startup health-check timeout = 4200 s"),
-    (huggingface_endpoint(deployment={"maximumExecutionTimeoutSeconds": 7200}),
-     "deployment.maximumExecutionTimeoutSeconds", "7200 s outlasts the provider's fixed 3600 s InService wait"),
-    (huggingface_endpoint(deployment={"maximumExecutionTimeoutSeconds": 1800}),
-     "deployment.maximumExecutionTimeoutSeconds", "1800 s is shorter than the worst-case update (3300 s)"),
-    (jumpstart_endpoint(deployment={"type": "LINEAR", "linearStepSize": 10}), "deployment",
-     "a blue/green update can take 600 s provisioning (estimate) + 1200 s model download timeout"),
-])
+@pytest.mark.parametrize(
+    ("endpoint", "key", "message"),
+    [
+        (
+            huggingface_endpoint(timeouts={"containerStartupHealthCheck": 3600}),
+            "timeouts",
+            "a create can take 600 s provisioning (estimate) + 3600 s startup health-check timeout = 4200 s",
+        ),
+        (
+            huggingface_endpoint(deployment={"maximumExecutionTimeoutSeconds": 7200}),
+            "deployment.maximumExecutionTimeoutSeconds",
+            "7200 s outlasts the provider's fixed 3600 s InService wait",
+        ),
+        (
+            huggingface_endpoint(deployment={"maximumExecutionTimeoutSeconds": 1800}),
+            "deployment.maximumExecutionTimeoutSeconds",
+            "1800 s is shorter than the worst-case update (3300 s)",
+        ),
+        (
+            jumpstart_endpoint(deployment={"type": "LINEAR", "linearStepSize": 10}),
+            "deployment",
+            "a blue/green update can take 600 s provisioning (estimate) + 1200 s model download timeout",
+        ),
+    ],
+)
 def test_waits_that_do_not_fit_name_their_key(endpoint, key, message):
     with pytest.raises(ConfigError) as raised:
         plan(stack(endpoint))
@@ -84,7 +105,12 @@ def test_waits_that_do_not_fit_name_their_key(endpoint, key, message):
 
 def test_a_disabled_autoscaling_lets_the_instance_type_change():
     """Step 1 of the documented procedure: with autoscaling off the pin does not apply."""
-    (planned,) = plan(stack(huggingface_endpoint(instanceType="ml.p5en.48xlarge",
-                                                 autoscaling=autoscaling("ml.p5.48xlarge", enabled=False))))
+    (planned,) = plan(
+        stack(
+            huggingface_endpoint(
+                instanceType="ml.p5en.48xlarge", autoscaling=autoscaling("ml.p5.48xlarge", enabled=False)
+            )
+        )
+    )
     assert not planned.scaling.enabled
     assert planned.variant.instance_type == "ml.p5en.48xlarge"

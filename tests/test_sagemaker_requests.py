@@ -1,6 +1,7 @@
 """Every request the SageMaker endpoint makes passes botocore's parameter validation and the service model's
 constraints, for every instance type the data offers and for the committed prod stack; and the storage rules
 hold per instance type (local NVMe: neither VolumeSizeInGB nor KmsKeyId), independent of moto."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,16 @@ from sagemaker_requests import Request, requests_of, validation_errors
 from stack_helpers import rendered_stack
 
 INSTANCE_TYPES = sorted(FACTS.sagemaker_instances)
-OPERATIONS = {"CreateRole", "PutRolePolicy", "CreateModel", "CreateEndpointConfig", "PutMetricAlarm", "CreateEndpoint",
-              "RegisterScalableTarget", "PutScalingPolicy"}
+OPERATIONS = {
+    "CreateRole",
+    "PutRolePolicy",
+    "CreateModel",
+    "CreateEndpointConfig",
+    "PutMetricAlarm",
+    "CreateEndpoint",
+    "RegisterScalableTarget",
+    "PutScalingPolicy",
+}
 SAGEMAKER_ENDPOINT = "nemotron:aws:SageMakerEndpoint"
 
 
@@ -44,16 +53,22 @@ def test_every_instance_type_gets_valid_requests_and_its_storage_rule(instance_t
     assert config["DataCaptureConfig"]["KmsKeyId"]  # captured data is encrypted whatever the instance storage
 
 
-@pytest.mark.parametrize("deployment", [{"type": "CANARY"}, {"type": "LINEAR", "linearStepSize": 50}, {"type": "ALL_AT_ONCE"}])
+@pytest.mark.parametrize(
+    "deployment", [{"type": "CANARY"}, {"type": "LINEAR", "linearStepSize": 50}, {"type": "ALL_AT_ONCE"}]
+)
 def test_every_traffic_routing_shape_is_valid(deployment):
     assert_valid(requests_of(record(stack(huggingface_endpoint(deployment=deployment))), "nemotron-hf"))
 
 
 def test_a_gated_jumpstart_model_with_a_draft_is_valid():
-    raw = stack(jumpstart_endpoint(jumpstart={"modelId": GATED_ID, "version": "2.1.0", "acceptEula": True},
-                                   instanceType="ml.p5en.48xlarge",
-                                   timeouts={"modelDataDownload": 600, "containerStartupHealthCheck": 1200}),
-                snapshotDir="tests/data/jumpstart")
+    raw = stack(
+        jumpstart_endpoint(
+            jumpstart={"modelId": GATED_ID, "version": "2.1.0", "acceptEula": True},
+            instanceType="ml.p5en.48xlarge",
+            timeouts={"modelDataDownload": 600, "containerStartupHealthCheck": 1200},
+        ),
+        snapshotDir="tests/data/jumpstart",
+    )
     requests = requests_of(record(raw), "nemotron-js")
     assert_valid(requests)
     (model,) = [r.params for r in requests if r.operation == "CreateModel"]
@@ -62,13 +77,24 @@ def test_a_gated_jumpstart_model_with_a_draft_is_valid():
 
 def test_the_validation_catches_what_the_api_refuses():
     """Not a stand-in: an instance type, an AMI version or a timeout the API refuses fail validation."""
-    (good,) = [r for r in requests_of(record(stack(huggingface_endpoint())), "nemotron-hf")
-               if r.operation == "CreateEndpointConfig"]
+    (good,) = [
+        r
+        for r in requests_of(record(stack(huggingface_endpoint())), "nemotron-hf")
+        if r.operation == "CreateEndpointConfig"
+    ]
     variant = good.params["ProductionVariants"][0]
-    for field, bad in (("InstanceType", "ml.p5.96xlarge"), ("InferenceAmiVersion", "al2023-gpu-5"),
-                       ("ContainerStartupHealthCheckTimeoutInSeconds", 7200), ("VolumeSizeInGB", "256")):
-        broken = Request(good.resource, good.service, good.operation,
-                         {**good.params, "ProductionVariants": [{**variant, field: bad}]})
+    for field, bad in (
+        ("InstanceType", "ml.p5.96xlarge"),
+        ("InferenceAmiVersion", "al2023-gpu-5"),
+        ("ContainerStartupHealthCheckTimeoutInSeconds", 7200),
+        ("VolumeSizeInGB", "256"),
+    ):
+        broken = Request(
+            good.resource,
+            good.service,
+            good.operation,
+            {**good.params, "ProductionVariants": [{**variant, field: bad}]},
+        )
         assert validation_errors(broken), field
 
 

@@ -5,6 +5,7 @@ botocore validates each request before moto sees it; moto then checks what it im
 role, the config an endpoint names). The AWS rules moto does not enforce (local-NVMe storage, API ranges) are
 tests/test_sagemaker_requests.py's subject, per instance type.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,15 @@ from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
 CASES = {
     "public-g6e-capture": stack(jumpstart_endpoint(dataCapture={"enabled": True})),
-    "gated-p5en-draft": stack(jumpstart_endpoint(jumpstart={"modelId": GATED_ID, "version": "2.1.0", "acceptEula": True},
-                                                 instanceType="ml.p5en.48xlarge",
-                                                 deployment={"type": "LINEAR", "linearStepSize": 50},
-                                                 timeouts={"modelDataDownload": 600, "containerStartupHealthCheck": 1200}),
-                              snapshotDir="tests/data/jumpstart"),
+    "gated-p5en-draft": stack(
+        jumpstart_endpoint(
+            jumpstart={"modelId": GATED_ID, "version": "2.1.0", "acceptEula": True},
+            instanceType="ml.p5en.48xlarge",
+            deployment={"type": "LINEAR", "linearStepSize": 50},
+            timeouts={"modelDataDownload": 600, "containerStartupHealthCheck": 1200},
+        ),
+        snapshotDir="tests/data/jumpstart",
+    ),
     "huggingface-p5-token": stack(huggingface_endpoint(huggingface={"repo": NVFP4, "sendHfToken": True})),
 }
 
@@ -57,8 +62,13 @@ def current_gpu_instances_allowed(monkeypatch):
 
 @pytest.fixture
 def aws(current_gpu_instances_allowed, monkeypatch):
-    for name in (jumpstart.CONTENT_BUCKET_OVERRIDE, jumpstart.GATED_BUCKET_OVERRIDE, jumpstart.MODEL_BUCKET_OVERRIDE,
-                 jumpstart.MANIFEST_DIR_OVERRIDE, jumpstart.SPECS_DIR_OVERRIDE):
+    for name in (
+        jumpstart.CONTENT_BUCKET_OVERRIDE,
+        jumpstart.GATED_BUCKET_OVERRIDE,
+        jumpstart.MODEL_BUCKET_OVERRIDE,
+        jumpstart.MANIFEST_DIR_OVERRIDE,
+        jumpstart.SPECS_DIR_OVERRIDE,
+    ):
         monkeypatch.delenv(name, raising=False)
     with mock_aws():
         yield boto3.session.Session(region_name=REGION)
@@ -115,7 +125,12 @@ def test_component_resources_deploy_through_every_request_shape(aws, case):
 
     alarms = {a["MetricName"]: a for a in cloudwatch.describe_alarms()["MetricAlarms"]}
     assert set(alarms) == {"Invocation5XXErrors", "ModelLatency"}
-    assert all({d["Name"]: d["Value"] for d in a["Dimensions"]} == {
-        "EndpointName": name, "VariantName": "AllTraffic", "EndpointConfigName": f"{name}-config"} for a in alarms.values())
-    policy = aws.client("application-autoscaling").describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"][0]
+    assert all(
+        {d["Name"]: d["Value"] for d in a["Dimensions"]}
+        == {"EndpointName": name, "VariantName": "AllTraffic", "EndpointConfigName": f"{name}-config"}
+        for a in alarms.values()
+    )
+    policy = aws.client("application-autoscaling").describe_scaling_policies(ServiceNamespace="sagemaker")[
+        "ScalingPolicies"
+    ][0]
     assert policy["ResourceId"] == f"endpoint/{name}/variant/AllTraffic"

@@ -1,6 +1,7 @@
 """The instance storage data: per instance type, stated with its source, consistent with the SageMaker SDK's
 rule, with the EC2 facts of the same hardware and with botocore's list of endpoint instance types; a data
 file that contradicts its rule is refused; the policy pack's copy of the local-storage list is the data's."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,9 @@ from serving_stack.facts.sagemaker import load_instances_file
 INSTANCES = load_instances_file()
 RULE = INSTANCES.storageRule
 ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
-ENDPOINT_INSTANCE_TYPES = set(botocore.session.get_session().get_service_model("sagemaker")
-                              .shape_for("ProductionVariantInstanceType").enum)
+ENDPOINT_INSTANCE_TYPES = set(
+    botocore.session.get_session().get_service_model("sagemaker").shape_for("ProductionVariantInstanceType").enum
+)
 
 
 @pytest.mark.parametrize("instance_type", sorted(INSTANCES.instances))
@@ -37,10 +39,24 @@ def test_storage_per_instance_type_follows_its_sources(instance_type):
         assert ec2.nvmeDisks * ec2.nvmeDiskGB == instance.localNvmeGb
 
 
-@pytest.mark.parametrize(("family", "nvme"), [
-    ("g5", True), ("g6", True), ("g6e", True), ("p5", True), ("p5e", True), ("p5en", True), ("trn1", True),
-    ("p4d", True), ("c5d", True), ("g4dn", True), ("p6-b200", False), ("m5", False), ("p3", False),
-])
+@pytest.mark.parametrize(
+    ("family", "nvme"),
+    [
+        ("g5", True),
+        ("g6", True),
+        ("g6e", True),
+        ("p5", True),
+        ("p5e", True),
+        ("p5en", True),
+        ("trn1", True),
+        ("p4d", True),
+        ("c5d", True),
+        ("g4dn", True),
+        ("p6-b200", False),
+        ("m5", False),
+        ("p3", False),
+    ],
+)
 def test_the_recorded_rule_is_the_sdks(family, nvme):
     """The SDK's own cases (JUMPSTART-FACTS.md corrections); p6-b200 is the data's stricter addition."""
     assert RULE.says_nvme(f"ml.{family}.2xlarge") is nvme
@@ -67,8 +83,19 @@ def test_the_policy_packs_local_storage_families_agree_with_the_data():
 
 def test_the_policy_exempts_local_storage_variants_from_the_volume_key_only():
     def config(instance_type):
-        return resource(ENDPOINT_CONFIG, {"productionVariants": [{"variantName": "AllTraffic", "instanceType": instance_type}]},
-                        name="endpoint-config")
-    assert check_stack("data-protection", [config(next(n for n, i in INSTANCES.instances.items() if i.storage == "nvme"))], stack="prod") == []
+        return resource(
+            ENDPOINT_CONFIG,
+            {"productionVariants": [{"variantName": "AllTraffic", "instanceType": instance_type}]},
+            name="endpoint-config",
+        )
+
+    assert (
+        check_stack(
+            "data-protection",
+            [config(next(n for n, i in INSTANCES.instances.items() if i.storage == "nvme"))],
+            stack="prod",
+        )
+        == []
+    )
     (problem,) = check_stack("data-protection", [config("ml.m5.xlarge")], stack="prod")
     assert "has no kmsKeyArn" in problem[0]

@@ -1,16 +1,16 @@
 """Every rendered object validates: built-in kinds with kubernetes-validate in strict mode, custom kinds
 (DynamoGraphDeployment, monitoring.coreos.com) against the CRDs vendored under schemas/crds/, strictly."""
+
 from __future__ import annotations
 
-import jsonschema
+import crd_schemas
 import kubernetes_validate
 import pytest
-
-from tools.mock_runtime import plain_numbers
-from serving_stack.facts.catalog import load_catalog
-from tools.render import kubernetes_objects
-import crd_schemas
 from stack_helpers import DGD_TYPE, all_targets_config, rendered_stack, run_config
+
+from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import plain_numbers
+from tools.render import kubernetes_objects
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -34,15 +34,23 @@ def test_every_dgd_matches_the_crd_schema(all_targets_objects):
 
 
 def test_schema_check_catches_a_bad_dgd():
-    bad = {"apiVersion": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment", "metadata": {"name": "x"},
-           "spec": {"components": [{"name": "Frontend", "type": "gateway"}]}}
+    bad = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "x"},
+        "spec": {"components": [{"name": "Frontend", "type": "gateway"}]},
+    }
     assert any("gateway" in error for error in crd_schemas.errors(bad))
 
 
 @pytest.mark.parametrize("source", ["all-targets", "dev", "prod"])
 def test_every_object_validates_strictly(source, all_targets_objects):
     objects = all_targets_objects if source == "all-targets" else _objects_of(source)
-    custom = [o for o in objects if "." in o["apiVersion"].split("/")[0] and not o["apiVersion"].split("/")[0].endswith("k8s.io")]
+    custom = [
+        o
+        for o in objects
+        if "." in o["apiVersion"].split("/")[0] and not o["apiVersion"].split("/")[0].endswith("k8s.io")
+    ]
     builtin = [o for o in objects if o not in custom]
     assert {"Namespace", "PersistentVolumeClaim", "Job", "ConfigMap"} <= {o["kind"] for o in builtin}
     for obj in builtin:
@@ -60,5 +68,7 @@ def test_strict_validation_rejects_an_unknown_field():
 
 def test_dgds_in_committed_stacks_are_v1beta1():
     for stack in ("dev", "prod"):
-        kinds = {(r.inputs["apiVersion"], r.inputs["kind"]) for r in rendered_stack(stack).resources if r.type == DGD_TYPE}
+        kinds = {
+            (r.inputs["apiVersion"], r.inputs["kind"]) for r in rendered_stack(stack).resources if r.type == DGD_TYPE
+        }
         assert kinds == {("nvidia.com/v1beta1", "DynamoGraphDeployment")}

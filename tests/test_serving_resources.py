@@ -1,4 +1,5 @@
 """What the committed dev and prod stacks register on the Kubernetes side, value by value."""
+
 from __future__ import annotations
 
 import base64
@@ -7,13 +8,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from sagemaker_helpers import unsecret
+from stack_helpers import (
+    BASE_CONFIG,
+    DGD_TYPE,
+    TEST_SECRETS,
+    assert_rejected_before_any_resource,
+    rendered_stack,
+    run_config,
+)
+
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.model_cache import env_name_tuple
 from serving_stack.plan.targets import effective_replicas, gpus_used
-from stack_helpers import BASE_CONFIG, DGD_TYPE, TEST_SECRETS, assert_rejected_before_any_resource, rendered_stack, run_config
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -24,15 +32,19 @@ def _inputs(stack: str, type_token: str) -> list[dict]:
 
 def _download_jobs(stack: str) -> list[dict]:
     """The stack's Jobs but the smoke tests (docs/operability-programs.md)."""
-    return [r.inputs for r in rendered_stack(stack).resources
-            if r.type == "kubernetes:batch/v1:Job" and not r.parent.startswith("nemotron:kubernetes:Operability::")]
+    return [
+        r.inputs
+        for r in rendered_stack(stack).resources
+        if r.type == "kubernetes:batch/v1:Job" and not r.parent.startswith("nemotron:kubernetes:Operability::")
+    ]
 
 
 def test_dev_is_one_single_gpu_aggregated_target():
     run = rendered_stack("dev")
     (dgd,) = _inputs("dev", DGD_TYPE)
     assert dgd["metadata"] == {
-        "name": "vllm-agg-h100-mtp", "namespace": "nemotron-dev",
+        "name": "vllm-agg-h100-mtp",
+        "namespace": "nemotron-dev",
         "labels": {"app.kubernetes.io/name": "vllm-agg-h100-mtp", "app.kubernetes.io/part-of": "dynamo"},
         "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "4200"},
     }
@@ -52,7 +64,9 @@ def test_prod_endpoints_are_its_targets_with_their_gpus_and_published_figures():
         gpus = gpus_used(recipe, effective_replicas(recipe, TargetConfig(**target)))
         per_gpu = recipe.entry.performance.outputTokensPerSecondPerGpu
         assert endpoints[target["id"]]["gpus"] == gpus
-        assert endpoints[target["id"]]["expectedOutputTokensPerSecond"] == (None if per_gpu is None else round(per_gpu * gpus, 2))
+        assert endpoints[target["id"]]["expectedOutputTokensPerSecond"] == (
+            None if per_gpu is None else round(per_gpu * gpus, 2)
+        )
 
 
 def test_hf_token_secret_and_pull_secret_exist_only_when_configured():
@@ -80,9 +94,11 @@ def test_the_pull_secret_is_built_from_the_ngc_key():
 
 
 def test_a_pull_secret_without_the_key_is_refused_before_any_resource():
-    assert_rejected_before_any_resource({**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}},
-                                        "ngcApiKey: required when dynamo.imagePullSecret is set",
-                                        secrets={"hfToken": "hf_x"})
+    assert_rejected_before_any_resource(
+        {**BASE_CONFIG, "dynamo": {"imagePullSecret": "ngc-registry"}},
+        "ngcApiKey: required when dynamo.imagePullSecret is set",
+        secrets={"hfToken": "hf_x"},
+    )
 
 
 def test_model_cache_pvc_and_download_jobs():
@@ -90,19 +106,27 @@ def test_model_cache_pvc_and_download_jobs():
     upstream's env name, with the script's loop rewritten to it."""
     cache = load_catalog().model_cache
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
-    assert pvc["spec"] == {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1200Gi"}}, "storageClassName": "fsx-lustre",
-                           "volumeName": "fsx-lustre-model-cache"}
+    assert pvc["spec"] == {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": "1200Gi"}},
+        "storageClassName": "fsx-lustre",
+        "volumeName": "fsx-lustre-model-cache",
+    }
     prod_jobs = {job["metadata"]["name"]: job for job in _download_jobs("prod")}
     assert sorted(prod_jobs) == sorted(job.name for job in cache.jobs)
     for job in cache.jobs:
         container = prod_jobs[job.name]["spec"]["template"]["spec"]["containers"][0]
-        assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(job.checkpoints)
+        assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(
+            job.checkpoints
+        )
         assert container["args"] == job.container["args"]
     base = cache.jobs[0].repos[0]
     (job,) = _download_jobs("dev")
     container = job["spec"]["template"]["spec"]["containers"][0]
     upstream_names = {name for upstream in cache.jobs for name, _ in upstream.checkpoints}
-    assert [e for e in container["env"] if e["name"] in upstream_names] == [{"name": cache.env_name_of(base), "value": base}]
+    assert [e for e in container["env"] if e["name"] in upstream_names] == [
+        {"name": cache.env_name_of(base), "value": base}
+    ]
     assert f"for env_name in {env_name_tuple([cache.env_name_of(base)])}:" in container["args"][0]
     assert "envFrom" not in container  # no hfToken in dev: public checkpoints
 
@@ -139,15 +163,23 @@ def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
     assert release["values"]["dynamo-operator"]["upgradeCRD"] is True
     assert release["values"]["global"]["nats"] == {"install": False}
     for dgd in [r for r in rendered_stack("prod").resources if r.type == DGD_TYPE]:
-        jobs = {f"kubernetes:batch/v1:Job::{r.name}" for r in rendered_stack("prod").of_type("kubernetes:batch/v1:Job")
-                if not r.parent.startswith("nemotron:kubernetes:Operability::")}  # the download Jobs
-        assert {"kubernetes:helm.sh/v3:Release::dynamo-release", "kubernetes:batch/v1:Job::model-cache-download"} | jobs <= set(dgd.depends_on)
+        jobs = {
+            f"kubernetes:batch/v1:Job::{r.name}"
+            for r in rendered_stack("prod").of_type("kubernetes:batch/v1:Job")
+            if not r.parent.startswith("nemotron:kubernetes:Operability::")
+        }  # the download Jobs
+        assert {
+            "kubernetes:helm.sh/v3:Release::dynamo-release",
+            "kubernetes:batch/v1:Job::model-cache-download",
+        } | jobs <= set(dgd.depends_on)
 
 
 def test_every_kubernetes_resource_uses_the_explicit_provider():
     """dev: the kubeconfig context named in config; prod: the provider built from the EKS cluster."""
-    for stack, provider_name, parent in (("dev", "kubernetes", "pulumi:pulumi:Stack::nemotron-lightning-dev"),
-                                         ("prod", "eks-kubernetes", "nemotron:aws:EksCluster::eks")):
+    for stack, provider_name, parent in (
+        ("dev", "kubernetes", "pulumi:pulumi:Stack::nemotron-lightning-dev"),
+        ("prod", "eks-kubernetes", "nemotron:aws:EksCluster::eks"),
+    ):
         run = rendered_stack(stack)
         kube = [r for r in run.resources if r.type.startswith("kubernetes:") and r.custom]
         assert kube and {r.provider for r in kube} == {f"pulumi:providers:kubernetes::{provider_name}"}

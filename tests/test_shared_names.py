@@ -1,5 +1,6 @@
 """The policy pack runs outside this repository (CrossGuard loads `policy/` alone), so it keeps copies of
 the names it shares with the stack in `policy/nemotron_policies/names.py`; each copy equals the stack's."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,7 @@
 """A target upstream has not benchmarked: its figures are `unknown` in the catalog, null in the outputs
 contract, n/a in summary.md, its criteria verdict unknown (never a guessed pass), and no alert is set
 relative to a figure that does not exist."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,11 +29,21 @@ def unpublished(recipe: Recipe) -> Recipe:
 def test_the_summary_shows_n_a_for_every_unpublished_figure_and_the_verdict(monkeypatch):
     catalog = load_catalog()
     recipe = unpublished(pick(disaggregated=False))
-    monkeypatch.setattr(tools.summary, "load_catalog",
-                        lambda: Catalog(catalog.data, {**catalog.recipes, recipe.id: recipe}, catalog.model_cache))
-    endpoint = ServingEndpoint(id=recipe.id, kind="dynamo", servedModelName=recipe.served_model_name, url="http://x:8000/v1",
-                               gpus=1, expectedOutputTokensPerSecond=None, expectedTokensPerSecondPerUser=None,
-                               meetsPublishedCriteria=None)
+    monkeypatch.setattr(
+        tools.summary,
+        "load_catalog",
+        lambda: Catalog(catalog.data, {**catalog.recipes, recipe.id: recipe}, catalog.model_cache),
+    )
+    endpoint = ServingEndpoint(
+        id=recipe.id,
+        kind="dynamo",
+        servedModelName=recipe.served_model_name,
+        url="http://x:8000/v1",
+        gpus=1,
+        expectedOutputTokensPerSecond=None,
+        expectedTokensPerSecondPerUser=None,
+        meetsPublishedCriteria=None,
+    )
     run = ProgramRun(resources=[], outputs={"contractVersion": "1.0", "endpoints": [endpoint.model_dump(mode="json")]})
     summary = tools.summary.summary_markdown("test", run)
     assert f"| `{recipe.id}` | dynamo | 1 | n/a | n/a | n/a | n/a | `http://x:8000/v1` |" in summary

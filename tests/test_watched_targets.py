@@ -1,13 +1,14 @@
 """What the alert rules know of a target is read from its DGD as placed: component names, and whether a
 disaggregated target's KV moves over NIXL LIBFABRIC (an EFA pool) or not (InfiniBand: NIXL's default UCX)."""
+
 from __future__ import annotations
 
 import pytest
-
 from aws_helpers import pool
+
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.pinning import place_target
 from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.plan.pinning import place_target
 from serving_stack.plan.watched_targets import watched_target
 
 pytestmark = pytest.mark.catalog_driven

@@ -1,6 +1,7 @@
 """Invariants of .github/workflows that actionlint and zizmor cannot know: the comment workflow listens to
 the PR workflow by its exact name and reads only its artifacts, never the pull request's code; secrets
 and write tokens stay out of anything a fork's code runs; every action is pinned by commit SHA."""
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,9 @@ def test_comment_workflow_follows_the_pr_workflow_and_runs_none_of_its_code() ->
     checks, comment = _load("pull-request.yml"), _load("pr-diff-comment.yml")
     assert comment["on"]["workflow_run"]["workflows"] == [checks["name"]]
     assert not any(step.get("uses", "").startswith("actions/checkout@") for step in _steps(comment))
-    uploaded = next(s for s in checks["jobs"]["diff"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    uploaded = next(
+        s for s in checks["jobs"]["diff"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
+    )
     downloaded = next(s for s in _steps(comment) if s.get("uses", "").startswith("actions/download-artifact@"))
     prefix = downloaded["with"]["pattern"].rstrip("*")
     assert uploaded["with"]["name"].startswith(prefix)

@@ -1,6 +1,7 @@
 """The capacity sections of `summary.md`: the plan `targets: auto` deployed, the cost of 1M output tokens on
 each Dynamo target where it runs, the time a new GPU node takes to serve per pool, and what scales with load.
 Everything comes from the plan the program built (`StackPlan.capacity`), nothing is recomputed here."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -21,13 +22,18 @@ def _cheapest(cost: Optional[TokenCost]) -> str:
 
 
 def _token_cost_rows(costs: tuple[TargetTokenCost, ...]) -> list[str]:
-    lines = ["| target | runs on | $/1M output tokens there | cheapest on-demand | cheapest capacity block | "
-             "meets criteria |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| target | runs on | $/1M output tokens there | cheapest on-demand | cheapest capacity block | "
+        "meets criteria |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for cost in costs:
         meets = {True: "yes", False: "no", None: "n/a"}[cost.cheapest.meets_criteria]
-        lines.append(f"| `{cost.target_id}` | {cost.runs_on} | **{_usd(cost.usd_per_million)}** | "
-                     f"{_cheapest(cost.cheapest.by_capacity_type['on-demand'])} | "
-                     f"{_cheapest(cost.cheapest.by_capacity_type['capacity-block'])} | {meets} |")
+        lines.append(
+            f"| `{cost.target_id}` | {cost.runs_on} | **{_usd(cost.usd_per_million)}** | "
+            f"{_cheapest(cost.cheapest.by_capacity_type['on-demand'])} | "
+            f"{_cheapest(cost.cheapest.by_capacity_type['capacity-block'])} | {meets} |"
+        )
     return lines
 
 
@@ -40,22 +46,30 @@ def _scaling(capacity: StackCapacity) -> list[str]:
     lines: list[str] = []
     if serving is not None:
         how = "installed by the stack" if serving.install_keda else "already running on the cluster"
-        lines += [f"KEDA {serving.keda.version} ({how}) scales each component through its scaling adapter, on the "
-                  "largest of: requests in flight per replica (the measured concurrency), queued requests per "
-                  "replica, TTFT p50 against the SLO. Pulumi ignores the replicas it owns.", "",
-                  "| ScaledObject | replicas | in flight / replica | queued / replica | TTFT p50 (s) |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [
+            f"KEDA {serving.keda.version} ({how}) scales each component through its scaling adapter, on the "
+            "largest of: requests in flight per replica (the measured concurrency), queued requests per "
+            "replica, TTFT p50 against the SLO. Pulumi ignores the replicas it owns.",
+            "",
+            "| ScaledObject | replicas | in flight / replica | queued / replica | TTFT p50 (s) |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for obj in serving.scaled_objects:
             spec = obj["spec"]
-            lines.append(f"| `{obj['metadata']['name']}` | {spec['minReplicaCount']}..{spec['maxReplicaCount']} | "
-                         f"{_trigger(spec, 'inflight-per-replica')} | {_trigger(spec, 'queue-per-replica')} | "
-                         f"{_trigger(spec, 'ttft-p50-vs-slo')} |")
+            lines.append(
+                f"| `{obj['metadata']['name']}` | {spec['minReplicaCount']}..{spec['maxReplicaCount']} | "
+                f"{_trigger(spec, 'inflight-per-replica')} | {_trigger(spec, 'queue-per-replica')} | "
+                f"{_trigger(spec, 'ttft-p50-vs-slo')} |"
+            )
         lines.append("")
     if cluster is not None:
         pools = ", ".join(f"`{pool}`" for pool in cluster.pool_tags) or "none"
-        lines += [f"cluster-autoscaler (chart {cluster.chart.version}, image {cluster.values['image']['tag']}) grows "
-                  f"and shrinks the GPU pools {pools} between their min and max sizes; their Auto Scaling groups carry "
-                  "the node-template tags that let it scale a pool up from zero.", ""]
+        lines += [
+            f"cluster-autoscaler (chart {cluster.chart.version}, image {cluster.values['image']['tag']}) grows "
+            f"and shrinks the GPU pools {pools} between their min and max sizes; their Auto Scaling groups carry "
+            "the node-template tags that let it scale a pool up from zero.",
+            "",
+        ]
     nothing = ["Nothing scales with load (no `autoscaling.targets`, no cluster-autoscaler).", ""]
     return ["## Scaling with load", "", *(lines or nothing)]
 
@@ -64,18 +78,36 @@ def capacity_markdown(capacity: StackCapacity) -> str:
     lines: list[str] = []
     if capacity.auto is not None:
         demand = capacity.auto.demand
-        lines += ["## Capacity plan (`targets: auto`)", "",
-                  f"Demand: {demand.amount:g} {demand.unit} at tok/s/user >= "
-                  f"{demand.slo.min_tokens_per_second_per_user:g} and TTFT p50 <= {demand.slo.max_ttft_p50_ms:g} ms "
-                  "(`make plan` prints the runner-ups and why they lost).", "", plan_markdown(capacity.auto.plan), ""]
+        lines += [
+            "## Capacity plan (`targets: auto`)",
+            "",
+            f"Demand: {demand.amount:g} {demand.unit} at tok/s/user >= "
+            f"{demand.slo.min_tokens_per_second_per_user:g} and TTFT p50 <= {demand.slo.max_ttft_p50_ms:g} ms "
+            "(`make plan` prints the runner-ups and why they lost).",
+            "",
+            plan_markdown(capacity.auto.plan),
+            "",
+        ]
     if capacity.token_costs:
-        lines += ["## Cost per 1M output tokens", "", *_token_cost_rows(capacity.token_costs), "",
-                  "At the published output tok/s per GPU, every replica set busy at its measured concurrency the whole "
-                  "hour: a floor (idle capacity and headroom cost the same per hour). The figure where the target "
-                  "runs is `usdPerMillionOutputTokens` in the outputs.", ""]
+        lines += [
+            "## Cost per 1M output tokens",
+            "",
+            *_token_cost_rows(capacity.token_costs),
+            "",
+            "At the published output tok/s per GPU, every replica set busy at its measured concurrency the whole "
+            "hour: a floor (idle capacity and headroom cost the same per hour). The figure where the target "
+            "runs is `usdPerMillionOutputTokens` in the outputs.",
+            "",
+        ]
     readiness = capacity.node_readiness
     if readiness.predictions:
-        lines += ["## Time for a new GPU node to serve", "", node_ready_markdown(list(readiness.predictions)), "",
-                  f"Prewarm reads the checkpoints from: {readiness.file_system}.", ""]
+        lines += [
+            "## Time for a new GPU node to serve",
+            "",
+            node_ready_markdown(list(readiness.predictions)),
+            "",
+            f"Prewarm reads the checkpoints from: {readiness.file_system}.",
+            "",
+        ]
     lines += _scaling(capacity)
     return "\n".join(lines)

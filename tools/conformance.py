@@ -5,6 +5,7 @@ program under mocks) and `make absorb` (the plan of every target of a freshly ab
 rule names the setting of `serving_stack/plan/manifests.py` that explains a difference; a difference no
 rule explains is reported with its path and both values.
 """
+
 from __future__ import annotations
 
 import re
@@ -126,19 +127,29 @@ def _model_cache_rule(d: Difference) -> bool:
     return False
 
 
-def _unexplained(label: str, upstream: dict[str, Any], rendered: dict[str, Any],
-                 documented: Callable[[Difference], bool]) -> list[str]:
-    return [f"{label}: {d.change} at {d.path}: {d.old!r} -> {d.new!r}"
-            for d in differences(upstream, rendered) if not documented(d)]
+def _unexplained(
+    label: str, upstream: dict[str, Any], rendered: dict[str, Any], documented: Callable[[Difference], bool]
+) -> list[str]:
+    return [
+        f"{label}: {d.change} at {d.path}: {d.old!r} -> {d.new!r}"
+        for d in differences(upstream, rendered)
+        if not documented(d)
+    ]
 
 
-def target_problems(recipe: Recipe, replicas: Mapping[str, int], config_map: dict[str, Any],
-                    dgd: dict[str, Any], upstream: Optional[dict[str, dict[str, Any]]] = None) -> list[str]:
+def target_problems(
+    recipe: Recipe,
+    replicas: Mapping[str, int],
+    config_map: dict[str, Any],
+    dgd: dict[str, Any],
+    upstream: Optional[dict[str, dict[str, Any]]] = None,
+) -> list[str]:
     """Unexplained differences of a rendered target; `upstream` by kind, else the recipe's own manifests."""
     upstream = upstream or {"ConfigMap": recipe.config_map, "DynamoGraphDeployment": recipe.dgd}
     rule = _target_rule(replicas, recipe.component_names)
-    return (_unexplained(f"{recipe.id} DynamoGraphDeployment", upstream["DynamoGraphDeployment"], dgd, rule)
-            + _unexplained(f"{recipe.id} ConfigMap", upstream["ConfigMap"], config_map, rule))
+    return _unexplained(
+        f"{recipe.id} DynamoGraphDeployment", upstream["DynamoGraphDeployment"], dgd, rule
+    ) + _unexplained(f"{recipe.id} ConfigMap", upstream["ConfigMap"], config_map, rule)
 
 
 def model_cache_problems(label: str, upstream: dict[str, Any], rendered: dict[str, Any]) -> list[str]:
@@ -152,8 +163,11 @@ def planned_conformance(facts: Facts) -> tuple[dict[str, list[str]], list[str]]:
     for recipe in facts.catalog.recipes.values():
         replicas = replicas_override(recipe)
         try:
-            plan = build_plan(parse_stack_config(conformance_config([{"id": recipe.id, "replicas": replicas}])), facts,
-                              secrets=PULL_SECRET_KEY)
+            plan = build_plan(
+                parse_stack_config(conformance_config([{"id": recipe.id, "replicas": replicas}])),
+                facts,
+                secrets=PULL_SECRET_KEY,
+            )
         except ConfigError as error:
             per_target[recipe.id] = [f"{recipe.id}: does not plan: {error}"]
             continue
@@ -165,4 +179,3 @@ def planned_conformance(facts: Facts) -> tuple[dict[str, list[str]], list[str]]:
     for job, rendered in zip(cache.jobs, plan.serving.download_jobs, strict=True):
         problems += model_cache_problems(f"download Job {job.name}", job.manifest, rendered)
     return per_target, problems
-

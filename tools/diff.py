@@ -8,6 +8,7 @@ removed, replaced (`catalog/replacement_rules.yaml`) and changed with their chan
 per hour, and the policy result. Secrets and kubeconfig never appear. Exit 0: diff printed; 1: the
 working tree violates a mandatory policy (diff printed); 2: a tree does not render (message printed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,11 @@ def stack_diff_markdown(repo: Path, stack: str, base_ref: str, venv: Path) -> tu
         return text, text, 2
     diff = diff_stack(stack, base.render, head.render, load_rules())
     code = 1 if diff.head_mandatory else 0
-    return (render_markdown(diff, base.label, head.label),
-            render_markdown(diff, base.label, head.label, max_chars=None), code)
+    return (
+        render_markdown(diff, base.label, head.label),
+        render_markdown(diff, base.label, head.label, max_chars=None),
+        code,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,8 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="git ref to compare against, e.g. origin/main or HEAD~1")
     parser.add_argument("--repo", type=Path, default=REPO, help="the repository (default: this one)")
     parser.add_argument("--venv", type=Path, default=Path(sys.prefix), help="virtualenv both renders use")
-    parser.add_argument("--out", type=Path,
-                        help="also write the Markdown to this file, and the whole diff to full/<name> beside it")
+    parser.add_argument(
+        "--out", type=Path, help="also write the Markdown to this file, and the whole diff to full/<name> beside it"
+    )
     args = parser.parse_args(argv)
     markdown, whole, code = stack_diff_markdown(args.repo.resolve(), args.stack, args.base, args.venv.resolve())
     if args.out:

@@ -4,11 +4,13 @@ This is how the offline render and the tests see the program: the same program `
 the engine replaced by a monitor that records each registration (type, name, parent, inputs, options)
 and answers with deterministic fake outputs (ids, ARNs) instead of creating anything.
 """
+
 from __future__ import annotations
 
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -37,7 +39,7 @@ def redact(value: Any) -> Any:
     if isinstance(value, dict):
         if value.get(_SIG_KEY) == _SECRET_SIG:
             inner = value.get("value")
-            return {k: SECRET for k in inner} if isinstance(inner, dict) else SECRET
+            return dict.fromkeys(inner, SECRET) if isinstance(inner, dict) else SECRET
         return {k: redact(v) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
@@ -126,7 +128,7 @@ class RecordingMonitor(MockMonitor):
         self.recorded: list[RecordedResource] = []
         self._urns: set[str] = set()
 
-    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - the gRPC servicer method it overrides
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type != "pulumi:pulumi:Stack":
             if urn in self._urns:
@@ -147,7 +149,9 @@ class RecordingMonitor(MockMonitor):
                     retain_on_delete=bool(request.retainOnDelete),
                     delete_before_replace=bool(request.deleteBeforeReplace),
                     custom_timeouts={
-                        op: value for op in ("create", "update", "delete") if (value := getattr(request.customTimeouts, op))
+                        op: value
+                        for op in ("create", "update", "delete")
+                        if (value := getattr(request.customTimeouts, op))
                     },
                     ignore_changes=list(request.ignoreChanges),
                     replace_on_changes=list(request.replaceOnChanges),
@@ -158,19 +162,19 @@ class RecordingMonitor(MockMonitor):
                     },
                 )
             )
-        return super().RegisterResource(request)
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 
 def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     """Deterministic stand-ins for the outputs a provider would compute."""
-    package, module, kind = (type_token.split(":") + ["", ""])[:3]
+    package, module, kind = ([*type_token.split(":"), "", ""])[:3]
     outputs = dict(inputs)
     if package == "aws":
         service = module.split("/")[0]
         outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
         outputs.setdefault("name", inputs.get("name", name))
     # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
-    computed = {
+    computed: dict[str, Callable[[], dict[str, Any]]] = {
         "aws:eks/cluster:Cluster": lambda: {
             "endpoint": f"https://{name}.gr7.{MOCK_REGION}.eks.amazonaws.com",
             "certificateAuthority": {"data": "bW9jay1jbHVzdGVyLWNh"},
@@ -179,7 +183,8 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
         "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
         "aws:eks/nodeGroup:NodeGroup": lambda: {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
         "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
-            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com", "mountName": "mockmnt",
+            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com",
+            "mountName": "mockmnt",
         },
     }
     if type_token in computed:
@@ -190,10 +195,10 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
 class StackMocks(Mocks):
     """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
 
-    def new_resource(self, args: MockResourceArgs):
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
 
-    def call(self, args: MockCallArgs):
+    def call(self, args: MockCallArgs) -> Any:
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": MOCK_ACCOUNT, "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/mock", "userId": "MOCK"}
         return {}, None
@@ -241,7 +246,13 @@ def run_program(
     try:
         stack_outputs = pulumi_private.run_with_mocks(
             lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
-            stack_mocks, monitor, project=project, stack=stack, config=config, secret_keys=secret_keys or [])
+            stack_mocks,
+            monitor,
+            project=project,
+            stack=stack,
+            config=config,
+            secret_keys=secret_keys or [],
+        )
     finally:
         os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))

@@ -1,5 +1,6 @@
 """The `summary.md` section on the checks of each Dynamo endpoint: smoke test, benchmark, canary (read from the
 recorded resources, so it shows what the program really registered)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -20,8 +21,11 @@ def _ops(run: ProgramRun) -> dict[tuple[str, str], RecordedResource]:
     found = {}
     for resource in run.resources:
         metadata = resource.inputs.get("metadata") or {}
-        if resource.custom and (metadata.get("labels") or {}).get(OPS_LABEL[0]) == OPS_LABEL[1] and TARGET_ID in (
-                metadata.get("annotations") or {}):
+        if (
+            resource.custom
+            and (metadata.get("labels") or {}).get(OPS_LABEL[0]) == OPS_LABEL[1]
+            and TARGET_ID in (metadata.get("annotations") or {})
+        ):
             found[(resource.inputs["kind"], metadata["annotations"][TARGET_ID])] = resource
     return found
 
@@ -60,16 +64,26 @@ def operability_markdown(run: ProgramRun, dynamo_endpoints: list[str]) -> list[s
     if not objects:
         return []
     (namespace,) = {r.inputs["metadata"]["namespace"] for r in objects.values()}
-    lines = ["## Smoke test, benchmark, canary", "",
-             "| endpoint | smoke test (Job) | benchmark (CronJob) | canary (Deployment) |", "| --- | --- | --- | --- |"]
+    lines = [
+        "## Smoke test, benchmark, canary",
+        "",
+        "| endpoint | smoke test (Job) | benchmark (CronJob) | canary (Deployment) |",
+        "| --- | --- | --- | --- |",
+    ]
     for endpoint in dynamo_endpoints:
-        lines.append(f"| `{endpoint}` | {_smoke(objects.get(('Job', endpoint)))} | "
-                     f"{_benchmark(objects.get(('CronJob', endpoint)))} | "
-                     f"{_canary(objects.get(('Deployment', endpoint)), objects.get(('PodMonitor', endpoint)))} |")
+        lines.append(
+            f"| `{endpoint}` | {_smoke(objects.get(('Job', endpoint)))} | "
+            f"{_benchmark(objects.get(('CronJob', endpoint)))} | "
+            f"{_canary(objects.get(('Deployment', endpoint)), objects.get(('PodMonitor', endpoint)))} |"
+        )
     benchmarks = [r.inputs["metadata"]["name"] for (kind, _), r in sorted(objects.items()) if kind == "CronJob"]
     if benchmarks:
-        lines += ["", "Run a benchmark (each run is a new Job; the log ends with the comparison against the published "
-                  "row):", "", "```bash",
-                  f"kubectl create job -n {namespace} --from=cronjob/{benchmarks[0]} {benchmarks[0]}-$(date +%s)",
-                  "```"]
+        lines += [
+            "",
+            "Run a benchmark (each run is a new Job; the log ends with the comparison against the published row):",
+            "",
+            "```bash",
+            f"kubectl create job -n {namespace} --from=cronjob/{benchmarks[0]} {benchmarks[0]}-$(date +%s)",
+            "```",
+        ]
     return [*lines, "", WHY_A_DEPLOYMENT, "", "How to run and read them: docs/operability-programs.md.", ""]

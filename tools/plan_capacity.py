@@ -5,6 +5,7 @@ cannot serve it, the cost per 1M output tokens of the chosen targets, and the `t
 names the binding constraint), 2 on a bad `demand:` block.
 
 Reads `Pulumi.<stack>.yaml` directly (no Pulumi runtime needed)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,15 +16,14 @@ from typing import Any
 import pydantic
 import yaml
 
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.errors import ConfigError, from_validation_error
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.config.demand import DemandConfig
-from serving_stack.plan.capacity_inputs import benchmark_token_shape, candidate_rows, instance_offers
-from serving_stack.plan.capacity_model import demand_of
+from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.capacity import Plan
 from serving_stack.plan.capacity_explain import PlanResult, plan_capacity
-from serving_stack.plan.capacity_model import Slo
+from serving_stack.plan.capacity_inputs import benchmark_token_shape, candidate_rows, instance_offers
+from serving_stack.plan.capacity_model import Slo, demand_of
 from serving_stack.plan.capacity_stack import plan_to_stack_config, pool_name
 from serving_stack.plan.token_cost import token_cost_markdown, token_cost_rows
 
@@ -52,13 +52,26 @@ def _money(value: float) -> str:
 def plan_markdown(plan: Plan) -> str:
     unit = plan.unit
     lines = [f"| target | pool | replica sets | GPUs | serves ({unit}) |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| `{p.target_id}` | `{pool_name(p.pool)}` | {p.replica_sets} | {p.gpus} | {p.capacity:,.1f} |" for p in plan.placements]
-    lines += ["", "| pool | instance type | capacity | nodes | GPUs used / total | $/h |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| `{pool_name(u.pool)}` | {u.pool.instance_type} | {u.pool.capacity_type} | {u.nodes} | {u.gpus_used} / {u.gpus} | "
-              f"{_money(u.usd_per_hour)} |" for u in plan.pools]
-    lines += ["", f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {unit} against a demand of {plan.demand:g} "
-              f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
-              f"{plan.free_capacity:,.1f} {unit} more at no extra $/h"]
+    lines += [
+        f"| `{p.target_id}` | `{pool_name(p.pool)}` | {p.replica_sets} | {p.gpus} | {p.capacity:,.1f} |"
+        for p in plan.placements
+    ]
+    lines += [
+        "",
+        "| pool | instance type | capacity | nodes | GPUs used / total | $/h |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| `{pool_name(u.pool)}` | {u.pool.instance_type} | {u.pool.capacity_type} | {u.nodes} | {u.gpus_used} / {u.gpus} | "
+        f"{_money(u.usd_per_hour)} |"
+        for u in plan.pools
+    ]
+    lines += [
+        "",
+        f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {unit} against a demand of {plan.demand:g} "
+        f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
+        f"{plan.free_capacity:,.1f} {unit} more at no extra $/h",
+    ]
     return "\n".join(lines)
 
 
@@ -69,20 +82,41 @@ def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any,
     out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
     if result.plan is None:
         assert result.infeasible is not None
-        return "\n".join(out + [f"**No plan.** {result.infeasible.message}"])
+        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
     out += ["## Plan", "", plan_markdown(result.plan), ""]
-    out += ["## Runner-ups (one target alone)", "", "| target | pool | nodes | $/h | why it lost |", "| --- | --- | --- | --- | --- |"]
+    out += [
+        "## Runner-ups (one target alone)",
+        "",
+        "| target | pool | nodes | $/h | why it lost |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for option in result.runner_ups:
         assert option.plan is not None
         pools = ", ".join(f"{u.nodes}x {u.pool.instance_type} ({u.pool.capacity_type})" for u in option.plan.pools)
-        out.append(f"| `{option.target_id}` | {pools} | {sum(u.nodes for u in option.plan.pools)} | {_money(option.plan.usd_per_hour)} | {option.reason} |")
-    out += ["", f"## Not eligible ({len(result.excluded)})", ""] + [f"- `{target}`: {why}" for target, why in result.excluded]
+        out.append(
+            f"| `{option.target_id}` | {pools} | {sum(u.nodes for u in option.plan.pools)} | {_money(option.plan.usd_per_hour)} | {option.reason} |"
+        )
+    out += ["", f"## Not eligible ({len(result.excluded)})", ""] + [
+        f"- `{target}`: {why}" for target, why in result.excluded
+    ]
     chosen = tuple(rows[t] for t in result.plan.target_ids)
-    out += ["", "## Cost per 1M output tokens (chosen targets, at published throughput)", "",
-            token_cost_markdown(token_cost_rows(chosen, offers, criteria))]
+    out += [
+        "",
+        "## Cost per 1M output tokens (chosen targets, at published throughput)",
+        "",
+        token_cost_markdown(token_cost_rows(chosen, offers, criteria)),
+    ]
     implied = plan_to_stack_config(result.plan, rows)
-    out += ["", "## Stack config this plan implies (`targets: auto`)", "", "```yaml",
-            yaml.safe_dump({"targets": implied["targets"], "aws": {"nodePools": implied["nodePools"]}}, sort_keys=False).rstrip(), "```"]
+    out += [
+        "",
+        "## Stack config this plan implies (`targets: auto`)",
+        "",
+        "```yaml",
+        yaml.safe_dump(
+            {"targets": implied["targets"], "aws": {"nodePools": implied["nodePools"]}}, sort_keys=False
+        ).rstrip(),
+        "```",
+    ]
     return "\n".join(out)
 
 

@@ -10,6 +10,7 @@ the model (or `--instance-type`), so a spec this stack cannot deploy fails here,
 
     python -m tools.refresh_jumpstart_snapshot --model-id ID --version 1.2.3 --region us-west-2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,14 @@ def refresh(model_id: str, version: str, region: str, snapshot: Path, s3_client:
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_bytes(body)  # verbatim: the recorded sha256 is the bucket object's
     local_manifest_path.write_text(json.dumps(pinned, indent=2) + "\n")
-    provenance[key] = {"bucket": content_bucket(region), "key": key, "etag": str(response.get("ETag", "")).strip('"'),
-                       "sha256": sha256_hex(body), "fetched": today, "region": region}
+    provenance[key] = {
+        "bucket": content_bucket(region),
+        "key": key,
+        "etag": str(response.get("ETag", "")).strip('"'),
+        "sha256": sha256_hex(body),
+        "fetched": today,
+        "region": region,
+    }
     (snapshot / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
     return dict(entry)
 
@@ -87,8 +94,10 @@ def check(model_id: str, version: str, region: str, snapshot: Path, instance_typ
     for instance_type in instance_types:
         resolved = resolve_jumpstart_model(model_id, version, region, instance_type, accept_eula=True, source=source)
         spec = resolved.provenance.label() if resolved.provenance else "?"
-        lines.append(f"  {instance_type}: {resolved.image_uri}\n    model data: {resolved.model_data_source.s3_uri}"
-                     f"\n    gated: {resolved.gated}; spec {spec}")
+        lines.append(
+            f"  {instance_type}: {resolved.image_uri}\n    model data: {resolved.model_data_source.s3_uri}"
+            f"\n    gated: {resolved.gated}; spec {spec}"
+        )
     return lines
 
 
@@ -97,9 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-id", required=True, help="JumpStart model id, exactly as in the manifest")
     parser.add_argument("--version", required=True, help="exact version to pin (no '*')")
     parser.add_argument("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
-    parser.add_argument("--instance-type", action="append", default=[],
-                        help="also resolve for this instance type "
-                             "(default: those the Pulumi.<stack>.yaml files configure)")
+    parser.add_argument(
+        "--instance-type",
+        action="append",
+        default=[],
+        help="also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)",
+    )
     parser.add_argument("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
     args = parser.parse_args(argv)
     if not args.version or "*" in args.version:
@@ -107,14 +119,17 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         s3_client = boto3.client("s3", region_name=args.region)
-        entry = refresh(args.model_id, args.version, args.region, args.snapshot_dir, s3_client,
-                        datetime.date.today().isoformat())
+        entry = refresh(
+            args.model_id, args.version, args.region, args.snapshot_dir, s3_client, datetime.date.today().isoformat()
+        )
     except (BotoCoreError, ClientError) as error:
         print(f"cannot read s3://{content_bucket(args.region)}: {error}", file=sys.stderr)
         return 1
     spec = SnapshotSpecSource(args.snapshot_dir).read_json(entry["spec_key"])
-    wanted = [spec.get("default_inference_instance_type") or "",
-              *(args.instance_type or configured_instance_types(args.model_id))]
+    wanted = [
+        spec.get("default_inference_instance_type") or "",
+        *(args.instance_type or configured_instance_types(args.model_id)),
+    ]
     try:
         lines = check(args.model_id, args.version, args.region, args.snapshot_dir, list(dict.fromkeys(wanted)))
     except JumpStartError as error:

@@ -8,6 +8,7 @@ parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs cont
 on the recorded resources, as `pulumi preview --policy-pack policy` would). Bad config exits 2 with
 the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,9 @@ import yaml
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.errors import ConfigError, bounded
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
-from tools.secret_placeholders import stack_inputs
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
+from tools.secret_placeholders import stack_inputs
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -32,9 +33,20 @@ EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory po
 EXIT_CONFIG = 2  # bad input: nothing is rendered
 # kubectl apply order: what others refer to goes first.
 APPLY_ORDER = {
-    "Namespace": 0, "StorageClass": 1, "PriorityClass": 1, "ServiceAccount": 2, "ClusterRole": 2,
-    "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Secret": 3, "ConfigMap": 3,
-    "PersistentVolumeClaim": 4, "Job": 5, "DaemonSet": 6, "Deployment": 6,
+    "Namespace": 0,
+    "StorageClass": 1,
+    "PriorityClass": 1,
+    "ServiceAccount": 2,
+    "ClusterRole": 2,
+    "ClusterRoleBinding": 2,
+    "Role": 2,
+    "RoleBinding": 2,
+    "Secret": 3,
+    "ConfigMap": 3,
+    "PersistentVolumeClaim": 4,
+    "Job": 5,
+    "DaemonSet": 6,
+    "Deployment": 6,
 }
 CUSTOM_RESOURCE_ORDER = 7
 
@@ -91,9 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
     parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
     parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
-    parser.add_argument("--secret-placeholders", action="store_true",
-                        help='render the secrets set out of band (gatewayMasterKey) that the stack requires but '
-                             'its file lacks as "[secret]", and name them')
+    parser.add_argument(
+        "--secret-placeholders",
+        action="store_true",
+        help="render the secrets set out of band (gatewayMasterKey) that the stack requires but "
+        'its file lacks as "[secret]", and name them',
+    )
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     if out_dir.exists():  # a failed render must not leave the previous one looking current
@@ -120,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         print(finding.line(), file=sys.stderr)
     if mandatory_violated:
         print(report, file=sys.stderr)
-        print(f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})",
-              file=sys.stderr)
+        print(
+            f"error: stack {args.stack!r} violates mandatory policies (report: {out_dir / 'policy-report.txt'})",
+            file=sys.stderr,
+        )
     return EXIT_REFUSED if rollout.blocking or mandatory_violated else 0
 
 

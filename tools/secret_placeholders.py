@@ -10,6 +10,7 @@ render supplies "[secret]" for each of them that the config requires and the fil
 in its output and in summary.md. Any other missing secret (`ngcApiKey` for a pull Secret) is still the
 error `pulumi up` would report; without the flag, so is every one.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,10 @@ class StackInputs:
         if not self.placeholders:
             return ""
         listed = ", ".join(f"`{key}` ({why})" for key, why in self.placeholders.items())
-        return (f"Rendered with placeholder secrets, not in Pulumi.{stack}.yaml: {listed}. `pulumi up` needs each: "
-                f"`pulumi config set --secret <key> <value> --stack {stack}`.")
+        return (
+            f"Rendered with placeholder secrets, not in Pulumi.{stack}.yaml: {listed}. `pulumi up` needs each: "
+            f"`pulumi config set --secret <key> <value> --stack {stack}`."
+        )
 
 
 def stack_config_of(config: Mapping[str, Any], project: str) -> StackConfig:
@@ -55,9 +58,9 @@ def stack_config_of(config: Mapping[str, Any], project: str) -> StackConfig:
     for full_key, value in config.items():
         if full_key.startswith(prefix):
             try:
-                raw[full_key[len(prefix):]] = json.loads(value) if isinstance(value, str) else value
+                raw[full_key[len(prefix) :]] = json.loads(value) if isinstance(value, str) else value
             except json.JSONDecodeError:
-                raw[full_key[len(prefix):]] = value
+                raw[full_key[len(prefix) :]] = value
     return parse_stack_config(raw)
 
 
@@ -68,8 +71,9 @@ def with_placeholders(config: Mapping[str, Any], secret_keys: list[str], project
         required = required_secrets(stack_config_of(config, project))
     except ConfigError:
         return StackInputs(project, dict(config), list(secret_keys), {})
-    missing = {key: why for key, why in required.items()
-               if key in OUT_OF_BAND_SECRETS and f"{project}:{key}" not in config}
+    missing = {
+        key: why for key, why in required.items() if key in OUT_OF_BAND_SECRETS and f"{project}:{key}" not in config
+    }
     placed = {f"{project}:{key}": SECRET for key in missing}
     return StackInputs(project, {**config, **placed}, [*secret_keys, *placed], missing)
 

@@ -7,6 +7,7 @@ aliased lines can otherwise expand to gigabytes, and a recursive alias or deep n
 Python's stack); merge keys (`<<`) are refused; every mapping key must be a string. Problems inside
 `config:` name the config key path (`modelCache.size`), like every other config error.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,8 @@ class _StackLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nests deeper than {MAX_DEPTH} levels",
-                                                  self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.composer.ComposerError(None, None, f"nests deeper than {MAX_DEPTH} levels", mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -45,13 +46,18 @@ class _StackLoader(yaml.SafeLoader):
         seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == MERGE_TAG:
-                raise yaml.constructor.ConstructorError(None, None, "merge keys (<<) are not supported: repeat the "
-                                                        "values instead", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
+                )
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict)):
-                raise yaml.constructor.ConstructorError(None, None, "a mapping key is not a scalar", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key is not a scalar", key_node.start_mark
+                )
             if key in seen:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {bounded(key)}", key_node.start_mark)
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {bounded(key)}", key_node.start_mark
+                )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -104,7 +110,7 @@ def read_yaml(path: Path) -> Any:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ConfigError(path.name, f"{path.stat().st_size} bytes; a stack file is at most {MAX_FILE_BYTES}")
     try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_StackLoader)  # noqa: S506 (a SafeLoader)
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_StackLoader)
     except UnicodeDecodeError:
         raise ConfigError(path.name, "is not UTF-8 text") from None
     except RecursionError:  # a construct PyYAML recurses on that MAX_DEPTH does not catch
@@ -128,9 +134,8 @@ def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str,
     project = project_file["name"]
     stack_file = project_dir / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
-        available = sorted(p.name[len("Pulumi."):-len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
-        raise ConfigError("--stack", f"stack {bounded(stack)} has no {stack_file.name}",
-                          ", ".join(available) or "none")
+        available = sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in project_dir.glob("Pulumi.*.yaml"))
+        raise ConfigError("--stack", f"stack {bounded(stack)} has no {stack_file.name}", ", ".join(available) or "none")
     document = read_yaml(stack_file) or {}
     if not isinstance(document, dict):
         raise ConfigError(stack_file.name, f"the top level is a {type(document).__name__}, not a mapping")

@@ -1,4 +1,5 @@
 """`summary.md` of a render: what a reviewer wants to see about a stack at a glance."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -55,12 +56,22 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]
         lines.append(
-            _row([
-                f"`{endpoint.id}`", endpoint.kind, endpoint.gpus,
-                f"{endpoint.expectedOutputTokensPerSecond:,.2f}" if endpoint.expectedOutputTokensPerSecond else "n/a",
-                f"{endpoint.expectedTokensPerSecondPerUser:g}" if endpoint.expectedTokensPerSecondPerUser else "n/a",
-                ttft, verdict, f"`{endpoint.url}`",
-            ])
+            _row(
+                [
+                    f"`{endpoint.id}`",
+                    endpoint.kind,
+                    endpoint.gpus,
+                    f"{endpoint.expectedOutputTokensPerSecond:,.2f}"
+                    if endpoint.expectedOutputTokensPerSecond
+                    else "n/a",
+                    f"{endpoint.expectedTokensPerSecondPerUser:g}"
+                    if endpoint.expectedTokensPerSecondPerUser
+                    else "n/a",
+                    ttft,
+                    verdict,
+                    f"`{endpoint.url}`",
+                ]
+            )
         )
     total_gpus = sum(e.gpus for e in contract.endpoints)
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
@@ -75,19 +86,32 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             pool_cost_markdown(rows),
             "",
             f"**Stack GPU pools at desired size:** ${desired:,.2f}/h on demand"
-            + (" (pools without a published price not counted)" if any(r.usdPerHourDesired is None for r in rows) else "")
+            + (
+                " (pools without a published price not counted)"
+                if any(r.usdPerHourDesired is None for r in rows)
+                else ""
+            )
             + "; EKS control plane, system nodes, NAT and storage are extra.",
             "",
         ]
-    unverified = [r.inputs["tags"][ENDPOINT_TAG] for r in run.of_type("aws:sagemaker/endpoint:Endpoint")
-                  if (r.inputs.get("tags") or {}).get(SPEC_PROVENANCE_TAG) == UNVERIFIED]
+    unverified = [
+        r.inputs["tags"][ENDPOINT_TAG]
+        for r in run.of_type("aws:sagemaker/endpoint:Endpoint")
+        if (r.inputs.get("tags") or {}).get(SPEC_PROVENANCE_TAG) == UNVERIFIED
+    ]
     if unverified:
-        lines += [f"**UNVERIFIED JumpStart spec** (not fetched from the content bucket; tests and demos only): "
-                  f"{', '.join(f'`{name}`' for name in unverified)}. Refresh it with "
-                  "`python -m tools.refresh_jumpstart_snapshot` before a real deploy.", ""]
-    sagemaker = [e for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd is not None]
-    if sagemaker:
-        lines += [f"**SageMaker endpoints:** ${sum(e.costPerHourUsd for e in sagemaker):,.2f}/h at initial instance counts.", ""]
+        lines += [
+            f"**UNVERIFIED JumpStart spec** (not fetched from the content bucket; tests and demos only): "
+            f"{', '.join(f'`{name}`' for name in unverified)}. Refresh it with "
+            "`python -m tools.refresh_jumpstart_snapshot` before a real deploy.",
+            "",
+        ]
+    sagemaker_costs = [e.costPerHourUsd for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd]
+    if sagemaker_costs:
+        lines += [
+            f"**SageMaker endpoints:** ${sum(sagemaker_costs):,.2f}/h at initial instance counts.",
+            "",
+        ]
     if run.plan is not None:
         lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)

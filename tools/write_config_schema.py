@@ -7,6 +7,7 @@ the stack files against it with check-jsonschema, so a typo fails in CI before a
 Value rules that live in pydantic validators (semver tags, DNS labels) are not in the schema; the
 render still enforces them.
 """
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Write `schemas/stack-outputs.v1.schema.json` from the pydantic contract (`make schema`)."""
+
 import json
 from pathlib import Path
 

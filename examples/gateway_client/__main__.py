@@ -1,13 +1,16 @@
 """Example consumer stack: read the serving stack's outputs through a StackReference and hand an app
 the gateway settings (a ConfigMap its pods mount as env). The key stays in the serving stack's Secret;
 the outputs only name it (copy it into the app's namespace with your secret store, never through state)."""
+
 import pulumi
 import pulumi_kubernetes as k8s
 from gateway_client import ClientSettings
 
 config = pulumi.Config()
 serving = pulumi.StackReference(config.require("servingStack"))
-outputs = pulumi.Output.all(contractVersion=serving.get_output("contractVersion"), gateway=serving.get_output("gateway"))
+outputs = pulumi.Output.all(
+    contractVersion=serving.get_output("contractVersion"), gateway=serving.get_output("gateway")
+)
 settings = outputs.apply(lambda values: ClientSettings.from_outputs(values, config.get("model") or None))
 
 k8s.core.v1.ConfigMap(

@@ -9,15 +9,17 @@
 `ClientSettings.from_outputs` is the whole contract logic (plain dict in, settings out): the Pulumi
 program beside it feeds it `StackReference` outputs, the CLI a JSON file, tests a dict.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 GATEWAY_SINCE = "1.1"  # the contract version that added `gateway`; later 1.x versions only add fields
 API_KEY_ENV = "GATEWAY_API_KEY"
@@ -34,22 +36,30 @@ class ClientSettings:
     answered_by_headers: tuple[str, ...]
 
     @classmethod
-    def from_outputs(cls, outputs: Mapping[str, Any], model: Optional[str] = None) -> "ClientSettings":
+    def from_outputs(cls, outputs: Mapping[str, Any], model: Optional[str] = None) -> ClientSettings:
         """Settings for `model` (default: the first model Dynamo serves) from the stack outputs."""
         version = outputs.get("contractVersion")
         gateway = outputs.get("gateway")
         if not _has_gateway_field(version) or not gateway:
-            raise ValueError(f"the stack outputs (contract {version!r}) have no gateway; it needs contract "
-                             f"{GATEWAY_SINCE} or a later 1.x with gateway.enabled")
+            raise ValueError(
+                f"the stack outputs (contract {version!r}) have no gateway; it needs contract "
+                f"{GATEWAY_SINCE} or a later 1.x with gateway.enabled"
+            )
         models = {entry["name"]: entry for entry in gateway["models"]}
         if model is None:
             model = next((m["name"] for m in gateway["models"] if m["kind"] == "dynamo"), gateway["models"][0]["name"])
         if model not in models:
             raise ValueError(f"model {model!r} is not served by the gateway; it serves {', '.join(models)}")
         auth = gateway["auth"]
-        return cls(base_url=gateway["url"], model=model, fallbacks=tuple(models[model]["fallbacks"]),
-                   secret_namespace=auth["secretNamespace"], secret_name=auth["secretName"],
-                   secret_key=auth["secretKey"], answered_by_headers=tuple(gateway["answeredByHeaders"]))
+        return cls(
+            base_url=gateway["url"],
+            model=model,
+            fallbacks=tuple(models[model]["fallbacks"]),
+            secret_namespace=auth["secretNamespace"],
+            secret_name=auth["secretName"],
+            secret_key=auth["secretKey"],
+            answered_by_headers=tuple(gateway["answeredByHeaders"]),
+        )
 
 
 def _has_gateway_field(version: Any) -> bool:
@@ -69,19 +79,31 @@ class Answer:
         return self.model_group != settings.model
 
 
-def ask(settings: ClientSettings, api_key: str, prompt: str, *, base_url: Optional[str] = None,
-        max_tokens: int = 256, timeout_seconds: float = 120.0) -> Answer:
+def ask(
+    settings: ClientSettings,
+    api_key: str,
+    prompt: str,
+    *,
+    base_url: Optional[str] = None,
+    max_tokens: int = 256,
+    timeout_seconds: float = 120.0,
+) -> Answer:
     """One chat completion through the gateway. The gateway retries and fails over; the client retries
     only what never reached it (connection errors), twice."""
     from openai import OpenAI
 
     client = OpenAI(base_url=base_url or settings.base_url, api_key=api_key, timeout=timeout_seconds, max_retries=2)
     raw = client.chat.completions.with_raw_response.create(
-        model=settings.model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens)
+        model=settings.model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens
+    )
     completion = raw.parse()
     group_header, deployment_header = settings.answered_by_headers
-    return Answer(text=completion.choices[0].message.content or "", model=completion.model,
-                  model_group=raw.headers.get(group_header, ""), deployment=raw.headers.get(deployment_header, ""))
+    return Answer(
+        text=completion.choices[0].message.content or "",
+        model=completion.model,
+        model_group=raw.headers.get(group_header, ""),
+        deployment=raw.headers.get(deployment_header, ""),
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -94,13 +116,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     settings = ClientSettings.from_outputs(json.loads(args.outputs.read_text()), args.model)
     api_key = os.environ.get(API_KEY_ENV)
     if not api_key:
-        print(f"error: set {API_KEY_ENV} to the key in Secret {settings.secret_namespace}/{settings.secret_name} "
-              f"(key {settings.secret_key})", file=sys.stderr)
+        print(
+            f"error: set {API_KEY_ENV} to the key in Secret {settings.secret_namespace}/{settings.secret_name} "
+            f"(key {settings.secret_key})",
+            file=sys.stderr,
+        )
         return 2
     answer = ask(settings, api_key, args.prompt, base_url=args.base_url)
     note = f" (failed over from {settings.model})" if answer.failed_over_from(settings) else ""
-    print(json.dumps({"model": answer.model, "modelGroup": answer.model_group, "deployment": answer.deployment,
-                      "failedOver": answer.failed_over_from(settings), "text": answer.text}))
+    print(
+        json.dumps(
+            {
+                "model": answer.model,
+                "modelGroup": answer.model_group,
+                "deployment": answer.deployment,
+                "failedOver": answer.failed_over_from(settings),
+                "text": answer.text,
+            }
+        )
+    )
     print(f"answered by {answer.model} via {answer.deployment}{note}", file=sys.stderr)
     return 0
 

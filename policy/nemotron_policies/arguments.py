@@ -8,6 +8,7 @@ resolve them, wherever the value comes from.
   its `prefix`) read from the ConfigMaps of the stack, or `Opaque` when the pack cannot read it (a Secret, a
   ConfigMap outside the stack, a field of the pod).
 """
+
 from __future__ import annotations
 
 import re
@@ -84,7 +85,7 @@ def env_value(container: dict[str, Any], name: str, namespace: Any, config_maps:
             continue
         config_map = dig(entry, "configMapRef", "name")
         if config_map is not None:
-            found = config_maps.value(namespace, config_map, name[len(prefix):])
+            found = config_maps.value(namespace, config_map, name[len(prefix) :])
             if found is not None:
                 return found
         elif dig(entry, "secretRef") is not None:
@@ -102,7 +103,7 @@ def _expand(value: str, pattern: re.Pattern[str], lookup: Any) -> Resolved:
             return UNKNOWN
         opaque = opaque or isinstance(resolved, Opaque)
         replacement = f"<{resolved}>" if isinstance(resolved, Opaque) else resolved
-        parts += [value[position:match.start()], match.group(0) if replacement is None else str(replacement)]
+        parts += [value[position : match.start()], match.group(0) if replacement is None else str(replacement)]
         position = match.end()
     expanded = "".join(parts) + value[position:]
     return Opaque(expanded) if opaque else expanded
@@ -110,6 +111,7 @@ def _expand(value: str, pattern: re.Pattern[str], lookup: Any) -> Resolved:
 
 def command_line(container: dict[str, Any], namespace: Any, config_maps: ConfigMaps) -> list[Resolved]:
     """`command` + `args` as the process sees them; an unknown or unreadable part is one element of it."""
+
     def lookup(name: str) -> Resolved:
         return env_value(container, name, namespace, config_maps)
 
@@ -128,18 +130,23 @@ def _unshell(words: list[Resolved], lookup: Any) -> list[Resolved]:
     for index, word in enumerate(words[:-1]):
         if not (isinstance(word, str) and word.rsplit("/", 1)[-1] in SHELLS):
             continue
-        rest = words[index + 1:]
-        script_at = next((i for i, w in enumerate(rest) if isinstance(w, str) and w.startswith("-") and "c" in w[1:]),
-                         None)
-        if script_at is None or script_at + 1 >= len(rest) or not isinstance(rest[script_at + 1], str) \
-                or isinstance(rest[script_at + 1], Opaque):
+        rest = words[index + 1 :]
+        script_at = next(
+            (i for i, w in enumerate(rest) if isinstance(w, str) and w.startswith("-") and "c" in w[1:]), None
+        )
+        if (
+            script_at is None
+            or script_at + 1 >= len(rest)
+            or not isinstance(rest[script_at + 1], str)
+            or isinstance(rest[script_at + 1], Opaque)
+        ):
             continue
         script = rest[script_at + 1]
         try:
             split = shlex.split(script, comments=True)
         except ValueError:
             return words
-        return words[:index + 1] + [_expand(w, SHELL_REFERENCE, lookup) for w in split]
+        return words[: index + 1] + [_expand(w, SHELL_REFERENCE, lookup) for w in split]
     return words
 
 
@@ -149,7 +156,7 @@ def flag_value(words: list[Resolved], flag: str) -> Resolved:
         if word == flag:
             return words[index + 1] if index + 1 < len(words) else None
         if isinstance(word, str) and word.startswith(flag + "="):
-            value = word[len(flag) + 1:]
+            value = word[len(flag) + 1 :]
             return Opaque(value) if isinstance(word, Opaque) else value
     return UNKNOWN if any(w is UNKNOWN for w in words) else None
 

@@ -6,6 +6,7 @@
 Exit status: 0 without a mandatory violation, 1 with one, 2 when the records or the pack config cannot be
 read (one line on stderr).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ def _one_line(message: str) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m policy.nemotron_policies.cli",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m policy.nemotron_policies.cli", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("resources", type=Path, help="a resources.json written by the offline render")
     parser.add_argument("--stack", required=True, help="the stack the records belong to (decides protected stacks)")
     parser.add_argument("--project", help="the Pulumi project (default: read from the records)")

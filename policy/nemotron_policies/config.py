@@ -1,4 +1,5 @@
 """Policy configuration with the schema's defaults filled in, and the stack the pack is judging."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ private keys, JWTs, AWS secret access keys, URLs with a password, Docker registr
 and, where literals are handed to a process (env values, ConfigMap and Helm values), random-looking tokens:
 32+ characters of a token alphabet with a per-character entropy that identifiers and words do not reach.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,9 +22,14 @@ from typing import Any
 SHAPES = [
     ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
     ("an AWS access key id", re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("an AWS secret access key", re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
-                                            r"(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[/+])[A-Za-z0-9/+]{40}"
-                                            r"(?![A-Za-z0-9/+=])")),
+    (
+        "an AWS secret access key",
+        re.compile(
+            r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])"
+            r"(?=[A-Za-z0-9/+]*[0-9])(?=[A-Za-z0-9/+]*[/+])[A-Za-z0-9/+]{40}"
+            r"(?![A-Za-z0-9/+=])"
+        ),
+    ),
     ("an NGC API key", re.compile(r"\bnvapi-[A-Za-z0-9_-]{20,}")),
     ("a GitHub token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b")),
     ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
@@ -37,18 +43,55 @@ REGISTRY_CONFIG_KEYS = frozenset({".dockerconfigjson", ".dockercfg"})
 TOKEN = re.compile(r"^[A-Za-z0-9+/=_-]{32,256}$")
 RANDOM_TOKEN_ENTROPY = 4.3  # bits per character: random base62 reaches ~4.7 at 32 chars, identifiers ~4.0
 
-CREDENTIAL_WORDS = frozenset({
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CREDS",
-    "APIKEY", "AUTH", "BEARER",
-})
+CREDENTIAL_WORDS = frozenset(
+    {
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PWD",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CREDS",
+        "APIKEY",
+        "AUTH",
+        "BEARER",
+    }
+)
 # `KEY` alone is structural in Kubernetes (`configMapKeyRef.key`, tolerations) and in AWS (`hashKey`,
 # `s3Key`); outside env-var names it is a credential only after one of these.
 KEY_QUALIFIERS = frozenset({"API", "ACCESS", "SECRET", "PRIVATE", "AUTH", "SIGNING", "CLIENT"})
 # Names that end like this hold a reference to a credential, not the credential.
-REFERENCE_SUFFIXES = frozenset({
-    "ARN", "ID", "IDS", "NAME", "REF", "PATH", "FILE", "DIR", "URL", "URI", "ENDPOINT", "TYPE", "MODE", "SECONDS",
-    "TTL", "ENABLED", "HEADER", "ALGORITHM", "REGION", "PREFIX", "LENGTH", "SIZE", "METHOD", "PROVIDER",
-})
+REFERENCE_SUFFIXES = frozenset(
+    {
+        "ARN",
+        "ID",
+        "IDS",
+        "NAME",
+        "REF",
+        "PATH",
+        "FILE",
+        "DIR",
+        "URL",
+        "URI",
+        "ENDPOINT",
+        "TYPE",
+        "MODE",
+        "SECONDS",
+        "TTL",
+        "ENABLED",
+        "HEADER",
+        "ALGORITHM",
+        "REGION",
+        "PREFIX",
+        "LENGTH",
+        "SIZE",
+        "METHOD",
+        "PROVIDER",
+    }
+)
 NOT_A_CREDENTIAL_PREFIXES = frozenset({"EXISTING", "PUBLIC"})
 ENV_STYLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
@@ -72,8 +115,7 @@ def credential_name(name: str) -> bool:
 
 def literal(value: Any) -> bool:
     """A non-empty string that is not a reference to something else (`$(VAR)`, `${...}`, `{{...}}`, an ARN)."""
-    return (isinstance(value, str) and value.strip() != ""
-            and not value.startswith(("$(", "${", "{{", "arn:")))
+    return isinstance(value, str) and value.strip() != "" and not value.startswith(("$(", "${", "{{", "arn:"))
 
 
 def _entropy(value: str) -> float:
@@ -84,8 +126,13 @@ def _entropy(value: str) -> float:
 def random_token(value: Any) -> bool:
     """A string that looks generated rather than written: a long token of high per-character entropy with
     letters and digits."""
-    return (isinstance(value, str) and bool(TOKEN.match(value)) and any(c.isdigit() for c in value)
-            and any(c.isalpha() for c in value) and _entropy(value) >= RANDOM_TOKEN_ENTROPY)
+    return (
+        isinstance(value, str)
+        and bool(TOKEN.match(value))
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and _entropy(value) >= RANDOM_TOKEN_ENTROPY
+    )
 
 
 def registry_auth(value: Any) -> bool:
@@ -99,7 +146,8 @@ def registry_auth(value: Any) -> bool:
     auths = parsed.get("auths") if isinstance(parsed, dict) else None
     return isinstance(auths, dict) and any(
         isinstance(entry, dict) and ({"auth", "password", "identitytoken", "registrytoken"} & set(entry))
-        for entry in auths.values())
+        for entry in auths.values()
+    )
 
 
 def shapes(value: str) -> Iterator[str]:

@@ -8,6 +8,7 @@ A container is a disaggregated worker when any of these holds:
 - it is the engine container (`main`, else the GPU containers) of a Dynamo component typed prefill/decode.
 Values are read through `arguments`: literal, `$(VAR)` from env, ConfigMap keys, shell scripts.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,11 @@ class Worker:
 
     @property
     def owner(self) -> str:
-        return self.pod.owner if self.container.get("name") == "main" else \
-            f"{self.pod.owner} container {self.container.get('name', '?')}"
+        return (
+            self.pod.owner
+            if self.container.get("name") == "main"
+            else f"{self.pod.owner} container {self.container.get('name', '?')}"
+        )
 
 
 def kv_transfer_config(words: Iterable[Resolved]) -> Resolved:
@@ -55,9 +59,11 @@ def kv_transfer_config(words: Iterable[Resolved]) -> Resolved:
 def _uses_nixl(config: Any) -> bool:
     if not isinstance(config, dict):
         return False
-    connectors = [config.get("kv_connector")] + [dig(c, "kv_connector") for c in
-                                                  (dig(config, "kv_connector_extra_config", "connectors") or [])
-                                                  if isinstance(c, dict)]
+    connectors = [config.get("kv_connector")] + [
+        dig(c, "kv_connector")
+        for c in (dig(config, "kv_connector_extra_config", "connectors") or [])
+        if isinstance(c, dict)
+    ]
     return any(isinstance(c, str) and "nixl" in c.lower() for c in connectors)
 
 
@@ -68,8 +74,10 @@ def kv_backends(config: Resolved) -> Any:
     if config is UNKNOWN:
         return UNKNOWN
     if isinstance(config, Opaque):
-        return (f"{KV_TRANSFER_FLAG} comes from {config}, which the pack cannot read; set it in the args or in a "
-                "ConfigMap of this stack")
+        return (
+            f"{KV_TRANSFER_FLAG} comes from {config}, which the pack cannot read; set it in the args or in a "
+            "ConfigMap of this stack"
+        )
     if not isinstance(config, dict):
         return f"{KV_TRANSFER_FLAG} is not a JSON object"
     backends = dig(config, "kv_connector_extra_config", "backends")
@@ -99,8 +107,12 @@ def _role(pod: PodSpec, container: dict[str, Any], words: list[Resolved], engine
 def _engine_containers(pod: PodSpec) -> list[dict[str, Any]]:
     listed = containers(pod.spec, ("containers",))
     main = [c for c in listed if c.get("name") == "main"]
-    return main or [c for c in listed if resource_count(c, "limits", GPU) not in (None, 0, UNKNOWN)
-                    or resource_count(c, "requests", GPU) not in (None, 0, UNKNOWN)]
+    return main or [
+        c
+        for c in listed
+        if resource_count(c, "limits", GPU) not in (None, 0, UNKNOWN)
+        or resource_count(c, "requests", GPU) not in (None, 0, UNKNOWN)
+    ]
 
 
 def workers(resources: Iterable[Any], config_maps: ConfigMaps) -> list[Worker]:

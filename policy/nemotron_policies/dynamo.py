@@ -12,6 +12,7 @@
 The shape, not the version string, decides how an object is read, so a future version of either shape is
 read too.
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,10 +61,12 @@ def _graph_pods(obj: KubeObject) -> list[PodSpec]:
             containers = dig(pod_spec, "containers")
             if isinstance(containers, list):
                 pod_spec["containers"] = [
-                    _with_env(c, graph_env) if isinstance(c, dict) and c.get("name") == MAIN else c for c in containers]
+                    _with_env(c, graph_env) if isinstance(c, dict) and c.get("name") == MAIN else c for c in containers
+                ]
         kind = dig(component, "type")
-        pods.append(PodSpec(f"component {name}", pod_spec, kind if isinstance(kind, str) else None, name,
-                            obj.namespace))
+        pods.append(
+            PodSpec(f"component {name}", pod_spec, kind if isinstance(kind, str) else None, name, obj.namespace)
+        )
     return pods
 
 
@@ -106,17 +109,29 @@ def _service_pod(service: Any, name: str, graph: Any, namespace: Any) -> PodSpec
     mounts = [m for m in as_list(dig(service, "volumeMounts")) if text(dig(m, "name"))]
     if mounts:
         main["volumeMounts"] = as_list(main.get("volumeMounts")) + [
-            {"name": m["name"], "mountPath": dig(m, "mountPoint")} for m in mounts]
+            {"name": m["name"], "mountPath": dig(m, "mountPoint")} for m in mounts
+        ]
         pod_spec["volumes"] = as_list(pod_spec.get("volumes")) + [
             {"name": m["name"], "persistentVolumeClaim": {"claimName": m["name"]}}
-            for m in mounts if m["name"] in claims]
+            for m in mounts
+            if m["name"] in claims
+        ]
     containers = [main] + [c for c in as_list(pod_spec.get("containers")) if isinstance(c, dict)]
     sidecar = dig(service, "frontendSidecar")
     if isinstance(sidecar, dict):
-        containers.append({"name": "frontend-sidecar", "image": sidecar.get("image"), "args": sidecar.get("args"),
-                           "env": _merge_env(dig(graph, "envs"), sidecar.get("envs")),
-                           **({"envFrom": [{"secretRef": {"name": sidecar["envFromSecret"]}}]}
-                              if text(sidecar.get("envFromSecret")) else {})})
+        containers.append(
+            {
+                "name": "frontend-sidecar",
+                "image": sidecar.get("image"),
+                "args": sidecar.get("args"),
+                "env": _merge_env(dig(graph, "envs"), sidecar.get("envs")),
+                **(
+                    {"envFrom": [{"secretRef": {"name": sidecar["envFromSecret"]}}]}
+                    if text(sidecar.get("envFromSecret"))
+                    else {}
+                ),
+            }
+        )
     pod_spec["containers"] = containers
     return PodSpec(f"service {name}", pod_spec, _service_type(service), name, namespace)
 

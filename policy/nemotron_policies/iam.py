@@ -9,6 +9,7 @@ and a trust policy (a role's `assumeRolePolicy`, a resource policy) is open when
 (`"*"`, `{"AWS": "*"}`) or uses `NotPrincipal`, without a `Condition`. Managed policies are judged by name:
 AWS's administrator and full-access policies.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,11 +19,19 @@ from typing import Any
 
 from .values import UNKNOWN, as_dict, parse_json
 
-ADMIN_MANAGED_POLICIES = frozenset({
-    "AdministratorAccess", "PowerUserAccess", "IAMFullAccess", "AmazonSageMakerFullAccess",
-    "SystemAdministrator", "NetworkAdministrator", "DatabaseAdministrator",  # job-function/ policies
-    "AmazonEKSClusterAdminPolicy", "AmazonEKSAdminPolicy",  # EKS access policies (cluster-access-policy/)
-})
+ADMIN_MANAGED_POLICIES = frozenset(
+    {
+        "AdministratorAccess",
+        "PowerUserAccess",
+        "IAMFullAccess",
+        "AmazonSageMakerFullAccess",
+        "SystemAdministrator",
+        "NetworkAdministrator",
+        "DatabaseAdministrator",  # job-function/ policies
+        "AmazonEKSClusterAdminPolicy",
+        "AmazonEKSAdminPolicy",  # EKS access policies (cluster-access-policy/)
+    }
+)
 # Actions whose whole point is the resource they name: on every resource, a role passes any role or invokes
 # any endpoint of the account (the gateway's invoke role names its fallback endpoints).
 RESOURCE_SCOPED_ACTIONS = {
@@ -81,8 +90,9 @@ def _every_resource(resources: list[Any]) -> bool:
 
 
 def _service_wildcard(action: Any) -> bool:
-    return isinstance(action, str) and (action.strip() in ("*", "*:*") or (action.strip().endswith(":*")
-                                        and "*" not in action.strip()[:-1]))
+    return isinstance(action, str) and (
+        action.strip() in ("*", "*:*") or (action.strip().endswith(":*") and "*" not in action.strip()[:-1])
+    )
 
 
 def grant_problems(document: Any, where: str) -> Iterator[str]:
@@ -108,8 +118,10 @@ def grant_problems(document: Any, where: str) -> Iterator[str]:
                 if isinstance(action, str) and "*" in action and not _service_wildcard(action):
                     yield f"{label} allows the action pattern {json.dumps(action)} on every resource; scope Resource"
                 elif isinstance(action, str) and action.strip().lower() in RESOURCE_SCOPED_ACTIONS:
-                    yield (f"{label} allows {action.strip()} on every resource; "
-                           f"{RESOURCE_SCOPED_ACTIONS[action.strip().lower()]}")
+                    yield (
+                        f"{label} allows {action.strip()} on every resource; "
+                        f"{RESOURCE_SCOPED_ACTIONS[action.strip().lower()]}"
+                    )
 
 
 def _open_principal(principal: Any) -> bool:
@@ -128,4 +140,4 @@ def trust_problems(document: Any, where: str) -> Iterator[str]:
         if "NotPrincipal" in statement:
             yield f"{label} allows NotPrincipal (every principal except those listed) without a Condition"
         elif _open_principal(statement.get("Principal")):
-            yield f"{label} allows principal \"*\" without a Condition; name the principals or add a Condition"
+            yield f'{label} allows principal "*" without a Condition; name the principals or add a Condition'

@@ -9,6 +9,7 @@
   `file` input is a path the pack cannot read; the engine analyzes the objects the provider registers.
 - Helm (`kubernetes:helm.sh/v3:Release`, `.../v3:Chart`, `.../v4:Chart`) exposes only its `values`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -121,8 +122,10 @@ def kubernetes_objects(resource_type: str, props: Any) -> list[KubeObject]:
     if group == HELM_GROUP:
         return []
     if kind.endswith("List") and isinstance(dig(props, "items"), list):
-        return [KubeObject(group, version, kind[: -len("List")], item, f"items[{index}]")
-                for index, item in enumerate(as_list(dig(props, "items")))]
+        return [
+            KubeObject(group, version, kind[: -len("List")], item, f"items[{index}]")
+            for index, item in enumerate(as_list(dig(props, "items")))
+        ]
     return [KubeObject(group, version, _base_kind(kind), props)]
 
 

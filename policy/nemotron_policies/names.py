@@ -5,6 +5,7 @@ The pack runs under CrossGuard outside the stack's repository, so it cannot impo
 it shares with the stack lives here and only here, so one test can hold these copies equal to the stack's
 shared-names module.
 """
+
 from __future__ import annotations
 
 # Node labels of GPU pools (the stack's node-group labels; placement pins workers on them).

@@ -10,6 +10,7 @@ unknown-checking proxy. Enforcement levels and properties come from a pack confi
 Options the analyzer protocol does not carry are still set on `PolicyResourceOptions`: `retain_on_delete`
 (from `RecordedResource.retain_on_delete`), read by `data-protection`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -86,26 +87,41 @@ def policy_resources(resources: Sequence[Any]) -> list[PolicyResource]:
     built: dict[str, PolicyResource] = {}
     for recorded in resources:
         options = PolicyResourceOptions(
-            protect=bool(recorded.protect), ignore_changes=[], delete_before_replace=None, aliases=[],
-            custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[],
-            parent=urns.get(recorded.parent) or None)
+            protect=bool(recorded.protect),
+            ignore_changes=[],
+            delete_before_replace=None,
+            aliases=[],
+            custom_timeouts=PolicyCustomTimeouts(0, 0, 0),
+            additional_secret_outputs=[],
+            parent=urns.get(recorded.parent) or None,
+        )
         options.retain_on_delete = bool(recorded.retain_on_delete)  # type: ignore[attr-defined]
         built[recorded.urn] = PolicyResource(
-            recorded.type, unknown_checking_proxy(_as_engine_sends(recorded.inputs)), recorded.urn, recorded.name,
-            options, None, None, [], {})
+            recorded.type,
+            unknown_checking_proxy(_as_engine_sends(recorded.inputs)),
+            recorded.urn,
+            recorded.name,
+            options,
+            None,
+            None,
+            [],
+            {},
+        )
     for recorded in resources:
         resource = built[recorded.urn]
         resource.parent = built.get(urns.get(recorded.parent, ""))
         resource.dependencies = [built[urns[d]] for d in recorded.depends_on if urns.get(d, "") in built]
         provider = built.get(urns.get(recorded.provider, ""))
         if provider is not None:
-            resource.provider = PolicyProviderResource(provider.resource_type, provider.props, provider.urn,
-                                                       provider.name)
+            resource.provider = PolicyProviderResource(
+                provider.resource_type, provider.props, provider.urn, provider.name
+            )
     return list(built.values())
 
 
-def _resolve_config(policies: Sequence[Policy], pack_config: Optional[Mapping[str, Any]]
-                    ) -> dict[str, tuple[EnforcementLevel, dict[str, Any]]]:
+def _resolve_config(
+    policies: Sequence[Policy], pack_config: Optional[Mapping[str, Any]]
+) -> dict[str, tuple[EnforcementLevel, dict[str, Any]]]:
     """Policy name -> (enforcement level, config properties), as the CLI resolves a pack config: the
     policy's own entry beats `all`, which beats the level the policy declares."""
     pack_config = dict(pack_config or {})
@@ -134,8 +150,10 @@ def _resolve_config(policies: Sequence[Policy], pack_config: Optional[Mapping[st
         if extra:
             raise ValueError(f"{name}: unknown config properties {extra}; allowed: {', '.join(schema) or 'none'}")
         defaults = {key: prop["default"] for key, prop in schema.items() if "default" in prop}
-        resolved[name] = (level or default_level or policy.enforcement_level or EnforcementLevel.ADVISORY,
-                          {**defaults, **properties})
+        resolved[name] = (
+            level or default_level or policy.enforcement_level or EnforcementLevel.ADVISORY,
+            {**defaults, **properties},
+        )
     return resolved
 
 
@@ -150,15 +168,22 @@ def _run(policy: Union[ResourceValidationPolicy, StackValidationPolicy], args: A
             finally:
                 loop.close()
     except UnknownValueError as error:
-        return (f"can't run policy '{policy.name}' from policy pack '{PACK_NAME}@v{PACK_VERSION}' during preview: "
-                f"{error.message}")
+        return (
+            f"can't run policy '{policy.name}' from policy pack '{PACK_NAME}@v{PACK_VERSION}' during preview: "
+            f"{error.message}"
+        )
     except _NotApplicableError:
         pass
     return None
 
 
-def evaluate(resources: Sequence[Any], pack_config: Optional[Mapping[str, Any]] = None, *,
-             stack: Optional[str] = None, policies: Sequence[Policy] = POLICIES) -> list[Violation]:
+def evaluate(
+    resources: Sequence[Any],
+    pack_config: Optional[Mapping[str, Any]] = None,
+    *,
+    stack: Optional[str] = None,
+    policies: Sequence[Policy] = POLICIES,
+) -> list[Violation]:
     """Violations of `policies` (the pack's by default) by recorded resources, sorted as the engine prints
     them. `stack` is the stack being judged (default: the one the Pulumi runtime is configured for)."""
     config = _resolve_config(policies, pack_config)
@@ -171,14 +196,22 @@ def evaluate(resources: Sequence[Any], pack_config: Optional[Mapping[str, Any]] 
                 continue
             level = EnforcementLevel.MANDATORY if level == EnforcementLevel.REMEDIATE else level
 
-            def report(message: str, urn: Optional[str] = None, policy: Policy = policy,
-                       level: EnforcementLevel = level) -> None:
+            def report(
+                message: str, urn: Optional[str] = None, policy: Policy = policy, level: EnforcementLevel = level
+            ) -> None:
                 violations.append(Violation(policy.name, level.value, policy.description, message or "", urn or ""))
 
             if isinstance(policy, ResourceValidationPolicy):
                 for target in targets:
-                    args = ResourceValidationArgs(target.resource_type, target.props, target.urn, target.name,
-                                                  target.opts, target.provider, dict(properties))
+                    args = ResourceValidationArgs(
+                        target.resource_type,
+                        target.props,
+                        target.urn,
+                        target.name,
+                        target.opts,
+                        target.provider,
+                        dict(properties),
+                    )
                     diagnostic = _run(policy, args, lambda message, urn=None, _urn=target.urn: report(message, _urn))
                     if diagnostic:
                         violations.append(Violation(policy.name, "advisory", policy.description, diagnostic))
@@ -195,8 +228,10 @@ def format_report(violations: Sequence[Violation]) -> str:
         return "Policy Violations: none\n"
     lines = ["Policy Violations:"]
     for violation in sorted(violations, key=lambda v: (v.enforcement_level, v.policy_name, v.urn)):
-        lines.append(f"    [{violation.enforcement_level}]  {PACK_NAME} v{PACK_VERSION}  {violation.policy_name} "
-                     f"({violation.resource})")
+        lines.append(
+            f"    [{violation.enforcement_level}]  {PACK_NAME} v{PACK_VERSION}  {violation.policy_name} "
+            f"({violation.resource})"
+        )
         if violation.urn:
             lines.append(f"    {violation.urn}")
         for line in f"{violation.description}\n{violation.message}".rstrip("\n").split("\n"):

@@ -3,6 +3,7 @@
 `policy/__main__.py` hands `POLICIES` to `PolicyPack` (the engine runs them); `offline.evaluate` runs the
 very same objects on a mock render. The pack's version lives in `PulumiPolicy.yaml`, as the CLI expects.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,30 +22,30 @@ POLICIES: list[Policy] = [
     StackValidationPolicy(
         name="fabric-requests",
         description="Disaggregated prefill/decode workers (by their disaggregation mode or NIXL KV transfer) request "
-                    "their nodes' RDMA fabric (request = limit) or run on nodes that state it out of band, use the "
-                    "matching NIXL backend (EFA: LIBFABRIC, InfiniBand: UCX) and share speculative-decoding settings.",
+        "their nodes' RDMA fabric (request = limit) or run on nodes that state it out of band, use the "
+        "matching NIXL backend (EFA: LIBFABRIC, InfiniBand: UCX) and share speculative-decoding settings.",
         validate=fabric.validate_fabric_requests,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="prewarm-daemonsets",
         description="Every node pool running model-cache workers has a prewarm DaemonSet on the same nodes that mounts "
-                    "the cache read-only and warms every checkpoint the workers load (env "
-                    "PREWARM_MODELS); prewarm containers set cpu and memory limits.",
+        "the cache read-only and warms every checkpoint the workers load (env "
+        "PREWARM_MODELS); prewarm containers set cpu and memory limits.",
         validate=prewarm.validate_prewarm_daemonsets,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="gpu-resources",
         description="Containers that ask for nvidia.com/gpu set request = limit and run only in pods pinned to GPU "
-                    "nodes (node affinity on nvidia.com/gpu.product or nemotron.nvidia.com/pool, GPU toleration).",
+        "nodes (node affinity on nvidia.com/gpu.product or nemotron.nvidia.com/pool, GPU toleration).",
         validate=gpu.validate_gpu_resources,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
         name="image-pinning",
         description="Every image (containers of every kind, image volumes, Helm values, SageMaker models) is pinned "
-                    "by a version tag or a digest, names its registry and comes from an allowed registry.",
+        "by a version tag or a digest, names its registry and comes from an allowed registry.",
         validate=images.validate_image_pinning,
         enforcement_level=MANDATORY,
         config_schema=images.SCHEMA,
@@ -52,15 +53,15 @@ POLICIES: list[Policy] = [
     ResourceValidationPolicy(
         name="secret-handling",
         description="Credentials (the Hugging Face token included) reach pods only through Secret references, never "
-                    "as literals in env, args, ConfigMaps, Helm values or resource inputs (by name or by value shape).",
+        "as literals in env, args, ConfigMaps, Helm values or resource inputs (by name or by value shape).",
         validate=secrets.validate_secret_handling,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="data-protection",
         description="The model cache is protected or retained on delete in protected stacks, storage is encrypted (S3, "
-                    "EFS, EBS, EKS Secrets, SageMaker KMS where AWS allows it, data capture with KMS), buckets block "
-                    "public access, KMS keys rotate, and launch templates require IMDSv2.",
+        "EFS, EBS, EKS Secrets, SageMaker KMS where AWS allows it, data capture with KMS), buckets block "
+        "public access, KMS keys rotate, and launch templates require IMDSv2.",
         validate=data_protection.validate_data_protection,
         enforcement_level=MANDATORY,
         config_schema=data_protection.SCHEMA,
@@ -68,8 +69,8 @@ POLICIES: list[Policy] = [
     ResourceValidationPolicy(
         name="least-privilege",
         description="No privileged pods or blanket RBAC outside the stack's device-plugin component, no administrator "
-                    "or full-access managed policies, no wildcard, NotAction or NotResource grants, and no trust or "
-                    "resource policy open to principal \"*\" without a condition.",
+        "or full-access managed policies, no wildcard, NotAction or NotResource grants, and no trust or "
+        'resource policy open to principal "*" without a condition.',
         validate=privilege.validate_least_privilege,
         enforcement_level=MANDATORY,
         config_schema=privilege.SCHEMA,
@@ -77,7 +78,7 @@ POLICIES: list[Policy] = [
     ResourceValidationPolicy(
         name="network-policy-peers",
         description="Every ingress and egress rule of a NetworkPolicy names its peers: a rule without `from` "
-                    "(`to`) admits every source (destination) on its ports.",
+        "(`to`) admits every source (destination) on its ports.",
         validate=network.validate_network_policy_peers,
         enforcement_level=MANDATORY,
     ),

@@ -5,6 +5,7 @@ the kind; Dynamo resources through `dynamo.dynamo_pods`; any other object (a cus
 not know: LeaderWorkerSet, Grove, Argo) is searched for pod-spec-shaped mappings (a `containers` list of
 containers), so no custom resource hides a container from the rules.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -29,8 +30,19 @@ POD_SPEC_PATHS: dict[str, tuple[frozenset[str], tuple[str, ...], str]] = {
     "CronJob": (BATCH, ("spec", "jobTemplate", "spec", "template", "spec"), "pod template"),
 }
 # Objects that never hold a pod spec: skip the search.
-PLAIN_DATA_KINDS = frozenset({"ConfigMap", "Secret", "Namespace", "Service", "ServiceAccount", "PersistentVolumeClaim",
-                              "StorageClass", "PriorityClass", "CustomResourceDefinition"})
+PLAIN_DATA_KINDS = frozenset(
+    {
+        "ConfigMap",
+        "Secret",
+        "Namespace",
+        "Service",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "PriorityClass",
+        "CustomResourceDefinition",
+    }
+)
 PLAIN_DATA_GROUPS = frozenset({"", "storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io"})
 SEARCH_DEPTH = 12
 
@@ -64,12 +76,15 @@ def object_pods(obj: KubeObject) -> list[PodSpec]:
         if obj.kind in PLAIN_DATA_KINDS and obj.group in PLAIN_DATA_GROUPS:
             return []
         body = dig(obj.body, "spec")
-        pods = [PodSpec(f"pod spec at spec.{path}" if path != "spec" else "pod spec", spec, namespace=obj.namespace)
-                for path, spec in _shaped_like_pod_specs(body, "")]
+        pods = [
+            PodSpec(f"pod spec at spec.{path}" if path != "spec" else "pod spec", spec, namespace=obj.namespace)
+            for path, spec in _shaped_like_pod_specs(body, "")
+        ]
     if not prefix:
         return pods
-    return [PodSpec(prefix + pod.owner, pod.spec, pod.component_type, pod.component_name, pod.namespace)
-            for pod in pods]
+    return [
+        PodSpec(prefix + pod.owner, pod.spec, pod.component_type, pod.component_name, pod.namespace) for pod in pods
+    ]
 
 
 def pod_specs(resource_type: str, props: Any) -> list[PodSpec]:

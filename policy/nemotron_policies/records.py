@@ -6,6 +6,7 @@ A record holds `type`, `name`, `parent` and `provider` (as `type::name`), `depen
 them (`<parent type>$<type>`), so reports name the same resources as the render's `policy-report.txt`; the
 project is the root stack's name minus `-<stack>`.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,12 +48,14 @@ def _checked(entries: Any, path: Path) -> list[dict[str, Any]]:
             raise RecordsError(f"{path}: record [{index}] is not an object: {_quoted(entry)}")
         for key in ("type", "name"):
             if not isinstance(entry.get(key), str) or not entry[key]:
-                raise RecordsError(f"{path}: record [{index}].{key} must be a non-empty string, got "
-                                   f"{_quoted(entry.get(key))}")
+                raise RecordsError(
+                    f"{path}: record [{index}].{key} must be a non-empty string, got {_quoted(entry.get(key))}"
+                )
         for key in ("parent", "provider"):
             if not isinstance(entry.get(key, ""), str):
-                raise RecordsError(f"{path}: record [{index}].{key} must be a string (type::name), got "
-                                   f"{_quoted(entry.get(key))}")
+                raise RecordsError(
+                    f"{path}: record [{index}].{key} must be a string (type::name), got {_quoted(entry.get(key))}"
+                )
         if not isinstance(entry.get("dependsOn", []), list):
             raise RecordsError(f"{path}: record [{index}].dependsOn must be a list, got {_quoted(entry['dependsOn'])}")
     return entries
@@ -84,9 +87,17 @@ def load_records(path: Path, stack: str, project: Optional[str] = None) -> list[
     for entry in entries:
         parent = entry.get("parent", "")
         qualified = f"{parent.split('::')[0]}${entry['type']}" if parent else entry["type"]
-        records.append(Record(
-            type=entry["type"], name=entry["name"], urn=f"urn:pulumi:{stack}::{project}::{qualified}::{entry['name']}",
-            parent=parent, inputs=entry.get("inputs") or {}, provider=entry.get("provider", ""),
-            depends_on=[str(d) for d in entry.get("dependsOn", [])], protect=entry.get("protect") is True,
-            retain_on_delete=entry.get("retainOnDelete") is True))
+        records.append(
+            Record(
+                type=entry["type"],
+                name=entry["name"],
+                urn=f"urn:pulumi:{stack}::{project}::{qualified}::{entry['name']}",
+                parent=parent,
+                inputs=entry.get("inputs") or {},
+                provider=entry.get("provider", ""),
+                depends_on=[str(d) for d in entry.get("dependsOn", [])],
+                protect=entry.get("protect") is True,
+                retain_on_delete=entry.get("retainOnDelete") is True,
+            )
+        )
     return records

@@ -10,6 +10,7 @@
 - EKS clusters envelope-encrypt Secrets with KMS (`encryptionConfig.resources` has `secrets`); KMS keys of
   the stack rotate (symmetric keys only: AWS cannot rotate the others).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -18,10 +19,12 @@ from typing import Any
 from .values import UNKNOWN, as_list, dig
 
 BUCKETS = frozenset({"aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"})
-BUCKET_ENCRYPTION = frozenset({
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
-})
+BUCKET_ENCRYPTION = frozenset(
+    {
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+    }
+)
 PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 ACCOUNT_PUBLIC_ACCESS_BLOCK = "aws:s3/accountPublicAccessBlock:AccountPublicAccessBlock"
 BUCKET_ACLS = frozenset({"aws:s3/bucketAclV2:BucketAclV2", "aws:s3/bucketAcl:BucketAcl"})
@@ -40,8 +43,14 @@ Found = tuple[str, str]  # (message, urn)
 
 def related(target: Any, name: Any, resources: list[tuple[Any, Any]], types: frozenset[str]) -> list[tuple[Any, Any]]:
     """Resources of `types` that point at a bucket: by its name, or by depending on it."""
-    return [(r, p) for r, p in resources if r.resource_type in types and (
-        (name not in (None, UNKNOWN) and dig(p, "bucket") == name) or target.urn in {d.urn for d in r.dependencies})]
+    return [
+        (r, p)
+        for r, p in resources
+        if r.resource_type in types
+        and (
+            (name not in (None, UNKNOWN) and dig(p, "bucket") == name) or target.urn in {d.urn for d in r.dependencies}
+        )
+    ]
 
 
 def _truthy(value: Any) -> Any:
@@ -58,14 +67,19 @@ def _blocks_everything(props: Any) -> Any:
     return all(s is True for s in settings)
 
 
-def _bucket_problems(bucket: Any, props: Any, resources: list[tuple[Any, Any]],
-                     account_blocked: bool) -> Iterator[Found]:
+def _bucket_problems(
+    bucket: Any, props: Any, resources: list[tuple[Any, Any]], account_blocked: bool
+) -> Iterator[Found]:
     name = dig(props, "bucket")
     encryption = [dig(props, "serverSideEncryptionConfiguration", "rule")] + [
-        dig(p, "rules") for _, p in related(bucket, name, resources, BUCKET_ENCRYPTION)]
+        dig(p, "rules") for _, p in related(bucket, name, resources, BUCKET_ENCRYPTION)
+    ]
     if UNKNOWN not in encryption and not any(encryption):
-        yield (f"bucket {bucket.name} has no default encryption; add a BucketServerSideEncryptionConfiguration "
-               "(aws:kms for data that needs its own key)", bucket.urn)
+        yield (
+            f"bucket {bucket.name} has no default encryption; add a BucketServerSideEncryptionConfiguration "
+            "(aws:kms for data that needs its own key)",
+            bucket.urn,
+        )
     blocks = related(bucket, name, resources, frozenset({PUBLIC_ACCESS_BLOCK}))
     if not blocks and not account_blocked:
         yield (f"bucket {bucket.name} has no BucketPublicAccessBlock; block public ACLs and policies", bucket.urn)
@@ -78,13 +92,16 @@ def _bucket_problems(bucket: Any, props: Any, resources: list[tuple[Any, Any]],
 def _ebs_problems(resource: Any, props: Any) -> Iterator[str]:
     devices: list[tuple[str, Any]] = []
     if resource.resource_type == LAUNCH_TEMPLATE:
-        devices = [(f"blockDeviceMappings[{i}] ({dig(m, 'deviceName') or '?'})", dig(m, "ebs"))
-                   for i, m in enumerate(as_list(dig(props, "blockDeviceMappings")))]
+        devices = [
+            (f"blockDeviceMappings[{i}] ({dig(m, 'deviceName') or '?'})", dig(m, "ebs"))
+            for i, m in enumerate(as_list(dig(props, "blockDeviceMappings")))
+        ]
     elif resource.resource_type == EBS_VOLUME:
         devices = [("volume", props)]
     elif resource.resource_type == INSTANCE:
         devices = [("rootBlockDevice", dig(props, "rootBlockDevice"))] + [
-            (f"ebsBlockDevices[{i}]", d) for i, d in enumerate(as_list(dig(props, "ebsBlockDevices")))]
+            (f"ebsBlockDevices[{i}]", d) for i, d in enumerate(as_list(dig(props, "ebsBlockDevices")))
+        ]
     for where, device in devices:
         if isinstance(device, dict) and _truthy(device.get("encrypted")) is False:
             yield f"{where} is not encrypted; set encrypted: true"
@@ -92,10 +109,12 @@ def _ebs_problems(resource: Any, props: Any) -> Iterator[str]:
 
 def storage_problems(resources: list[tuple[Any, Any]]) -> Iterator[Found]:
     """(message, urn) for unencrypted or publicly exposable storage among `(resource, plain props)` pairs."""
-    account_blocked = any(r.resource_type == ACCOUNT_PUBLIC_ACCESS_BLOCK and _blocks_everything(p) is True
-                          for r, p in resources)
-    ebs_by_default = any(r.resource_type == EBS_DEFAULT_ENCRYPTION and dig(p, "enabled") is not False
-                         for r, p in resources)
+    account_blocked = any(
+        r.resource_type == ACCOUNT_PUBLIC_ACCESS_BLOCK and _blocks_everything(p) is True for r, p in resources
+    )
+    ebs_by_default = any(
+        r.resource_type == EBS_DEFAULT_ENCRYPTION and dig(p, "enabled") is not False for r, p in resources
+    )
     for resource, props in resources:
         kind = resource.resource_type
         if kind in BUCKETS:
@@ -110,11 +129,15 @@ def storage_problems(resources: list[tuple[Any, Any]]) -> Iterator[Found]:
                 yield f"{kind.rsplit(':', 1)[-1]} {resource.name}: {problem}", resource.urn
         elif kind == EKS_CLUSTER:
             configs = dig(props, "encryptionConfig")
-            listed = [r for c in (configs if isinstance(configs, list) else [configs])
-                      for r in as_list(dig(c, "resources"))]
+            listed = [
+                r for c in (configs if isinstance(configs, list) else [configs]) for r in as_list(dig(c, "resources"))
+            ]
             if configs is not UNKNOWN and UNKNOWN not in listed and "secrets" not in listed:
-                yield (f"EKS cluster {resource.name} does not envelope-encrypt Secrets; set encryptionConfig "
-                       "{resources: [secrets], provider.keyArn}", resource.urn)
+                yield (
+                    f"EKS cluster {resource.name} does not envelope-encrypt Secrets; set encryptionConfig "
+                    "{resources: [secrets], provider.keyArn}",
+                    resource.urn,
+                )
         elif kind == KMS_KEY:
             spec = dig(props, "customerMasterKeySpec") or dig(props, "keySpec") or "SYMMETRIC_DEFAULT"
             if spec == "SYMMETRIC_DEFAULT" and dig(props, "enableKeyRotation") not in (True, UNKNOWN):

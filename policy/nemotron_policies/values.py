@@ -6,6 +6,7 @@ strings, `pulumi.Output`s or None. `plain()` turns any of these into plain dicts
 unknown value is the `UNKNOWN` marker, so a rule can skip exactly the check it cannot decide and still
 run all the others.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,17 @@ from pulumi_policy.proxy import (
     UnknownValueError,
 )
 
-_SENTINELS = frozenset({
-    UNKNOWN_ARCHIVE_VALUE, UNKNOWN_ARRAY_VALUE, UNKNOWN_ASSET_VALUE, UNKNOWN_BOOLEAN_VALUE,
-    UNKNOWN_NUMBER_VALUE, UNKNOWN_OBJECT_VALUE, UNKNOWN_STRING_VALUE,
-})
+_SENTINELS = frozenset(
+    {
+        UNKNOWN_ARCHIVE_VALUE,
+        UNKNOWN_ARRAY_VALUE,
+        UNKNOWN_ASSET_VALUE,
+        UNKNOWN_BOOLEAN_VALUE,
+        UNKNOWN_NUMBER_VALUE,
+        UNKNOWN_OBJECT_VALUE,
+        UNKNOWN_STRING_VALUE,
+    }
+)
 
 
 class _Unknown:

@@ -3,6 +3,7 @@
 Works on `values.plain()` data; `pods.pod_specs` finds the pod specs of a resource. Every reader returns
 `UNKNOWN` rather than guessing when a value is unknown.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,12 @@ def node_selection(spec: Any) -> Any:
         expressions: list[tuple[Any, ...]] = list(from_selector)
         for expression in as_list(dig(term, "matchExpressions")) + as_list(dig(term, "matchFields")):
             key, operator, values = dig(expression, "key"), dig(expression, "operator"), dig(expression, "values")
-            if UNKNOWN in (expression, key, operator, values) or UNKNOWN in as_list(values) \
-                    or not isinstance(key, str) or not isinstance(operator, str):
+            if (
+                UNKNOWN in (expression, key, operator, values)
+                or UNKNOWN in as_list(values)
+                or not isinstance(key, str)
+                or not isinstance(operator, str)
+            ):
                 return UNKNOWN  # unknown, or malformed (the API server would refuse it)
             expressions.append((key, operator, tuple(sorted(str(v) for v in as_list(values)))))
         if expressions:
@@ -87,8 +92,10 @@ def node_selection(spec: Any) -> Any:
 def describe_selection(selection: Any) -> str:
     if not selection:
         return "any node"
-    terms = [" and ".join(f"{k} {op} [{', '.join(v)}]" if v else f"{k} {op}" for k, op, v in sorted(term))
-             for term in selection]
+    terms = [
+        " and ".join(f"{k} {op} [{', '.join(v)}]" if v else f"{k} {op}" for k, op, v in sorted(term))
+        for term in selection
+    ]
     return " or ".join(sorted(terms))
 
 
@@ -133,10 +140,17 @@ def tolerates(toleration: tuple[str, str, str, str], other: tuple[str, str, str,
 
 def claim_volume_names(spec: Any, claim: str = MODEL_CACHE_CLAIM) -> list[str]:
     """Names of the pod's volumes that reference the persistent volume claim `claim`."""
-    return [text(v.get("name")) or "" for v in as_list(dig(spec, "volumes"))
-            if isinstance(v, dict) and dig(v, "persistentVolumeClaim", "claimName") == claim]
+    return [
+        text(v.get("name")) or ""
+        for v in as_list(dig(spec, "volumes"))
+        if isinstance(v, dict) and dig(v, "persistentVolumeClaim", "claimName") == claim
+    ]
 
 
 def volume_mounts(spec: Any, volume: str) -> list[dict[str, Any]]:
-    return [m for c in containers(spec) for m in as_list(c.get("volumeMounts"))
-            if isinstance(m, dict) and m.get("name") == volume]
+    return [
+        m
+        for c in containers(spec)
+        for m in as_list(c.get("volumeMounts"))
+        if isinstance(m, dict) and m.get("name") == volume
+    ]

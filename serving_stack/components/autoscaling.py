@@ -2,11 +2,13 @@
 and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role). The Auto Scaling group tags that
 let it find the GPU node groups and scale them up from zero are the node pools' (`GpuNodePool`). What the
 objects contain is decided in `serving_stack.plan.autoscaling_plan`; these components only register them."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -17,10 +19,14 @@ from serving_stack.names import TypeTokens
 
 POD_IDENTITY_TRUST = {
     "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}],
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+        }
+    ],
 }
-
-
 
 
 @dataclass(frozen=True)
@@ -40,17 +46,21 @@ class ServingAutoscaler(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         after: list[pulumi.Resource] = list(args.depends_on)
         if args.install_keda:
-            namespace = k8s.core.v1.Namespace(f"{name}-keda-namespace", metadata={"name": args.keda.namespace}, opts=child)
-            after.append(k8s.helm.v3.Release(
-                f"{name}-keda",
-                name="keda",
-                chart=args.keda.chart,
-                version=args.keda.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.keda.repository),
-                namespace=namespace.metadata.name,
-                atomic=True,
-                opts=child,
-            ))
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-keda-namespace", metadata={"name": args.keda.namespace}, opts=child
+            )
+            after.append(
+                k8s.helm.v3.Release(
+                    f"{name}-keda",
+                    name="keda",
+                    chart=args.keda.chart,
+                    version=args.keda.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.keda.repository),
+                    namespace=namespace.metadata.name,
+                    atomic=True,
+                    opts=child,
+                )
+            )
         self.scaled_objects = [
             k8s.apiextensions.CustomResource(
                 f"{name}-{obj['metadata']['name']}",
@@ -82,7 +92,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.CLUSTER_AUTOSCALER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST), tags=dict(args.tags), opts=child)
+        role = aws.iam.Role(
+            f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST), tags=dict(args.tags), opts=child
+        )
         policy = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(args.policy), opts=child)
         association = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",

@@ -1,11 +1,13 @@
 """Device plugins that turn GPU pool hardware into schedulable resources: `nvidia.com/gpu` (+ GPU Feature
 Discovery's `nvidia.com/gpu.product` labels), `vpc.amazonaws.com/efa` on EFA pools and `rdma/ib` on
 InfiniBand pools. Every plugin tolerates the GPU taint and selects the pools' fabric label."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -55,20 +57,39 @@ def efa_values(instance_types: Sequence[str]) -> dict[str, Any]:
 
 def rdma_devices_config(plugin: RdmaSharedDevicePlugin) -> str:
     """`config.json` of the `rdma-devices` ConfigMap: Mellanox HCAs shared as `rdma/<resourceName>`."""
-    return json.dumps({
-        "configList": [{"resourceName": plugin.resourceName, "rdmaHcaMax": plugin.rdmaHcaMax, "selectors": {"vendors": list(plugin.vendors)}}]
-    })
+    return json.dumps(
+        {
+            "configList": [
+                {
+                    "resourceName": plugin.resourceName,
+                    "rdmaHcaMax": plugin.rdmaHcaMax,
+                    "selectors": {"vendors": list(plugin.vendors)},
+                }
+            ]
+        }
+    )
 
 
 class DevicePlugins(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(TypeTokens.DEVICE_PLUGINS, name, None, pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-            aliases=[pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]])))
+        super().__init__(
+            TypeTokens.DEVICE_PLUGINS,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]]
+                ),
+            ),
+        )
         child = pulumi.ResourceOptions(parent=self)
         releases = []
         if args.nvidia:
             nvidia = args.plugins.nvidia
-            namespace = k8s.core.v1.Namespace(f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child)
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child
+            )
             releases.append(
                 k8s.helm.v3.Release(
                     f"{name}-nvidia",
@@ -115,7 +136,11 @@ class DevicePlugins(pulumi.ComponentResource):
             opts=child,
         )
         labels = {"name": "rdma-shared-dp-ds"}
-        host_paths = {"device-plugin": "/var/lib/kubelet/device-plugins", "plugins-registry": "/var/lib/kubelet/plugins_registry", "devs": "/dev/"}
+        host_paths = {
+            "device-plugin": "/var/lib/kubelet/device-plugins",
+            "plugins-registry": "/var/lib/kubelet/plugins_registry",
+            "devs": "/dev/",
+        }
         k8s.apps.v1.DaemonSet(
             f"{name}-rdma",
             metadata={"name": "rdma-shared-dp-ds", "namespace": plugin.namespace},
@@ -128,20 +153,28 @@ class DevicePlugins(pulumi.ComponentResource):
                         "priorityClassName": "system-node-critical",
                         "nodeSelector": {FABRIC_LABEL: "ib"},
                         "tolerations": [TOLERATE_GPU_TAINT],
-                        "containers": [{
-                            "name": "k8s-rdma-shared-dp-ds",
-                            "image": plugin.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "securityContext": {"privileged": True},
-                            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
-                            "volumeMounts": [
-                                *({"name": volume, "mountPath": path} for volume, path in host_paths.items()),
-                                {"name": "config", "mountPath": "/k8s-rdma-shared-dev-plugin"},
-                            ],
-                        }],
+                        "containers": [
+                            {
+                                "name": "k8s-rdma-shared-dp-ds",
+                                "image": plugin.image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "securityContext": {"privileged": True},
+                                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+                                "volumeMounts": [
+                                    *({"name": volume, "mountPath": path} for volume, path in host_paths.items()),
+                                    {"name": "config", "mountPath": "/k8s-rdma-shared-dev-plugin"},
+                                ],
+                            }
+                        ],
                         "volumes": [
                             *({"name": volume, "hostPath": {"path": path}} for volume, path in host_paths.items()),
-                            {"name": "config", "configMap": {"name": config.metadata.name, "items": [{"key": "config.json", "path": "config.json"}]}},
+                            {
+                                "name": "config",
+                                "configMap": {
+                                    "name": config.metadata.name,
+                                    "items": [{"key": "config.json", "path": "config.json"}],
+                                },
+                            },
                         ],
                     },
                 },

@@ -1,6 +1,7 @@
 """The NVIDIA DRA driver for GPUs (pinned Helm release) with ComputeDomains only: IMEX domains that let the
 pods of one workload share multi-node NVLink on P6e-GB200 UltraServers. GPUs stay with the NVIDIA device
 plugin (the driver's GPU allocation is experimental; the EKS UltraServer guide turns it off)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -30,8 +31,13 @@ class NvidiaDraDriverArgs:
 
 
 def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]}}}
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]
+            }
+        }
+    }
 
 
 def dra_driver_values(pools: Sequence[str]) -> dict[str, Any]:
@@ -41,11 +47,15 @@ def dra_driver_values(pools: Sequence[str]) -> dict[str, Any]:
     kubelet plugin runs on the pools' GPU nodes, tolerating their taint."""
     return {
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
-        "controller": {"affinity": _required({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}),
-                       "tolerations": []},
+        "controller": {
+            "affinity": _required({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}),
+            "tolerations": [],
+        },
         "kubeletPlugin": {
-            "affinity": _required({"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
-                                  {"key": POOL_LABEL, "operator": "In", "values": sorted(pools)}),
+            "affinity": _required(
+                {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+                {"key": POOL_LABEL, "operator": "In", "values": sorted(pools)},
+            ),
             "tolerations": [TOLERATE_GPU_TAINT],
         },
     }
@@ -57,8 +67,9 @@ class NvidiaDraDriver(pulumi.ComponentResource):
     def __init__(self, name: str, args: NvidiaDraDriverArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.DRA_DRIVER, name, None, opts)
         chart = args.chart
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": chart.namespace},
-                                          opts=pulumi.ResourceOptions(parent=self))
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": chart.namespace}, opts=pulumi.ResourceOptions(parent=self)
+        )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=chart.chart,

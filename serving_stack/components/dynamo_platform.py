@@ -1,4 +1,5 @@
 """The NVIDIA Dynamo platform: its namespace and a pinned `dynamo-platform` Helm release."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

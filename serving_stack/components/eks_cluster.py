@@ -2,10 +2,12 @@
 encrypted with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the
 core add-ons, and the Kubernetes provider every Kubernetes resource of the stack is created with (the one
 place that builds it)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Sequence
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -59,23 +61,42 @@ class EksClusterArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def kubeconfig(cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]) -> pulumi.Output[str]:
+def kubeconfig(
+    cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]
+) -> pulumi.Output[str]:
     """A kubeconfig that authenticates with `aws eks get-token` (no static credentials in state)."""
-    return pulumi.Output.json_dumps({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}],
-        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
-        "current-context": cluster_name,
-        "users": [{
-            "name": cluster_name,
-            "user": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "command": "aws",
-                "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region, "--output", "json"],
-            }},
-        }],
-    })
+    return pulumi.Output.json_dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
+            ],
+            "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+            "current-context": cluster_name,
+            "users": [
+                {
+                    "name": cluster_name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": [
+                                "eks",
+                                "get-token",
+                                "--cluster-name",
+                                cluster_name,
+                                "--region",
+                                region,
+                                "--output",
+                                "json",
+                            ],
+                        }
+                    },
+                }
+            ],
+        }
+    )
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -89,8 +110,12 @@ class EksCluster(pulumi.ComponentResource):
         super().__init__(TypeTokens.EKS_CLUSTER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = dict(args.tags)
-        role = aws.iam.Role(f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child)
-        role_policy = aws.iam.RolePolicyAttachment(f"{name}-cluster-policy", role=role.name, policy_arn=CLUSTER_POLICY, opts=child)
+        role = aws.iam.Role(
+            f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child
+        )
+        role_policy = aws.iam.RolePolicyAttachment(
+            f"{name}-cluster-policy", role=role.name, policy_arn=CLUSTER_POLICY, opts=child
+        )
         key = aws.kms.Key(
             f"{name}-secrets-key",
             description=f"EKS secrets envelope encryption for {args.cluster_name}",
@@ -135,9 +160,16 @@ class EksCluster(pulumi.ComponentResource):
             # cluster (its role, name or network family) replaces everything on it, deleting first.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy], delete_before_replace=True),
         )
-        node_role = aws.iam.Role(f"{name}-system-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child)
+        node_role = aws.iam.Role(
+            f"{name}-system-node-role",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=tags,
+            opts=child,
+        )
         node_policies = [
-            aws.iam.RolePolicyAttachment(f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child
+            )
             for arn in args.node_managed_policies
         ]
         early_addons = [self._addon(name, cluster, addon, []) for addon in args.addons if not addon.needsNodes]
@@ -166,8 +198,9 @@ class EksCluster(pulumi.ComponentResource):
                 min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
             ),
             # The root volume lives on the template (EKS rejects diskSize beside a launch template).
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id,
-                                                                version=template.latest_version.apply(str)),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
             labels={ROLE_LABEL: "system"},
             tags=tags,
             # Nodes join only with their role's policies attached and the CNI add-on in place.
@@ -188,21 +221,32 @@ class EksCluster(pulumi.ComponentResource):
             # Workloads need somewhere to run: every Kubernetes resource waits for the system nodes.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[nodes, *late_addons]),
         )
-        self.register_outputs({"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig})
+        self.register_outputs(
+            {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
+        )
 
     def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: ClusterAccess) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        entry = aws.eks.AccessEntry(name, cluster_name=cluster.name, principal_arn=access.principal_arn,
-                                    type="STANDARD", opts=replace_in_place)
+        entry = aws.eks.AccessEntry(
+            name, cluster_name=cluster.name, principal_arn=access.principal_arn, type="STANDARD", opts=replace_in_place
+        )
         scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
-            type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None)
+            type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None
+        )
         aws.eks.AccessPolicyAssociation(
-            f"{name}-policy", cluster_name=cluster.name, principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[access.policy], access_scope=scope, opts=replace_in_place)
+            f"{name}-policy",
+            cluster_name=cluster.name,
+            principal_arn=entry.principal_arn,
+            policy_arn=ACCESS_POLICIES[access.policy],
+            access_scope=scope,
+            opts=replace_in_place,
+        )
 
-    def _addon(self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]) -> aws.eks.Addon:
+    def _addon(
+        self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]
+    ) -> aws.eks.Addon:
         return aws.eks.Addon(
             f"{name}-addon-{addon.name}",
             cluster_name=cluster.name,

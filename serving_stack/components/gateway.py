@@ -9,12 +9,14 @@ With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, al
 the fallback endpoints. More than ~250 lines because the NetworkPolicies and the pod spec are spelled
 out in full; the parts that need no resource are module-level functions.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -24,12 +26,10 @@ import yaml
 from serving_stack.components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.plan.gateway import MASTER_KEY_ENV
-from serving_stack.plan.gateway_stack import (  # noqa: F401 (service_url: re-exported, the names live in the plan)
+from serving_stack.plan.gateway_stack import (
     MASTER_KEY_SECRET_KEY,
     StackGateway,
     master_key_secret_name,
-    redis_host,
-    service_url,
 )
 
 CONFIG_FILE = "config.yaml"
@@ -74,13 +74,27 @@ class GatewayArgs:
     sagemaker_access: Optional[SageMakerAccess] = None
 
     @classmethod
-    def of(cls, plan: StackGateway, namespace: pulumi.Input[str], master_key: pulumi.Input[str],
-           sagemaker_access: Optional[SageMakerAccess]) -> GatewayArgs:
-        return cls(namespace=namespace, name=plan.name, config=plan.routing.config, master_key=master_key,
-                   pins=plan.pins, min_replicas=plan.min_replicas, max_replicas=plan.max_replicas,
-                   redis_enabled=plan.routing.needs_redis, allowed_namespaces=plan.allowed_namespaces,
-                   backend_namespaces=plan.backend_namespaces, target_cpu_utilization=plan.target_cpu_utilization,
-                   sagemaker_access=sagemaker_access)
+    def of(
+        cls,
+        plan: StackGateway,
+        namespace: pulumi.Input[str],
+        master_key: pulumi.Input[str],
+        sagemaker_access: Optional[SageMakerAccess],
+    ) -> GatewayArgs:
+        return cls(
+            namespace=namespace,
+            name=plan.name,
+            config=plan.routing.config,
+            master_key=master_key,
+            pins=plan.pins,
+            min_replicas=plan.min_replicas,
+            max_replicas=plan.max_replicas,
+            redis_enabled=plan.routing.needs_redis,
+            allowed_namespaces=plan.allowed_namespaces,
+            backend_namespaces=plan.backend_namespaces,
+            target_cpu_utilization=plan.target_cpu_utilization,
+            sagemaker_access=sagemaker_access,
+        )
 
 
 def config_yaml(config: Mapping[str, Any]) -> str:
@@ -96,15 +110,30 @@ def config_checksum(config: Mapping[str, Any]) -> str:
 
 
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS),
-         "Resource": sorted(endpoint_arns)}]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "InvokeFallbackEndpoints",
+                    "Effect": "Allow",
+                    "Action": list(INVOKE_ACTIONS),
+                    "Resource": sorted(endpoint_arns),
+                }
+            ],
+        }
+    )
 
 
 def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """(pod, container) security contexts of the restricted Pod Security Standard."""
-    pod = {"runAsNonRoot": True, "runAsUser": run_as_user, "runAsGroup": run_as_user, "fsGroup": run_as_user,
-           "seccompProfile": {"type": "RuntimeDefault"}}
+    pod = {
+        "runAsNonRoot": True,
+        "runAsUser": run_as_user,
+        "runAsGroup": run_as_user,
+        "fsGroup": run_as_user,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     container = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
     return pod, container
 
@@ -116,19 +145,35 @@ def _namespace_peer(namespace: str) -> dict[str, Any]:
 def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[str, Any]]:
     """DNS, the Dynamo frontends, Redis, and (with SageMaker fallbacks) HTTPS plus the Pod Identity agent."""
     rules: list[dict[str, Any]] = [
-        {"to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {
+            "to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
     ]
     if args.backend_namespaces:  # an empty `to` would allow every destination
-        rules.append({"to": [_namespace_peer(ns) for ns in args.backend_namespaces],
-                      "ports": [{"protocol": "TCP", "port": args.backend_port}]})
+        rules.append(
+            {
+                "to": [_namespace_peer(ns) for ns in args.backend_namespaces],
+                "ports": [{"protocol": "TCP", "port": args.backend_port}],
+            }
+        )
     if args.redis_enabled:
-        rules.append({"to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
-                      "ports": [{"protocol": "TCP", "port": args.pins.redis.port}]})
+        rules.append(
+            {
+                "to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
+                "ports": [{"protocol": "TCP", "port": args.pins.redis.port}],
+            }
+        )
     if args.sagemaker_access is not None:
-        rules.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs],
-                      "ports": [{"protocol": "TCP", "port": 443}]})
-        rules.append({"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": [{"protocol": "TCP", "port": 80}]})
+        rules.append(
+            {
+                "to": [{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
+        rules.append(
+            {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": [{"protocol": "TCP", "port": 80}]}
+        )
     return rules
 
 
@@ -144,20 +189,32 @@ class Gateway(pulumi.ComponentResource):
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
         litellm, base = args.pins.litellm, args.name
-        labels = {"app.kubernetes.io/name": "litellm", "app.kubernetes.io/instance": base,
-                  "app.kubernetes.io/part-of": "nemotron-lightning"}
+        labels = {
+            "app.kubernetes.io/name": "litellm",
+            "app.kubernetes.io/instance": base,
+            "app.kubernetes.io/part-of": "nemotron-lightning",
+        }
         proxy_labels = {**labels, "app.kubernetes.io/component": "gateway"}
 
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-service-account", metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            automount_service_account_token=False, opts=child)
+            f"{name}-service-account",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            automount_service_account_token=False,
+            opts=child,
+        )
         config_map = k8s.core.v1.ConfigMap(
-            f"{name}-config", metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
-            data={CONFIG_FILE: config_yaml(args.config)}, opts=child)
+            f"{name}-config",
+            metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
+            data={CONFIG_FILE: config_yaml(args.config)},
+            opts=child,
+        )
         secret = k8s.core.v1.Secret(
             f"{name}-master-key",
             metadata={"name": master_key_secret_name(base), "namespace": args.namespace, "labels": labels},
-            type="Opaque", string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)}, opts=child)
+            type="Opaque",
+            string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)},
+            opts=child,
+        )
 
         self.role_arn = None
         # Pod Identity credentials reach only pods created after the association: the pods wait for it.
@@ -176,17 +233,31 @@ class Gateway(pulumi.ComponentResource):
             "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}", "--port", str(litellm.port), "--num_workers", "1"],
             "ports": [{"name": "http", "containerPort": litellm.port}],
             "env": [
-                {"name": MASTER_KEY_ENV, "valueFrom": {"secretKeyRef": {"name": secret.metadata.name,
-                                                                        "key": MASTER_KEY_SECRET_KEY}}},
+                {
+                    "name": MASTER_KEY_ENV,
+                    "valueFrom": {"secretKeyRef": {"name": secret.metadata.name, "key": MASTER_KEY_SECRET_KEY}},
+                },
                 {"name": "LITELLM_LOCAL_MODEL_COST_MAP", "value": "True"},  # no fetch from the internet at start
                 {"name": "DISABLE_ADMIN_UI", "value": "True"},
             ],
             "resources": args.pins.litellm.resources.model_dump(),
             "securityContext": container_context,
-            "startupProbe": {**probe, "httpGet": {"path": "/health/liveliness", "port": "http"}, "failureThreshold": 30,
-                             "periodSeconds": 2},
-            "livenessProbe": {**probe, "httpGet": {"path": "/health/liveliness", "port": "http"}, "failureThreshold": 3},
-            "readinessProbe": {**probe, "httpGet": {"path": "/health/readiness", "port": "http"}, "failureThreshold": 2},
+            "startupProbe": {
+                **probe,
+                "httpGet": {"path": "/health/liveliness", "port": "http"},
+                "failureThreshold": 30,
+                "periodSeconds": 2,
+            },
+            "livenessProbe": {
+                **probe,
+                "httpGet": {"path": "/health/liveliness", "port": "http"},
+                "failureThreshold": 3,
+            },
+            "readinessProbe": {
+                **probe,
+                "httpGet": {"path": "/health/readiness", "port": "http"},
+                "failureThreshold": 2,
+            },
             "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
             + [{"name": volume, "mountPath": path} for volume, path in writable],
         }
@@ -197,66 +268,125 @@ class Gateway(pulumi.ComponentResource):
                 "selector": {"matchLabels": proxy_labels},
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
                 "template": {
-                    "metadata": {"labels": proxy_labels, "annotations": {
-                        CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config),
-                        MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
-                            pulumi.Output.from_input(args.master_key).apply(_sha256))}},
+                    "metadata": {
+                        "labels": proxy_labels,
+                        "annotations": {
+                            CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config),
+                            MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
+                                pulumi.Output.from_input(args.master_key).apply(_sha256)
+                            ),
+                        },
+                    },
                     "spec": {
                         "serviceAccountName": account.metadata.name,
                         "securityContext": pod_context,
                         "terminationGracePeriodSeconds": 60,
-                        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-                                                       "whenUnsatisfiable": "ScheduleAnyway",
-                                                       "labelSelector": {"matchLabels": proxy_labels}}],
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "kubernetes.io/hostname",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": proxy_labels},
+                            }
+                        ],
                         "containers": [container],
                         "volumes": [{"name": "config", "configMap": {"name": config_map.metadata.name}}]
                         + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=credentials))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=credentials),
+        )
         service = k8s.core.v1.Service(
-            f"{name}-service", metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            f"{name}-service",
+            metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
             spec={"selector": proxy_labels, "ports": [{"name": "http", "port": litellm.port, "targetPort": "http"}]},
-            opts=child)
+            opts=child,
+        )
         k8s.policy.v1.PodDisruptionBudget(
-            f"{name}-pdb", metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}}, opts=child)
+            f"{name}-pdb",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
+            opts=child,
+        )
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
-            f"{name}-hpa", metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            spec={"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
-                  "minReplicas": args.min_replicas, "maxReplicas": args.max_replicas,
-                  "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
-                      "type": "Utilization", "averageUtilization": args.target_cpu_utilization}}}]},
-            opts=child)
+            f"{name}-hpa",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
+                "minReplicas": args.min_replicas,
+                "maxReplicas": args.max_replicas,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": args.target_cpu_utilization},
+                        },
+                    }
+                ],
+            },
+            opts=child,
+        )
         k8s.networking.v1.NetworkPolicy(
-            f"{name}-network-policy", metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            spec={"podSelector": {"matchLabels": proxy_labels}, "policyTypes": ["Ingress", "Egress"],
-                  "ingress": [{"from": [_namespace_peer(ns) for ns in args.allowed_namespaces],
-                               "ports": [{"protocol": "TCP", "port": litellm.port}]}],
-                  "egress": gateway_egress(args, labels)},
-            opts=child)
+            f"{name}-network-policy",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={
+                "podSelector": {"matchLabels": proxy_labels},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [_namespace_peer(ns) for ns in args.allowed_namespaces],
+                        "ports": [{"protocol": "TCP", "port": litellm.port}],
+                    }
+                ],
+                "egress": gateway_egress(args, labels),
+            },
+            opts=child,
+        )
         if args.redis_enabled:
             self._redis(name, args, labels, proxy_labels)
 
         self.service_name = service.metadata.name
         self.master_key_secret = secret.metadata.name
-        self.url = pulumi.Output.concat("http://", service.metadata.name, ".", service.metadata.namespace,
-                                        f".svc.cluster.local:{litellm.port}/v1")
-        self.register_outputs({"url": self.url, "serviceName": self.service_name,
-                               "masterKeySecret": self.master_key_secret, "roleArn": self.role_arn})
+        self.url = pulumi.Output.concat(
+            "http://", service.metadata.name, ".", service.metadata.namespace, f".svc.cluster.local:{litellm.port}/v1"
+        )
+        self.register_outputs(
+            {
+                "url": self.url,
+                "serviceName": self.service_name,
+                "masterKeySecret": self.master_key_secret,
+                "roleArn": self.role_arn,
+            }
+        )
 
-    def _sagemaker_role(self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str],
-                        account: k8s.core.v1.ServiceAccount) -> aws.eks.PodIdentityAssociation:
+    def _sagemaker_role(
+        self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str], account: k8s.core.v1.ServiceAccount
+    ) -> aws.eks.PodIdentityAssociation:
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{name}-sagemaker-role", assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
-                            description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
-                            tags=dict(access.tags), opts=child)
-        aws.iam.RolePolicy(f"{name}-sagemaker-invoke", role=role.id,
-                           policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy), opts=child)
-        return aws.eks.PodIdentityAssociation(f"{name}-pod-identity", cluster_name=access.cluster_name,
-                                              namespace=namespace, service_account=account.metadata.name,
-                                              role_arn=role.arn, tags=dict(access.tags), opts=child)
+        role = aws.iam.Role(
+            f"{name}-sagemaker-role",
+            assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
+            description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
+            tags=dict(access.tags),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-sagemaker-invoke",
+            role=role.id,
+            policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy),
+            opts=child,
+        )
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=access.cluster_name,
+            namespace=namespace,
+            service_account=account.metadata.name,
+            role_arn=role.arn,
+            tags=dict(access.tags),
+            opts=child,
+        )
 
     def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
         child = pulumi.ResourceOptions(parent=self)
@@ -264,29 +394,67 @@ class Gateway(pulumi.ComponentResource):
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
         pod_context, container_context = _restricted(redis.runAsUser)
         k8s.apps.v1.Deployment(
-            f"{name}-redis-deployment", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
-            spec={"replicas": 1, "selector": {"matchLabels": redis_labels}, "strategy": {"type": "Recreate"},
-                  "template": {"metadata": {"labels": redis_labels}, "spec": {
-                      "automountServiceAccountToken": False, "securityContext": pod_context,
-                      "containers": [{
-                          "name": "redis", "image": redis.image,
-                          "args": ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory,
-                                   "--maxmemory-policy", "volatile-lru", "--dir", "/data"],
-                          "ports": [{"name": "redis", "containerPort": redis.port}],
-                          "resources": redis.resources.model_dump(), "securityContext": container_context,
-                          "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
-                          "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
-                          "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                      "volumes": [{"name": "data", "emptyDir": {}}]}}},
-            opts=child)
+            f"{name}-redis-deployment",
+            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={
+                "replicas": 1,
+                "selector": {"matchLabels": redis_labels},
+                "strategy": {"type": "Recreate"},
+                "template": {
+                    "metadata": {"labels": redis_labels},
+                    "spec": {
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_context,
+                        "containers": [
+                            {
+                                "name": "redis",
+                                "image": redis.image,
+                                "args": [
+                                    "redis-server",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "no",
+                                    "--maxmemory",
+                                    redis.maxMemory,
+                                    "--maxmemory-policy",
+                                    "volatile-lru",
+                                    "--dir",
+                                    "/data",
+                                ],
+                                "ports": [{"name": "redis", "containerPort": redis.port}],
+                                "resources": redis.resources.model_dump(),
+                                "securityContext": container_context,
+                                "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
+                                "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            }
+                        ],
+                        "volumes": [{"name": "data", "emptyDir": {}}],
+                    },
+                },
+            },
+            opts=child,
+        )
         k8s.core.v1.Service(
-            f"{name}-redis-service", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            f"{name}-redis-service",
+            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
             spec={"selector": redis_labels, "ports": [{"name": "redis", "port": redis.port, "targetPort": "redis"}]},
-            opts=child)
+            opts=child,
+        )
         k8s.networking.v1.NetworkPolicy(
-            f"{name}-redis-network-policy", metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
-            spec={"podSelector": {"matchLabels": redis_labels}, "policyTypes": ["Ingress", "Egress"],
-                  "ingress": [{"from": [{"podSelector": {"matchLabels": dict(proxy_labels)}}],
-                               "ports": [{"protocol": "TCP", "port": redis.port}]}],
-                  "egress": []},
-            opts=child)
+            f"{name}-redis-network-policy",
+            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={
+                "podSelector": {"matchLabels": redis_labels},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [{"podSelector": {"matchLabels": dict(proxy_labels)}}],
+                        "ports": [{"protocol": "TCP", "port": redis.port}],
+                    }
+                ],
+                "egress": [],
+            },
+            opts=child,
+        )

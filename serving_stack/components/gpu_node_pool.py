@@ -2,6 +2,7 @@
 AWS documents for the instance type, IMDSv2 with hop limit 1, NVMe RAID0, the reservation it launches into:
 a Capacity Block or an ODCR), a cluster placement group, a security group for EFA traffic, and a node role
 with only the worker policies."""
+
 from __future__ import annotations
 
 import base64
@@ -68,11 +69,13 @@ class GpuNodePool(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
         tags = {**args.tags, POOL_LABEL: pool.name}
-        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
-                            tags=tags, opts=child)
+        role = aws.iam.Role(
+            f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child
+        )
         policies = [
-            aws.iam.RolePolicyAttachment(f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn,
-                                         opts=child)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
+            )
             for arn in args.node_managed_policies
         ]
         security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
@@ -81,8 +84,10 @@ class GpuNodePool(pulumi.ComponentResource):
         placement = None
         if pool.placement_group:
             group = aws.ec2.PlacementGroup(
-                f"{name}-placement", strategy="cluster",
-                tags={**tags, AVAILABILITY_ZONE_TAG: pool.availability_zone}, opts=child,
+                f"{name}-placement",
+                strategy="cluster",
+                tags={**tags, AVAILABILITY_ZONE_TAG: pool.availability_zone},
+                opts=child,
             )
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
         template = aws.ec2.LaunchTemplate(
@@ -98,7 +103,8 @@ class GpuNodePool(pulumi.ComponentResource):
                     delete_on_termination="true",
                 )
                 for nic in pool.efa_layout
-            ] or None,
+            ]
+            or None,
             vpc_security_group_ids=None if pool.efa_layout else security_groups,
             placement=placement,
             metadata_options=metadata_options(),
@@ -106,7 +112,8 @@ class GpuNodePool(pulumi.ComponentResource):
             user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_raid0 else None,
             instance_market_options=(
                 aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=pool.market_type)
-                if pool.market_type else None
+                if pool.market_type
+                else None
             ),
             capacity_reservation_specification=(
                 aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
@@ -114,7 +121,8 @@ class GpuNodePool(pulumi.ComponentResource):
                         capacity_reservation_id=pool.capacity_reservation_id
                     )
                 )
-                if pool.capacity_reservation_id else None
+                if pool.capacity_reservation_id
+                else None
             ),
             tag_specifications=tag_specifications(tags, f"{pool.name}-gpu-node"),
             update_default_version=True,
@@ -135,16 +143,16 @@ class GpuNodePool(pulumi.ComponentResource):
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size
             ),
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=template.id,
-                                                                version=template.latest_version.apply(str)),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
             labels=dict(pool.labels),
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             # Nodes join only once their role can register them and pull images.
             # A reservation (Capacity Block, ODCR) cannot hold old and new nodes at once: delete first.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=policies,
-                                        delete_before_replace=pool.reserved_capacity),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies, delete_before_replace=pool.reserved_capacity),
         )
         if args.tag_for_cluster_autoscaler:
             self._tag_auto_scaling_group(name, args.cluster_autoscaler_tags)
@@ -163,7 +171,11 @@ class GpuNodePool(pulumi.ComponentResource):
             )
 
     def _fabric_security_group(
-        self, name: str, pool: ManagedPoolSpec, vpc_id: pulumi.Input[str], tags: Mapping[str, str],
+        self,
+        name: str,
+        pool: ManagedPoolSpec,
+        vpc_id: pulumi.Input[str],
+        tags: Mapping[str, str],
     ) -> pulumi.Output[str]:
         """EFA traffic: all traffic to and from the group itself (what the EFA user guide requires)."""
         child = pulumi.ResourceOptions(parent=self)
@@ -175,12 +187,18 @@ class GpuNodePool(pulumi.ComponentResource):
             opts=child,
         )
         aws.vpc.SecurityGroupIngressRule(
-            f"{name}-fabric-from-self", security_group_id=group.id, referenced_security_group_id=group.id,
-            ip_protocol="-1", opts=child,
+            f"{name}-fabric-from-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
+            opts=child,
         )
         aws.vpc.SecurityGroupEgressRule(
-            f"{name}-fabric-to-self", security_group_id=group.id, referenced_security_group_id=group.id,
-            ip_protocol="-1", opts=child,
+            f"{name}-fabric-to-self",
+            security_group_id=group.id,
+            referenced_security_group_id=group.id,
+            ip_protocol="-1",
+            opts=child,
         )
         group_id: pulumi.Output[str] = group.id
         return group_id

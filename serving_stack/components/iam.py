@@ -1,4 +1,5 @@
 """IAM documents the components share."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,11 @@ from typing import Any, Optional
 
 
 def assume_role_policy(
-    service: str, *, tag_session: bool = False, source_account: Optional[str] = None, source_arn: Optional[str] = None,
+    service: str,
+    *,
+    tag_session: bool = False,
+    source_account: Optional[str] = None,
+    source_arn: Optional[str] = None,
 ) -> str:
     """A trust policy letting one AWS service principal assume the role (EKS Pod Identity also tags the
     session, hence `tag_session`). `source_account` / `source_arn` add the `aws:SourceAccount` /

@@ -1,5 +1,6 @@
 """Launch-template settings every node group of the stack shares (GPU pools and system nodes): EKS's
 default template would leave IMDSv1 on and the metadata hop limit at 2, so pods could reach the node role."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,8 +13,9 @@ TAGGED_RESOURCES = ("instance", "volume", "network-interface")
 def metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
     """IMDSv2 only, hop limit 1: pods (one hop further) cannot read the node's credentials. The node daemons
     that use IMDS (VPC CNI, EFA and CSI node plugins) run on the host network; workloads use Pod Identity."""
-    return aws.ec2.LaunchTemplateMetadataOptionsArgs(http_endpoint="enabled", http_tokens="required",
-                                                     http_put_response_hop_limit=1)
+    return aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+    )
 
 
 def root_volume(size_gib: int, device_name: str = "/dev/xvda") -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
@@ -21,7 +23,8 @@ def root_volume(size_gib: int, device_name: str = "/dev/xvda") -> aws.ec2.Launch
     return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
         device_name=device_name,
         ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-            volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"),
+            volume_size=size_gib, volume_type="gp3", encrypted="true", delete_on_termination="true"
+        ),
     )
 
 

@@ -1,4 +1,5 @@
 """The ReadWriteMany model cache every worker mounts, and the Job that fills it before serving starts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,11 +62,13 @@ class ModelCache(pulumi.ComponentResource):
             for job in args.download_jobs
         ]
         self.claim_name = pvc.metadata.name
-        self.register_outputs({"claimName": self.claim_name,
-                               "downloadJobs": [job.metadata.name for job in self.download_jobs]})
+        self.register_outputs(
+            {"claimName": self.claim_name, "downloadJobs": [job.metadata.name for job in self.download_jobs]}
+        )
 
-    def _download_job(self, resource_name: str, job: dict[str, Any], args: ModelCacheArgs,
-                      pvc: k8s.core.v1.PersistentVolumeClaim) -> k8s.batch.v1.Job:
+    def _download_job(
+        self, resource_name: str, job: dict[str, Any], args: ModelCacheArgs, pvc: k8s.core.v1.PersistentVolumeClaim
+    ) -> k8s.batch.v1.Job:
         job_spec = job["spec"]
         pod_spec = job_spec["template"]["spec"]
         (container,) = pod_spec["containers"]
@@ -81,10 +84,18 @@ class ModelCache(pulumi.ComponentResource):
         download: k8s.batch.v1.Job = k8s.batch.v1.Job(
             resource_name,
             metadata={**job["metadata"], "namespace": args.namespace},
-            spec={**job_spec, "template": {**job_spec["template"], "spec": {**pod_spec, "containers": [container], "volumes": volumes}}},
+            spec={
+                **job_spec,
+                "template": {
+                    **job_spec["template"],
+                    "spec": {**pod_spec, "containers": [container], "volumes": volumes},
+                },
+            },
             opts=pulumi.ResourceOptions(
                 parent=self,
-                custom_timeouts=pulumi.CustomTimeouts(create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"),
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"
+                ),
             ),
         )
         return download

@@ -10,10 +10,12 @@ the claim binds to at once; the driver then only mounts, so it needs no AWS perm
 What holds data is protected when `protect` is set: the file system. The StorageClass and the volume only
 describe it (protect would block every later change); volumes are retained (`Retain`) when a claim goes.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -54,12 +56,28 @@ class ModelCacheStorage(pulumi.ComponentResource):
         group = self._security_group(name, args)
         self.volume_name = None
         if storage.efs is not None:
-            role = aws.iam.Role(f"{name}-csi-role", assume_role_policy=assume_role_policy(
-                "pods.eks.amazonaws.com", tag_session=True), tags=dict(args.tags), opts=pulumi.ResourceOptions(parent=self))
-            policy = aws.iam.RolePolicyAttachment(f"{name}-csi-policy", role=role.name, policy_arn=EFS_CSI_POLICY,
-                                                  opts=pulumi.ResourceOptions(parent=self))
-            self.csi_driver = self._csi_driver(name, args, [aws.eks.AddonPodIdentityAssociationArgs(
-                role_arn=role.arn, service_account=storage.csi_addon.serviceAccount)], [policy])
+            role = aws.iam.Role(
+                f"{name}-csi-role",
+                assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
+                tags=dict(args.tags),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            policy = aws.iam.RolePolicyAttachment(
+                f"{name}-csi-policy",
+                role=role.name,
+                policy_arn=EFS_CSI_POLICY,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.csi_driver = self._csi_driver(
+                name,
+                args,
+                [
+                    aws.eks.AddonPodIdentityAssociationArgs(
+                        role_arn=role.arn, service_account=storage.csi_addon.serviceAccount
+                    )
+                ],
+                [policy],
+            )
             self._efs(name, storage.efs, args, group)
         elif storage.fsx is not None:
             self.csi_driver = self._csi_driver(name, args, None, [])
@@ -75,30 +93,47 @@ class ModelCacheStorage(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         backend = args.storage.backend
         group = aws.ec2.SecurityGroup(
-            f"{name}-sg", vpc_id=args.vpc_id, description=f"Model cache ({backend}): clients in the VPC",
-            tags={**args.tags, "Name": f"model-cache-{backend}"}, opts=child,
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"Model cache ({backend}): clients in the VPC",
+            tags={**args.tags, "Name": f"model-cache-{backend}"},
+            opts=child,
         )
         for low, high in NFS_PORTS if backend == "efs" else LUSTRE_PORTS:
-            ports = dict(ip_protocol="tcp", from_port=low, to_port=high, opts=child)
-            aws.vpc.SecurityGroupIngressRule(f"{name}-from-vpc-{low}", security_group_id=group.id,
-                                             cidr_ipv4=args.vpc_cidr, **ports)
+            ports = {"ip_protocol": "tcp", "from_port": low, "to_port": high, "opts": child}
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-from-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
+            )
             if backend == "fsx":
-                aws.vpc.SecurityGroupIngressRule(f"{name}-from-self-{low}", security_group_id=group.id,
-                                                 referenced_security_group_id=group.id, **ports)
-                aws.vpc.SecurityGroupEgressRule(f"{name}-to-vpc-{low}", security_group_id=group.id,
-                                                cidr_ipv4=args.vpc_cidr, **ports)
-                aws.vpc.SecurityGroupEgressRule(f"{name}-to-self-{low}", security_group_id=group.id,
-                                                referenced_security_group_id=group.id, **ports)
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-from-self-{low}",
+                    security_group_id=group.id,
+                    referenced_security_group_id=group.id,
+                    **ports,
+                )
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-to-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
+                )
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-to-self-{low}", security_group_id=group.id, referenced_security_group_id=group.id, **ports
+                )
         return group
 
     def _csi_driver(
-        self, name: str, args: ModelCacheStorageArgs,
-        identities: Optional[list[aws.eks.AddonPodIdentityAssociationArgs]], depends_on: list[pulumi.Resource],
+        self,
+        name: str,
+        args: ModelCacheStorageArgs,
+        identities: Optional[list[aws.eks.AddonPodIdentityAssociationArgs]],
+        depends_on: list[pulumi.Resource],
     ) -> aws.eks.Addon:
         addon = args.storage.csi_addon
         return aws.eks.Addon(
-            f"{name}-csi-driver", cluster_name=args.cluster_name, addon_name=addon.name, addon_version=addon.version,
-            pod_identity_associations=identities, resolve_conflicts_on_create="OVERWRITE",
+            f"{name}-csi-driver",
+            cluster_name=args.cluster_name,
+            addon_name=addon.name,
+            addon_version=addon.version,
+            pod_identity_associations=identities,
+            resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
 
@@ -106,28 +141,39 @@ class ModelCacheStorage(pulumi.ComponentResource):
         """The file system, a mount target per AZ, and the `efs-ap` StorageClass."""
         storage = args.storage
         file_system = aws.efs.FileSystem(
-            f"{name}-efs", encrypted=True, throughput_mode="elastic", performance_mode="generalPurpose",
+            f"{name}-efs",
+            encrypted=True,
+            throughput_mode="elastic",
+            performance_mode="generalPurpose",
             tags={**args.tags, "Name": "model-cache"},
             opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
         )
         for zone, subnet_id in args.private_subnet_ids_by_az.items():
             aws.efs.MountTarget(
-                f"{name}-efs-{zone}", file_system_id=file_system.id, subnet_id=subnet_id, security_groups=[group.id],
+                f"{name}-efs-{zone}",
+                file_system_id=file_system.id,
+                subnet_id=subnet_id,
+                security_groups=[group.id],
                 opts=pulumi.ResourceOptions(parent=self),
             )
         k8s.storage.v1.StorageClass(
             f"{name}-storage-class",
             metadata={"name": storage.storage_class_name},
             provisioner="efs.csi.aws.com",
-            parameters={"provisioningMode": "efs-ap", "fileSystemId": file_system.id,
-                        "directoryPerms": efs.directory_perms, "basePath": efs.base_path},
+            parameters={
+                "provisioningMode": "efs-ap",
+                "fileSystemId": file_system.id,
+                "directoryPerms": efs.directory_perms,
+                "basePath": efs.base_path,
+            },
             reclaim_policy="Retain" if storage.protect else "Delete",
             volume_binding_mode="Immediate",
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _fsx(self, name: str, fsx: FsxOptions, args: ModelCacheStorageArgs,
-             group: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
+    def _fsx(
+        self, name: str, fsx: FsxOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup
+    ) -> pulumi.Output[str]:
         """The file system (encrypted at rest by FSx) and the PersistentVolume bound to the model-cache claim."""
         storage = args.storage
         file_system = aws.fsx.LustreFileSystem(

@@ -1,9 +1,11 @@
 """Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`)."""
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -70,8 +72,14 @@ class ModelPrewarm(pulumi.ComponentResource):
         self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
 
-    def _daemon_set(self, name: str, pool: PrewarmPool, program: k8s.core.v1.ConfigMap,
-                    priority: k8s.scheduling.v1.PriorityClass, args: ModelPrewarmArgs) -> k8s.apps.v1.DaemonSet:
+    def _daemon_set(
+        self,
+        name: str,
+        pool: PrewarmPool,
+        program: k8s.core.v1.ConfigMap,
+        priority: k8s.scheduling.v1.PriorityClass,
+        args: ModelPrewarmArgs,
+    ) -> k8s.apps.v1.DaemonSet:
         labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
         settings = args.settings
         container = {
@@ -90,12 +98,18 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "limits": {"cpu": settings.cpu_limit, "memory": settings.memory_limit},
             },
             "readinessProbe": {
-                "exec": {"command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]},
+                "exec": {
+                    "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]
+                },
                 "periodSeconds": 15,
             },
             "securityContext": {
-                "runAsNonRoot": True, "runAsUser": NOBODY, "runAsGroup": NOBODY, "allowPrivilegeEscalation": False,
-                "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+                "runAsNonRoot": True,
+                "runAsUser": NOBODY,
+                "runAsGroup": NOBODY,
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
             },
             "volumeMounts": [
                 {"name": "model-cache", "mountPath": "/model-cache", "readOnly": True},
@@ -109,7 +123,9 @@ class ModelPrewarm(pulumi.ComponentResource):
             "command": ["chown", f"{NOBODY}:{NOBODY}", STATE_DIR],
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
             "securityContext": {
-                "runAsUser": 0, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                "runAsUser": 0,
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
                 "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
             },
             "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
@@ -123,8 +139,12 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "template": {
                     # The program's ConfigMap is replaced under the same name when it changes; only a changed
                     # pod template makes the DaemonSet roll its pods onto the new program.
-                    "metadata": {"labels": labels, "annotations": {
-                        CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()}},
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {
+                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()
+                        },
+                    },
                     "spec": {
                         "priorityClassName": priority.metadata.name,
                         "affinity": {"nodeAffinity": pool.node_affinity},
@@ -135,7 +155,10 @@ class ModelPrewarm(pulumi.ComponentResource):
                         "initContainers": [take_state_dir],
                         "containers": [container],
                         "volumes": [
-                            {"name": "model-cache", "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True}},
+                            {
+                                "name": "model-cache",
+                                "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
+                            },
                             state_volume(),
                             {**program_volume(), "configMap": {"name": program.metadata.name}},
                         ],

@@ -1,6 +1,7 @@
 """Monitoring of the serving targets: kube-prometheus-stack (or an existing Prometheus selected by its
 `release` label), dcgm-exporter on the GPU nodes with its ServiceMonitor, the PrometheusRule of the
 published criteria and SLOs, and the Grafana dashboards as ConfigMaps."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -50,10 +51,14 @@ class Monitoring(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace: pulumi.Input[str] = args.namespace
         if args.create_namespace:
-            namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child).metadata.name
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace", metadata={"name": args.namespace}, opts=child
+            ).metadata.name
         self.crds_ready = []
         if args.install_prometheus:
-            self.crds_ready.append(self._release(f"{name}-prometheus", args.prometheus_chart, namespace, args.prometheus_values))
+            self.crds_ready.append(
+                self._release(f"{name}-prometheus", args.prometheus_chart, namespace, args.prometheus_values)
+            )
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=self.crds_ready)
         if args.install_dcgm_exporter:
             self._release(f"{name}-dcgm-exporter", args.dcgm_exporter_chart, namespace, args.dcgm_exporter_values)
@@ -68,7 +73,9 @@ class Monitoring(pulumi.ComponentResource):
             )
         self.register_outputs({"namespace": namespace, "dashboards": sorted(args.dashboards)})
 
-    def _release(self, name: str, pin: HelmChartPin, namespace: pulumi.Input[str], values: Mapping[str, Any]) -> k8s.helm.v3.Release:
+    def _release(
+        self, name: str, pin: HelmChartPin, namespace: pulumi.Input[str], values: Mapping[str, Any]
+    ) -> k8s.helm.v3.Release:
         return k8s.helm.v3.Release(
             name,
             name=pin.releaseName,
@@ -85,8 +92,9 @@ class Monitoring(pulumi.ComponentResource):
         )
 
 
-def _custom_resource(name: str, manifest: Mapping[str, Any], namespace: pulumi.Input[str],
-                     opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+def _custom_resource(
+    name: str, manifest: Mapping[str, Any], namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
     return k8s.apiextensions.CustomResource(
         name,
         api_version=manifest["apiVersion"],

@@ -2,6 +2,7 @@
 so that model downloads from S3 do not cross (and pay for) the NAT, and a private subnet per Local Zone GPU
 pool (P6e-GB200 UltraServers live in a Dallas Local Zone). Local Zone subnets are kept apart: the EKS control
 plane, the file systems' mount targets and load balancers get Availability Zone subnets only."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -41,7 +42,7 @@ def local_zone_cidrs(cidr: str, count: int) -> list[str]:
     if count > MAX_LOCAL_ZONE_SUBNETS:
         raise ValueError(f"{count} Local Zone subnets, at most {MAX_LOCAL_ZONE_SUBNETS} fit the VPC layout")
     slots = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))[3].subnets(prefixlen_diff=4)
-    return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS:][:count]]
+    return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS :][:count]]
 
 
 class Network(pulumi.ComponentResource):
@@ -84,16 +85,24 @@ class Network(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 cidr_block=public_cidrs[index],
                 availability_zone=zone,
-                tags={**tags, **cluster_tag, "Name": f"{args.cluster_name}-public-{zone}",
-                      "kubernetes.io/role/elb": "1"},
+                tags={
+                    **tags,
+                    **cluster_tag,
+                    "Name": f"{args.cluster_name}-public-{zone}",
+                    "kubernetes.io/role/elb": "1",
+                },
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id,
-                                          opts=child)
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
+            )
             if args.nat_gateway_per_az or index == 0:
                 address = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=child)
                 nat = aws.ec2.NatGateway(
-                    f"{name}-nat-{zone}", allocation_id=address.id, subnet_id=public.id, tags=tags,
+                    f"{name}-nat-{zone}",
+                    allocation_id=address.id,
+                    subnet_id=public.id,
+                    tags=tags,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
                 )
                 nat_ids.append(nat.id)
@@ -102,8 +111,12 @@ class Network(pulumi.ComponentResource):
                 vpc_id=vpc.id,
                 cidr_block=private_cidrs[index],
                 availability_zone=zone,
-                tags={**tags, **cluster_tag, "Name": f"{args.cluster_name}-private-{zone}",
-                      "kubernetes.io/role/internal-elb": "1"},
+                tags={
+                    **tags,
+                    **cluster_tag,
+                    "Name": f"{args.cluster_name}-private-{zone}",
+                    "kubernetes.io/role/internal-elb": "1",
+                },
                 opts=child,
             )
             routes = aws.ec2.RouteTable(
@@ -113,8 +126,9 @@ class Network(pulumi.ComponentResource):
                 tags={**tags, "Name": f"{args.cluster_name}-private-{zone}"},
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(f"{name}-private-{zone}", subnet_id=private.id, route_table_id=routes.id,
-                                          opts=child)
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{zone}", subnet_id=private.id, route_table_id=routes.id, opts=child
+            )
             private_route_tables.append(routes)
             self.private_subnet_ids_by_az[zone] = private.id
         aws.ec2.VpcEndpoint(
@@ -133,25 +147,44 @@ class Network(pulumi.ComponentResource):
         }
         self.vpc_id = vpc.id
         self.private_subnet_ids = list(self.private_subnet_ids_by_az.values())
-        self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids,
-                               "localZoneSubnetIds": self.local_zone_subnet_ids})
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "localZoneSubnetIds": self.local_zone_subnet_ids,
+            }
+        )
 
-    def _local_zone_subnet(self, name: str, args: NetworkArgs, subnet: LocalZoneSubnet, cidr: str,
-                           vpc_id: pulumi.Output[str], nat_id: pulumi.Output[str]) -> pulumi.Output[str]:
+    def _local_zone_subnet(
+        self,
+        name: str,
+        args: NetworkArgs,
+        subnet: LocalZoneSubnet,
+        cidr: str,
+        vpc_id: pulumi.Output[str],
+        nat_id: pulumi.Output[str],
+    ) -> pulumi.Output[str]:
         """A private subnet in the pool's Local Zone (its zone group must be opted in first), egress through
         the first AZ's NAT gateway; no load-balancer role tags (nothing is exposed from it)."""
         child = pulumi.ResourceOptions(parent=self)
         label = f"{args.cluster_name}-{subnet.pool}-{subnet.zone}"
         private = aws.ec2.Subnet(
-            f"{name}-local-{subnet.pool}", vpc_id=vpc_id, cidr_block=cidr, availability_zone=subnet.zone,
-            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster_name}": "shared", "Name": label}, opts=child,
+            f"{name}-local-{subnet.pool}",
+            vpc_id=vpc_id,
+            cidr_block=cidr,
+            availability_zone=subnet.zone,
+            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster_name}": "shared", "Name": label},
+            opts=child,
         )
         routes = aws.ec2.RouteTable(
-            f"{name}-local-routes-{subnet.pool}", vpc_id=vpc_id,
+            f"{name}-local-routes-{subnet.pool}",
+            vpc_id=vpc_id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
-            tags={**args.tags, "Name": label}, opts=child,
+            tags={**args.tags, "Name": label},
+            opts=child,
         )
-        aws.ec2.RouteTableAssociation(f"{name}-local-{subnet.pool}", subnet_id=private.id, route_table_id=routes.id,
-                                      opts=child)
+        aws.ec2.RouteTableAssociation(
+            f"{name}-local-{subnet.pool}", subnet_id=private.id, route_table_id=routes.id, opts=child
+        )
         subnet_id: pulumi.Output[str] = private.id
         return subnet_id

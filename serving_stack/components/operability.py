@@ -1,5 +1,6 @@
 """Whether each Dynamo target serves, and serves as published: the ops programs' ConfigMap, and per target a
 smoke-test Job, a suspended benchmark CronJob, a canary Deployment and the canary's PodMonitor."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -32,11 +33,25 @@ class OperabilityArgs:
     monitoring_crds_ready: Sequence[pulumi.Resource]
 
     @classmethod
-    def from_plan(cls, plan: OperabilityPlan, *, namespace: pulumi.Input[str], graphs: Mapping[str, pulumi.Resource],
-                  monitoring_crds_ready: Sequence[pulumi.Resource]) -> OperabilityArgs:
-        return cls(namespace=namespace, program_config_map=plan.program_config_map, smoke_tests=plan.smoke_tests,
-                   benchmarks=plan.benchmarks, canaries=plan.canaries, canary_monitors=plan.canary_monitors,
-                   targets=plan.targets, graphs=graphs, monitoring_crds_ready=monitoring_crds_ready)
+    def from_plan(
+        cls,
+        plan: OperabilityPlan,
+        *,
+        namespace: pulumi.Input[str],
+        graphs: Mapping[str, pulumi.Resource],
+        monitoring_crds_ready: Sequence[pulumi.Resource],
+    ) -> OperabilityArgs:
+        return cls(
+            namespace=namespace,
+            program_config_map=plan.program_config_map,
+            smoke_tests=plan.smoke_tests,
+            benchmarks=plan.benchmarks,
+            canaries=plan.canaries,
+            canary_monitors=plan.canary_monitors,
+            targets=plan.targets,
+            graphs=graphs,
+            monitoring_crds_ready=monitoring_crds_ready,
+        )
 
 
 class Operability(pulumi.ComponentResource):
@@ -48,8 +63,12 @@ class Operability(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self._namespace = args.namespace
         metadata = args.program_config_map["metadata"]
-        programs = k8s.core.v1.ConfigMap(f"{name}-programs", metadata={**metadata, "namespace": args.namespace},
-                                         data=dict(args.program_config_map["data"]), opts=child)
+        programs = k8s.core.v1.ConfigMap(
+            f"{name}-programs",
+            metadata={**metadata, "namespace": args.namespace},
+            data=dict(args.program_config_map["data"]),
+            opts=child,
+        )
         self._programs: pulumi.Output[str] = programs.metadata.name
         created: dict[str, list[pulumi.Output[str]]] = {"smokeJobs": [], "benchmarks": [], "canaries": []}
         for checks in args.targets:
@@ -62,8 +81,11 @@ class Operability(pulumi.ComponentResource):
             if args.canaries:
                 created["canaries"].append(self._canary(role, checks, graph))
             if args.canary_monitors:
-                self._custom_resource(f"{role}-canary-monitor", checks.canary_monitor,
-                                      pulumi.ResourceOptions(parent=self, depends_on=list(args.monitoring_crds_ready)))
+                self._custom_resource(
+                    f"{role}-canary-monitor",
+                    checks.canary_monitor,
+                    pulumi.ResourceOptions(parent=self, depends_on=list(args.monitoring_crds_ready)),
+                )
         self.register_outputs({"programs": self._programs, **created})
 
     def _metadata(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -72,8 +94,12 @@ class Operability(pulumi.ComponentResource):
     def _with_programs(self, template: Mapping[str, Any]) -> dict[str, Any]:
         """A pod template whose program volume names the ConfigMap resource (a data edge, not a bare name)."""
         spec = dict(template["spec"])
-        spec["volumes"] = [{**v, "configMap": {**v["configMap"], "name": self._programs}}
-                           if v.get("configMap", {}).get("name") == PROGRAM_CONFIG_MAP else v for v in spec["volumes"]]
+        spec["volumes"] = [
+            {**v, "configMap": {**v["configMap"], "name": self._programs}}
+            if v.get("configMap", {}).get("name") == PROGRAM_CONFIG_MAP
+            else v
+            for v in spec["volumes"]
+        ]
         return {**template, "spec": spec}
 
     def _smoke_job(self, role: str, checks: TargetChecks, graph: list[pulumi.Resource]) -> pulumi.Output[str]:
@@ -84,7 +110,8 @@ class Operability(pulumi.ComponentResource):
             metadata=self._metadata(manifest),
             spec={**manifest["spec"], "template": self._with_programs(manifest["spec"]["template"])},
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=graph,
+                parent=self,
+                depends_on=graph,
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout) if checks.gated else None,
             ),
         )
@@ -116,5 +143,11 @@ class Operability(pulumi.ComponentResource):
         return created
 
     def _custom_resource(self, name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
-        k8s.apiextensions.CustomResource(name, api_version=manifest["apiVersion"], kind=manifest["kind"],
-                                         metadata=self._metadata(manifest), spec=manifest["spec"], opts=opts)
+        k8s.apiextensions.CustomResource(
+            name,
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=self._metadata(manifest),
+            spec=manifest["spec"],
+            opts=opts,
+        )

@@ -8,6 +8,7 @@ the old setting before it writes the new one where a change of the same bucket's
 (create-before-delete would delete the new setting last); the public-access block is replaced only with a
 new bucket.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -20,33 +21,61 @@ SSE = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptio
 
 
 def encryption_key(
-    name: str, endpoint_name: str, region: str, *, holds_captured_data: bool, tags: Mapping[str, str],
+    name: str,
+    endpoint_name: str,
+    region: str,
+    *,
+    holds_captured_data: bool,
+    tags: Mapping[str, str],
     parent: pulumi.Resource,
 ) -> aws.kms.Key:
     return aws.kms.Key(
         f"{name}-kms",
         description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
-        enable_key_rotation=True, deletion_window_in_days=30, region=region, tags=dict(tags),
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        region=region,
+        tags=dict(tags),
         opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=holds_captured_data),
     )
 
 
 def capture_bucket(
-    name: str, region: str, kms_key_arn: Optional[pulumi.Input[str]], *, tags: Mapping[str, str],
+    name: str,
+    region: str,
+    kms_key_arn: Optional[pulumi.Input[str]],
+    *,
+    tags: Mapping[str, str],
     parent: pulumi.Resource,
 ) -> aws.s3.Bucket:
     """An auto-named, SSE-KMS, private bucket that is kept when the stack lets go of it."""
-    bucket = aws.s3.Bucket(f"{name}-capture", region=region, tags=dict(tags),
-                           opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True))
+    bucket = aws.s3.Bucket(
+        f"{name}-capture",
+        region=region,
+        tags=dict(tags),
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+    )
     one_per_bucket = pulumi.ResourceOptions(parent=parent, delete_before_replace=True)
     aws.s3.BucketServerSideEncryptionConfiguration(
-        f"{name}-capture-encryption", bucket=bucket.id, region=region,
-        rules=[aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-            bucket_key_enabled=True,
-            apply_server_side_encryption_by_default=SSE(sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn))],
-        opts=one_per_bucket)
+        f"{name}-capture-encryption",
+        bucket=bucket.id,
+        region=region,
+        rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                bucket_key_enabled=True,
+                apply_server_side_encryption_by_default=SSE(sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn),
+            )
+        ],
+        opts=one_per_bucket,
+    )
     aws.s3.BucketPublicAccessBlock(
-        f"{name}-capture-public-access", bucket=bucket.id, region=region, block_public_acls=True,
-        block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True,
-        opts=pulumi.ResourceOptions(parent=parent))  # replaced only with a new bucket: nothing to collide with
+        f"{name}-capture-public-access",
+        bucket=bucket.id,
+        region=region,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )  # replaced only with a new bucket: nothing to collide with
     return bucket

@@ -12,6 +12,7 @@ engine deletes the replaced model and config at the end of the update. Both are 
 loses the config it runs, and `pulumi up --refresh` shows the rolled-back endpoint as drift and deploys
 again. Retained configs are removed by the procedure in `docs/sagemaker.md`, which finds them by tag.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from typing import Any, Optional
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_aws.sagemaker as sm
 
 from serving_stack.components.sagemaker_alarms import rollback_alarms
 from serving_stack.components.sagemaker_capture import capture_bucket, encryption_key
@@ -42,8 +44,6 @@ from serving_stack.plan.sagemaker_spec import (
     invoke_url,
 )
 
-sm = aws.sagemaker
-
 
 @dataclass(frozen=True)
 class SageMakerEndpointArgs:
@@ -61,20 +61,34 @@ class SageMakerEndpointArgs:
 
     @classmethod
     def from_plan(cls, planned: PlannedEndpoint, hf_token: Optional[pulumi.Input[str]] = None) -> SageMakerEndpointArgs:
-        return cls(endpoint_name=planned.name, region=planned.region, container=planned.container,
-                   variant=planned.variant, autoscaling=planned.scaling, deployment=planned.deployment,
-                   data_capture=planned.data_capture, kms_key_arn=planned.kms_key_arn, hf_token=hf_token,
-                   tags=planned.tags, notes=planned.notes)
+        return cls(
+            endpoint_name=planned.name,
+            region=planned.region,
+            container=planned.container,
+            variant=planned.variant,
+            autoscaling=planned.scaling,
+            deployment=planned.deployment,
+            data_capture=planned.data_capture,
+            kms_key_arn=planned.kms_key_arn,
+            hf_token=hf_token,
+            tags=planned.tags,
+            notes=planned.notes,
+        )
 
 
 def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
     access = access_class(accept_eula=data.accept_eula) if data.accept_eula is not None else None
-    return args_class(s3_uri=data.s3_uri, s3_data_type=data.s3_data_type, compression_type=data.compression_type,
-                      model_access_config=access)
+    return args_class(
+        s3_uri=data.s3_uri,
+        s3_data_type=data.s3_data_type,
+        compression_type=data.compression_type,
+        model_access_config=access,
+    )
 
 
 def _primary_container(
-    container: ModelContainer, hf_token: Optional[pulumi.Input[str]],
+    container: ModelContainer,
+    hf_token: Optional[pulumi.Input[str]],
 ) -> sm.ModelPrimaryContainerArgs:
     environment: dict[str, pulumi.Input[str]] = dict(container.environment)
     if container.needs_hf_token:
@@ -85,46 +99,76 @@ def _primary_container(
         environment["HF_TOKEN"] = pulumi.Output.secret(hf_token)
     model_data = None
     if container.model_data is not None:
-        model_data = sm.ModelPrimaryContainerModelDataSourceArgs(s3_data_sources=[_s3_source(
-            container.model_data, sm.ModelPrimaryContainerModelDataSourceS3DataSourceArgs,
-            sm.ModelPrimaryContainerModelDataSourceS3DataSourceModelAccessConfigArgs)])
+        model_data = sm.ModelPrimaryContainerModelDataSourceArgs(
+            s3_data_sources=[
+                _s3_source(
+                    container.model_data,
+                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceArgs,
+                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceModelAccessConfigArgs,
+                )
+            ]
+        )
     additional = [
-        sm.ModelPrimaryContainerAdditionalModelDataSourceArgs(channel_name=source.channel_name, s3_data_sources=[
-            _s3_source(source.s3, sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceArgs,
-                       sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceModelAccessConfigArgs)])
+        sm.ModelPrimaryContainerAdditionalModelDataSourceArgs(
+            channel_name=source.channel_name,
+            s3_data_sources=[
+                _s3_source(
+                    source.s3,
+                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceArgs,
+                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceModelAccessConfigArgs,
+                )
+            ],
+        )
         for source in container.additional_model_data
     ]
-    return sm.ModelPrimaryContainerArgs(image=container.image, mode="SingleModel", environment=environment,
-                                        model_data_source=model_data, additional_model_data_sources=additional or None)
+    return sm.ModelPrimaryContainerArgs(
+        image=container.image,
+        mode="SingleModel",
+        environment=environment,
+        model_data_source=model_data,
+        additional_model_data_sources=additional or None,
+    )
 
 
-ROUTING = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
-
-
-def _traffic_routing(deployment: BlueGreen) -> ROUTING:
-    routing = ROUTING
+def _traffic_routing(
+    deployment: BlueGreen,
+) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
+    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
     if deployment.type == "CANARY":
-        return routing(type="CANARY", wait_interval_in_seconds=deployment.wait_interval_seconds,
-                       canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-                           type="CAPACITY_PERCENT", value=deployment.canary_size))
+        return routing(
+            type="CANARY",
+            wait_interval_in_seconds=deployment.wait_interval_seconds,
+            canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                type="CAPACITY_PERCENT", value=deployment.canary_size
+            ),
+        )
     if deployment.type == "LINEAR":
-        return routing(type="LINEAR", wait_interval_in_seconds=deployment.wait_interval_seconds,
-                       linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-                           type="CAPACITY_PERCENT", value=deployment.linear_step_size))
+        return routing(
+            type="LINEAR",
+            wait_interval_in_seconds=deployment.wait_interval_seconds,
+            linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+                type="CAPACITY_PERCENT", value=deployment.linear_step_size
+            ),
+        )
     return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
 
 
 def _production_variant(
-    variant: ProductionVariant, model_name: pulumi.Input[str],
+    variant: ProductionVariant,
+    model_name: pulumi.Input[str],
 ) -> sm.EndpointConfigurationProductionVariantArgs:
     return sm.EndpointConfigurationProductionVariantArgs(
-        variant_name=variant.name, model_name=model_name, instance_type=variant.instance_type,
+        variant_name=variant.name,
+        model_name=model_name,
+        instance_type=variant.instance_type,
         initial_instance_count=variant.initial_instance_count,
         model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
         container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
-        volume_size_in_gb=variant.volume_size_gb, inference_ami_version=variant.inference_ami_version,
-        routing_configs=[sm.EndpointConfigurationProductionVariantRoutingConfigArgs(
-            routing_strategy="LEAST_OUTSTANDING_REQUESTS")],
+        volume_size_in_gb=variant.volume_size_gb,
+        inference_ami_version=variant.inference_ami_version,
+        routing_configs=[
+            sm.EndpointConfigurationProductionVariantRoutingConfigArgs(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+        ],
     )
 
 
@@ -147,47 +191,72 @@ class SageMakerEndpoint(pulumi.ComponentResource):
 
         kms_key_arn: Optional[pulumi.Input[str]] = args.kms_key_arn
         if kms_key_arn is None and (variant.ebs_storage or capture):
-            kms_key_arn = encryption_key(name, endpoint_name, region, holds_captured_data=capture, tags=tags,
-                                         parent=self).arn
+            kms_key_arn = encryption_key(
+                name, endpoint_name, region, holds_captured_data=capture, tags=tags, parent=self
+            ).arn
         bucket = capture_bucket(name, region, kms_key_arn, tags=tags, parent=self) if capture else None
 
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         role = aws.iam.Role(
-            f"{name}-role", description=f"Execution role of SageMaker endpoint {endpoint_name}",
-            assume_role_policy=trust_policy(account, region, part), tags=tags, opts=child)
+            f"{name}-role",
+            description=f"Execution role of SageMaker endpoint {endpoint_name}",
+            assume_role_policy=trust_policy(account, region, part),
+            tags=tags,
+            opts=child,
+        )
         role_policy = aws.iam.RolePolicy(
-            f"{name}-role-policy", role=role.id,
+            f"{name}-role-policy",
+            role=role.id,
             policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
-            opts=child)
+            opts=child,
+        )
 
         model = sm.Model(
-            f"{name}-model", execution_role_arn=role.arn,
+            f"{name}-model",
+            execution_role_arn=role.arn,
             primary_container=_primary_container(args.container, args.hf_token),
-            enable_network_isolation=args.container.enable_network_isolation, region=region, tags=tags,
+            enable_network_isolation=args.container.enable_network_isolation,
+            region=region,
+            tags=tags,
             # The role's permissions have no data edge to the model, but SageMaker pulls with them.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy], retain_on_delete=True),
         )
         data_capture = None
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
-                enable_capture=True, initial_sampling_percentage=args.data_capture.sampling_percentage,
+                enable_capture=True,
+                initial_sampling_percentage=args.data_capture.sampling_percentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
-                capture_options=[sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
-                                 for mode in ("Input", "Output")])
+                capture_options=[
+                    sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
+                    for mode in ("Input", "Output")
+                ],
+            )
         endpoint_config = sm.EndpointConfiguration(
             f"{name}-config",
             production_variants=[_production_variant(variant, model.name)],
             # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
             kms_key_arn=kms_key_arn if variant.ebs_storage else None,
-            data_capture_config=data_capture, region=region, tags=tags, opts=retained,
+            data_capture_config=data_capture,
+            region=region,
+            tags=tags,
+            opts=retained,
         )
 
-        alarms = rollback_alarms(name, endpoint_name, variant.name, region, endpoint_config.name,
-                                 args.deployment.rollback_alarms, tags, child)
+        alarms = rollback_alarms(
+            name,
+            endpoint_name,
+            variant.name,
+            region,
+            endpoint_config.name,
+            args.deployment.rollback_alarms,
+            tags,
+            child,
+        )
         alarm_policy = aws.iam.RolePolicy(
-            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]),
-            opts=child)
+            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
+        )
         deployment = args.deployment
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
@@ -197,11 +266,17 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
                     traffic_routing_configuration=_traffic_routing(deployment),
                     termination_wait_in_seconds=deployment.termination_wait_seconds,
-                    maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds),
+                    maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds,
+                ),
                 auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
-                    alarms=[sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
-                            for alarm in alarms])),
-            region=region, tags=tags,
+                    alarms=[
+                        sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
+                        for alarm in alarms
+                    ]
+                ),
+            ),
+            region=region,
+            tags=tags,
             # Rollback reads the alarms with the role: the permission must exist before any deployment.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
@@ -211,12 +286,21 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         self.endpoint_name = endpoint.name
         self.endpoint_arn = endpoint.arn
         self.role_arn = role.arn
-        self.register_outputs({"endpointName": self.endpoint_name, "endpointArn": self.endpoint_arn,
-                               "invokeUrl": invoke_url(region, endpoint_name), "roleArn": self.role_arn})
+        self.register_outputs(
+            {
+                "endpointName": self.endpoint_name,
+                "endpointArn": self.endpoint_arn,
+                "invokeUrl": invoke_url(region, endpoint_name),
+                "roleArn": self.role_arn,
+            }
+        )
 
     @staticmethod
     def _autoscaling(
-        name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions,
+        name: str,
+        args: SageMakerEndpointArgs,
+        endpoint: sm.Endpoint,
+        opts: pulumi.ResourceOptions,
     ) -> None:
         """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
         scaling, region = args.autoscaling, args.region
@@ -225,8 +309,11 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             service_namespace="sagemaker",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.variant.name),
-            min_capacity=scaling.min_capacity, max_capacity=scaling.max_capacity,
-            region=region, tags=dict(args.tags), opts=opts,
+            min_capacity=scaling.min_capacity,
+            max_capacity=scaling.max_capacity,
+            region=region,
+            tags=dict(args.tags),
+            opts=opts,
         )
         aws.appautoscaling.Policy(
             f"{name}-scaling-policy",
@@ -238,10 +325,12 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
                 target_value=scaling.target_invocations_per_instance,
                 predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
-                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"),
+                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"
+                ),
                 scale_in_cooldown=scaling.scale_in_cooldown,
                 scale_out_cooldown=scaling.scale_out_cooldown,
-                disable_scale_in=False),
+                disable_scale_in=False,
+            ),
             region=region,
             opts=opts,
         )

@@ -1,5 +1,6 @@
 """The namespace the serving workloads live in, with the Secrets its pods read: the Hugging Face token
 (the download Job) and the registry pull Secret (every pod, when the images are not public)."""
+
 from __future__ import annotations
 
 import base64
@@ -75,7 +76,9 @@ class ServingNamespace(pulumi.ComponentResource):
                 f"{name}-pull-secret",
                 metadata={"name": args.pull_secret.name, "namespace": namespace.metadata.name},
                 type="kubernetes.io/dockerconfigjson",
-                string_data={".dockerconfigjson": docker_config_json(args.pull_secret.server, args.pull_secret.api_key)},
+                string_data={
+                    ".dockerconfigjson": docker_config_json(args.pull_secret.server, args.pull_secret.api_key)
+                },
                 opts=child,
             )
             self.pull_secret_name = pull.metadata.name

@@ -1,8 +1,10 @@
 """One serving target: its ConfigMap and DynamoGraphDeployment."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -42,8 +44,9 @@ class ServingTarget(pulumi.ComponentResource):
             kind=args.dgd["kind"],
             metadata={**args.dgd["metadata"], "namespace": args.namespace},
             spec=args.dgd["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[config_map, *args.depends_on],
-                                        ignore_changes=list(args.ignore_replicas)),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[config_map, *args.depends_on], ignore_changes=list(args.ignore_replicas)
+            ),
         )
         self.dgd = dgd
         self.dgd_name = dgd.metadata["name"]

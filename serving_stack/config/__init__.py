@@ -1,4 +1,5 @@
 """Config: the stack's typed input (`StackConfig`), read once from Pulumi structured config."""
+
 from serving_stack.config.stack import (
     StackConfig,
     configured_secrets,
@@ -9,5 +10,10 @@ from serving_stack.config.stack import (
 from serving_stack.errors import ConfigError
 
 __all__ = [
-    "ConfigError", "StackConfig", "configured_secrets", "load_stack_config", "parse_stack_config", "secret_value",
+    "ConfigError",
+    "StackConfig",
+    "configured_secrets",
+    "load_stack_config",
+    "parse_stack_config",
+    "secret_value",
 ]

@@ -14,6 +14,7 @@ Pulumi ignoring their `replicas`. `minReplicaSets: 0` lets KEDA scale the target
 `minSize: 0` then let cluster-autoscaler remove the nodes. cluster-autoscaler is installed only on a
 cluster the stack creates (an existing cluster's node groups belong to whoever runs it).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -28,7 +29,7 @@ class TargetScalingConfig(Block):
     maxReplicaSets: int = pydantic.Field(ge=1)
 
     @pydantic.model_validator(mode="after")
-    def _ordered(self) -> "TargetScalingConfig":
+    def _ordered(self) -> TargetScalingConfig:
         if self.maxReplicaSets < self.minReplicaSets:
             raise ValueError("maxReplicaSets must be >= minReplicaSets")
         return self

@@ -8,6 +8,7 @@ the stack can add managed GPU node groups to it. Pools with `managed: false` onl
 already exist (placement facts): they must carry the node labels of `ResolvedPool.node_labels`
 (`serving_stack.plan.pools`).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
@@ -45,8 +46,9 @@ class CreateCluster(Block):
     kubernetesVersion: KubernetesVersion
     availabilityZones: list[AvailabilityZone] = pydantic.Field(min_length=2, max_length=3)
     vpcCidr: Cidr = "10.0.0.0/16"
-    endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(default_factory=list,
-                                                           description="[]: private endpoint only")
+    endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(
+        default_factory=list, description="[]: private endpoint only"
+    )
     controlPlaneLogRetentionDays: Literal[7, 14, 30, 60, 90, 180, 365] = 90
     natGatewayPerAz: bool = True
     accessEntries: list[AccessEntry] = pydantic.Field(default_factory=list)
@@ -107,7 +109,8 @@ class NodePoolConfig(Block):
     capacityType: CapacityType = "on-demand"
     capacityReservationId: Optional[ReservationId] = None
     kubernetesVersion: Optional[KubernetesVersion] = pydantic.Field(
-        default=None, description="the version the nodes run now (required for capacity-block pools)")
+        default=None, description="the version the nodes run now (required for capacity-block pools)"
+    )
     fabric: Optional[Fabric] = pydantic.Field(default=None, description="default: efa on EFA-capable types, else none")
     rootVolumeGiB: int = pydantic.Field(default=200, ge=50, le=16384)  # EBS gp3: 1 GiB to 16 TiB
 

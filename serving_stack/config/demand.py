@@ -1,15 +1,16 @@
 """The `demand:` config block: what the stack must serve, from which the capacity planner sizes it.
 
-    demand:
-      concurrentUsers: 400            # or requestsPerSecond: 12 with tokenShape
-      tokenShape: {inputTokens: 64000, outputTokens: 400}
-      slo: {minTokensPerSecondPerUser: 100, maxTtftP50Ms: 1000}   # default: the catalog's criteria
-      budgetUsdPerHour: 500           # optional
-      gpuTypes: [h200, b200]          # optional, default: every GPU type
-      capacityTypes: [on-demand]      # default [on-demand]
-      maxTargets: 1                   # optional: 1 = one endpoint, no mixing
-      availabilityZone: us-east-1a    # targets: auto only: the zone of the planned node pools
-                                      # (default: the cluster's first zone)"""
+demand:
+  concurrentUsers: 400            # or requestsPerSecond: 12 with tokenShape
+  tokenShape: {inputTokens: 64000, outputTokens: 400}
+  slo: {minTokensPerSecondPerUser: 100, maxTtftP50Ms: 1000}   # default: the catalog's criteria
+  budgetUsdPerHour: 500           # optional
+  gpuTypes: [h200, b200]          # optional, default: every GPU type
+  capacityTypes: [on-demand]      # default [on-demand]
+  maxTargets: 1                   # optional: 1 = one endpoint, no mixing
+  availabilityZone: us-east-1a    # targets: auto only: the zone of the planned node pools
+                                  # (default: the cluster's first zone)"""
+
 from __future__ import annotations
 
 from typing import Literal, Optional
@@ -36,12 +37,14 @@ class DemandConfig(Block):
     slo: Optional[SloConfig] = None
     budgetUsdPerHour: Optional[float] = pydantic.Field(default=None, gt=0)
     gpuTypes: Optional[list[str]] = pydantic.Field(default=None, min_length=1)
-    capacityTypes: list[Literal["on-demand", "spot", "capacity-block"]] = pydantic.Field(default=["on-demand"], min_length=1)
+    capacityTypes: list[Literal["on-demand", "spot", "capacity-block"]] = pydantic.Field(
+        default=["on-demand"], min_length=1
+    )
     maxTargets: Optional[int] = pydantic.Field(default=None, ge=1)
     availabilityZone: Optional[AvailabilityZone] = None
 
     @pydantic.model_validator(mode="after")
-    def _one_measure(self) -> "DemandConfig":
+    def _one_measure(self) -> DemandConfig:
         if (self.concurrentUsers is None) == (self.requestsPerSecond is None):
             raise ValueError("set exactly one of concurrentUsers, requestsPerSecond")
         if self.requestsPerSecond is not None and self.tokenShape is None:

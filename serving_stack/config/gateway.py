@@ -4,6 +4,7 @@ The defaults are the production values (measured: shared/reference/GATEWAY-FACTS
 routes to is not config: the plan builds the model groups from the selected targets and the SageMaker
 endpoints. The master key is the secret `gatewayMasterKey`, never a value of this block.
 """
+
 from __future__ import annotations
 
 from typing import Optional

@@ -1,5 +1,6 @@
 """Config block `monitoring`. Defaults live in catalog/monitoring.yaml (SLOs, runbook URL) and here
 (switches); `slo` keys not given keep their data default (checked against the data by the plan)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional

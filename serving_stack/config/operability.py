@@ -7,6 +7,7 @@ not serve); the benchmark is on but suspended (a CronJob that never starts by it
 benchmark is load on a serving endpoint, so only a `schedule` makes it recurring); the canary is on (it is
 what the canary alerts read; a stack without monitoring has nothing scraping it and may switch it off).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,6 @@ AIPERF_IMAGE = "nvcr.io/nvidia/ai-dynamo/aiperf:0.11.0"
 TRACE_FILE = "64k_400_90kv_agent_new_noschedule_short_15perc.jsonl"  # the recipe page's Mooncake trace
 
 
-
 def _matches(pattern: str, what: str) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not re.fullmatch(pattern, value):
@@ -33,10 +33,15 @@ def _matches(pattern: str, what: str) -> Callable[[str], str]:
     return check
 
 
-CronSchedule = Annotated[str, pydantic.AfterValidator(
-    _matches(r"\S+( \S+){4}", "a five-field cron schedule such as '0 3 * * 0'"))]
-TraceFileName = Annotated[str, pydantic.AfterValidator(
-    _matches(r"[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl", "a .jsonl file name (the trace under /model-cache/traces/)"))]
+CronSchedule = Annotated[
+    str, pydantic.AfterValidator(_matches(r"\S+( \S+){4}", "a five-field cron schedule such as '0 3 * * 0'"))
+]
+TraceFileName = Annotated[
+    str,
+    pydantic.AfterValidator(
+        _matches(r"[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl", "a .jsonl file name (the trace under /model-cache/traces/)")
+    ),
+]
 
 
 class SmokeTestsConfig(Block):
@@ -58,6 +63,9 @@ class BenchmarkConfig(Block):
     image: PinnedImage = AIPERF_IMAGE
     traceFile: TraceFileName = TRACE_FILE
     numRequests: int = pydantic.Field(default=400, ge=0)
+    concurrency: Optional[int] = pydantic.Field(
+        default=None, ge=1, le=4096, description="unset: the recipe's published concurrency, else 1"
+    )
     schedule: Optional[CronSchedule] = None
     waitSeconds: int = pydantic.Field(default=3600, ge=0, le=4 * 3600)
     activeDeadlineSeconds: int = pydantic.Field(default=28800, ge=600, le=7 * 86400)
@@ -77,11 +85,15 @@ class CanaryConfig(Block):
     @pydantic.model_validator(mode="after")
     def _fits_the_interval(self) -> CanaryConfig:
         if self.timeoutSeconds > self.intervalSeconds:
-            raise ValueError(f"timeoutSeconds ({self.timeoutSeconds}) must not exceed intervalSeconds "
-                             f"({self.intervalSeconds}): a probe would overlap the next")
+            raise ValueError(
+                f"timeoutSeconds ({self.timeoutSeconds}) must not exceed intervalSeconds "
+                f"({self.intervalSeconds}): a probe would overlap the next"
+            )
         if self.scrapeIntervalSeconds > self.intervalSeconds:
-            raise ValueError(f"scrapeIntervalSeconds ({self.scrapeIntervalSeconds}) must not exceed intervalSeconds "
-                             f"({self.intervalSeconds}): Prometheus would miss probe results")
+            raise ValueError(
+                f"scrapeIntervalSeconds ({self.scrapeIntervalSeconds}) must not exceed intervalSeconds "
+                f"({self.intervalSeconds}): Prometheus would miss probe results"
+            )
         return self
 
 

@@ -4,6 +4,7 @@ Shapes and ranges are checked by pydantic; `check_sagemaker` adds the checks tha
 the catalog data. Both run in `parse_stack_config`. What needs the region (the JumpStart spec, the LMI
 image) is checked by `serving_stack.plan.sagemaker.plan_sagemaker_endpoints`, still before any resource.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,19 +16,27 @@ from serving_stack.config.types import Block, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
-EndpointName = Annotated[str, matching(
-    r"^[a-z0-9]([-a-z0-9]{0,45}[a-z0-9])?$",
-    "an endpoint name: lower-case letters, digits and '-', at most 47 characters (derived names add 16)",
-)]
+EndpointName = Annotated[
+    str,
+    matching(
+        r"^[a-z0-9]([-a-z0-9]{0,45}[a-z0-9])?$",
+        "an endpoint name: lower-case letters, digits and '-', at most 47 characters (derived names add 16)",
+    ),
+]
 VariantName = Annotated[str, matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")]
 AwsRegion = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region such as us-west-2")]
-KmsKeyArn = Annotated[str, matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$",
-                     "a KMS key ARN (arn:aws:kms:...:key/...)")]
-EcrImage = Annotated[str, matching(
-    r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
-    r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
-    "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
-)]
+KmsKeyArn = Annotated[
+    str,
+    matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)"),
+]
+EcrImage = Annotated[
+    str,
+    matching(
+        r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
+        r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
+        "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
+    ),
+]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
 LMI_OPTION = re.compile(r"^OPTION_[A-Z0-9_]+$")
 

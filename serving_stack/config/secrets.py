@@ -3,6 +3,7 @@
 The plan refuses a config that lacks one (`ConfigError` naming the key, before any resource); the offline
 render reads this to say which secrets a committed stack file would need (`tools/secret_placeholders.py`).
 """
+
 from __future__ import annotations
 
 from serving_stack.config.gateway import MASTER_KEY_SECRET

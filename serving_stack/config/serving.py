@@ -1,4 +1,5 @@
 """Config blocks for the Kubernetes side of serving: cluster access, model cache, Dynamo, targets."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Optional, Union
@@ -88,7 +89,7 @@ class PlatformConfig(Block):
     chartVersion: Optional[SemVer] = None
     namespace: DnsLabel = "dynamo-system"
     releaseName: DnsLabel = "dynamo-platform"
-    values: dict[str, object] = {}
+    values: dict[str, object] = pydantic.Field(default_factory=dict)
 
 
 class RuntimeImage(Block):
@@ -122,7 +123,7 @@ class TargetConfig(Block):
     """A catalog target to serve, with the settings a stack may change about it."""
 
     id: str
-    replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = {}
+    replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None
 

@@ -4,6 +4,7 @@ This layer checks shapes, types and ranges only; what needs the catalog or the i
 target exist, does a pool's GPU fit it) is checked while planning (`serving_stack.plan`), still before
 any resource is registered.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,7 @@ def _raw_project_config(project: str) -> dict[str, Any]:
     for full_key, value in pulumi_private.config_values().items():
         if not full_key.startswith(prefix):
             continue
-        key = full_key[len(prefix):]
+        key = full_key[len(prefix) :]
         try:
             raw[key] = json.loads(value) if isinstance(value, str) else value
         except json.JSONDecodeError:

@@ -1,4 +1,5 @@
 """Value types of the stack config: strings checked against patterns, with errors in words, and `Block`."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -21,7 +22,6 @@ MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS a
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
-
 def matching(pattern: str, what: str) -> pydantic.AfterValidator:
     """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
     regular expression."""
@@ -37,9 +37,20 @@ def matching(pattern: str, what: str) -> pydantic.AfterValidator:
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
 SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
 QUANTITY_UNITS: dict[str, Decimal] = {
-    "": Decimal(1), "m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9),
-    "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18), "Ki": Decimal(2**10), "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30), "Ti": Decimal(2**40), "Pi": Decimal(2**50), "Ei": Decimal(2**60),
+    "": Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
 }
 
 
@@ -72,10 +83,18 @@ Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300G
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
 CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
-HfRepo = Annotated[str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")]
-PinnedImage = Annotated[str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")]
-Registry = Annotated[str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")]
-StorageClassName = Annotated[str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")]
+HfRepo = Annotated[
+    str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
+]
+PinnedImage = Annotated[
+    str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
+]
+Registry = Annotated[
+    str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
+]
+StorageClassName = Annotated[
+    str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+]
 
 
 class Block(pydantic.BaseModel):
@@ -84,20 +103,30 @@ class Block(pydantic.BaseModel):
     value) is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is
     infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING,
-                                       allow_inf_nan=False)
+    model_config = pydantic.ConfigDict(
+        extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING, allow_inf_nan=False
+    )
 
 
 KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
 # An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
 # setting accepts, is checked against catalog/aws_regions.yaml while planning.
-AvailabilityZone = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
-                            "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")]
+AvailabilityZone = Annotated[
+    str,
+    matching(
+        r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
+        "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)",
+    ),
+]
 Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
 SubnetId = Annotated[str, matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")]
 SecurityGroupId = Annotated[str, matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")]
 VpcId = Annotated[str, matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")]
-ReservationId = Annotated[str, matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")]
+ReservationId = Annotated[
+    str, matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")
+]
+
+
 def _ipv4_cidr(value: str) -> str:
     try:
         network = ipaddress.IPv4Network(value, strict=False)

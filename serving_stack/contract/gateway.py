@@ -4,6 +4,7 @@
 `contractVersion` "1.0" or "1.1"; `endpoints` stay as they are, so 1.0 consumers keep working. The output
 says how to authenticate (which Secret holds the key), never the key.
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -41,4 +42,5 @@ class GatewayOutput(_Contract):
     answeredByHeaders: list[str] = pydantic.Field(
         default=list(ANSWERED_BY_HEADERS),
         description="Response headers naming the model group and the deployment that answered; the response's "
-                    "`model` names the model that answered.")
+        "`model` names the model that answered.",
+    )

@@ -3,6 +3,7 @@
 `schemas/stack-outputs.v1.schema.json` is generated from `StackOutputs` (`make schema`) and a test keeps
 the two equal. Additive, optional fields keep the major version; anything else bumps it.
 """
+
 from __future__ import annotations
 
 from typing import Final, Literal, Optional
@@ -44,7 +45,8 @@ class ServingEndpoint(_Contract):
         description="Approximate on-demand price x instanceCount (sagemaker); null when the price is unknown.",
     )
     usdPerMillionOutputTokens: Optional[float] = pydantic.Field(
-        default=None, ge=0,
+        default=None,
+        ge=0,
         description="Price of 1M output tokens at the published output tok/s per GPU (dynamo), on the instance and "
         "capacity type of the target's node pool, or the cheapest on-demand instance type of its GPU when the stack "
         "knows no pool; a floor (a replica set busy the whole hour). Null when unpublished or unpriced.",
@@ -75,9 +77,10 @@ class StackOutputs(_Contract):
     endpoints: list[ServingEndpoint]
     nodePools: list[NodePool] = []
     cluster: Optional[Cluster] = pydantic.Field(default=None, description="Only when the stack creates the cluster.")
-    kubeconfig: Optional[str] = pydantic.Field(default=None, description="A Pulumi secret; \"[secret]\" offline.")
+    kubeconfig: Optional[str] = pydantic.Field(default=None, description='A Pulumi secret; "[secret]" offline.')
     gateway: Optional[GatewayOutput] = pydantic.Field(
-        default=None, description="One OpenAI-compatible URL with failover (contract 1.1; null when disabled).")
+        default=None, description="One OpenAI-compatible URL with failover (contract 1.1; null when disabled)."
+    )
 
 
 def frontend_url(dgd_name: str, namespace: str) -> str:

@@ -3,11 +3,12 @@
 `load_facts()` is the one entry point the program uses; each loader is cached, so the render and the
 tests read every file once per process.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from serving_stack.facts.autoscaling_facts import AutoscalingFile, load_autoscaling
 from serving_stack.facts.capacity_facts import CapacityPricesFile, load_capacity_prices
@@ -49,11 +50,17 @@ class Facts:
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
     return Facts(
-        catalog=load_catalog(root), aws=load_aws_catalog(root), platform=load_platform(root),
-        sagemaker_instances=load_instances(root), lmi=load_lmi(root),
+        catalog=load_catalog(root),
+        aws=load_aws_catalog(root),
+        platform=load_platform(root),
+        sagemaker_instances=load_instances(root),
+        lmi=load_lmi(root),
         sagemaker_provisioning=load_instances_file(root).provisioningSeconds,
-        metrics=load_metrics(root), monitoring=load_monitoring(root), dashboards=load_dashboard_specs(root),
-        capacity_prices=load_capacity_prices(root), autoscaling=load_autoscaling(root),
+        metrics=load_metrics(root),
+        monitoring=load_monitoring(root),
+        dashboards=load_dashboard_specs(root),
+        capacity_prices=load_capacity_prices(root),
+        autoscaling=load_autoscaling(root),
         node_ready=load_node_ready_file(root),
         checkpoints=load_checkpoint_sizes(root),
         gateway=load_gateway_pins(root / "gateway.yaml"),

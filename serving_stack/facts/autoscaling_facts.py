@@ -1,4 +1,5 @@
 """Loads `catalog/autoscaling.yaml`: the KEDA and cluster-autoscaler pins and the Prometheus queries."""
+
 from __future__ import annotations
 
 import functools
@@ -32,10 +33,15 @@ class MetricQueries:
     inflight_requests: str
     ttft_p50_seconds: str
 
-    def for_dgd(self, namespace: str, dgd_name: str) -> "MetricQueries":
+    def for_dgd(self, namespace: str, dgd_name: str) -> MetricQueries:
         selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
-        return MetricQueries(self.selector_label, *(q.replace("$SELECTOR", selector)
-                                                    for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)))
+        return MetricQueries(
+            self.selector_label,
+            *(
+                q.replace("$SELECTOR", selector)
+                for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)
+            ),
+        )
 
 
 class _Data(pydantic.BaseModel):
@@ -82,7 +88,7 @@ class AutoscalingFile(_Data):
     metrics: Metrics
 
     @pydantic.model_validator(mode="after")
-    def _matches_code(self) -> "AutoscalingFile":
+    def _matches_code(self) -> AutoscalingFile:
         if (self.scalingAdapter.apiVersion, self.scalingAdapter.kind) != (ADAPTER_API_VERSION, ADAPTER_KIND):
             raise ValueError("scalingAdapter differs from autoscaling_plan.ADAPTER_API_VERSION / ADAPTER_KIND")
         return self

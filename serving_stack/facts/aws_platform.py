@@ -1,6 +1,7 @@
 """External software the AWS side installs, pinned (`catalog/aws_platform.yaml`): device plugins, the NVIDIA
 DRA driver, EKS add-ons and the node role's managed policies. Every chart pin names its source, and what a
 pin must support (instance types, architectures) is data the instance facts are checked against."""
+
 from __future__ import annotations
 
 import re

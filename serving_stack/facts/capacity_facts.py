@@ -2,6 +2,7 @@
 and replica set from its manifest, figures from `targets.yaml`) and one `InstanceOffer` per instance
 type (GPUs per node, on-demand price from `instance_types.yaml`, Capacity Block price from
 `capacity_prices.yaml` where a source publishes one)."""
+
 from __future__ import annotations
 
 import functools

@@ -5,6 +5,7 @@ cache (claim size, download Jobs, checkpoint env names) from upstream's model-ca
 upstream revision is absorbed as data with `make absorb` (`tools/absorb`), which writes `recipes/`
 and this file; published figures are optional per target.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,16 @@ from serving_stack.facts.model_cache import ModelCacheFacts, load_model_cache
 from serving_stack.facts.recipe import Performance, Recipe, TargetEntry
 from serving_stack.names import GPU_PRODUCT_LABEL, WORKER_COMPONENT_TYPES
 
-__all__ = ["CATALOG_DIR", "Catalog", "Criteria", "Performance", "Recipe", "TargetEntry", "load_catalog",
-           "load_platform"]
+__all__ = [
+    "CATALOG_DIR",
+    "Catalog",
+    "Criteria",
+    "Performance",
+    "Recipe",
+    "TargetEntry",
+    "load_catalog",
+    "load_platform",
+]
 
 CATALOG_DIR = DATA_DIR
 TARGETS_FILE = "targets.yaml"
@@ -34,7 +43,8 @@ class Criteria(Data):
         """True or False where the published figures decide it; None (unknown) where a figure the verdict
         needs is unpublished: a known failure still fails, an unknown never passes."""
         checks = [
-            None if performance.tokensPerSecondPerUser is None
+            None
+            if performance.tokensPerSecondPerUser is None
             else performance.tokensPerSecondPerUser >= self.minTokensPerSecondPerUser,
             None if performance.ttftP50Ms is None else performance.ttftP50Ms < self.maxTtftP50Ms,
         ]
@@ -88,20 +98,23 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
     documents = read_documents(root / entry.manifest, f"{key}.manifest")
     kinds = sorted(doc.get("kind", "") for doc in documents)
     if kinds != ["ConfigMap", "DynamoGraphDeployment"]:
-        raise ConfigError(f"{key}.manifest", f"{entry.manifest} holds {kinds}",
-                          "exactly one ConfigMap and one DynamoGraphDeployment")
+        raise ConfigError(
+            f"{key}.manifest", f"{entry.manifest} holds {kinds}", "exactly one ConfigMap and one DynamoGraphDeployment"
+        )
     config_map = next(d for d in documents if d["kind"] == "ConfigMap")
     dgd = next(d for d in documents if d["kind"] == "DynamoGraphDeployment")
     recipe = Recipe(entry, config_map, dgd)
     if not recipe.worker_components():
-        raise ConfigError(f"{key}.manifest", f"{entry.manifest} has no worker component",
-                          ", ".join(WORKER_COMPONENT_TYPES))
+        raise ConfigError(
+            f"{key}.manifest", f"{entry.manifest} has no worker component", ", ".join(WORKER_COMPONENT_TYPES)
+        )
     if not recipe.gpu_products:
         raise ConfigError(f"{key}.manifest", f"{entry.manifest} pins no worker to a {GPU_PRODUCT_LABEL}")
     for field, derived in (("speculativeDecoding", recipe.speculative_decoding), ("routing", recipe.routing)):
         if getattr(entry, field) != derived:
-            raise ConfigError(f"{key}.{field}", f"{getattr(entry, field)!r}, but the manifest says {derived!r}",
-                              derived)
+            raise ConfigError(
+                f"{key}.{field}", f"{getattr(entry, field)!r}, but the manifest says {derived!r}", derived
+            )
     return recipe
 
 

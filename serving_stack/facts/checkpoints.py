@@ -1,4 +1,5 @@
 """Checkpoint sizes as data (`catalog/checkpoints.yaml`): what the model-cache PVC must hold."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """Grafana dashboard specs (`catalog/dashboards/*.yaml`): rows of panels whose queries name metrics by role."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Gateway pins as data: `catalog/gateway.yaml` (LiteLLM and Redis images, users, sizes, sources)."""
+
 from __future__ import annotations
 
 import functools
@@ -45,6 +46,6 @@ class GatewayPins(_Data):
     redis: RedisPin
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_gateway_pins(path: Optional[Path] = None) -> GatewayPins:
     return GatewayPins.model_validate(yaml.safe_load((path or CATALOG_FILE).read_text()))

@@ -4,6 +4,7 @@ Node pools and serving targets meet here: a pool says which GPU its nodes hold, 
 to a product label. A label no entry knows is a new GPU: `gpu_of_product` answers None and the plan
 turns that into a config error that says to add the GPU here.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,8 +43,10 @@ def gpu_of_product(gpus: dict[str, Gpu], product_label: str) -> Optional[str]:
 
 def unknown_gpu_problem(product_label: str) -> str:
     """What to do about a product label no GPU entry knows (one wording for the plan and the absorb report)."""
-    return (f"GPU product {product_label!r} is in no entry of catalog/{GPUS_FILE}: add the GPU there (productLabel, "
-            "memoryGB, arch) and a node pool (or nodeFacts) that has it")
+    return (
+        f"GPU product {product_label!r} is in no entry of catalog/{GPUS_FILE}: add the GPU there (productLabel, "
+        "memoryGB, arch) and a node pool (or nodeFacts) that has it"
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -53,7 +56,8 @@ def load_gpus(root: Path = DATA_DIR) -> dict[str, Gpu]:
     for name, gpu in data.gpus.items():
         for label in gpu.product_labels:
             if label in owners:
-                raise ConfigError(f"catalog/{GPUS_FILE}: gpus.{name}",
-                                  f"product label {label!r} is also {owners[label]}'s")
+                raise ConfigError(
+                    f"catalog/{GPUS_FILE}: gpus.{name}", f"product label {label!r} is also {owners[label]}'s"
+                )
             owners[label] = name
     return dict(data.gpus)

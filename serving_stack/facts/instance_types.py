@@ -5,6 +5,7 @@ and `aws_regions.yaml`, validates them, cross-checks them (every instance type's
 groups, the device plugin and DRA driver pins it needs) and stops the program with the file and key of a
 bad entry. Code interprets this data; adding an instance type or a fabric is a data change.
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,12 +31,31 @@ from serving_stack.facts.regions import AwsRegions, load_aws_regions
 from serving_stack.names import CapacityType
 
 # Pins keep their names here too: the plan and components import them from the AWS facts.
-__all__ = ["AwsCatalog", "CsiAddon", "DevicePluginPins", "EksAddon", "FabricProfile", "HelmChart", "InstanceType",
-           "NetworkInterface", "RdmaSharedDevicePlugin", "load_aws_catalog"]
+__all__ = [
+    "AwsCatalog",
+    "CsiAddon",
+    "DevicePluginPins",
+    "EksAddon",
+    "FabricProfile",
+    "HelmChart",
+    "InstanceType",
+    "NetworkInterface",
+    "RdmaSharedDevicePlugin",
+    "load_aws_catalog",
+]
 
 InterfaceType = Literal["interface", "efa-only"]
-SOURCED_FIELDS = ("gpus", "gpuMemoryGB", "vcpus", "memoryGiB", "networkCards", "efaInterfaces", "nvmeDisks",
-                  "onDemandUsdPerHour", "capacityTypes")
+SOURCED_FIELDS = (
+    "gpus",
+    "gpuMemoryGB",
+    "vcpus",
+    "memoryGiB",
+    "networkCards",
+    "efaInterfaces",
+    "nvmeDisks",
+    "onDemandUsdPerHour",
+    "capacityTypes",
+)
 
 
 class NetworkInterface(Data):
@@ -77,9 +97,12 @@ class InstanceType(Data):
 
     @pydantic.model_validator(mode="after")
     def _consistent(self) -> InstanceType:
-        sourced = [*SOURCED_FIELDS, *(["zoneType"] if self.zoneType == "local-zone" else []),
-                   *(["computeDomains"] if self.computeDomains else []),
-                   *(f for f in ("minEfaDevicePlugin", "minKubernetes") if getattr(self, f) is not None)]
+        sourced = [
+            *SOURCED_FIELDS,
+            *(["zoneType"] if self.zoneType == "local-zone" else []),
+            *(["computeDomains"] if self.computeDomains else []),
+            *(f for f in ("minEfaDevicePlugin", "minKubernetes") if getattr(self, f) is not None),
+        ]
         missing = [f for f in sourced if f not in self.sources]
         if missing:
             raise ValueError(f"sources: no source for {', '.join(missing)}")
@@ -107,8 +130,10 @@ class InstanceType(Data):
             return [
                 NetworkInterface(networkCardIndex=0, deviceIndex=0, interfaceType="interface"),
                 NetworkInterface(networkCardIndex=0, deviceIndex=1, interfaceType="efa-only"),
-                *(NetworkInterface(networkCardIndex=card, deviceIndex=0, interfaceType="efa-only")
-                  for card in range(1, self.networkCards)),
+                *(
+                    NetworkInterface(networkCardIndex=card, deviceIndex=0, interfaceType="efa-only")
+                    for card in range(1, self.networkCards)
+                ),
             ]
         return []
 
@@ -120,8 +145,10 @@ class InstanceType(Data):
 def _check_layout(layout: list[NetworkInterface], network_cards: int, efa_interfaces: int) -> None:
     primary = layout[0]
     if (primary.networkCardIndex, primary.deviceIndex, primary.interfaceType) != (0, 0, "interface"):
-        raise ValueError("efaLayout: the first interface must be card 0 device 0 of type interface "
-                         "(an EFA-only one cannot be primary)")
+        raise ValueError(
+            "efaLayout: the first interface must be card 0 device 0 of type interface "
+            "(an EFA-only one cannot be primary)"
+        )
     slots = [(i.networkCardIndex, i.deviceIndex) for i in layout]
     if len(set(slots)) != len(slots):
         raise ValueError("efaLayout: a (networkCardIndex, deviceIndex) pair is used twice")
@@ -159,8 +186,14 @@ class FabricsFile(Data):
 class AwsCatalog:
     """The five data files, cross-checked (`_check_instance`)."""
 
-    def __init__(self, instance_types: InstanceTypesFile, gpus: dict[str, Gpu], fabrics: FabricsFile,
-                 platform: AwsPlatformFile, regions: AwsRegions):
+    def __init__(
+        self,
+        instance_types: InstanceTypesFile,
+        gpus: dict[str, Gpu],
+        fabrics: FabricsFile,
+        platform: AwsPlatformFile,
+        regions: AwsRegions,
+    ):
         self.instance_types = instance_types.instanceTypes
         self.gpus = gpus
         self.fabrics = fabrics.fabrics
@@ -180,27 +213,37 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
     if instance.gpu not in catalog.gpus:
         return ConfigError(f"{key}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
     if instance.gpuMemoryGB != catalog.gpus[instance.gpu].memoryGB:
-        return ConfigError(f"{key}.gpuMemoryGB", f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
-                           f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB")
+        return ConfigError(
+            f"{key}.gpuMemoryGB",
+            f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
+            f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB",
+        )
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
         return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
     unknown = [g for g in instance.localZoneGroups if g not in groups]
     if unknown:
-        return ConfigError(f"{key}.localZoneGroups", f"{unknown[0]!r} is not a Local Zone group of "
-                           "catalog/aws_regions.yaml")
+        return ConfigError(
+            f"{key}.localZoneGroups", f"{unknown[0]!r} is not a Local Zone group of catalog/aws_regions.yaml"
+        )
     if instance.arch not in pins.nvidia.architectures:
         return ConfigError(f"{key}.arch", f"the pinned NVIDIA device plugin runs on {pins.nvidia.architectures} only")
     if instance.efaInterfaces and name not in pins.efa.supportedInstanceTypes:
-        return ConfigError(f"{key}", f"the pinned EFA device plugin chart {pins.efa.version} does not list it "
-                           "(catalog/aws_platform.yaml devicePlugins.efa.supportedInstanceTypes)")
+        return ConfigError(
+            f"{key}",
+            f"the pinned EFA device plugin chart {pins.efa.version} does not list it "
+            "(catalog/aws_platform.yaml devicePlugins.efa.supportedInstanceTypes)",
+        )
     minimum = instance.minEfaDevicePlugin
     if minimum and min(version_key(pins.efa.version), version_key(pins.efa.appVersion)) < version_key(minimum):
-        return ConfigError(f"{key}.minEfaDevicePlugin", f"needs the EFA device plugin {minimum}+, pinned chart "
-                           f"{pins.efa.version} (plugin {pins.efa.appVersion})")
+        return ConfigError(
+            f"{key}.minEfaDevicePlugin",
+            f"needs the EFA device plugin {minimum}+, pinned chart {pins.efa.version} (plugin {pins.efa.appVersion})",
+        )
     if instance.computeDomains and version_key(instance.minKubernetes or "0.0") < version_key(dra.minKubernetes):
-        return ConfigError(f"{key}.minKubernetes",
-                           f"the pinned DRA driver {dra.version} needs Kubernetes >= {dra.minKubernetes}")
+        return ConfigError(
+            f"{key}.minKubernetes", f"the pinned DRA driver {dra.version} needs Kubernetes >= {dra.minKubernetes}"
+        )
     return None
 
 

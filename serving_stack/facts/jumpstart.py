@@ -8,6 +8,7 @@ plain values known at program time and checked before any resource exists. One m
 purpose: the SDK's resolution order (config ranking, variants, aliases, artifacts, environment) reads top to
 bottom in one place. Where specs come from, and their provenance, is `jumpstart_sources`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -35,16 +36,42 @@ from serving_stack.facts.jumpstart_sources import (
 )
 
 __all__ = [
-    "CONTENT_BUCKET_OVERRIDE", "GATED_BUCKET_OVERRIDE", "MANIFEST_DIR_OVERRIDE", "MANIFEST_KEY",
-    "MODEL_BUCKET_OVERRIDE", "SPECS_DIR_OVERRIDE", "AdditionalModelData", "ConfigKeys", "JumpStartError",
-    "ResolvedJumpStartModel", "S3ModelData", "S3SpecSource", "SnapshotSpecSource", "SpecProvenance", "SpecSource",
-    "content_bucket", "gated_bucket", "resolve_jumpstart_model",
+    "CONTENT_BUCKET_OVERRIDE",
+    "GATED_BUCKET_OVERRIDE",
+    "MANIFEST_DIR_OVERRIDE",
+    "MANIFEST_KEY",
+    "MODEL_BUCKET_OVERRIDE",
+    "SPECS_DIR_OVERRIDE",
+    "AdditionalModelData",
+    "ConfigKeys",
+    "JumpStartError",
+    "ResolvedJumpStartModel",
+    "S3ModelData",
+    "S3SpecSource",
+    "SnapshotSpecSource",
+    "SpecProvenance",
+    "SpecSource",
+    "content_bucket",
+    "gated_bucket",
+    "resolve_jumpstart_model",
 ]
 REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
-    ["model_id", "url", "version", "min_sdk_version", "deprecated", "deprecated_message", "deprecate_warn_message",
-     "resource_name_base", "gated_bucket", "training_supported", "incremental_training_supported"])
+    [
+        "model_id",
+        "url",
+        "version",
+        "min_sdk_version",
+        "deprecated",
+        "deprecated_message",
+        "deprecate_warn_message",
+        "resource_name_base",
+        "gated_bucket",
+        "training_supported",
+        "incremental_training_supported",
+    ]
+)
 
 
 class JumpStartError(ConfigError):
@@ -121,8 +148,15 @@ class ResolvedJumpStartModel:
 
 
 def resolve_jumpstart_model(
-    model_id: str, version: str, region: str, instance_type: str, *,
-    accept_eula: bool, source: SpecSource, keys: ConfigKeys = DEFAULT_KEYS, allow_unverified: bool = False,
+    model_id: str,
+    version: str,
+    region: str,
+    instance_type: str,
+    *,
+    accept_eula: bool,
+    source: SpecSource,
+    keys: ConfigKeys = DEFAULT_KEYS,
+    allow_unverified: bool = False,
 ) -> ResolvedJumpStartModel:
     """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`.
 
@@ -134,8 +168,11 @@ def resolve_jumpstart_model(
     if not entries:
         known = sorted({entry["model_id"] for entry in manifest})
         close = difflib.get_close_matches(model_id, known, n=5, cutoff=0.5)
-        raise JumpStartError(keys.model_id, f"unknown JumpStart model id {model_id!r}",
-                             ", ".join(close) or f"one of the {len(known)} ids in {MANIFEST_KEY}")
+        raise JumpStartError(
+            keys.model_id,
+            f"unknown JumpStart model id {model_id!r}",
+            ", ".join(close) or f"one of the {len(known)} ids in {MANIFEST_KEY}",
+        )
     versions = ", ".join(sorted(entries, key=_version_order))
     if not version or "*" in version:
         raise JumpStartError(keys.version, f"{version!r} is not pinned; pin a version", versions)
@@ -145,16 +182,20 @@ def resolve_jumpstart_model(
     spec_key = entries[version]["spec_key"]
     raw_spec, provenance = source.read_spec(spec_key)
     if provenance is None and not allow_unverified:
-        raise JumpStartError(keys.spec, f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
-                             "provenance: hand-made or edited since)",
-                             f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
-                             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)")
+        raise JumpStartError(
+            keys.spec,
+            f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
+            "provenance: hand-made or edited since)",
+            f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
+            f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
+        )
     _refuse_model_package(raw_spec, instance_type, region, keys)
     spec, config_name = _select_config(raw_spec, instance_type)
     supported = tuple(spec.get("supported_inference_instance_types") or ())
     if instance_type not in supported:
-        raise JumpStartError(keys.instance_type, f"{model_id} {version} does not support {instance_type!r}",
-                             ", ".join(supported))
+        raise JumpStartError(
+            keys.instance_type, f"{model_id} {version} does not support {instance_type!r}", ", ".join(supported)
+        )
     eula_key = spec.get("hosting_eula_key")
     gated = bool(spec.get("gated_bucket")) or eula_key is not None
     if gated and not accept_eula:
@@ -164,12 +205,17 @@ def resolve_jumpstart_model(
     deploy_kwargs = spec.get("deploy_kwargs") or {}
     volume_size = spec.get("inference_volume_size")
     return ResolvedJumpStartModel(
-        model_id=model_id, version=version, region=region, instance_type=instance_type,
+        model_id=model_id,
+        version=version,
+        region=region,
+        instance_type=instance_type,
         config_name=config_name,
         image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
         model_data_source=_s3_model_data(
             _artifact_bucket(region, bool(spec.get("gated_bucket"))),
-            _artifact_key(spec, variants, instance_type, keys), True if gated else None),
+            _artifact_key(spec, variants, instance_type, keys),
+            True if gated else None,
+        ),
         additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
         environment=MappingProxyType(_environment(spec, variants, instance_type)),
         enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
@@ -177,8 +223,11 @@ def resolve_jumpstart_model(
         container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
         volume_size_gb=volume_size,
         default_instance_type=spec.get("default_inference_instance_type"),
-        supported_instance_types=supported, gated=gated, eula_key=eula_key,
-        spec_key=spec_key, provenance=provenance,
+        supported_instance_types=supported,
+        gated=gated,
+        eula_key=eula_key,
+        spec_key=spec_key,
+        provenance=provenance,
     )
 
 
@@ -186,13 +235,19 @@ def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str,
     """Marketplace/proprietary models deploy from a ModelPackage (SDK: `_retrieve_model_package_arn`), which
     takes no image or artifact from the spec: this stack builds models from containers only."""
     variants = (spec.get("hosting_instance_type_variants") or {}).get("variants") or {}
-    per_instance = [v for v in (instance_type, _instance_family(instance_type))
-                    if ((variants.get(v) or {}).get("regional_properties") or {}).get("model_package_arn")]
+    per_instance = [
+        v
+        for v in (instance_type, _instance_family(instance_type))
+        if ((variants.get(v) or {}).get("regional_properties") or {}).get("model_package_arn")
+    ]
     if spec.get("hosting_model_package_arns") or per_instance:
-        raise JumpStartError(keys.model_id, f"{spec.get('model_id')} {spec.get('version')} is a model-package "
-                             f"(Marketplace) model: SageMaker deploys it from a ModelPackage ARN in {region}, not from "
-                             "an image and artifacts, and this stack creates container models only",
-                             "open-weights JumpStart models, or source: huggingface")
+        raise JumpStartError(
+            keys.model_id,
+            f"{spec.get('model_id')} {spec.get('version')} is a model-package "
+            f"(Marketplace) model: SageMaker deploys it from a ModelPackage ARN in {region}, not from "
+            "an image and artifacts, and this stack creates container models only",
+            "open-weights JumpStart models, or source: huggingface",
+        )
 
 
 def _version_order(version: str) -> tuple[int, ...]:
@@ -200,17 +255,26 @@ def _version_order(version: str) -> tuple[int, ...]:
 
 
 def _eula_error(
-    keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None,
+    keys: ConfigKeys,
+    model_id: str,
+    version: str,
+    region: str,
+    eula_key: str | None,
 ) -> JumpStartError:
     where = "its model page"
     if eula_key:
         where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
-    return JumpStartError(keys.accept_eula, f"{model_id} {version} is gated and needs its EULA accepted",
-                          f"true, set after reading the EULA at {where}")
+    return JumpStartError(
+        keys.accept_eula,
+        f"{model_id} {version} is gated and needs its EULA accepted",
+        f"true, set after reading the EULA at {where}",
+    )
 
 
 def _deep_override(
-    base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset(),
+    base: dict[str, Any],
+    override: dict[str, Any],
+    deny: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -253,8 +317,11 @@ def _variant_property(variants: dict[str, Any], instance_type: str, section: str
 def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys, what: str) -> str:
     alias = _variant_property(variants, instance_type, "regional_properties", "image_uri")
     if not alias or not alias.startswith("$"):
-        raise JumpStartError(keys.instance_type, f"{what} names no image for {instance_type!r}",
-                             ", ".join(sorted(variants.get("variants") or {})))
+        raise JumpStartError(
+            keys.instance_type,
+            f"{what} names no image for {instance_type!r}",
+            ", ".join(sorted(variants.get("variants") or {})),
+        )
     regional = variants.get("regional_aliases") or {}
     image = (regional.get(region) or {}).get(alias[1:])
     if not image:
@@ -265,10 +332,15 @@ def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: 
 def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
     """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
     if spec.get("hosting_use_script_uri", True):
-        raise JumpStartError(keys.model_id, f"{spec['model_id']} {spec['version']} is a script-mode model "
-                             "(hosting_use_script_uri)", "models with a prepacked artifact")
-    return str(_variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
-               or spec["hosting_prepacked_artifact_key"])
+        raise JumpStartError(
+            keys.model_id,
+            f"{spec['model_id']} {spec['version']} is a script-mode model (hosting_use_script_uri)",
+            "models with a prepacked artifact",
+        )
+    return str(
+        _variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
+        or spec["hosting_prepacked_artifact_key"]
+    )
 
 
 def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
@@ -280,7 +352,10 @@ def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelDa
 
 
 def _additional_sources(
-    spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys,
+    spec: dict[str, Any],
+    region: str,
+    accept_eula: bool,
+    keys: ConfigKeys,
 ) -> list[AdditionalModelData]:
     """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
     sources: list[AdditionalModelData] = []
@@ -294,8 +369,12 @@ def _additional_sources(
             bucket = gated_bucket(region) if gated else content_bucket(region)
         data = entry["s3_data_source"]
         uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
-        sources.append(AdditionalModelData(entry["channel_name"], S3ModelData(
-            uri, data["s3_data_type"], data["compression_type"], True if gated else None)))
+        sources.append(
+            AdditionalModelData(
+                entry["channel_name"],
+                S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None),
+            )
+        )
     return sources
 
 
@@ -315,4 +394,3 @@ def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: 
         overlay = properties.get("environment_variables") or {}
         environment.update({name: str(value) for name, value in overlay.items()})
     return environment
-

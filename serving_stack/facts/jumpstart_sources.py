@@ -6,6 +6,7 @@ in `provenance.json` beside the specs; the snapshot checks the file's sha256 aga
 spec edited after it was fetched is unverified again. The SDK's bucket and directory overrides are honoured
 (a documented mirror is still a fetch; its bucket is part of the record).
 """
+
 from __future__ import annotations
 
 import hashlib

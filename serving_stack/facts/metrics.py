@@ -3,6 +3,7 @@
 Rules and dashboards refer to a metric by its role (`dynamoFrontend.timeToFirstToken`), never by its
 exposed name, so an upstream rename is a one-line data change.
 """
+
 from __future__ import annotations
 
 import functools

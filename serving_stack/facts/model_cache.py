@@ -5,6 +5,7 @@ upstream gives it (`BASE_MODEL`, `DFLASH_MODEL`, ...). A checkpoint env is an en
 and whose name the Job's script reads; anything else in `env` (`HF_HOME`, ...) is left alone. A BF16 set
 beside the NVFP4 one is a second Job with its own env names: nothing here assumes there is only one.
 """
+
 from __future__ import annotations
 
 import re
@@ -77,12 +78,16 @@ def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]
     found = tuple(
         (str(env["name"]), str(env["value"]))
         for env in container.get("env", [])
-        if isinstance(env.get("value"), str) and HF_REPO_ID.match(env["value"])
+        if isinstance(env.get("value"), str)
+        and HF_REPO_ID.match(env["value"])
         and re.search(rf"\b{re.escape(env['name'])}\b", script)
     )
     if not found:
-        raise ConfigError(key, "the Job reads no Hugging Face repo from an env var its script names",
-                          "env entries such as BASE_MODEL: org/repo, read by the script")
+        raise ConfigError(
+            key,
+            "the Job reads no Hugging Face repo from an env var its script names",
+            "env entries such as BASE_MODEL: org/repo, read by the script",
+        )
     return found
 
 
@@ -90,8 +95,9 @@ def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> Model
     key = "catalog/targets.yaml: modelCache"
     claims = read_documents(root / claim_path, f"{key}.claim")
     if [d.get("kind") for d in claims] != ["PersistentVolumeClaim"]:
-        raise ConfigError(f"{key}.claim", f"{claim_path} holds {[d.get('kind') for d in claims]}",
-                          "exactly one PersistentVolumeClaim")
+        raise ConfigError(
+            f"{key}.claim", f"{claim_path} holds {[d.get('kind') for d in claims]}", "exactly one PersistentVolumeClaim"
+        )
     jobs: list[DownloadJob] = []
     for index, path in enumerate(job_paths):
         job_key = f"{key}.downloadJobs[{index}]"

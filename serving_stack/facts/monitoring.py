@@ -1,4 +1,5 @@
 """Monitoring facts (`catalog/monitoring.yaml`): pinned charts, default SLOs, the policy of each alert."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """Loads `catalog/node_ready.yaml` into the planner's `NodeReadyFacts` (every figure with a source)."""
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,16 @@ class FileSystems(_Data):
 
 class NodeReadyFile(_Data):
     schemaVersion: Literal[1]
-    phases: dict[Literal["autoscalerReaction", "instanceBootToRegistered", "devicePluginsAdvertise",
-                         "runtimeImagePullSecondsPerCompressedGB", "engineStart"], Phase]
+    phases: dict[
+        Literal[
+            "autoscalerReaction",
+            "instanceBootToRegistered",
+            "devicePluginsAdvertise",
+            "runtimeImagePullSecondsPerCompressedGB",
+            "engineStart",
+        ],
+        Phase,
+    ]
     runtimeImageCompressedGB: Figure
     checkpointGB: Figure
     warmLoadMBps: Figure

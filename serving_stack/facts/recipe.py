@@ -4,6 +4,7 @@ What a target *is* (components, GPUs, checkpoints, speculative decoding, routing
 manifest; the entry adds only what the manifest cannot say: the published performance, which may be
 unknown (a new target, a GPU upstream has not benchmarked yet).
 """
+
 from __future__ import annotations
 
 import copy

@@ -4,6 +4,7 @@ Config names zones by name; a name that AWS does not have, or one of another Reg
 with the key and the names allowed. Local Zones are kept apart from AZs: the EKS control plane only gets AZ
 subnets, and a Local Zone must be opted in (its zone group) before anything launches there.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,12 +58,16 @@ def _check(data: RegionsFile, label: str) -> None:
     for code, region in data.regions.items():
         for index, zone in enumerate(region.availabilityZones):
             if not (zone.startswith(code) and len(zone) == len(code) + 1 and zone[-1].isalpha()):
-                raise ConfigError(f"{label}: regions.{code}.availabilityZones[{index}]",
-                                  f"{zone!r} is not an AZ name of {code} (the Region code and one letter)")
+                raise ConfigError(
+                    f"{label}: regions.{code}.availabilityZones[{index}]",
+                    f"{zone!r} is not an AZ name of {code} (the Region code and one letter)",
+                )
         for zone, local in region.localZones.items():
             if not (local.group.startswith(f"{code}-") and zone.startswith(local.group) and zone[-1].isalpha()):
-                raise ConfigError(f"{label}: regions.{code}.localZones.{zone}",
-                                  f"a Local Zone of {code} is named <zone group><letter>, got group {local.group!r}")
+                raise ConfigError(
+                    f"{label}: regions.{code}.localZones.{zone}",
+                    f"a Local Zone of {code} is named <zone group><letter>, got group {local.group!r}",
+                )
 
 
 @functools.lru_cache(maxsize=4)

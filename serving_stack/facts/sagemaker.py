@@ -5,6 +5,7 @@ the Hugging Face path serves and how a model is judged to fit.
 instance type, region or image tag is a data change. The loaders refuse data that contradicts its own
 stated rule (an instance the SDK's storage rule calls NVMe recorded as EBS).
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,7 +51,8 @@ class InstanceType(Data):
     gpuMemoryGb: int = pydantic.Field(gt=0, description="per GPU")
     storage: Storage = pydantic.Field(
         description="ebs: the variant takes VolumeSizeInGB and a volume KMS key; nvme: local storage only, "
-        "hardware-encrypted, and SageMaker rejects both settings")
+        "hardware-encrypted, and SageMaker rejects both settings"
+    )
     localNvmeGb: Optional[int] = pydantic.Field(default=None, gt=0)
     storageSource: str = pydantic.Field(min_length=1)
     hourlyUsd: Optional[float] = pydantic.Field(gt=0)
@@ -74,8 +76,10 @@ class InstancesFile(Data):
             if not re.match(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", name):
                 raise ValueError(f"{name}: not an ml.<family>.<size> instance type")
             if self.storageRule.says_nvme(name) and instance.storage != "nvme":
-                raise ValueError(f"{name}: the storage rule ({self.storageRule.source.split(':')[0]}) says local NVMe, "
-                                 "the data says ebs")
+                raise ValueError(
+                    f"{name}: the storage rule ({self.storageRule.source.split(':')[0]}) says local NVMe, "
+                    "the data says ebs"
+                )
         return self
 
 

@@ -11,6 +11,7 @@ per-expert load metric) and a *direct* LIBFABRIC fallback signal (no metric name
 the backend choice is only in the worker log, so `NemotronKvTransferSlowerThanFabric` alerts on its
 symptom, a TTFT far above the published figure, and says so). The canary rules are in `canary_alerts`.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,7 +65,9 @@ class _Alert:
     description: str
 
 
-def alert_thresholds(max_ttft_p50_ms: float, min_tokens_per_second_per_user: float, slo: SloSettings) -> AlertThresholds:
+def alert_thresholds(
+    max_ttft_p50_ms: float, min_tokens_per_second_per_user: float, slo: SloSettings
+) -> AlertThresholds:
     return AlertThresholds(max_ttft_p50_ms / 1000, min_tokens_per_second_per_user, slo)
 
 
@@ -73,8 +76,11 @@ def prometheus_rule(name: str, namespace: str, release_label: str, groups: list[
     return {
         "apiVersion": API_VERSION,
         "kind": "PrometheusRule",
-        "metadata": {"name": name, "namespace": namespace,
-                     "labels": {RELEASE_LABEL: release_label, "app.kubernetes.io/part-of": "nemotron-lightning"}},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {RELEASE_LABEL: release_label, "app.kubernetes.io/part-of": "nemotron-lightning"},
+        },
         "spec": {"groups": groups},
     }
 
@@ -92,15 +98,24 @@ def rule_groups(
     builder = _RuleBuilder(serving_namespace, thresholds, facts, metrics, runbook_base_url)
     groups = [builder.target_group(target) for target in targets]
     if canary is not None and targets:
-        rules = [builder.rule(_Alert(*alert), {"target": target.target_id}) for target in targets
-                 for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)]
+        rules = [
+            builder.rule(_Alert(*alert), {"target": target.target_id})
+            for target in targets
+            for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)
+        ]
         groups.append({"name": "nemotron-canary", "rules": rules})
     return groups
 
 
 class _RuleBuilder:
-    def __init__(self, namespace: str, thresholds: AlertThresholds, facts: MonitoringFacts, metrics: MetricsCatalog,
-                 runbook_base_url: str) -> None:
+    def __init__(
+        self,
+        namespace: str,
+        thresholds: AlertThresholds,
+        facts: MonitoringFacts,
+        metrics: MetricsCatalog,
+        runbook_base_url: str,
+    ) -> None:
         self.namespace = namespace
         self.t = thresholds
         self.facts = facts
@@ -126,7 +141,14 @@ class _RuleBuilder:
         frontend = f'namespace="{self.namespace}", pod=~"{_pods(target.dgd_name, [target.frontend_component])}"'
         workers = f'namespace="{self.namespace}", pod=~"{_pods(target.dgd_name, target.worker_components)}"'
         alerts = [
-            self.ttft(target, frontend, 0.5, self.t.ttft_p50_seconds, "NemotronTtftP50AboveCriteria", "the published criterion"),
+            self.ttft(
+                target,
+                frontend,
+                0.5,
+                self.t.ttft_p50_seconds,
+                "NemotronTtftP50AboveCriteria",
+                "the published criterion",
+            ),
             self.ttft(target, frontend, 0.99, self.t.slo.ttftP99Seconds, "NemotronTtftP99AboveSlo", "the stack SLO"),
             self.tokens_per_user(target, frontend),
             self.kv_cache(target, workers),
@@ -137,16 +159,22 @@ class _RuleBuilder:
         ]
         if target.kv_over_libfabric and target.published_ttft_p50_seconds is not None:
             alerts.append(self.kv_fabric_symptom(target, frontend, target.published_ttft_p50_seconds))
-        return {"name": f"nemotron-{target.dgd_name}", "rules": [self.rule(a, {"target": target.target_id}) for a in alerts]}
+        return {
+            "name": f"nemotron-{target.dgd_name}",
+            "rules": [self.rule(a, {"target": target.target_id}) for a in alerts],
+        }
 
     def _quantile(self, quantile: float, selector: str) -> str:
         ttft = self.m.metric("dynamoFrontend", "timeToFirstToken").name
-        return f"histogram_quantile({quantile}, sum by (namespace, le) (rate({ttft}_bucket{{{selector}}}[{self.window}])))"
+        return (
+            f"histogram_quantile({quantile}, sum by (namespace, le) (rate({ttft}_bucket{{{selector}}}[{self.window}])))"
+        )
 
     def ttft(self, target: WatchedTarget, frontend: str, quantile: float, limit: float, name: str, what: str) -> _Alert:
         percentile = f"p{round(quantile * 100)}"
         return _Alert(
-            name, f"{self._quantile(quantile, frontend)} > {limit:g}",
+            name,
+            f"{self._quantile(quantile, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT {percentile} above {what} ({limit:g} s)",
             f"TTFT {percentile} over {self.window} is {VALUE} s, above {what} of {limit:g} s.",
         )
@@ -154,10 +182,13 @@ class _RuleBuilder:
     def tokens_per_user(self, target: WatchedTarget, frontend: str) -> _Alert:
         itl = self.m.metric("dynamoFrontend", "interTokenLatency").name
         limit = self.t.min_tokens_per_second_per_user
-        tokens_per_second = (f"sum by (namespace) (rate({itl}_count{{{frontend}}}[{self.window}]))"
-                             f" / sum by (namespace) (rate({itl}_sum{{{frontend}}}[{self.window}]))")
+        tokens_per_second = (
+            f"sum by (namespace) (rate({itl}_count{{{frontend}}}[{self.window}]))"
+            f" / sum by (namespace) (rate({itl}_sum{{{frontend}}}[{self.window}]))"
+        )
         return _Alert(
-            "NemotronTokensPerUserBelowCriteria", f"{tokens_per_second} < {limit:g}",
+            "NemotronTokensPerUserBelowCriteria",
+            f"{tokens_per_second} < {limit:g}",
             f"{target.target_id}: tokens/s per user below the published criterion ({limit:g})",
             f"Tokens/s per user (1 / mean inter-token latency) over {self.window} is {VALUE}, below {limit:g}.",
         )
@@ -166,7 +197,8 @@ class _RuleBuilder:
         usage = self.m.metric("dynamoWorker", "kvCacheUsage").name
         limit = self.t.slo.maxKvCacheUsage
         return _Alert(
-            "NemotronKvCacheNearlyFull", f"max by (namespace, pod) ({usage}{{{workers}}}) > {limit:g}",
+            "NemotronKvCacheNearlyFull",
+            f"max by (namespace, pod) ({usage}{{{workers}}}) > {limit:g}",
             f"{target.target_id}: KV cache of {{{{ $labels.pod }}}} above {limit:.0%}",
             f"KV cache usage of {{{{ $labels.pod }}}} is {VALUE} (a 0..1 fraction), above {limit:g}: new requests queue or preempt.",
         )
@@ -196,21 +228,25 @@ class _RuleBuilder:
         )
 
     def worker_restarts(self, target: WatchedTarget, workers: str) -> _Alert:
-        restarts = f'{self.m.metric("kubeStateMetrics", "containerRestarts").name}{{{workers}}}'
+        restarts = f"{self.m.metric('kubeStateMetrics', 'containerRestarts').name}{{{workers}}}"
         window, limit = self.t.slo.workerRestartWindow, self.t.slo.maxWorkerRestarts
         # max - min over the window counts restarts exactly; increase() would extrapolate N restarts past N.
         return _Alert(
-            "NemotronWorkerRestarting", f"max_over_time({restarts}[{window}]) - min_over_time({restarts}[{window}]) > {limit:g}",
+            "NemotronWorkerRestarting",
+            f"max_over_time({restarts}[{window}]) - min_over_time({restarts}[{window}]) > {limit:g}",
             f"{target.target_id}: worker {{{{ $labels.pod }}}} restarted",
             f"Container {{{{ $labels.container }}}} of {{{{ $labels.pod }}}} restarted {VALUE} times in {window} (allowed: {limit:g}).",
         )
 
     def gpu_memory(self, target: WatchedTarget, workers: str) -> _Alert:
-        used, free, reserved = (f'{self.m.metric("dcgm", key).name}{{{workers}}}'
-                                for key in ("framebufferUsed", "framebufferFree", "framebufferReserved"))
+        used, free, reserved = (
+            f"{self.m.metric('dcgm', key).name}{{{workers}}}"
+            for key in ("framebufferUsed", "framebufferFree", "framebufferReserved")
+        )
         limit = self.t.slo.maxGpuMemoryRatio
         return _Alert(
-            "NemotronGpuMemoryHigh", f"{used} / ({used} + {free} + {reserved}) > {limit:g}",
+            "NemotronGpuMemoryHigh",
+            f"{used} / ({used} + {free} + {reserved}) > {limit:g}",
             f"{target.target_id}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} above {limit:.0%} memory",
             f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} uses {VALUE} of its memory, above {limit:g}: "
             "more than the engine preallocates, an out-of-memory is near.",
@@ -219,7 +255,8 @@ class _RuleBuilder:
     def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> _Alert:
         limit = round(self.t.slo.kvFallbackTtftFactor * published_ttft_p50_seconds, 4)
         return _Alert(
-            "NemotronKvTransferSlowerThanFabric", f"{self._quantile(0.5, frontend)} > {limit:g}",
+            "NemotronKvTransferSlowerThanFabric",
+            f"{self._quantile(0.5, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT p50 {self.t.slo.kvFallbackTtftFactor:g}x the published figure, KV transfer may have left EFA",
             f"TTFT p50 is {VALUE} s, above {limit:g} s ({self.t.slo.kvFallbackTtftFactor:g}x the published "
             f"{published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "

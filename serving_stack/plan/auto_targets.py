@@ -13,6 +13,7 @@ A pool's desired size is the plan's node count. With `autoscaling`, its min and 
 targets need at their `minReplicaSets` and `maxReplicaSets` (a target not autoscaled counts at its planned
 size), so that cluster-autoscaler can follow KEDA; without it, min = desired = max.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,11 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
     if config.targets != AUTO_TARGETS:
         return config, None
     if config.demand is None:
-        raise ConfigError("demand", "required with targets: auto (the capacity plan sizes the targets from it)",
-                          "a demand block (docs/capacity.md), or a list of targets")
+        raise ConfigError(
+            "demand",
+            "required with targets: auto (the capacity plan sizes the targets from it)",
+            "a demand block (docs/capacity.md), or a list of targets",
+        )
     unknown = config.demand.unknown_gpu_types(list(facts.aws.gpus))
     if unknown:
         raise ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown)}", ", ".join(facts.aws.gpus))
@@ -60,32 +64,49 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
     plan = cheapest_plan(demand, rows, offers)
     if plan is None:
         raise ConfigError("demand", binding_constraints(demand, rows, offers).message)
-    reserved = sorted({f"{u.pool.instance_type} ({u.pool.capacity_type})" for u in plan.pools
-                       if u.pool.capacity_type in RESERVED_CAPACITY_TYPES})
+    reserved = sorted(
+        {
+            f"{u.pool.instance_type} ({u.pool.capacity_type})"
+            for u in plan.pools
+            if u.pool.capacity_type in RESERVED_CAPACITY_TYPES
+        }
+    )
     if reserved:
-        raise ConfigError("demand.capacityTypes", f"the plan buys {', '.join(reserved)}, which launches into a "
-                          "reservation whose id targets: auto cannot know", "on-demand; or list the targets and "
-                          "aws.nodePools with capacityReservationId")
+        raise ConfigError(
+            "demand.capacityTypes",
+            f"the plan buys {', '.join(reserved)}, which launches into a "
+            "reservation whose id targets: auto cannot know",
+            "on-demand; or list the targets and aws.nodePools with capacityReservationId",
+        )
     by_id = {row.target_id: row for row in rows}
     aws = config.aws
     if aws is not None and aws.nodePools:
-        raise ConfigError("aws.nodePools", "targets: auto plans the GPU node pools", "no nodePools with targets: auto; "
-                          "or list the targets")
+        raise ConfigError(
+            "aws.nodePools",
+            "targets: auto plans the GPU node pools",
+            "no nodePools with targets: auto; or list the targets",
+        )
     if aws is None or aws.cluster is None:  # nodes the stack does not manage: the targets alone
         targets = plan_to_stack_config(plan, by_id)["targets"]
-        return _with(config, [{k: v for k, v in t.items() if k != "nodePool"} for t in targets], None, facts), \
-            AutoTargets(demand, plan)
+        return _with(
+            config, [{k: v for k, v in t.items() if k != "nodePool"} for t in targets], None, facts
+        ), AutoTargets(demand, plan)
     zone = _zone(config.demand.availabilityZone, aws)
     implied = plan_to_stack_config(plan, by_id, availability_zone=zone)
     pools = [_sized(entry, plan, by_id, config.autoscaling) for entry in implied["nodePools"]]
     for pool in pools:
-        error = check_pool_zone("demand", zone, facts.aws.instance_types.get(pool["instanceType"]), aws,
-                                facts.aws.regions)
+        error = check_pool_zone(
+            "demand", zone, facts.aws.instance_types.get(pool["instanceType"]), aws, facts.aws.regions
+        )
         if error is not None:
             problem = str(error).removeprefix(f"{error.key_path}: ")
             raise ConfigError(error.key_path, f"the plan's {pool['instanceType']} pool: {problem}")
-    return _with(config, implied["targets"], aws.model_copy(update={
-        "nodePools": [NodePoolConfig.model_validate(pool) for pool in pools]}), facts), AutoTargets(demand, plan)
+    return _with(
+        config,
+        implied["targets"],
+        aws.model_copy(update={"nodePools": [NodePoolConfig.model_validate(pool) for pool in pools]}),
+        facts,
+    ), AutoTargets(demand, plan)
 
 
 def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsConfig], facts: Facts) -> StackConfig:
@@ -117,11 +138,15 @@ def _zone(wanted: Optional[str], aws: AwsConfig) -> str:
     return str(sorted(existing.privateSubnetIds)[0])
 
 
-def _sized(entry: dict[str, Any], plan: Plan, rows: dict[str, CandidateRow],
-           autoscaling: Optional[AutoscalingConfig]) -> dict[str, Any]:
+def _sized(
+    entry: dict[str, Any], plan: Plan, rows: dict[str, CandidateRow], autoscaling: Optional[AutoscalingConfig]
+) -> dict[str, Any]:
     """The pool entry with min and max sizes that hold its targets' GPUs at their autoscaling bounds."""
-    (use,) = [u for u in plan.pools if u.pool.instance_type == entry["instanceType"]
-              and u.pool.capacity_type == entry["capacityType"]]
+    (use,) = [
+        u
+        for u in plan.pools
+        if u.pool.instance_type == entry["instanceType"] and u.pool.capacity_type == entry["capacityType"]
+    ]
     least = most = 0
     for placement in plan.placements:
         if placement.pool != use.pool:
@@ -131,5 +156,8 @@ def _sized(entry: dict[str, Any], plan: Plan, rows: dict[str, CandidateRow],
         least += per_set * (bounds.minReplicaSets if bounds else placement.replica_sets)
         most += per_set * (bounds.maxReplicaSets if bounds else placement.replica_sets)
     per_node = use.pool.gpus_per_node
-    return {**entry, "minSize": min(math.ceil(least / per_node), use.nodes),
-            "maxSize": max(math.ceil(most / per_node), use.nodes)}
+    return {
+        **entry,
+        "minSize": min(math.ceil(least / per_node), use.nodes),
+        "maxSize": max(math.ceil(most / per_node), use.nodes),
+    }

@@ -12,11 +12,13 @@ A component scales on the most demanding of three triggers (KEDA takes the maxim
 - queue depth per replica (requests waiting in the frontend);
 - TTFT p50 against the SLO (a Value metric: replicas grow in proportion to the overshoot).
 """
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
@@ -49,8 +51,9 @@ def adapter_name(dgd_name: str, component: str) -> str:
     return f"{dgd_name}-{component.lower()}"
 
 
-def scaled_object(scaling: ComponentScaling, namespace: str, prometheus_url: str, queries: MetricQueries,
-                  behaviour: ScalingBehaviour) -> dict[str, Any]:
+def scaled_object(
+    scaling: ComponentScaling, namespace: str, prometheus_url: str, queries: MetricQueries, behaviour: ScalingBehaviour
+) -> dict[str, Any]:
     q = queries.for_dgd(namespace, scaling.dgd_name)
 
     def trigger(name: str, query: str, threshold: float, metric_type: str, activation: float) -> dict[str, Any]:
@@ -58,31 +61,61 @@ def scaled_object(scaling: ComponentScaling, namespace: str, prometheus_url: str
             "type": "prometheus",
             "name": name,
             "metricType": metric_type,
-            "metadata": {"serverAddress": prometheus_url, "query": query, "threshold": f"{threshold:g}",
-                         "activationThreshold": f"{activation:g}"},
+            "metadata": {
+                "serverAddress": prometheus_url,
+                "query": query,
+                "threshold": f"{threshold:g}",
+                "activationThreshold": f"{activation:g}",
+            },
         }
 
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
-        "metadata": {"name": adapter_name(scaling.dgd_name, scaling.component), "namespace": namespace,
-                     "labels": {"app.kubernetes.io/managed-by": "pulumi", "nvidia.com/dynamo-graph-deployment-name": scaling.dgd_name}},
+        "metadata": {
+            "name": adapter_name(scaling.dgd_name, scaling.component),
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/managed-by": "pulumi",
+                "nvidia.com/dynamo-graph-deployment-name": scaling.dgd_name,
+            },
+        },
         "spec": {
-            "scaleTargetRef": {"apiVersion": ADAPTER_API_VERSION, "kind": ADAPTER_KIND,
-                               "name": adapter_name(scaling.dgd_name, scaling.component)},
+            "scaleTargetRef": {
+                "apiVersion": ADAPTER_API_VERSION,
+                "kind": ADAPTER_KIND,
+                "name": adapter_name(scaling.dgd_name, scaling.component),
+            },
             "minReplicaCount": scaling.min_replicas,
             "maxReplicaCount": scaling.max_replicas,
             "pollingInterval": behaviour.polling_interval_s,
             "cooldownPeriod": behaviour.cooldown_period_s,
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
-                "scaleDown": {"stabilizationWindowSeconds": behaviour.scale_down_stabilization_s,
-                              "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}]},
-                "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}]},
-            }}},
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "behavior": {
+                        "scaleDown": {
+                            "stabilizationWindowSeconds": behaviour.scale_down_stabilization_s,
+                            "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}],
+                        },
+                        "scaleUp": {
+                            "stabilizationWindowSeconds": 0,
+                            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+                        },
+                    }
+                }
+            },
             "triggers": [
-                trigger("inflight-per-replica", q.inflight_requests, scaling.concurrency_per_replica, "AverageValue", 0),
+                trigger(
+                    "inflight-per-replica", q.inflight_requests, scaling.concurrency_per_replica, "AverageValue", 0
+                ),
                 trigger("queue-per-replica", q.queue_depth, scaling.queue_depth_per_replica, "AverageValue", 0),
-                trigger("ttft-p50-vs-slo", q.ttft_p50_seconds, scaling.max_ttft_p50_ms / 1000, "Value", scaling.max_ttft_p50_ms / 2000),
+                trigger(
+                    "ttft-p50-vs-slo",
+                    q.ttft_p50_seconds,
+                    scaling.max_ttft_p50_ms / 1000,
+                    "Value",
+                    scaling.max_ttft_p50_ms / 2000,
+                ),
             ],
         },
     }
@@ -99,12 +132,21 @@ def enable_scaling_adapters(dgd: Mapping[str, Any], components: set[str]) -> dic
 
 def ignored_replica_paths(dgd: Mapping[str, Any], components: set[str]) -> list[str]:
     """`ResourceOptions(ignore_changes=...)` for the DGD CustomResource: the replicas the adapters own."""
-    return [f"spec.components[{index}].replicas" for index, component in enumerate(dgd["spec"]["components"])
-            if component["name"] in components]
+    return [
+        f"spec.components[{index}].replicas"
+        for index, component in enumerate(dgd["spec"]["components"])
+        if component["name"] in components
+    ]
 
 
-def node_group_autoscaler_tags(cluster_name: str, node_labels: Mapping[str, str], gpu_product: str, gpus_per_node: int,
-                               efa_interfaces: int, taint_gpu: bool = True) -> dict[str, str]:
+def node_group_autoscaler_tags(
+    cluster_name: str,
+    node_labels: Mapping[str, str],
+    gpu_product: str,
+    gpus_per_node: int,
+    efa_interfaces: int,
+    taint_gpu: bool = True,
+) -> dict[str, str]:
     """Tags for a GPU node group's Auto Scaling group: auto-discovery, plus the node-template hints that let
     cluster-autoscaler scale it up from zero nodes (it cannot read labels, taints or extended resources from
     a node that does not exist; the EKS API fallback only covers a group that never had a node).
@@ -127,16 +169,34 @@ def cluster_autoscaler_policy(cluster_name: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {"Sid": "Discover", "Effect": "Allow", "Resource": "*", "Action": [
-                "autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
-                "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
-                "ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
-                "ec2:GetInstanceTypesFromInstanceRequirements"]},
-            {"Sid": "ScaleOwnGroups", "Effect": "Allow", "Resource": "*",
-             "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
-             "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster_name}": "owned"}}},
-            {"Sid": "ReadOwnNodegroups", "Effect": "Allow", "Action": ["eks:DescribeNodegroup"],
-             "Resource": f"arn:aws:eks:*:*:nodegroup/{cluster_name}/*/*"},
+            {
+                "Sid": "Discover",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": [
+                    "autoscaling:DescribeAutoScalingGroups",
+                    "autoscaling:DescribeAutoScalingInstances",
+                    "autoscaling:DescribeLaunchConfigurations",
+                    "autoscaling:DescribeScalingActivities",
+                    "ec2:DescribeImages",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeLaunchTemplateVersions",
+                    "ec2:GetInstanceTypesFromInstanceRequirements",
+                ],
+            },
+            {
+                "Sid": "ScaleOwnGroups",
+                "Effect": "Allow",
+                "Resource": "*",
+                "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster_name}": "owned"}},
+            },
+            {
+                "Sid": "ReadOwnNodegroups",
+                "Effect": "Allow",
+                "Action": ["eks:DescribeNodegroup"],
+                "Resource": f"arn:aws:eks:*:*:nodegroup/{cluster_name}/*/*",
+            },
         ],
     }
 
@@ -150,18 +210,37 @@ def cluster_autoscaler_values(cluster_name: str, region: str, image_tag: str, se
         "autoDiscovery": {"clusterName": cluster_name},
         "image": {"tag": image_tag},
         "rbac": {"serviceAccount": {"create": True, "name": service_account}},
-        "extraArgs": {"expander": "least-waste", "balance-similar-node-groups": True, "skip-nodes-with-local-storage": False,
-                      "scale-down-unneeded-time": "10m", "scale-down-delay-after-add": "10m"},
+        "extraArgs": {
+            "expander": "least-waste",
+            "balance-similar-node-groups": True,
+            "skip-nodes-with-local-storage": False,
+            "scale-down-unneeded-time": "10m",
+            "scale-down-delay-after-add": "10m",
+        },
     }
 
 
-def component_scalings(dgd_name: str, worker_replicas: Mapping[str, int], concurrency: int, min_replica_sets: int,
-                       max_replica_sets: int, max_ttft_p50_ms: float, queue_depth_per_replica: int) -> list[ComponentScaling]:
+def component_scalings(
+    dgd_name: str,
+    worker_replicas: Mapping[str, int],
+    concurrency: int,
+    min_replica_sets: int,
+    max_replica_sets: int,
+    max_ttft_p50_ms: float,
+    queue_depth_per_replica: int,
+) -> list[ComponentScaling]:
     """Bounds in replica sets become bounds per worker component (sets x its replicas per set); each worker
     carries its share of the set's measured concurrency (a 4-worker KV-router set at 96 is 24 a worker; a
     1P1D set at 8 is 8 for the prefill worker and 8 for the decode worker)."""
     return [
-        ComponentScaling(dgd_name, component, min_replica_sets * per_set, max_replica_sets * per_set,
-                         concurrency / per_set, max_ttft_p50_ms, queue_depth_per_replica)
+        ComponentScaling(
+            dgd_name,
+            component,
+            min_replica_sets * per_set,
+            max_replica_sets * per_set,
+            concurrency / per_set,
+            max_ttft_p50_ms,
+            queue_depth_per_replica,
+        )
         for component, per_set in sorted(worker_replicas.items())
     ]

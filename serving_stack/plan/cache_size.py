@@ -1,6 +1,7 @@
 """What must fit the checkpoints (sizes from catalog/checkpoints.yaml): the model-cache PVC holds every
 checkpoint the download Job fetches, and a prewarm pod's memory limit holds the checkpoints it warms (page
 cache is charged to the pod's cgroup: a smaller limit evicts what was just read)."""
+
 from __future__ import annotations
 
 import math
@@ -20,13 +21,20 @@ def _too_small(key: str, value: str, what: str, repositories: list[str], sizes: 
         return []
     estimated = sum(sizes.size(repository).estimate for repository in repositories)
     basis = f", {estimated} of them estimates" if estimated else ""
-    problem = (f"{value} cannot hold the {len(repositories)} checkpoints {what}: {needed / BYTES_PER_GB:g} GB "
-               f"(catalog/checkpoints.yaml{basis})")
+    problem = (
+        f"{value} cannot hold the {len(repositories)} checkpoints {what}: {needed / BYTES_PER_GB:g} GB "
+        f"(catalog/checkpoints.yaml{basis})"
+    )
     return [ConfigError(key, problem, f">= {math.ceil(needed / GIB)}Gi")]
 
 
-def check_checkpoint_room(cache: ModelCacheConfig, size: str, downloaded: Iterable[str],
-                          loaded_by_nodes: Mapping[str, Iterable[str]], sizes: CheckpointSizes) -> list[ConfigError]:
+def check_checkpoint_room(
+    cache: ModelCacheConfig,
+    size: str,
+    downloaded: Iterable[str],
+    loaded_by_nodes: Mapping[str, Iterable[str]],
+    sizes: CheckpointSizes,
+) -> list[ConfigError]:
     """The cache's size (configured, or upstream's) against every checkpoint downloaded; `prewarm.memoryLimit`
     against the checkpoints the targets on one kind of node load (what one prewarm pod reads)."""
     errors = _too_small("modelCache.size", size, "the download Jobs fetch", list(dict.fromkeys(downloaded)), sizes)
@@ -34,6 +42,11 @@ def check_checkpoint_room(cache: ModelCacheConfig, size: str, downloaded: Iterab
         return errors
     for nodes, loaded in sorted(loaded_by_nodes.items()):
         warmed = list(dict.fromkeys(loaded))
-        errors += _too_small("modelCache.prewarm.memoryLimit", cache.prewarm.memoryLimit,
-                             f"a prewarm pod on {nodes} nodes reads", warmed, sizes)
+        errors += _too_small(
+            "modelCache.prewarm.memoryLimit",
+            cache.prewarm.memoryLimit,
+            f"a prewarm pod on {nodes} nodes reads",
+            warmed,
+            sizes,
+        )
     return errors

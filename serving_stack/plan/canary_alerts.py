@@ -9,6 +9,7 @@ the probe loop stopped (last probe older than `CANARY_STALE_INTERVALS` intervals
 the pod (`up == 0`), or Prometheus has no canary target at all (`absent(up)`: the Deployment is gone or
 unschedulable, or the PodMonitor is not selected, the `release` label problem of docs/monitoring.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,16 +45,18 @@ def canary_pods(namespace: str, dgd_name: str) -> str:
     return f'namespace="{namespace}", pod=~"{canary_name(dgd_name)}-[a-z0-9]+-[a-z0-9]+"'
 
 
-def canary_alerts(namespace: str, target_id: str, dgd_name: str, canary: CanaryAlerting,
-                  metrics: MetricsCatalog) -> list[CanaryAlert]:
+def canary_alerts(
+    namespace: str, target_id: str, dgd_name: str, canary: CanaryAlerting, metrics: MetricsCatalog
+) -> list[CanaryAlert]:
     pods = canary_pods(namespace, dgd_name)
-    success = f'{metrics.metric("canary", "probeSuccess").name}{{{pods}}}'
-    last_probe = f'{metrics.metric("canary", "lastProbeTimestamp").name}{{{pods}}}'
-    up = f'{metrics.metric("prometheus", "up").name}{{{pods}}}'
+    success = f"{metrics.metric('canary', 'probeSuccess').name}{{{pods}}}"
+    last_probe = f"{metrics.metric('canary', 'lastProbeTimestamp').name}{{{pods}}}"
+    up = f"{metrics.metric('prometheus', 'up').name}{{{pods}}}"
     stale = canary.stale_after_seconds
     return [
         CanaryAlert(
-            "NemotronCanaryFailing", f"min by (namespace) ({success}) < 1",
+            "NemotronCanaryFailing",
+            f"min by (namespace) ({success}) < 1",
             f"{target_id}: canary requests fail",
             f"Every canary probe of {target_id} failed while this alert was pending: the endpoint does not "
             "answer a small chat request.",

@@ -11,6 +11,7 @@ Ties on $/h are broken towards fewer distinct targets (one endpoint is simpler t
 (the spare GPUs on paid nodes stay free for autoscaling and are reported as headroom), then more
 capacity (the faster target at the same price).
 """
+
 from __future__ import annotations
 
 import math
@@ -86,7 +87,9 @@ class Plan:
         on each pool (the densest that fits): autoscaling room at no extra $/h."""
         room = 0.0
         for use in self.pools:
-            fits = [(p.capacity / p.replica_sets, p.gpus // p.replica_sets) for p in self.placements if p.pool == use.pool]
+            fits = [
+                (p.capacity / p.replica_sets, p.gpus // p.replica_sets) for p in self.placements if p.pool == use.pool
+            ]
             room += max((per_set * (use.spare_gpus // gpus) for per_set, gpus in fits if gpus), default=0.0)
         return room
 
@@ -95,7 +98,9 @@ class Plan:
         return tuple(p.target_id for p in self.placements)
 
 
-def build_plan(space: SearchSpace, rows: dict[str, CandidateRow], assignment: dict[tuple[str, Pool], int], unit: str) -> Plan:
+def build_plan(
+    space: SearchSpace, rows: dict[str, CandidateRow], assignment: dict[tuple[str, Pool], int], unit: str
+) -> Plan:
     """A plan from `(target id, pool) -> replica sets`; pools get the fewest nodes that hold their GPUs."""
     placements = tuple(
         Placement(target_id, pool, sets, sets * rows[target_id].gpus_per_replica_set, sets * space.capacity[target_id])
@@ -128,7 +133,9 @@ def solve(space: SearchSpace, unit: str) -> Optional[Plan]:
     nodes = {}
     for pool in space.pools:
         on_pool = [(key, var) for key, var in sets.items() if key[1] == pool]
-        most = sum(space.max_replica_sets(r) * r.gpus_per_replica_set for r in space.rows if (r.target_id, pool) in sets)
+        most = sum(
+            space.max_replica_sets(r) * r.gpus_per_replica_set for r in space.rows if (r.target_id, pool) in sets
+        )
         nodes[pool] = highs.addIntegral(lb=0, ub=math.ceil(most / pool.gpus_per_node))
         gpus = highs.qsum(gpus_per_set[key[0]] * var for key, var in on_pool)
         highs.addConstr(gpus - pool.gpus_per_node * nodes[pool] <= 0)
@@ -146,7 +153,9 @@ def solve(space: SearchSpace, unit: str) -> Optional[Plan]:
     all_gpus = sum(space.max_replica_sets(r) * r.gpus_per_replica_set for r in space.rows) + 1
     most_capacity = sum(space.max_replica_sets(r) * space.capacity[r.target_id] for r in space.rows) + 1
     used_gpus = highs.qsum(gpus_per_set[key[0]] * var for key, var in sets.items())
-    capacity = highs.qsum(space.capacity[key[0]] / most_capacity * var for key, var in sets.items())  # < 1: below one GPU
+    capacity = highs.qsum(
+        space.capacity[key[0]] / most_capacity * var for key, var in sets.items()
+    )  # < 1: below one GPU
     highs.minimize(all_gpus * highs.qsum(placed.values()) + used_gpus - capacity)
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError("HiGHS lost the optimum while breaking ties")  # cannot happen: stage 1's optimum is feasible

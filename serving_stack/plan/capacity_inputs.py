@@ -1,5 +1,6 @@
 """The planner's inputs from the facts: a candidate row per catalog target (GPUs, published figures) and the
 priced offers of every GPU instance type (on-demand, and Capacity Blocks where a price is recorded)."""
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog) -> CandidateRow:
     """The recipe's replica set as published: its worker components at their upstream replica counts."""
     gpu = aws_catalog.gpu_of_product(recipe.gpu_products[0])
     if gpu is None:
-        raise ConfigError(f"catalog/targets.yaml: {recipe.id}", f"no GPU in gpus.yaml has product label {recipe.gpu_products[0]!r}")
+        raise ConfigError(
+            f"catalog/targets.yaml: {recipe.id}", f"no GPU in gpus.yaml has product label {recipe.gpu_products[0]!r}"
+        )
     workers = recipe.worker_components()
     performance = recipe.entry.performance
     return CandidateRow(
@@ -40,20 +43,26 @@ def instance_offers(aws_catalog: AwsCatalog, prices: Optional[CapacityPricesFile
     prices = prices or load_capacity_prices()
     unknown = sorted(set(prices.capacityBlock) - set(aws_catalog.instance_types))
     if unknown:
-        raise ConfigError("catalog/capacity_prices.yaml: capacityBlock", f"unknown instance type(s) {unknown}", ", ".join(aws_catalog.instance_types))
+        raise ConfigError(
+            "catalog/capacity_prices.yaml: capacityBlock",
+            f"unknown instance type(s) {unknown}",
+            ", ".join(aws_catalog.instance_types),
+        )
     offers = []
     for name, instance in sorted(aws_catalog.instance_types.items()):
         block = prices.capacityBlock.get(name)
-        offers.append(InstanceOffer(
-            instance_type=name,
-            gpu=instance.gpu,
-            gpus_per_node=instance.gpus,
-            usd_per_hour={
-                "on-demand": instance.onDemandUsdPerHour if "on-demand" in instance.capacityTypes else None,
-                "spot": None,
-                "capacity-block": block.usdPerHour if block else None,
-            },
-        ))
+        offers.append(
+            InstanceOffer(
+                instance_type=name,
+                gpu=instance.gpu,
+                gpus_per_node=instance.gpus,
+                usd_per_hour={
+                    "on-demand": instance.onDemandUsdPerHour if "on-demand" in instance.capacityTypes else None,
+                    "spot": None,
+                    "capacity-block": block.usdPerHour if block else None,
+                },
+            )
+        )
     return tuple(offers)
 
 

@@ -14,11 +14,13 @@ slots for the same request rate, which is why the conversion is per target and n
 Input tokens do not enter W beyond the measured TTFT (which already holds the benchmark's prefill); a
 token shape far from the benchmark's makes every figure an estimate, and the plan says so.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Optional
+from typing import Literal, Optional
 
 from serving_stack.config.demand import DemandConfig
 
@@ -90,12 +92,17 @@ class CandidateRow:
 
     @property
     def published(self) -> bool:
-        return None not in (self.concurrency, self.tokens_per_second_per_user, self.ttft_p50_ms,
-                            self.output_tokens_per_second_per_gpu)
+        return None not in (
+            self.concurrency,
+            self.tokens_per_second_per_user,
+            self.ttft_p50_ms,
+            self.output_tokens_per_second_per_gpu,
+        )
 
     def seconds_per_request(self, output_tokens: int) -> float:
         """Little's-law W: how long one request holds one of the replica set's slots."""
-        assert self.ttft_p50_ms is not None and self.tokens_per_second_per_user is not None
+        assert self.ttft_p50_ms is not None
+        assert self.tokens_per_second_per_user is not None
         return self.ttft_p50_ms / 1000.0 + output_tokens / self.tokens_per_second_per_user
 
     def capacity(self, demand: Demand) -> float:
@@ -152,12 +159,16 @@ class SearchSpace:
 
 
 def meets_slo(row: CandidateRow, slo: Slo) -> bool:
-    assert row.tokens_per_second_per_user is not None and row.ttft_p50_ms is not None
-    return row.tokens_per_second_per_user >= slo.min_tokens_per_second_per_user and row.ttft_p50_ms <= slo.max_ttft_p50_ms
+    assert row.tokens_per_second_per_user is not None
+    assert row.ttft_p50_ms is not None
+    return (
+        row.tokens_per_second_per_user >= slo.min_tokens_per_second_per_user and row.ttft_p50_ms <= slo.max_ttft_p50_ms
+    )
 
 
-def pools_for(offers: tuple[InstanceOffer, ...], gpu_types: Optional[tuple[str, ...]],
-              capacity_types: tuple[str, ...]) -> tuple[Pool, ...]:
+def pools_for(
+    offers: tuple[InstanceOffer, ...], gpu_types: Optional[tuple[str, ...]], capacity_types: tuple[str, ...]
+) -> tuple[Pool, ...]:
     """Every (instance type, capacity type) with a price, of an allowed GPU type and capacity type."""
     pools = [
         Pool(offer.instance_type, capacity, offer.gpu, offer.gpus_per_node, price)
@@ -173,8 +184,10 @@ def search_space(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[I
     """The rows that may serve this demand (published, SLO met, allowed GPU type, some priced pool)."""
     pools = pools_for(offers, demand.gpu_types, demand.capacity_types)
     candidates = tuple(
-        row for row in rows
-        if row.published and meets_slo(row, demand.slo)
+        row
+        for row in rows
+        if row.published
+        and meets_slo(row, demand.slo)
         and any(p.gpu == row.gpu and p.gpus_per_node % row.gpus_per_worker_pod == 0 for p in pools)
     )
     return SearchSpace(
@@ -194,7 +207,9 @@ def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
         slo=Slo(config.slo.minTokensPerSecondPerUser, config.slo.maxTtftP50Ms) if config.slo else catalog_criteria,
         concurrent_users=config.concurrentUsers,
         requests_per_second=config.requestsPerSecond,
-        token_shape=TokenShape(config.tokenShape.inputTokens, config.tokenShape.outputTokens) if config.tokenShape else None,
+        token_shape=TokenShape(config.tokenShape.inputTokens, config.tokenShape.outputTokens)
+        if config.tokenShape
+        else None,
         budget_usd_per_hour=config.budgetUsdPerHour,
         gpu_types=tuple(config.gpuTypes) if config.gpuTypes else None,
         capacity_types=capacity_types,

@@ -1,5 +1,6 @@
 """A capacity plan as the stack config it implies: the `targets:` list and the `aws.nodePools` entries,
 as plain data in the config's own shape (what `targets: auto` expands to)."""
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -13,15 +14,24 @@ def pool_name(pool: Pool) -> str:
     return f"{pool.instance_type.replace('.', '-')}-{pool.capacity_type}"
 
 
-def plan_to_stack_config(plan: Plan, rows: dict[str, CandidateRow], *, availability_zone: Optional[str] = None,
-                         scale_to_zero: bool = False, extra_max_nodes: int = 0) -> dict[str, Any]:
+def plan_to_stack_config(
+    plan: Plan,
+    rows: dict[str, CandidateRow],
+    *,
+    availability_zone: Optional[str] = None,
+    scale_to_zero: bool = False,
+    extra_max_nodes: int = 0,
+) -> dict[str, Any]:
     """`targets` with each worker component at replica sets x its published replicas, pinned to its pool;
     `nodePools` sized to the plan (`minSize` 0 with `scale_to_zero`, `maxSize` + `extra_max_nodes` for
     the autoscalers' room to grow)."""
     targets = [
         {
             "id": placement.target_id,
-            "replicas": {name: count * placement.replica_sets for name, count in sorted(rows[placement.target_id].worker_replicas.items())},
+            "replicas": {
+                name: count * placement.replica_sets
+                for name, count in sorted(rows[placement.target_id].worker_replicas.items())
+            },
             "nodePool": pool_name(placement.pool),
         }
         for placement in plan.placements

@@ -1,8 +1,10 @@
 """What the GPU pools cost: one row per pool at list prices (the outputs' `nodePools`)."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 from serving_stack.plan.pools import ResolvedPool
 

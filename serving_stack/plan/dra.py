@@ -1,5 +1,6 @@
 """The NVIDIA DRA driver, for pools whose instances join multi-node NVLink domains (P6e-GB200): its kubelet
 plugin runs only on those pools' nodes and serves ComputeDomains (IMEX); GPUs stay with the device plugin."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -21,10 +21,12 @@ endpoint is a paid invocation; `disable_background_health_check` on its deployme
 of an on-demand `GET /health`. More than one router process (replicas x workers) shares cooldown and
 health state through Redis.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from serving_stack.contract.gateway import GatewayAuth, GatewayModel, GatewayOutput
 from serving_stack.errors import ConfigError
@@ -39,8 +41,12 @@ UNAUTHENTICATED_BACKEND_KEY = "no-auth"
 # Errors that say the backend is down or stuck (a refused connection is an InternalServerError). Named in
 # `allowed_fails_policy`, they cool down even a group's only deployment; the router's own "all
 # deployments in cooldown" (a 429 it attributes to the next group's deployment) is not among them.
-BACKEND_FAULTS = ("InternalServerErrorAllowedFails", "TimeoutErrorAllowedFails",
-                  "ServiceUnavailableErrorAllowedFails", "BadGatewayErrorAllowedFails")
+BACKEND_FAULTS = (
+    "InternalServerErrorAllowedFails",
+    "TimeoutErrorAllowedFails",
+    "ServiceUnavailableErrorAllowedFails",
+    "BadGatewayErrorAllowedFails",
+)
 
 
 @dataclass(frozen=True)
@@ -131,9 +137,13 @@ def _sagemaker_deployment(group: str, endpoint: SageMakerBackend, settings: Gate
     }
 
 
-def _check_inputs(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend],
-                  settings: GatewaySettings) -> None:
-    for kind, names in (("targets", [b.target_id for b in dynamo]), ("sagemaker.endpoints", [e.name for e in sagemaker])):
+def _check_inputs(
+    dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
+) -> None:
+    for kind, names in (
+        ("targets", [b.target_id for b in dynamo]),
+        ("sagemaker.endpoints", [e.name for e in sagemaker]),
+    ):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ConfigError(kind, f"the gateway needs unique names, got {duplicates} more than once")
@@ -148,13 +158,19 @@ def _check_inputs(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMaker
         return
     endpoint = next((e for e in sagemaker if e.name == wanted), None)
     if endpoint is None:
-        raise ConfigError("gateway.degradedFallback.endpoint", f"{wanted!r} is not a SageMaker endpoint of this stack",
-                          ", ".join(e.name for e in sagemaker) or "none configured")
+        raise ConfigError(
+            "gateway.degradedFallback.endpoint",
+            f"{wanted!r} is not a SageMaker endpoint of this stack",
+            ", ".join(e.name for e in sagemaker) or "none configured",
+        )
     dynamo_models = {b.served_model_name for b in dynamo}
     if dynamo_models <= {endpoint.served_model_name}:
-        raise ConfigError("gateway.degradedFallback.endpoint",
-                          f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is "
-                          "already their same-model fallback", "an endpoint serving another model, or unset")
+        raise ConfigError(
+            "gateway.degradedFallback.endpoint",
+            f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is "
+            "already their same-model fallback",
+            "an endpoint serving another model, or unset",
+        )
 
 
 def plan_gateway(
@@ -174,7 +190,9 @@ def plan_gateway(
     def sagemaker_group(model: str) -> str:
         return f"{model}{SAGEMAKER_GROUP_SUFFIX}" if model in dynamo_models else model
 
-    degraded_model = next((e.served_model_name for e in sagemaker if e.name == settings.degraded_fallback_endpoint), None)
+    degraded_model = next(
+        (e.served_model_name for e in sagemaker if e.name == settings.degraded_fallback_endpoint), None
+    )
     degraded_group = sagemaker_group(degraded_model) if degraded_model is not None else None
     model_list = [_dynamo_deployment(b, settings) for b in dynamo]
     model_list += [_sagemaker_deployment(sagemaker_group(e.served_model_name), e, settings) for e in sagemaker]
@@ -196,7 +214,7 @@ def plan_gateway(
         "num_retries": settings.num_retries,
         "retry_after": 0,
         "allowed_fails": settings.allowed_fails,
-        "allowed_fails_policy": {name: settings.allowed_fails for name in BACKEND_FAULTS},
+        "allowed_fails_policy": dict.fromkeys(BACKEND_FAULTS, settings.allowed_fails),
         "cooldown_time": settings.cooldown_seconds,
         "timeout": settings.timeout_seconds,
         "stream_timeout": settings.stream_timeout_seconds,
@@ -226,7 +244,15 @@ def plan_gateway(
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
     return GatewayOutput(
         url=url,
-        models=[GatewayModel(name=g.name, servedModelName=g.served_model_name, kind=g.kind,
-                             fallbacks=list(g.fallbacks), degraded=g.degraded) for g in plan.groups],
+        models=[
+            GatewayModel(
+                name=g.name,
+                servedModelName=g.served_model_name,
+                kind=g.kind,
+                fallbacks=list(g.fallbacks),
+                degraded=g.degraded,
+            )
+            for g in plan.groups
+        ],
         auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
     )

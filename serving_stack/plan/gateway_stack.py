@@ -10,6 +10,7 @@ would fail, so the gateway with SageMaker endpoints on an existing cluster is a 
 The gateway's object names (Service, Secret, Redis) are defined here once: the outputs contract names
 them before the component creates them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -79,8 +80,11 @@ class StackGateway:
 def gateway_settings(config: GatewayConfig) -> GatewaySettings:
     router = config.router
     return GatewaySettings(
-        replicas=config.replicas, num_retries=router.numRetries, allowed_fails=router.allowedFails,
-        cooldown_seconds=router.cooldownSeconds, timeout_seconds=router.timeoutSeconds,
+        replicas=config.replicas,
+        num_retries=router.numRetries,
+        allowed_fails=router.allowedFails,
+        cooldown_seconds=router.cooldownSeconds,
+        timeout_seconds=router.timeoutSeconds,
         stream_timeout_seconds=router.streamTimeoutSeconds,
         health_check_interval_seconds=router.healthCheckIntervalSeconds,
         degraded_fallback_endpoint=config.degradedFallback.endpoint if config.degradedFallback else None,
@@ -94,19 +98,32 @@ def check_gateway(config: StackConfig, secrets: frozenset[str]) -> list[ConfigEr
         return []
     errors = []
     if MASTER_KEY_SECRET not in secrets:
-        errors.append(ConfigError(
-            MASTER_KEY_SECRET, "required when gateway.enabled is true: it is the gateway's only key (the LiteLLM "
-            "master key), set as a Pulumi secret",
-            f"pulumi config set --secret {MASTER_KEY_SECRET} sk-<random>, or gateway.enabled: false"))
+        errors.append(
+            ConfigError(
+                MASTER_KEY_SECRET,
+                "required when gateway.enabled is true: it is the gateway's only key (the LiteLLM "
+                "master key), set as a Pulumi secret",
+                f"pulumi config set --secret {MASTER_KEY_SECRET} sk-<random>, or gateway.enabled: false",
+            )
+        )
     names = [e.name for e in config.sagemaker.endpoints]
     degraded = gateway.degradedFallback
     if degraded and degraded.endpoint not in names:
-        errors.append(ConfigError("gateway.degradedFallback.endpoint",
-                                  f"{bounded(degraded.endpoint)} is not a SageMaker endpoint of this stack",
-                                  ", ".join(names) or "none configured"))
+        errors.append(
+            ConfigError(
+                "gateway.degradedFallback.endpoint",
+                f"{bounded(degraded.endpoint)} is not a SageMaker endpoint of this stack",
+                ", ".join(names) or "none configured",
+            )
+        )
     if not config.targets and not names:
-        errors.append(ConfigError("gateway.enabled", "the gateway has no backend",
-                                  "at least one target or SageMaker endpoint, or gateway.enabled: false"))
+        errors.append(
+            ConfigError(
+                "gateway.enabled",
+                "the gateway has no backend",
+                "at least one target or SageMaker endpoint, or gateway.enabled: false",
+            )
+        )
     return errors
 
 
@@ -128,10 +145,12 @@ def plan_stack_gateway(
     if not config.enabled:
         return None
     if sagemaker and not creates_cluster:
-        raise ConfigError("gateway.enabled", "the gateway would fail over to SageMaker endpoints it cannot sign for: "
-                          "the stack grants its pods AWS credentials (EKS Pod Identity) only on a cluster it creates",
-                          "kubernetes.cluster.source: eks with aws.cluster.create, no sagemaker.endpoints, "
-                          "or gateway.enabled: false")
+        raise ConfigError(
+            "gateway.enabled",
+            "the gateway would fail over to SageMaker endpoints it cannot sign for: "
+            "the stack grants its pods AWS credentials (EKS Pod Identity) only on a cluster it creates",
+            "kubernetes.cluster.source: eks with aws.cluster.create, no sagemaker.endpoints, or gateway.enabled: false",
+        )
     settings = gateway_settings(config)
     dynamo = tuple(DynamoBackend(t.id, t.servedModelName, t.url) for t in targets)
     endpoints = tuple(SageMakerBackend(e.id, _region(e), e.servedModelName) for e in sagemaker)
@@ -140,13 +159,24 @@ def plan_stack_gateway(
     port = pins.litellm.port
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
-        name=config.name, namespace=namespace, pins=pins, settings=settings, dynamo=dynamo, sagemaker=endpoints,
-        routing=routing, min_replicas=config.replicas,
+        name=config.name,
+        namespace=namespace,
+        pins=pins,
+        settings=settings,
+        dynamo=dynamo,
+        sagemaker=endpoints,
+        routing=routing,
+        min_replicas=config.replicas,
         max_replicas=max_replicas,
         target_cpu_utilization=config.targetCpuUtilization,
         allowed_namespaces=tuple(dict.fromkeys([namespace, *config.allowedNamespaces])),
         backend_namespaces=(namespace,) if dynamo else (),
         sagemaker_egress_cidrs=tuple(config.sagemakerEgressCidrs),
-        output=gateway_output(routing, service_url(config.name, namespace, port), namespace,
-                              master_key_secret_name(config.name), MASTER_KEY_SECRET_KEY),
+        output=gateway_output(
+            routing,
+            service_url(config.name, namespace, port),
+            namespace,
+            master_key_secret_name(config.name),
+            MASTER_KEY_SECRET_KEY,
+        ),
     )

@@ -20,13 +20,15 @@ kept byte for byte (the conformance test holds the stack to that):
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
 | `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
 """
+
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from serving_stack.config.serving import DownloadJob
 from serving_stack.facts.catalog import Recipe
@@ -59,7 +61,10 @@ def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
 
 
 def render_target(
-    recipe: Recipe, replicas: Mapping[str, int], image: Optional[str], settings: ServingSettings,
+    recipe: Recipe,
+    replicas: Mapping[str, int],
+    image: Optional[str],
+    settings: ServingSettings,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them: `replicas` are
     the effective counts (`plan.targets`), which equal upstream's wherever the stack sets none."""
@@ -76,8 +81,9 @@ def render_target(
     return config_map, dgd
 
 
-def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str,
-                           settings: ServingSettings) -> dict[str, Any]:
+def render_model_cache_pvc(
+    claim: dict[str, Any], size: str, storage_class: str, settings: ServingSettings
+) -> dict[str, Any]:
     """Upstream's claim; `size` is the configured size or upstream's own (`plan.model_cache`)."""
     pvc = copy.deepcopy(claim)
     pvc["metadata"]["namespace"] = settings.namespace
@@ -121,8 +127,10 @@ def startup_budget_seconds(dgd: dict[str, Any]) -> int:
     for component in dgd["spec"]["components"]:
         for container in component["podTemplate"]["spec"].get("containers", []):
             probe = container.get("startupProbe") or {}
-            budgets.append(int(probe.get("initialDelaySeconds", 0))
-                           + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3)))
+            budgets.append(
+                int(probe.get("initialDelaySeconds", 0))
+                + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3))
+            )
     return max(budgets)
 
 

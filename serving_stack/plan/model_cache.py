@@ -5,6 +5,7 @@ Checkpoints keep upstream's env names and stay in the Job that fetches them upst
 adds that no upstream Job fetches goes into the first Job under a name derived from the base
 (`<base>-Foo` -> `FOO_MODEL`). A Job left with no checkpoint is not run.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,7 +57,7 @@ def env_tuple_pattern(names: list[str]) -> re.Pattern[str]:
 
 
 def _derived_env_name(repo: str, base: str, taken: set[str]) -> str:
-    suffix = repo[len(base) + 1:] if repo.startswith(base + "-") else repo.rsplit("/", 1)[-1]
+    suffix = repo[len(base) + 1 :] if repo.startswith(base + "-") else repo.rsplit("/", 1)[-1]
     stem = re.sub(r"[^A-Z0-9]+", "_", suffix.upper()).strip("_") + "_MODEL"
     name, counter = stem, 2
     while name in taken:
@@ -76,7 +77,8 @@ def _wanted(cache: ModelCacheConfig, facts: ModelCacheFacts) -> Optional[list[st
 
 
 def select_model_cache(
-    cache: ModelCacheConfig, facts: ModelCacheFacts,
+    cache: ModelCacheConfig,
+    facts: ModelCacheFacts,
 ) -> tuple[ModelCacheSelection, list[ConfigError]]:
     """What each download Job fetches, and every checkpoint change the upstream script cannot take."""
     size = cache.size if cache.size is not None else facts.size
@@ -98,7 +100,13 @@ def select_model_cache(
     for job in (j for j in jobs if j.changed):
         upstream = [name for name, _ in job.job.checkpoints]
         if not env_tuple_pattern(upstream).search(job.job.script):
-            errors.append(ConfigError(KEY, f"download Job {job.job.name!r} ({job.job.path}) does not list its env "
-                                      f"names as {env_name_tuple(upstream)} in its script, so the stack cannot "
-                                      "change what it fetches", "leave modelCache.checkpoints unset for this revision"))
+            errors.append(
+                ConfigError(
+                    KEY,
+                    f"download Job {job.job.name!r} ({job.job.path}) does not list its env "
+                    f"names as {env_name_tuple(upstream)} in its script, so the stack cannot "
+                    "change what it fetches",
+                    "leave modelCache.checkpoints unset for this revision",
+                )
+            )
     return ModelCacheSelection(size, jobs), errors

@@ -1,5 +1,6 @@
 """Monitoring settings + facts + the deployed targets -> everything the Monitoring component creates, and
 the values the Dynamo platform release needs so that its PodMonitors exist and are selected."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -123,7 +124,9 @@ def plan_monitoring(
         install_dcgm_exporter=settings.install_dcgm_exporter,
         dcgm_exporter_chart=charts.dcgmExporter,
         dcgm_exporter_values=values.dcgm_exporter_values(gpu_node_label, gpu_taint),
-        dcgm_service_monitor=values.dcgm_service_monitor(DCGM_SERVICE_MONITOR, settings.namespace, release_label, charts.dcgmExporter),
+        dcgm_service_monitor=values.dcgm_service_monitor(
+            DCGM_SERVICE_MONITOR, settings.namespace, release_label, charts.dcgmExporter
+        ),
         prometheus_rule=prometheus_rule(RULE_NAME, settings.namespace, release_label, groups),
         dashboards=dashboard_config_maps(tuple(dashboards), metrics),
     )

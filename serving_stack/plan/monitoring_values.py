@@ -7,6 +7,7 @@ release unless `*SelectorNilUsesHelmValues` is false. The stack's own install se
 stack creates carries `release: <its release label>`, and the platform is asked to label its PodMonitors
 the same way.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -47,10 +48,16 @@ def dynamo_platform_metrics_values(prometheus_url: str, release_label: str) -> d
     """To merge into the dynamo-platform values: PodMonitors on explicitly (auto-detection needs the CRD at
     install time and sees nothing in an offline render), labelled for a release-selecting Prometheus
     (charts that template `dynamo.metrics.podMonitors.labels`; older ones ignore the key)."""
-    return {"dynamo-operator": {"dynamo": {"metrics": {
-        "prometheusEndpoint": prometheus_url,
-        "podMonitors": {"enabled": True, "labels": {RELEASE_LABEL: release_label}},
-    }}}}
+    return {
+        "dynamo-operator": {
+            "dynamo": {
+                "metrics": {
+                    "prometheusEndpoint": prometheus_url,
+                    "podMonitors": {"enabled": True, "labels": {RELEASE_LABEL: release_label}},
+                }
+            }
+        }
+    }
 
 
 def dcgm_exporter_values(gpu_node_label: str, gpu_taint: Mapping[str, str]) -> dict[str, Any]:
@@ -58,8 +65,13 @@ def dcgm_exporter_values(gpu_node_label: str, gpu_taint: Mapping[str, str]) -> d
     ServiceMonitor is off because the stack creates one (`dcgm_service_monitor`) it can label and validate."""
     return {
         "tolerations": [{"key": gpu_taint["key"], "operator": "Exists", "effect": gpu_taint["effect"]}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": gpu_node_label, "operator": "Exists"}]}]}}},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": gpu_node_label, "operator": "Exists"}]}]
+                }
+            }
+        },
         "serviceMonitor": {"enabled": False},
     }
 
@@ -72,10 +84,12 @@ def dcgm_service_monitor(name: str, namespace: str, release_label: str, pin: Dcg
         "kind": "ServiceMonitor",
         "metadata": {"name": name, "namespace": namespace, "labels": {RELEASE_LABEL: release_label}},
         "spec": {
-            "selector": {"matchLabels": {
-                "app.kubernetes.io/name": pin.chart,
-                "app.kubernetes.io/instance": pin.releaseName,
-            }},
+            "selector": {
+                "matchLabels": {
+                    "app.kubernetes.io/name": pin.chart,
+                    "app.kubernetes.io/instance": pin.releaseName,
+                }
+            },
             "namespaceSelector": {"matchNames": [namespace]},
             "endpoints": [{"port": pin.metricsPortName, "path": "/metrics", "interval": "15s", "honorLabels": True}],
         },

@@ -7,6 +7,7 @@ The workers' `wait-for-prewarm` init container runs before the runtime image is 
 a container's image when it starts that container), so with `gateWorkers` on prewarm and image pull
 add up; without it they overlap.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,8 +43,14 @@ class NodeReadyPrediction:
         return sum(by_name.values()) - overlap
 
 
-def predict_node_ready(pool: str, facts: NodeReadyFacts, file_system_mb_s: float, nodes_starting_together: int,
-                       gate_workers: bool, scale_from_zero: bool = True) -> NodeReadyPrediction:
+def predict_node_ready(
+    pool: str,
+    facts: NodeReadyFacts,
+    file_system_mb_s: float,
+    nodes_starting_together: int,
+    gate_workers: bool,
+    scale_from_zero: bool = True,
+) -> NodeReadyPrediction:
     """`file_system_mb_s` is what the model cache serves to all clients; nodes that start together share it."""
     per_node_mb_s = min(facts.node_read_cap_mb_s, file_system_mb_s / max(1, nodes_starting_together))
     phases = [
@@ -70,7 +77,10 @@ def node_ready_markdown(predictions: list[NodeReadyPrediction]) -> str:
         note = "prewarm then image pull (gated)" if p.prewarm_gates_image_pull else "prewarm overlaps image pull"
         cells = " | ".join(f"{s:,.0f}{'*' if n in p.estimated_phases else ''}" for n, s in p.phases)
         lines.append(f"| `{p.pool}` | {cells} | **{p.seconds / 60:.1f} min** | {note} |")
-    return "\n".join(lines) + "\n\n\\* estimate: no source publishes this figure for these instance types (`catalog/node_ready.yaml`)."
+    return (
+        "\n".join(lines)
+        + "\n\n\\* estimate: no source publishes this figure for these instance types (`catalog/node_ready.yaml`)."
+    )
 
 
 def _value(figure: Figure) -> float:
@@ -85,7 +95,8 @@ def node_ready_facts(data: NodeReadyFile) -> NodeReadyFacts:
         "boot": phases["instanceBootToRegistered"].estimate,
         "device plugins": phases["devicePluginsAdvertise"].estimate,
         "prewarm": data.checkpointGB.estimate or data.nodeReadCapMBps.estimate,
-        "image pull": phases["runtimeImagePullSecondsPerCompressedGB"].estimate or data.runtimeImageCompressedGB.estimate,
+        "image pull": phases["runtimeImagePullSecondsPerCompressedGB"].estimate
+        or data.runtimeImageCompressedGB.estimate,
         "model load": data.checkpointGB.estimate or data.warmLoadMBps.estimate,
         "engine start": phases["engineStart"].estimate,
     }

@@ -9,6 +9,7 @@ the graph's Ready condition, a short wait for `/v1/models` suffices, and `up` fa
 Without that wait, the stack chose a quick `up`: the Job is not awaited (`pulumi.com/skipAwait`) and waits for
 the model as long as the graph may take to start.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -68,15 +69,26 @@ class OperabilitySettings:
 def operability_settings(config: OperabilityConfig) -> OperabilitySettings:
     smoke, benchmark, canary = config.smokeTests, config.benchmark, config.canary
     return OperabilitySettings(
-        smoke_tests=smoke.enabled, benchmarks=benchmark.enabled, canaries=canary.enabled,
+        smoke_tests=smoke.enabled,
+        benchmarks=benchmark.enabled,
+        canaries=canary.enabled,
         smoke_wait_seconds=smoke.waitSeconds,
         smoke=SmokeSettings(smoke.image, smoke.requestTimeoutSeconds, smoke.backoffLimit),
         benchmark=BenchmarkSettings(
-            benchmark.image, benchmark.traceFile, benchmark.numRequests, benchmark.waitSeconds,
-            benchmark.activeDeadlineSeconds, benchmark.ttlSecondsAfterFinished, benchmark.schedule,
+            benchmark.image,
+            benchmark.traceFile,
+            benchmark.numRequests,
+            benchmark.waitSeconds,
+            benchmark.activeDeadlineSeconds,
+            benchmark.ttlSecondsAfterFinished,
+            benchmark.schedule,
+            benchmark.concurrency,
         ),
         canary=CanarySettings(
-            canary.image, canary.intervalSeconds, canary.timeoutSeconds, canary.scrapeIntervalSeconds,
+            canary.image,
+            canary.intervalSeconds,
+            canary.timeoutSeconds,
+            canary.scrapeIntervalSeconds,
         ),
     )
 
@@ -120,42 +132,78 @@ def _frontend_tolerations(dgd: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(frontend["podTemplate"].get("spec", {}).get("tolerations") or [])
 
 
-def _smoke_wait_seconds(settings: OperabilitySettings, dgd: Mapping[str, Any], gated: bool,
-                        image_pull_seconds: int) -> int:
+def _smoke_wait_seconds(
+    settings: OperabilitySettings, dgd: Mapping[str, Any], gated: bool, image_pull_seconds: int
+) -> int:
     if settings.smoke_wait_seconds is not None:
         return settings.smoke_wait_seconds
     return SMOKE_WAIT_AFTER_READY_SECONDS if gated else startup_budget_seconds(dict(dgd)) + image_pull_seconds
 
 
-def _checks(target: PlannedTarget, settings: OperabilitySettings, namespace: str, claim_name: str, criteria: Criteria,
-            programs: Mapping[str, str], release_label: Optional[str], image_pull_seconds: int) -> TargetChecks:
+def _checks(
+    target: PlannedTarget,
+    settings: OperabilitySettings,
+    namespace: str,
+    claim_name: str,
+    criteria: Criteria,
+    programs: Mapping[str, str],
+    release_label: Optional[str],
+    image_pull_seconds: int,
+) -> TargetChecks:
     dgd, contract = target.dgd, target.endpoint
-    endpoint = Endpoint(target.selected.id, dgd["metadata"]["name"], contract.servedModelName, contract.url,
-                        contract.gpus)
+    endpoint = Endpoint(
+        target.selected.id, dgd["metadata"]["name"], contract.servedModelName, contract.url, contract.gpus
+    )
     gated = WAIT_FOR_ANNOTATION in dgd["metadata"].get("annotations", {})
     wait = _smoke_wait_seconds(settings, dgd, gated, image_pull_seconds)
-    smoke = smoke_test_job(endpoint, namespace, settings.smoke, wait, {
-        CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in SMOKE_PROGRAMS}),
-        DGD_DIGEST_ANNOTATION: _digest(dgd),  # a changed graph runs the smoke test again
-    })
+    smoke = smoke_test_job(
+        endpoint,
+        namespace,
+        settings.smoke,
+        wait,
+        {
+            CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in SMOKE_PROGRAMS}),
+            DGD_DIGEST_ANNOTATION: _digest(dgd),  # a changed graph runs the smoke test again
+        },
+    )
     if not gated:
         smoke["metadata"]["annotations"][SKIP_AWAIT_ANNOTATION] = "true"
     performance = target.selected.recipe.entry.performance
     bench = benchmark_job(
-        endpoint, namespace, settings.benchmark, concurrency=performance.concurrency, claim_name=claim_name,
+        endpoint,
+        namespace,
+        settings.benchmark,
+        concurrency=settings.benchmark.concurrency or performance.concurrency or 1,
+        claim_name=claim_name,
         published={"performance": performance.model_dump(), "criteria": criteria.model_dump()},
         tolerations=_frontend_tolerations(dgd),
     )
-    canary = canary_deployment(endpoint, namespace, settings.canary,
-                               {CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in CANARY_PROGRAMS})})
+    canary = canary_deployment(
+        endpoint,
+        namespace,
+        settings.canary,
+        {CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in CANARY_PROGRAMS})},
+    )
     monitor = canary_pod_monitor(canary, settings.canary, {RELEASE_LABEL: release_label} if release_label else None)
-    return TargetChecks(target.selected.id, target.resource_name, gated, smoke,
-                        on_demand(bench, settings.benchmark.schedule), canary, monitor)
+    return TargetChecks(
+        target.selected.id,
+        target.resource_name,
+        gated,
+        smoke,
+        on_demand(bench, settings.benchmark.schedule),
+        canary,
+        monitor,
+    )
 
 
 def plan_operability(
-    settings: OperabilitySettings, targets: Sequence[PlannedTarget], namespace: str, claim_name: str,
-    criteria: Criteria, release_label: Optional[str], image_pull_seconds: int,
+    settings: OperabilitySettings,
+    targets: Sequence[PlannedTarget],
+    namespace: str,
+    claim_name: str,
+    criteria: Criteria,
+    release_label: Optional[str],
+    image_pull_seconds: int,
 ) -> Optional[OperabilityPlan]:
     """None when nothing is switched on or no Dynamo target is deployed. `release_label`: the label the stack's
     Prometheus selects monitors by, None without monitoring (then nothing scrapes the canaries)."""
@@ -164,8 +212,12 @@ def plan_operability(
     programs = read_programs()
     return OperabilityPlan(
         program_config_map=program_config_map(namespace, programs),
-        smoke_tests=settings.smoke_tests, benchmarks=settings.benchmarks, canaries=settings.canaries,
+        smoke_tests=settings.smoke_tests,
+        benchmarks=settings.benchmarks,
+        canaries=settings.canaries,
         canary_monitors=settings.canaries and release_label is not None,
-        targets=tuple(_checks(t, settings, namespace, claim_name, criteria, programs, release_label, image_pull_seconds)
-                      for t in targets),
+        targets=tuple(
+            _checks(t, settings, namespace, claim_name, criteria, programs, release_label, image_pull_seconds)
+            for t in targets
+        ),
     )

@@ -12,11 +12,13 @@ Everything a change does not name is kept as rendered; a fabric setting that alr
 profile is left untouched, so an upstream target placed on a pool of its upstream fabric differs from
 upstream by the pool pinning only.
 """
+
 from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from serving_stack.facts.catalog import Recipe
 from serving_stack.facts.instance_types import FabricProfile
@@ -59,8 +61,10 @@ def _gpus(container: dict[str, Any]) -> int:
 
 
 def _pin_to_pool(pod: dict[str, Any], pool: ResolvedPool) -> None:
-    required = pod.setdefault("affinity", {}).setdefault("nodeAffinity", {}).setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {}
+    required = (
+        pod.setdefault("affinity", {})
+        .setdefault("nodeAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
     )
     terms = required.setdefault("nodeSelectorTerms", [])
     if not terms:
@@ -75,11 +79,15 @@ def _pin_to_pool(pod: dict[str, Any], pool: ResolvedPool) -> None:
         expressions.append({"key": POOL_LABEL, "operator": "In", "values": [pool.name]})
     tolerations = pod.setdefault("tolerations", [])
     if not any(_tolerates(t, GPU_TAINT) for t in tolerations):
-        tolerations.append({"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]})
+        tolerations.append(
+            {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]}
+        )
 
 
 def _tolerates(toleration: dict[str, Any], taint: Mapping[str, str]) -> bool:
-    key_matches = toleration.get("key") == taint["key"] or (not toleration.get("key") and toleration.get("operator") == "Exists")
+    key_matches = toleration.get("key") == taint["key"] or (
+        not toleration.get("key") and toleration.get("operator") == "Exists"
+    )
     value_matches = toleration.get("operator") == "Exists" or toleration.get("value") == taint["value"]
     return key_matches and value_matches and toleration.get("effect") in (None, "", taint["effect"])
 
@@ -101,7 +109,9 @@ def _apply_fabric(container: dict[str, Any], pool: ResolvedPool, fabrics: Mappin
     fabric_resources = {p.resource for p in fabrics.values()}
     resources = container.setdefault("resources", {})
     for section in ("requests", "limits"):
-        kept = {k: v for k, v in resources.get(section, {}).items() if k not in fabric_resources or k == profile.resource}
+        kept = {
+            k: v for k, v in resources.get(section, {}).items() if k not in fabric_resources or k == profile.resource
+        }
         kept[profile.resource] = str(count)
         resources[section] = kept
 

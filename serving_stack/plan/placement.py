@@ -4,9 +4,11 @@ A target runs on `targets[i].nodePool`, or on the only pool whose GPU is the tar
 the target's GPU and architecture, a KV-transfer fabric for a disaggregated target, nodes big enough for
 every worker pod, and room (maxSize nodes) for the GPUs of every target placed on it.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
@@ -16,11 +18,15 @@ from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.targets import SelectedTarget
 
 
-def _chosen_pool(target: SelectedTarget, pools: Mapping[str, ResolvedPool], gpu: Optional[str]) -> tuple[Optional[str], Optional[ConfigError]]:
+def _chosen_pool(
+    target: SelectedTarget, pools: Mapping[str, ResolvedPool], gpu: Optional[str]
+) -> tuple[Optional[str], Optional[ConfigError]]:
     path, wanted = f"targets[{target.index}].nodePool", target.config.nodePool
     if wanted is not None:
         if wanted not in pools:
-            return None, ConfigError(path, f"unknown node pool {wanted!r}", ", ".join(pools) or "none defined in aws.nodePools")
+            return None, ConfigError(
+                path, f"unknown node pool {wanted!r}", ", ".join(pools) or "none defined in aws.nodePools"
+            )
         return wanted, None
     if not pools:
         return None, None
@@ -39,21 +45,38 @@ def _fit(target: SelectedTarget, pool: ResolvedPool, gpu: Optional[str], arch: O
     if arch and pool.arch != arch:
         errors.append(ConfigError(path, f"{target.id!r} needs {arch} nodes; pool {name!r} is {pool.arch}"))
     if recipe.disaggregated and pool.fabric == "none":
-        errors.append(ConfigError(path, f"disaggregated {target.id!r} needs a KV-transfer fabric; pool {name!r} has none",
-                                  "a pool with fabric efa or ib"))
+        errors.append(
+            ConfigError(
+                path,
+                f"disaggregated {target.id!r} needs a KV-transfer fabric; pool {name!r} has none",
+                "a pool with fabric efa or ib",
+            )
+        )
     for component in recipe.worker_components():
         if recipe.gpus_per_replica(component) > pool.gpus_per_node:
-            errors.append(ConfigError(path, f"{component['name']} asks {recipe.gpus_per_replica(component)} GPUs per pod; "
-                                      f"a node of pool {name!r} holds {pool.gpus_per_node}"))
+            errors.append(
+                ConfigError(
+                    path,
+                    f"{component['name']} asks {recipe.gpus_per_replica(component)} GPUs per pod; "
+                    f"a node of pool {name!r} holds {pool.gpus_per_node}",
+                )
+            )
     return errors
 
 
 def place_targets(
-    config: StackConfig, targets: list[SelectedTarget], pools: Mapping[str, ResolvedPool], aws_catalog: AwsCatalog,
+    config: StackConfig,
+    targets: list[SelectedTarget],
+    pools: Mapping[str, ResolvedPool],
+    aws_catalog: AwsCatalog,
 ) -> tuple[dict[str, ResolvedPool], list[ConfigError]]:
     """Target id -> its pool (unplaced targets are absent), and every placement problem."""
     if config.aws is None:
-        return {}, [ConfigError(f"targets[{t.index}].nodePool", "no aws.nodePools are defined") for t in targets if t.config.nodePool]
+        return {}, [
+            ConfigError(f"targets[{t.index}].nodePool", "no aws.nodePools are defined")
+            for t in targets
+            if t.config.nodePool
+        ]
     placed: dict[str, ResolvedPool] = {}
     errors: list[ConfigError] = []
     gpus_on: dict[str, int] = {}
@@ -75,6 +98,11 @@ def place_targets(
     for index, pool in enumerate(pools.values()):
         used = gpus_on.get(pool.name, 0)
         if used > pool.max_size * pool.gpus_per_node:
-            errors.append(ConfigError(f"aws.nodePools[{index}].maxSize", f"targets on pool {pool.name!r} use {used} GPUs, "
-                                      f"more than {pool.max_size} nodes x {pool.gpus_per_node} GPUs"))
+            errors.append(
+                ConfigError(
+                    f"aws.nodePools[{index}].maxSize",
+                    f"targets on pool {pool.name!r} use {used} GPUs, "
+                    f"more than {pool.max_size} nodes x {pool.gpus_per_node} GPUs",
+                )
+            )
     return placed, errors

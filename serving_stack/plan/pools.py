@@ -3,6 +3,7 @@ for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every
 
 The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.pool_checks`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -20,9 +21,14 @@ from serving_stack.facts.instance_types import (
 )
 from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
 
-EKS_CAPACITY_TYPES = MappingProxyType({
-    "on-demand": "ON_DEMAND", "spot": "SPOT", "odcr": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK",
-})
+EKS_CAPACITY_TYPES = MappingProxyType(
+    {
+        "on-demand": "ON_DEMAND",
+        "spot": "SPOT",
+        "odcr": "ON_DEMAND",
+        "capacity-block": "CAPACITY_BLOCK",
+    }
+)
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
 # Local Zone subnets the created VPC has room for (serving_stack.components.network.local_zone_cidrs).
 MAX_LOCAL_ZONE_SUBNETS = 8
@@ -119,14 +125,23 @@ class ManagedPoolSpec:
         efa = pool.fabric == "efa"
         capacity_block = pool.capacity_type == "capacity-block"
         return cls(
-            name=pool.name, instance_type=pool.instance_type, ami_type=pool.ami_type,
-            availability_zone=pool.availability_zone, local_zone=pool.local_zone, subnet_id=pool.subnet_id,
+            name=pool.name,
+            instance_type=pool.instance_type,
+            ami_type=pool.ami_type,
+            availability_zone=pool.availability_zone,
+            local_zone=pool.local_zone,
+            subnet_id=pool.subnet_id,
             eks_capacity_type=EKS_CAPACITY_TYPES[pool.capacity_type],
             market_type="capacity-block" if capacity_block else None,
             instance_type_on_launch_template=capacity_block,
-            capacity_reservation_id=pool.capacity_reservation_id, kubernetes_version=pool.kubernetes_version,
-            min_size=pool.min_size, desired_size=pool.desired_size, max_size=pool.max_size,
-            root_volume_gib=pool.root_volume_gib, nvme_raid0=pool.nvme_disks > 0, efa=efa,
+            capacity_reservation_id=pool.capacity_reservation_id,
+            kubernetes_version=pool.kubernetes_version,
+            min_size=pool.min_size,
+            desired_size=pool.desired_size,
+            max_size=pool.max_size,
+            root_volume_gib=pool.root_volume_gib,
+            nvme_raid0=pool.nvme_disks > 0,
+            efa=efa,
             efa_layout=pool.efa_layout if efa else (),
             placement_group=efa and pool.capacity_type not in RESERVED_CAPACITY_TYPES,
             labels=MappingProxyType(pool.node_labels),
@@ -181,15 +196,28 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
     subnet = pool.subnetId or (existing.privateSubnetIds.get(pool.availabilityZone or "") if existing else None)
     zone = pool.availabilityZone
     return ResolvedPool(
-        name=pool.name, managed=pool.managed, gpu=facts.gpu,
+        name=pool.name,
+        managed=pool.managed,
+        gpu=facts.gpu,
         gpu_product=pool.gpuProduct or aws_catalog.gpus[facts.gpu].productLabel,
-        gpus_per_node=facts.gpus_per_node, arch=facts.arch, fabric=fabric, efa_interfaces=facts.efa_interfaces,
-        min_size=pool.minSize, desired_size=pool.desiredSize, max_size=pool.maxSize, capacity_type=pool.capacityType,
-        instance_type=pool.instanceType, ami_type=instance.amiType if instance else None,
-        availability_zone=zone, local_zone=bool(zone and aws_catalog.regions.local_zone(aws.region, zone)),
-        subnet_id=subnet, capacity_reservation_id=pool.capacityReservationId,
-        kubernetes_version=cluster_version(aws), compute_domains=bool(instance and instance.computeDomains),
-        nvme_disks=instance.nvmeDisks if instance else 0, root_volume_gib=pool.rootVolumeGiB,
+        gpus_per_node=facts.gpus_per_node,
+        arch=facts.arch,
+        fabric=fabric,
+        efa_interfaces=facts.efa_interfaces,
+        min_size=pool.minSize,
+        desired_size=pool.desiredSize,
+        max_size=pool.maxSize,
+        capacity_type=pool.capacityType,
+        instance_type=pool.instanceType,
+        ami_type=instance.amiType if instance else None,
+        availability_zone=zone,
+        local_zone=bool(zone and aws_catalog.regions.local_zone(aws.region, zone)),
+        subnet_id=subnet,
+        capacity_reservation_id=pool.capacityReservationId,
+        kubernetes_version=cluster_version(aws),
+        compute_domains=bool(instance and instance.computeDomains),
+        nvme_disks=instance.nvmeDisks if instance else 0,
+        root_volume_gib=pool.rootVolumeGiB,
         on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
         efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
     )
@@ -205,5 +233,8 @@ def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
 def local_zone_subnets(pools: Iterable[ResolvedPool]) -> tuple[LocalZoneSubnet, ...]:
     """One subnet per managed Local Zone pool without a configured subnet, in config order (the order
     gives each its CIDR: add Local Zone pools at the end)."""
-    return tuple(LocalZoneSubnet(p.name, p.availability_zone) for p in pools
-                 if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None)
+    return tuple(
+        LocalZoneSubnet(p.name, p.availability_zone)
+        for p in pools
+        if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
+    )

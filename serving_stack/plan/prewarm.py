@@ -3,6 +3,7 @@
 One DaemonSet per distinct worker placement (node affinity) among the selected targets: it selects
 the same nodes, tolerates every taint those workers tolerate, and warms every checkpoint they load.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,13 @@ class PrewarmSettings:
 
     @classmethod
     def of(cls, config: PrewarmConfig) -> PrewarmSettings:
-        return cls(image=config.image, threads=config.threads, memory_limit=config.memoryLimit,
-                   cpu_limit=config.cpuLimit, wait_timeout_seconds=config.waitTimeoutSeconds)
+        return cls(
+            image=config.image,
+            threads=config.threads,
+            memory_limit=config.memoryLimit,
+            cpu_limit=config.cpuLimit,
+            wait_timeout_seconds=config.waitTimeoutSeconds,
+        )
 
 
 @dataclass(frozen=True)
@@ -73,13 +79,20 @@ def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]])
                 continue
             pod = component["podTemplate"]["spec"]
             affinity = pod["affinity"]["nodeAffinity"]
-            group = groups.setdefault(json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []})
+            group = groups.setdefault(
+                json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []}
+            )
             group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
-    pools = [PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"]) for g in groups.values()]
+    pools = [
+        PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"])
+        for g in groups.values()
+    ]
     names = [p.name for p in pools]
     return [
-        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints) if names.count(p.name) > 1 else p
+        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints)
+        if names.count(p.name) > 1
+        else p
         for index, p in enumerate(pools)
     ]
 
@@ -107,15 +120,20 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int) -> None:
             f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
             f"--timeout {wait_timeout_seconds} || echo 'node not warm after {wait_timeout_seconds}s; loading cold'"
         )
-        pod["initContainers"] = [{
-            "name": "wait-for-prewarm",
-            "image": image,
-            "command": ["sh", "-c", wait],
-            "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}},
-            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-            "volumeMounts": [
-                {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
-                {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
-            ],
-        }]
+        pod["initContainers"] = [
+            {
+                "name": "wait-for-prewarm",
+                "image": image,
+                "command": ["sh", "-c", wait],
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                    "limits": {"cpu": "100m", "memory": "128Mi"},
+                },
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [
+                    {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
+                    {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+                ],
+            }
+        ]
         pod["volumes"] = [*pod.get("volumes", []), state_volume(), program_volume()]

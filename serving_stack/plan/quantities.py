@@ -1,4 +1,5 @@
 """Small value helpers the plan shares: Kubernetes versions and storage quantities."""
+
 from __future__ import annotations
 
 import re

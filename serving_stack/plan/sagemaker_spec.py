@@ -1,4 +1,5 @@
 """What one SageMaker endpoint deploys, as plain values (the `SageMakerEndpoint` component's input)."""
+
 from __future__ import annotations
 
 import math
@@ -79,8 +80,14 @@ class Scaling:
 
     @classmethod
     def of(cls, config: Autoscaling) -> Scaling:
-        return cls(config.enabled, config.minCapacity, config.maxCapacity, config.targetInvocationsPerInstance,
-                   config.scaleInCooldown, config.scaleOutCooldown)
+        return cls(
+            config.enabled,
+            config.minCapacity,
+            config.maxCapacity,
+            config.targetInvocationsPerInstance,
+            config.scaleInCooldown,
+            config.scaleOutCooldown,
+        )
 
 
 @dataclass(frozen=True)
@@ -113,10 +120,17 @@ class BlueGreen:
     @classmethod
     def of(cls, config: Deployment) -> BlueGreen:
         alarms = config.rollbackAlarms
-        return cls(config.type, config.canarySize, config.linearStepSize, config.waitIntervalSeconds,
-                   config.terminationWaitSeconds, config.maximumExecutionTimeoutSeconds,
-                   RollbackAlarms(alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds,
-                                  alarms.evaluationPeriods))
+        return cls(
+            config.type,
+            config.canarySize,
+            config.linearStepSize,
+            config.waitIntervalSeconds,
+            config.terminationWaitSeconds,
+            config.maximumExecutionTimeoutSeconds,
+            RollbackAlarms(
+                alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds, alarms.evaluationPeriods
+            ),
+        )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ update + one bake (`waitIntervalSeconds`) per traffic shift + `terminationWaitSe
 stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back, so that must cover the update and
 stay within the provider's wait.
 """
+
 from __future__ import annotations
 
 from serving_stack.errors import ConfigError
@@ -18,7 +19,10 @@ PROVIDER_INSERVICE_WAIT_SECONDS = 3600
 
 
 def wait_budget(
-    variant: ProductionVariant, deployment: BlueGreen, provisioning: int, has_model_data: bool,
+    variant: ProductionVariant,
+    deployment: BlueGreen,
+    provisioning: int,
+    has_model_data: bool,
 ) -> WaitBudget:
     return WaitBudget(
         provisioning=provisioning,
@@ -45,23 +49,41 @@ def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> list[Co
     wait = f"the provider's fixed {limit} s InService wait"
     errors = []
     if budget.create_seconds > limit:
-        errors.append(ConfigError(f"{path}.timeouts", f"a create can take {_parts(budget, False)} = "
-                                  f"{budget.create_seconds} s, longer than {wait}",
-                                  f"timeouts summing to at most {limit - budget.provisioning} s"))
+        errors.append(
+            ConfigError(
+                f"{path}.timeouts",
+                f"a create can take {_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
+                f"timeouts summing to at most {limit - budget.provisioning} s",
+            )
+        )
         return errors
     if budget.update_seconds > limit:
-        errors.append(ConfigError(f"{path}.deployment", f"a blue/green update can take {_parts(budget, True)} = "
-                                  f"{budget.update_seconds} s, longer than {wait}",
-                                  f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
-                                  f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts"))
+        errors.append(
+            ConfigError(
+                f"{path}.deployment",
+                f"a blue/green update can take {_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
+                f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
+                f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
+            )
+        )
     maximum = deployment.maximum_execution_timeout_seconds
     key = f"{path}.deployment.maximumExecutionTimeoutSeconds"
     if maximum > limit:
-        errors.append(ConfigError(key, f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still "
-                                  "deploys", f"{min(budget.update_seconds, limit)}..{limit}"))
+        errors.append(
+            ConfigError(
+                key,
+                f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still deploys",
+                f"{min(budget.update_seconds, limit)}..{limit}",
+            )
+        )
     elif budget.update_seconds <= limit and maximum < budget.update_seconds:
-        errors.append(ConfigError(key, f"{maximum} s is shorter than the worst-case update "
-                                  f"({budget.update_seconds} s): SageMaker would roll back a slow but healthy "
-                                  "deployment",
-                                  f"{budget.update_seconds}..{limit}"))
+        errors.append(
+            ConfigError(
+                key,
+                f"{maximum} s is shorter than the worst-case update "
+                f"({budget.update_seconds} s): SageMaker would roll back a slow but healthy "
+                "deployment",
+                f"{budget.update_seconds}..{limit}",
+            )
+        )
     return errors

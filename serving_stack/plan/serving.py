@@ -3,10 +3,12 @@
 Plain data, computed before any resource is registered, so a bad catalog entry or setting fails first
 and tests can check it without the Pulumi runtime.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
@@ -69,8 +71,13 @@ def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> Ser
 
 
 def plan_targets(
-    config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
-    fabrics: Mapping[str, FabricProfile], criteria: Criteria, platform: PlatformFile, prewarm_program: str,
+    config: StackConfig,
+    selected: list[SelectedTarget],
+    placements: Mapping[str, ResolvedPool],
+    fabrics: Mapping[str, FabricProfile],
+    criteria: Criteria,
+    platform: PlatformFile,
+    prewarm_program: str,
 ) -> list[PlannedTarget]:
     settings = serving_settings(config)
     prewarm, readiness = config.modelCache.prewarm, config.dynamo.readiness
@@ -87,9 +94,13 @@ def plan_targets(
         if readiness.wait:
             budget = startup_budget_seconds(dgd) + platform.readiness.imagePullAllowanceSeconds
             if readiness.timeoutSeconds is not None and readiness.timeoutSeconds < budget:
-                raise ConfigError("dynamo.readiness.timeoutSeconds", f"{readiness.timeoutSeconds} s would expire before "
-                                  f"{target.id!r} may be ready: its startupProbe budget plus the image pull allowance "
-                                  f"is {budget} s", f">= {budget}, or unset")
+                raise ConfigError(
+                    "dynamo.readiness.timeoutSeconds",
+                    f"{readiness.timeoutSeconds} s would expire before "
+                    f"{target.id!r} may be ready: its startupProbe budget plus the image pull allowance "
+                    f"is {budget} s",
+                    f">= {budget}, or unset",
+                )
             await_ready(dgd, readiness.timeoutSeconds or budget)
         planned.append(PlannedTarget(target, pool, config_map, dgd, _endpoint(target, criteria, settings.namespace)))
     return planned
@@ -115,7 +126,16 @@ def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, di
     return platform.chart.url.format(version=version), _merge(platform.values, config.dynamo.platform.values)
 
 
-def plan_serving_targets(config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool],
-                         facts: Facts) -> list[PlannedTarget]:
-    return plan_targets(config, selected, placements, facts.aws.fabrics, facts.catalog.criteria, facts.platform,
-                        PROGRAM_FILE.read_text())
+def plan_serving_targets(
+    config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool], facts: Facts
+) -> list[PlannedTarget]:
+    fabrics: dict[str, FabricProfile] = dict(facts.aws.fabrics.items())
+    return plan_targets(
+        config,
+        selected,
+        placements,
+        fabrics,
+        facts.catalog.criteria,
+        facts.platform,
+        PROGRAM_FILE.read_text(),
+    )

@@ -7,6 +7,7 @@ The price of a target is its pool's: the instance type bought the pool's way (an
 rate, a Capacity Block at its recorded rate, Spot unpriced). A target on nodes the stack knows nothing
 about (an existing cluster without pools) is priced on the cheapest on-demand instance type of its GPU.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,9 +30,14 @@ from serving_stack.plan.stack_scaling import AutoscalingPlan, ClusterScalingPlan
 from serving_stack.plan.token_cost import TokenCostRow, token_cost_rows, usd_per_million_output_tokens
 
 # Which price of an instance type a pool pays, by its capacity type.
-PRICE_OF_CAPACITY_TYPE = MappingProxyType({
-    "on-demand": "on-demand", "odcr": "on-demand", "spot": "spot", "capacity-block": "capacity-block",
-})
+PRICE_OF_CAPACITY_TYPE = MappingProxyType(
+    {
+        "on-demand": "on-demand",
+        "odcr": "on-demand",
+        "spot": "spot",
+        "capacity-block": "capacity-block",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,17 @@ class StackCapacity:
         return self.autoscaling.cluster if self.autoscaling else None
 
 
-def target_token_cost(target_id: str, row: CandidateRow, pool: Optional[ResolvedPool],
-                      offers: tuple[InstanceOffer, ...], criteria: Slo) -> TargetTokenCost:
+def target_token_cost(
+    target_id: str, row: CandidateRow, pool: Optional[ResolvedPool], offers: tuple[InstanceOffer, ...], criteria: Slo
+) -> TargetTokenCost:
     (cheapest,) = token_cost_rows((row,), offers, criteria)
     if pool is None:
         on_demand = cheapest.by_capacity_type["on-demand"]
-        where = (f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}" if on_demand
-                 else f"no priced on-demand {row.gpu} type")
+        where = (
+            f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}"
+            if on_demand
+            else f"no priced on-demand {row.gpu} type"
+        )
         return TargetTokenCost(target_id, where, on_demand.usd_per_million if on_demand else None, cheapest)
     offer = next((o for o in offers if o.instance_type == pool.instance_type), None)
     price = PRICE_OF_CAPACITY_TYPE[pool.capacity_type]
@@ -87,21 +97,26 @@ def target_token_cost(target_id: str, row: CandidateRow, pool: Optional[Resolved
 def _file_system(config: StackConfig, facts: Facts) -> tuple[float, str]:
     """MB/s the model cache serves to every node warming at once, and what that figure rests on."""
     storage = config.aws.modelCacheStorage if config.aws else None
-    size = gib(config.modelCache.size)
+    size = gib(config.modelCache.size) if config.modelCache.size else None
     if storage is not None and storage.backend == "fsx" and size is not None:
         per_tib = storage.fsx.perUnitStorageThroughput
         total = fsx_read_mb_s(per_tib, size)
-        return total, (f"FSx for Lustre, {per_tib} MB/s/TiB x {size:g} GiB = {total:,.0f} MB/s shared by the nodes "
-                       "that start together")
+        return total, (
+            f"FSx for Lustre, {per_tib} MB/s/TiB x {size:g} GiB = {total:,.0f} MB/s shared by the nodes "
+            "that start together"
+        )
     efs = facts.node_ready.fileSystemReadMBps.efs.value
     if storage is not None and storage.backend == "efs" and efs is not None:
         return efs, f"EFS elastic throughput, {efs:,.0f} MB/s read per file system"
-    return math.inf, (f"storage class {config.modelCache.storageClassName} is not the stack's: its throughput is "
-                      "unknown, so only the per-node read cap limits prewarm")
+    return math.inf, (
+        f"storage class {config.modelCache.storageClassName} is not the stack's: its throughput is "
+        "unknown, so only the per-node read cap limits prewarm"
+    )
 
 
-def _node_readiness(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool],
-                    cluster_scaling: Optional[ClusterScalingPlan]) -> NodeReadiness:
+def _node_readiness(
+    config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool], cluster_scaling: Optional[ClusterScalingPlan]
+) -> NodeReadiness:
     phases = node_ready_facts(facts.node_ready)
     file_system_mb_s, file_system = _file_system(config, facts)
     prewarm = config.modelCache.prewarm
@@ -112,14 +127,22 @@ def _node_readiness(config: StackConfig, facts: Facts, pools: Sequence[ResolvedP
         predictions.append(predict_node_ready(pool.name, phases, file_system_mb_s, 1, gated, autoscaled))
         growth = pool.max_size - pool.min_size
         if growth > 1:
-            predictions.append(predict_node_ready(f"{pool.name}, {growth} nodes at once", phases, file_system_mb_s,
-                                                  growth, gated, autoscaled))
+            predictions.append(
+                predict_node_ready(
+                    f"{pool.name}, {growth} nodes at once", phases, file_system_mb_s, growth, gated, autoscaled
+                )
+            )
     return NodeReadiness(tuple(predictions), file_system)
 
 
-def plan_stack_capacity(config: StackConfig, facts: Facts, targets: Sequence[PlannedTarget],
-                        pools: Sequence[ResolvedPool], auto: Optional[AutoTargets],
-                        prometheus_url: Optional[str]) -> tuple[tuple[PlannedTarget, ...], StackCapacity]:
+def plan_stack_capacity(
+    config: StackConfig,
+    facts: Facts,
+    targets: Sequence[PlannedTarget],
+    pools: Sequence[ResolvedPool],
+    auto: Optional[AutoTargets],
+    prometheus_url: Optional[str],
+) -> tuple[tuple[PlannedTarget, ...], StackCapacity]:
     """The targets as deployed (scaling adapters, $/1M in their endpoints) and the stack's capacity facts.
     `prometheus_url`: the stack's own Prometheus, if it runs one (the autoscalers' default)."""
     criteria = Slo(facts.catalog.criteria.minTokensPerSecondPerUser, facts.catalog.criteria.maxTtftP50Ms)
@@ -136,7 +159,8 @@ def plan_stack_capacity(config: StackConfig, facts: Facts, targets: Sequence[Pla
         cost = target_token_cost(target.selected.id, candidate_row(recipe, facts.aws), target.pool, offers, criteria)
         costs.append(cost)
         usd = round(cost.usd_per_million, 4) if cost.usd_per_million is not None else None
-        deployed.append(dataclasses.replace(
-            target, endpoint=target.endpoint.model_copy(update={"usdPerMillionOutputTokens": usd})))
+        deployed.append(
+            dataclasses.replace(target, endpoint=target.endpoint.model_copy(update={"usdPerMillionOutputTokens": usd}))
+        )
     readiness = _node_readiness(config, facts, pools, autoscaling.cluster if autoscaling else None)
     return tuple(deployed), StackCapacity(auto, tuple(costs), readiness, autoscaling)

@@ -4,11 +4,13 @@
 raises one `ConfigError` naming each bad key; what it returns is everything `__main__.py` wires into
 components, so no value is derived twice and no component reads the config.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
@@ -192,9 +194,14 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_r
     errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos, by_nodes, facts.checkpoints)
     errors += check_stack_region(config, default_region, facts.aws.regions)
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
-        errors.append(ConfigError("ngcApiKey", "required when dynamo.imagePullSecret is set: the stack creates the "
-                                  "pull Secret in the namespace it creates, so it cannot exist before `up`",
-                                  "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret"))
+        errors.append(
+            ConfigError(
+                "ngcApiKey",
+                "required when dynamo.imagePullSecret is set: the stack creates the "
+                "pull Secret in the namespace it creates, so it cannot exist before `up`",
+                "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret",
+            )
+        )
     errors += check_sagemaker(config.sagemaker, facts)
     errors += check_gateway(config, secrets)
     aws = config.aws
@@ -203,8 +210,9 @@ def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_r
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
-        aws_errors = (check_cluster(config, aws, facts) + check_pools(aws, facts.aws)
-                      + check_storage(config, aws, cache.size))
+        aws_errors = (
+            check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
+        )
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:
         raise ConfigError.combined(errors)
@@ -216,23 +224,31 @@ def _cluster(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool]) -
     if access.source == "eks" and aws is not None and create is not None:
         system = aws.systemNodeGroup
         return CreatedCluster(
-            name=create.name, kubernetes_version=create.kubernetesVersion,
-            availability_zones=tuple(create.availabilityZones), vpc_cidr=create.vpcCidr,
+            name=create.name,
+            kubernetes_version=create.kubernetesVersion,
+            availability_zones=tuple(create.availabilityZones),
+            vpc_cidr=create.vpcCidr,
             nat_gateway_per_az=create.natGatewayPerAz,
             endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
             log_retention_days=create.controlPlaneLogRetentionDays,
-            system_nodes=SystemNodes(tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize,
-                                     system.diskSizeGiB),
+            system_nodes=SystemNodes(
+                tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize, system.diskSizeGiB
+            ),
             addons=tuple(facts.aws.platform.eksAddons.cluster),
-            access_grants=tuple(AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces))
-                                for e in create.accessEntries),
+            access_grants=tuple(
+                AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces)) for e in create.accessEntries
+            ),
             local_zone_subnets=local_zone_subnets(pools),
         )
     existing = aws.cluster.existing if aws and aws.cluster else None
     eks = None
     if existing is not None:
-        eks = ExistingEks(existing.name, existing.vpcId, MappingProxyType(dict(existing.privateSubnetIds)),
-                          tuple(existing.nodeSecurityGroupIds))
+        eks = ExistingEks(
+            existing.name,
+            existing.vpcId,
+            MappingProxyType(dict(existing.privateSubnetIds)),
+            tuple(existing.nodeSecurityGroupIds),
+        )
     return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=eks)
 
 
@@ -242,23 +258,33 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
     wanted = config.aws.devicePlugins
     efa_types = [p.instance_type for p in pools if p.fabric == "efa" and p.instance_type] if wanted.efa else []
     return DevicePluginSet(
-        pins=facts.aws.platform.devicePlugins, nvidia=wanted.nvidia,
+        pins=facts.aws.platform.devicePlugins,
+        nvidia=wanted.nvidia,
         efa_instance_types=tuple(dict.fromkeys(efa_types)),
         infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
         dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),
     )
 
 
-def _monitoring(config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts,
-                operability: OperabilitySettings) -> Optional[MonitoringPlan]:
+def _monitoring(
+    config: StackConfig, targets: Sequence[PlannedTarget], facts: Facts, operability: OperabilitySettings
+) -> Optional[MonitoringPlan]:
     if not config.monitoring.enabled:
         return None
     watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
     criteria = facts.catalog.criteria
     return plan_monitoring(
-        monitoring_settings(config.monitoring, facts.monitoring), config.kubernetes.namespace, watched,
-        criteria.maxTtftP50Ms, criteria.minTokensPerSecondPerUser, GPU_LABEL, GPU_TAINT, facts.monitoring,
-        facts.metrics, facts.dashboards, operability.canary_alerting,
+        monitoring_settings(config.monitoring, facts.monitoring),
+        config.kubernetes.namespace,
+        watched,
+        criteria.maxTtftP50Ms,
+        criteria.minTokensPerSecondPerUser,
+        GPU_LABEL,
+        GPU_TAINT,
+        facts.monitoring,
+        facts.metrics,
+        facts.dashboards,
+        operability.canary_alerting,
     )
 
 
@@ -271,7 +297,11 @@ def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
 
 
 def build_plan(
-    config: StackConfig, facts: Facts, *, default_region: Optional[str] = None, secrets: frozenset[str] = frozenset(),
+    config: StackConfig,
+    facts: Facts,
+    *,
+    default_region: Optional[str] = None,
+    secrets: frozenset[str] = frozenset(),
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
@@ -293,39 +323,63 @@ def build_plan(
     monitoring = _monitoring(config, targets, facts, checks)
     if monitoring is not None:
         values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
-    targets_deployed, capacity = plan_stack_capacity(config, facts, targets, tuple(pools.values()), auto,
-                                                     monitoring.prometheus_url if monitoring else None)
+    targets_deployed, capacity = plan_stack_capacity(
+        config, facts, targets, tuple(pools.values()), auto, monitoring.prometheus_url if monitoring else None
+    )
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
         hf_token="hfToken" in secrets,
         pull_secret=PullSecretPlan(config.dynamo.imagePullSecret, config.dynamo.registry)
-        if config.dynamo.imagePullSecret else None,
-        model_cache_claim=render_model_cache_pvc(facts.catalog.model_cache.claim, cache_plan.size,
-                                                 cache.storageClassName, settings),
+        if config.dynamo.imagePullSecret
+        else None,
+        model_cache_claim=render_model_cache_pvc(
+            facts.catalog.model_cache.claim, cache_plan.size, cache.storageClassName, settings
+        ),
         download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm),
         prewarm_pools=tuple(plan_prewarm(config, targets)),
-        platform=DynamoPlatformPlan(platform.install, platform.namespace, platform.releaseName, chart_url,
-                                    MappingProxyType(values)),
+        platform=DynamoPlatformPlan(
+            platform.install, platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)
+        ),
         targets=targets_deployed,
     )
     account = None
     if config.aws is not None:
-        account = AwsAccount(config.aws.region, MappingProxyType(dict(config.aws.tags)),
-                             tuple(facts.aws.platform.nodeManagedPolicies))
+        account = AwsAccount(
+            config.aws.region, MappingProxyType(dict(config.aws.tags)), tuple(facts.aws.platform.nodeManagedPolicies)
+        )
     pool_list = tuple(pools.values())
     cluster = _cluster(config, facts, pool_list)
-    gateway = plan_stack_gateway(config.gateway, settings.namespace, [t.endpoint for t in targets],
-                                 [e.endpoint for e in endpoints], facts.gateway, isinstance(cluster, CreatedCluster))
+    gateway = plan_stack_gateway(
+        config.gateway,
+        settings.namespace,
+        [t.endpoint for t in targets],
+        [e.endpoint for e in endpoints],
+        facts.gateway,
+        isinstance(cluster, CreatedCluster),
+    )
     return StackPlan(
-        aws=account, cluster=cluster, pools=pool_list,
+        aws=account,
+        cluster=cluster,
+        pools=pool_list,
         managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
-        device_plugins=_device_plugins(config, pool_list, facts), storage=plan_storage(config, facts),
-        serving=serving, sagemaker=tuple(endpoints), pool_costs=tuple(pool_cost_rows(pool_list)),
-        monitoring=monitoring, capacity=capacity, gateway=gateway,
-        operability=plan_operability(checks, targets, serving.namespace, serving.model_cache_claim["metadata"]["name"],
-                                     facts.catalog.criteria, monitoring.release_label if monitoring else None,
-                                     facts.platform.readiness.imagePullAllowanceSeconds),
+        device_plugins=_device_plugins(config, pool_list, facts),
+        storage=plan_storage(config, facts),
+        serving=serving,
+        sagemaker=tuple(endpoints),
+        pool_costs=tuple(pool_cost_rows(pool_list)),
+        monitoring=monitoring,
+        capacity=capacity,
+        gateway=gateway,
+        operability=plan_operability(
+            checks,
+            targets,
+            serving.namespace,
+            serving.model_cache_claim["metadata"]["name"],
+            facts.catalog.criteria,
+            monitoring.release_label if monitoring else None,
+            facts.platform.readiness.imagePullAllowanceSeconds,
+        ),
     )

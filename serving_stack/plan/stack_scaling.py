@@ -7,6 +7,7 @@ apply and checks, before any resource, what would make them useless: a target th
 no Prometheus to read, bounds the target's pool cannot hold, a cluster-autoscaler image for another
 Kubernetes minor than the cluster's.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,30 +64,56 @@ class AutoscalingPlan:
     cluster: Optional[ClusterScalingPlan]
 
 
-def _checks(scaling: AutoscalingConfig, config: StackConfig, facts: Facts, targets: Sequence[PlannedTarget],
-            prometheus_url: Optional[str]) -> list[ConfigError]:
+def _checks(
+    scaling: AutoscalingConfig,
+    config: StackConfig,
+    facts: Facts,
+    targets: Sequence[PlannedTarget],
+    prometheus_url: Optional[str],
+) -> list[ConfigError]:
     errors: list[ConfigError] = []
     selected = {t.selected.id: t for t in targets}
     for target_id in scaling.targets:
         if target_id not in selected:
-            errors.append(ConfigError(f"autoscaling.targets.{target_id}", "not a target of this stack",
-                                      ", ".join(selected) or "none selected"))
+            errors.append(
+                ConfigError(
+                    f"autoscaling.targets.{target_id}",
+                    "not a target of this stack",
+                    ", ".join(selected) or "none selected",
+                )
+            )
         elif selected[target_id].selected.recipe.entry.performance.concurrency is None:
             errors.append(ConfigError(f"autoscaling.targets.{target_id}", "no published concurrency to scale on"))
     if scaling.targets and prometheus_url is None:
-        errors.append(ConfigError("autoscaling.prometheusUrl", "required when the stack runs no Prometheus "
-                                  "(monitoring disabled)", "the in-cluster URL of the Prometheus KEDA queries"))
+        errors.append(
+            ConfigError(
+                "autoscaling.prometheusUrl",
+                "required when the stack runs no Prometheus (monitoring disabled)",
+                "the in-cluster URL of the Prometheus KEDA queries",
+            )
+        )
     create = config.aws.cluster.create if config.aws and config.aws.cluster else None
     cluster_autoscaler = facts.autoscaling.clusterAutoscaler
     if create is None and "enabled" in scaling.clusterAutoscaler.model_fields_set and scaling.clusterAutoscaler.enabled:
-        errors.append(ConfigError("autoscaling.clusterAutoscaler.enabled", "the stack installs cluster-autoscaler "
-                                  "only on the cluster it creates (aws.cluster.create)", "false"))
+        errors.append(
+            ConfigError(
+                "autoscaling.clusterAutoscaler.enabled",
+                "the stack installs cluster-autoscaler only on the cluster it creates (aws.cluster.create)",
+                "false",
+            )
+        )
     elif create is not None and scaling.clusterAutoscaler.enabled:
         image_minor = cluster_autoscaler.imageTag.removeprefix("v").rsplit(".", 1)[0]
         if create.kubernetesVersion != image_minor:
-            errors.append(ConfigError("aws.cluster.create.kubernetesVersion", f"cluster-autoscaler "
-                                      f"{cluster_autoscaler.imageTag} (catalog/autoscaling.yaml) matches Kubernetes "
-                                      f"{image_minor}; the cluster runs {create.kubernetesVersion}", image_minor))
+            errors.append(
+                ConfigError(
+                    "aws.cluster.create.kubernetesVersion",
+                    f"cluster-autoscaler "
+                    f"{cluster_autoscaler.imageTag} (catalog/autoscaling.yaml) matches Kubernetes "
+                    f"{image_minor}; the cluster runs {create.kubernetesVersion}",
+                    image_minor,
+                )
+            )
     return errors + _fit(scaling, facts, targets)
 
 
@@ -95,22 +122,37 @@ def _fit(scaling: AutoscalingConfig, facts: Facts, targets: Sequence[PlannedTarg
     errors: list[ConfigError] = []
     for pool in {t.pool.name: t.pool for t in targets if t.pool is not None}.values():
         on_pool = [t for t in targets if t.pool is not None and t.pool.name == pool.name]
-        most = sum(candidate_row(t.selected.recipe, facts.aws).gpus_per_replica_set
-                   * scaling.targets[t.selected.id].maxReplicaSets if t.selected.id in scaling.targets
-                   else t.selected.gpus for t in on_pool)
+        most = sum(
+            candidate_row(t.selected.recipe, facts.aws).gpus_per_replica_set
+            * scaling.targets[t.selected.id].maxReplicaSets
+            if t.selected.id in scaling.targets
+            else t.selected.gpus
+            for t in on_pool
+        )
         if most > pool.max_size * pool.gpus_per_node:
             scaled = next(t.selected.id for t in on_pool if t.selected.id in scaling.targets)
-            errors.append(ConfigError(f"autoscaling.targets.{scaled}.maxReplicaSets", f"the targets on pool "
-                                      f"{pool.name!r} need {most} GPUs at their maxReplicaSets; the pool holds "
-                                      f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs", f"fewer sets, or "
-                                      f"aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}"))
+            errors.append(
+                ConfigError(
+                    f"autoscaling.targets.{scaled}.maxReplicaSets",
+                    f"the targets on pool "
+                    f"{pool.name!r} need {most} GPUs at their maxReplicaSets; the pool holds "
+                    f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs",
+                    f"fewer sets, or aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}",
+                )
+            )
     return errors
 
 
-def _serving(scaling: AutoscalingConfig, facts: Facts, targets: Sequence[PlannedTarget], prometheus_url: str,
-             max_ttft_p50_ms: float) -> tuple[list[PlannedTarget], ServingScalingPlan]:
-    behaviour = ScalingBehaviour(scaling.pollingIntervalSeconds, scaling.cooldownPeriodSeconds,
-                                 scaling.scaleDownStabilizationSeconds)
+def _serving(
+    scaling: AutoscalingConfig,
+    facts: Facts,
+    targets: Sequence[PlannedTarget],
+    prometheus_url: str,
+    max_ttft_p50_ms: float,
+) -> tuple[list[PlannedTarget], ServingScalingPlan]:
+    behaviour = ScalingBehaviour(
+        scaling.pollingIntervalSeconds, scaling.cooldownPeriodSeconds, scaling.scaleDownStabilizationSeconds
+    )
     queries = facts.autoscaling.metrics.queries()
     patched, objects = [], []
     for target in targets:
@@ -121,8 +163,15 @@ def _serving(scaling: AutoscalingConfig, facts: Facts, targets: Sequence[Planned
         row = candidate_row(target.selected.recipe, facts.aws)
         assert row.concurrency is not None  # checked
         dgd_name, namespace = target.dgd["metadata"]["name"], target.dgd["metadata"]["namespace"]
-        components = component_scalings(dgd_name, row.worker_replicas, row.concurrency, bounds.minReplicaSets,
-                                        bounds.maxReplicaSets, max_ttft_p50_ms, scaling.queueDepthPerReplica)
+        components = component_scalings(
+            dgd_name,
+            row.worker_replicas,
+            row.concurrency,
+            bounds.minReplicaSets,
+            bounds.maxReplicaSets,
+            max_ttft_p50_ms,
+            scaling.queueDepthPerReplica,
+        )
         objects += [scaled_object(c, namespace, prometheus_url, queries, behaviour) for c in components]
         scaled = set(row.worker_replicas)
         dgd = enable_scaling_adapters(target.dgd, scaled)
@@ -139,22 +188,35 @@ def _cluster(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool]) -
         return None
     chart = facts.autoscaling.clusterAutoscaler
     tags = {
-        pool.name: MappingProxyType(node_group_autoscaler_tags(
-            create.name, pool.node_labels, pool.gpu_product, pool.gpus_per_node,
-            pool.efa_interfaces if pool.fabric == "efa" else 0))
-        for pool in pools if pool.managed
+        pool.name: MappingProxyType(
+            node_group_autoscaler_tags(
+                create.name,
+                pool.node_labels,
+                pool.gpu_product,
+                pool.gpus_per_node,
+                pool.efa_interfaces if pool.fabric == "efa" else 0,
+            )
+        )
+        for pool in pools
+        if pool.managed
     }
     return ClusterScalingPlan(
-        chart=chart.pin(), service_account=chart.serviceAccount,
+        chart=chart.pin(),
+        service_account=chart.serviceAccount,
         policy=cluster_autoscaler_policy(create.name),
         values=cluster_autoscaler_values(create.name, aws.region, chart.imageTag, chart.serviceAccount),
         pool_tags=MappingProxyType(tags),
     )
 
 
-def plan_autoscaling(config: StackConfig, facts: Facts, targets: Sequence[PlannedTarget],
-                     pools: Sequence[ResolvedPool], prometheus_url: Optional[str],
-                     max_ttft_p50_ms: float) -> tuple[list[PlannedTarget], Optional[AutoscalingPlan]]:
+def plan_autoscaling(
+    config: StackConfig,
+    facts: Facts,
+    targets: Sequence[PlannedTarget],
+    pools: Sequence[ResolvedPool],
+    prometheus_url: Optional[str],
+    max_ttft_p50_ms: float,
+) -> tuple[list[PlannedTarget], Optional[AutoscalingPlan]]:
     """The targets with their scaling adapters enabled, and what scales them; or one `ConfigError`.
     `prometheus_url`: `autoscaling.prometheusUrl`, else the stack's own Prometheus; `max_ttft_p50_ms`: the SLO."""
     scaling = config.autoscaling

@@ -1,4 +1,5 @@
 """The model cache's RWX storage the stack creates (EFS or FSx for Lustre), resolved and checked."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,24 +58,43 @@ def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[
     errors: list[ConfigError] = []
     create = aws.cluster.create if aws.cluster else None
     if create is None:
-        errors.append(ConfigError("aws.modelCacheStorage", "the stack creates model-cache storage only for the cluster "
-                                  "it creates", "aws.cluster.create"))
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage",
+                "the stack creates model-cache storage only for the cluster it creates",
+                "aws.cluster.create",
+            )
+        )
     unused = "efs" if storage.backend == "fsx" else "fsx"
     if unused in storage.model_fields_set:
         errors.append(ConfigError(f"aws.modelCacheStorage.{unused}", f"set, but backend is {storage.backend}"))
     if storage.backend == "fsx":
         size = gib(cache_size)
         if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
-            errors.append(ConfigError("modelCache.size", f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
-                                      f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})"))
+            errors.append(
+                ConfigError(
+                    "modelCache.size",
+                    f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
+                    f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})",
+                )
+            )
         zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
         zone = fsx_availability_zone(aws)
         if zone is None:
-            errors.append(ConfigError("aws.modelCacheStorage.fsx.availabilityZone",
-                                      f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system"))
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system",
+                )
+            )
         elif create and zone not in create.availabilityZones:
-            errors.append(ConfigError("aws.modelCacheStorage.fsx.availabilityZone", f"{zone!r} is not a cluster AZ",
-                                      ", ".join(create.availabilityZones)))
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"{zone!r} is not a cluster AZ",
+                    ", ".join(create.availabilityZones),
+                )
+            )
     return errors
 
 
@@ -88,15 +108,22 @@ def plan_storage(config: StackConfig, facts: Facts) -> Optional[StoragePlan]:
     if storage.backend == "efs":
         efs = EfsOptions(directory_perms=storage.efs.directoryPerms, base_path=storage.efs.basePath)
     else:
-        zone = fsx_availability_zone(aws)
-        if zone is None:
-            raise ValueError("the FSx availability zone was not checked (run check_storage first)")
-        fsx = FsxOptions(per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
-                         file_system_type_version=storage.fsx.fileSystemTypeVersion,
-                         data_compression_type=storage.fsx.dataCompressionType, availability_zone=zone,
-                         capacity_gib=int(gib(config.modelCache.size) or 0))
+        zone, size = fsx_availability_zone(aws), config.modelCache.size
+        if zone is None or size is None:
+            raise ValueError("the FSx zone and the cache size are resolved before planning (build_plan does both)")
+        fsx = FsxOptions(
+            per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
+            file_system_type_version=storage.fsx.fileSystemTypeVersion,
+            data_compression_type=storage.fsx.dataCompressionType,
+            availability_zone=zone,
+            capacity_gib=int(gib(size) or 0),
+        )
     return StoragePlan(
-        backend=storage.backend, storage_class_name=config.modelCache.storageClassName, protect=storage.protect,
+        backend=storage.backend,
+        storage_class_name=config.modelCache.storageClassName,
+        protect=storage.protect,
         claim_name=MODEL_CACHE_CLAIM,
-        csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver, efs=efs, fsx=fsx,
+        csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver,
+        efs=efs,
+        fsx=fsx,
     )

@@ -7,10 +7,12 @@ It assumes the replica set runs at its published concurrency the whole hour (a f
 price: idle capacity and headroom cost the same per hour and produce nothing). For each capacity type
 the cheapest instance type of the target's GPU is used; a capacity type without a sourced price is n/a.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Optional
 
 from serving_stack.plan.capacity_model import CAPACITY_TYPES, CandidateRow, InstanceOffer, Slo, meets_slo
 
@@ -43,23 +45,33 @@ def usd_per_million_output_tokens(row: CandidateRow, offer: InstanceOffer, capac
     return share_usd_per_hour / tokens_per_hour * TOKENS_PER_MILLION
 
 
-def token_cost_rows(rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...], criteria: Slo) -> list[TokenCostRow]:
+def token_cost_rows(
+    rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...], criteria: Slo
+) -> list[TokenCostRow]:
     table = []
     for row in rows:
         by_type: dict[str, Optional[TokenCost]] = {}
         for capacity_type in CAPACITY_TYPES:
-            costs = [(cost, offer.instance_type) for offer in offers
-                     if (cost := usd_per_million_output_tokens(row, offer, capacity_type)) is not None]
+            costs = [
+                (cost, offer.instance_type)
+                for offer in offers
+                if (cost := usd_per_million_output_tokens(row, offer, capacity_type)) is not None
+            ]
             by_type[capacity_type] = TokenCost(*min(costs)) if costs else None
-        table.append(TokenCostRow(
-            target_id=row.target_id,
-            gpu=row.gpu,
-            gpus_per_replica_set=row.gpus_per_replica_set,
-            output_tokens_per_second=(row.output_tokens_per_second_per_gpu * row.gpus_per_replica_set
-                                      if row.output_tokens_per_second_per_gpu is not None else None),
-            meets_criteria=meets_slo(row, criteria) if row.published else None,
-            by_capacity_type=by_type,
-        ))
+        table.append(
+            TokenCostRow(
+                target_id=row.target_id,
+                gpu=row.gpu,
+                gpus_per_replica_set=row.gpus_per_replica_set,
+                output_tokens_per_second=(
+                    row.output_tokens_per_second_per_gpu * row.gpus_per_replica_set
+                    if row.output_tokens_per_second_per_gpu is not None
+                    else None
+                ),
+                meets_criteria=meets_slo(row, criteria) if row.published else None,
+                by_capacity_type=by_type,
+            )
+        )
     return table
 
 
@@ -69,9 +81,14 @@ def _cell(cost: Optional[TokenCost]) -> str:
 
 def token_cost_markdown(table: list[TokenCostRow]) -> str:
     """The rows as a `summary.md` table, cheapest on-demand first (n/a last)."""
-    ordered = sorted(table, key=lambda r: (r.by_capacity_type["on-demand"] is None,
-                                           r.by_capacity_type["on-demand"].usd_per_million if r.by_capacity_type["on-demand"] else 0,
-                                           r.target_id))
+    ordered = sorted(
+        table,
+        key=lambda r: (
+            r.by_capacity_type["on-demand"] is None,
+            r.by_capacity_type["on-demand"].usd_per_million if r.by_capacity_type["on-demand"] else 0,
+            r.target_id,
+        ),
+    )
     lines = [
         "| target | GPU | GPUs / replica set | output tok/s / replica set | $/1M output tokens, on-demand | "
         "$/1M, capacity block | $/1M, spot | meets criteria |",

@@ -4,6 +4,7 @@
 `--kv-transfer-config` names the NIXL LIBFABRIC backend (the EFA fabric profile sets it) is the only case
 where a fallback from LIBFABRIC can happen.
 """
+
 from __future__ import annotations
 
 import json

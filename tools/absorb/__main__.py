@@ -6,6 +6,7 @@ that does not load (an unsupported manifest, a table cell that is not a figure) 
 Exit status: 0 absorbed (or no change), 1 absorbed but some target does not conform, 2 not absorbed.
 The catalog directory is the one the stack reads (`NEMOTRON_CATALOG_DIR` if set, else `catalog/`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,11 @@ def _file_changes(staged: Path, current: Path) -> list[str]:
     """Vendored files added, removed or changed (`+ perf/README.md`, `- x.yaml`, `~ y.yaml`)."""
     new = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
     old = {p.relative_to(current).as_posix() for p in current.rglob("*") if p.is_file()} if current.is_dir() else set()
-    return ([f"+ {f}" for f in sorted(new - old)] + [f"- {f}" for f in sorted(old - new)]
-            + [f"~ {f}" for f in sorted(new & old) if not filecmp.cmp(staged / f, current / f, shallow=False)])
+    return (
+        [f"+ {f}" for f in sorted(new - old)]
+        + [f"- {f}" for f in sorted(old - new)]
+        + [f"~ {f}" for f in sorted(new & old) if not filecmp.cmp(staged / f, current / f, shallow=False)]
+    )
 
 
 def _install(staging: Path, root: Path) -> None:
@@ -64,37 +68,55 @@ def _install(staging: Path, root: Path) -> None:
     shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
 
 
-def _report(revision: UpstreamRevision, previous: Catalog, provenance: Provenance, facts: Facts,
-            changes: TargetChanges) -> Report:
+def _report(
+    revision: UpstreamRevision, previous: Catalog, provenance: Provenance, facts: Facts, changes: TargetChanges
+) -> Report:
     catalog, before = facts.catalog, previous.data.upstream
     per_target, cache_problems = planned_conformance(facts)
-    criteria = [f"{key}: {value} -> {getattr(catalog.criteria, key)}"
-                for key, value in previous.criteria.model_dump().items() if getattr(catalog.criteria, key) != value]
+    criteria = [
+        f"{key}: {value} -> {getattr(catalog.criteria, key)}"
+        for key, value in previous.criteria.model_dump().items()
+        if getattr(catalog.criteria, key) != value
+    ]
     notes = [f"not vendored (not a regular {', '.join(('.yaml', '.md', '.sh'))} file): {f}" for f in revision.skipped]
-    notes += [f"performance table row {row.source} names {target_id}, which has no manifest"
-              for target_id, row in revision.figures.items() if target_id not in revision.targets]
+    notes += [
+        f"performance table row {row.source} names {target_id}, which has no manifest"
+        for target_id, row in revision.figures.items()
+        if target_id not in revision.targets
+    ]
     for recipe in catalog.recipes.values():
         unknown = [key for key, value in recipe.entry.performance.model_dump().items() if value is None]
         if recipe.entry.performance.published and unknown:
             notes.append(f"{recipe.id}: some figures unknown ({', '.join(unknown)})")
     return Report(
         source=f"{provenance.repository} {provenance.path} at {provenance.commit} ({provenance.date})",
-        previous=f"{before.commit} ({before.date})", targets_before=len(previous.recipes),
-        targets_after=len(catalog.recipes), changes=changes,
+        previous=f"{before.commit} ({before.date})",
+        targets_before=len(previous.recipes),
+        targets_after=len(catalog.recipes),
+        changes=changes,
         unpublished=[r.id for r in catalog.recipes.values() if not r.entry.performance.published],
-        unknown_gpus=_unknown_gpus(facts), model_cache=model_cache_changes(previous.model_cache, catalog.model_cache),
-        criteria=criteria, conformance=per_target,
-        stacks=broken_selections(selections(PROJECT_DIR), changes, previous_manifests(previous),
-                                 next_manifests(revision)),
-        model_cache_conformance=cache_problems, notes=notes,
+        unknown_gpus=_unknown_gpus(facts),
+        model_cache=model_cache_changes(previous.model_cache, catalog.model_cache),
+        criteria=criteria,
+        conformance=per_target,
+        stacks=broken_selections(
+            selections(PROJECT_DIR), changes, previous_manifests(previous), next_manifests(revision)
+        ),
+        model_cache_conformance=cache_problems,
+        notes=notes,
     )
 
 
 def absorb(upstream: Path, commit: str, date: Optional[str], root: Path, dry_run: bool) -> tuple[Report, bool]:
     previous = load_catalog(root)
     revision = read_upstream(upstream)
-    provenance = resolve(upstream, commit, date, Provenance(**previous.data.upstream.model_dump()),
-                         plain_copy=upstream.is_relative_to(root.resolve()))
+    provenance = resolve(
+        upstream,
+        commit,
+        date,
+        Provenance(**previous.data.upstream.model_dump()),
+        plain_copy=upstream.is_relative_to(root.resolve()),
+    )
     data, changes = next_catalog(revision, previous, provenance)
     with tempfile.TemporaryDirectory(prefix="absorb-") as tmp:
         staging = Path(tmp) / "catalog"
@@ -115,8 +137,9 @@ def absorb(upstream: Path, commit: str, date: Optional[str], root: Path, dry_run
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="make absorb", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--upstream", type=Path, required=True,
-                        help="the upstream recipes/nemotron-3.5-lightning directory")
+    parser.add_argument(
+        "--upstream", type=Path, required=True, help="the upstream recipes/nemotron-3.5-lightning directory"
+    )
     parser.add_argument("--commit", required=True, help="the upstream commit those files are")
     parser.add_argument("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
     parser.add_argument("--dry-run", action="store_true", help="report only; write nothing")

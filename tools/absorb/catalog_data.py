@@ -4,6 +4,7 @@ Order is kept stable so a revision's diff shows only what changed: surviving tar
 were (a renamed one takes its old place), new ones follow sorted by id; download Jobs likewise (the
 first Job is the one `modelCache.checkpoints.base` defaults from).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -32,9 +33,12 @@ def _figures(revision: UpstreamRevision, target_id: str) -> dict[str, Optional[f
 def entry_of(revision: UpstreamRevision, target_id: str) -> dict[str, Any]:
     """The `targets.yaml` fields of a target besides its id: what the manifest says, and the table's row."""
     target = revision.targets[target_id]
-    return {"manifest": f"{RECIPES_DIR}/{target.manifest}",
-            "speculativeDecoding": speculative_decoding_of(target.config_map), "routing": routing_of(target.dgd),
-            "performance": _figures(revision, target_id)}
+    return {
+        "manifest": f"{RECIPES_DIR}/{target.manifest}",
+        "speculativeDecoding": speculative_decoding_of(target.config_map),
+        "routing": routing_of(target.dgd),
+        "performance": _figures(revision, target_id),
+    }
 
 
 def _recipe(revision: UpstreamRevision, target_id: str) -> Recipe:
@@ -43,19 +47,25 @@ def _recipe(revision: UpstreamRevision, target_id: str) -> Recipe:
         entry = TargetEntry.model_validate({"id": target_id, **entry_of(revision, target_id)})
     except pydantic.ValidationError as error:
         first = error.errors()[0]
-        raise UpstreamError(f"{target.manifest}: not a catalog target: {'.'.join(map(str, first['loc']))}: "
-                            f"{first['msg']} (got {first.get('input')!r})") from None
+        raise UpstreamError(
+            f"{target.manifest}: not a catalog target: {'.'.join(map(str, first['loc']))}: "
+            f"{first['msg']} (got {first.get('input')!r})"
+        ) from None
     return Recipe(entry, target.config_map, target.dgd)
 
 
 def previous_manifests(catalog: Catalog) -> dict[str, Manifests]:
-    return {target_id: Manifests(recipe, recipe.entry.model_dump(exclude={"id"}))
-            for target_id, recipe in catalog.recipes.items()}
+    return {
+        target_id: Manifests(recipe, recipe.entry.model_dump(exclude={"id"}))
+        for target_id, recipe in catalog.recipes.items()
+    }
 
 
 def next_manifests(revision: UpstreamRevision) -> dict[str, Manifests]:
-    return {target_id: Manifests(_recipe(revision, target_id), entry_of(revision, target_id))
-            for target_id in revision.targets}
+    return {
+        target_id: Manifests(_recipe(revision, target_id), entry_of(revision, target_id))
+        for target_id in revision.targets
+    }
 
 
 def ordered_ids(previous: list[str], changes: TargetChanges, current: set[str]) -> list[str]:
@@ -71,7 +81,9 @@ def _benchmark_source(revision: UpstreamRevision, provenance: Provenance) -> str
 
 
 def next_catalog(
-    revision: UpstreamRevision, previous: Catalog, provenance: Provenance,
+    revision: UpstreamRevision,
+    previous: Catalog,
+    provenance: Provenance,
 ) -> tuple[dict[str, Any], TargetChanges]:
     """The data of the next `targets.yaml`, and how its targets differ from `previous`."""
     changes = compare_targets(previous_manifests(previous), next_manifests(revision))
@@ -81,8 +93,12 @@ def next_catalog(
     jobs = [j for j in previous_jobs if j in jobs] + sorted(set(jobs) - set(previous_jobs))
     data = {
         "schemaVersion": SCHEMA_VERSION,
-        "upstream": {"repository": provenance.repository, "path": provenance.path, "commit": provenance.commit,
-                     "date": provenance.date},
+        "upstream": {
+            "repository": provenance.repository,
+            "path": provenance.path,
+            "commit": provenance.commit,
+            "date": provenance.date,
+        },
         "modelCache": {"claim": f"{RECIPES_DIR}/{revision.claim}", "downloadJobs": jobs},
         "benchmark": {"workload": previous.data.benchmark.workload, "source": _benchmark_source(revision, provenance)},
         "criteria": {**previous.criteria.model_dump(), **revision.criteria},

@@ -2,6 +2,7 @@
 
 The text is a function of the data alone, so absorbing the same revision twice writes the same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,10 @@ def targets_yaml(data: dict[str, Any]) -> str:
         HEADER.rstrip("\n"),
         f"schemaVersion: {data['schemaVersion']}",
         "upstream:",
-        *(f"  {key}: {_scalar(upstream[key]) if key != 'date' else json.dumps(upstream[key])}"
-          for key in ("repository", "path", "commit", "date")),
+        *(
+            f"  {key}: {_scalar(upstream[key]) if key != 'date' else json.dumps(upstream[key])}"
+            for key in ("repository", "path", "commit", "date")
+        ),
         "modelCache:",
         f"  claim: {_scalar(cache['claim'])}",
         "  downloadJobs:",

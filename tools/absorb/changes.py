@@ -6,6 +6,7 @@ speculative-decoding method) whose manifests, with their own names blanked out, 
 another GPU are ~0.99 alike, so the kind, not the ratio, keeps a new GPU's target from passing for a
 rename of a removed one. Pairs are taken best first, each target at most once.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -43,8 +44,12 @@ class Manifests:
     @property
     def kind(self) -> tuple[Any, ...]:
         recipe = self.recipe
-        return (recipe.backend, tuple((c["name"], c["type"]) for c in recipe.components), tuple(recipe.gpu_products),
-                recipe.speculative_decoding)
+        return (
+            recipe.backend,
+            tuple((c["name"], c["type"]) for c in recipe.components),
+            tuple(recipe.gpu_products),
+            recipe.speculative_decoding,
+        )
 
 
 @dataclass
@@ -88,7 +93,7 @@ def similarity(a: Manifests, b: Manifests) -> float:
 def _readable(path: str, components: list[str]) -> str:
     """`root[1]['spec']['components'][2]['replicas']` -> `DynamoGraphDeployment spec.components[decode].replicas`."""
     kind = "ConfigMap" if path.startswith("root[0]") else "DynamoGraphDeployment"
-    rest = path[len("root[0]"):]
+    rest = path[len("root[0]") :]
 
     def component(match: re.Match[str]) -> str:
         index = int(match.group(1))
@@ -112,13 +117,17 @@ def _described(difference: Difference, components: list[str]) -> str:
 
 def field_changes(old: Manifests, new: Manifests) -> list[str]:
     """Catalog fields (`performance.ttftP50Ms: 241.21 -> 250.0`) and manifest paths that differ."""
-    found = [f"{key}: {old.entry.get(key)!r} -> {new.entry.get(key)!r}"
-             for key in sorted(old.entry.keys() | new.entry.keys())
-             if key != "performance" and old.entry.get(key) != new.entry.get(key)]
+    found = [
+        f"{key}: {old.entry.get(key)!r} -> {new.entry.get(key)!r}"
+        for key in sorted(old.entry.keys() | new.entry.keys())
+        if key != "performance" and old.entry.get(key) != new.entry.get(key)
+    ]
     old_figures, new_figures = old.entry.get("performance", {}), new.entry.get("performance", {})
-    found += [f"performance.{key}: {old_figures.get(key)} -> {new_figures.get(key)}"
-              for key in sorted(old_figures.keys() | new_figures.keys())
-              if old_figures.get(key) != new_figures.get(key)]
+    found += [
+        f"performance.{key}: {old_figures.get(key)} -> {new_figures.get(key)}"
+        for key in sorted(old_figures.keys() | new_figures.keys())
+        if old_figures.get(key) != new_figures.get(key)
+    ]
     components = [c["name"] for c in new.dgd["spec"]["components"]]
     paths = list(dict.fromkeys(_described(d, components) for d in differences(normalized(old), normalized(new))))
     more = [f"(+{len(paths) - MAX_PATHS} more manifest paths)"] if len(paths) > MAX_PATHS else []
@@ -130,8 +139,9 @@ def compare_targets(old: Mapping[str, Manifests], new: Mapping[str, Manifests]) 
     changes = TargetChanges()
     removed = [t for t in old if t not in new]
     added = [t for t in new if t not in old]
-    pairs = sorted(((similarity(old[r], new[a]), r, a) for r in removed for a in added
-                    if old[r].kind == new[a].kind), reverse=True)
+    pairs = sorted(
+        ((similarity(old[r], new[a]), r, a) for r in removed for a in added if old[r].kind == new[a].kind), reverse=True
+    )
     for score, old_id, new_id in pairs:
         if score >= RENAME_SIMILARITY and old_id in removed and new_id in added:
             removed.remove(old_id)
@@ -161,23 +171,33 @@ def model_cache_changes(old: ModelCacheFacts, new: ModelCacheFacts) -> list[str]
     found += [f"claim: {path}" for path in _paths(old.claim, new.claim) if not path.endswith("storage")]
     old_jobs, new_jobs = {j.name: j for j in old.jobs}, {j.name: j for j in new.jobs}
     for name in sorted(new_jobs.keys() - old_jobs.keys()):
-        found.append(f"download Job added: {name} ({new_jobs[name].path}): "
-                     + ", ".join(f"{env}={repo}" for env, repo in new_jobs[name].checkpoints))
+        found.append(
+            f"download Job added: {name} ({new_jobs[name].path}): "
+            + ", ".join(f"{env}={repo}" for env, repo in new_jobs[name].checkpoints)
+        )
     found += [f"download Job removed: {name}" for name in sorted(old_jobs.keys() - new_jobs.keys())]
     for name in sorted(old_jobs.keys() & new_jobs.keys()):
         before, after = old_jobs[name], new_jobs[name]
         if before.checkpoints != after.checkpoints:
-            found.append(f"download Job {name} checkpoints: "
-                         + ", ".join(f"{env}={repo}" for env, repo in before.checkpoints) + " -> "
-                         + ", ".join(f"{env}={repo}" for env, repo in after.checkpoints))
-        found += [f"download Job {name}: {path}" for path in _paths(before.manifest, after.manifest)
-                  if not path.endswith(".args")]
+            found.append(
+                f"download Job {name} checkpoints: "
+                + ", ".join(f"{env}={repo}" for env, repo in before.checkpoints)
+                + " -> "
+                + ", ".join(f"{env}={repo}" for env, repo in after.checkpoints)
+            )
+        found += [
+            f"download Job {name}: {path}"
+            for path in _paths(before.manifest, after.manifest)
+            if not path.endswith(".args")
+        ]
         if before.script != after.script:
             found.append(f"download Job {name}: script changed")
     return found
 
 
 def _paths(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    paths = (re.sub(r"(\[\d+\])+$", "", re.sub(r"\['([^']*)'\]", r".\1", d.path)).removeprefix("root.")
-             for d in differences(old, new))
+    paths = (
+        re.sub(r"(\[\d+\])+$", "", re.sub(r"\['([^']*)'\]", r".\1", d.path)).removeprefix("root.")
+        for d in differences(old, new)
+    )
     return list(dict.fromkeys(paths))

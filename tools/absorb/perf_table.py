@@ -6,6 +6,7 @@ A performance table is any Markdown table with a `Recipe` column (a path such as
 empty, `-` or `n/a` cell is an unknown figure; any other cell that is not a number is an error naming
 the file, line and column. The same recipe in two tables must carry the same figures.
 """
+
 from __future__ import annotations
 
 import re

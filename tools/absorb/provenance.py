@@ -5,6 +5,7 @@ directory) and the date and path come from git. A plain copy (the shared referen
 the date given, except when it is the commit the catalog already records; so does the catalog's own
 vendored copy (it sits in this project's git repository, not upstream's).
 """
+
 from __future__ import annotations
 
 import re
@@ -28,15 +29,21 @@ class Provenance:
 
 def _git(directory: Path, *args: str) -> Optional[str]:
     try:
-        done = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=60,
-                              check=False)
+        done = subprocess.run(
+            ["git", "-C", str(directory), *args], capture_output=True, text=True, timeout=60, check=False
+        )
     except FileNotFoundError:
         return None
     return done.stdout.strip() if done.returncode == 0 else None
 
 
 def resolve(
-    directory: Path, commit: str, date: Optional[str], recorded: Provenance, *, plain_copy: bool = False,
+    directory: Path,
+    commit: str,
+    date: Optional[str],
+    recorded: Provenance,
+    *,
+    plain_copy: bool = False,
 ) -> Provenance:
     """`plain_copy`: read `directory` as a plain copy even inside a git checkout (the catalog's own vendored
     copy lives in this project's repository, not upstream's)."""
@@ -47,8 +54,10 @@ def resolve(
     prefix = None if plain_copy else _git(directory, "rev-parse", "--show-prefix")
     if prefix is None:
         if date is None and commit != recorded.commit:
-            raise ProvenanceError(f"{directory} is not a git checkout, so the date of {commit} is unknown: "
-                                  "give DATE=YYYY-MM-DD (the commit date)")
+            raise ProvenanceError(
+                f"{directory} is not a git checkout, so the date of {commit} is unknown: "
+                "give DATE=YYYY-MM-DD (the commit date)"
+            )
         return Provenance(recorded.repository, recorded.path, commit, date or recorded.date)
     full = _git(directory, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     if full is None:

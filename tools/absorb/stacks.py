@@ -1,5 +1,6 @@
 """The stacks of this repository (`Pulumi.<stack>.yaml`), the catalog targets each selects, and which of
 those selections an absorbed revision breaks (with the replacement to select instead)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -29,8 +30,12 @@ def selections(project_dir: Path) -> list[Selection]:
     return found
 
 
-def broken_selections(stack_selections: list[Selection], changes: TargetChanges, previous: Mapping[str, Manifests],
-                      current: Mapping[str, Manifests]) -> list[str]:
+def broken_selections(
+    stack_selections: list[Selection],
+    changes: TargetChanges,
+    previous: Mapping[str, Manifests],
+    current: Mapping[str, Manifests],
+) -> list[str]:
     """One line per selection of a renamed, removed or unknown target; a removed one gets its closest match."""
     renamed, lines = changes.new_id_of, []
     for selection in stack_selections:

@@ -5,6 +5,7 @@ Targets are the manifests holding a DynamoGraphDeployment (id: the manifest's di
 What is vendored: every regular file whose suffix is listed (manifests, Markdown, scripts), byte for
 byte; symlinks and other files (an LFS trace, say) are named in the report and left out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,8 +60,9 @@ def _documents(path: Path, label: str) -> list[dict[str, Any]]:
 def _target(label: str, documents: list[dict[str, Any]]) -> UpstreamTarget:
     kinds = sorted(str(d.get("kind")) for d in documents)
     if kinds != ["ConfigMap", "DynamoGraphDeployment"]:
-        raise UpstreamError(f"{label}: holds {kinds}; a target manifest holds one ConfigMap and one "
-                            "DynamoGraphDeployment")
+        raise UpstreamError(
+            f"{label}: holds {kinds}; a target manifest holds one ConfigMap and one DynamoGraphDeployment"
+        )
     by_kind = {d["kind"]: d for d in documents}
     return UpstreamTarget(target_id_of(label), label, by_kind["ConfigMap"], by_kind["DynamoGraphDeployment"])
 
@@ -90,12 +92,21 @@ def read_upstream(root: Path) -> UpstreamRevision:
         elif "Job" in kinds:
             jobs.append(relative)
     if len(claims) != 1:
-        raise UpstreamError(f"the model cache needs exactly one PersistentVolumeClaim manifest, found "
-                            f"{claims or 'none'}")
+        raise UpstreamError(
+            f"the model cache needs exactly one PersistentVolumeClaim manifest, found {claims or 'none'}"
+        )
     if not jobs:
         raise UpstreamError("no download Job manifest (a Job beside the claim)")
     if not targets:
         raise UpstreamError("no target manifest (a DynamoGraphDeployment)")
     figures = published_figures(root)
-    return UpstreamRevision(root, tuple(files), tuple(skipped), dict(sorted(targets.items())), claims[0], tuple(jobs),
-                            figures, published_criteria(root))
+    return UpstreamRevision(
+        root,
+        tuple(files),
+        tuple(skipped),
+        dict(sorted(targets.items())),
+        claims[0],
+        tuple(jobs),
+        figures,
+        published_criteria(root),
+    )

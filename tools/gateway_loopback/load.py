@@ -1,6 +1,7 @@
 """A bounded closed-loop load through the gateway (stdlib HTTP, N requests at C concurrent) and the
 figures the failover tests and the benchmark report: failed, p50/p99 latency, fallback share, and who
 answered (the `x-litellm-model-group` / `x-litellm-model-id` headers and the response's `model`)."""
+
 from __future__ import annotations
 
 import http.client
@@ -8,9 +9,10 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Optional
 from urllib.parse import urlsplit
 
 
@@ -33,12 +35,13 @@ class Outcome:
 
 def _stream_body(response: http.client.HTTPResponse) -> tuple[str, str, str]:
     """(model, content, error) of an SSE stream; an `error` event or a cut stream is an error."""
-    model, parts, done = "", [], False
+    model, done = "", False
+    parts: list[str] = []
     for raw in response:
         line = raw.decode().strip()
         if not line.startswith("data:"):
             continue
-        data = line[len("data:"):].strip()
+        data = line[len("data:") :].strip()
         if data == "[DONE]":
             done = True
             break
@@ -53,13 +56,23 @@ def _stream_body(response: http.client.HTTPResponse) -> tuple[str, str, str]:
 
 def send(base_url: str, key: str, model: str, index: int, stream: bool, timeout: float) -> Outcome:
     target = urlsplit(base_url)
-    body = json.dumps({"model": model, "stream": stream, "max_tokens": 16,
-                       "messages": [{"role": "user", "content": f"request {index}"}]})
+    body = json.dumps(
+        {
+            "model": model,
+            "stream": stream,
+            "max_tokens": 16,
+            "messages": [{"role": "user", "content": f"request {index}"}],
+        }
+    )
     started = time.monotonic()
-    connection = http.client.HTTPConnection(target.hostname, target.port, timeout=timeout)
+    connection = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=timeout)
     try:
-        connection.request("POST", "/v1/chat/completions", body=body,
-                           headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            "/v1/chat/completions",
+            body=body,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
         response = connection.getresponse()
         group = response.getheader("x-litellm-model-group", "")
         deployment = response.getheader("x-litellm-model-id", "")
@@ -73,16 +86,27 @@ def send(base_url: str, key: str, model: str, index: int, stream: bool, timeout:
             payload = json.loads(response.read())
             answered_model, error = payload.get("model", ""), ""
             content = payload["choices"][0]["message"]["content"]
-        return Outcome(index, started, time.monotonic() - started, 200, answered_model, group, deployment, content, error)
+        return Outcome(
+            index, started, time.monotonic() - started, 200, answered_model, group, deployment, content, error
+        )
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return Outcome(index, started, time.monotonic() - started, 0, "", "", "", "", repr(exc))
     finally:
         connection.close()
 
 
-def run_load(base_url: str, key: str, model: str, total: int, concurrency: int, *, stream: bool = False,
-             timeout: float = 30.0, deadline_seconds: float = 120.0,
-             actions: Optional[Mapping[int, Callable[[], None]]] = None) -> list[Outcome]:
+def run_load(
+    base_url: str,
+    key: str,
+    model: str,
+    total: int,
+    concurrency: int,
+    *,
+    stream: bool = False,
+    timeout: float = 30.0,
+    deadline_seconds: float = 120.0,
+    actions: Optional[Mapping[int, Callable[[], None]]] = None,
+) -> list[Outcome]:
     """`total` requests, `concurrency` at a time; `actions[i]` runs just before request i is sent (a
     backend killed mid-run). Nothing is sent after `deadline_seconds` (so a run lasts at most that plus
     one request `timeout`): the outcomes are then fewer than `total`, which the figures show."""
@@ -124,19 +148,28 @@ class Figures:
     answered_by_group: Mapping[str, int]
 
     @classmethod
-    def of(cls, scenario: str, requested_model: str, outcomes: list[Outcome]) -> "Figures":
+    def of(cls, scenario: str, requested_model: str, outcomes: list[Outcome]) -> Figures:
         latencies = [o.latency * 1000 for o in outcomes]
         answered = [o for o in outcomes if o.ok]
         by_group: dict[str, int] = {}
         for outcome in answered:
             by_group[outcome.group] = by_group.get(outcome.group, 0) + 1
         fallback = sum(1 for o in answered if o.group != requested_model)
-        return cls(scenario, len(outcomes), len(outcomes) - len(answered), round(percentile(latencies, 0.5), 1),
-                   round(percentile(latencies, 0.99), 1), round(max(latencies), 1),
-                   round(fallback / len(answered), 3) if answered else 0.0, by_group)
+        return cls(
+            scenario,
+            len(outcomes),
+            len(outcomes) - len(answered),
+            round(percentile(latencies, 0.5), 1),
+            round(percentile(latencies, 0.99), 1),
+            round(max(latencies), 1),
+            round(fallback / len(answered), 3) if answered else 0.0,
+            by_group,
+        )
 
     def line(self) -> str:
         groups = ", ".join(f"{group or '?'}: {count}" for group, count in sorted(self.answered_by_group.items()))
-        return (f"{self.scenario}: {self.requests} requests, failed {self.failed}, p50 {self.p50_ms:.0f} ms, "
-                f"p99 {self.p99_ms:.0f} ms, max {self.max_ms:.0f} ms, fallback share {self.fallback_share:.0%} "
-                f"({groups})")
+        return (
+            f"{self.scenario}: {self.requests} requests, failed {self.failed}, p50 {self.p50_ms:.0f} ms, "
+            f"p99 {self.p99_ms:.0f} ms, max {self.max_ms:.0f} ms, fallback share {self.fallback_share:.0%} "
+            f"({groups})"
+        )

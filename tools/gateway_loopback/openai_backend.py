@@ -4,6 +4,7 @@ a fixed latency, answering as `--backend-id` so a test can tell which backend se
 Stdlib only and run as its own process (`python openai_backend.py --port ...`), so a test can SIGKILL
 it (a dead target) or SIGSTOP it (a hung one: the kernel still accepts connections, nothing answers).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,23 +23,33 @@ def completion(model: str, backend_id: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": f"answered by {backend_id}"}}],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": f"answered by {backend_id}"},
+            }
+        ],
         "usage": {"prompt_tokens": 8, "completion_tokens": 3, "total_tokens": 11},
     }
 
 
 def chunk(model: str, chunk_id: str, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-    body = {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+    body = {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "BackendServer"
+    server: BackendServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
@@ -49,13 +60,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+    def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._json(200, {"object": "list", "data": [{"id": self.server.model, "object": "model"}]})
         else:
             self._json(200, {"status": "ok"})
 
-    def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+    def do_POST(self) -> None:
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         if not self.path.endswith("/chat/completions"):
             self._json(404, {"error": {"message": f"no route {self.path}"}})

@@ -1,6 +1,7 @@
 """The processes of a loopback gateway run: the real LiteLLM proxy (from `.venv-gateway`, which `make
 gateway-venv` builds), OpenAI-compatible backends and SageMaker runtime stand-ins, each its own process
 so it can be killed (SIGKILL), hung (SIGSTOP) and resumed (SIGCONT) like a pod."""
+
 from __future__ import annotations
 
 import copy
@@ -12,9 +13,10 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import yaml
 
@@ -28,8 +30,10 @@ FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIDLOOPBACKFAKE0000", "AWS_SECRET
 def litellm_executable() -> Path:
     executable = GATEWAY_VENV / "bin" / "litellm"
     if not executable.is_file():
-        raise RuntimeError(f"{executable} is missing: run `make gateway-venv` (the pinned LiteLLM proxy, "
-                           "requirements-gateway.txt) before the gateway tests")
+        raise RuntimeError(
+            f"{executable} is missing: run `make gateway-venv` (the pinned LiteLLM proxy, "
+            "requirements-gateway.txt) before the gateway tests"
+        )
     return executable
 
 
@@ -43,7 +47,7 @@ def wait_until_ready(url: str, deadline_seconds: float, process: subprocess.Pope
     deadline = time.monotonic() + deadline_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args} exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{log.read_text()[-4000:]}")
         try:
             with urllib.request.urlopen(url, timeout=1) as response:
                 if response.status == 200:
@@ -87,13 +91,26 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def start(name: str, command: list[str], port: int, ready_path: str, workdir: Path,
-          env: Optional[Mapping[str, str]] = None, ready_seconds: float = 10) -> Process:
+def start(
+    name: str,
+    command: list[str],
+    port: int,
+    ready_path: str,
+    workdir: Path,
+    env: Optional[Mapping[str, str]] = None,
+    ready_seconds: float = 10,
+) -> Process:
     log = workdir / f"{name}.log"
     with log.open("ab") as sink:
-        popen = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=workdir,
-                                 env=dict(env) if env is not None else None, start_new_session=True,
-                                 preexec_fn=_die_with_parent)
+        popen = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
     process = Process(name, port, popen, log, command, ready_path)
     try:
         wait_until_ready(f"{process.url}{ready_path}", ready_seconds, popen, log)
@@ -111,17 +128,41 @@ def restart(process: Process, workdir: Path) -> Process:
 
 def start_openai_backend(backend_id: str, model: str, latency: float, workdir: Path) -> Process:
     port = free_port()
-    command = [sys.executable, str(HERE / "openai_backend.py"), "--port", str(port), "--model", model,
-               "--backend-id", backend_id, "--latency", str(latency)]
+    command = [
+        sys.executable,
+        str(HERE / "openai_backend.py"),
+        "--port",
+        str(port),
+        "--model",
+        model,
+        "--backend-id",
+        backend_id,
+        "--latency",
+        str(latency),
+    ]
     return start(f"backend-{backend_id.replace('/', '_').replace(':', '_')}", command, port, "/health", workdir)
 
 
 def start_sagemaker_runtime(endpoint: str, region: str, model: str, latency: float, workdir: Path) -> Process:
     port = free_port()
-    command = [sys.executable, str(HERE / "sagemaker_runtime.py"), "--port", str(port), "--endpoint", endpoint,
-               "--region", region, "--model", model, "--latency", str(latency),
-               "--access-key", FAKE_AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-               "--secret-key", FAKE_AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]]
+    command = [
+        sys.executable,
+        str(HERE / "sagemaker_runtime.py"),
+        "--port",
+        str(port),
+        "--endpoint",
+        endpoint,
+        "--region",
+        region,
+        "--model",
+        model,
+        "--latency",
+        str(latency),
+        "--access-key",
+        FAKE_AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "--secret-key",
+        FAKE_AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    ]
     return start(f"sagemaker-{endpoint}", command, port, "/", workdir)
 
 
@@ -144,10 +185,25 @@ def start_proxy(config: Mapping[str, Any], master_key: str, workdir: Path) -> Pr
     config_file = workdir / "litellm-config.yaml"
     config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
     port = free_port()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LITELLM_MASTER_KEY": master_key,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "DISABLE_ADMIN_UI": "True",
-           "LITELLM_LOG": os.environ.get("GATEWAY_LOOPBACK_LOG", "ERROR"),  # INFO/DEBUG to see routing decisions
-           "NO_PROXY": "127.0.0.1,localhost", **FAKE_AWS_CREDENTIALS}
-    command = [str(litellm_executable()), "--config", str(config_file), "--host", "127.0.0.1", "--port", str(port),
-               "--num_workers", "1"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workdir),
+        "LITELLM_MASTER_KEY": master_key,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "DISABLE_ADMIN_UI": "True",
+        "LITELLM_LOG": os.environ.get("GATEWAY_LOOPBACK_LOG", "ERROR"),  # INFO/DEBUG to see routing decisions
+        "NO_PROXY": "127.0.0.1,localhost",
+        **FAKE_AWS_CREDENTIALS,
+    }
+    command = [
+        str(litellm_executable()),
+        "--config",
+        str(config_file),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num_workers",
+        "1",
+    ]
     return start("litellm-proxy", command, port, "/health/readiness", workdir, env=env, ready_seconds=90)

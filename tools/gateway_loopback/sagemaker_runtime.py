@@ -6,6 +6,7 @@
 from the same (fake) credentials, region and service over the signed headers and the body. Anything
 else gets the 403 the runtime returns. Run as its own process, so a test can kill it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,16 @@ AUTHORIZATION = re.compile(
 )
 
 
-def signature_problem(method: str, host_url: str, path: str, headers: Any, body: bytes,
-                      credentials: Credentials, region: str, endpoint: str) -> Optional[str]:
+def signature_problem(
+    method: str,
+    host_url: str,
+    path: str,
+    headers: Any,
+    body: bytes,
+    credentials: Credentials,
+    region: str,
+    endpoint: str,
+) -> Optional[str]:
     """Why this request is not a valid SigV4 `sagemaker` request for `endpoint` in `region`, or None."""
     match = AUTHORIZATION.match(headers.get("Authorization", ""))
     if match is None:
@@ -39,8 +48,9 @@ def signature_problem(method: str, host_url: str, path: str, headers: Any, body:
     if path != f"/endpoints/{endpoint}/invocations":
         return f"path {path!r} is not the invocations path of endpoint {endpoint!r}"
     signed = match["signed"].split(";")
-    request = AWSRequest(method=method, url=f"{host_url}{path}", data=body,
-                         headers={name: headers.get(name, "") for name in signed})
+    request = AWSRequest(
+        method=method, url=f"{host_url}{path}", data=body, headers={name: headers.get(name, "") for name in signed}
+    )
     request.context["timestamp"] = headers.get("X-Amz-Date", "")
     auth = SigV4Auth(credentials, "sagemaker", region)
     expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)), request)
@@ -51,9 +61,9 @@ def signature_problem(method: str, host_url: str, path: str, headers: Any, body:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "RuntimeServer"
+    server: RuntimeServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
@@ -64,26 +74,44 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def do_POST(self) -> None:  # noqa: N802 (stdlib name)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         server = self.server
-        problem = signature_problem("POST", f"http://{self.headers.get('Host', '')}", self.path, self.headers, body,
-                                    server.credentials, server.region, server.endpoint)
+        problem = signature_problem(
+            "POST",
+            f"http://{self.headers.get('Host', '')}",
+            self.path,
+            self.headers,
+            body,
+            server.credentials,
+            server.region,
+            server.endpoint,
+        )
         if problem:
             server.rejected += 1
             self._json(403, {"message": f"SigV4 check failed: {problem}"})
             return
         server.accepted += 1
         time.sleep(server.latency_seconds)
-        self._json(200, {
-            "id": f"chatcmpl-sagemaker-{server.accepted}", "object": "chat.completion", "created": int(time.time()),
-            "model": server.model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f"answered by sagemaker:{server.endpoint}"}}],
-            "usage": {"prompt_tokens": 8, "completion_tokens": 3, "total_tokens": 11},
-        })
+        self._json(
+            200,
+            {
+                "id": f"chatcmpl-sagemaker-{server.accepted}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": server.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f"answered by sagemaker:{server.endpoint}"},
+                    }
+                ],
+                "usage": {"prompt_tokens": 8, "completion_tokens": 3, "total_tokens": 11},
+            },
+        )
 
-    def do_GET(self) -> None:  # noqa: N802 (stdlib name)
+    def do_GET(self) -> None:
         self._json(200, {"accepted": self.server.accepted, "rejected": self.server.rejected})
 
 
@@ -91,8 +119,9 @@ class RuntimeServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, port: int, endpoint: str, region: str, model: str, credentials: Credentials,
-                 latency_seconds: float) -> None:
+    def __init__(
+        self, port: int, endpoint: str, region: str, model: str, credentials: Credentials, latency_seconds: float
+    ) -> None:
         super().__init__(("127.0.0.1", port), Handler)
         self.endpoint, self.region, self.model, self.credentials = endpoint, region, model, credentials
         self.latency_seconds = latency_seconds
@@ -106,8 +135,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--latency", type=float, default=0.3)
     args = parser.parse_args()
-    server = RuntimeServer(args.port, args.endpoint, args.region, args.model,
-                           Credentials(args.access_key, args.secret_key), args.latency)
+    server = RuntimeServer(
+        args.port, args.endpoint, args.region, args.model, Credentials(args.access_key, args.secret_key), args.latency
+    )
     print(f"listening on {args.port}", flush=True)
     server.serve_forever()
 

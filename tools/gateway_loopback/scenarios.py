@@ -5,14 +5,15 @@ Each scenario is bounded in requests and time and returns its `Figures` plus wha
 on; the tests (`tests/test_gateway_failover.py`) and the benchmark (`benchmarks/gateway_failover.py`)
 run the same functions.
 """
+
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from serving_stack.plan.gateway import (
     DYNAMO_ID_PREFIX,
@@ -68,8 +69,13 @@ def kill_all(processes: Sequence[Process]) -> None:
 
 
 @contextmanager
-def loopback_gateway(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend],
-                     settings: GatewaySettings, workdir: Path, latency: float = 0.3) -> Iterator[LoopbackGateway]:
+def loopback_gateway(
+    dynamo: Sequence[DynamoBackend],
+    sagemaker: Sequence[SageMakerBackend],
+    settings: GatewaySettings,
+    workdir: Path,
+    latency: float = 0.3,
+) -> Iterator[LoopbackGateway]:
     """Backends, SageMaker stand-ins and the proxy, started; every process stopped on exit."""
     plan = plan_gateway(dynamo, sagemaker, settings)
     with ExitStack() as cleanup:
@@ -79,7 +85,9 @@ def loopback_gateway(dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMa
             cleanup.callback(process.kill)
             backends[f"{DYNAMO_ID_PREFIX}{backend.target_id}"] = process
         for endpoint in sagemaker:
-            process = start_sagemaker_runtime(endpoint.name, endpoint.region, endpoint.served_model_name, latency, workdir)
+            process = start_sagemaker_runtime(
+                endpoint.name, endpoint.region, endpoint.served_model_name, latency, workdir
+            )
             cleanup.callback(process.kill)
             backends[f"{SAGEMAKER_ID_PREFIX}{endpoint.name}"] = process
         master_key = f"sk-loopback-{secrets.token_hex(16)}"

@@ -6,6 +6,7 @@ The failover scenarios need a same-model SageMaker endpoint (prod's Lightning on
 degraded one serving another model. A stack that names no degraded fallback (prod: it serves Lightning
 only) gets a loopback stand-in for it, named as `gateway.degradedFallback.endpoint` would name it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,12 @@ from serving_stack.plan.gateway_stack import gateway_settings
 
 # The production router settings with short timeouts and cooldown, so each scenario ends in seconds.
 # The scenarios' bounds are derived from these values.
-LOOPBACK_TIMINGS: dict[str, Any] = {"timeout_seconds": 3.0, "stream_timeout_seconds": 1.5, "cooldown_seconds": 10,
-                                     "health_check_interval_seconds": 2}
+LOOPBACK_TIMINGS: dict[str, Any] = {
+    "timeout_seconds": 3.0,
+    "stream_timeout_seconds": 1.5,
+    "cooldown_seconds": 10,
+    "health_check_interval_seconds": 2,
+}
 BACKEND_LATENCY_SECONDS = 0.3
 REQUESTS, CONCURRENCY = 200, 8
 DEGRADED_STAND_IN = SageMakerBackend("degraded-stand-in", "", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
@@ -44,8 +49,9 @@ class StackBackends:
 def stack_backends(outputs: Mapping[str, Any], gateway: GatewayConfig) -> StackBackends:
     endpoints = outputs["endpoints"]
     dynamo = tuple(DynamoBackend(e["id"], e["servedModelName"], e["url"]) for e in endpoints if e["kind"] == "dynamo")
-    sagemaker = [SageMakerBackend(e["id"], e["region"], e["servedModelName"])
-                 for e in endpoints if e["kind"] == "sagemaker"]
+    sagemaker = [
+        SageMakerBackend(e["id"], e["region"], e["servedModelName"]) for e in endpoints if e["kind"] == "sagemaker"
+    ]
     models = {b.served_model_name for b in dynamo}
     if len(models) != 1 or len(dynamo) < 2:
         raise ValueError(f"the failover scenarios need one model served by two or more Dynamo targets, got {models}")

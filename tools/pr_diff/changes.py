@@ -1,4 +1,5 @@
 """What one changed field looks like, shared by the value and IAM diffs."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ A policy arrives as a JSON string (`policy`, `assumeRolePolicy`). Comparing the 
 unlabelled ones by equal actions, then in order. An Allow statement widens when it grants an action or
 resource no old pattern covered, or drops a condition; a Deny statement widens access when it narrows.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,8 @@ def _pair(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[tup
     unmatched = []
     for index, statement in new_rest:  # unchanged, then same actions, then by order
         match = next((s for s in old_rest if s == statement), None) or next(
-            (s for s in old_rest if _items(s, "Action") == _items(statement, "Action")), None)
+            (s for s in old_rest if _items(s, "Action") == _items(statement, "Action")), None
+        )
         if match is None:
             unmatched.append((index, statement))
             continue
@@ -114,8 +116,10 @@ def _compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], bool]
         grants_more, narrows = grants_more or more, narrows or less
     for field in OTHER_FIELDS:
         if old.get(field) != new.get(field):
-            details.append(f"{field}: `{json.dumps(old.get(field), sort_keys=True)}` → "
-                           f"`{json.dumps(new.get(field), sort_keys=True)}`")
+            details.append(
+                f"{field}: `{json.dumps(old.get(field), sort_keys=True)}` → "
+                f"`{json.dumps(new.get(field), sort_keys=True)}`"
+            )
             if field == "Condition":
                 grants_more = grants_more or _condition_loosens(old.get(field) or {}, new.get(field) or {})
             elif field != "Effect":

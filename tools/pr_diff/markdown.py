@@ -4,6 +4,7 @@ GitHub caps a comment at 65,536 characters and one comment holds every stack: pa
 `render_markdown` leaves out the field tables, then the resource lists; `tools/diff.py` keeps the whole
 diff beside the comment text in the CI artifact.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -22,7 +23,12 @@ INLINE_FIELD_ROWS = 40  # more field rows than this in the whole diff: fold each
 FOLD_RESOURCES = 10  # more resources than this in a section: fold the section
 MAX_ROWS_PER_RESOURCE = 60
 VALUE_CHARS = 120
-ACTIONS = {"replace": ("♻️", "replaced"), "remove": ("➖", "removed"), "add": ("➕", "added"), "change": ("✏️", "changed")}
+ACTIONS = {
+    "replace": ("♻️", "replaced"),
+    "remove": ("➖", "removed"),
+    "add": ("➕", "added"),
+    "change": ("✏️", "changed"),
+}
 # What a field is about, for the reviewer's eye: (label, path pattern).
 TOPICS = (
     ("replicas", r"\.replicas$"),
@@ -58,8 +64,9 @@ def _list_change(before: list[Any], after: list[Any]) -> str:
     """Scalar lists (container args) as the edits that turn one into the other."""
     if all(not isinstance(v, (dict, list)) for v in before + after):
         parts = []
-        matcher = difflib.SequenceMatcher(a=[json.dumps(v) for v in before], b=[json.dumps(v) for v in after],
-                                          autojunk=False)
+        matcher = difflib.SequenceMatcher(
+            a=[json.dumps(v) for v in before], b=[json.dumps(v) for v in after], autojunk=False
+        )
         for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op in ("delete", "replace"):
                 parts.append(f"− [{i1}] " + " ".join(code(v) for v in before[i1:i2]))
@@ -110,7 +117,12 @@ def _resource_block(change: ResourceChange, fold: bool, compact: bool) -> list[s
         return lines
     table = field_table(change.fields)
     if fold:
-        return lines + ["", "  <details><summary>fields</summary>", ""] + [f"  {t}" for t in table] + ["", "  </details>", ""]
+        return (
+            lines
+            + ["", "  <details><summary>fields</summary>", ""]
+            + [f"  {t}" for t in table]
+            + ["", "  </details>", ""]
+        )
     return lines + [""] + [f"  {t}" for t in table] + [""]
 
 
@@ -122,7 +134,8 @@ def _section(kind: str, changes: list[ResourceChange], fold_fields: bool, compac
     if kind in ("add", "remove"):
         body = ["| type | name | what |", "|---|---|---|"] + [
             f"| `{c.type}` | {c.name} | {_cell(_short('; '.join(filter(None, [c.summary, *c.warnings]))))} |"
-            for c in changes]
+            for c in changes
+        ]
     else:
         body = [line for c in changes for line in _resource_block(c, fold_fields, compact)]
     if len(changes) > FOLD_RESOURCES:
@@ -160,26 +173,46 @@ def cost_section(costs: tuple[CostLine, ...]) -> list[str]:
         lines.append(f"| {line.item} | {_cost_cell(line.base)} | {_cost_cell(line.head)} | {delta} |")
     total = {side: ("≥ " if unpriced[side] else "") + _usd(totals[side]) for side in totals}
     change = totals["head"] - totals["base"]
-    lines.append(f"| **total** | **{total['base']}** | **{total['head']}** | **{change:+,.2f}**"
-                 f"{' (priced items)' if any(unpriced.values()) else ''} |")
-    lines += ["", ("On-demand list prices at desired size (outputs `nodePools[].usdPerHourDesired`, "
-              "`endpoints[].costPerHourUsd`); n/a: no published price."), ""]
+    lines.append(
+        f"| **total** | **{total['base']}** | **{total['head']}** | **{change:+,.2f}**"
+        f"{' (priced items)' if any(unpriced.values()) else ''} |"
+    )
+    lines += [
+        "",
+        (
+            "On-demand list prices at desired size (outputs `nodePools[].usdPerHourDesired`, "
+            "`endpoints[].costPerHourUsd`); n/a: no published price."
+        ),
+        "",
+    ]
     return lines
 
 
 def _violation_line(violation: Violation) -> str:
-    return (f"- `{violation.level}` **{violation.policy}** on `{_cell(violation.resource)}`: "
-            f"{_cell(violation.message.replace('<', '&lt;'))}")
+    return (
+        f"- `{violation.level}` **{violation.policy}** on `{_cell(violation.resource)}`: "
+        f"{_cell(violation.message.replace('<', '&lt;'))}"
+    )
 
 
 def policy_section(diff: StackDiff) -> list[str]:
     mandatory = diff.head_mandatory
     advisory = len(diff.head_violations) - len(mandatory)
-    verdict = (f"❌ **{len(mandatory)} mandatory violation(s)**: `pulumi preview --policy-pack policy` fails"
-               if mandatory else "✅ no mandatory violation")
-    lines = ["#### 🛡️ Policy pack", "", (f"{verdict}; {advisory} advisory (base: "
-             f"{sum(v.mandatory for v in diff.base_violations)} mandatory, "
-             f"{sum(not v.mandatory for v in diff.base_violations)} advisory)."), ""]
+    verdict = (
+        f"❌ **{len(mandatory)} mandatory violation(s)**: `pulumi preview --policy-pack policy` fails"
+        if mandatory
+        else "✅ no mandatory violation"
+    )
+    lines = [
+        "#### 🛡️ Policy pack",
+        "",
+        (
+            f"{verdict}; {advisory} advisory (base: "
+            f"{sum(v.mandatory for v in diff.base_violations)} mandatory, "
+            f"{sum(not v.mandatory for v in diff.base_violations)} advisory)."
+        ),
+        "",
+    ]
     if diff.new_violations:
         lines += ["New:", "", *[_violation_line(v) for v in diff.new_violations], ""]
     if diff.resolved_violations:
@@ -208,13 +241,24 @@ def _chart(counts: dict[str, int], stack: str) -> list[str]:
 def _render(diff: StackDiff, base_label: str, head_label: str, detail: str) -> str:
     counts = {kind: len(diff.of_kind(kind)) for kind in ACTIONS}
     title = " · ".join(f"{emoji} {counts[kind]} {label}" for kind, (emoji, label) in ACTIONS.items())
-    lines = [f"### Stack `{diff.stack}`: {title}", "",
-             (f"Offline render (mock runtime) of {base_label} → {head_label}. "
-             "`pulumi preview --diff` in the preview job is authoritative for what the cloud holds."), ""]
+    lines = [
+        f"### Stack `{diff.stack}`: {title}",
+        "",
+        (
+            f"Offline render (mock runtime) of {base_label} → {head_label}. "
+            "`pulumi preview --diff` in the preview job is authoritative for what the cloud holds."
+        ),
+        "",
+    ]
     if not diff.resources:
         lines += ["No resource changes.", ""]
     else:
-        lines += ["| action | resources |", "|---|---|", *[f"| {ACTIONS[k][0]} {ACTIONS[k][1]} | {n} |" for k, n in counts.items()], ""]
+        lines += [
+            "| action | resources |",
+            "|---|---|",
+            *[f"| {ACTIONS[k][0]} {ACTIONS[k][1]} | {n} |" for k, n in counts.items()],
+            "",
+        ]
         lines += _chart(counts, diff.stack)
     lines += _attention(diff) + cost_section(diff.costs) + policy_section(diff)
     fold_fields = sum(len(c.fields) for c in diff.resources) > INLINE_FIELD_ROWS
@@ -222,7 +266,14 @@ def _render(diff: StackDiff, base_label: str, head_label: str, detail: str) -> s
         for kind in ACTIONS:
             lines += _section(kind, diff.of_kind(kind), fold_fields, compact=detail == "names")
     if diff.outputs and detail == "fields":
-        lines += ["<details><summary>📤 Stack outputs changed</summary>", "", *field_table(diff.outputs), "", "</details>", ""]
+        lines += [
+            "<details><summary>📤 Stack outputs changed</summary>",
+            "",
+            *field_table(diff.outputs),
+            "",
+            "</details>",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

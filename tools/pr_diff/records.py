@@ -1,4 +1,5 @@
 """One offline render (`build/<stack>/`) as plain data: resources by URN, outputs, policy violations."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,9 @@ class Render:
         return next((r for r in self.resources.values() if r.ref == ref), None)
 
     @classmethod
-    def from_records(cls, records: list[dict[str, Any]], outputs: dict[str, Any],
-                     violations: tuple[Violation, ...] = ()) -> Render:
+    def from_records(
+        cls, records: list[dict[str, Any]], outputs: dict[str, Any], violations: tuple[Violation, ...] = ()
+    ) -> Render:
         chains = qualified_types(records)
         resources = {}
         for record in records:

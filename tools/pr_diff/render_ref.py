@@ -5,6 +5,7 @@ working when the render entry point moves between commits (`nemotron.render` tod
 refactor). Both renders use the current virtualenv (`VENV=<abs path>`): the base worktree's files are
 dated in the past so its `make` sees the venv's install stamps as up to date and installs nothing.
 """
+
 from __future__ import annotations
 
 import os
@@ -48,7 +49,11 @@ def render_tree(tree: Path, stack: str, venv: Path, label: str) -> RenderedTree:
     env = {k: v for k, v in os.environ.items() if k not in _MAKE_ENV}
     result = subprocess.run(
         ["make", "--no-print-directory", "-C", str(tree), "render", f"STACK={stack}", f"VENV={venv}"],
-        capture_output=True, text=True, env=env, timeout=RENDER_TIMEOUT_SECONDS, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=RENDER_TIMEOUT_SECONDS,
+        check=False,
     )
     if not (out / "resources.json").is_file():
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
@@ -75,8 +80,9 @@ def base_worktree(repo: Path, ref: str) -> Iterator[tuple[Path, str]]:
         _date_in_the_past(tree)
         yield tree, commit
     finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)],
-                       capture_output=True, check=False)
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True, check=False
+        )
         shutil.rmtree(parent, ignore_errors=True)
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)
 

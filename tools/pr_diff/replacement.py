@@ -3,6 +3,7 @@
 The rules compare the values at each replace-forcing input path of the old and new inputs, so a change
 anywhere below `spec.template` of a Job replaces it, while a PVC size change does not.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ class ReplacementRules:
     provider_change_note: str
     urn_change_note: str
 
-    def replacing_fields(self, type_token: str, before: dict[str, Any], after: dict[str, Any],
-                         provider_inputs: dict[str, Any]) -> list[tuple[str, str]]:
+    def replacing_fields(
+        self, type_token: str, before: dict[str, Any], after: dict[str, Any], provider_inputs: dict[str, Any]
+    ) -> list[tuple[str, str]]:
         """(input path, rule source) for every replace-forcing input that differs."""
         found: list[tuple[str, str]] = []
         for rule in self.rules:

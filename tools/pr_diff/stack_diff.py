@@ -4,6 +4,7 @@ Resources match by URN (type chain + name), as the engine matches state. A resou
 replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
 replaced, or its URN moves (same type and name under a new parent type).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -95,17 +96,25 @@ def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Repl
     if old is not None and kind in ("replace", "remove") and old.record.get("protect"):
         warnings.append(f"protected: `pulumi up` refuses to {kind} it until `protect` is lifted")
     if old is not None and kind == "remove" and old.record.get("retainOnDelete"):
-        warnings.append("retainOnDelete: Pulumi forgets it and the object stays (deleting its namespace still deletes it)")
+        warnings.append(
+            "retainOnDelete: Pulumi forgets it and the object stays (deleting its namespace still deletes it)"
+        )
     if old is not None and new is not None and kind == "replace":
         fixed = rules.fixed_name(new.type, new.inputs)
         if fixed is not None:
-            warnings.append(f"fixed name `{fixed[0]}: {fixed[1]}`: a create-before-delete replacement collides with "
-                            "itself unless the resource sets `delete_before_replace`")
+            warnings.append(
+                f"fixed name `{fixed[0]}: {fixed[1]}`: a create-before-delete replacement collides with "
+                "itself unless the resource sets `delete_before_replace`"
+            )
     return warnings
 
 
 def _notes(kind: str, resource: Resource) -> tuple[str, ...]:
-    if kind == "replace" and resource.type.startswith("kubernetes:") and (resource.inputs.get("metadata") or {}).get("name"):
+    if (
+        kind == "replace"
+        and resource.type.startswith("kubernetes:")
+        and (resource.inputs.get("metadata") or {}).get("name")
+    ):
         return ("fixed `metadata.name`: the provider deletes the old object before creating the new one",)
     return ()
 
@@ -128,8 +137,10 @@ def summarize(resource: Resource) -> str:
         return ", ".join(f"{c.get('name')} x{c.get('replicas', 1)}" for c in components)
     if resource.type == "aws:eks/nodeGroup:NodeGroup":
         scaling = inputs.get("scalingConfig") or {}
-        return (f"{', '.join(inputs.get('instanceTypes') or [])}, nodes {scaling.get('minSize')}.."
-                f"{scaling.get('maxSize')} (desired {scaling.get('desiredSize')})")
+        return (
+            f"{', '.join(inputs.get('instanceTypes') or [])}, nodes {scaling.get('minSize')}.."
+            f"{scaling.get('maxSize')} (desired {scaling.get('desiredSize')})"
+        )
     if isinstance(inputs.get("policy"), str):
         return policy_summary(inputs["policy"])
     return ""
@@ -140,21 +151,33 @@ def _compare_common(base: Render, head: Render, urn: str, rules: ReplacementRule
     fields = _field_changes(old, new)
     if not fields:
         return None
-    reasons = [f"`{path}` forces a new resource ({source})" for path, source in
-               rules.replacing_fields(new.type, old.inputs, new.inputs, _provider_inputs(head, new))]
+    reasons = [
+        f"`{path}` forces a new resource ({source})"
+        for path, source in rules.replacing_fields(new.type, old.inputs, new.inputs, _provider_inputs(head, new))
+    ]
     if old.record.get("provider") != new.record.get("provider"):
         reasons.append(f"provider changed: {rules.provider_change_note}")
     kind = "replace" if reasons else "change"
     summary = _dependents_note(head, new) if kind == "replace" else ""
-    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons),
-                          tuple(_warnings(kind, old, new, rules)), summary, _notes(kind, new))
+    return ResourceChange(
+        kind,
+        new.type,
+        new.name,
+        tuple(fields),
+        tuple(reasons),
+        tuple(_warnings(kind, old, new, rules)),
+        summary,
+        _notes(kind, new),
+    )
 
 
-def _cascade_provider_replacements(changes: dict[str, ResourceChange], base: Render, head: Render,
-                                   rules: ReplacementRules) -> None:
+def _cascade_provider_replacements(
+    changes: dict[str, ResourceChange], base: Render, head: Render, rules: ReplacementRules
+) -> None:
     """Every resource of a replaced provider is replaced with it (it now lives in another cluster)."""
-    replaced_providers = {f"{c.type}::{c.name}" for c in changes.values()
-                          if c.kind == "replace" and c.type.startswith(PROVIDER_PREFIX)}
+    replaced_providers = {
+        f"{c.type}::{c.name}" for c in changes.values() if c.kind == "replace" and c.type.startswith(PROVIDER_PREFIX)
+    }
     for urn, resource in head.resources.items():
         provider = resource.record.get("provider") or ""
         if provider not in replaced_providers or urn not in base.resources:
@@ -163,9 +186,15 @@ def _cascade_provider_replacements(changes: dict[str, ResourceChange], base: Ren
         reason = f"its provider `{provider}` is replaced"
         fields = current.fields if current else ()
         reasons = (current.reasons if current else ()) + (reason,)
-        changes[urn] = ResourceChange("replace", resource.type, resource.name, fields, reasons,
-                                      tuple(_warnings("replace", base.resources[urn], resource, rules)),
-                                      notes=_notes("replace", resource))
+        changes[urn] = ResourceChange(
+            "replace",
+            resource.type,
+            resource.name,
+            fields,
+            reasons,
+            tuple(_warnings("replace", base.resources[urn], resource, rules)),
+            notes=_notes("replace", resource),
+        )
 
 
 def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[ResourceChange]:
@@ -181,13 +210,20 @@ def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[
             changes[urn] = ResourceChange("add", new.type, new.name, summary=summary, grants_access=grants)
             continue
         old = removed.pop(old_urn)
-        changes[urn] = ResourceChange("replace", new.type, new.name, tuple(_field_changes(old, new)),
-                                      (f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}",),
-                                      tuple(_warnings("replace", old, new, rules)), _dependents_note(head, new),
-                                      _notes("replace", new))
+        changes[urn] = ResourceChange(
+            "replace",
+            new.type,
+            new.name,
+            tuple(_field_changes(old, new)),
+            (f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}",),
+            tuple(_warnings("replace", old, new, rules)),
+            _dependents_note(head, new),
+            _notes("replace", new),
+        )
     for urn, old in removed.items():
-        changes[urn] = ResourceChange("remove", old.type, old.name, warnings=tuple(_warnings("remove", old, None, rules)),
-                                      summary=summarize(old))
+        changes[urn] = ResourceChange(
+            "remove", old.type, old.name, warnings=tuple(_warnings("remove", old, None, rules)), summary=summarize(old)
+        )
     for urn in base.resources.keys() & head.resources.keys():
         change = _compare_common(base, head, urn, rules)
         if change is not None:
@@ -199,12 +235,14 @@ def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[
 def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
     costs = {}
     for pool in outputs.get("nodePools") or []:
-        costs[f"GPU pool `{pool['pool']}`"] = Cost(f"{pool['instanceType']}, nodes {pool['nodes']}",
-                                                  pool.get("usdPerHourDesired"))
+        costs[f"GPU pool `{pool['pool']}`"] = Cost(
+            f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired")
+        )
     for endpoint in outputs.get("endpoints") or []:
         if endpoint.get("kind") == "sagemaker":
             costs[f"SageMaker `{endpoint['id']}`"] = Cost(
-                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd"))
+                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd")
+            )
     return costs
 
 
@@ -220,5 +258,11 @@ def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
 
 def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules) -> StackDiff:
     outputs = diff_values(_shown_outputs(base.outputs), _shown_outputs(head.outputs), "outputs")
-    return StackDiff(stack, tuple(diff_resources(base, head, rules)), tuple(diff_costs(base, head)),
-                     base.violations, head.violations, tuple(outputs))
+    return StackDiff(
+        stack,
+        tuple(diff_resources(base, head, rules)),
+        tuple(diff_costs(base, head)),
+        base.violations,
+        head.violations,
+        tuple(outputs),
+    )

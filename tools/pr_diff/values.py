@@ -5,6 +5,7 @@ env var shows one added entry, not every later entry changed. Strings holding a 
 policies, vLLM `--kv-transfer-config`, ConfigMap payloads) are parsed and compared field by field; IAM
 policy documents go to `iam.diff_policy` (per statement). Values next to a secret are never kept.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,9 @@ def hidden_change(path: str) -> FieldChange:
     return FieldChange(path, None, None, hidden=True)
 
 
-def diff_values(before: Any, after: Any, path: str = "", hidden_keys: frozenset[str] = frozenset(),
-                hidden: bool = False) -> list[FieldChange]:
+def diff_values(
+    before: Any, after: Any, path: str = "", hidden_keys: frozenset[str] = frozenset(), hidden: bool = False
+) -> list[FieldChange]:
     """Every changed leaf between `before` and `after` (either may be `MISSING`)."""
     if before == after:
         return []
@@ -56,15 +58,17 @@ def diff_values(before: Any, after: Any, path: str = "", hidden_keys: frozenset[
     return [FieldChange(path, before, after)]
 
 
-def _diff_objects(before: dict[str, Any], after: dict[str, Any], path: str,
-                  hidden_keys: frozenset[str]) -> list[FieldChange]:
+def _diff_objects(
+    before: dict[str, Any], after: dict[str, Any], path: str, hidden_keys: frozenset[str]
+) -> list[FieldChange]:
     # A secret's neighbours may be secret too (a username beside a password): hide the whole object.
     beside_secret = SECRET in before.values() or SECRET in after.values()
     changes: list[FieldChange] = []
     for key in sorted(set(before) | set(after)):
         hide = beside_secret or key in hidden_keys or key in ALWAYS_HIDDEN_KEYS
-        changes += diff_values(before.get(key, MISSING), after.get(key, MISSING), join_path(path, key),
-                               hidden_keys, hide)
+        changes += diff_values(
+            before.get(key, MISSING), after.get(key, MISSING), join_path(path, key), hidden_keys, hide
+        )
     return changes
 
 
@@ -99,7 +103,7 @@ def _diff_lists(before: list[Any], after: list[Any], path: str, hidden_keys: fro
         return [FieldChange(path, before, after)]
     if len(before) == len(after):
         changes = []
-        for index, (old_item, new_item) in enumerate(zip(before, after)):
+        for index, (old_item, new_item) in enumerate(zip(before, after, strict=False)):
             changes += diff_values(old_item, new_item, f"{path}[{index}]", hidden_keys)
         return changes
     if _holds_secret(before) or _holds_secret(after):

@@ -9,6 +9,7 @@ that collide with themselves or that protect refuses, what destroy keeps, and th
     report.blocking                    # findings the render fails on
     markdown(report)                   # the summary.md section
 """
+
 from tools.rollout.report import RolloutReport, analyse, markdown
 
 __all__ = ["RolloutReport", "analyse", "markdown"]

@@ -3,6 +3,7 @@
 Prints the rollout section (Markdown) and one line per finding on stderr; exits 1 when a finding is
 blocking (a wait that can expire, a replacement that collides or that protect refuses), 2 on a bad input.
 """
+
 from __future__ import annotations
 
 import argparse

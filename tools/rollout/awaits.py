@@ -1,5 +1,6 @@
 """How long `pulumi up` waits for each resource, and for what: the provider's await rule applied to the
 resource's recorded options (customTimeouts) and annotations (skipAwait, timeoutSeconds, waitFor)."""
+
 from __future__ import annotations
 
 import re
@@ -45,7 +46,7 @@ def kubernetes_await(resource: Resource, rules: Rules) -> Await:
     kind_rule = rules.kinds.get(resource.kind)
     source = kind_rule.source if kind_rule else "k8s-overrides"
     if _true(annotations.get(names["skip_await"])):
-        return Await(resource, None, f"{names['skip_await']}: \"true\"", "", source)
+        return Await(resource, None, f'{names["skip_await"]}: "true"', "", source)
     wait_for = annotations.get(names["wait_for"])
     if not wait_for and (kind_rule is None or kind_rule.immediate):
         ready = kind_rule.ready_when if kind_rule else rules.custom_resource_ready_when

@@ -6,6 +6,7 @@ declares; the model cannot see why), `provider` (deployed through a provider tha
 (a child of a component that depends on it). Data and readiness edges cannot be overlapped; a declared
 ordering is the program's choice, so those are the places to look for a shorter path.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,15 +23,18 @@ class Hop:
     """A displayed step of the critical path and why it starts (or becomes ready) after `after`."""
 
     step: Step
-    after: str               # the previous displayed step's resource name ("" for the first)
-    kinds: tuple[str, ...]   # edge kinds along the way (components and providers in between)
+    after: str  # the previous displayed step's resource name ("" for the first)
+    kinds: tuple[str, ...]  # edge kinds along the way (components and providers in between)
     why: str
 
     @property
     def inherent(self) -> bool:
         """Whether the wait is data or readiness all the way (no declared ordering in between)."""
-        return bool(self.kinds) and all(kind in INHERENT or kind in (PROVIDER, PARENT) for kind in self.kinds) and any(
-            kind in INHERENT for kind in self.kinds)
+        return (
+            bool(self.kinds)
+            and all(kind in INHERENT or kind in (PROVIDER, PARENT) for kind in self.kinds)
+            and any(kind in INHERENT for kind in self.kinds)
+        )
 
 
 def _edge(graph: StackGraph, step: Step, gate: str) -> tuple[str, str]:
@@ -77,24 +81,33 @@ def target_lines(hops: list[Hop], ready: float, target: float, basis: str, estim
     if not hops:
         return []
     if ready <= target:
-        line = (f"- Target ({basis}): **met**, {ready:.1f} min against {target:g} min "
-                f"({target - ready:.1f} min to spare).")
+        line = (
+            f"- Target ({basis}): **met**, {ready:.1f} min against {target:g} min ({target - ready:.1f} min to spare)."
+        )
         if estimated:
-            line += (" Steps on this path whose durations are estimates, not measurements: "
-                     + "; ".join(f"{s.resource.name} {s.work.typical:.1f} min" for s in estimated) + ".")
+            line += (
+                " Steps on this path whose durations are estimates, not measurements: "
+                + "; ".join(f"{s.resource.name} {s.work.typical:.1f} min" for s in estimated)
+                + "."
+            )
         return [line]
     binding = max(hops, key=lambda h: h.step.work.typical)
     index = hops.index(binding)
     follower = hops[index + 1] if index + 1 < len(hops) else None
     declared = [h for h in hops if not h.inherent and h.after]
-    lines = [f"- Target ({basis}): **not met**, {ready:.1f} min against {target:g} min. The step that keeps it longer "
-             f"is **{binding.step.resource.name}** ({binding.step.work.typical:.1f} min, {binding.step.work.basis})"
-             + (f": {follower.step.resource.name} cannot overlap it because {follower.why}." if follower else ".")]
+    lines = [
+        f"- Target ({basis}): **not met**, {ready:.1f} min against {target:g} min. The step that keeps it longer "
+        f"is **{binding.step.resource.name}** ({binding.step.work.typical:.1f} min, {binding.step.work.basis})"
+        + (f": {follower.step.resource.name} cannot overlap it because {follower.why}." if follower else ".")
+    ]
     if declared:
         shown = "; ".join(f"{h.step.resource.name} after {h.after} ({h.why})" for h in declared)
-        lines.append("- Orderings the program declares on this path (not data or readiness; the only edges a program "
-                     f"change could relax): {shown}.")
+        lines.append(
+            "- Orderings the program declares on this path (not data or readiness; the only edges a program "
+            f"change could relax): {shown}."
+        )
     else:
-        lines.append("- Every wait on this path is data or readiness: no ordering to relax; only a faster step "
-                     "shortens it.")
+        lines.append(
+            "- Every wait on this path is data or readiness: no ordering to relax; only a faster step shortens it."
+        )
     return lines

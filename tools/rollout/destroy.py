@@ -9,6 +9,7 @@ data of a static volume stays with the cloud resource behind it (a file system o
 whether destroy keeps it); a bucket with objects fails to delete unless forceDestroy; a KMS key is only
 scheduled for deletion.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,8 +30,8 @@ FAILS = "fails if not empty"
 class DestroyRow:
     resource: Resource
     data_role: str
-    outcome: str   # kept / deleted / refused / fails if not empty
-    how: str       # why, and what follows
+    outcome: str  # kept / deleted / refused / fails if not empty
+    how: str  # why, and what follows
 
 
 def _taken_along(graph: StackGraph, resource: Resource, decided: dict[str, DestroyRow]) -> str:
@@ -56,8 +57,10 @@ def _data_home(graph: StackGraph, volume: Resource, rules: Rules, decided: dict[
     if fate.outcome == DELETED:
         return f"its data is deleted with {home.name} ({home.type.split(':')[-1]}), which destroy deletes"
     kept = "protected" if fate.outcome == REFUSED else fate.how
-    return (f"its data is kept in {home.name} ({home.type.split(':')[-1]}, {kept}) through volume "
-            f"{volume.object_name} (reclaimPolicy {policy})")
+    return (
+        f"its data is kept in {home.name} ({home.type.split(':')[-1]}, {kept}) through volume "
+        f"{volume.object_name} (reclaimPolicy {policy})"
+    )
 
 
 def _volume_fate(graph: StackGraph, claim: Resource, rules: Rules, decided: dict[str, DestroyRow]) -> str:
@@ -69,8 +72,10 @@ def _volume_fate(graph: StackGraph, claim: Resource, rules: Rules, decided: dict
     if storage_class is None:
         return f"its volume follows class {class_name}'s reclaimPolicy (class outside the stack)"
     if storage_class.inputs.get("reclaimPolicy") == "Retain":
-        return (f"its volume stays outside the stack (class {class_name}: reclaimPolicy Retain; billed until deleted "
-                f"by hand)")
+        return (
+            f"its volume stays outside the stack (class {class_name}: reclaimPolicy Retain; billed until deleted "
+            f"by hand)"
+        )
     return f"its volume and data are deleted (class {class_name}: reclaimPolicy Delete)"
 
 
@@ -112,8 +117,10 @@ def destroy_plan(graph: StackGraph, rules: Rules) -> list[DestroyRow]:
         if resource.kind == "PersistentVolumeClaim" and outcome == DELETED:
             how = f"{how}; {_volume_fate(graph, resource, rules, decided)}"
         if resource.kind == PV_KIND and outcome == DELETED:
-            how = (f"{how} (the PersistentVolume object; a CSI driver deletes only volumes it provisioned, "
-                   f"k8s-csi-static); {_data_home(graph, resource, rules, decided)}")
+            how = (
+                f"{how} (the PersistentVolume object; a CSI driver deletes only volumes it provisioned, "
+                f"k8s-csi-static); {_data_home(graph, resource, rules, decided)}"
+            )
         decided[key] = DestroyRow(resource, data_role(resource, rules), outcome, how)
     return list(decided.values())
 
@@ -121,13 +128,16 @@ def destroy_plan(graph: StackGraph, rules: Rules) -> list[DestroyRow]:
 def _encrypted_by(graph: StackGraph, key: Resource, rows: dict[str, DestroyRow]) -> list[DestroyRow]:
     """Data resources encrypted with this key: an input of theirs is built from it, or one resource's inputs
     are built from both (an encryption setting of a bucket)."""
+
     def uses(resource: Resource, target: str) -> bool:
         return any(target in deps for deps in resource.property_dependencies.values())
 
     wiring = [r for r in graph if uses(r, key.key)]
     return [
-        row for row in rows.values()
-        if row.data_role and row.resource.key != key.key
+        row
+        for row in rows.values()
+        if row.data_role
+        and row.resource.key != key.key
         and (uses(row.resource, key.key) or any(uses(w, row.resource.key) for w in wiring))
     ]
 
@@ -154,17 +164,41 @@ def destroy_findings(graph: StackGraph, rows: list[DestroyRow], rules: Rules) ->
         if "window_field" in rules.aws_deletion.get(resource.type, {}) and row.outcome == DELETED:
             for data in _encrypted_by(graph, resource, by_key):
                 if data.outcome != DELETED:
-                    findings.append(Finding(DESTROY, resource.name, (
-                        f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) "
-                        f"keeps data encrypted with it: retain the key as long as that data"), False))
+                    findings.append(
+                        Finding(
+                            DESTROY,
+                            resource.name,
+                            (
+                                f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) "
+                                f"keeps data encrypted with it: retain the key as long as that data"
+                            ),
+                            False,
+                        )
+                    )
         if row.outcome == REFUSED:
             held = [r.resource.name for r in rows if r.how == f"protected {resource.name} depends on it"]
             if held:
-                findings.append(Finding(DESTROY, resource.name, (
-                    f"protected: destroy fails here and keeps the {len(held)} resources it depends on "
-                    f"({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"), False))
+                findings.append(
+                    Finding(
+                        DESTROY,
+                        resource.name,
+                        (
+                            f"protected: destroy fails here and keeps the {len(held)} resources it depends on "
+                            f"({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"
+                        ),
+                        False,
+                    )
+                )
         if row.outcome == DELETED and _cluster_service(graph, resource, rules):
-            findings.append(Finding(DESTROY, resource.name, (
-                f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy "
-                f"removes it for every user of the cluster"), False))
+            findings.append(
+                Finding(
+                    DESTROY,
+                    resource.name,
+                    (
+                        f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy "
+                        f"removes it for every user of the cluster"
+                    ),
+                    False,
+                )
+            )
     return sorted(set(findings))

@@ -1,6 +1,7 @@
 """How long each step of a first `up` takes (typical and worst case), from `durations.yaml` and the
 recorded inputs: the checkpoints a pod downloads or reads, the images it pulls, how a claim binds (volumes.py),
 a Job's own deadline, a worker's startupProbe budget."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,14 +32,22 @@ def _estimate(*entries: dict[str, Any]) -> bool:
 
 def _transfer(gigabytes: float, rate: dict[str, Any], what: str, *sizes: dict[str, Any]) -> Span:
     """Minutes to move this many GB at the typical / worst MB/s of a rate entry."""
-    return Span(gigabytes * 1000 / rate["typical"] / 60, gigabytes * 1000 / rate["worst"] / 60,
-                f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s", estimated=_estimate(rate, *sizes))
+    return Span(
+        gigabytes * 1000 / rate["typical"] / 60,
+        gigabytes * 1000 / rate["worst"] / 60,
+        f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s",
+        estimated=_estimate(rate, *sizes),
+    )
 
 
 def _add(*spans: Span) -> Span:
-    return Span(sum(s.typical for s in spans), sum(s.max for s in spans), "; ".join(s.basis for s in spans if s.basis),
-                " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate",
-                estimated=any(s.estimated and s.typical for s in spans))
+    return Span(
+        sum(s.typical for s in spans),
+        sum(s.max for s in spans),
+        "; ".join(s.basis for s in spans if s.basis),
+        " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate",
+        estimated=any(s.estimated and s.typical for s in spans),
+    )
 
 
 def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
@@ -98,9 +107,13 @@ def _serving_work(resource: Resource, rules: Rules) -> Span:
     budget = max((_startup_budget_minutes(spec) for spec in pod_specs(resource, rules)), default=0.0)
     typical = pull.typical + read.typical + float(engine["typical"])
     worst = pull.max + max(budget, read.max + 3 * float(engine["typical"]))
-    return Span(typical, worst, f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
-                f"image pull + the workers' startupProbe budget {budget:.0f} min",
-                estimated=pull.estimated or read.estimated or _estimate(engine))
+    return Span(
+        typical,
+        worst,
+        f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
+        f"image pull + the workers' startupProbe budget {budget:.0f} min",
+        estimated=pull.estimated or read.estimated or _estimate(engine),
+    )
 
 
 def _job_work(resource: Resource, rules: Rules) -> Span:

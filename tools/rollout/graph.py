@@ -5,6 +5,7 @@ records for inputs built from other resources' outputs), for its provider, and f
 the SDK registers a child only after the parent's URN resolves, which happens after the parent's own
 dependencies are created. So a child of a component that depends on X is ordered after X.
 """
+
 from __future__ import annotations
 
 import functools

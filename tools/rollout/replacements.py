@@ -6,6 +6,7 @@ Helm: replaced create-first; a chart with cluster-scoped objects named after the
 the namespace changes. pulumi-aws: create-first unless `deleteBeforeReplace` (or the type is delete-first);
 with a name given explicitly the new resource has the old one's identity and its create fails.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ class Replacement:
     field: str
     strategy: str
     collides: bool
-    collision: str        # why it collides ("" when it does not)
+    collision: str  # why it collides ("" when it does not)
     blocked_by_protect: bool
     cascade: tuple[str, ...]  # names of dependents replaced with it
 
@@ -60,8 +61,13 @@ def data_role(resource: Resource, rules: Rules) -> str:
 
 def has_rule(resource: Resource, rules: Rules) -> bool:
     """Whether the data says how this type is replaced (components and providers need none)."""
-    return (not resource.custom or resource.is_provider or resource.type == HELM_RELEASE
-            or resource.is_kubernetes_object or resource.type in rules.aws_types)
+    return (
+        not resource.custom
+        or resource.is_provider
+        or resource.type == HELM_RELEASE
+        or resource.is_kubernetes_object
+        or resource.type in rules.aws_types
+    )
 
 
 def fixed_identity(resource: Resource, rules: Rules) -> str:
@@ -94,8 +100,10 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
     if resource.type == HELM_RELEASE:
         chart = str(resource.inputs.get("chart", ""))
         if field == "namespace" and rules.helm_cluster_scoped(chart):
-            return (f"release {resource.object_name!r} keeps its name, and its cluster-scoped objects (named after the "
-                    f"release) already exist, owned by the old release")
+            return (
+                f"release {resource.object_name!r} keeps its name, and its cluster-scoped objects (named after the "
+                f"release) already exist, owned by the old release"
+            )
         return ""
     aws = rules.aws_types.get(resource.type)
     identity = fixed_identity(resource, rules)
@@ -105,7 +113,7 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
         return ""
     if aws.singleton:
         return f"the new one overwrites the old (one per {identity}), then deleting the old removes the setting"
-    return f"the new one has the same {identity} as the old (\"already exists\")"
+    return f'the new one has the same {identity} as the old ("already exists")'
 
 
 def _forces(dependent: Resource, rules: Rules, prop: str) -> bool:
@@ -152,13 +160,30 @@ def replacement_findings(graph: StackGraph, rules: Rules) -> list[Finding]:
             why = predict(graph, resource, rules, colliding[0]).collision
             shown = ", ".join(colliding[:4]) + (f" (or {len(colliding) - 4} more)" if len(colliding) > 4 else "")
             named = resource.type != HELM_RELEASE and bool(rules.aws_types[resource.type].name_fields)
-            remedy = ("let the provider generate the name (or a name prefix), or set deleteBeforeReplace" if named
-                      else "set deleteBeforeReplace")
-            findings.append(Finding(REPLACE, resource.name, (
-                f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"), True))
+            remedy = (
+                "let the provider generate the name (or a name prefix), or set deleteBeforeReplace"
+                if named
+                else "set deleteBeforeReplace"
+            )
+            findings.append(
+                Finding(
+                    REPLACE,
+                    resource.name,
+                    (f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"),
+                    True,
+                )
+            )
         forcing = [f for f in fields if not f.startswith("metadata.")]
         if resource.protect and forcing and not data_role(resource, rules):
-            findings.append(Finding(REPLACE, resource.name, (
-                f"{resource.type} is protected but holds no data: a change to {', '.join(forcing)} needs a replacement "
-                f"that protect refuses; protect what holds data, not what describes it"), True))
+            findings.append(
+                Finding(
+                    REPLACE,
+                    resource.name,
+                    (
+                        f"{resource.type} is protected but holds no data: a change to {', '.join(forcing)} needs a replacement "
+                        f"that protect refuses; protect what holds data, not what describes it"
+                    ),
+                    True,
+                )
+            )
     return sorted(findings)

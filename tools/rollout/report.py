@@ -1,5 +1,6 @@
 """The rollout model's answer for one stack: findings, the timeline of a first `up`, the destroy plan, and
 the Markdown section for summary.md."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -46,8 +47,12 @@ def analyse(records: Iterable[Mapping[str, Any]], rules: Rules | None = None) ->
     graph = StackGraph(records)
     timeline = Timeline(graph, rules)
     rows = destroy_plan(graph, rules)
-    findings = (wait_findings(graph, timeline, rules) + replacement_findings(graph, rules)
-                + destroy_findings(graph, rows, rules) + restart_findings(graph, timeline, rules))
+    findings = (
+        wait_findings(graph, timeline, rules)
+        + replacement_findings(graph, rules)
+        + destroy_findings(graph, rows, rules)
+        + restart_findings(graph, timeline, rules)
+    )
     ordered = sorted(findings, key=lambda f: (not f.blocking, f.category, f.resource))
     return RolloutReport(graph, rules, timeline, rows, ordered)
 
@@ -79,16 +84,25 @@ def _reader_notes(readers: list[Reader]) -> list[str]:
 
 
 def _replacement_section(report: RolloutReport) -> list[str]:
-    lines = ["### Replacements (a change to a replace-forcing input)", "",
-             "| resource | replaced when these change | how | note |", "|---|---|---|---|"]
+    lines = [
+        "### Replacements (a change to a replace-forcing input)",
+        "",
+        "| resource | replaced when these change | how | note |",
+        "|---|---|---|---|",
+    ]
     readers = restart_readers(report.graph, report.timeline, report.rules)
     for resource in report.graph:
         fields = replace_fields(resource, report.rules)
         if not fields or not resource.custom:
             continue
         outcome = predict(report.graph, resource, report.rules, fields[-1])
-        notable = resource.protect or data_role(resource, report.rules) or resource.delete_before_replace or any(
-            predict(report.graph, resource, report.rules, f).collides for f in fields) or resource.key in readers
+        notable = (
+            resource.protect
+            or data_role(resource, report.rules)
+            or resource.delete_before_replace
+            or any(predict(report.graph, resource, report.rules, f).collides for f in fields)
+            or resource.key in readers
+        )
         if not notable:
             continue
         notes = []
@@ -111,14 +125,22 @@ def _replacement_section(report: RolloutReport) -> list[str]:
 
 def markdown(report: RolloutReport) -> str:
     """The rollout section of summary.md."""
-    lines = ["## Rollout: first `up`, updates, `destroy` (modelled)", "",
-             "From the engine's and providers' rules (tools/rollout/provider_rules.yaml) and typical durations "
-             "(tools/rollout/durations.yaml), applied to the recorded resources; see docs/rollout.md.", ""]
+    lines = [
+        "## Rollout: first `up`, updates, `destroy` (modelled)",
+        "",
+        "From the engine's and providers' rules (tools/rollout/provider_rules.yaml) and typical durations "
+        "(tools/rollout/durations.yaml), applied to the recorded resources; see docs/rollout.md.",
+        "",
+    ]
     blocking = report.blocking
-    lines += [f"**{len(blocking)} blocking finding(s)** (the render fails on these), "
-              f"{len(report.findings) - len(blocking)} warning(s).", ""]
+    lines += [
+        f"**{len(blocking)} blocking finding(s)** (the render fails on these), "
+        f"{len(report.findings) - len(blocking)} warning(s).",
+        "",
+    ]
     lines += [f"- {f.line()}" for f in report.findings] + ([""] if report.findings else [])
-    timeline = timeline_section(report.graph, report.timeline, report.rules, report.first_token(),
-                                report.first_token(dynamo_only=True))
+    timeline = timeline_section(
+        report.graph, report.timeline, report.rules, report.first_token(), report.first_token(dynamo_only=True)
+    )
     lines += timeline + _destroy_section(report) + _replacement_section(report)
     return "\n".join(lines).rstrip() + "\n"

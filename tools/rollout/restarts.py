@@ -7,6 +7,7 @@ changes the template with the content. The model cannot recompute the program's 
 annotation whose key contains a marker of `restart_annotations` counts as one. Image pull Secrets are not
 "read": a new one applies to the next pull.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,7 +38,8 @@ def checksum_annotation(workload: Resource, rules: Rules) -> str:
     markers = rules.restart_annotation_markers
     keys = [
         sorted(key for key in (template.get("annotations") or {}) if any(m in key for m in markers))
-        for template in templates if isinstance(template, dict)
+        for template in templates
+        if isinstance(template, dict)
     ]
     return keys[0][0] if keys and all(keys) else ""
 
@@ -64,8 +66,16 @@ def restart_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> lis
         for reader in workloads:
             if reader.rolls_by or reader.workload.kind not in rules.long_running_kinds:
                 continue
-            findings.append(Finding(RESTART, reader.workload.name, (
-                f"reads {source.kind} {source.object_name}, which a content change replaces under the same name, "
-                f"but no pod template annotation changes with it: running pods keep the old values until restarted; "
-                f"add a checksum of the content as a pod template annotation (helm-checksum)"), False))
+            findings.append(
+                Finding(
+                    RESTART,
+                    reader.workload.name,
+                    (
+                        f"reads {source.kind} {source.object_name}, which a content change replaces under the same name, "
+                        f"but no pod template annotation changes with it: running pods keep the old values until restarted; "
+                        f"add a checksum of the content as a pod template annotation (helm-checksum)"
+                    ),
+                    False,
+                )
+            )
     return sorted(set(findings))

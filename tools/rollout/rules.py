@@ -2,6 +2,7 @@
 
 Loaded once; everything else in the package interprets these, so a new kind, type or number is a data change.
 """
+
 from __future__ import annotations
 
 import functools
@@ -88,8 +89,12 @@ class Rules:
     def span(self, entry: dict[str, Any]) -> Span:
         """A durations.yaml entry; tables show its basis up to the first ';'."""
         basis = str(entry["basis"])
-        return Span(float(entry["typical"]), float(entry.get("max", entry["typical"])), basis.split(";")[0],
-                    estimated=basis.startswith("estimate"))
+        return Span(
+            float(entry["typical"]),
+            float(entry.get("max", entry["typical"])),
+            basis.split(";")[0],
+            estimated=basis.startswith("estimate"),
+        )
 
 
 def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:

@@ -5,6 +5,7 @@ prerequisites are done, and `up` moves past it either then (awaited) or at once 
 Computed twice: with typical durations (the predicted timeline) and with worst-case durations (for the
 "can this wait expire?" checks).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,9 @@ class Timeline:
             awaited_span = _awaited_work(graph, resource, rules, wait, span)
             up_done = max(start + awaited_span.typical, ready if awaited_span.typical else start)
             gated_by = gate_ready[1] or max(((self.steps[d].up_done, d) for d in deps), default=(0.0, ""))[1]
-            self.steps[key] = Step(resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst,
-                                   gated_by)
+            self.steps[key] = Step(
+                resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst, gated_by
+            )
 
     def _up_done_worst(self, key: str) -> float:
         step = self.steps[key]
@@ -89,7 +91,8 @@ class Timeline:
         remaining = self.graph.topological_order()
         while remaining:
             ready = [
-                k for k in remaining
+                k
+                for k in remaining
                 if self.graph.direct_dependencies(k) <= placed
                 and all(p.key in placed or not p.key or p.key not in self.graph.resources for p in needs[k])
             ] or [k for k in remaining if self.graph.direct_dependencies(k) <= placed][:1]
@@ -100,8 +103,9 @@ class Timeline:
 
     def serving(self) -> list[Step]:
         """Steps after which a client can get a token: Dynamo graphs and SageMaker endpoints."""
-        return [s for s in self.steps.values()
-                if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT]
+        return [
+            s for s in self.steps.values() if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT
+        ]
 
     def up_minutes(self) -> float:
         return max((s.up_done for s in self.steps.values()), default=0.0)

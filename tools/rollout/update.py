@@ -6,6 +6,7 @@ resource only in the new render is created, one only in the old render is delete
     changes = predict_update(before_records, after_records)
     [c for c in changes if c.replacement and not c.replacement.clean]   # what would fail
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -34,8 +35,9 @@ def _differs(old: Resource, new: Resource, field: str) -> bool:
     return bool(lookup(old.inputs, field) != lookup(new.inputs, field))
 
 
-def predict_update(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
-                   rules: Rules | None = None) -> list[Change]:
+def predict_update(
+    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]], rules: Rules | None = None
+) -> list[Change]:
     """Every resource that the update creates, deletes, replaces or updates (unchanged ones are left out)."""
     rules = rules or load_rules()
     old, new = StackGraph(before), StackGraph(after)

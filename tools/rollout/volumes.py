@@ -7,6 +7,7 @@ checkVolumeSatisfyClaim: capacity, storageClassName, volumeMode, access modes; a
 claim is never bound to this one). The data of a static volume lives in the cloud resource its inputs are
 built from (the FSx file system behind `spec.csi.volumeHandle`).
 """
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,11 @@ from tools.rollout.rules import Rules, Span
 
 PV_KIND = "PersistentVolume"
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?)?$")
-_FACTORS = {"": 1.0, **{s: 1000.0 ** (i + 1) for i, s in enumerate("KMGTPE")},
-            **{s + "i": 1024.0 ** (i + 1) for i, s in enumerate("KMGTPE")}}
+_FACTORS = {
+    "": 1.0,
+    **{s: 1000.0 ** (i + 1) for i, s in enumerate("KMGTPE")},
+    **{s + "i": 1024.0 ** (i + 1) for i, s in enumerate("KMGTPE")},
+}
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,10 @@ def mismatch(claim: Resource, volume: Resource) -> str:
     requested = quantity_bytes(lookup(claim.inputs, "spec.resources.requests.storage"))
     capacity = quantity_bytes(lookup(volume.inputs, "spec.capacity.storage"))
     if requested is not None and capacity is not None and capacity < requested:
-        return (f"its capacity {lookup(volume.inputs, 'spec.capacity.storage')} is less than the claim's request "
-                f"{lookup(claim.inputs, 'spec.resources.requests.storage')}")
+        return (
+            f"its capacity {lookup(volume.inputs, 'spec.capacity.storage')} is less than the claim's request "
+            f"{lookup(claim.inputs, 'spec.resources.requests.storage')}"
+        )
     classes = tuple(str(lookup(o.inputs, "spec.storageClassName") or "") for o in (volume, claim))
     if classes[0] != classes[1]:
         return f"its storageClassName {classes[0]!r} is not the claim's {classes[1]!r}"
@@ -106,5 +112,7 @@ def rebind_note(graph: StackGraph, claim: Resource, rules: Rules) -> str:
     volume = binding(graph, claim, rules).volume
     if volume is None or (lookup(volume.inputs, "spec.persistentVolumeReclaimPolicy") or "Retain") != "Retain":
         return ""
-    return (f"replaced alone, it leaves PersistentVolume {volume.object_name} Released (Retain keeps the old claim "
-            f"in its claimRef, k8s-retain): the new claim stays Pending until that volume is replaced too")
+    return (
+        f"replaced alone, it leaves PersistentVolume {volume.object_name} Released (Retain keeps the old claim "
+        f"in its claimRef, k8s-retain): the new claim stays Pending until that volume is replaced too"
+    )

@@ -10,6 +10,7 @@ Three checks on the timeline:
 - a prerequisite the stack never creates, in a namespace this stack creates (so it cannot exist yet).
 And one warning: a serving resource `up` does not wait for at all.
 """
+
 from __future__ import annotations
 
 from tools.rollout.findings import SERVE, WAIT, Finding
@@ -42,9 +43,15 @@ def _work_too_long(graph: StackGraph, step: Step, rules: Rules) -> Finding | Non
         return _claim_cannot_bind(graph, step, rules)
     if step.work.max <= timeout:
         return None
-    return Finding(WAIT, resource.name, (
-        f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
-        f"\"{wait.ready_when}\", but that can take {step.work.max:.0f} min ({step.work.worst_basis})"), True)
+    return Finding(
+        WAIT,
+        resource.name,
+        (
+            f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
+            f'"{wait.ready_when}", but that can take {step.work.max:.0f} min ({step.work.worst_basis})'
+        ),
+        True,
+    )
 
 
 def _claim_cannot_bind(graph: StackGraph, step: Step, rules: Rules) -> Finding | None:
@@ -54,15 +61,27 @@ def _claim_cannot_bind(graph: StackGraph, step: Step, rules: Rules) -> Finding |
     bound = binding(graph, resource, rules)
     waits = f"`up` waits at most {timeout:g} min for Bound ({wait.timeout_basis}, {wait.source})"
     if bound.volume is not None and bound.mismatch:
-        return Finding(WAIT, resource.name, (
-            f"{_describe(step)}: {waits}, but PersistentVolume {bound.volume.object_name} ({bound.volume.name}) can "
-            f"never bind it: {bound.mismatch} (k8s-pv-controller); the claim stays Pending"), True)
+        return Finding(
+            WAIT,
+            resource.name,
+            (
+                f"{_describe(step)}: {waits}, but PersistentVolume {bound.volume.object_name} ({bound.volume.name}) can "
+                f"never bind it: {bound.mismatch} (k8s-pv-controller); the claim stays Pending"
+            ),
+            True,
+        )
     if bound.mode in ("static", "WaitForFirstConsumer") or bound.span.max <= timeout:
         return None
-    return Finding(WAIT, resource.name, (
-        f"{_describe(step)}: {waits} but its {bound.mode or 'unknown'}-binding class provisions the volume in up to "
-        f"{bound.span.max:g} min: create the volume in the stack and bind the claim to it, annotate the claim "
-        f"pulumi.com/skipAwait: \"true\", or bind WaitForFirstConsumer"), True)
+    return Finding(
+        WAIT,
+        resource.name,
+        (
+            f"{_describe(step)}: {waits} but its {bound.mode or 'unknown'}-binding class provisions the volume in up to "
+            f"{bound.span.max:g} min: create the volume in the stack and bind the claim to it, annotate the claim "
+            f'pulumi.com/skipAwait: "true", or bind WaitForFirstConsumer'
+        ),
+        True,
+    )
 
 
 def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) -> list[Finding]:
@@ -78,13 +97,23 @@ def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) 
         ordered = graph.ordered_before(need.key, step.resource.key)
         if (ordered and other.settled) or other.ready_worst <= deadline:
             continue
-        relation = (f"depends on {other.resource.name}, which `up` does not wait for" if ordered
-                    else f"does not depend on {other.resource.name}")
-        findings.append(Finding(WAIT, step.resource.name, (
-            f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
-            f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} "
-            f"can take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"),
-            True))
+        relation = (
+            f"depends on {other.resource.name}, which `up` does not wait for"
+            if ordered
+            else f"does not depend on {other.resource.name}"
+        )
+        findings.append(
+            Finding(
+                WAIT,
+                step.resource.name,
+                (
+                    f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
+                    f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} "
+                    f"can take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"
+                ),
+                True,
+            )
+        )
     return findings
 
 
@@ -92,19 +121,33 @@ def _missing(graph: StackGraph, step: Step) -> list[Finding]:
     findings = []
     for need in step.prerequisites:
         if need.missing:
-            findings.append(Finding(WAIT, step.resource.name, (
-                f"{_describe(step)} {need.reason}, which nothing in the stack creates; {need.absent_because}, so "
-                f"{need.missing} cannot exist before `up`: it never becomes ready"), True))
+            findings.append(
+                Finding(
+                    WAIT,
+                    step.resource.name,
+                    (
+                        f"{_describe(step)} {need.reason}, which nothing in the stack creates; {need.absent_because}, so "
+                        f"{need.missing} cannot exist before `up`: it never becomes ready"
+                    ),
+                    True,
+                )
+            )
     return findings
 
 
 def _unawaited_serving(step: Step) -> Finding | None:
     if step.awaited:
         return None
-    return Finding(SERVE, step.resource.name, (
-        f"`up` does not wait for {_describe(step)}, so it succeeds and publishes the endpoint even if no worker ever "
-        f"starts: annotate pulumi.com/waitFor (a Ready condition) and pulumi.com/timeoutSeconds >= "
-        f"{step.work.max * 60:.0f} ({step.work.worst_basis})"), False)
+    return Finding(
+        SERVE,
+        step.resource.name,
+        (
+            f"`up` does not wait for {_describe(step)}, so it succeeds and publishes the endpoint even if no worker ever "
+            f"starts: annotate pulumi.com/waitFor (a Ready condition) and pulumi.com/timeoutSeconds >= "
+            f"{step.work.max * 60:.0f} ({step.work.worst_basis})"
+        ),
+        False,
+    )
 
 
 def wait_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[Finding]:

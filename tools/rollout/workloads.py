@@ -5,6 +5,7 @@ read), Secrets and ConfigMaps they reference, their PriorityClass, the node grou
 selects, the device plugins that advertise the extended resources they request, and the operator that
 turns a custom resource into pods. A prerequisite the stack does not create is reported as missing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -63,8 +64,9 @@ def mounted_claims(spec: dict[str, Any]) -> dict[str, bool]:
         claim = (volume or {}).get("persistentVolumeClaim")
         if not claim:
             continue
-        mounts = [m for c in containers(spec) for m in c.get("volumeMounts") or []
-                  if m.get("name") == volume.get("name")]
+        mounts = [
+            m for c in containers(spec) for m in c.get("volumeMounts") or [] if m.get("name") == volume.get("name")
+        ]
         read_only = bool(claim.get("readOnly")) or (bool(mounts) and all(m.get("readOnly") for m in mounts))
         name = str(claim.get("claimName", ""))
         claims[name] = claims.get(name, True) and read_only

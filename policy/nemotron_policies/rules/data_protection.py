@@ -20,6 +20,7 @@ encrypted with KMS, and nodes only serve IMDSv2.
 - Every other storage service the stack can create is encrypted and not publicly exposable (`storage.py`:
   S3 default encryption, public access blocks and ACLs, EFS, EBS, EKS Secrets, KMS key rotation).
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -40,22 +41,40 @@ LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
 # SageMaker Python SDK `volume_size_supported` / `instance_supports_kms` (v2 since mid-2024, v3 sagemaker-core)
 # and the EC2 specifications of local instance storage ("d" families).
-LOCAL_STORAGE_FAMILIES = ["g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200",
-                          "trn1", "trn1n", "m5d", "c5d", "r5d"]
-SCHEMA = PolicyConfigSchema({
-    "protectedStacks": {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": ["prod"],
-        "description": "Stacks whose model cache must be protected or retained on delete.",
-    },
-    "localStorageInstanceFamilies": {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": LOCAL_STORAGE_FAMILIES,
-        "description": "SageMaker instance families (ml.<family>.<size>) whose ML storage is local NVMe only.",
-    },
-})
+LOCAL_STORAGE_FAMILIES = [
+    "g4dn",
+    "g5",
+    "g6",
+    "g6e",
+    "p4d",
+    "p4de",
+    "p5",
+    "p5e",
+    "p5en",
+    "p6-b200",
+    "p6e-gb200",
+    "trn1",
+    "trn1n",
+    "m5d",
+    "c5d",
+    "r5d",
+]
+SCHEMA = PolicyConfigSchema(
+    {
+        "protectedStacks": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": ["prod"],
+            "description": "Stacks whose model cache must be protected or retained on delete.",
+        },
+        "localStorageInstanceFamilies": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": LOCAL_STORAGE_FAMILIES,
+            "description": "SageMaker instance families (ml.<family>.<size>) whose ML storage is local NVMe only.",
+        },
+    }
+)
 
 
 def _retained(resource: PolicyResource) -> bool:
@@ -73,7 +92,8 @@ def _held_by_a_retained_volume(claim: Any, resources: list[tuple[PolicyResource,
     in that volume's file system (checked on its own), not in the claim."""
     wanted = (dig(claim, "metadata", "namespace"), dig(claim, "metadata", "name"))
     return any(
-        r.resource_type == PERSISTENT_VOLUME and dig(p, "spec", "persistentVolumeReclaimPolicy") == "Retain"
+        r.resource_type == PERSISTENT_VOLUME
+        and dig(p, "spec", "persistentVolumeReclaimPolicy") == "Retain"
         and (dig(p, "spec", "claimRef", "namespace"), dig(p, "spec", "claimRef", "name")) == wanted
         for r, p in resources
     )
@@ -81,22 +101,36 @@ def _held_by_a_retained_volume(claim: Any, resources: list[tuple[PolicyResource,
 
 def _storage_class_problems(resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
     """(message, urn) for StorageClasses of this stack that would delete the model cache's volume."""
-    claimed = {text(dig(p, "spec", "storageClassName")) for r, p in resources
-               if r.resource_type == PVC and dig(p, "metadata", "name") == MODEL_CACHE_CLAIM}
+    claimed = {
+        text(dig(p, "spec", "storageClassName"))
+        for r, p in resources
+        if r.resource_type == PVC and dig(p, "metadata", "name") == MODEL_CACHE_CLAIM
+    }
     problems = []
     for resource, props in resources:
         policy = dig(props, "reclaimPolicy")
-        if resource.resource_type == STORAGE_CLASS and text(dig(props, "metadata", "name")) in claimed - {None} \
-                and policy is not UNKNOWN and policy != "Retain":
-            problems.append((f"StorageClass {resource.name} provisions the model cache with reclaimPolicy "
-                             f"{policy or 'Delete (default)'}; set reclaimPolicy: Retain", resource.urn))
+        if (
+            resource.resource_type == STORAGE_CLASS
+            and text(dig(props, "metadata", "name")) in claimed - {None}
+            and policy is not UNKNOWN
+            and policy != "Retain"
+        ):
+            problems.append(
+                (
+                    f"StorageClass {resource.name} provisions the model cache with reclaimPolicy "
+                    f"{policy or 'Delete (default)'}; set reclaimPolicy: Retain",
+                    resource.urn,
+                )
+            )
     return problems
 
 
 def _kms_encrypted(rules: Any) -> Any:
     """Do SSE rules (a rule, or a list of them) default to KMS? `UNKNOWN` if that is not known."""
-    algorithms = [dig(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
-                  for rule in (rules if isinstance(rules, list) else [rules])]
+    algorithms = [
+        dig(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm")
+        for rule in (rules if isinstance(rules, list) else [rules])
+    ]
     if rules is UNKNOWN or UNKNOWN in algorithms:
         return UNKNOWN
     return any(isinstance(a, str) and a in KMS_ALGORITHMS for a in algorithms)
@@ -106,33 +140,49 @@ def _bucket_name_of(uri: Any) -> Any:
     if uri is UNKNOWN:
         return UNKNOWN
     if isinstance(uri, str) and uri.startswith("s3://"):
-        return uri[len("s3://"):].split("/", 1)[0] or None
+        return uri[len("s3://") :].split("/", 1)[0] or None
     return None
 
 
-def _capture_problems(config: PolicyResource, props: Any,
-                      resources: list[tuple[PolicyResource, Any]]) -> list[tuple[str, str]]:
+def _capture_problems(
+    config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]]
+) -> list[tuple[str, str]]:
     """(message, urn) for data capture that is not KMS-encrypted."""
     capture = dig(props, "dataCaptureConfig")
     if not isinstance(capture, dict) or dig(capture, "enableCapture") is False:
         return []
     bucket_name = _bucket_name_of(dig(capture, "destinationS3Uri"))
     dependencies = {d.urn for d in config.dependencies}
-    buckets = [(r, p) for r, p in resources if r.resource_type in BUCKETS and (
-        r.urn in dependencies or (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name))]
+    buckets = [
+        (r, p)
+        for r, p in resources
+        if r.resource_type in BUCKETS
+        and (r.urn in dependencies or (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name))
+    ]
     if not buckets:
         if bucket_name is UNKNOWN or dig(capture, "kmsKeyId") is UNKNOWN or text(dig(capture, "kmsKeyId")):
             return []
-        return [(f"endpoint configuration {config.name} captures data to bucket {bucket_name}, which is not in this "
-                 "stack; set dataCaptureConfig.kmsKeyId", config.urn)]
+        return [
+            (
+                f"endpoint configuration {config.name} captures data to bucket {bucket_name}, which is not in this "
+                "stack; set dataCaptureConfig.kmsKeyId",
+                config.urn,
+            )
+        ]
     problems = []
     for bucket, bucket_props in buckets:
         verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))] + [
-            _kms_encrypted(dig(p, "rules")) for _, p in related(bucket, dig(bucket_props, "bucket"), resources,
-                                                                 BUCKET_ENCRYPTION)]
+            _kms_encrypted(dig(p, "rules"))
+            for _, p in related(bucket, dig(bucket_props, "bucket"), resources, BUCKET_ENCRYPTION)
+        ]
         if True not in verdicts and UNKNOWN not in verdicts:
-            problems.append((f"bucket {bucket.name} receives SageMaker data capture from {config.name} but has no "
-                             "SSE-KMS default encryption (sseAlgorithm aws:kms)", bucket.urn))
+            problems.append(
+                (
+                    f"bucket {bucket.name} receives SageMaker data capture from {config.name} but has no "
+                    "SSE-KMS default encryption (sseAlgorithm aws:kms)",
+                    bucket.urn,
+                )
+            )
     return problems
 
 
@@ -151,17 +201,24 @@ def _endpoint_storage_problems(config: PolicyResource, props: Any, local_familie
         return []
     local = [t for t in types if _family(t) in local_families]
     if not local:
-        return [] if text(kms) else [f"endpoint configuration {config.name} has no kmsKeyArn; encrypt its storage "
-                                     "volumes with a KMS key"]
+        return (
+            []
+            if text(kms)
+            else [f"endpoint configuration {config.name} has no kmsKeyArn; encrypt its storage volumes with a KMS key"]
+        )
     problems = []
     if text(kms):
-        problems.append(f"endpoint configuration {config.name} sets kmsKeyArn, but {', '.join(local)} has local NVMe "
-                        "storage only (encrypted by the instance hardware) and SageMaker refuses a KmsKeyId for it; "
-                        "remove kmsKeyArn")
+        problems.append(
+            f"endpoint configuration {config.name} sets kmsKeyArn, but {', '.join(local)} has local NVMe "
+            "storage only (encrypted by the instance hardware) and SageMaker refuses a KmsKeyId for it; "
+            "remove kmsKeyArn"
+        )
     for variant in variants:
         if dig(variant, "instanceType") in local and dig(variant, "volumeSizeInGb") not in (None, UNKNOWN):
-            problems.append(f"endpoint configuration {config.name} variant {dig(variant, 'variantName') or '?'} sets "
-                            f"volumeSizeInGb on {dig(variant, 'instanceType')}, which has no EBS ML storage; remove it")
+            problems.append(
+                f"endpoint configuration {config.name} variant {dig(variant, 'variantName') or '?'} sets "
+                f"volumeSizeInGb on {dig(variant, 'instanceType')}, which has no EBS ML storage; remove it"
+            )
     return problems
 
 
@@ -169,7 +226,7 @@ def _launch_template_problem(props: Any) -> Optional[str]:
     tokens, endpoint = dig(props, "metadataOptions", "httpTokens"), dig(props, "metadataOptions", "httpEndpoint")
     if UNKNOWN in (tokens, endpoint) or tokens == "required" or endpoint == "disabled":
         return None
-    return f"metadataOptions.httpTokens is {tokens or 'unset'}; set it to \"required\" (IMDSv2 only)"
+    return f'metadataOptions.httpTokens is {tokens or "unset"}; set it to "required" (IMDSv2 only)'
 
 
 def validate_data_protection(args: StackValidationArgs, report_violation: ReportViolation) -> None:
@@ -184,12 +241,18 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
         for message, urn in _storage_class_problems(resources):
             report_violation(message, urn)
     for resource, props in resources:
-        if protected_stack and _is_model_cache_storage(resource, props) and not _retained(resource) \
-                and not (resource.resource_type == PVC and _held_by_a_retained_volume(props, resources)):
-            report_violation(f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name} holds the model cache and "
-                             f"is neither protected nor retained on delete in stack {stack!r}; set protect=True "
-                             "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
-                             resource.urn)
+        if (
+            protected_stack
+            and _is_model_cache_storage(resource, props)
+            and not _retained(resource)
+            and not (resource.resource_type == PVC and _held_by_a_retained_volume(props, resources))
+        ):
+            report_violation(
+                f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name} holds the model cache and "
+                f"is neither protected nor retained on delete in stack {stack!r}; set protect=True "
+                "(retainOnDelete is honoured offline but invisible to `pulumi preview --policy-pack`)",
+                resource.urn,
+            )
         if resource.resource_type == ENDPOINT_CONFIG:
             for message in _endpoint_storage_problems(resource, props, local_families):
                 report_violation(message, resource.urn)

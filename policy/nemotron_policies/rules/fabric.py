@@ -12,6 +12,7 @@ the nodes state that their fabric is provided out of band: the node group of its
 label in every node-selector term (so it can only run where the cluster states it). A label or annotation
 the workload puts on itself exempts nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,8 +31,10 @@ LIBFABRIC = "LIBFABRIC"
 FABRIC_RESOURCE = {"efa": EFA, "ib": INFINIBAND}
 FABRIC_BACKEND = {"efa": LIBFABRIC, "ib": UCX}
 FABRIC_NAME = {"efa": "EFA", "ib": "InfiniBand"}
-OUT_OF_BAND_HINT = (f"run it on nodes that state their fabric out of band (node label {FABRIC_OUT_OF_BAND_LABEL}, "
-                    "required by the worker's node affinity or set by its pool's node group)")
+OUT_OF_BAND_HINT = (
+    f"run it on nodes that state their fabric out of band (node label {FABRIC_OUT_OF_BAND_LABEL}, "
+    "required by the worker's node affinity or set by its pool's node group)"
+)
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,12 @@ def node_pools(resources: list[Any]) -> dict[str, NodePool]:
         if efa_per_gpu is not UNKNOWN:
             efa_per_gpu = int(efa_per_gpu) if str(efa_per_gpu).isdigit() else None
         fabric, out_of_band = dig(labels, FABRIC_LABEL), dig(labels, FABRIC_OUT_OF_BAND_LABEL)
-        pools[name] = NodePool(name, fabric if fabric is UNKNOWN else text(fabric), efa_per_gpu,
-                               out_of_band if out_of_band is UNKNOWN else text(out_of_band))
+        pools[name] = NodePool(
+            name,
+            fabric if fabric is UNKNOWN else text(fabric),
+            efa_per_gpu,
+            out_of_band if out_of_band is UNKNOWN else text(out_of_band),
+        )
     return pools
 
 
@@ -83,17 +90,25 @@ def _backend_problem(fabric: str, backends: Any) -> list[str]:
         return []
     if FABRIC_BACKEND[fabric] in backends:
         return []
-    fix = ('set kv_connector_extra_config.backends to ["LIBFABRIC"]' if fabric == "efa"
-           else 'omit kv_connector_extra_config.backends (NIXL then uses UCX) or set it to ["UCX"]')
-    return [f"KV transfer uses NIXL backends {backends} but its fabric is {FABRIC_NAME[fabric]}; "
-            f"in --kv-transfer-config, {fix}"]
+    fix = (
+        'set kv_connector_extra_config.backends to ["LIBFABRIC"]'
+        if fabric == "efa"
+        else 'omit kv_connector_extra_config.backends (NIXL then uses UCX) or set it to ["UCX"]'
+    )
+    return [
+        f"KV transfer uses NIXL backends {backends} but its fabric is {FABRIC_NAME[fabric]}; "
+        f"in --kv-transfer-config, {fix}"
+    ]
 
 
 def _pool_problems(pool: NodePool, container: dict[str, Any], requested: dict[str, Any], backends: Any) -> list[str]:
     where = f"pinned to pool {pool.name!r} (fabric {pool.fabric})"
     wanted = FABRIC_RESOURCE.get(pool.fabric)
-    problems = [f"{where}: requests {resource}, which its nodes do not have"
-                for resource, amount in requested.items() if resource != wanted and amount not in (0, UNKNOWN)]
+    problems = [
+        f"{where}: requests {resource}, which its nodes do not have"
+        for resource, amount in requested.items()
+        if resource != wanted and amount not in (0, UNKNOWN)
+    ]
     if pool.fabric == "efa":
         gpus = resource_count(container, "limits", GPU)
         gpus = resource_count(container, "requests", GPU) if gpus is None else gpus
@@ -102,8 +117,10 @@ def _pool_problems(pool: NodePool, container: dict[str, Any], requested: dict[st
         elif UNKNOWN not in (pool.efa_per_gpu, gpus, requested.get(EFA)) and gpus is not None:
             expected = pool.efa_per_gpu * gpus
             if requested.get(EFA, 0) != expected:
-                problems.append(f"{where}: requests {EFA}={requested.get(EFA, 0)}, needs {expected} "
-                                f"({pool.efa_per_gpu} per GPU x {gpus} {GPU})")
+                problems.append(
+                    f"{where}: requests {EFA}={requested.get(EFA, 0)}, needs {expected} "
+                    f"({pool.efa_per_gpu} per GPU x {gpus} {GPU})"
+                )
         return problems + _backend_problem("efa", backends)
     if pool.fabric == "ib":
         amount = requested.get(INFINIBAND, 0)
@@ -111,15 +128,18 @@ def _pool_problems(pool: NodePool, container: dict[str, Any], requested: dict[st
             problems.append(f"{where}: requests {INFINIBAND}={amount}, needs at least 1")
         return problems + _backend_problem("ib", backends)
     if pool.out_of_band is None:
-        problems.append(f"{where}: its nodes have no RDMA fabric and the node group states none out of band; pin "
-                        f"it to an efa or ib pool, or label the pool's nodes {FABRIC_OUT_OF_BAND_LABEL}: <name>")
+        problems.append(
+            f"{where}: its nodes have no RDMA fabric and the node group states none out of band; pin "
+            f"it to an efa or ib pool, or label the pool's nodes {FABRIC_OUT_OF_BAND_LABEL}: <name>"
+        )
     return problems
 
 
 def _requires_out_of_band_nodes(selection: Any) -> bool:
     return bool(selection) and all(
         any(key == FABRIC_OUT_OF_BAND_LABEL and (op == "Exists" or (op == "In" and values)) for key, op, values in term)
-        for term in selection)
+        for term in selection
+    )
 
 
 def _unpinned_problems(requested: dict[str, Any], backends: Any, selection: Any) -> list[str]:
@@ -163,8 +183,10 @@ def _speculative_mismatches(group: list[Worker]) -> list[str]:
         for setting, value in speculative_settings(other).items():
             expected = reference[setting]
             if UNKNOWN not in (value, expected) and value != expected:
-                problems.append(f"{first.owner} and {other.owner} differ in {setting} ({expected} vs {value}); "
-                                "prefill and decode must use identical speculative-decoding settings")
+                problems.append(
+                    f"{first.owner} and {other.owner} differ in {setting} ({expected} vs {value}); "
+                    "prefill and decode must use identical speculative-decoding settings"
+                )
     return problems
 
 

@@ -2,6 +2,7 @@
 then requests the same), and only pods pinned to GPU nodes ask for GPUs: a required node selection on
 `nvidia.com/gpu.product` or `nemotron.nvidia.com/pool` in every term, plus a toleration of the
 `nvidia.com/gpu` taint."""
+
 from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
@@ -20,7 +21,8 @@ def gpu_pinned(pod: PodSpec) -> object:
     if UNKNOWN in (selection, tolerated):
         return UNKNOWN
     on_gpu_nodes = bool(selection) and all(
-        any(key in GPU_NODE_LABELS and operator in ("In", "Exists") for key, operator, _ in term) for term in selection)
+        any(key in GPU_NODE_LABELS and operator in ("In", "Exists") for key, operator, _ in term) for term in selection
+    )
     tolerates_gpu_taint = any(key == GPU_TAINT_KEY and effect in ("", "NoSchedule") for key, _, _, effect in tolerated)
     return on_gpu_nodes and tolerates_gpu_taint
 
@@ -37,12 +39,21 @@ def validate_gpu_resources(args: ResourceValidationArgs, report_violation: Repor
             if UNKNOWN in (request, limit):
                 continue
             if limit is None:
-                report_violation(f"{container_label(container, pod)} requests {GPU}={request} without a limit; "
-                                 f"set limits.{GPU} = requests.{GPU}", None)
+                report_violation(
+                    f"{container_label(container, pod)} requests {GPU}={request} without a limit; "
+                    f"set limits.{GPU} = requests.{GPU}",
+                    None,
+                )
             elif request is not None and request != limit:
-                report_violation(f"{container_label(container, pod)} requests {GPU}={request} but limits "
-                                 f"{GPU}={limit}; set request = limit", None)
+                report_violation(
+                    f"{container_label(container, pod)} requests {GPU}={request} but limits "
+                    f"{GPU}={limit}; set request = limit",
+                    None,
+                )
         if asks_for_gpus and gpu_pinned(pod) is False:
-            report_violation(f"{pod.owner} asks for {GPU} but is not pinned to GPU nodes: it needs a required node "
-                             f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU_TAINT_KEY} "
-                             "taint", None)
+            report_violation(
+                f"{pod.owner} asks for {GPU} but is not pinned to GPU nodes: it needs a required node "
+                f"affinity on {' or '.join(GPU_NODE_LABELS)} and a toleration of the {GPU_TAINT_KEY} "
+                "taint",
+                None,
+            )

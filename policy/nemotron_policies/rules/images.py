@@ -17,6 +17,7 @@ is resolved by the node's container runtime through its search registries, which
 Registries are matched on the normalized reference; an allow-list entry is a host glob optionally followed
 by a path prefix (`docker.io/library`).
 """
+
 from __future__ import annotations
 
 import re
@@ -42,14 +43,16 @@ DEFAULT_ALLOWED_REGISTRIES = [
     "*.dkr.ecr.*.amazonaws.com",
     "763104351884.dkr.ecr.*.amazonaws.com",  # AWS deep-learning containers (SageMaker)
 ]
-SCHEMA = PolicyConfigSchema({
-    "allowedRegistries": {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": DEFAULT_ALLOWED_REGISTRIES,
-        "description": "Registries images may come from: a host glob, optionally followed by a path prefix.",
-    },
-})
+SCHEMA = PolicyConfigSchema(
+    {
+        "allowedRegistries": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": DEFAULT_ALLOWED_REGISTRIES,
+            "description": "Registries images may come from: a host glob, optionally followed by a path prefix.",
+        },
+    }
+)
 VERSION_TAG = re.compile(r"^v?\d+\.\d+([.\-+_][0-9A-Za-z][0-9A-Za-z.\-+_]*)?$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 IMAGE_KEY = re.compile(r"^(image|.*Image)$")
@@ -88,8 +91,9 @@ def image_problem(reference: str, allowed: list[str]) -> Optional[str]:
     first, _, rest = reference.partition("@")[0].partition("/")
     problems = []
     if not (rest and _is_host(first)):
-        problems.append(f"names no registry (a short name resolves through the node's search registries; "
-                        f"write {registry}/{path})")
+        problems.append(
+            f"names no registry (a short name resolves through the node's search registries; write {registry}/{path})"
+        )
     if digest is not None:
         if not DIGEST.match(digest):
             problems.append(f"has a malformed digest {digest!r}")

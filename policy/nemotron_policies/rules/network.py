@@ -5,6 +5,7 @@ without `to` as "every destination": one missing or emptied list turns an allow-
 those ports, and nothing in the object says so. Meaning it takes one explicit peer (`ipBlock: 0.0.0.0/0`,
 `namespaceSelector: {}`). Policies without rules (deny all) and rules with unknown peers pass.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,4 +39,5 @@ def validate_network_policy_peers(args: ResourceValidationArgs, report_violation
                     report_violation(
                         f"{name} {direction} rule {index} has no `{peers_key}` peers: it admits every {peer} on "
                         f"{_ports(rule)}; name the peers (an explicit ipBlock 0.0.0.0/0 if every {peer} is meant)",
-                        None)
+                        None,
+                    )

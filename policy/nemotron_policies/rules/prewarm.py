@@ -15,6 +15,7 @@ A prewarm DaemonSet is one that lists checkpoints in that env or a child of the 
 the page cache it fills is charged to its cgroup, and an unbounded reader on every GPU node competes with
 the workers for memory and CPU.
 """
+
 from __future__ import annotations
 
 import re
@@ -83,7 +84,7 @@ def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: ConfigMaps) -> l
         if name is None:
             continue
         data = config_maps.data_of(namespace, name)
-        for key, document in (data.items() if isinstance(data, dict) else [(None, UNKNOWN)]):
+        for key, document in data.items() if isinstance(data, dict) else [(None, UNKNOWN)]:
             if document is UNKNOWN:
                 drafts.append(UNKNOWN)
             elif isinstance(key, str) and key.endswith(".yaml") and isinstance(document, str):
@@ -99,8 +100,10 @@ def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
     container = main_container(pod.spec)
     if container is None:
         return set()
-    candidates = [flag_value(command_line(container, pod.namespace, config_maps), "--model"),
-                  _draft_from_vllm(pod, container, config_maps)]
+    candidates = [
+        flag_value(command_line(container, pod.namespace, config_maps), "--model"),
+        _draft_from_vllm(pod, container, config_maps),
+    ]
     candidates += _drafts_from_trtllm(pod.spec, pod.namespace, config_maps)
     return {c for c in candidates if isinstance(c, str) and HF_REPO.match(c)}
 
@@ -126,17 +129,25 @@ def _read_only_claim(spec: Any) -> Any:
     if not volumes:
         return UNKNOWN if dig(spec, "volumes") is UNKNOWN else None
     return all(
-        any(dig(v, "persistentVolumeClaim", "readOnly") is True for v in as_list(dig(spec, "volumes"))
-            if dig(v, "name") == name)
+        any(
+            dig(v, "persistentVolumeClaim", "readOnly") is True
+            for v in as_list(dig(spec, "volumes"))
+            if dig(v, "name") == name
+        )
         or (bool(volume_mounts(spec, name)) and all(m.get("readOnly") is True for m in volume_mounts(spec, name)))
-        for name in volumes)
+        for name in volumes
+    )
 
 
 def _repos(spec: Any) -> Any:
     """The checkpoints a DaemonSet's env says it warms: a frozenset, `UNKNOWN`, or None if it says nothing."""
     listed = [dig(spec, f) for f in ("containers", "initContainers")] + [c.get("env") for c in containers(spec)]
-    entries = [entry for container in containers(spec) for name in PREWARM_ENVS
-               if (entry := env_entry(container, name)) is not None]
+    entries = [
+        entry
+        for container in containers(spec)
+        for name in PREWARM_ENVS
+        if (entry := env_entry(container, name)) is not None
+    ]
     if not entries:
         return UNKNOWN if UNKNOWN in listed else None
     repos: frozenset[str] = frozenset()
@@ -175,10 +186,18 @@ def _prewarmers(resources: list[Any]) -> list[Prewarmer]:
                 repos = _repos(pod.spec)
                 if repos is None and not in_component:
                     continue
-                prewarmers.append(Prewarmer(text(obj.name) or resource.name, obj.namespace, node_selection(pod.spec),
-                                            tolerations(pod.spec), _read_only_claim(pod.spec),
-                                            frozenset() if repos is None else repos, resource.urn,
-                                            tuple(_unlimited(pod.spec))))
+                prewarmers.append(
+                    Prewarmer(
+                        text(obj.name) or resource.name,
+                        obj.namespace,
+                        node_selection(pod.spec),
+                        tolerations(pod.spec),
+                        _read_only_claim(pod.spec),
+                        frozenset() if repos is None else repos,
+                        resource.urn,
+                        tuple(_unlimited(pod.spec)),
+                    )
+                )
     return prewarmers
 
 
@@ -189,9 +208,13 @@ def _shortfalls(prewarmer: Prewarmer, pool: Pool) -> list[str]:
     if prewarmer.tolerations is not UNKNOWN:
         missing = [t for t in pool.tolerations if not any(tolerates(own, t) for own in prewarmer.tolerations)]
         if missing:
-            problems.append("does not tolerate " + ", ".join(
-                f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}"
-                for key, _, value, effect in sorted(missing)))
+            problems.append(
+                "does not tolerate "
+                + ", ".join(
+                    f"{key or '*'}{'=' + value if value else ''}:{effect or '*'}"
+                    for key, _, value, effect in sorted(missing)
+                )
+            )
     if prewarmer.read_only_claim is None:
         problems.append(f"does not mount the {MODEL_CACHE_CLAIM} claim")
     elif prewarmer.read_only_claim is False:
@@ -208,18 +231,23 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
     prewarmers = _prewarmers(args.resources)
     for prewarmer in prewarmers:
         if prewarmer.unlimited:
-            report_violation(f"prewarm DaemonSet {prewarmer.name}: {'; '.join(prewarmer.unlimited)}; page cache is "
-                             "charged to the reader, so an unlimited prewarmer can starve the workers on its node",
-                             prewarmer.urn)
+            report_violation(
+                f"prewarm DaemonSet {prewarmer.name}: {'; '.join(prewarmer.unlimited)}; page cache is "
+                "charged to the reader, so an unlimited prewarmer can starve the workers on its node",
+                prewarmer.urn,
+            )
     for pool in _pools(args.resources, config_maps).values():
-        where = (f"workers {', '.join(pool.workers)} (nodes: {describe_selection(pool.selection)}; "
-                 f"checkpoints: {', '.join(sorted(pool.checkpoints)) or 'none known'})")
+        where = (
+            f"workers {', '.join(pool.workers)} (nodes: {describe_selection(pool.selection)}; "
+            f"checkpoints: {', '.join(sorted(pool.checkpoints)) or 'none known'})"
+        )
         candidates = [p for p in prewarmers if p.selection is UNKNOWN or p.selection == pool.selection]
         if not candidates:
             report_violation(f"no prewarm DaemonSet selects the nodes of {where}", pool.urn)
             continue
         shortfalls = {p.name: _shortfalls(p, pool) for p in candidates}
         if all(shortfalls.values()):
-            details = "; ".join(f"DaemonSet {name} {', '.join(problems)}"
-                                for name, problems in sorted(shortfalls.items()))
+            details = "; ".join(
+                f"DaemonSet {name} {', '.join(problems)}" for name, problems in sorted(shortfalls.items())
+            )
             report_violation(f"no prewarm DaemonSet covers {where}: {details}", pool.urn)

@@ -16,6 +16,7 @@ principals no blanket permissions.
   document (`RolePolicy`, `UserPolicy`, `GroupPolicy`, `Policy`, `Role.inlinePolicies`, resource policies);
   no trust or resource policy open to principal `*` without a `Condition`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -32,36 +33,64 @@ from ..values import UNKNOWN, as_list, dig, plain, text
 from ..workloads import container_label, containers
 
 ROLE = "aws:iam/role:Role"
-ATTACHMENTS = frozenset({
-    "aws:iam/rolePolicyAttachment:RolePolicyAttachment", "aws:iam/policyAttachment:PolicyAttachment",
-    "aws:iam/userPolicyAttachment:UserPolicyAttachment", "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
-    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
-})
+ATTACHMENTS = frozenset(
+    {
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "aws:iam/policyAttachment:PolicyAttachment",
+        "aws:iam/userPolicyAttachment:UserPolicyAttachment",
+        "aws:iam/groupPolicyAttachment:GroupPolicyAttachment",
+        "aws:eks/accessPolicyAssociation:AccessPolicyAssociation",
+    }
+)
 EXCLUSIVE_ATTACHMENTS = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
-POLICY_DOCUMENTS = frozenset({
-    "aws:iam/rolePolicy:RolePolicy", "aws:iam/userPolicy:UserPolicy", "aws:iam/groupPolicy:GroupPolicy",
-    "aws:iam/policy:Policy",
-})
-RESOURCE_POLICIES = frozenset({
-    "aws:s3/bucketPolicy:BucketPolicy", "aws:kms/key:Key", "aws:kms/keyPolicy:KeyPolicy",
-    "aws:ecr/repositoryPolicy:RepositoryPolicy", "aws:sqs/queuePolicy:QueuePolicy", "aws:sns/topicPolicy:TopicPolicy",
-})
+POLICY_DOCUMENTS = frozenset(
+    {
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:iam/userPolicy:UserPolicy",
+        "aws:iam/groupPolicy:GroupPolicy",
+        "aws:iam/policy:Policy",
+    }
+)
+RESOURCE_POLICIES = frozenset(
+    {
+        "aws:s3/bucketPolicy:BucketPolicy",
+        "aws:kms/key:Key",
+        "aws:kms/keyPolicy:KeyPolicy",
+        "aws:ecr/repositoryPolicy:RepositoryPolicy",
+        "aws:sqs/queuePolicy:QueuePolicy",
+        "aws:sns/topicPolicy:TopicPolicy",
+    }
+)
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-PRIVILEGED_CAPABILITIES = frozenset({
-    "SYS_ADMIN", "ALL", "SYS_MODULE", "SYS_PTRACE", "SYS_RAWIO", "SYS_BOOT", "NET_ADMIN", "BPF", "PERFMON",
-    "DAC_READ_SEARCH", "MAC_ADMIN", "SYSLOG",
-})
+PRIVILEGED_CAPABILITIES = frozenset(
+    {
+        "SYS_ADMIN",
+        "ALL",
+        "SYS_MODULE",
+        "SYS_PTRACE",
+        "SYS_RAWIO",
+        "SYS_BOOT",
+        "NET_ADMIN",
+        "BPF",
+        "PERFMON",
+        "DAC_READ_SEARCH",
+        "MAC_ADMIN",
+        "SYSLOG",
+    }
+)
 ADMIN_ROLES = frozenset({"cluster-admin"})
 CLUSTER_WIDE_ADMIN_ROLES = frozenset({"admin", "edit"})
 ESCALATING_VERBS = frozenset({"escalate", "bind", "impersonate"})
-SCHEMA = PolicyConfigSchema({
-    "privilegedComponents": {
-        "type": "array",
-        "items": {"type": "string"},
-        "default": [DEVICE_PLUGINS_COMPONENT],
-        "description": "Type tokens of components whose child resources may run privileged pods and RBAC.",
-    },
-})
+SCHEMA = PolicyConfigSchema(
+    {
+        "privilegedComponents": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [DEVICE_PLUGINS_COMPONENT],
+            "description": "Type tokens of components whose child resources may run privileged pods and RBAC.",
+        },
+    }
+)
 
 
 def _pod_privileges(resource_type: str, props: Any) -> Iterator[str]:
@@ -75,8 +104,11 @@ def _pod_privileges(resource_type: str, props: Any) -> Iterator[str]:
                 yield f"{container_label(container, pod)} is privileged"
             if dig(context, "allowPrivilegeEscalation") is True:
                 yield f"{container_label(container, pod)} sets allowPrivilegeEscalation: true"
-            added = {str(c).upper().removeprefix("CAP_") for c in as_list(dig(context, "capabilities", "add"))
-                     if c is not UNKNOWN}
+            added = {
+                str(c).upper().removeprefix("CAP_")
+                for c in as_list(dig(context, "capabilities", "add"))
+                if c is not UNKNOWN
+            }
             for capability in sorted(added & PRIVILEGED_CAPABILITIES):
                 yield f"{container_label(container, pod)} adds capability {capability}"
 
@@ -115,8 +147,10 @@ def _iam_privileges(resource_type: str, props: Any) -> Iterator[str]:
     if resource_type in POLICY_DOCUMENTS | RESOURCE_POLICIES:
         documents = [("policy", dig(props, "policy"))]
     elif resource_type == ROLE:
-        documents = [(f"inlinePolicies[{text(dig(p, 'name')) or i}]", dig(p, "policy"))
-                     for i, p in enumerate(as_list(dig(props, "inlinePolicies")))]
+        documents = [
+            (f"inlinePolicies[{text(dig(p, 'name')) or i}]", dig(p, "policy"))
+            for i, p in enumerate(as_list(dig(props, "inlinePolicies")))
+        ]
         yield from trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
     for where, document in documents:
         yield from grant_problems(document, where)

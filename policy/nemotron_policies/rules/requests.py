@@ -1,6 +1,7 @@
 """resource-requests (advisory): every container of a workload says what it needs (`resources.requests`,
 or `limits`, which Kubernetes copies into requests). Without either, the pod is BestEffort: scheduled
 anywhere and evicted first under node pressure."""
+
 from __future__ import annotations
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs

@@ -14,6 +14,7 @@ SecureString SSM parameters) and provider configurations is checked:
 A Pulumi secret written into such a field is still a literal in the pod spec or the cloud resource, so it
 is reported too. Messages name the field, never the value.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -82,8 +83,10 @@ def _config_map_problems(data: Any, binary: Any, path: str) -> Iterator[str]:
         for key, value in as_dict(entries).items():
             where = f"{path}.{section}.{key}"
             if key in REGISTRY_CONFIG_KEYS:
-                yield (f"{where} is a Docker registry config; registry credentials belong in a "
-                       "kubernetes.io/dockerconfigjson Secret")
+                yield (
+                    f"{where} is a Docker registry config; registry credentials belong in a "
+                    "kubernetes.io/dockerconfigjson Secret"
+                )
             elif section == "binaryData":
                 yield from _problems(decoded(value), f"{where} (decoded)", str(key), tokens=True)
             else:
@@ -110,8 +113,11 @@ def _walk(resource_type: str, props: Any) -> Iterator[str]:
 
 
 def validate_secret_handling(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    if (is_kind(args.resource_type, "", "Secret") or args.resource_type == SECRET_VERSION
-            or args.resource_type.startswith("pulumi:providers:")):
+    if (
+        is_kind(args.resource_type, "", "Secret")
+        or args.resource_type == SECRET_VERSION
+        or args.resource_type.startswith("pulumi:providers:")
+    ):
         return
     props = plain(args.props)
     if args.resource_type == SSM_PARAMETER and dig(props, "type") == "SecureString":
