@@ -96,6 +96,7 @@ LINT_STACKS := dev prod
 UPSTREAM_MANIFESTS := model-download
 lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/actionlint -shellcheck=$(abspath $(VENV))/bin/shellcheck
 	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows
