@@ -35,7 +35,8 @@ EXPORT_FILE = "profile_export_aiperf.json"
 COMPARISON_FILE = "comparison.json"
 
 
-def trace_argv(args: argparse.Namespace, requests: int, artifact_dir: Path) -> list[str]:
+def _profile_argv(args: argparse.Namespace, artifact_dir: Path, workload: list[str]) -> list[str]:
+    """`aiperf profile` against the target's streaming chat endpoint with `workload`'s own flags."""
     return [
         args.aiperf,
         "profile",
@@ -48,57 +49,26 @@ def trace_argv(args: argparse.Namespace, requests: int, artifact_dir: Path) -> l
         "--endpoint-type",
         "chat",
         "--streaming",
-        "--custom-dataset-type",
-        "mooncake_trace",
-        "--input-file",
-        str(args.trace),
-        "--num-requests",
-        str(requests),
-        "--use-server-token-count",
-        "--extra-inputs",
-        "ignore_eos:true",
+        *workload,
         "--request-timeout-seconds",
         f"{args.request_timeout:g}",
-        "--concurrency",
-        str(args.concurrency),
-        "--no-fixed-schedule",
-        "--random-seed",
-        "42",
         "--ui",
         "none",
         "--artifact-dir",
         str(artifact_dir),
     ]
+
+
+def trace_argv(args: argparse.Namespace, requests: int, artifact_dir: Path) -> list[str]:
+    trace = ["--custom-dataset-type", "mooncake_trace", "--input-file", str(args.trace)]
+    trace += ["--num-requests", str(requests), "--use-server-token-count", "--extra-inputs", "ignore_eos:true"]
+    trace += ["--concurrency", str(args.concurrency), "--no-fixed-schedule", "--random-seed", "42"]
+    return _profile_argv(args, artifact_dir, trace)
 
 
 def warmup_argv(args: argparse.Namespace, artifact_dir: Path) -> list[str]:
-    return [
-        args.aiperf,
-        "profile",
-        "-m",
-        args.model,
-        "--tokenizer",
-        args.tokenizer or args.model,
-        "--url",
-        args.url,
-        "--endpoint-type",
-        "chat",
-        "--streaming",
-        "--isl",
-        str(WARMUP_INPUT_TOKENS),
-        "--osl",
-        str(WARMUP_OUTPUT_TOKENS),
-        "--concurrency",
-        "1",
-        "--request-count",
-        str(args.warmup_requests),
-        "--request-timeout-seconds",
-        f"{args.request_timeout:g}",
-        "--ui",
-        "none",
-        "--artifact-dir",
-        str(artifact_dir),
-    ]
+    warmup = ["--isl", str(WARMUP_INPUT_TOKENS), "--osl", str(WARMUP_OUTPUT_TOKENS), "--concurrency", "1"]
+    return _profile_argv(args, artifact_dir, [*warmup, "--request-count", str(args.warmup_requests)])
 
 
 def run(argv: list[str]) -> int:
