@@ -67,7 +67,8 @@ def _manifest_file(obj: dict[str, Any]) -> str:
 
 
 def _dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=120)
+    """libyaml's emitter (PyYAML's wheels bundle it): a tenth of the pure-Python emitter's time."""
+    return yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=True, default_flow_style=False, width=120)
 
 
 def write_render(run: ProgramRun, stack: str, out_dir: Path) -> None:
