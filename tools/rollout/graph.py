@@ -111,10 +111,10 @@ class StackGraph:
     """The resources of one stack and the order the engine creates them in."""
 
     def __init__(self, records: Iterable[Mapping[str, Any]]) -> None:
-        self.resources: dict[str, Resource] = {}
-        for record in records:
-            resource = Resource.from_record(record)
-            self.resources[resource.key] = resource
+        # By key, not in registration order: the mock runtime registers in whatever order outputs resolve,
+        # and every report built from the graph must read the same on every render.
+        resources = sorted((Resource.from_record(record) for record in records), key=lambda r: r.key)
+        self.resources: dict[str, Resource] = {r.key: r for r in resources}
         self._ancestors: dict[str, frozenset[str]] = {}
 
     def __iter__(self) -> Iterator[Resource]:
