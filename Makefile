@@ -70,7 +70,7 @@ promtool:  ## Install promtool if missing
 # --secret-placeholders: the secrets a committed stack needs but this repository cannot hold (no secrets
 # provider; prod's gatewayMasterKey) render as "[secret]" and are named (tools/secret_placeholders.py).
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
-	$(PY) -m tools.render --stack $(STACK) --secret-placeholders
+	$(PY) -m tools.render --stack $(STACK) --secret-placeholders $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
 policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
 	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)

@@ -14,7 +14,9 @@ principals no blanket permissions.
   user and group attachments, `Role.managedPolicyArns`, `RolePolicyAttachmentsExclusive`, EKS access policy
   associations); no service-wide, `NotAction`, `NotResource` or every-resource pattern grant in a policy
   document (`RolePolicy`, `UserPolicy`, `GroupPolicy`, `Policy`, `Role.inlinePolicies`, resource policies);
-  no trust or resource policy open to principal `*` without a `Condition`.
+  no trust or resource policy open to principal `*` without a `Condition`. An EKS admin access policy is
+  allowed for the principals listed in `clusterAdminPrincipals` (default none): the role that deploys the
+  stack needs one, and the pack's configuration is where an organisation names it.
 """
 
 from __future__ import annotations
@@ -89,8 +91,15 @@ SCHEMA = PolicyConfigSchema(
             "default": [DEVICE_PLUGINS_COMPONENT],
             "description": "Type tokens of components whose child resources may run privileged pods and RBAC.",
         },
+        "clusterAdminPrincipals": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "IAM principal ARNs an EKS access entry may give an admin access policy (a deploy role).",
+        },
     }
 )
+ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 
 
 def _pod_privileges(resource_type: str, props: Any) -> Iterator[str]:
@@ -131,9 +140,10 @@ def _rbac_privileges(resource_type: str, props: Any) -> Iterator[str]:
                     yield f"{where} rules[{index}] grants {verb}"
 
 
-def _iam_privileges(resource_type: str, props: Any) -> Iterator[str]:
+def _iam_privileges(resource_type: str, props: Any, cluster_admins: frozenset[str]) -> Iterator[str]:
     arns: list[Any] = []
-    if resource_type in ATTACHMENTS:
+    named_admin = resource_type == ACCESS_POLICY_ASSOCIATION and dig(props, "principalArn") in cluster_admins
+    if resource_type in ATTACHMENTS and not named_admin:
         arns = [dig(props, "policyArn")]
     elif resource_type == EXCLUSIVE_ATTACHMENTS:
         arns = as_list(dig(props, "policyArns"))
@@ -160,8 +170,10 @@ def _iam_privileges(resource_type: str, props: Any) -> Iterator[str]:
 
 def validate_least_privilege(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     props = plain(args.props)
-    exempt_components = {str(c) for c in as_list(settings(args, SCHEMA)["privilegedComponents"])}
-    problems = list(_iam_privileges(args.resource_type, props))
+    config = settings(args, SCHEMA)
+    exempt_components = {str(c) for c in as_list(config["privilegedComponents"])}
+    cluster_admins = frozenset(str(p) for p in as_list(config["clusterAdminPrincipals"]))
+    problems = list(_iam_privileges(args.resource_type, props, cluster_admins))
     if not exempt_components.intersection(ancestor_types(args.urn)):
         problems += list(_pod_privileges(args.resource_type, props)) + list(_rbac_privileges(args.resource_type, props))
     for problem in dict.fromkeys(problems):
