@@ -18,7 +18,7 @@ from typing import Any, Optional
 import yaml
 
 from serving_stack import pulumi_private
-from serving_stack.plan.stack_plan import StackPlan
+from serving_stack.plan.stack_plan_types import StackPlan
 from serving_stack.pulumi_private import (
     MockCallArgs,
     MockMonitor,

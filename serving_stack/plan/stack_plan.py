@@ -2,44 +2,31 @@
 
 `build_plan` runs every check that needs the facts (catalog, instance types, SageMaker data) and
 raises one `ConfigError` naming each bad key; what it returns is everything `__main__.py` wires into
-components, so no value is derived twice and no component reads the config.
+components, so no value is derived twice and no component reads the config. The checks are in
+`stack_checks`, the plan's types in `stack_plan_types`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Any, Optional, Union
+from typing import Optional
 
 from serving_stack.config.stack import StackConfig
-from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
-from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.auto_targets import expand_auto_targets
-from serving_stack.plan.cache_size import check_checkpoint_room
-from serving_stack.plan.costs import PoolCostRow, pool_cost_rows
-from serving_stack.plan.dra import DraDriverPlan, plan_dra_driver
-from serving_stack.plan.gateway_stack import StackGateway, check_gateway, plan_stack_gateway
+from serving_stack.plan.costs import pool_cost_rows
+from serving_stack.plan.dra import plan_dra_driver
+from serving_stack.plan.gateway_stack import plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
-from serving_stack.plan.operability import OperabilityPlan, OperabilitySettings, operability_settings, plan_operability
+from serving_stack.plan.operability import OperabilitySettings, operability_settings, plan_operability
 from serving_stack.plan.placement import place_targets
-from serving_stack.plan.pool_checks import check_cluster, check_pools
-from serving_stack.plan.pools import (
-    LocalZoneSubnet,
-    ManagedPoolSpec,
-    ResolvedPool,
-    local_zone_subnets,
-    resolve_pools,
-)
-from serving_stack.plan.prewarm import PrewarmPool, PrewarmSettings
+from serving_stack.plan.pools import ManagedPoolSpec, ResolvedPool, local_zone_subnets, resolve_pools
+from serving_stack.plan.prewarm import PrewarmSettings
 from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
-from serving_stack.plan.sagemaker_checks import check_sagemaker
-from serving_stack.plan.sagemaker_spec import PlannedEndpoint
 from serving_stack.plan.serving import (
     PlannedTarget,
     plan_prewarm,
@@ -47,175 +34,25 @@ from serving_stack.plan.serving import (
     platform_chart,
     serving_settings,
 )
-from serving_stack.plan.stack_capacity import StackCapacity, plan_stack_capacity
-from serving_stack.plan.stack_region import check_stack_region
-from serving_stack.plan.storage import StoragePlan, check_storage, plan_storage
+from serving_stack.plan.stack_capacity import plan_stack_capacity
+from serving_stack.plan.stack_checks import check_stack
+from serving_stack.plan.stack_plan_types import (
+    AccessGrant,
+    AwsAccount,
+    ClusterPlan,
+    CreatedCluster,
+    DevicePluginSet,
+    DynamoPlatformPlan,
+    ExistingEks,
+    KubeconfigCluster,
+    PullSecretPlan,
+    ServingPlan,
+    StackPlan,
+    SystemNodes,
+)
+from serving_stack.plan.storage import plan_storage
 from serving_stack.plan.targets import select_targets
 from serving_stack.plan.watched_targets import watched_target
-
-
-@dataclass(frozen=True)
-class SystemNodes:
-    instance_types: tuple[str, ...]
-    min_size: int
-    desired_size: int
-    max_size: int
-    disk_size_gib: int
-
-
-@dataclass(frozen=True)
-class AccessGrant:
-    principal_arn: str
-    policy: str
-    namespaces: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CreatedCluster:
-    """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
-
-    name: str
-    kubernetes_version: str
-    availability_zones: tuple[str, ...]
-    vpc_cidr: str
-    nat_gateway_per_az: bool
-    endpoint_public_access_cidrs: tuple[str, ...]
-    log_retention_days: int
-    system_nodes: SystemNodes
-    addons: tuple[EksAddon, ...]
-    access_grants: tuple[AccessGrant, ...]
-    local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
-
-
-@dataclass(frozen=True)
-class ExistingEks:
-    """The AWS side of an existing cluster, for the GPU node groups the stack adds to it."""
-
-    name: str
-    vpc_id: str
-    private_subnet_ids_by_az: Mapping[str, str]
-    node_security_group_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class KubeconfigCluster:
-    """An existing cluster reached through an explicit kubeconfig context (never the ambient default)."""
-
-    context: Optional[str]
-    kubeconfig_path: Optional[str]
-    eks: Optional[ExistingEks]
-
-
-ClusterPlan = Union[CreatedCluster, KubeconfigCluster]
-
-
-@dataclass(frozen=True)
-class AwsAccount:
-    region: str
-    tags: Mapping[str, str]
-    node_managed_policies: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DevicePluginSet:
-    """Which device plugins the pools need (explicit switches; `efa_instance_types` empty means none)."""
-
-    pins: DevicePluginPins
-    nvidia: bool
-    efa_instance_types: tuple[str, ...]
-    infiniband: bool
-    dra_driver: Optional[DraDriverPlan] = None
-
-
-@dataclass(frozen=True)
-class PullSecretPlan:
-    name: str
-    server: str
-
-
-@dataclass(frozen=True)
-class DynamoPlatformPlan:
-    """`install` False: the cluster already runs the platform (shared clusters); the stack leaves it alone."""
-
-    install: bool
-    namespace: str
-    release_name: str
-    chart_url: str
-    values: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ServingPlan:
-    """`hf_token`: the stack sets `hfToken` (a token Secret for the download Job); `retain_on_delete`: destroy
-    forgets the namespace and the claim instead of deleting them."""
-
-    namespace: str
-    hf_token: bool
-    pull_secret: Optional[PullSecretPlan]
-    model_cache_claim: dict[str, Any]
-    download_jobs: tuple[dict[str, Any], ...]
-    retain_on_delete: bool
-    prewarm_settings: PrewarmSettings
-    prewarm_pools: tuple[PrewarmPool, ...]
-    platform: DynamoPlatformPlan
-    targets: tuple[PlannedTarget, ...]
-
-
-@dataclass(frozen=True)
-class StackPlan:
-    aws: Optional[AwsAccount]
-    cluster: ClusterPlan
-    pools: tuple[ResolvedPool, ...]
-    managed_pools: tuple[ManagedPoolSpec, ...]
-    device_plugins: Optional[DevicePluginSet]
-    storage: Optional[StoragePlan]
-    serving: ServingPlan
-    sagemaker: tuple[PlannedEndpoint, ...]
-    pool_costs: tuple[PoolCostRow, ...]
-    monitoring: Optional[MonitoringPlan]
-    operability: Optional[OperabilityPlan]
-    capacity: StackCapacity
-    gateway: Optional[StackGateway] = None
-
-    @property
-    def endpoints(self) -> list[ServingEndpoint]:
-        return [t.endpoint for t in self.serving.targets] + [e.endpoint for e in self.sagemaker]
-
-
-def _check(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
-    """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
-    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
-    selected, target_errors = select_targets(config, facts.catalog, cache.repos)
-    errors += target_errors
-    by_nodes: dict[str, list[str]] = {}  # prewarm DaemonSets follow the workers' nodes (pool or GPU product)
-    for target in selected:
-        nodes = target.config.nodePool or target.recipe.gpu_products[0]
-        by_nodes.setdefault(nodes, []).extend(target.recipe.checkpoints)
-    errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos, by_nodes, facts.checkpoints)
-    errors += check_stack_region(config, default_region, facts.aws.regions)
-    if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
-        errors.append(
-            ConfigError(
-                "ngcApiKey",
-                "required when dynamo.imagePullSecret is set: the stack creates the "
-                "pull Secret in the namespace it creates, so it cannot exist before `up`",
-                "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret",
-            )
-        )
-    errors += check_sagemaker(config.sagemaker, facts)
-    errors += check_gateway(config, secrets)
-    aws = config.aws
-    if aws is None:
-        if config.kubernetes.cluster.source == "eks":
-            errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
-        errors += place_targets(config, selected, {}, facts.aws)[1]
-    else:
-        aws_errors = (
-            check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
-        )
-        errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
-    if errors:
-        raise ConfigError.combined(errors)
 
 
 def _cluster(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool]) -> ClusterPlan:
@@ -309,7 +146,7 @@ def build_plan(
     expanded into the capacity plan of `demand` first, and checked like a written config."""
     config, auto = expand_auto_targets(config, facts)
     config = _with_cache_size(config, facts)
-    _check(config, facts, secrets, default_region)
+    check_stack(config, facts, secrets, default_region)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
