@@ -19,7 +19,7 @@ from serving_stack.facts.metrics import MetricsCatalog
 from serving_stack.facts.monitoring import MonitoringFacts
 from serving_stack.plan.alerts import VALUE, AlertThresholds, WatchedTarget
 from serving_stack.plan.canary_alerts import CanaryAlerting
-from serving_stack.plan.operability_manifests import CANARY_PORT, canary_name
+from serving_stack.plan.ops_canary import CANARY_PORT, canary_name
 
 MARGIN = 0.05
 TOKENS_PER_MINUTE = 60.0

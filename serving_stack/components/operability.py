@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 
 from serving_stack.names import TypeTokens
 from serving_stack.plan.operability import OperabilityPlan, TargetChecks
-from serving_stack.plan.operability_manifests import PROGRAM_CONFIG_MAP
+from serving_stack.plan.ops_programs import PROGRAM_CONFIG_MAP
 
 
 @dataclass(frozen=True)

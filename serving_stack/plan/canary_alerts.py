@@ -1,6 +1,6 @@
 """The canary alerts of one target: its probes fail, or its results stop coming.
 
-The canary (`ops/canary.py`, a Deployment per target, `operability_manifests.canary_deployment`) exports
+The canary (`ops/canary.py`, a Deployment per target, `ops_canary.canary_deployment`) exports
 `nemotron_canary_*` labelled {target, model}; Prometheus adds `namespace` and `pod` through its PodMonitor.
 The rules select the target's canary pods by name, as the other rules select frontends and workers.
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from serving_stack.facts.metrics import MetricsCatalog
-from serving_stack.plan.operability_manifests import canary_name
+from serving_stack.plan.ops_canary import canary_name
 
 # One late probe is a slow request or scrape; three intervals without one is a probe loop that stopped.
 CANARY_STALE_INTERVALS = 3

@@ -23,20 +23,11 @@ from serving_stack.facts.catalog import Criteria
 from serving_stack.plan.alerts import RELEASE_LABEL
 from serving_stack.plan.canary_alerts import CanaryAlerting
 from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION, WAIT_FOR_ANNOTATION, startup_budget_seconds
-from serving_stack.plan.operability_manifests import (
-    BenchmarkSettings,
-    CanarySettings,
-    Endpoint,
-    SmokeSettings,
-    benchmark_job,
-    canary_deployment,
-    canary_pod_monitor,
-    on_demand,
-    program_config_map,
-    programs_digest,
-    read_programs,
-    smoke_test_job,
-)
+from serving_stack.plan.ops_benchmark_job import BenchmarkSettings, benchmark_job, on_demand
+from serving_stack.plan.ops_canary import CanarySettings, canary_deployment, canary_pod_monitor
+from serving_stack.plan.ops_pods import Endpoint
+from serving_stack.plan.ops_programs import program_config_map, programs_digest, read_programs
+from serving_stack.plan.ops_smoke_job import SmokeSettings, smoke_test_job
 from serving_stack.plan.serving import PlannedTarget
 
 # After the graph is Ready, the frontend lists the model within seconds; ten minutes covers a worker restart.
