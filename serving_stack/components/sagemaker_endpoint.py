@@ -1,10 +1,11 @@
 """One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
 endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling.
 
-Every value comes planned (`serving_stack.plan.sagemaker`), so the component only maps it onto resources.
-The endpoint has an explicit name, which the rollback alarms' dimensions and the scaling target's
-resource id need before it exists; the model and endpoint config are auto-named, so a change replaces
-them side by side and the endpoint moves to the new config with a blue/green update.
+Every value comes planned (`serving_stack.plan.sagemaker`), so the component only maps it onto resources
+(the provider's argument objects are built in `sagemaker_resource_args`). The endpoint has an explicit
+name, which the rollback alarms' dimensions and the scaling target's resource id need before it exists;
+the model and endpoint config are auto-named, so a change replaces them side by side and the endpoint
+moves to the new config with a blue/green update.
 
 Rollback safety: when an alarm rolls a deployment back, the endpoint keeps serving the old config while the
 engine deletes the replaced model and config at the end of the update. Both are therefore
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -32,7 +33,7 @@ from serving_stack.components.sagemaker_iam import (
     rollback_policy,
     trust_policy,
 )
-from serving_stack.facts.jumpstart import S3ModelData
+from serving_stack.components.sagemaker_resource_args import primary_container, production_variant, traffic_routing
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker_spec import (
     BlueGreen,
@@ -74,102 +75,6 @@ class SageMakerEndpointArgs:
             tags=planned.tags,
             notes=planned.notes,
         )
-
-
-def _s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
-    access = access_class(accept_eula=data.accept_eula) if data.accept_eula is not None else None
-    return args_class(
-        s3_uri=data.s3_uri,
-        s3_data_type=data.s3_data_type,
-        compression_type=data.compression_type,
-        model_access_config=access,
-    )
-
-
-def _primary_container(
-    container: ModelContainer,
-    hf_token: Optional[pulumi.Input[str]],
-) -> sm.ModelPrimaryContainerArgs:
-    environment: dict[str, pulumi.Input[str]] = dict(container.environment)
-    if container.needs_hf_token:
-        if hf_token is None:
-            raise ValueError("the model sends the Hugging Face token, but SageMakerEndpointArgs.hf_token is None")
-        # A container environment cannot reference Secrets Manager: the token is a Pulumi secret in state
-        # and readable through DescribeModel (see HuggingFaceModel.sendHfToken).
-        environment["HF_TOKEN"] = pulumi.Output.secret(hf_token)
-    model_data = None
-    if container.model_data is not None:
-        model_data = sm.ModelPrimaryContainerModelDataSourceArgs(
-            s3_data_sources=[
-                _s3_source(
-                    container.model_data,
-                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceArgs,
-                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceModelAccessConfigArgs,
-                )
-            ]
-        )
-    additional = [
-        sm.ModelPrimaryContainerAdditionalModelDataSourceArgs(
-            channel_name=source.channel_name,
-            s3_data_sources=[
-                _s3_source(
-                    source.s3,
-                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceArgs,
-                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceModelAccessConfigArgs,
-                )
-            ],
-        )
-        for source in container.additional_model_data
-    ]
-    return sm.ModelPrimaryContainerArgs(
-        image=container.image,
-        mode="SingleModel",
-        environment=environment,
-        model_data_source=model_data,
-        additional_model_data_sources=additional or None,
-    )
-
-
-def _traffic_routing(
-    deployment: BlueGreen,
-) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
-    if deployment.type == "CANARY":
-        return routing(
-            type="CANARY",
-            wait_interval_in_seconds=deployment.wait_interval_seconds,
-            canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-                type="CAPACITY_PERCENT", value=deployment.canary_size
-            ),
-        )
-    if deployment.type == "LINEAR":
-        return routing(
-            type="LINEAR",
-            wait_interval_in_seconds=deployment.wait_interval_seconds,
-            linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-                type="CAPACITY_PERCENT", value=deployment.linear_step_size
-            ),
-        )
-    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
-
-
-def _production_variant(
-    variant: ProductionVariant,
-    model_name: pulumi.Input[str],
-) -> sm.EndpointConfigurationProductionVariantArgs:
-    return sm.EndpointConfigurationProductionVariantArgs(
-        variant_name=variant.name,
-        model_name=model_name,
-        instance_type=variant.instance_type,
-        initial_instance_count=variant.initial_instance_count,
-        model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
-        container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
-        volume_size_in_gb=variant.volume_size_gb,
-        inference_ami_version=variant.inference_ami_version,
-        routing_configs=[
-            sm.EndpointConfigurationProductionVariantRoutingConfigArgs(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
-        ],
-    )
 
 
 class SageMakerEndpoint(pulumi.ComponentResource):
@@ -214,7 +119,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         model = sm.Model(
             f"{name}-model",
             execution_role_arn=role.arn,
-            primary_container=_primary_container(args.container, args.hf_token),
+            primary_container=primary_container(args.container, args.hf_token),
             enable_network_isolation=args.container.enable_network_isolation,
             region=region,
             tags=tags,
@@ -235,7 +140,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             )
         endpoint_config = sm.EndpointConfiguration(
             f"{name}-config",
-            production_variants=[_production_variant(variant, model.name)],
+            production_variants=[production_variant(variant, model.name)],
             # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
             kms_key_arn=kms_key_arn if variant.ebs_storage else None,
             data_capture_config=data_capture,
@@ -264,7 +169,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             endpoint_config_name=endpoint_config.name,
             deployment_config=sm.EndpointDeploymentConfigArgs(
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
-                    traffic_routing_configuration=_traffic_routing(deployment),
+                    traffic_routing_configuration=traffic_routing(deployment),
                     termination_wait_in_seconds=deployment.termination_wait_seconds,
                     maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds,
                 ),
