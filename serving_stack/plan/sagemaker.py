@@ -1,72 +1,31 @@
 """From the `sagemaker` config to what each SageMaker endpoint deploys, as plain values.
 
 Pure and run before any resource is registered: JumpStart models resolve from the committed snapshot (or
-the content bucket), the Hugging Face path takes its image from `catalog/sagemaker_lmi.yaml`, so every
-value the component sets is concrete at preview and a bad setting fails with its key path.
+the content bucket), the Hugging Face path takes its image from `catalog/sagemaker_lmi.yaml` (both in
+`sagemaker_models`), so every value the component sets is concrete at preview and a bad setting fails with
+its key path.
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
-import boto3
-
-from serving_stack.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
+from serving_stack.config.sagemaker import SageMakerEndpointConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.errors import ConfigError, bounded
+from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
-from serving_stack.facts.data import PROJECT_DATA_DIR
-from serving_stack.facts.jumpstart import (
-    ConfigKeys,
-    S3SpecSource,
-    SnapshotSpecSource,
-    SpecSource,
-    resolve_jumpstart_model,
-)
-from serving_stack.plan.sagemaker_fit import check_fit, check_vllm
+from serving_stack.facts.jumpstart import SpecSource
+from serving_stack.plan.sagemaker_models import REGION_KEY, huggingface_model, jumpstart_model, spec_source
 from serving_stack.plan.sagemaker_spec import (
     BlueGreen,
     Capture,
-    HuggingFaceSource,
-    JumpStartSource,
-    ModelContainer,
-    ModelSource,
     PlannedEndpoint,
     ProductionVariant,
     Scaling,
     invoke_url,
 )
 from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
-
-PROJECT_DIR = PROJECT_DATA_DIR.parent
-REGION_KEY = "sagemaker.region"
-
-
-class _VariantDefaults(NamedTuple):
-    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
-
-    model_data_download_timeout: Optional[int]
-    container_startup_health_check_timeout: Optional[int]
-    volume_size_gb: Optional[int]
-    inference_ami_version: Optional[str]
-    notes: tuple[str, ...] = ()
-
-
-def _spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
-    if config.specSource == "s3":
-        if s3_client is None:
-            s3_client = boto3.client("s3", region_name=region)
-        return S3SpecSource(region, s3_client)
-    directory = PROJECT_DIR / config.snapshotDir
-    if not directory.is_dir():
-        raise ConfigError(
-            "sagemaker.snapshotDir",
-            f"{bounded(config.snapshotDir)} is not a directory of the project",
-            "a path relative to the project root, such as catalog/jumpstart",
-        )
-    return SnapshotSpecSource(directory)
 
 
 def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Optional[int]:
@@ -76,102 +35,6 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
     if not 60 <= default <= 3600:
         raise ConfigError(key, f"the model's default of {default} s is outside what SageMaker accepts", "set 60..3600")
     return default
-
-
-def _jumpstart(
-    endpoint: SageMakerEndpointConfig,
-    path: str,
-    region: str,
-    source: SpecSource,
-    allow_unverified: bool,
-) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
-    model = endpoint.jumpstart
-    assert model is not None  # checked by check_sagemaker
-    keys = ConfigKeys(
-        model_id=f"{path}.jumpstart.modelId",
-        version=f"{path}.jumpstart.version",
-        instance_type=f"{path}.instanceType",
-        accept_eula=f"{path}.jumpstart.acceptEula",
-        spec=f"{path}.jumpstart",
-        region=REGION_KEY,
-    )
-    resolved = resolve_jumpstart_model(
-        model.modelId,
-        model.version,
-        region,
-        endpoint.instanceType,
-        accept_eula=model.acceptEula,
-        source=source,
-        keys=keys,
-        allow_unverified=allow_unverified,
-    )
-    container = ModelContainer(
-        image=resolved.image_uri,
-        environment=resolved.environment,
-        model_data=resolved.model_data_source,
-        additional_model_data=resolved.additional_model_data_sources,
-        enable_network_isolation=resolved.enable_network_isolation,
-        needs_hf_token=False,
-    )
-    defaults = _VariantDefaults(
-        resolved.model_data_download_timeout,
-        resolved.container_startup_health_check_timeout,
-        resolved.volume_size_gb,
-        None,
-    )
-    provenance = resolved.provenance.label() if resolved.provenance is not None else None
-    return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
-
-
-def _huggingface(
-    endpoint: SageMakerEndpointConfig,
-    path: str,
-    region: str,
-    facts: Facts,
-) -> tuple[ModelContainer, ModelSource, str, _VariantDefaults]:
-    model = endpoint.huggingface
-    assert model is not None  # checked by check_sagemaker
-    lmi = facts.lmi
-    repo = lmi.repositories[model.repo]
-    image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
-    if image is None:
-        regions = ", ".join(lmi.registries.accounts)
-        raise ConfigError(
-            f"{path}.huggingface.lmiImage",
-            f"no pinned LMI image for {region!r} in catalog/sagemaker_lmi.yaml",
-            f"a region listed there ({regions}), or an image",
-        )
-    if model.lmiImage is None:  # an image of one's own brings its own vLLM
-        check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
-    fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
-    image_region = image.split(".")[3]
-    if image_region != region:
-        raise ConfigError(
-            f"{path}.huggingface.lmiImage",
-            f"{image!r} is in {image_region}, the endpoint in {region}; "
-            "SageMaker pulls only from ECR in the endpoint's region",
-            f"an image in {region}",
-        )
-    environment = {**lmi.environment, **repo.options, **model.options, "HF_MODEL_ID": model.repo}
-    container = ModelContainer(
-        image=image,
-        environment=MappingProxyType(environment),
-        model_data=None,
-        additional_model_data=(),
-        enable_network_isolation=False,
-        needs_hf_token=model.sendHfToken,
-    )
-    # The AMI goes with the pinned image; an image of one's own brings its own requirements.
-    ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
-    defaults = _VariantDefaults(
-        lmi.timeouts.modelDataDownload,
-        lmi.timeouts.containerStartupHealthCheck,
-        lmi.volumeSizeGb,
-        ami,
-        (fit.note,) if fit.note else (),
-    )
-    source = HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None, precision_path=fit.precision_path)
-    return container, source, model.repo, defaults
 
 
 def _plan_one(
@@ -184,9 +47,11 @@ def _plan_one(
 ) -> PlannedEndpoint:
     if endpoint.source == "jumpstart":
         assert source is not None
-        container, model_source, served_model, defaults = _jumpstart(endpoint, path, region, source, allow_unverified)
+        container, model_source, served_model, defaults = jumpstart_model(
+            endpoint, path, region, source, allow_unverified
+        )
     else:
-        container, model_source, served_model, defaults = _huggingface(endpoint, path, region, facts)
+        container, model_source, served_model, defaults = huggingface_model(endpoint, path, region, facts)
     timeouts = endpoint.timeouts
     instance = facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
@@ -264,7 +129,7 @@ def plan_sagemaker_endpoints(
         raise ConfigError(REGION_KEY, "no region for the SageMaker endpoints", "set sagemaker.region or aws:region")
     needs_specs = any(endpoint.source == "jumpstart" for endpoint in sagemaker.endpoints)
     if needs_specs and source is None:
-        source = _spec_source(sagemaker, region, s3_client)
+        source = spec_source(sagemaker, region, s3_client)
     planned: list[PlannedEndpoint] = []
     errors: list[ConfigError] = []
     for index, endpoint in enumerate(sagemaker.endpoints):

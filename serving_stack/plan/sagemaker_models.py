@@ -1,0 +1,151 @@
+"""The model side of a SageMaker endpoint: its container, model source, served model name and the variant
+defaults the model suggests, from a pinned JumpStart model or a Hugging Face repo on the pinned LMI image.
+
+Pure and run before any resource is registered (`sagemaker.plan_sagemaker_endpoints` calls it per
+endpoint): JumpStart specs come from the committed snapshot or the content bucket (`spec_source`).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, NamedTuple, Optional
+
+import boto3
+
+from serving_stack.config.sagemaker import SageMakerConfig, SageMakerEndpointConfig
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts import Facts
+from serving_stack.facts.data import PROJECT_DATA_DIR
+from serving_stack.facts.jumpstart import (
+    ConfigKeys,
+    S3SpecSource,
+    SnapshotSpecSource,
+    SpecSource,
+    resolve_jumpstart_model,
+)
+from serving_stack.plan.sagemaker_fit import check_fit, check_vllm
+from serving_stack.plan.sagemaker_spec import HuggingFaceSource, JumpStartSource, ModelContainer, ModelSource
+
+PROJECT_DIR = PROJECT_DATA_DIR.parent
+REGION_KEY = "sagemaker.region"
+
+
+class VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str]
+    notes: tuple[str, ...] = ()
+
+
+def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
+    if config.specSource == "s3":
+        if s3_client is None:
+            s3_client = boto3.client("s3", region_name=region)
+        return S3SpecSource(region, s3_client)
+    directory = PROJECT_DIR / config.snapshotDir
+    if not directory.is_dir():
+        raise ConfigError(
+            "sagemaker.snapshotDir",
+            f"{bounded(config.snapshotDir)} is not a directory of the project",
+            "a path relative to the project root, such as catalog/jumpstart",
+        )
+    return SnapshotSpecSource(directory)
+
+
+def jumpstart_model(
+    endpoint: SageMakerEndpointConfig,
+    path: str,
+    region: str,
+    source: SpecSource,
+    allow_unverified: bool,
+) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    model = endpoint.jumpstart
+    assert model is not None  # checked by check_sagemaker
+    keys = ConfigKeys(
+        model_id=f"{path}.jumpstart.modelId",
+        version=f"{path}.jumpstart.version",
+        instance_type=f"{path}.instanceType",
+        accept_eula=f"{path}.jumpstart.acceptEula",
+        spec=f"{path}.jumpstart",
+        region=REGION_KEY,
+    )
+    resolved = resolve_jumpstart_model(
+        model.modelId,
+        model.version,
+        region,
+        endpoint.instanceType,
+        accept_eula=model.acceptEula,
+        source=source,
+        keys=keys,
+        allow_unverified=allow_unverified,
+    )
+    container = ModelContainer(
+        image=resolved.image_uri,
+        environment=resolved.environment,
+        model_data=resolved.model_data_source,
+        additional_model_data=resolved.additional_model_data_sources,
+        enable_network_isolation=resolved.enable_network_isolation,
+        needs_hf_token=False,
+    )
+    defaults = VariantDefaults(
+        resolved.model_data_download_timeout,
+        resolved.container_startup_health_check_timeout,
+        resolved.volume_size_gb,
+        None,
+    )
+    provenance = resolved.provenance.label() if resolved.provenance is not None else None
+    return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
+
+
+def huggingface_model(
+    endpoint: SageMakerEndpointConfig,
+    path: str,
+    region: str,
+    facts: Facts,
+) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    model = endpoint.huggingface
+    assert model is not None  # checked by check_sagemaker
+    lmi = facts.lmi
+    repo = lmi.repositories[model.repo]
+    image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
+    if image is None:
+        regions = ", ".join(lmi.registries.accounts)
+        raise ConfigError(
+            f"{path}.huggingface.lmiImage",
+            f"no pinned LMI image for {region!r} in catalog/sagemaker_lmi.yaml",
+            f"a region listed there ({regions}), or an image",
+        )
+    if model.lmiImage is None:  # an image of one's own brings its own vLLM
+        check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
+    image_region = image.split(".")[3]
+    if image_region != region:
+        raise ConfigError(
+            f"{path}.huggingface.lmiImage",
+            f"{image!r} is in {image_region}, the endpoint in {region}; "
+            "SageMaker pulls only from ECR in the endpoint's region",
+            f"an image in {region}",
+        )
+    environment = {**lmi.environment, **repo.options, **model.options, "HF_MODEL_ID": model.repo}
+    container = ModelContainer(
+        image=image,
+        environment=MappingProxyType(environment),
+        model_data=None,
+        additional_model_data=(),
+        enable_network_isolation=False,
+        needs_hf_token=model.sendHfToken,
+    )
+    # The AMI goes with the pinned image; an image of one's own brings its own requirements.
+    ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
+    defaults = VariantDefaults(
+        lmi.timeouts.modelDataDownload,
+        lmi.timeouts.containerStartupHealthCheck,
+        lmi.volumeSizeGb,
+        ami,
+        (fit.note,) if fit.note else (),
+    )
+    source = HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None, precision_path=fit.precision_path)
+    return container, source, model.repo, defaults
