@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from pr_diff_helpers import Planted, copy_project, plant_changes
 
-from tools.pr_diff.markdown import render_markdown, topic
+from tools.pr_diff.markdown import render_markdown
+from tools.pr_diff.markdown_fields import topic
 from tools.pr_diff.render_ref import RenderedTree, render_base_and_head
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import ResourceChange, StackDiff, diff_stack
