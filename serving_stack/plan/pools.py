@@ -1,7 +1,8 @@
 """GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and,
 for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required).
 
-The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.pool_checks`.
+The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.cluster_checks` and
+`serving_stack.plan.pool_checks`.
 """
 
 from __future__ import annotations

@@ -11,10 +11,11 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.plan.cache_size import check_checkpoint_room
+from serving_stack.plan.cluster_checks import check_cluster
 from serving_stack.plan.gateway_stack import check_gateway
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.placement import place_targets
-from serving_stack.plan.pool_checks import check_cluster, check_pools
+from serving_stack.plan.pool_checks import check_pools
 from serving_stack.plan.pools import resolve_pools
 from serving_stack.plan.sagemaker_checks import check_sagemaker
 from serving_stack.plan.stack_region import check_stack_region

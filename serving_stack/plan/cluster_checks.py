@@ -1,0 +1,53 @@
+"""Every problem of the `aws` cluster and system node group blocks, each with its key path: how the
+cluster is sourced, its endpoint and VPC ranges, the Kubernetes version the Dynamo platform needs, and the
+stack's Region. The node pools' checks are `pool_checks`."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from serving_stack.config.aws import AwsConfig
+from serving_stack.config.stack import StackConfig
+from serving_stack.errors import ConfigError
+from serving_stack.facts import Facts
+from serving_stack.plan.quantities import version_tuple
+from serving_stack.plan.zones import check_region
+
+
+def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    source = config.kubernetes.cluster.source
+    create = aws.cluster.create if aws.cluster else None
+    if source == "eks" and create is None:
+        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
+    if create and source != "eks":
+        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
+    if create:
+        for index, cidr in enumerate(create.endpointPublicAccessCidrs):
+            if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
+                errors.append(
+                    ConfigError(
+                        f"aws.cluster.create.endpointPublicAccessCidrs[{index}]",
+                        f"{cidr} opens the API endpoint to the internet",
+                        "specific CIDRs, or [] for a private endpoint",
+                    )
+                )
+        if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
+            errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
+        minimum = facts.platform.chart.minKubernetes
+        if version_tuple(create.kubernetesVersion) < version_tuple(minimum):
+            errors.append(
+                ConfigError(
+                    "aws.cluster.create.kubernetesVersion",
+                    f"the Dynamo platform needs Kubernetes >= {minimum}, got {create.kubernetesVersion}",
+                )
+            )
+    system = aws.systemNodeGroup
+    if not system.minSize <= system.desiredSize <= system.maxSize:
+        errors.append(
+            ConfigError(
+                "aws.systemNodeGroup.desiredSize",
+                f"{system.desiredSize} is not between minSize {system.minSize} and maxSize {system.maxSize}",
+            )
+        )
+    return errors + check_region(aws, facts.aws.regions)
