@@ -14,6 +14,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from serving_stack.components.iam import assume_role_policy
+from serving_stack.components.kubeconfig import kubeconfig
 from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.instance_types import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
@@ -59,44 +60,6 @@ class EksClusterArgs:
     node_managed_policies: Sequence[str]
     access_entries: Sequence[ClusterAccess] = ()
     tags: Mapping[str, str] = field(default_factory=dict)
-
-
-def kubeconfig(
-    cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]
-) -> pulumi.Output[str]:
-    """A kubeconfig that authenticates with `aws eks get-token` (no static credentials in state)."""
-    return pulumi.Output.json_dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
-            ],
-            "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
-            "current-context": cluster_name,
-            "users": [
-                {
-                    "name": cluster_name,
-                    "user": {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1beta1",
-                            "command": "aws",
-                            "args": [
-                                "eks",
-                                "get-token",
-                                "--cluster-name",
-                                cluster_name,
-                                "--region",
-                                region,
-                                "--output",
-                                "json",
-                            ],
-                        }
-                    },
-                }
-            ],
-        }
-    )
 
 
 class EksCluster(pulumi.ComponentResource):
