@@ -2,5 +2,6 @@
 
 Modules: `render_ref` (render a git ref and the working tree through each tree's own `make render`),
 `records` (load a render), `values` and `iam` (field-level changes), `replacement` (replace-forcing
-fields from `catalog/replacement_rules.yaml`), `stack_diff` (resources, cost, policy), `markdown`.
+fields from `catalog/replacement_rules.yaml`), `stack_diff` (resources, policy), `costs` ($/h),
+`markdown` (with `markdown_fields` and `markdown_cost_policy`).
 """

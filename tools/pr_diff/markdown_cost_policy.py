@@ -4,9 +4,10 @@ policy verdict with the violations the change brings or resolves.
 
 from __future__ import annotations
 
+from tools.pr_diff.costs import Cost, CostLine
 from tools.pr_diff.markdown_fields import cell
 from tools.pr_diff.records import Violation
-from tools.pr_diff.stack_diff import Cost, CostLine, StackDiff
+from tools.pr_diff.stack_diff import StackDiff
 
 
 def _usd(value: float | None) -> str:

@@ -1,4 +1,4 @@
-"""Two renders of one stack -> what `pulumi up` would do to each resource, the cost and policy change.
+"""Two renders of one stack -> what `pulumi up` would do to each resource, the cost (`costs.py`) and policy change.
 
 Resources match by URN (type chain + name), as the engine matches state. A resource is replaced when a
 replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.pr_diff.changes import MISSING, SECRET, FieldChange
+from tools.pr_diff.costs import CostLine, diff_costs
 from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.records import Render, Resource, Violation
 from tools.pr_diff.replacement import ReplacementRules
@@ -34,19 +35,6 @@ class ResourceChange:
     summary: str = ""
     notes: tuple[str, ...] = ()  # how the change happens
     grants_access: bool = False  # an added IAM policy with an Allow statement
-
-
-@dataclass(frozen=True)
-class Cost:
-    detail: str
-    usd_per_hour: float | None
-
-
-@dataclass(frozen=True)
-class CostLine:
-    item: str
-    base: Cost | None
-    head: Cost | None
 
 
 @dataclass(frozen=True)
@@ -230,25 +218,6 @@ def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[
             changes[urn] = change
     _cascade_provider_replacements(changes, base, head, rules)
     return sorted(changes.values(), key=lambda c: (KINDS.index(c.kind), c.type, c.name))
-
-
-def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
-    costs = {}
-    for pool in outputs.get("nodePools") or []:
-        costs[f"GPU pool `{pool['pool']}`"] = Cost(
-            f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired")
-        )
-    for endpoint in outputs.get("endpoints") or []:
-        if endpoint.get("kind") == "sagemaker":
-            costs[f"SageMaker `{endpoint['id']}`"] = Cost(
-                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd")
-            )
-    return costs
-
-
-def diff_costs(base: Render, head: Render) -> list[CostLine]:
-    old, new = _costs(base.outputs), _costs(head.outputs)
-    return [CostLine(item, old.get(item), new.get(item)) for item in sorted(old.keys() | new.keys())]
 
 
 def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
