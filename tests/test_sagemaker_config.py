@@ -1,17 +1,14 @@
 """The `sagemaker` config: bad settings stop with one line naming the key path (in parsing or planning, both
-before any resource exists), and a good config plans concrete values and the outputs contract entry."""
+before any resource exists). What a good config plans is `test_sagemaker_plan`."""
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from moto import mock_aws
 from plan_helpers import FACTS
 from sagemaker_helpers import (
     GATED_ID,
     NVFP4,
     PUBLIC_ID,
-    REGION,
     autoscaling,
     huggingface_endpoint,
     jumpstart_endpoint,
@@ -21,9 +18,8 @@ from sagemaker_helpers import (
 from stack_helpers import BASE_CONFIG, run_config
 
 from serving_stack.config import ConfigError
-from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts import jumpstart
-from tools.mock_runtime import PROJECT_DIR, run_program
+from tools.mock_runtime import run_program
 
 E0 = "sagemaker.endpoints[0]"
 # A Region AWS has (catalog/aws_regions.yaml) where catalog/sagemaker_lmi.yaml pins no LMI image.
@@ -207,75 +203,3 @@ def test_bad_sagemaker_config_stops_the_program_before_any_resource():
             }
         )
     assert run_program.last_monitor.recorded == []
-
-
-def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
-    (planned,) = plan(stack(jumpstart_endpoint(initialInstanceCount=2, dataCapture={"enabled": True})))
-    assert planned.endpoint == ServingEndpoint(
-        id="nemotron-js",
-        kind="sagemaker",
-        servedModelName=PUBLIC_ID,
-        url=f"https://runtime.sagemaker.{REGION}.amazonaws.com/endpoints/nemotron-js/invocations",
-        gpus=8,
-        region=REGION,
-        variant="AllTraffic",
-        instanceType="ml.g6e.12xlarge",
-        instanceCount=2,
-        costPerHourUsd=26.2316,
-    )
-    variant = planned.variant
-    assert (variant.model_data_download_timeout, variant.container_startup_health_check_timeout) == (1200, 1200)
-    # g6e has local NVMe only: the spec's 256 GB volume is dropped (SDK volume_size_supported)
-    assert (variant.volume_size_gb, variant.ebs_storage, variant.inference_ami_version) == (None, False, None)
-    assert planned.container.enable_network_isolation
-    assert not planned.container.needs_hf_token
-    assert not planned.spec_verified
-    assert planned.tags["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
-
-
-def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_defaults():
-    raw = stack(
-        huggingface_endpoint(
-            instanceType="ml.p5en.48xlarge",
-            timeouts={"containerStartupHealthCheck": 2100},
-            huggingface={"repo": NVFP4, "options": {"OPTION_MAX_MODEL_LEN": "131072"}},
-        ),
-        region=None,
-    )
-    (planned,) = plan(raw, default_region="us-east-1")  # sagemaker.region unset: the stack's aws:region
-    assert planned.container.image == FACTS.lmi.image("us-east-1")
-    assert planned.container.image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:")
-    environment = planned.container.environment
-    assert (environment["HF_MODEL_ID"], environment["OPTION_QUANTIZE"]) == (NVFP4, "modelopt_fp4")
-    assert environment["OPTION_MAX_MODEL_LEN"] == "131072"
-    assert "HF_TOKEN" not in environment
-    # nothing comes from S3: no model-data download timeout; the health check covers the Hub download
-    assert (planned.variant.model_data_download_timeout, planned.variant.container_startup_health_check_timeout) == (
-        None,
-        2100,
-    )
-    assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
-    assert (planned.endpoint.gpus, planned.endpoint.costPerHourUsd, planned.endpoint.region) == (8, None, "us-east-1")
-
-
-def test_local_nvme_instances_get_no_volume_size():
-    (planned,) = plan(stack(huggingface_endpoint(instanceType="ml.p4d.24xlarge")))
-    assert (planned.variant.volume_size_gb, planned.variant.ebs_storage) == (None, False)
-
-
-def test_the_snapshot_plans_the_same_values_twice():
-    raw = stack(jumpstart_endpoint(), huggingface_endpoint())
-    assert plan(raw) == plan(raw)
-
-
-def test_s3_spec_source_reads_the_content_bucket_override(monkeypatch):
-    """`specSource: s3` resolves from the bucket the SDK's override names, and artifacts follow it."""
-    monkeypatch.setenv(jumpstart.CONTENT_BUCKET_OVERRIDE, "jumpstart-mirror")
-    snapshot = PROJECT_DIR / "catalog" / "jumpstart"
-    with mock_aws():
-        s3 = boto3.client("s3", region_name=REGION)
-        s3.create_bucket(Bucket="jumpstart-mirror", CreateBucketConfiguration={"LocationConstraint": REGION})
-        for path in snapshot.rglob("*.json"):
-            s3.put_object(Bucket="jumpstart-mirror", Key=path.relative_to(snapshot).as_posix(), Body=path.read_bytes())
-        (planned,) = plan(stack(jumpstart_endpoint(), specSource="s3"))
-    assert planned.container.model_data.s3_uri.startswith("s3://jumpstart-mirror/huggingface-reasoning/")
