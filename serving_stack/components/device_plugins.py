@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.instance_types import DevicePluginPins, RdmaSharedDevicePlugin
+from serving_stack.facts.aws_platform import DevicePluginPins, RdmaSharedDevicePlugin
 from serving_stack.names import (
     FABRIC_LABEL,
     FORMER_TYPE_TOKENS,

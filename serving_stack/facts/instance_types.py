@@ -15,34 +15,11 @@ from typing import Literal, Optional, Union
 import pydantic
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.aws_platform import (
-    Arch,
-    AwsPlatformFile,
-    CsiAddon,
-    DevicePluginPins,
-    EksAddon,
-    HelmChart,
-    RdmaSharedDevicePlugin,
-    version_key,
-)
+from serving_stack.facts.aws_platform import Arch, AwsPlatformFile, version_key
 from serving_stack.facts.data import DATA_DIR, Data, load_model
 from serving_stack.facts.gpus import Gpu, gpu_of_product, load_gpus
 from serving_stack.facts.regions import AwsRegions, load_aws_regions
 from serving_stack.names import CapacityType
-
-# Pins keep their names here too: the plan and components import them from the AWS facts.
-__all__ = [
-    "AwsCatalog",
-    "CsiAddon",
-    "DevicePluginPins",
-    "EksAddon",
-    "FabricProfile",
-    "HelmChart",
-    "InstanceType",
-    "NetworkInterface",
-    "RdmaSharedDevicePlugin",
-    "load_aws_catalog",
-]
 
 InterfaceType = Literal["interface", "efa-only"]
 SOURCED_FIELDS = (

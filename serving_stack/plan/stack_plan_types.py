@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.facts.instance_types import DevicePluginPins, EksAddon
+from serving_stack.facts.aws_platform import DevicePluginPins, EksAddon
 from serving_stack.plan.costs import PoolCostRow
 from serving_stack.plan.dra import DraDriverPlan
 from serving_stack.plan.gateway_stack import StackGateway

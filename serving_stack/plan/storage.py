@@ -9,7 +9,7 @@ from serving_stack.config.aws import AwsConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
-from serving_stack.facts.instance_types import CsiAddon
+from serving_stack.facts.aws_platform import CsiAddon
 from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.quantities import gib
 
