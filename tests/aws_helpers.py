@@ -9,7 +9,8 @@ from typing import Any, Optional
 from serving_stack import pulumi_private
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ManagedPoolSpec, ResolvedPool
-from tools.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
+from tools.mock_runtime import ProgramRun, RecordingMonitor, _resolve, plain_numbers
+from tools.stack_mocks import StackMocks
 
 PROJECT = "nemotron-lightning"
 REGION = "us-east-1"

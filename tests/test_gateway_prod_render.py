@@ -18,8 +18,9 @@ from serving_stack.components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
 from serving_stack.plan.gateway import MASTER_KEY_ENV, SAGEMAKER_GROUP_SUFFIX, RedisAddress, plan_gateway
-from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION, ProgramRun
+from tools.mock_runtime import ProgramRun
 from tools.render import write_render
+from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
 
 
 @pytest.fixture(scope="module")

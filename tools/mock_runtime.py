@@ -2,7 +2,7 @@
 
 This is how the offline render and the tests see the program: the same program `pulumi up` runs, with
 the engine replaced by a monitor that records each registration (type, name, parent, inputs, options)
-and answers with deterministic fake outputs (ids, ARNs) instead of creating anything.
+and answers with deterministic fake outputs (ids, ARNs: `stack_mocks`) instead of creating anything.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -19,17 +18,11 @@ import yaml
 
 from serving_stack import pulumi_private
 from serving_stack.plan.stack_plan_types import StackPlan
-from serving_stack.pulumi_private import (
-    MockCallArgs,
-    MockMonitor,
-    MockResourceArgs,
-    Mocks,
-)
+from serving_stack.pulumi_private import MockMonitor, Mocks
+from tools.stack_mocks import StackMocks
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
-MOCK_ACCOUNT = "123456789012"
-MOCK_REGION = "us-east-1"
 _SECRET_SIG = pulumi_private.SECRET_SIGNATURE
 _SIG_KEY = pulumi_private.SECRET_SIGNATURE_KEY
 
@@ -163,45 +156,6 @@ class RecordingMonitor(MockMonitor):
                 )
             )
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
-
-
-def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Deterministic stand-ins for the outputs a provider would compute."""
-    package, module, kind = ([*type_token.split(":"), "", ""])[:3]
-    outputs = dict(inputs)
-    if package == "aws":
-        service = module.split("/")[0]
-        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
-        outputs.setdefault("name", inputs.get("name", name))
-    # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
-    computed: dict[str, Callable[[], dict[str, Any]]] = {
-        "aws:eks/cluster:Cluster": lambda: {
-            "endpoint": f"https://{name}.gr7.{MOCK_REGION}.eks.amazonaws.com",
-            "certificateAuthority": {"data": "bW9jay1jbHVzdGVyLWNh"},
-            "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
-        },
-        "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
-        "aws:eks/nodeGroup:NodeGroup": lambda: {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
-        "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
-            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com",
-            "mountName": "mockmnt",
-        },
-    }
-    if type_token in computed:
-        outputs.update(computed[type_token]())
-    return outputs
-
-
-class StackMocks(Mocks):
-    """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
-
-    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
-
-    def call(self, args: MockCallArgs) -> Any:
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": MOCK_ACCOUNT, "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/mock", "userId": "MOCK"}
-        return {}, None
 
 
 @dataclass

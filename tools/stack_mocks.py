@@ -1,0 +1,51 @@
+"""What the mock engine answers in place of AWS and Kubernetes: deterministic ids, ARNs and the
+provider-computed outputs components read while the program runs, so two renders are byte-identical."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from serving_stack.pulumi_private import MockCallArgs, MockResourceArgs, Mocks
+
+MOCK_ACCOUNT = "123456789012"
+MOCK_REGION = "us-east-1"
+
+
+def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic stand-ins for the outputs a provider would compute."""
+    package, module, kind = ([*type_token.split(":"), "", ""])[:3]
+    outputs = dict(inputs)
+    if package == "aws":
+        service = module.split("/")[0]
+        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
+        outputs.setdefault("name", inputs.get("name", name))
+    # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
+    computed: dict[str, Callable[[], dict[str, Any]]] = {
+        "aws:eks/cluster:Cluster": lambda: {
+            "endpoint": f"https://{name}.gr7.{MOCK_REGION}.eks.amazonaws.com",
+            "certificateAuthority": {"data": "bW9jay1jbHVzdGVyLWNh"},
+            "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
+        },
+        "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
+        "aws:eks/nodeGroup:NodeGroup": lambda: {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
+        "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
+            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com",
+            "mountName": "mockmnt",
+        },
+    }
+    if type_token in computed:
+        outputs.update(computed[type_token]())
+    return outputs
+
+
+class StackMocks(Mocks):
+    """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
+
+    def call(self, args: MockCallArgs) -> Any:
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": MOCK_ACCOUNT, "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/mock", "userId": "MOCK"}
+        return {}, None
