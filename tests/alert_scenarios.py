@@ -5,6 +5,9 @@ starts with this one's) far past the threshold, so a selector that leaks makes a
 
 The quantities are modelled here independently of the rule expressions: a TTFT histogram whose quantile is
 exactly v, tokens/s per user as inter-token count / sum, a queue growing linearly, and so on.
+
+Over ~250 lines because `Scenarios` is one table: a method per alert of `alerts` and `canary_alerts`,
+looked up by the alert's name, all sharing the same series helpers.
 """
 
 from __future__ import annotations

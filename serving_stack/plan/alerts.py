@@ -10,6 +10,9 @@ Not alerted, on purpose (docs/monitoring.md says why): MoE expert-load imbalance
 per-expert load metric) and a *direct* LIBFABRIC fallback signal (no metric names the NIXL backend in use:
 the backend choice is only in the worker log, so `NemotronKvTransferSlowerThanFabric` alerts on its
 symptom, a TTFT far above the published figure, and says so). The canary rules are in `canary_alerts`.
+
+Over ~250 lines because `_RuleBuilder` holds every alert's expression, one method each, side by side with
+the selectors and windows they share: read together they are checked against the criteria together.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ own (the primary group's chain lists them in order). Health checks probe only th
 endpoint is a paid invocation; `disable_background_health_check` on its deployments also keeps it out
 of an on-demand `GET /health`. More than one router process (replicas x workers) shares cooldown and
 health state through Redis.
+
+Over ~250 lines only through this docstring: the routing and cooldown design is recorded where it is built.
 """
 
 from __future__ import annotations
