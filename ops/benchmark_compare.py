@@ -9,7 +9,8 @@ check is known and passed, `fail` when any known check failed, else `n/a`.
 
 The comparison takes plain data (`Measured`, `Published`, `Criteria`); only `main` reads files:
 AIPerf's `profile_export_aiperf.json` and `catalog/targets.yaml`. Exit 0 pass, 1 fail, 2 bad
-input, 3 n/a.
+input, 3 n/a. One stdlib-only file (hence its length): the benchmark CronJob runs it from the
+programs ConfigMap beside the AIPerf image.
 """
 
 from __future__ import annotations
