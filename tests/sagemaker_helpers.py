@@ -11,6 +11,8 @@ from aws_helpers import run_components
 from plan_helpers import plan_of
 
 from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from serving_stack.config import parse_stack_config
+from serving_stack.config.secrets import required_secrets
 from serving_stack.plan.sagemaker_spec import PlannedEndpoint
 from tools.mock_runtime import ProgramRun, plain_numbers
 
@@ -68,7 +70,9 @@ def stack(*endpoints: dict[str, Any], **sagemaker: Any) -> dict[str, Any]:
 
 
 def plan(raw: dict[str, Any], default_region: str | None = None) -> list[PlannedEndpoint]:
-    return list(plan_of(raw, default_region).sagemaker)
+    """The planned endpoints, with every secret the config requires set (`hfToken` for `sendHfToken`)."""
+    secrets = frozenset(required_secrets(parse_stack_config(raw)))
+    return list(plan_of(raw, default_region, secrets=secrets).sagemaker)
 
 
 def record(raw: dict[str, Any]) -> ProgramRun:

@@ -59,6 +59,11 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "target node pool without aws": ("dev", {"targets[0].nodePool": "h100"}, "targets[0].nodePool"),
     "target on a pool of another GPU": ("prod", {"targets[0].nodePool": FOREIGN_POOL}, "targets[0].nodePool"),
     "pull secret without the NGC key": ("dev", {"dynamo.imagePullSecret": "ngc-registry"}, "ngcApiKey"),
+    "SageMaker sends a token the stack lacks": (
+        "prod",
+        {f"{E0}.huggingface.sendHfToken": True},
+        f"{E0}.huggingface.sendHfToken",
+    ),
     # Secrets are Pulumi secrets only.
     "hfToken in plain text": ("dev", {"hfToken": "hf_abcdefghijklmnopqrstuvwxyz"}, "hfToken"),
     "ngcApiKey in plain text": ("dev", {"ngcApiKey": "nvapi-abcdefghijklmnop"}, "ngcApiKey"),

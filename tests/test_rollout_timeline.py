@@ -79,6 +79,19 @@ def test_the_download_job_takes_its_checkpoints_over_the_download_rate():
     assert work(graph, resource, RULES).typical >= gigabytes * 1000 / table["download_mb_per_s"]["typical"] / 60
 
 
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_job_that_downloads_nothing_runs_its_program_and_up_waits_for_it(stack):
+    stack_records = records(stack)
+    graph = StackGraph(stack_records)
+    rollout = report(stack_records)
+    jobs = [graph.named(j["name"]) for j in of_kind(stack_records, "Job")]
+    smoke = [j for j in jobs if not checkpoints_named(j, RULES)]
+    assert smoke, "the stack renders no smoke Job"
+    for job in smoke:
+        assert work(graph, job, RULES).typical >= RULES.durations["job_run"]["typical"]
+        assert rollout.timeline.up_minutes() >= rollout.timeline.steps[job.key].ready
+
+
 def test_a_claim_on_a_dynamic_fsx_class_takes_the_file_system_provisioning():
     prod = records("prod")
     _, claim = plant_dynamic_fsx_class(prod)

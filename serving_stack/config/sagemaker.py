@@ -134,6 +134,10 @@ class SageMakerEndpointConfig(Block):
     dataCapture: DataCapture = DataCapture()
     deployment: Deployment = Deployment()
 
+    @property
+    def sends_hf_token(self) -> bool:
+        return self.source == "huggingface" and self.huggingface is not None and self.huggingface.sendHfToken
+
 
 class SageMakerConfig(Block):
     """`region` unset means the stack's `aws:region`. `specSource: snapshot` resolves JumpStart models from

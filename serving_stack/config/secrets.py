@@ -17,4 +17,7 @@ def required_secrets(config: StackConfig) -> dict[str, str]:
         required["ngcApiKey"] = "dynamo.imagePullSecret is set"
     if config.gateway.enabled:
         required[MASTER_KEY_SECRET] = "gateway.enabled is true"
+    for index, endpoint in enumerate(config.sagemaker.endpoints):
+        if endpoint.sends_hf_token:
+            required.setdefault("hfToken", f"sagemaker.endpoints[{index}].huggingface.sendHfToken is true")
     return required

@@ -43,6 +43,15 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
                 "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret",
             )
         )
+    for index, endpoint in enumerate(config.sagemaker.endpoints):
+        if endpoint.sends_hf_token and "hfToken" not in secrets:
+            errors.append(
+                ConfigError(
+                    f"sagemaker.endpoints[{index}].huggingface.sendHfToken",
+                    "needs the hfToken secret: the token goes into the model's environment for a gated repository",
+                    "pulumi config set --secret hfToken hf_..., or sendHfToken: false",
+                )
+            )
     errors += check_sagemaker(config.sagemaker, facts)
     errors += check_gateway(config, secrets)
     aws = config.aws
