@@ -6,8 +6,15 @@ An `Allow` statement is too broad when it grants
 - an action pattern (`s3:Get*`) on every resource (`Resource: "*"`), or an action that acts on named
   resources of another principal (`iam:PassRole`, `sagemaker:InvokeEndpoint*`) on every resource;
 and a trust policy (a role's `assumeRolePolicy`, a resource policy) is open when it allows a principal `*`
-(`"*"`, `{"AWS": "*"}`) or uses `NotPrincipal`, without a `Condition`. Managed policies are judged by name:
-AWS's administrator and full-access policies.
+(`"*"`, `{"AWS": "*"}`) or uses `NotPrincipal`, unless a `Condition` scopes the caller: a positive string, ARN
+or IP operator (`StringEquals`, `ArnLike`, `IpAddress`..., not `...IfExists`, negated or `Null`) on a key that
+names the calling principal or where the call comes from (`PRINCIPAL_SCOPING_KEYS`) with a value that is not a
+bare wildcard. A condition on anything else (`aws:SecureTransport`) lets everyone in all the same.
+
+Wildcards are read as IAM matches them: `?` is one character, so a run of `*` and `?` holding a `*` (`?*`)
+matches what `*` matches (`s3:?*` is `s3:*`). Managed policies are judged by name: AWS's administrator,
+power-user and full-access policies (a name with the word `Admin`/`Administrator`, `PowerUser` or
+`FullAccess`).
 """
 
 from __future__ import annotations
@@ -41,6 +48,47 @@ RESOURCE_SCOPED_ACTIONS = {
     "sagemaker:invokeendpointasync": "name the endpoints it may invoke",
 }
 WILDCARD_RESOURCE = re.compile(r"^(\*+|[\w-]+[/:]\*+)$")
+WILDCARD_RUN = re.compile(r"[*?]*\*[*?]*")
+ADMIN_WORDS = frozenset({"Admin", "Administrator", "Administrators", "Admins"})
+# Condition keys that say who calls, or from where: a principal "*" limited by one of them is not anyone.
+PRINCIPAL_SCOPING_KEYS = frozenset(
+    k.lower()
+    for k in (
+        "aws:SourceAccount",
+        "aws:SourceArn",
+        "aws:SourceOwner",
+        "aws:SourceOrgID",
+        "aws:SourceOrgPaths",
+        "aws:PrincipalOrgID",
+        "aws:PrincipalOrgPaths",
+        "aws:PrincipalAccount",
+        "aws:PrincipalArn",
+        "aws:SourceVpc",
+        "aws:SourceVpce",
+        "aws:SourceIp",
+        "aws:VpcSourceIp",
+        "aws:userid",
+        "aws:username",
+        "kms:CallerAccount",
+        "s3:DataAccessPointAccount",
+        "s3:DataAccessPointArn",
+    )
+)
+SCOPING_OPERATORS = frozenset(
+    {
+        "stringequals",
+        "stringequalsignorecase",
+        "stringlike",
+        "arnequals",
+        "arnlike",
+        "ipaddress",
+    }
+)
+
+
+def normalized(pattern: str) -> str:
+    """An IAM pattern with every run of `*`/`?` that holds a `*` written as one `*` (`?*` matches what `*` does)."""
+    return WILDCARD_RUN.sub("*", pattern.strip())
 
 
 def managed_policy_problem(arn: Any) -> str | None:
@@ -48,7 +96,14 @@ def managed_policy_problem(arn: Any) -> str | None:
     if not isinstance(arn, str) or (":aws:policy/" not in arn and ":cluster-access-policy/" not in arn):
         return None
     name = arn.rsplit("/", 1)[-1]
-    if name in ADMIN_MANAGED_POLICIES or name.endswith("FullAccess") or name.startswith("AdministratorAccess"):
+    words = re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)
+    if (
+        name in ADMIN_MANAGED_POLICIES
+        or "FullAccess" in name
+        or "PowerUser" in name
+        or ADMIN_WORDS.intersection(words)
+        or name.startswith("AdministratorAccess")
+    ):
         return f"attaches {arn}; grant the specific actions the role needs instead"
     return None
 
@@ -81,6 +136,7 @@ def _every_resource(resources: list[Any]) -> bool:
     for resource in resources:
         if not isinstance(resource, str):
             continue
+        resource = normalized(resource)
         parts = resource.split(":", 5)
         if resource.strip("*") == "" or (len(parts) < 6 and resource.startswith("arn:") and parts[-1].strip("*") == ""):
             return True
@@ -90,9 +146,10 @@ def _every_resource(resources: list[Any]) -> bool:
 
 
 def _service_wildcard(action: Any) -> bool:
-    return isinstance(action, str) and (
-        action.strip() in ("*", "*:*") or (action.strip().endswith(":*") and "*" not in action.strip()[:-1])
-    )
+    if not isinstance(action, str):
+        return False
+    action = normalized(action)
+    return action in ("*", "*:*") or (action.endswith(":*") and "*" not in action[:-1])
 
 
 def grant_problems(document: Any, where: str) -> Iterator[str]:
@@ -110,12 +167,12 @@ def grant_problems(document: Any, where: str) -> Iterator[str]:
             yield f"{label} allows NotResource (every resource except those listed); list the resources"
         for action in actions:
             if _service_wildcard(action):
-                service = action.split(":")[0].strip()
+                service = normalized(action).split(":")[0]
                 scope = f"every {service} action" if service not in ("*", "") else "every action of every service"
                 yield f"{label} allows Action {json.dumps(action)} ({scope}); list the actions the role needs"
         if _every_resource(resources):
             for action in actions:
-                if isinstance(action, str) and "*" in action and not _service_wildcard(action):
+                if isinstance(action, str) and ("*" in action or "?" in action) and not _service_wildcard(action):
                     yield f"{label} allows the action pattern {json.dumps(action)} on every resource; scope Resource"
                 elif isinstance(action, str) and action.strip().lower() in RESOURCE_SCOPED_ACTIONS:
                     yield (
@@ -130,14 +187,52 @@ def _open_principal(principal: Any) -> bool:
     return any(value == "*" for entry in as_dict(principal).values() for value in _listed(entry))
 
 
+def _scoping_value(value: Any) -> bool:
+    values = _listed(value)
+    return bool(values) and all(
+        isinstance(v, (str, int)) and not isinstance(v, bool) and normalized(str(v)).strip("*") != "" for v in values
+    )
+
+
+def scoped_condition(condition: Any) -> Any:
+    """Does a `Condition` limit who may call (a positive operator on a principal-scoping key with a value that is
+    not a bare wildcard)? `UNKNOWN` when it cannot be told."""
+    if condition is UNKNOWN:
+        return UNKNOWN
+    unknown = False
+    for operator, tests in as_dict(condition).items():
+        if tests is UNKNOWN:
+            unknown = True
+            continue
+        base = str(operator).split(":")[-1].lower()
+        if base not in SCOPING_OPERATORS:
+            continue
+        for key, value in as_dict(tests).items():
+            if str(key).lower() not in PRINCIPAL_SCOPING_KEYS:
+                continue
+            if value is UNKNOWN or UNKNOWN in _listed(value):
+                unknown = True
+            elif _scoping_value(value):
+                return True
+    return UNKNOWN if unknown else False
+
+
 def trust_problems(document: Any, where: str) -> Iterator[str]:
     """Statements of a trust or resource policy that let anyone in."""
     found = statements(document)
     for index, statement in enumerate(found if isinstance(found, list) else []):
-        if not _allows(statement) or statement.get("Condition"):
+        if not _allows(statement):
+            continue
+        condition = statement.get("Condition")
+        scoped = scoped_condition(condition) if condition else False
+        if scoped is not False:
             continue
         label = f"{where} statement {statement.get('Sid') or index}"
+        unless = "without a Condition" if not condition else "with no Condition on who calls (aws:SourceAccount, ...)"
         if "NotPrincipal" in statement:
-            yield f"{label} allows NotPrincipal (every principal except those listed) without a Condition"
+            yield f"{label} allows NotPrincipal (every principal except those listed) {unless}"
         elif _open_principal(statement.get("Principal")):
-            yield f'{label} allows principal "*" without a Condition; name the principals or add a Condition'
+            yield (
+                f'{label} allows principal "*" {unless}; name the principals or add a Condition on '
+                "aws:SourceAccount, aws:SourceArn, aws:PrincipalOrgID, aws:SourceVpce..."
+            )
