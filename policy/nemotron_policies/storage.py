@@ -1,9 +1,10 @@
 """Encryption and exposure of every storage service the stack can create, judged on a whole stack.
 
 - S3 buckets (`Bucket`, `BucketV2`): a default-encryption configuration (inline, or a
-  `BucketServerSideEncryptionConfiguration[V2]` for the bucket, found by name or by dependency), a public
-  access block with all four settings on (the bucket's `BucketPublicAccessBlock`, or the account's), and no
-  public canned ACL. A public access block with a setting off is reported wherever it is.
+  `BucketServerSideEncryptionConfiguration[V2]` for the bucket), a public access block with all four settings
+  on (the bucket's `BucketPublicAccessBlock`, or the account's), and no public canned ACL. An encryption
+  configuration or public access block is the bucket's when it names the bucket; by dependency only when one
+  of the two names is unknown (an auto-named bucket) and it names no other bucket of the stack. A public access block with a setting off is reported wherever it is.
 - EFS file systems: `encrypted: true`. FSx file systems are always encrypted at rest (nothing to check).
 - EBS: launch-template block devices, volumes and instance block devices set `encrypted`, unless the stack
   turns on the account's EBS encryption by default.
@@ -41,16 +42,27 @@ KMS_KEY = "aws:kms/key:Key"
 Found = tuple[str, str]  # (message, urn)
 
 
-def related(target: Any, name: Any, resources: list[tuple[Any, Any]], types: frozenset[str]) -> list[tuple[Any, Any]]:
-    """Resources of `types` that point at a bucket: by its name, or by depending on it."""
-    return [
-        (r, p)
-        for r, p in resources
-        if r.resource_type in types
-        and (
-            (name not in (None, UNKNOWN) and dig(p, "bucket") == name) or target.urn in {d.urn for d in r.dependencies}
-        )
-    ]
+def related(
+    target: Any, name: Any, resources: list[tuple[Any, Any]], types: frozenset[str], *, strict: bool = False
+) -> list[tuple[Any, Any]]:
+    """Resources of `types` that point at a bucket: by its name, or by depending on it. `strict` (for what
+    protects a bucket): a bucket whose name is known is matched by name, by dependency only where the other
+    resource's `bucket` is unknown; a bucket whose name is unknown (auto-named) by dependency, unless the
+    other resource names another bucket of the stack."""
+    known = isinstance(name, str) and bool(name)
+    others = {dig(p, "bucket") for r, p in resources if r.resource_type in BUCKETS and r.urn != target.urn}
+
+    def points_at_target(resource: Any, props: Any) -> bool:
+        points_at = dig(props, "bucket")
+        if known and points_at == name:
+            return True
+        if target.urn not in {d.urn for d in resource.dependencies}:
+            return False
+        if not strict or points_at is UNKNOWN:
+            return True
+        return not known and not (isinstance(points_at, str) and points_at in others)
+
+    return [(r, p) for r, p in resources if r.resource_type in types and points_at_target(r, p)]
 
 
 def _truthy(value: Any) -> Any:
@@ -72,7 +84,7 @@ def _bucket_problems(
 ) -> Iterator[Found]:
     name = dig(props, "bucket")
     encryption = [dig(props, "serverSideEncryptionConfiguration", "rule")] + [
-        dig(p, "rules") for _, p in related(bucket, name, resources, BUCKET_ENCRYPTION)
+        dig(p, "rules") for _, p in related(bucket, name, resources, BUCKET_ENCRYPTION, strict=True)
     ]
     if UNKNOWN not in encryption and not any(encryption):
         yield (
@@ -80,7 +92,7 @@ def _bucket_problems(
             "(aws:kms for data that needs its own key)",
             bucket.urn,
         )
-    blocks = related(bucket, name, resources, frozenset({PUBLIC_ACCESS_BLOCK}))
+    blocks = related(bucket, name, resources, frozenset({PUBLIC_ACCESS_BLOCK}), strict=True)
     if not blocks and not account_blocked:
         yield (f"bucket {bucket.name} has no BucketPublicAccessBlock; block public ACLs and policies", bucket.urn)
     acls = [dig(props, "acl")] + [dig(p, "acl") for _, p in related(bucket, name, resources, BUCKET_ACLS)]

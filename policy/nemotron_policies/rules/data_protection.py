@@ -176,7 +176,7 @@ def _capture_problems(
     for bucket, bucket_props in buckets:
         verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))] + [
             _kms_encrypted(dig(p, "rules"))
-            for _, p in related(bucket, dig(bucket_props, "bucket"), resources, BUCKET_ENCRYPTION)
+            for _, p in related(bucket, dig(bucket_props, "bucket"), resources, BUCKET_ENCRYPTION, strict=True)
         ]
         if True not in verdicts and UNKNOWN not in verdicts:
             problems.append(
