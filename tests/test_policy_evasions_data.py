@@ -5,7 +5,8 @@ Helm value files and SageMaker inference components. Each is reported; what the 
 
 from __future__ import annotations
 
-from policy_helpers import check_stack, resource
+import pytest
+from policy_helpers import JOB, check_resource, check_stack, resource
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
 
 BUCKET = "aws:s3/bucketV2:BucketV2"
@@ -45,3 +46,55 @@ def test_blocks_by_name_or_by_dependency_where_a_name_is_unknown_still_count():
     assert unblocked("cap", UNKNOWN_STRING_VALUE) == []  # bucket.id of a new bucket at preview
     assert unblocked(None, "cap-20250101-id") == []  # the id of an auto-named bucket
     assert unblocked(None, "cap-20250101-id", depends=False) == ["cap"]
+
+
+TOKEN = "q8Zr3Lx9Vt2Kp7Wm4Ns6Hb1Jc5Fd0Gy8"
+
+
+def job(env: list | None = None, command: list | None = None, args: list | None = None) -> dict:
+    container: dict = {"name": "c", "image": "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04"}
+    for field, value in (("env", env), ("command", command), ("args", args)):
+        if value is not None:
+            container[field] = value
+    return {"metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": [container]}}}}
+
+
+def secrets_of(**fields: list) -> list[str]:
+    return check_resource("secret-handling", JOB, job(**fields))
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"name": "API_KEY", "value": f"$(UNSET){TOKEN}"},
+        {"name": "NGC", "value": f"$(UNSET){TOKEN}"},
+        {"name": "HEADERS", "value": f"Authorization: Bearer {TOKEN}"},
+    ],
+)
+def test_tokens_behind_references_or_inside_values_are_reported(env):
+    assert secrets_of(env=[env]) != []
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"command": ["sh", "-c", f"curl -H 'Authorization: Bearer {TOKEN}' https://x"]},
+        {"args": ["-k", TOKEN]},
+        {"args": [f"-k{TOKEN}"]},
+        {"args": [f"--header=X-Api={TOKEN}"]},
+        {"args": [f"$(UNSET){TOKEN}"]},
+    ],
+)
+def test_tokens_in_commands_and_arguments_are_reported(fields):
+    assert secrets_of(**fields) != []
+
+
+def test_references_and_ordinary_arguments_pass():
+    assert secrets_of(env=[{"name": "API_KEY", "value": "$(API_KEY_FROM_SECRET)"}]) == []
+    assert secrets_of(env=[{"name": "AUTH_HEADER", "value": "Bearer $(TOKEN)"}]) == []
+    script = (
+        "exec python3 -m dynamo.vllm --model nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4 "
+        '--served-model-name nemotron --kv-transfer-config \'{"kv_connector":"NixlConnector"}\' '
+        "--annotation sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    )
+    assert secrets_of(command=["/bin/sh", "-c", script], args=["-k", "$(TOKEN)", "-v"]) == []

@@ -118,6 +118,25 @@ def literal(value: Any) -> bool:
     return isinstance(value, str) and value.strip() != "" and not value.startswith(("$(", "${", "{{", "arn:"))
 
 
+REFERENCE = re.compile(r"\$\([A-Za-z_][A-Za-z0-9_.-]*\)")
+WORD_SEPARATORS = re.compile(r"[\s'\"`,;:()\[\]{}<>|&\\]+")
+
+
+def residue(value: str) -> str:
+    """A value with its Kubernetes `$(VAR)` references taken out: a reference to an unset variable stays in the
+    value as written, so `$(UNSET)<token>` still hands the token to the process."""
+    return REFERENCE.sub("", value)
+
+
+def token_words(value: str) -> list[str]:
+    """The random-looking tokens among the words of a value (`$(VAR)` references removed): a token inside a
+    shell script, a header or after a flag."""
+    words = WORD_SEPARATORS.split(residue(value))
+    found = [w for w in words if random_token(w)]
+    found += [w.split("=", 1)[1] for w in words if "=" in w.strip("=") and random_token(w.split("=", 1)[1])]
+    return found
+
+
 def _entropy(value: str) -> float:
     counts = Counter(value)
     return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())

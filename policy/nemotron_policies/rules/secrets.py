@@ -5,7 +5,10 @@ Every resource except the secret stores (a Kubernetes Secret's own data, Secrets
 SecureString SSM parameters) and provider configurations is checked:
 - every env list (`env`, and `envs` of v1alpha1 Dynamo resources), wherever it sits: a credential-named
   variable with a literal `value` or read from a ConfigMap, and a random-looking token whatever its name;
-- container args/command: a credential flag (`--hf-token`, `--api-key`) with a literal value;
+- container args/command: a credential flag (`--hf-token`, `--api-key`) with a literal value, and a
+  random-looking token anywhere in an argument (inside a `sh -c` script, after a short flag such as `-k`);
+- `$(VAR)` references are taken out of env values and arguments before they are judged: Kubernetes leaves a
+  reference to an unset variable as written, so `$(UNSET)<token>` still hands the token over;
 - ConfigMaps: Docker registry config keys (`.dockerconfigjson`, `.dockercfg`) or registry auth in any key,
   and `binaryData` decoded before it is read;
 - every other mapping (ConfigMap data, Helm values, a SageMaker model's environment): a credential-named key
@@ -22,7 +25,7 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from ..credentials import REGISTRY_CONFIG_KEYS, credential_name, decoded, literal, random_token, shapes
+from ..credentials import REGISTRY_CONFIG_KEYS, credential_name, decoded, literal, random_token, shapes, token_words
 from ..kinds import helm_values, is_kind, kubernetes_objects
 from ..values import UNKNOWN, as_dict, dig, plain
 
@@ -36,18 +39,23 @@ def _env_problems(entries: list[Any], path: str) -> Iterator[str]:
         name, value = dig(entry, "name"), dig(entry, "value")
         if not isinstance(name, str):
             continue
+        tokens = token_words(value) if isinstance(value, str) else []
         if credential_name(name):
-            if literal(value):
+            if literal(value) or tokens:
                 yield f"{path}[{name}] has a literal value; reference a Secret with valueFrom.secretKeyRef"
             elif dig(entry, "valueFrom", "configMapKeyRef") not in (None, UNKNOWN):
                 yield f"{path}[{name}] is read from a ConfigMap; reference a Secret with valueFrom.secretKeyRef"
-        elif isinstance(value, str) and random_token(value):
+        elif tokens:
             yield f"{path}[{name}] holds a random-looking token; reference a Secret with valueFrom.secretKeyRef"
 
 
 def _argument_problems(arguments: list[Any], path: str) -> Iterator[str]:
     for index, argument in enumerate(arguments):
-        if not isinstance(argument, str) or not argument.startswith("--"):
+        if not isinstance(argument, str):
+            continue
+        if token_words(argument):
+            yield f"{path}[{index}] holds a random-looking token; pass it from a Secret-backed env var as $(VAR)"
+        if not argument.startswith("--"):
             continue
         flag, has_value, inline = argument.partition("=")
         value = inline if has_value else (arguments[index + 1] if index + 1 < len(arguments) else None)
