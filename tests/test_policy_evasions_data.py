@@ -98,3 +98,60 @@ def test_references_and_ordinary_arguments_pass():
         "--annotation sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
     )
     assert secrets_of(command=["/bin/sh", "-c", script], args=["-k", "$(TOKEN)", "-v"]) == []
+
+
+GOOD = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0"
+BAD = "docker.io/evil/miner:latest"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def pinning(resource_type: str, props: dict) -> list[str]:
+    return check_resource("image-pinning", resource_type, props)
+
+
+def test_images_of_custom_resources_are_found_wherever_they_sit():
+    workflow = {"metadata": {"name": "w"}, "spec": {"templates": [{"name": "m", "container": {"image": BAD}}]}}
+    (found,) = pinning("kubernetes:argoproj.io/v1alpha1:Workflow", workflow)
+    assert found.startswith("Workflow w spec.templates[0].container.image: image 'docker.io/evil/miner:latest'")
+    workflow["spec"]["templates"][0]["container"].update(image=GOOD, imagePullPolicy="IfNotPresent")
+    assert pinning("kubernetes:argoproj.io/v1alpha1:Workflow", workflow) == []
+    task = {"metadata": {"name": "t"}, "spec": {"steps": [{"name": "s", "image": GOOD}], "sidecars": [{"image": BAD}]}}
+    assert len(pinning("kubernetes:tekton.dev/v1:Task", task)) == 1
+
+
+def test_a_container_of_a_custom_resource_is_reported_once():
+    body = {
+        "metadata": {"name": "l"},
+        "spec": {"workerTemplate": {"spec": {"containers": [{"name": "w", "image": BAD}]}}},
+    }
+    assert len(pinning("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", body)) == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "reported"),
+    [
+        ({"imageName": BAD}, True),
+        ({"sidecar": {"imageRepository": "evil/x", "imageTag": "latest"}}, True),
+        ({"sidecar": {"imageRegistry": "nvcr.io", "imageRepository": "nvidia/x", "imageTag": "1.2.3"}}, False),
+        ({"proxy": {"hub": "docker.io/evil", "tag": "latest"}}, True),
+        ({"proxy": {"hub": "nvcr.io/nvidia", "tag": "1.2.3"}}, False),
+        ({"imagePullPolicy": "Always", "imagePullSecrets": [{"name": "ngc"}]}, False),
+    ],
+)
+def test_other_spellings_of_helm_image_values(values, reported):
+    assert bool(pinning(RELEASE, {"chart": "c", "values": values})) == reported
+
+
+def test_helm_value_files_given_as_text_are_read():
+    assert pinning(RELEASE, {"chart": "c", "valueYamlFiles": [{"text": f"image: {BAD}\n"}]}) != []
+    assert pinning(RELEASE, {"chart": "c", "valueYamlFiles": [{"text": f"image: {GOOD}\n"}]}) == []
+    assert pinning(RELEASE, {"chart": "c", "valueYamlFiles": [{"path": "values.yaml"}, {"text": ": ["}]}) == []
+
+
+def test_sagemaker_inference_components_are_judged():
+    component = {"specification": {"container": {"image": BAD}}}
+    assert pinning("aws:sagemaker/inferenceComponent:InferenceComponent", component) != []
+    component["specification"]["container"]["image"] = (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:0.33.0"
+    )
+    assert pinning("aws:sagemaker/inferenceComponent:InferenceComponent", component) == []

@@ -7,7 +7,8 @@
 - A YAML component (`kubernetes:yaml:ConfigGroup`/`ConfigFile`, `kubernetes:yaml/v2:...`) holds objects in its
   `objs` and `yaml` inputs where the program passes them inline: each is read as the object it declares. A
   `file` input is a path the pack cannot read; the engine analyzes the objects the provider registers.
-- Helm (`kubernetes:helm.sh/v3:Release`, `.../v3:Chart`, `.../v4:Chart`) exposes only its `values`.
+- Helm (`kubernetes:helm.sh/v3:Release`, `.../v3:Chart`, `.../v4:Chart`) exposes only its `values` (and the
+  text of `valueYamlFiles` string assets, read by image-pinning).
 """
 
 from __future__ import annotations
@@ -129,12 +130,15 @@ def kubernetes_objects(resource_type: str, props: Any) -> list[KubeObject]:
     return [KubeObject(group, version, _base_kind(kind), props)]
 
 
+def is_helm(resource_type: str) -> bool:
+    """Is this a Helm release or chart (`kubernetes:helm.sh/v3:Release`, `.../v3:Chart`, `.../v4:Chart`)?"""
+    parsed = kubernetes_type(resource_type)
+    return parsed is not None and parsed[0] == HELM_GROUP and parsed[2] in HELM_KINDS
+
+
 def helm_values(resource_type: str, props: Any) -> Any:
     """The `values` of a Helm release or chart, or None."""
-    parsed = kubernetes_type(resource_type)
-    if parsed is None or parsed[0] != HELM_GROUP or parsed[2] not in HELM_KINDS:
-        return None
-    return dig(props, "values")
+    return dig(props, "values") if is_helm(resource_type) else None
 
 
 def aws_type(resource_type: str) -> Optional[tuple[str, str]]:

@@ -44,7 +44,7 @@ PLAIN_DATA_KINDS = frozenset(
     }
 )
 PLAIN_DATA_GROUPS = frozenset({"", "storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io"})
-SEARCH_DEPTH = 12
+SEARCH_DEPTH = 64  # deep enough for any real nesting, bounded against pathological inputs
 
 
 def is_workload_kind(obj: KubeObject, *kinds: str) -> bool:
@@ -64,6 +64,13 @@ def _shaped_like_pod_specs(value: Any, path: str, depth: int = 0) -> Iterator[tu
             yield from _shaped_like_pod_specs(child, f"{path}.{key}" if path else str(key), depth + 1)
     for index, child in enumerate(as_list(value)):
         yield from _shaped_like_pod_specs(child, f"{path}[{index}]", depth + 1)
+
+
+def is_searched(obj: KubeObject) -> bool:
+    """Is `obj` a custom resource the pack has no reader for (its pod specs are found by their shape)?"""
+    if dynamo_pods(obj) is not None or (obj.kind in POD_SPEC_PATHS and obj.group in POD_SPEC_PATHS[obj.kind][0]):
+        return False
+    return not (obj.kind in PLAIN_DATA_KINDS and obj.group in PLAIN_DATA_GROUPS)
 
 
 def object_pods(obj: KubeObject) -> list[PodSpec]:

@@ -4,12 +4,16 @@ registry, and comes from an allowed registry.
 Images are read from every container of every pod a resource declares (`pods.pod_specs`: init, ephemeral
 and Dynamo main/sidecar containers, every served DGD version, objects inlined in YAML components, custom
 resources), from image volumes (`volumes[].image.reference`), from Helm values, and from SageMaker models
-(`primaryContainer.image`, `containers[].image`).
+(`primaryContainer.image`, `containers[].image`) and inference components (`specification.container.image`).
+A custom resource the pack has no reader for (Argo `templates[].container`, Tekton `steps[]`, anything else)
+is also searched for every string under an image key, however deep, whether or not it sits in a pod spec.
 
-In Helm values an image is a string under a key named `image` or ending in `Image` (`repo:tag`,
-`registry/repo@digest`), or a mapping with a `repository` (plus `registry`, `tag`, `digest`; `name` stands
-for `repository` under an `image` key); a mapping without `registry` takes `global.imageRegistry`. Values
-a chart defaults internally are invisible to the pack (it sees only `values`).
+In Helm values (`values`, and the `text` of `valueYamlFiles` assets) an image is a string under a key named
+`image`, ending in `Image` or `imageName`/`imageRef`/`imageUri` (`repo:tag`, `registry/repo@digest`), or a
+mapping with a `repository` (plus `registry`, `tag`, `digest`; `name` stands for `repository` under an `image`
+key), with `imageRepository` (plus `imageRegistry`, `imageTag`, `imageDigest`), or with an Istio-style `hub`
+and `tag`; a mapping without `registry` takes `global.imageRegistry`. Values a chart defaults internally,
+and value files given by `path`, are invisible to the pack.
 
 A version tag starts with MAJOR.MINOR (`3.12-slim`, `1.5.0-nemotron-3.5-lightning-dev.1`,
 `2.4.0-tgi2.3.1-gpu-py311-cu124-ubuntu22.04`). The registry must be explicit: a short name (`python:3.12`)
@@ -25,15 +29,20 @@ from collections.abc import Iterator
 from fnmatch import fnmatchcase
 from typing import Any, Optional
 
+import yaml
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
-from ..kinds import helm_values
-from ..pods import pod_specs
+from ..kinds import helm_values, is_helm, kubernetes_objects
+from ..pods import is_searched, pod_specs
 from ..values import UNKNOWN, as_list, dig, plain, text
 from ..workloads import container_label, containers
 
 SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
+# Not in pulumi-aws 7 yet (the AWS API has it; aws-native does): read when a provider registers one.
+INFERENCE_COMPONENTS = frozenset(
+    {"aws:sagemaker/inferenceComponent:InferenceComponent", "aws-native:sagemaker:InferenceComponent"}
+)
 DEFAULT_ALLOWED_REGISTRIES = [
     "nvcr.io",
     "docker.io/library",
@@ -55,7 +64,12 @@ SCHEMA = PolicyConfigSchema(
 )
 VERSION_TAG = re.compile(r"^v?\d+\.\d+([.\-+_][0-9A-Za-z][0-9A-Za-z.\-+_]*)?$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-IMAGE_KEY = re.compile(r"^(image|.*Image)$")
+IMAGE_KEY = re.compile(r"^(image|.*Image|imageName|imageRef|imageReference|imageUri|imageUrl)$")
+MAPPED_KEYS = frozenset(
+    {"registry", "repository", "tag", "digest", "name", "hub"}
+    | {"imageRegistry", "imageRepository", "imageTag", "imageDigest"}
+)
+SEARCH_DEPTH = 64
 
 
 def parse_image(reference: str) -> tuple[str, str, Optional[str], Optional[str]]:
@@ -113,8 +127,18 @@ def _scalar(value: Any) -> Optional[str]:
     return text(value)
 
 
-def _mapped_image(values: dict[str, Any], default_registry: Optional[str], under_image_key: bool) -> Any:
+def _mapped_image(values: dict[str, Any], default_registry: Optional[str], under_image_key: bool, key: str) -> Any:
     """The reference a Helm image mapping stands for, None if it is not one, `UNKNOWN` if it cannot be told."""
+    if "imageRepository" in values:
+        values = {
+            "repository": values.get("imageRepository"),
+            "registry": values.get("imageRegistry"),
+            "tag": values.get("imageTag"),
+            "digest": values.get("imageDigest"),
+        }
+    elif isinstance(values.get("hub"), str) and ("tag" in values or isinstance(values.get("image"), str)):
+        name = text(values.get("image")) or key or "image"  # Istio: <hub>/<image>:<tag>
+        values = {"repository": f"{values['hub'].rstrip('/')}/{name}", "tag": values.get("tag")}
     given = values.get("repository", values.get("name") if under_image_key else None)
     if given is UNKNOWN:
         return UNKNOWN
@@ -134,38 +158,89 @@ def _helm_images(values: Any, path: str, default_registry: Optional[str], key: s
     if under_image_key and (isinstance(values, str) or values is UNKNOWN):
         yield path, values
     elif isinstance(values, dict):
-        mapped = _mapped_image(values, default_registry, under_image_key)
+        mapped = _mapped_image(values, default_registry, under_image_key, key)
         if mapped is not None:
             yield path, mapped
         for child_key, child in values.items():
-            if mapped is None or child_key not in ("registry", "repository", "tag", "digest", "name"):
+            if mapped is None or child_key not in MAPPED_KEYS or (child_key == "image" and "hub" not in values):
                 yield from _helm_images(child, f"{path}.{child_key}", default_registry, str(child_key))
     for index, child in enumerate(as_list(values)):
         yield from _helm_images(child, f"{path}[{index}]", default_registry, key)
 
 
-def helm_images(values: Any) -> Iterator[tuple[str, Any]]:
+def helm_images(values: Any, where: str = "values") -> Iterator[tuple[str, Any]]:
     """(where, reference) for every image Helm values name, in string or mapping form."""
     default_registry = text(dig(values, "global", "imageRegistry")) or text(dig(values, "global", "image", "registry"))
-    yield from _helm_images(values, "values", default_registry, "")
+    yield from _helm_images(values, where, default_registry, "")
+
+
+def _value_files(props: Any) -> Iterator[tuple[str, Any]]:
+    """(where, parsed values) of the `valueYamlFiles` a Helm resource carries as text (string assets)."""
+    for index, asset in enumerate(as_list(dig(props, "valueYamlFiles"))):
+        content = dig(asset, "text")
+        if not isinstance(content, str):
+            continue  # a path or URI the pack cannot read here, or unknown
+        try:
+            yield f"valueYamlFiles[{index}]", yaml.safe_load(content)
+        except yaml.YAMLError:
+            continue  # Helm refuses it; nothing is deployed
+
+
+def _image_strings(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every string under an image key of a custom resource, however it nests (Argo, Tekton, ...)."""
+    if depth > SEARCH_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, child in value.items():
+            where = f"{path}.{key}"
+            if IMAGE_KEY.match(str(key)) and (isinstance(child, str) or child is UNKNOWN):
+                yield where, child
+            else:
+                yield from _image_strings(child, where, depth + 1)
+    for index, child in enumerate(as_list(value)):
+        yield from _image_strings(child, f"{path}[{index}]", depth + 1)
 
 
 def images(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
     """(where, image reference or `UNKNOWN`) of every image a resource runs."""
+    seen: set[int] = set()
     for pod in pod_specs(resource_type, props):
         for container in containers(pod.spec):
+            seen.add(id(container))
             yield container_label(container, pod), container.get("image")
         for volume in as_list(dig(pod.spec, "volumes")):
             if isinstance(dig(volume, "image"), dict):
+                seen.add(id(volume["image"]))
                 where = f"image volume {text(dig(volume, 'name')) or '?'} of {pod.owner}"
                 yield where, dig(volume, "image", "reference")
+    for obj in kubernetes_objects(resource_type, props):
+        if is_searched(obj):
+            label = f"{obj.kind} {obj.name or '?'}{f' ({obj.where})' if obj.where else ''}"
+            yield from (
+                (f"{label} {where}", image)
+                for where, image in _image_strings(_without(dig(obj.body, "spec"), seen), "spec")
+            )
     values = helm_values(resource_type, props)
     if values is not None:
         yield from helm_images(values)
+    if is_helm(resource_type):
+        for where, file_values in _value_files(props):
+            yield from helm_images(file_values, where)
+    if resource_type in INFERENCE_COMPONENTS:
+        yield "specification.container", dig(props, "specification", "container", "image")
     if resource_type == SAGEMAKER_MODEL:
         yield "primaryContainer", dig(props, "primaryContainer", "image")
         for index, container in enumerate(as_list(dig(props, "containers"))):
             yield f"containers[{index}]", dig(container, "image")
+
+
+def _without(value: Any, seen: set[int]) -> Any:
+    """`value` with the mappings already judged as containers or image volumes left out."""
+    if isinstance(value, dict):
+        return {k: _without(v, seen) for k, v in value.items() if id(v) not in seen}
+    if isinstance(value, list):
+        return [_without(v, seen) for v in value if id(v) not in seen]
+    return value
 
 
 def validate_image_pinning(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
