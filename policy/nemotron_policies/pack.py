@@ -44,7 +44,8 @@ POLICIES: list[Policy] = [
     ),
     ResourceValidationPolicy(
         name="image-pinning",
-        description="Every image (containers of every kind, image volumes, Helm values, SageMaker models) is pinned "
+        description="Every image (containers of every kind, image keys of custom resources, image volumes, Helm "
+        "values and value files, SageMaker models and inference components) is pinned "
         "by a version tag or a digest, names its registry and comes from an allowed registry.",
         validate=images.validate_image_pinning,
         enforcement_level=MANDATORY,
@@ -68,9 +69,10 @@ POLICIES: list[Policy] = [
     ),
     ResourceValidationPolicy(
         name="least-privilege",
-        description="No privileged pods or blanket RBAC outside the stack's device-plugin component, no administrator "
-        "or full-access managed policies, no wildcard, NotAction or NotResource grants, and no trust or "
-        'resource policy open to principal "*" without a condition.',
+        description="No privileged pods, host processes, hostPath volumes outside the allowed paths or blanket RBAC "
+        "outside the stack's device-plugin component, no administrator, power-user or full-access managed policies "
+        "or system:masters access entries, no wildcard, NotAction or NotResource grants, and no trust or "
+        'resource policy open to principal "*" without a condition on who calls.',
         validate=privilege.validate_least_privilege,
         enforcement_level=MANDATORY,
         config_schema=privilege.SCHEMA,
