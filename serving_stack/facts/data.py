@@ -52,7 +52,7 @@ def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str
     documents = [doc for doc in load_yaml_documents(path, key, name) if doc is not None]
     for index, doc in enumerate(documents):
         if not isinstance(doc, dict):
-            where = f"{name} document {index + 1}" if len(documents) > 1 else name
+            where = f"{name} document {index + 1}" if len(documents) > 1 else name if key != name else "the document"
             raise ConfigError(key, f"{where} is a {type(doc).__name__}, not a mapping")
     return documents
 

@@ -117,7 +117,7 @@ class ConfigMapShape(_Shape):
 
 
 class _Storage(_Shape):
-    storage: Union[str, int]
+    storage: str = pydantic.Field(pattern=r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|k)?$")  # a Kubernetes quantity
 
 
 class _ClaimResources(_Shape):

@@ -108,8 +108,8 @@ def check_values(document: Any, key: str, name: str) -> None:
         if len(path) > MAX_DEPTH:
             _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
         if isinstance(value, float) and not math.isfinite(value):
-            where = key_path(path) or "the document"
-            _refuse(key, name, f"{where}: {value} is not a finite number")
+            problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
+            raise ConfigError(key, problem if key == name else f"{name}: {problem}")
         if isinstance(value, dict):
             for item_key, item in value.items():
                 walk(item, (*path, item_key))
