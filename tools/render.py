@@ -112,23 +112,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
-    if out_dir.exists():  # a failed render must not leave the previous one looking current
-        shutil.rmtree(out_dir)
     try:
+        _clear_out(out_dir)
         inputs = stack_inputs(args.stack, args.project_dir, placeholders=args.secret_placeholders)
         pack_config = _pack_config(args.policy_config)
         run = run_program(inputs.config, inputs.secret_keys, stack=args.stack, project_dir=args.project_dir)
+        _write_out(run, args.stack, out_dir)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    write_render(run, args.stack, out_dir)
     rollout = analyse([r.to_json() for r in run.resources])
-    with (out_dir / "summary.md").open("a") as summary:
-        summary.write("\n" + rollout_markdown(rollout))
-        if inputs.placeholders:
-            summary.write(f"\n{inputs.note(args.stack)}\n")
     report, mandatory_violated = check_policies(run, args.stack, pack_config)
-    (out_dir / "policy-report.txt").write_text(report)
+    try:
+        with (out_dir / "summary.md").open("a") as summary:
+            summary.write("\n" + rollout_markdown(rollout))
+            if inputs.placeholders:
+                summary.write(f"\n{inputs.note(args.stack)}\n")
+        (out_dir / "policy-report.txt").write_text(report)
+    except OSError as error:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        print(f"error: {_out_error(out_dir, error)}", file=sys.stderr)
+        return EXIT_CONFIG
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
     if inputs.placeholders:
         print(inputs.note(args.stack), file=sys.stderr)
@@ -141,6 +145,33 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     return EXIT_REFUSED if rollout.blocking or mandatory_violated else 0
+
+
+def _out_error(out_dir: Path, error: OSError) -> ConfigError:
+    """An output path the render cannot write (a file where a directory goes, no permission, a full disk)."""
+    where = bounded(error.filename or str(out_dir), quote=False)
+    return ConfigError("--out", f"cannot write {where}: {bounded(error.strerror or str(error), quote=False)}")
+
+
+def _clear_out(out_dir: Path) -> None:
+    """Before anything runs: the output path is (or can become) a directory, and the previous render is
+    removed, since a failed render must not leave it looking current."""
+    existing = next(p for p in (out_dir, *out_dir.parents) if p.exists() or p.is_symlink())
+    if not existing.is_dir():
+        raise ConfigError("--out", f"{bounded(str(existing), quote=False)} is a file, not a directory")
+    try:
+        if existing == out_dir:
+            shutil.rmtree(out_dir)
+    except OSError as error:
+        raise _out_error(out_dir, error) from None
+
+
+def _write_out(run: ProgramRun, stack: str, out_dir: Path) -> None:
+    try:
+        write_render(run, stack, out_dir)
+    except OSError as error:
+        shutil.rmtree(out_dir, ignore_errors=True)  # no half-written render left behind
+        raise _out_error(out_dir, error) from None
 
 
 def _pack_config(path: Path | None) -> dict[str, Any] | None:

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
-import yaml
 
-from serving_stack.errors import from_validation_error
 from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.facts.data import Data, load_model
 
 # The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.
 ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
@@ -44,11 +43,7 @@ class MetricQueries:
         )
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Chart(_Data):
+class Chart(Data):
     repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
     version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
@@ -64,13 +59,13 @@ class ClusterAutoscalerChart(Chart):
     serviceAccount: str
 
 
-class ScalingAdapter(_Data):
+class ScalingAdapter(Data):
     apiVersion: Literal["nvidia.com/v1alpha1"]
     kind: Literal["DynamoGraphDeploymentScalingAdapter"]
     source: str
 
 
-class Metrics(_Data):
+class Metrics(Data):
     selectorLabel: str
     queueDepth: str = pydantic.Field(pattern=r"\$SELECTOR")
     inflightRequests: str = pydantic.Field(pattern=r"\$SELECTOR")
@@ -80,7 +75,7 @@ class Metrics(_Data):
         return MetricQueries(self.selectorLabel, self.queueDepth, self.inflightRequests, self.ttftP50Seconds)
 
 
-class AutoscalingFile(_Data):
+class AutoscalingFile(Data):
     schemaVersion: Literal[1]
     keda: Chart
     clusterAutoscaler: ClusterAutoscalerChart
@@ -96,7 +91,4 @@ class AutoscalingFile(_Data):
 
 @functools.lru_cache(maxsize=4)
 def load_autoscaling(root: Path = CATALOG_DIR) -> AutoscalingFile:
-    try:
-        return AutoscalingFile.model_validate(yaml.safe_load((root / "autoscaling.yaml").read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, AutoscalingFile, prefix="catalog/autoscaling.yaml: ") from None
+    return load_model(root / "autoscaling.yaml", AutoscalingFile, root)

@@ -10,32 +10,23 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
-import yaml
 
-from serving_stack.errors import from_validation_error
 from serving_stack.facts.catalog import CATALOG_DIR
+from serving_stack.facts.data import Data, load_model
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class SourcedPrice(_Data):
+class SourcedPrice(Data):
     usdPerHour: float = pydantic.Field(gt=0)
     region: str
     asOf: str
     source: str = pydantic.Field(min_length=20)
 
 
-class CapacityPricesFile(_Data):
+class CapacityPricesFile(Data):
     schemaVersion: Literal[1]
-    capacityBlock: dict[str, SourcedPrice] = {}
+    capacityBlock: dict[str, SourcedPrice] = pydantic.Field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=4)
 def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
-    path = root / "capacity_prices.yaml"
-    try:
-        return CapacityPricesFile.model_validate(yaml.safe_load(path.read_text()))
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, CapacityPricesFile, prefix="catalog/capacity_prices.yaml: ") from None
+    return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)

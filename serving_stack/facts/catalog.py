@@ -14,10 +14,12 @@ from typing import Any, Literal, Optional
 
 import pydantic
 
-from serving_stack.errors import ConfigError
-from serving_stack.facts.data import DATA_DIR, Data, load_model, read_documents
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.data import DATA_DIR, Data, check_shape, data_file, data_label, load_model, read_documents
+from serving_stack.facts.manifest_shapes import ConfigMapShape, DynamoGraphDeploymentShape
 from serving_stack.facts.model_cache import ModelCacheFacts, load_model_cache
 from serving_stack.facts.recipe import Performance, Recipe, TargetEntry
+from serving_stack.facts.strict_files import parse_json, parse_yaml
 from serving_stack.names import GPU_PRODUCT_LABEL, WORKER_COMPONENT_TYPES
 
 __all__ = [
@@ -95,14 +97,28 @@ class Catalog:
 
 def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
     key = f"catalog/{TARGETS_FILE}: targets[{index}]"
-    documents = read_documents(root / entry.manifest, f"{key}.manifest")
-    kinds = sorted(doc.get("kind", "") for doc in documents)
+    path = data_file(root, entry.manifest, f"{key}.manifest")
+    name = data_label(path, root.resolve())
+    documents = read_documents(path, f"{key}.manifest", root.resolve())
+    kinds = sorted(str(doc.get("kind", "")) for doc in documents)
     if kinds != ["ConfigMap", "DynamoGraphDeployment"]:
         raise ConfigError(
             f"{key}.manifest", f"{entry.manifest} holds {kinds}", "exactly one ConfigMap and one DynamoGraphDeployment"
         )
     config_map = next(d for d in documents if d["kind"] == "ConfigMap")
     dgd = next(d for d in documents if d["kind"] == "DynamoGraphDeployment")
+    check_shape(config_map, ConfigMapShape, f"{key}.manifest: {name} ConfigMap: ")
+    check_shape(dgd, DynamoGraphDeploymentShape, f"{key}.manifest: {name} DynamoGraphDeployment: ")
+    for data_key, text in config_map.get("data", {}).items():  # what `speculative_configs` parses, checked
+        where = f"{key}.manifest: {name} ConfigMap: data.{data_key}"
+        if data_key == "speculative-config" and not isinstance(parse_json(text, where, where), dict):
+            raise ConfigError(where, "is not a JSON object")
+        if data_key.endswith(".yaml"):
+            engine = parse_yaml(text, where, where)
+            if len(engine) != 1 or not isinstance(engine[0] or {}, dict):
+                raise ConfigError(where, "is not one YAML mapping")
+            if not isinstance((engine[0] or {}).get("speculative_config") or {}, dict):
+                raise ConfigError(f"{where}: speculative_config", "is not a mapping")
     recipe = Recipe(entry, config_map, dgd)
     if not recipe.worker_components():
         raise ConfigError(
@@ -110,7 +126,15 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
         )
     if not recipe.gpu_products:
         raise ConfigError(f"{key}.manifest", f"{entry.manifest} pins no worker to a {GPU_PRODUCT_LABEL}")
-    for field, derived in (("speculativeDecoding", recipe.speculative_decoding), ("routing", recipe.routing)):
+    try:
+        derived_fields = (("speculativeDecoding", recipe.speculative_decoding), ("routing", recipe.routing))
+        recipe.served_model_name  # noqa: B018  # read by the plan: checked here, while the manifest is named
+        recipe.checkpoints  # noqa: B018
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+        raise ConfigError(
+            f"{key}.manifest", f"{name} cannot be read: {bounded(str(error) or type(error).__name__, quote=False)}"
+        ) from None
+    for field, derived in derived_fields:
         if getattr(entry, field) != derived:
             raise ConfigError(
                 f"{key}.{field}", f"{getattr(entry, field)!r}, but the manifest says {derived!r}", derived

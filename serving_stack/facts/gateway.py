@@ -7,21 +7,18 @@ from pathlib import Path
 from typing import Optional
 
 import pydantic
-import yaml
+
+from serving_stack.facts.data import Data, load_model
 
 CATALOG_FILE = Path(__file__).resolve().parents[2] / "catalog" / "gateway.yaml"
 
 
-class _Data(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class Resources(_Data):
+class Resources(Data):
     requests: dict[str, str]
     limits: dict[str, str]
 
 
-class LiteLLMPin(_Data):
+class LiteLLMPin(Data):
     image: str
     version: str
     port: int = pydantic.Field(gt=0, lt=65536)
@@ -31,7 +28,7 @@ class LiteLLMPin(_Data):
     sources: dict[str, str]
 
 
-class RedisPin(_Data):
+class RedisPin(Data):
     image: str
     port: int = pydantic.Field(gt=0, lt=65536)
     runAsUser: int = pydantic.Field(gt=0)
@@ -40,7 +37,7 @@ class RedisPin(_Data):
     sources: dict[str, str]
 
 
-class GatewayPins(_Data):
+class GatewayPins(Data):
     schemaVersion: int
     litellm: LiteLLMPin
     redis: RedisPin
@@ -48,4 +45,5 @@ class GatewayPins(_Data):
 
 @functools.cache
 def load_gateway_pins(path: Optional[Path] = None) -> GatewayPins:
-    return GatewayPins.model_validate(yaml.safe_load((path or CATALOG_FILE).read_text()))
+    path = path or CATALOG_FILE
+    return load_model(path, GatewayPins, path.parent)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional
 
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.jumpstart_sources import (
     CONTENT_BUCKET_OVERRIDE,
     GATED_BUCKET_OVERRIDE,
@@ -163,7 +163,7 @@ def resolve_jumpstart_model(
     A spec without provenance (not fetched from the content bucket) is refused unless `allow_unverified`:
     its image tags, artifact keys and gating would otherwise be guesses that reach `pulumi up`.
     """
-    manifest: list[dict[str, Any]] = source.read_json(MANIFEST_KEY)
+    manifest = _manifest_entries(source.read_json(MANIFEST_KEY), keys)
     entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
     if not entries:
         known = sorted({entry["model_id"] for entry in manifest})
@@ -189,6 +189,40 @@ def resolve_jumpstart_model(
             f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
         )
+    try:
+        return _resolve_spec(
+            raw_spec, provenance, spec_key, model_id, version, region, instance_type, accept_eula, keys
+        )
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:  # a spec field of another shape
+        raise JumpStartError(
+            keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
+        ) from None
+
+
+def _manifest_entries(manifest: Any, keys: ConfigKeys) -> list[dict[str, str]]:
+    """The manifest's entries, each with a string model_id, version and spec_key."""
+    if not isinstance(manifest, list):
+        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
+    for index, entry in enumerate(manifest):
+        fields = ("model_id", "version", "spec_key")
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
+            raise JumpStartError(
+                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
+            )
+    return manifest
+
+
+def _resolve_spec(
+    raw_spec: dict[str, Any],
+    provenance: Optional[SpecProvenance],
+    spec_key: str,
+    model_id: str,
+    version: str,
+    region: str,
+    instance_type: str,
+    accept_eula: bool,
+    keys: ConfigKeys,
+) -> ResolvedJumpStartModel:
     _refuse_model_package(raw_spec, instance_type, region, keys)
     spec, config_name = _select_config(raw_spec, instance_type)
     supported = tuple(spec.get("supported_inference_instance_types") or ())

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
+from serving_stack.errors import ConfigError, bounded, key_path
+from serving_stack.facts.strict_files import load_json, parse_json, read_bytes
+
 MANIFEST_KEY = "models_manifest.json"
 PROVENANCE_FILE = "provenance.json"
 CONTENT_BUCKET_OVERRIDE = "AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE"
@@ -23,6 +26,7 @@ GATED_BUCKET_OVERRIDE = "AWS_JUMPSTART_GATED_CONTENT_BUCKET_OVERRIDE"
 MODEL_BUCKET_OVERRIDE = "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE"
 MANIFEST_DIR_OVERRIDE = "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE"
 SPECS_DIR_OVERRIDE = "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"
+PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def content_bucket(region: str) -> str:
@@ -95,17 +99,58 @@ class SnapshotSpecSource:
         return Path(override or self.directory)
 
     def read_json(self, key: str) -> Any:
-        return json.loads((self._root(key) / key).read_text())
+        path, label = snapshot_file(self._root(key), key)
+        return load_json(path, label)
 
     def read_spec(self, key: str) -> tuple[dict[str, Any], Optional[SpecProvenance]]:
         root = self._root(key)
-        body = (root / key).read_bytes()
-        return json.loads(body), recorded_provenance(root, key, body)
+        path, label = snapshot_file(root, key)
+        body = read_bytes(path, label, label)
+        spec = parse_json(body, label, label)
+        if not isinstance(spec, dict):
+            raise ConfigError(label, f"is a JSON {type(spec).__name__}, not an object (a JumpStart spec)")
+        return spec, recorded_provenance(root, key, body)
+
+
+def file_label(path: Path) -> str:
+    """A snapshot file as errors name it: relative to the project (`catalog/jumpstart/...`) where it is inside."""
+    try:
+        return path.relative_to(PROJECT_DIR).as_posix()
+    except ValueError:
+        return bounded(str(path), quote=False)
+
+
+def snapshot_file(root: Path, key: str) -> tuple[Path, str]:
+    """`root/key`, kept inside `root` (a manifest's `spec_key` is data too), and its label."""
+    base = root.resolve()
+    try:
+        path = (base / key).resolve()
+    except (OSError, RuntimeError, ValueError):
+        path = base / "?"
+    if not path.is_relative_to(base):
+        raise ConfigError(file_label(base), f"the key {bounded(key)} leads out of the snapshot directory")
+    return path, file_label(path)
+
+
+PROVENANCE_FIELDS = ("bucket", "key", "etag", "sha256")
 
 
 def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
     path = root / PROVENANCE_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    label = file_label(path.resolve())
+    records = load_json(path, label)
+    if not isinstance(records, dict):
+        raise ConfigError(label, f"is a JSON {type(records).__name__}, not an object of records by spec key")
+    for spec_key, record in records.items():
+        where = f"{label}: {key_path([spec_key])}"
+        if not isinstance(record, dict):
+            raise ConfigError(where, f"is a JSON {type(record).__name__}, not an object")
+        missing = [f for f in PROVENANCE_FIELDS if not isinstance(record.get(f), str)]
+        if missing or not isinstance(record.get("fetched", ""), str):
+            raise ConfigError(f"{where}.{(missing or ['fetched'])[0]}", "is missing or not a string")
+    return records
 
 
 def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProvenance]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.data import read_documents
+from serving_stack.facts.data import check_shape, data_file, data_label, read_documents
+from serving_stack.facts.manifest_shapes import JobShape, PersistentVolumeClaimShape
 
 # A Hugging Face repo id (`org/name`); the config layer checks stack input against the same shape.
 HF_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -93,17 +94,23 @@ def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]
 
 def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> ModelCacheFacts:
     key = "catalog/targets.yaml: modelCache"
-    claims = read_documents(root / claim_path, f"{key}.claim")
+    base = root.resolve()
+    claim_file = data_file(base, claim_path, f"{key}.claim")
+    claims = read_documents(claim_file, f"{key}.claim", base)
     if [d.get("kind") for d in claims] != ["PersistentVolumeClaim"]:
         raise ConfigError(
             f"{key}.claim", f"{claim_path} holds {[d.get('kind') for d in claims]}", "exactly one PersistentVolumeClaim"
         )
+    check_shape(claims[0], PersistentVolumeClaimShape, f"{key}.claim: {data_label(claim_file, base)}: ")
     jobs: list[DownloadJob] = []
     for index, path in enumerate(job_paths):
         job_key = f"{key}.downloadJobs[{index}]"
-        documents = read_documents(root / path, job_key)
+        job_file = data_file(base, path, job_key)
+        documents = read_documents(job_file, job_key, base)
         if len(documents) != 1:
             raise ConfigError(job_key, f"{path} holds {len(documents)} documents", "one Job per file")
+        if documents[0].get("kind") == "Job":
+            check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
         jobs.append(DownloadJob(path, documents[0], checkpoints_of(documents[0], job_key)))
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):

@@ -1,0 +1,177 @@
+"""Strict reading of the project's data files (YAML and JSON): every malformed file is one bounded
+`ConfigError` line naming the file (and the key or line), never a traceback.
+
+A data file must be UTF-8 text of at most MAX_FILE_BYTES. YAML is read by libyaml (PyYAML's C parser)
+with these refusals: a duplicate key, a merge key (`<<`), a key that is not a string (`1:`, `yes:`,
+`~:`), nesting deeper than MAX_DEPTH (libyaml's composer recurses once per level and would crash the
+interpreter on a deep enough file), more than MAX_NODES values once aliases are expanded (a few aliased
+lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
+`1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
+
+`tools/stack_files.py` reads the stack files with the same rules (and its own limits); it could use
+`load_yaml_documents` here, the tooling being allowed to import the library.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from serving_stack.errors import ConfigError, bounded, key_path
+
+MAX_FILE_BYTES = 1_000_000  # the largest data file is about 12 kB
+MAX_NODES = 100_000  # values after alias expansion, per file; a recipe manifest holds about 450
+MAX_DEPTH = 64  # nesting levels; a DynamoGraphDeployment nests about 14 deep
+MERGE_TAG = "tag:yaml.org,2002:merge"
+YAML_KINDS = {bool: "a boolean (yes, no, on, off, true, false)", int: "a number", float: "a number", type(None): "null"}
+
+
+class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constructor
+    """Refuses duplicate keys, merge keys and keys that are not strings while constructing each mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == MERGE_TAG:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
+                )
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                kind = YAML_KINDS.get(type(key), f"a {type(key).__name__}")
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"YAML reads the key {bounded(key)} as {kind}, not a string (quote it)",
+                    key_node.start_mark,
+                )
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {bounded(key)}", key_node.start_mark
+                )
+            seen.add(key)
+        return dict(super().construct_mapping(node, deep=deep))
+
+
+def _refuse(key: str, name: str, problem: str) -> NoReturn:
+    """`key: <file> problem`, the file left out where the key is the file itself."""
+    raise ConfigError(key, problem if key == name else f"{name} {problem}")
+
+
+def read_bytes(path: Path, key: str, name: str) -> bytes:
+    """A data file's bytes: it exists, is a file and is at most MAX_FILE_BYTES."""
+    if not path.is_file():
+        raise ConfigError(key, f"file {path.name} does not exist" + ("" if key == name else f" ({name})"))
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            _refuse(key, name, f"is {size} bytes; a data file is at most {MAX_FILE_BYTES}")
+        return path.read_bytes()
+    except OSError as error:
+        _refuse(key, name, f"cannot be read ({bounded(error.strerror or str(error), quote=False)})")
+
+
+def read_text(path: Path, key: str, name: str) -> str:
+    body = read_bytes(path, key, name)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        _refuse(key, name, f"is not UTF-8 text (byte {error.start}: {bounded(body[error.start : error.start + 1])})")
+
+
+def _check_depth(text: str, key: str, name: str) -> None:
+    """Nesting from libyaml's event stream (its parser keeps an explicit stack), before anything recurses."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (line {line})")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def check_values(document: Any, key: str, name: str) -> None:
+    """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels
+    (a recursive alias is infinitely deep), every number finite. Problems name the key path."""
+    budget = [MAX_NODES]
+
+    def walk(value: Any, path: tuple[Any, ...]) -> None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            _refuse(key, name, f"expands to more than {MAX_NODES} values (YAML aliases?)")
+        if len(path) > MAX_DEPTH:
+            _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
+        if isinstance(value, float) and not math.isfinite(value):
+            problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
+            raise ConfigError(key, problem if key == name else f"{name}: {problem}")
+        if isinstance(value, dict):
+            for item_key, item in value.items():
+                walk(item, (*path, item_key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, (*path, index))
+
+    walk(document, ())
+
+
+def parse_yaml(text: str, key: str, name: str) -> list[Any]:
+    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`."""
+    try:
+        _check_depth(text, key, name)
+        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        _refuse(key, name, f"is not valid YAML{where}: {bounded(problem, quote=False)}")
+    except (ValueError, OverflowError, RecursionError) as error:  # a scalar PyYAML cannot construct (2024-13-45)
+        _refuse(key, name, f"is not valid YAML: {bounded(str(error), quote=False)}")
+    for document in documents:
+        check_values(document, key, name)
+    return documents
+
+
+def load_yaml_documents(path: Path, key: str, name: str | None = None) -> list[Any]:
+    """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
+    line; `name` (the file as messages name it, default `key`) follows when it differs."""
+    name = name or key
+    return parse_yaml(read_text(path, key, name), key, name)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for item_key, value in pairs:
+        if item_key in result:
+            raise ValueError(f"duplicate key {bounded(item_key)}")
+        result[item_key] = value
+    return result
+
+
+def _no_constant(constant: str) -> NoReturn:
+    raise ValueError(f"{constant} is not a finite number")
+
+
+def parse_json(text: str | bytes, key: str, name: str) -> Any:
+    """One JSON document, checked as YAML files are; errors start with `key`."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        document = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except UnicodeDecodeError as error:
+        _refuse(key, name, f"is not UTF-8 text (byte {error.start})")
+    except (ValueError, RecursionError) as error:
+        _refuse(key, name, f"is not valid JSON: {bounded(str(error), quote=False)}")
+    check_values(document, key, name)
+    return document
+
+
+def load_json(path: Path, key: str, name: str | None = None) -> Any:
+    """One JSON data file, checked as YAML files are."""
+    name = name or key
+    return parse_json(read_bytes(path, key, name), key, name)
