@@ -118,10 +118,11 @@ def main(argv: list[str] | None = None) -> int:
         pack_config = _pack_config(args.policy_config)
         run = run_program(inputs.config, inputs.secret_keys, stack=args.stack, project_dir=args.project_dir)
         _write_out(run, args.stack, out_dir)
+        rollout = analyse([r.to_json() for r in run.resources])
     except ConfigError as error:
+        shutil.rmtree(out_dir, ignore_errors=True)  # a bad rollout data file is found after the write
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    rollout = analyse([r.to_json() for r in run.resources])
     report, mandatory_violated = check_policies(run, args.stack, pack_config)
     try:
         with (out_dir / "summary.md").open("a") as summary:

@@ -10,11 +10,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.strict_files import load_yaml_documents
 
 RULES_DIR = Path(__file__).resolve().parent
 PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
 DURATIONS_FILE = RULES_DIR / "durations.yaml"
+DURATION_SECTIONS = (
+    "default",
+    "kubernetes_object",
+    "job_run",
+    "types",
+    "node_groups",
+    "charts",
+    "provisioning",
+    "first_token_target_minutes",
+    "images",
+    "checkpoints",
+    "engines",
+)
 
 
 @dataclass(frozen=True)
@@ -123,9 +137,34 @@ def _aws(type_token: str, entry: dict[str, Any]) -> AwsType:
     )
 
 
+def _read_mapping(path: Path) -> dict[str, Any]:
+    """One YAML mapping, read as strictly as the catalog (`serving_stack.facts.strict_files`)."""
+    name = f"{path.parent.name}/{path.name}"
+    documents = load_yaml_documents(path, name)
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ConfigError(name, "must hold one YAML mapping")
+    return documents[0]
+
+
 @functools.cache
 def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DURATIONS_FILE) -> Rules:
-    data = yaml.safe_load(provider_rules.read_text())
+    """The rules of both files; a file missing a key or holding a wrong type is one `ConfigError` naming it."""
+    data, timings = _read_mapping(provider_rules), _read_mapping(durations)
+    for path, document, keys in (
+        (durations, timings, DURATION_SECTIONS),
+        (provider_rules, data, ("sources", "kubernetes", "aws")),
+    ):
+        missing = [key for key in keys if not isinstance(document.get(key), dict)]
+        if missing:
+            raise ConfigError(f"{path.parent.name}/{path.name}", f"needs the mapping(s) {', '.join(missing)}")
+    try:
+        return _rules(data, timings)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        name = f"{provider_rules.parent.name}/{provider_rules.name}"
+        raise ConfigError(name, f"malformed: {bounded(repr(error), quote=False)}") from None
+
+
+def _rules(data: dict[str, Any], durations: dict[str, Any]) -> Rules:
     kubernetes, aws = data["kubernetes"], data["aws"]
     return Rules(
         sources=data["sources"],
@@ -147,5 +186,5 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DUR
         provisioners=kubernetes["provisioners"],
         aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
         aws_deletion=aws["deletion"],
-        durations=yaml.safe_load(durations.read_text()),
+        durations=durations,
     )
