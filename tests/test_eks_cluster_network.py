@@ -158,6 +158,15 @@ def test_system_node_group_and_addons(stack):
     assert "aws:eks/addon:Addon::eks-addon-vpc-cni" in stack.named("eks-system-nodes").depends_on
 
 
+def test_the_vpc_cni_enforces_network_policies(stack):
+    """The gateway's NetworkPolicy is enforced only by the VPC CNI's network-policy agent; the request shape
+    is CreateAddon's, as botocore validates it."""
+    (cni,) = [a for a in inputs(stack, "aws:eks/addon:Addon") if a["addonName"] == "vpc-cni"]
+    assert json.loads(cni["configurationValues"]) == {"enableNetworkPolicy": "true"}
+    request = {"clusterName": "c", "addonName": "vpc-cni", "configurationValues": cni["configurationValues"]}
+    assert problems("eks", "CreateAddon", request) == []
+
+
 def test_system_nodes_run_on_a_launch_template_with_imdsv2_and_hop_limit_one(stack):
     """EKS's default template leaves the hop limit at 2 (pods reach the node role); the disk moves to the
     template (EKS rejects diskSize beside one). botocore accepts both requests."""

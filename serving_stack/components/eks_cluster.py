@@ -5,6 +5,7 @@ place that builds it)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -215,6 +216,7 @@ class EksCluster(pulumi.ComponentResource):
             cluster_name=cluster.name,
             addon_name=addon.name,
             addon_version=addon.version,
+            configuration_values=json.dumps(addon.configuration, sort_keys=True) if addon.configuration else None,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="PRESERVE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),

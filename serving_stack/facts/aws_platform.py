@@ -58,9 +58,13 @@ class DevicePluginPins(Data):
 
 
 class EksAddon(Data):
+    """`configuration`: the add-on's configuration values (its JSON schema: aws eks
+    describe-addon-configuration); strings, as the schemas type them."""
+
     name: str
     version: Optional[str] = None
     needsNodes: bool = False
+    configuration: dict[str, str] = pydantic.Field(default_factory=dict)
 
 
 class CsiAddon(Data):
