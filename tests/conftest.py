@@ -1,8 +1,19 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from serving_stack.facts.jumpstart_sources import ENVIRONMENT_OVERRIDES
+
+
+@pytest.fixture(autouse=True)
+def no_jumpstart_overrides(monkeypatch):
+    """A developer's JumpStart environment overrides must not leak into the expected buckets and specs."""
+    for name in ENVIRONMENT_OVERRIDES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def pytest_configure(config):

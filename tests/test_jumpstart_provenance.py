@@ -28,18 +28,6 @@ SPEC_KEY = f"community_models/{PUBLIC_ID}/specs_v1.0.0.json"
 E0 = "sagemaker.endpoints[0]"
 
 
-@pytest.fixture(autouse=True)
-def no_bucket_overrides(monkeypatch):
-    for name in (
-        jumpstart.CONTENT_BUCKET_OVERRIDE,
-        jumpstart.GATED_BUCKET_OVERRIDE,
-        jumpstart.MODEL_BUCKET_OVERRIDE,
-        jumpstart.MANIFEST_DIR_OVERRIDE,
-        jumpstart.SPECS_DIR_OVERRIDE,
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
 def sagemaker_block(**sagemaker):
     return stack(jumpstart_endpoint(), **sagemaker)["sagemaker"]
 

@@ -30,13 +30,6 @@ GATED_ID = "test-gated-nemotron-shaped"
 GATED_PREFIX = "test-gated/test-gated-nemotron-shaped/artifacts/inference-prepack/v2.1.0/"
 KEYS = ConfigKeys.under("sagemaker.endpoints[0].jumpstart")
 LMI_IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:0.33.0-lmi15.0.0-cu128"
-OVERRIDES = (
-    jumpstart.CONTENT_BUCKET_OVERRIDE,
-    jumpstart.GATED_BUCKET_OVERRIDE,
-    jumpstart.MODEL_BUCKET_OVERRIDE,
-    jumpstart.MANIFEST_DIR_OVERRIDE,
-    jumpstart.SPECS_DIR_OVERRIDE,
-)
 
 
 def seed_content_bucket(s3, bucket: str) -> None:
@@ -48,13 +41,6 @@ def seed_content_bucket(s3, bucket: str) -> None:
         for path in root.glob("community_models/*/*.json"):
             s3.put_object(Bucket=bucket, Key=path.relative_to(root).as_posix(), Body=path.read_bytes())
     s3.put_object(Bucket=bucket, Key=MANIFEST_KEY, Body=json.dumps(manifest).encode())
-
-
-@pytest.fixture(autouse=True)
-def no_bucket_overrides(monkeypatch):
-    """A developer's JumpStart overrides must not leak into the expected bucket names."""
-    for name in OVERRIDES:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from sagemaker_helpers import (
 from stack_helpers import BASE_CONFIG, run_config
 
 from serving_stack.config import ConfigError
-from serving_stack.facts import jumpstart
 from tools.mock_runtime import run_program
 
 E0 = "sagemaker.endpoints[0]"
@@ -161,18 +160,6 @@ BAD_CONFIGS = {
         f"{E0}.deployment.canarySize: Input should be less than or equal to 50",
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def no_bucket_overrides(monkeypatch):
-    for name in (
-        jumpstart.MANIFEST_DIR_OVERRIDE,
-        jumpstart.SPECS_DIR_OVERRIDE,
-        jumpstart.CONTENT_BUCKET_OVERRIDE,
-        jumpstart.GATED_BUCKET_OVERRIDE,
-        jumpstart.MODEL_BUCKET_OVERRIDE,
-    ):
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))

@@ -4,7 +4,6 @@ the outputs contract entry. Bad settings are `test_sagemaker_config`."""
 from __future__ import annotations
 
 import boto3
-import pytest
 from moto import mock_aws
 from plan_helpers import FACTS
 from sagemaker_helpers import NVFP4, PUBLIC_ID, REGION, huggingface_endpoint, jumpstart_endpoint, plan, stack
@@ -12,18 +11,6 @@ from sagemaker_helpers import NVFP4, PUBLIC_ID, REGION, huggingface_endpoint, ju
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts import jumpstart
 from tools.mock_runtime import PROJECT_DIR
-
-
-@pytest.fixture(autouse=True)
-def no_bucket_overrides(monkeypatch):
-    for name in (
-        jumpstart.MANIFEST_DIR_OVERRIDE,
-        jumpstart.SPECS_DIR_OVERRIDE,
-        jumpstart.CONTENT_BUCKET_OVERRIDE,
-        jumpstart.GATED_BUCKET_OVERRIDE,
-        jumpstart.MODEL_BUCKET_OVERRIDE,
-    ):
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
