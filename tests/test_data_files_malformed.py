@@ -317,18 +317,22 @@ def test_a_malformed_jumpstart_snapshot_file_is_one_line(tmp_path, relative, mut
     path = snapshot / relative
     path.write_bytes(JSON_MUTATIONS[mutation](path.read_text()).encode("utf-8", "surrogateescape"))
     with pytest.raises(ConfigError) as raised:
-        resolve_jumpstart_model(
-            MANIFEST["model_id"],
-            MANIFEST["version"],
-            "us-east-1",
-            "ml.p5.48xlarge",
-            accept_eula=True,
-            source=SnapshotSpecSource(snapshot),
-            allow_unverified=True,
-        )
+        _resolve_from(snapshot)
     line = str(raised.value)
     assert "\n" not in line and len(line) <= MAX_LINE, line
     assert Path(relative).name in line or "jumpstart" in line, line
+
+
+def _resolve_from(snapshot: Path) -> None:
+    resolve_jumpstart_model(
+        MANIFEST["model_id"],
+        MANIFEST["version"],
+        "us-east-1",
+        "ml.p5.48xlarge",
+        accept_eula=True,
+        source=SnapshotSpecSource(snapshot),
+        allow_unverified=True,
+    )
 
 
 def test_a_spec_key_stays_inside_the_snapshot(tmp_path):
@@ -337,15 +341,7 @@ def test_a_spec_key_stays_inside_the_snapshot(tmp_path):
     manifest = snapshot / "models_manifest.json"
     manifest.write_text(manifest.read_text().replace(MANIFEST["spec_key"], "../../../etc/hostname"))
     with pytest.raises(ConfigError, match="leads out of the snapshot directory"):
-        resolve_jumpstart_model(
-            MANIFEST["model_id"],
-            MANIFEST["version"],
-            "us-east-1",
-            "ml.p5.48xlarge",
-            accept_eula=True,
-            source=SnapshotSpecSource(snapshot),
-            allow_unverified=True,
-        )
+        _resolve_from(snapshot)
 
 
 # --- the render: exit 2 and one line, for a bad data file and a bad --out -------------------------------------
