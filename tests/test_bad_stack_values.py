@@ -67,6 +67,65 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "200 kB tag value": ("prod", {"aws.tags.owner": "o" * 200_000}, "aws.tags.owner"),
     "count of 10^30": ("dev", {REPLICAS: 10**30}, REPLICAS),
     "3000 copies of one target": ("dev", {"targets": [{"id": TARGET}] * 3000}, "targets[1].id"),
+    # A trailing newline: `re.match` with `$` took it (`$` matches before a final newline); the checks use
+    # fullmatch. The pydantic `pattern=` fields (pydantic-core's regex, where `$` is the end) are here too.
+    "namespace with a trailing newline": ("dev", {"kubernetes.namespace": "nemotron-dev\n"}, "kubernetes.namespace"),
+    "target image with a trailing newline": (
+        "dev",
+        {"targets[0].image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0\n"},
+        "targets[0].image",
+    ),
+    "runtime tag with a trailing newline": ("dev", {"dynamo.runtime.tag": "1.5.0\n"}, "dynamo.runtime.tag"),
+    "runtime registry with a trailing newline": (
+        "dev",
+        {"dynamo.runtime.registry": "nvcr.io/nvidia/ai-dynamo\n"},
+        "dynamo.runtime.registry",
+    ),
+    "pull secret with a trailing newline": ("dev", {"dynamo.imagePullSecret": "ngc\n"}, "dynamo.imagePullSecret"),
+    "storage class with a trailing newline": (
+        "dev",
+        {"modelCache.storageClassName": "efs-ap\n"},
+        "modelCache.storageClassName",
+    ),
+    "quantity with a trailing newline": ("dev", {"modelCache.size": "300Gi\n"}, "modelCache.size"),
+    "endpoint name with a trailing newline": (
+        "prod",
+        {"sagemaker.endpoints[0].name": "nemotron-lightning\n"},
+        "sagemaker.endpoints[0].name",
+    ),
+    "variant name with a trailing newline": (
+        "prod",
+        {"sagemaker.endpoints[0].variantName": "AllTraffic\n"},
+        "sagemaker.endpoints[0].variantName",
+    ),
+    "Kubernetes version with a trailing newline": (
+        "prod",
+        {"aws.cluster.create.kubernetesVersion": "1.33\n"},
+        "aws.cluster.create.kubernetesVersion",
+    ),
+    "principal ARN with a trailing newline (pydantic pattern)": (
+        "prod",
+        {"aws.cluster.create.accessEntries[0].principalArn": "arn:aws:iam::111122223333:role/nemotron-oncall\n"},
+        "aws.cluster.create.accessEntries[0].principalArn",
+    ),
+    "image registry with a trailing newline (pydantic pattern)": (
+        "dev",
+        {"dynamo.registry": "nvcr.io\n"},
+        "dynamo.registry",
+    ),
+    "EFS permissions with a trailing newline (pydantic pattern)": (
+        "prod",
+        {"aws.modelCacheStorage.efs.directoryPerms": "700\n"},
+        "aws.modelCacheStorage.efs.directoryPerms",
+    ),
+    "Prometheus URL with a trailing newline": (
+        "dev",
+        {
+            "monitoring.enabled": True,
+            "monitoring.prometheus": {"install": False, "releaseLabel": "kps", "url": "http://prometheus:9090\n"},
+        },
+        "monitoring.prometheus.url",
+    ),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
     "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),

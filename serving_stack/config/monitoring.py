@@ -16,7 +16,7 @@ class PrometheusConfig(Block):
 
     install: bool = True
     releaseLabel: Optional[DnsLabel] = None
-    url: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://")
+    url: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
     values: dict[str, Any] = pydantic.Field(default_factory=dict)
 
     @pydantic.model_validator(mode="after")

@@ -33,12 +33,12 @@ EcrImage = Annotated[
     str,
     matching(
         r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
-        r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
+        r"(:(?!latest\Z)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
         "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
     ),
 ]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
-LMI_OPTION = re.compile(r"^OPTION_[A-Z0-9_]+$")
+LMI_OPTION = re.compile(r"OPTION_[A-Z0-9_]+")  # used with fullmatch
 
 
 class JumpStartModel(Block):

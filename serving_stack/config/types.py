@@ -24,10 +24,11 @@ PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@
 
 def matching(pattern: str, what: str) -> pydantic.AfterValidator:
     """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression."""
+    regular expression. The whole value must match (`re.fullmatch`)."""
 
     def check(value: str) -> str:
-        if not re.match(pattern, value):
+        # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
+        if not re.fullmatch(pattern, value):
             raise ValueError(f"must be {what}")
         return value
 
@@ -70,7 +71,7 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
-        if not re.match(QUANTITY, value):
+        if not re.fullmatch(QUANTITY, value):
             raise ValueError(f"must be {what}")
         if not quantity_value(minimum) <= quantity_value(value) <= quantity_value(maximum):
             raise ValueError(f"must be between {minimum} and {maximum}")
@@ -93,7 +94,7 @@ Registry = Annotated[
     str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
 ]
 StorageClassName = Annotated[
-    str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+    str, matching(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
 ]
 
 
