@@ -23,11 +23,13 @@ from serving_stack.config.types import (
     DnsLabel,
     Fabric,
     KubernetesVersion,
+    NetworkCidr,
     Region,
     ReservationId,
     SecurityGroupId,
     SubnetId,
     VpcId,
+    matching,
 )
 from serving_stack.names import CapacityType
 
@@ -45,7 +47,7 @@ class CreateCluster(Block):
     name: DnsLabel
     kubernetesVersion: KubernetesVersion
     availabilityZones: list[AvailabilityZone] = pydantic.Field(min_length=2, max_length=3)
-    vpcCidr: Cidr = "10.0.0.0/16"
+    vpcCidr: NetworkCidr = "10.0.0.0/16"
     endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(
         default_factory=list, description="[]: private endpoint only"
     )
@@ -54,8 +56,15 @@ class CreateCluster(Block):
     accessEntries: list[AccessEntry] = pydantic.Field(default_factory=list)
 
 
+# EKS CreateCluster `name`: 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\-_]*$ (EKS API Reference).
+EksClusterName = Annotated[
+    str,
+    matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}", "an EKS cluster name: letters, digits, '-' and '_', at most 100"),
+]
+
+
 class ExistingCluster(Block):
-    name: str = pydantic.Field(min_length=1)
+    name: EksClusterName
     kubernetesVersion: Optional[KubernetesVersion] = None
     vpcId: VpcId
     privateSubnetIds: dict[AvailabilityZone, SubnetId] = pydantic.Field(min_length=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Literal
 
@@ -141,13 +142,43 @@ def _ipv4_cidr(value: str) -> str:
 Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
 
 
+def _network_address(value: str) -> str:
+    """A CIDR naming a network, not a host in it: the subnets are carved from it (`ip_network(strict=True)`)."""
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        raise ValueError(f"has host bits set: use {ipaddress.IPv4Network(value, strict=False)}") from None
+    return value
+
+
+NetworkCidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr), pydantic.AfterValidator(_network_address)]
+# AWS tag restrictions (Tagging AWS resources, "Tag naming limits and requirements"): letters, numbers and
+# spaces representable in UTF-8, and _ . : / = + - @ (AWS's regex: ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$). Spaces
+# here are Unicode Zs only: no line or paragraph separators, no control characters.
+AWS_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+
+def _aws_tag_characters(text: str) -> bool:
+    return all(
+        c in AWS_TAG_PUNCTUATION or unicodedata.category(c)[0] in "LN" or unicodedata.category(c) == "Zs" for c in text
+    )
+
+
 def _aws_tag_key(key: str) -> str:
-    """AWS tag rules for keys (values are at most 256 characters); errors name the tag's key."""
+    """AWS tag rules for keys (1-128 characters, not starting with aws:); errors name the tag's key."""
     if key.lower().startswith("aws:"):
         raise ValueError("the tag key prefix aws: is reserved for AWS")
     if not 1 <= len(key) <= 128:
         raise ValueError("a tag key is 1-128 characters")
+    if not _aws_tag_characters(key):
+        raise ValueError("a tag key holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
     return key
+
+
+def _aws_tag_value(value: str) -> str:
+    if not _aws_tag_characters(value):
+        raise ValueError("a tag value holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
+    return value
 
 
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -157,6 +188,6 @@ def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
 
 
 AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
-AwsTagValue = Annotated[str, pydantic.Field(max_length=256)]
+AwsTagValue = Annotated[str, pydantic.Field(max_length=256), pydantic.AfterValidator(_aws_tag_value)]
 AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]
