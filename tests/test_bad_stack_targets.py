@@ -4,11 +4,14 @@ and component names come from the catalog and the committed stacks."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from bad_stack_helpers import DELETE, PROJECT, ThrowawayProject, assert_refused, committed, config_value, edited
 from plan_helpers import plan_of
 
 from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import PROJECT_DIR
 
 CATALOG = load_catalog()
 TARGET = config_value("dev", "targets[0].id")
@@ -27,6 +30,22 @@ PROD_PLACED = next(t.pool for t in PROD_PLAN.serving.targets if t.selected.index
 FOREIGN_POOL = next(pool.name for pool in PROD_PLAN.pools if PROD_PLACED and pool.gpu != PROD_PLACED.gpu)
 E0 = "sagemaker.endpoints[0]"
 ENDPOINT = config_value("prod", E0)
+SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"
+JS_MODEL = json.loads((SNAPSHOT / "models_manifest.json").read_text())[0]
+JS_TYPE = json.loads((SNAPSHOT / JS_MODEL["spec_key"]).read_text())["default_inference_instance_type"]
+JUMPSTART = {  # an endpoint of the committed snapshot, so that `snapshotDir` is read
+    "sagemaker.allowUnverifiedSpecs": True,
+    "sagemaker.endpoints": [
+        {
+            "name": "nemotron-js",
+            "source": "jumpstart",
+            "jumpstart": {"modelId": JS_MODEL["model_id"], "version": JS_MODEL["version"]},
+            "instanceType": JS_TYPE,
+            "autoscaling": {"instanceType": JS_TYPE, "maxCapacity": 4, "targetInvocationsPerInstance": 4},
+            "deployment": {"type": "ALL_AT_ONCE"},
+        }
+    ],
+}
 
 CASES: dict[str, tuple[str, dict, str]] = {
     # Targets.
@@ -109,6 +128,23 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "unknown key in an endpoint": ("prod", {f"{E0}.autoScaling": {}}, f"{E0}.autoScaling"),
     "endpoint name used twice": ("prod", {"sagemaker.endpoints": [ENDPOINT, ENDPOINT]}, "sagemaker.endpoints[1].name"),
     "huggingface endpoint without its block": ("prod", {f"{E0}.huggingface": DELETE}, f"{E0}.huggingface"),
+    # The JumpStart snapshot is a directory inside the project, laid out like the content bucket.
+    "snapshot directory outside the project": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "../../../etc"},
+        "sagemaker.snapshotDir",
+    ),
+    "snapshot directory absolute": ("prod", {**JUMPSTART, "sagemaker.snapshotDir": "/etc"}, "sagemaker.snapshotDir"),
+    "snapshot directory a file": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "catalog/targets.yaml"},
+        "sagemaker.snapshotDir",
+    ),
+    "snapshot directory without a manifest": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "docs"},
+        "sagemaker.snapshotDir",
+    ),
     # Demand.
     "demand of 0 users": ("prod", {"demand.concurrentUsers": 0}, "demand.concurrentUsers"),
     "demand in users and requests": ("prod", {"demand.requestsPerSecond": 5.0}, "demand"),

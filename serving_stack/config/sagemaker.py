@@ -37,6 +37,15 @@ EcrImage = Annotated[
         "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
     ),
 ]
+# A directory of the project, relative to its root: no absolute path, no `.` or `..` step out of it (the plan
+# also refuses one that resolves, through a symlink, outside the project).
+ProjectDirectory = Annotated[
+    str,
+    matching(
+        r"(?!\.\.?(/|\Z))[A-Za-z0-9_-][A-Za-z0-9._-]*(/(?!\.\.?(/|\Z))[A-Za-z0-9_-][A-Za-z0-9._-]*)*",
+        "a directory inside the project, relative to its root, such as catalog/jumpstart (no '..', not absolute)",
+    ),
+]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
 LMI_OPTION = re.compile(r"OPTION_[A-Z0-9_]+")  # used with fullmatch
 
@@ -148,5 +157,5 @@ class SageMakerConfig(Block):
     region: Optional[AwsRegion] = None
     allowUnverifiedSpecs: bool = False
     specSource: Literal["snapshot", "s3"] = "snapshot"
-    snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
+    snapshotDir: ProjectDirectory = "catalog/jumpstart"
     endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)
