@@ -90,6 +90,45 @@ CASES: dict[str, tuple[dict, str]] = {
     "tag key with a newline": ({"aws.tags": {"team\nx": "v"}}, "aws.tags.'team\\nx'"),
     "tag key with a character AWS refuses": ({"aws.tags": {"team#1": "v"}}, "aws.tags.team#1"),
     "tag value a number": ({"aws.tags.cost-center": 1234}, "aws.tags.cost-center"),
+    # System node group: EC2 instance type names (family.size), at most 20 (EKS CreateNodegroup), EBS gp3 disks.
+    "system instance type empty": ({"aws.systemNodeGroup.instanceTypes": [""]}, "aws.systemNodeGroup.instanceTypes[0]"),
+    "system instance type not family.size": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge", "banana"]},
+        "aws.systemNodeGroup.instanceTypes[1]",
+    ),
+    "system instance type with a trailing newline": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge\n"]},
+        "aws.systemNodeGroup.instanceTypes[0]",
+    ),
+    "21 system instance types": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge"] * 21},
+        "aws.systemNodeGroup.instanceTypes",
+    ),
+    "system disk over the EBS gp3 maximum": (
+        {"aws.systemNodeGroup.diskSizeGiB": 16385},
+        "aws.systemNodeGroup.diskSizeGiB",
+    ),
+    # Node counts: EKS NodegroupScalingConfig holds int32s.
+    "system maxSize over int32": ({"aws.systemNodeGroup.maxSize": 2**31}, "aws.systemNodeGroup.maxSize"),
+    "system minSize of 10^30": ({"aws.systemNodeGroup.minSize": 10**30}, "aws.systemNodeGroup.minSize"),
+    "system desiredSize over int32": ({"aws.systemNodeGroup.desiredSize": 2**31}, "aws.systemNodeGroup.desiredSize"),
+    "pool maxSize of 10^30": ({"aws.nodePools[0].maxSize": 10**30}, "aws.nodePools[0].maxSize"),
+    "pool minSize over int32": ({"aws.nodePools[0].minSize": 2**31}, "aws.nodePools[0].minSize"),
+    "pool desiredSize over int32": ({"aws.nodePools[1].desiredSize": 2**31}, "aws.nodePools[1].desiredSize"),
+    "unmanaged pool of 73 GPUs a node": (
+        {
+            "aws.nodePools": [
+                {
+                    "name": "onprem",
+                    "managed": False,
+                    "nodeFacts": {"gpu": "h200", "gpus": 73},
+                    "desiredSize": 1,
+                    "maxSize": 1,
+                }
+            ]
+        },
+        "aws.nodePools[0].nodeFacts.gpus",
+    ),
     # Wrong enums.
     "capacity type unknown": ({"aws.nodePools[0].capacityType": "reserved"}, "aws.nodePools[0].capacityType"),
     "storage backend unknown": ({"aws.modelCacheStorage.backend": "s3"}, "aws.modelCacheStorage.backend"),

@@ -126,6 +126,44 @@ CASES: dict[str, tuple[str, dict, str]] = {
         f"{E0}.dataCapture.samplingPercentage",
     ),
     "autoscaling max of 0": ("prod", {f"{E0}.autoscaling.maxCapacity": 0}, f"{E0}.autoscaling.maxCapacity"),
+    # Application Auto Scaling and SageMaker take int32s; the target value is bounded and finite.
+    "endpoint with 10^30 instances": ("prod", {f"{E0}.initialInstanceCount": 10**30}, f"{E0}.initialInstanceCount"),
+    "autoscaling max over int32": ("prod", {f"{E0}.autoscaling.maxCapacity": 2**31}, f"{E0}.autoscaling.maxCapacity"),
+    "scale-in cooldown of 10^30 s": (
+        "prod",
+        {f"{E0}.autoscaling.scaleInCooldown": 10**30},
+        f"{E0}.autoscaling.scaleInCooldown",
+    ),
+    "scale-out cooldown over int32": (
+        "prod",
+        {f"{E0}.autoscaling.scaleOutCooldown": 2**31},
+        f"{E0}.autoscaling.scaleOutCooldown",
+    ),
+    "target invocations of 1e308": (
+        "prod",
+        {f"{E0}.autoscaling.targetInvocationsPerInstance": 1e308},
+        f"{E0}.autoscaling.targetInvocationsPerInstance",
+    ),
+    "rollback alarm over 10^6 periods": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.evaluationPeriods": 10**6},
+        f"{E0}.deployment.rollbackAlarms.evaluationPeriods",
+    ),
+    "rollback alarm period of 6e8 s": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.periodSeconds": 600_000_000},
+        f"{E0}.deployment.rollbackAlarms.periodSeconds",
+    ),
+    "rollback latency of 10^30 ms": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.modelLatencyP99Ms": 10**30},
+        f"{E0}.deployment.rollbackAlarms.modelLatencyP99Ms",
+    ),
+    "rollback 5xx threshold over int32": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.invocation5xxErrors": 2**31},
+        f"{E0}.deployment.rollbackAlarms.invocation5xxErrors",
+    ),
     "KMS key not an ARN": ("prod", {f"{E0}.kmsKeyArn": "alias/my-key"}, f"{E0}.kmsKeyArn"),
     "unknown key in an endpoint": ("prod", {f"{E0}.autoScaling": {}}, f"{E0}.autoScaling"),
     "endpoint name used twice": ("prod", {"sagemaker.endpoints": [ENDPOINT, ENDPOINT]}, "sagemaker.endpoints[1].name"),

@@ -28,6 +28,8 @@ DEV_CHECKPOINTS = [
     config_value("dev", "modelCache.checkpoints.base"),
     *config_value("dev", "modelCache.checkpoints.drafts"),
 ]
+PROD_TARGET = config_value("prod", "targets[0].id")
+AUTOSCALING = {"autoscaling.targets": {PROD_TARGET: {"minReplicaSets": 1, "maxReplicaSets": 4}}}
 DEV_NEEDED_GIB = sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS) / 2**30
 WARMED_GIB = sum(SIZES.size(r).bytes for r in load_catalog().recipe(TARGET).checkpoints) / 2**30
 
@@ -125,6 +127,52 @@ CASES: dict[str, tuple[str, dict, str]] = {
             "monitoring.prometheus": {"install": False, "releaseLabel": "kps", "url": "http://prometheus:9090\n"},
         },
         "monitoring.prometheus.url",
+    ),
+    # Kubernetes int32/int64 fields and the ops settings' sensible bounds.
+    "download backoffLimit over int32": (
+        "dev",
+        {"modelCache.download.backoffLimit": 2**31},
+        "modelCache.download.backoffLimit",
+    ),
+    "download deadline over int64": (
+        "dev",
+        {"modelCache.download.activeDeadlineSeconds": 2**63},
+        "modelCache.download.activeDeadlineSeconds",
+    ),
+    "benchmark TTL over int32": (
+        "dev",
+        {"operability.benchmark.ttlSecondsAfterFinished": 2**31},
+        "operability.benchmark.ttlSecondsAfterFinished",
+    ),
+    "benchmark of 10^30 requests": (
+        "dev",
+        {"operability.benchmark.numRequests": 10**30},
+        "operability.benchmark.numRequests",
+    ),
+    "KEDA polling of 10^30 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.pollingIntervalSeconds": 10**30},
+        "autoscaling.pollingIntervalSeconds",
+    ),
+    "KEDA queue depth of 10^30": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.queueDepthPerReplica": 10**30},
+        "autoscaling.queueDepthPerReplica",
+    ),
+    "KEDA cooldown of 10^30 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.cooldownPeriodSeconds": 10**30},
+        "autoscaling.cooldownPeriodSeconds",
+    ),
+    "HPA stabilization over Kubernetes' 3600 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.scaleDownStabilizationSeconds": 3601},
+        "autoscaling.scaleDownStabilizationSeconds",
+    ),
+    "autoscaling maxReplicaSets of 10^30": (
+        "prod",
+        {"autoscaling.targets": {PROD_TARGET: {"maxReplicaSets": 10**30}}},
+        f"autoscaling.targets.{PROD_TARGET}.maxReplicaSets",
     ),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),

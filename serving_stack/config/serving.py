@@ -11,6 +11,8 @@ from serving_stack.config.types import (
     CpuQuantity,
     DnsLabel,
     HfRepo,
+    Int32,
+    Int64,
     MemorySize,
     PinnedImage,
     Registry,
@@ -49,8 +51,8 @@ class Checkpoints(Block):
 class DownloadJob(Block):
     """Unset means the upstream Job's own value."""
 
-    activeDeadlineSeconds: Optional[int] = pydantic.Field(default=None, ge=60)
-    backoffLimit: Optional[int] = pydantic.Field(default=None, ge=0)
+    activeDeadlineSeconds: Optional[Int64] = pydantic.Field(default=None, ge=60, description="Kubernetes Job: int64")
+    backoffLimit: Optional[Int32] = pydantic.Field(default=None, ge=0, description="Kubernetes Job: int32")
 
 
 class PrewarmConfig(Block):

@@ -20,6 +20,11 @@ QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
 MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
+# Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
+# ttlSecondsAfterFinished, activeDeadlineSeconds) and the AWS APIs' `Integer` (EKS NodegroupScalingConfig,
+# Application Auto Scaling). A larger value fails only at `up`, so the config refuses it.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
@@ -81,6 +86,17 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
     return pydantic.AfterValidator(check)
 
 
+Int32 = Annotated[int, pydantic.Field(le=INT32_MAX)]
+Int64 = Annotated[int, pydantic.Field(le=INT64_MAX)]
+# An EC2 instance type, family.size (m7i.2xlarge, p6-b200.48xlarge, m7i-flex.large, c6in.metal, r8i.metal-48xl);
+# whether it exists is EC2's to say: the instance facts hold only the GPU types.
+InstanceType = Annotated[
+    str,
+    matching(
+        r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)",
+        "an EC2 instance type such as m7i.2xlarge (family.size)",
+    ),
+]
 Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300Gi")]
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
