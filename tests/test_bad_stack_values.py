@@ -28,6 +28,7 @@ DEV_CHECKPOINTS = [
     config_value("dev", "modelCache.checkpoints.base"),
     *config_value("dev", "modelCache.checkpoints.drafts"),
 ]
+BENCH_SCHEDULE = "operability.benchmark.schedule"
 PROD_TARGET = config_value("prod", "targets[0].id")
 AUTOSCALING = {"autoscaling.targets": {PROD_TARGET: {"minReplicaSets": 1, "maxReplicaSets": 4}}}
 DEV_NEEDED_GIB = sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS) / 2**30
@@ -174,6 +175,16 @@ CASES: dict[str, tuple[str, dict, str]] = {
         {"autoscaling.targets": {PROD_TARGET: {"maxReplicaSets": 10**30}}},
         f"autoscaling.targets.{PROD_TARGET}.maxReplicaSets",
     ),
+    # Cron schedules as Kubernetes parses them (five fields in range, or an @-macro; no TZ=).
+    "schedule of words": ("dev", {BENCH_SCHEDULE: "x x x x x"}, BENCH_SCHEDULE),
+    "schedule minute 99": ("dev", {BENCH_SCHEDULE: "99 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule weekday 7": ("dev", {BENCH_SCHEDULE: "0 3 * * 7"}, BENCH_SCHEDULE),
+    "schedule month name unknown": ("dev", {BENCH_SCHEDULE: "0 3 * foo *"}, BENCH_SCHEDULE),
+    "schedule with a step of 0": ("dev", {BENCH_SCHEDULE: "*/0 * * * *"}, BENCH_SCHEDULE),
+    "schedule range backwards": ("dev", {BENCH_SCHEDULE: "0 3 * * 5-1"}, BENCH_SCHEDULE),
+    "schedule with six fields": ("dev", {BENCH_SCHEDULE: "0 0 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule with TZ=": ("dev", {BENCH_SCHEDULE: "TZ=UTC 0 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule macro unknown": ("dev", {BENCH_SCHEDULE: "@every 1h"}, BENCH_SCHEDULE),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
     "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),
@@ -249,3 +260,8 @@ def test_the_pvc_bound_is_the_checkpoint_sizes(project):
 )
 def test_infinite_and_oversized_numbers_are_refused(project, stack, key, value):
     assert_refused(project, edited(stack, {key: value}), key)
+
+
+@pytest.mark.parametrize("schedule", ["0 3 * * 0", "*/15 0-6 1,15 jan-mar MON-FRI", "30 2 ? * sun", "@weekly"])
+def test_a_schedule_kubernetes_accepts_renders(project, schedule):
+    assert project.render(edited("dev", {BENCH_SCHEDULE: schedule})).code == 0

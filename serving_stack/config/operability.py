@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 
 import pydantic
 
+from serving_stack.config.cron import check_cron_schedule
 from serving_stack.config.types import Block, Int32, PinnedImage
 
 PYTHON_IMAGE = "docker.io/library/python:3.12.8-slim"
@@ -33,9 +34,7 @@ def _matches(pattern: str, what: str) -> Callable[[str], str]:
     return check
 
 
-CronSchedule = Annotated[
-    str, pydantic.AfterValidator(_matches(r"\S+( \S+){4}", "a five-field cron schedule such as '0 3 * * 0'"))
-]
+CronSchedule = Annotated[str, pydantic.AfterValidator(check_cron_schedule)]
 TraceFileName = Annotated[
     str,
     pydantic.AfterValidator(
