@@ -185,6 +185,23 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "schedule with six fields": ("dev", {BENCH_SCHEDULE: "0 0 3 * * 0"}, BENCH_SCHEDULE),
     "schedule with TZ=": ("dev", {BENCH_SCHEDULE: "TZ=UTC 0 3 * * 0"}, BENCH_SCHEDULE),
     "schedule macro unknown": ("dev", {BENCH_SCHEDULE: "@every 1h"}, BENCH_SCHEDULE),
+    # Free-form values (Helm values, SLO overrides) hold only numbers JSON and Pulumi carry exactly.
+    "platform values with .nan": (
+        "dev",
+        {"dynamo.platform.install": True, "dynamo.platform.values.operator.qps": Raw(".nan")},
+        "dynamo.platform.values",
+    ),
+    "platform values with 10^30": (
+        "dev",
+        {"dynamo.platform.install": True, "dynamo.platform.values": {"replicas": [1, 10**30]}},
+        "dynamo.platform.values",
+    ),
+    "Prometheus values with .inf": (
+        "dev",
+        {"monitoring.enabled": True, "monitoring.prometheus.values.prometheus.scale": Raw("-.inf")},
+        "monitoring.prometheus.values",
+    ),
+    "SLO override .nan": ("prod", {"monitoring.slo.availability": Raw(".nan")}, "monitoring.slo"),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
     "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),

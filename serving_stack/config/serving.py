@@ -10,6 +10,7 @@ from serving_stack.config.types import (
     Block,
     CpuQuantity,
     DnsLabel,
+    FreeFormValues,
     HfRepo,
     Int32,
     Int64,
@@ -91,7 +92,7 @@ class PlatformConfig(Block):
     chartVersion: Optional[SemVer] = None
     namespace: DnsLabel = "dynamo-system"
     releaseName: DnsLabel = "dynamo-platform"
-    values: dict[str, object] = pydantic.Field(default_factory=dict)
+    values: FreeFormValues = pydantic.Field(default_factory=dict)
 
 
 class RuntimeImage(Block):

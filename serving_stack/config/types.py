@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
+
+from serving_stack.errors import key_path
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -113,6 +116,31 @@ Registry = Annotated[
 StorageClassName = Annotated[
     str, matching(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
 ]
+
+
+MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
+
+
+def _finite(value: Any, parts: tuple[Any, ...]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _finite(item, (*parts, index))
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
+
+
+def _finite_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Free-form values (Helm values, SLO overrides) hold only numbers that JSON and Pulumi carry exactly."""
+    _finite(values, ())
+    return values
+
+
+FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_finite_values)]
 
 
 class Block(pydantic.BaseModel):
