@@ -89,6 +89,11 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "hfToken in plain text": ("dev", {"hfToken": "hf_abcdefghijklmnopqrstuvwxyz"}, "hfToken"),
     "ngcApiKey in plain text": ("dev", {"ngcApiKey": "nvapi-abcdefghijklmnop"}, "ngcApiKey"),
     "hfToken as a plain object": ("dev", {"hfToken": {"value": "hf_abc"}}, "hfToken"),
+    # An empty secret would become an empty token, master key or pull Secret.
+    "hfToken an empty plain string": ("dev", {"hfToken": ""}, "hfToken"),
+    "master key secure empty": ("prod", {"gatewayMasterKey": {"secure": ""}}, "gatewayMasterKey"),
+    "master key secure null": ("prod", {"gatewayMasterKey": {"secure": None}}, "gatewayMasterKey"),
+    "NGC key secure a number": ("dev", {"ngcApiKey": {"secure": 5}}, "ngcApiKey"),
     # Unknown keys and wrong enums.
     "unknown top-level key": ("dev", {"target": [{"id": TARGET}]}, "target"),
     "unknown key in kubernetes": ("dev", {"kubernetes.clusterr": {}}, "kubernetes.clusterr"),

@@ -78,8 +78,13 @@ def load_stack_config() -> StackConfig:
     """Read and validate the stack config of the running Pulumi program."""
     project = pulumi.get_project()
     for key in SECRET_KEYS:
-        if not pulumi_private.is_secret_config(f"{project}:{key}") and pulumi.Config().get(key):
+        value = pulumi.Config().get(key)
+        if value is None:
+            continue
+        if not pulumi_private.is_secret_config(f"{project}:{key}"):
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
+        if not value.strip():  # an empty secret would become an empty token, key or pull Secret
+            raise ConfigError(key, "is empty", f"pulumi config set --secret {key} <value>, or remove it")
     return parse_stack_config(_raw_project_config(project))
 
 
