@@ -71,10 +71,9 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
             raise ConfigError("demand", binding_constraints(demand, rows, offers).message)
     except ConfigError:
         raise
-    except Exception as error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
-        problem = f"the capacity solver cannot plan this demand: {bounded(str(error), quote=False)}"
+    except Exception as solver_error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
+        problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
         raise ConfigError("demand", problem) from None
-
     reserved = sorted(
         {
             f"{u.pool.instance_type} ({u.pool.capacity_type})"
