@@ -18,6 +18,7 @@ from typing import Literal, Optional
 import pydantic
 
 from serving_stack.config.types import AvailabilityZone, Block
+from serving_stack.errors import bounded
 
 # Upper bounds: far beyond what one stack serves, low enough that the capacity solver (HiGHS, whose
 # coefficients must stay finite and well scaled) plans or refuses in words, never fails inside.
@@ -59,4 +60,5 @@ class DemandConfig(Block):
         return self
 
     def unknown_gpu_types(self, known: list[str]) -> list[str]:
-        return [gpu for gpu in self.gpuTypes or [] if gpu not in known]
+        """The unknown ones, each cut short as an error may echo it."""
+        return [bounded(gpu, quote=False) for gpu in self.gpuTypes or [] if gpu not in known]
