@@ -16,6 +16,16 @@ OTHER_AZ = REGIONS.availability_zones(OTHER_REGION)[0]
 LOCAL_ZONE = next(iter(REGIONS.local_zones(REGION)), None)
 UNKNOWN_REGION = next(f"{REGION[:-1]}{n}" for n in range(9, 0, -1) if f"{REGION[:-1]}{n}" not in REGIONS.regions)
 AZS = "aws.cluster.create.availabilityZones"
+ENTRIES = "aws.cluster.create.accessEntries"
+ONCALL = config_value("prod", f"{ENTRIES}[0]")
+EXISTING = {
+    "existing": {
+        "name": "nemo",
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": {"us-east-1a": "subnet-0123456789abcdef0"},
+        "nodeSecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+}
 
 CASES: dict[str, tuple[dict, str]] = {
     # CIDRs are parsed: the error is a config error, never a traceback.
@@ -36,6 +46,7 @@ CASES: dict[str, tuple[dict, str]] = {
         {"aws.cluster.create.endpointPublicAccessCidrs": ["203.0.113.0/24", "0.0.0.0/0"]},
         "aws.cluster.create.endpointPublicAccessCidrs[1]",
     ),
+    "VPC CIDR with host bits": ({"aws.cluster.create.vpcCidr": "10.40.1.0/16"}, "aws.cluster.create.vpcCidr"),
     # Zones of another Region, Regions that do not exist, one Region for the stack.
     "cluster AZ of another Region": ({f"{AZS}[1]": OTHER_AZ}, f"{AZS}[1]"),
     "pool AZ of another Region": ({"aws.nodePools[0].availabilityZone": OTHER_AZ}, "aws.nodePools[0].availabilityZone"),
@@ -48,6 +59,25 @@ CASES: dict[str, tuple[dict, str]] = {
     "aws:region disagrees with aws.region": ({"aws:region": OTHER_REGION}, "aws.region"),
     "aws:region does not exist": ({"aws:region": UNKNOWN_REGION}, "aws:region"),
     "SageMaker Region that does not exist": ({"sagemaker.region": UNKNOWN_REGION}, "sagemaker.region"),
+    "cluster AZ listed twice": ({AZS: [REGIONS.availability_zones(REGION)[0]] * 2}, f"{AZS}[1]"),
+    # One access entry per principal (EKS CreateAccessEntry refuses a second).
+    "access entry listed twice": (
+        {ENTRIES: [ONCALL, {**ONCALL, "accessPolicy": "Edit"}]},
+        f"{ENTRIES}[1].principalArn",
+    ),
+    # EKS cluster names: 1-100 of letters, digits, '-' and '_', starting with a letter or digit.
+    "existing cluster name with a space and a control character": (
+        {"aws.cluster": {"existing": {**EXISTING["existing"], "name": "my cluster\x07"}}},
+        "aws.cluster.existing.name",
+    ),
+    "existing cluster name of 101 characters": (
+        {"aws.cluster": {"existing": {**EXISTING["existing"], "name": "c" * 101}}},
+        "aws.cluster.existing.name",
+    ),
+    "existing cluster name starting with '-'": (
+        {"aws.cluster": {"existing": {**EXISTING["existing"], "name": "-nemo"}}},
+        "aws.cluster.existing.name",
+    ),
     # Tags.
     "reserved tag key": ({"aws.tags.aws:createdBy": "me"}, "aws.tags.aws:createdBy"),
     "reserved tag key in capitals": ({"aws.tags.AWS:team": "x"}, "aws.tags.AWS:team"),
@@ -55,7 +85,50 @@ CASES: dict[str, tuple[dict, str]] = {
     "empty tag key": ({"aws.tags": {"": "v"}}, "aws.tags.''"),
     "tag value over 256 characters": ({"aws.tags.owner": "o" * 257}, "aws.tags.owner"),
     "41 tags": ({"aws.tags": {f"t{i}": "v" for i in range(41)}}, "aws.tags"),
+    "tag value with a control character": ({"aws.tags.owner": "a\x07b"}, "aws.tags.owner"),
+    "tag value with a newline": ({"aws.tags.owner": "team\n"}, "aws.tags.owner"),
+    "tag key with a newline": ({"aws.tags": {"team\nx": "v"}}, "aws.tags.'team\\nx'"),
+    "tag key with a character AWS refuses": ({"aws.tags": {"team#1": "v"}}, "aws.tags.team#1"),
     "tag value a number": ({"aws.tags.cost-center": 1234}, "aws.tags.cost-center"),
+    # System node group: EC2 instance type names (family.size), at most 20 (EKS CreateNodegroup), EBS gp3 disks.
+    "system instance type empty": ({"aws.systemNodeGroup.instanceTypes": [""]}, "aws.systemNodeGroup.instanceTypes[0]"),
+    "system instance type not family.size": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge", "banana"]},
+        "aws.systemNodeGroup.instanceTypes[1]",
+    ),
+    "system instance type with a trailing newline": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge\n"]},
+        "aws.systemNodeGroup.instanceTypes[0]",
+    ),
+    "21 system instance types": (
+        {"aws.systemNodeGroup.instanceTypes": ["m7i.2xlarge"] * 21},
+        "aws.systemNodeGroup.instanceTypes",
+    ),
+    "system disk over the EBS gp3 maximum": (
+        {"aws.systemNodeGroup.diskSizeGiB": 16385},
+        "aws.systemNodeGroup.diskSizeGiB",
+    ),
+    # Node counts: EKS NodegroupScalingConfig holds int32s.
+    "system maxSize over int32": ({"aws.systemNodeGroup.maxSize": 2**31}, "aws.systemNodeGroup.maxSize"),
+    "system minSize of 10^30": ({"aws.systemNodeGroup.minSize": 10**30}, "aws.systemNodeGroup.minSize"),
+    "system desiredSize over int32": ({"aws.systemNodeGroup.desiredSize": 2**31}, "aws.systemNodeGroup.desiredSize"),
+    "pool maxSize of 10^30": ({"aws.nodePools[0].maxSize": 10**30}, "aws.nodePools[0].maxSize"),
+    "pool minSize over int32": ({"aws.nodePools[0].minSize": 2**31}, "aws.nodePools[0].minSize"),
+    "pool desiredSize over int32": ({"aws.nodePools[1].desiredSize": 2**31}, "aws.nodePools[1].desiredSize"),
+    "unmanaged pool of 73 GPUs a node": (
+        {
+            "aws.nodePools": [
+                {
+                    "name": "onprem",
+                    "managed": False,
+                    "nodeFacts": {"gpu": "h200", "gpus": 73},
+                    "desiredSize": 1,
+                    "maxSize": 1,
+                }
+            ]
+        },
+        "aws.nodePools[0].nodeFacts.gpus",
+    ),
     # Wrong enums.
     "capacity type unknown": ({"aws.nodePools[0].capacityType": "reserved"}, "aws.nodePools[0].capacityType"),
     "storage backend unknown": ({"aws.modelCacheStorage.backend": "s3"}, "aws.modelCacheStorage.backend"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 from bad_stack_helpers import (
+    DELETE,
+    PROJECT,
     STACK_FILE,
     Raw,
     ThrowawayProject,
@@ -56,6 +58,10 @@ CASES: dict[str, tuple[str | bytes, str]] = {
     "boolean key nested": (_dev_with("namespace: nemotron-dev", "    yes: x\n"), "kubernetes.True"),
     "null key in a list item": (_dev_with("- id:", "    ~: x\n"), "targets[0].None"),
     "complex key": (_dev_with("size: 300Gi", "    ? [a, b]\n    : x\n"), STACK_FILE),
+    # Config namespaces: the project's, the providers' (aws, kubernetes) and Pulumi's; a key is named readably.
+    "unknown config namespace": (edited("dev", {"bogus:thing": 1}), "bogus:thing"),
+    "typo'd provider namespace": (edited("prod", {"aws:region": DELETE, "aws_:region": "us-east-1"}), "aws_:region"),
+    "empty project key": (edited("dev", {f"{PROJECT}:": 1}), "''"),
     # Dates stay strings (as the CLI reads them) and then fail the type where they land.
     "date as a runtime tag": (edited("dev", {"dynamo.runtime.tag": Raw("2024-01-01")}), "dynamo.runtime.tag"),
     "date as a replica count": (
@@ -96,3 +102,10 @@ def test_the_unedited_base_renders(project):
     outcome = project.render(DEV)
     assert (outcome.code, outcome.stale_left) == (0, False), outcome.stderr
     assert outcome.registered
+
+
+def test_provider_and_pulumi_namespaces_pass(project):
+    """`kubernetes:`, `aws:` and Pulumi's own keys are not the program's to refuse."""
+    content = edited("dev", {"kubernetes:context": "nemotron-dev", "pulumi:tags": {"team": "inference"}})
+    outcome = project.render(content)
+    assert outcome.code == 0, outcome.stderr

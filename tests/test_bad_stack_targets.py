@@ -4,11 +4,15 @@ and component names come from the catalog and the committed stacks."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from bad_stack_helpers import DELETE, PROJECT, ThrowawayProject, assert_refused, committed, config_value, edited
 from plan_helpers import plan_of
 
+from serving_stack.config.demand import MAX_USD_PER_HOUR, MAX_USERS
 from serving_stack.facts.catalog import load_catalog
+from tools.mock_runtime import PROJECT_DIR
 
 CATALOG = load_catalog()
 TARGET = config_value("dev", "targets[0].id")
@@ -27,6 +31,23 @@ PROD_PLACED = next(t.pool for t in PROD_PLAN.serving.targets if t.selected.index
 FOREIGN_POOL = next(pool.name for pool in PROD_PLAN.pools if PROD_PLACED and pool.gpu != PROD_PLACED.gpu)
 E0 = "sagemaker.endpoints[0]"
 ENDPOINT = config_value("prod", E0)
+AUTO = {"targets": "auto", "aws.nodePools": DELETE}  # the capacity plan of `demand` deploys
+SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"
+JS_MODEL = json.loads((SNAPSHOT / "models_manifest.json").read_text())[0]
+JS_TYPE = json.loads((SNAPSHOT / JS_MODEL["spec_key"]).read_text())["default_inference_instance_type"]
+JUMPSTART = {  # an endpoint of the committed snapshot, so that `snapshotDir` is read
+    "sagemaker.allowUnverifiedSpecs": True,
+    "sagemaker.endpoints": [
+        {
+            "name": "nemotron-js",
+            "source": "jumpstart",
+            "jumpstart": {"modelId": JS_MODEL["model_id"], "version": JS_MODEL["version"]},
+            "instanceType": JS_TYPE,
+            "autoscaling": {"instanceType": JS_TYPE, "maxCapacity": 4, "targetInvocationsPerInstance": 4},
+            "deployment": {"type": "ALL_AT_ONCE"},
+        }
+    ],
+}
 
 CASES: dict[str, tuple[str, dict, str]] = {
     # Targets.
@@ -68,6 +89,11 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "hfToken in plain text": ("dev", {"hfToken": "hf_abcdefghijklmnopqrstuvwxyz"}, "hfToken"),
     "ngcApiKey in plain text": ("dev", {"ngcApiKey": "nvapi-abcdefghijklmnop"}, "ngcApiKey"),
     "hfToken as a plain object": ("dev", {"hfToken": {"value": "hf_abc"}}, "hfToken"),
+    # An empty secret would become an empty token, master key or pull Secret.
+    "hfToken an empty plain string": ("dev", {"hfToken": ""}, "hfToken"),
+    "master key secure empty": ("prod", {"gatewayMasterKey": {"secure": ""}}, "gatewayMasterKey"),
+    "master key secure null": ("prod", {"gatewayMasterKey": {"secure": None}}, "gatewayMasterKey"),
+    "NGC key secure a number": ("dev", {"ngcApiKey": {"secure": 5}}, "ngcApiKey"),
     # Unknown keys and wrong enums.
     "unknown top-level key": ("dev", {"target": [{"id": TARGET}]}, "target"),
     "unknown key in kubernetes": ("dev", {"kubernetes.clusterr": {}}, "kubernetes.clusterr"),
@@ -105,13 +131,97 @@ CASES: dict[str, tuple[str, dict, str]] = {
         f"{E0}.dataCapture.samplingPercentage",
     ),
     "autoscaling max of 0": ("prod", {f"{E0}.autoscaling.maxCapacity": 0}, f"{E0}.autoscaling.maxCapacity"),
+    # Application Auto Scaling and SageMaker take int32s; the target value is bounded and finite.
+    "endpoint with 10^30 instances": ("prod", {f"{E0}.initialInstanceCount": 10**30}, f"{E0}.initialInstanceCount"),
+    "autoscaling max over int32": ("prod", {f"{E0}.autoscaling.maxCapacity": 2**31}, f"{E0}.autoscaling.maxCapacity"),
+    "scale-in cooldown of 10^30 s": (
+        "prod",
+        {f"{E0}.autoscaling.scaleInCooldown": 10**30},
+        f"{E0}.autoscaling.scaleInCooldown",
+    ),
+    "scale-out cooldown over int32": (
+        "prod",
+        {f"{E0}.autoscaling.scaleOutCooldown": 2**31},
+        f"{E0}.autoscaling.scaleOutCooldown",
+    ),
+    "target invocations of 1e308": (
+        "prod",
+        {f"{E0}.autoscaling.targetInvocationsPerInstance": 1e308},
+        f"{E0}.autoscaling.targetInvocationsPerInstance",
+    ),
+    "rollback alarm over 10^6 periods": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.evaluationPeriods": 10**6},
+        f"{E0}.deployment.rollbackAlarms.evaluationPeriods",
+    ),
+    "rollback alarm period of 6e8 s": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.periodSeconds": 600_000_000},
+        f"{E0}.deployment.rollbackAlarms.periodSeconds",
+    ),
+    "rollback latency of 10^30 ms": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.modelLatencyP99Ms": 10**30},
+        f"{E0}.deployment.rollbackAlarms.modelLatencyP99Ms",
+    ),
+    "rollback 5xx threshold over int32": (
+        "prod",
+        {f"{E0}.deployment.rollbackAlarms.invocation5xxErrors": 2**31},
+        f"{E0}.deployment.rollbackAlarms.invocation5xxErrors",
+    ),
     "KMS key not an ARN": ("prod", {f"{E0}.kmsKeyArn": "alias/my-key"}, f"{E0}.kmsKeyArn"),
     "unknown key in an endpoint": ("prod", {f"{E0}.autoScaling": {}}, f"{E0}.autoScaling"),
     "endpoint name used twice": ("prod", {"sagemaker.endpoints": [ENDPOINT, ENDPOINT]}, "sagemaker.endpoints[1].name"),
     "huggingface endpoint without its block": ("prod", {f"{E0}.huggingface": DELETE}, f"{E0}.huggingface"),
+    # The JumpStart snapshot is a directory inside the project, laid out like the content bucket.
+    "snapshot directory outside the project": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "../../../etc"},
+        "sagemaker.snapshotDir",
+    ),
+    "snapshot directory absolute": ("prod", {**JUMPSTART, "sagemaker.snapshotDir": "/etc"}, "sagemaker.snapshotDir"),
+    "snapshot directory a file": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "catalog/targets.yaml"},
+        "sagemaker.snapshotDir",
+    ),
+    "snapshot directory without a manifest": (
+        "prod",
+        {**JUMPSTART, "sagemaker.snapshotDir": "docs"},
+        "sagemaker.snapshotDir",
+    ),
     # Demand.
     "demand of 0 users": ("prod", {"demand.concurrentUsers": 0}, "demand.concurrentUsers"),
     "demand in users and requests": ("prod", {"demand.requestsPerSecond": 5.0}, "demand"),
+    "demand GPU type unknown (explicit targets)": ("prod", {"demand.gpuTypes": ["H200"]}, "demand.gpuTypes"),
+    "demand GPU type unknown (targets: auto)": ("prod", {**AUTO, "demand.gpuTypes": ["H200"]}, "demand.gpuTypes"),
+    # Bounds that keep the capacity solver's numbers sane; a plan beyond the stack's bounds names `demand`.
+    "demand of 10^30 users (targets: auto)": (
+        "prod",
+        {**AUTO, "demand.concurrentUsers": 10**30},
+        "demand.concurrentUsers",
+    ),
+    "demand of 10^30 tokens": (
+        "prod",
+        {"demand.tokenShape": {"inputTokens": 10**30, "outputTokens": 400}},
+        "demand.tokenShape.inputTokens",
+    ),
+    "demand of 10^9 requests/s": (
+        "prod",
+        {
+            "demand.concurrentUsers": DELETE,
+            "demand.requestsPerSecond": 1e9,
+            "demand.tokenShape": {"inputTokens": 64000, "outputTokens": 400},
+        },
+        "demand.requestsPerSecond",
+    ),
+    "demand budget of 10^30 $/h": ("prod", {"demand.budgetUsdPerHour": 1e30}, "demand.budgetUsdPerHour"),
+    "demand TTFT of 10^30 ms": ("prod", {"demand.slo.maxTtftP50Ms": 1e30}, "demand.slo.maxTtftP50Ms"),
+    "demand whose plan exceeds the replicas bound": (
+        "prod",
+        {**AUTO, "demand.concurrentUsers": MAX_USERS, "demand.budgetUsdPerHour": MAX_USD_PER_HOUR},
+        "demand",
+    ),
 }
 
 

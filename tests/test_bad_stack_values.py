@@ -28,6 +28,9 @@ DEV_CHECKPOINTS = [
     config_value("dev", "modelCache.checkpoints.base"),
     *config_value("dev", "modelCache.checkpoints.drafts"),
 ]
+BENCH_SCHEDULE = "operability.benchmark.schedule"
+PROD_TARGET = config_value("prod", "targets[0].id")
+AUTOSCALING = {"autoscaling.targets": {PROD_TARGET: {"minReplicaSets": 1, "maxReplicaSets": 4}}}
 DEV_NEEDED_GIB = sum(SIZES.size(r).bytes for r in DEV_CHECKPOINTS) / 2**30
 WARMED_GIB = sum(SIZES.size(r).bytes for r in load_catalog().recipe(TARGET).checkpoints) / 2**30
 
@@ -67,6 +70,138 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "200 kB tag value": ("prod", {"aws.tags.owner": "o" * 200_000}, "aws.tags.owner"),
     "count of 10^30": ("dev", {REPLICAS: 10**30}, REPLICAS),
     "3000 copies of one target": ("dev", {"targets": [{"id": TARGET}] * 3000}, "targets[1].id"),
+    # A trailing newline: `re.match` with `$` took it (`$` matches before a final newline); the checks use
+    # fullmatch. The pydantic `pattern=` fields (pydantic-core's regex, where `$` is the end) are here too.
+    "namespace with a trailing newline": ("dev", {"kubernetes.namespace": "nemotron-dev\n"}, "kubernetes.namespace"),
+    "target image with a trailing newline": (
+        "dev",
+        {"targets[0].image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0\n"},
+        "targets[0].image",
+    ),
+    "runtime tag with a trailing newline": ("dev", {"dynamo.runtime.tag": "1.5.0\n"}, "dynamo.runtime.tag"),
+    "runtime registry with a trailing newline": (
+        "dev",
+        {"dynamo.runtime.registry": "nvcr.io/nvidia/ai-dynamo\n"},
+        "dynamo.runtime.registry",
+    ),
+    "pull secret with a trailing newline": ("dev", {"dynamo.imagePullSecret": "ngc\n"}, "dynamo.imagePullSecret"),
+    "storage class with a trailing newline": (
+        "dev",
+        {"modelCache.storageClassName": "efs-ap\n"},
+        "modelCache.storageClassName",
+    ),
+    "quantity with a trailing newline": ("dev", {"modelCache.size": "300Gi\n"}, "modelCache.size"),
+    "endpoint name with a trailing newline": (
+        "prod",
+        {"sagemaker.endpoints[0].name": "nemotron-lightning\n"},
+        "sagemaker.endpoints[0].name",
+    ),
+    "variant name with a trailing newline": (
+        "prod",
+        {"sagemaker.endpoints[0].variantName": "AllTraffic\n"},
+        "sagemaker.endpoints[0].variantName",
+    ),
+    "Kubernetes version with a trailing newline": (
+        "prod",
+        {"aws.cluster.create.kubernetesVersion": "1.33\n"},
+        "aws.cluster.create.kubernetesVersion",
+    ),
+    "principal ARN with a trailing newline (pydantic pattern)": (
+        "prod",
+        {"aws.cluster.create.accessEntries[0].principalArn": "arn:aws:iam::111122223333:role/nemotron-oncall\n"},
+        "aws.cluster.create.accessEntries[0].principalArn",
+    ),
+    "image registry with a trailing newline (pydantic pattern)": (
+        "dev",
+        {"dynamo.registry": "nvcr.io\n"},
+        "dynamo.registry",
+    ),
+    "EFS permissions with a trailing newline (pydantic pattern)": (
+        "prod",
+        {"aws.modelCacheStorage.efs.directoryPerms": "700\n"},
+        "aws.modelCacheStorage.efs.directoryPerms",
+    ),
+    "Prometheus URL with a trailing newline": (
+        "dev",
+        {
+            "monitoring.enabled": True,
+            "monitoring.prometheus": {"install": False, "releaseLabel": "kps", "url": "http://prometheus:9090\n"},
+        },
+        "monitoring.prometheus.url",
+    ),
+    # Kubernetes int32/int64 fields and the ops settings' sensible bounds.
+    "download backoffLimit over int32": (
+        "dev",
+        {"modelCache.download.backoffLimit": 2**31},
+        "modelCache.download.backoffLimit",
+    ),
+    "download deadline over int64": (
+        "dev",
+        {"modelCache.download.activeDeadlineSeconds": 2**63},
+        "modelCache.download.activeDeadlineSeconds",
+    ),
+    "benchmark TTL over int32": (
+        "dev",
+        {"operability.benchmark.ttlSecondsAfterFinished": 2**31},
+        "operability.benchmark.ttlSecondsAfterFinished",
+    ),
+    "benchmark of 10^30 requests": (
+        "dev",
+        {"operability.benchmark.numRequests": 10**30},
+        "operability.benchmark.numRequests",
+    ),
+    "KEDA polling of 10^30 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.pollingIntervalSeconds": 10**30},
+        "autoscaling.pollingIntervalSeconds",
+    ),
+    "KEDA queue depth of 10^30": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.queueDepthPerReplica": 10**30},
+        "autoscaling.queueDepthPerReplica",
+    ),
+    "KEDA cooldown of 10^30 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.cooldownPeriodSeconds": 10**30},
+        "autoscaling.cooldownPeriodSeconds",
+    ),
+    "HPA stabilization over Kubernetes' 3600 s": (
+        "prod",
+        {**AUTOSCALING, "autoscaling.scaleDownStabilizationSeconds": 3601},
+        "autoscaling.scaleDownStabilizationSeconds",
+    ),
+    "autoscaling maxReplicaSets of 10^30": (
+        "prod",
+        {"autoscaling.targets": {PROD_TARGET: {"maxReplicaSets": 10**30}}},
+        f"autoscaling.targets.{PROD_TARGET}.maxReplicaSets",
+    ),
+    # Cron schedules as Kubernetes parses them (five fields in range, or an @-macro; no TZ=).
+    "schedule of words": ("dev", {BENCH_SCHEDULE: "x x x x x"}, BENCH_SCHEDULE),
+    "schedule minute 99": ("dev", {BENCH_SCHEDULE: "99 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule weekday 7": ("dev", {BENCH_SCHEDULE: "0 3 * * 7"}, BENCH_SCHEDULE),
+    "schedule month name unknown": ("dev", {BENCH_SCHEDULE: "0 3 * foo *"}, BENCH_SCHEDULE),
+    "schedule with a step of 0": ("dev", {BENCH_SCHEDULE: "*/0 * * * *"}, BENCH_SCHEDULE),
+    "schedule range backwards": ("dev", {BENCH_SCHEDULE: "0 3 * * 5-1"}, BENCH_SCHEDULE),
+    "schedule with six fields": ("dev", {BENCH_SCHEDULE: "0 0 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule with TZ=": ("dev", {BENCH_SCHEDULE: "TZ=UTC 0 3 * * 0"}, BENCH_SCHEDULE),
+    "schedule macro unknown": ("dev", {BENCH_SCHEDULE: "@every 1h"}, BENCH_SCHEDULE),
+    # Free-form values (Helm values, SLO overrides) hold only numbers JSON and Pulumi carry exactly.
+    "platform values with .nan": (
+        "dev",
+        {"dynamo.platform.install": True, "dynamo.platform.values.operator.qps": Raw(".nan")},
+        "dynamo.platform.values",
+    ),
+    "platform values with 10^30": (
+        "dev",
+        {"dynamo.platform.install": True, "dynamo.platform.values": {"replicas": [1, 10**30]}},
+        "dynamo.platform.values",
+    ),
+    "Prometheus values with .inf": (
+        "dev",
+        {"monitoring.enabled": True, "monitoring.prometheus.values.prometheus.scale": Raw("-.inf")},
+        "monitoring.prometheus.values",
+    ),
+    "SLO override .nan": ("prod", {"monitoring.slo.availability": Raw(".nan")}, "monitoring.slo"),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
     "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),
@@ -142,3 +277,8 @@ def test_the_pvc_bound_is_the_checkpoint_sizes(project):
 )
 def test_infinite_and_oversized_numbers_are_refused(project, stack, key, value):
     assert_refused(project, edited(stack, {key: value}), key)
+
+
+@pytest.mark.parametrize("schedule", ["0 3 * * 0", "*/15 0-6 1,15 jan-mar MON-FRI", "30 2 ? * sun", "@weekly"])
+def test_a_schedule_kubernetes_accepts_renders(project, schedule):
+    assert project.render(edited("dev", {BENCH_SCHEDULE: schedule})).code == 0

@@ -152,6 +152,12 @@ def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str,
         full_key = key if ":" in key else f"{project}:{key}"
         _check_keys(value, bounded(full_key.removeprefix(f"{project}:"), quote=False))
         if isinstance(value, dict) and set(value) == {"secure"}:
+            if not isinstance(value["secure"], str) or not value["secure"].strip():
+                raise ConfigError(
+                    bounded(full_key.removeprefix(f"{project}:"), quote=False),
+                    f"secure: is {bounded(value['secure'])}, not a ciphertext",
+                    "pulumi config set --secret <key> <value>",
+                )
             config[full_key] = SECRET
             secret_keys.append(full_key)
         else:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from serving_stack.config.stack import SECRET_KEYS, StackConfig
+from serving_stack.config.stack import PROVIDER_NAMESPACES, SECRET_KEYS, StackConfig
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = PROJECT_DIR / "schemas" / "stack-config.schema.json"
@@ -42,8 +42,9 @@ def stack_file_schema(project: str) -> dict[str, Any]:
         "type": "object",
         "properties": properties,
         "required": [f"{project}:{key}" for key in model.get("required", [])],
-        # Provider namespaces (aws:region, kubernetes:...) pass; an unknown key of this project does not.
-        "patternProperties": {f"^(?!{project}:)[A-Za-z0-9_.-]+:.+$": {}},
+        # Provider namespaces (aws:region, kubernetes:..., pulumi:tags) pass; an unknown key of this project,
+        # or of another namespace, does not.
+        "patternProperties": {f"^({'|'.join(PROVIDER_NAMESPACES)}):.+$": {}},
         "additionalProperties": False,
     }
     return {

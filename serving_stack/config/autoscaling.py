@@ -25,8 +25,8 @@ from serving_stack.config.types import Block
 
 
 class TargetScalingConfig(Block):
-    minReplicaSets: int = pydantic.Field(default=1, ge=0)
-    maxReplicaSets: int = pydantic.Field(ge=1)
+    minReplicaSets: int = pydantic.Field(default=1, ge=0, le=64)
+    maxReplicaSets: int = pydantic.Field(ge=1, le=64, description="at most 64, like targets[].replicas")
 
     @pydantic.model_validator(mode="after")
     def _ordered(self) -> TargetScalingConfig:
@@ -42,9 +42,13 @@ class ClusterAutoscalerConfig(Block):
 class AutoscalingConfig(Block):
     prometheusUrl: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
     installKeda: bool = True
-    queueDepthPerReplica: int = pydantic.Field(default=4, ge=1)
-    pollingIntervalSeconds: int = pydantic.Field(default=15, ge=5)
-    cooldownPeriodSeconds: int = pydantic.Field(default=300, ge=30)
-    scaleDownStabilizationSeconds: int = pydantic.Field(default=600, ge=0)
+    queueDepthPerReplica: int = pydantic.Field(
+        default=4, ge=1, le=4096, description="at most 4096, like operability.benchmark.concurrency"
+    )
+    pollingIntervalSeconds: int = pydantic.Field(default=15, ge=5, le=3600, description="KEDA pollingInterval")
+    cooldownPeriodSeconds: int = pydantic.Field(default=300, ge=30, le=86400, description="KEDA cooldownPeriod")
+    scaleDownStabilizationSeconds: int = pydantic.Field(
+        default=600, ge=0, le=3600, description="HPA stabilizationWindowSeconds: Kubernetes allows 0-3600"
+    )
     targets: dict[str, TargetScalingConfig] = pydantic.Field(default_factory=dict)
     clusterAutoscaler: ClusterAutoscalerConfig = ClusterAutoscalerConfig()

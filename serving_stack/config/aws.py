@@ -22,12 +22,16 @@ from serving_stack.config.types import (
     Cidr,
     DnsLabel,
     Fabric,
+    InstanceType,
+    Int32,
     KubernetesVersion,
+    NetworkCidr,
     Region,
     ReservationId,
     SecurityGroupId,
     SubnetId,
     VpcId,
+    matching,
 )
 from serving_stack.names import CapacityType
 
@@ -45,7 +49,7 @@ class CreateCluster(Block):
     name: DnsLabel
     kubernetesVersion: KubernetesVersion
     availabilityZones: list[AvailabilityZone] = pydantic.Field(min_length=2, max_length=3)
-    vpcCidr: Cidr = "10.0.0.0/16"
+    vpcCidr: NetworkCidr = "10.0.0.0/16"
     endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(
         default_factory=list, description="[]: private endpoint only"
     )
@@ -54,8 +58,15 @@ class CreateCluster(Block):
     accessEntries: list[AccessEntry] = pydantic.Field(default_factory=list)
 
 
+# EKS CreateCluster `name`: 1-100 characters, pattern ^[0-9A-Za-z][A-Za-z0-9\-_]*$ (EKS API Reference).
+EksClusterName = Annotated[
+    str,
+    matching(r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}", "an EKS cluster name: letters, digits, '-' and '_', at most 100"),
+]
+
+
 class ExistingCluster(Block):
-    name: str = pydantic.Field(min_length=1)
+    name: EksClusterName
     kubernetesVersion: Optional[KubernetesVersion] = None
     vpcId: VpcId
     privateSubnetIds: dict[AvailabilityZone, SubnetId] = pydantic.Field(min_length=1)
@@ -73,21 +84,31 @@ class AwsClusterConfig(Block):
         return self
 
 
+# EKS NodegroupScalingConfig sizes are int32s; the "Nodes per managed node group" service quota (450 by
+# default) is adjustable per account, so the config bounds them by the API's int32 and leaves the quota to EKS.
+NODE_COUNT = "nodes; at most 2^31-1 (EKS API int32; the adjustable EKS quota, 450 by default, is EKS's to check)"
+
+
 class SystemNodeGroupConfig(Block):
     """CPU nodes for the platform pods (Dynamo operator, CoreDNS, CSI controllers, NFD master)."""
 
-    instanceTypes: list[str] = pydantic.Field(default_factory=lambda: ["m7i.2xlarge"], min_length=1)
-    minSize: int = pydantic.Field(default=2, ge=1)
-    desiredSize: int = pydantic.Field(default=2, ge=1)
-    maxSize: int = pydantic.Field(default=4, ge=1)
-    diskSizeGiB: int = pydantic.Field(default=100, ge=20)
+    instanceTypes: list[InstanceType] = pydantic.Field(
+        default_factory=lambda: ["m7i.2xlarge"],
+        min_length=1,
+        max_length=20,
+        description="EKS CreateNodegroup takes 0-20 instance types",
+    )
+    minSize: Int32 = pydantic.Field(default=2, ge=1, description=NODE_COUNT)
+    desiredSize: Int32 = pydantic.Field(default=2, ge=1, description=NODE_COUNT)
+    maxSize: Int32 = pydantic.Field(default=4, ge=1, description=NODE_COUNT)
+    diskSizeGiB: int = pydantic.Field(default=100, ge=20, le=16384, description="EBS gp3: at most 16 TiB")
 
 
 class NodeFacts(Block):
     """What a node of an unmanaged, non-EC2 pool holds (an on-premises InfiniBand cluster, say)."""
 
     gpu: str
-    gpus: int = pydantic.Field(gt=0)
+    gpus: int = pydantic.Field(gt=0, le=72, description="at most 72: a GB200 NVL72 rack, the largest NVLink domain")
     arch: Literal["x86_64", "arm64"] = "x86_64"
 
 
@@ -103,9 +124,9 @@ class NodePoolConfig(Block):
     gpuProduct: Optional[str] = pydantic.Field(default=None, description="nvidia.com/gpu.product override")
     availabilityZone: Optional[AvailabilityZone] = None
     subnetId: Optional[SubnetId] = None
-    minSize: int = pydantic.Field(default=0, ge=0)
-    desiredSize: int = pydantic.Field(ge=0)
-    maxSize: int = pydantic.Field(ge=1)
+    minSize: Int32 = pydantic.Field(default=0, ge=0, description=NODE_COUNT)
+    desiredSize: Int32 = pydantic.Field(ge=0, description=NODE_COUNT)
+    maxSize: Int32 = pydantic.Field(ge=1, description=NODE_COUNT)
     capacityType: CapacityType = "on-demand"
     capacityReservationId: Optional[ReservationId] = None
     kubernetesVersion: Optional[KubernetesVersion] = pydantic.Field(

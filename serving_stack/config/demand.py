@@ -18,29 +18,37 @@ from typing import Literal, Optional
 import pydantic
 
 from serving_stack.config.types import AvailabilityZone, Block
+from serving_stack.errors import bounded
+
+# Upper bounds: far beyond what one stack serves, low enough that the capacity solver (HiGHS, whose
+# coefficients must stay finite and well scaled) plans or refuses in words, never fails inside.
+MAX_USERS = 1_000_000
+MAX_REQUESTS_PER_SECOND = 100_000.0
+MAX_TOKENS = 2**20  # per request, input or output: 1M tokens, beyond any context length the catalog serves
+MAX_USD_PER_HOUR = 1_000_000.0
 
 
 class SloConfig(Block):
-    minTokensPerSecondPerUser: float = pydantic.Field(gt=0)
-    maxTtftP50Ms: float = pydantic.Field(gt=0)
+    minTokensPerSecondPerUser: float = pydantic.Field(gt=0, le=100_000)
+    maxTtftP50Ms: float = pydantic.Field(gt=0, le=3_600_000, description="at most an hour")
 
 
 class TokenShapeConfig(Block):
-    inputTokens: int = pydantic.Field(gt=0)
-    outputTokens: int = pydantic.Field(gt=0)
+    inputTokens: int = pydantic.Field(gt=0, le=MAX_TOKENS)
+    outputTokens: int = pydantic.Field(gt=0, le=MAX_TOKENS)
 
 
 class DemandConfig(Block):
-    concurrentUsers: Optional[int] = pydantic.Field(default=None, gt=0)
-    requestsPerSecond: Optional[float] = pydantic.Field(default=None, gt=0)
+    concurrentUsers: Optional[int] = pydantic.Field(default=None, gt=0, le=MAX_USERS)
+    requestsPerSecond: Optional[float] = pydantic.Field(default=None, gt=0, le=MAX_REQUESTS_PER_SECOND)
     tokenShape: Optional[TokenShapeConfig] = None
     slo: Optional[SloConfig] = None
-    budgetUsdPerHour: Optional[float] = pydantic.Field(default=None, gt=0)
-    gpuTypes: Optional[list[str]] = pydantic.Field(default=None, min_length=1)
+    budgetUsdPerHour: Optional[float] = pydantic.Field(default=None, gt=0, le=MAX_USD_PER_HOUR)
+    gpuTypes: Optional[list[str]] = pydantic.Field(default=None, min_length=1, max_length=32)
     capacityTypes: list[Literal["on-demand", "spot", "capacity-block"]] = pydantic.Field(
         default=["on-demand"], min_length=1
     )
-    maxTargets: Optional[int] = pydantic.Field(default=None, ge=1)
+    maxTargets: Optional[int] = pydantic.Field(default=None, ge=1, le=64)
     availabilityZone: Optional[AvailabilityZone] = None
 
     @pydantic.model_validator(mode="after")
@@ -52,4 +60,5 @@ class DemandConfig(Block):
         return self
 
     def unknown_gpu_types(self, known: list[str]) -> list[str]:
-        return [gpu for gpu in self.gpuTypes or [] if gpu not in known]
+        """The unknown ones, each cut short as an error may echo it."""
+        return [bounded(gpu, quote=False) for gpu in self.gpuTypes or [] if gpu not in known]

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, DnsLabel
+from serving_stack.config.types import Block, DnsLabel, FreeFormValues
 
 
 class PrometheusConfig(Block):
@@ -16,8 +16,8 @@ class PrometheusConfig(Block):
 
     install: bool = True
     releaseLabel: Optional[DnsLabel] = None
-    url: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://")
-    values: dict[str, Any] = pydantic.Field(default_factory=dict)
+    url: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
+    values: FreeFormValues = pydantic.Field(default_factory=dict)
 
     @pydantic.model_validator(mode="after")
     def _existing_is_named(self) -> PrometheusConfig:
@@ -35,4 +35,4 @@ class MonitoringConfig(Block):
     prometheus: PrometheusConfig = PrometheusConfig()
     dcgmExporter: bool = True
     runbookBaseUrl: Optional[str] = pydantic.Field(default=None, min_length=1)
-    slo: dict[str, Any] = pydantic.Field(default_factory=dict)
+    slo: FreeFormValues = pydantic.Field(default_factory=dict)

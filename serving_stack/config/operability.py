@@ -16,7 +16,8 @@ from typing import Annotated, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, PinnedImage
+from serving_stack.config.cron import check_cron_schedule
+from serving_stack.config.types import Block, Int32, PinnedImage
 
 PYTHON_IMAGE = "docker.io/library/python:3.12.8-slim"
 # The AIPerf version the tests run (requirements-aiperf.txt; a test keeps the two equal).
@@ -33,9 +34,7 @@ def _matches(pattern: str, what: str) -> Callable[[str], str]:
     return check
 
 
-CronSchedule = Annotated[
-    str, pydantic.AfterValidator(_matches(r"\S+( \S+){4}", "a five-field cron schedule such as '0 3 * * 0'"))
-]
+CronSchedule = Annotated[str, pydantic.AfterValidator(check_cron_schedule)]
 TraceFileName = Annotated[
     str,
     pydantic.AfterValidator(
@@ -62,14 +61,16 @@ class BenchmarkConfig(Block):
     enabled: bool = True
     image: PinnedImage = AIPERF_IMAGE
     traceFile: TraceFileName = TRACE_FILE
-    numRequests: int = pydantic.Field(default=400, ge=0)
+    numRequests: int = pydantic.Field(
+        default=400, ge=0, le=1_000_000, description="at most a million: days of load at the deadline's bound"
+    )
     concurrency: Optional[int] = pydantic.Field(
         default=None, ge=1, le=4096, description="unset: the recipe's published concurrency, else 1"
     )
     schedule: Optional[CronSchedule] = None
     waitSeconds: int = pydantic.Field(default=3600, ge=0, le=4 * 3600)
     activeDeadlineSeconds: int = pydantic.Field(default=28800, ge=600, le=7 * 86400)
-    ttlSecondsAfterFinished: int = pydantic.Field(default=604800, ge=0)
+    ttlSecondsAfterFinished: Int32 = pydantic.Field(default=604800, ge=0, description="Kubernetes Job: int32")
 
 
 class CanaryConfig(Block):

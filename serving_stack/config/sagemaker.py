@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, matching
+from serving_stack.config.types import Block, Int32, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -33,12 +33,21 @@ EcrImage = Annotated[
     str,
     matching(
         r"^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[a-z0-9._/-]+"
-        r"(:(?!latest$)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
+        r"(:(?!latest\Z)[A-Za-z0-9._-]+|@sha256:[a-f0-9]{64})$",
         "an ECR image pinned by a tag other than 'latest' or by an @sha256 digest",
     ),
 ]
+# A directory of the project, relative to its root: no absolute path, no `.` or `..` step out of it (the plan
+# also refuses one that resolves, through a symlink, outside the project).
+ProjectDirectory = Annotated[
+    str,
+    matching(
+        r"(?!\.\.?(/|\Z))[A-Za-z0-9_-][A-Za-z0-9._-]*(/(?!\.\.?(/|\Z))[A-Za-z0-9_-][A-Za-z0-9._-]*)*",
+        "a directory inside the project, relative to its root, such as catalog/jumpstart (no '..', not absolute)",
+    ),
+]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
-LMI_OPTION = re.compile(r"^OPTION_[A-Z0-9_]+$")
+LMI_OPTION = re.compile(r"OPTION_[A-Z0-9_]+")  # used with fullmatch
 
 
 class JumpStartModel(Block):
@@ -74,11 +83,13 @@ class Autoscaling(Block):
 
     enabled: bool = True
     instanceType: str
-    minCapacity: int = pydantic.Field(default=1, ge=1)
-    maxCapacity: int = pydantic.Field(ge=1)
-    targetInvocationsPerInstance: float = pydantic.Field(gt=0)
-    scaleInCooldown: int = pydantic.Field(default=600, ge=0)
-    scaleOutCooldown: int = pydantic.Field(default=300, ge=0)
+    minCapacity: Int32 = pydantic.Field(default=1, ge=1, description="Application Auto Scaling: int32")
+    maxCapacity: Int32 = pydantic.Field(ge=1, description="Application Auto Scaling: int32")
+    targetInvocationsPerInstance: float = pydantic.Field(
+        gt=0, le=1_000_000, description="per instance per minute; at most a million (16,000 a second)"
+    )
+    scaleInCooldown: Int32 = pydantic.Field(default=600, ge=0, description="seconds; Application Auto Scaling: int32")
+    scaleOutCooldown: Int32 = pydantic.Field(default=300, ge=0, description="seconds; Application Auto Scaling: int32")
 
 
 class Timeouts(Block):
@@ -96,10 +107,14 @@ class DataCapture(Block):
 class RollbackAlarms(Block):
     """The CloudWatch alarms that roll a blue/green deployment back."""
 
-    invocation5xxErrors: int = pydantic.Field(default=1, ge=1, description="Sum per period that trips the alarm")
-    modelLatencyP99Ms: int = pydantic.Field(default=60_000, gt=0)
-    periodSeconds: int = pydantic.Field(default=60, ge=60, multiple_of=60)
-    evaluationPeriods: int = pydantic.Field(default=3, ge=1)
+    invocation5xxErrors: Int32 = pydantic.Field(default=1, ge=1, description="Sum per period that trips the alarm")
+    modelLatencyP99Ms: int = pydantic.Field(
+        default=60_000, gt=0, le=3_600_000, description="at most an hour, longer than any real-time invocation"
+    )
+    # CloudWatch PutMetricAlarm allows Period x EvaluationPeriods up to one day (86,400 s) for periods under an
+    # hour; the stack's window is tighter: it must fit the bake, waitIntervalSeconds <= 3600 (`check_sagemaker`).
+    periodSeconds: int = pydantic.Field(default=60, ge=60, le=3600, multiple_of=60)
+    evaluationPeriods: int = pydantic.Field(default=3, ge=1, le=60, description="60 x 60 s: the longest bake")
 
 
 class Deployment(Block):
@@ -125,7 +140,7 @@ class SageMakerEndpointConfig(Block):
     jumpstart: Optional[JumpStartModel] = None
     huggingface: Optional[HuggingFaceModel] = None
     instanceType: str
-    initialInstanceCount: int = pydantic.Field(default=1, ge=1)
+    initialInstanceCount: Int32 = pydantic.Field(default=1, ge=1, description="SageMaker API: int32")
     variantName: VariantName = "AllTraffic"
     autoscaling: Autoscaling
     timeouts: Timeouts = Timeouts()
@@ -148,5 +163,5 @@ class SageMakerConfig(Block):
     region: Optional[AwsRegion] = None
     allowUnverifiedSpecs: bool = False
     specSource: Literal["snapshot", "s3"] = "snapshot"
-    snapshotDir: str = pydantic.Field(default="catalog/jumpstart", min_length=1)
+    snapshotDir: ProjectDirectory = "catalog/jumpstart"
     endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)

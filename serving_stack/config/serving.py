@@ -10,7 +10,10 @@ from serving_stack.config.types import (
     Block,
     CpuQuantity,
     DnsLabel,
+    FreeFormValues,
     HfRepo,
+    Int32,
+    Int64,
     MemorySize,
     PinnedImage,
     Registry,
@@ -49,8 +52,8 @@ class Checkpoints(Block):
 class DownloadJob(Block):
     """Unset means the upstream Job's own value."""
 
-    activeDeadlineSeconds: Optional[int] = pydantic.Field(default=None, ge=60)
-    backoffLimit: Optional[int] = pydantic.Field(default=None, ge=0)
+    activeDeadlineSeconds: Optional[Int64] = pydantic.Field(default=None, ge=60, description="Kubernetes Job: int64")
+    backoffLimit: Optional[Int32] = pydantic.Field(default=None, ge=0, description="Kubernetes Job: int32")
 
 
 class PrewarmConfig(Block):
@@ -89,7 +92,7 @@ class PlatformConfig(Block):
     chartVersion: Optional[SemVer] = None
     namespace: DnsLabel = "dynamo-system"
     releaseName: DnsLabel = "dynamo-platform"
-    values: dict[str, object] = pydantic.Field(default_factory=dict)
+    values: FreeFormValues = pydantic.Field(default_factory=dict)
 
 
 class RuntimeImage(Block):

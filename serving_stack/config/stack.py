@@ -8,6 +8,7 @@ any resource is registered.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Optional
 
 import pulumi
@@ -28,9 +29,12 @@ from serving_stack.config.serving import (
     Targets,
 )
 from serving_stack.config.types import Block
-from serving_stack.errors import MAX_KEY, ConfigError, bounded, from_validation_error
+from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
 
 SECRET_KEYS = ("hfToken", "ngcApiKey", MASTER_KEY_SECRET)
+# Config namespaces besides the project's: the providers the program uses, and Pulumi's own
+# (`pulumi:tags`, `pulumi:disable-default-providers`). A typo'd namespace would be ignored silently.
+PROVIDER_NAMESPACES = ("aws", "kubernetes", "pulumi")
 
 
 class StackConfig(Block):
@@ -52,7 +56,7 @@ def parse_stack_config(raw: dict[str, Any]) -> StackConfig:
     allowed = [*StackConfig.model_fields, *SECRET_KEYS]
     unknown = [key for key in raw if key not in allowed]
     if unknown:
-        raise ConfigError(bounded(unknown[0], MAX_KEY, quote=False), "unknown config key", ", ".join(allowed))
+        raise ConfigError(key_path([unknown[0]]), "unknown config key", ", ".join(allowed))
     try:
         return StackConfig.model_validate({k: v for k, v in raw.items() if k not in SECRET_KEYS})
     except pydantic.ValidationError as exc:
@@ -74,12 +78,27 @@ def _raw_project_config(project: str) -> dict[str, Any]:
     return raw
 
 
+def check_namespaces(keys: Iterable[str], project: str) -> None:
+    """Every `namespace:key` in the project's namespace or a known provider's."""
+    known = (project, *PROVIDER_NAMESPACES)
+    for full_key in keys:
+        namespace, _, _ = full_key.partition(":")
+        if namespace not in known:
+            raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
+
+
 def load_stack_config() -> StackConfig:
     """Read and validate the stack config of the running Pulumi program."""
     project = pulumi.get_project()
+    check_namespaces(pulumi_private.config_values(), project)
     for key in SECRET_KEYS:
-        if not pulumi_private.is_secret_config(f"{project}:{key}") and pulumi.Config().get(key):
+        value = pulumi.Config().get(key)
+        if value is None:
+            continue
+        if not pulumi_private.is_secret_config(f"{project}:{key}"):
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
+        if not value.strip():  # an empty secret would become an empty token, key or pull Secret
+            raise ConfigError(key, "is empty", f"pulumi config set --secret {key} <value>, or remove it")
     return parse_stack_config(_raw_project_config(project))
 
 

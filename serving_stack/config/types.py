@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
+import unicodedata
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
+
+from serving_stack.errors import key_path
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -19,15 +23,21 @@ QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
 HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 # An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
 MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
+# Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
+# ttlSecondsAfterFinished, activeDeadlineSeconds) and the AWS APIs' `Integer` (EKS NodegroupScalingConfig,
+# Application Auto Scaling). A larger value fails only at `up`, so the config refuses it.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
 
 
 def matching(pattern: str, what: str) -> pydantic.AfterValidator:
     """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression."""
+    regular expression. The whole value must match (`re.fullmatch`)."""
 
     def check(value: str) -> str:
-        if not re.match(pattern, value):
+        # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
+        if not re.fullmatch(pattern, value):
             raise ValueError(f"must be {what}")
         return value
 
@@ -70,7 +80,7 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
-        if not re.match(QUANTITY, value):
+        if not re.fullmatch(QUANTITY, value):
             raise ValueError(f"must be {what}")
         if not quantity_value(minimum) <= quantity_value(value) <= quantity_value(maximum):
             raise ValueError(f"must be between {minimum} and {maximum}")
@@ -79,6 +89,17 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
     return pydantic.AfterValidator(check)
 
 
+Int32 = Annotated[int, pydantic.Field(le=INT32_MAX)]
+Int64 = Annotated[int, pydantic.Field(le=INT64_MAX)]
+# An EC2 instance type, family.size (m7i.2xlarge, p6-b200.48xlarge, m7i-flex.large, c6in.metal, r8i.metal-48xl);
+# whether it exists is EC2's to say: the instance facts hold only the GPU types.
+InstanceType = Annotated[
+    str,
+    matching(
+        r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)",
+        "an EC2 instance type such as m7i.2xlarge (family.size)",
+    ),
+]
 Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300Gi")]
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
@@ -93,8 +114,33 @@ Registry = Annotated[
     str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
 ]
 StorageClassName = Annotated[
-    str, matching(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
+    str, matching(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
 ]
+
+
+MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
+
+
+def _finite(value: Any, parts: tuple[Any, ...]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _finite(item, (*parts, index))
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
+
+
+def _finite_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Free-form values (Helm values, SLO overrides) hold only numbers that JSON and Pulumi carry exactly."""
+    _finite(values, ())
+    return values
+
+
+FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_finite_values)]
 
 
 class Block(pydantic.BaseModel):
@@ -140,13 +186,43 @@ def _ipv4_cidr(value: str) -> str:
 Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
 
 
+def _network_address(value: str) -> str:
+    """A CIDR naming a network, not a host in it: the subnets are carved from it (`ip_network(strict=True)`)."""
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        raise ValueError(f"has host bits set: use {ipaddress.IPv4Network(value, strict=False)}") from None
+    return value
+
+
+NetworkCidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr), pydantic.AfterValidator(_network_address)]
+# AWS tag restrictions (Tagging AWS resources, "Tag naming limits and requirements"): letters, numbers and
+# spaces representable in UTF-8, and _ . : / = + - @ (AWS's regex: ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$). Spaces
+# here are Unicode Zs only: no line or paragraph separators, no control characters.
+AWS_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+
+
+def _aws_tag_characters(text: str) -> bool:
+    return all(
+        c in AWS_TAG_PUNCTUATION or unicodedata.category(c)[0] in "LN" or unicodedata.category(c) == "Zs" for c in text
+    )
+
+
 def _aws_tag_key(key: str) -> str:
-    """AWS tag rules for keys (values are at most 256 characters); errors name the tag's key."""
+    """AWS tag rules for keys (1-128 characters, not starting with aws:); errors name the tag's key."""
     if key.lower().startswith("aws:"):
         raise ValueError("the tag key prefix aws: is reserved for AWS")
     if not 1 <= len(key) <= 128:
         raise ValueError("a tag key is 1-128 characters")
+    if not _aws_tag_characters(key):
+        raise ValueError("a tag key holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
     return key
+
+
+def _aws_tag_value(value: str) -> str:
+    if not _aws_tag_characters(value):
+        raise ValueError("a tag value holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
+    return value
 
 
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -156,6 +232,6 @@ def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
 
 
 AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
-AwsTagValue = Annotated[str, pydantic.Field(max_length=256)]
+AwsTagValue = Annotated[str, pydantic.Field(max_length=256), pydantic.AfterValidator(_aws_tag_value)]
 AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
 Fabric = Literal["efa", "ib", "none"]

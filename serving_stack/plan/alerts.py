@@ -45,7 +45,7 @@ class WatchedTarget:
 
     def __post_init__(self) -> None:
         for name in (self.dgd_name, self.frontend_component.lower(), *(w.lower() for w in self.worker_components)):
-            if not DNS_LABEL.match(name):
+            if not DNS_LABEL.fullmatch(name):
                 raise ValueError(f"{self.target_id}: {name!r} is not a DNS label, so pod names cannot be matched on it")
         if not self.worker_components:
             raise ValueError(f"{self.target_id}: a target has at least one worker component")

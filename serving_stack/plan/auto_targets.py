@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
+
+import pydantic
 
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.serving import AUTO_TARGETS, TargetConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded, from_validation_error
 from serving_stack.facts import Facts
 from serving_stack.plan.capacity import Plan, cheapest_plan
 from serving_stack.plan.capacity_explain import binding_constraints
@@ -34,6 +36,8 @@ from serving_stack.plan.capacity_stack import plan_to_stack_config
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES
 from serving_stack.plan.zones import check_pool_zone
+
+PlannedBlock = TypeVar("PlannedBlock", bound=pydantic.BaseModel)
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,15 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
     demand = demand_of(config.demand, Slo(criteria.minTokensPerSecondPerUser, criteria.maxTtftP50Ms))
     rows = candidate_rows(facts.catalog, facts.aws)
     offers = instance_offers(facts.aws, facts.capacity_prices)
-    plan = cheapest_plan(demand, rows, offers)
-    if plan is None:
-        raise ConfigError("demand", binding_constraints(demand, rows, offers).message)
+    try:
+        plan = cheapest_plan(demand, rows, offers)
+        if plan is None:
+            raise ConfigError("demand", binding_constraints(demand, rows, offers).message)
+    except ConfigError:
+        raise
+    except Exception as solver_error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
+        problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
+        raise ConfigError("demand", problem) from None
     reserved = sorted(
         {
             f"{u.pool.instance_type} ({u.pool.capacity_type})"
@@ -104,7 +114,7 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
     return _with(
         config,
         implied["targets"],
-        aws.model_copy(update={"nodePools": [NodePoolConfig.model_validate(pool) for pool in pools]}),
+        aws.model_copy(update={"nodePools": [_planned(NodePoolConfig, pool, "aws.nodePools") for pool in pools]}),
         facts,
     ), AutoTargets(demand, plan)
 
@@ -114,7 +124,7 @@ def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsC
     loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
     selection = select_model_cache(cache, facts.catalog.model_cache)[0]
     missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
-    update: dict[str, Any] = {"targets": [TargetConfig.model_validate(target) for target in targets]}
+    update: dict[str, Any] = {"targets": [_planned(TargetConfig, target, "targets") for target in targets]}
     if missing:  # the planned targets load checkpoints the cache would not fetch: fetch them too
         fetched = [repo for job in selection.jobs for _, repo in job.checkpoints]
         base = cache.checkpoints.base or fetched[0]
@@ -124,6 +134,18 @@ def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsC
     if aws is not None:
         update["aws"] = aws
     return config.model_copy(update=update)
+
+
+def _planned(model: type[PlannedBlock], value: dict[str, Any], where: str) -> PlannedBlock:
+    """A planned target or pool as config, or a `ConfigError` naming `demand` when the plan exceeds a bound
+    of the config (more replicas of a target, or nodes in a pool, than a stack may set)."""
+    try:
+        return model.model_validate(value)
+    except pydantic.ValidationError as exc:
+        bound = from_validation_error(exc, model, prefix=f"{where}: ")
+        raise ConfigError(
+            "demand", f"the plan for this demand exceeds a bound of the stack ({bound})", "a smaller demand"
+        ) from None
 
 
 def _zone(wanted: Optional[str], aws: AwsConfig) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
@@ -46,6 +47,14 @@ class ScalingBehaviour:
     scale_down_stabilization_s: int = 600
 
 
+def keda_number(value: float) -> str:
+    """A trigger threshold as KEDA's metadata takes it: a string (every metadata value is one), in plain
+    decimal: `4`, `0.5`, never `1e+06` (which `:g` makes of 1000000)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return format(Decimal(repr(float(value))), "f")
+
+
 def adapter_name(dgd_name: str, component: str) -> str:
     """The operator's name for a component's scaling adapter: `<dgd>-<component, lower case>`."""
     return f"{dgd_name}-{component.lower()}"
@@ -64,8 +73,8 @@ def scaled_object(
             "metadata": {
                 "serverAddress": prometheus_url,
                 "query": query,
-                "threshold": f"{threshold:g}",
-                "activationThreshold": f"{activation:g}",
+                "threshold": keda_number(threshold),
+                "activationThreshold": keda_number(activation),
             },
         }
 

@@ -8,7 +8,7 @@ import ipaddress
 
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.plan.quantities import version_tuple
 from serving_stack.plan.zones import check_region
@@ -32,6 +32,13 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
                         "specific CIDRs, or [] for a private endpoint",
                     )
                 )
+        errors += _repeated("aws.cluster.create.availabilityZones", create.availabilityZones, "zone")
+        errors += _repeated(
+            "aws.cluster.create.accessEntries",
+            [entry.principalArn for entry in create.accessEntries],
+            "principal (EKS allows one access entry per principal)",
+            ".principalArn",
+        )
         if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
             errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
         minimum = facts.platform.chart.minKubernetes
@@ -51,3 +58,13 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
             )
         )
     return errors + check_region(aws, facts.aws.regions)
+
+
+def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list[ConfigError]:
+    """A value listed twice, named at its second index."""
+    errors = []
+    for index, value in enumerate(values):
+        if value in values[:index]:
+            first = values.index(value)
+            errors.append(ConfigError(f"{path}[{index}]{suffix}", f"the same {what} as [{first}]: {bounded(value)}"))
+    return errors

@@ -8,12 +8,14 @@ its key path.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Optional
 
 from serving_stack.config.sagemaker import SageMakerEndpointConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.jumpstart import SpecSource
 from serving_stack.plan.sagemaker_models import REGION_KEY, huggingface_model, jumpstart_model, spec_source
@@ -141,6 +143,15 @@ def plan_sagemaker_endpoints(
             )
         except ConfigError as error:
             errors.append(error)
+        except (OSError, json.JSONDecodeError) as error:  # a snapshot directory without the bucket's layout
+            if sagemaker.specSource != "snapshot":
+                raise
+            problem = f"cannot read the JumpStart snapshot: {type(error).__name__}"
+            if isinstance(error, OSError) and error.filename:
+                problem += f" ({bounded(Path(error.filename).name)})"
+            errors.append(
+                ConfigError("sagemaker.snapshotDir", problem, "a copy made by tools/refresh_jumpstart_snapshot.py")
+            )
     if len(errors) == 1:
         raise errors[0]
     if errors:

@@ -35,7 +35,7 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
                 )
             )
         for option in model.options:
-            if not LMI_OPTION.match(option):
+            if not LMI_OPTION.fullmatch(option):
                 errors.append(
                     ConfigError(
                         f"{path}.huggingface.options.{option}",

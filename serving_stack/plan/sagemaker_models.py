@@ -46,7 +46,7 @@ def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSou
             s3_client = boto3.client("s3", region_name=region)
         return S3SpecSource(region, s3_client)
     directory = PROJECT_DIR / config.snapshotDir
-    if not directory.is_dir():
+    if not directory.resolve().is_relative_to(PROJECT_DIR.resolve()) or not directory.is_dir():
         raise ConfigError(
             "sagemaker.snapshotDir",
             f"{bounded(config.snapshotDir)} is not a directory of the project",

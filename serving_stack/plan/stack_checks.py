@@ -34,6 +34,11 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
         by_nodes.setdefault(nodes, []).extend(target.recipe.checkpoints)
     errors += check_checkpoint_room(config.modelCache, cache.size, cache.repos, by_nodes, facts.checkpoints)
     errors += check_stack_region(config, default_region, facts.aws.regions)
+    unknown_gpus = config.demand.unknown_gpu_types(list(facts.aws.gpus)) if config.demand else []
+    if unknown_gpus:  # with explicit targets too: the capacity summary reads the demand
+        errors.append(
+            ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown_gpus)}", ", ".join(facts.aws.gpus))
+        )
     if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
         errors.append(
             ConfigError(
