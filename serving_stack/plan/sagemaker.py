@@ -142,7 +142,10 @@ def plan_sagemaker_endpoints(
                 )
             )
         except ConfigError as error:
-            errors.append(error)
+            in_snapshot = sagemaker.specSource == "snapshot" and error.key_path.startswith(
+                sagemaker.snapshotDir.rstrip("/") + "/"
+            )  # a file of the snapshot the key names: the key leads, the file follows
+            errors.append(ConfigError("sagemaker.snapshotDir", str(error)) if in_snapshot else error)
         except (OSError, json.JSONDecodeError) as error:  # a snapshot directory without the bucket's layout
             if sagemaker.specSource != "snapshot":
                 raise
