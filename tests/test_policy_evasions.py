@@ -10,7 +10,7 @@ import json
 import pytest
 from policy_helpers import DAEMON_SET, JOB, check_resource
 
-from policy.nemotron_policies.rules.privilege import DEFAULT_ALLOWED_HOST_PATHS
+from policy.nemotron_policies.pod_privileges import DEFAULT_ALLOWED_HOST_PATHS
 from serving_stack.plan.prewarm import STATE_DIR
 
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
