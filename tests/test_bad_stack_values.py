@@ -1,5 +1,8 @@
 """Values of the wrong type or size: lax coercion into counts and booleans, empty and huge values, and
-quantities out of bounds (the PVC below the checkpoints it must hold, from catalog/checkpoints.yaml)."""
+quantities out of bounds (the PVC below the checkpoints it must hold, from catalog/checkpoints.yaml).
+
+Over ~250 lines because `CASES` is one table of bad values, each with the key the refusal must name, run by
+one test against one rendered project."""
 
 from __future__ import annotations
 

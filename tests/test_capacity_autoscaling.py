@@ -26,13 +26,15 @@ from serving_stack.facts.autoscaling_facts import load_autoscaling
 from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour,
     adapter_name,
-    cluster_autoscaler_policy,
-    cluster_autoscaler_values,
     component_scalings,
     enable_scaling_adapters,
     ignored_replica_paths,
-    node_group_autoscaler_tags,
     scaled_object,
+)
+from serving_stack.plan.cluster_autoscaler import (
+    cluster_autoscaler_policy,
+    cluster_autoscaler_values,
+    node_group_autoscaler_tags,
 )
 from tools.mock_runtime import PROJECT_DIR, plain_numbers
 from tools.render import kubernetes_objects

@@ -17,7 +17,8 @@ from stack_helpers import DGD_TYPE, run_config
 
 from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.autoscaling_plan import adapter_name, node_group_autoscaler_tags
+from serving_stack.plan.autoscaling_plan import adapter_name
+from serving_stack.plan.cluster_autoscaler import node_group_autoscaler_tags
 from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"

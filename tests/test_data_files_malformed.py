@@ -5,6 +5,9 @@ The files are not listed by hand: `load_facts` runs once on a copy of catalog/ w
 each file opened and the loader (as `load_facts` calls it) that opened it. Each case breaks one file in
 a copy, reruns only that loader in-process (caches cleared) and restores the file. One subprocess test
 checks the render's exit code and its one stderr line.
+
+Over ~250 lines because it is one table of breakages (`MUTATIONS`, `JSON_MUTATIONS`) applied to every data
+file the loaders read, with the readers recorded once (a `load_facts` run) for all of them.
 """
 
 from __future__ import annotations

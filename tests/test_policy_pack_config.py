@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy.nemotron_policies.cli import main as run_policy
-from policy.nemotron_policies.offline import PackConfigError, validate_pack_config
+from policy.nemotron_policies.pack_config import PackConfigError, validate_pack_config
 from tools.render import main as render
 
 BAD_CONFIGS = [

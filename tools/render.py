@@ -184,7 +184,7 @@ def _pack_config(path: Path | None) -> dict[str, Any] | None:
         raise ConfigError("--policy-config", f"cannot read {path.name}: {bounded(str(error), quote=False)}") from None
     if not isinstance(loaded, dict):
         raise ConfigError("--policy-config", "is not a JSON object")
-    from policy.nemotron_policies.offline import PackConfigError, validate_pack_config
+    from policy.nemotron_policies.pack_config import PackConfigError, validate_pack_config
 
     try:
         validate_pack_config(loaded)  # before the render: a wrong key never leaves a half-written build/

@@ -5,7 +5,7 @@ policy objects: each `ResourceValidationPolicy` once per resource with a `Resour
 `StackValidationPolicy` once with a `StackValidationArgs` over all resources. Properties reach a policy as
 they reach it from the engine: secrets unwrapped, unknown values as the engine's sentinels behind the
 unknown-checking proxy. Enforcement levels and properties come from a pack config shaped like the CLI's
-`--policy-pack-config` file.
+`--policy-pack-config` file, checked and resolved by `pack_config`.
 
 Options the analyzer protocol does not carry are still set on `PolicyResourceOptions`: `retain_on_delete`
 (from `RecordedResource.retain_on_delete`), read by `data-protection`.
@@ -39,11 +39,10 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 
 from .config import offline_stack
 from .pack import PACK_NAME, PACK_VERSION, POLICIES
+from .pack_config import resolve_config
 
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_LEVELS = {level.value: level for level in EnforcementLevel}
-MAX_PROBLEM = 200  # characters of a pack-config problem (a value it quotes included)
 
 
 @dataclass(frozen=True)
@@ -120,92 +119,6 @@ def policy_resources(resources: Sequence[Any]) -> list[PolicyResource]:
     return list(built.values())
 
 
-class PackConfigError(ValueError):
-    """A pack config the engine would refuse (or misread): `key` is where (`image-pinning.allowedRegistries`),
-    `problem` what is wrong; the message is `<key>: <problem>`."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        problem = " ".join(problem.split())
-        problem = problem if len(problem) <= MAX_PROBLEM else problem[: MAX_PROBLEM - 3] + "..."
-        self.key, self.problem = key, problem
-        super().__init__(f"{key}: {problem}" if key else problem)
-
-
-def _json_path(path: Sequence[Any]) -> str:
-    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
-
-
-def validate_pack_config(pack_config: Any, policies: Sequence[Policy] = POLICIES) -> None:
-    """Check a whole pack config (the `--policy-pack-config` JSON) before anything runs: an object of policy
-    names (and `all`), each entry an enforcement level or an object of `enforcementLevel` and the properties of
-    the policy's config schema, every property valid against its JSON schema. Raises `PackConfigError` naming
-    the first wrong key."""
-    from jsonschema import Draft7Validator  # the offline runner's dependency; the engine validates itself
-
-    if pack_config is None:
-        return
-    if not isinstance(pack_config, Mapping):
-        raise PackConfigError("", f"pack config is {type(pack_config).__name__}, not an object of policy names")
-    known = {p.name: p for p in policies}
-    unknown = sorted(set(pack_config) - set(known) - {"all"})
-    if unknown:
-        raise PackConfigError("", f"pack config names unknown policies {unknown}; known: {', '.join(known)}")
-    for name, entry in pack_config.items():
-        if entry is None:
-            continue
-        if isinstance(entry, str):
-            entry = {"enforcementLevel": entry}
-        if not isinstance(entry, Mapping):
-            raise PackConfigError(
-                name, f"{entry!r} is neither an enforcement level ({', '.join(_LEVELS)}) nor an object"
-            )
-        level = entry.get("enforcementLevel")
-        if level is not None and level not in _LEVELS:
-            raise PackConfigError(f"{name}.enforcementLevel", f"{level!r} is not one of {', '.join(_LEVELS)}")
-        policy = known.get(name)
-        schema = policy.config_schema.properties if policy is not None and policy.config_schema else {}
-        properties = {k: v for k, v in entry.items() if k != "enforcementLevel"}
-        extra = sorted(set(properties) - set(schema))
-        if extra:
-            raise PackConfigError(name, f"unknown config properties {extra}; allowed: {', '.join(schema) or 'none'}")
-        for key, value in properties.items():
-            errors = sorted(Draft7Validator(schema[key]).iter_errors(value), key=lambda e: list(e.absolute_path))
-            if errors:
-                error = errors[0]
-                raise PackConfigError(f"{name}.{key}{_json_path(list(error.absolute_path))}", error.message)
-
-
-def _resolve_config(
-    policies: Sequence[Policy], pack_config: Optional[Mapping[str, Any]]
-) -> dict[str, tuple[EnforcementLevel, dict[str, Any]]]:
-    """Policy name -> (enforcement level, config properties), as the CLI resolves a pack config: the
-    policy's own entry beats `all`, which beats the level the policy declares."""
-    validate_pack_config(pack_config, policies)
-    pack_config = dict(pack_config or {})
-    known = {p.name: p for p in policies}
-
-    def split(entry: Any) -> tuple[Optional[EnforcementLevel], dict[str, Any]]:
-        if entry is None:
-            return None, {}
-        if isinstance(entry, str):
-            entry = {"enforcementLevel": entry}
-        entry = dict(entry)
-        level = entry.pop("enforcementLevel", None)
-        return (_LEVELS[level] if level else None), entry
-
-    default_level, _ = split(pack_config.get("all"))
-    resolved = {}
-    for name, policy in known.items():
-        level, properties = split(pack_config.get(name))
-        schema = policy.config_schema.properties if policy.config_schema else {}
-        defaults = {key: prop["default"] for key, prop in schema.items() if "default" in prop}
-        resolved[name] = (
-            level or default_level or policy.enforcement_level or EnforcementLevel.ADVISORY,
-            {**defaults, **properties},
-        )
-    return resolved
-
-
 def _run(policy: Union[ResourceValidationPolicy, StackValidationPolicy], args: Any, report: Any) -> Optional[str]:
     """Run one validation; the engine's preview diagnostic when it reads an unknown value, else None."""
     try:
@@ -235,7 +148,7 @@ def evaluate(
 ) -> list[Violation]:
     """Violations of `policies` (the pack's by default) by recorded resources, sorted as the engine prints
     them. `stack` is the stack being judged (default: the one the Pulumi runtime is configured for)."""
-    config = _resolve_config(policies, pack_config)
+    config = resolve_config(policies, pack_config)
     targets = policy_resources(resources)
     violations: list[Violation] = []
     with offline_stack(stack or pulumi.get_stack()):

@@ -78,7 +78,7 @@ class ServingAutoscaler(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
-    """`policy` / `values`: from `autoscaling_plan` (`cluster_autoscaler_policy`, `cluster_autoscaler_values`)."""
+    """`policy` / `values`: from `cluster_autoscaler` (`cluster_autoscaler_policy`, `cluster_autoscaler_values`)."""
 
     cluster_name: pulumi.Input[str]
     chart: HelmPin

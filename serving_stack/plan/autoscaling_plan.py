@@ -1,6 +1,6 @@
 """Scaling with load, as plain data: a KEDA ScaledObject per autoscaled DGD worker component, the DGD
-change that makes the operator create the component's scaling adapter, the replica paths Pulumi must
-stop owning, and the node-group tags and IAM policy cluster-autoscaler needs.
+change that makes the operator create the component's scaling adapter, and the replica paths Pulumi must
+stop owning (cluster-autoscaler's node-group tags, IAM policy and values: `cluster_autoscaler`).
 
 Why KEDA and not HPA + Prometheus Adapter: the query lives in the ScaledObject next to its target (no
 adapter rule file shared by every target), KEDA can scale a component to zero, and it is the Dynamo
@@ -22,9 +22,6 @@ from decimal import Decimal
 from typing import Any
 
 from serving_stack.facts.autoscaling_facts import ADAPTER_API_VERSION, ADAPTER_KIND, MetricQueries
-from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
-
-CA_TAG_PREFIX = "k8s.io/cluster-autoscaler"
 
 
 @dataclass(frozen=True)
@@ -146,87 +143,6 @@ def ignored_replica_paths(dgd: Mapping[str, Any], components: set[str]) -> list[
         for index, component in enumerate(dgd["spec"]["components"])
         if component["name"] in components
     ]
-
-
-def node_group_autoscaler_tags(
-    cluster_name: str,
-    node_labels: Mapping[str, str],
-    gpu_product: str,
-    gpus_per_node: int,
-    efa_interfaces: int,
-    taint_gpu: bool = True,
-) -> dict[str, str]:
-    """Tags for a GPU node group's Auto Scaling group: auto-discovery, plus the node-template hints that let
-    cluster-autoscaler scale it up from zero nodes (it cannot read labels, taints or extended resources from
-    a node that does not exist; the EKS API fallback only covers a group that never had a node).
-    `gpu_product` matters most: workers select `nvidia.com/gpu.product`, which GPU Feature Discovery sets
-    on a running node only, so without the hint no empty group ever matches a pending worker."""
-    tags = {f"{CA_TAG_PREFIX}/enabled": "true", f"{CA_TAG_PREFIX}/{cluster_name}": "owned"}
-    labels = {**node_labels, GPU_PRODUCT_LABEL: gpu_product}
-    tags |= {f"{CA_TAG_PREFIX}/node-template/label/{key}": value for key, value in sorted(labels.items())}
-    if taint_gpu:
-        tags[f"{CA_TAG_PREFIX}/node-template/taint/{GPU_TAINT['key']}"] = f"{GPU_TAINT['value']}:{GPU_TAINT['effect']}"
-    tags[f"{CA_TAG_PREFIX}/node-template/resources/nvidia.com/gpu"] = str(gpus_per_node)
-    if efa_interfaces:
-        tags[f"{CA_TAG_PREFIX}/node-template/resources/vpc.amazonaws.com/efa"] = str(efa_interfaces)
-    return tags
-
-
-def cluster_autoscaler_policy(cluster_name: str) -> dict[str, Any]:
-    """Least privilege for auto-discovery: reads on `*` (those actions support no resource scoping);
-    scaling writes only on groups tagged as this cluster's; DescribeNodegroup only on its node groups."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "Discover",
-                "Effect": "Allow",
-                "Resource": "*",
-                "Action": [
-                    "autoscaling:DescribeAutoScalingGroups",
-                    "autoscaling:DescribeAutoScalingInstances",
-                    "autoscaling:DescribeLaunchConfigurations",
-                    "autoscaling:DescribeScalingActivities",
-                    "ec2:DescribeImages",
-                    "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeLaunchTemplateVersions",
-                    "ec2:GetInstanceTypesFromInstanceRequirements",
-                ],
-            },
-            {
-                "Sid": "ScaleOwnGroups",
-                "Effect": "Allow",
-                "Resource": "*",
-                "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
-                "Condition": {"StringEquals": {f"aws:ResourceTag/{CA_TAG_PREFIX}/{cluster_name}": "owned"}},
-            },
-            {
-                "Sid": "ReadOwnNodegroups",
-                "Effect": "Allow",
-                "Action": ["eks:DescribeNodegroup"],
-                "Resource": f"arn:aws:eks:*:*:nodegroup/{cluster_name}/*/*",
-            },
-        ],
-    }
-
-
-def cluster_autoscaler_values(cluster_name: str, region: str, image_tag: str, service_account: str) -> dict[str, Any]:
-    """Chart values: AWS auto-discovery by the cluster's tags, the least-waste expander (fewest idle GPUs),
-    and no scale-down of nodes that hold the prewarmed page cache for less than 10 minutes."""
-    return {
-        "cloudProvider": "aws",
-        "awsRegion": region,
-        "autoDiscovery": {"clusterName": cluster_name},
-        "image": {"tag": image_tag},
-        "rbac": {"serviceAccount": {"create": True, "name": service_account}},
-        "extraArgs": {
-            "expander": "least-waste",
-            "balance-similar-node-groups": True,
-            "skip-nodes-with-local-storage": False,
-            "scale-down-unneeded-time": "10m",
-            "scale-down-delay-after-add": "10m",
-        },
-    }
 
 
 def component_scalings(

@@ -2,10 +2,10 @@
 adapters enabled, their replicas left to the adapters), the ScaledObjects that do it, and cluster-autoscaler
 with the tags of each GPU node group, on a cluster the stack creates.
 
-The objects themselves are built by `serving_stack.plan.autoscaling_plan`; this module decides where they
-apply and checks, before any resource, what would make them useless: a target the stack does not select,
-no Prometheus to read, bounds the target's pool cannot hold, a cluster-autoscaler image for another
-Kubernetes minor than the cluster's.
+The objects themselves are built by `serving_stack.plan.autoscaling_plan` and
+`serving_stack.plan.cluster_autoscaler`; this module decides where they apply and checks, before any
+resource, what would make them useless: a target the stack does not select, no Prometheus to read, bounds
+the target's pool cannot hold, a cluster-autoscaler image for another Kubernetes minor than the cluster's.
 """
 
 from __future__ import annotations
@@ -24,15 +24,17 @@ from serving_stack.facts import Facts
 from serving_stack.facts.autoscaling_facts import HelmPin
 from serving_stack.plan.autoscaling_plan import (
     ScalingBehaviour,
-    cluster_autoscaler_policy,
-    cluster_autoscaler_values,
     component_scalings,
     enable_scaling_adapters,
     ignored_replica_paths,
-    node_group_autoscaler_tags,
     scaled_object,
 )
 from serving_stack.plan.capacity_inputs import candidate_row
+from serving_stack.plan.cluster_autoscaler import (
+    cluster_autoscaler_policy,
+    cluster_autoscaler_values,
+    node_group_autoscaler_tags,
+)
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.serving import PlannedTarget
 

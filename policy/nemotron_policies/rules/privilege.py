@@ -1,12 +1,12 @@
 """least-privilege: pods get no host or kernel privileges, Kubernetes roles no blanket rights, and AWS
 principals no blanket permissions.
 
-- Pods (every pod a resource declares, `pods.pod_specs`): no `privileged` container, no
+- Pods (`pod_privileges.py`; every pod a resource declares, `pods.pod_specs`): no `privileged` container, no
   `allowPrivilegeEscalation: true`, no escape-prone capability (`SYS_ADMIN`, `ALL`, `SYS_MODULE`,
   `SYS_PTRACE`, `NET_ADMIN`, `BPF`, ...), no `hostPID` / `hostNetwork` / `hostIPC`. DGD workers keep their
   upstream `IPC_LOCK` and `SYS_RESOURCE` (RDMA memory registration), which are not counted.
-- RBAC: no binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every verb on every
-  resource, no `escalate` / `bind` / `impersonate`.
+- RBAC (`rbac.py`): no binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every
+  verb on every resource, no `escalate` / `bind` / `impersonate`.
 - Exempt from the pod and RBAC checks: children of the stack components named in `privilegedComponents`
   (default: the device plugins), judged by the type tokens in the resource's URN, which a workload cannot set.
   Helm releases are opaque to the pack.
@@ -22,7 +22,6 @@ principals no blanket permissions.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,11 +29,11 @@ from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidatio
 
 from ..config import settings
 from ..iam import grant_problems, managed_policy_problem, trust_problems
-from ..kinds import ancestor_types, kubernetes_objects
+from ..kinds import ancestor_types
 from ..names import DEVICE_PLUGINS_COMPONENT
-from ..pods import pod_specs
-from ..values import UNKNOWN, as_dict, as_list, dig, plain, text
-from ..workloads import container_label, containers, volume_mounts
+from ..pod_privileges import DEFAULT_ALLOWED_HOST_PATHS, pod_privileges
+from ..rbac import access_entry_problems, rbac_privileges
+from ..values import UNKNOWN, as_list, dig, plain, text
 
 ROLE = "aws:iam/role:Role"
 ATTACHMENTS = frozenset(
@@ -84,44 +83,6 @@ RESOURCE_POLICIES = {
 }
 LAMBDA_PERMISSION = "aws:lambda/permission:Permission"
 LAMBDA_SCOPING_INPUTS = ("sourceArn", "sourceAccount", "principalOrgId")
-HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-PRIVILEGED_CAPABILITIES = frozenset(
-    {
-        "SYS_ADMIN",
-        "ALL",
-        "SYS_MODULE",
-        "SYS_PTRACE",
-        "SYS_RAWIO",
-        "SYS_BOOT",
-        "NET_ADMIN",
-        "BPF",
-        "PERFMON",
-        "DAC_READ_SEARCH",
-        "MAC_ADMIN",
-        "SYSLOG",
-    }
-)
-# The only hostPath the stack's own pods mount: the node-local prewarm readiness directory (the prewarm
-# DaemonSet writes it, workers read it; `serving_stack/plan/prewarm.py` STATE_DIR, held equal by a test).
-DEFAULT_ALLOWED_HOST_PATHS = ["/var/lib/nemotron-prewarm"]
-READ_ONLY_SUFFIX = ":ro"
-ADMIN_ROLES = frozenset({"cluster-admin"})
-CLUSTER_WIDE_ADMIN_ROLES = frozenset({"admin", "edit"})
-ESCALATING_VERBS = frozenset({"escalate", "bind", "impersonate"})
-# Every verb of a resource, spelled out: the same as `*` for what a rule grants.
-EVERY_VERB = frozenset({"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"})
-# Labels that select the built-in admin roles' rules (aggregated into admin/edit) or the default roles
-# themselves (cluster-admin carries `kubernetes.io/bootstrapping: rbac-defaults`).
-ADMIN_AGGREGATION_LABELS = frozenset(
-    {
-        "rbac.authorization.k8s.io/aggregate-to-admin",
-        "rbac.authorization.k8s.io/aggregate-to-edit",
-        "rbac.authorization.k8s.io/aggregate-to-cluster-admin",
-        "kubernetes.io/bootstrapping",
-    }
-)
-SYSTEM_MASTERS = "system:masters"
-ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 SCHEMA = PolicyConfigSchema(
     {
         "privilegedComponents": {
@@ -147,126 +108,6 @@ SCHEMA = PolicyConfigSchema(
     }
 )
 ACCESS_POLICY_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
-
-
-def _within(path: str, prefix: str) -> bool:
-    """Is `path` the directory `prefix` or under it (whole path components, `..` never allowed)?"""
-    if ".." in path.split("/"):
-        return False
-    path, prefix = posixpath.normpath(path), posixpath.normpath(prefix)
-    return prefix == "/" or path == prefix or path.startswith(prefix.rstrip("/") + "/")
-
-
-def host_path_allowed(path: str, read_only: bool, allowed: list[str]) -> bool:
-    """Does an allow-list entry admit this hostPath mount? `<prefix>` admits any mount under it,
-    `<prefix>:ro` only read-only ones."""
-    for entry in allowed:
-        ro = entry.endswith(READ_ONLY_SUFFIX)
-        prefix = entry[: -len(READ_ONLY_SUFFIX)] if ro else entry
-        if prefix.startswith("/") and _within(path, prefix) and (read_only or not ro):
-            return True
-    return False
-
-
-def _host_path_problems(spec: Any, owner: str, allowed: list[str]) -> Iterator[str]:
-    for volume in as_list(dig(spec, "volumes")):
-        path = dig(volume, "hostPath", "path")
-        if path is UNKNOWN or dig(volume, "hostPath") is None:
-            continue
-        name = text(dig(volume, "name")) or "?"
-        mounts = volume_mounts(spec, name)
-        read_only = all(m.get("readOnly") is True for m in mounts)
-        shown = path if isinstance(path, str) else "(no path)"
-        if isinstance(path, str) and any(m.get("readOnly") is UNKNOWN for m in mounts):
-            read_only = True  # undecided: report only what no mount mode would make allowed
-        if not isinstance(path, str) or not host_path_allowed(path, read_only, allowed):
-            yield (
-                f"{owner} mounts hostPath {shown} (volume {name}) {'read-only' if read_only else 'read-write'}; "
-                f"hostPath volumes outside allowedHostPaths ({', '.join(allowed) or 'none'}) expose the node"
-            )
-
-
-def _windows_host_process(context: Any) -> bool:
-    return dig(context, "windowsOptions", "hostProcess") is True
-
-
-def _pod_privileges(resource_type: str, props: Any, allowed_host_paths: list[str]) -> Iterator[str]:
-    for obj in kubernetes_objects(resource_type, props):
-        if obj.group == "" and obj.kind == "PersistentVolume" and dig(obj.body, "spec", "hostPath") is not None:
-            path = dig(obj.body, "spec", "hostPath", "path")
-            if path is not UNKNOWN and not (
-                isinstance(path, str) and host_path_allowed(path, False, allowed_host_paths)
-            ):
-                yield f"PersistentVolume {obj.name or '?'} is a hostPath volume ({path}) outside allowedHostPaths"
-    for pod in pod_specs(resource_type, props):
-        for field in HOST_NAMESPACES:
-            if dig(pod.spec, field) is True:
-                yield f"{pod.owner} sets {field}: true"
-        if _windows_host_process(dig(pod.spec, "securityContext")):
-            yield f"{pod.owner} sets securityContext.windowsOptions.hostProcess: true (a process on the node)"
-        yield from _host_path_problems(pod.spec, pod.owner, allowed_host_paths)
-        for container in containers(pod.spec):
-            context = dig(container, "securityContext")
-            if dig(context, "privileged") is True:
-                yield f"{container_label(container, pod)} is privileged"
-            if _windows_host_process(context):
-                yield f"{container_label(container, pod)} sets windowsOptions.hostProcess: true (a process on the node)"
-            if dig(context, "allowPrivilegeEscalation") is True:
-                yield f"{container_label(container, pod)} sets allowPrivilegeEscalation: true"
-            added = {
-                str(c).upper().removeprefix("CAP_")
-                for c in as_list(dig(context, "capabilities", "add"))
-                if c is not UNKNOWN
-            }
-            for capability in sorted(added & PRIVILEGED_CAPABILITIES):
-                yield f"{container_label(container, pod)} adds capability {capability}"
-
-
-def _rbac_privileges(resource_type: str, props: Any) -> Iterator[str]:
-    for obj in kubernetes_objects(resource_type, props):
-        if obj.group != "rbac.authorization.k8s.io":
-            continue
-        where = f"{obj.kind} {obj.name or '?'}"
-        if obj.kind in ("ClusterRoleBinding", "RoleBinding"):
-            role = dig(obj.body, "roleRef", "name")
-            if role in ADMIN_ROLES or (obj.kind == "ClusterRoleBinding" and role in CLUSTER_WIDE_ADMIN_ROLES):
-                yield f"{where} grants {role}; bind a role with the rules the subjects need"
-        if obj.kind == "ClusterRole":
-            yield from _aggregation_problems(dig(obj.body, "aggregationRule"), where)
-        if obj.kind in ("ClusterRole", "Role"):
-            for index, rule in enumerate(as_list(dig(obj.body, "rules"))):
-                verbs = {str(v).lower() for v in as_list(dig(rule, "verbs"))}
-                if ("*" in verbs or verbs >= EVERY_VERB) and "*" in as_list(dig(rule, "resources")):
-                    yield f"{where} rules[{index}] grants every verb on every resource"
-                for verb in sorted(verbs & ESCALATING_VERBS):
-                    yield f"{where} rules[{index}] grants {verb}"
-
-
-def _aggregation_problems(rule: Any, where: str) -> Iterator[str]:
-    """A ClusterRole whose aggregationRule collects the built-in admin roles' rules (or every role's)."""
-    for index, selector in enumerate(as_list(dig(rule, "clusterRoleSelectors"))):
-        if selector is UNKNOWN:
-            continue
-        labels = set(as_dict(dig(selector, "matchLabels")))
-        labels |= {
-            dig(e, "key") for e in as_list(dig(selector, "matchExpressions")) if dig(e, "operator") != "DoesNotExist"
-        }
-        picked = sorted(str(label) for label in labels & ADMIN_AGGREGATION_LABELS)
-        if picked:
-            yield f"{where} aggregationRule selector {index} selects {', '.join(picked)}: it collects admin rights"
-        elif isinstance(selector, dict) and not dig(selector, "matchLabels") and not dig(selector, "matchExpressions"):
-            yield f"{where} aggregationRule selector {index} is empty: it collects every ClusterRole's rules"
-
-
-def _access_entry_problems(resource_type: str, props: Any, cluster_admins: frozenset[str]) -> Iterator[str]:
-    if resource_type != ACCESS_ENTRY or dig(props, "principalArn") in cluster_admins:
-        return
-    groups = {str(g).strip().lower() for g in as_list(dig(props, "kubernetesGroups")) if g is not UNKNOWN}
-    if SYSTEM_MASTERS in groups:
-        yield (
-            f"access entry puts {text(dig(props, 'principalArn')) or 'its principal'} in {SYSTEM_MASTERS} "
-            "(cluster-admin that no RBAC rule can take away); associate a scoped access policy instead"
-        )
 
 
 def _iam_privileges(resource_type: str, props: Any, cluster_admins: frozenset[str]) -> Iterator[str]:
@@ -323,9 +164,9 @@ def validate_least_privilege(args: ResourceValidationArgs, report_violation: Rep
     cluster_admins = frozenset(str(p) for p in as_list(config["clusterAdminPrincipals"]))
     allowed_host_paths = [str(p) for p in as_list(config["allowedHostPaths"])]
     problems = list(_iam_privileges(args.resource_type, props, cluster_admins))
-    problems += list(_access_entry_problems(args.resource_type, props, cluster_admins))
+    problems += list(access_entry_problems(args.resource_type, props, cluster_admins))
     if not exempt_components.intersection(ancestor_types(args.urn)):
-        problems += list(_pod_privileges(args.resource_type, props, allowed_host_paths))
-        problems += list(_rbac_privileges(args.resource_type, props))
+        problems += list(pod_privileges(args.resource_type, props, allowed_host_paths))
+        problems += list(rbac_privileges(args.resource_type, props))
     for problem in dict.fromkeys(problems):
         report_violation(problem, None)
