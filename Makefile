@@ -1,6 +1,7 @@
 # Two commands for a fresh machine (README): `make render` and `make test`. Each creates the virtualenvs
 # and installs the pinned requirements and tools it needs, once per change of the requirement files.
 STACK ?= dev
+RESOURCES ?= build/$(STACK)/resources.json
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -72,7 +73,7 @@ promtool:  ## Install promtool if missing
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK) --secret-placeholders $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/)
+policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/resources.json)
 	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
 
 plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h and $/1M tokens

@@ -1,6 +1,6 @@
-"""README's configuration reference states every numeric bound the config model enforces: each bounded key of
-the generated schema (`schemas/stack-config.schema.json`, `make schema`) has a row naming its lower and upper
-bound, so a new bound without documentation fails here."""
+"""README's configuration reference states every numeric and list-length bound the config model enforces: each
+bounded key of the generated schema (`schemas/stack-config.schema.json`, `make schema`) has a row naming its
+lower and upper bound, so a new bound without documentation fails here."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 from tools.mock_runtime import PROJECT_DIR
 
 SCHEMA = json.loads((PROJECT_DIR / "schemas" / "stack-config.schema.json").read_text())
-BOUNDS = ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum")
+BOUNDS = ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxItems", "minItems")
+UPPER = ("maximum", "exclusiveMaximum", "maxItems")
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:
@@ -23,7 +24,8 @@ def _resolve(node: dict[str, Any]) -> dict[str, Any]:
 
 
 def bounded_keys() -> dict[str, dict[str, float]]:
-    """Key path (`aws.nodePools[].maxSize`, `*` for a map's values) -> its numeric bounds, for keys with a maximum."""
+    """Key path (`aws.nodePools[].maxSize`, `*` for a map's values) -> its bounds, for numbers with a maximum and
+    lists with a maximum length."""
     found: dict[str, dict[str, float]] = {}
 
     def walk(node: dict[str, Any], path: str) -> None:
@@ -31,7 +33,7 @@ def bounded_keys() -> dict[str, dict[str, float]]:
         for alternative in node.get("anyOf", []) + node.get("oneOf", []) + node.get("allOf", []):
             walk(alternative, path)
         bounds = {k: node[k] for k in BOUNDS if k in node}
-        if "maximum" in bounds or "exclusiveMaximum" in bounds:
+        if any(bound in bounds for bound in UPPER):
             found.setdefault(path, {}).update(bounds)
         for name, child in node.get("properties", {}).items():
             walk(child, f"{path}.{name}" if path else name)
