@@ -1,7 +1,7 @@
 """A stand-in for a Dynamo frontend on loopback: OpenAI-compatible chat completions (JSON and SSE) after
 a fixed latency, answering as `--backend-id` so a test can tell which backend served each request.
 
-Stdlib only and run as its own process (`python openai_backend.py --port ...`), so a test can SIGKILL
+Stdlib only and run as its own process (`python -m tools.gateway_loopback.openai_backend --port ...`), so a test can SIGKILL
 it (a dead target) or SIGSTOP it (a hung one: the kernel still accepts connections, nothing answers).
 """
 
@@ -11,8 +11,10 @@ import argparse
 import json
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tools.gateway_loopback.json_handler import JsonHandler
 
 STREAM_CHUNKS = 4
 
@@ -45,20 +47,8 @@ def chunk(model: str, chunk_id: str, delta: dict[str, Any], finish_reason: str |
     return f"data: {json.dumps(body)}\n\n".encode()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(JsonHandler):
     server: BackendServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _json(self, status: int, body: dict[str, Any]) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):

@@ -22,7 +22,7 @@ import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = PROJECT_DIR / ".venv-gateway"
-HERE = Path(__file__).resolve().parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PR_SET_PDEATHSIG = 1
 FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIDLOOPBACKFAKE0000", "AWS_SECRET_ACCESS_KEY": "loopback-fake-secret"}
 
@@ -91,6 +91,14 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _project_env() -> dict[str, str]:
+    """This environment, with the project importable: the stand-ins run as `python -m tools.gateway_loopback.*`
+    from the scenario's work directory."""
+    inherited = os.environ.get("PYTHONPATH")
+    path = str(PROJECT_ROOT) + (os.pathsep + inherited if inherited else "")
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def start(
     name: str,
     command: list[str],
@@ -107,7 +115,7 @@ def start(
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=workdir,
-            env=dict(env) if env is not None else None,
+            env=dict(env) if env is not None else _project_env(),
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -130,7 +138,8 @@ def start_openai_backend(backend_id: str, model: str, latency: float, workdir: P
     port = free_port()
     command = [
         sys.executable,
-        str(HERE / "openai_backend.py"),
+        "-m",
+        "tools.gateway_loopback.openai_backend",
         "--port",
         str(port),
         "--model",
@@ -147,7 +156,8 @@ def start_sagemaker_runtime(endpoint: str, region: str, model: str, latency: flo
     port = free_port()
     command = [
         sys.executable,
-        str(HERE / "sagemaker_runtime.py"),
+        "-m",
+        "tools.gateway_loopback.sagemaker_runtime",
         "--port",
         str(port),
         "--endpoint",
