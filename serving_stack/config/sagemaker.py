@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, Int32, matching
+from serving_stack.config.types import Block, Int32, Region, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -24,7 +24,6 @@ EndpointName = Annotated[
     ),
 ]
 VariantName = Annotated[str, matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")]
-AwsRegion = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "an AWS region such as us-west-2")]
 KmsKeyArn = Annotated[
     str,
     matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)"),
@@ -160,7 +159,7 @@ class SageMakerConfig(Block):
     (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends). `allowUnverifiedSpecs`: accept JumpStart
     specs without provenance (hand-made; tests and demos only); every endpoint built from one is flagged."""
 
-    region: Optional[AwsRegion] = None
+    region: Optional[Region] = None
     allowUnverifiedSpecs: bool = False
     specSource: Literal["snapshot", "s3"] = "snapshot"
     snapshotDir: ProjectDirectory = "catalog/jumpstart"
