@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from serving_stack import pulumi_private
+from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ManagedPoolSpec, ResolvedPool
 from tools.mock_runtime import ProgramRun, RecordingMonitor, _resolve, plain_numbers
@@ -32,6 +33,22 @@ def run_components(build: Callable[[], dict[str, Any] | None]) -> ProgramRun:
     )
     outputs = {key: plain_numbers(_resolve(value)) for key, value in returned.items()}
     return ProgramRun(resources=monitor.recorded, outputs=outputs)
+
+
+def run_gpu_pool(spec: ManagedPoolSpec, name: str = "gpu", **args: Any) -> ProgramRun:
+    """One `GpuNodePool` under mocks, with a cluster's usual ids; `args` override `GpuNodePoolArgs` fields."""
+    defaults: dict[str, Any] = {
+        "cluster_name": "nemotron",
+        "vpc_id": "vpc-0123456789abcdef0",
+        "subnet_id": "subnet-0123456789abcdef0",
+        "cluster_security_group_ids": ["sg-0123456789abcdef0"],
+        "node_managed_policies": load_aws_catalog().platform.nodeManagedPolicies,
+    }
+
+    def build() -> None:
+        GpuNodePool(name, GpuNodePoolArgs(pool=spec, **{**defaults, **args}))
+
+    return run_components(build)
 
 
 def inputs(run: ProgramRun, type_token: str) -> list[dict[str, Any]]:

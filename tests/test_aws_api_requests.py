@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 
 import pytest
-from aws_helpers import capacity_fields, eks_config, inputs, node_pool, run_components
+from aws_helpers import capacity_fields, eks_config, inputs, node_pool, run_gpu_pool
 from aws_requests import launch_template_request, node_group_request, problems
 from plan_helpers import plan_of
 
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE
@@ -48,20 +47,7 @@ def planned(instance_type: str, capacity: str):
     (spec,) = plan.managed_pools
     (placed,) = plan.serving.targets
 
-    def build():
-        GpuNodePool(
-            "pool",
-            GpuNodePoolArgs(
-                pool=spec,
-                cluster_name="nemotron",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id="subnet-0123456789abcdef0",
-                cluster_security_group_ids=["sg-0123456789abcdef0"],
-                node_managed_policies=CATALOG.platform.nodeManagedPolicies,
-            ),
-        )
-
-    run = run_components(build)
+    run = run_gpu_pool(spec, "pool")
     (template,) = inputs(run, LAUNCH_TEMPLATE)
     (group,) = inputs(run, NODE_GROUP)
     return launch_template_request("pool-launch-template", template), node_group_request(group), placed.dgd, run

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import crd_schemas
 import pytest
-from aws_helpers import inputs, run_components
+from aws_helpers import inputs, run_gpu_pool
 from aws_helpers import pool as h200_pool
 from capacity_stacks import PROMETHEUS_URL, autoscaled_auto_targets
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config, key, of_type, records
 from stack_helpers import DGD_TYPE, run_config
 
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.names import POOL_LABEL
 from serving_stack.plan.autoscaling_plan import adapter_name
 from serving_stack.plan.cluster_autoscaler import node_group_autoscaler_tags
@@ -131,22 +130,15 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
     spec = ManagedPoolSpec.of(h200_pool())
     pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
 
-    def build() -> None:
-        GpuNodePool(
-            "gpu",
-            GpuNodePoolArgs(
-                pool=spec,
-                cluster_name="c1",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id="subnet-0aaaaaaaaaaaaaaaa",
-                cluster_security_group_ids=[],
-                node_managed_policies=[],
-                tag_for_cluster_autoscaler=switched_on,
-                cluster_autoscaler_tags=pool_tags,
-            ),
-        )
-
-    run = run_components(build)
+    run = run_gpu_pool(
+        spec,
+        cluster_name="c1",
+        subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+        cluster_security_group_ids=[],
+        node_managed_policies=[],
+        tag_for_cluster_autoscaler=switched_on,
+        cluster_autoscaler_tags=pool_tags,
+    )
     recorded = inputs(run, "aws:autoscaling/tag:Tag")
     if not switched_on:
         assert recorded == []
@@ -161,19 +153,12 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
 
 
 def test_switching_the_tags_on_without_tags_is_refused() -> None:
-    def build() -> None:
-        GpuNodePool(
-            "gpu",
-            GpuNodePoolArgs(
-                pool=ManagedPoolSpec.of(h200_pool()),
-                cluster_name="c1",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id="subnet-0aaaaaaaaaaaaaaaa",
-                cluster_security_group_ids=[],
-                node_managed_policies=[],
-                tag_for_cluster_autoscaler=True,
-            ),
-        )
-
     with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
-        run_components(build)
+        run_gpu_pool(
+            ManagedPoolSpec.of(h200_pool()),
+            cluster_name="c1",
+            subnet_id="subnet-0aaaaaaaaaaaaaaaa",
+            cluster_security_group_ids=[],
+            node_managed_policies=[],
+            tag_for_cluster_autoscaler=True,
+        )

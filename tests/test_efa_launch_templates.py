@@ -6,9 +6,8 @@ interface in the pool's security groups, never a SubnetId."""
 from __future__ import annotations
 
 import pytest
-from aws_helpers import inputs, resolved, run_components, the
+from aws_helpers import inputs, resolved, run_gpu_pool, the
 
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pools import ManagedPoolSpec
 
@@ -30,21 +29,9 @@ def expected_layout(instance_type: str) -> list[tuple[int, int, str]]:
 
 def launch_template_of(instance_type: str) -> dict:
     pool = resolved(instance_type)
-
-    def build():
-        GpuNodePool(
-            pool.name,
-            GpuNodePoolArgs(
-                pool=ManagedPoolSpec.of(pool),
-                cluster_name="nemotron",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id="subnet-0123456789abcdef0",
-                cluster_security_group_ids=[CLUSTER_SG],
-                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-            ),
-        )
-
-    return the(run_components(build), LAUNCH_TEMPLATE)
+    return the(
+        run_gpu_pool(ManagedPoolSpec.of(pool), pool.name, cluster_security_group_ids=[CLUSTER_SG]), LAUNCH_TEMPLATE
+    )
 
 
 def test_every_catalog_instance_type_is_covered():
@@ -82,21 +69,7 @@ def test_p5_48xlarge_exposes_32_efa_devices_p5en_16_b200_8_and_gb200_4():
 
 def test_a_pool_without_fabric_gets_no_efa_interfaces():
     pool = resolved("p5.4xlarge", fabric="none")
-
-    def build():
-        GpuNodePool(
-            "plain",
-            GpuNodePoolArgs(
-                pool=ManagedPoolSpec.of(pool),
-                cluster_name="nemotron",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id="subnet-0123456789abcdef0",
-                cluster_security_group_ids=[CLUSTER_SG],
-                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-            ),
-        )
-
-    run = run_components(build)
+    run = run_gpu_pool(ManagedPoolSpec.of(pool), "plain", cluster_security_group_ids=[CLUSTER_SG])
     (template,) = inputs(run, LAUNCH_TEMPLATE)
     assert "networkInterfaces" not in template
     assert template["vpcSecurityGroupIds"] == [CLUSTER_SG]  # no fabric: no EFA security group

@@ -8,10 +8,8 @@ import base64
 import email
 
 import yaml
-from aws_helpers import KUBERNETES_VERSION, capacity_fields, pool_zone, resolved, run_components, the
+from aws_helpers import KUBERNETES_VERSION, capacity_fields, pool_zone, resolved, run_gpu_pool, the
 
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.plan.pools import ManagedPoolSpec
 
 SUBNET = "subnet-0aaaaaaaaaaaaaaaa"
@@ -21,22 +19,7 @@ PLACEMENT = "aws:ec2/placementGroup:PlacementGroup"
 
 
 def build_pool(instance_type: str, **fields):
-    pool = resolved(instance_type, **fields)
-
-    def build():
-        GpuNodePool(
-            "gpu",
-            GpuNodePoolArgs(
-                pool=ManagedPoolSpec.of(pool),
-                cluster_name="nemotron",
-                vpc_id="vpc-0123456789abcdef0",
-                subnet_id=SUBNET,
-                cluster_security_group_ids=["sg-0123456789abcdef0"],
-                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-            ),
-        )
-
-    return run_components(build)
+    return run_gpu_pool(ManagedPoolSpec.of(resolved(instance_type, **fields)), subnet_id=SUBNET)
 
 
 def test_placement_group_is_cluster_in_the_pool_az():

@@ -7,11 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from aws_helpers import resolved, run_components
+from aws_helpers import resolved, run_gpu_pool
 
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
 from serving_stack.plan.pinning import place_target
 from serving_stack.plan.pools import ManagedPoolSpec
@@ -35,20 +33,9 @@ def pool():
 
 @pytest.fixture(scope="module")
 def node_pool_resources(pool) -> list[RecordedResource]:
-    def build() -> None:
-        GpuNodePool(
-            pool.name,
-            GpuNodePoolArgs(
-                pool=ManagedPoolSpec.of(pool),
-                cluster_name="nemotron",
-                vpc_id="vpc-1",
-                subnet_id="subnet-1",
-                cluster_security_group_ids=["sg-1"],
-                node_managed_policies=load_aws_catalog().platform.nodeManagedPolicies,
-            ),
-        )
-
-    return run_components(build).resources
+    return run_gpu_pool(
+        ManagedPoolSpec.of(pool), pool.name, vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"]
+    ).resources
 
 
 def placed_dgd(pool) -> dict:
