@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.config.gateway import MASTER_KEY_SECRET, GatewayConfig
+from serving_stack.config.gateway import GatewayConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.gateway import GatewayOutput
 from serving_stack.contract.outputs import ServingEndpoint
@@ -91,21 +91,12 @@ def gateway_settings(config: GatewayConfig) -> GatewaySettings:
     )
 
 
-def check_gateway(config: StackConfig, secrets: frozenset[str]) -> list[ConfigError]:
+def check_gateway(config: StackConfig) -> list[ConfigError]:
     """What the config alone says is wrong with the gateway (the plan checks the rest)."""
     gateway = config.gateway
     if not gateway.enabled:
         return []
     errors = []
-    if MASTER_KEY_SECRET not in secrets:
-        errors.append(
-            ConfigError(
-                MASTER_KEY_SECRET,
-                "required when gateway.enabled is true: it is the gateway's only key (the LiteLLM "
-                "master key), set as a Pulumi secret",
-                f"pulumi config set --secret {MASTER_KEY_SECRET} sk-<random>, or gateway.enabled: false",
-            )
-        )
     names = [e.name for e in config.sagemaker.endpoints]
     degraded = gateway.degradedFallback
     if degraded and degraded.endpoint not in names:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from serving_stack.config.secrets import missing_secrets
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
@@ -39,26 +40,9 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
         errors.append(
             ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown_gpus)}", ", ".join(facts.aws.gpus))
         )
-    if config.dynamo.imagePullSecret and "ngcApiKey" not in secrets:
-        errors.append(
-            ConfigError(
-                "ngcApiKey",
-                "required when dynamo.imagePullSecret is set: the stack creates the "
-                "pull Secret in the namespace it creates, so it cannot exist before `up`",
-                "pulumi config set --secret ngcApiKey <key>, or unset dynamo.imagePullSecret",
-            )
-        )
-    for index, endpoint in enumerate(config.sagemaker.endpoints):
-        if endpoint.sends_hf_token and "hfToken" not in secrets:
-            errors.append(
-                ConfigError(
-                    f"sagemaker.endpoints[{index}].huggingface.sendHfToken",
-                    "needs the hfToken secret: the token goes into the model's environment for a gated repository",
-                    "pulumi config set --secret hfToken hf_..., or sendHfToken: false",
-                )
-            )
+    errors += missing_secrets(config, secrets)
     errors += check_sagemaker(config.sagemaker, facts)
-    errors += check_gateway(config, secrets)
+    errors += check_gateway(config)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
