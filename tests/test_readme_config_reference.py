@@ -76,6 +76,7 @@ def _spelled(number: float) -> set[str]:
 
 
 KEYS = bounded_keys()
+ROWS = reference_rows()
 
 
 def test_the_schema_has_bounded_keys():
@@ -84,7 +85,7 @@ def test_the_schema_has_bounded_keys():
 
 @pytest.mark.parametrize("key", sorted(KEYS))
 def test_readme_states_the_bounds_of(key):
-    row = _row_for(key, reference_rows())
+    row = _row_for(key, ROWS)
     assert row is not None, f"README's configuration reference has no row for {key}"
     for bound, number in KEYS[key].items():
         stated = any(re.search(rf"(?<!\d)(?<!\d[,.]){re.escape(s)}(?!\d|[,.]\d)", row) for s in _spelled(number))
