@@ -1,0 +1,10 @@
+// Command etcd runs go.etcd.io/etcd/server/v3's etcdmain, the same entry point as upstream's etcd binary.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
