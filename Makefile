@@ -80,8 +80,10 @@ plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, rep
 	$(PY) -m tools.plan_capacity --stack $(STACK)
 
 BASE ?= origin/main
+# With the engine built (`make tools`) and a stack it can preview (no AWS resources, no Helm releases), the
+# comment ends with the real `pulumi preview --diff` against the deployed base; OFFLINE=1 skips it.
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
-	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md
+	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline)
 
 schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema

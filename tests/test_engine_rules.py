@@ -30,7 +30,7 @@ SAME_GPU = [(a, b) for a, b in PAIRS if _gpus(a) & _gpus(b)]
 OTHER_GPU = [(a, b) for a, b in PAIRS if not _gpus(a) & _gpus(b)]
 
 
-@pytest.mark.parametrize("old,new", SAME_GPU[:: max(1, len(SAME_GPU) // 12)])
+@pytest.mark.parametrize(("old", "new"), SAME_GPU[:: max(1, len(SAME_GPU) // 12)])
 def test_a_swap_on_the_same_gpus_is_refused_with_the_procedure(old, new):
     refusal = swap_refusal([old], [new], CATALOG, surge=False)
     assert refusal is not None
@@ -40,7 +40,7 @@ def test_a_swap_on_the_same_gpus_is_refused_with_the_procedure(old, new):
     assert swap_refusal([old], [new], CATALOG, surge=True) is None
 
 
-@pytest.mark.parametrize("old,new", OTHER_GPU[:: max(1, len(OTHER_GPU) // 12)])
+@pytest.mark.parametrize(("old", "new"), OTHER_GPU[:: max(1, len(OTHER_GPU) // 12)])
 def test_a_swap_onto_other_gpus_finishes_in_one_up(old, new):
     assert swap_refusal([old], [new], CATALOG, surge=False) is None
 
@@ -71,9 +71,9 @@ def _cluster_scoped_names(namespace: str) -> set[tuple[str, str]]:
     for resource in run.resources:
         inputs = resource.to_json()["inputs"]
         metadata = inputs.get("metadata") if isinstance(inputs, dict) else None
-        if resource.custom and resource.type.startswith("kubernetes:") and isinstance(metadata, dict):
-            if "namespace" not in metadata and inputs.get("kind") != "Namespace":
-                names.add((inputs.get("kind"), metadata.get("name")))
+        kubernetes = resource.custom and resource.type.startswith("kubernetes:") and isinstance(metadata, dict)
+        if kubernetes and "namespace" not in metadata and inputs.get("kind") != "Namespace":
+            names.add((inputs.get("kind"), metadata.get("name")))
     return names
 
 

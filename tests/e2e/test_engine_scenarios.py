@@ -10,11 +10,9 @@ from __future__ import annotations
 import copy
 import shutil
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tools.e2e.engine_state import (
     engine_plan,
@@ -25,7 +23,7 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import node_objects, node_shapes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiFailed, stack_config
+from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError, stack_config
 
 KEY = PROJECT_NAME + ":"
 DEV = "dev"
@@ -158,13 +156,14 @@ def test_4_update_plan_matches_the_rollout_model(project: Project, cluster, dev_
     finally:
         if change == "prewarm-program":
             _restore_prewarm_program(project)
-        project.write_stack(DEV, {**dev_config, **{k: v for k, v in _stack_file(project, DEV).items()
-                                                  if k not in dev_config}})
+        project.write_stack(
+            DEV, {**dev_config, **{k: v for k, v in _stack_file(project, DEV).items() if k not in dev_config}}
+        )
         project.up(DEV)
 
 
 def _stack_file(project: Project, stack: str) -> dict[str, Any]:
-    return dict(yaml.safe_load((project.root / f"Pulumi.{stack}.yaml").read_text())["config"])
+    return project.stack_file(stack)
 
 
 def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
@@ -174,8 +173,14 @@ def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     records = project.render(DEV)
     catalog = load_facts().catalog
     gpu = {t.id: t for t in catalog.targets}
-    same_gpu = sorted(i for i in gpu if i not in current and gpu[i].gpu == gpu[current[0]].gpu
-                      and gpu[i].gpus == gpu[current[0]].gpus and gpu[i].mode == gpu[current[0]].mode)
+    same_gpu = sorted(
+        i
+        for i in gpu
+        if i not in current
+        and gpu[i].gpu == gpu[current[0]].gpu
+        and gpu[i].gpus == gpu[current[0]].gpus
+        and gpu[i].mode == gpu[current[0]].mode
+    )
     successor = same_gpu[0]
     # Nodes that hold exactly one target's GPUs: the new target can start only once the old one is gone.
     shapes = node_shapes(_manifests(records), gpus_per_node=gpu[current[0]].gpus)
@@ -186,7 +191,7 @@ def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     swapped[KEY + "targets"] = [{"id": successor}]
     project.write_stack(DEV, swapped)
     started = time.monotonic()
-    with pytest.raises(PulumiFailed) as refused:
+    with pytest.raises(PulumiError) as refused:
         project.preview(DEV)
     assert time.monotonic() - started < 120
     message = [line for line in refused.value.output.splitlines() if "targets" in line and successor in line]
@@ -209,7 +214,9 @@ def test_6_destroy(project: Project, cluster, dev_config):
     assert stack_objects(cluster.kube, namespace) == []
 
     # With the operator gone, a DGD cannot lose its finalizer: destroy fails in bounded time, naming it.
-    project.write_stack(DEV, {**_stack_file(project, DEV), **{}})
+    bounded = _stack_file(project, DEV)
+    bounded[KEY + "dynamo"] = {**bounded.get(KEY + "dynamo", {}), "deleteTimeoutSeconds": 30}
+    project.write_stack(DEV, bounded)
     project.up(DEV)
     cluster.stop_operator()
     try:
@@ -245,4 +252,3 @@ def test_7_prod_shaped_stack_on_an_existing_cluster(project: Project, cluster):
     assert all(_ready_graphs(cluster, _namespace(config)).values())
     project.destroy("prod-shape")
     assert stack_objects(cluster.kube, _namespace(config)) == []
-

@@ -56,8 +56,10 @@ def engine_plan(preview: Mapping[str, Any]) -> dict[str, str]:
     plan = {}
     for name, seen in ops.items():
         if REPLACE_STEPS & set(seen):
-            creates, deletes = seen.index("create-replacement") if "create-replacement" in seen else 0, (
-                seen.index("delete-replaced") if "delete-replaced" in seen else len(seen))
+            creates, deletes = (
+                seen.index("create-replacement") if "create-replacement" in seen else 0,
+                (seen.index("delete-replaced") if "delete-replaced" in seen else len(seen)),
+            )
             plan[name] = "replace (delete-first)" if deletes < creates else "replace (create-first)"
         else:
             plan[name] = seen[0]
@@ -94,12 +96,24 @@ def stack_objects(kube: Kube, namespace: str) -> list[str]:
     left = []
     if kube.get("Namespace", namespace) is not None:
         left.append(f"Namespace/{namespace}")
-    for kind in ("DynamoGraphDeployment", "Deployment", "DaemonSet", "Job", "CronJob", "ConfigMap",
-                 "PersistentVolumeClaim", "Service", "Secret"):
+    for kind in (
+        "DynamoGraphDeployment",
+        "Deployment",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "Service",
+        "Secret",
+    ):
         try:
             items = kube.list(kind, namespace)
-        except Exception:  # noqa: BLE001 - the namespace is gone
+        except Exception:
             continue
-        left += [f"{kind}/{namespace}/{i['metadata']['name']}" for i in items
-                 if not i["metadata"]["name"].startswith("kube-root-ca") and kind != "Secret"]
+        left += [
+            f"{kind}/{namespace}/{i['metadata']['name']}"
+            for i in items
+            if not i["metadata"]["name"].startswith("kube-root-ca") and kind != "Secret"
+        ]
     return left

@@ -47,16 +47,18 @@ def _pod_specs(objects: Iterable[JSON]) -> Iterable[tuple[JSON, int]]:
         if obj.get("kind") == "DynamoGraphDeployment":
             for component in obj["spec"].get("components") or []:
                 spec = (component.get("podTemplate") or {}).get("spec") or {}
-                yield spec, int(component.get("replicas", 1)) * int(
-                    (component.get("multinode") or {}).get("nodeCount", 1)
+                yield (
+                    spec,
+                    int(component.get("replicas", 1)) * int((component.get("multinode") or {}).get("nodeCount", 1)),
                 )
         elif obj.get("kind") == "DaemonSet":
             yield obj["spec"]["template"]["spec"], 0
 
 
 def _affinity_labels(spec: JSON) -> dict[str, str]:
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     labels = dict(spec.get("nodeSelector") or {})
     for term in (required.get("nodeSelectorTerms") or [])[:1]:
         for expression in term.get("matchExpressions") or []:
@@ -66,8 +68,9 @@ def _affinity_labels(spec: JSON) -> dict[str, str]:
 
 
 def _gpus_requested(spec: JSON) -> int:
-    return sum(int(str(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0)))
-               for c in spec.get("containers") or [])
+    return sum(
+        int(str(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0))) for c in spec.get("containers") or []
+    )
 
 
 def node_shapes(objects: list[JSON], gpus_per_node: Optional[int] = None) -> list[NodeShape]:
@@ -82,19 +85,28 @@ def node_shapes(objects: list[JSON], gpus_per_node: Optional[int] = None) -> lis
             continue
         candidates = [(name, t) for name, t in facts.instance_types.items() if t.gpu == gpu]
         wanted_type = labels.get("node.kubernetes.io/instance-type")
-        name, instance = next(((n, t) for n, t in candidates if n == wanted_type),
-                              max(candidates, key=lambda c: (c[1].gpus, c[0])))
+        name, instance = next(
+            ((n, t) for n, t in candidates if n == wanted_type), max(candidates, key=lambda c: (c[1].gpus, c[0]))
+        )
         labels.setdefault("node.kubernetes.io/instance-type", name)
         if instance.efaInterfaces:
             labels.setdefault("vpc.amazonaws.com/efa.present", "true")
-        taints = tuple(sorted(
-            (t["key"], t.get("value", "true"), t["effect"]) for t in spec.get("tolerations") or []
-            if t.get("effect") == "NoSchedule" and t.get("key")
-        ))
+        taints = tuple(
+            sorted(
+                (t["key"], t.get("value", "true"), t["effect"])
+                for t in spec.get("tolerations") or []
+                if t.get("effect") == "NoSchedule" and t.get("key")
+            )
+        )
         shape = NodeShape(
-            labels=tuple(sorted(labels.items())), taints=taints, instance_type=name,
-            gpus=gpus_per_node or instance.gpus, efa=instance.efaInterfaces, cpu=instance.vcpus,
-            memory_gib=instance.memoryGiB, arch=instance.arch,
+            labels=tuple(sorted(labels.items())),
+            taints=taints,
+            instance_type=name,
+            gpus=gpus_per_node or instance.gpus,
+            efa=instance.efaInterfaces,
+            cpu=instance.vcpus,
+            memory_gib=instance.memoryGiB,
+            arch=instance.arch,
         )
         key = (shape.labels, shape.taints)
         previous = shapes.get(key)
@@ -110,25 +122,49 @@ def node_objects(shapes: list[NodeShape], nodes_per_shape: Optional[int] = None)
     for shape in shapes:
         count = nodes_per_shape or max(1, math.ceil(shape.gpus_wanted / shape.gpus))
         for index in range(count):
-            nodes.append(_node(f"{shape.key}-{index}", dict(shape.labels), shape.taints, shape.cpu,
-                               shape.memory_gib, shape.gpus, shape.efa,
-                               "arm64" if shape.arch == "arm64" else "amd64"))
+            nodes.append(
+                _node(
+                    f"{shape.key}-{index}",
+                    dict(shape.labels),
+                    shape.taints,
+                    shape.cpu,
+                    shape.memory_gib,
+                    shape.gpus,
+                    shape.efa,
+                    "arm64" if shape.arch == "arm64" else "amd64",
+                )
+            )
     return nodes
 
 
-def _node(name: str, labels: dict[str, str], taints: Iterable[tuple[str, str, str]], cpu: int, memory_gib: int,
-          gpus: int, efa: int, arch: str) -> JSON:
+def _node(
+    name: str,
+    labels: dict[str, str],
+    taints: Iterable[tuple[str, str, str]],
+    cpu: int,
+    memory_gib: int,
+    gpus: int,
+    efa: int,
+    arch: str,
+) -> JSON:
     capacity = {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": "110", "ephemeral-storage": "1Ti"}
     if gpus:
         capacity[GPU] = str(gpus)
     if efa:
         capacity[EFA] = str(efa)
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {
-            "name": name, "annotations": dict(KWOK_ANNOTATION),
-            "labels": {**labels, "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                       "kubernetes.io/arch": arch, "type": "kwok"},
+            "name": name,
+            "annotations": dict(KWOK_ANNOTATION),
+            "labels": {
+                **labels,
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": arch,
+                "type": "kwok",
+            },
         },
         "spec": {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]},
         "status": {"capacity": capacity, "allocatable": capacity},

@@ -25,7 +25,7 @@ PROJECT_NAME = "nemotron-lightning"
 NOT_LINKED = {".git", "build", ".pytest_cache", ".tools"}
 
 
-class PulumiFailed(Exception):
+class PulumiError(Exception):
     def __init__(self, command: list[str], result: subprocess.CompletedProcess[str]):
         self.output = result.stdout + result.stderr
         super().__init__(f"`{' '.join(command)}` exited {result.returncode}:\n{self.output[-6000:]}")
@@ -44,17 +44,27 @@ class Project:
     timeout: int = 600
 
     @classmethod
-    def create(cls, work: Path, kubeconfig: Path) -> Project:
+    def create(cls, work: Path, kubeconfig: Path, source: Path = REPO) -> Project:
+        """A scratch project linking to `source`'s code and data (a checkout of this repository)."""
         root = work / "project"
         root.mkdir(parents=True)
-        for entry in REPO.iterdir():
-            if entry.name not in NOT_LINKED and not (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
-                (root / entry.name).symlink_to(entry)
         (work / "state").mkdir()
         (work / "home").mkdir()
         project = cls(root, kubeconfig)
+        project.link(source)
         project.pulumi("login", f"file://{work / 'state'}")
         return project
+
+    def link(self, source: Path) -> None:
+        """Point the project's code and data at `source` (its stack files stay the project's own)."""
+        for entry in self.root.iterdir():
+            if entry.is_symlink():
+                entry.unlink()
+        for entry in source.iterdir():
+            if entry.name not in NOT_LINKED and not (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
+                (self.root / entry.name).symlink_to(entry)
+        if not (self.root / ".venv").exists():  # a git worktree has no virtualenv: the program runs in ours
+            (self.root / ".venv").symlink_to(REPO / ".venv")
 
     @property
     def env(self) -> dict[str, str]:
@@ -78,20 +88,40 @@ class Project:
             command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
         )
         if check and result.returncode != 0:
-            raise PulumiFailed(command, result)
+            raise PulumiError(command, result)
         return result
 
     # --- stacks -----------------------------------------------------------------------------------
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
-        (self.root / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+        """Replace the stack file's `config:` (what `stack init` added beside it, its encryption salt, stays)."""
+        path = self.root / f"Pulumi.{stack}.yaml"
+        document = yaml.safe_load(path.read_text()) if path.exists() else {}
+        path.write_text(yaml.safe_dump({**document, "config": config}, sort_keys=False))
+
+    def stack_file(self, stack: str) -> dict[str, Any]:
+        """The stack file's `config:` as it is now (secrets as their ciphertext)."""
+        return dict((yaml.safe_load((self.root / f"Pulumi.{stack}.yaml").read_text()) or {}).get("config") or {})
 
     def render(self, stack: str) -> list[dict[str, Any]]:
         """The offline render of the same stack file (the project's `make render`), its resources.json."""
         out = self.root.parent / "render"
         result = subprocess.run(
-            [sys.executable, "-m", "tools.render", "--stack", stack, "--project-dir", str(self.root),
-             "--out", str(out), "--secret-placeholders"],
-            cwd=REPO, capture_output=True, text=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "tools.render",
+                "--stack",
+                stack,
+                "--project-dir",
+                str(self.root),
+                "--out",
+                str(out),
+                "--secret-placeholders",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         if result.returncode != 0:
             raise RuntimeError(f"render of {stack} exited {result.returncode}: {result.stdout}{result.stderr}")
@@ -102,9 +132,12 @@ class Project:
         for key, value in (secrets or {}).items():
             self.pulumi("config", "set", "--secret", "--stack", stack, f"{PROJECT_NAME}:{key}", value)
 
-    def up(self, stack: str, *extra: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
-        return self.pulumi("up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", *extra,
-                           check=check, timeout=timeout)
+    def up(
+        self, stack: str, *extra: str, check: bool = True, timeout: Optional[int] = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi(
+            "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", *extra, check=check, timeout=timeout
+        )
 
     def preview(self, stack: str, check: bool = True) -> dict[str, Any]:
         """`pulumi preview --json`: the engine's plan (steps with their ops) and its diagnostics."""
@@ -112,15 +145,18 @@ class Project:
         try:
             plan = dict(json.loads(result.stdout))
         except json.JSONDecodeError:
-            raise PulumiFailed(["pulumi", "preview", "--stack", stack, "--json"], result) from None
+            raise PulumiError(["pulumi", "preview", "--stack", stack, "--json"], result) from None
         if check and result.returncode != 0:
-            raise PulumiFailed(["pulumi", "preview", "--stack", stack, "--json"], result)
+            raise PulumiError(["pulumi", "preview", "--stack", stack, "--json"], result)
         plan["exitCode"] = result.returncode
         return plan
 
-    def destroy(self, stack: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
-        return self.pulumi("destroy", "--stack", stack, "--yes", "--skip-preview", "--non-interactive",
-                           check=check, timeout=timeout)
+    def destroy(
+        self, stack: str, check: bool = True, timeout: Optional[int] = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi(
+            "destroy", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", check=check, timeout=timeout
+        )
 
     def state(self, stack: str) -> list[dict[str, Any]]:
         """The engine's state: every resource of the stack's last checkpoint."""

@@ -33,7 +33,7 @@ MANAGER = "stand-in-dynamo-operator"
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def component_name(dgd: JSON, component: JSON) -> str:
@@ -41,10 +41,16 @@ def component_name(dgd: JSON, component: JSON) -> str:
 
 
 def _owner(dgd: JSON) -> list[JSON]:
-    return [{
-        "apiVersion": dgd["apiVersion"], "kind": dgd["kind"], "name": dgd["metadata"]["name"],
-        "uid": dgd["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
-    }]
+    return [
+        {
+            "apiVersion": dgd["apiVersion"],
+            "kind": dgd["kind"],
+            "name": dgd["metadata"]["name"],
+            "uid": dgd["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
 
 
 def component_deployment(dgd: JSON, component: JSON) -> JSON:
@@ -54,10 +60,15 @@ def component_deployment(dgd: JSON, component: JSON) -> JSON:
     metadata = dict(template.get("metadata") or {})
     metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": name, "namespace": dgd["metadata"]["namespace"], "labels": labels,
-                     "ownerReferences": _owner(dgd),
-                     "annotations": {"nvidia.com/dgd-generation": str(dgd["metadata"]["generation"])}},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": dgd["metadata"]["namespace"],
+            "labels": labels,
+            "ownerReferences": _owner(dgd),
+            "annotations": {"nvidia.com/dgd-generation": str(dgd["metadata"]["generation"])},
+        },
         "spec": {
             "replicas": int(component.get("replicas", 1)),
             "selector": {"matchLabels": labels},
@@ -70,9 +81,14 @@ def frontend_service(dgd: JSON, component: JSON) -> JSON:
     name = component_name(dgd, component)
     labels = {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
     return {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": name, "namespace": dgd["metadata"]["namespace"], "labels": labels,
-                     "ownerReferences": _owner(dgd)},
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": dgd["metadata"]["namespace"],
+            "labels": labels,
+            "ownerReferences": _owner(dgd),
+        },
         "spec": {"selector": labels, "ports": [{"name": "http", "port": 8000, "targetPort": 8000}]},
     }
 
@@ -105,8 +121,12 @@ class Operator:
             self._finalize(dgd)
             return
         if FINALIZER not in (meta.get("finalizers") or []):
-            self.kube.patch("DynamoGraphDeployment", name,
-                            {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}}, namespace)
+            self.kube.patch(
+                "DynamoGraphDeployment",
+                name,
+                {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}},
+                namespace,
+            )
         components = dgd["spec"].get("components") or []
         generation = int(meta["generation"])
         if self.applied.get(meta["uid"]) != generation:
@@ -115,25 +135,39 @@ class Operator:
                 if component.get("type") == "frontend":
                     self.kube.apply(frontend_service(dgd, component), MANAGER)
             self.applied[meta["uid"]] = generation
-        children = {d["metadata"]["name"]: d for d in
-                    self.kube.list("Deployment", namespace, f"{GRAPH_LABEL}={name}")}
+        children = {d["metadata"]["name"]: d for d in self.kube.list("Deployment", namespace, f"{GRAPH_LABEL}={name}")}
         waiting = [c["name"] for c in components if not _rolled_out(children.get(component_name(dgd, c)), generation)]
         ready = not waiting
         status = dgd.get("status") or {}
-        condition = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-        if (status.get("observedGeneration") == generation and condition.get("status") == str(ready)
-                and status.get("state") == ("successful" if ready else "pending")):
+        condition: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        if (
+            status.get("observedGeneration") == generation
+            and condition.get("status") == str(ready)
+            and status.get("state") == ("successful" if ready else "pending")
+        ):
             return
-        self.kube.patch("DynamoGraphDeployment", name, {"status": {
-            "state": "successful" if ready else "pending",
-            "observedGeneration": generation,
-            "conditions": [{
-                "type": "Ready", "status": str(ready), "observedGeneration": generation,
-                "lastTransitionTime": _now(),
-                "reason": "all_resources_are_ready" if ready else "some_resources_are_not_ready",
-                "message": "All resources are ready" if ready else f"waiting for: {', '.join(waiting)}",
-            }],
-        }}, namespace, subresource="status")
+        self.kube.patch(
+            "DynamoGraphDeployment",
+            name,
+            {
+                "status": {
+                    "state": "successful" if ready else "pending",
+                    "observedGeneration": generation,
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": str(ready),
+                            "observedGeneration": generation,
+                            "lastTransitionTime": _now(),
+                            "reason": "all_resources_are_ready" if ready else "some_resources_are_not_ready",
+                            "message": "All resources are ready" if ready else f"waiting for: {', '.join(waiting)}",
+                        }
+                    ],
+                }
+            },
+            namespace,
+            subresource="status",
+        )
 
     def _finalize(self, dgd: JSON) -> None:
         meta = dgd["metadata"]
@@ -160,21 +194,24 @@ class Operator:
             volume = f"pv-{meta['namespace']}-{meta['name']}"[:63]
             if self.kube.get("PersistentVolume", volume):
                 continue
-            self.kube.create({
-                "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": volume, "labels": {"e2e.nemotron.test/stand-in": "true"}},
-                "spec": {
-                    "capacity": {"storage": spec["resources"]["requests"]["storage"]},
-                    "accessModes": spec.get("accessModes") or ["ReadWriteMany"],
-                    "storageClassName": spec["storageClassName"],
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
-                    "hostPath": {"path": f"/tmp/e2e-volumes/{volume}"},
-                },
-            })
-        for volume in self.kube.list("PersistentVolume", selector="e2e.nemotron.test/stand-in=true"):
-            if (volume.get("status") or {}).get("phase") == "Released":
-                self.kube.delete("PersistentVolume", volume["metadata"]["name"])
+            self.kube.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": volume, "labels": {"e2e.nemotron.test/stand-in": "true"}},
+                    "spec": {
+                        "capacity": {"storage": spec["resources"]["requests"]["storage"]},
+                        "accessModes": spec.get("accessModes") or ["ReadWriteMany"],
+                        "storageClassName": spec["storageClassName"],
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
+                        "hostPath": {"path": f"/tmp/e2e-volumes/{volume}"},
+                    },
+                }
+            )
+        for released in self.kube.list("PersistentVolume", selector="e2e.nemotron.test/stand-in=true"):
+            if (released.get("status") or {}).get("phase") == "Released":
+                self.kube.delete("PersistentVolume", released["metadata"]["name"])
 
     def run_once(self) -> None:
         self.reconcile_storage()
@@ -213,6 +250,10 @@ if __name__ == "__main__":
 def stand_in_storage_class(name: str) -> dict[str, Any]:
     """A StorageClass the stand-in provisions (the dev stack names an existing class such as `efs-ap`)."""
     return {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
-        "provisioner": STAND_IN_PROVISIONER, "volumeBindingMode": "Immediate", "reclaimPolicy": "Delete",
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": STAND_IN_PROVISIONER,
+        "volumeBindingMode": "Immediate",
+        "reclaimPolicy": "Delete",
     }

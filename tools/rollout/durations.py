@@ -5,7 +5,6 @@ a Job's own deadline, a worker's startupProbe budget."""
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
