@@ -12,6 +12,7 @@ working tree violates a mandatory policy (diff printed); 2: a tree does not rend
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tools.pr_diff.records import Render
 from tools.pr_diff.render_ref import RenderError, render_base_and_head
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
+from tools.stack_files import stack_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,7 +37,7 @@ def stack_diff_markdown(
         body = str(error).replace("```", "'''")
         text = f"### Stack `{stack}`: ❌ no diff\n\n```\n{body}\n```\n"
         return text, text, 2
-    diff = diff_stack(stack, base.render, head.render, load_rules())
+    diff = diff_stack(stack, base.render, head.render, load_rules(), surge=_surge(repo, stack))
     code = 1 if diff.head_mandatory else 0
     engine = engine_section(repo, base_ref, stack, base.render, head.render) if with_engine else ""
     return (
@@ -43,6 +45,13 @@ def stack_diff_markdown(
         render_markdown(diff, base.label, head.label, max_chars=None) + engine,
         code,
     )
+
+
+def _surge(repo: Path, stack: str) -> bool:
+    """The working tree's `dynamo.targetSwap` is `surge`."""
+    config, _ = stack_config(stack, repo)
+    dynamo = json.loads(next((v for k, v in config.items() if k.split(":")[-1] == "dynamo"), "{}"))
+    return isinstance(dynamo, dict) and dynamo.get("targetSwap") == "surge"
 
 
 def engine_section(repo: Path, base_ref: str, stack: str, base: Render, head: Render) -> str:

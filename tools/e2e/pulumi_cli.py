@@ -20,7 +20,7 @@ import yaml
 from tools.e2e.control_plane import TOOLS_BIN
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT_NAME = "nemotron-lightning"
+PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
 # What a scratch project links to; the stack files and build output are its own.
 NOT_LINKED = {".git", "build", ".pytest_cache", ".tools"}
 
