@@ -130,7 +130,8 @@ def _finite(value: Any, parts: tuple[Any, ...]) -> None:
             _finite(item, (*parts, index))
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
-    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        # An integer past uint64 reaches the program as a float already (the CLI's YAML reads 10^30 as 1e30).
         raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
 
 
