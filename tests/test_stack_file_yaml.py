@@ -142,7 +142,7 @@ def test_times_of_day_are_strings(hours, minutes, seconds):
 OLD_BOOLEANS = ["y", "yes", "n", "no", "on", "off"]
 
 
-@given(st.sampled_from(OLD_BOOLEANS + ["true", "false"]), st.sampled_from(["lower", "title", "upper"]))
+@given(st.sampled_from([*OLD_BOOLEANS, "true", "false"]), st.sampled_from(["lower", "title", "upper"]))
 def test_only_true_and_false_are_booleans(word, case):
     text = {"lower": word, "title": word.title(), "upper": word.upper()}[case]
     expected = ("bool", word == "true") if word in ("true", "false") else ("str", text)
@@ -190,7 +190,7 @@ def test_generated_scalars_match_the_cli_loader(tmp_path_factory, scalars):
         [str(binary)], input=json.dumps(texts), capture_output=True, text=True, check=True, env={"TZ": "UTC"}
     )
     mismatches = []
-    for text, cli in zip(texts, json.loads(run.stdout)):
+    for text, cli in zip(texts, json.loads(run.stdout), strict=True):
         here = read_here(text)
         if ("error" in cli) != ("error" in here) or ("error" not in cli and here != as_cli(cli)):
             mismatches.append((text, cli, here))

@@ -29,8 +29,10 @@ def main() -> int:
         subprocess.run(["go", "build", "-o", str(binary), "."], cwd=PROBE, check=True)
         texts = [case["yaml"] for case in table["cases"]]
         env = {**os.environ, "TZ": "UTC"}  # the CLI names a numeric offset after the local zone when they agree
-        run = subprocess.run([str(binary)], input=json.dumps(texts), capture_output=True, text=True, check=True, env=env)
-    for case, result in zip(table["cases"], json.loads(run.stdout)):
+        run = subprocess.run(
+            [str(binary)], input=json.dumps(texts), capture_output=True, text=True, check=True, env=env
+        )
+    for case, result in zip(table["cases"], json.loads(run.stdout), strict=True):
         case["cli"] = result
     TABLE.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
     print(f"recorded {len(texts)} cases -> {TABLE.relative_to(PROJECT_DIR)}", file=sys.stderr)

@@ -221,7 +221,9 @@ def stack_file_config(document: Any, project: str, name: str) -> tuple[dict[str,
             secret_keys.append(full_key)
         elif isinstance(value, dict) and set(value) == {"secure"}:
             raise ConfigError(
-                label, f"secure: is {bounded(value['secure'])}, not a ciphertext", "pulumi config set --secret <key> <value>"
+                label,
+                f"secure: is {bounded(value['secure'])}, not a ciphertext",
+                "pulumi config set --secret <key> <value>",
             )
         else:
             config[full_key] = cli_value(value)

@@ -28,20 +28,50 @@ MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS a
 # Application Auto Scaling). A larger value fails only at `up`, so the config refuses it.
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
+# The semver tag may stand beside the digest (`repo:1.2.3@sha256:...`): the runtime pulls by the digest.
+PINNED_IMAGE = (
+    r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:"
+    + SEMVER[1:-1]
+    + r"|(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[a-f0-9]{64})$"
+)
+
+
+def non_ascii(value: str) -> str | None:
+    """Where a value leaves ASCII, in words: the first such character's position, itself and its name (a
+    fullwidth digit, a Cyrillic look-alike, a typographic hyphen), or None."""
+    for position, character in enumerate(value, start=1):
+        if not character.isascii():
+            name = unicodedata.name(character, "unnamed")
+            return f"character {position} is {character!r} (U+{ord(character):04X} {name}), not ASCII"
+    return None
+
+
+def _ascii(value: str) -> str:
+    problem = non_ascii(value)
+    if problem:
+        raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
+    return value
 
 
 def matching(pattern: str, what: str) -> pydantic.AfterValidator:
     """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression. The whole value must match (`re.fullmatch`)."""
+    regular expression. The whole value must match (`re.fullmatch`), in ASCII: every pattern here is an
+    identifier an API reads as ASCII, and `\\d` or `\\w` would otherwise take fullwidth digits and Cyrillic."""
 
     def check(value: str) -> str:
+        _ascii(value)
         # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
-        if not re.fullmatch(pattern, value):
+        if not re.fullmatch(pattern, value, flags=re.ASCII):
             raise ValueError(f"must be {what}")
         return value
 
     return pydantic.AfterValidator(check)
+
+
+# Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
+AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
+# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
+HttpUrl = Annotated[str, pydantic.AfterValidator(_ascii), matching(r"https?://[^\s]+", "an http:// or https:// URL")]
 
 
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
@@ -108,7 +138,7 @@ HfRepo = Annotated[
     str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 ]
 PinnedImage = Annotated[
-    str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
+    str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest, or both (no bare 'latest')")
 ]
 Registry = Annotated[
     str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
