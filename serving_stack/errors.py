@@ -116,7 +116,7 @@ def from_validation_error(
             errors.append(ConfigError(path, "unknown key", ", ".join(_field_names(owner)) if owner else None))
             continue
         problem = error["msg"].removeprefix("Value error, ")
-        if error["type"] != "missing":
+        if error["type"] not in ("missing", "credential"):  # a credential is never echoed
             problem += f" (got {bounded(error.get('input'))})"
         if error["type"] == "bool_type" and str(error.get("input")).lower() in YAML_1_1_BOOLEANS:
             problem += "; the Pulumi CLI's YAML (1.2) reads it as a string: write true or false"

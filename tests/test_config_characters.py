@@ -124,4 +124,6 @@ def test_a_look_alike_anywhere_is_refused_with_its_position(path, data):
         parse_stack_config(config)
     message = str(raised.value)
     assert message.startswith(f"{path}: "), message
-    assert f"character {index + 1} is {substitute!r} (U+{ord(substitute):04X} {unicodedata.name(substitute)})" in message
+    assert (
+        f"character {index + 1} is {substitute!r} (U+{ord(substitute):04X} {unicodedata.name(substitute)})" in message
+    )

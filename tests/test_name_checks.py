@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from serving_stack.config import ConfigError, parse_stack_config
+from serving_stack.config import parse_stack_config
 from serving_stack.facts import load_facts
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.name_checks import check_names

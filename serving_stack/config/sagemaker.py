@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import AsciiText, Block, Int32, Region, matching
+from serving_stack.config.types import AsciiText, Block, FreeFormStrings, Int32, Region, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -68,7 +68,7 @@ class HuggingFaceModel(Block):
 
     repo: AsciiText
     lmiImage: Optional[EcrImage] = None
-    options: dict[str, str] = pydantic.Field(default_factory=dict)
+    options: FreeFormStrings = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
 
 

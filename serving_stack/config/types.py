@@ -10,7 +10,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 import pydantic
+import pydantic_core
 
+from policy.nemotron_policies.credentials import credential_name, literal, shapes
 from serving_stack.errors import key_path
 
 SEMVER = (
@@ -148,6 +150,7 @@ StorageClassName = Annotated[
 ]
 
 
+CREDENTIAL_ERROR = "credential"  # a validation error whose input an error line must not repeat (errors.py)
 MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
 
 
@@ -165,13 +168,44 @@ def _finite(value: Any, parts: tuple[Any, ...]) -> None:
         raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
 
 
-def _finite_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Free-form values (Helm values, SLO overrides) hold only numbers that JSON and Pulumi carry exactly."""
+def _secret_key_name(key: str, value: str) -> bool:
+    """`passwordKey: password`, `userKey: admin-user`: the name of a key inside a Secret, not a credential (a
+    credential spelled as a plain lower-case word still meets the policy pack at render)."""
+    return key.endswith("Key") and bool(re.fullmatch(r"[a-z][a-z.-]{0,62}", value))
+
+
+def _no_credentials(value: Any, parts: tuple[Any, ...]) -> None:
+    """No credential in free-form values, found as the policy pack finds one (its `credentials` module: a
+    credential-named key with a literal value, or a value shaped like a token, key or webhook URL)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and credential_name(key) and literal(item) and not _secret_key_name(key, item):
+                raise pydantic_core.PydanticCustomError(
+                    CREDENTIAL_ERROR,
+                    f"{key_path((*parts, key))} holds a credential in plain config: put it in a Kubernetes Secret "
+                    "and refer to it (existingSecret, secretKeyRef), or set it with pulumi config set --secret",
+                )
+            _no_credentials(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _no_credentials(item, (*parts, index))
+    elif isinstance(value, str):
+        for kind in shapes(value):
+            raise pydantic_core.PydanticCustomError(
+                CREDENTIAL_ERROR, f"{key_path(parts)} holds {kind}: a secret does not belong in plain config"
+            )
+
+
+def _free_form_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Free-form values (Helm values, SLO overrides, engine options) hold only numbers that JSON and Pulumi
+    carry exactly, and no credential (the stack file is committed in plain text)."""
     _finite(values, ())
+    _no_credentials(values, ())
     return values
 
 
-FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_finite_values)]
+FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_free_form_values)]
+FreeFormStrings = Annotated[dict[str, str], pydantic.AfterValidator(_free_form_values)]  # engine options
 
 
 class Block(pydantic.BaseModel):
