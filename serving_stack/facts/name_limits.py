@@ -1,8 +1,10 @@
-"""Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source."""
+"""Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source, and
+which EC2 instance type names run on Graviton."""
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +36,14 @@ class ReservedNamespaces(Data):
         return namespace in self.names or namespace.startswith(self.reservedPrefix)
 
 
+class GravitonFamilies(Data):
+    pattern: str
+    source: str = pydantic.Field(min_length=10)
+
+    def arm64(self, instance_type: str) -> bool:
+        return re.fullmatch(self.pattern, instance_type) is not None
+
+
 class NameLimits(Data):
     schemaVersion: Literal[1]
     reservedNamespaces: ReservedNamespaces
@@ -43,6 +53,7 @@ class NameLimits(Data):
     namePrefixSuffix: Suffix
     iamRoleName: Limit
     autonameSuffix: Suffix
+    gravitonFamilies: GravitonFamilies
 
 
 @functools.cache

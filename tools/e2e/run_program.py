@@ -58,7 +58,7 @@ def main() -> int:
     except pulumi.RunError as error:
         print(f"error: {error}", file=sys.stderr)
         return USER_SAW_ERROR
-    except Exception:  # noqa: BLE001 - the engine shows whatever the program raised
+    except Exception:  # the engine shows whatever the program raised
         traceback.print_exc()
         return 1
     finally:
