@@ -73,7 +73,7 @@ BAD_CONFIGS = {
     ),
     "token as an LMI option": (
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
-        f"{E0}.huggingface.options.HF_TOKEN: not an LMI container setting",
+        f"{E0}.huggingface.options: HF_TOKEN holds a credential in plain config",
     ),
     "unpinned LMI image": (
         stack(

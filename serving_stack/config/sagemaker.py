@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, Int32, Region, matching
+from serving_stack.config.types import AsciiText, Block, FreeFormStrings, Int32, Region, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -53,8 +53,8 @@ class JumpStartModel(Block):
     """A pinned JumpStart model. No public JumpStart id for Nemotron 3.5 Lightning is known; the id is
     config so that one can be used the day it is listed (and pinned into `catalog/jumpstart/`)."""
 
-    modelId: str = pydantic.Field(min_length=1)
-    version: str
+    modelId: AsciiText
+    version: AsciiText
     acceptEula: bool = False
 
 
@@ -66,9 +66,9 @@ class HuggingFaceModel(Block):
     allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos need none.
     """
 
-    repo: str
+    repo: AsciiText
     lmiImage: Optional[EcrImage] = None
-    options: dict[str, str] = pydantic.Field(default_factory=dict)
+    options: FreeFormStrings = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
 
 
@@ -81,7 +81,7 @@ class Autoscaling(Block):
     """
 
     enabled: bool = True
-    instanceType: str
+    instanceType: AsciiText
     minCapacity: Int32 = pydantic.Field(default=1, ge=1, description="Application Auto Scaling: int32")
     maxCapacity: Int32 = pydantic.Field(ge=1, description="Application Auto Scaling: int32")
     targetInvocationsPerInstance: float = pydantic.Field(
@@ -138,7 +138,7 @@ class SageMakerEndpointConfig(Block):
     source: Literal["jumpstart", "huggingface"]
     jumpstart: Optional[JumpStartModel] = None
     huggingface: Optional[HuggingFaceModel] = None
-    instanceType: str
+    instanceType: AsciiText
     initialInstanceCount: Int32 = pydantic.Field(default=1, ge=1, description="SageMaker API: int32")
     variantName: VariantName = "AllTraffic"
     autoscaling: Autoscaling

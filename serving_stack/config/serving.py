@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 import pydantic
 
 from serving_stack.config.types import (
+    AsciiText,
     Block,
     CpuQuantity,
     DnsLabel,
@@ -20,6 +21,7 @@ from serving_stack.config.types import (
     SemVer,
     StorageClassName,
     StorageSize,
+    matching,
 )
 
 
@@ -118,7 +120,7 @@ class DynamoConfig(Block):
     platform: PlatformConfig = PlatformConfig()
     runtime: RuntimeImage = RuntimeImage()
     imagePullSecret: Optional[DnsLabel] = None
-    registry: str = pydantic.Field(default="nvcr.io", pattern=r"^[a-z0-9.-]+(:[0-9]+)?$")
+    registry: Annotated[str, matching(r"[a-z0-9.-]+(:[0-9]+)?", "a registry host such as nvcr.io")] = "nvcr.io"
     readiness: Readiness = Readiness()
     # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
     # on full pools (serving_stack.plan.targets.swap_refusal); `surge`: the pools have room for both.
@@ -132,7 +134,7 @@ class DynamoConfig(Block):
 class TargetConfig(Block):
     """A catalog target to serve, with the settings a stack may change about it."""
 
-    id: str
+    id: AsciiText
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None

@@ -8,8 +8,8 @@ interpreter on a deep enough file), more than MAX_NODES values once aliases are 
 lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
 `1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
 
-`tools/stack_files.py` reads the stack files with the same rules (and its own limits); it could use
-`load_yaml_documents` here, the tooling being allowed to import the library.
+Data files are the project's own and read as YAML 1.1 (PyYAML). Stack files are not: `tools/stack_files.py`
+reads them as the Pulumi CLI does (go-yaml v3 scalars), with the same refusals and its own limits.
 """
 
 from __future__ import annotations

@@ -4,12 +4,17 @@ stack's Region. The node pools' checks are `pool_checks`."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+
+import botocore
+import botocore.session
 
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
+from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.quantities import version_tuple
 from serving_stack.plan.zones import check_region
 
@@ -50,6 +55,7 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
                 )
             )
     system = aws.systemNodeGroup
+    errors += check_system_instance_types(system.instanceTypes, facts)
     if not system.minSize <= system.desiredSize <= system.maxSize:
         errors.append(
             ConfigError(
@@ -58,6 +64,43 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
             )
         )
     return errors + check_region(aws, facts.aws.regions)
+
+
+@functools.cache
+def ec2_instance_types() -> frozenset[str]:
+    """Every EC2 instance type the pinned botocore's EC2 API model names (its `InstanceType` enum)."""
+    return frozenset(botocore.session.get_session().get_service_model("ec2").shape_for("InstanceType").enum)
+
+
+def check_system_instance_types(instance_types: list[str], facts: Facts) -> list[ConfigError]:
+    """Each type exists (EC2's own list, from botocore) and one node group holds one architecture: EKS
+    launches a node group with one AMI, x86_64 or arm64."""
+    errors = []
+    known = ec2_instance_types()
+    graviton = load_name_limits().gravitonFamilies
+    arches: dict[str, int] = {}
+    for index, name in enumerate(instance_types):
+        if name not in known:
+            errors.append(
+                ConfigError(
+                    f"aws.systemNodeGroup.instanceTypes[{index}]",
+                    f"{bounded(name)} is not an EC2 instance type (botocore {botocore.__version__}'s EC2 model)",
+                )
+            )
+            continue
+        gpu = facts.aws.instance_types.get(name)
+        arch = gpu.arch if gpu is not None else ("arm64" if graviton.arm64(name) else "x86_64")
+        first = arches.setdefault(arch, index)
+        if len(arches) > 1 and first == index:
+            other = next(a for a in arches if a != arch)
+            errors.append(
+                ConfigError(
+                    f"aws.systemNodeGroup.instanceTypes[{index}]",
+                    f"{name} is {arch} but instanceTypes[{arches[other]}] is {other}: one node group runs one AMI",
+                    f"{other} types only",
+                )
+            )
+    return errors
 
 
 def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list[ConfigError]:

@@ -15,6 +15,7 @@ from serving_stack.plan.cache_size import check_checkpoint_room
 from serving_stack.plan.cluster_checks import check_cluster
 from serving_stack.plan.gateway_stack import check_gateway
 from serving_stack.plan.model_cache import select_model_cache
+from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pool_checks import check_pools
 from serving_stack.plan.pools import resolve_pools
@@ -43,6 +44,7 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
     errors += missing_secrets(config, secrets)
     errors += check_sagemaker(config.sagemaker, facts)
     errors += check_gateway(config)
+    errors += check_names(config, facts)
     aws = config.aws
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
