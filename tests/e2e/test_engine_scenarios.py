@@ -241,6 +241,16 @@ def prod_on_existing_cluster() -> dict[str, Any]:
         del config[key]
     config[KEY + "kubernetes"]["cluster"] = {"source": "kubeconfig", "context": "nemotron-dev"}
     config[KEY + "dynamo"] = {**config.get(KEY + "dynamo", {}), "platform": {"install": False}}
+    # The cluster's own Prometheus (its operator's CRDs are installed by the harness) instead of the charts.
+    config[KEY + "monitoring"] = {
+        **config.get(KEY + "monitoring", {}),
+        "dcgmExporter": False,
+        "prometheus": {
+            "install": False,
+            "releaseLabel": "kube-prometheus-stack",
+            "url": "http://prometheus-operated.monitoring.svc:9090",
+        },
+    }
     return config
 
 
