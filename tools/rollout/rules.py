@@ -82,6 +82,7 @@ class Rules:
     cluster_scoped_kinds: frozenset[str]
     kubernetes_replace_fields: dict[str, tuple[str, ...]]
     kubernetes_named_delete_first: bool
+    preview_replaces_dependents_of_replaced: bool
     restart_needed_on_replace: frozenset[str]
     restart_annotation_markers: tuple[str, ...]
     long_running_kinds: frozenset[str]
@@ -188,6 +189,7 @@ def _rules(data: dict[str, Any], durations: dict[str, Any]) -> Rules:
         cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
         kubernetes_replace_fields={kind: tuple(fields) for kind, fields in kubernetes["replace_fields"].items()},
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
+        preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
         restart_annotation_markers=tuple(kubernetes["restart_annotations"]["match"]),
         long_running_kinds=frozenset(kubernetes["long_running_kinds"]),
