@@ -53,7 +53,7 @@ def _deploy(project: Project, cluster, stack: str, config: dict[str, Any], secre
     records = project.render(stack)
     cluster.replace_nodes(node_objects(node_shapes(_manifests(records))))
     project.init(stack, secrets)
-    project.up(stack)
+    project.up(stack, timeout=420)
     return records
 
 
@@ -123,11 +123,13 @@ def _worker_component(records: list[dict[str, Any]]) -> str:
 
 
 def _checkpoint_change(config: dict[str, Any]) -> None:
+    """Another checkpoint in the model cache (a draft beside the base): the download Job and the prewarm
+    DaemonSets' checkpoint list change."""
     from serving_stack.facts import load_facts
 
-    current = config[KEY + "modelCache"]["checkpoints"]["base"]
-    others = sorted(name for name in load_facts().checkpoints.sizes if name != current and "BF16" not in name)
-    config[KEY + "modelCache"]["checkpoints"]["base"] = others[0]
+    cache = config[KEY + "modelCache"]["checkpoints"]
+    listed = sorted(load_facts().checkpoints.repositories)
+    cache["drafts"] = [*cache.get("drafts", []), next(r for r in listed if r != cache["base"])]
 
 
 @pytest.mark.parametrize("change", ["replicas", "prewarm-program", "checkpoint"])
@@ -168,22 +170,23 @@ def _stack_file(project: Project, stack: str) -> dict[str, Any]:
 
 def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     from serving_stack.facts import load_facts
+    from serving_stack.plan.targets import gpus_used
 
     current = [t["id"] for t in dev_config[KEY + "targets"]]
     records = project.render(DEV)
     catalog = load_facts().catalog
-    gpu = {t.id: t for t in catalog.targets}
-    same_gpu = sorted(
-        i
-        for i in gpu
-        if i not in current
-        and gpu[i].gpu == gpu[current[0]].gpu
-        and gpu[i].gpus == gpu[current[0]].gpus
-        and gpu[i].mode == gpu[current[0]].mode
-    )
+
+    def shape(target_id: str) -> tuple[Any, ...]:
+        recipe = catalog.recipe(target_id)
+        replicas = {c["name"]: c["replicas"] for c in recipe.components}
+        return tuple(recipe.gpu_products), recipe.disaggregated, gpus_used(recipe, replicas)
+
+    same_gpu = sorted(i for i in catalog.recipes if i not in current and shape(i) == shape(current[0]))
+    assert same_gpu, f"the catalog has no other target shaped like {current[0]}"
     successor = same_gpu[0]
+    gpus = shape(current[0])[2]
     # Nodes that hold exactly one target's GPUs: the new target can start only once the old one is gone.
-    shapes = node_shapes(_manifests(records), gpus_per_node=gpu[current[0]].gpus)
+    shapes = node_shapes(_manifests(records), gpus_per_node=gpus)
     cluster.replace_nodes(node_objects(shapes, nodes_per_shape=1))
     project.up(DEV)
 

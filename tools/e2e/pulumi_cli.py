@@ -97,9 +97,14 @@ class Project:
 
     def pulumi(self, *args: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
         command = ["pulumi", *args]
-        result = subprocess.run(
-            command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
-        )
+        try:
+            result = subprocess.run(
+                command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
+            )
+        except subprocess.TimeoutExpired as expired:  # say what the engine was still waiting for
+            output = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else ""
+            result = subprocess.CompletedProcess(command, -9, output, f"timed out after {expired.timeout} s")
+            raise PulumiError(command, result) from None
         if check and result.returncode != 0:
             raise PulumiError(command, result)
         return result
