@@ -6,7 +6,14 @@ from typing import Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
+from serving_stack.plan.sagemaker_spec import (
+    ENDPOINT_TAG,
+    SPEC_PROVENANCE_TAG,
+    UNVERIFIED,
+    HuggingFaceSource,
+    PlannedEndpoint,
+)
+from serving_stack.plan.stack_plan_types import StackPlan
 from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
 from tools.operability_summary import operability_markdown
@@ -113,5 +120,50 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             "",
         ]
     if run.plan is not None:
+        lines += sagemaker_containers_markdown(run.plan.sagemaker)
+        lines += before_up_markdown(run.plan)
         lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)
+
+
+def sagemaker_containers_markdown(endpoints: tuple[PlannedEndpoint, ...]) -> list[str]:
+    """Per Hugging Face endpoint: the container the recipe's minimum vLLM picked, the arguments it is given,
+    and what the plan notes (unverified recipe requirements, the traffic-shifting mode it fell back to)."""
+    lines: list[str] = []
+    for endpoint in endpoints:
+        source = endpoint.source
+        if not isinstance(source, HuggingFaceSource):
+            continue
+        if not lines:
+            lines += ["## SageMaker containers", ""]
+        container = (
+            f"`{source.container}` (bundles vLLM {source.vllm_version}; the recipe needs >= {source.minimum_vllm})"
+            if source.container
+            else "an image of one's own (`huggingface.lmiImage`; its vLLM is not checked)"
+        )
+        arguments = " ".join(
+            flag if value is None else f"{flag} {value}" for flag, value in source.engine_arguments.items()
+        )
+        lines += [
+            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, blue/green "
+            f"{endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
+            *(f"  - {note}" for note in endpoint.notes),
+        ]
+    return [*lines, ""] if lines else []
+
+
+def before_up_markdown(plan: StackPlan) -> list[str]:
+    """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
+    lines: list[str] = []
+    if plan.warnings:
+        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
+    if plan.placeholders:
+        lines += [
+            "## Placeholders to set before `pulumi up`",
+            "",
+            "The offline render accepted these; `pulumi up` refuses each until it is set:",
+            "",
+            *(f"- {placeholder.line()}" for placeholder in plan.placeholders),
+            "",
+        ]
+    return lines
