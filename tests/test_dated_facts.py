@@ -14,6 +14,7 @@ from plan_helpers import FACTS, plan_of
 from serving_stack.config import ConfigError
 from serving_stack.facts.dates import TODAY_ENV, today
 from serving_stack.facts.sagemaker import version_tuple
+from tools.check_dates import main as check_dates
 from tools.render import main as render
 
 CALENDAR = FACTS.eks_versions
@@ -98,3 +99,18 @@ def test_the_committed_stacks_run_a_version_in_standard_support_on_the_real_cloc
     version = committed(stack)["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
     dates = CALENDAR.versions[version]
     assert dates.released <= datetime.date.today() < dates.endOfStandardSupport
+
+
+def test_check_dates_lists_what_ends_within_the_window_and_not_beyond(capsys):
+    version = committed("prod")["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
+    end = CALENDAR.versions[version].endOfStandardSupport
+    window = datetime.timedelta(days=CALENDAR.listDays)
+    assert check_dates(["--today", (end - window).isoformat()]) == 0
+    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" in capsys.readouterr().out
+    assert check_dates(["--today", (end - window - DAY).isoformat()]) == 0
+    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" not in capsys.readouterr().out
+    for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
+        assert check_dates(["--today", price.reviewBy.isoformat()]) == 0
+        assert f"capacityBlock.{instance_type}" in capsys.readouterr().out
+    assert check_dates(["--today", "soon"]) == 2
+    assert capsys.readouterr().err == "error: --today: 'soon' is not a date; allowed: YYYY-MM-DD\n"
