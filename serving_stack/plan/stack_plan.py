@@ -215,8 +215,14 @@ def build_plan(
         p for e in endpoints if isinstance(e.source, HuggingFaceSource) for p in e.source.placeholders
     )
     refuse_unless_allowed(placeholders, allow_placeholders)
+    contested = [
+        f"aws.nodePools: pool {pool.name!r} ({pool.instance_type}) uses a CONTESTED EFA layout: "
+        f"{facts.aws.instance_types[pool.instance_type].contested_layout} (catalog/instance_types.yaml)"
+        for pool in pool_list
+        if pool.instance_type and pool.efa_layout and facts.aws.instance_types[pool.instance_type].contested_layout
+    ]
     return StackPlan(
-        warnings=tuple(dated_warnings),
+        warnings=(*dated_warnings, *contested),
         placeholders=placeholders,
         aws=account,
         cluster=cluster,

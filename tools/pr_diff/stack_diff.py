@@ -16,6 +16,7 @@ from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.records import Render, Resource, Violation
 from tools.pr_diff.replacement import ReplacementRules
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
+from tools.rollout.node_rolls import NodeRoll, node_rolls
 
 KINDS = ("replace", "remove", "add", "change")
 PROVIDER_PREFIX = "pulumi:providers:"
@@ -45,6 +46,7 @@ class StackDiff:
     base_violations: tuple[Violation, ...]
     head_violations: tuple[Violation, ...]
     outputs: tuple[FieldChange, ...] = field(default=())
+    node_rolls: tuple[NodeRoll, ...] = field(default=())
 
     def of_kind(self, kind: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.kind == kind]
@@ -234,4 +236,5 @@ def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules) 
         base.violations,
         head.violations,
         tuple(outputs),
+        tuple(node_rolls([r.record for r in base.resources.values()], [r.record for r in head.resources.values()])),
     )
