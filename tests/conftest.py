@@ -24,11 +24,14 @@ def no_jumpstart_overrides(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(autouse=True)
-def suite_today(monkeypatch):
-    """Every test judges dates on `SUITE_TODAY` unless it sets its own; no placeholder allowance leaks in."""
-    monkeypatch.setenv(TODAY_ENV, SUITE_TODAY)
-    monkeypatch.delenv(ALLOW_ENV, raising=False)
+@pytest.fixture(autouse=True, scope="session")
+def suite_today():
+    """Every test (and module- or session-scoped fixture, which run before function-scoped ones) judges dates
+    on `SUITE_TODAY` unless it sets its own; no placeholder allowance leaks in from the shell."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TODAY_ENV, SUITE_TODAY)
+        patch.delenv(ALLOW_ENV, raising=False)
+        yield
 
 
 def pytest_configure(config):
