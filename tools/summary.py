@@ -122,6 +122,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     if run.plan is not None:
         lines += sagemaker_containers_markdown(run.plan.sagemaker)
         lines += before_up_markdown(run.plan)
+        lines += capacity_risk_markdown(run.plan)
         lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)
 
@@ -167,3 +168,52 @@ def before_up_markdown(plan: StackPlan) -> list[str]:
             "",
         ]
     return lines
+
+
+RISK = {
+    "on-demand": (
+        "HIGH",
+        "no reservation: an insufficient-capacity error (InsufficientInstanceCapacity) for this type in one zone "
+        "is the likeliest first-`up` failure, and it shows only after the node group's wait",
+    ),
+    "spot": ("HIGH", "spot capacity may be absent at `up` and is reclaimed with two minutes' notice"),
+    "odcr": (
+        "LOW",
+        "launches into the On-Demand Capacity Reservation; nodes beyond its instance count fail to launch",
+    ),
+    "capacity-block": (
+        "LOW inside the block",
+        "launches only during the Capacity Block's window; EKS scales the group to 0 forty minutes before it ends",
+    ),
+}
+HOW_TO_RESERVE = (
+    "Reserve before the first `up`: an ODCR (`aws ec2 create-capacity-reservation --instance-type <type> "
+    "--instance-platform Linux/UNIX --availability-zone <zone> --instance-count <desired>`, then the pool's "
+    "`capacityType: odcr` and `capacityReservationId`), or a Capacity Block (`aws ec2 "
+    "describe-capacity-block-offerings --instance-type <type> --instance-count <n> --capacity-duration-hours <h>`, "
+    "`aws ec2 purchase-capacity-block`, then `capacityType: capacity-block`, `capacityReservationId` and "
+    "`kubernetesVersion`); docs/aws.md, 'Capacity: On-Demand, Spot, ODCR, Capacity Blocks'."
+)
+
+
+def capacity_risk_markdown(plan: StackPlan) -> list[str]:
+    """Per managed GPU pool: how likely the first `up` is to find no capacity, and how to reserve it."""
+    pools = [p for p in plan.pools if p.managed]
+    if not pools:
+        return []
+    lines = [
+        "## First `up`: capacity risk per GPU pool",
+        "",
+        "| pool | instance type | zone | capacity | nodes at `up` | risk | why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for pool in pools:
+        risk, why = RISK.get(pool.capacity_type, ("unknown", "capacity type not modelled"))
+        reservation = f" `{pool.capacity_reservation_id}`" if pool.capacity_reservation_id else ""
+        lines.append(
+            f"| `{pool.name}` | {pool.instance_type} | {pool.availability_zone} | {pool.capacity_type}{reservation} "
+            f"| {pool.desired_size} | {risk} | {why} |"
+        )
+    if any(p.capacity_type in ("on-demand", "spot") for p in pools):
+        lines += ["", HOW_TO_RESERVE]
+    return [*lines, ""]
