@@ -37,12 +37,14 @@ from serving_stack.facts.dates import today
 from serving_stack.plan.placeholders import placeholders_allowed
 from serving_stack.plan.prewarm import PROGRAM_FILE
 from serving_stack.plan.stack_plan import build_plan
+from serving_stack.plan.targets import check_target_swap, deployed_dynamo_targets
 
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
+config, facts = load_stack_config(), load_facts()
 plan = build_plan(
-    load_stack_config(),
-    load_facts(),
+    config,
+    facts,
     default_region=pulumi.Config("aws").get("region"),
     secrets=secrets,
     today=today(),
@@ -191,6 +193,19 @@ if serving.platform.install:
         ),
     )
     platform_release.append(platform.release)
+# The targets this stack's last `up` deployed (its own outputs): a change of targets that one `up` cannot
+# finish on full GPU pools fails here, before any DGD is touched (serving_stack.plan.targets.swap_refusal).
+last_deployment = pulumi.StackReference(
+    "last-deployment", stack_name=f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
+)
+swap_checked = last_deployment.get_output("endpoints").apply(
+    lambda endpoints: check_target_swap(
+        deployed_dynamo_targets(endpoints),
+        [t.selected.id for t in serving.targets],
+        facts.catalog,
+        surge=config.dynamo.targetSwap == "surge",
+    )
+)
 graphs: dict[str, pulumi.Resource] = {}
 serving_targets = []
 for target in serving.targets:
@@ -202,6 +217,8 @@ for target in serving.targets:
             dgd=target.dgd,
             depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
             ignore_replicas=target.ignored_replica_paths,
+            delete_timeout_seconds=target.delete_timeout_seconds,
+            swap_checked=swap_checked,
         ),
         opts=on_cluster,
     )

@@ -46,7 +46,9 @@ WORKER_COMPONENT_TYPES = ("worker", "prefill", "decode")
 # Prewarm objects.
 PREWARM_PROGRAM_CONFIG_MAP = "model-prewarm-program"
 PREWARM_APP = "model-prewarm"
-PREWARM_PRIORITY_CLASS = "nemotron-model-prewarm"
+# PriorityClasses are cluster-scoped: each stack names its own `<namespace>-model-prewarm`, so two stacks on
+# one cluster never collide and one stack's `destroy` cannot delete the other's.
+PREWARM_PRIORITY_CLASS_SUFFIX = "-model-prewarm"
 PREWARM_MODELS_ENV = "PREWARM_MODELS"  # the checkpoints a prewarm DaemonSet reads (the policy pack checks it)
 
 

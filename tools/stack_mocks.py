@@ -33,6 +33,8 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
             "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com",
             "mountName": "mockmnt",
         },
+        # The stack's own last deployment: an offline render has none (a first `up`).
+        "pulumi:pulumi:StackReference": lambda: {"outputs": {}, "secretOutputNames": []},
     }
     if type_token in computed:
         outputs.update(computed[type_token]())

@@ -14,7 +14,7 @@ from serving_stack.names import (
     PREWARM_APP,
     PREWARM_MODELS_ENV,
     PREWARM_POOL_LABEL,
-    PREWARM_PRIORITY_CLASS,
+    PREWARM_PRIORITY_CLASS_SUFFIX,
     TypeTokens,
 )
 from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION
@@ -62,7 +62,7 @@ class ModelPrewarm(pulumi.ComponentResource):
         )
         priority = k8s.scheduling.v1.PriorityClass(
             f"{name}-priority",
-            metadata={"name": PREWARM_PRIORITY_CLASS},
+            metadata={"name": pulumi.Output.concat(args.namespace, PREWARM_PRIORITY_CLASS_SUFFIX)},
             value=-100,
             preemption_policy="Never",
             global_default=False,
@@ -159,7 +159,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                                 "name": "model-cache",
                                 "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
                             },
-                            state_volume(),
+                            state_volume(settings.host_state_dir),
                             {**program_volume(), "configMap": {"name": program.metadata.name}},
                         ],
                     },

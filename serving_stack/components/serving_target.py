@@ -21,7 +21,11 @@ class ServingTargetArgs:
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     depends_on: Sequence[pulumi.Resource]
+    delete_timeout_seconds: int = 600  # how long a delete waits for the operator to drop its finalizer
     ignore_replicas: Sequence[str] = ()
+    # Resolves once the change of targets is known to finish in one `up` (it fails instead when it cannot):
+    # the DGD waits for it, so a refused swap touches no graph.
+    swap_checked: pulumi.Input[bool] = True
 
 
 class ServingTarget(pulumi.ComponentResource):
@@ -43,9 +47,12 @@ class ServingTarget(pulumi.ComponentResource):
             api_version=args.dgd["apiVersion"],
             kind=args.dgd["kind"],
             metadata={**args.dgd["metadata"], "namespace": args.namespace},
-            spec=args.dgd["spec"],
+            spec=pulumi.Output.from_input(args.swap_checked).apply(lambda _: args.dgd["spec"]),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[config_map, *args.depends_on], ignore_changes=list(args.ignore_replicas)
+                parent=self,
+                depends_on=[config_map, *args.depends_on],
+                ignore_changes=list(args.ignore_replicas),
+                custom_timeouts=pulumi.CustomTimeouts(delete=f"{args.delete_timeout_seconds}s"),
             ),
         )
         self.dgd = dgd

@@ -120,6 +120,13 @@ class DynamoConfig(Block):
     imagePullSecret: Optional[DnsLabel] = None
     registry: str = pydantic.Field(default="nvcr.io", pattern=r"^[a-z0-9.-]+(:[0-9]+)?$")
     readiness: Readiness = Readiness()
+    # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
+    # on full pools (serving_stack.plan.targets.swap_refusal); `surge`: the pools have room for both.
+    targetSwap: Literal["two-step", "surge"] = "two-step"
+    # How long `pulumi up`/`destroy` waits for a deleted DGD to be gone (the operator removes its finalizer
+    # once the component Deployments are deleted). Without it the provider would wait the DGD's readiness
+    # timeout (pulumi.com/timeoutSeconds applies to deletion too) when the operator is absent.
+    deleteTimeoutSeconds: int = pydantic.Field(default=600, ge=30, le=3600)
 
 
 class TargetConfig(Block):

@@ -39,10 +39,12 @@ class PrewarmSettings:
     memory_limit: str
     cpu_limit: str
     wait_timeout_seconds: int
+    host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
 
     @classmethod
-    def of(cls, config: PrewarmConfig) -> PrewarmSettings:
+    def of(cls, config: PrewarmConfig, namespace: str) -> PrewarmSettings:
         return cls(
+            host_state_dir=host_state_dir(namespace),
             image=config.image,
             threads=config.threads,
             memory_limit=config.memoryLimit,
@@ -97,15 +99,21 @@ def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]])
     ]
 
 
-def state_volume() -> dict[str, Any]:
-    return {"name": STATE_VOLUME, "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
+def host_state_dir(namespace: str) -> str:
+    """Where one stack's prewarm writes its readiness files on a node. Per namespace, so two stacks on one
+    cluster (which may warm different checkpoints) never read each other's readiness."""
+    return f"{STATE_DIR}/{namespace}"
+
+
+def state_volume(host_dir: str) -> dict[str, Any]:
+    return {"name": STATE_VOLUME, "hostPath": {"path": host_dir, "type": "DirectoryOrCreate"}}
 
 
 def program_volume() -> dict[str, Any]:
     return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
 
 
-def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int) -> None:
+def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) -> None:
     """Give every worker an initContainer that waits (bounded) until its node is warm.
 
     It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
@@ -136,4 +144,4 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int) -> None:
                 ],
             }
         ]
-        pod["volumes"] = [*pod.get("volumes", []), state_volume(), program_volume()]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]

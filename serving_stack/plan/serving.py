@@ -25,7 +25,7 @@ from serving_stack.plan.manifests import (
 )
 from serving_stack.plan.pinning import place_target
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.prewarm import PROGRAM_FILE, PrewarmPool, gate_workers, prewarm_pools
+from serving_stack.plan.prewarm import PROGRAM_FILE, PrewarmPool, gate_workers, host_state_dir, prewarm_pools
 from serving_stack.plan.targets import SelectedTarget
 
 
@@ -38,6 +38,7 @@ class PlannedTarget:
     config_map: dict[str, Any]
     dgd: dict[str, Any]
     endpoint: ServingEndpoint
+    delete_timeout_seconds: int
     ignored_replica_paths: tuple[str, ...] = ()
 
     @property
@@ -89,20 +90,24 @@ def plan_targets(
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
         gated = prewarm.enabled and prewarm.gateWorkers
         if gated:
-            gate_workers(dgd, prewarm.waitTimeoutSeconds)
+            gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(settings.namespace))
         stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
         if readiness.wait:
-            budget = startup_budget_seconds(dgd) + platform.readiness.imagePullAllowanceSeconds
+            # Everything before a worker is Ready, in order: the image pull, the prewarm gate (an init
+            # container that waits up to its timeout), then the startupProbe's own budget.
+            gate = prewarm.waitTimeoutSeconds if gated else 0
+            budget = platform.readiness.imagePullAllowanceSeconds + gate + startup_budget_seconds(dgd)
             if readiness.timeoutSeconds is not None and readiness.timeoutSeconds < budget:
                 raise ConfigError(
                     "dynamo.readiness.timeoutSeconds",
                     f"{readiness.timeoutSeconds} s would expire before "
-                    f"{target.id!r} may be ready: its startupProbe budget plus the image pull allowance "
-                    f"is {budget} s",
+                    f"{target.id!r} may be ready: the image pull allowance, the prewarm gate "
+                    f"(modelCache.prewarm.waitTimeoutSeconds) and its startupProbe budget add up to {budget} s",
                     f">= {budget}, or unset",
                 )
             await_ready(dgd, readiness.timeoutSeconds or budget)
-        planned.append(PlannedTarget(target, pool, config_map, dgd, _endpoint(target, criteria, settings.namespace)))
+        endpoint = _endpoint(target, criteria, settings.namespace)
+        planned.append(PlannedTarget(target, pool, config_map, dgd, endpoint, config.dynamo.deleteTimeoutSeconds))
     return planned
 
 

@@ -189,7 +189,7 @@ def build_plan(
         ),
         download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
-        prewarm_settings=PrewarmSettings.of(cache.prewarm),
+        prewarm_settings=PrewarmSettings.of(cache.prewarm, config.kubernetes.namespace),
         prewarm_pools=tuple(plan_prewarm(config, targets)),
         platform=DynamoPlatformPlan(
             platform.install, platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)

@@ -92,3 +92,52 @@ def select_targets(
         errors += _check(one, cached)
         selected.append(one)
     return selected, errors
+
+
+def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> ConfigError | None:
+    """A change of targets that one `pulumi up` cannot finish, or None.
+
+    The engine deletes the targets a program no longer declares only after every create and update of the
+    same `up` has finished, and a new DGD's create returns only once it is Ready. A new target that needs the
+    GPUs a removed one still holds therefore waits for them until its timeout (and again on every retry):
+    on fixed-size pools the swap has to be two `up`s. `surge` (`dynamo.targetSwap: surge`) says the pools
+    have room for both while the new one starts. A removed target the catalog no longer has counts as
+    holding every GPU kind."""
+    if surge:
+        return None
+    removed = [i for i in previous_ids if i not in current_ids]
+    if not removed:
+        return None
+
+    def gpus(target_id: str) -> set[str]:
+        return set(catalog.recipe(target_id).gpu_products) if target_id in catalog.recipes else {"*"}
+
+    held = {p for i in removed for p in gpus(i)}
+    waiting = [i for i in current_ids if i not in previous_ids and ("*" in held or "*" in gpus(i) or held & gpus(i))]
+    if not waiting:
+        return None
+    kept = [i for i in previous_ids if i in current_ids]
+    step_one = ", ".join(kept) if kept else "no targets"
+    return ConfigError(
+        "targets",
+        f"replacing {', '.join(removed)} with {', '.join(waiting)} on the same GPUs cannot finish in one "
+        "`pulumi up` (the engine deletes removed targets only after the new ones are Ready, and they need the "
+        "GPUs the old ones hold)",
+        f"two `pulumi up`s: first with {step_one} (the old target removed), then add {', '.join(waiting)}; "
+        "or dynamo.targetSwap: surge when the pools have room for both",
+    )
+
+
+def deployed_dynamo_targets(endpoints: object) -> list[str]:
+    """The Dynamo target ids of a deployment's `endpoints` output (none before the first `up`)."""
+    if not isinstance(endpoints, list):
+        return []
+    return [str(e["id"]) for e in endpoints if isinstance(e, dict) and e.get("kind") == "dynamo" and "id" in e]
+
+
+def check_target_swap(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> bool:
+    """Raises `swap_refusal`'s error; True when the change of targets can finish in one `up`."""
+    refusal = swap_refusal(previous_ids, current_ids, catalog, surge)
+    if refusal is not None:
+        raise refusal
+    return True

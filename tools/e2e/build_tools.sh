@@ -50,12 +50,22 @@ json.dump(spec, open(sys.argv[2], "w"), separators=(",", ":"))
 PY
 }
 
+kwok_stages() {  # kwok's "fast" stages (nodes Ready with leases; pods Ready, Job pods Complete), from its module
+  local mod stages=$bin/kwok-stages.yaml
+  mod=$(cd "$root/tools/e2e/gomod/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"; cat "$mod/kustomize/stage/$f.yaml"
+  done > "$stages.tmp" && mv "$stages.tmp" "$stages"
+}
+
 only=${1:-all}
 if [ "$only" = all ] || [ "$only" = etcd ]; then
   build etcd etcd v3.6.16 "" etcd=.
 fi
 if [ "$only" = all ] || [ "$only" = kwok ]; then
   build kwok kwok v0.8.0 "-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0" kwok=sigs.k8s.io/kwok/cmd/kwok
+  kwok_stages
 fi
 if [ "$only" = all ] || [ "$only" = kubernetes-provider ]; then
   (cd "$root/tools/e2e/gomod/kubernetes-provider" && go mod download)

@@ -29,6 +29,10 @@ def _arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def _run(program: str) -> None:
+    runpy.run_path(program, run_name="__main__")
+
+
 def main() -> int:
     args = _arguments()
     pulumi.runtime.set_all_config(pulumi.runtime.get_config_env(), pulumi.runtime.get_config_secret_keys_env())
@@ -54,11 +58,11 @@ def main() -> int:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(pulumi.runtime.run_in_stack(lambda: runpy.run_path(program, run_name="__main__")))
+        loop.run_until_complete(pulumi.runtime.run_in_stack(lambda: _run(program)))
     except pulumi.RunError as error:
         print(f"error: {error}", file=sys.stderr)
         return USER_SAW_ERROR
-    except Exception:  # noqa: BLE001 - the engine shows whatever the program raised
+    except Exception:
         traceback.print_exc()
         return 1
     finally:

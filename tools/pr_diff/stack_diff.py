@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.targets import deployed_dynamo_targets, swap_refusal
 from tools.pr_diff.changes import MISSING, SECRET, FieldChange
 from tools.pr_diff.costs import CostLine, diff_costs
 from tools.pr_diff.iam import policy_summary
@@ -46,6 +48,8 @@ class StackDiff:
     base_violations: tuple[Violation, ...]
     head_violations: tuple[Violation, ...]
     outputs: tuple[FieldChange, ...] = field(default=())
+    # What the engine refuses or cannot finish in one `up` (a target swap on the same GPUs).
+    engine_notes: tuple[str, ...] = field(default=())
     node_rolls: tuple[NodeRoll, ...] = field(default=())
 
     def of_kind(self, kind: str) -> list[ResourceChange]:
@@ -227,8 +231,15 @@ def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in outputs.items() if v != SECRET and k not in ALWAYS_HIDDEN_KEYS}
 
 
-def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules) -> StackDiff:
+def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules, surge: bool = False) -> StackDiff:
+    """`surge`: the head stack's `dynamo.targetSwap` is `surge` (its pools have room for old and new)."""
     outputs = diff_values(_shown_outputs(base.outputs), _shown_outputs(head.outputs), "outputs")
+    swap = swap_refusal(
+        deployed_dynamo_targets(base.outputs.get("endpoints")),
+        deployed_dynamo_targets(head.outputs.get("endpoints")),
+        load_catalog(),
+        surge,
+    )
     return StackDiff(
         stack,
         tuple(diff_resources(base, head, rules)),
@@ -236,5 +247,6 @@ def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules) 
         base.violations,
         head.violations,
         tuple(outputs),
+        (f"`pulumi up` refuses this change: {swap}",) if swap else (),
         tuple(node_rolls([r.record for r in base.resources.values()], [r.record for r in head.resources.values()])),
     )

@@ -114,6 +114,13 @@ def destroy_plan(graph: StackGraph, rules: Rules) -> list[DestroyRow]:
             how = f"scheduled for deletion after {days} days; what it encrypted is unreadable after that"
         else:
             outcome, how = DELETED, "deleted"
+        finalizer = rules.operators.get(resource.kind, {}).get("finalizer")
+        if finalizer and outcome == DELETED:
+            wait = resource.custom_timeouts.get("delete") or "its readiness timeout"
+            how = (
+                f"{how} once the operator removes its finalizer {finalizer} (the delete waits {wait}; with the "
+                f"operator stopped or uninstalled first, destroy fails after that wait: k8s-deleted)"
+            )
         if resource.kind == "PersistentVolumeClaim" and outcome == DELETED:
             how = f"{how}; {_volume_fate(graph, resource, rules, decided)}"
         if resource.kind == PV_KIND and outcome == DELETED:

@@ -4,6 +4,7 @@ a Job's own deadline, a worker's startupProbe budget."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
@@ -99,19 +100,32 @@ def _startup_budget_minutes(spec: dict[str, Any]) -> float:
     return max(budgets, default=0.0)
 
 
+def _init_gate_minutes(spec: dict[str, Any]) -> float:
+    """The longest an init container may hold the pod before its containers start: the prewarm gate waits
+    up to its `--timeout` (serving_stack.plan.prewarm.gate_workers), then lets the worker load cold."""
+    bounds = [
+        float(match.group(1)) / 60
+        for container in spec.get("initContainers") or []
+        for match in re.finditer(r"--timeout (\d+)", " ".join(str(c) for c in container.get("command") or []))
+    ]
+    return sum(bounds)
+
+
 def _serving_work(resource: Resource, rules: Rules) -> Span:
     """A DynamoGraphDeployment: its slowest component from pod start to serving."""
     engines = rules.durations["engines"]
     engine = engines.get(str(lookup(resource.inputs, "spec.backendFramework") or ""), engines["default"])
     pull, read = image_pull(resource, rules), checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads")
-    budget = max((_startup_budget_minutes(spec) for spec in pod_specs(resource, rules)), default=0.0)
+    specs = pod_specs(resource, rules)
+    budget = max((_startup_budget_minutes(spec) for spec in specs), default=0.0)
+    gate = max((_init_gate_minutes(spec) for spec in specs), default=0.0)
     typical = pull.typical + read.typical + float(engine["typical"])
-    worst = pull.max + max(budget, read.max + 3 * float(engine["typical"]))
+    worst = pull.max + gate + max(budget, read.max + 3 * float(engine["typical"]))
     return Span(
         typical,
         worst,
         f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
-        f"image pull + the workers' startupProbe budget {budget:.0f} min",
+        f"image pull + the prewarm gate {gate:.0f} min + the workers' startupProbe budget {budget:.0f} min",
         estimated=pull.estimated or read.estimated or _estimate(engine),
     )
 

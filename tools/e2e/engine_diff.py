@@ -1,0 +1,98 @@
+"""`make diff`'s engine preview: the real `pulumi preview --diff` of a change, where the built providers can.
+
+For a stack with no AWS resources and no Helm releases (the AWS provider cannot be built here and charts
+cannot be fetched), the base commit is deployed with the real CLI into a local backend against a control
+plane on loopback (tools/e2e/harness.py), then the working tree is previewed against that state. The diff
+is the engine's own (`pulumi preview --diff`), with the versions that produced it. Everything started is
+stopped before it returns.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
+from tools.e2e.fake_nodes import node_objects, node_shapes
+from tools.e2e.harness import Harness
+from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError
+from tools.pr_diff.render_ref import base_worktree
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+PROVIDER_VERSION = "4.25.0"  # the commit tools/e2e/gomod/kubernetes-provider builds
+PREVIEW_LIMIT = 20_000  # characters of the engine's output a PR comment shows
+# Placeholder values for the secrets a stack needs: the preview never reaches a real service.
+PLACEHOLDER_SECRETS = {
+    "gatewayMasterKey": "sk-engine-preview-placeholder",
+    "ngcApiKey": "nvapi-placeholder",
+    "hfToken": "hf_placeholder",
+}
+
+
+def not_previewable(records: Iterable[Mapping[str, Any]]) -> Optional[str]:
+    """Why the engine cannot preview a render here, or None when it can."""
+    types = {str(r["type"]) for r in records}
+    if any(t.startswith("aws:") for t in types):
+        return "it has AWS resources (the AWS provider plugin cannot be built here)"
+    if HELM_RELEASE in types:
+        return "it has Helm releases (their charts cannot be fetched here)"
+    missing = [b for b in ("pulumi", "pulumi-resource-kubernetes", "kube-apiserver") if not (TOOLS_BIN / b).exists()]
+    if missing:
+        return f"the engine is not built ({', '.join(missing)} missing: `make tools`)"
+    return None
+
+
+def engine_label(version: str) -> str:
+    return (
+        f"pulumi {version} `preview --diff`, pulumi-kubernetes {PROVIDER_VERSION}, against Kubernetes "
+        f"{KUBERNETES_VERSION} on loopback with the base deployed"
+    )
+
+
+def _manifests(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(r["inputs"]) for r in records if str(r["type"]).startswith("kubernetes:") and r.get("custom")]
+
+
+def _secrets_of(stack_file: Path) -> dict[str, str]:
+    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
+    return {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config}
+
+
+def engine_preview(
+    repo: Path, base_ref: str, stack: str, base_records: list[dict[str, Any]], head_records: list[dict[str, Any]]
+) -> tuple[str, str]:
+    """(label, the engine's `preview --diff` text) of the working tree against the deployed base."""
+    stack_file = f"Pulumi.{stack}.yaml"
+    with tempfile.TemporaryDirectory(prefix="engine-diff-") as scratch, base_worktree(repo, base_ref) as (tree, _):
+        work = Path(scratch)
+        harness = Harness(work / "cluster", budget_seconds=900)
+        (work / "cluster").mkdir()
+        harness.start()
+        try:
+            config = (yaml.safe_load((tree / stack_file).read_text()) or {}).get("config") or {}
+            context = ((config.get(f"{PROJECT_NAME}:kubernetes") or {}).get("cluster") or {}).get("context", "e2e")
+            kubeconfig = harness.plane.kubeconfig_with_context(work / "kubeconfig", context)
+            harness.replace_nodes(node_objects(node_shapes(_manifests(base_records) + _manifests(head_records))))
+            project = Project.create(work / "pulumi", kubeconfig, source=tree)
+            project.write_stack(stack, config)
+            project.init(stack, _secrets_of(tree / stack_file))
+            project.up(stack)
+            project.link(repo)
+            head_config = (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {}
+            kept = {k: v for k, v in project.stack_file(stack).items() if isinstance(v, dict) and "secure" in v}
+            project.write_stack(stack, {**head_config, **kept})
+            result = project.pulumi("preview", "--stack", stack, "--diff", "--non-interactive", check=False)
+            version = project.pulumi("version").stdout.strip()
+        except PulumiError as failed:
+            return engine_label("(failed)"), f"the engine could not deploy the base: {failed}"
+        finally:
+            harness.stop()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    if len(text) > PREVIEW_LIMIT:
+        text = text[:PREVIEW_LIMIT] + "\n... (cut)"
+    return engine_label(version), text

@@ -1,0 +1,119 @@
+"""Reading the engine's word: its state and its update plan, next to the render and the rollout model.
+
+- `state_resources` / `render_resources`: the (type, name) pairs `pulumi stack export` and the offline
+  render's resources.json list, for "the render and the engine agree on what the stack is";
+- `engine_plan`: `pulumi preview --json` steps collapsed to one operation per resource, with the order of a
+  replacement's create and delete;
+- `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
+- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tools.e2e.kube import KINDS, Kube
+from tools.rollout.replacements import DELETE_FIRST
+from tools.rollout.update import REPLACE, predict_update
+
+# The stack itself and what it only reads (its last deployment) are not resources the render lists.
+ENGINE_ONLY = ("pulumi:pulumi:Stack", "pulumi:pulumi:StackReference")
+REPLACE_STEPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
+
+
+def urn_name(urn: str) -> str:
+    return urn.split("::")[-1]
+
+
+def urn_type(urn: str) -> str:
+    return urn.split("::")[-2].split("$")[-1]
+
+
+def _default_provider(type_: str, name: str) -> bool:
+    return type_.startswith("pulumi:providers:") and name.startswith("default")
+
+
+def state_resources(state: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    pairs = {(str(r["type"]), urn_name(str(r["urn"]))) for r in state}
+    return {(t, n) for t, n in pairs if t not in ENGINE_ONLY and not _default_provider(t, n)}
+
+
+def render_resources(records: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    return {(str(r["type"]), str(r["name"])) for r in records}
+
+
+def engine_plan(preview: Mapping[str, Any]) -> dict[str, str]:
+    """name -> create | update | delete | replace (create-first) | replace (delete-first); unchanged left out."""
+    ops: dict[str, list[str]] = {}
+    for step in preview.get("steps") or []:
+        op = str(step["op"])
+        if op in ("same", "read", "refresh"):
+            continue
+        if urn_type(str(step["urn"])) in ENGINE_ONLY:
+            continue
+        ops.setdefault(urn_name(str(step["urn"])), []).append(op)
+    plan = {}
+    for name, seen in ops.items():
+        if REPLACE_STEPS & set(seen):
+            creates, deletes = (
+                seen.index("create-replacement") if "create-replacement" in seen else 0,
+                (seen.index("delete-replaced") if "delete-replaced" in seen else len(seen)),
+            )
+            plan[name] = "replace (delete-first)" if deletes < creates else "replace (create-first)"
+        else:
+            plan[name] = seen[0]
+    return plan
+
+
+def model_plan(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    plan = {}
+    for change in predict_update(before, after):
+        if change.action == REPLACE and change.replacement is not None:
+            first = "delete-first" if change.replacement.strategy == DELETE_FIRST else "create-first"
+            plan[change.resource.name] = f"replace ({first})"
+        else:
+            plan[change.resource.name] = change.action
+    return plan
+
+
+def missing_objects(kube: Kube, state: Iterable[Mapping[str, Any]]) -> list[str]:
+    """`kind/namespace/name` of each Kubernetes object in the state that is gone or being deleted."""
+    missing = []
+    for resource in state:
+        outputs = resource.get("outputs") or {}
+        kind, metadata = outputs.get("kind"), outputs.get("metadata") or {}
+        if not resource.get("custom") or kind not in KINDS or not metadata.get("name"):
+            continue
+        live = kube.get(kind, metadata["name"], metadata.get("namespace"))
+        if live is None or live["metadata"].get("deletionTimestamp"):
+            missing.append(f"{kind}/{metadata.get('namespace', '')}/{metadata['name']}")
+    return missing
+
+
+def stack_objects(kube: Kube, namespace: str) -> list[str]:
+    """What is left of a stack in its namespace (and the namespace itself)."""
+    left = []
+    if kube.get("Namespace", namespace) is not None:
+        left.append(f"Namespace/{namespace}")
+    for kind in (
+        "DynamoGraphDeployment",
+        "Deployment",
+        "DaemonSet",
+        "Job",
+        "CronJob",
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "Service",
+        "Secret",
+    ):
+        try:
+            items = kube.list(kind, namespace)
+        except Exception:
+            continue
+        left += [
+            f"{kind}/{namespace}/{i['metadata']['name']}"
+            for i in items
+            if not i["metadata"]["name"].startswith("kube-root-ca") and kind != "Secret"
+        ]
+    return left

@@ -1,0 +1,119 @@
+"""The end-to-end harness: a control plane on loopback with what the stacks expect of a cluster.
+
+`Harness` starts the control plane (tools/e2e/control_plane.py), installs the DGD CRD from
+`../shared/reference/dynamo-crds`, the StorageClasses the committed stacks name (provisioned by the
+stand-in) and runs the stand-in operator (tools/e2e/stand_in_operator.py). Used by the scenarios
+(tests/e2e) and by `make diff`'s engine preview (tools/e2e/engine_diff.py). Every process is bounded by
+`budget_seconds` and stopped by `stop()`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from tools.e2e.control_plane import ControlPlane
+from tools.e2e.kube import Kube
+from tools.e2e.stand_in_operator import stand_in_storage_class
+
+REPO = Path(__file__).resolve().parents[2]
+CRD = REPO.parent / "shared" / "reference" / "dynamo-crds" / "nvidia.com_dynamographdeployments.yaml"
+# The classes the committed stacks name for their model cache (dev: an existing EFS class; prod's
+# existing-cluster shape: FSx for Lustre), provisioned here by the stand-in.
+STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
+
+
+class Harness:
+    def __init__(self, work: Path, budget_seconds: int = 1500):
+        self.work = work
+        self.budget_seconds = budget_seconds
+        self.plane = ControlPlane(work, budget_seconds=budget_seconds)
+        self.operator: Optional[subprocess.Popen[bytes]] = None
+
+    @property
+    def kube(self) -> Kube:
+        return self.plane.kube()
+
+    def start(self) -> Harness:
+        try:
+            self.plane.start()
+            kube = self.kube
+            kube.create(yaml.safe_load(CRD.read_text()))
+            kube.wait_for(
+                "the DGD CRD to be established",
+                lambda: any(
+                    c["type"] == "Established" and c["status"] == "True"
+                    for c in (kube.get("CustomResourceDefinition", "dynamographdeployments.nvidia.com") or {})
+                    .get("status", {})
+                    .get("conditions", [])
+                ),
+                timeout=60,
+            )
+            for name in STAND_IN_CLASSES:
+                kube.create(stand_in_storage_class(name))
+            self.start_operator()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_operator(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            return
+        log = open(self.work / "operator.log", "ab")  # noqa: SIM115 - the process owns it until stop
+        self.operator = subprocess.Popen(
+            [
+                "timeout",
+                "-k",
+                "5",
+                str(self.budget_seconds),
+                sys.executable,
+                "-m",
+                "tools.e2e.stand_in_operator",
+                "--server",
+                self.plane.server,
+                "--token",
+                self.plane.token,
+                "--deadline",
+                str(self.budget_seconds),
+                *(a for name in STAND_IN_CLASSES for a in ("--storage-class", name)),
+            ],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stop_operator(self) -> None:
+        if self.operator is not None and self.operator.poll() is None:
+            self.operator.terminate()
+            try:
+                self.operator.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.operator.kill()
+                self.operator.wait(timeout=5)
+        self.operator = None
+
+    def replace_nodes(self, nodes: list[dict[str, Any]]) -> None:
+        """Exactly these fake nodes, Ready (kwok runs them)."""
+        kube, wanted = self.kube, {n["metadata"]["name"] for n in nodes}
+        for node in kube.list("Node"):
+            if node["metadata"]["name"] not in wanted:
+                kube.delete("Node", node["metadata"]["name"])
+        for node in nodes:
+            if kube.get("Node", node["metadata"]["name"]) is None:
+                kube.create(node)
+
+        def ready(name: str) -> bool:
+            conditions = (kube.get("Node", name) or {}).get("status", {}).get("conditions", [])
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+        kube.wait_for("fake nodes Ready", lambda: all(ready(name) for name in wanted), timeout=60)
+
+    def stop(self) -> None:
+        self.stop_operator()
+        self.plane.stop()

@@ -1,0 +1,167 @@
+"""The real Pulumi CLI against a local backend, for the end-to-end scenarios.
+
+A `Project` is a scratch copy of this repository's Pulumi project (links to its code and data, its own
+stack files), logged in to a `file://` backend with a passphrase secrets provider, so a scenario never
+touches the committed stack files or anyone's Pulumi account. Every CLI call is bounded in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from tools.e2e.control_plane import TOOLS_BIN
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
+# What a scratch project links to; the stack files and build output are its own.
+NOT_LINKED = {".git", "build", ".pytest_cache", ".tools"}
+
+
+class PulumiError(Exception):
+    def __init__(self, command: list[str], result: subprocess.CompletedProcess[str]):
+        self.output = result.stdout + result.stderr
+        super().__init__(f"`{' '.join(command)}` exited {result.returncode}:\n{self.output[-6000:]}")
+        self.returncode = result.returncode
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """A committed stack file's `config:` block (as the CLI reads it)."""
+    return dict(yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"])
+
+
+@dataclass
+class Project:
+    root: Path
+    kubeconfig: Path
+    timeout: int = 600
+
+    @classmethod
+    def create(cls, work: Path, kubeconfig: Path, source: Path = REPO) -> Project:
+        """A scratch project linking to `source`'s code and data (a checkout of this repository)."""
+        root = work / "project"
+        root.mkdir(parents=True)
+        (work / "state").mkdir()
+        (work / "home").mkdir()
+        project = cls(root, kubeconfig)
+        project.link(source)
+        project.pulumi("login", f"file://{work / 'state'}")
+        return project
+
+    def link(self, source: Path) -> None:
+        """Point the project's code and data at `source` (its stack files stay the project's own)."""
+        for entry in self.root.iterdir():
+            if entry.is_symlink():
+                entry.unlink()
+        for entry in source.iterdir():
+            if entry.name not in NOT_LINKED and not (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
+                (self.root / entry.name).symlink_to(entry)
+        if not (self.root / ".venv").exists():  # a git worktree has no virtualenv: the program runs in ours
+            (self.root / ".venv").symlink_to(REPO / ".venv")
+
+    @property
+    def env(self) -> dict[str, str]:
+        work = self.root.parent
+        return {
+            **os.environ,
+            "PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PULUMI_HOME": str(work / "home"),
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_SKIP_CONFIRMATIONS": "true",
+            "KUBECONFIG": str(self.kubeconfig),
+            "NO_COLOR": "1",
+        }
+
+    def pulumi(self, *args: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
+        command = ["pulumi", *args]
+        result = subprocess.run(
+            command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
+        )
+        if check and result.returncode != 0:
+            raise PulumiError(command, result)
+        return result
+
+    # --- stacks -----------------------------------------------------------------------------------
+    def write_stack(self, stack: str, config: dict[str, Any]) -> None:
+        """Replace the stack file's `config:` (what `stack init` added beside it, its encryption salt, stays)."""
+        path = self.root / f"Pulumi.{stack}.yaml"
+        document = yaml.safe_load(path.read_text()) if path.exists() else {}
+        path.write_text(yaml.safe_dump({**document, "config": config}, sort_keys=False))
+
+    def stack_file(self, stack: str) -> dict[str, Any]:
+        """The stack file's `config:` as it is now (secrets as their ciphertext)."""
+        return dict((yaml.safe_load((self.root / f"Pulumi.{stack}.yaml").read_text()) or {}).get("config") or {})
+
+    def render(self, stack: str) -> list[dict[str, Any]]:
+        """The offline render of the same stack file (the project's `make render`), its resources.json."""
+        out = self.root.parent / "render"
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tools.render",
+                "--stack",
+                stack,
+                "--project-dir",
+                str(self.root),
+                "--out",
+                str(out),
+                "--secret-placeholders",
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"render of {stack} exited {result.returncode}: {result.stdout}{result.stderr}")
+        return list(json.loads((out / stack / "resources.json").read_text()))
+
+    def init(self, stack: str, secrets: Optional[dict[str, str]] = None) -> None:
+        self.pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
+        for key, value in (secrets or {}).items():
+            self.pulumi("config", "set", "--secret", "--stack", stack, f"{PROJECT_NAME}:{key}", value)
+
+    def up(
+        self, stack: str, *extra: str, check: bool = True, timeout: Optional[int] = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi(
+            "up", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", *extra, check=check, timeout=timeout
+        )
+
+    def preview(self, stack: str, check: bool = True) -> dict[str, Any]:
+        """`pulumi preview --json`: the engine's plan (steps with their ops) and its diagnostics."""
+        result = self.pulumi("preview", "--stack", stack, "--json", "--non-interactive", check=False)
+        try:
+            plan = dict(json.loads(result.stdout))
+        except json.JSONDecodeError:
+            raise PulumiError(["pulumi", "preview", "--stack", stack, "--json"], result) from None
+        if check and result.returncode != 0:
+            raise PulumiError(["pulumi", "preview", "--stack", stack, "--json"], result)
+        plan["exitCode"] = result.returncode
+        return plan
+
+    def destroy(
+        self, stack: str, check: bool = True, timeout: Optional[int] = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.pulumi(
+            "destroy", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", check=check, timeout=timeout
+        )
+
+    def state(self, stack: str) -> list[dict[str, Any]]:
+        """The engine's state: every resource of the stack's last checkpoint."""
+        exported = json.loads(self.pulumi("stack", "export", "--stack", stack).stdout)
+        return list(exported["deployment"].get("resources") or [])
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        return dict(json.loads(self.pulumi("stack", "output", "--stack", stack, "--json", "--show-secrets").stdout))
