@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -123,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     try:
-        if args.today is not None:
-            os.environ[TODAY_ENV] = _date(args.today)
+        today = _date(args.today) if args.today is not None else None
         _clear_out(out_dir)
         inputs = stack_inputs(args.stack, args.project_dir, placeholders=args.placeholders)
         pack_config = _pack_config(args.policy_config)
@@ -134,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             stack=args.stack,
             project_dir=args.project_dir,
             allow_placeholders=args.placeholders,
+            today=today,
         )
         _write_out(run, args.stack, out_dir)
         rollout = analyse([r.to_json() for r in run.resources])
