@@ -57,14 +57,14 @@ def test_bf16_does_not_fit_a_single_48_gb_gpu_and_fits_four():
 
 @pytest.mark.parametrize("repo", sorted(LMI.repositories))
 def test_the_picked_container_bundles_the_vllm_the_recipe_needs(repo):
+    """The first listed container whose bundled vLLM meets the recipe's minimum; none listed before it does."""
     (planned,) = plan(stack(huggingface_endpoint(huggingface={"repo": repo})))
+    minimum = version_tuple(LMI.repositories[repo].minimumVllm)
     container = picked_container(repo)
     assert planned.source.container == container.name
-    assert version_tuple(planned.source.vllm_version) >= version_tuple(LMI.repositories[repo].minimumVllm)
-    below = [
-        c for c in LMI.containers if version_tuple(c.vllmVersion) < version_tuple(LMI.repositories[repo].minimumVllm)
-    ]
-    assert all(LMI.containers.index(c) != LMI.containers.index(container) for c in below)
+    assert version_tuple(planned.source.vllm_version) >= minimum
+    earlier = LMI.containers[: LMI.containers.index(container)]
+    assert all(version_tuple(c.vllmVersion) < minimum for c in earlier)
 
 
 def test_a_checkpoint_no_container_serves_is_refused_naming_both_versions():
