@@ -11,7 +11,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff test lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render policy plan diff check-dates test lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -84,6 +84,9 @@ BASE ?= origin/main
 # comment ends with the real `pulumi preview --diff` against the deployed base; OFFLINE=1 skips it.
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
 	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline)
+
+check-dates: $(VENV)/.render-deps  ## List every dated fact (EKS support ends, version-tied pins, prices) ending within 90 days [TODAY=YYYY-MM-DD]
+	$(PY) -m tools.check_dates $(if $(TODAY),--today $(TODAY))
 
 schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema

@@ -33,6 +33,8 @@ from serving_stack.config import configured_secrets, load_stack_config, secret_v
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
+from serving_stack.facts.dates import today
+from serving_stack.plan.placeholders import placeholders_allowed
 from serving_stack.plan.prewarm import PROGRAM_FILE
 from serving_stack.plan.stack_plan import build_plan
 from serving_stack.plan.targets import check_target_swap, deployed_dynamo_targets
@@ -40,7 +42,16 @@ from serving_stack.plan.targets import check_target_swap, deployed_dynamo_target
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
 config, facts = load_stack_config(), load_facts()
-plan = build_plan(config, facts, default_region=pulumi.Config("aws").get("region"), secrets=secrets)
+plan = build_plan(
+    config,
+    facts,
+    default_region=pulumi.Config("aws").get("region"),
+    secrets=secrets,
+    today=today(),
+    allow_placeholders=placeholders_allowed(),
+)
+for warning in plan.warnings:
+    pulumi.log.warn(warning)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
 aws_provider = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from capacity_demands import CRITERIA, OFFERS, ROWS
+from plan_helpers import FACTS
 
 from serving_stack.config.demand import DemandConfig
 from serving_stack.plan.capacity import Plan, cheapest_plan
@@ -26,10 +27,21 @@ def scaling_bounds(plan: Plan) -> dict[str, dict[str, int]]:
     return {p.target_id: {"minReplicaSets": 1, "maxReplicaSets": 2 * p.replica_sets} for p in plan.placements}
 
 
+def at_autoscaler_minor(config: dict[str, Any]) -> dict[str, Any]:
+    """The created cluster at the Kubernetes minor cluster-autoscaler's pinned image is tied to
+    (catalog/autoscaling.yaml), which may be older than the committed stack's; the suite's day
+    (conftest.SUITE_TODAY) has it in standard support."""
+    create = config.get("aws", {}).get("cluster", {}).get("create")
+    if create is not None:
+        create["kubernetesVersion"] = FACTS.autoscaling.clusterAutoscaler.imageTag.removeprefix("v").rsplit(".", 1)[0]
+    return config
+
+
 def autoscaled_auto_targets(config: dict[str, Any]) -> None:
     """`targets: auto` instead of the listed targets and pools; every planned target scaled with load."""
     config["targets"] = "auto"
     config.get("aws", {}).pop("nodePools", None)
     config["autoscaling"] = {"targets": scaling_bounds(plan_of_demand(config))}
+    at_autoscaler_minor(config)
     if not config.get("monitoring", {}).get("enabled", True):
         config["autoscaling"]["prometheusUrl"] = PROMETHEUS_URL

@@ -12,6 +12,7 @@ from sagemaker_helpers import (
     autoscaling,
     huggingface_endpoint,
     jumpstart_endpoint,
+    picked_container,
     plan,
     stack,
 )
@@ -22,6 +23,12 @@ from tools.mock_runtime import run_program
 
 E0 = "sagemaker.endpoints[0]"
 # A Region AWS has (catalog/aws_regions.yaml) where catalog/sagemaker_lmi.yaml pins no LMI image.
+# An LMI image of one's own in another region than the endpoint's, and an option in the form of a listed
+# container other than the one the checkpoint's minimum vLLM picks.
+LMI_IMAGE_US_EAST_1 = FACTS.lmi.image(next(c for c in FACTS.lmi.containers if c.argumentForm == "lmi"), "us-east-1")
+OTHER_FORM_OPTION = next(
+    f.prefix + "MAX_MODEL_LEN" for n, f in FACTS.lmi.argumentForms.items() if n != picked_container(NVFP4).argumentForm
+)
 NO_LMI_REGION = next(r for r in sorted(FACTS.aws.regions.regions) if r not in FACTS.lmi.registries.accounts)
 BF16 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
 GATED = {"jumpstart": {"modelId": GATED_ID, "version": "2.1.0"}}
@@ -71,9 +78,14 @@ BAD_CONFIGS = {
         stack(huggingface_endpoint(huggingface={"repo": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8"})),
         f"{E0}.huggingface.repo: unsupported checkpoint 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8'; allowed: {NVFP4}",
     ),
-    "token as an LMI option": (
+    "token as a container option": (
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
         f"{E0}.huggingface.options: HF_TOKEN holds a credential in plain config",
+    ),
+    "an option in another container's form": (
+        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {OTHER_FORM_OPTION: "x"}})),
+        f"{E0}.huggingface.options.{OTHER_FORM_OPTION}: the container ({picked_container(NVFP4).release}) reads "
+        f"{FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix}* settings",
     ),
     "unpinned LMI image": (
         stack(
@@ -88,11 +100,12 @@ BAD_CONFIGS = {
     ),
     "no LMI image in the region": (
         stack(huggingface_endpoint(), region=NO_LMI_REGION),
-        f"{E0}.huggingface.lmiImage: no pinned LMI image for '{NO_LMI_REGION}' in catalog/sagemaker_lmi.yaml",
+        f"{E0}.huggingface.lmiImage: no Deep Learning Containers registry for '{NO_LMI_REGION}' in "
+        "catalog/sagemaker_lmi.yaml",
     ),
     "LMI image from another region": (
-        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": FACTS.lmi.image("us-east-1")})),
-        f"{E0}.huggingface.lmiImage: '{FACTS.lmi.image('us-east-1')}' is in us-east-1",
+        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": LMI_IMAGE_US_EAST_1})),
+        f"{E0}.huggingface.lmiImage: '{LMI_IMAGE_US_EAST_1}' is in us-east-1",
     ),
     "source block missing": (
         stack(jumpstart_endpoint(source="huggingface")),

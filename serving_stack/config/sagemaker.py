@@ -46,7 +46,8 @@ ProjectDirectory = Annotated[
     ),
 ]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
-LMI_OPTION = re.compile(r"OPTION_[A-Z0-9_]+")  # used with fullmatch
+# The settings the listed containers read (catalog/sagemaker_lmi.yaml, argumentForms); used with fullmatch.
+CONTAINER_SETTING = re.compile(r"(OPTION|SM_VLLM)_[A-Z0-9_]+")
 
 
 class JumpStartModel(Block):
@@ -119,12 +120,17 @@ class RollbackAlarms(Block):
 class Deployment(Block):
     """Blue/green traffic shifting (SageMaker deployment guardrails); sizes are percent of capacity.
 
-    Ranges are the API's (TrafficRoutingConfig: canary <= 50%, linear step 10-50%, waits 0-3600 s) and the
+    Ranges are the API's (TrafficRoutingConfig: canary <= 50% of the instance count, linear step 10-50%, waits
+    0-3600 s; the sizes round up to whole instances, checked against `initialInstanceCount`) and the
     provider's (maximum execution timeout 600-14400 s: terraform-provider-aws narrows the API's 28800). The
     defaults fit the provider's fixed 60-minute InService wait with the default timeouts (checked per endpoint).
     """
 
-    type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = "CANARY"
+    type: Optional[Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]] = pydantic.Field(
+        default=None,
+        description="unset: CANARY when the variant's instance count holds the canary (at most 50% of the "
+        "instances), else ALL_AT_ONCE with the reason in summary.md",
+    )
     canarySize: int = pydantic.Field(default=10, ge=1, le=50)
     linearStepSize: int = pydantic.Field(default=20, ge=10, le=50)
     waitIntervalSeconds: int = pydantic.Field(default=300, ge=0, le=3600)

@@ -21,11 +21,13 @@ from serving_stack.facts.catalog import (
 from serving_stack.facts.checkpoints import CheckpointSizes, load_checkpoint_sizes
 from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
 from serving_stack.facts.data import DATA_DIR
+from serving_stack.facts.dates import EksVersionsFile, load_eks_versions
 from serving_stack.facts.gateway import GatewayPins, load_gateway_pins
 from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
 from serving_stack.facts.metrics import MetricsCatalog, load_metrics
 from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
 from serving_stack.facts.node_ready_facts import NodeReadyFile, load_node_ready_file
+from serving_stack.facts.placeholders import PlaceholderFacts, load_placeholder_facts
 from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 
@@ -46,6 +48,8 @@ class Facts:
     node_ready: NodeReadyFile
     checkpoints: CheckpointSizes
     gateway: GatewayPins
+    eks_versions: EksVersionsFile
+    placeholders: PlaceholderFacts
 
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
@@ -64,4 +68,6 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         node_ready=load_node_ready_file(root),
         checkpoints=load_checkpoint_sizes(root),
         gateway=load_gateway_pins(root / "gateway.yaml"),
+        eks_versions=load_eks_versions(root),
+        placeholders=load_placeholder_facts(root),
     )

@@ -5,6 +5,7 @@ type (GPUs per node, on-demand price from `instance_types.yaml`, Capacity Block 
 
 from __future__ import annotations
 
+import datetime
 import functools
 from pathlib import Path
 from typing import Literal
@@ -19,6 +20,7 @@ class SourcedPrice(Data):
     usdPerHour: float = pydantic.Field(gt=0)
     region: str
     asOf: str
+    reviewBy: datetime.date = pydantic.Field(description="the day the price is stale: re-read the source")
     source: str = pydantic.Field(min_length=20)
 
 

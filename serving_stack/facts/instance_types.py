@@ -46,7 +46,11 @@ class RuleLayout(Data):
 
 
 class ExplicitLayout(Data):
+    """`contested`: set when no primary source (AWS's EC2 documentation) backs the layout; says what
+    contradicts it. The render warns for every pool of the type."""
+
     interfaces: list[NetworkInterface] = pydantic.Field(min_length=1)
+    contested: Optional[str] = pydantic.Field(default=None, min_length=1)
 
 
 class InstanceType(Data):
@@ -94,6 +98,10 @@ class InstanceType(Data):
         if (self.zoneType == "local-zone") != bool(self.localZoneGroups):
             raise ValueError("localZoneGroups are listed exactly when zoneType is local-zone")
         return self
+
+    @property
+    def contested_layout(self) -> Optional[str]:
+        return self.efaLayout.contested if isinstance(self.efaLayout, ExplicitLayout) else None
 
     @property
     def local_zones_only(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from serving_stack.config.sagemaker import SageMakerEndpointConfig
 from serving_stack.config.stack import StackConfig
@@ -26,6 +26,7 @@ from serving_stack.plan.sagemaker_spec import (
     ProductionVariant,
     Scaling,
     invoke_url,
+    shifted_instances,
 )
 from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
 
@@ -37,6 +38,39 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
     if not 60 <= default <= 3600:
         raise ConfigError(key, f"the model's default of {default} s is outside what SageMaker accepts", "set 60..3600")
     return default
+
+
+def _traffic_shifting(
+    endpoint: SageMakerEndpointConfig, path: str
+) -> tuple[Literal["CANARY", "LINEAR", "ALL_AT_ONCE"], Optional[str]]:
+    """The traffic-shifting mode, valid for the variant's instance count: a canary or a linear step may move at
+    most half the instances (SageMaker TrafficRoutingConfig; sizes round up to whole instances). Unset means
+    CANARY where it fits, else ALL_AT_ONCE with the reason; a configured mode that does not fit is refused."""
+    deployment, count = endpoint.deployment, endpoint.initialInstanceCount
+    size_key, percent = (
+        ("linearStepSize", deployment.linearStepSize)
+        if deployment.type == "LINEAR"
+        else ("canarySize", deployment.canarySize)
+    )
+    moved = shifted_instances(count, percent)
+    fits = 2 * moved <= count
+    if deployment.type is None:
+        if fits:
+            return "CANARY", None
+        return "ALL_AT_ONCE", (
+            f"{endpoint.name}: blue/green ALL_AT_ONCE: a {percent}% canary of {count} instance(s) moves {moved}, more "
+            "than the half SageMaker allows; the rollback alarms still bake over the new fleet before the old one "
+            "is terminated (set initialInstanceCount >= 2 for a canary)"
+        )
+    if deployment.type == "ALL_AT_ONCE" or fits:
+        return deployment.type, None
+    most = max((p for p in range(1, 51) if 2 * shifted_instances(count, p) <= count), default=None)
+    raise ConfigError(
+        f"{path}.deployment.{size_key}",
+        f"{percent}% of {count} instance(s) moves {moved}, more than the half of the instance count SageMaker allows "
+        f"for a {deployment.type} step",
+        f"at most {most}%" if most else "type ALL_AT_ONCE, or initialInstanceCount >= 2",
+    )
 
 
 def _plan_one(
@@ -88,7 +122,8 @@ def _plan_one(
         instanceCount=endpoint.initialInstanceCount,
         costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
-    deployment = BlueGreen.of(endpoint.deployment)
+    shifting, shifting_note = _traffic_shifting(endpoint, path)
+    deployment = BlueGreen.of(endpoint.deployment, shifting)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)
     waits = wait_budget(variant, deployment, int(facts.sagemaker_provisioning.value), has_model_data)
     wait_errors = check_waits(waits, deployment, path)
@@ -106,7 +141,7 @@ def _plan_one(
         kms_key_arn=endpoint.kmsKeyArn,
         endpoint=contract,
         waits=waits,
-        notes=defaults.notes,
+        notes=defaults.notes + ((shifting_note,) if shifting_note else ()),
     )
 
 

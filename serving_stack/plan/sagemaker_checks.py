@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from serving_stack.config.sagemaker import (
-    LMI_OPTION,
+    CONTAINER_SETTING,
     SageMakerConfig,
     SageMakerEndpointConfig,
 )
@@ -35,12 +35,12 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
                 )
             )
         for option in model.options:
-            if not LMI_OPTION.fullmatch(option):
+            if not CONTAINER_SETTING.fullmatch(option):
                 errors.append(
                     ConfigError(
                         f"{path}.huggingface.options.{option}",
-                        "not an LMI container setting",
-                        "OPTION_* names (the token comes from the hfToken secret)",
+                        "not a container setting",
+                        "OPTION_* (LMI) or SM_VLLM_* (SageMaker vLLM) names (the token comes from the hfToken secret)",
                     )
                 )
     return errors

@@ -1,4 +1,4 @@
-"""Does a Hugging Face checkpoint fit the instance, and on which precision path does it run?
+"""Does a Hugging Face checkpoint fit the instance, and on which precision path does the recipe run it?
 
 Tensor parallelism spreads the weights over every GPU of the instance (LMI `OPTION_TENSOR_PARALLEL_DEGREE:
 max`), so the budget is the instance's total GPU memory at vLLM's utilization, minus a per-GPU overhead,
@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.sagemaker import Fit, HuggingFaceRepo, InstanceType, LmiFile, version_tuple
+from serving_stack.facts.sagemaker import Container, Fit, HuggingFaceRepo, InstanceType, LmiFile
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,6 @@ class FitResult:
     usable_gb: float
     needed_gb: float
     precision_path: str
-    note: Optional[str]
 
 
 def _needed_gb(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> float:
@@ -44,7 +42,8 @@ def check_fit(
     lmi: LmiFile,
     key: str,
 ) -> FitResult:
-    """The fit and precision path, or a `ConfigError` at `key` listing the instance types that fit."""
+    """The fit and the precision path the recipe runs, or a `ConfigError` at `key` listing the instance types
+    that fit."""
     instance, fit = instances[instance_type], lmi.fit
     usable, needed = _usable_gb(instance, fit), _needed_gb(repo, instance, fit)
     if needed > usable:
@@ -57,26 +56,20 @@ def check_fit(
             f"{fit.perGpuOverheadGb.value:g} GB per GPU + {fit.minimumCacheGb.value:g} GB of cache)",
             ", ".join(fitting) or "none of the catalog's instance types",
         )
-    if repo.precision != "nvfp4":
-        return FitResult(usable, needed, repo.precision, None)
-    if instance.gpuArchitecture in fit.nativeFp4Architectures:
-        return FitResult(usable, needed, "nvfp4-native", None)
-    note = (
-        f"{repo_name} is NVFP4, which runs natively only on {', '.join(fit.nativeFp4Architectures)} GPUs; on "
-        f"{instance_type} ({instance.gpu}, {instance.gpuArchitecture}) vLLM falls back to W4A16 (4-bit weights, "
-        "16-bit activations): it fits, but is slower than on Blackwell"
-    )
-    return FitResult(usable, needed, "nvfp4-w4a16-fallback", note)
+    return FitResult(usable, needed, repo.runsAs.path)
 
 
-def check_vllm(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> None:
-    """The pinned LMI's vLLM must be at least the version the checkpoint's architecture needs."""
-    container = lmi.container
-    if version_tuple(container.vllmVersion) < version_tuple(repo.minimumVllm):
+def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> Container:
+    """The first container (in the data's order of preference) whose bundled vLLM meets the checkpoint's
+    minimum, or a `ConfigError` at `key` naming both versions."""
+    container = lmi.first_meeting(repo.minimumVllm)
+    if container is None:
+        newest = lmi.newest()
         raise ConfigError(
             key,
-            f"the pinned LMI {container.lmiVersion} ({container.tag}) bundles vLLM "
-            f"{container.vllmVersion}, but {repo_name} needs vLLM >= {repo.minimumVllm} "
-            f"({repo.vllmBasis})",
-            "an LMI release with a newer vLLM in catalog/sagemaker_lmi.yaml, or huggingface.lmiImage",
+            f"{repo_name} needs vLLM >= {repo.minimumVllm} ({repo.vllmSource.split(',')[0]}); the newest "
+            f"container in catalog/sagemaker_lmi.yaml, {newest.release} ({newest.name}), bundles vLLM "
+            f"{newest.vllmVersion}",
+            "a container whose bundled vLLM meets the minimum, added to catalog/sagemaker_lmi.yaml",
         )
+    return container

@@ -23,11 +23,15 @@ from serving_stack.facts.jumpstart import (
     SpecSource,
     resolve_jumpstart_model,
 )
-from serving_stack.plan.sagemaker_fit import check_fit, check_vllm
+from serving_stack.plan.placeholders import Placeholder
+from serving_stack.plan.sagemaker_fit import check_fit, pick_container
 from serving_stack.plan.sagemaker_spec import HuggingFaceSource, JumpStartSource, ModelContainer, ModelSource
 
 PROJECT_DIR = PROJECT_DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
+# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
+# reads as a version): it renders, and `pulumi up` refuses it.
+UNREAD_TAG = "{vllm}-tag-not-read"
 
 
 class VariantDefaults(NamedTuple):
@@ -106,20 +110,47 @@ def huggingface_model(
     region: str,
     facts: Facts,
 ) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
+    the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
     model = endpoint.huggingface
     assert model is not None  # checked by check_sagemaker
     lmi = facts.lmi
     repo = lmi.repositories[model.repo]
-    image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
-    if image is None:
-        regions = ", ".join(lmi.registries.accounts)
-        raise ConfigError(
-            f"{path}.huggingface.lmiImage",
-            f"no pinned LMI image for {region!r} in catalog/sagemaker_lmi.yaml",
-            f"a region listed there ({regions}), or an image",
-        )
-    if model.lmiImage is None:  # an image of one's own brings its own vLLM
-        check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    instance = facts.sagemaker_instances[endpoint.instanceType]
+    own_image = model.lmiImage is not None
+    chosen = None if own_image else pick_container(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    form = lmi.argumentForms[chosen.argumentForm if chosen else "lmi"]
+    placeholders: tuple[Placeholder, ...] = ()
+    if model.lmiImage is not None:
+        image = model.lmiImage
+    else:
+        assert chosen is not None
+        registry = lmi.registry(region)
+        if registry is None:
+            regions = ", ".join(lmi.registries.accounts)
+            raise ConfigError(
+                f"{path}.huggingface.lmiImage",
+                f"no Deep Learning Containers registry for {region!r} in catalog/sagemaker_lmi.yaml",
+                f"a region listed there ({regions}), or an image",
+            )
+        tag = chosen.tag or UNREAD_TAG.format(vllm=chosen.vllmVersion)
+        image = f"{registry}/{chosen.repository}:{tag}"
+        if chosen.tag is None:
+            placeholders = (
+                Placeholder(
+                    f"catalog/sagemaker_lmi.yaml containers[{lmi.containers.index(chosen)}].tag",
+                    tag,
+                    f"{chosen.release}'s image tag was not read ({chosen.source.split(' (')[0]})",
+                    "the tag that data file names",
+                ),
+            )
+    for option in model.options:
+        if not option.startswith(form.prefix):
+            raise ConfigError(
+                f"{path}.huggingface.options.{option}",
+                f"the container ({chosen.release if chosen else 'lmiImage'}) reads {form.prefix}* settings",
+                f"{form.prefix}<NAME>",
+            )
     fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
     image_region = image.split(".")[3]
     if image_region != region:
@@ -129,7 +160,15 @@ def huggingface_model(
             "SageMaker pulls only from ECR in the endpoint's region",
             f"an image in {region}",
         )
-    environment = {**lmi.environment, **repo.options, **model.options, "HF_MODEL_ID": model.repo}
+    arguments = repo.engineArguments.for_architecture(instance.gpuArchitecture)
+    parallel = form.tensorParallel
+    environment = {
+        **form.environment,
+        **form.environment_of(arguments),
+        parallel.variable: "max" if parallel.value == "max" else str(instance.gpus),
+        **model.options,
+        form.modelVariable: model.repo,
+    }
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
@@ -138,14 +177,28 @@ def huggingface_model(
         enable_network_isolation=False,
         needs_hf_token=model.sendHfToken,
     )
-    # The AMI goes with the pinned image; an image of one's own brings its own requirements.
-    ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
+    unverified = repo.engineArguments.unverified_on(instance.gpuArchitecture)
+    notes = tuple(
+        f"{endpoint.name}: the vLLM recipe of {model.repo} requires {what}; UNVERIFIED, not passed: check the "
+        "endpoint's health before shifting traffic to it"
+        for what in unverified
+    )
+    # The AMI goes with the listed containers; an image of one's own brings its own requirements.
     defaults = VariantDefaults(
         lmi.timeouts.modelDataDownload,
         lmi.timeouts.containerStartupHealthCheck,
         lmi.volumeSizeGb,
-        ami,
-        (fit.note,) if fit.note else (),
+        None if own_image else lmi.inferenceAmiVersion,
+        notes,
     )
-    source = HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None, precision_path=fit.precision_path)
+    source = HuggingFaceSource(
+        model.repo,
+        pinned_image=not own_image,
+        precision_path=fit.precision_path,
+        container=chosen.name if chosen else None,
+        vllm_version=chosen.vllmVersion if chosen else None,
+        minimum_vllm=repo.minimumVllm,
+        engine_arguments=MappingProxyType(dict(arguments)),
+        placeholders=placeholders,
+    )
     return container, source, model.repo, defaults

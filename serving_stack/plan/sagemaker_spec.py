@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal, Optional, Union
 
 from serving_stack.config.sagemaker import Autoscaling, DataCapture, Deployment
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts.jumpstart import AdditionalModelData, S3ModelData
+from serving_stack.plan.placeholders import Placeholder
 
 # Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
 # cleanup of retained configs (docs/sagemaker.md) and by `summary.md`.
@@ -32,11 +33,19 @@ class JumpStartSource:
 
 @dataclass(frozen=True)
 class HuggingFaceSource:
-    """`precision_path`: `bf16`, `nvfp4-native` (Blackwell) or `nvfp4-w4a16-fallback`."""
+    """`precision_path`: how the recipe runs the checkpoint (`catalog/sagemaker_lmi.yaml`, `runsAs`).
+    `container` / `vllm_version`: the listed container picked for the checkpoint's `minimum_vllm` (None with
+    an image of one's own); `engine_arguments`: the recipe's vLLM arguments it is given; `placeholders`: what
+    the image still lacks for a real `up`."""
 
     repo: str
     pinned_image: bool
     precision_path: str
+    container: Optional[str] = None
+    vllm_version: Optional[str] = None
+    minimum_vllm: Optional[str] = None
+    engine_arguments: Mapping[str, Optional[str]] = field(default_factory=lambda: MappingProxyType({}))
+    placeholders: tuple[Placeholder, ...] = ()
 
 
 ModelSource = Union[JumpStartSource, HuggingFaceSource]
@@ -118,10 +127,10 @@ class BlueGreen:
         return 2 if self.type == "CANARY" else 1
 
     @classmethod
-    def of(cls, config: Deployment) -> BlueGreen:
+    def of(cls, config: Deployment, shifting: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]) -> BlueGreen:
         alarms = config.rollbackAlarms
         return cls(
-            config.type,
+            shifting,
             config.canarySize,
             config.linearStepSize,
             config.waitIntervalSeconds,
@@ -131,6 +140,11 @@ class BlueGreen:
                 alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds, alarms.evaluationPeriods
             ),
         )
+
+
+def shifted_instances(instances: int, percent: int) -> int:
+    """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
+    return math.ceil(instances * percent / 100)
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,9 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
         aws_errors = (
-            check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
+            check_cluster(config, aws, facts)
+            + check_pools(aws, facts.aws)
+            + check_storage(config, aws, cache.size, facts.aws.regions)
         )
         errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
     if errors:

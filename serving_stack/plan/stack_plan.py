@@ -8,25 +8,31 @@ components, so no value is derived twice and no component reads the config. The 
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Optional
 
 from serving_stack.config.stack import StackConfig
+from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
+from serving_stack.facts.dates import today as current_date
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.auto_targets import expand_auto_targets
 from serving_stack.plan.costs import pool_cost_rows
+from serving_stack.plan.dated_checks import check_cluster_version
 from serving_stack.plan.dra import plan_dra_driver
 from serving_stack.plan.gateway_stack import plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.operability import OperabilitySettings, operability_settings, plan_operability
+from serving_stack.plan.placeholders import config_placeholders, refuse_unless_allowed
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pools import ManagedPoolSpec, ResolvedPool, local_zone_subnets, resolve_pools
 from serving_stack.plan.prewarm import PrewarmSettings
 from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
+from serving_stack.plan.sagemaker_spec import HuggingFaceSource
 from serving_stack.plan.serving import (
     PlannedTarget,
     plan_prewarm,
@@ -139,14 +145,22 @@ def build_plan(
     *,
     default_region: Optional[str] = None,
     secrets: frozenset[str] = frozenset(),
+    today: Optional[datetime.date] = None,
+    allow_placeholders: bool = True,
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
     `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
-    expanded into the capacity plan of `demand` first, and checked like a written config."""
+    expanded into the capacity plan of `demand` first, and checked like a written config. `today` (default:
+    `NEMOTRON_TODAY` or the clock) dates the EKS version; `allow_placeholders` is False for a real `up`,
+    which then refuses the first placeholder value (`placeholders`)."""
+    written = config.model_dump(mode="json", exclude_unset=True)
     config, auto = expand_auto_targets(config, facts)
     config = _with_cache_size(config, facts)
     check_stack(config, facts, secrets, default_region)
+    version_errors, dated_warnings = check_cluster_version(config, facts.eks_versions, today or current_date())
+    if version_errors:
+        raise ConfigError.combined(version_errors)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
@@ -197,7 +211,19 @@ def build_plan(
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )
+    placeholders = config_placeholders(written, facts.placeholders) + tuple(
+        p for e in endpoints if isinstance(e.source, HuggingFaceSource) for p in e.source.placeholders
+    )
+    refuse_unless_allowed(placeholders, allow_placeholders)
+    contested = [
+        f"aws.nodePools: pool {pool.name!r} ({pool.instance_type}) uses a CONTESTED EFA layout: "
+        f"{facts.aws.instance_types[pool.instance_type].contested_layout} (catalog/instance_types.yaml)"
+        for pool in pool_list
+        if pool.instance_type and pool.efa_layout and facts.aws.instance_types[pool.instance_type].contested_layout
+    ]
     return StackPlan(
+        warnings=(*dated_warnings, *contested),
+        placeholders=placeholders,
         aws=account,
         cluster=cluster,
         pools=pool_list,

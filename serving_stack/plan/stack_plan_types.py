@@ -16,6 +16,7 @@ from serving_stack.plan.dra import DraDriverPlan
 from serving_stack.plan.gateway_stack import StackGateway
 from serving_stack.plan.monitoring import MonitoringPlan
 from serving_stack.plan.operability import OperabilityPlan
+from serving_stack.plan.placeholders import Placeholder
 from serving_stack.plan.pools import LocalZoneSubnet, ManagedPoolSpec, ResolvedPool
 from serving_stack.plan.prewarm import PrewarmPool, PrewarmSettings
 from serving_stack.plan.sagemaker_spec import PlannedEndpoint
@@ -146,6 +147,8 @@ class StackPlan:
     operability: Optional[OperabilityPlan]
     capacity: StackCapacity
     gateway: Optional[StackGateway] = None
+    warnings: tuple[str, ...] = ()
+    placeholders: tuple[Placeholder, ...] = ()
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:

@@ -10,6 +10,7 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.aws_platform import CsiAddon
+from serving_stack.facts.regions import AwsRegions
 from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.quantities import gib
 
@@ -50,8 +51,10 @@ def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
     return zones.pop() if len(zones) == 1 else None
 
 
-def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[ConfigError]:
-    """`cache_size`: the model-cache claim's size (configured, else upstream's)."""
+def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions: AwsRegions) -> list[ConfigError]:
+    """`cache_size`: the model-cache claim's size (configured, else upstream's). EFS is refused for a stack
+    with a Local Zone pool: EFS has no mount target in a Local Zone and the mount helper's cross-zone
+    fallback needs describe permissions a node role lacks (AWS-FACTS.md, corrections 2026-12)."""
     storage = aws.modelCacheStorage
     if storage is None:
         return []
@@ -63,6 +66,21 @@ def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[
                 "aws.modelCacheStorage",
                 "the stack creates model-cache storage only for the cluster it creates",
                 "aws.cluster.create",
+            )
+        )
+    local = [
+        (index, pool)
+        for index, pool in enumerate(aws.nodePools)
+        if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone)
+    ]
+    if storage.backend == "efs" and local:
+        index, pool = local[0]
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage.backend",
+                f"efs cannot be mounted by pool {pool.name!r} (aws.nodePools[{index}]) in Local Zone "
+                f"{pool.availabilityZone}: EFS has mount targets only in Availability Zones",
+                "fsx (its clients reach it across the VPC), or the Local Zone pool removed",
             )
         )
     unused = "efs" if storage.backend == "fsx" else "fsx"

@@ -84,6 +84,13 @@ def _attention(diff: StackDiff) -> list[str]:
     return ["#### ⚠️ Needs attention", "", *[f"- {cell(i)}" for i in items[:MAX_ATTENTION_ITEMS]], *more, ""]
 
 
+def _node_rolls(diff: StackDiff) -> list[str]:
+    """GPU pools whose every node the change replaces: the costliest day-2 effect, stated first."""
+    if not diff.node_rolls:
+        return []
+    return ["#### 🔁 GPU nodes replaced", "", *[f"- {cell(roll.line())}" for roll in diff.node_rolls], ""]
+
+
 def _chart(counts: dict[str, int], stack: str) -> list[str]:
     if sum(1 for n in counts.values() if n) < 2:
         return []
@@ -113,7 +120,7 @@ def _render(diff: StackDiff, base_label: str, head_label: str, detail: str) -> s
             "",
         ]
         lines += _chart(counts, diff.stack)
-    lines += _attention(diff) + cost_section(diff.costs) + policy_section(diff)
+    lines += _attention(diff) + _node_rolls(diff) + cost_section(diff.costs) + policy_section(diff)
     fold_fields = sum(len(c.fields) for c in diff.resources) > INLINE_FIELD_ROWS
     if detail != "counts":
         for kind in ACTIONS:

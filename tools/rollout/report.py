@@ -10,6 +10,7 @@ from typing import Any
 from tools.rollout.destroy import DELETED, DestroyRow, destroy_findings, destroy_plan
 from tools.rollout.findings import Finding
 from tools.rollout.graph import StackGraph
+from tools.rollout.node_rolls import pool_roll_guide
 from tools.rollout.replacements import CREATE_FIRST, data_role, predict, replace_fields, replacement_findings
 from tools.rollout.restarts import Reader, restart_findings
 from tools.rollout.restarts import readers as restart_readers
@@ -142,7 +143,8 @@ def markdown(report: RolloutReport) -> str:
     timeline = timeline_section(
         report.graph, report.timeline, report.rules, report.first_token(), report.first_token(dynamo_only=True)
     )
-    lines += timeline + _destroy_section(report) + _replacement_section(report) + _engine_section()
+    lines += timeline + _destroy_section(report) + _replacement_section(report)
+    lines += pool_roll_guide(report.graph, report.rules) + _engine_section()
     return "\n".join(lines).rstrip() + "\n"
 
 
