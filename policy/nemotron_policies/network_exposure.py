@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,3 +244,24 @@ def public_subnets(resources: list[tuple[Any, Any]]) -> set[str]:
             if tables & set(linked):
                 public |= {urn for urn, kind in linked.items() if kind == SUBNET}
     return public
+
+
+def ingress_by_group(resources: list[tuple[Any, Any]]) -> dict[str, list[Ingress]]:
+    """Ingress rules by the group they open: a rule resource belongs to the group it depends on when its
+    `securityGroupId` is not known yet."""
+    groups: dict[str, list[Ingress]] = defaultdict(list)
+    for resource, props in resources:
+        group_urns = [d.urn for d in resource.dependencies if d.resource_type in SECURITY_GROUPS]
+        for rule in ingress_rules(resource, props):
+            key = rule.group if rule.group != resource.urn or not group_urns else group_urns[0]
+            groups[key].append(rule)
+    return groups
+
+
+def open_groups(resources: list[tuple[Any, Any]]) -> set[str]:
+    """Keys (URNs for the stack's groups) of security groups with ingress from the Internet on any port."""
+    return {
+        group
+        for group, rules in ingress_by_group(resources).items()
+        if world_range([c for r in rules for c in r.cidrs]) is True
+    }

@@ -11,7 +11,19 @@ from pathlib import Path
 import yaml
 from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, StackValidationPolicy
 
-from .rules import data_protection, exposure, fabric, gpu, images, network, prewarm, privilege, requests, secrets
+from .rules import (
+    admin_ports,
+    data_protection,
+    fabric,
+    gpu,
+    images,
+    network,
+    prewarm,
+    privilege,
+    requests,
+    sagemaker_network,
+    secrets,
+)
 
 PACK_NAME = "nemotron-lightning-policies"
 PACK_FILE = Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml"
@@ -89,14 +101,14 @@ POLICIES: list[Policy] = [
         description="No security group opens an administration or data-store port (SSH, RDP, the Kubernetes API, "
         "etcd, the kubelet, databases: AWS Security Hub EC2.19, CIS AWS Foundations 5.2-5.4) to 0.0.0.0/0 or "
         "::/0, in any form of ingress rule.",
-        validate=exposure.validate_admin_ports_closed,
+        validate=admin_ports.validate_admin_ports_closed,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(
         name="sagemaker-network",
         description="SageMaker models, notebook instances and domains in the stack's VPC run in no public subnet "
         "with a security group open to the Internet.",
-        validate=exposure.validate_sagemaker_network,
+        validate=sagemaker_network.validate_sagemaker_network,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(
