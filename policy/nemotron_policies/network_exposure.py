@@ -54,7 +54,7 @@ SPECIAL_PURPOSE = [
         "::1/128",
     )
 ]
-IPV4_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 EVERY_PROTOCOL = frozenset({"-1", "all"})
 PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "1": "icmp", "58": "icmpv6"}
 SECURITY_GROUPS = frozenset(

@@ -15,9 +15,11 @@ from .rules import (
     admin_ports,
     data_protection,
     fabric,
+    gateway_network,
     gpu,
     images,
     network,
+    network_types,
     prewarm,
     privilege,
     requests,
@@ -94,6 +96,20 @@ POLICIES: list[Policy] = [
         description="Every ingress and egress rule of a NetworkPolicy names its peers: a rule without `from` "
         "(`to`) admits every source (destination) on its ports.",
         validate=network.validate_network_policy_peers,
+        enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="network-policy-types",
+        description="A NetworkPolicy's policyTypes list every direction it has rules for (the rules of a "
+        "direction left out are ignored and that direction stays open).",
+        validate=network_types.validate_network_policy_types,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="gateway-network-policy",
+        description="The gateway's pods are selected by a NetworkPolicy of the stack isolating Ingress and "
+        "Egress, and no NetworkPolicy selecting them admits every source.",
+        validate=gateway_network.validate_gateway_network_policy,
         enforcement_level=MANDATORY,
     ),
     StackValidationPolicy(

@@ -25,6 +25,7 @@ import yaml
 
 from serving_stack.components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
+from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import MASTER_KEY_ENV
 from serving_stack.plan.gateway_stack import (
     MASTER_KEY_SECRET_KEY,
@@ -184,7 +185,7 @@ class Gateway(pulumi.ComponentResource):
     role_arn: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:Gateway", name, None, opts)
+        super().__init__(TypeTokens.GATEWAY, name, None, opts)
         if not args.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
