@@ -26,6 +26,7 @@ SAME = {  # pack name -> the stack's value
     "GPU_NODE_POOL_COMPONENT": stack.TypeTokens.GPU_NODE_POOL,
     "MODEL_PREWARM_COMPONENT": stack.TypeTokens.MODEL_PREWARM,
     "GATEWAY_COMPONENT": stack.TypeTokens.GATEWAY,
+    "SERVING_NAMESPACE_COMPONENT": stack.TypeTokens.SERVING_NAMESPACE,
 }
 
 

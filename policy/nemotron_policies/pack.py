@@ -20,6 +20,7 @@ from .rules import (
     images,
     network,
     network_types,
+    pod_security_standards,
     prewarm,
     privilege,
     requests,
@@ -97,6 +98,15 @@ POLICIES: list[Policy] = [
         "(`to`) admits every source (destination) on its ports.",
         validate=network.validate_network_policy_peers,
         enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="pod-security-standards",
+        description="Every pod meets the Kubernetes Pod Security Standard (baseline or restricted) its namespace "
+        "enforces (defaultLevel for namespaces the stack does not label), checked offline as the PodSecurity "
+        "admission controller checks it; only the stack's serving namespace may enforce privileged.",
+        validate=pod_security_standards.validate_pod_security_standards,
+        enforcement_level=MANDATORY,
+        config_schema=pod_security_standards.SCHEMA,
     ),
     ResourceValidationPolicy(
         name="network-policy-types",
