@@ -17,6 +17,7 @@ from .rules import (
     fabric,
     gateway_network,
     gpu,
+    iam_lint,
     images,
     network,
     network_types,
@@ -91,6 +92,14 @@ POLICIES: list[Policy] = [
         validate=privilege.validate_least_privilege,
         enforcement_level=MANDATORY,
         config_schema=privilege.SCHEMA,
+    ),
+    ResourceValidationPolicy(
+        name="iam-policy-lint",
+        description="IAM policy documents pass Parliament (duo-labs/parliament): no unknown actions or condition "
+        "operators, no action on a resource it cannot act on, no malformed statement.",
+        validate=iam_lint.validate_iam_policy_lint,
+        enforcement_level=MANDATORY,
+        config_schema=iam_lint.SCHEMA,
     ),
     ResourceValidationPolicy(
         name="network-policy-peers",
