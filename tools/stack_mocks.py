@@ -23,7 +23,7 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
     outputs = dict(inputs)
     if package == "aws":
         service = module.split("/")[0]
-        arn_resource = ARN_RESOURCES.get(type_token, lambda n: f"{kind.lower()}/{n}")(name)
+        arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
         outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}")
         outputs.setdefault("name", inputs.get("name", name))
     # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
