@@ -8,7 +8,8 @@ Documents are the identity policies (`RolePolicy`, `UserPolicy`, `GroupPolicy`, 
 trust policies are not linted (Parliament reads them as identity policies and asks for a Resource). A
 finding fails the rule when its severity is in `failOnSeverities` (default CRITICAL to LOW, Parliament's own
 grading in `parliament/config.yaml`: an unknown action is LOW there, yet a typo in a Deny denies nothing); documents with unknown parts are judged once known. Parliament's
-opinionated community auditors are off; least-privilege keeps the pack's own wildcard and trust rules.
+opinionated community auditors are off, and so are its findings on how much a statement grants
+(`RESOURCE_STAR`, and resource mismatches of the actions a pattern expands to): least-privilege judges breadth.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ with warnings.catch_warnings():
     import parliament
 
 SEVERITIES = ["CRITICAL", "HIGH", "MEDIUM", "LOW", "INFO"]
+# Parliament's findings on how much a statement grants: least-privilege owns that judgement (its wildcard and
+# every-resource rules), so they are not reported twice.
+BREADTH_ISSUES = frozenset({"RESOURCE_STAR", "RESOURCE_EFFECTIVELY_STAR"})
+WILDCARDS = ("*", "?")
 SCHEMA = PolicyConfigSchema(
     {
         "failOnSeverities": {
@@ -41,7 +46,20 @@ SCHEMA = PolicyConfigSchema(
 )
 
 
+# Access point policies name `accesspoint/<name>/object/*` ARNs, which Parliament's resource formats do not
+# know (it reports every object action there as a mismatch): least-privilege alone judges them.
+ACCESS_POINT_POLICIES = frozenset(
+    {
+        "aws:s3/accessPoint:AccessPoint",
+        "aws:s3control/accessPointPolicy:AccessPointPolicy",
+        "aws:s3control/multiRegionAccessPointPolicy:MultiRegionAccessPointPolicy",
+    }
+)
+
+
 def _documents(resource_type: str, props: Any) -> Iterator[tuple[str, Any]]:
+    if resource_type in ACCESS_POINT_POLICIES:
+        return
     if resource_type in POLICY_DOCUMENTS:
         yield "policy", dig(props, "policy")
     elif resource_type in RESOURCE_POLICIES:
@@ -70,10 +88,34 @@ def lint(document: Any) -> Iterator[tuple[str, str, str]]:
     if not source.strip():
         return
     policy = parliament.analyze_policy_string(source, ignore_private_auditors=True)
+    written = _written_actions(source)
     for finding in policy.findings:
         parliament.enhance_finding(finding)
-        detail = finding.detail if isinstance(finding.detail, str) else json.dumps(finding.detail, default=str)
-        yield str(finding.issue), str(finding.severity), detail
+        if finding.issue in BREADTH_ISSUES:
+            continue
+        detail: Any = finding.detail
+        if finding.issue == "RESOURCE_MISMATCH" and isinstance(detail, list):
+            # Only actions the document names: a pattern's expansion (`s3:*`) is least-privilege's to judge.
+            detail = [d for d in detail if isinstance(d, dict) and str(d.get("action", "")).lower() in written]
+            if not detail:
+                continue
+        yield str(finding.issue), str(finding.severity), detail if isinstance(detail, str) else json.dumps(detail)
+
+
+def _written_actions(source: str) -> set[str]:
+    """The actions a document names without a wildcard, lower-cased."""
+    try:
+        parsed = json.loads(source)
+    except json.JSONDecodeError:
+        return set()
+    found = parsed.get("Statement", []) if isinstance(parsed, dict) else []
+    actions: set[str] = set()
+    for statement in found if isinstance(found, list) else [found]:
+        listed = statement.get("Action", []) if isinstance(statement, dict) else []
+        for action in listed if isinstance(listed, list) else [listed]:
+            if isinstance(action, str) and not any(w in action for w in WILDCARDS):
+                actions.add(action.strip().lower())
+    return actions
 
 
 def validate_iam_policy_lint(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
