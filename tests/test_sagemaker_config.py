@@ -75,6 +75,12 @@ BAD_CONFIGS = {
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
         f"{E0}.huggingface.options: HF_TOKEN holds a credential in plain config",
     ),
+    "container environment over SageMaker's 100 entries": (
+        stack(
+            huggingface_endpoint(huggingface={"repo": NVFP4, "options": {f"OPTION_EXTRA_{i}": "1" for i in range(100)}})
+        ),
+        f"{E0}.huggingface.options: the model's container environment would hold",
+    ),
     "unpinned LMI image": (
         stack(
             huggingface_endpoint(
@@ -190,3 +196,17 @@ def test_bad_sagemaker_config_stops_the_program_before_any_resource():
             }
         )
     assert run_program.last_monitor.recorded == []
+
+
+def test_the_container_environment_limit_is_exact():
+    """The LMI defaults, the repository's options and HF_MODEL_ID leave room for the rest of the 100 entries."""
+    limit = FACTS.lmi.environmentLimits.maxEntries
+    fixed = {**FACTS.lmi.environment, **FACTS.lmi.repositories[NVFP4].options, "HF_MODEL_ID": NVFP4}
+    room = limit - len(fixed)
+
+    def options(count: int) -> dict:
+        return {"repo": NVFP4, "options": {f"OPTION_EXTRA_{i}": "1" for i in range(count)}}
+
+    plan(stack(huggingface_endpoint(huggingface=options(room))))
+    with pytest.raises(ConfigError, match=rf"would hold {limit + 1} entries"):
+        plan(stack(huggingface_endpoint(huggingface=options(room + 1))))

@@ -118,10 +118,20 @@ class HuggingFaceRepo(Data):
     options: dict[str, str] = pydantic.Field(default_factory=dict)
 
 
+class EnvironmentLimits(Data):
+    """What SageMaker's CreateModel accepts as a container's environment."""
+
+    maxEntries: int = pydantic.Field(ge=1)
+    maxKeyLength: int = pydantic.Field(ge=1)
+    maxValueLength: int = pydantic.Field(ge=1)
+    source: str
+
+
 class LmiFile(Data):
     container: Container
     inferenceAmiVersion: str
     registries: Registries
+    environmentLimits: EnvironmentLimits
     environment: dict[str, str]
     timeouts: Timeouts
     volumeSizeGb: int = pydantic.Field(ge=1, le=512)
