@@ -81,6 +81,15 @@ BAD_CONFIGS = {
         ),
         f"{E0}.huggingface.options: the model's container environment would hold",
     ),
+    "KMS key of another region": (
+        stack(
+            huggingface_endpoint(
+                kmsKeyArn="arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+                dataCapture={"enabled": True},
+            )
+        ),
+        f"{E0}.kmsKeyArn: the key is in eu-west-1, the endpoint in us-west-2",
+    ),
     "unpinned LMI image": (
         stack(
             huggingface_endpoint(
