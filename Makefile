@@ -73,8 +73,10 @@ promtool:  ## Install promtool if missing
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK) --secret-placeholders $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/resources.json)
-	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
+MANIFESTS ?= $(dir $(RESOURCES))manifests
+policy: $(VENV)/.render-deps $(CHECKOV_VENV)/.deps  ## Run the policy pack and checkov's Kubernetes checks on a render (RESOURCES, default build/$(STACK)/resources.json)
+	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES) \
+		--manifests $(MANIFESTS) --checkov $(CHECKOV_VENV)/bin/checkov --checkov-gate .checkov/gate.yaml
 
 plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h and $/1M tokens
 	$(PY) -m tools.plan_capacity --stack $(STACK)
@@ -93,7 +95,7 @@ schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, 
 	$(PY) -m tools.write_config_schema
 
 # --- checks ---------------------------------------------------------------------------------------
-test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps  ## Run the whole test suite
+test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps  ## Run the whole test suite
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e
 
 # --- the real engine ------------------------------------------------------------------------------
@@ -110,10 +112,11 @@ tools:  ## Build (or reuse) the real-engine binaries into .tools/bin
 e2e: $(VENV)/.test-deps tools  ## Run the stack under the real Pulumi engine and a real control plane
 	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/e2e
 
-# Files rendered from the upstream recipes (named below) are scanned with their own checkov config;
-# everything else the stack writes with .checkov/stack.yaml.
+# Each committed stack is rendered and judged by the pack's gate (`make policy`): the policy pack and checkov's
+# Kubernetes checks, with the config .checkov/gate.yaml assigns to each manifest (the upstream recipes' own,
+# .checkov/upstream-recipes.yaml, for the model-download Job; .checkov/stack.yaml for the rest). One checkov
+# run per stack: given several -d directories, checkov 3.3 scanned only one of them.
 LINT_STACKS := dev prod
-UPSTREAM_MANIFESTS := model-download
 lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -122,11 +125,8 @@ lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static c
 	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/check-jsonschema --schemafile schemas/stack-config.schema.json Pulumi.*.yaml
-	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) &&) true
-	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/stack.yaml \
-		$(foreach stack,$(LINT_STACKS),-d build/$(stack)/manifests) --skip-path '$(UPSTREAM_MANIFESTS)\.yaml$$'
-	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/upstream-recipes.yaml \
-		$$(find $(foreach stack,$(LINT_STACKS),build/$(stack)/manifests) -name '*-$(UPSTREAM_MANIFESTS).yaml' -printf '-f %p ')
+	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) && \
+		$(MAKE) --no-print-directory policy STACK=$(stack) &&) true
 
 # --- benchmarks (ratios measured in one run; not tests) -------------------------------------------
 bench: $(VENV)/.test-deps  ## Render time/memory, model prewarm against vmtouch and fio, planner time

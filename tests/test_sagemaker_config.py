@@ -3,6 +3,8 @@ before any resource exists). What a good config plans is `test_sagemaker_plan`."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from plan_helpers import FACTS
 from sagemaker_helpers import (
@@ -86,6 +88,29 @@ BAD_CONFIGS = {
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {OTHER_FORM_OPTION: "x"}})),
         f"{E0}.huggingface.options.{OTHER_FORM_OPTION}: the container ({picked_container(NVFP4).release}) reads "
         f"{FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix}* settings",
+    ),
+    "container environment over SageMaker's 100 entries": (
+        stack(
+            huggingface_endpoint(
+                huggingface={
+                    "repo": NVFP4,
+                    "options": {
+                        f"{FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix}EXTRA_{i}": "1"
+                        for i in range(100)
+                    },
+                }
+            )
+        ),
+        f"{E0}.huggingface.options: the model's container environment would hold",
+    ),
+    "KMS key of another region": (
+        stack(
+            huggingface_endpoint(
+                kmsKeyArn="arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+                dataCapture={"enabled": True},
+            )
+        ),
+        f"{E0}.kmsKeyArn: the key is in eu-west-1, the endpoint in us-west-2",
     ),
     "unpinned LMI image": (
         stack(
@@ -203,3 +228,21 @@ def test_bad_sagemaker_config_stops_the_program_before_any_resource():
             }
         )
     assert run_program.last_monitor.recorded == []
+
+
+def test_the_container_environment_limit_is_exact():
+    """The container's own settings, the engine arguments and the model id leave room for the rest of the
+    100 entries: exactly that many options plan, one more is refused."""
+    limit = FACTS.lmi.environmentLimits.maxEntries
+    prefix = FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix
+
+    def options(count: int) -> dict:
+        return {"repo": NVFP4, "options": {f"{prefix}EXTRA_{i}": "1" for i in range(count)}}
+
+    with pytest.raises(ConfigError) as too_many:
+        plan(stack(huggingface_endpoint(huggingface=options(limit))))
+    held = int(re.search(r"would hold (\d+) entries", str(too_many.value)).group(1))
+    room = limit - (held - limit)
+    plan(stack(huggingface_endpoint(huggingface=options(room))))
+    with pytest.raises(ConfigError, match=rf"would hold {limit + 1} entries"):
+        plan(stack(huggingface_endpoint(huggingface=options(room + 1))))

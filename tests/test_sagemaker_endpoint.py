@@ -90,8 +90,7 @@ def test_rollback_can_read_exactly_its_alarms(run):
     assert statement["Action"] == "cloudwatch:DescribeAlarms"
     # the alarms' own ARNs (outputs; the mock issues them in its region)
     assert statement["Resource"] == [
-        f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:metricalarm/nemotron-js-{alarm}"
-        for alarm in ("5xx", "p99-latency")
+        f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:alarm:nemotron-js-{alarm}" for alarm in ("5xx", "p99-latency")
     ]
     endpoint = run.named("nemotron-js-endpoint")
     assert any(d.endswith("::nemotron-js-rollback-policy") for d in endpoint.depends_on)

@@ -25,12 +25,14 @@ import yaml
 
 from serving_stack.components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
+from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import MASTER_KEY_ENV
 from serving_stack.plan.gateway_stack import (
     MASTER_KEY_SECRET_KEY,
     StackGateway,
     master_key_secret_name,
 )
+from serving_stack.plan.ops_benchmark_job import CHECKOV_SKIP_ANNOTATION
 
 CONFIG_FILE = "config.yaml"
 CONFIG_DIR = "/etc/litellm"
@@ -184,7 +186,7 @@ class Gateway(pulumi.ComponentResource):
     role_arn: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:Gateway", name, None, opts)
+        super().__init__(TypeTokens.GATEWAY, name, None, opts)
         if not args.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
@@ -263,7 +265,15 @@ class Gateway(pulumi.ComponentResource):
         }
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            metadata={
+                "name": base,
+                "namespace": args.namespace,
+                "labels": proxy_labels,
+                # checkov's secrets-as-files check: LiteLLM reads its master key only from its env.
+                "annotations": {
+                    CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_35=LiteLLM reads {MASTER_KEY_ENV} from its env only"
+                },
+            },
             spec={  # no `replicas`: the HPA owns it
                 "selector": {"matchLabels": proxy_labels},
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
@@ -279,6 +289,7 @@ class Gateway(pulumi.ComponentResource):
                     },
                     "spec": {
                         "serviceAccountName": account.metadata.name,
+                        "automountServiceAccountToken": False,  # as its account: EKS Pod Identity mounts its own
                         "securityContext": pod_context,
                         "terminationGracePeriodSeconds": 60,
                         "topologySpreadConstraints": [
@@ -395,7 +406,15 @@ class Gateway(pulumi.ComponentResource):
         pod_context, container_context = _restricted(redis.runAsUser)
         k8s.apps.v1.Deployment(
             f"{name}-redis-deployment",
-            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            metadata={
+                "name": base,
+                "namespace": args.namespace,
+                "labels": redis_labels,
+                # checkov's high-UID check: the official image runs as its own redis user (catalog/gateway.yaml).
+                "annotations": {
+                    CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_40=the redis image runs as its user {redis.runAsUser}"
+                },
+            },
             spec={
                 "replicas": 1,
                 "selector": {"matchLabels": redis_labels},

@@ -1,12 +1,13 @@
-"""Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source, and
-which EC2 instance type names run on Graviton."""
+"""Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source,
+which EC2 instance type names run on Graviton, and what the EKS public endpoint's allow-list may hold."""
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
 import pydantic
 
@@ -44,6 +45,23 @@ class GravitonFamilies(Data):
         return re.fullmatch(self.pattern, instance_type) is not None
 
 
+class PublicCidrLimits(Data):
+    maxEntries: int = pydantic.Field(gt=0)
+    source: str = pydantic.Field(min_length=10)
+    nonPublic: tuple[str, ...] = pydantic.Field(min_length=1)
+    nonPublicSource: str = pydantic.Field(min_length=10)
+
+    def non_public(self, cidr: str) -> Optional[str]:
+        """The special-purpose range that holds all of `cidr`, or None."""
+        network = ipaddress.ip_network(cidr, strict=False)
+        for special in self.nonPublic:
+            holder = ipaddress.ip_network(special)
+            both_v4 = isinstance(network, ipaddress.IPv4Network) and isinstance(holder, ipaddress.IPv4Network)
+            if both_v4 and network.subnet_of(holder):  # type: ignore[arg-type]
+                return special
+        return None
+
+
 class NameLimits(Data):
     schemaVersion: Literal[1]
     reservedNamespaces: ReservedNamespaces
@@ -54,6 +72,7 @@ class NameLimits(Data):
     iamRoleName: Limit
     autonameSuffix: Suffix
     gravitonFamilies: GravitonFamilies
+    eksPublicAccessCidrs: PublicCidrLimits
 
 
 @functools.cache

@@ -175,11 +175,21 @@ class HuggingFaceRepo(Data):
     engineArguments: EngineArguments
 
 
+class EnvironmentLimits(Data):
+    """What SageMaker's CreateModel accepts as a container's environment."""
+
+    maxEntries: int = pydantic.Field(ge=1)
+    maxKeyLength: int = pydantic.Field(ge=1)
+    maxValueLength: int = pydantic.Field(ge=1)
+    source: str
+
+
 class LmiFile(Data):
     containers: tuple[Container, ...] = pydantic.Field(min_length=1)
     argumentForms: dict[str, ArgumentForm]
     inferenceAmiVersion: str
     registries: Registries
+    environmentLimits: EnvironmentLimits
     timeouts: Timeouts
     volumeSizeGb: int = pydantic.Field(ge=1, le=512)
     fit: Fit

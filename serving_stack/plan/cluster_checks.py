@@ -28,15 +28,7 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
     if create and source != "eks":
         errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
     if create:
-        for index, cidr in enumerate(create.endpointPublicAccessCidrs):
-            if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
-                errors.append(
-                    ConfigError(
-                        f"aws.cluster.create.endpointPublicAccessCidrs[{index}]",
-                        f"{cidr} opens the API endpoint to the internet",
-                        "specific CIDRs, or [] for a private endpoint",
-                    )
-                )
+        errors += _check_public_access_cidrs(create.endpointPublicAccessCidrs)
         errors += _repeated("aws.cluster.create.availabilityZones", create.availabilityZones, "zone")
         errors += _repeated(
             "aws.cluster.create.accessEntries",
@@ -110,4 +102,33 @@ def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list
         if value in values[:index]:
             first = values.index(value)
             errors.append(ConfigError(f"{path}[{index}]{suffix}", f"the same {what} as [{first}]: {bounded(value)}"))
+    return errors
+
+
+def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
+    """The public endpoint's allow-list: not the whole Internet, public ranges only, within EKS's count."""
+    limits = load_name_limits().eksPublicAccessCidrs
+    key = "aws.cluster.create.endpointPublicAccessCidrs"
+    errors = []
+    if len(cidrs) > limits.maxEntries:
+        errors.append(ConfigError(key, f"{len(cidrs)} ranges; EKS takes at most {limits.maxEntries} ({limits.source})"))
+    for index, cidr in enumerate(cidrs):
+        special = limits.non_public(cidr)
+        if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
+            errors.append(
+                ConfigError(
+                    f"{key}[{index}]",
+                    f"{cidr} opens the API endpoint to the internet",
+                    "specific CIDRs, or [] for a private endpoint",
+                )
+            )
+        elif special is not None:
+            errors.append(
+                ConfigError(
+                    f"{key}[{index}]",
+                    f"{cidr} is inside {special}, which no caller of a public endpoint comes from "
+                    f"({limits.nonPublicSource})",
+                    "public ranges; private networks reach the cluster through its private endpoint",
+                )
+            )
     return errors

@@ -122,6 +122,14 @@ def _plan_one(
         instanceCount=endpoint.initialInstanceCount,
         costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
+    key_region = endpoint.kmsKeyArn.split(":")[3] if endpoint.kmsKeyArn else region
+    if key_region != region:
+        raise ConfigError(
+            f"{path}.kmsKeyArn",
+            f"the key is in {key_region}, the endpoint in {region}: SageMaker uses only a KMS key of the endpoint's "
+            "region for its storage and data capture",
+            f"a key in {region}",
+        )
     shifting, shifting_note = _traffic_shifting(endpoint, path)
     deployment = BlueGreen.of(endpoint.deployment, shifting)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)

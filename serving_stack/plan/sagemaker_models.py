@@ -23,6 +23,7 @@ from serving_stack.facts.jumpstart import (
     SpecSource,
     resolve_jumpstart_model,
 )
+from serving_stack.facts.sagemaker import EnvironmentLimits
 from serving_stack.plan.placeholders import Placeholder
 from serving_stack.plan.sagemaker_fit import check_fit, pick_container
 from serving_stack.plan.sagemaker_spec import HuggingFaceSource, JumpStartSource, ModelContainer, ModelSource
@@ -169,6 +170,7 @@ def huggingface_model(
         **model.options,
         form.modelVariable: model.repo,
     }
+    _check_environment(environment, model.sendHfToken, lmi.environmentLimits, f"{path}.huggingface.options")
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
@@ -202,3 +204,24 @@ def huggingface_model(
         placeholders=placeholders,
     )
     return container, source, model.repo, defaults
+
+
+def _check_environment(environment: dict[str, str], hf_token: bool, limits: EnvironmentLimits, key: str) -> None:
+    """The container environment fits what CreateModel accepts (catalog/sagemaker_lmi.yaml environmentLimits)."""
+    entries = len(environment) + (1 if hf_token and "HF_TOKEN" not in environment else 0)
+    if entries > limits.maxEntries:
+        raise ConfigError(
+            key,
+            f"the model's container environment would hold {entries} entries (the LMI defaults, the repository's "
+            f"and these options, HF_MODEL_ID{', HF_TOKEN' if hf_token else ''}); SageMaker accepts "
+            f"{limits.maxEntries} ({limits.source})",
+            f"{entries - limits.maxEntries} fewer options",
+        )
+    for name, value in environment.items():
+        if len(name) > limits.maxKeyLength or len(str(value)) > limits.maxValueLength:
+            raise ConfigError(
+                f"{key}.{name}" if len(name) <= 64 else key,
+                f"{'name' if len(name) > limits.maxKeyLength else 'value'} longer than "
+                f"{limits.maxKeyLength if len(name) > limits.maxKeyLength else limits.maxValueLength} characters",
+                f"SageMaker's limit ({limits.source})",
+            )
