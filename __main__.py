@@ -41,6 +41,8 @@ from serving_stack.plan.targets import check_target_swap, deployed_dynamo_target
 secrets = configured_secrets()
 config, facts = load_stack_config(), load_facts()
 plan = build_plan(config, facts, default_region=pulumi.Config("aws").get("region"), secrets=secrets)
+for warning in plan.warnings:  # a retired target still deploys; `pulumi up` and the preview say so
+    pulumi.log.warn(warning)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
 aws_provider = (

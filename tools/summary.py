@@ -45,6 +45,11 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
         f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
         "",
+    ]
+    warnings = run.plan.warnings if run.plan is not None else ()
+    if warnings:
+        lines += ["## ⚠️ Warnings", "", *(f"- {w}" for w in warnings), ""]
+    lines += [
         "## Serving endpoints",
         "",
         _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),

@@ -146,6 +146,8 @@ class StackPlan:
     operability: Optional[OperabilityPlan]
     capacity: StackCapacity
     gateway: Optional[StackGateway] = None
+    # For the person deploying: what renders as before but needs a decision (a retired target selected).
+    warnings: tuple[str, ...] = ()
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:

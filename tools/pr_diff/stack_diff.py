@@ -49,6 +49,8 @@ class StackDiff:
     outputs: tuple[FieldChange, ...] = field(default=())
     # What the engine refuses or cannot finish in one `up` (a target swap on the same GPUs).
     engine_notes: tuple[str, ...] = field(default=())
+    # The head render's warnings: what deploys as before but needs a decision (a retired target).
+    warnings: tuple[str, ...] = field(default=())
 
     def of_kind(self, kind: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.kind == kind]
@@ -246,4 +248,5 @@ def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules, 
         head.violations,
         tuple(outputs),
         (f"`pulumi up` refuses this change: {swap}",) if swap else (),
+        head.warnings,
     )
