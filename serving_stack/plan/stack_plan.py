@@ -16,11 +16,12 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.facts import Facts
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.auto_targets import expand_auto_targets
+from serving_stack.plan.cache_size import cache_size
 from serving_stack.plan.costs import pool_cost_rows
 from serving_stack.plan.dra import plan_dra_driver
 from serving_stack.plan.gateway_stack import plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
-from serving_stack.plan.model_cache import select_model_cache
+from serving_stack.plan.model_cache import loaded_checkpoints, select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.operability import OperabilitySettings, operability_settings, plan_operability
 from serving_stack.plan.placement import place_targets
@@ -51,7 +52,7 @@ from serving_stack.plan.stack_plan_types import (
     SystemNodes,
 )
 from serving_stack.plan.storage import plan_storage
-from serving_stack.plan.targets import select_targets
+from serving_stack.plan.targets import retired_warnings, select_targets
 from serving_stack.plan.watched_targets import watched_target
 
 
@@ -126,10 +127,13 @@ def _monitoring(
 
 
 def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
-    """`modelCache.size` resolved once: the configured size, else the upstream claim's."""
+    """`modelCache.size` resolved once: the configured size, else the upstream claim's raised to hold the
+    checkpoints the download Jobs fetch (catalog/checkpoints.yaml)."""
     if config.modelCache.size is not None:
         return config
-    size = select_model_cache(config.modelCache, facts.catalog.model_cache)[0].size
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    selection = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)[0]
+    size = cache_size(selection.size, selection.repos, facts.checkpoints)
     return config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": size})})
 
 
@@ -147,7 +151,8 @@ def build_plan(
     config, auto = expand_auto_targets(config, facts)
     config = _with_cache_size(config, facts)
     check_stack(config, facts, secrets, default_region)
-    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
@@ -176,7 +181,7 @@ def build_plan(
         download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm, config.kubernetes.namespace),
-        prewarm_pools=tuple(plan_prewarm(config, targets)),
+        prewarm_pools=tuple(plan_prewarm(config, targets, facts.checkpoints)),
         platform=DynamoPlatformPlan(
             platform.install, platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)
         ),
@@ -219,4 +224,5 @@ def build_plan(
             monitoring.release_label if monitoring else None,
             facts.platform.readiness.imagePullAllowanceSeconds,
         ),
+        warnings=tuple(retired_warnings(selected, facts.catalog)),
     )
