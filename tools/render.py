@@ -6,7 +6,8 @@ Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubec
 `helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
 parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract), `summary.md` and `policy-report.txt` (the policy pack run
 on the recorded resources, as `pulumi preview --policy-pack policy` would), and `warnings.txt` (what
-renders as before but needs a decision, such as a retired target; also printed on stderr). Bad config exits 2 with
+renders as before but needs a decision, such as a retired target; the program prints them on stderr
+with `pulumi.log.warn`, as `pulumi up` does). Bad config exits 2 with
 the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
 """
 
@@ -144,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
     if inputs.placeholders:
         print(inputs.note(args.stack), file=sys.stderr)
-    for warning in run_warnings(run):
-        print(f"warning: {warning}", file=sys.stderr)
     for finding in rollout.blocking:
         print(finding.line(), file=sys.stderr)
     if mandatory_violated:

@@ -56,7 +56,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         _row(["---"] * 8),
     ]
     for endpoint in contract.endpoints:
-        recipe = catalog.recipes.get(endpoint.id)
+        recipe = catalog.recipe(endpoint.id) if endpoint.id in catalog.selectable else None
         published_ttft = recipe.entry.performance.ttftP50Ms if recipe else None
         ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]

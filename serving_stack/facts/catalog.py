@@ -115,6 +115,7 @@ class RetiredTarget:
     def warning(self, where: str) -> str:
         """One line for summary.md, stderr and the PR diff: what is retired and what to select instead."""
         r = self.retirement
+        change = f"renamed it to {r.successor}" if r.successor else "removed it"
         instead = (
             f"select its successor {r.successor}"
             if r.successor
@@ -123,7 +124,7 @@ class RetiredTarget:
             else "upstream names no successor"
         )
         return (
-            f"{where}: {self.recipe.id} is retired: upstream removed it at {r.commit} ({r.date}); it renders "
+            f"{where}: {self.recipe.id} is retired: upstream {change} at {r.commit} ({r.date}); it renders "
             f"from its last revision {r.lastCommit} (catalog/{self.recipe.entry.manifest}); {instead}"
         )
 

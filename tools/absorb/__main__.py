@@ -216,10 +216,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         metavar="ID",
         help="leave this retired target out of the catalog (refused while a committed stack selects it)",
     )
+    parser.add_argument(
+        "--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked"
+    )
     args = parser.parse_args(argv)
     try:
         report, written = absorb(
-            args.upstream.resolve(), args.commit, args.date, DATA_DIR, args.dry_run, frozenset(args.drop_retired)
+            args.upstream.resolve(),
+            args.commit,
+            args.date,
+            DATA_DIR,
+            args.dry_run,
+            frozenset(args.drop_retired),
+            args.project_dir,
         )
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)
