@@ -16,6 +16,7 @@ from stack_helpers import (
     assert_rejected_before_any_resource,
     rendered_stack,
     run_config,
+    stack_file_config,
 )
 
 from serving_stack.config.serving import TargetConfig
@@ -41,11 +42,14 @@ def _download_jobs(stack: str) -> list[dict]:
 
 def test_dev_is_one_single_gpu_aggregated_target():
     run = rendered_stack("dev")
+    dev = stack_file_config("dev")
+    (target,) = dev["targets"]
+    name = load_catalog().recipe(target["id"]).name
     (dgd,) = _inputs("dev", DGD_TYPE)
     assert dgd["metadata"] == {
-        "name": "vllm-agg-h100-mtp",
-        "namespace": "nemotron-dev",
-        "labels": {"app.kubernetes.io/name": "vllm-agg-h100-mtp", "app.kubernetes.io/part-of": "dynamo"},
+        "name": name,
+        "namespace": dev["kubernetes"]["namespace"],
+        "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "dynamo"},
         "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "4200"},
     }
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
