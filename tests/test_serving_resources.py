@@ -19,8 +19,9 @@ from stack_helpers import (
     stack_file_config,
 )
 
-from serving_stack.config.serving import TargetConfig
-from serving_stack.facts.catalog import load_catalog
+from serving_stack.config.serving import PrewarmConfig, TargetConfig
+from serving_stack.facts.catalog import load_catalog, load_platform
+from serving_stack.plan.manifests import startup_budget_seconds
 from serving_stack.plan.model_cache import env_name_tuple
 from serving_stack.plan.targets import effective_replicas, gpus_used
 
@@ -46,11 +47,17 @@ def test_dev_is_one_single_gpu_aggregated_target():
     (target,) = dev["targets"]
     name = load_catalog().recipe(target["id"]).name
     (dgd,) = _inputs("dev", DGD_TYPE)
+    # image pull allowance + the prewarm gate (workers wait for a warm node) + the workers' startupProbe budget
+    budget = (
+        load_platform().readiness.imagePullAllowanceSeconds
+        + PrewarmConfig().waitTimeoutSeconds
+        + startup_budget_seconds(dgd)
+    )
     assert dgd["metadata"] == {
         "name": name,
         "namespace": dev["kubernetes"]["namespace"],
         "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "dynamo"},
-        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "4200"},
+        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": str(budget)},
     }
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
 
