@@ -172,7 +172,8 @@ class ReplacingRevision:
 
 
 def build_replacing(root: Path, catalog: Catalog, stack_file: str, count: int = 2) -> ReplacingRevision:
-    """`count` aggregated vLLM targets `stack_file` selects, each renamed to a BF16 variant (the base
+    """Up to `count` vLLM targets `stack_file` selects that load the base checkpoint (aggregated ones first),
+    each renamed to a BF16 variant (the base
     checkpoint swapped for the BF16 set, fetched by its own download Job; the FP4 quantization flag
     dropped), with their table rows following the rename."""
     directory = root / UPSTREAM_PATH
