@@ -172,20 +172,25 @@ class ReplacingRevision:
 
 
 def build_replacing(root: Path, catalog: Catalog, stack_file: str, count: int = 2) -> ReplacingRevision:
-    """Up to `count` vLLM targets `stack_file` selects that load the base checkpoint (aggregated ones first),
-    each renamed to a BF16 variant (the base
-    checkpoint swapped for the BF16 set, fetched by its own download Job; the FP4 quantization flag
-    dropped), with their table rows following the rename."""
+    """Up to `count` current vLLM targets `stack_file` selects whose manifest loads the base checkpoint
+    (aggregated ones first), each renamed to a BF16 variant (the base checkpoint swapped for the BF16 set,
+    fetched by its own download Job; the FP4 quantization flag dropped), with their table rows following."""
     directory = root / UPSTREAM_PATH
     shutil.copytree(CATALOG_DIR / "recipes", directory)
-    selected = [s.target_id for s in selections(PROJECT_DIR) if s.stack_file == stack_file]
-    replaced = [
-        catalog.recipes[t]
-        for t in selected
-        if not catalog.recipes[t].disaggregated and catalog.recipes[t].backend == "vllm"
-    ][:count]
-    assert len(replaced) == count, f"{stack_file} selects fewer than {count} aggregated vLLM targets"
     base_model = catalog.model_cache.jobs[0].repos[0]
+    base_pattern = re.escape(base_model) + r"(?![\w-])"
+    selected = [
+        catalog.recipes[s.target_id]
+        for s in selections(PROJECT_DIR)
+        if s.stack_file == stack_file and s.target_id in catalog.recipes
+    ]
+    loading_base = [
+        r
+        for r in selected
+        if r.backend == "vllm" and re.search(base_pattern, (CATALOG_DIR / r.entry.manifest).read_text())
+    ]
+    replaced = sorted(loading_base, key=lambda r: r.disaggregated)[:count]  # aggregated ones first
+    assert replaced, f"{stack_file} selects no current vLLM target loading {base_model}"
     renamed = {}
     for recipe in replaced:
         new_id = f"{recipe.id}-bf16"
@@ -195,7 +200,7 @@ def build_replacing(root: Path, catalog: Catalog, stack_file: str, count: int = 
             new_id,
             {},
             (
-                (re.escape(base_model) + r"(?![\w-])", BF16_REPO),
+                (base_pattern, BF16_REPO),
                 (r"\n\s*- --quantization\n\s*- modelopt_fp4", ""),
             ),
         )
