@@ -113,19 +113,25 @@ def test_a_pull_secret_without_the_key_is_refused_before_any_resource():
 
 
 def test_model_cache_pvc_and_download_jobs():
-    """prod downloads every upstream checkpoint set as upstream does; dev (`drafts: []`) only the base, under
-    upstream's env name, with the script's loop rewritten to it."""
-    cache = load_catalog().model_cache
+    """prod (`checkpoints` unset) runs, as upstream wrote them, the upstream download Jobs that fetch a checkpoint
+    its targets load; dev (`drafts: []`) only the base, under upstream's env name, with the script's loop
+    rewritten to it."""
+    catalog = load_catalog()
+    cache = catalog.model_cache
+    prod = stack_file_config("prod")
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
+    class_name = prod["modelCache"]["storageClassName"]
     assert pvc["spec"] == {
         "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": "1200Gi"}},
-        "storageClassName": "fsx-lustre",
-        "volumeName": "fsx-lustre-model-cache",
+        "resources": {"requests": {"storage": prod["modelCache"]["size"]}},
+        "storageClassName": class_name,
+        "volumeName": f"{class_name}-model-cache",
     }
+    loaded = {repo for t in prod["targets"] for repo in catalog.recipe(t["id"]).checkpoints}
+    used = [job for job in cache.jobs if loaded & set(job.repos)]
     prod_jobs = {job["metadata"]["name"]: job for job in _download_jobs("prod")}
-    assert sorted(prod_jobs) == sorted(job.name for job in cache.jobs)
-    for job in cache.jobs:
+    assert sorted(prod_jobs) == sorted(job.name for job in used)
+    for job in used:
         container = prod_jobs[job.name]["spec"]["template"]["spec"]["containers"][0]
         assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(
             job.checkpoints
