@@ -50,7 +50,7 @@ plan = build_plan(
     today=today(),
     allow_placeholders=placeholders_allowed(),
 )
-for warning in plan.warnings:
+for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and the preview say so
     pulumi.log.warn(warning)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------

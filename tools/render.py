@@ -5,7 +5,9 @@
 Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`),
 `helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
 parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract), `summary.md` and `policy-report.txt` (the policy pack run
-on the recorded resources, as `pulumi preview --policy-pack policy` would). Bad config exits 2 with
+on the recorded resources, as `pulumi preview --policy-pack policy` would), and `warnings.txt` (what
+renders as before but needs a decision, such as a retired target; the program prints them on stderr
+with `pulumi.log.warn`, as `pulumi up` does). Bad config exits 2 with
 the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
 """
 
@@ -31,6 +33,7 @@ from tools.secret_placeholders import stack_inputs
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+WARNINGS_FILE = "warnings.txt"
 EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory policy or a blocking rollout finding
 EXIT_CONFIG = 2  # bad input: nothing is rendered
 # kubectl apply order: what others refer to goes first.
@@ -89,6 +92,11 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path) -> None:
     contract = StackOutputs.model_validate(run.outputs)
     (out_dir / "outputs.json").write_text(json.dumps(contract.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     (out_dir / "summary.md").write_text(summary_markdown(stack, run))
+    (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in run_warnings(run)))
+
+
+def run_warnings(run: ProgramRun) -> tuple[str, ...]:
+    return run.plan.warnings if run.plan is not None else ()
 
 
 def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:

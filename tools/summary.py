@@ -52,13 +52,18 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
         f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
         "",
+    ]
+    warnings = run.plan.warnings if run.plan is not None else ()
+    if warnings:
+        lines += ["## ⚠️ Warnings", "", *(f"- {w}" for w in warnings), ""]
+    lines += [
         "## Serving endpoints",
         "",
         _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),
         _row(["---"] * 8),
     ]
     for endpoint in contract.endpoints:
-        recipe = catalog.recipes.get(endpoint.id)
+        recipe = catalog.recipe(endpoint.id) if endpoint.id in catalog.selectable else None
         published_ttft = recipe.entry.performance.ttftP50Ms if recipe else None
         ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]

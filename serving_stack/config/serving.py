@@ -66,8 +66,10 @@ class PrewarmConfig(Block):
     image: PinnedImage = "docker.io/library/python:3.12.8-slim"
     threads: int = pydantic.Field(default=8, ge=1, le=64)
     # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
-    # kernel evicts what was just warmed. Requests stay small so the DaemonSet never blocks scheduling.
-    memoryLimit: MemorySize = "64Gi"
+    # kernel evicts what was just warmed. Unset: each DaemonSet's limit is computed from the sizes of the
+    # checkpoints its pods read (catalog/checkpoints.yaml); set, it applies to every DaemonSet and is
+    # checked against them. Requests stay small so the DaemonSet never blocks scheduling.
+    memoryLimit: Optional[MemorySize] = None
     cpuLimit: CpuQuantity = "2"
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
 
@@ -78,7 +80,7 @@ class ModelCacheConfig(Block):
     file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
 
     storageClassName: StorageClassName
-    size: Optional[StorageSize] = None  # unset: the upstream claim's size
+    size: Optional[StorageSize] = None  # unset: the upstream claim's, raised to hold the checkpoints downloaded
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()

@@ -122,7 +122,7 @@ def expand_auto_targets(config: StackConfig, facts: Facts) -> tuple[StackConfig,
 def _with(config: StackConfig, targets: list[dict[str, Any]], aws: Optional[AwsConfig], facts: Facts) -> StackConfig:
     cache = config.modelCache
     loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
-    selection = select_model_cache(cache, facts.catalog.model_cache)[0]
+    selection = select_model_cache(cache, facts.catalog.model_cache, set(loaded))[0]
     missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
     update: dict[str, Any] = {"targets": [_planned(TargetConfig, target, "targets") for target in targets]}
     if missing:  # the planned targets load checkpoints the cache would not fetch: fetch them too

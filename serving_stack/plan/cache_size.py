@@ -13,10 +13,29 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts.checkpoints import BYTES_PER_GB, CheckpointSizes
 
 GIB = 2**30
+# Beside the page cache of the checkpoints it warms, a prewarm pod holds the Python interpreter and its
+# read threads' buffers (well under 1 GiB); the rest is margin for a checkpoint a little larger than listed.
+PREWARM_HEADROOM_GIB = 2
+
+
+def _bytes(repositories: Iterable[str], sizes: CheckpointSizes) -> int:
+    return sum(sizes.size(repository).bytes for repository in dict.fromkeys(repositories))
+
+
+def prewarm_memory_limit(warmed: Iterable[str], sizes: CheckpointSizes) -> str:
+    """A prewarm pod's memory limit when the stack sets none: the checkpoints it reads, plus headroom."""
+    return f"{math.ceil(_bytes(warmed, sizes) / GIB) + PREWARM_HEADROOM_GIB}Gi"
+
+
+def cache_size(upstream_size: str, downloaded: Iterable[str], sizes: CheckpointSizes) -> str:
+    """The model cache's size when the stack sets none: upstream's claim, raised to hold every checkpoint
+    the download Jobs fetch when upstream's is smaller."""
+    needed = _bytes(downloaded, sizes)
+    return upstream_size if quantity_value(upstream_size) >= needed else f"{math.ceil(needed / GIB)}Gi"
 
 
 def _too_small(key: str, value: str, what: str, repositories: list[str], sizes: CheckpointSizes) -> list[ConfigError]:
-    needed = sum(sizes.size(repository).bytes for repository in repositories)
+    needed = _bytes(repositories, sizes)
     if quantity_value(value) >= needed:
         return []
     estimated = sum(sizes.size(repository).estimate for repository in repositories)
@@ -35,16 +54,18 @@ def check_checkpoint_room(
     loaded_by_nodes: Mapping[str, Iterable[str]],
     sizes: CheckpointSizes,
 ) -> list[ConfigError]:
-    """The cache's size (configured, or upstream's) against every checkpoint downloaded; `prewarm.memoryLimit`
-    against the checkpoints the targets on one kind of node load (what one prewarm pod reads)."""
+    """The cache's size against every checkpoint downloaded; a configured `prewarm.memoryLimit` against the
+    checkpoints the targets on one kind of node load (what one prewarm pod reads). Defaults are computed
+    from the same sizes, so only a configured value can be too small."""
     errors = _too_small("modelCache.size", size, "the download Jobs fetch", list(dict.fromkeys(downloaded)), sizes)
-    if not cache.prewarm.enabled:
+    limit = cache.prewarm.memoryLimit
+    if not cache.prewarm.enabled or limit is None:
         return errors
     for nodes, loaded in sorted(loaded_by_nodes.items()):
         warmed = list(dict.fromkeys(loaded))
         errors += _too_small(
             "modelCache.prewarm.memoryLimit",
-            cache.prewarm.memoryLimit,
+            limit,
             f"a prewarm pod on {nodes} nodes reads",
             warmed,
             sizes,

@@ -4,16 +4,22 @@ changes (size, which checkpoints), resolved once.
 Checkpoints keep upstream's env names and stay in the Job that fetches them upstream. A repo the stack
 adds that no upstream Job fetches goes into the first Job under a name derived from the base
 (`<base>-Foo` -> `FOO_MODEL`). A Job left with no checkpoint is not run.
+
+With `modelCache.checkpoints` unset, the Jobs follow the selected targets: every upstream Job that fetches
+a checkpoint some selected target loads runs as upstream wrote it, and a Job for checkpoints no selected
+target loads (a revision's new BF16 set, say) is not run; a stack selecting no target runs them all.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
-from serving_stack.config.serving import ModelCacheConfig
+from serving_stack.config.serving import ModelCacheConfig, TargetConfig
 from serving_stack.errors import ConfigError
+from serving_stack.facts.catalog import Catalog
 from serving_stack.facts.model_cache import DownloadJob, ModelCacheFacts
 
 KEY = "modelCache.checkpoints"
@@ -76,15 +82,27 @@ def _wanted(cache: ModelCacheConfig, facts: ModelCacheFacts) -> Optional[list[st
     return list(dict.fromkeys([base, *drafts]))
 
 
+def loaded_checkpoints(targets: Union[str, Iterable[TargetConfig]], catalog: Catalog) -> set[str]:
+    """The repos the selected targets load (none for `auto` not yet expanded; ids the catalog does not hold
+    are left to the target checks)."""
+    if isinstance(targets, str):
+        return set()
+    known = set(catalog.selectable)
+    return {repo for t in targets if t.id in known for repo in catalog.recipe(t.id).checkpoints}
+
+
 def select_model_cache(
     cache: ModelCacheConfig,
     facts: ModelCacheFacts,
+    loaded: Collection[str] = (),
 ) -> tuple[ModelCacheSelection, list[ConfigError]]:
-    """What each download Job fetches, and every checkpoint change the upstream script cannot take."""
+    """What each download Job fetches, and every checkpoint change the upstream script cannot take;
+    `loaded` are the repos the selected targets load (`loaded_checkpoints`)."""
     size = cache.size if cache.size is not None else facts.size
     wanted = _wanted(cache, facts)
     if wanted is None:
-        jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in facts.jobs)
+        used = [job for job in facts.jobs if any(repo in loaded for repo in job.repos)]
+        jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in (used or facts.jobs))
         return ModelCacheSelection(size, jobs), []
     kept = [JobCheckpoints(job, tuple((n, r) for n, r in job.checkpoints if r in wanted)) for job in facts.jobs]
     fetched = {repo for job in kept for _, repo in job.checkpoints}

@@ -6,8 +6,10 @@ the same nodes, tolerates every taint those workers tolerate, and warms every ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +33,10 @@ PROGRAM_VOLUME = "prewarm-program"
 
 @dataclass(frozen=True)
 class PrewarmSettings:
-    """How the prewarm DaemonSets run. The memory limit must hold every checkpoint: page cache is charged
-    to the cgroup that reads it, so a smaller limit evicts what was just warmed."""
+    """How the prewarm DaemonSets run (the memory limit is per DaemonSet: `PrewarmPool.memory_limit`)."""
 
     image: str
     threads: int
-    memory_limit: str
     cpu_limit: str
     wait_timeout_seconds: int
     host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
@@ -47,7 +47,6 @@ class PrewarmSettings:
             host_state_dir=host_state_dir(namespace),
             image=config.image,
             threads=config.threads,
-            memory_limit=config.memoryLimit,
             cpu_limit=config.cpuLimit,
             wait_timeout_seconds=config.waitTimeoutSeconds,
         )
@@ -55,10 +54,14 @@ class PrewarmSettings:
 
 @dataclass(frozen=True)
 class PrewarmPool:
+    """One DaemonSet. `memory_limit` must hold every checkpoint it warms: page cache is charged to the cgroup
+    that reads it, so a smaller limit evicts what was just warmed."""
+
     name: str
     node_affinity: dict[str, Any]
     tolerations: list[dict[str, Any]]
     checkpoints: list[str]
+    memory_limit: str
 
 
 def _pool_name(node_affinity: dict[str, Any]) -> str:
@@ -72,8 +75,10 @@ def _pool_name(node_affinity: dict[str, Any]) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(values).lower()).strip("-")[:40]
 
 
-def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]]) -> list[PrewarmPool]:
-    """Group the workers of the rendered DGDs by node affinity."""
+def prewarm_pools(
+    dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]], memory_limit: Callable[[list[str]], str]
+) -> list[PrewarmPool]:
+    """Group the workers of the rendered DGDs by node affinity; `memory_limit` of the checkpoints one reads."""
     groups: dict[str, dict[str, Any]] = {}
     for dgd, checkpoints in dgds_with_checkpoints:
         for component in dgd["spec"]["components"]:
@@ -87,14 +92,14 @@ def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]])
             group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
     pools = [
-        PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"])
+        PrewarmPool(
+            _pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"], memory_limit(g["checkpoints"])
+        )
         for g in groups.values()
     ]
     names = [p.name for p in pools]
     return [
-        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints)
-        if names.count(p.name) > 1
-        else p
+        dataclasses.replace(p, name=f"{p.name}-{index}") if names.count(p.name) > 1 else p
         for index, p in enumerate(pools)
     ]
 

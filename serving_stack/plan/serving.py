@@ -15,7 +15,9 @@ from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.catalog import Criteria, PlatformFile
+from serving_stack.facts.checkpoints import CheckpointSizes
 from serving_stack.facts.instance_types import FabricProfile
+from serving_stack.plan.cache_size import prewarm_memory_limit
 from serving_stack.plan.manifests import (
     ServingSettings,
     await_ready,
@@ -111,10 +113,16 @@ def plan_targets(
     return planned
 
 
-def plan_prewarm(config: StackConfig, planned: list[PlannedTarget]) -> list[PrewarmPool]:
-    if not config.modelCache.prewarm.enabled:
+def plan_prewarm(config: StackConfig, planned: list[PlannedTarget], sizes: CheckpointSizes) -> list[PrewarmPool]:
+    """The DaemonSets; each one's memory limit is the configured one, else computed from what it warms."""
+    prewarm = config.modelCache.prewarm
+    if not prewarm.enabled:
         return []
-    return prewarm_pools([(p.dgd, p.selected.recipe.checkpoints) for p in planned])
+    configured = prewarm.memoryLimit
+    return prewarm_pools(
+        [(p.dgd, p.selected.recipe.checkpoints) for p in planned],
+        lambda warmed: configured if configured is not None else prewarm_memory_limit(warmed, sizes),
+    )
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:

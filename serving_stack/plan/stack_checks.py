@@ -14,7 +14,7 @@ from serving_stack.facts import Facts
 from serving_stack.plan.cache_size import check_checkpoint_room
 from serving_stack.plan.cluster_checks import check_cluster
 from serving_stack.plan.gateway_stack import check_gateway
-from serving_stack.plan.model_cache import select_model_cache
+from serving_stack.plan.model_cache import loaded_checkpoints, select_model_cache
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.placement import place_targets
 from serving_stack.plan.pool_checks import check_pools
@@ -27,7 +27,8 @@ from serving_stack.plan.targets import select_targets
 
 def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
     """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
-    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)
     selected, target_errors = select_targets(config, facts.catalog, cache.repos)
     errors += target_errors
     by_nodes: dict[str, list[str]] = {}  # prewarm DaemonSets follow the workers' nodes (pool or GPU product)

@@ -19,12 +19,13 @@ from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.auto_targets import expand_auto_targets
+from serving_stack.plan.cache_size import cache_size
 from serving_stack.plan.costs import pool_cost_rows
 from serving_stack.plan.dated_checks import check_cluster_version
 from serving_stack.plan.dra import plan_dra_driver
 from serving_stack.plan.gateway_stack import plan_stack_gateway
 from serving_stack.plan.manifests import render_download_job, render_model_cache_pvc
-from serving_stack.plan.model_cache import select_model_cache
+from serving_stack.plan.model_cache import loaded_checkpoints, select_model_cache
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
 from serving_stack.plan.operability import OperabilitySettings, operability_settings, plan_operability
 from serving_stack.plan.placeholders import config_placeholders, refuse_unless_allowed
@@ -57,7 +58,7 @@ from serving_stack.plan.stack_plan_types import (
     SystemNodes,
 )
 from serving_stack.plan.storage import plan_storage
-from serving_stack.plan.targets import select_targets
+from serving_stack.plan.targets import retired_warnings, select_targets
 from serving_stack.plan.watched_targets import watched_target
 
 
@@ -132,10 +133,13 @@ def _monitoring(
 
 
 def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
-    """`modelCache.size` resolved once: the configured size, else the upstream claim's."""
+    """`modelCache.size` resolved once: the configured size, else the upstream claim's raised to hold the
+    checkpoints the download Jobs fetch (catalog/checkpoints.yaml)."""
     if config.modelCache.size is not None:
         return config
-    size = select_model_cache(config.modelCache, facts.catalog.model_cache)[0].size
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    selection = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)[0]
+    size = cache_size(selection.size, selection.repos, facts.checkpoints)
     return config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": size})})
 
 
@@ -161,7 +165,8 @@ def build_plan(
     version_errors, dated_warnings = check_cluster_version(config, facts.eks_versions, today or current_date())
     if version_errors:
         raise ConfigError.combined(version_errors)
-    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)[0]
     selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
     pools = resolve_pools(config, facts)
     placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
@@ -190,7 +195,7 @@ def build_plan(
         download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm, config.kubernetes.namespace),
-        prewarm_pools=tuple(plan_prewarm(config, targets)),
+        prewarm_pools=tuple(plan_prewarm(config, targets, facts.checkpoints)),
         platform=DynamoPlatformPlan(
             platform.install, platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)
         ),
@@ -222,7 +227,7 @@ def build_plan(
         if pool.instance_type and pool.efa_layout and facts.aws.instance_types[pool.instance_type].contested_layout
     ]
     return StackPlan(
-        warnings=(*dated_warnings, *contested),
+        warnings=(*dated_warnings, *contested, *retired_warnings(selected, facts.catalog)),
         placeholders=placeholders,
         aws=account,
         cluster=cluster,

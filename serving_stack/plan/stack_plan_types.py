@@ -147,6 +147,7 @@ class StackPlan:
     operability: Optional[OperabilityPlan]
     capacity: StackCapacity
     gateway: Optional[StackGateway] = None
+    # For the person deploying: what renders but needs a decision (a pin ageing out, a retired target selected).
     warnings: tuple[str, ...] = ()
     placeholders: tuple[Placeholder, ...] = ()
 

@@ -78,7 +78,7 @@ def select_targets(
     if isinstance(config.targets, str):  # `auto`: serving_stack.plan.auto_targets expands it first
         raise ValueError("targets: auto must be expanded into the planned targets before they are selected")
     for index, target in enumerate(config.targets):
-        if target.id not in catalog.recipes:
+        if target.id not in catalog.recipes and target.id not in catalog.retired:
             errors.append(
                 ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes))
             )
@@ -87,11 +87,27 @@ def select_targets(
             errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))
         seen.add(target.id)
         recipe = catalog.recipe(target.id)
+        twin = next((s for s in selected if s.recipe.name == recipe.name and s.id != target.id), None)
+        if twin is not None:  # a retired target and the current one that kept its DGD name
+            errors.append(
+                ConfigError(
+                    f"targets[{index}].id",
+                    f"{target.id!r} deploys the DynamoGraphDeployment {recipe.name!r}, as targets[{twin.index}] "
+                    f"({twin.id!r}) does",
+                    "one of them",
+                )
+            )
         replicas = effective_replicas(recipe, target)
         one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas))
         errors += _check(one, cached)
         selected.append(one)
     return selected, errors
+
+
+def retired_warnings(selected: list[SelectedTarget], catalog: Catalog) -> list[str]:
+    """One line per selected target upstream has retired: it still renders and deploys from its last
+    revision's manifest; the line names what to select instead."""
+    return [catalog.retired[t.id].warning(f"targets[{t.index}].id") for t in selected if t.id in catalog.retired]
 
 
 def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> ConfigError | None:
@@ -110,7 +126,8 @@ def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catal
         return None
 
     def gpus(target_id: str) -> set[str]:
-        return set(catalog.recipe(target_id).gpu_products) if target_id in catalog.recipes else {"*"}
+        known = target_id in catalog.recipes or target_id in catalog.retired
+        return set(catalog.recipe(target_id).gpu_products) if known else {"*"}
 
     held = {p for i in removed for p in gpus(i)}
     waiting = [i for i in current_ids if i not in previous_ids and ("*" in held or "*" in gpus(i) or held & gpus(i))]

@@ -73,7 +73,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 def _attention(diff: StackDiff) -> list[str]:
-    items = list(diff.engine_notes)
+    items = list(diff.engine_notes) + list(diff.warnings)
     items += [f"{c.kind} `{c.type}` **{c.name}**: {w}" for c in diff.resources for w in c.warnings]
     items += [f"IAM widens on **{c.name}**: `{f.path}`" for c in diff.resources for f in c.fields if f.widens]
     items += [f"new IAM policy **{c.name}** grants access" for c in diff.resources if c.grants_access]

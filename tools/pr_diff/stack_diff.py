@@ -51,6 +51,8 @@ class StackDiff:
     # What the engine refuses or cannot finish in one `up` (a target swap on the same GPUs).
     engine_notes: tuple[str, ...] = field(default=())
     node_rolls: tuple[NodeRoll, ...] = field(default=())
+    # The head render's warnings: what deploys as before but needs a decision (a retired target).
+    warnings: tuple[str, ...] = field(default=())
 
     def of_kind(self, kind: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.kind == kind]
@@ -249,4 +251,5 @@ def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules, 
         tuple(outputs),
         (f"`pulumi up` refuses this change: {swap}",) if swap else (),
         tuple(node_rolls([r.record for r in base.resources.values()], [r.record for r in head.resources.values()])),
+        head.warnings,
     )
