@@ -31,6 +31,7 @@ STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 # (`monitoring.prometheus.install: false`): served here with an open schema, as a cluster running the
 # operator serves them.
 MONITORING_KINDS = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
+MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
 
 
 def monitoring_crds() -> list[dict[str, Any]]:
@@ -95,6 +96,8 @@ class Harness:
                 kube.create(stand_in_storage_class(name))
             for crd in monitoring_crds():
                 kube.create(crd)
+            # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
+            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.start_operator()
         except BaseException:
             self.stop()
