@@ -30,7 +30,9 @@ def prod_raw() -> dict:
 
 def with_real_values(raw: dict) -> dict:
     create = raw["aws"]["cluster"]["create"]
-    create["endpointPublicAccessCidrs"] = ["10.0.0.0/8"]
+    create["endpointPublicAccessCidrs"] = [
+        "52.94.0.0/16"
+    ]  # a public range (private ones are refused for a public endpoint)
     create["accessEntries"] = [
         {**e, "principalArn": "arn:aws:iam::210987654321:role/oncall"} for e in create["accessEntries"]
     ]
