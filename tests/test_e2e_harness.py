@@ -8,7 +8,7 @@ import math
 from stack_helpers import all_targets_config, rendered_stack, run_config
 
 from serving_stack.facts import load_facts
-from serving_stack.names import GPU_PRODUCT_LABEL
+from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE
 from tools.e2e.engine_diff import not_previewable
 from tools.e2e.engine_state import engine_plan, model_plan, state_resources
 from tools.e2e.fake_nodes import EFA, GPU, node_objects, node_shapes
@@ -59,6 +59,37 @@ def test_fake_nodes_carry_every_gpu_the_targets_ask_for():
             assert node["status"]["capacity"][GPU] == str(instance.gpus)
             assert node["status"]["capacity"].get(EFA, "0") == str(instance.efaInterfaces)
             assert node["spec"]["taints"] == [{"key": k, "value": v, "effect": e} for k, v, e in shape.taints]
+
+
+def test_workers_that_ask_for_infiniband_get_nodes_advertising_it():
+    """A cluster the stack does not build keeps the recipes' `rdma/ib` requests: the fake nodes of those
+    workers advertise it as the RDMA shared device plugin does, and no other node does."""
+    manifests = _manifests(rendered_stack("dev"))
+    graph = next(m for m in manifests if m["kind"] == "DynamoGraphDeployment")
+    worker = next(c for c in graph["spec"]["components"] if _gpu_limit(c))
+    for container in worker["podTemplate"]["spec"]["containers"]:
+        for side in ("limits", "requests"):
+            container.setdefault("resources", {}).setdefault(side, {})[INFINIBAND_RESOURCE] = "1"
+    shared = load_facts().aws.platform.devicePlugins.rdmaSharedDevice.rdmaHcaMax
+    nodes = node_objects(node_shapes(manifests))
+    advertised = [n for n in nodes if INFINIBAND_RESOURCE in n["status"]["capacity"]]
+    assert advertised and all(n["status"]["capacity"][INFINIBAND_RESOURCE] == str(shared) for n in advertised)
+    wanted = dict(_affinity(worker))
+    assert all(wanted.items() <= n["metadata"]["labels"].items() for n in advertised)
+
+
+def _gpu_limit(component: dict) -> int:
+    containers = component["podTemplate"]["spec"].get("containers") or []
+    return sum(int(str((c.get("resources") or {}).get("limits", {}).get(GPU, 0))) for c in containers)
+
+
+def _affinity(component: dict) -> list[tuple[str, str]]:
+    terms = component["podTemplate"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    return [
+        (e["key"], e["values"][0]) for e in terms["nodeSelectorTerms"][0]["matchExpressions"] if e["operator"] == "In"
+    ]
 
 
 def test_a_node_count_and_gpu_count_can_be_forced_for_full_pools():

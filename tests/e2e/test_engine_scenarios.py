@@ -259,11 +259,6 @@ def prod_on_existing_cluster() -> dict[str, Any]:
     return config
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open (issue 22): prod's serving side does not finish its first `up` on the harness within 300 s; the "
-    "namespace gap it found is fixed, what still waits is not yet diagnosed (docs/e2e.md)",
-)
 def test_7_prod_shaped_stack_on_an_existing_cluster(project: Project, cluster):
     config = prod_on_existing_cluster()
     records = _deploy(

@@ -3,8 +3,10 @@
 A shape comes from what the stack's workers ask of a node (the required node affinity, the tolerations and
 the extended resources of each DGD worker and prewarm DaemonSet in the render) and from the instance facts
 (`catalog/instance_types.yaml`, `catalog/gpus.yaml`) of the GPU that affinity names: instance-type, GPU
-product and EFA labels, `nvidia.com/gpu` and `vpc.amazonaws.com/efa` capacity, the GPU taint. One untainted
-CPU node carries everything else (frontends, Jobs, the gateway).
+product and EFA labels, `nvidia.com/gpu` and `vpc.amazonaws.com/efa` capacity, the GPU taint. A worker that
+requests InfiniBand (`rdma/ib`: the upstream recipes' disaggregated workers on a cluster the stack does not
+build) gets nodes advertising it as the RDMA shared device plugin does (`rdmaHcaMax` of
+`catalog/aws_platform.yaml`). One untainted CPU node carries everything else (frontends, Jobs, the gateway).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from serving_stack.facts import load_facts
-from serving_stack.names import GPU_PRODUCT_LABEL
+from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -33,6 +35,7 @@ class NodeShape:
     cpu: int
     memory_gib: int
     arch: str
+    infiniband: int = 0
     gpus_wanted: int = field(default=0, compare=False)
 
     @property
@@ -67,15 +70,17 @@ def _affinity_labels(spec: JSON) -> dict[str, str]:
     return labels
 
 
-def _gpus_requested(spec: JSON) -> int:
+def _requested(spec: JSON, resource: str) -> int:
     return sum(
-        int(str(((c.get("resources") or {}).get("limits") or {}).get(GPU, 0))) for c in spec.get("containers") or []
+        int(str(((c.get("resources") or {}).get("limits") or {}).get(resource, 0)))
+        for c in spec.get("containers") or []
     )
 
 
 def node_shapes(objects: list[JSON], gpus_per_node: Optional[int] = None) -> list[NodeShape]:
     """The GPU node shapes a render's workloads need; `gpus_per_node` overrides the instance's count."""
     facts = load_facts().aws
+    shared_rdma = facts.platform.devicePlugins.rdmaSharedDevice.rdmaHcaMax
     by_product = {label: name for name, gpu in facts.gpus.items() for label in gpu.product_labels}
     shapes: dict[tuple[Any, ...], NodeShape] = {}
     for spec, pods in _pod_specs(objects):
@@ -110,8 +115,9 @@ def node_shapes(objects: list[JSON], gpus_per_node: Optional[int] = None) -> lis
         )
         key = (shape.labels, shape.taints)
         previous = shapes.get(key)
-        wanted = (previous.gpus_wanted if previous else 0) + pods * _gpus_requested(spec)
-        shapes[key] = NodeShape(**{**shape.__dict__, "gpus_wanted": wanted})
+        wanted = (previous.gpus_wanted if previous else 0) + pods * _requested(spec, GPU)
+        infiniband = shared_rdma if _requested(spec, INFINIBAND_RESOURCE) or (previous and previous.infiniband) else 0
+        shapes[key] = NodeShape(**{**shape.__dict__, "gpus_wanted": wanted, "infiniband": infiniband})
     return list(shapes.values())
 
 
@@ -132,6 +138,7 @@ def node_objects(shapes: list[NodeShape], nodes_per_shape: Optional[int] = None)
                     shape.gpus,
                     shape.efa,
                     "arm64" if shape.arch == "arm64" else "amd64",
+                    shape.infiniband,
                 )
             )
     return nodes
@@ -146,12 +153,15 @@ def _node(
     gpus: int,
     efa: int,
     arch: str,
+    infiniband: int = 0,
 ) -> JSON:
     capacity = {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": "110", "ephemeral-storage": "1Ti"}
     if gpus:
         capacity[GPU] = str(gpus)
     if efa:
         capacity[EFA] = str(efa)
+    if infiniband:
+        capacity[INFINIBAND_RESOURCE] = str(infiniband)
     return {
         "apiVersion": "v1",
         "kind": "Node",
