@@ -11,8 +11,8 @@ from serving_stack.facts.jumpstart_sources import ENVIRONMENT_OVERRIDES
 from serving_stack.plan.placeholders import ALLOW_ENV
 
 # The day the suite judges dated facts on, so that it does not change verdict as the clock moves: one on
-# which every Kubernetes version the fixtures use is in EKS standard support (1.33, the minor of the pinned
-# cluster-autoscaler image, and 1.35, the committed stacks'). Tests of the dates inject their own days;
+# which every Kubernetes version the fixtures use is in EKS standard support (1.35, the committed stacks' and
+# the minor of the pinned cluster-autoscaler image; 1.33 and 1.34 too). Tests of the dates inject their own days;
 # tests/test_dated_facts.py checks the committed stacks against the real clock.
 SUITE_TODAY = "2026-06-01"
 

@@ -7,12 +7,13 @@ import copy
 import datetime
 from typing import Any
 
+import pydantic
 import pytest
 from bad_stack_helpers import committed
 from plan_helpers import FACTS, plan_of
 
 from serving_stack.config import ConfigError
-from serving_stack.facts.dates import TODAY_ENV, today
+from serving_stack.facts.dates import TODAY_ENV, VersionDates, today
 from serving_stack.facts.sagemaker import version_tuple
 from tools.check_dates import main as check_dates
 from tools.render import main as render
@@ -105,12 +106,25 @@ def test_check_dates_lists_what_ends_within_the_window_and_not_beyond(capsys):
     version = committed("prod")["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
     end = CALENDAR.versions[version].endOfStandardSupport
     window = datetime.timedelta(days=CALENDAR.listDays)
+    secondary = CALENDAR.versions[version].sourcing == "secondary"
+    row = f"Kubernetes {version} leaves EKS standard support{' (date from secondary sources)' if secondary else ''}"
     assert check_dates(["--today", (end - window).isoformat()]) == 0
-    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" in capsys.readouterr().out
+    assert f"{row} | Pulumi.prod.yaml" in capsys.readouterr().out
     assert check_dates(["--today", (end - window - DAY).isoformat()]) == 0
-    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" not in capsys.readouterr().out
+    assert f"{row} | Pulumi.prod.yaml" not in capsys.readouterr().out
     for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
         assert check_dates(["--today", price.reviewBy.isoformat()]) == 0
         assert f"capacityBlock.{instance_type}" in capsys.readouterr().out
     assert check_dates(["--today", "soon"]) == 2
     assert capsys.readouterr().err == "error: --today: 'soon' is not a date; allowed: YYYY-MM-DD\n"
+
+
+def test_a_calendar_row_read_only_from_copies_names_them():
+    """`sourcing: secondary` (a row not read from AWS's own calendar) must say where it was read."""
+    row = next(iter(CALENDAR.versions.values()))
+    with pytest.raises(pydantic.ValidationError, match="a secondary row names the sources"):
+        VersionDates(**{**row.model_dump(), "sourcing": "secondary", "source": None})
+    assert all(d.source for d in CALENDAR.versions.values() if d.sourcing == "secondary")
+    assert ("secondary sources only for" in CALENDAR.provenance()) == any(
+        d.sourcing == "secondary" for d in CALENDAR.versions.values()
+    )

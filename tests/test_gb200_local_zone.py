@@ -6,9 +6,12 @@ target whose workers request what the node exposes and the label says."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 
 from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool, pool_zone
+from plan_helpers import FACTS, plan_of
 from stack_helpers import assert_rejected_before_any_resource, run_config
 
 from serving_stack.facts.aws_platform import version_key
@@ -23,19 +26,22 @@ ZONE = pool_zone(GB200)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-@functools.lru_cache(maxsize=1)
-def run():
+def raw() -> dict:
     target = next(
         r.id
         for r in load_catalog().recipes.values()
         if r.disaggregated and CATALOG.gpu_of_product(r.gpu_products[0]) == INSTANCE.gpu
     )
-    raw = eks_config(
+    return eks_config(
         [node_pool("ultra", GB200, minSize=0, desiredSize=2, maxSize=9, **capacity_fields(GB200))],
         [{"id": target}],
         modelCacheStorage={"backend": "fsx", "fsx": {"availabilityZone": "us-east-1a"}},
     )
-    return run_config(raw)
+
+
+@functools.lru_cache(maxsize=1)
+def run():
+    return run_config(raw())
 
 
 def inputs_of(type_token: str) -> list[dict]:
@@ -128,7 +134,13 @@ def test_an_efs_model_cache_is_refused_for_a_local_zone_pool():
     )
 
 
-def test_the_contested_efa_layout_is_a_warning_of_the_plan():
-    assert INSTANCE.contested_layout
-    (warning,) = [w for w in run().plan.warnings if "EFA layout" in w]
-    assert f"pool 'ultra' ({GB200}) uses a CONTESTED EFA layout" in warning
+def test_the_recorded_layout_is_aws_recommended_one_and_a_contested_layout_warns():
+    """The committed layout is AWS's recommended one (no warning); a layout marked `contested` (built here,
+    not committed) is a warning naming the pool."""
+    assert INSTANCE.contested_layout is None
+    assert not [w for w in run().plan.warnings if "EFA layout" in w]
+    layout = INSTANCE.efaLayout.model_copy(update={"contested": "no primary source read"})
+    contested = copy.copy(CATALOG)
+    contested.instance_types = {**CATALOG.instance_types, GB200: INSTANCE.model_copy(update={"efaLayout": layout})}
+    (warning,) = [w for w in plan_of(raw(), facts=dataclasses.replace(FACTS, aws=contested)).warnings if "EFA" in w]
+    assert warning.startswith(f"aws.nodePools: pool 'ultra' ({GB200}) uses a CONTESTED EFA layout: no primary source")

@@ -5,12 +5,13 @@ come from `catalog/placeholders.yaml` and `catalog/sagemaker_lmi.yaml`."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import ipaddress
 
 import pytest
 from bad_stack_helpers import committed
 from plan_helpers import FACTS, plan_of
-from sagemaker_helpers import huggingface_endpoint, stack
+from sagemaker_helpers import NVFP4, huggingface_endpoint, picked_container, stack
 
 from serving_stack.config import ConfigError
 from serving_stack.plan.placeholders import config_placeholders
@@ -73,16 +74,23 @@ def test_an_example_account_is_refused_outside_the_render_naming_its_key():
 
 
 def test_a_container_tag_not_read_is_refused_outside_the_render():
-    unread = [i for i, c in enumerate(FACTS.lmi.containers) if c.tag is None]
-    if not unread:
-        pytest.skip("every listed container's tag has been read")
-    planned = plan_of(stack(huggingface_endpoint()))
-    picked = [p.key for p in planned.placeholders if p.key.startswith("catalog/sagemaker_lmi.yaml")]
-    if not picked:
-        pytest.skip("the picked container's tag has been read")
+    """The committed picked container has its tag read (no placeholder); the same container with `tag: null`
+    (built here) renders as a placeholder and is refused outside the render, naming its catalog key."""
+    raw = stack(huggingface_endpoint())
+    assert not [p for p in plan_of(raw).placeholders if p.key.startswith("catalog/sagemaker_lmi.yaml")]
+    picked = picked_container(NVFP4)
+    index = FACTS.lmi.containers.index(picked)
+    unread = FACTS.lmi.model_copy(
+        update={
+            "containers": tuple(c.model_copy(update={"tag": None}) if c is picked else c for c in FACTS.lmi.containers)
+        }
+    )
+    facts = dataclasses.replace(FACTS, lmi=unread)
+    (placeholder,) = [p for p in plan_of(raw, facts=facts).placeholders if p.key.startswith("catalog/sagemaker_lmi")]
+    assert placeholder.key == f"catalog/sagemaker_lmi.yaml containers[{index}].tag"
     with pytest.raises(ConfigError) as caught:
-        plan_of(stack(huggingface_endpoint()), allow_placeholders=False)
-    assert str(caught.value).startswith(f"{picked[0]}: ")
+        plan_of(raw, facts=facts, allow_placeholders=False)
+    assert str(caught.value).startswith(f"{placeholder.key}: ")
 
 
 def test_the_program_outside_the_render_refuses_and_the_render_lists_what_to_set():

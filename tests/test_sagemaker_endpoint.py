@@ -66,11 +66,14 @@ def test_children_are_named_by_role_and_parented_to_the_component(run):
     assert hf == ENDPOINT_TYPES - {"aws:kms/key:Key"} - {t for t in ENDPOINT_TYPES if ":s3/" in t}
 
 
-def test_trust_policy_is_limited_to_this_account_without_an_unverified_source_arn(run):
-    """aws:SourceArn is dropped: no reference establishes that SageMaker hosting sets it (issue #24)."""
-    (statement,) = json.loads(inputs(run, "nemotron-js-role")["assumeRolePolicy"])["Statement"]
-    assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
-    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": MOCK_ACCOUNT}}
+def test_trust_policy_is_the_documented_source_arn_of_this_account_and_region(run):
+    """SageMaker inference's confused-deputy condition, in the one form AWS documents (`*` literal, no
+    endpoint ARN, no aws:SourceAccount): components/sagemaker_iam.py `trust_policy`."""
+    for name in ("nemotron-js", "nemotron-hf"):
+        (statement,) = json.loads(inputs(run, f"{name}-role")["assumeRolePolicy"])["Statement"]
+        assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+        assert statement["Action"] == "sts:AssumeRole"
+        assert statement["Condition"] == {"ArnLike": {"aws:SourceArn": f"arn:aws:sagemaker:{REGION}:{MOCK_ACCOUNT}:*"}}
 
 
 def test_execution_role_is_least_privilege(run):

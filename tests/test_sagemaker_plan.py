@@ -21,6 +21,7 @@ from sagemaker_helpers import (
 
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts import jumpstart
+from serving_stack.facts.sagemaker import EngineArguments
 from tools.mock_runtime import PROJECT_DIR
 
 
@@ -99,3 +100,34 @@ def test_s3_spec_source_reads_the_content_bucket_override(monkeypatch):
             s3.put_object(Bucket="jumpstart-mirror", Key=path.relative_to(snapshot).as_posix(), Body=path.read_bytes())
         (planned,) = plan(stack(jumpstart_endpoint(), specSource="s3"))
     assert planned.container.model_data.s3_uri.startswith("s3://jumpstart-mirror/huggingface-reasoning/")
+
+
+def test_an_architecture_argument_overrides_the_common_one_of_the_same_name():
+    """The recipe appends its Hopper arguments after the common ones and vLLM's parser keeps the last value;
+    the container takes one environment variable per argument, so the architecture's value must replace the
+    common one, not sit beside it."""
+    arguments = EngineArguments(
+        source="test",
+        common={"--moe-backend": "marlin", "--enable-prefix-caching": None},
+        byArchitecture={"hopper": {"--moe-backend": "humming"}},
+    )
+    assert arguments.for_architecture("hopper") == {"--moe-backend": "humming", "--enable-prefix-caching": None}
+    assert arguments.for_architecture("blackwell") == {"--moe-backend": "marlin", "--enable-prefix-caching": None}
+    form = FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm]
+    assert form.environment_of(arguments.for_architecture("hopper")) == {
+        form.variable("--moe-backend"): "humming",
+        form.variable("--enable-prefix-caching"): form.flagValue,
+    }
+
+
+def test_the_rendered_environment_holds_the_architecture_value_of_every_overridden_argument():
+    endpoint = huggingface_endpoint()
+    architecture = FACTS.sagemaker_instances[endpoint["instanceType"]].gpuArchitecture
+    arguments = FACTS.lmi.repositories[NVFP4].engineArguments
+    form = FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm]
+    (planned,) = plan(stack(endpoint))
+    overridden = arguments.byArchitecture.get(architecture, {})
+    for flag in set(arguments.common) & set(overridden):
+        value = overridden[flag]
+        assert planned.container.environment[form.variable(flag)] == (form.flagValue if value is None else value)
+    assert planned.source.engine_arguments == {**arguments.common, **overridden}

@@ -33,9 +33,10 @@ def _version_facts(version: str, where: str, facts: Facts) -> list[DatedFact]:
     dates = facts.eks_versions.versions.get(version)
     if dates is None:
         return [DatedFact(datetime.date.min, f"Kubernetes {version}: no EKS dates in catalog/eks_versions.yaml", where)]
+    sourcing = " (date from secondary sources)" if dates.sourcing == "secondary" else ""
     return [
-        DatedFact(dates.endOfStandardSupport, f"Kubernetes {version} leaves EKS standard support", where),
-        DatedFact(dates.endOfExtendedSupport, f"Kubernetes {version} leaves EKS extended support", where),
+        DatedFact(dates.endOfStandardSupport, f"Kubernetes {version} leaves EKS standard support{sourcing}", where),
+        DatedFact(dates.endOfExtendedSupport, f"Kubernetes {version} leaves EKS extended support{sourcing}", where),
     ]
 
 

@@ -105,7 +105,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             description=f"Execution role of SageMaker endpoint {endpoint_name}",
-            assume_role_policy=trust_policy(account),
+            assume_role_policy=trust_policy(account, region, part),
             tags=tags,
             opts=child,
         )

@@ -121,12 +121,20 @@ def execution_policy(
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})
 
 
-def trust_policy(account: pulumi.Output[str]) -> pulumi.Output[str]:
-    """SageMaker may assume the role only on behalf of this account (`aws:SourceAccount`). No `aws:SourceArn`:
-    the shared references (JUMPSTART-FACTS.md) do not establish that SageMaker hosting sets it when it assumes
-    an endpoint's execution role, and a condition on a key the request lacks denies the assumption, so the
-    endpoint would fail to create (issue #24)."""
-    return account.apply(lambda account_id: assume_role_policy(SAGEMAKER_SERVICE, source_account=account_id))
+def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.Output[str]:
+    """SageMaker may assume the role only for this account's inference resources in this region: `ArnLike`
+    `aws:SourceArn` `arn:<partition>:sagemaker:<region>:<account>:*`, exactly the form AWS documents for
+    real-time, serverless and asynchronous inference (SageMaker developer guide, "Cross-service confused deputy
+    prevention", section "SageMaker Inference": "Do not replace the aws:SourceArn in this template with the full
+    ARN of a specific model or endpoint. The ARN must be in the format provided above. The asterisk in the ARN
+    template does not stand for wildcard and should not be changed"; awsdocs/amazon-sagemaker-developer-guide
+    doc_source/security-confused-deputy-prevention.md @ b7eb523). No `aws:SourceAccount`: "because the account
+    number is part of the aws:SourceArn value, you do not need to specify an aws:SourceAccount value"."""
+    return account.apply(
+        lambda account_id: assume_role_policy(
+            SAGEMAKER_SERVICE, source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"
+        )
+    )
 
 
 def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:

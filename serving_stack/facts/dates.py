@@ -20,14 +20,21 @@ TODAY_ENV = "NEMOTRON_TODAY"
 
 
 class VersionDates(Data):
+    """One row of EKS's calendar. `sourcing`: primary when read from AWS's own calendar (the file's `source`),
+    secondary when only copies of it were read (`source` names them)."""
+
     released: datetime.date
     endOfStandardSupport: datetime.date
     endOfExtendedSupport: datetime.date
+    sourcing: Literal["primary", "secondary"]
+    source: Optional[str] = pydantic.Field(default=None, min_length=1)
 
     @pydantic.model_validator(mode="after")
     def _in_order(self) -> VersionDates:
         if not self.released < self.endOfStandardSupport < self.endOfExtendedSupport:
             raise ValueError("released < endOfStandardSupport < endOfExtendedSupport")
+        if self.sourcing == "secondary" and self.source is None:
+            raise ValueError("a secondary row names the sources it was read from (source)")
         return self
 
 
@@ -52,7 +59,9 @@ class EksVersionsFile(Data):
         return max(supported, key=version_tuple) if supported else None
 
     def provenance(self) -> str:
-        return f"{self.source}, read {self.read.isoformat()}" if self.read else f"{self.source} (dates not re-read)"
+        read = f"read {self.read.isoformat()}" if self.read else "dates not re-read"
+        secondary = [v for v, dates in self.versions.items() if dates.sourcing == "secondary"]
+        return f"{self.source}, {read}" + (f"; secondary sources only for {', '.join(secondary)}" if secondary else "")
 
 
 @functools.lru_cache(maxsize=4)
