@@ -18,6 +18,9 @@ from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from serving_stack.facts.data import CATALOG_DIR_ENV
 from tools.mock_runtime import PROJECT_DIR
 
+# `make absorb` whole, and the catalog-driven tests rerun against its result: `make test-all`.
+pytestmark = pytest.mark.slow
+
 TESTS_DIR = PROJECT_DIR / "tests"
 MARKER = "pytestmark = pytest.mark.catalog_driven"
 

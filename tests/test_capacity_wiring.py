@@ -31,6 +31,7 @@ def _auto_prod() -> dict:
     return config
 
 
+@pytest.mark.slow  # every ScaledObject of a whole run validated against the KEDA schema
 def test_every_scaled_object_validates_and_targets_an_adapter_of_a_graph_of_the_stack() -> None:
     recorded, plan = records("prod-auto"), plan_of(_auto_prod())
     bounds = _auto_prod()["autoscaling"]["targets"]

@@ -46,7 +46,7 @@ def test_dev_is_one_single_gpu_aggregated_target():
         "name": "vllm-agg-h100-mtp",
         "namespace": "nemotron-dev",
         "labels": {"app.kubernetes.io/name": "vllm-agg-h100-mtp", "app.kubernetes.io/part-of": "dynamo"},
-        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "4200"},
+        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "5100"},
     }
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
 
