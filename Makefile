@@ -22,9 +22,9 @@ $(VENV)/.render-deps: requirements.txt policy/requirements.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt -r policy/requirements.txt
 	touch $@
 
-$(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.test-deps: requirements.txt policy/requirements.txt tools/plan_capacity/requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
-	touch $(VENV)/.render-deps $@
+	touch $(VENV)/.render-deps $(VENV)/.plan-deps $@
 
 $(VENV)/.lint-deps: requirements-lint.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-lint.txt
@@ -76,8 +76,15 @@ render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$
 policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/resources.json)
 	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
 
-plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h and $/1M tokens
-	$(PY) -m tools.plan_capacity --stack $(STACK)
+# The capacity planner is a tool, not part of `pulumi up`: WRITE=1 writes the plan's `targets:` and
+# `aws.nodePools:` into Pulumi.$(STACK).yaml (comments kept) for the PR to show. Its solver and YAML round
+# trip are in its own requirements file.
+$(VENV)/.plan-deps: tools/plan_capacity/requirements.txt | $(PY)
+	$(PY) -m pip install -q -r tools/plan_capacity/requirements.txt
+	touch $@
+
+plan: $(VENV)/.render-deps $(VENV)/.plan-deps  ## Size STACK from its `demand:` block (targets, replicas, pools, $/h, $/1M tokens); WRITE=1 writes it into the stack file
+	$(PY) -m tools.plan_capacity --stack $(STACK) $(if $(WRITE),--write)
 
 BASE ?= origin/main
 # With the engine built (`make tools`) and a stack it can preview (no AWS resources, no Helm releases), the

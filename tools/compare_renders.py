@@ -4,8 +4,8 @@
     python -m tools.compare_renders /work/wt-23-reference          # after: prints every difference
 
 The stacks: `dev` and `prod` as committed, `all-targets` (dev's cluster selecting every catalog target, the
-stack `benchmarks/render_bench.py` times) and `prod-planned` (prod's demand planned by `make plan` and
-written into the stack file with every planned target under the autoscaler: docs/capacity.md's worked
+stack `benchmarks/render_bench.py` times) and `prod-planned` (prod's demand planned and written into the stack
+file by `make plan ... WRITE=1`, every planned target under the autoscaler: docs/capacity.md's worked
 example). Each renders in its own interpreter, as `make render` does. Exit 0 when everything is identical.
 """
 
@@ -52,27 +52,20 @@ def write_all_targets_stack(project: Path) -> None:
 
 
 def write_prod_planned_stack(project: Path) -> None:
-    """prod with its listed targets and pools replaced by the capacity plan of its `demand:` block, every
-    planned target scaled between one replica set and twice the planned sets."""
-    from serving_stack.config.demand import DemandConfig
-    from serving_stack.facts.catalog import load_catalog
-    from serving_stack.facts.instance_types import load_aws_catalog
-    from serving_stack.plan.capacity import cheapest_plan
-    from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
-    from serving_stack.plan.capacity_model import Slo, demand_of
+    """prod with every target of its `demand:` plan scaled between one replica set and twice the planned sets,
+    its targets and pools then written by `make plan STACK=prod-planned WRITE=1`."""
+    from tools.plan_capacity.cli import plan_of_stack
 
     stack = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
-    config = stack["config"]
-    catalog, aws_catalog = load_catalog(), load_aws_catalog()
-    criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
-    demand = demand_of(DemandConfig.model_validate(config["nemotron-lightning:demand"]), criteria)
-    plan = cheapest_plan(demand, candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog))
+    path = project / "Pulumi.prod-planned.yaml"
+    path.write_text(yaml.safe_dump(stack))
+    plan = plan_of_stack("prod-planned", project).plan
     assert plan is not None, "prod's demand has a plan"
-    config["nemotron-lightning:targets"] = "auto"
-    config["nemotron-lightning:aws"].pop("nodePools")
     bounds = {p.target_id: {"minReplicaSets": 1, "maxReplicaSets": 2 * p.replica_sets} for p in plan.placements}
-    config["nemotron-lightning:autoscaling"] = {"targets": bounds}
-    (project / "Pulumi.prod-planned.yaml").write_text(yaml.safe_dump(stack))
+    stack["config"]["nemotron-lightning:autoscaling"] = {"targets": bounds}
+    path.write_text(yaml.safe_dump(stack))
+    command = [sys.executable, "-m", "tools.plan_capacity", "--stack", "prod-planned", "--write"]
+    subprocess.run([*command, "--project-dir", str(project)], cwd=PROJECT_DIR, check=True, capture_output=True)
 
 
 def render(stack: str, project: Path, out: Path) -> str:

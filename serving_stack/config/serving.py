@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 
@@ -138,18 +138,12 @@ class TargetConfig(Block):
     nodePool: Optional[DnsLabel] = None
 
 
-AUTO_TARGETS = "auto"
-_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
-
-
-def _target_list_or_auto(value: Any, _handler: Any) -> Any:
-    """`auto` as is, else the list validated on its own, so that errors name `targets[0].id`, not a union member."""
-    if value == AUTO_TARGETS:
-        return value
+def _target_list(value: Any, _handler: Any) -> Any:
+    """The list validated on its own, so that errors name `targets[0].id`, not the annotated type."""
     if not isinstance(value, list):
-        raise ValueError(f"must be a list of targets or the string {AUTO_TARGETS!r} (the capacity plan of `demand`)")
+        raise ValueError("must be a list of targets")
     return _TARGET_LIST.validate_python(value, strict=True)
 
 
-# `targets: auto` deploys the capacity plan of the `demand:` block (`serving_stack.plan.auto_targets`).
-Targets = Annotated[Union[Literal["auto"], list[TargetConfig]], pydantic.WrapValidator(_target_list_or_auto)]
+_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
+Targets = Annotated[list[TargetConfig], pydantic.WrapValidator(_target_list)]

@@ -1,6 +1,6 @@
 """Capacity of the planned stack, resolved once in `build_plan` after the serving targets: what 1M output
 tokens cost on each Dynamo target where it runs (into the outputs contract and `summary.md`), how long a
-new GPU node takes to serve on each pool, what `targets: auto` deployed, and the autoscaling of
+new GPU node takes to serve on each pool, and the autoscaling of
 `serving_stack.plan.stack_scaling`.
 
 The price of a target is its pool's: the instance type bought the pool's way (an ODCR at the on-demand
@@ -19,7 +19,6 @@ from typing import Optional
 
 from serving_stack.config.stack import StackConfig
 from serving_stack.facts import Facts
-from serving_stack.plan.auto_targets import AutoTargets
 from serving_stack.plan.capacity_inputs import candidate_row, instance_offers
 from serving_stack.plan.capacity_model import CandidateRow, InstanceOffer, Slo
 from serving_stack.plan.node_ready import NodeReadyPrediction, fsx_read_mb_s, node_ready_facts, predict_node_ready
@@ -61,7 +60,6 @@ class NodeReadiness:
 
 @dataclass(frozen=True)
 class StackCapacity:
-    auto: Optional[AutoTargets]
     token_costs: tuple[TargetTokenCost, ...]
     node_readiness: NodeReadiness
     autoscaling: Optional[AutoscalingPlan]
@@ -140,7 +138,6 @@ def plan_stack_capacity(
     facts: Facts,
     targets: Sequence[PlannedTarget],
     pools: Sequence[ResolvedPool],
-    auto: Optional[AutoTargets],
     prometheus_url: Optional[str],
 ) -> tuple[tuple[PlannedTarget, ...], StackCapacity]:
     """The targets as deployed (scaling adapters, $/1M in their endpoints) and the stack's capacity facts.
@@ -163,4 +160,4 @@ def plan_stack_capacity(
             dataclasses.replace(target, endpoint=target.endpoint.model_copy(update={"usdPerMillionOutputTokens": usd}))
         )
     readiness = _node_readiness(config, facts, pools, autoscaling.cluster if autoscaling else None)
-    return tuple(deployed), StackCapacity(auto, tuple(costs), readiness, autoscaling)
+    return tuple(deployed), StackCapacity(tuple(costs), readiness, autoscaling)

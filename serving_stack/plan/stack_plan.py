@@ -15,7 +15,6 @@ from typing import Optional
 from serving_stack.config.stack import StackConfig
 from serving_stack.facts import Facts
 from serving_stack.names import GPU_LABEL, GPU_TAINT
-from serving_stack.plan.auto_targets import expand_auto_targets
 from serving_stack.plan.costs import pool_cost_rows
 from serving_stack.plan.dra import plan_dra_driver
 from serving_stack.plan.gateway_stack import plan_stack_gateway
@@ -142,9 +141,7 @@ def build_plan(
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
-    `secrets` are the secret keys the stack sets (their values never reach the plan). `targets: auto` is
-    expanded into the capacity plan of `demand` first, and checked like a written config."""
-    config, auto = expand_auto_targets(config, facts)
+    `secrets` are the secret keys the stack sets (their values never reach the plan)."""
     config = _with_cache_size(config, facts)
     check_stack(config, facts, secrets, default_region)
     cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
@@ -161,7 +158,7 @@ def build_plan(
     if monitoring is not None:
         values = deep_merge(monitoring.dynamo_platform_values, values)  # the stack's own values win
     targets_deployed, capacity = plan_stack_capacity(
-        config, facts, targets, tuple(pools.values()), auto, monitoring.prometheus_url if monitoring else None
+        config, facts, targets, tuple(pools.values()), monitoring.prometheus_url if monitoring else None
     )
     platform = config.dynamo.platform
     serving = ServingPlan(

@@ -75,8 +75,6 @@ def select_targets(
     selected: list[SelectedTarget] = []
     errors: list[ConfigError] = []
     seen: set[str] = set()
-    if isinstance(config.targets, str):  # `auto`: serving_stack.plan.auto_targets expands it first
-        raise ValueError("targets: auto must be expanded into the planned targets before they are selected")
     for index, target in enumerate(config.targets):
         if target.id not in catalog.recipes:
             errors.append(

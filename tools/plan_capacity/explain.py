@@ -9,7 +9,6 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.plan.capacity import Plan, build_plan, solve
 from serving_stack.plan.capacity_model import (
     CAPACITY_TYPES,
     CandidateRow,
@@ -20,6 +19,7 @@ from serving_stack.plan.capacity_model import (
     pools_for,
     search_space,
 )
+from tools.plan_capacity.solver import Plan, build_plan, solve
 
 CONSTRAINT_NAMES = {
     "slo": "the SLO",
