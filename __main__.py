@@ -1,7 +1,7 @@
 """Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs).
 
 More than ~250 lines because every component's arguments are spelled out here, in dependency order, and
-nowhere else; the cluster the stack reaches is `serving_stack.components.cluster_handles`.
+nowhere else; the cluster the stack reaches is `components.cluster_handles`.
 """
 
 from __future__ import annotations
@@ -9,26 +9,26 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.components.autoscaling import (
+from components.autoscaling import (
     ClusterAutoscaler,
     ClusterAutoscalerArgs,
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
-from serving_stack.components.cluster_handles import cluster_handles
-from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
-from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
-from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
-from serving_stack.components.gateway import Gateway, GatewayArgs, SageMakerAccess
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
-from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
-from serving_stack.components.monitoring import Monitoring, MonitoringArgs
-from serving_stack.components.operability import Operability, OperabilityArgs
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
-from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
+from components.cluster_handles import cluster_handles
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
+from components.gateway import Gateway, GatewayArgs, SageMakerAccess
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.model_cache import ModelCache, ModelCacheArgs
+from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
+from components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
+from components.monitoring import Monitoring, MonitoringArgs
+from components.operability import Operability, OperabilityArgs
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
+from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.config import configured_secrets, load_stack_config, secret_value
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs

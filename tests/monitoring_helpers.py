@@ -84,7 +84,7 @@ def monitoring_plan(
 def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from aws_helpers import run_components
 
-    from serving_stack.components.monitoring import Monitoring, MonitoringArgs
+    from components.monitoring import Monitoring, MonitoringArgs
 
     def build() -> None:
         Monitoring("monitoring", MonitoringArgs.from_plan(plan))

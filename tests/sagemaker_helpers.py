@@ -10,7 +10,7 @@ import pulumi
 from aws_helpers import run_components
 from plan_helpers import plan_of
 
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
 from serving_stack.plan.sagemaker_spec import PlannedEndpoint

@@ -16,7 +16,7 @@ from plan_helpers import plan_of
 from rollout_helpers import committed_config
 from stack_helpers import all_targets_config, rendered_stack, run_config
 
-from serving_stack.components.autoscaling import (
+from components.autoscaling import (
     ClusterAutoscaler,
     ClusterAutoscalerArgs,
     ServingAutoscaler,

@@ -8,7 +8,7 @@ import json
 
 from aws_helpers import inputs, run_components, the
 
-from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 
 RELEASE, DAEMON_SET, CONFIG_MAP = (

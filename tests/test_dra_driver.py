@@ -8,7 +8,7 @@ import pytest
 from aws_helpers import capacity_fields, eks_config, node_pool, run_components, the
 from plan_helpers import plan_of
 
-from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import GPU_TAINT, POOL_LABEL
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from aws_helpers import inputs, run_components, the
 
-from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
+from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
 from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.storage import EfsOptions, FsxOptions, StoragePlan

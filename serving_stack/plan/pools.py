@@ -31,7 +31,7 @@ EKS_CAPACITY_TYPES = MappingProxyType(
     }
 )
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
-# Local Zone subnets the created VPC has room for (serving_stack.components.network.local_zone_cidrs).
+# Local Zone subnets the created VPC has room for (components.network.local_zone_cidrs).
 MAX_LOCAL_ZONE_SUBNETS = 8
 
 

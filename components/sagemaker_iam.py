@@ -10,7 +10,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.components.iam import assume_role_policy
+from components.iam import assume_role_policy
 from serving_stack.plan.sagemaker_spec import ModelContainer
 
 ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"

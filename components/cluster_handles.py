@@ -13,8 +13,8 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.components.eks_cluster import ClusterAccess, EksCluster, EksClusterArgs, SystemNodeGroupSpec
-from serving_stack.components.network import Network, NetworkArgs
+from components.eks_cluster import ClusterAccess, EksCluster, EksClusterArgs, SystemNodeGroupSpec
+from components.network import Network, NetworkArgs
 from serving_stack.plan.stack_plan_types import CreatedCluster, StackPlan
 
 

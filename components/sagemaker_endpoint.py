@@ -24,16 +24,16 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
-from serving_stack.components.sagemaker_alarms import rollback_alarms
-from serving_stack.components.sagemaker_capture import capture_bucket, encryption_key
-from serving_stack.components.sagemaker_iam import (
+from components.sagemaker_alarms import rollback_alarms
+from components.sagemaker_capture import capture_bucket, encryption_key
+from components.sagemaker_iam import (
     CAPTURE_PREFIX,
     execution_policy,
     partition,
     rollback_policy,
     trust_policy,
 )
-from serving_stack.components.sagemaker_resource_args import primary_container, production_variant, traffic_routing
+from components.sagemaker_resource_args import primary_container, production_variant, traffic_routing
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker_spec import (
     BlueGreen,

@@ -13,8 +13,8 @@ from typing import Optional
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.components.iam import assume_role_policy
-from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
+from components.iam import assume_role_policy
+from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.cluster_autoscaler import CA_TAG_PREFIX
 from serving_stack.plan.pools import ManagedPoolSpec

@@ -21,7 +21,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from serving_stack.components.iam import assume_role_policy
+from components.iam import assume_role_policy
 from serving_stack.names import TypeTokens
 from serving_stack.plan.storage import EfsOptions, FsxOptions, StoragePlan
 

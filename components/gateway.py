@@ -23,7 +23,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from serving_stack.components.iam import assume_role_policy
+from components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.plan.gateway import MASTER_KEY_ENV
 from serving_stack.plan.gateway_stack import (

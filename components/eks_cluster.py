@@ -14,9 +14,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from serving_stack.components.iam import assume_role_policy
-from serving_stack.components.kubeconfig import kubeconfig
-from serving_stack.components.launch_templates import metadata_options, root_volume, tag_specifications
+from components.iam import assume_role_policy
+from components.kubeconfig import kubeconfig
+from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.aws_platform import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 
