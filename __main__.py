@@ -91,16 +91,11 @@ if cluster_scaling and cluster.eks and aws_provider:
 if plan.device_plugins:
     DevicePlugins(
         "device-plugins",
-        DevicePluginsArgs(
-            plugins=plan.device_plugins.pins,
-            efa_instance_types=plan.device_plugins.efa_instance_types,
-            infiniband=plan.device_plugins.infiniband,
-            nvidia=plan.device_plugins.nvidia,
-        ),
+        DevicePluginsArgs(plan.device_plugins),
         opts=on_cluster,
     )
 if plan.device_plugins and plan.device_plugins.dra_driver:
-    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs.of(plan.device_plugins.dra_driver), opts=on_cluster)
+    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs(plan.device_plugins.dra_driver), opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
     cache_storage.append(
@@ -164,9 +159,7 @@ if serving.prewarm_pools:
         ),
     )
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
-monitoring = (
-    Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
-)
+monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform_release: list[pulumi.Resource] = []
 if serving.platform.install:
     platform = DynamoPlatform(
@@ -229,7 +222,7 @@ if serving_scaling:
 if plan.operability:
     Operability(
         "operability",
-        OperabilityArgs.from_plan(
+        OperabilityArgs(
             plan.operability,
             namespace=serving_namespace.namespace_name,
             graphs=graphs,
@@ -242,7 +235,7 @@ if plan.operability:
 sagemaker_endpoints = {
     endpoint.name: SageMakerEndpoint(
         endpoint.name,
-        SageMakerEndpointArgs.from_plan(
+        SageMakerEndpointArgs(
             endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None
         ),
         opts=on_aws,

@@ -34,10 +34,10 @@ class ServingAutoscalerArgs:
     """`scaled_objects`: rendered ScaledObjects (`autoscaling_plan.scaled_object`); `install_keda`: off where
     KEDA already runs. `depends_on`: the DGDs whose adapters the objects target."""
 
-    keda: HelmPin
-    install_keda: bool
-    scaled_objects: Sequence[Mapping[str, Any]]
-    depends_on: Sequence[pulumi.Resource] = ()
+    keda: HelmPin  # the KEDA chart, pinned
+    install_keda: bool  # install KEDA (off where it already runs)
+    scaled_objects: Sequence[Mapping[str, Any]]  # the rendered ScaledObjects, one per autoscaled worker component
+    depends_on: Sequence[pulumi.Resource] = ()  # the DGDs whose scaling adapters the objects target
 
 
 class ServingAutoscaler(pulumi.ComponentResource):
@@ -80,12 +80,12 @@ class ServingAutoscaler(pulumi.ComponentResource):
 class ClusterAutoscalerArgs:
     """`policy` / `values`: from `cluster_autoscaler` (`cluster_autoscaler_policy`, `cluster_autoscaler_values`)."""
 
-    cluster_name: pulumi.Input[str]
-    chart: HelmPin
-    service_account: str
-    policy: Mapping[str, Any]
-    values: Mapping[str, Any]
-    tags: Mapping[str, str]
+    cluster_name: pulumi.Input[str]  # the EKS cluster the Pod Identity association and discovery tags name
+    chart: HelmPin  # the cluster-autoscaler chart, pinned (image minor = the cluster's Kubernetes minor)
+    service_account: str  # the ServiceAccount the IAM role is associated with
+    policy: Mapping[str, Any]  # the IAM policy document of its role
+    values: Mapping[str, Any]  # the Helm values
+    tags: Mapping[str, str]  # tags on its AWS resources
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws_platform import DevicePluginPins, RdmaSharedDevicePlugin
+from serving_stack.facts.aws_platform import RdmaSharedDevicePlugin
 from serving_stack.names import (
     FABRIC_LABEL,
     FORMER_TYPE_TOKENS,
@@ -20,19 +20,14 @@ from serving_stack.names import (
     INSTANCE_TYPE_LABEL,
     TypeTokens,
 )
+from serving_stack.plan.stack_plan_types import DevicePluginSet
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
-    """`efa_instance_types`: instance types of the EFA pools (empty: no EFA plugin); `infiniband`: some
-    pool's fabric is `ib`; `nvidia`: install the NVIDIA device plugin (off where the GPU Operator runs)."""
-
-    plugins: DevicePluginPins
-    efa_instance_types: Sequence[str]
-    infiniband: bool
-    nvidia: bool = True
+    plan: DevicePluginSet  # which plugins to install (switches), their pins and the EFA pools' instance types
 
 
 def nvidia_values() -> dict[str, Any]:
@@ -85,8 +80,8 @@ class DevicePlugins(pulumi.ComponentResource):
         )
         child = pulumi.ResourceOptions(parent=self)
         releases = []
-        if args.nvidia:
-            nvidia = args.plugins.nvidia
+        if args.plan.nvidia:
+            nvidia = args.plan.pins.nvidia
             namespace = k8s.core.v1.Namespace(
                 f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child
             )
@@ -105,8 +100,8 @@ class DevicePlugins(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
                 )
             )
-        if args.efa_instance_types:
-            efa = args.plugins.efa
+        if args.plan.efa:
+            efa = args.plan.pins.efa
             releases.append(
                 k8s.helm.v3.Release(
                     f"{name}-efa",
@@ -115,15 +110,15 @@ class DevicePlugins(pulumi.ComponentResource):
                     version=efa.version,
                     repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=efa.repository),
                     namespace=efa.namespace,
-                    values=efa_values(args.efa_instance_types),
+                    values=efa_values(args.plan.efa_instance_types),
                     atomic=True,
                     # The release keeps its name and its chart's cluster-scoped objects are named after it:
                     # a replacement (another namespace) must delete the old release first.
                     opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
                 )
             )
-        if args.infiniband:
-            self._rdma_shared_device_plugin(name, args.plugins.rdmaSharedDevice)
+        if args.plan.infiniband:
+            self._rdma_shared_device_plugin(name, args.plan.pins.rdmaSharedDevice)
         self.register_outputs({"releases": [r.status for r in releases]})
 
     def _rdma_shared_device_plugin(self, name: str, plugin: RdmaSharedDevicePlugin) -> None:

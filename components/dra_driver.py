@@ -11,7 +11,6 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws_platform import DraDriverChart
 from serving_stack.names import GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.dra import DraDriverPlan
 
@@ -20,14 +19,7 @@ TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": G
 
 @dataclass(frozen=True)
 class NvidiaDraDriverArgs:
-    """`pools`: the node pools whose nodes run the kubelet plugin (their `nemotron.nvidia.com/pool` label)."""
-
-    chart: DraDriverChart
-    pools: Sequence[str]
-
-    @classmethod
-    def of(cls, plan: DraDriverPlan) -> NvidiaDraDriverArgs:
-        return cls(chart=plan.chart, pools=plan.pools)
+    plan: DraDriverPlan  # the chart, and the node pools whose nodes run the kubelet plugin (by pool label)
 
 
 def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +58,7 @@ class NvidiaDraDriver(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NvidiaDraDriverArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.DRA_DRIVER, name, None, opts)
-        chart = args.chart
+        chart = args.plan.chart
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": chart.namespace}, opts=pulumi.ResourceOptions(parent=self)
         )
@@ -77,7 +69,7 @@ class NvidiaDraDriver(pulumi.ComponentResource):
             version=chart.version,
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
             namespace=namespace.metadata.name,
-            values=dra_driver_values(args.pools),
+            values=dra_driver_values(args.plan.pools),
             atomic=True,
             # Its ClusterRoles and DeviceClasses have fixed names: a replacement must delete the old release first.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),

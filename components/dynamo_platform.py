@@ -13,10 +13,10 @@ from serving_stack.names import TypeTokens
 
 @dataclass(frozen=True)
 class DynamoPlatformArgs:
-    namespace: str
-    release_name: str
-    chart_url: str
-    values: dict[str, Any] = field(default_factory=dict)
+    namespace: str  # where the operator and its release go
+    release_name: str  # the Helm release name
+    chart_url: str  # the pinned chart archive
+    values: dict[str, Any] = field(default_factory=dict)  # the release values (monitoring's merged under the stack's)
 
 
 class DynamoPlatform(pulumi.ComponentResource):

@@ -50,17 +50,17 @@ ACCESS_POLICIES = {
 
 @dataclass(frozen=True)
 class EksClusterArgs:
-    cluster_name: str
-    kubernetes_version: str
-    region: str
-    private_subnet_ids: Sequence[pulumi.Input[str]]
-    endpoint_public_access_cidrs: Sequence[str]
-    log_retention_days: int
-    system_nodes: SystemNodeGroupSpec
-    addons: Sequence[EksAddon]
-    node_managed_policies: Sequence[str]
-    access_entries: Sequence[ClusterAccess] = ()
-    tags: Mapping[str, str] = field(default_factory=dict)
+    cluster_name: str  # the EKS cluster name
+    kubernetes_version: str  # the control plane's Kubernetes minor, e.g. "1.33"
+    region: str  # the cluster's region
+    private_subnet_ids: Sequence[pulumi.Input[str]]  # where the control plane's interfaces and system nodes go
+    endpoint_public_access_cidrs: Sequence[str]  # who may reach the public API endpoint
+    log_retention_days: int  # how long the control-plane log group keeps logs
+    system_nodes: SystemNodeGroupSpec  # the non-GPU node group for the system pods
+    addons: Sequence[EksAddon]  # the EKS add-ons, pinned
+    node_managed_policies: Sequence[str]  # managed policies attached to the node role
+    access_entries: Sequence[ClusterAccess] = ()  # principals besides the creator and their access policies
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
 class EksCluster(pulumi.ComponentResource):

@@ -25,6 +25,7 @@ import yaml
 
 from components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
+from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import MASTER_KEY_ENV
 from serving_stack.plan.gateway_stack import (
     MASTER_KEY_SECRET_KEY,
@@ -51,27 +52,27 @@ class SageMakerAccess:
     """IAM for SigV4 to the fallback endpoints: a role the gateway's ServiceAccount assumes via EKS Pod
     Identity, allowed `sagemaker:InvokeEndpoint*` on these endpoint ARNs only."""
 
-    cluster_name: pulumi.Input[str]
-    endpoint_arns: Sequence[pulumi.Input[str]]
+    cluster_name: pulumi.Input[str]  # the EKS cluster of the Pod Identity association
+    endpoint_arns: Sequence[pulumi.Input[str]]  # the SageMaker endpoints it may invoke, and no others
     egress_cidrs: Sequence[str] = ("0.0.0.0/0",)  # the VPC CIDR when a sagemaker.runtime VPC endpoint exists
-    tags: Mapping[str, str] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on the IAM role
 
 
 @dataclass(frozen=True)
 class GatewayArgs:
-    namespace: pulumi.Input[str]
+    namespace: pulumi.Input[str]  # where the gateway runs (the serving namespace)
     name: str  # Kubernetes object names, e.g. "llm-gateway"
     config: Mapping[str, Any]  # the LiteLLM config of the plan
-    master_key: pulumi.Input[str]
-    pins: GatewayPins
-    min_replicas: int
-    max_replicas: int
-    redis_enabled: bool
+    master_key: pulumi.Input[str]  # the LiteLLM master key, a Pulumi secret
+    pins: GatewayPins  # the LiteLLM and Redis images, pinned
+    min_replicas: int  # the HPA's floor
+    max_replicas: int  # the HPA's ceiling
+    redis_enabled: bool  # a Redis for shared cooldowns (more than one replica)
     allowed_namespaces: Sequence[str]  # whose pods may call the gateway
     backend_namespaces: Sequence[str]  # where the Dynamo frontends run
-    backend_port: int = 8000
-    target_cpu_utilization: int = 70
-    sagemaker_access: Optional[SageMakerAccess] = None
+    backend_port: int = 8000  # the Dynamo frontends' port
+    target_cpu_utilization: int = 70  # the HPA's CPU target, percent
+    sagemaker_access: Optional[SageMakerAccess] = None  # IAM and egress for SigV4 calls to SageMaker, None without
 
     @classmethod
     def of(
@@ -184,7 +185,7 @@ class Gateway(pulumi.ComponentResource):
     role_arn: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:Gateway", name, None, opts)
+        super().__init__(TypeTokens.GATEWAY, name, None, opts)
         if not args.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)

@@ -39,17 +39,17 @@ spec:
 
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
-    pool: ManagedPoolSpec
-    cluster_name: pulumi.Input[str]
-    vpc_id: pulumi.Input[str]
-    subnet_id: pulumi.Input[str]
-    cluster_security_group_ids: Sequence[pulumi.Input[str]]
-    node_managed_policies: Sequence[str]
-    tags: Mapping[str, str] = field(default_factory=dict)
+    pool: ManagedPoolSpec  # the node group as planned, with its switches (efa, placement_group, ...)
+    cluster_name: pulumi.Input[str]  # the EKS cluster the node group joins
+    vpc_id: pulumi.Input[str]  # the VPC of its EFA security group
+    subnet_id: pulumi.Input[str]  # the one subnet (zone) the pool launches into
+    cluster_security_group_ids: Sequence[pulumi.Input[str]]  # the cluster's node security groups
+    node_managed_policies: Sequence[str]  # managed policies attached to the node role
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
     # cluster-autoscaler discovery and scale-from-zero hints, as tags on the node group's Auto Scaling group
     # (EKS does not copy node group tags there): `serving_stack.plan.cluster_autoscaler.node_group_autoscaler_tags`.
     tag_for_cluster_autoscaler: bool = False
-    cluster_autoscaler_tags: Mapping[str, str] = field(default_factory=dict)
+    cluster_autoscaler_tags: Mapping[str, str] = field(default_factory=dict)  # the tags themselves (required then)
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -104,8 +104,9 @@ class GpuNodePool(pulumi.ComponentResource):
                 )
                 for nic in pool.efa_layout
             ]
-            or None,
-            vpc_security_group_ids=None if pool.efa_layout else security_groups,
+            if pool.efa
+            else None,
+            vpc_security_group_ids=None if pool.efa else security_groups,
             placement=placement,
             metadata_options=metadata_options(),
             block_device_mappings=[root_volume(pool.root_volume_gib)],

@@ -17,12 +17,12 @@ class ModelCacheArgs:
     of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
     created), None for dynamic provisioning by the claim's StorageClass."""
 
-    namespace: pulumi.Input[str]
-    hf_token_secret_name: Optional[pulumi.Input[str]]
-    pvc: dict[str, Any]
+    namespace: pulumi.Input[str]  # the serving namespace
+    hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
+    pvc: dict[str, Any]  # the rendered claim
     download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
-    retain_on_delete: bool
-    volume_name: Optional[pulumi.Input[str]] = None
+    retain_on_delete: bool  # `pulumi destroy` forgets the claim instead of deleting it
+    volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
 
 
 def _role_suffix(job_name: str, first: str) -> str:

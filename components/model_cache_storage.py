@@ -34,13 +34,13 @@ NFS_PORTS = [(2049, 2049)]
 class ModelCacheStorageArgs:
     """`claim_namespace`: where the model-cache claim lives (an FSx volume is bound to it alone)."""
 
-    storage: StoragePlan
-    cluster_name: pulumi.Input[str]
-    vpc_id: pulumi.Input[str]
-    vpc_cidr: str
-    private_subnet_ids_by_az: Mapping[str, pulumi.Input[str]]
-    claim_namespace: str
-    tags: Mapping[str, str] = field(default_factory=dict)
+    storage: StoragePlan  # the file system as planned (backend, size, throughput, protection)
+    cluster_name: pulumi.Input[str]  # the EKS cluster (its CSI driver's Pod Identity association)
+    vpc_id: pulumi.Input[str]  # the VPC of the file system's security group
+    vpc_cidr: str  # who may mount it (NFS / Lustre ports)
+    private_subnet_ids_by_az: Mapping[str, pulumi.Input[str]]  # where mount targets go, by zone
+    claim_namespace: str  # the namespace of the claim a static volume binds to
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
 class ModelCacheStorage(pulumi.ComponentResource):

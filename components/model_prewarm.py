@@ -35,11 +35,11 @@ NOBODY = 65534
 
 @dataclass(frozen=True)
 class ModelPrewarmArgs:
-    namespace: pulumi.Input[str]
-    claim_name: pulumi.Input[str]
-    program_source: str
-    pools: Sequence[PrewarmPool]
-    settings: PrewarmSettings
+    namespace: pulumi.Input[str]  # the serving namespace
+    claim_name: pulumi.Input[str]  # the model-cache claim the DaemonSets read
+    program_source: str  # prewarm/prewarm.py, shipped in a ConfigMap
+    pools: Sequence[PrewarmPool]  # one DaemonSet per GPU pool, with the checkpoints its targets load
+    settings: PrewarmSettings  # image, resources and read settings shared by the DaemonSets
 
 
 class ModelPrewarm(pulumi.ComponentResource):

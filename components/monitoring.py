@@ -11,33 +11,15 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.monitoring import DcgmExporterPin, HelmChartPin, KubePrometheusStackPin
+from serving_stack.facts.monitoring import HelmChartPin
+from serving_stack.names import TypeTokens
 from serving_stack.plan.dashboards import DASHBOARD_LABEL
 from serving_stack.plan.monitoring import MonitoringPlan
 
 
 @dataclass(frozen=True)
 class MonitoringArgs:
-    """Plan outputs, as plain data. `install_prometheus`: install kube-prometheus-stack (else an existing
-    Prometheus selects the objects by the `release` label the plan put on them); `install_dcgm_exporter`:
-    dcgm-exporter and its ServiceMonitor (off where the GPU Operator runs one); `create_namespace`: create
-    `namespace`."""
-
-    namespace: str
-    create_namespace: bool
-    install_prometheus: bool
-    prometheus_chart: KubePrometheusStackPin
-    prometheus_values: Mapping[str, Any]
-    install_dcgm_exporter: bool
-    dcgm_exporter_chart: DcgmExporterPin
-    dcgm_exporter_values: Mapping[str, Any]
-    dcgm_service_monitor: Mapping[str, Any]
-    prometheus_rule: Mapping[str, Any]
-    dashboards: Mapping[str, Mapping[str, str]]
-
-    @classmethod
-    def from_plan(cls, plan: MonitoringPlan) -> MonitoringArgs:
-        return cls(**{name: getattr(plan, name) for name in cls.__dataclass_fields__})
+    plan: MonitoringPlan  # what to install (switches, charts, values) and the rules and dashboards to create
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -47,31 +29,32 @@ class Monitoring(pulumi.ComponentResource):
     crds_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: MonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__("nemotron:kubernetes:Monitoring", name, None, opts)
+        super().__init__(TypeTokens.MONITORING, name, None, opts)
+        plan = args.plan
         child = pulumi.ResourceOptions(parent=self)
-        namespace: pulumi.Input[str] = args.namespace
-        if args.create_namespace:
+        namespace: pulumi.Input[str] = plan.namespace
+        if plan.create_namespace:
             namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace", metadata={"name": args.namespace}, opts=child
+                f"{name}-namespace", metadata={"name": plan.namespace}, opts=child
             ).metadata.name
         self.crds_ready = []
-        if args.install_prometheus:
+        if plan.install_prometheus:
             self.crds_ready.append(
-                self._release(f"{name}-prometheus", args.prometheus_chart, namespace, args.prometheus_values)
+                self._release(f"{name}-prometheus", plan.prometheus_chart, namespace, plan.prometheus_values)
             )
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=self.crds_ready)
-        if args.install_dcgm_exporter:
-            self._release(f"{name}-dcgm-exporter", args.dcgm_exporter_chart, namespace, args.dcgm_exporter_values)
-            _custom_resource(f"{name}-dcgm-service-monitor", args.dcgm_service_monitor, namespace, after_crds)
-        _custom_resource(f"{name}-rules", args.prometheus_rule, namespace, after_crds)
-        for uid, data in args.dashboards.items():
+        if plan.install_dcgm_exporter:
+            self._release(f"{name}-dcgm-exporter", plan.dcgm_exporter_chart, namespace, plan.dcgm_exporter_values)
+            _custom_resource(f"{name}-dcgm-service-monitor", plan.dcgm_service_monitor, namespace, after_crds)
+        _custom_resource(f"{name}-rules", plan.prometheus_rule, namespace, after_crds)
+        for uid, data in plan.dashboards.items():
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{uid}",
                 metadata={"name": f"{uid}-dashboard", "namespace": namespace, "labels": dict(DASHBOARD_LABEL)},
                 data=dict(data),
                 opts=child,
             )
-        self.register_outputs({"namespace": namespace, "dashboards": sorted(args.dashboards)})
+        self.register_outputs({"namespace": namespace, "dashboards": sorted(plan.dashboards)})
 
     def _release(
         self, name: str, pin: HelmChartPin, namespace: pulumi.Input[str], values: Mapping[str, Any]

@@ -19,13 +19,13 @@ from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    cluster_name: str
-    region: str
-    cidr: str
-    availability_zones: Sequence[str]
-    nat_gateway_per_az: bool = True
-    local_zone_subnets: Sequence[LocalZoneSubnet] = ()
-    tags: Mapping[str, str] = field(default_factory=dict)
+    cluster_name: str  # the cluster the subnets are tagged for
+    region: str  # the VPC's region
+    cidr: str  # the VPC CIDR
+    availability_zones: Sequence[str]  # one public and one private subnet per zone
+    nat_gateway_per_az: bool = True  # one NAT gateway per zone (else one for all)
+    local_zone_subnets: Sequence[LocalZoneSubnet] = ()  # private subnets in Local Zones, for pools there
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
 def subnet_cidrs(cidr: str, zones: int) -> tuple[list[str], list[str]]:

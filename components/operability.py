@@ -17,41 +17,14 @@ from serving_stack.plan.ops_programs import PROGRAM_CONFIG_MAP
 
 @dataclass(frozen=True)
 class OperabilityArgs:
-    """`graphs`: each target's DynamoGraphDeployment by target id. Its smoke Job and canary start after it: the
-    smoke test then exercises the graph `up` just rolled out (and awaited, when `TargetChecks.gated`), and a
-    canary does not report failures while the graph is still starting. `monitoring_crds_ready`: what the
-    PodMonitors wait for (the monitoring.coreos.com CRDs arrive with the kube-prometheus-stack release)."""
+    """`graphs`: a target's smoke Job and canary start after its graph: the smoke test then exercises the graph
+    `up` just rolled out (and awaited, when `TargetChecks.gated`), and a canary does not report failures while the
+    graph is still starting."""
 
-    namespace: pulumi.Input[str]
-    program_config_map: Mapping[str, Any]
-    smoke_tests: bool
-    benchmarks: bool
-    canaries: bool
-    canary_monitors: bool
-    targets: Sequence[TargetChecks]
-    graphs: Mapping[str, pulumi.Resource]
-    monitoring_crds_ready: Sequence[pulumi.Resource]
-
-    @classmethod
-    def from_plan(
-        cls,
-        plan: OperabilityPlan,
-        *,
-        namespace: pulumi.Input[str],
-        graphs: Mapping[str, pulumi.Resource],
-        monitoring_crds_ready: Sequence[pulumi.Resource],
-    ) -> OperabilityArgs:
-        return cls(
-            namespace=namespace,
-            program_config_map=plan.program_config_map,
-            smoke_tests=plan.smoke_tests,
-            benchmarks=plan.benchmarks,
-            canaries=plan.canaries,
-            canary_monitors=plan.canary_monitors,
-            targets=plan.targets,
-            graphs=graphs,
-            monitoring_crds_ready=monitoring_crds_ready,
-        )
+    plan: OperabilityPlan  # which checks run (switches), on which targets, and the programs' ConfigMap
+    namespace: pulumi.Input[str]  # the serving namespace (wired from its component)
+    graphs: Mapping[str, pulumi.Resource]  # each target's DynamoGraphDeployment, by target id
+    monitoring_crds_ready: Sequence[pulumi.Resource]  # what the PodMonitors wait for (the monitoring CRDs)
 
 
 class Operability(pulumi.ComponentResource):
@@ -62,25 +35,25 @@ class Operability(pulumi.ComponentResource):
         super().__init__(TypeTokens.OPERABILITY, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._namespace = args.namespace
-        metadata = args.program_config_map["metadata"]
+        metadata = args.plan.program_config_map["metadata"]
         programs = k8s.core.v1.ConfigMap(
             f"{name}-programs",
             metadata={**metadata, "namespace": args.namespace},
-            data=dict(args.program_config_map["data"]),
+            data=dict(args.plan.program_config_map["data"]),
             opts=child,
         )
         self._programs: pulumi.Output[str] = programs.metadata.name
         created: dict[str, list[pulumi.Output[str]]] = {"smokeJobs": [], "benchmarks": [], "canaries": []}
-        for checks in args.targets:
+        for checks in args.plan.targets:
             role = f"{name}-{checks.resource_name}"
             graph = [args.graphs[checks.target_id]]
-            if args.smoke_tests:
+            if args.plan.smoke_tests:
                 created["smokeJobs"].append(self._smoke_job(role, checks, graph))
-            if args.benchmarks:
+            if args.plan.benchmarks:
                 created["benchmarks"].append(self._benchmark(role, checks))
-            if args.canaries:
+            if args.plan.canaries:
                 created["canaries"].append(self._canary(role, checks, graph))
-            if args.canary_monitors:
+            if args.plan.canary_monitors:
                 self._custom_resource(
                     f"{role}-canary-monitor",
                     checks.canary_monitor,

@@ -16,8 +16,7 @@ again. Retained configs are removed by the procedure in `docs/sagemaker.md`, whi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
@@ -36,45 +35,15 @@ from components.sagemaker_iam import (
 from components.sagemaker_resource_args import primary_container, production_variant, traffic_routing
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker_spec import (
-    BlueGreen,
-    Capture,
-    ModelContainer,
     PlannedEndpoint,
-    ProductionVariant,
-    Scaling,
     invoke_url,
 )
 
 
 @dataclass(frozen=True)
 class SageMakerEndpointArgs:
-    endpoint_name: str
-    region: str
-    container: ModelContainer
-    variant: ProductionVariant
-    autoscaling: Scaling
-    deployment: BlueGreen
-    data_capture: Capture
-    kms_key_arn: Optional[str] = None
-    hf_token: Optional[pulumi.Input[str]] = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    @classmethod
-    def from_plan(cls, planned: PlannedEndpoint, hf_token: Optional[pulumi.Input[str]] = None) -> SageMakerEndpointArgs:
-        return cls(
-            endpoint_name=planned.name,
-            region=planned.region,
-            container=planned.container,
-            variant=planned.variant,
-            autoscaling=planned.scaling,
-            deployment=planned.deployment,
-            data_capture=planned.data_capture,
-            kms_key_arn=planned.kms_key_arn,
-            hf_token=hf_token,
-            tags=planned.tags,
-            notes=planned.notes,
-        )
+    plan: PlannedEndpoint  # the endpoint as planned: name, region, container, variant, scaling, capture, tags
+    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token secret, when the container needs one
 
 
 class SageMakerEndpoint(pulumi.ComponentResource):
@@ -88,13 +57,13 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         super().__init__(TypeTokens.SAGEMAKER_ENDPOINT, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         retained = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
-        region, endpoint_name, variant, tags = args.region, args.endpoint_name, args.variant, dict(args.tags)
+        region, endpoint_name, variant, tags = args.plan.region, args.plan.name, args.plan.variant, dict(args.plan.tags)
         part = partition(region)
-        capture = args.data_capture.enabled
-        for note in args.notes:
+        capture = args.plan.data_capture.enabled
+        for note in args.plan.notes:
             pulumi.log.warn(note, resource=self)
 
-        kms_key_arn: Optional[pulumi.Input[str]] = args.kms_key_arn
+        kms_key_arn: Optional[pulumi.Input[str]] = args.plan.kms_key_arn
         if kms_key_arn is None and (variant.ebs_storage or capture):
             kms_key_arn = encryption_key(
                 name, endpoint_name, region, holds_captured_data=capture, tags=tags, parent=self
@@ -112,15 +81,15 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy",
             role=role.id,
-            policy=execution_policy(args.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
+            policy=execution_policy(args.plan.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
             opts=child,
         )
 
         model = sm.Model(
             f"{name}-model",
             execution_role_arn=role.arn,
-            primary_container=primary_container(args.container, args.hf_token),
-            enable_network_isolation=args.container.enable_network_isolation,
+            primary_container=primary_container(args.plan.container, args.hf_token),
+            enable_network_isolation=args.plan.container.enable_network_isolation,
             region=region,
             tags=tags,
             # The role's permissions have no data edge to the model, but SageMaker pulls with them.
@@ -130,7 +99,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True,
-                initial_sampling_percentage=args.data_capture.sampling_percentage,
+                initial_sampling_percentage=args.plan.data_capture.sampling_percentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[
@@ -155,14 +124,14 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             variant.name,
             region,
             endpoint_config.name,
-            args.deployment.rollback_alarms,
+            args.plan.deployment.rollback_alarms,
             tags,
             child,
         )
         alarm_policy = aws.iam.RolePolicy(
             f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
         )
-        deployment = args.deployment
+        deployment = args.plan.deployment
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
             name=endpoint_name,
@@ -185,7 +154,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             # Rollback reads the alarms with the role: the permission must exist before any deployment.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
-        if args.autoscaling.enabled:
+        if args.plan.scaling.enabled:
             self._autoscaling(name, args, endpoint, child)
 
         self.endpoint_name = endpoint.name
@@ -208,21 +177,21 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions,
     ) -> None:
         """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
-        scaling, region = args.autoscaling, args.region
+        scaling, region = args.plan.scaling, args.plan.region
         target = aws.appautoscaling.Target(
             f"{name}-scaling-target",
             service_namespace="sagemaker",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.variant.name),
+            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.plan.variant.name),
             min_capacity=scaling.min_capacity,
             max_capacity=scaling.max_capacity,
             region=region,
-            tags=dict(args.tags),
+            tags=dict(args.plan.tags),
             opts=opts,
         )
         aws.appautoscaling.Policy(
             f"{name}-scaling-policy",
-            name=f"{args.endpoint_name}-invocations",
+            name=f"{args.plan.name}-invocations",
             policy_type="TargetTrackingScaling",
             service_namespace=target.service_namespace,
             scalable_dimension=target.scalable_dimension,

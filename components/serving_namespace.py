@@ -18,9 +18,9 @@ NGC_USERNAME = "$oauthtoken"  # NGC's fixed user name for API-key logins to nvcr
 
 @dataclass(frozen=True)
 class RegistryPullSecret:
-    name: str
-    server: str
-    api_key: pulumi.Input[str]
+    name: str  # the pull Secret's name
+    server: str  # the registry host
+    api_key: pulumi.Input[str]  # the registry key, a Pulumi secret
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,10 @@ class ServingNamespaceArgs:
     """`retain_on_delete`: `pulumi destroy` forgets the namespace instead of deleting it (and with it every
     claim inside); `hf_token` None: no token Secret (public checkpoints)."""
 
-    namespace: str
-    hf_token: Optional[pulumi.Input[str]] = None
-    pull_secret: Optional[RegistryPullSecret] = None
-    retain_on_delete: bool = False
+    namespace: str  # the namespace to create
+    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token, a Pulumi secret
+    pull_secret: Optional[RegistryPullSecret] = None  # a registry pull Secret to create, None without
+    retain_on_delete: bool = False  # `pulumi destroy` forgets the namespace
 
 
 def docker_config_json(server: str, api_key: pulumi.Input[str]) -> pulumi.Output[str]:

@@ -17,12 +17,12 @@ class ServingTargetArgs:
     """`ignore_replicas`: DGD property paths (`spec.components[1].replicas`) an autoscaler owns: Pulumi sets
     them at creation and leaves their drift alone."""
 
-    namespace: pulumi.Input[str]
-    config_map: dict[str, Any]
-    dgd: dict[str, Any]
-    depends_on: Sequence[pulumi.Resource]
+    namespace: pulumi.Input[str]  # the serving namespace
+    config_map: dict[str, Any]  # the recipe's engine ConfigMap, rendered
+    dgd: dict[str, Any]  # the DynamoGraphDeployment, rendered
+    depends_on: Sequence[pulumi.Resource]  # the operator release, download Jobs and pull Secret it needs first
     delete_timeout_seconds: int = 600  # how long a delete waits for the operator to drop its finalizer
-    ignore_replicas: Sequence[str] = ()
+    ignore_replicas: Sequence[str] = ()  # replica paths an autoscaler owns
     # Resolves once the change of targets is known to finish in one `up` (it fails instead when it cannot):
     # the DGD waits for it, so a refused swap touches no graph.
     swap_checked: pulumi.Input[bool] = True

@@ -71,6 +71,8 @@ class TypeTokens:
     SERVING_TARGET = "nemotron:dynamo:ServingTarget"
     SERVING_AUTOSCALER = "nemotron:kubernetes:ServingAutoscaler"
     CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
+    MONITORING = "nemotron:kubernetes:Monitoring"
+    GATEWAY = "nemotron:kubernetes:Gateway"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.

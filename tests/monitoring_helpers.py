@@ -87,6 +87,6 @@ def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from components.monitoring import Monitoring, MonitoringArgs
 
     def build() -> None:
-        Monitoring("monitoring", MonitoringArgs.from_plan(plan))
+        Monitoring("monitoring", MonitoringArgs(plan))
 
     return run_components(build)

@@ -82,7 +82,7 @@ def record(raw: dict[str, Any]) -> ProgramRun:
     def build() -> None:
         for endpoint in planned:
             token = pulumi.Output.secret(HF_TOKEN) if endpoint.container.needs_hf_token else None
-            SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(endpoint, hf_token=token))
+            SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs(endpoint, hf_token=token))
 
     return run_components(build)
 

@@ -39,11 +39,11 @@ def run(raw: dict[str, Any]) -> ProgramRun:
                     namespace=plan.serving.namespace, config_map=target.config_map, dgd=target.dgd, depends_on=[]
                 ),
             ).dgd
-        monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring)) if plan.monitoring else None
+        monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring)) if plan.monitoring else None
         assert plan.operability is not None
         Operability(
             "operability",
-            OperabilityArgs.from_plan(
+            OperabilityArgs(
                 plan.operability,
                 namespace=plan.serving.namespace,
                 graphs=graphs,

@@ -96,6 +96,7 @@ def _device_plugins(config: StackConfig, pools: Sequence[ResolvedPool], facts: F
     return DevicePluginSet(
         pins=facts.aws.platform.devicePlugins,
         nvidia=wanted.nvidia,
+        efa=bool(efa_types),
         efa_instance_types=tuple(dict.fromkeys(efa_types)),
         infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
         dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),

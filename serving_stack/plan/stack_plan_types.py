@@ -88,13 +88,14 @@ class AwsAccount:
 
 @dataclass(frozen=True)
 class DevicePluginSet:
-    """Which device plugins the pools need (explicit switches; `efa_instance_types` empty means none)."""
+    """Which device plugins the pools need, each an explicit switch."""
 
-    pins: DevicePluginPins
-    nvidia: bool
-    efa_instance_types: tuple[str, ...]
-    infiniband: bool
-    dra_driver: Optional[DraDriverPlan] = None
+    pins: DevicePluginPins  # the charts, pinned
+    nvidia: bool  # the NVIDIA device plugin (off where the GPU Operator runs one)
+    efa: bool  # the EFA device plugin, on the instance types below
+    efa_instance_types: tuple[str, ...]  # the instance types of the EFA pools
+    infiniband: bool  # the RDMA shared device plugin: some pool's fabric is InfiniBand
+    dra_driver: Optional[DraDriverPlan] = None  # the NVIDIA DRA driver, for multi-node NVLink pools
 
 
 @dataclass(frozen=True)
