@@ -191,9 +191,9 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     parse = strict_files.parse_yaml
     remembered: dict[tuple[str, str, str], list[Any]] = {}
 
-    def parse_once(text: str, key: str, name: str) -> list[Any]:
+    def parse_once(text: str, key: str, name: str, *, stack_file: bool = False) -> list[Any]:
         if (text, key, name) not in remembered:
-            remembered[text, key, name] = parse(text, key, name)
+            remembered[text, key, name] = parse(text, key, name, stack_file=stack_file)
         return remembered[text, key, name]
 
     with pytest.MonkeyPatch.context() as patch:

@@ -1,5 +1,5 @@
-"""Strict reading of the project's data files (YAML and JSON): every malformed file is one bounded
-`ConfigError` line naming the file (and the key or line), never a traceback.
+"""The one strict reader of the project's YAML and JSON files, data files and stack files alike: every
+malformed file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
 
 A data file must be UTF-8 text of at most MAX_FILE_BYTES. YAML is read by libyaml (PyYAML's C parser)
 with these refusals: a duplicate key, a merge key (`<<`), a key that is not a string (`1:`, `yes:`,
@@ -8,8 +8,9 @@ interpreter on a deep enough file), more than MAX_NODES values once aliases are 
 lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
 `1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
 
-`tools/stack_files.py` reads the stack files with the same rules (and its own limits); it could use
-`load_yaml_documents` here, the tooling being allowed to import the library.
+Stack files (`stack_file=True`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
+config values: dates stay strings, and a scalar key that is not a string or a number that is not finite is
+left for the config reader to name by its config key path.
 """
 
 from __future__ import annotations
@@ -33,15 +34,21 @@ YAML_KINDS = {bool: "a boolean (yes, no, on, off, true, false)", int: "a number"
 class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constructor
     """Refuses duplicate keys, merge keys and keys that are not strings while constructing each mapping."""
 
+    string_keys = True
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
+        seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == MERGE_TAG:
                 raise yaml.constructor.ConstructorError(
                     None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
                 )
             key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
+            if isinstance(key, (list, dict)):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key is not a scalar", key_node.start_mark
+                )
+            if self.string_keys and not isinstance(key, str):
                 kind = YAML_KINDS.get(type(key), f"a {type(key).__name__}")
                 raise yaml.constructor.ConstructorError(
                     None,
@@ -55,6 +62,19 @@ class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constr
                 )
             seen.add(key)
         return dict(super().construct_mapping(node, deep=deep))
+
+
+class _StackFileLoader(_StrictLoader):
+    """As the Pulumi CLI reads a stack file: no timestamp resolver (dates stay strings), and scalar keys that
+    are not strings kept for the config reader, which names them by their config key path."""
+
+    string_keys = False
+
+
+_StackFileLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _refuse(key: str, name: str, problem: str) -> NoReturn:
@@ -96,9 +116,10 @@ def _check_depth(text: str, key: str, name: str) -> None:
             depth -= 1
 
 
-def check_values(document: Any, key: str, name: str) -> None:
+def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> None:
     """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels
-    (a recursive alias is infinitely deep), every number finite. Problems name the key path."""
+    (a recursive alias is infinitely deep), every number finite (unless `finite` is off: a stack file's
+    config types refuse such a number naming its config key). Problems name the key path."""
     budget = [MAX_NODES]
 
     def walk(value: Any, path: tuple[Any, ...]) -> None:
@@ -107,7 +128,7 @@ def check_values(document: Any, key: str, name: str) -> None:
             _refuse(key, name, f"expands to more than {MAX_NODES} values (YAML aliases?)")
         if len(path) > MAX_DEPTH:
             _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
-        if isinstance(value, float) and not math.isfinite(value):
+        if finite and isinstance(value, float) and not math.isfinite(value):
             problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
             raise ConfigError(key, problem if key == name else f"{name}: {problem}")
         if isinstance(value, dict):
@@ -120,11 +141,11 @@ def check_values(document: Any, key: str, name: str) -> None:
     walk(document, ())
 
 
-def parse_yaml(text: str, key: str, name: str) -> list[Any]:
+def parse_yaml(text: str, key: str, name: str, *, stack_file: bool = False) -> list[Any]:
     """Every YAML document of `text` (an empty document as None), checked; errors start with `key`."""
     try:
         _check_depth(text, key, name)
-        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+        documents = list(yaml.load_all(text, Loader=_StackFileLoader if stack_file else _StrictLoader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -133,15 +154,15 @@ def parse_yaml(text: str, key: str, name: str) -> list[Any]:
     except (ValueError, OverflowError, RecursionError) as error:  # a scalar PyYAML cannot construct (2024-13-45)
         _refuse(key, name, f"is not valid YAML: {bounded(str(error), quote=False)}")
     for document in documents:
-        check_values(document, key, name)
+        check_values(document, key, name, finite=not stack_file)
     return documents
 
 
-def load_yaml_documents(path: Path, key: str, name: str | None = None) -> list[Any]:
+def load_yaml_documents(path: Path, key: str, name: str | None = None, *, stack_file: bool = False) -> list[Any]:
     """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
     line; `name` (the file as messages name it, default `key`) follows when it differs."""
     name = name or key
-    return parse_yaml(read_text(path, key, name), key, name)
+    return parse_yaml(read_text(path, key, name), key, name, stack_file=stack_file)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
