@@ -1,7 +1,7 @@
 """Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs).
 
-More than ~250 lines because every component's arguments are spelled out here, in dependency order, and
-nowhere else; the cluster the stack reaches is `components.cluster_handles`.
+Every component's arguments are spelled out here, in dependency order, and nowhere else; the cluster the
+stack reaches is `components.cluster`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,20 @@ from components.autoscaling import (
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
-from components.cluster_handles import cluster_handles
+from components.cluster import cluster_handles
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
 from components.gateway import Gateway, GatewayArgs, SageMakerAccess
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from components.model_cache import ModelCache, ModelCacheArgs
-from components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
+from components.model_cache import (
+    ModelCache,
+    ModelCacheArgs,
+    ModelCacheStorage,
+    ModelCacheStorageArgs,
+    ModelPrewarm,
+    ModelPrewarmArgs,
+)
 from components.monitoring import Monitoring, MonitoringArgs
 from components.operability import Operability, OperabilityArgs
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
@@ -33,9 +38,9 @@ from serving_stack.config import configured_secrets, load_stack_config, secret_v
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
-from serving_stack.plan.prewarm import PROGRAM_FILE
-from serving_stack.plan.stack_plan import build_plan
-from serving_stack.plan.targets import check_target_swap, deployed_dynamo_targets
+from serving_stack.plan.model_cache import PROGRAM_FILE
+from serving_stack.plan.serving import check_target_swap, deployed_dynamo_targets
+from serving_stack.plan.stack import build_plan
 
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
@@ -176,7 +181,7 @@ if serving.platform.install:
     )
     platform_release.append(platform.release)
 # The targets this stack's last `up` deployed (its own outputs): a change of targets that one `up` cannot
-# finish on full GPU pools fails here, before any DGD is touched (serving_stack.plan.targets.swap_refusal).
+# finish on full GPU pools fails here, before any DGD is touched (serving_stack.plan.serving.swap_refusal).
 last_deployment = pulumi.StackReference(
     "last-deployment", stack_name=f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
 )

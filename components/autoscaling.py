@@ -1,7 +1,7 @@
 """Scaling with load: `ServingAutoscaler` (KEDA and one ScaledObject per autoscaled DGD worker component)
 and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role). The Auto Scaling group tags that
 let it find the GPU node groups and scale them up from zero are the node pools' (`GpuNodePool`). What the
-objects contain is decided in `serving_stack.plan.autoscaling_plan`; these components only register them."""
+objects contain is decided in `serving_stack.plan.capacity`; these components only register them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.autoscaling_facts import HelmPin
+from serving_stack.facts.aws import HelmPin
 from serving_stack.names import TypeTokens
 
 POD_IDENTITY_TRUST = {

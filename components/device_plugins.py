@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws_platform import RdmaSharedDevicePlugin
+from serving_stack.facts.aws import RdmaSharedDevicePlugin
 from serving_stack.names import (
     FABRIC_LABEL,
     FORMER_TYPE_TOKENS,
@@ -20,7 +20,7 @@ from serving_stack.names import (
     INSTANCE_TYPE_LABEL,
     TypeTokens,
 )
-from serving_stack.plan.stack_plan_types import DevicePluginSet
+from serving_stack.plan.stack import DevicePluginSet
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 

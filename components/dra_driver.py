@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from serving_stack.names import GPU_TAINT, POOL_LABEL, TypeTokens
-from serving_stack.plan.dra import DraDriverPlan
+from serving_stack.plan.pools import DraDriverPlan
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 

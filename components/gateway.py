@@ -6,8 +6,7 @@ changes), Secret (the master key, only ever a Pulumi secret), Deployment (non-ro
 probes on LiteLLM's liveliness/readiness routes), Service, PodDisruptionBudget, HPA, NetworkPolicy, and
 with `redis_enabled` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
 With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, allowed to invoke exactly
-the fallback endpoints. More than ~250 lines because the NetworkPolicies and the pod spec are spelled
-out in full; the parts that need no resource are module-level functions.
+the fallback endpoints. The parts that need no resource are module-level functions.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ import yaml
 from components.iam import assume_role_policy
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.names import TypeTokens
-from serving_stack.plan.gateway import MASTER_KEY_ENV
-from serving_stack.plan.gateway_stack import (
+from serving_stack.plan.gateway import (
+    MASTER_KEY_ENV,
     MASTER_KEY_SECRET_KEY,
     StackGateway,
     master_key_secret_name,

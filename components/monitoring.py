@@ -13,8 +13,7 @@ import pulumi_kubernetes as k8s
 
 from serving_stack.facts.monitoring import HelmChartPin
 from serving_stack.names import TypeTokens
-from serving_stack.plan.dashboards import DASHBOARD_LABEL
-from serving_stack.plan.monitoring import MonitoringPlan
+from serving_stack.plan.monitoring import DASHBOARD_LABEL, MonitoringPlan
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from serving_stack.names import TypeTokens
-from serving_stack.plan.operability import OperabilityPlan, TargetChecks
-from serving_stack.plan.ops_programs import PROGRAM_CONFIG_MAP
+from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan, TargetChecks
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ class ServingTargetArgs:
 
 
 class ServingTarget(pulumi.ComponentResource):
-    """The rendered recipe of one catalog target (see `serving_stack.plan.manifests`), applied as is."""
+    """The rendered recipe of one catalog target (see `serving_stack.plan.serving`), applied as is."""
 
     dgd_name: pulumi.Output[str]
     dgd: k8s.apiextensions.CustomResource  # what runs after the graph (its smoke test) depends on

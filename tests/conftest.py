@@ -6,7 +6,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from serving_stack.facts.jumpstart_sources import ENVIRONMENT_OVERRIDES
+from serving_stack.facts.sagemaker import ENVIRONMENT_OVERRIDES
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from plan_helpers import plan_of
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
-from serving_stack.plan.sagemaker_spec import PlannedEndpoint
+from serving_stack.plan.sagemaker import PlannedEndpoint
 from tools.mock_runtime import ProgramRun, plain_numbers
 
 REGION = "us-west-2"

@@ -15,7 +15,7 @@ import synthetic_upstream
 import yaml
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.facts.data import CATALOG_DIR_ENV
+from serving_stack.facts.strict_files import CATALOG_DIR_ENV
 from tools.mock_runtime import PROJECT_DIR
 
 # `make absorb` whole, and the catalog-driven tests rerun against its result: `make test-all`.

@@ -13,9 +13,8 @@ from monitoring_helpers import NAMESPACE, canary_alerting, catalog_targets, grou
 from promtool_helpers import check_rules, run_rule_tests
 
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.metrics import load_metrics
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
+from serving_stack.facts.monitoring import load_metrics, load_monitoring
+from serving_stack.plan.monitoring import AlertThresholds, WatchedTarget
 
 pytestmark = pytest.mark.catalog_driven
 

@@ -16,8 +16,7 @@ from rollout_helpers import committed_config, key, of_type, records
 from stack_helpers import DGD_TYPE, run_config
 
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.autoscaling_plan import adapter_name
-from serving_stack.plan.cluster_autoscaler import node_group_autoscaler_tags
+from serving_stack.plan.capacity import adapter_name, node_group_autoscaler_tags
 from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"

@@ -11,8 +11,7 @@ import yaml
 from catalog_picks import pick
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.facts.recipe import Performance
+from serving_stack.facts.catalog import CATALOG_DIR, Performance, load_catalog
 from tools.absorb.perf_table import published_figures
 from tools.absorb.upstream import read_upstream
 

@@ -29,13 +29,10 @@ import yaml
 import serving_stack.facts as facts_package
 from serving_stack.errors import MAX_LINE, ConfigError
 from serving_stack.facts import load_facts, strict_files
-from serving_stack.facts.capacity_facts import load_capacity_prices
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.checkpoints import load_checkpoint_sizes
-from serving_stack.facts.data import CATALOG_DIR_ENV, PROJECT_DATA_DIR
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.facts.jumpstart import SnapshotSpecSource, resolve_jumpstart_model
-from serving_stack.facts.regions import load_aws_regions
+from serving_stack.facts.aws import load_aws_catalog, load_aws_regions, load_capacity_prices
+from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
+from serving_stack.facts.sagemaker import SnapshotSpecSource, resolve_jumpstart_model
+from serving_stack.facts.strict_files import CATALOG_DIR_ENV, PROJECT_DATA_DIR
 from tools import render
 
 ROOT = Path(__file__).resolve().parent.parent

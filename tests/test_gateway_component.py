@@ -27,8 +27,7 @@ from components.gateway import (
 )
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.facts.gateway import load_gateway_pins
-from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway
-from serving_stack.plan.gateway_stack import redis_host
+from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway, redis_host
 from tools.mock_runtime import PROJECT_DIR, redact
 
 MASTER_KEY = "sk-gateway-test-master-key-0123456789abcdef"

@@ -11,9 +11,8 @@ import functools
 from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool, pool_zone
 from stack_helpers import run_config
 
-from serving_stack.facts.aws_platform import version_key
+from serving_stack.facts.aws import load_aws_catalog, version_key
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL
 
 CATALOG = load_aws_catalog()

@@ -19,7 +19,7 @@ from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used
 
 ROOT = Path(__file__).resolve().parents[1]
 AIPERF = ROOT / ".venv-aiperf" / "bin" / "aiperf"

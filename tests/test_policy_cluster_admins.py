@@ -7,7 +7,7 @@ import pytest
 from rollout_helpers import committed_config
 from stack_helpers import run_config
 
-from components.eks_cluster import ACCESS_POLICIES
+from components.cluster import ACCESS_POLICIES
 from policy.nemotron_policies.offline import evaluate
 
 ADMIN_POLICIES = sorted(name for name, arn in ACCESS_POLICIES.items() if "Admin" in arn.rsplit("/", 1)[-1])

@@ -7,7 +7,7 @@ from catalog_picks import gpu_of
 from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config
 
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.prewarm import STATE_DIR
+from serving_stack.plan.model_cache import STATE_DIR
 
 pytestmark = pytest.mark.catalog_driven
 

@@ -11,8 +11,7 @@ from sagemaker_helpers import autoscaling, huggingface_endpoint, jumpstart_endpo
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.sagemaker import version_tuple
-from serving_stack.plan.sagemaker_fit import check_vllm
-from serving_stack.plan.sagemaker_waits import PROVIDER_INSERVICE_WAIT_SECONDS
+from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, check_vllm
 
 LMI, FIT = FACTS.lmi, FACTS.lmi.fit
 CASES = list(itertools.product(sorted(FACTS.sagemaker_instances), sorted(LMI.repositories)))

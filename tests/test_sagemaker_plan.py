@@ -11,7 +11,7 @@ from plan_helpers import FACTS
 from sagemaker_helpers import NVFP4, PUBLIC_ID, REGION, huggingface_endpoint, jumpstart_endpoint, plan, stack
 
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.facts import jumpstart
+from serving_stack.facts import sagemaker as jumpstart
 from tools.mock_runtime import PROJECT_DIR
 
 

@@ -21,7 +21,7 @@ from stack_helpers import (
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.model_cache import env_name_tuple
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used
 
 pytestmark = pytest.mark.catalog_driven
 

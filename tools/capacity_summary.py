@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from serving_stack.plan.node_ready import node_ready_markdown
-from serving_stack.plan.stack_capacity import StackCapacity, TargetTokenCost
-from serving_stack.plan.token_cost import TokenCost
+from serving_stack.plan.capacity import StackCapacity, TargetTokenCost, TokenCost, node_ready_markdown
 
 
 def _usd(value: Optional[float]) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import yaml
 
 from serving_stack import pulumi_private
-from serving_stack.plan.stack_plan_types import StackPlan
+from serving_stack.plan.stack import StackPlan
 from serving_stack.pulumi_private import MockMonitor, Mocks
 from tools.stack_mocks import StackMocks
 

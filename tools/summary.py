@@ -6,7 +6,7 @@ from typing import Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.sagemaker_spec import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
+from serving_stack.plan.sagemaker import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
 from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
 from tools.operability_summary import operability_markdown

@@ -121,7 +121,7 @@ class DynamoConfig(Block):
     registry: str = pydantic.Field(default="nvcr.io", pattern=r"^[a-z0-9.-]+(:[0-9]+)?$")
     readiness: Readiness = Readiness()
     # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
-    # on full pools (serving_stack.plan.targets.swap_refusal); `surge`: the pools have room for both.
+    # on full pools (serving_stack.plan.serving.swap_refusal); `surge`: the pools have room for both.
     targetSwap: Literal["two-step", "surge"] = "two-step"
     # How long `pulumi up`/`destroy` waits for a deleted DGD to be gone (the operator removes its finalizer
     # once the component Deployments are deleted). Without it the provider would wait the DGD's readiness

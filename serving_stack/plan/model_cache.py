@@ -4,17 +4,38 @@ changes (size, which checkpoints), resolved once.
 Checkpoints keep upstream's env names and stay in the Job that fetches them upstream. A repo the stack
 adds that no upstream Job fetches goes into the first Job under a name derived from the base
 (`<base>-Foo` -> `FOO_MODEL`). A Job left with no checkpoint is not run.
+
+The model cache's RWX storage the stack creates (EFS or FSx for Lustre), resolved and checked.
+
+Which prewarm DaemonSets a stack needs, and how workers wait for their node to be warm.
+
+One DaemonSet per distinct worker placement (node affinity) among the selected targets: it selects
+the same nodes, tolerates every taint those workers tolerate, and warms every checkpoint they load.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
-from typing import Optional
+from pathlib import Path
+from typing import Any, Literal, Optional
 
-from serving_stack.config.serving import ModelCacheConfig
+from serving_stack.config.aws import AwsConfig
+from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig
+from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
-from serving_stack.facts.model_cache import DownloadJob, ModelCacheFacts
+from serving_stack.facts import Facts
+from serving_stack.facts.aws import CsiAddon
+from serving_stack.facts.catalog import DownloadJob, ModelCacheFacts
+from serving_stack.names import (
+    GPU_PRODUCT_LABEL,
+    MODEL_CACHE_CLAIM,
+    POOL_LABEL,
+    PREWARM_PROGRAM_CONFIG_MAP,
+    WORKER_COMPONENT_TYPES,
+)
+from serving_stack.plan.quantities import gib
 
 KEY = "modelCache.checkpoints"
 
@@ -110,3 +131,246 @@ def select_model_cache(
                 )
             )
     return ModelCacheSelection(size, jobs), errors
+
+
+FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400
+
+
+@dataclass(frozen=True)
+class EfsOptions:
+    directory_perms: str
+    base_path: str
+
+
+@dataclass(frozen=True)
+class FsxOptions:
+    per_unit_storage_throughput: int
+    file_system_type_version: str
+    data_compression_type: str
+    availability_zone: str
+    capacity_gib: int
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    backend: Literal["efs", "fsx"]
+    storage_class_name: str
+    protect: bool
+    claim_name: str
+    csi_addon: CsiAddon
+    efs: Optional[EfsOptions]
+    fsx: Optional[FsxOptions]
+
+
+def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
+    """`modelCacheStorage.fsx.availabilityZone`, else the one AZ all managed GPU pools share."""
+    if aws.modelCacheStorage and aws.modelCacheStorage.fsx.availabilityZone:
+        return aws.modelCacheStorage.fsx.availabilityZone
+    zones = {p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone}
+    return zones.pop() if len(zones) == 1 else None
+
+
+def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[ConfigError]:
+    """`cache_size`: the model-cache claim's size (configured, else upstream's)."""
+    storage = aws.modelCacheStorage
+    if storage is None:
+        return []
+    errors: list[ConfigError] = []
+    create = aws.cluster.create if aws.cluster else None
+    if create is None:
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage",
+                "the stack creates model-cache storage only for the cluster it creates",
+                "aws.cluster.create",
+            )
+        )
+    unused = "efs" if storage.backend == "fsx" else "fsx"
+    if unused in storage.model_fields_set:
+        errors.append(ConfigError(f"aws.modelCacheStorage.{unused}", f"set, but backend is {storage.backend}"))
+    if storage.backend == "fsx":
+        size = gib(cache_size)
+        if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
+            errors.append(
+                ConfigError(
+                    "modelCache.size",
+                    f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
+                    f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})",
+                )
+            )
+        zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
+        zone = fsx_availability_zone(aws)
+        if zone is None:
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system",
+                )
+            )
+        elif create and zone not in create.availabilityZones:
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"{zone!r} is not a cluster AZ",
+                    ", ".join(create.availabilityZones),
+                )
+            )
+    return errors
+
+
+def plan_storage(config: StackConfig, facts: Facts) -> Optional[StoragePlan]:
+    """What `ModelCacheStorage` builds (the config must have passed `check_storage`)."""
+    aws = config.aws
+    if aws is None or aws.modelCacheStorage is None:
+        return None
+    storage, addons = aws.modelCacheStorage, facts.aws.platform.eksAddons
+    efs = fsx = None
+    if storage.backend == "efs":
+        efs = EfsOptions(directory_perms=storage.efs.directoryPerms, base_path=storage.efs.basePath)
+    else:
+        zone, size = fsx_availability_zone(aws), config.modelCache.size
+        if zone is None or size is None:
+            raise ValueError("the FSx zone and the cache size are resolved before planning (build_plan does both)")
+        fsx = FsxOptions(
+            per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
+            file_system_type_version=storage.fsx.fileSystemTypeVersion,
+            data_compression_type=storage.fsx.dataCompressionType,
+            availability_zone=zone,
+            capacity_gib=int(gib(size) or 0),
+        )
+    return StoragePlan(
+        backend=storage.backend,
+        storage_class_name=config.modelCache.storageClassName,
+        protect=storage.protect,
+        claim_name=MODEL_CACHE_CLAIM,
+        csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver,
+        efs=efs,
+        fsx=fsx,
+    )
+
+
+PROGRAM_FILE = Path(__file__).resolve().parents[2] / "prewarm" / "prewarm.py"
+PROGRAM_CONFIG_MAP = PREWARM_PROGRAM_CONFIG_MAP
+WORKER_TYPES = WORKER_COMPONENT_TYPES
+PROGRAM_MOUNT = "/opt/nemotron-prewarm"
+STATE_DIR = "/var/lib/nemotron-prewarm"
+STATE_VOLUME = "prewarm-state"
+PROGRAM_VOLUME = "prewarm-program"
+
+
+@dataclass(frozen=True)
+class PrewarmSettings:
+    """How the prewarm DaemonSets run. The memory limit must hold every checkpoint: page cache is charged
+    to the cgroup that reads it, so a smaller limit evicts what was just warmed."""
+
+    image: str
+    threads: int
+    memory_limit: str
+    cpu_limit: str
+    wait_timeout_seconds: int
+    host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
+
+    @classmethod
+    def of(cls, config: PrewarmConfig, namespace: str) -> PrewarmSettings:
+        return cls(
+            host_state_dir=host_state_dir(namespace),
+            image=config.image,
+            threads=config.threads,
+            memory_limit=config.memoryLimit,
+            cpu_limit=config.cpuLimit,
+            wait_timeout_seconds=config.waitTimeoutSeconds,
+        )
+
+
+@dataclass(frozen=True)
+class PrewarmPool:
+    name: str
+    node_affinity: dict[str, Any]
+    tolerations: list[dict[str, Any]]
+    checkpoints: list[str]
+
+
+def _pool_name(node_affinity: dict[str, Any]) -> str:
+    expressions = [
+        e
+        for term in node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for e in term.get("matchExpressions", [])
+    ]
+    by_key = {e["key"]: e["values"] for e in expressions}
+    values = by_key.get(POOL_LABEL) or by_key.get(GPU_PRODUCT_LABEL) or ["gpu"]
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(values).lower()).strip("-")[:40]
+
+
+def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]]) -> list[PrewarmPool]:
+    """Group the workers of the rendered DGDs by node affinity."""
+    groups: dict[str, dict[str, Any]] = {}
+    for dgd, checkpoints in dgds_with_checkpoints:
+        for component in dgd["spec"]["components"]:
+            if component["type"] not in WORKER_TYPES:
+                continue
+            pod = component["podTemplate"]["spec"]
+            affinity = pod["affinity"]["nodeAffinity"]
+            group = groups.setdefault(
+                json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []}
+            )
+            group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
+            group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
+    pools = [
+        PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"])
+        for g in groups.values()
+    ]
+    names = [p.name for p in pools]
+    return [
+        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints)
+        if names.count(p.name) > 1
+        else p
+        for index, p in enumerate(pools)
+    ]
+
+
+def host_state_dir(namespace: str) -> str:
+    """Where one stack's prewarm writes its readiness files on a node. Per namespace, so two stacks on one
+    cluster (which may warm different checkpoints) never read each other's readiness."""
+    return f"{STATE_DIR}/{namespace}"
+
+
+def state_volume(host_dir: str) -> dict[str, Any]:
+    return {"name": STATE_VOLUME, "hostPath": {"path": host_dir, "type": "DirectoryOrCreate"}}
+
+
+def program_volume() -> dict[str, Any]:
+    return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
+
+
+def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) -> None:
+    """Give every worker an initContainer that waits (bounded) until its node is warm.
+
+    It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
+    readiness file; after `wait_timeout_seconds` it lets the worker load cold rather than never start.
+    """
+    for component in dgd["spec"]["components"]:
+        if component["type"] not in WORKER_TYPES:
+            continue
+        pod = component["podTemplate"]["spec"]
+        image = pod["containers"][0]["image"]
+        wait = (
+            f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
+            f"--timeout {wait_timeout_seconds} || echo 'node not warm after {wait_timeout_seconds}s; loading cold'"
+        )
+        pod["initContainers"] = [
+            {
+                "name": "wait-for-prewarm",
+                "image": image,
+                "command": ["sh", "-c", wait],
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                    "limits": {"cpu": "100m", "memory": "128Mi"},
+                },
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [
+                    {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
+                    {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+                ],
+            }
+        ]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]

@@ -19,9 +19,9 @@ from typing import Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
+from serving_stack.facts.aws import gpu_of_product
 from serving_stack.facts.catalog import TARGETS_FILE, Catalog, load_catalog
-from serving_stack.facts.data import DATA_DIR
-from serving_stack.facts.gpus import gpu_of_product
+from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog_data import RECIPES_DIR, next_catalog, next_manifests, previous_manifests
 from tools.absorb.catalog_file import targets_yaml
 from tools.absorb.changes import TargetChanges, model_cache_changes

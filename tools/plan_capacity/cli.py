@@ -22,9 +22,17 @@ from serving_stack.config.demand import DemandConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
-from serving_stack.plan.capacity_inputs import benchmark_token_shape, candidate_rows, instance_offers
-from serving_stack.plan.capacity_model import CandidateRow, InstanceOffer, Slo, demand_of
-from serving_stack.plan.token_cost import token_cost_markdown, token_cost_rows
+from serving_stack.plan.capacity import (
+    CandidateRow,
+    InstanceOffer,
+    Slo,
+    benchmark_token_shape,
+    candidate_rows,
+    demand_of,
+    instance_offers,
+    token_cost_markdown,
+    token_cost_rows,
+)
 from tools.plan_capacity.explain import PlanResult, plan_capacity
 from tools.plan_capacity.solver import Plan
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name, stack_changes, write_stack_file

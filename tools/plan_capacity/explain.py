@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.plan.capacity_model import (
+from serving_stack.plan.capacity import (
     CAPACITY_TYPES,
     CandidateRow,
     Demand,

@@ -20,7 +20,7 @@ from typing import Optional
 
 import highspy
 
-from serving_stack.plan.capacity_model import CandidateRow, Demand, InstanceOffer, Pool, SearchSpace, search_space
+from serving_stack.plan.capacity import CandidateRow, Demand, InstanceOffer, Pool, SearchSpace, search_space
 
 COST_TIE_TOLERANCE = 1e-6  # $/h: plans closer than this cost the same
 

@@ -28,10 +28,9 @@ from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts import Facts
-from serving_stack.plan.capacity_model import CandidateRow, Pool
+from serving_stack.plan.capacity import CandidateRow, Pool
 from serving_stack.plan.model_cache import select_model_cache
-from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES
-from serving_stack.plan.zones import check_pool_zone
+from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, check_pool_zone
 from tools.plan_capacity.solver import Plan
 
 PROJECT_KEYS = {"targets": "targets", "node_pools": "aws.nodePools", "checkpoints": "modelCache.checkpoints"}
