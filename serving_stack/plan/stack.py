@@ -53,6 +53,7 @@ from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.capacity import StackCapacity, plan_stack_capacity
 from serving_stack.plan.gateway import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.model_cache import (
+    ModelCacheSelection,
     PrewarmPool,
     PrewarmSettings,
     StoragePlan,
@@ -80,6 +81,7 @@ from serving_stack.plan.quantities import version_tuple
 from serving_stack.plan.sagemaker import PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
 from serving_stack.plan.serving import (
     PlannedTarget,
+    SelectedTarget,
     place_targets,
     plan_prewarm,
     plan_serving_targets,
@@ -338,9 +340,25 @@ def check_checkpoint_room(
     return errors
 
 
-def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]) -> None:
-    """Every problem the facts reveal, in one `ConfigError`; nothing when the config is sound."""
+@dataclass(frozen=True)
+class _Resolved:
+    """What `build_plan` selects, resolves and places, once, on its way to the plan."""
+
+    cache: ModelCacheSelection
+    selected: list[SelectedTarget]
+    pools: dict[str, ResolvedPool]
+    placements: dict[str, ResolvedPool]
+
+
+def _resolve_and_check(
+    config: StackConfig, facts: Facts, secrets: frozenset[str], default_region: Optional[str]
+) -> tuple[StackConfig, _Resolved]:
+    """The model cache, targets, pools and placements, each resolved once (`modelCache.size` set from the
+    cache when the stack gives none), and every problem the facts reveal collected and raised once, as one
+    `ConfigError`."""
     cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
+    if config.modelCache.size is None:
+        config = config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": cache.size})})
     selected, target_errors = select_targets(config, facts.catalog, cache.repos)
     errors += target_errors
     by_nodes: dict[str, list[str]] = {}  # prewarm DaemonSets follow the workers' nodes (pool or GPU product)
@@ -358,6 +376,8 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
     errors += check_sagemaker(config.sagemaker, facts)
     errors += check_gateway(config)
     aws = config.aws
+    pools: dict[str, ResolvedPool] = {}
+    placements: dict[str, ResolvedPool] = {}
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
@@ -366,9 +386,14 @@ def check_stack(config: StackConfig, facts: Facts, secrets: frozenset[str], defa
         aws_errors = (
             check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
         )
-        errors += aws_errors or place_targets(config, selected, resolve_pools(config, facts), facts.aws)[1]
+        errors += aws_errors
+        if not aws_errors:
+            pools = resolve_pools(config, facts)
+            placements, placement_errors = place_targets(config, selected, pools, facts.aws)
+            errors += placement_errors
     if errors:
         raise ConfigError.combined(errors)
+    return config, _Resolved(cache, selected, pools, placements)
 
 
 def _cluster(config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool]) -> ClusterPlan:
@@ -442,14 +467,6 @@ def _monitoring(
     )
 
 
-def _with_cache_size(config: StackConfig, facts: Facts) -> StackConfig:
-    """`modelCache.size` resolved once: the configured size, else the upstream claim's."""
-    if config.modelCache.size is not None:
-        return config
-    size = select_model_cache(config.modelCache, facts.catalog.model_cache)[0].size
-    return config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": size})})
-
-
 def build_plan(
     config: StackConfig,
     facts: Facts,
@@ -460,12 +477,8 @@ def build_plan(
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
     `secrets` are the secret keys the stack sets (their values never reach the plan)."""
-    config = _with_cache_size(config, facts)
-    check_stack(config, facts, secrets, default_region)
-    cache_plan = select_model_cache(config.modelCache, facts.catalog.model_cache)[0]
-    selected, _ = select_targets(config, facts.catalog, cache_plan.repos)
-    pools = resolve_pools(config, facts)
-    placements = place_targets(config, selected, pools, facts.aws)[0] if config.aws else {}
+    config, resolved = _resolve_and_check(config, facts, secrets, default_region)
+    cache_plan, selected, pools, placements = resolved.cache, resolved.selected, resolved.pools, resolved.placements
     region = config.aws.region if config.aws else default_region
     endpoints = plan_sagemaker_endpoints(config, facts, default_region=region)
     targets = plan_serving_targets(config, selected, placements, facts)
