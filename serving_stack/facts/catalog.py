@@ -34,6 +34,7 @@ import copy
 import functools
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
@@ -246,7 +247,11 @@ def speculative_configs(config_map: dict[str, Any]) -> list[dict[str, Any]]:
 
 def speculative_decoding_of(config_map: dict[str, Any]) -> str:
     """`MTP`, `DFlash`, ... as the performance table spells upstream's method; `none` without one."""
-    methods = [str(s.get("method") or s.get("decoding_type") or "") for s in speculative_configs(config_map)]
+    return _speculative_method(speculative_configs(config_map))
+
+
+def _speculative_method(configs: Sequence[dict[str, Any]]) -> str:
+    methods = [str(s.get("method") or s.get("decoding_type") or "") for s in configs]
     methods = [SPECULATIVE_METHODS.get(m.lower(), m) for m in methods if m]
     return methods[0] if methods else NO_SPECULATION
 
@@ -318,22 +323,31 @@ class Recipe:
                         products += [v for v in expression["values"] if v not in products]
         return products
 
+    @functools.cached_property
+    def _speculative_configs(self) -> tuple[dict[str, Any], ...]:
+        """Read once per recipe: TRT-LLM's engine YAML is parsed to find them."""
+        return tuple(speculative_configs(self.config_map))
+
     @property
     def checkpoints(self) -> list[str]:
         """Hugging Face repos the workers load: the served model plus any speculative draft model."""
+        return list(self._checkpoints)
+
+    @functools.cached_property
+    def _checkpoints(self) -> tuple[str, ...]:
         repos: list[str] = []
         for component in self.worker_components():
             args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
             if "--model" in args:
                 repos.append(args[args.index("--model") + 1])
-        for speculative in speculative_configs(self.config_map):
+        for speculative in self._speculative_configs:
             draft = speculative.get("model") or speculative.get("speculative_model")  # MTP drafts with the base's heads
             repos += [draft] if draft else []
-        return list(dict.fromkeys(repos))
+        return tuple(dict.fromkeys(repos))
 
     @property
     def speculative_decoding(self) -> str:
-        return speculative_decoding_of(self.config_map)
+        return _speculative_method(self._speculative_configs)
 
     @property
     def routing(self) -> str:
@@ -601,9 +615,14 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
     return recipe
 
 
-@functools.lru_cache(maxsize=4)
 def load_catalog(root: Path = CATALOG_DIR) -> Catalog:
-    """Parse and check the catalog data; bad data stops the program with the file and key named."""
+    """Parse and check the catalog data; bad data stops the program with the file and key named. Read once
+    per directory, however the caller names it (`load_catalog()` and `load_catalog(root)` share the read)."""
+    return _load_catalog(Path(root))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_catalog(root: Path) -> Catalog:
     data = load_model(root / TARGETS_FILE, CatalogFile, root)
     recipes: dict[str, Recipe] = {}
     for index, entry in enumerate(data.targets):
