@@ -11,7 +11,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render policy plan diff check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -53,9 +53,10 @@ gateway-venv: $(GATEWAY_VENV)/.deps  ## The pinned LiteLLM proxy in .venv-gatewa
 
 # Absorb an upstream recipe revision as data (docs/absorb.md): vendors UPSTREAM into catalog/recipes/,
 # rewrites catalog/targets.yaml and prints the report. DATE is needed only when UPSTREAM is not a git checkout.
-absorb: $(VENV)/.render-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1]
-	@test -n "$(UPSTREAM)" -a -n "$(COMMIT)" || { echo "usage: make absorb UPSTREAM=<dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1]" >&2; exit 2; }
-	$(PY) -m tools.absorb --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run)
+# DROP_RETIRED="<id> ..." leaves retired targets out (refused while a committed stack selects one).
+absorb: $(VENV)/.render-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]
+	@test -n "$(UPSTREAM)" -a -n "$(COMMIT)" || { echo "usage: make absorb UPSTREAM=<dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]" >&2; exit 2; }
+	$(PY) -m tools.absorb --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run) $(foreach id,$(DROP_RETIRED),--drop-retired "$(id)")
 
 # promtool (Debian package `prometheus`) for the alert-rule tests; installed once when missing.
 promtool:  ## Install promtool if missing
@@ -73,8 +74,10 @@ promtool:  ## Install promtool if missing
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK) --secret-placeholders $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
 
-policy: $(VENV)/.render-deps  ## Run the policy pack on a rendered resources.json (RESOURCES, default build/$(STACK)/resources.json)
-	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES)
+MANIFESTS ?= $(dir $(RESOURCES))manifests
+policy: $(VENV)/.render-deps $(CHECKOV_VENV)/.deps  ## Run the policy pack and checkov's Kubernetes checks on a render (RESOURCES, default build/$(STACK)/resources.json)
+	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES) \
+		--manifests $(MANIFESTS) --checkov $(CHECKOV_VENV)/bin/checkov --checkov-gate .checkov/gate.yaml
 
 # The capacity planner is a tool, not part of `pulumi up`: WRITE=1 writes the plan's `targets:` and
 # `aws.nodePools:` into Pulumi.$(STACK).yaml (comments kept) for the PR to show. Its solver and YAML round
@@ -92,6 +95,9 @@ BASE ?= origin/main
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
 	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline)
 
+check-dates: $(VENV)/.render-deps  ## List every dated fact (EKS support ends, version-tied pins, prices) ending within 90 days [TODAY=YYYY-MM-DD]
+	$(PY) -m tools.check_dates $(if $(TODAY),--today $(TODAY))
+
 schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, stack files) from the pydantic models
 	$(PY) -m tools.write_outputs_schema
 	$(PY) -m tools.write_config_schema
@@ -103,7 +109,7 @@ schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, 
 test: $(VENV)/.test-deps promtool  ## Run the fast tests (under 3 minutes on 2 cores)
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e -m "not slow"
 
-test-all: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps  ## Run every test, the slow ones too
+test-all: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps  ## Run every test, the slow ones too
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e
 
 # --- the real engine ------------------------------------------------------------------------------
@@ -120,10 +126,11 @@ tools:  ## Build (or reuse) the real-engine binaries into .tools/bin
 e2e: $(VENV)/.test-deps tools  ## Run the stack under the real Pulumi engine and a real control plane
 	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/e2e
 
-# Files rendered from the upstream recipes (named below) are scanned with their own checkov config;
-# everything else the stack writes with .checkov/stack.yaml.
+# Each committed stack is rendered and judged by the pack's gate (`make policy`): the policy pack and checkov's
+# Kubernetes checks, with the config .checkov/gate.yaml assigns to each manifest (the upstream recipes' own,
+# .checkov/upstream-recipes.yaml, for the model-download Job; .checkov/stack.yaml for the rest). One checkov
+# run per stack: given several -d directories, checkov 3.3 scanned only one of them.
 LINT_STACKS := dev prod
-UPSTREAM_MANIFESTS := model-download
 lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -132,11 +139,8 @@ lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static c
 	$(VENV)/bin/zizmor --offline --persona auditor .github/workflows
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/check-jsonschema --schemafile schemas/stack-config.schema.json Pulumi.*.yaml
-	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) &&) true
-	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/stack.yaml \
-		$(foreach stack,$(LINT_STACKS),-d build/$(stack)/manifests) --skip-path '$(UPSTREAM_MANIFESTS)\.yaml$$'
-	$(CHECKOV_VENV)/bin/checkov --config-file .checkov/upstream-recipes.yaml \
-		$$(find $(foreach stack,$(LINT_STACKS),build/$(stack)/manifests) -name '*-$(UPSTREAM_MANIFESTS).yaml' -printf '-f %p ')
+	$(foreach stack,$(LINT_STACKS),$(MAKE) --no-print-directory render STACK=$(stack) && \
+		$(MAKE) --no-print-directory policy STACK=$(stack) &&) true
 
 # --- benchmarks (ratios measured in one run; not tests) -------------------------------------------
 bench: $(VENV)/.test-deps  ## Render time/memory, model prewarm against vmtouch and fio, planner time

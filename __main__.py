@@ -38,14 +38,25 @@ from serving_stack.config import configured_secrets, load_stack_config, secret_v
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
+from serving_stack.facts.dates import today
 from serving_stack.plan.model_cache import PROGRAM_FILE
+from serving_stack.plan.placeholders import placeholders_allowed
 from serving_stack.plan.serving import check_target_swap, deployed_dynamo_targets
 from serving_stack.plan.stack import build_plan
 
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
 config, facts = load_stack_config(), load_facts()
-plan = build_plan(config, facts, default_region=pulumi.Config("aws").get("region"), secrets=secrets)
+plan = build_plan(
+    config,
+    facts,
+    default_region=pulumi.Config("aws").get("region"),
+    secrets=secrets,
+    today=today(),
+    allow_placeholders=placeholders_allowed(),
+)
+for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and the preview say so
+    pulumi.log.warn(warning)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
 aws_provider = (

@@ -151,20 +151,23 @@ class Network(pulumi.ComponentResource):
             )
             private_route_tables.append(routes)
             self.private_subnet_ids_by_az[zone] = private.id
+        cidrs = local_zone_cidrs(args.cidr, len(args.local_zone_subnets))
+        local = {
+            subnet.pool: self._local_zone_subnet(name, args, subnet, cidr, vpc.id, nat_ids[0])
+            for subnet, cidr in zip(args.local_zone_subnets, cidrs, strict=True)
+        }
+        self.local_zone_subnet_ids = {pool: subnet_id for pool, (subnet_id, _) in local.items()}
+        # Every private route table, the Local Zone ones too: a GB200 node's S3 downloads (model artifacts,
+        # images' layers from ECR) then skip the NAT in the first AZ instead of crossing to it.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[t.id for t in private_route_tables],
+            route_table_ids=[t.id for t in private_route_tables] + [routes.id for _, routes in local.values()],
             tags={**tags, "Name": f"{args.cluster_name}-s3"},
             opts=child,
         )
-        cidrs = local_zone_cidrs(args.cidr, len(args.local_zone_subnets))
-        self.local_zone_subnet_ids = {
-            subnet.pool: self._local_zone_subnet(name, args, subnet, cidr, vpc.id, nat_ids[0])
-            for subnet, cidr in zip(args.local_zone_subnets, cidrs, strict=True)
-        }
         self.vpc_id = vpc.id
         self.private_subnet_ids = list(self.private_subnet_ids_by_az.values())
         self.register_outputs(
@@ -183,7 +186,7 @@ class Network(pulumi.ComponentResource):
         cidr: str,
         vpc_id: pulumi.Output[str],
         nat_id: pulumi.Output[str],
-    ) -> pulumi.Output[str]:
+    ) -> tuple[pulumi.Output[str], aws.ec2.RouteTable]:
         """A private subnet in the pool's Local Zone (its zone group must be opted in first), egress through
         the first AZ's NAT gateway; no load-balancer role tags (nothing is exposed from it)."""
         child = pulumi.ResourceOptions(parent=self)
@@ -207,7 +210,7 @@ class Network(pulumi.ComponentResource):
             f"{name}-local-{subnet.pool}", subnet_id=private.id, route_table_id=routes.id, opts=child
         )
         subnet_id: pulumi.Output[str] = private.id
-        return subnet_id
+        return subnet_id, routes
 
 
 def kubeconfig(

@@ -394,7 +394,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             ],
             "resources": {
                 "requests": {"cpu": "250m", "memory": "256Mi"},
-                "limits": {"cpu": settings.cpu_limit, "memory": settings.memory_limit},
+                "limits": {"cpu": settings.cpu_limit, "memory": pool.memory_limit},
             },
             "readinessProbe": {
                 "exec": {

@@ -270,13 +270,12 @@ def execution_policy(
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})
 
 
-def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.Output[str]:
-    """SageMaker may assume the role only on behalf of this account's resources in this region."""
-    return account.apply(
-        lambda account_id: assume_role_policy(
-            SAGEMAKER_SERVICE, source_account=account_id, source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"
-        )
-    )
+def trust_policy(account: pulumi.Output[str]) -> pulumi.Output[str]:
+    """SageMaker may assume the role only on behalf of this account (`aws:SourceAccount`). No `aws:SourceArn`:
+    the shared references (JUMPSTART-FACTS.md) do not establish that SageMaker hosting sets it when it assumes
+    an endpoint's execution role, and a condition on a key the request lacks denies the assumption, so the
+    endpoint would fail to create (issue #24)."""
+    return account.apply(lambda account_id: assume_role_policy(SAGEMAKER_SERVICE, source_account=account_id))
 
 
 def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
@@ -445,7 +444,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             description=f"Execution role of SageMaker endpoint {endpoint_name}",
-            assume_role_policy=trust_policy(account, region, part),
+            assume_role_policy=trust_policy(account),
             tags=tags,
             opts=child,
         )

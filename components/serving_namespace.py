@@ -14,6 +14,17 @@ import pulumi_kubernetes as k8s
 from serving_stack.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, PART_OF_LABEL, PROJECT, TypeTokens
 
 NGC_USERNAME = "$oauthtoken"  # NGC's fixed user name for API-key logins to nvcr.io
+# Pod Security admission (kubernetes.io/docs/concepts/security/pod-security-admission/), stated rather than
+# left to the cluster's default: the RDMA workers add IPC_LOCK and SYS_RESOURCE and the prewarm DaemonSet
+# mounts its node-local state directory, which `baseline` forbids, so the namespace enforces `privileged`;
+# `warn` and `audit` at `baseline` show what else drifts. The policy pack's least-privilege rule narrows what
+# those pods may take, and its pod-security-standards rule accepts `privileged` only on this component's
+# namespace.
+POD_SECURITY_LABELS = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/warn": "baseline",
+    "pod-security.kubernetes.io/audit": "baseline",
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,7 @@ class ServingNamespace(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": {PART_OF_LABEL: PROJECT}},
+            metadata={"name": args.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
         )
         self.namespace_name = namespace.metadata.name

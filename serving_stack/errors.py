@@ -12,6 +12,7 @@ import pydantic
 MAX_ECHO = 80  # characters of a user's value an error repeats
 MAX_LINE = 1000  # characters of a whole (combined) error line
 MAX_KEY = 60  # characters of one key a key path repeats
+YAML_1_1_BOOLEANS = frozenset(["y", "yes", "n", "no", "on", "off"])  # booleans in YAML 1.1, strings to the CLI
 
 
 def bounded(value: Any, limit: int = MAX_ECHO, *, quote: bool = True) -> str:
@@ -115,7 +116,9 @@ def from_validation_error(
             errors.append(ConfigError(path, "unknown key", ", ".join(_field_names(owner)) if owner else None))
             continue
         problem = error["msg"].removeprefix("Value error, ")
-        if error["type"] != "missing":
+        if error["type"] not in ("missing", "credential"):  # a credential is never echoed
             problem += f" (got {bounded(error.get('input'))})"
+        if error["type"] == "bool_type" and str(error.get("input")).lower() in YAML_1_1_BOOLEANS:
+            problem += "; the Pulumi CLI's YAML (1.2) reads it as a string: write true or false"
         errors.append(ConfigError(path, problem))
     return ConfigError.combined(errors)

@@ -70,6 +70,7 @@ class TypeTokens:
     DYNAMO_PLATFORM = "nemotron:dynamo:DynamoPlatform"
     SERVING_TARGET = "nemotron:dynamo:ServingTarget"
     SERVING_AUTOSCALER = "nemotron:kubernetes:ServingAutoscaler"
+    GATEWAY = "nemotron:kubernetes:Gateway"
     CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
     MONITORING = "nemotron:kubernetes:Monitoring"
     GATEWAY = "nemotron:kubernetes:Gateway"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from capacity_demands import CRITERIA, OFFERS, ROWS
+from plan_helpers import FACTS
 
 from serving_stack.config import parse_stack_config
 from serving_stack.config.demand import DemandConfig
@@ -30,11 +31,22 @@ def scaling_bounds(plan: Plan) -> dict[str, dict[str, int]]:
     return {p.target_id: {"minReplicaSets": 1, "maxReplicaSets": 2 * p.replica_sets} for p in plan.placements}
 
 
+def at_autoscaler_minor(config: dict[str, Any]) -> dict[str, Any]:
+    """The created cluster at the Kubernetes minor cluster-autoscaler's pinned image is tied to
+    (catalog/autoscaling.yaml), which may be older than the committed stack's; the suite's day
+    (conftest.SUITE_TODAY) has it in standard support."""
+    create = config.get("aws", {}).get("cluster", {}).get("create")
+    if create is not None:
+        create["kubernetesVersion"] = FACTS.autoscaling.clusterAutoscaler.imageTag.removeprefix("v").rsplit(".", 1)[0]
+    return config
+
+
 def autoscaled_planned_targets(config: dict[str, Any]) -> None:
     """The demand's planned targets (and, on a created cluster, its pools) instead of the listed ones, as
     `make plan ... WRITE=1` writes them; every planned target scaled with load."""
     plan = plan_of_demand(config)
     config["autoscaling"] = {"targets": scaling_bounds(plan)}
+    at_autoscaler_minor(config)
     if not config.get("monitoring", {}).get("enabled", True):
         config["autoscaling"]["prometheusUrl"] = PROMETHEUS_URL
     stack = parse_stack_config({key: value for key, value in config.items() if key != "targets"})

@@ -23,6 +23,11 @@ def gpu_of(recipe: Recipe) -> Optional[str]:
     return load_aws_catalog().gpu_of_product(recipe.gpu_products[0])
 
 
+def gpu_of_instance(instance_type: str) -> str:
+    """`p5en.48xlarge` -> `h200` (catalog/instance_types.yaml)."""
+    return load_aws_catalog().instance_types[instance_type].gpu
+
+
 def upstream_fabric(recipe: Recipe) -> str:
     """The KV-transfer fabric the upstream workers request: `efa`, `ib`, or `none` (GB200: cluster-specific)."""
     limits = [

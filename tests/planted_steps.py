@@ -5,7 +5,8 @@ cases keep holding as the stacks change).
 Steps:
 - `{set: PATH, value: V}` / `{append: PATH, value: V}` / `{remove: PATH}` on the subject `of: SELECTOR`;
 - `{arg: PATH-to-args, flag: F, value: V}`: the value after flag F in an args list;
-- `{add: {type, name, parent?, inputs}}`: a new resource (parent: a selector, becomes its parent component);
+- `{add: {type, name, parent?, depends_on?, inputs}}`: a new resource (parent: a selector, becomes its parent
+  component; depends_on: selectors of resources it depends on);
 - `{delete: true}` on `of: SELECTOR`: the resource is gone;
 - `{retype: TYPE}` on `of: SELECTOR`: the same inputs under another type token (another served version);
 - `{to_v1alpha1: true}` on `of: SELECTOR`: a v1beta1 DGD rewritten as the v1alpha1 DGD the operator reads the
@@ -133,6 +134,7 @@ def apply_step(resources: list[RecordedResource], step: dict[str, Any]) -> None:
                 parent=f"{parent.type}::{parent.name}" if parent else "",
                 custom=True,
                 inputs=value_of(spec["inputs"], resources),
+                depends_on=[f"{d.type}::{d.name}" for d in (select(resources, s) for s in spec.get("depends_on", []))],
                 protect=spec.get("protect", False),
             )
         )

@@ -239,3 +239,48 @@ def new_violations(stack: str, resources: list[RecordedResource], **kwargs: Any)
     """Violations of `resources` that the unchanged recording of `stack` does not have."""
     baseline = set(evaluate(recording(stack), stack=stack, **kwargs))
     return set(evaluate(resources, stack=stack, **kwargs)) - baseline
+
+
+def object_forms(api_versions: Iterable[str], kind: str, body: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(label, type token, props) of one Kubernetes object in every form a program can declare it: as itself in
+    each served version, as a server-side-apply patch, inside a `<Kind>List`, and inline in YAML components
+    (`objs`, `yaml` text, the v2 component)."""
+    forms: list[tuple[str, str, Any]] = []
+    for api_version in api_versions:
+        group, _, version = api_version.rpartition("/")
+        token = f"kubernetes:{group or 'core'}/{version}:{kind}"
+        obj = {"apiVersion": api_version, "kind": kind, **copy.deepcopy(body)}
+        forms += [
+            (f"{api_version} {kind}", token, obj),
+            (f"{api_version} {kind}Patch", f"{token}Patch", copy.deepcopy(obj)),
+            (f"{api_version} {kind}List", f"{token}List", {"items": [copy.deepcopy(obj)]}),
+            (f"ConfigGroup objs {api_version}", "kubernetes:yaml:ConfigGroup", {"objs": [copy.deepcopy(obj)]}),
+            (f"ConfigGroup yaml {api_version}", "kubernetes:yaml:ConfigGroup", {"yaml": [json.dumps(obj)]}),
+            (f"yaml/v2 ConfigGroup {api_version}", "kubernetes:yaml/v2:ConfigGroup", {"objs": [copy.deepcopy(obj)]}),
+        ]
+    return forms
+
+
+POD_HOLDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "Pod": (("v1",), ("spec",)),
+    "Deployment": (("apps/v1", "extensions/v1beta1"), ("spec", "template", "spec")),
+    "DaemonSet": (("apps/v1",), ("spec", "template", "spec")),
+    "StatefulSet": (("apps/v1",), ("spec", "template", "spec")),
+    "Job": (("batch/v1",), ("spec", "template", "spec")),
+    "CronJob": (("batch/v1", "batch/v1beta1"), ("spec", "jobTemplate", "spec", "template", "spec")),
+    "LeaderWorkerSet": (("leaderworkerset.x-k8s.io/v1",), ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")),
+}
+
+
+def pod_forms(pod: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(label, type token, props) of one pod spec in every workload kind (a custom resource included), each in
+    every form of `object_forms`."""
+    forms = []
+    for kind, (api_versions, path) in POD_HOLDERS.items():
+        body: dict[str, Any] = {"metadata": {"name": "w", "namespace": "ns"}}
+        node = body
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = copy.deepcopy(pod)
+        forms += object_forms(api_versions, kind, body)
+    return forms

@@ -8,11 +8,12 @@ from typing import Any
 
 import pulumi
 from aws_helpers import run_components
-from plan_helpers import plan_of
+from plan_helpers import FACTS, plan_of
 
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
+from serving_stack.facts.sagemaker import Container, version_tuple
 from serving_stack.plan.sagemaker import PlannedEndpoint
 from tools.mock_runtime import ProgramRun, plain_numbers
 
@@ -24,12 +25,37 @@ HF_TOKEN = "hf_test_token_value"
 SECRET_SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c4ac30d75fd1eb44270"
 
 
+def picked_container(repo: str) -> Container:
+    """The first listed container whose bundled vLLM meets the checkpoint's minimum (catalog/sagemaker_lmi.yaml)."""
+    minimum = version_tuple(FACTS.lmi.repositories[repo].minimumVllm)
+    return next(c for c in FACTS.lmi.containers if version_tuple(c.vllmVersion) >= minimum)
+
+
+def expected_image_prefix(repo: str, region: str) -> str:
+    container = picked_container(repo)
+    return f"{FACTS.lmi.registries.accounts[region]}.dkr.ecr.{region}.amazonaws.com/{container.repository}:"
+
+
+def expected_engine_environment(repo: str, instance_type: str) -> dict[str, str]:
+    """The recipe's vLLM arguments for the instance's GPU generation, spelled as the picked container reads them."""
+    form = FACTS.lmi.argumentForms[picked_container(repo).argumentForm]
+    arguments = FACTS.lmi.repositories[repo].engineArguments
+    architecture = FACTS.sagemaker_instances[instance_type].gpuArchitecture
+    wanted = {**arguments.common, **arguments.byArchitecture.get(architecture, {})}
+    expected = {}
+    for flag, value in wanted.items():
+        name = flag[2:]
+        variable = form.renames.get(name, form.prefix + name.upper().replace("-", "_"))
+        expected[variable] = form.flagValue if value is None else value
+    return {**expected, form.modelVariable: repo}
+
+
 def autoscaling(instance_type: str, **overrides: Any) -> dict[str, Any]:
     return {"instanceType": instance_type, "maxCapacity": 4, "targetInvocationsPerInstance": 4, **overrides}
 
 
 def jumpstart_endpoint(**overrides: Any) -> dict[str, Any]:
-    """The public JumpStart snapshot model on ml.g6e.12xlarge, 1..4 instances. ALL_AT_ONCE: the spec's 1200 s
+    """The public JumpStart snapshot model on ml.g6e.12xlarge, 2 of 1..4 instances. ALL_AT_ONCE: the spec's 1200 s
     timeouts leave room for one bake and the termination wait in the provider's 60 minutes, not for a canary."""
     instance_type = overrides.get("instanceType", "ml.g6e.12xlarge")
     return {
@@ -37,6 +63,7 @@ def jumpstart_endpoint(**overrides: Any) -> dict[str, Any]:
         "source": "jumpstart",
         "jumpstart": {"modelId": PUBLIC_ID, "version": "1.0.0"},
         "instanceType": instance_type,
+        "initialInstanceCount": 2,
         "autoscaling": autoscaling(instance_type),
         "deployment": {"type": "ALL_AT_ONCE"},
         **overrides,
@@ -44,12 +71,14 @@ def jumpstart_endpoint(**overrides: Any) -> dict[str, Any]:
 
 
 def huggingface_endpoint(**overrides: Any) -> dict[str, Any]:
+    """NVFP4 Lightning on ml.p5.48xlarge, 2 instances (the fewest that hold a canary), 1..2."""
     instance_type = overrides.get("instanceType", "ml.p5.48xlarge")
     return {
         "name": "nemotron-hf",
         "source": "huggingface",
         "huggingface": {"repo": NVFP4},
         "instanceType": instance_type,
+        "initialInstanceCount": 2,
         "autoscaling": autoscaling(instance_type, maxCapacity=2),
         **overrides,
     }

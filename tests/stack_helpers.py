@@ -12,6 +12,7 @@ from catalog_picks import pick
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, run_program
 from tools.secret_placeholders import stack_inputs
+from tools.stack_files import stack_config
 
 PROJECT = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
 REFERENCE_DIR = PROJECT_DIR.parent / "shared" / "reference"
@@ -66,6 +67,22 @@ def all_targets_config(**overrides: Any) -> dict[str, Any]:
     its GPU, BF16 beside NVFP4, hence the memory limit)."""
     cache = {**BASE_CONFIG["modelCache"], "prewarm": {"memoryLimit": "512Gi"}}
     return {**BASE_CONFIG, "modelCache": cache, "targets": [{"id": t} for t in load_catalog().recipes], **overrides}
+
+
+def stack_file_config(stack: str) -> dict[str, Any]:
+    """The project's config keys of the committed `Pulumi.<stack>.yaml` (`targets`, `aws`, ...) as plain data,
+    read with the program's reader: what a test about a committed stack derives its expectations from."""
+    config, _ = stack_config(stack)
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+    values = {k.removeprefix(f"{project}:"): v for k, v in config.items() if k.startswith(f"{project}:")}
+    return {k: _json_or_text(v) for k, v in values.items()}
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 @functools.cache

@@ -162,6 +162,59 @@ def build(root: Path, catalog: Catalog) -> SyntheticRevision:
     )
 
 
+@dataclass(frozen=True)
+class ReplacingRevision:
+    """A revision that replaces targets a committed stack selects with their BF16 variants (renames)."""
+
+    directory: Path
+    commit: str
+    renamed: dict[str, str]  # old id -> BF16 successor
+
+
+def build_replacing(root: Path, catalog: Catalog, stack_file: str, count: int = 2) -> ReplacingRevision:
+    """Up to `count` current vLLM targets `stack_file` selects whose manifest loads the base checkpoint
+    (aggregated ones first), each renamed to a BF16 variant (the base checkpoint swapped for the BF16 set,
+    fetched by its own download Job; the FP4 quantization flag dropped), with their table rows following."""
+    directory = root / UPSTREAM_PATH
+    shutil.copytree(CATALOG_DIR / "recipes", directory)
+    base_model = catalog.model_cache.jobs[0].repos[0]
+    base_pattern = re.escape(base_model) + r"(?![\w-])"
+    selected = [
+        catalog.recipes[s.target_id]
+        for s in selections(PROJECT_DIR)
+        if s.stack_file == stack_file and s.target_id in catalog.recipes
+    ]
+    loading_base = [
+        r
+        for r in selected
+        if r.backend == "vllm" and re.search(base_pattern, (CATALOG_DIR / r.entry.manifest).read_text())
+    ]
+    replaced = sorted(loading_base, key=lambda r: r.disaggregated)[:count]  # aggregated ones first
+    assert replaced, f"{stack_file} selects no current vLLM target loading {base_model}"
+    renamed = {}
+    for recipe in replaced:
+        new_id = f"{recipe.id}-bf16"
+        _copy_target(
+            directory,
+            recipe,
+            new_id,
+            {},
+            (
+                (base_pattern, BF16_REPO),
+                (r"\n\s*- --quantization\n\s*- modelopt_fp4", ""),
+            ),
+        )
+        shutil.rmtree(directory / recipe.id)
+        renamed[recipe.id] = new_id
+    _bf16_job(directory / Path(catalog.model_cache.jobs[0].path).relative_to("recipes"))
+    readme = directory / "perf" / "README.md"
+    text = readme.read_text()
+    for old, new in renamed.items():
+        text = text.replace(f"`{old}/deploy.yaml`", f"`{new}/deploy.yaml`")
+    readme.write_text(text)
+    return ReplacingRevision(directory, _commit(root), renamed)
+
+
 def _commit(root: Path) -> str:
     env = {
         "GIT_AUTHOR_DATE": f"{COMMIT_DATE}T12:00:00Z",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import ipaddress
 
 import pytest
 from aws_helpers import eks_config, node_pool
@@ -15,6 +16,7 @@ from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import Catalog, Recipe, load_catalog
+from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.serving import effective_replicas, gpus_used
 
 pytestmark = pytest.mark.catalog_driven
@@ -235,3 +237,33 @@ def test_existing_cluster_pool_takes_the_subnet_of_its_az():
         match=r"aws.nodePools\[0\].subnetId: no subnet for us-east-1b in aws.cluster.existing.privateSubnetIds",
     ):
         plan_of(elsewhere)
+
+
+PUBLIC_CIDRS = load_name_limits().eksPublicAccessCidrs
+
+
+def public_access_error(cidrs: list[str]) -> str:
+    with pytest.raises(ConfigError) as raised:
+        plan_of(eks_config([], [], cluster=with_cluster(endpointPublicAccessCidrs=cidrs)))
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("special", PUBLIC_CIDRS.nonPublic)
+def test_a_public_endpoint_range_inside_a_special_purpose_range_is_refused(special):
+    """Every range of the data, as itself and as one address inside it, beside a good range."""
+    inside = str(next(ipaddress.ip_network(special).hosts())) + "/32"
+    for cidr in (special, inside):
+        message = public_access_error(["198.51.100.0/24", cidr])
+        assert message.startswith("aws.cluster.create.endpointPublicAccessCidrs[1]: ") and special in message, message
+
+
+def test_more_public_endpoint_ranges_than_eks_takes_are_refused():
+    ranges = [f"52.{i}.0.0/16" for i in range(PUBLIC_CIDRS.maxEntries + 1)]
+    assert public_access_error(ranges).startswith(
+        f"aws.cluster.create.endpointPublicAccessCidrs: {PUBLIC_CIDRS.maxEntries + 1} ranges; EKS takes at most 40"
+    )
+    plan_of(eks_config([], [], cluster=with_cluster(endpointPublicAccessCidrs=ranges[:-1])))
+
+
+def test_public_and_documentation_ranges_are_accepted():
+    plan_of(eks_config([], [], cluster=with_cluster(endpointPublicAccessCidrs=["3.0.0.0/8", "203.0.113.0/24"])))

@@ -55,7 +55,8 @@ CASES: dict[str, tuple[str | bytes, str]] = {
     "integer key at the top": (DEV + "1: one\n", f"{STACK_FILE}: 1"),
     "integer key under config": (DEV + "  7: seven\n", f"{STACK_FILE}: config.7"),
     "integer key nested": (_dev_with("size: 300Gi", "    1: x\n"), "modelCache.1"),
-    "boolean key nested": (_dev_with("namespace: nemotron-dev", "    yes: x\n"), "kubernetes.True"),
+    "boolean key nested": (_dev_with("namespace: nemotron-dev", "    true: x\n"), "kubernetes.True"),
+    "yes as a key is the string yes": (_dev_with("namespace: nemotron-dev", "    yes: x\n"), "kubernetes.yes"),
     "null key in a list item": (_dev_with("- id:", "    ~: x\n"), "targets[0].None"),
     "complex key": (_dev_with("size: 300Gi", "    ? [a, b]\n    : x\n"), STACK_FILE),
     # Config namespaces: the project's, the providers' (aws, kubernetes) and Pulumi's; a key is named readably.

@@ -39,7 +39,7 @@ WARMED_GIB = sum(SIZES.size(r).bytes for r in load_catalog().recipe(TARGET).chec
 CASES: dict[str, tuple[str, dict, str]] = {
     # Counts take integers only: no '2', 2.0, true or null.
     "count as a string": ("dev", {REPLICAS: "2"}, REPLICAS),
-    "count as a float": ("dev", {REPLICAS: 2.0}, REPLICAS),
+    "count as a fraction": ("dev", {REPLICAS: 2.5}, REPLICAS),  # 2.0 reaches the program as 2 (Go's JSON)
     "count as a boolean": ("dev", {REPLICAS: True}, REPLICAS),
     "count as null": ("dev", {REPLICAS: None}, REPLICAS),
     "backoff limit as a string": ("dev", {"modelCache.download.backoffLimit": "3"}, "modelCache.download.backoffLimit"),
@@ -191,7 +191,7 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "platform values with .nan": (
         "dev",
         {"dynamo.platform.install": True, "dynamo.platform.values.operator.qps": Raw(".nan")},
-        "dynamo.platform.values",
+        "dynamo.platform.values.operator.qps",
     ),
     "platform values with 10^30": (
         "dev",
@@ -201,9 +201,9 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "Prometheus values with .inf": (
         "dev",
         {"monitoring.enabled": True, "monitoring.prometheus.values.prometheus.scale": Raw("-.inf")},
-        "monitoring.prometheus.values",
+        "monitoring.prometheus.values.prometheus.scale",
     ),
-    "SLO override .nan": ("prod", {"monitoring.slo.availability": Raw(".nan")}, "monitoring.slo"),
+    "SLO override .nan": ("prod", {"monitoring.slo.availability": Raw(".nan")}, "monitoring.slo.availability"),
     # Quantities: parsed and bounded.
     "PVC of 0": ("dev", {"modelCache.size": "0"}, "modelCache.size"),
     "PVC of one byte": ("dev", {"modelCache.size": "1"}, "modelCache.size"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from capacity_stacks import PROMETHEUS_URL
+from capacity_stacks import PROMETHEUS_URL, at_autoscaler_minor
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config
 from stack_helpers import assert_rejected_before_any_resource
@@ -33,7 +33,7 @@ def test_without_monitoring_the_prometheus_url_is_required() -> None:
 
 
 def test_the_stacks_own_prometheus_is_the_default() -> None:
-    config = committed_config("prod")
+    config = at_autoscaler_minor(committed_config("prod"))
     target = config["targets"][0]["id"]
     config["autoscaling"] = {"targets": {target: {"maxReplicaSets": 1}}}
     plan = plan_of(config)

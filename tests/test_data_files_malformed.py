@@ -188,9 +188,9 @@ def data_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     parse = strict_files.parse_yaml
     remembered: dict[tuple[str, str, str], list[Any]] = {}
 
-    def parse_once(text: str, key: str, name: str, *, stack_file: bool = False) -> list[Any]:
+    def parse_once(text: str, key: str, name: str, *, plain_scalars: Any = None) -> list[Any]:
         if (text, key, name) not in remembered:
-            remembered[text, key, name] = parse(text, key, name, stack_file=stack_file)
+            remembered[text, key, name] = parse(text, key, name, plain_scalars=plain_scalars)
         return remembered[text, key, name]
 
     with pytest.MonkeyPatch.context() as patch:

@@ -96,7 +96,12 @@ def test_one_nat_gateway_when_not_per_az():
 def test_s3_gateway_endpoint_on_the_private_route_tables(stack):
     endpoint = the(stack, "aws:ec2/vpcEndpoint:VpcEndpoint")
     assert (endpoint["serviceName"], endpoint["vpcEndpointType"]) == ("com.amazonaws.us-east-1.s3", "Gateway")
-    assert endpoint["routeTableIds"] == [f"network-private-routes-{z}-id" for z in ZONES]
+    local = [t for t in stack.of_type("aws:ec2/routeTable:RouteTable") if t.name.startswith("network-local-routes-")]
+    assert local, "the fixture has a Local Zone pool"
+    # every private route table, the Local Zone pools' too (their S3 traffic then skips the NAT)
+    assert endpoint["routeTableIds"] == [f"network-private-routes-{z}-id" for z in ZONES] + [
+        f"{t.name}-id" for t in local
+    ]
 
 
 def test_subnet_plan_fits_the_vpc():

@@ -107,3 +107,18 @@ def test_the_readiness_wait_covers_pull_prewarm_gate_and_startup_probe():
 def test_a_dgd_delete_waits_a_bounded_time_for_the_operator():
     record = _dgd({**BASE_CONFIG, "dynamo": {"deleteTimeoutSeconds": 45}})
     assert record["customTimeouts"]["delete"] == "45s"
+
+
+def test_every_engine_confirmed_rule_names_a_scenario_that_exists_and_the_engine_built():
+    import ast
+    from pathlib import Path
+
+    from tools.rollout.rules import load_engine_confirmed
+
+    root = Path(__file__).resolve().parent.parent
+    scenarios = ast.parse((root / "tests" / "e2e" / "test_engine_scenarios.py").read_text())
+    tests = {n.name for n in scenarios.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+    engine, confirmed = load_engine_confirmed()
+    assert confirmed and {c["scenario"] for c in confirmed} <= tests
+    build = (root / "tools" / "e2e" / "build_tools.sh").read_text()
+    assert all(version in build for version in engine.values()), engine

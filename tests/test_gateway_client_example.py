@@ -1,4 +1,5 @@
-"""The example app (`examples/gateway_client/`) on the outputs of the real prod render (contract 1.1): its
+"""The example app (`examples/gateway_client/`) on the outputs of a real render of the failover stack built
+from prod's file (tests/gateway_helpers.py; contract 1.1): its
 settings come from them, its Pulumi program reads them through a StackReference, and its CLI (the OpenAI
 client, in `.venv-gateway`) gets answers from a local gateway running prod's config, saying when the answer
 came from a fallback."""
@@ -15,11 +16,10 @@ from typing import Any
 
 import pulumi
 import pytest
-from gateway_helpers import prod_backends
+from gateway_helpers import failover_run, scenario_backends
 from pulumi.runtime import mocks, settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-from stack_helpers import rendered_stack
 
 from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX
@@ -36,12 +36,13 @@ from gateway_client import ClientSettings
 
 @pytest.fixture(scope="module")
 def prod():
-    return prod_backends()
+    return scenario_backends()
 
 
 def prod_outputs() -> dict[str, Any]:
-    """`pulumi stack output --json` of prod, as the render writes it to outputs.json."""
-    return json.loads(StackOutputs.model_validate(rendered_stack("prod").outputs).model_dump_json())
+    """`pulumi stack output --json` of the failover stack built from prod's file (gateway_helpers), as the
+    render writes it to outputs.json."""
+    return json.loads(StackOutputs.model_validate(failover_run().outputs).model_dump_json())
 
 
 def test_settings_from_the_outputs_of_the_prod_render(prod):

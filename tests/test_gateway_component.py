@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from aws_helpers import inputs, run_components, the
-from gateway_helpers import prod_backends
+from gateway_helpers import scenario_backends
 
 from components.gateway import (
     CONFIG_CHECKSUM_ANNOTATION,
@@ -40,7 +40,7 @@ def endpoint_arn(endpoint) -> str:
 
 
 def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | None = None):
-    prod = prod_backends()
+    prod = scenario_backends()
     settings = prod.settings(replicas=replicas, **(settings_overrides or {}))
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, RedisAddress(redis_host(NAME, NAMESPACE), 6379))
     access = SageMakerAccess(

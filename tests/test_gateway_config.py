@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from gateway_helpers import failover_config
 from rollout_helpers import committed_config
 from stack_helpers import BASE_CONFIG, PROJECT, TEST_SECRETS, assert_rejected_before_any_resource, run_config
 
@@ -21,6 +22,13 @@ from tools.secret_placeholders import OUT_OF_BAND_SECRETS, with_placeholders
 
 WITHOUT_KEY = {k: v for k, v in TEST_SECRETS.items() if k != MASTER_KEY_SECRET}
 PROD = committed_config("prod")
+# A stack whose targets all serve its SageMaker endpoint's model (gateway_helpers builds it from prod's file).
+FAILOVER = failover_config()
+(FAILOVER_ENDPOINT, FAILOVER_MODEL), *_ = (
+    (e["name"], e["huggingface"]["repo"])
+    for e in FAILOVER["sagemaker"]["endpoints"]
+    if e.get("source") == "huggingface"
+)
 
 
 def with_gateway(config: dict, **gateway: object) -> dict:
@@ -68,10 +76,10 @@ BAD = {
         "allowed: nemotron-lightning",
     ),
     "degraded fallback of the targets' own model": (
-        with_gateway(PROD, degradedFallback={"endpoint": "nemotron-lightning"}),
+        with_gateway(FAILOVER, degradedFallback={"endpoint": FAILOVER_ENDPOINT}),
         None,
-        "'nemotron-lightning' serves 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4', the model of the Dynamo "
-        "targets: it is already their same-model fallback",
+        f"{FAILOVER_ENDPOINT!r} serves {FAILOVER_MODEL!r}, the model of the Dynamo targets: it is already their "
+        "same-model fallback",
     ),
     "SageMaker fallbacks on a cluster the stack does not create": (
         with_gateway({**BASE_CONFIG, "sagemaker": PROD["sagemaker"]}),

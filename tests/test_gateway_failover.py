@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from gateway_helpers import ProdBackends, prod_backends
+from gateway_helpers import ScenarioBackends, scenario_backends
 
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX
 from tools.gateway_loopback import scenarios
@@ -27,12 +27,12 @@ BASELINE_REQUESTS = 4 * CONCURRENCY
 
 
 @pytest.fixture(scope="module")
-def prod() -> ProdBackends:
+def prod() -> ScenarioBackends:
     litellm_executable()  # fail with the make target to run, never skip
-    return prod_backends()
+    return scenario_backends()
 
 
-def gateway(prod: ProdBackends, workdir: Path):
+def gateway(prod: ScenarioBackends, workdir: Path):
     settings = prod.settings(replicas=1, **LOOPBACK_TIMINGS)
     return scenarios.loopback_gateway(prod.dynamo, prod.sagemaker, settings, workdir, BACKEND_LATENCY_SECONDS)
 

@@ -9,7 +9,7 @@ import json
 import subprocess
 
 import pytest
-from gateway_helpers import prod_backends
+from gateway_helpers import scenario_backends
 
 from serving_stack.errors import ConfigError
 from serving_stack.plan.gateway import (
@@ -27,7 +27,7 @@ REDIS = RedisAddress("llm-gateway-redis.nemotron.svc.cluster.local", 6379)
 
 @pytest.fixture(scope="module")
 def prod():
-    return prod_backends()
+    return scenario_backends()
 
 
 def test_one_group_per_model_with_every_target_as_a_deployment(prod):

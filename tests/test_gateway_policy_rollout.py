@@ -46,7 +46,10 @@ def test_an_open_network_policy_rule_is_caught():
             rule.pop("from")
 
     found = new_violations("prod", mutate("prod", open_ingress))
-    assert {(v.policy_name, v.mandatory) for v in found} == {("network-policy-peers", True)}
+    assert {(v.policy_name, v.mandatory) for v in found} == {
+        ("network-policy-peers", True),
+        ("gateway-network-policy", True),
+    }
     assert all(GATEWAY_COMPONENT in v.urn for v in found), "the filter of the passing test sees gateway resources"
 
 

@@ -10,16 +10,23 @@ import json
 
 import pytest
 import yaml
-from gateway_helpers import prod_backends
 from rollout_helpers import committed_config
 from stack_helpers import TEST_SECRETS, rendered_stack, run_config
 
 from components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM_ANNOTATION
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
-from serving_stack.plan.gateway import MASTER_KEY_ENV, SAGEMAKER_GROUP_SUFFIX, RedisAddress, plan_gateway
+from serving_stack.plan.gateway import (
+    MASTER_KEY_ENV,
+    SAGEMAKER_GROUP_SUFFIX,
+    RedisAddress,
+    gateway_settings,
+    plan_gateway,
+)
+from tools.gateway_loopback.stack_backends import backends_of
 from tools.mock_runtime import ProgramRun
 from tools.render import write_render
+from tools.secret_placeholders import stack_inputs
 from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
 
 
@@ -61,13 +68,14 @@ def test_outputs_carry_the_url_models_and_auth_of_the_rendered_objects(prod):
 
 
 def test_config_map_is_the_plan_of_the_stacks_own_backends(prod):
-    backends = prod_backends()
+    dynamo, sagemaker = backends_of(prod.outputs)
     redis = child(prod, "redis-service")
     address = RedisAddress(
         f"{redis['metadata']['name']}.{redis['metadata']['namespace']}.svc.cluster.local",
         redis["spec"]["ports"][0]["port"],
     )
-    planned = plan_gateway(backends.dynamo, backends.stack_sagemaker, backends.stack_settings, address)
+    settings = gateway_settings(stack_inputs("prod", placeholders=True).stack_config().gateway)
+    planned = plan_gateway(dynamo, tuple(sagemaker), settings, address)
     rendered = yaml.safe_load(child(prod, "config")["data"]["config.yaml"])
     assert rendered == json.loads(json.dumps(planned.config))
 

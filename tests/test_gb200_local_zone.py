@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool, pool_zone
-from stack_helpers import run_config
+from stack_helpers import assert_rejected_before_any_resource, run_config
 
 from serving_stack.facts.aws import load_aws_catalog, version_key
 from serving_stack.facts.catalog import load_catalog
@@ -97,3 +97,37 @@ def test_workers_request_what_the_node_exposes():
         ]
         limits = container["resources"]["limits"]
         assert int(limits[EFA_RESOURCE]) == INSTANCE.efaInterfaces // INSTANCE.gpus * int(limits[GPU_RESOURCE])
+
+
+def test_the_local_zone_route_table_reaches_s3_through_the_gateway_endpoint():
+    (local,) = [s for s in run().of_type("aws:ec2/subnet:Subnet") if s.inputs["availabilityZone"] == ZONE]
+    (association,) = [
+        a.inputs
+        for a in run().of_type("aws:ec2/routeTableAssociation:RouteTableAssociation")
+        if a.inputs["subnetId"] == f"{local.name}-id"
+    ]
+    (endpoint,) = [
+        e.inputs
+        for e in run().of_type("aws:ec2/vpcEndpoint:VpcEndpoint")
+        if e.inputs.get("vpcEndpointType") == "Gateway"
+    ]
+    assert endpoint["serviceName"].endswith(".s3")
+    assert association["routeTableId"] in endpoint["routeTableIds"]
+
+
+def test_an_efs_model_cache_is_refused_for_a_local_zone_pool():
+    raw = eks_config(
+        [node_pool("ultra", GB200, minSize=0, desiredSize=2, maxSize=9, **capacity_fields(GB200))],
+        [],
+        modelCacheStorage={"backend": "efs"},
+    )
+    assert_rejected_before_any_resource(
+        raw,
+        f"aws.modelCacheStorage.backend: efs cannot be mounted by pool 'ultra' (aws.nodePools[0]) in Local Zone {ZONE}",
+    )
+
+
+def test_the_contested_efa_layout_is_a_warning_of_the_plan():
+    assert INSTANCE.contested_layout
+    (warning,) = [w for w in run().plan.warnings if "EFA layout" in w]
+    assert f"pool 'ultra' ({GB200}) uses a CONTESTED EFA layout" in warning

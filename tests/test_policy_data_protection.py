@@ -28,7 +28,7 @@ def problems(*resources: object, stack: str = "prod", config: dict | None = None
 
 def capture_problems(*resources: object) -> list[str]:
     """Only the data-capture findings (bucket encryption and public access have their own tests)."""
-    return [m for m in problems(*resources) if "data capture" in m or "captures data" in m]
+    return [m for m in problems(*resources) if "data capture" in m or "captures request" in m]
 
 
 def endpoint_config(capture: dict | None = None, kms: object = KMS, dependencies: tuple = ()) -> object:
@@ -40,6 +40,9 @@ def endpoint_config(capture: dict | None = None, kms: object = KMS, dependencies
 
 def kms_rules(algorithm: str = "aws:kms") -> list[dict]:
     return [{"applyServerSideEncryptionByDefault": {"sseAlgorithm": algorithm, "kmsMasterKeyId": KMS}}]
+
+
+ENCRYPTED_INLINE = {"serverSideEncryptionConfiguration": {"rule": kms_rules()[0]}}
 
 
 @pytest.mark.parametrize(
@@ -113,13 +116,25 @@ def test_data_capture_bucket_with_an_unknown_name_is_found_by_dependency():
     )
 
 
-def test_capture_to_a_bucket_outside_the_stack_needs_its_own_kms_key():
-    assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x"})) == [
-        "endpoint configuration endpoint-config captures data to bucket elsewhere, which is not in this stack; "
-        "set dataCaptureConfig.kmsKeyId"
+def test_capture_to_a_bucket_outside_the_stack_is_reported_with_or_without_a_kms_key():
+    outside = [
+        "endpoint configuration endpoint-config captures request and response payloads to bucket elsewhere, which "
+        "is not in this stack (its access policy, public access block and retention are not checked); capture "
+        "into a bucket the stack creates"
     ]
-    assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x", "kmsKeyId": KMS})) == []
+    assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x"})) == outside
+    assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x", "kmsKeyId": KMS})) == outside
     assert problems(endpoint_config({"destinationS3Uri": "s3://elsewhere/x", "enableCapture": False})) == []
+
+
+def test_a_dependency_on_a_stack_bucket_does_not_vouch_for_another_bucket_named_in_the_uri():
+    bucket = resource(BUCKET, {"forceDestroy": False, **ENCRYPTED_INLINE}, name="capture-bucket")
+    for uri in ("s3://elsewhere/capture", "s3://capture-bucke/x", "s3://other-capture-bucket-id/x"):
+        found = capture_problems(bucket, endpoint_config({"destinationS3Uri": uri}, dependencies=(bucket,)))
+        assert len(found) == 1 and "not in this stack" in found[0], uri
+    named = resource(BUCKET, {"bucket": "capture", **ENCRYPTED_INLINE}, name="capture-bucket")
+    assert capture_problems(named, endpoint_config({"destinationS3Uri": "s3://capture-2/x"}, dependencies=(named,)))
+    assert capture_problems(named, endpoint_config({"destinationS3Uri": "s3://capture/x"}, dependencies=(named,))) == []
 
 
 @pytest.mark.parametrize(
@@ -144,7 +159,7 @@ def test_unknown_values_at_preview_are_tolerated():
     assert (
         problems(
             endpoint_config(
-                {"destinationS3Uri": "s3://x/y", "kmsKeyId": UNKNOWN_STRING_VALUE}, kms=UNKNOWN_STRING_VALUE
+                {"destinationS3Uri": UNKNOWN_STRING_VALUE, "kmsKeyId": UNKNOWN_STRING_VALUE}, kms=UNKNOWN_STRING_VALUE
             )
         )
         == []

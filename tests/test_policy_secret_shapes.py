@@ -26,6 +26,7 @@ SAMPLES = {
     "a private key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n-----END OPENSSH PRIVATE KEY-----",
     "a JSON Web Token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dGhpcy1pcy1ub3QtYS1zaWduYXR1cmU",
     "a URL with a password": "https://user:s3cr3t@registry.example.com/v2/",
+    "a chat webhook URL": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
 }
 
 

@@ -13,6 +13,7 @@ from tools.pr_diff.records import Render, load_render
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
 from tools.pr_diff.values import diff_values
+from tools.render import WARNINGS_FILE
 
 
 def _policy(*statements: dict[str, Any]) -> dict[str, Any]:
@@ -179,3 +180,18 @@ def test_large_diffs_fold_then_shrink_to_fit_a_comment() -> None:
     assert len(whole) > MAX_CHARS >= len(capped)
     assert "`data.k0`" in whole and "`data.k0`" not in capped
     assert "| ♻️ replaced | 600 |" in capped and "left out to fit a comment" in capped
+
+
+def test_the_head_renders_warnings_are_under_needs_attention(tmp_path):
+    """A retired target renders unchanged: its warning (the render's warnings.txt) is what the PR comment shows."""
+    warning = (
+        "targets[0].id: vllm/x is retired: upstream renamed it to vllm/x-v2 at abc1234 (2026-09-15); select vllm/x-v2"
+    )
+    (tmp_path / "resources.json").write_text("[]")
+    (tmp_path / WARNINGS_FILE).write_text(f"{warning}\n")
+    head = load_render(tmp_path)
+    assert head.warnings == (warning,)
+    diff = diff_stack("prod", _render([]), head, load_rules())
+    text = render_markdown(diff, "base", "head")
+    assert "#### ⚠️ Needs attention" in text
+    assert f"- {warning}" in text

@@ -134,16 +134,22 @@ def test_every_step_of_the_critical_path_says_why_it_waits_for_the_one_before():
     assert serving.inherent
 
 
-def test_prod_first_dynamo_graph_within_the_target_says_what_it_rests_on():
+def test_prod_first_dynamo_graph_against_the_target_says_what_it_rests_on():
+    """Whatever prod selects: the verdict is the one its timeline computes, and it names the estimates."""
     rollout = report(records("prod"))
     first, hops = _first_graph(rollout)
     target = RULES.durations["first_token_target_minutes"]["value"]
-    assert first.ready <= target
+    verdict = "**met**" if first.ready <= target else "**not met**"
     text = markdown(rollout)
-    assert f"**met**, {first.ready:.1f} min against {target:g} min" in text
-    estimated = [h.step.resource.name for h in hops if h.step.work.estimated and h.step.work.typical >= 0.5]
-    assert estimated
-    assert all(f"{name} " in text.split("**met**")[1].split("\n")[0] for name in estimated)
+    assert f"{verdict}, {first.ready:.1f} min against {target:g} min" in text
+    line = text.split(verdict)[1].split("\n")[0]
+    if first.ready <= target:  # the spare time rests on these estimates
+        estimated = [h.step.resource.name for h in hops if h.step.work.estimated and h.step.work.typical >= 0.5]
+        assert estimated
+        assert all(f"{name} " in line for name in estimated)
+    else:  # the step that keeps it longer
+        binding = max(hops, key=lambda h: h.step.work.typical)
+        assert f"is **{binding.step.resource.name}**" in line
 
 
 def test_a_stack_beyond_the_target_names_the_step_that_keeps_it_longer_and_why(tmp_path):

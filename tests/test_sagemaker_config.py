@@ -3,6 +3,8 @@ before any resource exists). What a good config plans is `test_sagemaker_plan`."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from plan_helpers import FACTS
 from sagemaker_helpers import (
@@ -12,6 +14,7 @@ from sagemaker_helpers import (
     autoscaling,
     huggingface_endpoint,
     jumpstart_endpoint,
+    picked_container,
     plan,
     stack,
 )
@@ -22,6 +25,12 @@ from tools.mock_runtime import run_program
 
 E0 = "sagemaker.endpoints[0]"
 # A Region AWS has (catalog/aws_regions.yaml) where catalog/sagemaker_lmi.yaml pins no LMI image.
+# An LMI image of one's own in another region than the endpoint's, and an option in the form of a listed
+# container other than the one the checkpoint's minimum vLLM picks.
+LMI_IMAGE_US_EAST_1 = FACTS.lmi.image(next(c for c in FACTS.lmi.containers if c.argumentForm == "lmi"), "us-east-1")
+OTHER_FORM_OPTION = next(
+    f.prefix + "MAX_MODEL_LEN" for n, f in FACTS.lmi.argumentForms.items() if n != picked_container(NVFP4).argumentForm
+)
 NO_LMI_REGION = next(r for r in sorted(FACTS.aws.regions.regions) if r not in FACTS.lmi.registries.accounts)
 BF16 = "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16"
 GATED = {"jumpstart": {"modelId": GATED_ID, "version": "2.1.0"}}
@@ -71,9 +80,37 @@ BAD_CONFIGS = {
         stack(huggingface_endpoint(huggingface={"repo": "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8"})),
         f"{E0}.huggingface.repo: unsupported checkpoint 'nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-FP8'; allowed: {NVFP4}",
     ),
-    "token as an LMI option": (
+    "token as a container option": (
         stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {"HF_TOKEN": "x"}})),
-        f"{E0}.huggingface.options.HF_TOKEN: not an LMI container setting",
+        f"{E0}.huggingface.options: HF_TOKEN holds a credential in plain config",
+    ),
+    "an option in another container's form": (
+        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "options": {OTHER_FORM_OPTION: "x"}})),
+        f"{E0}.huggingface.options.{OTHER_FORM_OPTION}: the container ({picked_container(NVFP4).release}) reads "
+        f"{FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix}* settings",
+    ),
+    "container environment over SageMaker's 100 entries": (
+        stack(
+            huggingface_endpoint(
+                huggingface={
+                    "repo": NVFP4,
+                    "options": {
+                        f"{FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix}EXTRA_{i}": "1"
+                        for i in range(100)
+                    },
+                }
+            )
+        ),
+        f"{E0}.huggingface.options: the model's container environment would hold",
+    ),
+    "KMS key of another region": (
+        stack(
+            huggingface_endpoint(
+                kmsKeyArn="arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+                dataCapture={"enabled": True},
+            )
+        ),
+        f"{E0}.kmsKeyArn: the key is in eu-west-1, the endpoint in us-west-2",
     ),
     "unpinned LMI image": (
         stack(
@@ -88,11 +125,12 @@ BAD_CONFIGS = {
     ),
     "no LMI image in the region": (
         stack(huggingface_endpoint(), region=NO_LMI_REGION),
-        f"{E0}.huggingface.lmiImage: no pinned LMI image for '{NO_LMI_REGION}' in catalog/sagemaker_lmi.yaml",
+        f"{E0}.huggingface.lmiImage: no Deep Learning Containers registry for '{NO_LMI_REGION}' in "
+        "catalog/sagemaker_lmi.yaml",
     ),
     "LMI image from another region": (
-        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": FACTS.lmi.image("us-east-1")})),
-        f"{E0}.huggingface.lmiImage: '{FACTS.lmi.image('us-east-1')}' is in us-east-1",
+        stack(huggingface_endpoint(huggingface={"repo": NVFP4, "lmiImage": LMI_IMAGE_US_EAST_1})),
+        f"{E0}.huggingface.lmiImage: '{LMI_IMAGE_US_EAST_1}' is in us-east-1",
     ),
     "source block missing": (
         stack(jumpstart_endpoint(source="huggingface")),
@@ -190,3 +228,21 @@ def test_bad_sagemaker_config_stops_the_program_before_any_resource():
             }
         )
     assert run_program.last_monitor.recorded == []
+
+
+def test_the_container_environment_limit_is_exact():
+    """The container's own settings, the engine arguments and the model id leave room for the rest of the
+    100 entries: exactly that many options plan, one more is refused."""
+    limit = FACTS.lmi.environmentLimits.maxEntries
+    prefix = FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix
+
+    def options(count: int) -> dict:
+        return {"repo": NVFP4, "options": {f"{prefix}EXTRA_{i}": "1" for i in range(count)}}
+
+    with pytest.raises(ConfigError) as too_many:
+        plan(stack(huggingface_endpoint(huggingface=options(limit))))
+    held = int(re.search(r"would hold (\d+) entries", str(too_many.value)).group(1))
+    room = limit - (held - limit)
+    plan(stack(huggingface_endpoint(huggingface=options(room))))
+    with pytest.raises(ConfigError, match=rf"would hold {limit + 1} entries"):
+        plan(stack(huggingface_endpoint(huggingface=options(room + 1))))

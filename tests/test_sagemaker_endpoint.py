@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from plan_helpers import FACTS
 from sagemaker_helpers import (
     HF_TOKEN,
     NVFP4,
@@ -65,13 +66,11 @@ def test_children_are_named_by_role_and_parented_to_the_component(run):
     assert hf == ENDPOINT_TYPES - {"aws:kms/key:Key"} - {t for t in ENDPOINT_TYPES if ":s3/" in t}
 
 
-def test_trust_policy_is_limited_to_this_account_and_region(run):
+def test_trust_policy_is_limited_to_this_account_without_an_unverified_source_arn(run):
+    """aws:SourceArn is dropped: no reference establishes that SageMaker hosting sets it (issue #24)."""
     (statement,) = json.loads(inputs(run, "nemotron-js-role")["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
-    assert statement["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": MOCK_ACCOUNT},
-        "ArnLike": {"aws:SourceArn": f"arn:aws:sagemaker:{REGION}:{MOCK_ACCOUNT}:*"},
-    }
+    assert statement["Condition"] == {"StringEquals": {"aws:SourceAccount": MOCK_ACCOUNT}}
 
 
 def test_execution_role_is_least_privilege(run):
@@ -91,8 +90,7 @@ def test_rollback_can_read_exactly_its_alarms(run):
     assert statement["Action"] == "cloudwatch:DescribeAlarms"
     # the alarms' own ARNs (outputs; the mock issues them in its region)
     assert statement["Resource"] == [
-        f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:metricalarm/nemotron-js-{alarm}"
-        for alarm in ("5xx", "p99-latency")
+        f"arn:aws:cloudwatch:{MOCK_REGION}:{MOCK_ACCOUNT}:alarm:nemotron-js-{alarm}" for alarm in ("5xx", "p99-latency")
     ]
     endpoint = run.named("nemotron-js-endpoint")
     assert any(d.endswith("::nemotron-js-rollback-policy") for d in endpoint.depends_on)
@@ -132,10 +130,11 @@ def test_huggingface_model_downloads_from_the_hub_with_the_token_as_a_secret(run
     assert recorded["4dabf18193072939515e22adb298388d"] == "1b47061264138c4ac30d75fd1eb44270"  # secret on the wire
     model = inputs(run, "nemotron-hf-model")
     environment = model["primaryContainer"]["environment"]
-    assert (environment["HF_MODEL_ID"], environment["HF_TOKEN"]) == (NVFP4, HF_TOKEN)
+    assert environment["HF_TOKEN"] == HF_TOKEN
+    assert NVFP4 in environment.values()
     assert "modelDataSource" not in model["primaryContainer"]
     assert model["enableNetworkIsolation"] is False
-    assert model["tags"]["nemotron.nvidia.com/precision"] == "nvfp4-w4a16-fallback"  # A100: no native FP4
+    assert model["tags"]["nemotron.nvidia.com/precision"] == FACTS.lmi.repositories[NVFP4].runsAs.path
 
 
 def test_local_nvme_variants_get_no_volume_size_and_no_volume_key(run):

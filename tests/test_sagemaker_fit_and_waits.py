@@ -7,11 +7,19 @@ import itertools
 
 import pytest
 from plan_helpers import FACTS
-from sagemaker_helpers import autoscaling, huggingface_endpoint, jumpstart_endpoint, plan, stack
+from sagemaker_helpers import (
+    autoscaling,
+    expected_engine_environment,
+    huggingface_endpoint,
+    jumpstart_endpoint,
+    picked_container,
+    plan,
+    stack,
+)
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.sagemaker import version_tuple
-from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, check_vllm
+from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, pick_container
 
 LMI, FIT = FACTS.lmi, FACTS.lmi.fit
 CASES = list(itertools.product(sorted(FACTS.sagemaker_instances), sorted(LMI.repositories)))
@@ -24,18 +32,19 @@ def expected_fit(instance_type: str, repo: str) -> bool:
 
 
 @pytest.mark.parametrize(("instance_type", "repo"), CASES)
-def test_fit_and_precision_path_per_instance_type(instance_type, repo):
+def test_fit_precision_path_and_recipe_arguments_per_instance_type(instance_type, repo):
     raw = stack(huggingface_endpoint(instanceType=instance_type, huggingface={"repo": repo}))
     if not expected_fit(instance_type, repo):
         with pytest.raises(ConfigError, match=rf"instanceType: {repo} \(.*\) does not fit {instance_type}"):
             plan(raw)
         return
     (planned,) = plan(raw)
-    native = FACTS.sagemaker_instances[instance_type].gpuArchitecture in FIT.nativeFp4Architectures
-    precision = LMI.repositories[repo].precision
-    expected = {"bf16": "bf16", "nvfp4": "nvfp4-native" if native else "nvfp4-w4a16-fallback"}[precision]
-    assert planned.source.precision_path == expected
-    assert bool(planned.notes) == (expected == "nvfp4-w4a16-fallback")
+    checkpoint = LMI.repositories[repo]
+    assert planned.source.precision_path == checkpoint.runsAs.path
+    assert expected_engine_environment(repo, instance_type).items() <= planned.container.environment.items()
+    unverified = checkpoint.engineArguments.unverified_on(FACTS.sagemaker_instances[instance_type].gpuArchitecture)
+    assert len(planned.notes) == len(unverified)
+    assert all(what in note for what, note in zip(unverified, planned.notes, strict=True))
 
 
 def test_bf16_does_not_fit_a_single_48_gb_gpu_and_fits_four():
@@ -45,13 +54,39 @@ def test_bf16_does_not_fit_a_single_48_gb_gpu_and_fits_four():
     assert expected_fit("ml.g6e.12xlarge", bf16)
 
 
-def test_the_pinned_lmi_bundles_a_vllm_each_checkpoint_supports():
-    for name, repo in LMI.repositories.items():
-        assert version_tuple(LMI.container.vllmVersion) >= version_tuple(repo.minimumVllm), name
-    old = LMI.model_copy(update={"container": LMI.container.model_copy(update={"vllmVersion": "0.8.4"})})
+@pytest.mark.parametrize("repo", sorted(LMI.repositories))
+def test_the_picked_container_bundles_the_vllm_the_recipe_needs(repo):
+    """The first listed container whose bundled vLLM meets the recipe's minimum; none listed before it does."""
+    (planned,) = plan(stack(huggingface_endpoint(huggingface={"repo": repo})))
+    minimum = version_tuple(LMI.repositories[repo].minimumVllm)
+    container = picked_container(repo)
+    assert planned.source.container == container.name
+    assert version_tuple(planned.source.vllm_version) >= minimum
+    earlier = LMI.containers[: LMI.containers.index(container)]
+    assert all(version_tuple(c.vllmVersion) < minimum for c in earlier)
+
+
+def test_a_checkpoint_no_container_serves_is_refused_naming_both_versions():
     name, repo = next(iter(LMI.repositories.items()))
-    with pytest.raises(ConfigError, match=rf"bundles vLLM 0\.8\.4, but {name} needs vLLM >= {repo.minimumVllm}"):
-        check_vllm(name, repo, old, "sagemaker.endpoints[0].huggingface.repo")
+    newest = max(LMI.containers, key=lambda c: version_tuple(c.vllmVersion))
+    beyond = ".".join(str(part + 1) for part in version_tuple(newest.vllmVersion))
+    raised = repo.model_copy(update={"minimumVllm": beyond})
+    with pytest.raises(ConfigError) as caught:
+        pick_container(name, raised, LMI, "sagemaker.endpoints[0].huggingface.repo")
+    message = str(caught.value)
+    assert message.startswith("sagemaker.endpoints[0].huggingface.repo: ")
+    assert f"needs vLLM >= {beyond}" in message and f"bundles vLLM {newest.vllmVersion}" in message
+    assert "\n" not in message
+
+
+def test_the_lmi_container_below_the_minimum_is_not_picked():
+    """The pinned LMI (catalog/sagemaker_lmi.yaml) bundles a vLLM older than the recipe's minimum: refused."""
+    name, repo = next(iter(LMI.repositories.items()))
+    only_lmi = LMI.model_copy(update={"containers": tuple(c for c in LMI.containers if c.argumentForm == "lmi")})
+    if all(version_tuple(c.vllmVersion) >= version_tuple(repo.minimumVllm) for c in only_lmi.containers):
+        pytest.skip("every listed LMI meets the minimum")
+    with pytest.raises(ConfigError, match=r"needs vLLM >= .* bundles vLLM"):
+        pick_container(name, repo, only_lmi, "sagemaker.endpoints[0].huggingface.repo")
 
 
 @pytest.mark.parametrize(
@@ -113,3 +148,38 @@ def test_a_disabled_autoscaling_lets_the_instance_type_change():
     )
     assert not planned.scaling.enabled
     assert planned.variant.instance_type == "ml.p5en.48xlarge"
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4])
+def test_unset_traffic_shifting_is_a_canary_only_where_the_instance_count_holds_one(count):
+    """SageMaker: a canary moves at most half the instances (capacity percent, rounded up to whole instances)."""
+    endpoint = huggingface_endpoint(initialInstanceCount=count, autoscaling=autoscaling("ml.p5.48xlarge"))
+    (planned,) = plan(stack(endpoint))
+    canary = -(-count * planned.deployment.canary_size // 100)
+    expected = "CANARY" if 2 * canary <= count else "ALL_AT_ONCE"
+    assert planned.deployment.type == expected
+    assert any("blue/green ALL_AT_ONCE" in note for note in planned.notes) == (expected == "ALL_AT_ONCE")
+
+
+@pytest.mark.parametrize(
+    ("deployment", "count", "key", "allowed"),
+    [
+        ({"type": "CANARY"}, 1, "canarySize", "type ALL_AT_ONCE, or initialInstanceCount >= 2"),
+        ({"type": "CANARY", "canarySize": 50}, 3, "canarySize", "at most 33%"),
+        (
+            {"type": "LINEAR", "linearStepSize": 50},
+            1,
+            "linearStepSize",
+            "type ALL_AT_ONCE, or initialInstanceCount >= 2",
+        ),
+    ],
+)
+def test_a_configured_step_larger_than_half_the_instances_is_refused(deployment, count, key, allowed):
+    endpoint = huggingface_endpoint(
+        initialInstanceCount=count, deployment=deployment, autoscaling=autoscaling("ml.p5.48xlarge")
+    )
+    with pytest.raises(ConfigError) as caught:
+        plan(stack(endpoint))
+    message = str(caught.value)
+    assert message.startswith(f"sagemaker.endpoints[0].deployment.{key}: ")
+    assert message.endswith(f"allowed: {allowed}")

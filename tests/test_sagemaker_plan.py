@@ -8,7 +8,18 @@ import re
 import boto3
 from moto import mock_aws
 from plan_helpers import FACTS
-from sagemaker_helpers import NVFP4, PUBLIC_ID, REGION, huggingface_endpoint, jumpstart_endpoint, plan, stack
+from sagemaker_helpers import (
+    NVFP4,
+    PUBLIC_ID,
+    REGION,
+    expected_engine_environment,
+    expected_image_prefix,
+    huggingface_endpoint,
+    jumpstart_endpoint,
+    picked_container,
+    plan,
+    stack,
+)
 
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.facts import sagemaker as jumpstart
@@ -39,21 +50,21 @@ def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
     assert planned.tags["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
 
 
-def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_defaults():
+def test_huggingface_endpoint_takes_the_container_the_recipe_needs_and_config_over_defaults():
+    prefix = FACTS.lmi.argumentForms[picked_container(NVFP4).argumentForm].prefix
     raw = stack(
         huggingface_endpoint(
             instanceType="ml.p5en.48xlarge",
             timeouts={"containerStartupHealthCheck": 2100},
-            huggingface={"repo": NVFP4, "options": {"OPTION_MAX_MODEL_LEN": "131072"}},
+            huggingface={"repo": NVFP4, "options": {f"{prefix}MAX_MODEL_LEN": "131072"}},
         ),
         region=None,
     )
     (planned,) = plan(raw, default_region="us-east-1")  # sagemaker.region unset: the stack's aws:region
-    assert planned.container.image == FACTS.lmi.image("us-east-1")
-    assert planned.container.image.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/djl-inference:")
+    assert planned.container.image.startswith(expected_image_prefix(NVFP4, "us-east-1"))
     environment = planned.container.environment
-    assert (environment["HF_MODEL_ID"], environment["OPTION_QUANTIZE"]) == (NVFP4, "modelopt_fp4")
-    assert environment["OPTION_MAX_MODEL_LEN"] == "131072"
+    assert expected_engine_environment(NVFP4, "ml.p5en.48xlarge").items() <= environment.items()
+    assert environment[f"{prefix}MAX_MODEL_LEN"] == "131072"
     assert "HF_TOKEN" not in environment
     # nothing comes from S3: no model-data download timeout; the health check covers the Hub download
     assert (planned.variant.model_data_download_timeout, planned.variant.container_startup_health_check_timeout) == (
@@ -61,7 +72,12 @@ def test_huggingface_endpoint_takes_the_pinned_lmi_image_and_config_over_default
         2100,
     )
     assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
-    assert (planned.endpoint.gpus, planned.endpoint.costPerHourUsd, planned.endpoint.region) == (8, None, "us-east-1")
+    gpus = FACTS.sagemaker_instances["ml.p5en.48xlarge"].gpus * planned.variant.initial_instance_count
+    assert (planned.endpoint.gpus, planned.endpoint.costPerHourUsd, planned.endpoint.region) == (
+        gpus,
+        None,
+        "us-east-1",
+    )
 
 
 def test_local_nvme_instances_get_no_volume_size():

@@ -16,12 +16,13 @@ from stack_helpers import (
     assert_rejected_before_any_resource,
     rendered_stack,
     run_config,
+    stack_file_config,
 )
 
-from serving_stack.config.serving import TargetConfig
-from serving_stack.facts.catalog import load_catalog
+from serving_stack.config.serving import PrewarmConfig, TargetConfig
+from serving_stack.facts.catalog import load_catalog, load_platform
 from serving_stack.plan.model_cache import env_name_tuple
-from serving_stack.plan.serving import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used, startup_budget_seconds
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -41,12 +42,21 @@ def _download_jobs(stack: str) -> list[dict]:
 
 def test_dev_is_one_single_gpu_aggregated_target():
     run = rendered_stack("dev")
+    dev = stack_file_config("dev")
+    (target,) = dev["targets"]
+    name = load_catalog().recipe(target["id"]).name
     (dgd,) = _inputs("dev", DGD_TYPE)
+    # image pull allowance + the prewarm gate (workers wait for a warm node) + the workers' startupProbe budget
+    budget = (
+        load_platform().readiness.imagePullAllowanceSeconds
+        + PrewarmConfig().waitTimeoutSeconds
+        + startup_budget_seconds(dgd)
+    )
     assert dgd["metadata"] == {
-        "name": "vllm-agg-h100-mtp",
-        "namespace": "nemotron-dev",
-        "labels": {"app.kubernetes.io/name": "vllm-agg-h100-mtp", "app.kubernetes.io/part-of": "dynamo"},
-        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "5100"},
+        "name": name,
+        "namespace": dev["kubernetes"]["namespace"],
+        "labels": {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": "dynamo"},
+        "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": str(budget)},
     }
     assert [e["gpus"] for e in run.outputs["endpoints"]] == [1]
 
@@ -102,19 +112,25 @@ def test_a_pull_secret_without_the_key_is_refused_before_any_resource():
 
 
 def test_model_cache_pvc_and_download_jobs():
-    """prod downloads every upstream checkpoint set as upstream does; dev (`drafts: []`) only the base, under
-    upstream's env name, with the script's loop rewritten to it."""
-    cache = load_catalog().model_cache
+    """prod (`checkpoints` unset) runs, as upstream wrote them, the upstream download Jobs that fetch a checkpoint
+    its targets load; dev (`drafts: []`) only the base, under upstream's env name, with the script's loop
+    rewritten to it."""
+    catalog = load_catalog()
+    cache = catalog.model_cache
+    prod = stack_file_config("prod")
     (pvc,) = _inputs("prod", "kubernetes:core/v1:PersistentVolumeClaim")
+    class_name = prod["modelCache"]["storageClassName"]
     assert pvc["spec"] == {
         "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": "1200Gi"}},
-        "storageClassName": "fsx-lustre",
-        "volumeName": "fsx-lustre-model-cache",
+        "resources": {"requests": {"storage": prod["modelCache"]["size"]}},
+        "storageClassName": class_name,
+        "volumeName": f"{class_name}-model-cache",
     }
+    loaded = {repo for t in prod["targets"] for repo in catalog.recipe(t["id"]).checkpoints}
+    used = [job for job in cache.jobs if loaded & set(job.repos)]
     prod_jobs = {job["metadata"]["name"]: job for job in _download_jobs("prod")}
-    assert sorted(prod_jobs) == sorted(job.name for job in cache.jobs)
-    for job in cache.jobs:
+    assert sorted(prod_jobs) == sorted(job.name for job in used)
+    for job in used:
         container = prod_jobs[job.name]["spec"]["template"]["spec"]["containers"][0]
         assert [(e["name"], e["value"]) for e in container["env"] if e["name"] in dict(job.checkpoints)] == list(
             job.checkpoints

@@ -25,6 +25,8 @@ SAME = {  # pack name -> the stack's value
     "DEVICE_PLUGINS_COMPONENT": stack.TypeTokens.DEVICE_PLUGINS,
     "GPU_NODE_POOL_COMPONENT": stack.TypeTokens.GPU_NODE_POOL,
     "MODEL_PREWARM_COMPONENT": stack.TypeTokens.MODEL_PREWARM,
+    "GATEWAY_COMPONENT": stack.TypeTokens.GATEWAY,
+    "SERVING_NAMESPACE_COMPONENT": stack.TypeTokens.SERVING_NAMESPACE,
 }
 
 

@@ -26,6 +26,9 @@ import yaml
 from tools.mock_runtime import PROJECT_DIR
 
 STACKS = ("dev", "prod", "all-targets", "prod-planned")
+# prod-planned runs cluster-autoscaler, whose pinned image is tied to an older Kubernetes minor than prod's
+# (catalog/autoscaling.yaml): it renders at that minor on a day EKS still supports it (tests/conftest.py's).
+PLANNED_TODAY = "2026-06-01"
 PROJECT_SKIP = {".git", ".venv", "build"}
 
 
@@ -54,6 +57,7 @@ def write_all_targets_stack(project: Path) -> None:
 def write_prod_planned_stack(project: Path) -> None:
     """prod with every target of its `demand:` plan scaled between one replica set and twice the planned sets,
     its targets and pools then written by `make plan STACK=prod-planned WRITE=1`."""
+    from serving_stack.facts import load_facts
     from tools.plan_capacity.cli import plan_of_stack
 
     stack = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
@@ -63,6 +67,8 @@ def write_prod_planned_stack(project: Path) -> None:
     assert plan is not None, "prod's demand has a plan"
     bounds = {p.target_id: {"minReplicaSets": 1, "maxReplicaSets": 2 * p.replica_sets} for p in plan.placements}
     stack["config"]["nemotron-lightning:autoscaling"] = {"targets": bounds}
+    minor = load_facts().autoscaling.clusterAutoscaler.imageTag.removeprefix("v").rsplit(".", 1)[0]
+    stack["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"] = minor
     path.write_text(yaml.safe_dump(stack))
     command = [sys.executable, "-m", "tools.plan_capacity", "--stack", "prod-planned", "--write"]
     subprocess.run([*command, "--project-dir", str(project)], cwd=PROJECT_DIR, check=True, capture_output=True)
@@ -73,6 +79,8 @@ def render(stack: str, project: Path, out: Path) -> str:
     renders everything)."""
     command = [sys.executable, "-m", "tools.render", "--stack", stack, "--project-dir", str(project)]
     command += ["--out", str(out), "--secret-placeholders"]
+    if stack == "prod-planned":
+        command += ["--today", PLANNED_TODAY]
     done = subprocess.run(command, cwd=PROJECT_DIR, capture_output=True, text=True, check=False)
     if done.returncode not in (0, 1):
         raise SystemExit(f"render of {stack} failed ({done.returncode}):\n{done.stderr}")

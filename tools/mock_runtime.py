@@ -17,6 +17,8 @@ from typing import Any, Optional
 import yaml
 
 from serving_stack import pulumi_private
+from serving_stack.facts.dates import TODAY_ENV
+from serving_stack.plan.placeholders import ALLOW_ENV
 from serving_stack.plan.stack import StackPlan
 from serving_stack.pulumi_private import MockMonitor, Mocks
 from tools.stack_mocks import StackMocks
@@ -184,11 +186,16 @@ def run_program(
     secret_keys: Optional[list[str]] = None,
     stack: str = "dev",
     project_dir: Path = PROJECT_DIR,
+    *,
+    allow_placeholders: bool = True,
+    today: Optional[str] = None,
 ) -> ProgramRun:
     """Run `__main__.py` with this config under mocks (preview=False) and return what it registered.
 
     Exceptions from the program (a `ConfigError`, say) propagate after the runtime has shut down; the
-    monitor is then available as `run_program.last_monitor` for asserting nothing was registered."""
+    monitor is then available as `run_program.last_monitor` for asserting nothing was registered.
+    `allow_placeholders`: accept placeholder values as the offline render does (False: as `pulumi up`);
+    `today`: the day (YYYY-MM-DD) the program judges dated facts on, for this run only."""
     project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"]
     stack_mocks = StackMocks()
     monitor = RecordingMonitor(stack_mocks)
@@ -197,6 +204,12 @@ def run_program(
     previous_cwd = os.getcwd()
     os.chdir(project_dir)
     program_globals: dict[str, Any] = {}
+    previous = {name: os.environ.get(name) for name in (ALLOW_ENV, TODAY_ENV)}
+    os.environ.pop(ALLOW_ENV, None)
+    if allow_placeholders:
+        os.environ[ALLOW_ENV] = "1"
+    if today is not None:
+        os.environ[TODAY_ENV] = today
     try:
         stack_outputs = pulumi_private.run_with_mocks(
             lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
@@ -208,6 +221,10 @@ def run_program(
             secret_keys=secret_keys or [],
         )
     finally:
+        for name, value in previous.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
         os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
     outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}

@@ -5,13 +5,16 @@
 Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`),
 `helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
 parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract), `summary.md` and `policy-report.txt` (the policy pack run
-on the recorded resources, as `pulumi preview --policy-pack policy` would). Bad config exits 2 with
+on the recorded resources, as `pulumi preview --policy-pack policy` would), and `warnings.txt` (what
+renders as before but needs a decision, such as a retired target; the program prints them on stderr
+with `pulumi.log.warn`, as `pulumi up` does). Bad config exits 2 with
 the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import shutil
 import sys
@@ -22,6 +25,7 @@ import yaml
 
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.dates import TODAY_ENV
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
@@ -29,6 +33,7 @@ from tools.secret_placeholders import stack_inputs
 from tools.summary import summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+WARNINGS_FILE = "warnings.txt"
 EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory policy or a blocking rollout finding
 EXIT_CONFIG = 2  # bad input: nothing is rendered
 # kubectl apply order: what others refer to goes first.
@@ -87,6 +92,11 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path) -> None:
     contract = StackOutputs.model_validate(run.outputs)
     (out_dir / "outputs.json").write_text(json.dumps(contract.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     (out_dir / "summary.md").write_text(summary_markdown(stack, run))
+    (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in run_warnings(run)))
+
+
+def run_warnings(run: ProgramRun) -> tuple[str, ...]:
+    return run.plan.warnings if run.plan is not None else ()
 
 
 def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:
@@ -106,17 +116,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
     parser.add_argument(
         "--secret-placeholders",
+        "--placeholders",
+        dest="placeholders",
         action="store_true",
         help="render the secrets set out of band (gatewayMasterKey) that the stack requires but "
-        'its file lacks as "[secret]", and name them',
+        'its file lacks as "[secret]", accept flagged placeholder values (documentation CIDRs, example '
+        "accounts, unread image tags) that `pulumi up` refuses, and name both",
+    )
+    parser.add_argument(
+        "--today",
+        help=f"the date the dated facts are judged on, YYYY-MM-DD (default: ${TODAY_ENV} or the clock)",
     )
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     try:
+        today = _date(args.today) if args.today is not None else None
         _clear_out(out_dir)
-        inputs = stack_inputs(args.stack, args.project_dir, placeholders=args.secret_placeholders)
+        inputs = stack_inputs(args.stack, args.project_dir, placeholders=args.placeholders)
         pack_config = _pack_config(args.policy_config)
-        run = run_program(inputs.config, inputs.secret_keys, stack=args.stack, project_dir=args.project_dir)
+        run = run_program(
+            inputs.config,
+            inputs.secret_keys,
+            stack=args.stack,
+            project_dir=args.project_dir,
+            allow_placeholders=args.placeholders,
+            today=today,
+        )
         _write_out(run, args.stack, out_dir)
         rollout = analyse([r.to_json() for r in run.resources])
     except ConfigError as error:
@@ -135,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {_out_error(out_dir, error)}", file=sys.stderr)
         return EXIT_CONFIG
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
+    if run.plan is not None:
+        for warning in run.plan.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        if run.plan.placeholders:
+            print(
+                f"Rendered with {len(run.plan.placeholders)} placeholder value(s) that `pulumi up` refuses "
+                f"(listed in {out_dir / 'summary.md'})",
+                file=sys.stderr,
+            )
     if inputs.placeholders:
         print(inputs.note(args.stack), file=sys.stderr)
     for finding in rollout.blocking:
@@ -146,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     return EXIT_REFUSED if rollout.blocking or mandatory_violated else 0
+
+
+def _date(text: str) -> str:
+    try:
+        return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise ConfigError("--today", f"{bounded(text)} is not a date", "YYYY-MM-DD") from None
 
 
 def _out_error(out_dir: Path, error: OSError) -> ConfigError:

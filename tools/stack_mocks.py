@@ -10,6 +10,11 @@ from serving_stack.pulumi_private import MockCallArgs, MockResourceArgs, Mocks
 
 MOCK_ACCOUNT = "123456789012"
 MOCK_REGION = "us-east-1"
+# ARN resource parts that are not `<resource type>/<name>` (the AWS service authorization reference), so an
+# IAM statement naming the mock's ARN reads as it would with the real one.
+ARN_RESOURCES: dict[str, Callable[[str], str]] = {
+    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda name: f"alarm:{name}",
+}
 
 
 def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -18,7 +23,8 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
     outputs = dict(inputs)
     if package == "aws":
         service = module.split("/")[0]
-        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{kind.lower()}/{name}")
+        arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
+        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}")
         outputs.setdefault("name", inputs.get("name", name))
     # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
     computed: dict[str, Callable[[], dict[str, Any]]] = {

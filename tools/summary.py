@@ -6,7 +6,14 @@ from typing import Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.sagemaker import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED
+from serving_stack.plan.sagemaker import (
+    ENDPOINT_TAG,
+    SPEC_PROVENANCE_TAG,
+    UNVERIFIED,
+    HuggingFaceSource,
+    PlannedEndpoint,
+)
+from serving_stack.plan.stack import StackPlan
 from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
 from tools.operability_summary import operability_markdown
@@ -45,13 +52,18 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
         f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
         "",
+    ]
+    warnings = run.plan.warnings if run.plan is not None else ()
+    if warnings:
+        lines += ["## ⚠️ Warnings", "", *(f"- {w}" for w in warnings), ""]
+    lines += [
         "## Serving endpoints",
         "",
         _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),
         _row(["---"] * 8),
     ]
     for endpoint in contract.endpoints:
-        recipe = catalog.recipes.get(endpoint.id)
+        recipe = catalog.recipe(endpoint.id) if endpoint.id in catalog.selectable else None
         published_ttft = recipe.entry.performance.ttftP50Ms if recipe else None
         ttft = f"{published_ttft:g}" if published_ttft is not None else "n/a"
         verdict = {True: "pass", False: "FAIL", None: "n/a"}[endpoint.meetsPublishedCriteria]
@@ -113,5 +125,100 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             "",
         ]
     if run.plan is not None:
+        lines += sagemaker_containers_markdown(run.plan.sagemaker)
+        lines += before_up_markdown(run.plan)
+        lines += capacity_risk_markdown(run.plan)
         lines += [capacity_markdown(run.plan.capacity), ""]
     return "\n".join(lines)
+
+
+def sagemaker_containers_markdown(endpoints: tuple[PlannedEndpoint, ...]) -> list[str]:
+    """Per Hugging Face endpoint: the container the recipe's minimum vLLM picked, the arguments it is given,
+    and what the plan notes (unverified recipe requirements, the traffic-shifting mode it fell back to)."""
+    lines: list[str] = []
+    for endpoint in endpoints:
+        source = endpoint.source
+        if not isinstance(source, HuggingFaceSource):
+            continue
+        if not lines:
+            lines += ["## SageMaker containers", ""]
+        container = (
+            f"`{source.container}` (bundles vLLM {source.vllm_version}; the recipe needs >= {source.minimum_vllm})"
+            if source.container
+            else "an image of one's own (`huggingface.lmiImage`; its vLLM is not checked)"
+        )
+        arguments = " ".join(
+            flag if value is None else f"{flag} {value}" for flag, value in source.engine_arguments.items()
+        )
+        lines += [
+            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, blue/green "
+            f"{endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
+            *(f"  - {note}" for note in endpoint.notes),
+        ]
+    return [*lines, ""] if lines else []
+
+
+def before_up_markdown(plan: StackPlan) -> list[str]:
+    """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
+    lines: list[str] = []
+    if plan.warnings:
+        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
+    if plan.placeholders:
+        lines += [
+            "## Placeholders to set before `pulumi up`",
+            "",
+            "The offline render accepted these; `pulumi up` refuses each until it is set:",
+            "",
+            *(f"- {placeholder.line()}" for placeholder in plan.placeholders),
+            "",
+        ]
+    return lines
+
+
+RISK = {
+    "on-demand": (
+        "HIGH",
+        "no reservation: an insufficient-capacity error (InsufficientInstanceCapacity) for this type in one zone "
+        "is the likeliest first-`up` failure, and it shows only after the node group's wait",
+    ),
+    "spot": ("HIGH", "spot capacity may be absent at `up` and is reclaimed with two minutes' notice"),
+    "odcr": (
+        "LOW",
+        "launches into the On-Demand Capacity Reservation; nodes beyond its instance count fail to launch",
+    ),
+    "capacity-block": (
+        "LOW inside the block",
+        "launches only during the Capacity Block's window; EKS scales the group to 0 forty minutes before it ends",
+    ),
+}
+HOW_TO_RESERVE = (
+    "Reserve before the first `up`: an ODCR (`aws ec2 create-capacity-reservation --instance-type <type> "
+    "--instance-platform Linux/UNIX --availability-zone <zone> --instance-count <desired>`, then the pool's "
+    "`capacityType: odcr` and `capacityReservationId`), or a Capacity Block (`aws ec2 "
+    "describe-capacity-block-offerings --instance-type <type> --instance-count <n> --capacity-duration-hours <h>`, "
+    "`aws ec2 purchase-capacity-block`, then `capacityType: capacity-block`, `capacityReservationId` and "
+    "`kubernetesVersion`); docs/aws.md, 'Capacity: On-Demand, Spot, ODCR, Capacity Blocks'."
+)
+
+
+def capacity_risk_markdown(plan: StackPlan) -> list[str]:
+    """Per managed GPU pool: how likely the first `up` is to find no capacity, and how to reserve it."""
+    pools = [p for p in plan.pools if p.managed]
+    if not pools:
+        return []
+    lines = [
+        "## First `up`: capacity risk per GPU pool",
+        "",
+        "| pool | instance type | zone | capacity | nodes at `up` | risk | why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for pool in pools:
+        risk, why = RISK.get(pool.capacity_type, ("unknown", "capacity type not modelled"))
+        reservation = f" `{pool.capacity_reservation_id}`" if pool.capacity_reservation_id else ""
+        lines.append(
+            f"| `{pool.name}` | {pool.instance_type} | {pool.availability_zone} | {pool.capacity_type}{reservation} "
+            f"| {pool.desired_size} | {risk} | {why} |"
+        )
+    if any(p.capacity_type in ("on-demand", "spot") for p in pools):
+        lines += ["", HOW_TO_RESERVE]
+    return [*lines, ""]

@@ -3,7 +3,7 @@
 Names: words such as TOKEN, SECRET, PASSWORD, AUTH, CREDENTIALS, APIKEY (env-style names also KEY), unless
 the name ends like a reference (`*_ARN`, `*_PATH`, `*_SECRET_NAME`). Shapes: token formats with a known
 prefix (Hugging Face `hf_`, AWS access key ids `AKIA`/`ASIA`, NGC `nvapi-`, GitHub, Slack, OpenAI, Google),
-private keys, JWTs, AWS secret access keys, URLs with a password, Docker registry auth (`{"auths": ...}`),
+private keys, JWTs, AWS secret access keys, URLs with a password, chat webhook URLs, Docker registry auth (`{"auths": ...}`),
 and, where literals are handed to a process (env values, ConfigMap and Helm values), random-looking tokens:
 32+ characters of a token alphabet with a per-character entropy that identifiers and words do not reach.
 """
@@ -38,6 +38,13 @@ SHAPES = [
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     ("a URL with a password", re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@$]+@")),
+    # The secret of an incoming webhook is its path: whoever has the URL posts to the channel.
+    (
+        "a chat webhook URL",
+        re.compile(
+            r"https://(hooks\.slack\.com/services/|[a-z0-9.-]*webhook\.office\.com/|discord(app)?\.com/api/webhooks/)\S+"
+        ),
+    ),
 ]
 REGISTRY_CONFIG_KEYS = frozenset({".dockerconfigjson", ".dockercfg"})
 TOKEN = re.compile(r"^[A-Za-z0-9+/=_-]{32,256}$")

@@ -8,8 +8,18 @@ An `Allow` statement is too broad when it grants
 and a trust policy (a role's `assumeRolePolicy`, a resource policy) is open when it allows a principal `*`
 (`"*"`, `{"AWS": "*"}`) or uses `NotPrincipal`, unless a `Condition` scopes the caller: a positive string, ARN
 or IP operator (`StringEquals`, `ArnLike`, `IpAddress`..., not `...IfExists`, negated or `Null`) on a key that
-names the calling principal or where the call comes from (`PRINCIPAL_SCOPING_KEYS`) with a value that is not a
-bare wildcard. A condition on anything else (`aws:SecureTransport`) lets everyone in all the same.
+names the calling principal or where the call comes from (`PRINCIPAL_SCOPING_KEYS`) with a value that narrows
+it: an account or organization id without a wildcard (`o-*` is every organization), an ARN whose account is
+not a wildcard (`arn:aws:iam::*:role/*` is every role of every account), a network range that is not the
+whole Internet (`0.0.0.0/0`, `::/0`, or a `/0`-`/7`: `network_exposure.WORLD_PREFIX`), a VPC or endpoint id
+without a wildcard. A condition on anything else (`aws:SecureTransport`) lets everyone in all the same.
+
+A web-identity trust (`sts:AssumeRoleWithWebIdentity` for a `Federated` OIDC provider) admits every token
+the provider issues unless its `Condition` names the audience (`<provider>:aud`) and the subject
+(`<provider>:sub`: the service account, the repository) with positive operators: IAM's "Creating a role for
+web identity or OpenID Connect Federation" and the EKS IRSA guide require both (a GitHub or EKS provider
+signs tokens for every repository or every cluster service account). A subject that is only a wildcard or a
+wildcard after its scheme (`system:serviceaccount:*`, `repo:*`) does not name one.
 
 Wildcards are read as IAM matches them: `?` is one character, so a run of `*` and `?` holding a `*` (`?*`)
 matches what `*` matches (`s3:?*` is `s3:*`). Managed policies are judged by name: AWS's administrator,
@@ -24,6 +34,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from .network_exposure import world_range
 from .values import UNKNOWN, as_dict, parse_json
 
 ADMIN_MANAGED_POLICIES = frozenset(
@@ -187,10 +198,55 @@ def _open_principal(principal: Any) -> bool:
     return any(value == "*" for entry in as_dict(principal).values() for value in _listed(entry))
 
 
-def _scoping_value(value: Any) -> bool:
+# What a condition value must not be for its key to name who calls (lower-case keys).
+ACCOUNT_KEYS = frozenset(
+    k.lower()
+    for k in (
+        "aws:SourceAccount",
+        "aws:SourceOwner",
+        "aws:PrincipalAccount",
+        "kms:CallerAccount",
+        "s3:DataAccessPointAccount",
+        "aws:SourceOrgID",
+        "aws:PrincipalOrgID",
+        "aws:SourceVpc",
+        "aws:SourceVpce",
+    )
+)
+ARN_KEYS = frozenset(k.lower() for k in ("aws:SourceArn", "aws:PrincipalArn", "s3:DataAccessPointArn"))
+IP_KEYS = frozenset(k.lower() for k in ("aws:SourceIp", "aws:VpcSourceIp"))
+ORG_PATH_KEYS = frozenset(k.lower() for k in ("aws:SourceOrgPaths", "aws:PrincipalOrgPaths"))
+WILDCARDS = ("*", "?")
+
+
+def _has_wildcard(value: str) -> bool:
+    return any(w in value for w in WILDCARDS)
+
+
+def _narrows(key: str, value: str) -> bool:
+    """Does one condition value name a principal, account, organization or network narrower than everyone?"""
+    value = normalized(value)
+    if value.strip("*") == "":
+        return False
+    if key in ACCOUNT_KEYS:
+        return not _has_wildcard(value)
+    if key in ORG_PATH_KEYS:
+        return not _has_wildcard(value.split("/", 1)[0])
+    if key in ARN_KEYS:
+        parts = value.split(":", 5)
+        if len(parts) < 6 or _has_wildcard(":".join(parts[:3])):
+            return False
+        account, resource = parts[4], parts[5]
+        return not _has_wildcard(account) if account else not resource.startswith(WILDCARDS)
+    if key in IP_KEYS:
+        return world_range(value) is False
+    return not value.startswith(WILDCARDS)
+
+
+def _scoping_value(key: str, value: Any) -> bool:
     values = _listed(value)
     return bool(values) and all(
-        isinstance(v, (str, int)) and not isinstance(v, bool) and normalized(str(v)).strip("*") != "" for v in values
+        isinstance(v, (str, int)) and not isinstance(v, bool) and _narrows(key, str(v)) for v in values
     )
 
 
@@ -212,7 +268,7 @@ def scoped_condition(condition: Any) -> Any:
                 continue
             if value is UNKNOWN or UNKNOWN in _listed(value):
                 unknown = True
-            elif _scoping_value(value):
+            elif _scoping_value(str(key).lower(), value):
                 return True
     return UNKNOWN if unknown else False
 
@@ -236,3 +292,84 @@ def trust_problems(document: Any, where: str) -> Iterator[str]:
                 f'{label} allows principal "*" {unless}; name the principals or add a Condition on '
                 "aws:SourceAccount, aws:SourceArn, aws:PrincipalOrgID, aws:SourceVpce..."
             )
+
+
+WEB_IDENTITY_ACTION = "sts:assumerolewithwebidentity"
+# Subjects that name a scheme, not a subject: every service account, every repository, every project.
+WIDE_SUBJECTS = frozenset({"", "system:serviceaccount", "system:serviceaccounts", "repo", "project_path"})
+POSITIVE_OPERATORS = frozenset({"stringequals", "stringequalsignorecase", "stringlike"})
+
+
+def _action_matches(pattern: Any, action: str) -> bool:
+    if not isinstance(pattern, str):
+        return False
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in normalized(pattern).lower())
+    return re.fullmatch(regex, action) is not None
+
+
+def _providers(principal: Any) -> list[Any]:
+    """The OIDC providers a `Federated` principal names (`UNKNOWN` for one not known yet)."""
+    federated = as_dict(principal).get("Federated")
+    return [p for p in _listed(federated) if p is not None]
+
+
+def _provider_host(provider: Any) -> Any:
+    """`oidc.eks.<region>.amazonaws.com/id/<id>` of `arn:aws:iam::<acct>:oidc-provider/<host>` (the condition
+    key prefix), the name itself for a provider given by host (`cognito-identity.amazonaws.com`)."""
+    if not isinstance(provider, str):
+        return UNKNOWN
+    return provider.split(":oidc-provider/", 1)[1] if ":oidc-provider/" in provider else provider
+
+
+def _named_claims(condition: Any, host: Any) -> Any:
+    """The claims (`sub`, `aud`, ...) a condition pins with positive operators and narrow values; UNKNOWN when a
+    value or key is unknown."""
+    named: set[str] = set()
+    unknown = False
+    for operator, tests in as_dict(condition).items():
+        qualifier, _, base = str(operator).lower().rpartition(":")
+        if tests is UNKNOWN:
+            unknown = True
+            continue
+        if base not in POSITIVE_OPERATORS or qualifier == "forallvalues":
+            continue  # ...IfExists, negated, Null, and ForAllValues (true when the claim is absent) pin nothing
+        for key, value in as_dict(tests).items():
+            prefix, _, claim = str(key).rpartition(":")
+            if host is not UNKNOWN and prefix.lower() != str(host).lower():
+                continue
+            if value is UNKNOWN or UNKNOWN in _listed(value):
+                unknown = True
+            elif _listed(value) and all(isinstance(v, str) and _names_one(claim.lower(), v) for v in _listed(value)):
+                named.add(claim.lower())
+    return UNKNOWN if unknown and not {"sub", "aud"} <= named else named
+
+
+def _names_one(claim: str, value: str) -> bool:
+    value = normalized(value)
+    if value.strip("*") == "":
+        return False
+    if claim == "sub":
+        head = re.split(r"[*?]", value, maxsplit=1)[0] if _has_wildcard(value) else value
+        return head.rstrip(":/") not in WIDE_SUBJECTS
+    return True
+
+
+def web_identity_problems(document: Any, where: str) -> Iterator[str]:
+    """Web-identity trust statements that do not pin the token's audience and subject."""
+    found = statements(document)
+    for index, statement in enumerate(found if isinstance(found, list) else []):
+        actions = _listed(statement.get("Action"))
+        if not _allows(statement) or not any(_action_matches(a, WEB_IDENTITY_ACTION) for a in actions):
+            continue
+        label = f"{where} statement {statement.get('Sid') or index}"
+        for provider in _providers(statement.get("Principal")):
+            named = _named_claims(statement.get("Condition"), _provider_host(provider))
+            if named is UNKNOWN:
+                continue
+            missing = [claim for claim in ("aud", "sub") if claim not in named]
+            if missing:
+                yield (
+                    f"{label} lets {provider if isinstance(provider, str) else 'its OIDC provider'} assume the role "
+                    f"by web identity without pinning {' and '.join(missing)}: every token the provider issues "
+                    "gets in; add StringEquals on <provider>:aud and <provider>:sub"
+                )

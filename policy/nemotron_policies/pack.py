@@ -11,7 +11,23 @@ from pathlib import Path
 import yaml
 from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, StackValidationPolicy
 
-from .rules import data_protection, fabric, gpu, images, network, prewarm, privilege, requests, secrets
+from .rules import (
+    admin_ports,
+    data_protection,
+    fabric,
+    gateway_network,
+    gpu,
+    iam_lint,
+    images,
+    network,
+    network_types,
+    pod_security_standards,
+    prewarm,
+    privilege,
+    requests,
+    sagemaker_network,
+    secrets,
+)
 
 PACK_NAME = "nemotron-lightning-policies"
 PACK_FILE = Path(__file__).resolve().parent.parent / "PulumiPolicy.yaml"
@@ -78,10 +94,56 @@ POLICIES: list[Policy] = [
         config_schema=privilege.SCHEMA,
     ),
     ResourceValidationPolicy(
+        name="iam-policy-lint",
+        description="IAM policy documents pass Parliament (duo-labs/parliament): no unknown actions or condition "
+        "operators, no action on a resource it cannot act on, no malformed statement.",
+        validate=iam_lint.validate_iam_policy_lint,
+        enforcement_level=MANDATORY,
+        config_schema=iam_lint.SCHEMA,
+    ),
+    ResourceValidationPolicy(
         name="network-policy-peers",
         description="Every ingress and egress rule of a NetworkPolicy names its peers: a rule without `from` "
         "(`to`) admits every source (destination) on its ports.",
         validate=network.validate_network_policy_peers,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="pod-security-standards",
+        description="Every pod meets the Kubernetes Pod Security Standard (baseline or restricted) its namespace "
+        "enforces (defaultLevel for namespaces the stack does not label), checked offline as the PodSecurity "
+        "admission controller checks it; only the stack's serving namespace may enforce privileged.",
+        validate=pod_security_standards.validate_pod_security_standards,
+        enforcement_level=MANDATORY,
+        config_schema=pod_security_standards.SCHEMA,
+    ),
+    ResourceValidationPolicy(
+        name="network-policy-types",
+        description="A NetworkPolicy's policyTypes list every direction it has rules for (the rules of a "
+        "direction left out are ignored and that direction stays open).",
+        validate=network_types.validate_network_policy_types,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="gateway-network-policy",
+        description="The gateway's pods are selected by a NetworkPolicy of the stack isolating Ingress and "
+        "Egress, and no NetworkPolicy selecting them admits every source.",
+        validate=gateway_network.validate_gateway_network_policy,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="admin-ports-closed",
+        description="No security group opens an administration or data-store port (SSH, RDP, the Kubernetes API, "
+        "etcd, the kubelet, databases: AWS Security Hub EC2.19, CIS AWS Foundations 5.2-5.4) to 0.0.0.0/0 or "
+        "::/0, in any form of ingress rule.",
+        validate=admin_ports.validate_admin_ports_closed,
+        enforcement_level=MANDATORY,
+    ),
+    StackValidationPolicy(
+        name="sagemaker-network",
+        description="SageMaker models, notebook instances and domains in the stack's VPC run in no public subnet "
+        "with a security group open to the Internet.",
+        validate=sagemaker_network.validate_sagemaker_network,
         enforcement_level=MANDATORY,
     ),
     ResourceValidationPolicy(

@@ -2,7 +2,10 @@
 
 No `privileged` container, no `allowPrivilegeEscalation: true`, no escape-prone capability
 (`PRIVILEGED_CAPABILITIES`), no host namespace (`hostPID` / `hostNetwork` / `hostIPC`), no Windows host
-process, and no hostPath volume (in a pod or a PersistentVolume) outside the allow-list of node paths.
+process, no host port, no SELinux type outside the container types (`spc_t` runs unconfined), and no
+hostPath volume (in a pod, or a PersistentVolume's `hostPath` or `local` path) outside the allow-list of node
+paths. The SELinux types and the host-port rule are those of the Pod Security Standards' baseline level
+(`pod_security.py` holds the whole table with its source).
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from .values import UNKNOWN, as_list, dig, text
 from .workloads import container_label, containers, volume_mounts
 
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
+# Pod Security Standards, baseline "SELinux": the container types a pod may ask for (kubernetes.io/docs/
+# concepts/security/pod-security-standards/, Kubernetes v1.31+ adds container_engine_t).
+ALLOWED_SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
+PV_HOST_PATH_FIELDS = ("hostPath", "local")
 PRIVILEGED_CAPABILITIES = frozenset(
     {
         "SYS_ADMIN",
@@ -76,29 +83,51 @@ def _host_path_problems(spec: Any, owner: str, allowed: list[str]) -> Iterator[s
             )
 
 
+def _selinux_problems(context: Any, owner: str) -> Iterator[str]:
+    selinux_type = dig(context, "seLinuxOptions", "type")
+    if isinstance(selinux_type, str) and selinux_type not in ALLOWED_SELINUX_TYPES:
+        yield (
+            f"{owner} sets seLinuxOptions.type {selinux_type} (only {', '.join(sorted(ALLOWED_SELINUX_TYPES - {''}))} "
+            "keep the container confined)"
+        )
+
+
 def _windows_host_process(context: Any) -> bool:
     return dig(context, "windowsOptions", "hostProcess") is True
 
 
 def pod_privileges(resource_type: str, props: Any, allowed_host_paths: list[str]) -> Iterator[str]:
     for obj in kubernetes_objects(resource_type, props):
-        if obj.group == "" and obj.kind == "PersistentVolume" and dig(obj.body, "spec", "hostPath") is not None:
-            path = dig(obj.body, "spec", "hostPath", "path")
+        if obj.group != "" or obj.kind != "PersistentVolume":
+            continue
+        for field in PV_HOST_PATH_FIELDS:
+            if dig(obj.body, "spec", field) is None:
+                continue
+            path = dig(obj.body, "spec", field, "path")
             if path is not UNKNOWN and not (
                 isinstance(path, str) and host_path_allowed(path, False, allowed_host_paths)
             ):
-                yield f"PersistentVolume {obj.name or '?'} is a hostPath volume ({path}) outside allowedHostPaths"
+                yield f"PersistentVolume {obj.name or '?'} is a {field} volume ({path}) outside allowedHostPaths"
     for pod in pod_specs(resource_type, props):
         for field in HOST_NAMESPACES:
             if dig(pod.spec, field) is True:
                 yield f"{pod.owner} sets {field}: true"
         if _windows_host_process(dig(pod.spec, "securityContext")):
             yield f"{pod.owner} sets securityContext.windowsOptions.hostProcess: true (a process on the node)"
+        yield from _selinux_problems(dig(pod.spec, "securityContext"), pod.owner)
         yield from _host_path_problems(pod.spec, pod.owner, allowed_host_paths)
         for container in containers(pod.spec):
             context = dig(container, "securityContext")
             if dig(context, "privileged") is True:
                 yield f"{container_label(container, pod)} is privileged"
+            yield from _selinux_problems(context, container_label(container, pod))
+            for port in as_list(dig(container, "ports")):
+                host_port = dig(port, "hostPort")
+                if host_port not in (None, 0, UNKNOWN):
+                    yield (
+                        f"{container_label(container, pod)} binds hostPort {host_port} (the node's network "
+                        "namespace); use a Service"
+                    )
             if _windows_host_process(context):
                 yield f"{container_label(container, pod)} sets windowsOptions.hostProcess: true (a process on the node)"
             if dig(context, "allowPrivilegeEscalation") is True:

@@ -2,7 +2,14 @@
 
 No binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every verb on every
 resource, no `escalate` / `bind` / `impersonate`, no ClusterRole aggregating the built-in admin roles' rules
-(or every role's), and no access entry putting its principal in `system:masters`.
+(or every role's), and no access entry putting its principal in `system:masters`. The escalation paths of
+the Kubernetes docs "Role Based Access Control Good Practices" (kubernetes.io/docs/concepts/security/
+rbac-good-practices/, "Kubernetes RBAC - privilege escalation risks"): reading every Secret (`get`, `list` or
+`watch` on `secrets` without `resourceNames`: service-account tokens included), the kubelet API through
+`nodes/proxy` (`get` or `create`: exec into any pod on the node, unaudited), and bindings to the groups every
+caller is in (`system:unauthenticated`, `system:anonymous`, `system:authenticated`, every service account).
+Rules are matched as the API server's RBAC authorizer matches them (`rbac/v1/evaluation_helpers.go`): an API
+group is `*` or itself, a resource `*`, itself, or `*/<subresource>`, a verb `*` or itself.
 """
 
 from __future__ import annotations
@@ -29,6 +36,21 @@ ADMIN_AGGREGATION_LABELS = frozenset(
     }
 )
 SYSTEM_MASTERS = "system:masters"
+# (apiGroup, resource, subresource, verbs): what reads every Secret or reaches the kubelet API of every node.
+ESCALATION_GRANTS = (
+    ("", "secrets", "", frozenset({"get", "list", "watch"}), "reads every Secret (service-account tokens included)"),
+    ("", "nodes", "proxy", frozenset({"get", "create"}), "reaches the kubelet API (exec in any pod on the node)"),
+)
+# Subjects every caller (or every pod) is: a binding to them grants its role to anyone.
+EVERYONE_SUBJECTS = {
+    ("Group", "system:unauthenticated"): "every unauthenticated caller",
+    ("User", "system:anonymous"): "every anonymous caller",
+    ("Group", "system:authenticated"): "every authenticated caller (any AWS principal the cluster maps)",
+    ("Group", "system:serviceaccounts"): "every service account of the cluster",
+}
+# The discovery roles Kubernetes itself binds to those groups (bootstrap policy, `kubectl get
+# clusterrolebindings system:public-info-viewer system:discovery system:basic-user`).
+DISCOVERY_ROLES = frozenset({"system:public-info-viewer", "system:discovery", "system:basic-user"})
 ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 
 
@@ -41,15 +63,53 @@ def rbac_privileges(resource_type: str, props: Any) -> Iterator[str]:
             role = dig(obj.body, "roleRef", "name")
             if role in ADMIN_ROLES or (obj.kind == "ClusterRoleBinding" and role in CLUSTER_WIDE_ADMIN_ROLES):
                 yield f"{where} grants {role}; bind a role with the rules the subjects need"
+            yield from _everyone_problems(obj.body, role, where)
         if obj.kind == "ClusterRole":
             yield from _aggregation_problems(dig(obj.body, "aggregationRule"), where)
         if obj.kind in ("ClusterRole", "Role"):
             for index, rule in enumerate(as_list(dig(obj.body, "rules"))):
                 verbs = {str(v).lower() for v in as_list(dig(rule, "verbs"))}
-                if ("*" in verbs or verbs >= EVERY_VERB) and "*" in as_list(dig(rule, "resources")):
+                blanket = ("*" in verbs or verbs >= EVERY_VERB) and "*" in as_list(dig(rule, "resources"))
+                if blanket:
                     yield f"{where} rules[{index}] grants every verb on every resource"
                 for verb in sorted(verbs & ESCALATING_VERBS):
                     yield f"{where} rules[{index}] grants {verb}"
+                if not blanket:
+                    yield from _escalation_grants(rule, verbs, f"{where} rules[{index}]")
+
+
+def _matches(listed: list[Any], wanted: str) -> bool:
+    return any(str(v) in ("*", wanted) for v in listed if v is not UNKNOWN)
+
+
+def _resource_matches(listed: list[Any], resource: str, subresource: str) -> bool:
+    combined = f"{resource}/{subresource}" if subresource else resource
+    return any(
+        str(v) in ("*", combined) or (subresource and str(v) == f"*/{subresource}") for v in listed if v is not UNKNOWN
+    )
+
+
+def _escalation_grants(rule: Any, verbs: set[str], where: str) -> Iterator[str]:
+    if as_list(dig(rule, "resourceNames")) or dig(rule, "resourceNames") is UNKNOWN:
+        return  # named objects only
+    for group, resource, subresource, risky, why in ESCALATION_GRANTS:
+        granted = sorted(verbs & risky) if "*" not in verbs else ["*"]
+        if (
+            granted
+            and _matches(as_list(dig(rule, "apiGroups")), group)
+            and _resource_matches(as_list(dig(rule, "resources")), resource, subresource)
+        ):
+            target = f"{resource}/{subresource}" if subresource else resource
+            yield f"{where} grants {', '.join(granted)} on {target}: it {why}"
+
+
+def _everyone_problems(binding: Any, role: Any, where: str) -> Iterator[str]:
+    if role in DISCOVERY_ROLES:
+        return
+    for subject in as_list(dig(binding, "subjects")):
+        kind, name = text(dig(subject, "kind")) or "", text(dig(subject, "name")) or ""
+        if (kind, name) in EVERYONE_SUBJECTS:
+            yield f"{where} binds {role or '?'} to {kind} {name}: {EVERYONE_SUBJECTS[kind, name]}"
 
 
 def _aggregation_problems(rule: Any, where: str) -> Iterator[str]:

@@ -5,6 +5,9 @@
   on (the bucket's `BucketPublicAccessBlock`, or the account's), and no public canned ACL. An encryption
   configuration or public access block is the bucket's when it names the bucket; by dependency only when one
   of the two names is unknown (an auto-named bucket) and it names no other bucket of the stack. A public access block with a setting off is reported wherever it is.
+- S3 ACLs never grant to everyone: no grant to the `AllUsers` or `AuthenticatedUsers` group (any AWS
+  account) in a bucket's `grants`, a bucket ACL's `accessControlPolicy.grants` or an object copy's `grants`,
+  and no public canned ACL on a bucket ACL of a bucket outside the stack, an object or an object copy.
 - EFS file systems: `encrypted: true`. FSx file systems are always encrypted at rest (nothing to check).
 - EBS: launch-template block devices, volumes and instance block devices set `encrypted`, unless the stack
   turns on the account's EBS encryption by default.
@@ -30,6 +33,12 @@ PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 ACCOUNT_PUBLIC_ACCESS_BLOCK = "aws:s3/accountPublicAccessBlock:AccountPublicAccessBlock"
 BUCKET_ACLS = frozenset({"aws:s3/bucketAclV2:BucketAclV2", "aws:s3/bucketAcl:BucketAcl"})
 PUBLIC_ACLS = frozenset({"public-read", "public-read-write", "authenticated-read"})
+# The S3 groups that are everyone (docs.aws.amazon.com/AmazonS3/latest/userguide/acl-overview.html,
+# "Amazon S3 predefined groups"): a grant to either is a grant to the Internet or to every AWS account.
+EVERYONE_GROUPS = ("/groups/global/allusers", "/groups/global/authenticatedusers")
+OBJECTS = frozenset(
+    {"aws:s3/bucketObject:BucketObject", "aws:s3/bucketObjectv2:BucketObjectv2", "aws:s3/objectCopy:ObjectCopy"}
+)
 PUBLIC_ACCESS_SETTINGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 EFS = "aws:efs/fileSystem:FileSystem"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -101,6 +110,31 @@ def _bucket_problems(
             yield f"bucket {bucket.name} has the public canned ACL {acl}", bucket.urn
 
 
+def _grants_to_everyone(grants: Any) -> Iterator[str]:
+    for grant in as_list(grants):
+        uri = dig(grant, "grantee", "uri") if dig(grant, "grantee") is not None else dig(grant, "uri")
+        if isinstance(uri, str) and uri.strip().lower().rstrip("/").endswith(EVERYONE_GROUPS):
+            permissions = dig(grant, "permission") or dig(grant, "permissions")
+            shown = ", ".join(str(p) for p in as_list(permissions)) or "?"
+            yield f"grants {shown} to {uri.strip()} (everyone)"
+
+
+def _acl_problems(resource: Any, props: Any, stack_buckets: set[Any]) -> Iterator[Found]:
+    """ACL grants to everyone anywhere, and public canned ACLs the bucket checks do not see."""
+    kind, label = resource.resource_type, resource.resource_type.rsplit(":", 1)[-1]
+    grants = dig(props, "accessControlPolicy", "grants") if kind in BUCKET_ACLS else dig(props, "grants")
+    for problem in _grants_to_everyone(grants):
+        yield f"{label} {resource.name} {problem}; grant to named accounts", resource.urn
+    acl = dig(props, "acl")
+    outside = (
+        kind in BUCKET_ACLS
+        and dig(props, "bucket") not in stack_buckets
+        and not any(d.resource_type in BUCKETS for d in resource.dependencies)
+    )
+    if isinstance(acl, str) and acl in PUBLIC_ACLS and (kind in OBJECTS or outside):
+        yield f"{label} {resource.name} sets the public canned ACL {acl}", resource.urn
+
+
 def _ebs_problems(resource: Any, props: Any) -> Iterator[str]:
     devices: list[tuple[str, Any]] = []
     if resource.resource_type == LAUNCH_TEMPLATE:
@@ -127,8 +161,11 @@ def storage_problems(resources: list[tuple[Any, Any]]) -> Iterator[Found]:
     ebs_by_default = any(
         r.resource_type == EBS_DEFAULT_ENCRYPTION and dig(p, "enabled") is not False for r, p in resources
     )
+    stack_buckets = {dig(p, "bucket") for r, p in resources if r.resource_type in BUCKETS} - {None, UNKNOWN}
     for resource, props in resources:
         kind = resource.resource_type
+        if kind in BUCKETS | BUCKET_ACLS | OBJECTS:
+            yield from _acl_problems(resource, props, stack_buckets)
         if kind in BUCKETS:
             yield from _bucket_problems(resource, props, resources, account_blocked)
         elif kind in (PUBLIC_ACCESS_BLOCK, ACCOUNT_PUBLIC_ACCESS_BLOCK) and _blocks_everything(props) is False:

@@ -21,7 +21,7 @@ from typing import Optional
 
 import pydantic
 
-from serving_stack.config.types import Block
+from serving_stack.config.types import Block, HttpUrl
 
 
 class TargetScalingConfig(Block):
@@ -40,7 +40,7 @@ class ClusterAutoscalerConfig(Block):
 
 
 class AutoscalingConfig(Block):
-    prometheusUrl: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
+    prometheusUrl: Optional[HttpUrl] = None
     installKeda: bool = True
     queueDepthPerReplica: int = pydantic.Field(
         default=4, ge=1, le=4096, description="at most 4096, like operability.benchmark.concurrency"

@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Optional
 import pydantic
 
 from serving_stack.config.types import (
+    AsciiText,
     AvailabilityZone,
     AwsTags,
     Block,
@@ -40,7 +41,13 @@ class AccessEntry(Block):
     """An IAM principal allowed into the cluster (EKS access entry with an AWS-managed access policy),
     beside the identity that creates it: CI roles, operators."""
 
-    principalArn: str = pydantic.Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+$")
+    principalArn: Annotated[
+        str,
+        matching(
+            r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+",
+            "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)",
+        ),
+    ]
     accessPolicy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = "View"
     namespaces: list[DnsLabel] = pydantic.Field(default_factory=list, description="[]: the whole cluster")
 
@@ -107,7 +114,7 @@ class SystemNodeGroupConfig(Block):
 class NodeFacts(Block):
     """What a node of an unmanaged, non-EC2 pool holds (an on-premises InfiniBand cluster, say)."""
 
-    gpu: str
+    gpu: AsciiText
     gpus: int = pydantic.Field(gt=0, le=72, description="at most 72: a GB200 NVL72 rack, the largest NVLink domain")
     arch: Literal["x86_64", "arm64"] = "x86_64"
 
@@ -119,9 +126,9 @@ class NodePoolConfig(Block):
 
     name: DnsLabel
     managed: bool = True
-    instanceType: Optional[str] = None
+    instanceType: Optional[AsciiText] = None
     nodeFacts: Optional[NodeFacts] = None
-    gpuProduct: Optional[str] = pydantic.Field(default=None, description="nvidia.com/gpu.product override")
+    gpuProduct: Optional[AsciiText] = pydantic.Field(default=None, description="nvidia.com/gpu.product override")
     availabilityZone: Optional[AvailabilityZone] = None
     subnetId: Optional[SubnetId] = None
     minSize: Int32 = pydantic.Field(default=0, ge=0, description=NODE_COUNT)
@@ -137,8 +144,10 @@ class NodePoolConfig(Block):
 
 
 class EfsSettings(Block):
-    directoryPerms: Annotated[str, pydantic.Field(pattern=r"^[0-7]{3}$")] = "700"
-    basePath: Annotated[str, pydantic.Field(pattern=r"^/[A-Za-z0-9/_-]*$")] = "/nemotron-model-cache"
+    directoryPerms: Annotated[str, matching(r"[0-7]{3}", "three octal digits such as 700")] = "700"
+    basePath: Annotated[str, matching(r"/[A-Za-z0-9/_-]*", "an absolute path of letters, digits, /, _ and -")] = (
+        "/nemotron-model-cache"
+    )
 
 
 class FsxSettings(Block):

@@ -17,7 +17,7 @@ from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import AvailabilityZone, Block
+from serving_stack.config.types import AsciiText, AvailabilityZone, Block
 from serving_stack.errors import bounded
 
 # Upper bounds: far beyond what one stack serves, low enough that the capacity solver (HiGHS, whose
@@ -44,7 +44,7 @@ class DemandConfig(Block):
     tokenShape: Optional[TokenShapeConfig] = None
     slo: Optional[SloConfig] = None
     budgetUsdPerHour: Optional[float] = pydantic.Field(default=None, gt=0, le=MAX_USD_PER_HOUR)
-    gpuTypes: Optional[list[str]] = pydantic.Field(default=None, min_length=1, max_length=32)
+    gpuTypes: Optional[list[AsciiText]] = pydantic.Field(default=None, min_length=1, max_length=32)
     capacityTypes: list[Literal["on-demand", "spot", "capacity-block"]] = pydantic.Field(
         default=["on-demand"], min_length=1
     )

@@ -11,7 +11,7 @@ from typing import Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, Cidr, DnsLabel
+from serving_stack.config.types import AsciiText, Block, Cidr, DnsLabel
 
 MASTER_KEY_SECRET = "gatewayMasterKey"
 
@@ -19,7 +19,7 @@ MASTER_KEY_SECRET = "gatewayMasterKey"
 class DegradedFallback(Block):
     """A SageMaker endpoint of ANOTHER model, tried last by every other model; its answers name it."""
 
-    endpoint: str = pydantic.Field(min_length=1)
+    endpoint: AsciiText
 
 
 class RouterConfig(Block):

@@ -7,7 +7,7 @@ from typing import Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, DnsLabel, FreeFormValues
+from serving_stack.config.types import Block, DnsLabel, FreeFormValues, HttpUrl
 
 
 class PrometheusConfig(Block):
@@ -16,7 +16,7 @@ class PrometheusConfig(Block):
 
     install: bool = True
     releaseLabel: Optional[DnsLabel] = None
-    url: Optional[str] = pydantic.Field(default=None, pattern=r"^https?://[^\s]+$")
+    url: Optional[HttpUrl] = None
     values: FreeFormValues = pydantic.Field(default_factory=dict)
 
     @pydantic.model_validator(mode="after")
@@ -34,5 +34,5 @@ class MonitoringConfig(Block):
     createNamespace: Optional[bool] = None
     prometheus: PrometheusConfig = PrometheusConfig()
     dcgmExporter: bool = True
-    runbookBaseUrl: Optional[str] = pydantic.Field(default=None, min_length=1)
+    runbookBaseUrl: Optional[HttpUrl] = None
     slo: FreeFormValues = pydantic.Field(default_factory=dict)

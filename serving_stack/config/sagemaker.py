@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import Block, Int32, Region, matching
+from serving_stack.config.types import AsciiText, Block, FreeFormStrings, Int32, Region, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -46,15 +46,16 @@ ProjectDirectory = Annotated[
     ),
 ]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
-LMI_OPTION = re.compile(r"OPTION_[A-Z0-9_]+")  # used with fullmatch
+# The settings the listed containers read (catalog/sagemaker_lmi.yaml, argumentForms); used with fullmatch.
+CONTAINER_SETTING = re.compile(r"(OPTION|SM_VLLM)_[A-Z0-9_]+")
 
 
 class JumpStartModel(Block):
     """A pinned JumpStart model. No public JumpStart id for Nemotron 3.5 Lightning is known; the id is
     config so that one can be used the day it is listed (and pinned into `catalog/jumpstart/`)."""
 
-    modelId: str = pydantic.Field(min_length=1)
-    version: str
+    modelId: AsciiText
+    version: AsciiText
     acceptEula: bool = False
 
 
@@ -66,9 +67,9 @@ class HuggingFaceModel(Block):
     allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos need none.
     """
 
-    repo: str
+    repo: AsciiText
     lmiImage: Optional[EcrImage] = None
-    options: dict[str, str] = pydantic.Field(default_factory=dict)
+    options: FreeFormStrings = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
 
 
@@ -81,7 +82,7 @@ class Autoscaling(Block):
     """
 
     enabled: bool = True
-    instanceType: str
+    instanceType: AsciiText
     minCapacity: Int32 = pydantic.Field(default=1, ge=1, description="Application Auto Scaling: int32")
     maxCapacity: Int32 = pydantic.Field(ge=1, description="Application Auto Scaling: int32")
     targetInvocationsPerInstance: float = pydantic.Field(
@@ -119,12 +120,17 @@ class RollbackAlarms(Block):
 class Deployment(Block):
     """Blue/green traffic shifting (SageMaker deployment guardrails); sizes are percent of capacity.
 
-    Ranges are the API's (TrafficRoutingConfig: canary <= 50%, linear step 10-50%, waits 0-3600 s) and the
+    Ranges are the API's (TrafficRoutingConfig: canary <= 50% of the instance count, linear step 10-50%, waits
+    0-3600 s; the sizes round up to whole instances, checked against `initialInstanceCount`) and the
     provider's (maximum execution timeout 600-14400 s: terraform-provider-aws narrows the API's 28800). The
     defaults fit the provider's fixed 60-minute InService wait with the default timeouts (checked per endpoint).
     """
 
-    type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"] = "CANARY"
+    type: Optional[Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]] = pydantic.Field(
+        default=None,
+        description="unset: CANARY when the variant's instance count holds the canary (at most 50% of the "
+        "instances), else ALL_AT_ONCE with the reason in summary.md",
+    )
     canarySize: int = pydantic.Field(default=10, ge=1, le=50)
     linearStepSize: int = pydantic.Field(default=20, ge=10, le=50)
     waitIntervalSeconds: int = pydantic.Field(default=300, ge=0, le=3600)
@@ -138,7 +144,7 @@ class SageMakerEndpointConfig(Block):
     source: Literal["jumpstart", "huggingface"]
     jumpstart: Optional[JumpStartModel] = None
     huggingface: Optional[HuggingFaceModel] = None
-    instanceType: str
+    instanceType: AsciiText
     initialInstanceCount: Int32 = pydantic.Field(default=1, ge=1, description="SageMaker API: int32")
     variantName: VariantName = "AllTraffic"
     autoscaling: Autoscaling

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Optional
 import pydantic
 
 from serving_stack.config.types import (
+    AsciiText,
     Block,
     CpuQuantity,
     DnsLabel,
@@ -20,6 +21,7 @@ from serving_stack.config.types import (
     SemVer,
     StorageClassName,
     StorageSize,
+    matching,
 )
 
 
@@ -64,8 +66,10 @@ class PrewarmConfig(Block):
     image: PinnedImage = "docker.io/library/python:3.12.8-slim"
     threads: int = pydantic.Field(default=8, ge=1, le=64)
     # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
-    # kernel evicts what was just warmed. Requests stay small so the DaemonSet never blocks scheduling.
-    memoryLimit: MemorySize = "64Gi"
+    # kernel evicts what was just warmed. Unset: each DaemonSet's limit is computed from the sizes of the
+    # checkpoints its pods read (catalog/checkpoints.yaml); set, it applies to every DaemonSet and is
+    # checked against them. Requests stay small so the DaemonSet never blocks scheduling.
+    memoryLimit: Optional[MemorySize] = None
     cpuLimit: CpuQuantity = "2"
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
 
@@ -76,7 +80,7 @@ class ModelCacheConfig(Block):
     file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
 
     storageClassName: StorageClassName
-    size: Optional[StorageSize] = None  # unset: the upstream claim's size
+    size: Optional[StorageSize] = None  # unset: the upstream claim's, raised to hold the checkpoints downloaded
     checkpoints: Checkpoints = Checkpoints()
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()
@@ -118,7 +122,7 @@ class DynamoConfig(Block):
     platform: PlatformConfig = PlatformConfig()
     runtime: RuntimeImage = RuntimeImage()
     imagePullSecret: Optional[DnsLabel] = None
-    registry: str = pydantic.Field(default="nvcr.io", pattern=r"^[a-z0-9.-]+(:[0-9]+)?$")
+    registry: Annotated[str, matching(r"[a-z0-9.-]+(:[0-9]+)?", "a registry host such as nvcr.io")] = "nvcr.io"
     readiness: Readiness = Readiness()
     # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
     # on full pools (serving_stack.plan.serving.swap_refusal); `surge`: the pools have room for both.
@@ -132,7 +136,7 @@ class DynamoConfig(Block):
 class TargetConfig(Block):
     """A catalog target to serve, with the settings a stack may change about it."""
 
-    id: str
+    id: AsciiText
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None

@@ -10,7 +10,9 @@ from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 import pydantic
+import pydantic_core
 
+from policy.nemotron_policies.credentials import credential_name, literal, shapes
 from serving_stack.errors import key_path
 
 SEMVER = (
@@ -28,20 +30,50 @@ MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS a
 # Application Auto Scaling). A larger value fails only at `up`, so the config refuses it.
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-PINNED_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:" + SEMVER[1:-1] + r"|@sha256:[a-f0-9]{64})$"
+# The semver tag may stand beside the digest (`repo:1.2.3@sha256:...`): the runtime pulls by the digest.
+PINNED_IMAGE = (
+    r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:"
+    + SEMVER[1:-1]
+    + r"|(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[a-f0-9]{64})$"
+)
+
+
+def non_ascii(value: str) -> str | None:
+    """Where a value leaves ASCII, in words: the first such character's position, itself and its name (a
+    fullwidth digit, a Cyrillic look-alike, a typographic hyphen), or None."""
+    for position, character in enumerate(value, start=1):
+        if not character.isascii():
+            name = unicodedata.name(character, "unnamed")
+            return f"character {position} is {character!r} (U+{ord(character):04X} {name}), not ASCII"
+    return None
+
+
+def _ascii(value: str) -> str:
+    problem = non_ascii(value)
+    if problem:
+        raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
+    return value
 
 
 def matching(pattern: str, what: str) -> pydantic.AfterValidator:
     """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression. The whole value must match (`re.fullmatch`)."""
+    regular expression. The whole value must match (`re.fullmatch`), in ASCII: every pattern here is an
+    identifier an API reads as ASCII, and `\\d` or `\\w` would otherwise take fullwidth digits and Cyrillic."""
 
     def check(value: str) -> str:
+        _ascii(value)
         # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
-        if not re.fullmatch(pattern, value):
+        if not re.fullmatch(pattern, value, flags=re.ASCII):
             raise ValueError(f"must be {what}")
         return value
 
     return pydantic.AfterValidator(check)
+
+
+# Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
+AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
+# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
+HttpUrl = Annotated[str, pydantic.AfterValidator(_ascii), matching(r"https?://[^\s]+", "an http:// or https:// URL")]
 
 
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
@@ -108,7 +140,7 @@ HfRepo = Annotated[
     str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 ]
 PinnedImage = Annotated[
-    str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest (no 'latest')")
+    str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest, or both (no bare 'latest')")
 ]
 Registry = Annotated[
     str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
@@ -118,6 +150,7 @@ StorageClassName = Annotated[
 ]
 
 
+CREDENTIAL_ERROR = "credential"  # a validation error whose input an error line must not repeat (errors.py)
 MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
 
 
@@ -130,17 +163,49 @@ def _finite(value: Any, parts: tuple[Any, ...]) -> None:
             _finite(item, (*parts, index))
     elif isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
-    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        # An integer past uint64 reaches the program as a float already (the CLI's YAML reads 10^30 as 1e30).
         raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
 
 
-def _finite_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Free-form values (Helm values, SLO overrides) hold only numbers that JSON and Pulumi carry exactly."""
+def _secret_key_name(key: str, value: str) -> bool:
+    """`passwordKey: password`, `userKey: admin-user`: the name of a key inside a Secret, not a credential (a
+    credential spelled as a plain lower-case word still meets the policy pack at render)."""
+    return key.endswith("Key") and bool(re.fullmatch(r"[a-z][a-z.-]{0,62}", value))
+
+
+def _no_credentials(value: Any, parts: tuple[Any, ...]) -> None:
+    """No credential in free-form values, found as the policy pack finds one (its `credentials` module: a
+    credential-named key with a literal value, or a value shaped like a token, key or webhook URL)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and credential_name(key) and literal(item) and not _secret_key_name(key, item):
+                raise pydantic_core.PydanticCustomError(
+                    CREDENTIAL_ERROR,
+                    f"{key_path((*parts, key))} holds a credential in plain config: put it in a Kubernetes Secret "
+                    "and refer to it (existingSecret, secretKeyRef), or set it with pulumi config set --secret",
+                )
+            _no_credentials(item, (*parts, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _no_credentials(item, (*parts, index))
+    elif isinstance(value, str):
+        for kind in shapes(value):
+            raise pydantic_core.PydanticCustomError(
+                CREDENTIAL_ERROR, f"{key_path(parts)} holds {kind}: a secret does not belong in plain config"
+            )
+
+
+def _free_form_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Free-form values (Helm values, SLO overrides, engine options) hold only numbers that JSON and Pulumi
+    carry exactly, and no credential (the stack file is committed in plain text)."""
     _finite(values, ())
+    _no_credentials(values, ())
     return values
 
 
-FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_finite_values)]
+FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_free_form_values)]
+FreeFormStrings = Annotated[dict[str, str], pydantic.AfterValidator(_free_form_values)]  # engine options
 
 
 class Block(pydantic.BaseModel):

@@ -28,6 +28,7 @@ from serving_stack.facts.catalog import (
     load_checkpoint_sizes,
     load_platform,
 )
+from serving_stack.facts.dates import EksVersionsFile, load_eks_versions
 from serving_stack.facts.gateway import GatewayPins, load_gateway_pins
 from serving_stack.facts.monitoring import (
     DashboardSpec,
@@ -37,6 +38,7 @@ from serving_stack.facts.monitoring import (
     load_metrics,
     load_monitoring,
 )
+from serving_stack.facts.placeholders import PlaceholderFacts, load_placeholder_facts
 from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 from serving_stack.facts.strict_files import DATA_DIR
@@ -58,6 +60,8 @@ class Facts:
     node_ready: NodeReadyFile
     checkpoints: CheckpointSizes
     gateway: GatewayPins
+    eks_versions: EksVersionsFile
+    placeholders: PlaceholderFacts
 
 
 def load_facts(root: Path = DATA_DIR) -> Facts:
@@ -76,4 +80,6 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         node_ready=load_node_ready_file(root),
         checkpoints=load_checkpoint_sizes(root),
         gateway=load_gateway_pins(root / "gateway.yaml"),
+        eks_versions=load_eks_versions(root),
+        placeholders=load_placeholder_facts(root),
     )

@@ -33,6 +33,7 @@ Loads `catalog/autoscaling.yaml`: the KEDA and cluster-autoscaler pins and the P
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from collections.abc import Collection
@@ -254,7 +255,11 @@ class RuleLayout(Data):
 
 
 class ExplicitLayout(Data):
+    """`contested`: set when no primary source (AWS's EC2 documentation) backs the layout; says what
+    contradicts it. The render warns for every pool of the type."""
+
     interfaces: list[NetworkInterface] = pydantic.Field(min_length=1)
+    contested: Optional[str] = pydantic.Field(default=None, min_length=1)
 
 
 class InstanceType(Data):
@@ -302,6 +307,10 @@ class InstanceType(Data):
         if (self.zoneType == "local-zone") != bool(self.localZoneGroups):
             raise ValueError("localZoneGroups are listed exactly when zoneType is local-zone")
         return self
+
+    @property
+    def contested_layout(self) -> Optional[str]:
+        return self.efaLayout.contested if isinstance(self.efaLayout, ExplicitLayout) else None
 
     @property
     def local_zones_only(self) -> bool:
@@ -452,6 +461,7 @@ class SourcedPrice(Data):
     usdPerHour: float = pydantic.Field(gt=0)
     region: str
     asOf: str
+    reviewBy: datetime.date = pydantic.Field(description="the day the price is stale: re-read the source")
     source: str = pydantic.Field(min_length=20)
 
 

@@ -34,7 +34,7 @@ import copy
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
@@ -501,6 +501,7 @@ __all__ = [
     "Criteria",
     "Performance",
     "Recipe",
+    "RetiredTarget",
     "TargetEntry",
     "load_catalog",
     "load_platform",
@@ -545,6 +546,24 @@ class Benchmark(Data):
     source: str
 
 
+class Retirement(Data):
+    """When upstream dropped a target: the absorbed revision that removed or renamed it, the revision its
+    kept manifest comes from, and the id that replaced it (a rename's new id; none for a removal)."""
+
+    commit: str = pydantic.Field(pattern=r"^[0-9a-f]{7,40}$")
+    date: str = pydantic.Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    lastCommit: str = pydantic.Field(pattern=r"^[0-9a-f]{7,40}$")
+    successor: Optional[str] = None
+    closest: Optional[str] = None  # a removal's most alike target of the revision that removed it
+
+
+class RetiredEntry(TargetEntry):
+    """A target upstream no longer has, kept selectable from its last revision's manifest
+    (`retired/<lastCommit>/...`) so that absorbing a revision never breaks a stack that selects it."""
+
+    retired: Retirement
+
+
 class CatalogFile(Data):
     schemaVersion: Literal[2]
     upstream: Upstream
@@ -552,24 +571,67 @@ class CatalogFile(Data):
     benchmark: Benchmark
     criteria: Criteria
     targets: list[TargetEntry] = pydantic.Field(min_length=1)
+    retired: list[RetiredEntry] = pydantic.Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RetiredTarget:
+    recipe: Recipe
+    retirement: Retirement
+
+    @property
+    def replacement(self) -> Optional[str]:
+        return self.retirement.successor or self.retirement.closest
+
+    def warning(self, where: str) -> str:
+        """One line for summary.md, stderr and the PR diff: what is retired and what to select instead."""
+        r = self.retirement
+        change = f"renamed it to {r.successor}" if r.successor else "removed it"
+        instead = (
+            f"select its successor {r.successor}"
+            if r.successor
+            else f"upstream names no successor; the closest target is {r.closest}"
+            if r.closest
+            else "upstream names no successor"
+        )
+        return (
+            f"{where}: {self.recipe.id} is retired: upstream {change} at {r.commit} ({r.date}); it renders "
+            f"from its last revision {r.lastCommit} (catalog/{self.recipe.entry.manifest}); {instead}"
+        )
 
 
 class Catalog:
-    def __init__(self, data: CatalogFile, recipes: dict[str, Recipe], model_cache: ModelCacheFacts):
+    """`recipes` are the targets of the absorbed revision; `retired` the ones earlier revisions had, still
+    selectable by a stack (each with a warning naming what replaced it)."""
+
+    def __init__(
+        self,
+        data: CatalogFile,
+        recipes: dict[str, Recipe],
+        model_cache: ModelCacheFacts,
+        retired: Mapping[str, RetiredTarget] | None = None,
+    ):
         self.data = data
         self.recipes = recipes
         self.model_cache = model_cache
+        self.retired: Mapping[str, RetiredTarget] = retired or {}
 
     @property
     def criteria(self) -> Criteria:
         return self.data.criteria
 
+    @property
+    def selectable(self) -> list[str]:
+        """Every id a stack may select: the current targets, then the retired ones."""
+        return [*self.recipes, *self.retired]
+
     def recipe(self, target_id: str) -> Recipe:
-        return self.recipes[target_id]
+        retired = self.retired.get(target_id)
+        return retired.recipe if retired else self.recipes[target_id]
 
 
-def _recipe_from(entry: TargetEntry, index: int, root: Path) -> Recipe:
-    key = f"catalog/{TARGETS_FILE}: targets[{index}]"
+def _recipe_from(entry: TargetEntry, index: int, root: Path, section: str = "targets") -> Recipe:
+    key = f"catalog/{TARGETS_FILE}: {section}[{index}]"
     path = data_file(root, entry.manifest, f"{key}.manifest")
     name = data_label(path, root.resolve())
     documents = read_documents(path, f"{key}.manifest", root.resolve())
@@ -629,11 +691,25 @@ def _load_catalog(root: Path) -> Catalog:
         if entry.id in recipes:
             raise ConfigError(f"catalog/{TARGETS_FILE}: targets[{index}].id", f"duplicate target id {entry.id!r}")
         recipes[entry.id] = _recipe_from(entry, index, root)
-    names = [r.name for r in recipes.values()]
+    retired: dict[str, RetiredTarget] = {}
+    for index, old in enumerate(data.retired):
+        key = f"catalog/{TARGETS_FILE}: retired[{index}]"
+        if old.id in recipes or old.id in retired:
+            raise ConfigError(f"{key}.id", f"{old.id!r} is also a current or another retired target")
+        retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
+    for index, old in enumerate(data.retired):
+        for field in ("successor", "closest"):
+            named = getattr(old.retired, field)
+            if named is not None and named not in recipes and named not in retired:
+                raise ConfigError(
+                    f"catalog/{TARGETS_FILE}: retired[{index}].retired.{field}", f"{named!r} is not in the catalog"
+                )
+    names = [r.name for r in recipes.values()]  # a retired target may share one: a stack selects one of them
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"catalog/{TARGETS_FILE}: targets", f"two manifests share the DGD name(s) {duplicates}")
-    return Catalog(data, recipes, load_model_cache(root, data.modelCache.claim, data.modelCache.downloadJobs))
+    model_cache = load_model_cache(root, data.modelCache.claim, data.modelCache.downloadJobs)
+    return Catalog(data, recipes, model_cache, retired)
 
 
 class Chart(Data):

@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Optional, Protocol
+from typing import Annotated, Any, Literal, Optional, Protocol
 
 import pydantic
 
@@ -115,11 +115,63 @@ class Timeouts(Data):
 
 
 class Container(Data):
-    repository: str
-    tag: str
-    lmiVersion: str = pydantic.Field(pattern=VERSION.pattern)
+    """An image the Hugging Face path may run and the vLLM it bundles. `tag` None: named by its data file but
+    not read, so the image is a placeholder that the offline render may show and `pulumi up` refuses."""
+
+    name: str = pydantic.Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    release: str = pydantic.Field(min_length=1)
+    repository: str = pydantic.Field(min_length=1)
+    tag: Optional[str] = pydantic.Field(pattern=r"^[A-Za-z0-9._-]+$")
     vllmVersion: str = pydantic.Field(pattern=VERSION.pattern)
+    argumentForm: str
     source: str = pydantic.Field(min_length=1)
+
+
+class TensorParallel(Data):
+    variable: str = pydantic.Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    value: Literal["max", "gpus"] = pydantic.Field(description="max: the container's own word; gpus: the count")
+
+
+class ArgumentForm(Data):
+    """How a container reads vLLM engine arguments: environment variables `<prefix><FLAG>`."""
+
+    prefix: str = pydantic.Field(pattern=r"^[A-Z][A-Z0-9_]*_$")
+    flagValue: str
+    renames: dict[str, str] = pydantic.Field(default_factory=dict)
+    modelVariable: str = pydantic.Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    tensorParallel: TensorParallel
+    environment: dict[str, str] = pydantic.Field(default_factory=dict)
+    source: str = pydantic.Field(min_length=1)
+
+    def variable(self, flag: str) -> str:
+        name = flag.removeprefix("--")
+        return self.renames.get(name, self.prefix + name.upper().replace("-", "_"))
+
+    def environment_of(self, arguments: Mapping[str, Optional[str]]) -> dict[str, str]:
+        return {self.variable(flag): self.flagValue if value is None else value for flag, value in arguments.items()}
+
+
+class Unverified(Data):
+    architectures: tuple[GpuArchitecture, ...] = pydantic.Field(min_length=1)
+    what: str = pydantic.Field(min_length=1)
+
+
+EngineFlag = Annotated[str, pydantic.StringConstraints(pattern=r"^--[a-z0-9][a-z0-9-]*$")]
+
+
+class EngineArguments(Data):
+    """The vLLM arguments a checkpoint needs, as vLLM spells them; a bare flag has the value None."""
+
+    source: str = pydantic.Field(min_length=1)
+    common: dict[EngineFlag, Optional[str]]
+    byArchitecture: dict[GpuArchitecture, dict[EngineFlag, Optional[str]]] = pydantic.Field(default_factory=dict)
+    unverified: tuple[Unverified, ...] = ()
+
+    def for_architecture(self, architecture: GpuArchitecture) -> dict[str, Optional[str]]:
+        return {**self.common, **self.byArchitecture.get(architecture, {})}
+
+    def unverified_on(self, architecture: GpuArchitecture) -> tuple[str, ...]:
+        return tuple(item.what for item in self.unverified if architecture in item.architectures)
 
 
 class Registries(Data):
@@ -131,8 +183,11 @@ class Fit(Data):
     gpuMemoryUtilization: Estimate
     perGpuOverheadGb: Estimate
     minimumCacheGb: Estimate
-    nativeFp4Architectures: tuple[GpuArchitecture, ...]
-    nativeFp4Source: str = pydantic.Field(min_length=1)
+
+
+class RunsAs(Data):
+    path: str = pydantic.Field(pattern=r"^[a-z0-9-]+$")
+    basis: str = pydantic.Field(min_length=1)
 
 
 class HuggingFaceRepo(Data):
@@ -140,27 +195,57 @@ class HuggingFaceRepo(Data):
     weightsGb: float = pydantic.Field(gt=0)
     weightsBasis: str = pydantic.Field(min_length=1)
     minimumVllm: str = pydantic.Field(pattern=VERSION.pattern)
-    vllmBasis: str = pydantic.Field(min_length=1)
-    options: dict[str, str] = pydantic.Field(default_factory=dict)
+    vllmSource: str = pydantic.Field(min_length=1)
+    runsAs: RunsAs
+    engineArguments: EngineArguments
+
+
+class EnvironmentLimits(Data):
+    """What SageMaker's CreateModel accepts as a container's environment."""
+
+    maxEntries: int = pydantic.Field(ge=1)
+    maxKeyLength: int = pydantic.Field(ge=1)
+    maxValueLength: int = pydantic.Field(ge=1)
+    source: str
 
 
 class LmiFile(Data):
-    container: Container
+    containers: tuple[Container, ...] = pydantic.Field(min_length=1)
+    argumentForms: dict[str, ArgumentForm]
     inferenceAmiVersion: str
     registries: Registries
-    environment: dict[str, str]
+    environmentLimits: EnvironmentLimits
     timeouts: Timeouts
     volumeSizeGb: int = pydantic.Field(ge=1, le=512)
     fit: Fit
     repositories: dict[str, HuggingFaceRepo]
 
-    def image(self, region: str) -> Optional[str]:
-        """The pinned image in `region`'s Deep Learning Containers registry, or None where none is listed."""
+    @pydantic.model_validator(mode="after")
+    def _forms_exist(self) -> LmiFile:
+        for container in self.containers:
+            if container.argumentForm not in self.argumentForms:
+                raise ValueError(f"container {container.name}: argumentForm {container.argumentForm!r} is not listed")
+        return self
+
+    def registry(self, region: str) -> Optional[str]:
+        """The Deep Learning Containers registry of `region`, or None where none is listed."""
         account = self.registries.accounts.get(region)
         if account is None:
             return None
         suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
-        return f"{account}.dkr.ecr.{region}{suffix}/{self.container.repository}:{self.container.tag}"
+        return f"{account}.dkr.ecr.{region}{suffix}"
+
+    def image(self, container: Container, region: str) -> Optional[str]:
+        """`container`'s image in `region`, or None without a registry there or a tag read."""
+        registry = self.registry(region)
+        return f"{registry}/{container.repository}:{container.tag}" if registry and container.tag else None
+
+    def first_meeting(self, minimum: str) -> Optional[Container]:
+        """The first container (in preference order) whose bundled vLLM is at least `minimum`."""
+        return next((c for c in self.containers if version_tuple(c.vllmVersion) >= version_tuple(minimum)), None)
+
+    def newest(self) -> Container:
+        return max(self.containers, key=lambda c: version_tuple(c.vllmVersion))
 
 
 @functools.lru_cache(maxsize=4)

@@ -8,20 +8,24 @@ interpreter on a deep enough file), more than MAX_NODES values once aliases are 
 lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
 `1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
 
-Stack files (`stack_file=True`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
-config values: dates stay strings, and a scalar key that is not a string or a number that is not finite is
-left for the config reader to name by its config key path.
+Stack files (`plain_scalars=`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
+config values: every plain scalar is resolved by the caller's rules (the CLI's go-yaml v3, `tools/cli_yaml.py`:
+data files are the project's own and read as YAML 1.1), and a scalar key that is not a string or a number
+that is not finite is left for the config reader to name by its config key path.
 
 Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Optional, TypeVar
 
 import pydantic
 import yaml
@@ -68,17 +72,26 @@ class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constr
         return dict(super().construct_mapping(node, deep=deep))
 
 
-class _StackFileLoader(_StrictLoader):
-    """As the Pulumi CLI reads a stack file: no timestamp resolver (dates stay strings), and scalar keys that
-    are not strings kept for the config reader, which names them by their config key path."""
-
-    string_keys = False
+PLAIN_TAG = "tag:nemotron,2026:plain"  # a stack file's unquoted scalars, resolved by the caller's rules
+PlainScalars = Callable[[str], Any]
 
 
-_StackFileLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
+@functools.cache
+def _stack_file_loader(plain_scalars: PlainScalars) -> type[_StrictLoader]:
+    """As the Pulumi CLI reads a stack file: every plain scalar resolved by `plain_scalars` (no YAML 1.1
+    resolvers: `yes` or a date is what the CLI makes of it), and scalar keys that are not strings kept for the
+    config reader, which names them by their config key path."""
+
+    class _StackFileLoader(_StrictLoader):
+        string_keys = False
+
+    loader = _StackFileLoader
+    loader.yaml_implicit_resolvers = {
+        "<": [(MERGE_TAG, re.compile(r"^(?:<<)$"))],
+        None: [(PLAIN_TAG, re.compile(""))],  # PyYAML tries the first-character resolvers, then these
+    }
+    loader.add_constructor(PLAIN_TAG, lambda _loader, node: plain_scalars(node.value))
+    return loader
 
 
 def _refuse(key: str, name: str, problem: str) -> NoReturn:
@@ -145,11 +158,14 @@ def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> 
     walk(document, ())
 
 
-def parse_yaml(text: str, key: str, name: str, *, stack_file: bool = False) -> list[Any]:
-    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`."""
+def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainScalars] = None) -> list[Any]:
+    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`. With
+    `plain_scalars`, a stack file (module docstring)."""
     try:
         _check_depth(text, key, name)
-        documents = list(yaml.load_all(text, Loader=_StackFileLoader if stack_file else _StrictLoader))
+        documents = list(
+            yaml.load_all(text, Loader=_StrictLoader if plain_scalars is None else _stack_file_loader(plain_scalars))
+        )
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -158,15 +174,17 @@ def parse_yaml(text: str, key: str, name: str, *, stack_file: bool = False) -> l
     except (ValueError, OverflowError, RecursionError) as error:  # a scalar PyYAML cannot construct (2024-13-45)
         _refuse(key, name, f"is not valid YAML: {bounded(str(error), quote=False)}")
     for document in documents:
-        check_values(document, key, name, finite=not stack_file)
+        check_values(document, key, name, finite=plain_scalars is None)
     return documents
 
 
-def load_yaml_documents(path: Path, key: str, name: str | None = None, *, stack_file: bool = False) -> list[Any]:
+def load_yaml_documents(
+    path: Path, key: str, name: str | None = None, *, plain_scalars: Optional[PlainScalars] = None
+) -> list[Any]:
     """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
     line; `name` (the file as messages name it, default `key`) follows when it differs."""
     name = name or key
-    return parse_yaml(read_text(path, key, name), key, name, stack_file=stack_file)
+    return parse_yaml(read_text(path, key, name), key, name, plain_scalars=plain_scalars)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -5,6 +5,10 @@ Checkpoints keep upstream's env names and stay in the Job that fetches them upst
 adds that no upstream Job fetches goes into the first Job under a name derived from the base
 (`<base>-Foo` -> `FOO_MODEL`). A Job left with no checkpoint is not run.
 
+With `modelCache.checkpoints` unset, the Jobs follow the selected targets: every upstream Job that fetches
+a checkpoint some selected target loads runs as upstream wrote it, and a Job for checkpoints no selected
+target loads (a revision's new BF16 set, say) is not run; a stack selecting no target runs them all.
+
 The model cache's RWX storage the stack creates (EFS or FSx for Lustre), resolved and checked.
 
 Which prewarm DaemonSets a stack needs, and how workers wait for their node to be warm.
@@ -15,19 +19,23 @@ the same nodes, tolerates every taint those workers tolerate, and warms every ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import re
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 from serving_stack.config.aws import AwsConfig
-from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig
+from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig, TargetConfig
 from serving_stack.config.stack import StackConfig
+from serving_stack.config.types import quantity_value
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
-from serving_stack.facts.aws import CsiAddon
-from serving_stack.facts.catalog import DownloadJob, ModelCacheFacts
+from serving_stack.facts.aws import AwsRegions, CsiAddon
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, DownloadJob, ModelCacheFacts
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     MODEL_CACHE_CLAIM,
@@ -97,15 +105,24 @@ def _wanted(cache: ModelCacheConfig, facts: ModelCacheFacts) -> Optional[list[st
     return list(dict.fromkeys([base, *drafts]))
 
 
+def loaded_checkpoints(targets: Iterable[TargetConfig], catalog: Catalog) -> set[str]:
+    """The repos the selected targets load (ids the catalog does not hold are left to the target checks)."""
+    known = set(catalog.selectable)
+    return {repo for t in targets if t.id in known for repo in catalog.recipe(t.id).checkpoints}
+
+
 def select_model_cache(
     cache: ModelCacheConfig,
     facts: ModelCacheFacts,
+    loaded: Collection[str] = (),
 ) -> tuple[ModelCacheSelection, list[ConfigError]]:
-    """What each download Job fetches, and every checkpoint change the upstream script cannot take."""
+    """What each download Job fetches, and every checkpoint change the upstream script cannot take;
+    `loaded` are the repos the selected targets load (`loaded_checkpoints`)."""
     size = cache.size if cache.size is not None else facts.size
     wanted = _wanted(cache, facts)
     if wanted is None:
-        jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in facts.jobs)
+        used = [job for job in facts.jobs if any(repo in loaded for repo in job.repos)]
+        jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in (used or facts.jobs))
         return ModelCacheSelection(size, jobs), []
     kept = [JobCheckpoints(job, tuple((n, r) for n, r in job.checkpoints if r in wanted)) for job in facts.jobs]
     fetched = {repo for job in kept for _, repo in job.checkpoints}
@@ -170,8 +187,10 @@ def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
     return zones.pop() if len(zones) == 1 else None
 
 
-def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[ConfigError]:
-    """`cache_size`: the model-cache claim's size (configured, else upstream's)."""
+def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions: AwsRegions) -> list[ConfigError]:
+    """`cache_size`: the model-cache claim's size (configured, else upstream's). EFS is refused for a stack
+    with a Local Zone pool: EFS has no mount target in a Local Zone and the mount helper's cross-zone
+    fallback needs describe permissions a node role lacks (AWS-FACTS.md, corrections 2026-12)."""
     storage = aws.modelCacheStorage
     if storage is None:
         return []
@@ -183,6 +202,21 @@ def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str) -> list[
                 "aws.modelCacheStorage",
                 "the stack creates model-cache storage only for the cluster it creates",
                 "aws.cluster.create",
+            )
+        )
+    local = [
+        (index, pool)
+        for index, pool in enumerate(aws.nodePools)
+        if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone)
+    ]
+    if storage.backend == "efs" and local:
+        index, pool = local[0]
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage.backend",
+                f"efs cannot be mounted by pool {pool.name!r} (aws.nodePools[{index}]) in Local Zone "
+                f"{pool.availabilityZone}: EFS has mount targets only in Availability Zones",
+                "fsx (its clients reach it across the VPC), or the Local Zone pool removed",
             )
         )
     unused = "efs" if storage.backend == "fsx" else "fsx"
@@ -260,12 +294,10 @@ PROGRAM_VOLUME = "prewarm-program"
 
 @dataclass(frozen=True)
 class PrewarmSettings:
-    """How the prewarm DaemonSets run. The memory limit must hold every checkpoint: page cache is charged
-    to the cgroup that reads it, so a smaller limit evicts what was just warmed."""
+    """How the prewarm DaemonSets run (the memory limit is per DaemonSet: `PrewarmPool.memory_limit`)."""
 
     image: str
     threads: int
-    memory_limit: str
     cpu_limit: str
     wait_timeout_seconds: int
     host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
@@ -276,7 +308,6 @@ class PrewarmSettings:
             host_state_dir=host_state_dir(namespace),
             image=config.image,
             threads=config.threads,
-            memory_limit=config.memoryLimit,
             cpu_limit=config.cpuLimit,
             wait_timeout_seconds=config.waitTimeoutSeconds,
         )
@@ -284,10 +315,14 @@ class PrewarmSettings:
 
 @dataclass(frozen=True)
 class PrewarmPool:
+    """One DaemonSet. `memory_limit` must hold every checkpoint it warms: page cache is charged to the cgroup
+    that reads it, so a smaller limit evicts what was just warmed."""
+
     name: str
     node_affinity: dict[str, Any]
     tolerations: list[dict[str, Any]]
     checkpoints: list[str]
+    memory_limit: str
 
 
 def _pool_name(node_affinity: dict[str, Any]) -> str:
@@ -301,8 +336,10 @@ def _pool_name(node_affinity: dict[str, Any]) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(values).lower()).strip("-")[:40]
 
 
-def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]]) -> list[PrewarmPool]:
-    """Group the workers of the rendered DGDs by node affinity."""
+def prewarm_pools(
+    dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]], memory_limit: Callable[[list[str]], str]
+) -> list[PrewarmPool]:
+    """Group the workers of the rendered DGDs by node affinity; `memory_limit` of the checkpoints one reads."""
     groups: dict[str, dict[str, Any]] = {}
     for dgd, checkpoints in dgds_with_checkpoints:
         for component in dgd["spec"]["components"]:
@@ -316,14 +353,14 @@ def prewarm_pools(dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]])
             group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
     pools = [
-        PrewarmPool(_pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"])
+        PrewarmPool(
+            _pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"], memory_limit(g["checkpoints"])
+        )
         for g in groups.values()
     ]
     names = [p.name for p in pools]
     return [
-        PrewarmPool(f"{p.name}-{index}", p.node_affinity, p.tolerations, p.checkpoints)
-        if names.count(p.name) > 1
-        else p
+        dataclasses.replace(p, name=f"{p.name}-{index}") if names.count(p.name) > 1 else p
         for index, p in enumerate(pools)
     ]
 
@@ -374,3 +411,25 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) 
             }
         ]
         pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]
+
+
+GIB = 2**30
+# Beside the page cache of the checkpoints it warms, a prewarm pod holds the Python interpreter and its
+# read threads' buffers (well under 1 GiB); the rest is margin for a checkpoint a little larger than listed.
+PREWARM_HEADROOM_GIB = 2
+
+
+def checkpoint_bytes(repositories: Iterable[str], sizes: CheckpointSizes) -> int:
+    return sum(sizes.size(repository).bytes for repository in dict.fromkeys(repositories))
+
+
+def prewarm_memory_limit(warmed: Iterable[str], sizes: CheckpointSizes) -> str:
+    """A prewarm pod's memory limit when the stack sets none: the checkpoints it reads, plus headroom."""
+    return f"{math.ceil(checkpoint_bytes(warmed, sizes) / GIB) + PREWARM_HEADROOM_GIB}Gi"
+
+
+def cache_size(upstream_size: str, downloaded: Iterable[str], sizes: CheckpointSizes) -> str:
+    """The model cache's size when the stack sets none: upstream's claim, raised to hold every checkpoint
+    the download Jobs fetch when upstream's is smaller."""
+    needed = checkpoint_bytes(downloaded, sizes)
+    return upstream_size if quantity_value(upstream_size) >= needed else f"{math.ceil(needed / GIB)}Gi"

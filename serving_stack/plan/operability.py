@@ -409,6 +409,8 @@ def canary_deployment(
     container = python_container("canary", "canary.py", args, resources, settings.image, NOBODY)
     container["ports"] = [{"name": "metrics", "containerPort": CANARY_PORT}]
     container["livenessProbe"] = {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 30}
+    # Ready once it serves its metrics: Prometheus scrapes it through the PodMonitor (checkov CKV_K8S_9).
+    container["readinessProbe"] = {"httpGet": {"path": "/metrics", "port": "metrics"}, "periodSeconds": 10}
     name = canary_name(endpoint.dgd_name)
     return {
         "apiVersion": "apps/v1",

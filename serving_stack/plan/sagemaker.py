@@ -1,6 +1,6 @@
 """What one SageMaker endpoint deploys, as plain values (the `SageMakerEndpoint` component's input).
 
-Does a Hugging Face checkpoint fit the instance, and on which precision path does it run?
+Does a Hugging Face checkpoint fit the instance, and on which precision path does the recipe run it?
 
 Tensor parallelism spreads the weights over every GPU of the instance (LMI `OPTION_TENSOR_PARALLEL_DEGREE:
 max`), so the budget is the instance's total GPU memory at vLLM's utilization, minus a per-GPU overhead,
@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Optional, Union
@@ -49,7 +49,7 @@ from typing import Any, Literal, NamedTuple, Optional, Union
 import boto3
 
 from serving_stack.config.sagemaker import (
-    LMI_OPTION,
+    CONTAINER_SETTING,
     Autoscaling,
     DataCapture,
     Deployment,
@@ -63,6 +63,8 @@ from serving_stack.facts import Facts
 from serving_stack.facts.sagemaker import (
     AdditionalModelData,
     ConfigKeys,
+    Container,
+    EnvironmentLimits,
     Fit,
     HuggingFaceRepo,
     InstanceType,
@@ -72,9 +74,9 @@ from serving_stack.facts.sagemaker import (
     SnapshotSpecSource,
     SpecSource,
     resolve_jumpstart_model,
-    version_tuple,
 )
 from serving_stack.facts.strict_files import PROJECT_DATA_DIR
+from serving_stack.plan.placeholders import Placeholder
 
 # Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
 # cleanup of retained configs (docs/sagemaker.md) and by `summary.md`.
@@ -96,11 +98,19 @@ class JumpStartSource:
 
 @dataclass(frozen=True)
 class HuggingFaceSource:
-    """`precision_path`: `bf16`, `nvfp4-native` (Blackwell) or `nvfp4-w4a16-fallback`."""
+    """`precision_path`: how the recipe runs the checkpoint (`catalog/sagemaker_lmi.yaml`, `runsAs`).
+    `container` / `vllm_version`: the listed container picked for the checkpoint's `minimum_vllm` (None with
+    an image of one's own); `engine_arguments`: the recipe's vLLM arguments it is given; `placeholders`: what
+    the image still lacks for a real `up`."""
 
     repo: str
     pinned_image: bool
     precision_path: str
+    container: Optional[str] = None
+    vllm_version: Optional[str] = None
+    minimum_vllm: Optional[str] = None
+    engine_arguments: Mapping[str, Optional[str]] = field(default_factory=lambda: MappingProxyType({}))
+    placeholders: tuple[Placeholder, ...] = ()
 
 
 ModelSource = Union[JumpStartSource, HuggingFaceSource]
@@ -182,10 +192,10 @@ class BlueGreen:
         return 2 if self.type == "CANARY" else 1
 
     @classmethod
-    def of(cls, config: Deployment) -> BlueGreen:
+    def of(cls, config: Deployment, shifting: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]) -> BlueGreen:
         alarms = config.rollbackAlarms
         return cls(
-            config.type,
+            shifting,
             config.canarySize,
             config.linearStepSize,
             config.waitIntervalSeconds,
@@ -195,6 +205,11 @@ class BlueGreen:
                 alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds, alarms.evaluationPeriods
             ),
         )
+
+
+def shifted_instances(instances: int, percent: int) -> int:
+    """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
+    return math.ceil(instances * percent / 100)
 
 
 @dataclass(frozen=True)
@@ -268,7 +283,6 @@ class FitResult:
     usable_gb: float
     needed_gb: float
     precision_path: str
-    note: Optional[str]
 
 
 def _needed_gb(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> float:
@@ -291,7 +305,8 @@ def check_fit(
     lmi: LmiFile,
     key: str,
 ) -> FitResult:
-    """The fit and precision path, or a `ConfigError` at `key` listing the instance types that fit."""
+    """The fit and the precision path the recipe runs, or a `ConfigError` at `key` listing the instance types
+    that fit."""
     instance, fit = instances[instance_type], lmi.fit
     usable, needed = _usable_gb(instance, fit), _needed_gb(repo, instance, fit)
     if needed > usable:
@@ -304,33 +319,30 @@ def check_fit(
             f"{fit.perGpuOverheadGb.value:g} GB per GPU + {fit.minimumCacheGb.value:g} GB of cache)",
             ", ".join(fitting) or "none of the catalog's instance types",
         )
-    if repo.precision != "nvfp4":
-        return FitResult(usable, needed, repo.precision, None)
-    if instance.gpuArchitecture in fit.nativeFp4Architectures:
-        return FitResult(usable, needed, "nvfp4-native", None)
-    note = (
-        f"{repo_name} is NVFP4, which runs natively only on {', '.join(fit.nativeFp4Architectures)} GPUs; on "
-        f"{instance_type} ({instance.gpu}, {instance.gpuArchitecture}) vLLM falls back to W4A16 (4-bit weights, "
-        "16-bit activations): it fits, but is slower than on Blackwell"
-    )
-    return FitResult(usable, needed, "nvfp4-w4a16-fallback", note)
+    return FitResult(usable, needed, repo.runsAs.path)
 
 
-def check_vllm(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> None:
-    """The pinned LMI's vLLM must be at least the version the checkpoint's architecture needs."""
-    container = lmi.container
-    if version_tuple(container.vllmVersion) < version_tuple(repo.minimumVllm):
+def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> Container:
+    """The first container (in the data's order of preference) whose bundled vLLM meets the checkpoint's
+    minimum, or a `ConfigError` at `key` naming both versions."""
+    container = lmi.first_meeting(repo.minimumVllm)
+    if container is None:
+        newest = lmi.newest()
         raise ConfigError(
             key,
-            f"the pinned LMI {container.lmiVersion} ({container.tag}) bundles vLLM "
-            f"{container.vllmVersion}, but {repo_name} needs vLLM >= {repo.minimumVllm} "
-            f"({repo.vllmBasis})",
-            "an LMI release with a newer vLLM in catalog/sagemaker_lmi.yaml, or huggingface.lmiImage",
+            f"{repo_name} needs vLLM >= {repo.minimumVllm} ({repo.vllmSource.split(',')[0]}); the newest "
+            f"container in catalog/sagemaker_lmi.yaml, {newest.release} ({newest.name}), bundles vLLM "
+            f"{newest.vllmVersion}",
+            "a container whose bundled vLLM meets the minimum, added to catalog/sagemaker_lmi.yaml",
         )
+    return container
 
 
 PROJECT_DIR = PROJECT_DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
+# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
+# reads as a version): it renders, and `pulumi up` refuses it.
+UNREAD_TAG = "{vllm}-tag-not-read"
 
 
 class VariantDefaults(NamedTuple):
@@ -409,20 +421,47 @@ def huggingface_model(
     region: str,
     facts: Facts,
 ) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
+    the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
     model = endpoint.huggingface
     assert model is not None  # checked by check_sagemaker
     lmi = facts.lmi
     repo = lmi.repositories[model.repo]
-    image = model.lmiImage if model.lmiImage is not None else lmi.image(region)
-    if image is None:
-        regions = ", ".join(lmi.registries.accounts)
-        raise ConfigError(
-            f"{path}.huggingface.lmiImage",
-            f"no pinned LMI image for {region!r} in catalog/sagemaker_lmi.yaml",
-            f"a region listed there ({regions}), or an image",
-        )
-    if model.lmiImage is None:  # an image of one's own brings its own vLLM
-        check_vllm(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    instance = facts.sagemaker_instances[endpoint.instanceType]
+    own_image = model.lmiImage is not None
+    chosen = None if own_image else pick_container(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    form = lmi.argumentForms[chosen.argumentForm if chosen else "lmi"]
+    placeholders: tuple[Placeholder, ...] = ()
+    if model.lmiImage is not None:
+        image = model.lmiImage
+    else:
+        assert chosen is not None
+        registry = lmi.registry(region)
+        if registry is None:
+            regions = ", ".join(lmi.registries.accounts)
+            raise ConfigError(
+                f"{path}.huggingface.lmiImage",
+                f"no Deep Learning Containers registry for {region!r} in catalog/sagemaker_lmi.yaml",
+                f"a region listed there ({regions}), or an image",
+            )
+        tag = chosen.tag or UNREAD_TAG.format(vllm=chosen.vllmVersion)
+        image = f"{registry}/{chosen.repository}:{tag}"
+        if chosen.tag is None:
+            placeholders = (
+                Placeholder(
+                    f"catalog/sagemaker_lmi.yaml containers[{lmi.containers.index(chosen)}].tag",
+                    tag,
+                    f"{chosen.release}'s image tag was not read ({chosen.source.split(' (')[0]})",
+                    "the tag that data file names",
+                ),
+            )
+    for option in model.options:
+        if not option.startswith(form.prefix):
+            raise ConfigError(
+                f"{path}.huggingface.options.{option}",
+                f"the container ({chosen.release if chosen else 'lmiImage'}) reads {form.prefix}* settings",
+                f"{form.prefix}<NAME>",
+            )
     fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
     image_region = image.split(".")[3]
     if image_region != region:
@@ -432,7 +471,16 @@ def huggingface_model(
             "SageMaker pulls only from ECR in the endpoint's region",
             f"an image in {region}",
         )
-    environment = {**lmi.environment, **repo.options, **model.options, "HF_MODEL_ID": model.repo}
+    arguments = repo.engineArguments.for_architecture(instance.gpuArchitecture)
+    parallel = form.tensorParallel
+    environment = {
+        **form.environment,
+        **form.environment_of(arguments),
+        parallel.variable: "max" if parallel.value == "max" else str(instance.gpus),
+        **model.options,
+        form.modelVariable: model.repo,
+    }
+    _check_environment(environment, model.sendHfToken, lmi.environmentLimits, f"{path}.huggingface.options")
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
@@ -441,17 +489,52 @@ def huggingface_model(
         enable_network_isolation=False,
         needs_hf_token=model.sendHfToken,
     )
-    # The AMI goes with the pinned image; an image of one's own brings its own requirements.
-    ami = lmi.inferenceAmiVersion if model.lmiImage is None else None
+    unverified = repo.engineArguments.unverified_on(instance.gpuArchitecture)
+    notes = tuple(
+        f"{endpoint.name}: the vLLM recipe of {model.repo} requires {what}; UNVERIFIED, not passed: check the "
+        "endpoint's health before shifting traffic to it"
+        for what in unverified
+    )
+    # The AMI goes with the listed containers; an image of one's own brings its own requirements.
     defaults = VariantDefaults(
         lmi.timeouts.modelDataDownload,
         lmi.timeouts.containerStartupHealthCheck,
         lmi.volumeSizeGb,
-        ami,
-        (fit.note,) if fit.note else (),
+        None if own_image else lmi.inferenceAmiVersion,
+        notes,
     )
-    source = HuggingFaceSource(model.repo, pinned_image=model.lmiImage is None, precision_path=fit.precision_path)
+    source = HuggingFaceSource(
+        model.repo,
+        pinned_image=not own_image,
+        precision_path=fit.precision_path,
+        container=chosen.name if chosen else None,
+        vllm_version=chosen.vllmVersion if chosen else None,
+        minimum_vllm=repo.minimumVllm,
+        engine_arguments=MappingProxyType(dict(arguments)),
+        placeholders=placeholders,
+    )
     return container, source, model.repo, defaults
+
+
+def _check_environment(environment: dict[str, str], hf_token: bool, limits: EnvironmentLimits, key: str) -> None:
+    """The container environment fits what CreateModel accepts (catalog/sagemaker_lmi.yaml environmentLimits)."""
+    entries = len(environment) + (1 if hf_token and "HF_TOKEN" not in environment else 0)
+    if entries > limits.maxEntries:
+        raise ConfigError(
+            key,
+            f"the model's container environment would hold {entries} entries (the LMI defaults, the repository's "
+            f"and these options, HF_MODEL_ID{', HF_TOKEN' if hf_token else ''}); SageMaker accepts "
+            f"{limits.maxEntries} ({limits.source})",
+            f"{entries - limits.maxEntries} fewer options",
+        )
+    for name, value in environment.items():
+        if len(name) > limits.maxKeyLength or len(str(value)) > limits.maxValueLength:
+            raise ConfigError(
+                f"{key}.{name}" if len(name) <= 64 else key,
+                f"{'name' if len(name) > limits.maxKeyLength else 'value'} longer than "
+                f"{limits.maxKeyLength if len(name) > limits.maxKeyLength else limits.maxValueLength} characters",
+                f"SageMaker's limit ({limits.source})",
+            )
 
 
 PROVIDER_INSERVICE_WAIT_SECONDS = 3600
@@ -547,12 +630,12 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
                 )
             )
         for option in model.options:
-            if not LMI_OPTION.fullmatch(option):
+            if not CONTAINER_SETTING.fullmatch(option):
                 errors.append(
                     ConfigError(
                         f"{path}.huggingface.options.{option}",
-                        "not an LMI container setting",
-                        "OPTION_* names (the token comes from the hfToken secret)",
+                        "not a container setting",
+                        "OPTION_* (LMI) or SM_VLLM_* (SageMaker vLLM) names (the token comes from the hfToken secret)",
                     )
                 )
     return errors
@@ -679,6 +762,39 @@ def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Opt
     return default
 
 
+def _traffic_shifting(
+    endpoint: SageMakerEndpointConfig, path: str
+) -> tuple[Literal["CANARY", "LINEAR", "ALL_AT_ONCE"], Optional[str]]:
+    """The traffic-shifting mode, valid for the variant's instance count: a canary or a linear step may move at
+    most half the instances (SageMaker TrafficRoutingConfig; sizes round up to whole instances). Unset means
+    CANARY where it fits, else ALL_AT_ONCE with the reason; a configured mode that does not fit is refused."""
+    deployment, count = endpoint.deployment, endpoint.initialInstanceCount
+    size_key, percent = (
+        ("linearStepSize", deployment.linearStepSize)
+        if deployment.type == "LINEAR"
+        else ("canarySize", deployment.canarySize)
+    )
+    moved = shifted_instances(count, percent)
+    fits = 2 * moved <= count
+    if deployment.type is None:
+        if fits:
+            return "CANARY", None
+        return "ALL_AT_ONCE", (
+            f"{endpoint.name}: blue/green ALL_AT_ONCE: a {percent}% canary of {count} instance(s) moves {moved}, more "
+            "than the half SageMaker allows; the rollback alarms still bake over the new fleet before the old one "
+            "is terminated (set initialInstanceCount >= 2 for a canary)"
+        )
+    if deployment.type == "ALL_AT_ONCE" or fits:
+        return deployment.type, None
+    most = max((p for p in range(1, 51) if 2 * shifted_instances(count, p) <= count), default=None)
+    raise ConfigError(
+        f"{path}.deployment.{size_key}",
+        f"{percent}% of {count} instance(s) moves {moved}, more than the half of the instance count SageMaker allows "
+        f"for a {deployment.type} step",
+        f"at most {most}%" if most else "type ALL_AT_ONCE, or initialInstanceCount >= 2",
+    )
+
+
 def _plan_one(
     endpoint: SageMakerEndpointConfig,
     path: str,
@@ -728,7 +844,16 @@ def _plan_one(
         instanceCount=endpoint.initialInstanceCount,
         costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
-    deployment = BlueGreen.of(endpoint.deployment)
+    key_region = endpoint.kmsKeyArn.split(":")[3] if endpoint.kmsKeyArn else region
+    if key_region != region:
+        raise ConfigError(
+            f"{path}.kmsKeyArn",
+            f"the key is in {key_region}, the endpoint in {region}: SageMaker uses only a KMS key of the endpoint's "
+            "region for its storage and data capture",
+            f"a key in {region}",
+        )
+    shifting, shifting_note = _traffic_shifting(endpoint, path)
+    deployment = BlueGreen.of(endpoint.deployment, shifting)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)
     waits = wait_budget(variant, deployment, int(facts.sagemaker_provisioning.value), has_model_data)
     wait_errors = check_waits(waits, deployment, path)
@@ -746,7 +871,7 @@ def _plan_one(
         kms_key_arn=endpoint.kmsKeyArn,
         endpoint=contract,
         waits=waits,
-        notes=defaults.notes,
+        notes=defaults.notes + ((shifting_note,) if shifting_note else ()),
     )
 
 

@@ -65,7 +65,7 @@ from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
-from serving_stack.facts.catalog import Catalog, Criteria, PlatformFile, Recipe
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, Criteria, PlatformFile, Recipe
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
@@ -81,6 +81,7 @@ from serving_stack.plan.model_cache import (
     env_tuple_pattern,
     gate_workers,
     host_state_dir,
+    prewarm_memory_limit,
     prewarm_pools,
 )
 from serving_stack.plan.pools import ResolvedPool
@@ -264,7 +265,7 @@ def select_targets(
     errors: list[ConfigError] = []
     seen: set[str] = set()
     for index, target in enumerate(config.targets):
-        if target.id not in catalog.recipes:
+        if target.id not in catalog.recipes and target.id not in catalog.retired:
             errors.append(
                 ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes))
             )
@@ -273,11 +274,27 @@ def select_targets(
             errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))
         seen.add(target.id)
         recipe = catalog.recipe(target.id)
+        twin = next((s for s in selected if s.recipe.name == recipe.name and s.id != target.id), None)
+        if twin is not None:  # a retired target and the current one that kept its DGD name
+            errors.append(
+                ConfigError(
+                    f"targets[{index}].id",
+                    f"{target.id!r} deploys the DynamoGraphDeployment {recipe.name!r}, as targets[{twin.index}] "
+                    f"({twin.id!r}) does",
+                    "one of them",
+                )
+            )
         replicas = effective_replicas(recipe, target)
         one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas))
         errors += _check(one, cached)
         selected.append(one)
     return selected, errors
+
+
+def retired_warnings(selected: list[SelectedTarget], catalog: Catalog) -> list[str]:
+    """One line per selected target upstream has retired: it still renders and deploys from its last
+    revision's manifest; the line names what to select instead."""
+    return [catalog.retired[t.id].warning(f"targets[{t.index}].id") for t in selected if t.id in catalog.retired]
 
 
 def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> ConfigError | None:
@@ -296,7 +313,8 @@ def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catal
         return None
 
     def gpus(target_id: str) -> set[str]:
-        return set(catalog.recipe(target_id).gpu_products) if target_id in catalog.recipes else {"*"}
+        known = target_id in catalog.recipes or target_id in catalog.retired
+        return set(catalog.recipe(target_id).gpu_products) if known else {"*"}
 
     held = {p for i in removed for p in gpus(i)}
     waiting = [i for i in current_ids if i not in previous_ids and ("*" in held or "*" in gpus(i) or held & gpus(i))]
@@ -411,10 +429,16 @@ def plan_targets(
     return planned
 
 
-def plan_prewarm(config: StackConfig, planned: list[PlannedTarget]) -> list[PrewarmPool]:
-    if not config.modelCache.prewarm.enabled:
+def plan_prewarm(config: StackConfig, planned: list[PlannedTarget], sizes: CheckpointSizes) -> list[PrewarmPool]:
+    """The DaemonSets; each one's memory limit is the configured one, else computed from what it warms."""
+    prewarm = config.modelCache.prewarm
+    if not prewarm.enabled:
         return []
-    return prewarm_pools([(p.dgd, p.selected.recipe.checkpoints) for p in planned])
+    configured = prewarm.memoryLimit
+    return prewarm_pools(
+        [(p.dgd, p.selected.recipe.checkpoints) for p in planned],
+        lambda warmed: configured if configured is not None else prewarm_memory_limit(warmed, sizes),
+    )
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,12 @@ Every problem of the `aws` cluster and system node group blocks, each with its k
 cluster is sourced, its endpoint and VPC ranges, the Kubernetes version the Dynamo platform needs, and the
 stack's Region. The node pools' checks are `pool_checks`.
 
+The cluster's Kubernetes version against EKS's support calendar on a given day.
+
+The stack creates its cluster with `upgradePolicy.supportType: STANDARD`, which EKS accepts only while the
+version is in standard support (AWS-FACTS.md, corrections 2026-12): a version past that end is refused
+before any resource, and one that ends within `warnDays` is a warning in summary.md and on stderr.
+
 What must fit the checkpoints (sizes from catalog/checkpoints.yaml): the model-cache PVC holds every
 checkpoint the download Job fetches, and a prewarm pod's memory limit holds the checkpoints it warms (page
 cache is charged to the pod's cgroup: a smaller limit evicts what was just read).
@@ -32,12 +38,18 @@ components, so no value is derived twice and no component reads the config. The 
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import functools
 import ipaddress
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional, Union
+
+import botocore
+import botocore.session
 
 from serving_stack.config.aws import AwsConfig
 from serving_stack.config.secrets import missing_secrets
@@ -49,20 +61,29 @@ from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon
 from serving_stack.facts.catalog import BYTES_PER_GB, CheckpointSizes
+from serving_stack.facts.dates import EksVersionsFile
+from serving_stack.facts.dates import today as current_date
+from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.capacity import StackCapacity, plan_stack_capacity
 from serving_stack.plan.gateway import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.model_cache import (
+    GIB,
     ModelCacheSelection,
     PrewarmPool,
     PrewarmSettings,
     StoragePlan,
+    cache_size,
     check_storage,
+    checkpoint_bytes,
+    loaded_checkpoints,
     plan_storage,
     select_model_cache,
 )
 from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
+from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import OperabilityPlan, OperabilitySettings, operability_settings, plan_operability
+from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
 from serving_stack.plan.pools import (
     DraDriverPlan,
     LocalZoneSubnet,
@@ -78,7 +99,7 @@ from serving_stack.plan.pools import (
 )
 from serving_stack.plan.pools import bounded_list as bounded_names
 from serving_stack.plan.quantities import version_tuple
-from serving_stack.plan.sagemaker import PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
+from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
 from serving_stack.plan.serving import (
     PlannedTarget,
     SelectedTarget,
@@ -88,6 +109,7 @@ from serving_stack.plan.serving import (
     platform_chart,
     render_download_job,
     render_model_cache_pvc,
+    retired_warnings,
     select_targets,
     serving_settings,
 )
@@ -217,6 +239,9 @@ class StackPlan:
     operability: Optional[OperabilityPlan]
     capacity: StackCapacity
     gateway: Optional[StackGateway] = None
+    # For the person deploying: what renders but needs a decision (a pin ageing out, a retired target selected).
+    warnings: tuple[str, ...] = ()
+    placeholders: tuple[Placeholder, ...] = ()
 
     @property
     def endpoints(self) -> list[ServingEndpoint]:
@@ -253,15 +278,7 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
     if create and source != "eks":
         errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
     if create:
-        for index, cidr in enumerate(create.endpointPublicAccessCidrs):
-            if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
-                errors.append(
-                    ConfigError(
-                        f"aws.cluster.create.endpointPublicAccessCidrs[{index}]",
-                        f"{cidr} opens the API endpoint to the internet",
-                        "specific CIDRs, or [] for a private endpoint",
-                    )
-                )
+        errors += _check_public_access_cidrs(create.endpointPublicAccessCidrs)
         errors += _repeated("aws.cluster.create.availabilityZones", create.availabilityZones, "zone")
         errors += _repeated(
             "aws.cluster.create.accessEntries",
@@ -280,6 +297,7 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
                 )
             )
     system = aws.systemNodeGroup
+    errors += check_system_instance_types(system.instanceTypes, facts)
     if not system.minSize <= system.desiredSize <= system.maxSize:
         errors.append(
             ConfigError(
@@ -288,6 +306,43 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
             )
         )
     return errors + check_region(aws, facts.aws.regions)
+
+
+@functools.cache
+def ec2_instance_types() -> frozenset[str]:
+    """Every EC2 instance type the pinned botocore's EC2 API model names (its `InstanceType` enum)."""
+    return frozenset(botocore.session.get_session().get_service_model("ec2").shape_for("InstanceType").enum)
+
+
+def check_system_instance_types(instance_types: list[str], facts: Facts) -> list[ConfigError]:
+    """Each type exists (EC2's own list, from botocore) and one node group holds one architecture: EKS
+    launches a node group with one AMI, x86_64 or arm64."""
+    errors = []
+    known = ec2_instance_types()
+    graviton = load_name_limits().gravitonFamilies
+    arches: dict[str, int] = {}
+    for index, name in enumerate(instance_types):
+        if name not in known:
+            errors.append(
+                ConfigError(
+                    f"aws.systemNodeGroup.instanceTypes[{index}]",
+                    f"{bounded(name)} is not an EC2 instance type (botocore {botocore.__version__}'s EC2 model)",
+                )
+            )
+            continue
+        gpu = facts.aws.instance_types.get(name)
+        arch = gpu.arch if gpu is not None else ("arm64" if graviton.arm64(name) else "x86_64")
+        first = arches.setdefault(arch, index)
+        if len(arches) > 1 and first == index:
+            other = next(a for a in arches if a != arch)
+            errors.append(
+                ConfigError(
+                    f"aws.systemNodeGroup.instanceTypes[{index}]",
+                    f"{name} is {arch} but instanceTypes[{arches[other]}] is {other}: one node group runs one AMI",
+                    f"{other} types only",
+                )
+            )
+    return errors
 
 
 def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list[ConfigError]:
@@ -300,11 +355,96 @@ def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list
     return errors
 
 
-GIB = 2**30
+def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
+    """The public endpoint's allow-list: not the whole Internet, public ranges only, within EKS's count."""
+    limits = load_name_limits().eksPublicAccessCidrs
+    key = "aws.cluster.create.endpointPublicAccessCidrs"
+    errors = []
+    if len(cidrs) > limits.maxEntries:
+        errors.append(ConfigError(key, f"{len(cidrs)} ranges; EKS takes at most {limits.maxEntries} ({limits.source})"))
+    for index, cidr in enumerate(cidrs):
+        special = limits.non_public(cidr)
+        if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
+            errors.append(
+                ConfigError(
+                    f"{key}[{index}]",
+                    f"{cidr} opens the API endpoint to the internet",
+                    "specific CIDRs, or [] for a private endpoint",
+                )
+            )
+        elif special is not None:
+            errors.append(
+                ConfigError(
+                    f"{key}[{index}]",
+                    f"{cidr} is inside {special}, which no caller of a public endpoint comes from "
+                    f"({limits.nonPublicSource})",
+                    "public ranges; private networks reach the cluster through its private endpoint",
+                )
+            )
+    return errors
+
+
+VERSION_KEY = "aws.cluster.create.kubernetesVersion"
+EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
+
+
+def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
+    newest = calendar.newest_in_standard_support(today)
+    return newest or f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
+
+
+def check_cluster_version(
+    config: StackConfig, calendar: EksVersionsFile, today: datetime.date
+) -> tuple[list[ConfigError], list[str]]:
+    """Errors for a created cluster's version that EKS does not take with STANDARD today; warnings for one
+    that leaves standard support within `warnDays` (and for an existing cluster past it)."""
+    cluster = config.aws.cluster if config.aws else None
+    if cluster is None:
+        return [], []
+    create, existing = cluster.create, cluster.existing
+    if create is None:
+        version = existing.kubernetesVersion if existing else None
+        dates = calendar.versions.get(version) if version else None
+        if dates is None or today < dates.endOfStandardSupport:
+            return [], []
+        return [], [
+            f"{EXISTING_VERSION_KEY}: Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} "
+            f"(extended support, charged, ends {dates.endOfExtendedSupport}); upgrade to {_newest(calendar, today)}"
+        ]
+    version = create.kubernetesVersion
+    dates = calendar.versions.get(version)
+    if dates is None:
+        return [
+            ConfigError(
+                VERSION_KEY,
+                f"no EKS support dates for Kubernetes {version} in catalog/eks_versions.yaml",
+                ", ".join(calendar.versions),
+            )
+        ], []
+    if today < dates.released:
+        return [
+            ConfigError(VERSION_KEY, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")
+        ], []
+    if today >= dates.endOfStandardSupport:
+        return [
+            ConfigError(
+                VERSION_KEY,
+                f"Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} (today is {today}) "
+                "and the cluster's upgradePolicy is STANDARD, which EKS sets only in standard support",
+                _newest(calendar, today),
+            )
+        ], []
+    left = (dates.endOfStandardSupport - today).days
+    if left > calendar.warnDays:
+        return [], []
+    return [], [
+        f"{VERSION_KEY}: Kubernetes {version} leaves EKS standard support on {dates.endOfStandardSupport} ({left} days); "
+        f"after that the stack refuses it: upgrade to {_newest(calendar, today)}"
+    ]
 
 
 def _too_small(key: str, value: str, what: str, repositories: list[str], sizes: CheckpointSizes) -> list[ConfigError]:
-    needed = sum(sizes.size(repository).bytes for repository in repositories)
+    needed = checkpoint_bytes(repositories, sizes)
     if quantity_value(value) >= needed:
         return []
     estimated = sum(sizes.size(repository).estimate for repository in repositories)
@@ -323,16 +463,18 @@ def check_checkpoint_room(
     loaded_by_nodes: Mapping[str, Iterable[str]],
     sizes: CheckpointSizes,
 ) -> list[ConfigError]:
-    """The cache's size (configured, or upstream's) against every checkpoint downloaded; `prewarm.memoryLimit`
-    against the checkpoints the targets on one kind of node load (what one prewarm pod reads)."""
+    """The cache's size against every checkpoint downloaded; a configured `prewarm.memoryLimit` against the
+    checkpoints the targets on one kind of node load (what one prewarm pod reads). Defaults are computed
+    from the same sizes, so only a configured value can be too small."""
     errors = _too_small("modelCache.size", size, "the download Jobs fetch", list(dict.fromkeys(downloaded)), sizes)
-    if not cache.prewarm.enabled:
+    limit = cache.prewarm.memoryLimit
+    if not cache.prewarm.enabled or limit is None:
         return errors
     for nodes, loaded in sorted(loaded_by_nodes.items()):
         warmed = list(dict.fromkeys(loaded))
         errors += _too_small(
             "modelCache.prewarm.memoryLimit",
-            cache.prewarm.memoryLimit,
+            limit,
             f"a prewarm pod on {nodes} nodes reads",
             warmed,
             sizes,
@@ -356,8 +498,10 @@ def _resolve_and_check(
     """The model cache, targets, pools and placements, each resolved once (`modelCache.size` set from the
     cache when the stack gives none), and every problem the facts reveal collected and raised once, as one
     `ConfigError`."""
-    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache)
-    if config.modelCache.size is None:
+    loaded = loaded_checkpoints(config.targets, facts.catalog)
+    cache, errors = select_model_cache(config.modelCache, facts.catalog.model_cache, loaded)
+    if config.modelCache.size is None:  # upstream's claim, raised to hold what the download Jobs fetch
+        cache = dataclasses.replace(cache, size=cache_size(cache.size, cache.repos, facts.checkpoints))
         config = config.model_copy(update={"modelCache": config.modelCache.model_copy(update={"size": cache.size})})
     selected, target_errors = select_targets(config, facts.catalog, cache.repos)
     errors += target_errors
@@ -375,6 +519,7 @@ def _resolve_and_check(
     errors += missing_secrets(config, secrets)
     errors += check_sagemaker(config.sagemaker, facts)
     errors += check_gateway(config)
+    errors += check_names(config, facts)
     aws = config.aws
     pools: dict[str, ResolvedPool] = {}
     placements: dict[str, ResolvedPool] = {}
@@ -384,7 +529,9 @@ def _resolve_and_check(
         errors += place_targets(config, selected, {}, facts.aws)[1]
     else:
         aws_errors = (
-            check_cluster(config, aws, facts) + check_pools(aws, facts.aws) + check_storage(config, aws, cache.size)
+            check_cluster(config, aws, facts)
+            + check_pools(aws, facts.aws)
+            + check_storage(config, aws, cache.size, facts.aws.regions)
         )
         errors += aws_errors
         if not aws_errors:
@@ -473,11 +620,19 @@ def build_plan(
     *,
     default_region: Optional[str] = None,
     secrets: frozenset[str] = frozenset(),
+    today: Optional[datetime.date] = None,
+    allow_placeholders: bool = True,
 ) -> StackPlan:
     """The whole plan, or one `ConfigError` naming every bad key. `default_region` is the stack's
     `aws:region`, used for SageMaker endpoints when neither `aws.region` nor `sagemaker.region` is set;
-    `secrets` are the secret keys the stack sets (their values never reach the plan)."""
+    `secrets` are the secret keys the stack sets (their values never reach the plan). `today` (default:
+    `NEMOTRON_TODAY` or the clock) dates the EKS version; `allow_placeholders` is False for a real `up`,
+    which then refuses the first placeholder value (`placeholders`)."""
+    written = config.model_dump(mode="json", exclude_unset=True)
     config, resolved = _resolve_and_check(config, facts, secrets, default_region)
+    version_errors, dated_warnings = check_cluster_version(config, facts.eks_versions, today or current_date())
+    if version_errors:
+        raise ConfigError.combined(version_errors)
     cache_plan, selected, pools, placements = resolved.cache, resolved.selected, resolved.pools, resolved.placements
     region = config.aws.region if config.aws else default_region
     endpoints = plan_sagemaker_endpoints(config, facts, default_region=region)
@@ -504,7 +659,7 @@ def build_plan(
         download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm, config.kubernetes.namespace),
-        prewarm_pools=tuple(plan_prewarm(config, targets)),
+        prewarm_pools=tuple(plan_prewarm(config, targets, facts.checkpoints)),
         platform=DynamoPlatformPlan(
             platform.install, platform.namespace, platform.releaseName, chart_url, MappingProxyType(values)
         ),
@@ -525,7 +680,19 @@ def build_plan(
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )
+    placeholders = config_placeholders(written, facts.placeholders) + tuple(
+        p for e in endpoints if isinstance(e.source, HuggingFaceSource) for p in e.source.placeholders
+    )
+    refuse_unless_allowed(placeholders, allow_placeholders)
+    contested = [
+        f"aws.nodePools: pool {pool.name!r} ({pool.instance_type}) uses a CONTESTED EFA layout: "
+        f"{facts.aws.instance_types[pool.instance_type].contested_layout} (catalog/instance_types.yaml)"
+        for pool in pool_list
+        if pool.instance_type and pool.efa_layout and facts.aws.instance_types[pool.instance_type].contested_layout
+    ]
     return StackPlan(
+        warnings=(*dated_warnings, *contested, *retired_warnings(selected, facts.catalog)),
+        placeholders=placeholders,
         aws=account,
         cluster=cluster,
         pools=pool_list,

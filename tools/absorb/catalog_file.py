@@ -22,7 +22,11 @@ HEADER = """\
 #   publishes none (summary and outputs show n/a, and the criteria verdict stays unknown).
 # - modelCache: upstream's claim and download Jobs; their size, checkpoints and env names are what a
 #   stack gets unless it sets modelCache.size / modelCache.checkpoints.
+# - retired: targets an absorbed revision removed or renamed, still selectable from their last
+#   revision's manifest (retired/<lastCommit>/); a stack selecting one gets a warning naming the
+#   successor. Dropped only with `make absorb ... DROP_RETIRED=<id>` when no stack selects it.
 """
+RETIREMENT_FIELDS = ("commit", "date", "lastCommit", "successor", "closest")
 FIGURES = ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser")
 
 
@@ -68,7 +72,15 @@ def targets_yaml(data: dict[str, Any]) -> str:
         f"  maxTtftP50Ms: {_scalar(criteria['maxTtftP50Ms'])}",
         "targets:",
     ]
-    for target in data["targets"]:
+    lines += _entries(data["targets"])
+    if data.get("retired"):
+        lines += ["retired:", *_entries(data["retired"])]
+    return "\n".join(lines) + "\n"
+
+
+def _entries(targets: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for target in targets:
         lines += [
             f"  - id: {_scalar(target['id'])}",
             f"    manifest: {_scalar(target['manifest'])}",
@@ -76,4 +88,15 @@ def targets_yaml(data: dict[str, Any]) -> str:
             f"    routing: {_scalar(target['routing'])}",
             f"    performance: {performance_line(target['performance'])}",
         ]
-    return "\n".join(lines) + "\n"
+        if "retired" in target:
+            lines.append(f"    retired: {_retirement_line(target['retired'])}")
+    return lines
+
+
+def _retirement_line(retired: dict[str, Any]) -> str:
+    def value(key: str) -> str:
+        if retired.get(key) is None:
+            return "null"
+        return json.dumps(retired[key]) if key == "date" else _scalar(retired[key])
+
+    return "{" + ", ".join(f"{key}: {value(key)}" for key in RETIREMENT_FIELDS) + "}"

@@ -19,6 +19,7 @@ class Report:
     model_cache: list[str]
     criteria: list[str]
     stacks: list[str]
+    retired: list[str]  # selections of retired targets (after this revision)
     conformance: dict[str, list[str]]
     model_cache_conformance: list[str]
     notes: list[str] = field(default_factory=list)
@@ -65,6 +66,8 @@ class Report:
         lines += ["Criteria: " + ("no change" if not self.criteria else "; ".join(self.criteria))]
         lines += ["", "Stacks selecting a removed or renamed target:" + (" none" if not self.stacks else "")]
         lines += [f"  {line}" for line in self.stacks]
+        lines += ["Stacks selecting a retired target:" + (" none" if not self.retired else "")]
+        lines += [f"  {line}" for line in self.retired]
         lines += [
             "",
             "Conformance (each target planned with every documented setting; differences not explained by "

@@ -43,6 +43,14 @@ def render_resources(records: Iterable[Mapping[str, Any]]) -> set[tuple[str, str
     return {(str(r["type"]), str(r["name"])) for r in records}
 
 
+def engine_steps(preview: Mapping[str, Any]) -> dict[str, list[str]]:
+    """name -> the engine's steps for it, in order (for messages)."""
+    steps: dict[str, list[str]] = {}
+    for step in preview.get("steps") or []:
+        steps.setdefault(urn_name(str(step["urn"])), []).append(str(step["op"]))
+    return steps
+
+
 def engine_plan(preview: Mapping[str, Any]) -> dict[str, str]:
     """name -> create | update | delete | replace (create-first) | replace (delete-first); unchanged left out."""
     ops: dict[str, list[str]] = {}

@@ -119,12 +119,12 @@ def node_objects(shapes: list[NodeShape], nodes_per_shape: Optional[int] = None)
     """Node objects for kwok: enough of each shape for the GPUs its workloads request (at least one), or
     exactly `nodes_per_shape`; plus one untainted CPU node."""
     nodes = [_node("cpu-0", {"node.kubernetes.io/instance-type": "m7i.2xlarge"}, (), 8, 32, 0, 0, "amd64")]
-    for shape in shapes:
+    for number, shape in enumerate(shapes):
         count = nodes_per_shape or max(1, math.ceil(shape.gpus_wanted / shape.gpus))
         for index in range(count):
             nodes.append(
                 _node(
-                    f"{shape.key}-{index}",
+                    f"{shape.key}-s{number}-{index}",
                     dict(shape.labels),
                     shape.taints,
                     shape.cpu,

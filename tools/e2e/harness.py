@@ -27,6 +27,48 @@ CRD = REPO.parent / "shared" / "reference" / "dynamo-crds" / "nvidia.com_dynamog
 STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 
 
+# The Prometheus operator's kinds a stack creates when it uses the cluster's own Prometheus
+# (`monitoring.prometheus.install: false`): served here with an open schema, as a cluster running the
+# operator serves them.
+MONITORING_KINDS = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
+MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
+
+
+def monitoring_crds() -> list[dict[str, Any]]:
+    crds = []
+    for kind in MONITORING_KINDS:
+        plural = kind.lower() + "s"
+        crds.append(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+                "spec": {
+                    "group": "monitoring.coreos.com",
+                    "scope": "Namespaced",
+                    "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {
+                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    return crds
+
+
+def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
+    """Whether the object's status has condition `kind` True."""
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
 class Harness:
     def __init__(self, work: Path, budget_seconds: int = 1500):
         self.work = work
@@ -45,16 +87,17 @@ class Harness:
             kube.create(yaml.safe_load(CRD.read_text()))
             kube.wait_for(
                 "the DGD CRD to be established",
-                lambda: any(
-                    c["type"] == "Established" and c["status"] == "True"
-                    for c in (kube.get("CustomResourceDefinition", "dynamographdeployments.nvidia.com") or {})
-                    .get("status", {})
-                    .get("conditions", [])
+                lambda: _condition(
+                    kube.get("CustomResourceDefinition", "dynamographdeployments.nvidia.com"), "Established"
                 ),
                 timeout=60,
             )
             for name in STAND_IN_CLASSES:
                 kube.create(stand_in_storage_class(name))
+            for crd in monitoring_crds():
+                kube.create(crd)
+            # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
+            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.start_operator()
         except BaseException:
             self.stop()
@@ -108,11 +151,9 @@ class Harness:
             if kube.get("Node", node["metadata"]["name"]) is None:
                 kube.create(node)
 
-        def ready(name: str) -> bool:
-            conditions = (kube.get("Node", name) or {}).get("status", {}).get("conditions", [])
-            return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-        kube.wait_for("fake nodes Ready", lambda: all(ready(name) for name in wanted), timeout=60)
+        kube.wait_for(
+            "fake nodes Ready", lambda: all(_condition(kube.get("Node", n), "Ready") for n in wanted), timeout=60
+        )
 
     def stop(self) -> None:
         self.stop_operator()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from tools.e2e.control_plane import TOOLS_BIN
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
-# What a scratch project links to; the stack files and build output are its own.
-NOT_LINKED = {".git", "build", ".pytest_cache", ".tools"}
+# What a scratch project does not copy; its stack files and build output are its own.
+NOT_COPIED = {".git", "build", ".pytest_cache", ".tools", ".mypy_cache", ".ruff_cache"}
 
 
 class PulumiError(Exception):
@@ -56,15 +57,27 @@ class Project:
         return project
 
     def link(self, source: Path) -> None:
-        """Point the project's code and data at `source` (its stack files stay the project's own)."""
+        """Make the project's code and data a copy of `source`'s (its stack files stay the project's own).
+        A copy, not links: the program finds its files (the prewarm program) relative to its own modules."""
         for entry in self.root.iterdir():
-            if entry.is_symlink():
+            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
                 entry.unlink()
         for entry in source.iterdir():
-            if entry.name not in NOT_LINKED and not (entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml"):
-                (self.root / entry.name).symlink_to(entry)
-        if not (self.root / ".venv").exists():  # a git worktree has no virtualenv: the program runs in ours
-            (self.root / ".venv").symlink_to(REPO / ".venv")
+            if entry.name in NOT_COPIED or entry.name.startswith(".venv"):
+                continue
+            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
+                continue
+            if entry.is_dir():
+                shutil.copytree(
+                    entry, self.root / entry.name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "build")
+                )
+            else:
+                shutil.copy2(entry, self.root / entry.name)
+        (self.root / ".venv").symlink_to(REPO / ".venv")  # the program runs in this checkout's virtualenv
 
     @property
     def env(self) -> dict[str, str]:
@@ -84,9 +97,14 @@ class Project:
 
     def pulumi(self, *args: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
         command = ["pulumi", *args]
-        result = subprocess.run(
-            command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
-        )
+        try:
+            result = subprocess.run(
+                command, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout or self.timeout
+            )
+        except subprocess.TimeoutExpired as expired:  # say what the engine was still waiting for
+            output = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else ""
+            result = subprocess.CompletedProcess(command, -9, output, f"timed out after {expired.timeout} s")
+            raise PulumiError(command, result) from None
         if check and result.returncode != 0:
             raise PulumiError(command, result)
         return result
@@ -118,7 +136,7 @@ class Project:
                 str(out),
                 "--secret-placeholders",
             ],
-            cwd=REPO,
+            cwd=self.root,
             capture_output=True,
             text=True,
             timeout=300,
@@ -141,7 +159,10 @@ class Project:
 
     def preview(self, stack: str, check: bool = True) -> dict[str, Any]:
         """`pulumi preview --json`: the engine's plan (steps with their ops) and its diagnostics."""
-        result = self.pulumi("preview", "--stack", stack, "--json", "--non-interactive", check=False)
+        # --show-replacement-steps: a replacement's create and delete steps, in the order the engine runs them.
+        result = self.pulumi(
+            "preview", "--stack", stack, "--json", "--show-replacement-steps", "--non-interactive", check=False
+        )
         try:
             plan = dict(json.loads(result.stdout))
         except json.JSONDecodeError:

@@ -53,22 +53,30 @@ def _owner(dgd: JSON) -> list[JSON]:
     ]
 
 
+def _component_labels(dgd: JSON, component: JSON) -> dict[str, str]:
+    return {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
+
+
+def _owned_metadata(dgd: JSON, component: JSON) -> JSON:
+    """What every object the operator makes for a component carries: its name, labels and owner."""
+    return {
+        "name": component_name(dgd, component),
+        "namespace": dgd["metadata"]["namespace"],
+        "labels": _component_labels(dgd, component),
+        "ownerReferences": _owner(dgd),
+    }
+
+
 def component_deployment(dgd: JSON, component: JSON) -> JSON:
-    name = component_name(dgd, component)
-    labels = {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
+    labels = _component_labels(dgd, component)
     template = component.get("podTemplate") or {}
     metadata = dict(template.get("metadata") or {})
     metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    generation = {"nvidia.com/dgd-generation": str(dgd["metadata"]["generation"])}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "namespace": dgd["metadata"]["namespace"],
-            "labels": labels,
-            "ownerReferences": _owner(dgd),
-            "annotations": {"nvidia.com/dgd-generation": str(dgd["metadata"]["generation"])},
-        },
+        "metadata": {**_owned_metadata(dgd, component), "annotations": generation},
         "spec": {
             "replicas": int(component.get("replicas", 1)),
             "selector": {"matchLabels": labels},
@@ -78,18 +86,14 @@ def component_deployment(dgd: JSON, component: JSON) -> JSON:
 
 
 def frontend_service(dgd: JSON, component: JSON) -> JSON:
-    name = component_name(dgd, component)
-    labels = {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": dgd["metadata"]["namespace"],
-            "labels": labels,
-            "ownerReferences": _owner(dgd),
+        "metadata": _owned_metadata(dgd, component),
+        "spec": {
+            "selector": _component_labels(dgd, component),
+            "ports": [{"name": "http", "port": 8000, "targetPort": 8000}],
         },
-        "spec": {"selector": labels, "ports": [{"name": "http", "port": 8000, "targetPort": 8000}]},
     }
 
 

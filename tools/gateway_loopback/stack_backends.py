@@ -45,12 +45,20 @@ class StackBackends:
         return dataclasses.replace(self.stack_settings, **fields)
 
 
-def stack_backends(outputs: Mapping[str, Any], gateway: GatewayConfig) -> StackBackends:
+def backends_of(outputs: Mapping[str, Any]) -> tuple[tuple[DynamoBackend, ...], list[SageMakerBackend]]:
+    """A rendered stack's Dynamo targets and SageMaker endpoints as the gateway plan reads them, whatever
+    models they serve."""
     endpoints = outputs["endpoints"]
     dynamo = tuple(DynamoBackend(e["id"], e["servedModelName"], e["url"]) for e in endpoints if e["kind"] == "dynamo")
     sagemaker = [
         SageMakerBackend(e["id"], e["region"], e["servedModelName"]) for e in endpoints if e["kind"] == "sagemaker"
     ]
+    return dynamo, sagemaker
+
+
+def stack_backends(outputs: Mapping[str, Any], gateway: GatewayConfig) -> StackBackends:
+    """The failover scenarios' inputs; the stack must serve one model from two or more Dynamo targets."""
+    dynamo, sagemaker = backends_of(outputs)
     models = {b.served_model_name for b in dynamo}
     if len(models) != 1 or len(dynamo) < 2:
         raise ValueError(f"the failover scenarios need one model served by two or more Dynamo targets, got {models}")

@@ -149,7 +149,7 @@ def _checkpoints(config: StackConfig, targets: list[dict[str, Any]], facts: Fact
     already fetches every checkpoint they load."""
     cache = config.modelCache
     loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
-    selection = select_model_cache(cache, facts.catalog.model_cache)[0]
+    selection = select_model_cache(cache, facts.catalog.model_cache, set(loaded))[0]
     missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
     if not missing:
         return None

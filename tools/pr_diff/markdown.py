@@ -73,7 +73,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 
 def _attention(diff: StackDiff) -> list[str]:
-    items = list(diff.engine_notes)
+    items = list(diff.engine_notes) + list(diff.warnings)
     items += [f"{c.kind} `{c.type}` **{c.name}**: {w}" for c in diff.resources for w in c.warnings]
     items += [f"IAM widens on **{c.name}**: `{f.path}`" for c in diff.resources for f in c.fields if f.widens]
     items += [f"new IAM policy **{c.name}** grants access" for c in diff.resources if c.grants_access]
@@ -82,6 +82,13 @@ def _attention(diff: StackDiff) -> list[str]:
         return []
     more = [f"- … and {len(items) - MAX_ATTENTION_ITEMS} more"] if len(items) > MAX_ATTENTION_ITEMS else []
     return ["#### ⚠️ Needs attention", "", *[f"- {cell(i)}" for i in items[:MAX_ATTENTION_ITEMS]], *more, ""]
+
+
+def _node_rolls(diff: StackDiff) -> list[str]:
+    """GPU pools whose every node the change replaces: the costliest day-2 effect, stated first."""
+    if not diff.node_rolls:
+        return []
+    return ["#### 🔁 GPU nodes replaced", "", *[f"- {cell(roll.line())}" for roll in diff.node_rolls], ""]
 
 
 def _chart(counts: dict[str, int], stack: str) -> list[str]:
@@ -113,7 +120,7 @@ def _render(diff: StackDiff, base_label: str, head_label: str, detail: str) -> s
             "",
         ]
         lines += _chart(counts, diff.stack)
-    lines += _attention(diff) + cost_section(diff.costs) + policy_section(diff)
+    lines += _attention(diff) + _node_rolls(diff) + cost_section(diff.costs) + policy_section(diff)
     fold_fields = sum(len(c.fields) for c in diff.resources) > INLINE_FIELD_ROWS
     if detail != "counts":
         for kind in ACTIONS:

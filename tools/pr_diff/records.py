@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.render import WARNINGS_FILE
+
 STACK_TYPE = "pulumi:pulumi:Stack"
 _VIOLATION = re.compile(r"^    \[(?P<level>[a-z]+)\]\s+\S+ v\S+\s+(?P<policy>\S+) \((?P<resource>.+)\)$")
 
@@ -49,20 +51,25 @@ class Render:
     resources: dict[str, Resource]
     outputs: dict[str, Any]
     violations: tuple[Violation, ...]
+    warnings: tuple[str, ...] = ()  # the render's `warnings.txt` (a retired target selected)
 
     def by_ref(self, ref: str) -> Resource | None:
         return next((r for r in self.resources.values() if r.ref == ref), None)
 
     @classmethod
     def from_records(
-        cls, records: list[dict[str, Any]], outputs: dict[str, Any], violations: tuple[Violation, ...] = ()
+        cls,
+        records: list[dict[str, Any]],
+        outputs: dict[str, Any],
+        violations: tuple[Violation, ...] = (),
+        warnings: tuple[str, ...] = (),
     ) -> Render:
         chains = qualified_types(records)
         resources = {}
         for record in records:
             urn = f"{chains[record['type'] + '::' + record['name']]}::{record['name']}"
             resources[urn] = Resource(urn, record["type"], record["name"], record)
-        return cls(resources, outputs, violations)
+        return cls(resources, outputs, violations, warnings)
 
 
 def qualified_types(records: list[dict[str, Any]]) -> dict[str, str]:
@@ -105,6 +112,8 @@ def _violation(fields: dict[str, Any]) -> Violation:
 
 def load_render(directory: Path) -> Render:
     outputs_file, report_file = directory / "outputs.json", directory / "policy-report.txt"
+    warnings_file = directory / WARNINGS_FILE
     outputs = json.loads(outputs_file.read_text()) if outputs_file.is_file() else {}
     violations = parse_policy_report(report_file.read_text()) if report_file.is_file() else ()
-    return Render.from_records(json.loads((directory / "resources.json").read_text()), outputs, violations)
+    warnings = tuple(warnings_file.read_text().splitlines()) if warnings_file.is_file() else ()
+    return Render.from_records(json.loads((directory / "resources.json").read_text()), outputs, violations, warnings)

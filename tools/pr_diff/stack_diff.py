@@ -18,6 +18,7 @@ from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.records import Render, Resource, Violation
 from tools.pr_diff.replacement import ReplacementRules
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
+from tools.rollout.node_rolls import NodeRoll, node_rolls
 
 KINDS = ("replace", "remove", "add", "change")
 PROVIDER_PREFIX = "pulumi:providers:"
@@ -49,6 +50,9 @@ class StackDiff:
     outputs: tuple[FieldChange, ...] = field(default=())
     # What the engine refuses or cannot finish in one `up` (a target swap on the same GPUs).
     engine_notes: tuple[str, ...] = field(default=())
+    node_rolls: tuple[NodeRoll, ...] = field(default=())
+    # The head render's warnings: what deploys as before but needs a decision (a retired target).
+    warnings: tuple[str, ...] = field(default=())
 
     def of_kind(self, kind: str) -> list[ResourceChange]:
         return [r for r in self.resources if r.kind == kind]
@@ -246,4 +250,6 @@ def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules, 
         head.violations,
         tuple(outputs),
         (f"`pulumi up` refuses this change: {swap}",) if swap else (),
+        tuple(node_rolls([r.record for r in base.resources.values()], [r.record for r in head.resources.values()])),
+        head.warnings,
     )

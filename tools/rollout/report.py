@@ -10,10 +10,11 @@ from typing import Any
 from tools.rollout.destroy import DELETED, DestroyRow, destroy_findings, destroy_plan
 from tools.rollout.findings import Finding
 from tools.rollout.graph import StackGraph
+from tools.rollout.node_rolls import pool_roll_guide
 from tools.rollout.replacements import CREATE_FIRST, data_role, predict, replace_fields, replacement_findings
 from tools.rollout.restarts import Reader, restart_findings
 from tools.rollout.restarts import readers as restart_readers
-from tools.rollout.rules import Rules, load_rules
+from tools.rollout.rules import Rules, load_engine_confirmed, load_rules
 from tools.rollout.schedule import Step, Timeline
 from tools.rollout.timeline_report import timeline_section
 from tools.rollout.volumes import rebind_note
@@ -143,4 +144,22 @@ def markdown(report: RolloutReport) -> str:
         report.graph, report.timeline, report.rules, report.first_token(), report.first_token(dynamo_only=True)
     )
     lines += timeline + _destroy_section(report) + _replacement_section(report)
+    lines += pool_roll_guide(report.graph, report.rules) + _engine_section()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _engine_section() -> list[str]:
+    """Which of the model's rules the real engine confirmed (`make e2e`, tools/rollout/engine_confirmed.yaml)."""
+    engine, confirmed = load_engine_confirmed()
+    versions = ", ".join(f"{name} {version}" for name, version in engine.items())
+    return [
+        "### Rules the real engine confirmed",
+        "",
+        f"`make e2e` runs these against the real engine ({versions}; docs/e2e.md); the rest of the model rests "
+        "on the provider sources it cites.",
+        "",
+        "| rule | scenario (tests/e2e/test_engine_scenarios.py) |",
+        "|---|---|",
+        *[f"| {c['rule']} | `{c['scenario']}` |" for c in confirmed],
+        "",
+    ]

@@ -16,6 +16,7 @@ from serving_stack.facts.strict_files import load_yaml_documents
 RULES_DIR = Path(__file__).resolve().parent
 PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
 DURATIONS_FILE = RULES_DIR / "durations.yaml"
+ENGINE_CONFIRMED_FILE = RULES_DIR / "engine_confirmed.yaml"
 DURATION_SECTIONS = (
     "default",
     "kubernetes_object",
@@ -81,6 +82,7 @@ class Rules:
     cluster_scoped_kinds: frozenset[str]
     kubernetes_replace_fields: dict[str, tuple[str, ...]]
     kubernetes_named_delete_first: bool
+    preview_replaces_dependents_of_replaced: bool
     restart_needed_on_replace: frozenset[str]
     restart_annotation_markers: tuple[str, ...]
     long_running_kinds: frozenset[str]
@@ -147,6 +149,17 @@ def _read_mapping(path: Path) -> dict[str, Any]:
 
 
 @functools.cache
+def load_engine_confirmed(path: Path = ENGINE_CONFIRMED_FILE) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The engine versions `make e2e` runs and the rules its scenarios confirm (rule, scenario)."""
+    data = _read_mapping(path)
+    engine, confirmed = data.get("engine"), data.get("confirmed")
+    if not isinstance(engine, dict) or not isinstance(confirmed, list):
+        raise ConfigError(f"{path.parent.name}/{path.name}", "needs an `engine` mapping and a `confirmed` list")
+    return {str(k): str(v) for k, v in engine.items()}, [
+        {"rule": str(c["rule"]), "scenario": str(c["scenario"])} for c in confirmed
+    ]
+
+
 def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DURATIONS_FILE) -> Rules:
     """The rules of both files; a file missing a key or holding a wrong type is one `ConfigError` naming it."""
     data, timings = _read_mapping(provider_rules), _read_mapping(durations)
@@ -176,6 +189,7 @@ def _rules(data: dict[str, Any], durations: dict[str, Any]) -> Rules:
         cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
         kubernetes_replace_fields={kind: tuple(fields) for kind, fields in kubernetes["replace_fields"].items()},
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
+        preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
         restart_annotation_markers=tuple(kubernetes["restart_annotations"]["match"]),
         long_running_kinds=frozenset(kubernetes["long_running_kinds"]),

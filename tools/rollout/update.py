@@ -56,4 +56,27 @@ def predict_update(
         changed = tuple(sorted(k for k in {*previous.inputs, *resource.inputs} if _differs(previous, resource, k)))
         if changed:
             changes.append(Change(resource, UPDATE, changed))
-    return changes
+    return _unknown_until_replaced(new, changes, rules)
+
+
+def _unknown_until_replaced(graph: StackGraph, changes: list[Change], rules: Rules) -> list[Change]:
+    """The preview's view: a Kubernetes object built from a replaced resource's (then unknown) outputs is planned
+    as a replacement too, in dependency order so it carries on down a chain."""
+    if not rules.preview_replaces_dependents_of_replaced:
+        return changes
+    by_key = {c.resource.key: c for c in changes}
+    for key in graph.topological_order():
+        resource = graph.resources[key]
+        current = by_key.get(key)
+        if not resource.is_kubernetes_object or (current and current.action in (REPLACE, CREATE, DELETE)):
+            continue
+        fields = tuple(
+            prop
+            for prop, deps in sorted(resource.property_dependencies.items())
+            if any(by_key.get(d) is not None and by_key[d].action == REPLACE for d in deps)
+        )
+        if fields:
+            by_key[key] = Change(resource, REPLACE, fields, predict(graph, resource, rules, fields[0]))
+    return [by_key.get(c.resource.key, c) for c in changes] + [
+        c for k, c in by_key.items() if k not in {x.resource.key for x in changes}
+    ]

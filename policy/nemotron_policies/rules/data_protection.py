@@ -14,8 +14,9 @@ encrypted with KMS, and nodes only serve IMDSv2.
   Data capture goes to a bucket of this stack that has
   SSE-KMS default encryption (inline or by a `BucketServerSideEncryptionConfiguration`): the buckets the
   endpoint configuration depends on (an auto-named bucket's name is only known after the update) or the one
-  named in `dataCaptureConfig.destinationS3Uri`; a bucket outside the stack cannot be checked, so the
-  capture must set `kmsKeyId` itself.
+  named in `dataCaptureConfig.destinationS3Uri`. A capture URI naming a bucket outside the stack is
+  reported whatever its `kmsKeyId`: the payloads (prompts and completions) would land where this stack
+  checks no access policy, public access block or encryption.
 - Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
 - Every other storage service the stack can create is encrypted and not publicly exposable (`storage.py`:
   S3 default encryption, public access blocks and ACLs, EFS, EBS, EKS Secrets, KMS key rotation).
@@ -147,31 +148,44 @@ def _bucket_name_of(uri: Any) -> Any:
     return None
 
 
+def _names_stack_bucket(bucket_name: str, bucket: PolicyResource, props: Any, config: PolicyResource) -> bool:
+    """Is `bucket_name` this stack bucket's name: its `bucket` input, or (auto-named, and the configuration
+    depends on it) a name Pulumi derives from it (`<resource name>-<suffix>`, `<bucketPrefix><suffix>`)."""
+    given = dig(props, "bucket")
+    if isinstance(given, str) and given:
+        return bucket_name == given
+    if bucket.urn not in {d.urn for d in config.dependencies}:
+        return False
+    prefix = text(dig(props, "bucketPrefix")) or f"{bucket.name}-"
+    return given is UNKNOWN or bucket_name.startswith(prefix)
+
+
 def _capture_problems(
     config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]]
 ) -> list[tuple[str, str]]:
-    """(message, urn) for data capture that is not KMS-encrypted."""
+    """(message, urn) for data capture that leaves the stack or is not KMS-encrypted."""
     capture = dig(props, "dataCaptureConfig")
     if not isinstance(capture, dict) or dig(capture, "enableCapture") is False:
         return []
     bucket_name = _bucket_name_of(dig(capture, "destinationS3Uri"))
     dependencies = {d.urn for d in config.dependencies}
-    buckets = [
-        (r, p)
-        for r, p in resources
-        if r.resource_type in BUCKETS
-        and (r.urn in dependencies or (bucket_name not in (None, UNKNOWN) and dig(p, "bucket") == bucket_name))
-    ]
-    if not buckets:
-        if bucket_name is UNKNOWN or dig(capture, "kmsKeyId") is UNKNOWN or text(dig(capture, "kmsKeyId")):
-            return []
-        return [
-            (
-                f"endpoint configuration {config.name} captures data to bucket {bucket_name}, which is not in this "
-                "stack; set dataCaptureConfig.kmsKeyId",
-                config.urn,
-            )
+    if isinstance(bucket_name, str):
+        buckets = [
+            (r, p)
+            for r, p in resources
+            if r.resource_type in BUCKETS and _names_stack_bucket(bucket_name, r, p, config)
         ]
+        if not buckets:
+            return [
+                (
+                    f"endpoint configuration {config.name} captures request and response payloads to bucket "
+                    f"{bucket_name}, which is not in this stack (its access policy, public access block and "
+                    "retention are not checked); capture into a bucket the stack creates",
+                    config.urn,
+                )
+            ]
+    else:
+        buckets = [(r, p) for r, p in resources if r.resource_type in BUCKETS and r.urn in dependencies]
     problems = []
     for bucket, bucket_props in buckets:
         verdicts = [_kms_encrypted(dig(bucket_props, "serverSideEncryptionConfiguration", "rule"))] + [

@@ -15,7 +15,8 @@ principals no blanket permissions.
   associations); no service-wide, `NotAction`, `NotResource` or every-resource pattern grant in a policy
   document (`RolePolicy`, `UserPolicy`, `GroupPolicy`, `Policy`, `Role.inlinePolicies`, the resource policies
   of `RESOURCE_POLICIES`); no trust or resource policy open to principal `*` unless a `Condition` scopes the
-  caller (`iam.scoped_condition`); no Lambda permission for principal `*` without a source. An EKS admin access policy is
+  caller (`iam.scoped_condition`: a value that narrows who calls, not `o-*` or `0.0.0.0/0`); no web-identity
+  trust without StringEquals/StringLike on the provider's `aud` and `sub` (`iam.web_identity_problems`); no Lambda permission for principal `*` without a source. An EKS admin access policy is
   allowed for the principals listed in `clusterAdminPrincipals` (default none): the role that deploys the
   stack needs one, and the pack's configuration is where an organisation names it.
 """
@@ -28,7 +29,7 @@ from typing import Any
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
-from ..iam import grant_problems, managed_policy_problem, trust_problems
+from ..iam import grant_problems, managed_policy_problem, trust_problems, web_identity_problems
 from ..kinds import ancestor_types
 from ..names import DEVICE_PLUGINS_COMPONENT
 from ..pod_privileges import DEFAULT_ALLOWED_HOST_PATHS, pod_privileges
@@ -136,6 +137,7 @@ def _iam_privileges(resource_type: str, props: Any, cluster_admins: frozenset[st
             for i, p in enumerate(as_list(dig(props, "inlinePolicies")))
         ]
         yield from trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
+        yield from web_identity_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
     for where, document in documents:
         yield from grant_problems(document, where)
     if resource_type in RESOURCE_POLICIES:

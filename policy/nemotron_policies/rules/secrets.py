@@ -13,6 +13,9 @@ SecureString SSM parameters) and provider configurations is checked:
   and `binaryData` decoded before it is read;
 - every other mapping (ConfigMap data, Helm values, a SageMaker model's environment): a credential-named key
   with a literal string value, and in ConfigMap data and Helm values a random-looking token;
+- Helm values, the text of their `valueYamlFiles` string assets and YAML or JSON text embedded in either:
+  also Alertmanager's secret fields (`routing_key`, `bot_token`...) and webhook URLs outside the cluster
+  (`helm_secrets.py`);
 - any string anywhere shaped like a credential (`credentials.SHAPES`).
 A Pulumi secret written into such a field is still a literal in the pod spec or the cloud resource, so it
 is reported too. Messages name the field, never the value.
@@ -26,7 +29,9 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from ..credentials import REGISTRY_CONFIG_KEYS, credential_name, decoded, literal, random_token, shapes, token_words
-from ..kinds import helm_values, is_kind, kubernetes_objects
+from ..helm_images import value_files
+from ..helm_secrets import helm_documents, helm_secret_fields
+from ..kinds import helm_values, is_helm, is_kind, kubernetes_objects
 from ..values import UNKNOWN, as_dict, dig, plain
 
 SECRET_VERSION = "aws:secretsmanager/secretVersion:SecretVersion"
@@ -108,10 +113,13 @@ def _walk(resource_type: str, props: Any) -> Iterator[str]:
     if any(o.kind == "ConfigMap" and o.group == "" and not o.where for o in objects):
         yield from _config_map_problems(dig(props, "data"), dig(props, "binaryData"), "props")
         props = {k: v for k, v in as_dict(props).items() if k not in ("data", "binaryData")}
-    values = helm_values(resource_type, props)
-    if values is not None:
-        yield from _problems(values, "props.values", "values", tokens=True)
-        props = {k: v for k, v in as_dict(props).items() if k != "values"}
+    if is_helm(resource_type):
+        files = [(f"props.{where}", parsed) for where, parsed in value_files(props)]
+        for source, document in [("props.values", helm_values(resource_type, props)), *files]:
+            for path, embedded in helm_documents(document, source):
+                yield from _problems(embedded, path, "values", tokens=True)
+                yield from helm_secret_fields(embedded, path)
+        props = {k: v for k, v in as_dict(props).items() if k not in ("values", "valueYamlFiles")}
     yield from _problems(props, "props")
     for obj in objects:
         if obj.where.startswith("yaml"):

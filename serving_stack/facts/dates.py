@@ -1,0 +1,71 @@
+"""Dated facts: EKS's support calendar (`catalog/eks_versions.yaml`) and today's date, the one input that
+makes a pin age. Today comes from `NEMOTRON_TODAY` (YYYY-MM-DD; the render's `--today` sets it, tests
+inject it) or the clock."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+from pathlib import Path
+from typing import Literal, Optional
+
+import pydantic
+
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.sagemaker import version_tuple
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
+
+TODAY_ENV = "NEMOTRON_TODAY"
+
+
+class VersionDates(Data):
+    released: datetime.date
+    endOfStandardSupport: datetime.date
+    endOfExtendedSupport: datetime.date
+
+    @pydantic.model_validator(mode="after")
+    def _in_order(self) -> VersionDates:
+        if not self.released < self.endOfStandardSupport < self.endOfExtendedSupport:
+            raise ValueError("released < endOfStandardSupport < endOfExtendedSupport")
+        return self
+
+
+class EksVersionsFile(Data):
+    schemaVersion: Literal[1]
+    source: str = pydantic.Field(min_length=1)
+    read: Optional[datetime.date]
+    warnDays: int = pydantic.Field(ge=1, le=365)
+    listDays: int = pydantic.Field(ge=1, le=365)
+    versions: dict[str, VersionDates] = pydantic.Field(min_length=1)
+
+    @pydantic.field_validator("versions")
+    @classmethod
+    def _minor_versions(cls, versions: dict[str, VersionDates]) -> dict[str, VersionDates]:
+        for name in versions:
+            if not name.count(".") == 1 or not all(part.isdigit() for part in name.split(".")):
+                raise ValueError(f"{name!r} is not a Kubernetes minor version such as 1.35")
+        return versions
+
+    def newest_in_standard_support(self, today: datetime.date) -> Optional[str]:
+        supported = [v for v, dates in self.versions.items() if dates.released <= today < dates.endOfStandardSupport]
+        return max(supported, key=version_tuple) if supported else None
+
+    def provenance(self) -> str:
+        return f"{self.source}, read {self.read.isoformat()}" if self.read else f"{self.source} (dates not re-read)"
+
+
+@functools.lru_cache(maxsize=4)
+def load_eks_versions(root: Path = DATA_DIR) -> EksVersionsFile:
+    return load_model(root / "eks_versions.yaml", EksVersionsFile, root)
+
+
+def today() -> datetime.date:
+    """`NEMOTRON_TODAY` when set (a bad value names it), else the clock's date."""
+    text = os.environ.get(TODAY_ENV)
+    if not text:
+        return datetime.date.today()
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(TODAY_ENV, f"{bounded(text)} is not a date", "YYYY-MM-DD") from None

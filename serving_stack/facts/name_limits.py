@@ -1,0 +1,80 @@
+"""Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source,
+which EC2 instance type names run on Graviton, and what the EKS public endpoint's allow-list may hold."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import re
+from pathlib import Path
+from typing import Literal, Optional
+
+import pydantic
+
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
+
+
+class Limit(Data):
+    maxLength: int = pydantic.Field(gt=0)
+    source: str = pydantic.Field(min_length=10)
+
+
+class PatternLimit(Limit):
+    pattern: str
+
+
+class Suffix(Data):
+    length: int = pydantic.Field(gt=0)
+    source: str = pydantic.Field(min_length=10)
+
+
+class ReservedNamespaces(Data):
+    names: tuple[str, ...] = pydantic.Field(min_length=1)
+    reservedPrefix: str
+    source: str = pydantic.Field(min_length=10)
+
+    def reserved(self, namespace: str) -> bool:
+        return namespace in self.names or namespace.startswith(self.reservedPrefix)
+
+
+class GravitonFamilies(Data):
+    pattern: str
+    source: str = pydantic.Field(min_length=10)
+
+    def arm64(self, instance_type: str) -> bool:
+        return re.fullmatch(self.pattern, instance_type) is not None
+
+
+class PublicCidrLimits(Data):
+    maxEntries: int = pydantic.Field(gt=0)
+    source: str = pydantic.Field(min_length=10)
+    nonPublic: tuple[str, ...] = pydantic.Field(min_length=1)
+    nonPublicSource: str = pydantic.Field(min_length=10)
+
+    def non_public(self, cidr: str) -> Optional[str]:
+        """The special-purpose range that holds all of `cidr`, or None."""
+        network = ipaddress.ip_network(cidr, strict=False)
+        for special in self.nonPublic:
+            holder = ipaddress.ip_network(special)
+            both_v4 = isinstance(network, ipaddress.IPv4Network) and isinstance(holder, ipaddress.IPv4Network)
+            if both_v4 and network.subnet_of(holder):  # type: ignore[arg-type]
+                return special
+        return None
+
+
+class NameLimits(Data):
+    schemaVersion: Literal[1]
+    reservedNamespaces: ReservedNamespaces
+    serviceName: PatternLimit
+    helmReleaseName: Limit
+    eksNodegroupName: Limit
+    namePrefixSuffix: Suffix
+    iamRoleName: Limit
+    autonameSuffix: Suffix
+    gravitonFamilies: GravitonFamilies
+    eksPublicAccessCidrs: PublicCidrLimits
+
+
+@functools.cache
+def load_name_limits(root: Path = DATA_DIR) -> NameLimits:
+    return load_model(root / "name_limits.yaml", NameLimits)

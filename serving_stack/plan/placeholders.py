@@ -1,0 +1,97 @@
+"""Values a committed stack may hold for the offline render but a real `pulumi up` must not deploy.
+
+A documentation CIDR (RFC 5737 / RFC 3849) as an allowed range, an account id AWS uses in its examples, or
+a container whose image tag this repository has not read: each renders (so a fresh clone can review the
+whole stack) and is listed in summary.md under what to set; the program outside the offline render refuses
+the first one with a line naming its key. The offline render allows them only when asked
+(`python -m tools.render --placeholders`, what `make render` runs), as it does the out-of-band secrets.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from serving_stack.errors import ConfigError
+from serving_stack.facts.placeholders import PlaceholderFacts
+
+# Set by the offline render around its run of the program; never set for `pulumi up`.
+ALLOW_ENV = "NEMOTRON_RENDER_PLACEHOLDERS"
+ACCOUNT_IN_ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}):")
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """`key`: where the value is set (a config key path, or a data file and its key); `what`: why it cannot
+    be deployed; `set_to`: what to set instead."""
+
+    key: str
+    value: str
+    what: str
+    set_to: str
+
+    def line(self) -> str:
+        return f"`{self.key}` = `{self.value}`: {self.what}; set {self.set_to}"
+
+    def error(self) -> ConfigError:
+        return ConfigError(
+            self.key,
+            f"{self.value} is a placeholder ({self.what}) that `pulumi up` cannot deploy",
+            f"{self.set_to} (the offline render accepts it with --placeholders)",
+        )
+
+
+def placeholders_allowed() -> bool:
+    return os.environ.get(ALLOW_ENV) == "1"
+
+
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{index}]")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def _documentation_network(text: str, facts: PlaceholderFacts) -> str | None:
+    try:
+        network = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return None
+    for reserved in facts.documentationNetworks:
+        block = ipaddress.ip_network(reserved.cidr)
+        if network.version == block.version and network.subnet_of(block):  # type: ignore[arg-type]
+            return reserved.cidr
+    return None
+
+
+def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> tuple[Placeholder, ...]:
+    """Every documentation CIDR and example account id in the stack's config, by key path."""
+    found = []
+    examples = {account.id: account for account in facts.exampleAccounts}
+    for path, text in _leaves(raw_config, ""):
+        block = _documentation_network(text, facts)
+        if block is not None:
+            found.append(
+                Placeholder(path, text, f"inside {block}, reserved for documentation", "the CIDR it must allow")
+            )
+            continue
+        match = ACCOUNT_IN_ARN.match(text)
+        account = match.group(1) if match else text if text in examples else None
+        if account in examples:
+            found.append(
+                Placeholder(path, text, f"account {account} is an AWS documentation example", "your account's value")
+            )
+    return tuple(found)
+
+
+def refuse_unless_allowed(placeholders: tuple[Placeholder, ...], allowed: bool) -> None:
+    if placeholders and not allowed:
+        raise ConfigError.combined([p.error() for p in placeholders])

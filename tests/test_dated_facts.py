@@ -1,0 +1,116 @@
+"""Dated facts: the cluster's Kubernetes version against EKS's support calendar (`catalog/eks_versions.yaml`)
+on an injected day, and the committed stacks against the real clock. Every day is derived from the data."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from typing import Any
+
+import pytest
+from bad_stack_helpers import committed
+from plan_helpers import FACTS, plan_of
+
+from serving_stack.config import ConfigError
+from serving_stack.facts.dates import TODAY_ENV, today
+from serving_stack.facts.sagemaker import version_tuple
+from tools.check_dates import main as check_dates
+from tools.render import main as render
+
+CALENDAR = FACTS.eks_versions
+DAY = datetime.timedelta(days=1)
+KEY = "aws.cluster.create.kubernetesVersion"
+
+
+def prod_raw(version: str) -> dict[str, Any]:
+    raw = {k.split(":", 1)[1]: v for k, v in committed("prod")["config"].items() if k.startswith("nemotron-lightning:")}
+    raw = copy.deepcopy(raw)
+    raw["aws"]["cluster"]["create"]["kubernetesVersion"] = version
+    return raw
+
+
+def newest_supported(day: datetime.date) -> str:
+    supported = [v for v, d in CALENDAR.versions.items() if d.released <= day < d.endOfStandardSupport]
+    return max(supported, key=version_tuple)
+
+
+# The newest version whose standard support ends while another is in it (so a refusal can name that one).
+ENDING = max(
+    (
+        version
+        for version, dates in CALENDAR.versions.items()
+        if any(o.released <= dates.endOfStandardSupport < o.endOfStandardSupport for o in CALENDAR.versions.values())
+    ),
+    key=version_tuple,
+)
+END = CALENDAR.versions[ENDING].endOfStandardSupport
+
+
+def test_a_version_is_accepted_the_day_before_its_standard_support_ends():
+    plan = plan_of(prod_raw(ENDING), today=END - DAY)
+    assert plan.cluster.kubernetes_version == ENDING
+
+
+def test_a_version_past_standard_support_is_refused_naming_the_key_the_date_and_the_newest_version():
+    with pytest.raises(ConfigError) as caught:
+        plan_of(prod_raw(ENDING), today=END)
+    message = str(caught.value)
+    assert message.startswith(f"{KEY}: Kubernetes {ENDING} left EKS standard support on {END.isoformat()}")
+    assert message.endswith(f"allowed: {newest_supported(END)}")
+    assert "\n" not in message
+
+
+def test_a_version_warns_within_the_warning_window_and_not_before():
+    warn_from = END - datetime.timedelta(days=CALENDAR.warnDays)
+    assert not plan_of(prod_raw(ENDING), today=warn_from - DAY).warnings
+    (warning,) = plan_of(prod_raw(ENDING), today=warn_from).warnings
+    assert warning.startswith(f"{KEY}: Kubernetes {ENDING} leaves EKS standard support on {END.isoformat()}")
+
+
+def test_a_version_without_calendar_dates_is_refused():
+    unknown = f"1.{max(version_tuple(v)[1] for v in CALENDAR.versions) + 1}"
+    with pytest.raises(ConfigError, match=rf"^{KEY}: no EKS support dates for Kubernetes {unknown}"):
+        plan_of(prod_raw(unknown), today=END)
+
+
+def test_the_render_judges_the_day_of_its_argument(tmp_path, capsys):
+    version = committed("prod")["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
+    end = CALENDAR.versions[version].endOfStandardSupport
+    arguments = ["--stack", "prod", "--out", str(tmp_path), "--secret-placeholders", "--today"]
+    assert render([*arguments, (end - DAY).isoformat()]) == 0
+    assert f"warning: {KEY}: Kubernetes {version} leaves EKS standard support" in capsys.readouterr().err
+    assert render([*arguments, end.isoformat()]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {KEY}: Kubernetes {version} left EKS standard support on {end.isoformat()}")
+    assert render([*arguments, "2026-02-30"]) == 2
+    assert capsys.readouterr().err.startswith("error: --today: '2026-02-30' is not a date")
+
+
+def test_a_bad_injected_date_names_the_variable(monkeypatch):
+    monkeypatch.setenv(TODAY_ENV, "yesterday")
+    with pytest.raises(ConfigError, match=rf"^{TODAY_ENV}: 'yesterday' is not a date"):
+        today()
+
+
+@pytest.mark.parametrize("stack", ["prod"])
+def test_the_committed_stacks_run_a_version_in_standard_support_on_the_real_clock(stack, monkeypatch):
+    """Judged on the clock, not the suite's fixed day: this test fails the day a committed pin ages out."""
+    monkeypatch.delenv(TODAY_ENV)
+    version = committed(stack)["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
+    dates = CALENDAR.versions[version]
+    assert dates.released <= datetime.date.today() < dates.endOfStandardSupport
+
+
+def test_check_dates_lists_what_ends_within_the_window_and_not_beyond(capsys):
+    version = committed("prod")["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
+    end = CALENDAR.versions[version].endOfStandardSupport
+    window = datetime.timedelta(days=CALENDAR.listDays)
+    assert check_dates(["--today", (end - window).isoformat()]) == 0
+    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" in capsys.readouterr().out
+    assert check_dates(["--today", (end - window - DAY).isoformat()]) == 0
+    assert f"Kubernetes {version} leaves EKS standard support | Pulumi.prod.yaml" not in capsys.readouterr().out
+    for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
+        assert check_dates(["--today", price.reviewBy.isoformat()]) == 0
+        assert f"capacityBlock.{instance_type}" in capsys.readouterr().out
+    assert check_dates(["--today", "soon"]) == 2
+    assert capsys.readouterr().err == "error: --today: 'soon' is not a date; allowed: YYYY-MM-DD\n"
