@@ -11,7 +11,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff check-dates test lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render policy plan diff check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -22,9 +22,9 @@ $(VENV)/.render-deps: requirements.txt policy/requirements.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt -r policy/requirements.txt
 	touch $@
 
-$(VENV)/.test-deps: requirements.txt policy/requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.test-deps: requirements.txt policy/requirements.txt tools/plan_capacity/requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
-	touch $(VENV)/.render-deps $@
+	touch $(VENV)/.render-deps $(VENV)/.plan-deps $@
 
 $(VENV)/.lint-deps: requirements-lint.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-lint.txt
@@ -79,8 +79,15 @@ policy: $(VENV)/.render-deps $(CHECKOV_VENV)/.deps  ## Run the policy pack and c
 	$(PY) -m policy.nemotron_policies.cli --stack $(STACK) $(RESOURCES) \
 		--manifests $(MANIFESTS) --checkov $(CHECKOV_VENV)/bin/checkov --checkov-gate .checkov/gate.yaml
 
-plan: $(VENV)/.render-deps  ## Size STACK from its `demand:` block: targets, replicas, pools, $/h and $/1M tokens
-	$(PY) -m tools.plan_capacity --stack $(STACK)
+# The capacity planner is a tool, not part of `pulumi up`: WRITE=1 writes the plan's `targets:` and
+# `aws.nodePools:` into Pulumi.$(STACK).yaml (comments kept) for the PR to show. Its solver and YAML round
+# trip are in its own requirements file.
+$(VENV)/.plan-deps: tools/plan_capacity/requirements.txt | $(PY)
+	$(PY) -m pip install -q -r tools/plan_capacity/requirements.txt
+	touch $@
+
+plan: $(VENV)/.render-deps $(VENV)/.plan-deps  ## Size STACK from its `demand:` block (targets, replicas, pools, $/h, $/1M tokens); WRITE=1 writes it into the stack file
+	$(PY) -m tools.plan_capacity --stack $(STACK) $(if $(WRITE),--write)
 
 BASE ?= origin/main
 # With the engine built (`make tools`) and a stack it can preview (no AWS resources, no Helm releases), the
@@ -96,7 +103,13 @@ schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, 
 	$(PY) -m tools.write_config_schema
 
 # --- checks ---------------------------------------------------------------------------------------
-test: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps  ## Run the whole test suite
+# `make test` (the README's command) leaves out the tests marked `slow` (a real LiteLLM proxy on loopback, the
+# AIPerf CLI, `make absorb` and `make diff` run whole in subprocesses): each behaviour they cover also has a fast
+# test. `make test-all` runs every test; CI (.ci/run) runs it.
+test: $(VENV)/.test-deps promtool  ## Run the fast tests (under 3 minutes on 2 cores)
+	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e -m "not slow"
+
+test-all: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps  ## Run every test, the slow ones too
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e
 
 # --- the real engine ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs).
 
-More than ~250 lines because every component's arguments are spelled out here, in dependency order, and
-nowhere else; the cluster the stack reaches is `serving_stack.components.cluster_handles`.
+Every component's arguments are spelled out here, in dependency order, and nowhere else; the cluster the
+stack reaches is `components.cluster`.
 """
 
 from __future__ import annotations
@@ -9,35 +9,40 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from serving_stack.components.autoscaling import (
+from components.autoscaling import (
     ClusterAutoscaler,
     ClusterAutoscalerArgs,
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
-from serving_stack.components.cluster_handles import cluster_handles
-from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
-from serving_stack.components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
-from serving_stack.components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
-from serving_stack.components.gateway import Gateway, GatewayArgs, SageMakerAccess
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
-from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from serving_stack.components.model_prewarm import ModelPrewarm, ModelPrewarmArgs
-from serving_stack.components.monitoring import Monitoring, MonitoringArgs
-from serving_stack.components.operability import Operability, OperabilityArgs
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from serving_stack.components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
-from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
+from components.cluster import cluster_handles
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
+from components.gateway import Gateway, GatewayArgs, SageMakerAccess
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.model_cache import (
+    ModelCache,
+    ModelCacheArgs,
+    ModelCacheStorage,
+    ModelCacheStorageArgs,
+    ModelPrewarm,
+    ModelPrewarmArgs,
+)
+from components.monitoring import Monitoring, MonitoringArgs
+from components.operability import Operability, OperabilityArgs
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
+from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.config import configured_secrets, load_stack_config, secret_value
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
 from serving_stack.facts.dates import today
+from serving_stack.plan.model_cache import PROGRAM_FILE
 from serving_stack.plan.placeholders import placeholders_allowed
-from serving_stack.plan.prewarm import PROGRAM_FILE
-from serving_stack.plan.stack_plan import build_plan
-from serving_stack.plan.targets import check_target_swap, deployed_dynamo_targets
+from serving_stack.plan.serving import check_target_swap, deployed_dynamo_targets
+from serving_stack.plan.stack import build_plan
 
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
@@ -102,16 +107,11 @@ if cluster_scaling and cluster.eks and aws_provider:
 if plan.device_plugins:
     DevicePlugins(
         "device-plugins",
-        DevicePluginsArgs(
-            plugins=plan.device_plugins.pins,
-            efa_instance_types=plan.device_plugins.efa_instance_types,
-            infiniband=plan.device_plugins.infiniband,
-            nvidia=plan.device_plugins.nvidia,
-        ),
+        DevicePluginsArgs(plan.device_plugins),
         opts=on_cluster,
     )
 if plan.device_plugins and plan.device_plugins.dra_driver:
-    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs.of(plan.device_plugins.dra_driver), opts=on_cluster)
+    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs(plan.device_plugins.dra_driver), opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
     cache_storage.append(
@@ -175,9 +175,7 @@ if serving.prewarm_pools:
         ),
     )
 # The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
-monitoring = (
-    Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring), opts=on_cluster) if plan.monitoring else None
-)
+monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform_release: list[pulumi.Resource] = []
 if serving.platform.install:
     platform = DynamoPlatform(
@@ -194,7 +192,7 @@ if serving.platform.install:
     )
     platform_release.append(platform.release)
 # The targets this stack's last `up` deployed (its own outputs): a change of targets that one `up` cannot
-# finish on full GPU pools fails here, before any DGD is touched (serving_stack.plan.targets.swap_refusal).
+# finish on full GPU pools fails here, before any DGD is touched (serving_stack.plan.serving.swap_refusal).
 last_deployment = pulumi.StackReference(
     "last-deployment", stack_name=f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
 )
@@ -240,7 +238,7 @@ if serving_scaling:
 if plan.operability:
     Operability(
         "operability",
-        OperabilityArgs.from_plan(
+        OperabilityArgs(
             plan.operability,
             namespace=serving_namespace.namespace_name,
             graphs=graphs,
@@ -253,7 +251,7 @@ if plan.operability:
 sagemaker_endpoints = {
     endpoint.name: SageMakerEndpoint(
         endpoint.name,
-        SageMakerEndpointArgs.from_plan(
+        SageMakerEndpointArgs(
             endpoint, hf_token=secret_value("hfToken") if endpoint.container.needs_hf_token else None
         ),
         opts=on_aws,

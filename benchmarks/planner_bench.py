@@ -21,11 +21,18 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from capacity_brute_force import brute_force_cost
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.capacity import solve
-from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
-from serving_stack.plan.capacity_model import CAPACITY_TYPES, Demand, Slo, TokenShape, search_space
+from serving_stack.plan.capacity import (
+    CAPACITY_TYPES,
+    Demand,
+    Slo,
+    TokenShape,
+    candidate_rows,
+    instance_offers,
+    search_space,
+)
+from tools.plan_capacity.solver import solve
 
 USERS = (10, 50, 100, 150, 200, 500, 2_000, 10_000)
 

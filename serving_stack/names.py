@@ -72,7 +72,13 @@ class TypeTokens:
     SERVING_AUTOSCALER = "nemotron:kubernetes:ServingAutoscaler"
     GATEWAY = "nemotron:kubernetes:Gateway"
     CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
+    MONITORING = "nemotron:kubernetes:Monitoring"
+    GATEWAY = "nemotron:kubernetes:Gateway"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.
 FORMER_TYPE_TOKENS = MappingProxyType({TypeTokens.DEVICE_PLUGINS: ("nemotron:aws:DevicePlugins",)})
+
+# The label a Prometheus selects its ServiceMonitors, PodMonitors and rules by (kube-prometheus-stack's
+# `release`): on the monitoring objects and on the operability canaries' PodMonitors.
+RELEASE_LABEL = "release"

@@ -6,8 +6,8 @@ starts with this one's) far past the threshold, so a selector that leaks makes a
 The quantities are modelled here independently of the rule expressions: a TTFT histogram whose quantile is
 exactly v, tokens/s per user as inter-token count / sum, a queue growing linearly, and so on.
 
-Over ~250 lines because `Scenarios` is one table: a method per alert of `alerts` and `canary_alerts`,
-looked up by the alert's name, all sharing the same series helpers.
+`Scenarios` is one table: a method per alert, looked up by the alert's name, all sharing the same series
+helpers.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from serving_stack.facts.metrics import MetricsCatalog
-from serving_stack.facts.monitoring import MonitoringFacts
-from serving_stack.plan.alerts import VALUE, AlertThresholds, WatchedTarget
-from serving_stack.plan.canary_alerts import CanaryAlerting
-from serving_stack.plan.ops_canary import CANARY_PORT, canary_name
+from serving_stack.facts.monitoring import MetricsCatalog, MonitoringFacts
+from serving_stack.plan.monitoring import VALUE, AlertThresholds, WatchedTarget
+from serving_stack.plan.operability import CANARY_PORT, CanaryAlerting, canary_name
 
 MARGIN = 0.05
 TOKENS_PER_MINUTE = 60.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Optional
 
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack import pulumi_private
-from serving_stack.components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ManagedPoolSpec, ResolvedPool
 from tools.mock_runtime import ProgramRun, RecordingMonitor, _resolve, plain_numbers
 from tools.stack_mocks import StackMocks

@@ -7,10 +7,18 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.capacity_inputs import candidate_rows, instance_offers
-from serving_stack.plan.capacity_model import CandidateRow, CapacityType, Demand, InstanceOffer, Slo, TokenShape
+from serving_stack.plan.capacity import (
+    CandidateRow,
+    CapacityType,
+    Demand,
+    InstanceOffer,
+    Slo,
+    TokenShape,
+    candidate_rows,
+    instance_offers,
+)
 
 CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())

@@ -1,5 +1,6 @@
-"""Stack configs for the capacity wiring tests: a committed config turned into `targets: auto` with every
-planned target under the autoscaler, its bounds derived from the plan (so they move with the data)."""
+"""Stack configs for the capacity wiring tests: a committed config with the plan of its `demand:` written in
+as `make plan ... WRITE=1` writes it, every planned target under the autoscaler, its bounds derived from the
+plan (so they move with the data)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from typing import Any
 from capacity_demands import CRITERIA, OFFERS, ROWS
 from plan_helpers import FACTS
 
+from serving_stack.config import parse_stack_config
 from serving_stack.config.demand import DemandConfig
-from serving_stack.plan.capacity import Plan, cheapest_plan
-from serving_stack.plan.capacity_model import demand_of
+from serving_stack.facts import load_facts
+from serving_stack.plan.capacity import demand_of
+from tools.plan_capacity.solver import Plan, cheapest_plan
+from tools.plan_capacity.stack_file import stack_changes
 
 PROMETHEUS_URL = "http://prometheus.example.svc:9090"
 
 
 def plan_of_demand(config: dict[str, Any]) -> Plan:
-    """The plan the stack's `demand:` block gets (what `targets: auto` deploys)."""
+    """The plan the stack's `demand:` block gets (what `make plan` writes)."""
     plan = cheapest_plan(demand_of(DemandConfig.model_validate(config["demand"]), CRITERIA), ROWS, OFFERS)
     assert plan is not None, "the committed demand has a plan"
     return plan
@@ -37,11 +41,18 @@ def at_autoscaler_minor(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def autoscaled_auto_targets(config: dict[str, Any]) -> None:
-    """`targets: auto` instead of the listed targets and pools; every planned target scaled with load."""
-    config["targets"] = "auto"
-    config.get("aws", {}).pop("nodePools", None)
-    config["autoscaling"] = {"targets": scaling_bounds(plan_of_demand(config))}
+def autoscaled_planned_targets(config: dict[str, Any]) -> None:
+    """The demand's planned targets (and, on a created cluster, its pools) instead of the listed ones, as
+    `make plan ... WRITE=1` writes them; every planned target scaled with load."""
+    plan = plan_of_demand(config)
+    config["autoscaling"] = {"targets": scaling_bounds(plan)}
     at_autoscaler_minor(config)
     if not config.get("monitoring", {}).get("enabled", True):
         config["autoscaling"]["prometheusUrl"] = PROMETHEUS_URL
+    stack = parse_stack_config({key: value for key, value in config.items() if key != "targets"})
+    changes = stack_changes(stack, plan, {row.target_id: row for row in ROWS}, load_facts())
+    config["targets"] = changes.targets
+    if changes.node_pools is not None:
+        config["aws"]["nodePools"] = changes.node_pools
+    if changes.checkpoints is not None:
+        config["modelCache"]["checkpoints"] = changes.checkpoints

@@ -11,8 +11,8 @@ from typing import Optional
 
 import pytest
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import Recipe, load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import EFA_RESOURCE
 
 RDMA_RESOURCE = "rdma/ib"

@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from serving_stack.facts.dates import TODAY_ENV
-from serving_stack.facts.jumpstart_sources import ENVIRONMENT_OVERRIDES
+from serving_stack.facts.sagemaker import ENVIRONMENT_OVERRIDES
 from serving_stack.plan.placeholders import ALLOW_ENV
 
 # The day the suite judges dated facts on, so that it does not change verdict as the clock moves: one on
@@ -38,3 +38,8 @@ def pytest_configure(config):
     # Modules whose expectations come from the catalog (never literal target ids or counts): the absorb
     # test runs them against a synthetic upstream revision (tests/test_absorb_revision.py).
     config.addinivalue_line("markers", "catalog_driven: derives its expectations from the catalog it runs against")
+    # `make test` runs `-m "not slow"` (under 3 minutes on 2 cores); `make test-all` and CI run these too.
+    config.addinivalue_line(
+        "markers",
+        "slow: a real service, tool or pipeline end to end (LiteLLM, AIPerf, checkov, make absorb, make diff)",
+    )

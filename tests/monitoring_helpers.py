@@ -7,13 +7,17 @@ from typing import Any
 
 from serving_stack.config.operability import OperabilityConfig
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.dashboards import load_dashboard_specs
-from serving_stack.facts.metrics import load_metrics
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.alerts import AlertThresholds, WatchedTarget, alert_thresholds, rule_groups
-from serving_stack.plan.canary_alerts import CanaryAlerting
-from serving_stack.plan.monitoring import MonitoringPlan, MonitoringSettings, plan_monitoring
-from serving_stack.plan.operability import operability_settings
+from serving_stack.facts.monitoring import load_dashboard_specs, load_metrics, load_monitoring
+from serving_stack.plan.monitoring import (
+    AlertThresholds,
+    MonitoringPlan,
+    MonitoringSettings,
+    WatchedTarget,
+    alert_thresholds,
+    plan_monitoring,
+    rule_groups,
+)
+from serving_stack.plan.operability import CanaryAlerting, operability_settings
 from serving_stack.plan.watched_targets import watched_target
 from tools.mock_runtime import ProgramRun
 
@@ -84,9 +88,9 @@ def monitoring_plan(
 def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from aws_helpers import run_components
 
-    from serving_stack.components.monitoring import Monitoring, MonitoringArgs
+    from components.monitoring import Monitoring, MonitoringArgs
 
     def build() -> None:
-        Monitoring("monitoring", MonitoringArgs.from_plan(plan))
+        Monitoring("monitoring", MonitoringArgs(plan))
 
     return run_components(build)

@@ -8,8 +8,7 @@ from typing import Any, Optional
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
 from serving_stack.facts import Facts, load_facts
-from serving_stack.plan.stack_plan import build_plan
-from serving_stack.plan.stack_plan_types import StackPlan
+from serving_stack.plan.stack import StackPlan, build_plan
 from tools.secret_placeholders import OUT_OF_BAND_SECRETS
 
 FACTS = load_facts()

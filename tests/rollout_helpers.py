@@ -4,7 +4,7 @@ Stacks: the committed "dev" and "prod", "all-targets" (every catalog target), an
 config that bring back what the committed stacks no longer have: "prod-efs" (the EFS backend: a StorageClass
 of the stack), "dev-platform" (dev installing the Dynamo platform on its shared cluster), "dev-pull-secret"
 (dev with a registry pull Secret the stack creates), "dev-retained" (dev with modelCache.retainOnDelete),
-"prod-auto" (prod with `targets: auto` and its planned targets, pools and cluster scaled with load)."""
+"prod-planned" (prod with the targets and pools `make plan ... WRITE=1` writes, and the cluster scaled with load)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
-from capacity_stacks import autoscaled_auto_targets
+from capacity_stacks import autoscaled_planned_targets
 from stack_helpers import PROJECT, all_targets_config, rendered_stack, run_config
 
 from tools.mock_runtime import PROJECT_DIR
@@ -57,7 +57,7 @@ VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
     "dev-platform": ("dev", _platform_installed),
     "dev-pull-secret": ("dev", _pull_secret),
     "dev-retained": ("dev", _retained),
-    "prod-auto": ("prod", autoscaled_auto_targets),
+    "prod-planned": ("prod", autoscaled_planned_targets),
 }
 
 

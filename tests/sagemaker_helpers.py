@@ -10,11 +10,11 @@ import pulumi
 from aws_helpers import run_components
 from plan_helpers import FACTS, plan_of
 
-from serving_stack.components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
+from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
 from serving_stack.facts.sagemaker import Container, version_tuple
-from serving_stack.plan.sagemaker_spec import PlannedEndpoint
+from serving_stack.plan.sagemaker import PlannedEndpoint
 from tools.mock_runtime import ProgramRun, plain_numbers
 
 REGION = "us-west-2"
@@ -111,7 +111,7 @@ def record(raw: dict[str, Any]) -> ProgramRun:
     def build() -> None:
         for endpoint in planned:
             token = pulumi.Output.secret(HF_TOKEN) if endpoint.container.needs_hf_token else None
-            SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs.from_plan(endpoint, hf_token=token))
+            SageMakerEndpoint(endpoint.name, SageMakerEndpointArgs(endpoint, hf_token=token))
 
     return run_components(build)
 

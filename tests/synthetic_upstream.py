@@ -17,8 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from serving_stack.facts.aws import load_gpus
 from serving_stack.facts.catalog import CATALOG_DIR, Catalog, Recipe
-from serving_stack.facts.gpus import load_gpus
 from tools.absorb.stacks import selections
 from tools.mock_runtime import PROJECT_DIR
 

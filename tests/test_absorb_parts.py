@@ -8,8 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.recipe import Recipe
+from serving_stack.facts.catalog import Recipe, load_catalog
 from tools.absorb.changes import Manifests, compare_targets
 from tools.absorb.perf_table import TableError, published_criteria, published_figures, rows_in
 from tools.absorb.provenance import Provenance, ProvenanceError, resolve

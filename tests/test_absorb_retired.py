@@ -111,6 +111,7 @@ def test_the_report_retires_the_renamed_targets_and_names_the_stack(held):
     assert "DOES NOT CONFORM" not in result.stdout
 
 
+@pytest.mark.slow  # the program rendered twice in subprocesses, before and after the absorb
 def test_the_stack_renders_as_before_apart_from_the_warning(held, tmp_path):
     root, catalog_dir, revision, _ = held
     before = render(root / "catalog-before", tmp_path / "before")
@@ -127,6 +128,7 @@ def test_the_stack_renders_as_before_apart_from_the_warning(held, tmp_path):
         assert line in after.stderr and f"- {line}" in summary
 
 
+@pytest.mark.slow  # a render in a subprocess
 def test_switching_the_stack_to_the_successors_needs_no_other_edit(held, tmp_path):
     _root, catalog_dir, revision, _ = held
     text = (PROJECT_DIR / STACK_FILE).read_text()
@@ -193,6 +195,7 @@ def test_every_form_of_a_stack_file_exits_cleanly(tmp_path, stack_text, expected
         assert ("Pulumi.extra.yaml: targets is 'auto', not a list of targets" in result.stdout) == (expected == "note")
 
 
+@pytest.mark.slow  # every catalog-driven test module again, in a subprocess
 def test_the_catalog_driven_tests_pass_with_the_stack_on_retired_targets(held):
     _, catalog_dir, _, _ = held
     modules = sorted(str(p.relative_to(PROJECT_DIR)) for p in TESTS_DIR.glob("test_*.py") if MARKER in p.read_text())

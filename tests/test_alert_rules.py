@@ -13,9 +13,8 @@ from monitoring_helpers import NAMESPACE, canary_alerting, catalog_targets, grou
 from promtool_helpers import check_rules, run_rule_tests
 
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.metrics import load_metrics
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.alerts import AlertThresholds, WatchedTarget
+from serving_stack.facts.monitoring import load_metrics, load_monitoring
+from serving_stack.plan.monitoring import AlertThresholds, WatchedTarget
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -54,6 +53,7 @@ def test_promtool_check_rules_accepts_the_rules_of_every_catalog_target(tmp_path
     assert f"SUCCESS: {sum(len(g['rules']) for g in groups)} rules found" in result.stdout
 
 
+@pytest.mark.slow  # promtool on every alert twice
 def test_every_alert_fires_just_past_its_threshold_and_not_just_short_of_it(tmp_path: Path):
     groups, cases = promtool_cases(two_targets(), thresholds(), thresholds())
     alerts = {r["alert"] for g in groups for r in g["rules"]}
@@ -66,6 +66,7 @@ def test_every_alert_fires_just_past_its_threshold_and_not_just_short_of_it(tmp_
 @pytest.mark.parametrize(
     ("slo_field", "factor"), [("maxKvCacheUsage", 0.9), ("ttftP99Seconds", 1.2), ("maxErrorRatio", 0.8)]
 )
+@pytest.mark.slow  # promtool once per threshold
 def test_promtool_tests_fail_when_a_rule_uses_another_threshold(tmp_path: Path, slo_field: str, factor: float):
     """The scenarios are not vacuous: rules built with a threshold 10-20 % off fail them."""
     good = thresholds()

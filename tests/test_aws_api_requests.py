@@ -14,8 +14,8 @@ from aws_helpers import capacity_fields, eks_config, inputs, node_pool, run_gpu_
 from aws_requests import launch_template_request, node_group_request, problems
 from plan_helpers import plan_of
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE
 
 CATALOG = load_aws_catalog()

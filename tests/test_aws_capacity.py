@@ -12,7 +12,7 @@ from aws_helpers import KUBERNETES_VERSION, RESERVATION, capacity_fields, eks_co
 from plan_helpers import plan_of
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import CapacityType
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES
 

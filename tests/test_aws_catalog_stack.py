@@ -14,8 +14,8 @@ import yaml
 from aws_helpers import CLUSTER, REGION, capacity_fields, node_pool
 from aws_requests import launch_template_request, node_group_request, problems
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from tools import render
 from tools.mock_runtime import PROJECT_DIR
 

@@ -17,7 +17,7 @@ from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import Catalog, Recipe, load_catalog
 from serving_stack.facts.name_limits import load_name_limits
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used
 
 pytestmark = pytest.mark.catalog_driven
 H200 = node_pool("h200", "p5en.48xlarge")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from serving_stack.facts.instance_types import InstanceType, load_aws_catalog
+from serving_stack.facts.aws import InstanceType, load_aws_catalog
 
 DOC = Path(__file__).resolve().parent.parent / "README.md"
 CATALOG = load_aws_catalog()

@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.aws_platform import version_key
+from serving_stack.facts.aws import load_aws_catalog, version_key
 from serving_stack.facts.catalog import CATALOG_DIR
-from serving_stack.facts.instance_types import load_aws_catalog
 
 ALL = ("on-demand", "spot", "odcr", "capacity-block")
 # instance type: (gpu, gpus, network cards, usable EFA, EFA per GPU, NVMe disks, arch, AMI, $/h, capacity types)

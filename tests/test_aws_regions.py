@@ -15,11 +15,10 @@ from aws_helpers import REGION, capacity_fields, eks_config, node_pool, pool_zon
 from plan_helpers import plan_of
 
 from serving_stack.errors import ConfigError
+from serving_stack.facts.aws import load_aws_catalog, load_aws_regions
 from serving_stack.facts.catalog import CATALOG_DIR
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.facts.regions import load_aws_regions
-from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS
-from serving_stack.plan.zones import ALLOWED_CHARS, bounded
+from serving_stack.plan.pools import ALLOWED_CHARS, MAX_LOCAL_ZONE_SUBNETS
+from serving_stack.plan.pools import bounded_list as bounded
 
 REGIONS = load_aws_regions()
 INSTANCES = load_aws_catalog().instance_types

@@ -51,7 +51,7 @@ BAD_CONFIGS = {
     "target id wrong type": (_with("targets.0.id", 7), "targets[0].id: Input should be a valid string"),
     "targets not a list": (
         _with("targets", {"id": BASE_TARGET}),
-        "targets: must be a list of targets or the string 'auto'",
+        "targets: must be a list of targets",
     ),
     "negative replicas": (
         _with("targets.0.replicas", {WORKER: -1}),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from bad_stack_helpers import DELETE, ThrowawayProject, assert_refused, config_value, edited
 
-from serving_stack.facts.regions import load_aws_regions
+from serving_stack.facts.aws import load_aws_regions
 
 REGIONS = load_aws_regions()
 REGION = config_value("prod", "aws.region")

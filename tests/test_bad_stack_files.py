@@ -18,7 +18,7 @@ from bad_stack_helpers import (
 )
 
 from serving_stack.facts.catalog import load_catalog
-from tools.stack_files import MAX_FILE_BYTES
+from serving_stack.facts.strict_files import MAX_FILE_BYTES
 
 DEV = edited("dev", {})
 WORKER = load_catalog().recipe(config_value("dev", "targets[0].id")).worker_components()[0]["name"]

@@ -10,7 +10,6 @@ import pytest
 from bad_stack_helpers import DELETE, PROJECT, ThrowawayProject, assert_refused, committed, config_value, edited
 from plan_helpers import plan_of
 
-from serving_stack.config.demand import MAX_USD_PER_HOUR, MAX_USERS
 from serving_stack.facts.catalog import load_catalog
 from tools.mock_runtime import PROJECT_DIR
 
@@ -31,7 +30,6 @@ PROD_PLACED = next(t.pool for t in PROD_PLAN.serving.targets if t.selected.index
 FOREIGN_POOL = next(pool.name for pool in PROD_PLAN.pools if PROD_PLACED and pool.gpu != PROD_PLACED.gpu)
 E0 = "sagemaker.endpoints[0]"
 ENDPOINT = config_value("prod", E0)
-AUTO = {"targets": "auto", "aws.nodePools": DELETE}  # the capacity plan of `demand` deploys
 SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"
 JS_MODEL = json.loads((SNAPSHOT / "models_manifest.json").read_text())[0]
 JS_TYPE = json.loads((SNAPSHOT / JS_MODEL["spec_key"]).read_text())["default_inference_instance_type"]
@@ -194,13 +192,8 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "demand of 0 users": ("prod", {"demand.concurrentUsers": 0}, "demand.concurrentUsers"),
     "demand in users and requests": ("prod", {"demand.requestsPerSecond": 5.0}, "demand"),
     "demand GPU type unknown (explicit targets)": ("prod", {"demand.gpuTypes": ["H200"]}, "demand.gpuTypes"),
-    "demand GPU type unknown (targets: auto)": ("prod", {**AUTO, "demand.gpuTypes": ["H200"]}, "demand.gpuTypes"),
-    # Bounds that keep the capacity solver's numbers sane; a plan beyond the stack's bounds names `demand`.
-    "demand of 10^30 users (targets: auto)": (
-        "prod",
-        {**AUTO, "demand.concurrentUsers": 10**30},
-        "demand.concurrentUsers",
-    ),
+    # Bounds that keep the capacity solver's numbers sane (`make plan` reads the same block).
+    "demand of 10^30 users": ("prod", {"demand.concurrentUsers": 10**30}, "demand.concurrentUsers"),
     "demand of 10^30 tokens": (
         "prod",
         {"demand.tokenShape": {"inputTokens": 10**30, "outputTokens": 400}},
@@ -217,11 +210,7 @@ CASES: dict[str, tuple[str, dict, str]] = {
     ),
     "demand budget of 10^30 $/h": ("prod", {"demand.budgetUsdPerHour": 1e30}, "demand.budgetUsdPerHour"),
     "demand TTFT of 10^30 ms": ("prod", {"demand.slo.maxTtftP50Ms": 1e30}, "demand.slo.maxTtftP50Ms"),
-    "demand whose plan exceeds the replicas bound": (
-        "prod",
-        {**AUTO, "demand.concurrentUsers": MAX_USERS, "demand.budgetUsdPerHour": MAX_USD_PER_HOUR},
-        "demand",
-    ),
+    "targets: auto (planned by `make plan ... WRITE=1` now)": ("prod", {"targets": "auto"}, "targets"),
 }
 
 

@@ -1,8 +1,8 @@
 """Values of the wrong type or size: lax coercion into counts and booleans, empty and huge values, and
 quantities out of bounds (the PVC below the checkpoints it must hold, from catalog/checkpoints.yaml).
 
-Over ~250 lines because `CASES` is one table of bad values, each with the key the refusal must name, run by
-one test against one rendered project."""
+`CASES` is one table of bad values, each with the key the refusal must name, run by one test against one
+rendered project."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ from bad_stack_helpers import (
 )
 
 from serving_stack.config.types import quantity_value
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.checkpoints import load_checkpoint_sizes
+from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
 
 TARGET = config_value("dev", "targets[0].id")
 WORKER = load_catalog().recipe(TARGET).worker_components()[0]["name"]

@@ -9,7 +9,7 @@ import tracemalloc
 import pytest
 from bad_stack_helpers import STACK_FILE, ThrowawayProject, assert_refused, edited
 
-from tools.stack_files import MAX_DEPTH, MAX_NODES
+from serving_stack.facts.strict_files import MAX_DEPTH, MAX_NODES
 
 DEV = edited("dev", {})
 CACHE_LINE = "  nemotron-lightning:modelCache:\n"

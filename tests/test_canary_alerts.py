@@ -11,9 +11,8 @@ from alert_scenarios import Scenarios, constant, series
 from monitoring_helpers import NAMESPACE, canary_alerting, catalog_targets, thresholds
 from promtool_helpers import run_rule_tests
 
-from serving_stack.facts.metrics import load_metrics
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.alerts import rule_groups
+from serving_stack.facts.monitoring import load_metrics, load_monitoring
+from serving_stack.plan.monitoring import rule_groups
 
 RUNBOOKS = "https://example.invalid/docs/monitoring.md"
 METRICS = load_metrics()

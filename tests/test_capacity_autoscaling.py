@@ -16,25 +16,23 @@ from plan_helpers import plan_of
 from rollout_helpers import committed_config
 from stack_helpers import all_targets_config, rendered_stack, run_config
 
-from serving_stack.components.autoscaling import (
+from components.autoscaling import (
     ClusterAutoscaler,
     ClusterAutoscalerArgs,
     ServingAutoscaler,
     ServingAutoscalerArgs,
 )
-from serving_stack.facts.autoscaling_facts import load_autoscaling
-from serving_stack.plan.autoscaling_plan import (
+from serving_stack.facts.aws import load_autoscaling
+from serving_stack.plan.capacity import (
     ScalingBehaviour,
     adapter_name,
+    cluster_autoscaler_policy,
+    cluster_autoscaler_values,
     component_scalings,
     enable_scaling_adapters,
     ignored_replica_paths,
-    scaled_object,
-)
-from serving_stack.plan.cluster_autoscaler import (
-    cluster_autoscaler_policy,
-    cluster_autoscaler_values,
     node_group_autoscaler_tags,
+    scaled_object,
 )
 from tools.mock_runtime import PROJECT_DIR, plain_numbers
 from tools.render import kubernetes_objects

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from serving_stack.facts.node_ready_facts import load_node_ready_file
-from serving_stack.plan.node_ready import fsx_read_mb_s, node_ready_facts, node_ready_markdown, predict_node_ready
+from serving_stack.facts.aws import load_node_ready_file
+from serving_stack.plan.capacity import fsx_read_mb_s, node_ready_facts, node_ready_markdown, predict_node_ready
 
 DATA = load_node_ready_file()
 FACTS = node_ready_facts(DATA)

@@ -1,5 +1,5 @@
 """Cost per 1M output tokens per Dynamo endpoint in the outputs (an optional contract field), computed by hand
-from the instance facts and the catalog's published throughput; and a `targets: auto` stack rendered whole by
+from the instance facts and the catalog's published throughput; and prod with its demand's plan written in, rendered whole by
 `tools.render` (exit 0: rollout and policy pack green) with the capacity sections in `summary.md`."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from capacity_stacks import autoscaled_auto_targets
+from capacity_stacks import autoscaled_planned_targets
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config
 from stack_helpers import PROJECT
@@ -18,7 +18,7 @@ from serving_stack.contract.outputs import ServingEndpoint, StackOutputs
 from tools import render
 from tools.mock_runtime import PROJECT_DIR
 
-STACK = "prod-auto"
+STACK = "prod-planned"
 
 
 def _by_hand(usd_per_node_hour: float, gpus_per_node: int, tokens_per_second_per_gpu: float) -> float:
@@ -56,15 +56,15 @@ def test_the_field_is_optional_so_older_outputs_stay_valid() -> None:
 
 
 @pytest.fixture(scope="module")
-def auto_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
-    tmp = tmp_path_factory.mktemp("auto-render")
+def planned_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
+    tmp = tmp_path_factory.mktemp("planned-render")
     project = tmp / "project"
     project.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         (project / name).symlink_to(PROJECT_DIR / name)
     stack_file = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
     config = committed_config("prod")
-    autoscaled_auto_targets(config)
+    autoscaled_planned_targets(config)
     others = {k: v for k, v in stack_file["config"].items() if not k.startswith(f"{PROJECT}:")}
     stack_file["config"] = {**others, **{f"{PROJECT}:{k}": v for k, v in config.items()}}
     (project / f"Pulumi.{STACK}.yaml").write_text(yaml.safe_dump(stack_file))
@@ -74,22 +74,22 @@ def auto_render(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, Path]:
     return code, tmp / "build" / STACK
 
 
-def test_a_targets_auto_stack_renders_with_rollout_and_policies_green(auto_render: tuple[int, Path]) -> None:
-    code, out = auto_render
+def test_prod_with_its_plan_written_in_renders_with_rollout_and_policies_green(
+    planned_render: tuple[int, Path],
+) -> None:
+    code, out = planned_render
     assert code == 0, (out / "policy-report.txt").read_text() if out.exists() else "nothing rendered"
     assert "0 mandatory" in (out / "policy-report.txt").read_text()
     outputs = StackOutputs.model_validate_json((out / "outputs.json").read_text())
     assert all(e.usdPerMillionOutputTokens for e in outputs.endpoints if e.kind == "dynamo")
 
 
-def test_the_summary_shows_the_plan_costs_node_readiness_and_scaling(auto_render: tuple[int, Path]) -> None:
-    _, out = auto_render
+def test_the_summary_shows_costs_node_readiness_and_scaling(planned_render: tuple[int, Path]) -> None:
+    _, out = planned_render
     summary = (out / "summary.md").read_text()
     config = committed_config("prod")
-    autoscaled_auto_targets(config)
+    autoscaled_planned_targets(config)
     plan = plan_of(config)
-    assert "## Capacity plan (`targets: auto`)" in summary
-    assert f"**${plan.capacity.auto.plan.usd_per_hour:,.2f}/h**" in summary
     for cost in plan.capacity.token_costs:
         assert f"| `{cost.target_id}` | {cost.runs_on} | **${cost.usd_per_million:.3f}** |" in summary
     for prediction in plan.capacity.node_readiness.predictions:

@@ -13,11 +13,11 @@ from stack_helpers import DGD_TYPE, PROJECT, run_config
 
 from serving_stack.errors import ConfigError
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.capacity_explain import plan_capacity
-from serving_stack.plan.capacity_model import demand_of
-from serving_stack.plan.capacity_stack import plan_to_stack_config, pool_name
+from serving_stack.plan.capacity import demand_of
 from tools.mock_runtime import PROJECT_DIR
-from tools.plan_capacity import main, read_demand
+from tools.plan_capacity.cli import main, read_demand
+from tools.plan_capacity.explain import plan_capacity
+from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name
 
 STACKS_WITH_DEMAND = [
     p.name[len("Pulumi.") : -len(".yaml")]
@@ -74,10 +74,11 @@ def test_the_config_a_plan_implies_renders_with_the_planned_replicas() -> None:
 
 def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
-    (tmp_path / "Pulumi.none.yaml").write_text("config: {}\n")
-    (tmp_path / "Pulumi.bad.yaml").write_text(
-        yaml.safe_dump({"config": {f"{PROJECT}:demand": {"requestsPerSecond": 3}}})
-    )
+    prod = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())
+    del prod["config"][f"{PROJECT}:demand"]
+    (tmp_path / "Pulumi.none.yaml").write_text(yaml.safe_dump(prod))
+    prod["config"][f"{PROJECT}:demand"] = {"requestsPerSecond": 3}
+    (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(prod))
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
             read_demand(stack, root=tmp_path)

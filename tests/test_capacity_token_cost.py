@@ -8,7 +8,7 @@ import math
 
 from capacity_demands import CRITERIA, OFFERS, ROWS
 
-from serving_stack.plan.token_cost import token_cost_markdown, token_cost_rows
+from serving_stack.plan.capacity import token_cost_markdown, token_cost_rows
 
 TABLE = {row.target_id: row for row in token_cost_rows(ROWS, OFFERS, CRITERIA)}
 

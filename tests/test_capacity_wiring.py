@@ -1,4 +1,4 @@
-"""Scaling with load in the whole program: prod with `targets: auto` and every planned target autoscaled. Each
+"""Scaling with load in the whole program: prod with its demand's plan written in (`make plan ... WRITE=1`) and every planned target autoscaled. Each
 ScaledObject validates against the vendored KEDA CRD and targets the scaling adapter of a component of a DGD
 the stack creates (enabled there, its replicas ignored by Pulumi); cluster-autoscaler discovers every GPU node
 group of the created cluster by the tags on its own Auto Scaling group (a GPU pool tags only when switched on);
@@ -10,14 +10,13 @@ import crd_schemas
 import pytest
 from aws_helpers import inputs, run_gpu_pool
 from aws_helpers import pool as h200_pool
-from capacity_stacks import PROMETHEUS_URL, autoscaled_auto_targets
+from capacity_stacks import PROMETHEUS_URL, autoscaled_planned_targets
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config, key, of_type, records
 from stack_helpers import DGD_TYPE, run_config
 
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.autoscaling_plan import adapter_name
-from serving_stack.plan.cluster_autoscaler import node_group_autoscaler_tags
+from serving_stack.plan.capacity import adapter_name, node_group_autoscaler_tags
 from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -27,12 +26,13 @@ TAG, NODE_GROUP = "aws:autoscaling/tag:Tag", "aws:eks/nodeGroup:NodeGroup"
 
 def _auto_prod() -> dict:
     config = committed_config("prod")
-    autoscaled_auto_targets(config)
+    autoscaled_planned_targets(config)
     return config
 
 
+@pytest.mark.slow  # every ScaledObject of a whole run validated against the KEDA schema
 def test_every_scaled_object_validates_and_targets_an_adapter_of_a_graph_of_the_stack() -> None:
-    recorded, plan = records("prod-auto"), plan_of(_auto_prod())
+    recorded, plan = records("prod-planned"), plan_of(_auto_prod())
     bounds = _auto_prod()["autoscaling"]["targets"]
     dgds = {r["inputs"]["metadata"]["name"]: r for r in of_type(recorded, DGD_TYPE)}
     (keda,) = [r for r in of_type(recorded, HELM_RELEASE) if r["inputs"]["chart"] == FACTS.autoscaling.keda.chart]
@@ -72,7 +72,7 @@ def test_every_scaled_object_validates_and_targets_an_adapter_of_a_graph_of_the_
 
 
 def test_cluster_autoscaler_discovers_every_gpu_node_group_by_its_own_auto_scaling_group() -> None:
-    recorded, config = records("prod-auto"), _auto_prod()
+    recorded, config = records("prod-planned"), _auto_prod()
     cluster = config["aws"]["cluster"]["create"]["name"]
     chart = FACTS.autoscaling.clusterAutoscaler
     (release,) = [r for r in of_type(recorded, HELM_RELEASE) if r["inputs"]["chart"] == chart.chart]

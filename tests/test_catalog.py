@@ -11,15 +11,14 @@ import yaml
 from catalog_picks import pick
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.facts.recipe import Performance
+from serving_stack.facts.catalog import CATALOG_DIR, Performance, load_catalog
 from tools.absorb.perf_table import published_figures
 from tools.absorb.upstream import read_upstream
 
 pytestmark = pytest.mark.catalog_driven
 RECIPES = CATALOG_DIR / "recipes"
 # The revision the shared reference copies (../shared/reference/dynamo-recipes/FACTS.md, "Provenance").
-SEED_REFERENCE_COMMIT = "70d2ef43"
+SEED_REFERENCE_COMMIT, SEED_REFERENCE_DATE = "70d2ef43", "2026-08-11"
 
 
 def test_every_vendored_manifest_is_a_target_and_nothing_else():
@@ -168,19 +167,24 @@ def test_a_manifest_without_a_dgd_is_rejected(catalog_copy):
         load_catalog(catalog_copy)
 
 
-def test_the_vendored_copy_is_the_seed_reference_when_at_its_commit():
-    """`../shared/reference` holds the seed-era revision only: it is compared when the catalog is at that commit."""
+def test_the_seed_reference_absorbs_into_exactly_its_files(tmp_path):
+    """`../shared/reference` holds the seed-era upstream revision. Absorbed into a copy of the catalog, whatever
+    revision the catalog is at now, the vendored copy is the reference byte for byte; while the catalog is still
+    at that revision the absorb changes nothing."""
     from stack_helpers import RECIPES_REFERENCE
 
-    commit = load_catalog().data.upstream.commit
-    if commit != SEED_REFERENCE_COMMIT:
-        pytest.skip(f"the catalog is at {commit}; the shared reference is the seed-era {SEED_REFERENCE_COMMIT}")
+    from tools.absorb.__main__ import absorb
+
     if not RECIPES_REFERENCE.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"{RECIPES_REFERENCE} is missing: CI must lay shared/ beside the checkout")
         pytest.skip(f"{RECIPES_REFERENCE} is not beside this checkout")
+    copy = tmp_path / "catalog"
+    shutil.copytree(CATALOG_DIR, copy)
+    _, written = absorb(RECIPES_REFERENCE, SEED_REFERENCE_COMMIT, SEED_REFERENCE_DATE, copy, dry_run=False)
     reference = sorted(p.relative_to(RECIPES_REFERENCE) for p in RECIPES_REFERENCE.rglob("*") if p.is_file())
-    vendored = sorted(p.relative_to(RECIPES) for p in RECIPES.rglob("*") if p.is_file())
+    vendored = sorted(p.relative_to(copy / "recipes") for p in (copy / "recipes").rglob("*") if p.is_file())
     assert vendored == reference
     for relative in reference:
-        assert (RECIPES / relative).read_bytes() == (RECIPES_REFERENCE / relative).read_bytes(), relative
+        assert (copy / "recipes" / relative).read_bytes() == (RECIPES_REFERENCE / relative).read_bytes(), relative
+    assert written == (load_catalog().data.upstream.commit != SEED_REFERENCE_COMMIT)

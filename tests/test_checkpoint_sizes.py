@@ -8,8 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.checkpoints import load_checkpoint_sizes
+from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
 from serving_stack.facts.sagemaker import load_lmi
 
 SIZES = load_checkpoint_sizes()

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from plan_helpers import plan_of
 
 from serving_stack.errors import MAX_LINE, ConfigError
-from serving_stack.plan.stack_plan_types import StackPlan
+from serving_stack.plan.stack import StackPlan
 from tools.render import EXIT_CONFIG, EXIT_REFUSED
 
 STACKS = ("dev", "prod")

@@ -9,7 +9,7 @@ import yaml
 from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, run_config
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.plan.manifests import WAIT_FOR_ANNOTATION
+from serving_stack.plan.serving import WAIT_FOR_ANNOTATION
 from tools.conformance import (
     NAMESPACE,
     PULL_SECRET,

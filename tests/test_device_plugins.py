@@ -8,8 +8,9 @@ import json
 
 from aws_helpers import inputs, run_components, the
 
-from serving_stack.components.device_plugins import DevicePlugins, DevicePluginsArgs
-from serving_stack.facts.instance_types import load_aws_catalog
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from serving_stack.facts.aws import load_aws_catalog
+from serving_stack.plan.stack import DevicePluginSet
 
 RELEASE, DAEMON_SET, CONFIG_MAP = (
     "kubernetes:helm.sh/v3:Release",
@@ -24,10 +25,13 @@ def plugins(efa_instance_types=(), infiniband=False, nvidia=True):
         DevicePlugins(
             "plugins",
             DevicePluginsArgs(
-                plugins=load_aws_catalog().platform.devicePlugins,
-                efa_instance_types=list(efa_instance_types),
-                infiniband=infiniband,
-                nvidia=nvidia,
+                DevicePluginSet(
+                    pins=load_aws_catalog().platform.devicePlugins,
+                    nvidia=nvidia,
+                    efa=bool(efa_instance_types),
+                    efa_instance_types=tuple(efa_instance_types),
+                    infiniband=infiniband,
+                )
             ),
         )
 

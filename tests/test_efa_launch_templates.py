@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from aws_helpers import inputs, resolved, run_gpu_pool, the
 
-from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.pools import ManagedPoolSpec
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -13,9 +13,16 @@ import pytest
 from aws_helpers import inputs, run_components, the
 from aws_requests import launch_template_request, node_group_request, problems
 
-from serving_stack.components.eks_cluster import EksCluster, EksClusterArgs, SystemNodeGroupSpec
-from serving_stack.components.network import Network, NetworkArgs, local_zone_cidrs, subnet_cidrs
-from serving_stack.facts.instance_types import load_aws_catalog
+from components.cluster import (
+    EksCluster,
+    EksClusterArgs,
+    Network,
+    NetworkArgs,
+    SystemNodeGroupSpec,
+    local_zone_cidrs,
+    subnet_cidrs,
+)
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]

@@ -16,7 +16,7 @@ import pytest
 from stack_helpers import BASE_CONFIG, DGD_TYPE, run_config
 
 from serving_stack.facts import load_facts
-from serving_stack.plan.targets import deployed_dynamo_targets, swap_refusal
+from serving_stack.plan.serving import deployed_dynamo_targets, swap_refusal
 
 CATALOG = load_facts().catalog
 

@@ -10,9 +10,9 @@ import pytest
 from aws_helpers import pool, resolved
 from catalog_picks import gpu_of, pick, picks
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.pinning import place_target
+from serving_stack.plan.serving import place_target
 
 pytestmark = pytest.mark.catalog_driven
 FABRICS = load_aws_catalog().fabrics

@@ -121,6 +121,7 @@ def ask(outputs_file: Path, base_url: str, key: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # the real LiteLLM proxy on loopback
 def test_cli_gets_answers_from_the_local_gateway_and_names_a_failover(prod, tmp_path):
     litellm_executable()
     outputs_file = tmp_path / "outputs.json"

@@ -15,8 +15,7 @@ import yaml
 from aws_helpers import inputs, run_components, the
 from gateway_helpers import scenario_backends
 
-from policy.nemotron_policies.offline import evaluate
-from serving_stack.components.gateway import (
+from components.gateway import (
     CONFIG_CHECKSUM_ANNOTATION,
     INVOKE_ACTIONS,
     MASTER_KEY_SECRET_KEY,
@@ -26,9 +25,9 @@ from serving_stack.components.gateway import (
     config_checksum,
     master_key_secret_name,
 )
+from policy.nemotron_policies.offline import evaluate
 from serving_stack.facts.gateway import load_gateway_pins
-from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway
-from serving_stack.plan.gateway_stack import redis_host
+from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway, redis_host
 from tools.mock_runtime import PROJECT_DIR, redact
 
 MASTER_KEY = "sk-gateway-test-master-key-0123456789abcdef"

@@ -136,6 +136,7 @@ def render(*flags: str, out: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # two whole renders in subprocesses
 def test_committed_prod_renders_with_named_placeholders_only_when_asked(tmp_path):
     refused = render(out=str(tmp_path / "strict"))
     assert refused.returncode == 2

@@ -19,6 +19,9 @@ from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import litellm_executable
 from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS
 
+# The real LiteLLM proxy on loopback: `make test-all`.
+pytestmark = pytest.mark.slow
+
 # Fault figures are compared with a baseline run through the same gateway first: the machine is shared.
 BASELINE_REQUESTS = 4 * CONCURRENCY
 

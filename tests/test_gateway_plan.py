@@ -124,6 +124,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow  # imports the pinned LiteLLM in its own virtualenv
 def test_every_key_is_one_the_pinned_litellm_accepts(prod):
     litellm_executable()
     plan = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(), REDIS)

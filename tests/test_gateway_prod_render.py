@@ -13,11 +13,16 @@ import yaml
 from rollout_helpers import committed_config
 from stack_helpers import TEST_SECRETS, rendered_stack, run_config
 
-from serving_stack.components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM_ANNOTATION
+from components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM_ANNOTATION
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import CONTRACT_VERSION, StackOutputs
-from serving_stack.plan.gateway import MASTER_KEY_ENV, SAGEMAKER_GROUP_SUFFIX, RedisAddress, plan_gateway
-from serving_stack.plan.gateway_stack import gateway_settings
+from serving_stack.plan.gateway import (
+    MASTER_KEY_ENV,
+    SAGEMAKER_GROUP_SUFFIX,
+    RedisAddress,
+    gateway_settings,
+    plan_gateway,
+)
 from tools.gateway_loopback.stack_backends import backends_of
 from tools.mock_runtime import ProgramRun
 from tools.render import write_render

@@ -14,9 +14,8 @@ from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool, poo
 from plan_helpers import FACTS, plan_of
 from stack_helpers import assert_rejected_before_any_resource, run_config
 
-from serving_stack.facts.aws_platform import version_key
+from serving_stack.facts.aws import load_aws_catalog, version_key
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
 from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL
 
 CATALOG = load_aws_catalog()

@@ -14,10 +14,8 @@ from plan_helpers import plan_of
 
 from serving_stack.config import ConfigError
 from serving_stack.facts import load_facts
-from serving_stack.facts.catalog import CATALOG_DIR
-from serving_stack.facts.gpus import load_gpus
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.facts.recipe import Performance
+from serving_stack.facts.aws import load_aws_catalog, load_gpus
+from serving_stack.facts.catalog import CATALOG_DIR, Performance
 
 pytestmark = pytest.mark.catalog_driven
 NEW_LABEL = "NVIDIA-X999-TEST"

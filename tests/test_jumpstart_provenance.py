@@ -16,8 +16,8 @@ from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource, run_
 
 from serving_stack.config import parse_stack_config
 from serving_stack.errors import ConfigError
-from serving_stack.facts import jumpstart
-from serving_stack.facts.jumpstart_sources import PROVENANCE_FILE
+from serving_stack.facts import sagemaker as jumpstart
+from serving_stack.facts.sagemaker import PROVENANCE_FILE
 from serving_stack.plan.sagemaker import plan_sagemaker_endpoints
 from tools import refresh_jumpstart_snapshot
 from tools.mock_runtime import PROJECT_DIR

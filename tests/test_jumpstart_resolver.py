@@ -11,8 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from serving_stack.facts import jumpstart
-from serving_stack.facts.jumpstart import (
+from serving_stack.facts import sagemaker as jumpstart
+from serving_stack.facts.sagemaker import (
     MANIFEST_KEY,
     ConfigKeys,
     JumpStartError,

@@ -12,7 +12,7 @@ import yaml
 from aws_helpers import eks_config, node_pool, run_components
 from plan_helpers import plan_of
 
-from serving_stack.components.model_cache import ModelCache, ModelCacheArgs
+from components.model_cache import ModelCache, ModelCacheArgs
 from serving_stack.config import ConfigError
 from serving_stack.facts import load_facts
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog

@@ -9,10 +9,10 @@ import json
 import pytest
 from aws_helpers import inputs, run_components, the
 
-from serving_stack.components.model_cache_storage import ModelCacheStorage, ModelCacheStorageArgs
-from serving_stack.facts.instance_types import load_aws_catalog
+from components.model_cache import ModelCacheStorage, ModelCacheStorageArgs
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import MODEL_CACHE_CLAIM
-from serving_stack.plan.storage import EfsOptions, FsxOptions, StoragePlan
+from serving_stack.plan.model_cache import EfsOptions, FsxOptions, StoragePlan
 
 SUBNETS = {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa", "us-east-1b": "subnet-0bbbbbbbbbbbbbbbb"}
 STORAGE_CLASS, ADDON = "kubernetes:storage.k8s.io/v1:StorageClass", "aws:eks/addon:Addon"

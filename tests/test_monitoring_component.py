@@ -9,10 +9,9 @@ import json
 from aws_helpers import inputs, the
 from monitoring_helpers import monitoring_plan, run_monitoring
 
-from serving_stack.facts.dashboards import load_dashboard_specs
-from serving_stack.facts.monitoring import load_monitoring
+from serving_stack.facts.monitoring import load_dashboard_specs, load_monitoring
 from serving_stack.names import GPU_LABEL, GPU_TAINT
-from serving_stack.plan.monitoring_values import SELECT_EVERYTHING
+from serving_stack.plan.monitoring import SELECT_EVERYTHING
 
 RELEASE, NAMESPACE = "kubernetes:helm.sh/v3:Release", "kubernetes:core/v1:Namespace"
 RULE, SERVICE_MONITOR = (

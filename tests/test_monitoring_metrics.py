@@ -10,10 +10,8 @@ import pytest
 from monitoring_helpers import catalog_targets, groups_for, thresholds
 from promtool_helpers import check_rules
 
-from serving_stack.facts.dashboards import load_dashboard_specs
-from serving_stack.facts.metrics import METRIC_REFERENCE, load_metrics
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.dashboards import dashboard_json
+from serving_stack.facts.monitoring import METRIC_REFERENCE, load_dashboard_specs, load_metrics, load_monitoring
+from serving_stack.plan.monitoring import dashboard_json
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "monitoring.md"
 # Grafana's variables, as a query of that dashboard would see them.

@@ -13,9 +13,9 @@ from aws_helpers import run_components
 from plan_helpers import plan_of
 from stack_helpers import BASE_CONFIG, CONFIG_MAP_TYPE, DGD_TYPE
 
-from serving_stack.components.monitoring import Monitoring, MonitoringArgs
-from serving_stack.components.operability import Operability, OperabilityArgs
-from serving_stack.components.serving_target import ServingTarget, ServingTargetArgs
+from components.monitoring import Monitoring, MonitoringArgs
+from components.operability import Operability, OperabilityArgs
+from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.names import TypeTokens
 from tools.mock_runtime import ProgramRun, plain_numbers
@@ -39,11 +39,11 @@ def run(raw: dict[str, Any]) -> ProgramRun:
                     namespace=plan.serving.namespace, config_map=target.config_map, dgd=target.dgd, depends_on=[]
                 ),
             ).dgd
-        monitoring = Monitoring("monitoring", MonitoringArgs.from_plan(plan.monitoring)) if plan.monitoring else None
+        monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring)) if plan.monitoring else None
         assert plan.operability is not None
         Operability(
             "operability",
-            OperabilityArgs.from_plan(
+            OperabilityArgs(
                 plan.operability,
                 namespace=plan.serving.namespace,
                 graphs=graphs,

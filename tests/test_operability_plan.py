@@ -15,13 +15,13 @@ from plan_helpers import FACTS, plan_of
 from stack_helpers import BASE_CONFIG, PROJECT
 
 from serving_stack.config import ConfigError
-from serving_stack.plan.manifests import startup_budget_seconds
 from serving_stack.plan.operability import (
     DGD_DIGEST_ANNOTATION,
     SKIP_AWAIT_ANNOTATION,
     SMOKE_WAIT_AFTER_READY_SECONDS,
     TargetChecks,
 )
+from serving_stack.plan.serving import startup_budget_seconds
 from tools.mock_runtime import PROJECT_DIR
 
 PROD = {

@@ -19,7 +19,7 @@ from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 
 from serving_stack.config.serving import TargetConfig
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used
 
 ROOT = Path(__file__).resolve().parents[1]
 AIPERF = ROOT / ".venv-aiperf" / "bin" / "aiperf"
@@ -133,6 +133,7 @@ def benchmark_run(aiperf_environment, tmp_path_factory):
     }
 
 
+@pytest.mark.slow  # the pinned AIPerf CLI against a loopback server
 def test_aiperf_replays_the_whole_trace_at_the_catalog_concurrency(benchmark_run):
     run = benchmark_run["run"]
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -154,6 +155,7 @@ def test_aiperf_replays_the_whole_trace_at_the_catalog_concurrency(benchmark_run
     assert osl["count"] == TRACE_REQUESTS - len(FAILING_TRACE_REQUESTS)
 
 
+@pytest.mark.slow  # the pinned AIPerf CLI against a loopback server
 def test_the_in_cluster_comparison_reads_the_real_export(benchmark_run):
     export = json.loads(benchmark_run["export"].read_text())
     comparison = json.loads((benchmark_run["export"].parent / "comparison.json").read_text())
@@ -176,6 +178,7 @@ def test_the_in_cluster_comparison_reads_the_real_export(benchmark_run):
     assert f"Result: **{comparison['result']}**" in benchmark_run["run"].stdout
 
 
+@pytest.mark.slow  # the pinned AIPerf CLI against a loopback server
 def test_the_laptop_cli_agrees_with_the_in_cluster_comparison(benchmark_run, tmp_path):
     recipe = benchmark_run["recipe"]
     cli = subprocess.run(

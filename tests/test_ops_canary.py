@@ -18,7 +18,7 @@ from ops_fake_openai import Behaviour, FakeOpenAIServer, Faults
 from prometheus_client.parser import text_string_to_metric_families
 
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.metrics import load_metrics
+from serving_stack.facts.monitoring import load_metrics
 
 PROGRAM = Path(__file__).resolve().parents[1] / "ops" / "canary.py"
 RECIPE = next(iter(load_catalog().recipes.values()))

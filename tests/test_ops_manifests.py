@@ -16,10 +16,9 @@ from serving_stack.config.operability import BenchmarkConfig, OperabilityConfig
 from serving_stack.config.serving import TargetConfig
 from serving_stack.contract.outputs import frontend_url
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan import ops_benchmark_job, ops_canary, ops_pods, ops_programs, ops_smoke_job
-from serving_stack.plan.operability import SMOKE_WAIT_AFTER_READY_SECONDS, operability_settings
-from serving_stack.plan.ops_pods import Endpoint
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan import operability
+from serving_stack.plan.operability import SMOKE_WAIT_AFTER_READY_SECONDS, Endpoint, operability_settings
+from serving_stack.plan.serving import effective_replicas, gpus_used
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -47,7 +46,7 @@ def published_of(recipe) -> dict:
 
 def objects_for(recipe) -> dict[str, dict]:
     endpoint = endpoint_of(recipe)
-    bench = ops_benchmark_job.benchmark_job(
+    bench = operability.benchmark_job(
         endpoint,
         NAMESPACE,
         SETTINGS.benchmark,
@@ -55,14 +54,14 @@ def objects_for(recipe) -> dict[str, dict]:
         claim_name="shared-model-cache",
         published=published_of(recipe),
     )
-    canary = ops_canary.canary_deployment(endpoint, NAMESPACE, SETTINGS.canary, {"example/sha256": "0" * 64})
-    smoke_job = ops_smoke_job.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smoke, SMOKE_WAIT_AFTER_READY_SECONDS, {})
+    canary = operability.canary_deployment(endpoint, NAMESPACE, SETTINGS.canary, {"example/sha256": "0" * 64})
+    smoke_job = operability.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smoke, SMOKE_WAIT_AFTER_READY_SECONDS, {})
     return {
         "smoke": smoke_job,
         "bench": bench,
-        "bench-on-demand": ops_benchmark_job.on_demand(bench),
+        "bench-on-demand": operability.on_demand(bench),
         "canary": canary,
-        "canary-monitor": ops_canary.canary_pod_monitor(canary, SETTINGS.canary, {"release": "kube-prometheus-stack"}),
+        "canary-monitor": operability.canary_pod_monitor(canary, SETTINGS.canary, {"release": "kube-prometheus-stack"}),
     }
 
 
@@ -76,7 +75,7 @@ RECIPES = sorted(CATALOG.recipes.values(), key=lambda r: r.id)
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.id)
 def test_built_in_objects_validate_strictly(recipe):
     built = [o for o in objects_for(recipe).values() if o["kind"] != "PodMonitor"]
-    for obj in [*built, ops_programs.program_config_map(NAMESPACE, ops_programs.read_programs())]:
+    for obj in [*built, operability.program_config_map(NAMESPACE, operability.read_programs())]:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
 
 
@@ -95,7 +94,7 @@ def test_the_benchmark_replays_the_trace_at_the_catalog_concurrency_and_compares
     (main,) = pod["containers"]
     args = args_of(main)
     assert args["--concurrency"] == str(recipe.entry.performance.concurrency)
-    assert args["--trace"] == f"{ops_benchmark_job.MODEL_CACHE}/traces/{TRACE}"
+    assert args["--trace"] == f"{operability.MODEL_CACHE}/traces/{TRACE}"
     assert (
         args["--model"] == recipe.served_model_name
         and args["--url"] == f"http://{recipe.name}-frontend.{NAMESPACE}.svc.cluster.local:8000"
@@ -106,13 +105,13 @@ def test_the_benchmark_replays_the_trace_at_the_catalog_concurrency_and_compares
         **published_of(recipe),
     }
     assert int(args["--num-requests"]) > 0  # bounded by default: 0 would replay the whole trace (hours)
-    assert args["--results-root"].startswith(ops_benchmark_job.MODEL_CACHE + "/")
+    assert args["--results-root"].startswith(operability.MODEL_CACHE + "/")
     volumes = {v["name"]: v for v in pod["volumes"]}
     assert volumes["model-cache"]["persistentVolumeClaim"]["claimName"] == "shared-model-cache"
     term = pod["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
     assert term["labelSelector"]["matchLabels"] == {
-        ops_benchmark_job.COMPONENT_TYPE_LABEL: "frontend",
-        ops_benchmark_job.DGD_NAME_LABEL: recipe.name,
+        operability.COMPONENT_TYPE_LABEL: "frontend",
+        operability.DGD_NAME_LABEL: recipe.name,
     }
     assert main["securityContext"]["runAsNonRoot"] and main["securityContext"]["readOnlyRootFilesystem"]
     (init,) = pod["initContainers"]
@@ -126,7 +125,7 @@ def test_the_benchmark_image_runs_the_aiperf_version_the_tests_run():
 
 
 def test_the_smoke_deadline_counts_every_check_of_the_program():
-    assert len(smoke.CHECKS) == ops_smoke_job.SMOKE_CHECKS
+    assert len(smoke.CHECKS) == operability.SMOKE_CHECKS
 
 
 def test_the_smoke_job_is_bounded_and_unprivileged():
@@ -141,15 +140,15 @@ def test_the_smoke_job_is_bounded_and_unprivileged():
         int(args["--wait"]) + len(smoke.CHECKS) * int(args["--timeout"])
     )
     assert "ttlSecondsAfterFinished" not in spec  # Pulumi manages it: a TTL-deleted Job would be drift
-    assert container["resources"]["limits"] and container["securityContext"]["runAsUser"] == ops_pods.NOBODY
+    assert container["resources"]["limits"] and container["securityContext"]["runAsUser"] == operability.NOBODY
     assert spec["template"]["spec"]["automountServiceAccountToken"] is False
 
 
 def test_on_demand_wraps_the_job_suspended_unless_scheduled():
     bench = objects_for(RECIPES[0])["bench"]
-    on_demand = ops_benchmark_job.on_demand(bench)
+    on_demand = operability.on_demand(bench)
     assert on_demand["spec"]["suspend"] is True and on_demand["spec"]["jobTemplate"]["spec"] == bench["spec"]
-    scheduled = ops_benchmark_job.on_demand(bench, "0 3 * * 0")
+    scheduled = operability.on_demand(bench, "0 3 * * 0")
     assert scheduled["spec"]["suspend"] is False and scheduled["spec"]["schedule"] == "0 3 * * 0"
     kubernetes_validate.validate(scheduled, KUBERNETES_VERSION, strict=True)
 
@@ -166,8 +165,8 @@ def test_the_pod_monitor_selects_the_canary_pods_on_their_metrics_port():
 
 
 def test_the_config_map_ships_every_program_and_every_sibling_they_import():
-    data = ops_programs.program_config_map(NAMESPACE, ops_programs.read_programs())["data"]
-    assert data == {name: (ROOT / "ops" / name).read_text() for name in ops_programs.PROGRAM_FILES}
+    data = operability.program_config_map(NAMESPACE, operability.read_programs())["data"]
+    assert data == {name: (ROOT / "ops" / name).read_text() for name in operability.PROGRAM_FILES}
     siblings = {path.stem for path in (ROOT / "ops").glob("*.py")}
     for name, source in data.items():
         imported = {

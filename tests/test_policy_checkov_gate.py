@@ -73,15 +73,18 @@ def gate(tmp_path_factory) -> list[str]:
     return [v.message for v in checkov_violations(manifests, GATE, CHECKOV)]
 
 
+@pytest.mark.slow  # the real checkov over the manifests (the module's one run)
 def test_a_hardened_workload_passes(gate):
     assert not [m for m in gate if m.startswith("00-hardened")]
 
 
+@pytest.mark.slow  # the real checkov (the module's one run)
 @pytest.mark.parametrize("kind", ["pod", "deployment", "cronjob"])
 def test_a_privileged_container_fails_in_every_workload_kind(gate, kind):
     assert any(m.startswith(f"01-{kind}-privileged.yaml") and "CKV_K8S_16" in m for m in gate), gate
 
 
+@pytest.mark.slow  # the real checkov (the module's one run)
 def test_the_model_download_is_judged_with_the_upstream_recipes_config(gate):
     assert not [m for m in gate if m.startswith("05-job-ns-model-download")]
 

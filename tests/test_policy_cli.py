@@ -75,6 +75,7 @@ def test_a_bad_pack_config_exits_2(renders, tmp_path, capsys):
     assert "pack config names unknown policies ['image-pin']" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # `make policy` runs checkov on the manifests too
 def test_make_policy_runs_the_runner_on_the_given_render(renders):
     result = subprocess.run(
         ["make", "-s", "policy", "STACK=dev", f"RESOURCES={renders / 'dev' / 'resources.json'}"],

@@ -7,8 +7,8 @@ import pytest
 from rollout_helpers import committed_config
 from stack_helpers import run_config
 
+from components.cluster import ACCESS_POLICIES
 from policy.nemotron_policies.offline import evaluate
-from serving_stack.components.eks_cluster import ACCESS_POLICIES
 
 ADMIN_POLICIES = sorted(name for name, arn in ACCESS_POLICIES.items() if "Admin" in arn.rsplit("/", 1)[-1])
 ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"

@@ -3,8 +3,8 @@ RBAC that aggregates admin rights or spells out every verb, EKS access entries i
 written with `?`, admin managed policies by name, resource policies of every kind open to principal "*" and
 conditions that do not limit who calls. Each evasion is reported; what the stack itself does still passes.
 
-Over ~250 lines because it is one catalogue of probed evasions, each case beside the legitimate use that must
-still pass, so a new probe lands next to the ones it resembles."""
+One catalogue of probed evasions, each case beside the legitimate use that must still pass, so a new probe
+lands next to the ones it resembles."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from policy_helpers import DAEMON_SET, JOB, check_resource
 
 from policy.nemotron_policies.pod_privileges import DEFAULT_ALLOWED_HOST_PATHS
-from serving_stack.plan.prewarm import STATE_DIR
+from serving_stack.plan.model_cache import STATE_DIR
 
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"

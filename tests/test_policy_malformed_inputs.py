@@ -13,7 +13,7 @@ from policy_helpers import recording
 from policy.nemotron_policies.offline import evaluate
 
 MALFORMED = [None, 1, 1.5, True, "x", "$(X)", [], {}, [None], [1, "a"], {"a": None}, {"a": [1]}, ["x", {"y": 1}]]
-TRIALS, CHANGES_PER_TRIAL = 60, 3
+TRIALS, CHANGES_PER_TRIAL = 16, 3
 
 
 def paths(value: Any, path: tuple = ()) -> Iterator[tuple]:

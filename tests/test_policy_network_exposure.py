@@ -76,6 +76,7 @@ def holders(port) -> list[tuple[int, int, str]]:
     ]
 
 
+@pytest.mark.slow  # every admin port x rule form x world range x port range: hundreds of pack runs
 def test_every_admin_port_open_to_the_world_is_reported_in_every_form():
     cases = list(itertools.product(ADMIN_PORTS, FORMS, WORLD, range(6)))
     missed = []

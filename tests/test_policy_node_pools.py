@@ -1,5 +1,5 @@
 """The label contract between the stack's GPU node pools and the pack: a `GpuNodePool` (recorded under mocks)
-plus a disaggregated target placed on it by `serving_stack.plan.placement` pass every policy, and a worker that keeps
+plus a disaggregated target placed on it by `serving_stack.plan.serving` pass every policy, and a worker that keeps
 its upstream fabric request on a pool with another EFA count per GPU is caught by fabric-requests."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import dataclasses
 import pytest
 from aws_helpers import resolved, run_gpu_pool
 
+from serving_stack.facts.aws import load_aws_catalog as _load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog as _load_aws_catalog
-from serving_stack.plan.pinning import place_target
 from serving_stack.plan.pools import ManagedPoolSpec
+from serving_stack.plan.serving import place_target
 from tools.mock_runtime import RecordedResource
 
 FABRICS = _load_aws_catalog().fabrics

@@ -1,8 +1,8 @@
 """Planted violations: one field of the dev/prod recording (or one stack-config key) changed per case, caught
 by the expected policy and by no other (compared with the unchanged recording's violations). Cases find
 their subject by role (the disaggregated target, a prewarm DaemonSet), not by name, so they keep holding
-while the stacks gain pools and targets. Over ~250 lines because the cases and their mutations are one
-table, checked together to cover every policy."""
+while the stacks gain pools and targets. The cases and their mutations are one table, checked together to
+cover every policy."""
 
 from __future__ import annotations
 

@@ -19,6 +19,9 @@ from tools.pr_diff.render_ref import RenderedTree, render_base_and_head
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import ResourceChange, StackDiff, diff_stack
 
+# `make diff` end to end on a planted git repository: `make test-all` (tests/test_pr_diff_fields.py is the fast part).
+pytestmark = pytest.mark.slow
+
 VENV = Path(sys.prefix)
 DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

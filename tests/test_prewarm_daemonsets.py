@@ -7,10 +7,8 @@ from catalog_picks import gpu_of, gpu_of_instance
 from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config, stack_file_config
 
 from serving_stack.config.types import quantity_value
-from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.checkpoints import load_checkpoint_sizes
-from serving_stack.plan.cache_size import prewarm_memory_limit
-from serving_stack.plan.prewarm import STATE_DIR
+from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
+from serving_stack.plan.model_cache import STATE_DIR, prewarm_memory_limit
 
 pytestmark = pytest.mark.catalog_driven
 

@@ -7,7 +7,7 @@ import functools
 
 from rollout_helpers import RULES, committed_config, findings_about, graph, named, of_kind, of_type, records, rendered
 
-from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog
 from tools.rollout.replacements import CREATE_FIRST, DELETE_FIRST, cascade, fixed_identity, predict
 from tools.rollout.update import REPLACE as REPLACED
 from tools.rollout.update import predict_update

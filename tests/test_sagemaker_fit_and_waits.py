@@ -19,8 +19,7 @@ from sagemaker_helpers import (
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.sagemaker import version_tuple
-from serving_stack.plan.sagemaker_fit import pick_container
-from serving_stack.plan.sagemaker_waits import PROVIDER_INSERVICE_WAIT_SECONDS
+from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, pick_container
 
 LMI, FIT = FACTS.lmi, FACTS.lmi.fit
 CASES = list(itertools.product(sorted(FACTS.sagemaker_instances), sorted(LMI.repositories)))

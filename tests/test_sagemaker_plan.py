@@ -3,6 +3,8 @@ the outputs contract entry. Bad settings are `test_sagemaker_config`."""
 
 from __future__ import annotations
 
+import re
+
 import boto3
 from moto import mock_aws
 from plan_helpers import FACTS
@@ -20,7 +22,7 @@ from sagemaker_helpers import (
 )
 
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.facts import jumpstart
+from serving_stack.facts import sagemaker as jumpstart
 from serving_stack.facts.sagemaker import EngineArguments
 from tools.mock_runtime import PROJECT_DIR
 
@@ -84,13 +86,8 @@ def test_local_nvme_instances_get_no_volume_size():
     assert (planned.variant.volume_size_gb, planned.variant.ebs_storage) == (None, False)
 
 
-def test_the_snapshot_plans_the_same_values_twice():
-    raw = stack(jumpstart_endpoint(), huggingface_endpoint())
-    assert plan(raw) == plan(raw)
-
-
-def test_s3_spec_source_reads_the_content_bucket_override(monkeypatch):
-    """`specSource: s3` resolves from the bucket the SDK's override names, and artifacts follow it."""
+def _planned_from_mirror(monkeypatch, raw):
+    """`raw` planned with the snapshot's files served from an S3 bucket that the SDK's override names."""
     monkeypatch.setenv(jumpstart.CONTENT_BUCKET_OVERRIDE, "jumpstart-mirror")
     snapshot = PROJECT_DIR / "catalog" / "jumpstart"
     with mock_aws():
@@ -98,7 +95,23 @@ def test_s3_spec_source_reads_the_content_bucket_override(monkeypatch):
         s3.create_bucket(Bucket="jumpstart-mirror", CreateBucketConfiguration={"LocationConstraint": REGION})
         for path in snapshot.rglob("*.json"):
             s3.put_object(Bucket="jumpstart-mirror", Key=path.relative_to(snapshot).as_posix(), Body=path.read_bytes())
-        (planned,) = plan(stack(jumpstart_endpoint(), specSource="s3"))
+        return plan(raw)
+
+
+def test_the_snapshot_plans_what_its_s3_mirror_plans(monkeypatch):
+    """The committed snapshot stands for S3: the same specs read from a bucket plan the same values, except where
+    the specs and artifacts come from."""
+    (from_snapshot,) = plan(stack(jumpstart_endpoint()))
+    (from_s3,) = _planned_from_mirror(monkeypatch, stack(jumpstart_endpoint(), specSource="s3"))
+    snapshot_bucket = from_snapshot.container.model_data.s3_uri.split("/")[2]
+    assert from_s3.source.provenance is not None and from_snapshot.source.provenance is None
+    mirrored = re.sub(r"provenance='[^']*'", "provenance=None", repr(from_s3))
+    assert mirrored.replace("s3://jumpstart-mirror/", f"s3://{snapshot_bucket}/") == repr(from_snapshot)
+
+
+def test_s3_spec_source_reads_the_content_bucket_override(monkeypatch):
+    """`specSource: s3` resolves from the bucket the SDK's override names, and artifacts follow it."""
+    (planned,) = _planned_from_mirror(monkeypatch, stack(jumpstart_endpoint(), specSource="s3"))
     assert planned.container.model_data.s3_uri.startswith("s3://jumpstart-mirror/huggingface-reasoning/")
 
 

@@ -29,7 +29,7 @@ from sagemaker_helpers import (
 )
 from sagemaker_requests import requests_of
 
-from serving_stack.facts import jumpstart
+from serving_stack.facts import sagemaker as jumpstart
 from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
 
 CASES = {

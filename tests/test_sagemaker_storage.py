@@ -14,8 +14,8 @@ from policy_helpers import check_stack, resource
 
 from policy.nemotron_policies.rules.data_protection import LOCAL_STORAGE_FAMILIES
 from serving_stack.errors import ConfigError
-from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.sagemaker import load_instances_file
+from serving_stack.facts.strict_files import DATA_DIR
 
 INSTANCES = load_instances_file()
 RULE = INSTANCES.storageRule

@@ -21,9 +21,8 @@ from stack_helpers import (
 
 from serving_stack.config.serving import PrewarmConfig, TargetConfig
 from serving_stack.facts.catalog import load_catalog, load_platform
-from serving_stack.plan.manifests import startup_budget_seconds
 from serving_stack.plan.model_cache import env_name_tuple
-from serving_stack.plan.targets import effective_replicas, gpus_used
+from serving_stack.plan.serving import effective_replicas, gpus_used, startup_budget_seconds
 
 pytestmark = pytest.mark.catalog_driven
 

@@ -12,8 +12,7 @@ from monitoring_helpers import groups_for, thresholds
 
 import tools.summary
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.facts.catalog import Catalog, load_catalog
-from serving_stack.facts.recipe import Performance, Recipe
+from serving_stack.facts.catalog import Catalog, Performance, Recipe, load_catalog
 from serving_stack.plan.watched_targets import watched_target
 from tools.mock_runtime import ProgramRun
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from aws_helpers import pool
 
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.facts.instance_types import load_aws_catalog
-from serving_stack.plan.pinning import place_target
+from serving_stack.plan.serving import place_target
 from serving_stack.plan.watched_targets import watched_target
 
 pytestmark = pytest.mark.catalog_driven

@@ -1,5 +1,4 @@
-"""The capacity sections of `summary.md`: the plan `targets: auto` deployed, the cost of 1M output tokens on
-each Dynamo target where it runs, the time a new GPU node takes to serve per pool, and what scales with load.
+"""The capacity sections of `summary.md`: the cost of 1M output tokens on each Dynamo target where it runs, the time a new GPU node takes to serve per pool, and what scales with load.
 Everything comes from the plan the program built (`StackPlan.capacity`), nothing is recomputed here."""
 
 from __future__ import annotations
@@ -7,10 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from serving_stack.plan.node_ready import node_ready_markdown
-from serving_stack.plan.stack_capacity import StackCapacity, TargetTokenCost
-from serving_stack.plan.token_cost import TokenCost
-from tools.plan_capacity import plan_markdown
+from serving_stack.plan.capacity import StackCapacity, TargetTokenCost, TokenCost, node_ready_markdown
 
 
 def _usd(value: Optional[float]) -> str:
@@ -76,18 +72,6 @@ def _scaling(capacity: StackCapacity) -> list[str]:
 
 def capacity_markdown(capacity: StackCapacity) -> str:
     lines: list[str] = []
-    if capacity.auto is not None:
-        demand = capacity.auto.demand
-        lines += [
-            "## Capacity plan (`targets: auto`)",
-            "",
-            f"Demand: {demand.amount:g} {demand.unit} at tok/s/user >= "
-            f"{demand.slo.min_tokens_per_second_per_user:g} and TTFT p50 <= {demand.slo.max_ttft_p50_ms:g} ms "
-            "(`make plan` prints the runner-ups and why they lost).",
-            "",
-            plan_markdown(capacity.auto.plan),
-            "",
-        ]
     if capacity.token_costs:
         lines += [
             "## Cost per 1M output tokens",

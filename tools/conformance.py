@@ -2,7 +2,7 @@
 
 One set of rules for two callers: `tests/test_conformance.py` (the registered resources of the whole
 program under mocks) and `make absorb` (the plan of every target of a freshly absorbed revision). Each
-rule names the setting of `serving_stack/plan/manifests.py` that explains a difference; a difference no
+rule names the setting of `serving_stack/plan/serving.py` that explains a difference; a difference no
 rule explains is reported with its path and both values.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Optional
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import Facts
 from serving_stack.facts.catalog import Recipe
-from serving_stack.plan.manifests import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
-from serving_stack.plan.stack_plan import build_plan
+from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
+from serving_stack.plan.stack import build_plan
 
 NAMESPACE = "conformance"
 PULL_SECRET = "ngc-pull"

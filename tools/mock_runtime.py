@@ -19,7 +19,7 @@ import yaml
 from serving_stack import pulumi_private
 from serving_stack.facts.dates import TODAY_ENV
 from serving_stack.plan.placeholders import ALLOW_ENV
-from serving_stack.plan.stack_plan_types import StackPlan
+from serving_stack.plan.stack import StackPlan
 from serving_stack.pulumi_private import MockMonitor, Mocks
 from tools.stack_mocks import StackMocks
 

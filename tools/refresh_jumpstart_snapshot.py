@@ -24,15 +24,17 @@ import boto3
 import yaml
 from botocore.exceptions import BotoCoreError, ClientError
 
-from serving_stack.facts.jumpstart import (
+from serving_stack.facts.sagemaker import (
     MANIFEST_KEY,
+    PROVENANCE_FILE,
     JumpStartError,
     S3SpecSource,
     SnapshotSpecSource,
     content_bucket,
+    read_provenance_file,
     resolve_jumpstart_model,
+    sha256_hex,
 )
-from serving_stack.facts.jumpstart_sources import PROVENANCE_FILE, read_provenance_file, sha256_hex
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"

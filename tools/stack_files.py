@@ -6,10 +6,10 @@ the program as the CLI passes them (`tools/cli_yaml.py`: `yes` and `22:30` are s
 numbers, dates Go's time strings). A duplicate key is an error, as in the CLI; so is a key set both bare
 and with the project's prefix (`kubernetes` and `nemotron-lightning:kubernetes`: the CLI keeps one of them
 at random), a `secure:` value that is not ciphertext, and `.inf`/`.nan` (the CLI refuses the file).
-Anchors and aliases are allowed but the expanded document is bounded in size and depth (a few aliased
-lines can otherwise expand to gigabytes, and a recursive alias or deep nesting overflows Python's stack);
-merge keys (`<<`) are refused; every mapping key must be a string. Problems inside `config:` name the
-config key path (`modelCache.size`), like every other config error.
+The file is read by the project's one strict reader (`serving_stack.facts.strict_files`, its stack-file
+mode with those scalar rules): anchors and aliases are allowed but the expanded document is bounded in size
+and depth; merge keys (`<<`) are refused; every mapping key must be a string. Problems inside `config:` name
+the config key path (`modelCache.size`), like every other config error.
 """
 
 from __future__ import annotations
@@ -20,81 +20,20 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Optional
-
-import yaml
+from typing import Any
 
 from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts import strict_files
+from serving_stack.facts.strict_files import load_yaml_documents
 from tools.cli_yaml import as_json_value, resolve_plain
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
-MAX_NODES = 100_000  # scalars, sequences and mappings after alias expansion
-MAX_FILE_BYTES = 1_000_000
-MAX_DEPTH = 32  # nesting levels: the stack config nests about 8 deep, Helm values a few more
-MERGE_TAG = "tag:yaml.org,2002:merge"
-PLAIN_TAG = "tag:nemotron,2026:cli-plain"  # every unquoted scalar: resolved by `resolve_plain`
 # Ciphertext as Pulumi's secrets providers write it (sdk/go/common/resource/config/crypt.go): the passphrase
 # provider `v1:<base64 nonce>:<base64 AES-GCM ciphertext>`, the service and cloud KMS providers standard
 # base64. AES-GCM adds a 12-byte nonce and a 16-byte tag, so no ciphertext is shorter than 28 bytes.
 PASSPHRASE_CIPHERTEXT = re.compile(r"v1:[A-Za-z0-9+/]{16}:[A-Za-z0-9+/]+={0,2}")
 MIN_CIPHERTEXT_BYTES = 28
-
-
-class _StackLoader(yaml.SafeLoader):
-    """PyYAML's parser with go-yaml v3's scalar resolution (`tools/cli_yaml.py`) that refuses duplicate
-    keys, merge keys and nesting deeper than MAX_DEPTH (PyYAML's composer recurses once per level)."""
-
-    _depth = 0
-
-    def compose_node(self, parent: Optional[yaml.Node], index: Any) -> Optional[yaml.Node]:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-                raise yaml.composer.ComposerError(None, None, f"nests deeper than {MAX_DEPTH} levels", mark)
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == MERGE_TAG:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
-                )
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, (list, dict)):
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key is not a scalar", key_node.start_mark
-                )
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {bounded(key)}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_StackLoader.yaml_implicit_resolvers = {
-    "<": [(MERGE_TAG, re.compile(r"^(?:<<)$"))],
-    None: [(PLAIN_TAG, re.compile(""))],  # PyYAML tries the first-character resolvers, then these
-}
-_StackLoader.add_constructor(PLAIN_TAG, lambda loader, node: resolve_plain(node.value))
-
-
-def _check_size(value: Any, label: str, budget: list[int], depth: int = 0) -> None:
-    """The document as the program would see it, aliases expanded, within MAX_NODES values and MAX_DEPTH
-    levels (a recursive alias is infinitely deep)."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ConfigError(label, f"the document expands to more than {MAX_NODES} values (YAML aliases?)")
-    if depth > MAX_DEPTH:
-        raise ConfigError(label, f"the document nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    for item in children:
-        _check_size(item, label, budget, depth + 1)
 
 
 YAML_KINDS = {bool: "a boolean (true, false)", int: "a number", float: "a number", type(None): "null"}
@@ -142,31 +81,20 @@ def cli_value(value: Any) -> str:
 
 
 def read_yaml(path: Path) -> Any:
-    """One YAML document, checked; problems are `ConfigError`s naming the file (and line)."""
-    if not path.is_file():
-        raise ConfigError(path.name, "file not found")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ConfigError(path.name, f"{path.stat().st_size} bytes; a stack file is at most {MAX_FILE_BYTES}")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(path.name, "is not UTF-8 text") from None
-    return parse_yaml(text, path.name)
+    """One YAML document, read by the project's strict reader as the CLI reads stack files; problems are
+    `ConfigError`s naming the file (and line)."""
+    return _one_document(load_yaml_documents(path, path.name, plain_scalars=resolve_plain), path.name)
 
 
 def parse_yaml(text: str, name: str) -> Any:
     """One YAML document of a file called `name`, read as the Pulumi CLI reads it, checked."""
-    try:
-        document = yaml.load(text, Loader=_StackLoader)
-    except RecursionError:  # a construct PyYAML recurses on that MAX_DEPTH does not catch
-        raise ConfigError(name, "nests too deeply to read") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(name, f"is not valid YAML{where}: {bounded(problem, quote=False)}") from None
-    _check_size(document, name, [MAX_NODES])
-    return document
+    return _one_document(strict_files.parse_yaml(text, name, name, plain_scalars=resolve_plain), name)
+
+
+def _one_document(documents: list[Any], name: str) -> Any:
+    if len(documents) > 1:
+        raise ConfigError(name, f"holds {len(documents)} YAML documents; a stack file is one")
+    return documents[0] if documents else None
 
 
 def stack_config(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[dict[str, Any], list[str]]:

@@ -6,14 +6,14 @@ from typing import Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.sagemaker_spec import (
+from serving_stack.plan.sagemaker import (
     ENDPOINT_TAG,
     SPEC_PROVENANCE_TAG,
     UNVERIFIED,
     HuggingFaceSource,
     PlannedEndpoint,
 )
-from serving_stack.plan.stack_plan_types import StackPlan
+from serving_stack.plan.stack import StackPlan
 from tools.capacity_summary import capacity_markdown
 from tools.mock_runtime import ProgramRun
 from tools.operability_summary import operability_markdown

@@ -41,7 +41,7 @@ PRIVILEGED_CAPABILITIES = frozenset(
     }
 )
 # The only hostPath the stack's own pods mount: the node-local prewarm readiness directory (the prewarm
-# DaemonSet writes it, workers read it; `serving_stack/plan/prewarm.py` STATE_DIR, held equal by a test).
+# DaemonSet writes it, workers read it; `serving_stack/plan/model_cache.py` STATE_DIR, held equal by a test).
 DEFAULT_ALLOWED_HOST_PATHS = ["/var/lib/nemotron-prewarm"]
 READ_ONLY_SUFFIX = ":ro"
 

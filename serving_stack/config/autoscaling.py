@@ -8,7 +8,7 @@
         vllm/agg-h200-dspark: {minReplicaSets: 1, maxReplicaSets: 24}
       clusterAutoscaler: {enabled: true}
 
-A target listed here (a selected target id; with `targets: auto`, one the plan chose) gets a KEDA
+A target listed here (a selected target id, e.g. one `make plan ... WRITE=1` wrote) gets a KEDA
 ScaledObject per worker component, and its DGD components get `scalingAdapter: {enabled: true}` with
 Pulumi ignoring their `replicas`. `minReplicaSets: 0` lets KEDA scale the target to zero (dev); pools with
 `minSize: 0` then let cluster-autoscaler remove the nodes. cluster-autoscaler is installed only on a

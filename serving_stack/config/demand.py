@@ -8,7 +8,7 @@ demand:
   gpuTypes: [h200, b200]          # optional, default: every GPU type
   capacityTypes: [on-demand]      # default [on-demand]
   maxTargets: 1                   # optional: 1 = one endpoint, no mixing
-  availabilityZone: us-east-1a    # targets: auto only: the zone of the planned node pools
+  availabilityZone: us-east-1a    # the zone of the node pools `make plan ... WRITE=1` writes
                                   # (default: the cluster's first zone)"""
 
 from __future__ import annotations

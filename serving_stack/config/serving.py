@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 
@@ -125,7 +125,7 @@ class DynamoConfig(Block):
     registry: Annotated[str, matching(r"[a-z0-9.-]+(:[0-9]+)?", "a registry host such as nvcr.io")] = "nvcr.io"
     readiness: Readiness = Readiness()
     # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
-    # on full pools (serving_stack.plan.targets.swap_refusal); `surge`: the pools have room for both.
+    # on full pools (serving_stack.plan.serving.swap_refusal); `surge`: the pools have room for both.
     targetSwap: Literal["two-step", "surge"] = "two-step"
     # How long `pulumi up`/`destroy` waits for a deleted DGD to be gone (the operator removes its finalizer
     # once the component Deployments are deleted). Without it the provider would wait the DGD's readiness
@@ -142,18 +142,12 @@ class TargetConfig(Block):
     nodePool: Optional[DnsLabel] = None
 
 
-AUTO_TARGETS = "auto"
-_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
-
-
-def _target_list_or_auto(value: Any, _handler: Any) -> Any:
-    """`auto` as is, else the list validated on its own, so that errors name `targets[0].id`, not a union member."""
-    if value == AUTO_TARGETS:
-        return value
+def _target_list(value: Any, _handler: Any) -> Any:
+    """The list validated on its own, so that errors name `targets[0].id`, not the annotated type."""
     if not isinstance(value, list):
-        raise ValueError(f"must be a list of targets or the string {AUTO_TARGETS!r} (the capacity plan of `demand`)")
+        raise ValueError("must be a list of targets")
     return _TARGET_LIST.validate_python(value, strict=True)
 
 
-# `targets: auto` deploys the capacity plan of the `demand:` block (`serving_stack.plan.auto_targets`).
-Targets = Annotated[Union[Literal["auto"], list[TargetConfig]], pydantic.WrapValidator(_target_list_or_auto)]
+_TARGET_LIST = pydantic.TypeAdapter(list[TargetConfig])
+Targets = Annotated[list[TargetConfig], pydantic.WrapValidator(_target_list)]

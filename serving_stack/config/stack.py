@@ -51,8 +51,14 @@ class StackConfig(Block):
     gateway: GatewayConfig = GatewayConfig()
 
 
-def parse_stack_config(raw: dict[str, Any]) -> StackConfig:
+def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConfig:
     """Validate raw config values (already JSON-decoded) into a `StackConfig`, or raise one `ConfigError`."""
+    if raw.get("targets") == "auto":  # planned inside `up` once; now a tool writes the plan into the stack file
+        raise ConfigError(
+            "targets",
+            f"'auto' is no longer planned inside `pulumi up`: run `make plan STACK={stack} WRITE=1`, which writes "
+            f"the demand's targets and aws.nodePools into Pulumi.{stack}.yaml",
+        )
     allowed = [*StackConfig.model_fields, *SECRET_KEYS]
     unknown = [key for key in raw if key not in allowed]
     if unknown:
@@ -99,7 +105,7 @@ def load_stack_config() -> StackConfig:
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
         if not value.strip():  # an empty secret would become an empty token, key or pull Secret
             raise ConfigError(key, "is empty", f"pulumi config set --secret {key} <value>, or remove it")
-    return parse_stack_config(_raw_project_config(project))
+    return parse_stack_config(_raw_project_config(project), pulumi.get_stack())
 
 
 def configured_secrets() -> frozenset[str]:

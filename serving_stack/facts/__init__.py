@@ -10,26 +10,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from serving_stack.facts.autoscaling_facts import AutoscalingFile, load_autoscaling
-from serving_stack.facts.capacity_facts import CapacityPricesFile, load_capacity_prices
+from serving_stack.facts.aws import (
+    AutoscalingFile,
+    AwsCatalog,
+    CapacityPricesFile,
+    NodeReadyFile,
+    load_autoscaling,
+    load_aws_catalog,
+    load_capacity_prices,
+    load_node_ready_file,
+)
 from serving_stack.facts.catalog import (
     Catalog,
+    CheckpointSizes,
     PlatformFile,
     load_catalog,
+    load_checkpoint_sizes,
     load_platform,
 )
-from serving_stack.facts.checkpoints import CheckpointSizes, load_checkpoint_sizes
-from serving_stack.facts.dashboards import DashboardSpec, load_dashboard_specs
-from serving_stack.facts.data import DATA_DIR
 from serving_stack.facts.dates import EksVersionsFile, load_eks_versions
 from serving_stack.facts.gateway import GatewayPins, load_gateway_pins
-from serving_stack.facts.instance_types import AwsCatalog, load_aws_catalog
-from serving_stack.facts.metrics import MetricsCatalog, load_metrics
-from serving_stack.facts.monitoring import MonitoringFacts, load_monitoring
-from serving_stack.facts.node_ready_facts import NodeReadyFile, load_node_ready_file
+from serving_stack.facts.monitoring import (
+    DashboardSpec,
+    MetricsCatalog,
+    MonitoringFacts,
+    load_dashboard_specs,
+    load_metrics,
+    load_monitoring,
+)
 from serving_stack.facts.placeholders import PlaceholderFacts, load_placeholder_facts
 from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_instances_file, load_lmi
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
+from serving_stack.facts.strict_files import DATA_DIR
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,26 @@
-"""The serving-target catalog: `catalog/targets.yaml` plus the upstream manifests it names.
+"""The parts of the vendored upstream manifests (`catalog/recipes/`) the stack reads, as shapes.
+
+A manifest is kept as upstream wrote it (a plain mapping, copied into the rendered objects); these shapes
+only check, when the catalog is loaded, that every field the facts and the plan read is there and of the
+type they read it as, so a malformed manifest stops with the file and the key path named instead of
+failing later inside the plan. Fields nobody reads are left alone (`extra="allow"`).
+
+One catalog target: its `targets.yaml` entry and its upstream ConfigMap + DynamoGraphDeployment.
+
+What a target *is* (components, GPUs, checkpoints, speculative decoding, routing) is read from the
+manifest; the entry adds only what the manifest cannot say: the published performance, which may be
+unknown (a new target, a GPU upstream has not benchmarked yet).
+
+Checkpoint sizes as data (`catalog/checkpoints.yaml`): what the model-cache PVC must hold.
+
+What the vendored upstream model-cache manifests state: the claim (and its size) and the download Jobs.
+
+Each download Job is one checkpoint set: the Hugging Face repos it fetches, each under the env name
+upstream gives it (`BASE_MODEL`, `DFLASH_MODEL`, ...). A checkpoint env is an env value that is a repo id
+and whose name the Job's script reads; anything else in `env` (`HF_HOME`, ...) is left alone. A BF16 set
+beside the NVFP4 one is a second Job with its own env names: nothing here assumes there is only one.
+
+The serving-target catalog: `catalog/targets.yaml` plus the upstream manifests it names.
 
 Everything a target is (components, GPUs, images, checkpoints) is read from its manifest, and the model
 cache (claim size, download Jobs, checkpoint env names) from upstream's model-cache manifests. A new
@@ -8,21 +30,470 @@ and this file; published figures are optional per target.
 
 from __future__ import annotations
 
+import copy
 import functools
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
+import yaml
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.data import DATA_DIR, Data, check_shape, data_file, data_label, load_model, read_documents
-from serving_stack.facts.manifest_shapes import ConfigMapShape, DynamoGraphDeploymentShape
-from serving_stack.facts.model_cache import ModelCacheFacts, load_model_cache
-from serving_stack.facts.recipe import Performance, Recipe, TargetEntry
-from serving_stack.facts.strict_files import parse_json, parse_yaml
-from serving_stack.names import GPU_PRODUCT_LABEL, WORKER_COMPONENT_TYPES
+from serving_stack.facts.strict_files import (
+    DATA_DIR,
+    Data,
+    check_shape,
+    data_file,
+    data_label,
+    load_model,
+    parse_json,
+    parse_yaml,
+    read_documents,
+)
+from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_COMPONENT_TYPES
+
+# Options whose value the facts read from a container's args (`--model <repo>`).
+VALUED_OPTIONS = ("--model", "--served-model-name", "--router-mode")
+
+
+class _Shape(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
+
+
+class _Named(_Shape):
+    name: str = pydantic.Field(min_length=1)
+
+
+class _Resources(_Shape):
+    limits: dict[str, Union[str, int]] = pydantic.Field(default_factory=dict)
+
+    @pydantic.field_validator("limits")
+    @classmethod
+    def _gpu_count(cls, limits: dict[str, Union[str, int]]) -> dict[str, Union[str, int]]:
+        value = limits.get(GPU_RESOURCE, 0)
+        if not str(value).isdigit():
+            raise ValueError(f"{GPU_RESOURCE} must be a whole number of GPUs")
+        return limits
+
+
+class _EnvVar(_Shape):
+    name: str
+    value: Optional[Any] = None
+
+
+class _Container(_Shape):
+    command: list[str] = pydantic.Field(default_factory=list)
+    args: list[str] = pydantic.Field(default_factory=list)
+    env: list[_EnvVar] = pydantic.Field(default_factory=list)
+    resources: _Resources = pydantic.Field(default_factory=_Resources)
+
+    @pydantic.field_validator("args")
+    @classmethod
+    def _valued_options(cls, args: list[str]) -> list[str]:
+        for option in VALUED_OPTIONS:
+            if option in args and args.index(option) == len(args) - 1:
+                raise ValueError(f"{option} is the last argument: it needs a value")
+        return args
+
+
+class _Expression(_Shape):
+    key: str
+    values: list[str] = pydantic.Field(default_factory=list)
+
+
+class _Term(_Shape):
+    matchExpressions: list[_Expression] = pydantic.Field(default_factory=list)
+
+
+class _Required(_Shape):
+    nodeSelectorTerms: list[_Term] = pydantic.Field(default_factory=list)
+
+
+class _NodeAffinity(_Shape):
+    requiredDuringSchedulingIgnoredDuringExecution: _Required = pydantic.Field(default_factory=_Required)
+
+
+class _Affinity(_Shape):
+    nodeAffinity: _NodeAffinity = pydantic.Field(default_factory=_NodeAffinity)
+
+
+class _PodSpec(_Shape):
+    containers: list[_Container] = pydantic.Field(min_length=1)
+    affinity: _Affinity = pydantic.Field(default_factory=_Affinity)
+
+
+class _PodTemplate(_Shape):
+    spec: _PodSpec
+
+
+class _Component(_Named):
+    type: str
+    replicas: int = pydantic.Field(ge=0)
+    podTemplate: _PodTemplate
+
+
+class _DgdSpec(_Shape):
+    backendFramework: str
+    components: list[_Component] = pydantic.Field(min_length=1)
+
+    @pydantic.field_validator("components")
+    @classmethod
+    def _unique_names(cls, components: list[_Component]) -> list[_Component]:
+        names = [c.name for c in components]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two components share a name: {sorted(names)}")
+        return components
+
+
+class DynamoGraphDeploymentShape(_Shape):
+    metadata: _Named
+    spec: _DgdSpec
+
+
+class ConfigMapShape(_Shape):
+    data: dict[str, str] = pydantic.Field(default_factory=dict)
+
+
+class _Storage(_Shape):
+    storage: str = pydantic.Field(pattern=r"^[0-9]+(\.[0-9]+)?([KMGTPE]i?|k)?$")  # a Kubernetes quantity
+
+
+class _ClaimResources(_Shape):
+    requests: _Storage
+
+
+class _ClaimSpec(_Shape):
+    resources: _ClaimResources
+
+
+class PersistentVolumeClaimShape(_Shape):
+    spec: _ClaimSpec
+
+
+class _JobPodSpec(_Shape):
+    containers: list[_Container] = pydantic.Field(min_length=1)
+
+
+class _JobTemplate(_Shape):
+    spec: _JobPodSpec
+
+
+class _JobSpec(_Shape):
+    template: _JobTemplate
+
+
+class JobShape(_Shape):
+    metadata: _Named
+    spec: _JobSpec
+
+
+UNKNOWN = "unknown"
+# Upstream's speculative-decoding method names (vLLM `method`, TRT-LLM `decoding_type`) as the
+# performance table spells them; a method not listed keeps upstream's spelling.
+SPECULATIVE_METHODS = {"mtp": "MTP", "dflash": "DFlash", "dspark": "DSpark", "eagle": "Eagle", "eagle3": "Eagle3"}
+NO_SPECULATION = "none"
+
+
+def _unknown_as_none(value: Any) -> Any:
+    return None if value == UNKNOWN else value
+
+
+def _routing(value: str) -> str:
+    if not re.fullmatch(r"single|kv|\d+P\d+D", value):
+        raise ValueError("must be single, kv or <prefill>P<decode>D such as 1P1D")
+    return value
+
+
+PositiveInt = Annotated[Optional[Annotated[int, pydantic.Field(gt=0)]], pydantic.BeforeValidator(_unknown_as_none)]
+PositiveFloat = Annotated[Optional[Annotated[float, pydantic.Field(gt=0)]], pydantic.BeforeValidator(_unknown_as_none)]
+
+
+class Performance(Data):
+    """One row of the published table; each figure a positive number or `unknown` (read as None)."""
+
+    concurrency: PositiveInt
+    ttftP50Ms: PositiveFloat
+    outputTokensPerSecondPerGpu: PositiveFloat
+    tokensPerSecondPerUser: PositiveFloat
+
+    @property
+    def published(self) -> bool:
+        return any(v is not None for v in self.model_dump().values())
+
+
+class TargetEntry(Data):
+    id: str = pydantic.Field(pattern=r"^[a-z0-9-]+/[a-z0-9.-]+$")
+    manifest: str
+    speculativeDecoding: str = pydantic.Field(pattern=r"^[A-Za-z0-9_-]+$")
+    routing: Annotated[str, pydantic.AfterValidator(_routing)]
+    performance: Performance
+
+
+def speculative_configs(config_map: dict[str, Any]) -> list[dict[str, Any]]:
+    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section."""
+    configs: list[dict[str, Any]] = []
+    for key, text in config_map.get("data", {}).items():
+        if key == "speculative-config":
+            configs.append(json.loads(text))
+        elif key.endswith(".yaml"):
+            speculative = (yaml.safe_load(text) or {}).get("speculative_config")
+            configs += [speculative] if speculative else []
+    return configs
+
+
+def speculative_decoding_of(config_map: dict[str, Any]) -> str:
+    """`MTP`, `DFlash`, ... as the performance table spells upstream's method; `none` without one."""
+    return _speculative_method(speculative_configs(config_map))
+
+
+def _speculative_method(configs: Sequence[dict[str, Any]]) -> str:
+    methods = [str(s.get("method") or s.get("decoding_type") or "") for s in configs]
+    methods = [SPECULATIVE_METHODS.get(m.lower(), m) for m in methods if m]
+    return methods[0] if methods else NO_SPECULATION
+
+
+def routing_of(dgd: dict[str, Any]) -> str:
+    """`single`, `kv` (the frontend routes on KV events) or `<n>P<m>D` (prefill/decode replicas)."""
+    components = dgd["spec"]["components"]
+    if any(c["type"] in ("prefill", "decode") for c in components):
+        count = {role: sum(c["replicas"] for c in components if c["type"] == role) for role in ("prefill", "decode")}
+        return f"{count['prefill']}P{count['decode']}D"
+    for component in components:
+        if component["type"] == "frontend":
+            args = [str(a) for a in component["podTemplate"]["spec"]["containers"][0].get("args", [])]
+            if "--router-mode" in args and args[args.index("--router-mode") + 1] == "kv":
+                return "kv"
+    return "single"
+
+
+class Recipe:
+    """One target's upstream ConfigMap + DynamoGraphDeployment, with what the stack derives from them."""
+
+    def __init__(self, entry: TargetEntry, config_map: dict[str, Any], dgd: dict[str, Any]) -> None:
+        self.entry = entry
+        self.config_map = config_map
+        self.dgd = dgd
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    @property
+    def name(self) -> str:
+        return str(self.dgd["metadata"]["name"])
+
+    @property
+    def backend(self) -> str:
+        return str(self.dgd["spec"]["backendFramework"])
+
+    @property
+    def components(self) -> list[dict[str, Any]]:
+        return list(self.dgd["spec"]["components"])
+
+    @property
+    def component_names(self) -> list[str]:
+        return [c["name"] for c in self.components]
+
+    @property
+    def disaggregated(self) -> bool:
+        return any(c["type"] in ("prefill", "decode") for c in self.components)
+
+    def worker_components(self) -> list[dict[str, Any]]:
+        return [c for c in self.components if c["type"] in WORKER_COMPONENT_TYPES]
+
+    @staticmethod
+    def gpus_per_replica(component: dict[str, Any]) -> int:
+        containers = component.get("podTemplate", {}).get("spec", {}).get("containers", [])
+        return sum(int(c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)) for c in containers)
+
+    @property
+    def gpu_products(self) -> list[str]:
+        """GPU product labels the workers are pinned to (node affinity on `nvidia.com/gpu.product`)."""
+        products: list[str] = []
+        for component in self.worker_components():
+            affinity = component["podTemplate"]["spec"].get("affinity", {}).get("nodeAffinity", {})
+            terms = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+            for term in terms:
+                for expression in term.get("matchExpressions", []):
+                    if expression["key"] == GPU_PRODUCT_LABEL:
+                        products += [v for v in expression["values"] if v not in products]
+        return products
+
+    @functools.cached_property
+    def _speculative_configs(self) -> tuple[dict[str, Any], ...]:
+        """Read once per recipe: TRT-LLM's engine YAML is parsed to find them."""
+        return tuple(speculative_configs(self.config_map))
+
+    @property
+    def checkpoints(self) -> list[str]:
+        """Hugging Face repos the workers load: the served model plus any speculative draft model."""
+        return list(self._checkpoints)
+
+    @functools.cached_property
+    def _checkpoints(self) -> tuple[str, ...]:
+        repos: list[str] = []
+        for component in self.worker_components():
+            args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
+            if "--model" in args:
+                repos.append(args[args.index("--model") + 1])
+        for speculative in self._speculative_configs:
+            draft = speculative.get("model") or speculative.get("speculative_model")  # MTP drafts with the base's heads
+            repos += [draft] if draft else []
+        return tuple(dict.fromkeys(repos))
+
+    @property
+    def speculative_decoding(self) -> str:
+        return _speculative_method(self._speculative_configs)
+
+    @property
+    def routing(self) -> str:
+        return routing_of(self.dgd)
+
+    @property
+    def served_model_name(self) -> str:
+        for component in self.worker_components():
+            args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
+            if "--served-model-name" in args:
+                return str(args[args.index("--served-model-name") + 1])
+        raise ValueError(f"{self.id}: no --served-model-name in any worker")
+
+    def copy_manifests(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        return copy.deepcopy(self.config_map), copy.deepcopy(self.dgd)
+
+
+FILE = "checkpoints.yaml"
+BYTES_PER_GB = 10**9
+
+
+class CheckpointSize(Data):
+    sizeGB: float = pydantic.Field(gt=0)
+    estimate: bool
+    source: str = pydantic.Field(min_length=10)
+
+    @property
+    def bytes(self) -> int:
+        return int(self.sizeGB * BYTES_PER_GB)
+
+
+class CheckpointSizes(Data):
+    schemaVersion: Literal[1]
+    repositories: dict[str, CheckpointSize] = pydantic.Field(min_length=1)
+    unlisted: CheckpointSize
+
+    def size(self, repository: str) -> CheckpointSize:
+        """The listed size, else the `unlisted` estimate."""
+        return self.repositories.get(repository, self.unlisted)
+
+
+@functools.lru_cache(maxsize=4)
+def load_checkpoint_sizes(root: Path = DATA_DIR) -> CheckpointSizes:
+    return load_model(root / FILE, CheckpointSizes, root)
+
+
+# A Hugging Face repo id (`org/name`); the config layer checks stack input against the same shape.
+HF_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class DownloadJob:
+    """One upstream download Job and the checkpoints it fetches, in upstream's order."""
+
+    path: str
+    manifest: dict[str, Any]
+    checkpoints: tuple[tuple[str, str], ...]  # (env name, repo)
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["metadata"]["name"])
+
+    @property
+    def repos(self) -> list[str]:
+        return [repo for _, repo in self.checkpoints]
+
+    @property
+    def script(self) -> str:
+        return "\n".join(str(a) for a in self.container.get("args", []))
+
+    @property
+    def container(self) -> dict[str, Any]:
+        (container,) = self.manifest["spec"]["template"]["spec"]["containers"]
+        return dict(container)
+
+
+@dataclass(frozen=True)
+class ModelCacheFacts:
+    claim: dict[str, Any]
+    jobs: tuple[DownloadJob, ...]
+
+    @property
+    def size(self) -> str:
+        """The claim's storage request as upstream states it (a stack may set another)."""
+        return str(self.claim["spec"]["resources"]["requests"]["storage"])
+
+    @property
+    def repos(self) -> list[str]:
+        """Every checkpoint some download Job fetches, first mention first."""
+        return list(dict.fromkeys(repo for job in self.jobs for repo in job.repos))
+
+    def env_name_of(self, repo: str) -> str | None:
+        """Upstream's env name for a repo (from the first Job that fetches it)."""
+        return next((name for job in self.jobs for name, r in job.checkpoints if r == repo), None)
+
+
+def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
+    """The (env name, repo) pairs a download Job fetches; a Job that is not one stops with `key` named."""
+    if job.get("kind") != "Job":
+        raise ConfigError(key, f"holds a {job.get('kind')!r}, not a Job")
+    containers = job.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    if len(containers) != 1:
+        raise ConfigError(key, f"the Job has {len(containers)} containers", "exactly one (the download script)")
+    container = containers[0]
+    script = "\n".join(str(a) for a in [*container.get("command", []), *container.get("args", [])])
+    found = tuple(
+        (str(env["name"]), str(env["value"]))
+        for env in container.get("env", [])
+        if isinstance(env.get("value"), str)
+        and HF_REPO_ID.match(env["value"])
+        and re.search(rf"\b{re.escape(env['name'])}\b", script)
+    )
+    if not found:
+        raise ConfigError(
+            key,
+            "the Job reads no Hugging Face repo from an env var its script names",
+            "env entries such as BASE_MODEL: org/repo, read by the script",
+        )
+    return found
+
+
+def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> ModelCacheFacts:
+    key = "catalog/targets.yaml: modelCache"
+    base = root.resolve()
+    claim_file = data_file(base, claim_path, f"{key}.claim")
+    claims = read_documents(claim_file, f"{key}.claim", base)
+    if [d.get("kind") for d in claims] != ["PersistentVolumeClaim"]:
+        raise ConfigError(
+            f"{key}.claim", f"{claim_path} holds {[d.get('kind') for d in claims]}", "exactly one PersistentVolumeClaim"
+        )
+    check_shape(claims[0], PersistentVolumeClaimShape, f"{key}.claim: {data_label(claim_file, base)}: ")
+    jobs: list[DownloadJob] = []
+    for index, path in enumerate(job_paths):
+        job_key = f"{key}.downloadJobs[{index}]"
+        job_file = data_file(base, path, job_key)
+        documents = read_documents(job_file, job_key, base)
+        if len(documents) != 1:
+            raise ConfigError(job_key, f"{path} holds {len(documents)} documents", "one Job per file")
+        if documents[0].get("kind") == "Job":
+            check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
+        jobs.append(DownloadJob(path, documents[0], checkpoints_of(documents[0], job_key)))
+    names = [job.name for job in jobs]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{key}.downloadJobs", f"two download Jobs share a name: {sorted(names)}")
+    return ModelCacheFacts(claims[0], tuple(jobs))
+
 
 __all__ = [
     "CATALOG_DIR",
@@ -206,9 +677,14 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path, section: str = "tar
     return recipe
 
 
-@functools.lru_cache(maxsize=4)
 def load_catalog(root: Path = CATALOG_DIR) -> Catalog:
-    """Parse and check the catalog data; bad data stops the program with the file and key named."""
+    """Parse and check the catalog data; bad data stops the program with the file and key named. Read once
+    per directory, however the caller names it (`load_catalog()` and `load_catalog(root)` share the read)."""
+    return _load_catalog(Path(root))
+
+
+@functools.lru_cache(maxsize=4)
+def _load_catalog(root: Path) -> Catalog:
     data = load_model(root / TARGETS_FILE, CatalogFile, root)
     recipes: dict[str, Recipe] = {}
     for index, entry in enumerate(data.targets):

@@ -13,8 +13,8 @@ from typing import Literal, Optional
 import pydantic
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.data import DATA_DIR, Data, load_model
 from serving_stack.facts.sagemaker import version_tuple
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 TODAY_ENV = "NEMOTRON_TODAY"
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import pydantic
 
-from serving_stack.facts.data import Data, load_model
+from serving_stack.facts.strict_files import Data, load_model
 
 CATALOG_FILE = Path(__file__).resolve().parents[2] / "catalog" / "gateway.yaml"
 

@@ -1,14 +1,139 @@
-"""Monitoring facts (`catalog/monitoring.yaml`): pinned charts, default SLOs, the policy of each alert."""
+"""The Prometheus metric names the alert rules and dashboards use (`catalog/metrics.yaml`), loaded once.
+
+Rules and dashboards refer to a metric by its role (`dynamoFrontend.timeToFirstToken`), never by its
+exposed name, so an upstream rename is a one-line data change.
+
+Grafana dashboard specs (`catalog/dashboards/*.yaml`): rows of panels whose queries name metrics by role.
+
+Monitoring facts (`catalog/monitoring.yaml`): pinned charts, default SLOs, the policy of each alert.
+"""
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
+
+METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+METRIC_REFERENCE = re.compile(r"@([A-Za-z]+)\.([A-Za-z]+)")
+HISTOGRAM_SERIES_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+class Metric(Data):
+    name: str = pydantic.Field(pattern=METRIC_NAME)
+    type: Literal["counter", "gauge", "histogram"]
+    unit: str
+    labels: tuple[str, ...] = ()
+    labelValues: dict[str, dict[str, tuple[str, ...]]] = pydantic.Field(default_factory=dict)
+    source: Optional[str] = None
+    notes: Optional[str] = None
+
+    @pydantic.model_validator(mode="after")
+    def _counters_end_in_total(self) -> Metric:
+        if (self.type == "counter") != self.name.endswith("_total"):
+            raise ValueError(f"{self.name}: counters (and only counters) are exposed with the _total suffix")
+        return self
+
+    def values(self, label: str, value_set: str) -> tuple[str, ...]:
+        """A named set of values of one label (e.g. the `queued` values of `stage`)."""
+        return self.labelValues[label][value_set]
+
+    def regex(self, label: str, value_set: str) -> str:
+        """The values as a PromQL regex alternation, for `label=~"..."`."""
+        return "|".join(re.escape(v) for v in self.values(label, value_set))
+
+    def series_names(self) -> tuple[str, ...]:
+        """The series Prometheus stores for this metric (a histogram is three)."""
+        if self.type == "histogram":
+            return tuple(self.name + suffix for suffix in HISTOGRAM_SERIES_SUFFIXES)
+        return (self.name,)
+
+
+class MetricGroup(Data):
+    exposedBy: str
+    source: str
+    scrapePort: Optional[int] = pydantic.Field(default=None, gt=0, lt=65536)
+    notes: Optional[str] = None
+    metrics: dict[str, Metric] = pydantic.Field(min_length=1)
+
+
+class MetricsCatalog(Data):
+    schemaVersion: Literal[1]
+    groups: dict[str, MetricGroup] = pydantic.Field(min_length=1)
+
+    @pydantic.model_validator(mode="after")
+    def _names_unique(self) -> MetricsCatalog:
+        names = [m.name for g in self.groups.values() for m in g.metrics.values()]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"metric names listed twice: {duplicates}")
+        return self
+
+    def metric(self, group: str, key: str) -> Metric:
+        try:
+            return self.groups[group].metrics[key]
+        except KeyError:
+            raise KeyError(f"no metric {group}.{key} in catalog/metrics.yaml") from None
+
+    def source_of(self, group: str, key: str) -> str:
+        return self.metric(group, key).source or self.groups[group].source
+
+    def all_names(self) -> frozenset[str]:
+        return frozenset(m.name for g in self.groups.values() for m in g.metrics.values())
+
+    def resolve(self, template: str) -> str:
+        """Replace every `@group.key` in a PromQL template by that metric's exposed name."""
+        return METRIC_REFERENCE.sub(lambda match: self.metric(match.group(1), match.group(2)).name, template)
+
+
+@functools.lru_cache(maxsize=4)
+def load_metrics(root: Path = DATA_DIR) -> MetricsCatalog:
+    return load_model(root / "metrics.yaml", MetricsCatalog, root)
+
+
+class Query(Data):
+    expr: str
+    legend: str
+
+
+class Panel(Data):
+    title: str
+    unit: str
+    queries: tuple[Query, ...] = pydantic.Field(min_length=1)
+
+
+class Row(Data):
+    title: str
+    panels: tuple[Panel, ...] = pydantic.Field(min_length=1)
+
+
+class Variable(Data):
+    name: str = pydantic.Field(pattern=r"^[a-z_]+$")
+    metric: str = pydantic.Field(pattern=r"^@[A-Za-z]+\.[A-Za-z]+$")
+    label: str
+
+
+class DashboardSpec(Data):
+    uid: str = pydantic.Field(pattern=r"^[a-z0-9-]{1,40}$")
+    title: str
+    description: str
+    tags: tuple[str, ...]
+    variables: tuple[Variable, ...]
+    rows: tuple[Row, ...] = pydantic.Field(min_length=1)
+
+    def expressions(self) -> list[str]:
+        return [q.expr for row in self.rows for panel in row.panels for q in panel.queries]
+
+
+@functools.lru_cache(maxsize=4)
+def load_dashboard_specs(root: Path = DATA_DIR) -> tuple[DashboardSpec, ...]:
+    return tuple(load_model(path, DashboardSpec, root) for path in sorted((root / "dashboards").glob("*.yaml")))
+
 
 PROMETHEUS_DURATION = r"^[0-9]+[smhdwy]$"
 Duration = Annotated[str, pydantic.StringConstraints(pattern=PROMETHEUS_DURATION)]

@@ -11,7 +11,7 @@ from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 
 class Limit(Data):

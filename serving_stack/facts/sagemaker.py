@@ -4,19 +4,44 @@ the Hugging Face path serves and how a model is judged to fit.
 `catalog/sagemaker_instances.yaml` and `catalog/sagemaker_lmi.yaml`; code only interprets them, so a new
 instance type, region or image tag is a data change. The loaders refuse data that contradicts its own
 stated rule (an instance the SDK's storage rule calls NVMe recorded as EBS).
+
+Where JumpStart manifests and specs come from, and whether a spec is the one the content bucket serves.
+
+A spec is *verified* when it carries provenance: read from the content bucket just now (`S3SpecSource`:
+bucket, key, ETag, sha256), or committed by `tools/refresh_jumpstart_snapshot.py`, which records the same
+in `provenance.json` beside the specs; the snapshot checks the file's sha256 against that record, so a
+spec edited after it was fetched is unverified again. The SDK's bucket and directory overrides are honoured
+(a documented mirror is still a fetch; its bucket is part of the record).
+
+Resolve a pinned SageMaker JumpStart model into the inputs of CreateModel and a production variant.
+
+A plain boto3 resolver instead of the SageMaker SDK: SDK v3 is a ~1 GB install whose JumpStart
+resolution is private, while the data is public JSON (a manifest and one spec per model version).
+The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts, image_uris, environment_variables,
+types.JumpStartMetadataConfig) so the stack deploys what `JumpStartModel(...).deploy()` would, but as
+plain values known at program time and checked before any resource exists. One module of ~300 lines on
+purpose: the SDK's resolution order (config ranking, variants, aliases, artifacts, environment) reads top to
+bottom in one place. Where specs come from, and their provenance, is `jumpstart_sources`.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
+import hashlib
+import json
+import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from types import MappingProxyType
+from typing import Annotated, Any, Literal, Optional, Protocol
 
 import pydantic
 
-from serving_stack.facts.data import DATA_DIR, Data, load_model
+from serving_stack.errors import ConfigError, bounded, key_path
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_json, load_model, parse_json, read_bytes
 
 Storage = Literal["ebs", "nvme"]
 GpuArchitecture = Literal["ampere", "ada", "hopper", "blackwell"]
@@ -235,3 +260,547 @@ def load_instances(root: Path = DATA_DIR) -> dict[str, InstanceType]:
 @functools.lru_cache(maxsize=4)
 def load_lmi(root: Path = DATA_DIR) -> LmiFile:
     return load_model(root / "sagemaker_lmi.yaml", LmiFile, root)
+
+
+MANIFEST_KEY = "models_manifest.json"
+PROVENANCE_FILE = "provenance.json"
+CONTENT_BUCKET_OVERRIDE = "AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE"
+GATED_BUCKET_OVERRIDE = "AWS_JUMPSTART_GATED_CONTENT_BUCKET_OVERRIDE"
+MODEL_BUCKET_OVERRIDE = "AWS_JUMPSTART_MODEL_BUCKET_OVERRIDE"
+MANIFEST_DIR_OVERRIDE = "AWS_JUMPSTART_MANIFEST_LOCAL_ROOT_DIR_OVERRIDE"
+SPECS_DIR_OVERRIDE = "AWS_JUMPSTART_SPECS_LOCAL_ROOT_DIR_OVERRIDE"
+ENVIRONMENT_OVERRIDES = (
+    CONTENT_BUCKET_OVERRIDE,
+    GATED_BUCKET_OVERRIDE,
+    MODEL_BUCKET_OVERRIDE,
+    MANIFEST_DIR_OVERRIDE,
+    SPECS_DIR_OVERRIDE,
+)
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def content_bucket(region: str) -> str:
+    """Specs and public artifacts; the override lets a mirror or a test bucket stand in."""
+    return os.environ.get(CONTENT_BUCKET_OVERRIDE) or f"jumpstart-cache-prod-{region}"
+
+
+def gated_bucket(region: str) -> str:
+    """Artifacts of EULA-gated models, readable only with `ModelAccessConfig.AcceptEula`."""
+    return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
+
+
+def sha256_hex(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+@dataclass(frozen=True)
+class SpecProvenance:
+    """Where a spec was read: the object in the content bucket, its ETag and the sha256 of its bytes."""
+
+    bucket: str
+    key: str
+    etag: str
+    sha256: str
+    fetched: Optional[str] = None  # ISO date the snapshot was taken; None for a live read
+
+    def label(self) -> str:
+        """Short and stable (no date), fit for an AWS tag value (at most 256 characters)."""
+        return f"s3://{self.bucket}/{self.key}@sha256:{self.sha256[:16]}"
+
+
+class SpecSource(Protocol):
+    """The live content bucket, or a committed copy of it."""
+
+    def read_json(self, key: str) -> Any: ...
+
+    def read_spec(self, key: str) -> tuple[dict[str, Any], Optional[SpecProvenance]]: ...
+
+
+@dataclass(frozen=True)
+class S3SpecSource:
+    """Reads the regional content bucket, as the SDK does; every spec it reads is verified by the read."""
+
+    region: str
+    s3_client: Any
+
+    def _get(self, key: str) -> tuple[bytes, str]:
+        response = self.s3_client.get_object(Bucket=content_bucket(self.region), Key=key)
+        return response["Body"].read(), str(response.get("ETag", "")).strip('"')
+
+    def read_json(self, key: str) -> Any:
+        return json.loads(self._get(key)[0])
+
+    def read_spec(self, key: str) -> tuple[dict[str, Any], Optional[SpecProvenance]]:
+        body, etag = self._get(key)
+        return json.loads(body), SpecProvenance(content_bucket(self.region), key, etag, sha256_hex(body))
+
+
+@dataclass(frozen=True)
+class SnapshotSpecSource:
+    """Reads a directory laid out like the bucket, so previews are repeatable and need no S3 access.
+
+    The SDK's local-directory overrides still win, so one checkout can point at a freshly fetched copy.
+    """
+
+    directory: Path
+
+    def _root(self, key: str) -> Path:
+        override = os.environ.get(MANIFEST_DIR_OVERRIDE if key == MANIFEST_KEY else SPECS_DIR_OVERRIDE)
+        return Path(override or self.directory)
+
+    def read_json(self, key: str) -> Any:
+        path, label = snapshot_file(self._root(key), key)
+        return load_json(path, label)
+
+    def read_spec(self, key: str) -> tuple[dict[str, Any], Optional[SpecProvenance]]:
+        root = self._root(key)
+        path, label = snapshot_file(root, key)
+        body = read_bytes(path, label, label)
+        spec = parse_json(body, label, label)
+        if not isinstance(spec, dict):
+            raise ConfigError(label, f"is a JSON {type(spec).__name__}, not an object (a JumpStart spec)")
+        return spec, recorded_provenance(root, key, body)
+
+
+def file_label(path: Path) -> str:
+    """A snapshot file as errors name it: relative to the project (`catalog/jumpstart/...`) where it is inside."""
+    try:
+        return path.relative_to(PROJECT_DIR).as_posix()
+    except ValueError:
+        return bounded(str(path), quote=False)
+
+
+def snapshot_file(root: Path, key: str) -> tuple[Path, str]:
+    """`root/key`, kept inside `root` (a manifest's `spec_key` is data too), and its label."""
+    base = root.resolve()
+    try:
+        path = (base / key).resolve()
+    except (OSError, RuntimeError, ValueError):
+        path = base / "?"
+    if not path.is_relative_to(base):
+        raise ConfigError(file_label(base), f"the key {bounded(key)} leads out of the snapshot directory")
+    return path, file_label(path)
+
+
+PROVENANCE_FIELDS = ("bucket", "key", "etag", "sha256")
+
+
+def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
+    path = root / PROVENANCE_FILE
+    if not path.is_file():
+        return {}
+    label = file_label(path.resolve())
+    records = load_json(path, label)
+    if not isinstance(records, dict):
+        raise ConfigError(label, f"is a JSON {type(records).__name__}, not an object of records by spec key")
+    for spec_key, record in records.items():
+        where = f"{label}: {key_path([spec_key])}"
+        if not isinstance(record, dict):
+            raise ConfigError(where, f"is a JSON {type(record).__name__}, not an object")
+        missing = [f for f in PROVENANCE_FIELDS if not isinstance(record.get(f), str)]
+        if missing or not isinstance(record.get("fetched", ""), str):
+            raise ConfigError(f"{where}.{(missing or ['fetched'])[0]}", "is missing or not a string")
+    return records
+
+
+def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProvenance]:
+    """The record `tools/refresh_jumpstart_snapshot.py` wrote for `key`, if the bytes are still those it fetched."""
+    record = read_provenance_file(root).get(key)
+    if record is None or record.get("sha256") != sha256_hex(body):
+        return None
+    return SpecProvenance(record["bucket"], record["key"], record["etag"], record["sha256"], record.get("fetched"))
+
+
+__all__ = [
+    "CONTENT_BUCKET_OVERRIDE",
+    "GATED_BUCKET_OVERRIDE",
+    "MANIFEST_DIR_OVERRIDE",
+    "MANIFEST_KEY",
+    "MODEL_BUCKET_OVERRIDE",
+    "SPECS_DIR_OVERRIDE",
+    "AdditionalModelData",
+    "ConfigKeys",
+    "JumpStartError",
+    "ResolvedJumpStartModel",
+    "S3ModelData",
+    "S3SpecSource",
+    "SnapshotSpecSource",
+    "SpecProvenance",
+    "SpecSource",
+    "content_bucket",
+    "gated_bucket",
+    "resolve_jumpstart_model",
+]
+REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
+# A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
+_COMPONENT_DENY_LIST = frozenset(
+    [
+        "model_id",
+        "url",
+        "version",
+        "min_sdk_version",
+        "deprecated",
+        "deprecated_message",
+        "deprecate_warn_message",
+        "resource_name_base",
+        "gated_bucket",
+        "training_supported",
+        "incremental_training_supported",
+    ]
+)
+
+
+class JumpStartError(ConfigError):
+    """A JumpStart setting that cannot resolve; a `ConfigError`, so it reads like every config error."""
+
+
+def _artifact_bucket(region: str, gated: bool) -> str:
+    """The model-bucket override moves artifacts only (specs stay put), as in the SDK."""
+    default = gated_bucket(region) if gated else content_bucket(region)
+    return os.environ.get(MODEL_BUCKET_OVERRIDE) or default
+
+
+@dataclass(frozen=True)
+class ConfigKeys:
+    """The config key paths named in errors, so a message points at the line to fix."""
+
+    model_id: str
+    version: str
+    instance_type: str
+    accept_eula: str
+    spec: str
+    region: str = "aws:region"
+    allow_unverified: str = "sagemaker.allowUnverifiedSpecs"
+
+    @classmethod
+    def under(cls, prefix: str) -> ConfigKeys:
+        return cls(f"{prefix}.modelId", f"{prefix}.version", f"{prefix}.instanceType", f"{prefix}.acceptEula", prefix)
+
+
+DEFAULT_KEYS = ConfigKeys.under("jumpstart")
+
+
+@dataclass(frozen=True)
+class S3ModelData:
+    """One CreateModel `S3DataSource`; `accept_eula` is None when the data needs no `ModelAccessConfig`."""
+
+    s3_uri: str
+    s3_data_type: str
+    compression_type: str
+    accept_eula: bool | None = None
+
+
+@dataclass(frozen=True)
+class AdditionalModelData:
+    """Mounted at /opt/ml/additional-model-data-sources/<channel_name>, e.g. a speculative draft."""
+
+    channel_name: str
+    s3: S3ModelData
+
+
+@dataclass(frozen=True)
+class ResolvedJumpStartModel:
+    """What a SageMaker model and production variant take from the spec; nothing account-specific."""
+
+    model_id: str
+    version: str
+    region: str
+    instance_type: str
+    config_name: str | None
+    image_uri: str
+    model_data_source: S3ModelData
+    additional_model_data_sources: tuple[AdditionalModelData, ...]
+    environment: Mapping[str, str]
+    enable_network_isolation: bool
+    model_data_download_timeout: int | None
+    container_startup_health_check_timeout: int | None
+    volume_size_gb: int | None
+    default_instance_type: str | None
+    supported_instance_types: tuple[str, ...]
+    gated: bool
+    eula_key: str | None
+    spec_key: str
+    provenance: Optional[SpecProvenance]
+
+
+def resolve_jumpstart_model(
+    model_id: str,
+    version: str,
+    region: str,
+    instance_type: str,
+    *,
+    accept_eula: bool,
+    source: SpecSource,
+    keys: ConfigKeys = DEFAULT_KEYS,
+    allow_unverified: bool = False,
+) -> ResolvedJumpStartModel:
+    """Resolve one pinned (model id, version) for an instance type and region, or raise `JumpStartError`.
+
+    A spec without provenance (not fetched from the content bucket) is refused unless `allow_unverified`:
+    its image tags, artifact keys and gating would otherwise be guesses that reach `pulumi up`.
+    """
+    manifest = _manifest_entries(source.read_json(MANIFEST_KEY), keys)
+    entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
+    if not entries:
+        known = sorted({entry["model_id"] for entry in manifest})
+        close = difflib.get_close_matches(model_id, known, n=5, cutoff=0.5)
+        raise JumpStartError(
+            keys.model_id,
+            f"unknown JumpStart model id {model_id!r}",
+            ", ".join(close) or f"one of the {len(known)} ids in {MANIFEST_KEY}",
+        )
+    versions = ", ".join(sorted(entries, key=_version_order))
+    if not version or "*" in version:
+        raise JumpStartError(keys.version, f"{version!r} is not pinned; pin a version", versions)
+    if version not in entries:
+        raise JumpStartError(keys.version, f"{model_id} has no version {version!r}", versions)
+
+    spec_key = entries[version]["spec_key"]
+    raw_spec, provenance = source.read_spec(spec_key)
+    if provenance is None and not allow_unverified:
+        raise JumpStartError(
+            keys.spec,
+            f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
+            "provenance: hand-made or edited since)",
+            f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
+            f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
+        )
+    try:
+        return _resolve_spec(
+            raw_spec, provenance, spec_key, model_id, version, region, instance_type, accept_eula, keys
+        )
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:  # a spec field of another shape
+        raise JumpStartError(
+            keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
+        ) from None
+
+
+def _manifest_entries(manifest: Any, keys: ConfigKeys) -> list[dict[str, str]]:
+    """The manifest's entries, each with a string model_id, version and spec_key."""
+    if not isinstance(manifest, list):
+        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
+    for index, entry in enumerate(manifest):
+        fields = ("model_id", "version", "spec_key")
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
+            raise JumpStartError(
+                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
+            )
+    return manifest
+
+
+def _resolve_spec(
+    raw_spec: dict[str, Any],
+    provenance: Optional[SpecProvenance],
+    spec_key: str,
+    model_id: str,
+    version: str,
+    region: str,
+    instance_type: str,
+    accept_eula: bool,
+    keys: ConfigKeys,
+) -> ResolvedJumpStartModel:
+    _refuse_model_package(raw_spec, instance_type, region, keys)
+    spec, config_name = _select_config(raw_spec, instance_type)
+    supported = tuple(spec.get("supported_inference_instance_types") or ())
+    if instance_type not in supported:
+        raise JumpStartError(
+            keys.instance_type, f"{model_id} {version} does not support {instance_type!r}", ", ".join(supported)
+        )
+    eula_key = spec.get("hosting_eula_key")
+    gated = bool(spec.get("gated_bucket")) or eula_key is not None
+    if gated and not accept_eula:
+        raise _eula_error(keys, model_id, version, region, eula_key)
+
+    variants = spec.get("hosting_instance_type_variants") or {}
+    deploy_kwargs = spec.get("deploy_kwargs") or {}
+    volume_size = spec.get("inference_volume_size")
+    return ResolvedJumpStartModel(
+        model_id=model_id,
+        version=version,
+        region=region,
+        instance_type=instance_type,
+        config_name=config_name,
+        image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
+        model_data_source=_s3_model_data(
+            _artifact_bucket(region, bool(spec.get("gated_bucket"))),
+            _artifact_key(spec, variants, instance_type, keys),
+            True if gated else None,
+        ),
+        additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
+        environment=MappingProxyType(_environment(spec, variants, instance_type)),
+        enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
+        model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
+        container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
+        volume_size_gb=volume_size,
+        default_instance_type=spec.get("default_inference_instance_type"),
+        supported_instance_types=supported,
+        gated=gated,
+        eula_key=eula_key,
+        spec_key=spec_key,
+        provenance=provenance,
+    )
+
+
+def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys) -> None:
+    """Marketplace/proprietary models deploy from a ModelPackage (SDK: `_retrieve_model_package_arn`), which
+    takes no image or artifact from the spec: this stack builds models from containers only."""
+    variants = (spec.get("hosting_instance_type_variants") or {}).get("variants") or {}
+    per_instance = [
+        v
+        for v in (instance_type, _instance_family(instance_type))
+        if ((variants.get(v) or {}).get("regional_properties") or {}).get("model_package_arn")
+    ]
+    if spec.get("hosting_model_package_arns") or per_instance:
+        raise JumpStartError(
+            keys.model_id,
+            f"{spec.get('model_id')} {spec.get('version')} is a model-package "
+            f"(Marketplace) model: SageMaker deploys it from a ModelPackage ARN in {region}, not from "
+            "an image and artifacts, and this stack creates container models only",
+            "open-weights JumpStart models, or source: huggingface",
+        )
+
+
+def _version_order(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def _eula_error(
+    keys: ConfigKeys,
+    model_id: str,
+    version: str,
+    region: str,
+    eula_key: str | None,
+) -> JumpStartError:
+    where = "its model page"
+    if eula_key:
+        where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
+    return JumpStartError(
+        keys.accept_eula,
+        f"{model_id} {version} is gated and needs its EULA accepted",
+        f"true, set after reading the EULA at {where}",
+    )
+
+
+def _deep_override(
+    base: dict[str, Any],
+    override: dict[str, Any],
+    deny: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if key in deny:
+            continue
+        both_dicts = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _deep_override(merged[key], value) if both_dicts else value
+    return merged
+
+
+def _select_config(spec: dict[str, Any], instance_type: str) -> tuple[dict[str, Any], str | None]:
+    """Apply the best-ranked inference config that supports the instance type, as the SDK deploys it."""
+    configs = spec.get("inference_configs") or {}
+    components = spec.get("inference_config_components") or {}
+    rankings = (spec.get("inference_config_rankings") or {}).get("overall") or {}
+    ranking = rankings.get("rankings") or sorted(configs)
+    for name in ranking:
+        resolved = spec
+        for component in configs[name].get("component_names") or ():
+            resolved = _deep_override(resolved, components[component], _COMPONENT_DENY_LIST)
+        if instance_type in (resolved.get("supported_inference_instance_types") or ()):
+            return resolved, name
+    return spec, None
+
+
+def _instance_family(instance_type: str) -> str | None:
+    parts = instance_type.split(".")
+    return parts[1] if len(parts) == 3 and parts[0] == "ml" else None
+
+
+def _variant_property(variants: dict[str, Any], instance_type: str, section: str, name: str) -> Any:
+    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
+    for variant in (instance_type, _instance_family(instance_type)):
+        value = ((variants.get("variants") or {}).get(variant) or {}).get(section, {}).get(name)
+        if value:
+            return value
+    return None
+
+
+def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys, what: str) -> str:
+    alias = _variant_property(variants, instance_type, "regional_properties", "image_uri")
+    if not alias or not alias.startswith("$"):
+        raise JumpStartError(
+            keys.instance_type,
+            f"{what} names no image for {instance_type!r}",
+            ", ".join(sorted(variants.get("variants") or {})),
+        )
+    regional = variants.get("regional_aliases") or {}
+    image = (regional.get(region) or {}).get(alias[1:])
+    if not image:
+        raise JumpStartError(keys.region, f"{what} has no image in {region!r}", ", ".join(sorted(regional)))
+    return str(image)
+
+
+def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type: str, keys: ConfigKeys) -> str:
+    """Only prepacked artifacts: a script-uri model needs the SDK's repack step, which a stack cannot do."""
+    if spec.get("hosting_use_script_uri", True):
+        raise JumpStartError(
+            keys.model_id,
+            f"{spec['model_id']} {spec['version']} is a script-mode model (hosting_use_script_uri)",
+            "models with a prepacked artifact",
+        )
+    return str(
+        _variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
+        or spec["hosting_prepacked_artifact_key"]
+    )
+
+
+def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
+    """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
+    uri = key if key.startswith("s3://") else f"s3://{bucket}/{key}"
+    if uri.endswith("/"):
+        return S3ModelData(uri, "S3Prefix", "None", accept_eula)
+    return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
+
+
+def _additional_sources(
+    spec: dict[str, Any],
+    region: str,
+    accept_eula: bool,
+    keys: ConfigKeys,
+) -> list[AdditionalModelData]:
+    """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
+    sources: list[AdditionalModelData] = []
+    for entry in (spec.get("hosting_additional_data_sources") or {}).get("speculative_decoding") or ():
+        provider = entry.get("provider") or {}
+        gated = entry.get("hosting_eula_key") is not None or provider.get("classification") == "gated"
+        if gated and not accept_eula:
+            raise _eula_error(keys, spec["model_id"], spec["version"], region, entry.get("hosting_eula_key"))
+        bucket = f"sagemaker-sd-models-prod-{region}"  # the SDK's draft-model bucket, unless JumpStart's own
+        if provider.get("name") == "JumpStart":
+            bucket = gated_bucket(region) if gated else content_bucket(region)
+        data = entry["s3_data_source"]
+        uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
+        sources.append(
+            AdditionalModelData(
+                entry["channel_name"],
+                S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None),
+            )
+        )
+    return sources
+
+
+def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: str) -> dict[str, str]:
+    """Spec defaults the model class needs, then the family variant, then the instance-type variant.
+
+    Variables with `required_for_model_class: false` belong to the SDK's script mode (SAGEMAKER_PROGRAM
+    and friends); `JumpStartModel` leaves them out, so do we.
+    """
+    environment = {
+        variable["name"]: str(variable["default"])
+        for variable in spec.get("inference_environment_variables") or ()
+        if variable.get("required_for_model_class")
+    }
+    for variant in (_instance_family(instance_type), instance_type):
+        properties = ((variants.get("variants") or {}).get(variant) or {}).get("properties") or {}
+        overlay = properties.get("environment_variables") or {}
+        environment.update({name: str(value) for name, value in overlay.items()})
+    return environment

@@ -1,5 +1,5 @@
-"""Strict reading of the project's data files (YAML and JSON): every malformed file is one bounded
-`ConfigError` line naming the file (and the key or line), never a traceback.
+"""The one strict reader of the project's YAML and JSON files, data files and stack files alike: every
+malformed file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
 
 A data file must be UTF-8 text of at most MAX_FILE_BYTES. YAML is read by libyaml (PyYAML's C parser)
 with these refusals: a duplicate key, a merge key (`<<`), a key that is not a string (`1:`, `yes:`,
@@ -8,20 +8,29 @@ interpreter on a deep enough file), more than MAX_NODES values once aliases are 
 lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
 `1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
 
-Data files are the project's own and read as YAML 1.1 (PyYAML). Stack files are not: `tools/stack_files.py`
-reads them as the Pulumi CLI does (go-yaml v3 scalars), with the same refusals and its own limits.
+Stack files (`plain_scalars=`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
+config values: every plain scalar is resolved by the caller's rules (the CLI's go-yaml v3, `tools/cli_yaml.py`:
+data files are the project's own and read as YAML 1.1), and a scalar key that is not a string or a number
+that is not finite is left for the config reader to name by its config key path.
+
+Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import os
+import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Optional, TypeVar
 
+import pydantic
 import yaml
 
-from serving_stack.errors import ConfigError, bounded, key_path
+from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
 
 MAX_FILE_BYTES = 1_000_000  # the largest data file is about 12 kB
 MAX_NODES = 100_000  # values after alias expansion, per file; a recipe manifest holds about 450
@@ -33,15 +42,21 @@ YAML_KINDS = {bool: "a boolean (yes, no, on, off, true, false)", int: "a number"
 class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constructor
     """Refuses duplicate keys, merge keys and keys that are not strings while constructing each mapping."""
 
+    string_keys = True
+
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
+        seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == MERGE_TAG:
                 raise yaml.constructor.ConstructorError(
                     None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
                 )
             key = self.construct_object(key_node, deep=deep)
-            if not isinstance(key, str):
+            if isinstance(key, (list, dict)):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key is not a scalar", key_node.start_mark
+                )
+            if self.string_keys and not isinstance(key, str):
                 kind = YAML_KINDS.get(type(key), f"a {type(key).__name__}")
                 raise yaml.constructor.ConstructorError(
                     None,
@@ -55,6 +70,28 @@ class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constr
                 )
             seen.add(key)
         return dict(super().construct_mapping(node, deep=deep))
+
+
+PLAIN_TAG = "tag:nemotron,2026:plain"  # a stack file's unquoted scalars, resolved by the caller's rules
+PlainScalars = Callable[[str], Any]
+
+
+@functools.cache
+def _stack_file_loader(plain_scalars: PlainScalars) -> type[_StrictLoader]:
+    """As the Pulumi CLI reads a stack file: every plain scalar resolved by `plain_scalars` (no YAML 1.1
+    resolvers: `yes` or a date is what the CLI makes of it), and scalar keys that are not strings kept for the
+    config reader, which names them by their config key path."""
+
+    class _StackFileLoader(_StrictLoader):
+        string_keys = False
+
+    loader = _StackFileLoader
+    loader.yaml_implicit_resolvers = {
+        "<": [(MERGE_TAG, re.compile(r"^(?:<<)$"))],
+        None: [(PLAIN_TAG, re.compile(""))],  # PyYAML tries the first-character resolvers, then these
+    }
+    loader.add_constructor(PLAIN_TAG, lambda _loader, node: plain_scalars(node.value))
+    return loader
 
 
 def _refuse(key: str, name: str, problem: str) -> NoReturn:
@@ -96,9 +133,10 @@ def _check_depth(text: str, key: str, name: str) -> None:
             depth -= 1
 
 
-def check_values(document: Any, key: str, name: str) -> None:
+def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> None:
     """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels
-    (a recursive alias is infinitely deep), every number finite. Problems name the key path."""
+    (a recursive alias is infinitely deep), every number finite (unless `finite` is off: a stack file's
+    config types refuse such a number naming its config key). Problems name the key path."""
     budget = [MAX_NODES]
 
     def walk(value: Any, path: tuple[Any, ...]) -> None:
@@ -107,7 +145,7 @@ def check_values(document: Any, key: str, name: str) -> None:
             _refuse(key, name, f"expands to more than {MAX_NODES} values (YAML aliases?)")
         if len(path) > MAX_DEPTH:
             _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
-        if isinstance(value, float) and not math.isfinite(value):
+        if finite and isinstance(value, float) and not math.isfinite(value):
             problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
             raise ConfigError(key, problem if key == name else f"{name}: {problem}")
         if isinstance(value, dict):
@@ -120,11 +158,14 @@ def check_values(document: Any, key: str, name: str) -> None:
     walk(document, ())
 
 
-def parse_yaml(text: str, key: str, name: str) -> list[Any]:
-    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`."""
+def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainScalars] = None) -> list[Any]:
+    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`. With
+    `plain_scalars`, a stack file (module docstring)."""
     try:
         _check_depth(text, key, name)
-        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+        documents = list(
+            yaml.load_all(text, Loader=_StrictLoader if plain_scalars is None else _stack_file_loader(plain_scalars))
+        )
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -133,15 +174,17 @@ def parse_yaml(text: str, key: str, name: str) -> list[Any]:
     except (ValueError, OverflowError, RecursionError) as error:  # a scalar PyYAML cannot construct (2024-13-45)
         _refuse(key, name, f"is not valid YAML: {bounded(str(error), quote=False)}")
     for document in documents:
-        check_values(document, key, name)
+        check_values(document, key, name, finite=plain_scalars is None)
     return documents
 
 
-def load_yaml_documents(path: Path, key: str, name: str | None = None) -> list[Any]:
+def load_yaml_documents(
+    path: Path, key: str, name: str | None = None, *, plain_scalars: Optional[PlainScalars] = None
+) -> list[Any]:
     """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
     line; `name` (the file as messages name it, default `key`) follows when it differs."""
     name = name or key
-    return parse_yaml(read_text(path, key, name), key, name)
+    return parse_yaml(read_text(path, key, name), key, name, plain_scalars=plain_scalars)
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -175,3 +218,69 @@ def load_json(path: Path, key: str, name: str | None = None) -> Any:
     """One JSON data file, checked as YAML files are."""
     name = name or key
     return parse_json(read_bytes(path, key, name), key, name)
+
+
+PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "catalog"
+# The one switch to another copy of the data (an absorbed upstream revision under test, a staging copy).
+CATALOG_DIR_ENV = "NEMOTRON_CATALOG_DIR"
+DATA_DIR = Path(os.environ[CATALOG_DIR_ENV]).resolve() if os.environ.get(CATALOG_DIR_ENV) else PROJECT_DATA_DIR
+Model = TypeVar("Model", bound=pydantic.BaseModel)
+
+
+class Data(pydantic.BaseModel):
+    """Base of every data-file model: unknown keys are errors, values immutable."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def data_label(path: Path, root: Path = DATA_DIR) -> str:
+    """`catalog/<path below the data root>`, the name messages use whatever the root is."""
+    try:
+        return f"catalog/{path.relative_to(root).as_posix()}"
+    except ValueError:
+        return path.name
+
+
+def data_file(root: Path, relative: str, key: str) -> Path:
+    """A file a data file refers to (`recipes/.../deploy.yaml`), kept inside the data root: an absolute
+    path, a `..` or a symlink that leads out of it stops with `key` named."""
+    base = root.resolve()
+    try:
+        path = (base / relative).resolve()
+    except (OSError, RuntimeError, ValueError) as error:  # a symlink loop, a NUL byte
+        raise ConfigError(key, f"{bounded(relative)} cannot be resolved ({bounded(str(error), quote=False)})") from None
+    if not path.is_relative_to(base):
+        raise ConfigError(key, f"{bounded(relative)} leads out of catalog/", "a path relative to catalog/, inside it")
+    return path
+
+
+def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str, Any]]:
+    """Every non-empty YAML document of a file, each a mapping; a missing or malformed file stops with
+    `key` and the file named."""
+    name = data_label(path, root)
+    documents = [doc for doc in load_yaml_documents(path, key, name) if doc is not None]
+    for index, doc in enumerate(documents):
+        if not isinstance(doc, dict):
+            where = f"{name} document {index + 1}" if len(documents) > 1 else name if key != name else "the document"
+            raise ConfigError(key, f"{where} is a {type(doc).__name__}, not a mapping")
+    return documents
+
+
+def check_shape(document: dict[str, Any], shape: type[pydantic.BaseModel], prefix: str) -> None:
+    """A manifest kept as written, checked to have the fields (and types) that code reads from it."""
+    try:
+        shape.model_validate(document)
+    except pydantic.ValidationError as exc:
+        raise from_validation_error(exc, shape, prefix=prefix) from None
+
+
+def load_model(path: Path, model: type[Model], root: Path = DATA_DIR) -> Model:
+    """One data file validated into `model`; errors name the file and the key path inside it."""
+    label = data_label(path, root)
+    documents = read_documents(path, label, root)
+    if len(documents) != 1:
+        raise ConfigError(label, f"expected one YAML document (a mapping), found {len(documents)}")
+    try:
+        return model.model_validate(documents[0])
+    except pydantic.ValidationError as exc:
+        raise from_validation_error(exc, model, prefix=f"{label}: ") from None

@@ -1,1 +1,1 @@
-"""Plan: config + facts -> one resolved, immutable `StackPlan` (`serving_stack.plan.stack_plan.build_plan`)."""
+"""Plan: config + facts -> one resolved, immutable `StackPlan` (`serving_stack.plan.stack.build_plan`)."""

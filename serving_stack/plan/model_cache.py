@@ -8,19 +8,42 @@ adds that no upstream Job fetches goes into the first Job under a name derived f
 With `modelCache.checkpoints` unset, the Jobs follow the selected targets: every upstream Job that fetches
 a checkpoint some selected target loads runs as upstream wrote it, and a Job for checkpoints no selected
 target loads (a revision's new BF16 set, say) is not run; a stack selecting no target runs them all.
+
+The model cache's RWX storage the stack creates (EFS or FSx for Lustre), resolved and checked.
+
+Which prewarm DaemonSets a stack needs, and how workers wait for their node to be warm.
+
+One DaemonSet per distinct worker placement (node affinity) among the selected targets: it selects
+the same nodes, tolerates every taint those workers tolerate, and warms every checkpoint they load.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
-from typing import Optional, Union
+from pathlib import Path
+from typing import Any, Literal, Optional
 
-from serving_stack.config.serving import ModelCacheConfig, TargetConfig
+from serving_stack.config.aws import AwsConfig
+from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig, TargetConfig
+from serving_stack.config.stack import StackConfig
+from serving_stack.config.types import quantity_value
 from serving_stack.errors import ConfigError
-from serving_stack.facts.catalog import Catalog
-from serving_stack.facts.model_cache import DownloadJob, ModelCacheFacts
+from serving_stack.facts import Facts
+from serving_stack.facts.aws import AwsRegions, CsiAddon
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, DownloadJob, ModelCacheFacts
+from serving_stack.names import (
+    GPU_PRODUCT_LABEL,
+    MODEL_CACHE_CLAIM,
+    POOL_LABEL,
+    PREWARM_PROGRAM_CONFIG_MAP,
+    WORKER_COMPONENT_TYPES,
+)
+from serving_stack.plan.quantities import gib
 
 KEY = "modelCache.checkpoints"
 
@@ -82,11 +105,8 @@ def _wanted(cache: ModelCacheConfig, facts: ModelCacheFacts) -> Optional[list[st
     return list(dict.fromkeys([base, *drafts]))
 
 
-def loaded_checkpoints(targets: Union[str, Iterable[TargetConfig]], catalog: Catalog) -> set[str]:
-    """The repos the selected targets load (none for `auto` not yet expanded; ids the catalog does not hold
-    are left to the target checks)."""
-    if isinstance(targets, str):
-        return set()
+def loaded_checkpoints(targets: Iterable[TargetConfig], catalog: Catalog) -> set[str]:
+    """The repos the selected targets load (ids the catalog does not hold are left to the target checks)."""
     known = set(catalog.selectable)
     return {repo for t in targets if t.id in known for repo in catalog.recipe(t.id).checkpoints}
 
@@ -128,3 +148,288 @@ def select_model_cache(
                 )
             )
     return ModelCacheSelection(size, jobs), errors
+
+
+FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400
+
+
+@dataclass(frozen=True)
+class EfsOptions:
+    directory_perms: str
+    base_path: str
+
+
+@dataclass(frozen=True)
+class FsxOptions:
+    per_unit_storage_throughput: int
+    file_system_type_version: str
+    data_compression_type: str
+    availability_zone: str
+    capacity_gib: int
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    backend: Literal["efs", "fsx"]
+    storage_class_name: str
+    protect: bool
+    claim_name: str
+    csi_addon: CsiAddon
+    efs: Optional[EfsOptions]
+    fsx: Optional[FsxOptions]
+
+
+def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
+    """`modelCacheStorage.fsx.availabilityZone`, else the one AZ all managed GPU pools share."""
+    if aws.modelCacheStorage and aws.modelCacheStorage.fsx.availabilityZone:
+        return aws.modelCacheStorage.fsx.availabilityZone
+    zones = {p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone}
+    return zones.pop() if len(zones) == 1 else None
+
+
+def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions: AwsRegions) -> list[ConfigError]:
+    """`cache_size`: the model-cache claim's size (configured, else upstream's). EFS is refused for a stack
+    with a Local Zone pool: EFS has no mount target in a Local Zone and the mount helper's cross-zone
+    fallback needs describe permissions a node role lacks (AWS-FACTS.md, corrections 2026-12)."""
+    storage = aws.modelCacheStorage
+    if storage is None:
+        return []
+    errors: list[ConfigError] = []
+    create = aws.cluster.create if aws.cluster else None
+    if create is None:
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage",
+                "the stack creates model-cache storage only for the cluster it creates",
+                "aws.cluster.create",
+            )
+        )
+    local = [
+        (index, pool)
+        for index, pool in enumerate(aws.nodePools)
+        if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone)
+    ]
+    if storage.backend == "efs" and local:
+        index, pool = local[0]
+        errors.append(
+            ConfigError(
+                "aws.modelCacheStorage.backend",
+                f"efs cannot be mounted by pool {pool.name!r} (aws.nodePools[{index}]) in Local Zone "
+                f"{pool.availabilityZone}: EFS has mount targets only in Availability Zones",
+                "fsx (its clients reach it across the VPC), or the Local Zone pool removed",
+            )
+        )
+    unused = "efs" if storage.backend == "fsx" else "fsx"
+    if unused in storage.model_fields_set:
+        errors.append(ConfigError(f"aws.modelCacheStorage.{unused}", f"set, but backend is {storage.backend}"))
+    if storage.backend == "fsx":
+        size = gib(cache_size)
+        if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
+            errors.append(
+                ConfigError(
+                    "modelCache.size",
+                    f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
+                    f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})",
+                )
+            )
+        zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
+        zone = fsx_availability_zone(aws)
+        if zone is None:
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system",
+                )
+            )
+        elif create and zone not in create.availabilityZones:
+            errors.append(
+                ConfigError(
+                    "aws.modelCacheStorage.fsx.availabilityZone",
+                    f"{zone!r} is not a cluster AZ",
+                    ", ".join(create.availabilityZones),
+                )
+            )
+    return errors
+
+
+def plan_storage(config: StackConfig, facts: Facts) -> Optional[StoragePlan]:
+    """What `ModelCacheStorage` builds (the config must have passed `check_storage`)."""
+    aws = config.aws
+    if aws is None or aws.modelCacheStorage is None:
+        return None
+    storage, addons = aws.modelCacheStorage, facts.aws.platform.eksAddons
+    efs = fsx = None
+    if storage.backend == "efs":
+        efs = EfsOptions(directory_perms=storage.efs.directoryPerms, base_path=storage.efs.basePath)
+    else:
+        zone, size = fsx_availability_zone(aws), config.modelCache.size
+        if zone is None or size is None:
+            raise ValueError("the FSx zone and the cache size are resolved before planning (build_plan does both)")
+        fsx = FsxOptions(
+            per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
+            file_system_type_version=storage.fsx.fileSystemTypeVersion,
+            data_compression_type=storage.fsx.dataCompressionType,
+            availability_zone=zone,
+            capacity_gib=int(gib(size) or 0),
+        )
+    return StoragePlan(
+        backend=storage.backend,
+        storage_class_name=config.modelCache.storageClassName,
+        protect=storage.protect,
+        claim_name=MODEL_CACHE_CLAIM,
+        csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver,
+        efs=efs,
+        fsx=fsx,
+    )
+
+
+PROGRAM_FILE = Path(__file__).resolve().parents[2] / "prewarm" / "prewarm.py"
+PROGRAM_CONFIG_MAP = PREWARM_PROGRAM_CONFIG_MAP
+WORKER_TYPES = WORKER_COMPONENT_TYPES
+PROGRAM_MOUNT = "/opt/nemotron-prewarm"
+STATE_DIR = "/var/lib/nemotron-prewarm"
+STATE_VOLUME = "prewarm-state"
+PROGRAM_VOLUME = "prewarm-program"
+
+
+@dataclass(frozen=True)
+class PrewarmSettings:
+    """How the prewarm DaemonSets run (the memory limit is per DaemonSet: `PrewarmPool.memory_limit`)."""
+
+    image: str
+    threads: int
+    cpu_limit: str
+    wait_timeout_seconds: int
+    host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
+
+    @classmethod
+    def of(cls, config: PrewarmConfig, namespace: str) -> PrewarmSettings:
+        return cls(
+            host_state_dir=host_state_dir(namespace),
+            image=config.image,
+            threads=config.threads,
+            cpu_limit=config.cpuLimit,
+            wait_timeout_seconds=config.waitTimeoutSeconds,
+        )
+
+
+@dataclass(frozen=True)
+class PrewarmPool:
+    """One DaemonSet. `memory_limit` must hold every checkpoint it warms: page cache is charged to the cgroup
+    that reads it, so a smaller limit evicts what was just warmed."""
+
+    name: str
+    node_affinity: dict[str, Any]
+    tolerations: list[dict[str, Any]]
+    checkpoints: list[str]
+    memory_limit: str
+
+
+def _pool_name(node_affinity: dict[str, Any]) -> str:
+    expressions = [
+        e
+        for term in node_affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        for e in term.get("matchExpressions", [])
+    ]
+    by_key = {e["key"]: e["values"] for e in expressions}
+    values = by_key.get(POOL_LABEL) or by_key.get(GPU_PRODUCT_LABEL) or ["gpu"]
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(values).lower()).strip("-")[:40]
+
+
+def prewarm_pools(
+    dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]], memory_limit: Callable[[list[str]], str]
+) -> list[PrewarmPool]:
+    """Group the workers of the rendered DGDs by node affinity; `memory_limit` of the checkpoints one reads."""
+    groups: dict[str, dict[str, Any]] = {}
+    for dgd, checkpoints in dgds_with_checkpoints:
+        for component in dgd["spec"]["components"]:
+            if component["type"] not in WORKER_TYPES:
+                continue
+            pod = component["podTemplate"]["spec"]
+            affinity = pod["affinity"]["nodeAffinity"]
+            group = groups.setdefault(
+                json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []}
+            )
+            group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
+            group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
+    pools = [
+        PrewarmPool(
+            _pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"], memory_limit(g["checkpoints"])
+        )
+        for g in groups.values()
+    ]
+    names = [p.name for p in pools]
+    return [
+        dataclasses.replace(p, name=f"{p.name}-{index}") if names.count(p.name) > 1 else p
+        for index, p in enumerate(pools)
+    ]
+
+
+def host_state_dir(namespace: str) -> str:
+    """Where one stack's prewarm writes its readiness files on a node. Per namespace, so two stacks on one
+    cluster (which may warm different checkpoints) never read each other's readiness."""
+    return f"{STATE_DIR}/{namespace}"
+
+
+def state_volume(host_dir: str) -> dict[str, Any]:
+    return {"name": STATE_VOLUME, "hostPath": {"path": host_dir, "type": "DirectoryOrCreate"}}
+
+
+def program_volume() -> dict[str, Any]:
+    return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
+
+
+def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) -> None:
+    """Give every worker an initContainer that waits (bounded) until its node is warm.
+
+    It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
+    readiness file; after `wait_timeout_seconds` it lets the worker load cold rather than never start.
+    """
+    for component in dgd["spec"]["components"]:
+        if component["type"] not in WORKER_TYPES:
+            continue
+        pod = component["podTemplate"]["spec"]
+        image = pod["containers"][0]["image"]
+        wait = (
+            f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
+            f"--timeout {wait_timeout_seconds} || echo 'node not warm after {wait_timeout_seconds}s; loading cold'"
+        )
+        pod["initContainers"] = [
+            {
+                "name": "wait-for-prewarm",
+                "image": image,
+                "command": ["sh", "-c", wait],
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                    "limits": {"cpu": "100m", "memory": "128Mi"},
+                },
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [
+                    {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
+                    {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+                ],
+            }
+        ]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]
+
+
+GIB = 2**30
+# Beside the page cache of the checkpoints it warms, a prewarm pod holds the Python interpreter and its
+# read threads' buffers (well under 1 GiB); the rest is margin for a checkpoint a little larger than listed.
+PREWARM_HEADROOM_GIB = 2
+
+
+def checkpoint_bytes(repositories: Iterable[str], sizes: CheckpointSizes) -> int:
+    return sum(sizes.size(repository).bytes for repository in dict.fromkeys(repositories))
+
+
+def prewarm_memory_limit(warmed: Iterable[str], sizes: CheckpointSizes) -> str:
+    """A prewarm pod's memory limit when the stack sets none: the checkpoints it reads, plus headroom."""
+    return f"{math.ceil(checkpoint_bytes(warmed, sizes) / GIB) + PREWARM_HEADROOM_GIB}Gi"
+
+
+def cache_size(upstream_size: str, downloaded: Iterable[str], sizes: CheckpointSizes) -> str:
+    """The model cache's size when the stack sets none: upstream's claim, raised to hold every checkpoint
+    the download Jobs fetch when upstream's is smaller."""
+    needed = checkpoint_bytes(downloaded, sizes)
+    return upstream_size if quantity_value(upstream_size) >= needed else f"{math.ceil(needed / GIB)}Gi"

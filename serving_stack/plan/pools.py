@@ -1,26 +1,44 @@
 """GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and,
 for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required).
 
-The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.cluster_checks` and
-`serving_stack.plan.pool_checks`.
+The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.stack` and
+`serving_stack.plan.pools`.
+
+Region and zone names against `catalog/aws_regions.yaml`: the Region, the cluster's AZs (never Local
+Zones: the EKS control plane must not get their subnets) and the zone of each GPU pool (a Local Zone only
+for instance types that launch there, such as P6e-GB200 UltraServers in Dallas).
+
+Every problem of the `aws` node pool blocks, each with its key path: shapes the facts decide (instance
+type, GPU, fabric, zone, how AWS sells the type) and the rules AWS documents for them (a reservation id with
+Capacity Blocks and ODCRs, Kubernetes >= 1.33 for GB200, a Capacity Block group upgraded only at size 0).
+The cluster block's checks are `cluster_checks`.
+
+What the GPU pools cost: one row per pool at list prices (the outputs' `nodePools`).
+
+The NVIDIA DRA driver, for pools whose instances join multi-node NVLink domains (P6e-GB200): its kubelet
+plugin runs only on those pools' nodes and serves ComputeDomains (IMEX); GPUs stay with the device plugin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Optional
 
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.instance_types import (
+from serving_stack.facts.aws import (
     AwsCatalog,
+    AwsRegions,
+    DraDriverChart,
     InstanceType,
     NetworkInterface,
 )
 from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
+from serving_stack.plan.quantities import version_tuple
 
 EKS_CAPACITY_TYPES = MappingProxyType(
     {
@@ -31,7 +49,7 @@ EKS_CAPACITY_TYPES = MappingProxyType(
     }
 )
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
-# Local Zone subnets the created VPC has room for (serving_stack.components.network.local_zone_cidrs).
+# Local Zone subnets the created VPC has room for (components.cluster.local_zone_cidrs).
 MAX_LOCAL_ZONE_SUBNETS = 8
 
 
@@ -239,3 +257,325 @@ def local_zone_subnets(pools: Iterable[ResolvedPool]) -> tuple[LocalZoneSubnet, 
         for p in pools
         if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
     )
+
+
+ALLOWED_CHARS = 200
+
+
+def bounded_list(values: Iterable[str], limit: int = ALLOWED_CHARS) -> str:
+    """`a, b, c` cut to about `limit` characters, saying how many names were left out."""
+    names = list(values)
+    shown: list[str] = []
+    for index, name in enumerate(names):
+        rest = len(names) - index
+        if shown and len(", ".join([*shown, name])) + len(f", ... ({rest} more)") > limit:
+            return f"{', '.join(shown)}, ... ({rest} more in catalog/aws_regions.yaml)"
+        shown.append(name)
+    return ", ".join(shown) or "none"
+
+
+def check_region(aws: AwsConfig, regions: AwsRegions) -> list[ConfigError]:
+    """The Region, the AZs of a cluster the stack creates and the subnet zones of an existing cluster."""
+    if aws.region not in regions.regions:
+        return [ConfigError("aws.region", f"unknown Region {aws.region!r}", bounded_list(regions.regions))]
+    errors: list[ConfigError] = []
+    zones = regions.availability_zones(aws.region)
+    create = aws.cluster.create if aws.cluster else None
+    existing = aws.cluster.existing if aws.cluster else None
+    for index, zone in enumerate(create.availabilityZones if create else []):
+        if zone in zones:
+            continue
+        problem = (
+            f"{zone} is a Local Zone; the EKS control plane gets Availability Zone subnets only"
+            if regions.local_zone(aws.region, zone)
+            else f"{zone!r} is not an Availability Zone of {aws.region}"
+        )
+        errors.append(ConfigError(f"aws.cluster.create.availabilityZones[{index}]", problem, bounded_list(zones)))
+    known = [*zones, *regions.local_zones(aws.region)]
+    for zone in existing.privateSubnetIds if existing else []:
+        if zone not in known:
+            errors.append(
+                ConfigError(
+                    f"aws.cluster.existing.privateSubnetIds.{zone}", f"not a zone of {aws.region}", bounded_list(known)
+                )
+            )
+    return errors
+
+
+def check_pool_zone(
+    path: str, zone: str, instance: Optional[InstanceType], aws: AwsConfig, regions: AwsRegions
+) -> Optional[ConfigError]:
+    """A pool's zone is one its instance type launches in: an AZ of the Region, or for a type sold only in
+    Local Zones, a Local Zone of one of its groups (which the account must have opted in to)."""
+    key = f"{path}.availabilityZone"
+    local = regions.local_zone(aws.region, zone)
+    if instance is not None and instance.local_zones_only:
+        allowed = regions.local_zones(aws.region, instance.localZoneGroups)
+        if local is None or local.group not in instance.localZoneGroups:
+            groups = ", ".join(instance.localZoneGroups)
+            return ConfigError(
+                key,
+                f"this instance type launches only in Local Zones of {groups} (opt in to the "
+                f"zone group first), got {zone!r} in {aws.region}",
+                bounded_list(allowed),
+            )
+        return None
+    zones = regions.availability_zones(aws.region)
+    if zone in zones:
+        return None
+    if local is not None and instance is not None:
+        return ConfigError(
+            key, f"{zone} is a Local Zone; this instance type launches in Availability Zones", bounded_list(zones)
+        )
+    if local is None:
+        return ConfigError(key, f"{zone!r} is not a zone of {aws.region}", bounded_list(zones))
+    return None
+
+
+def _check_capacity(path: str, pool: NodePoolConfig, facts: PoolFacts) -> list[ConfigError]:
+    """The capacity type is one AWS sells the instance type as; reservations name their id, others none."""
+    errors: list[ConfigError] = []
+    instance = facts.instance
+    if instance and pool.capacityType not in instance.capacityTypes:
+        errors.append(
+            ConfigError(
+                f"{path}.capacityType",
+                f"{pool.instanceType} is not sold as {pool.capacityType}",
+                ", ".join(instance.capacityTypes),
+            )
+        )
+    reserved = pool.capacityType in RESERVED_CAPACITY_TYPES
+    if reserved and pool.capacityReservationId is None:
+        errors.append(
+            ConfigError(
+                f"{path}.capacityReservationId",
+                f"required with capacityType {pool.capacityType}: the launch template targets the reservation",
+            )
+        )
+    if not reserved and pool.capacityReservationId is not None:
+        errors.append(
+            ConfigError(
+                f"{path}.capacityType",
+                "capacityReservationId goes with a reservation",
+                ", ".join(RESERVED_CAPACITY_TYPES),
+            )
+        )
+    return errors
+
+
+def _check_version(path: str, pool: NodePoolConfig, facts: PoolFacts, version: Optional[str]) -> list[ConfigError]:
+    """The nodes' version (the pool's, else the cluster's) against the instance type's minimum; a Capacity
+    Block group whose version moves is at size 0 (EKS upgrades it only then)."""
+    errors: list[ConfigError] = []
+    nodes = pool.kubernetesVersion or version
+    minimum = facts.instance.minKubernetes if facts.instance else None
+    if minimum and nodes and version_tuple(nodes) < version_tuple(minimum):
+        errors.append(
+            ConfigError(
+                f"{path}.instanceType", f"{pool.instanceType} needs Kubernetes >= {minimum}, the cluster runs {nodes}"
+            )
+        )
+    if version is None or not pool.managed:
+        return errors
+    if pool.kubernetesVersion and version_tuple(pool.kubernetesVersion) > version_tuple(version):
+        return [
+            *errors,
+            ConfigError(f"{path}.kubernetesVersion", f"{pool.kubernetesVersion} is newer than the cluster's {version}"),
+        ]
+    if pool.capacityType != "capacity-block":
+        return errors
+    if pool.kubernetesVersion is None:
+        errors.append(
+            ConfigError(
+                f"{path}.kubernetesVersion",
+                f"required for capacity-block pool {pool.name!r}: the "
+                "version its nodes run, so that an upgrade is seen before it reaches EKS",
+                version,
+            )
+        )
+    elif pool.kubernetesVersion != version and (pool.minSize or pool.desiredSize):
+        errors.append(
+            ConfigError(
+                f"{path}.desiredSize",
+                f"capacity-block pool {pool.name!r} moves from Kubernetes "
+                f"{pool.kubernetesVersion} to {version}; EKS upgrades a Capacity Block group only at "
+                "size 0: set minSize and desiredSize to 0 for this up, then kubernetesVersion "
+                f"{version!r} and the sizes back",
+                "0",
+            )
+        )
+    return errors
+
+
+def _check_placement(
+    path: str, pool: NodePoolConfig, facts: PoolFacts, aws: AwsConfig, aws_catalog: AwsCatalog
+) -> list[ConfigError]:
+    """A managed pool lives in one zone: an AZ of the created cluster, or a Local Zone with its own subnet."""
+    create = aws.cluster.create if aws.cluster else None
+    existing = aws.cluster.existing if aws.cluster else None
+    zone = pool.availabilityZone
+    if aws.cluster is None:
+        return [ConfigError(f"{path}.managed", "a managed pool needs aws.cluster (create or existing)", "false")]
+    if zone is None:
+        return [
+            ConfigError(
+                f"{path}.availabilityZone",
+                "required for a managed pool (one zone: the reservation's, the placement group's)",
+            )
+        ]
+    zone_error = check_pool_zone(path, zone, facts.instance, aws, aws_catalog.regions)
+    if zone_error:
+        return [zone_error]
+    local = aws_catalog.regions.local_zone(aws.region, zone) is not None
+    if create and not local and zone not in create.availabilityZones:
+        return [
+            ConfigError(
+                f"{path}.availabilityZone", f"{zone!r} is not a cluster AZ", ", ".join(create.availabilityZones)
+            )
+        ]
+    if existing and pool.subnetId is None and zone not in existing.privateSubnetIds:
+        return [
+            ConfigError(
+                f"{path}.subnetId", f"no subnet for {zone} in aws.cluster.existing.privateSubnetIds", "set subnetId"
+            )
+        ]
+    return []
+
+
+def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    if pool.instanceType is not None and pool.instanceType not in aws_catalog.instance_types:
+        return [
+            ConfigError(
+                f"{path}.instanceType",
+                f"unknown instance type {bounded(pool.instanceType)}",
+                ", ".join(aws_catalog.instance_types),
+            )
+        ]
+    if (pool.instanceType is None) == (pool.nodeFacts is None) or (pool.managed and pool.nodeFacts):
+        allowed = "instanceType" if pool.managed else "instanceType or nodeFacts"
+        return [
+            ConfigError(
+                f"{path}.instanceType", "a pool names its nodes by exactly one of instanceType, nodeFacts", allowed
+            )
+        ]
+    facts = pool_facts(pool, aws_catalog)
+    if facts is None:
+        gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
+        return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {bounded(gpu)}", ", ".join(aws_catalog.gpus))]
+    if not pool.minSize <= pool.desiredSize <= pool.maxSize:
+        errors.append(
+            ConfigError(
+                f"{path}.desiredSize",
+                f"{pool.desiredSize} is not between minSize {pool.minSize} and maxSize {pool.maxSize}",
+            )
+        )
+    labels = aws_catalog.gpus[facts.gpu].product_labels
+    if pool.gpuProduct and pool.gpuProduct not in labels:
+        errors.append(
+            ConfigError(
+                f"{path}.gpuProduct",
+                f"{bounded(pool.gpuProduct)} is not a product label of {facts.gpu}",
+                ", ".join(labels),
+            )
+        )
+    fabric = pool_fabric(pool, facts)
+    if fabric == "efa" and not facts.efa_interfaces:
+        errors.append(
+            ConfigError(
+                f"{path}.fabric",
+                f"{pool.instanceType or 'these nodes'} has no EFA interfaces",
+                "ib, none" if not pool.managed else "none",
+            )
+        )
+    if fabric == "ib" and pool.managed:
+        errors.append(
+            ConfigError(
+                f"{path}.fabric", "EC2 instances have no InfiniBand; ib is for managed: false pools", "efa, none"
+            )
+        )
+    errors += _check_capacity(path, pool, facts)
+    errors += _check_version(path, pool, facts, cluster_version(aws))
+    if pool.managed:
+        errors += _check_placement(path, pool, facts, aws, aws_catalog)
+    return errors
+
+
+def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, pool in enumerate(aws.nodePools):
+        if pool.name in seen:
+            errors.append(ConfigError(f"aws.nodePools[{index}].name", f"duplicate pool name {pool.name!r}"))
+        seen.add(pool.name)
+        errors += _check_pool(f"aws.nodePools[{index}]", pool, aws, aws_catalog)
+    local = [
+        index
+        for index, pool in enumerate(aws.nodePools)
+        if pool.managed
+        and pool.subnetId is None
+        and pool.availabilityZone
+        and aws_catalog.regions.local_zone(aws.region, pool.availabilityZone)
+    ]
+    if aws.cluster and aws.cluster.create and len(local) > MAX_LOCAL_ZONE_SUBNETS:
+        errors.append(
+            ConfigError(
+                f"aws.nodePools[{local[MAX_LOCAL_ZONE_SUBNETS]}].availabilityZone",
+                f"the created VPC has room for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets",
+                "fewer Local Zone pools, or subnetId",
+            )
+        )
+    return errors
+
+
+@dataclass(frozen=True)
+class PoolCostRow:
+    """Capacity and list-price cost of one pool. Prices are on-demand list prices (an upper bound for
+    spot, an estimate for Capacity Blocks); None where the instance facts publish no price."""
+
+    pool: str
+    instanceType: Optional[str]
+    capacityType: str
+    gpusPerNode: int
+    nodes: str
+    gpus: str
+    usdPerHourDesired: Optional[float]
+    usdPerHourMin: Optional[float]
+    usdPerHourMax: Optional[float]
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _usd(price: Optional[float], nodes: int) -> Optional[float]:
+    return round(price * nodes, 2) if price is not None else None
+
+
+def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[PoolCostRow]:
+    """One row per pool: `nodes`/`gpus` as `min..max` ranges, hourly cost at desired, min and max nodes."""
+    return [
+        PoolCostRow(
+            pool=pool.name,
+            instanceType=pool.instance_type,
+            capacityType=pool.capacity_type,
+            gpusPerNode=pool.gpus_per_node,
+            nodes=f"{pool.min_size}..{pool.max_size}",
+            gpus=f"{pool.min_size * pool.gpus_per_node}..{pool.max_size * pool.gpus_per_node}",
+            usdPerHourDesired=_usd(pool.on_demand_usd_per_hour, pool.desired_size),
+            usdPerHourMin=_usd(pool.on_demand_usd_per_hour, pool.min_size),
+            usdPerHourMax=_usd(pool.on_demand_usd_per_hour, pool.max_size),
+        )
+        for pool in pools
+    ]
+
+
+@dataclass(frozen=True)
+class DraDriverPlan:
+    chart: DraDriverChart
+    pools: tuple[str, ...]
+
+
+def plan_dra_driver(install: bool, pools: Iterable[ResolvedPool], chart: DraDriverChart) -> Optional[DraDriverPlan]:
+    """None when no pool needs ComputeDomains, or the cluster runs the driver already (`install` off)."""
+    names = tuple(pool.name for pool in pools if pool.compute_domains)
+    return DraDriverPlan(chart, names) if install and names else None

@@ -1,4 +1,34 @@
-"""From the `sagemaker` config to what each SageMaker endpoint deploys, as plain values.
+"""What one SageMaker endpoint deploys, as plain values (the `SageMakerEndpoint` component's input).
+
+Does a Hugging Face checkpoint fit the instance, and on which precision path does the recipe run it?
+
+Tensor parallelism spreads the weights over every GPU of the instance (LMI `OPTION_TENSOR_PARALLEL_DEGREE:
+max`), so the budget is the instance's total GPU memory at vLLM's utilization, minus a per-GPU overhead,
+and what remains after the weights must hold a minimum cache. All numbers are data
+(`catalog/sagemaker_lmi.yaml`, `fit`), so the check is as good as they are and names them.
+
+The model side of a SageMaker endpoint: its container, model source, served model name and the variant
+defaults the model suggests, from a pinned JumpStart model or a Hugging Face repo on the pinned LMI image.
+
+Pure and run before any resource is registered (`sagemaker.plan_sagemaker_endpoints` calls it per
+endpoint): JumpStart specs come from the committed snapshot or the content bucket (`spec_source`).
+
+Do an endpoint's worst-case create and blue/green update fit the waits around them?
+
+The Terraform provider behind pulumi-aws waits for InService after CreateEndpoint and UpdateEndpoint with
+a fixed 60-minute waiter (aws-sdk-go `WaitUntilEndpointInService`: 120 x 30 s; not configurable). If
+SageMaker may legitimately take longer, `up` fails while the endpoint is still creating or deploying, and
+the state no longer says what AWS has. Worst case = instance provisioning (an estimate, data) + the model
+download timeout (when there is S3 model data) + the container startup health-check timeout, and for an
+update + one bake (`waitIntervalSeconds`) per traffic shift + `terminationWaitSeconds`. SageMaker itself
+stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back, so that must cover the update and
+stay within the provider's wait.
+
+Checks of the `sagemaker` block against the SageMaker facts (instance types, the LMI repositories),
+each naming its key; what needs the region (the JumpStart spec, the LMI image) is checked while planning
+each endpoint (`serving_stack.plan.sagemaker`).
+
+From the `sagemaker` config to what each SageMaker endpoint deploys, as plain values.
 
 Pure and run before any resource is registered: JumpStart models resolve from the committed snapshot (or
 the content bucket), the Hugging Face path takes its image from `catalog/sagemaker_lmi.yaml` (both in
@@ -9,26 +39,718 @@ its key path.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Optional, Union
 
-from serving_stack.config.sagemaker import SageMakerEndpointConfig
+import boto3
+
+from serving_stack.config.sagemaker import (
+    CONTAINER_SETTING,
+    Autoscaling,
+    DataCapture,
+    Deployment,
+    SageMakerConfig,
+    SageMakerEndpointConfig,
+)
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.jumpstart import SpecSource
-from serving_stack.plan.sagemaker_models import REGION_KEY, huggingface_model, jumpstart_model, spec_source
-from serving_stack.plan.sagemaker_spec import (
-    BlueGreen,
-    Capture,
-    PlannedEndpoint,
-    ProductionVariant,
-    Scaling,
-    invoke_url,
-    shifted_instances,
+from serving_stack.facts.sagemaker import (
+    AdditionalModelData,
+    ConfigKeys,
+    Container,
+    EnvironmentLimits,
+    Fit,
+    HuggingFaceRepo,
+    InstanceType,
+    LmiFile,
+    S3ModelData,
+    S3SpecSource,
+    SnapshotSpecSource,
+    SpecSource,
+    resolve_jumpstart_model,
 )
-from serving_stack.plan.sagemaker_waits import check_waits, wait_budget
+from serving_stack.facts.strict_files import PROJECT_DATA_DIR
+from serving_stack.plan.placeholders import Placeholder
+
+# Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
+# cleanup of retained configs (docs/sagemaker.md) and by `summary.md`.
+ENDPOINT_TAG = "nemotron.nvidia.com/sagemaker-endpoint"
+MODEL_SOURCE_TAG = "nemotron.nvidia.com/model-source"
+SPEC_PROVENANCE_TAG = "nemotron.nvidia.com/jumpstart-spec"
+PRECISION_TAG = "nemotron.nvidia.com/precision"
+UNVERIFIED = "unverified"
+
+
+@dataclass(frozen=True)
+class JumpStartSource:
+    """`provenance`: where the spec was fetched (`SpecProvenance.label`), None for an unverified spec."""
+
+    model_id: str
+    version: str
+    provenance: Optional[str]
+
+
+@dataclass(frozen=True)
+class HuggingFaceSource:
+    """`precision_path`: how the recipe runs the checkpoint (`catalog/sagemaker_lmi.yaml`, `runsAs`).
+    `container` / `vllm_version`: the listed container picked for the checkpoint's `minimum_vllm` (None with
+    an image of one's own); `engine_arguments`: the recipe's vLLM arguments it is given; `placeholders`: what
+    the image still lacks for a real `up`."""
+
+    repo: str
+    pinned_image: bool
+    precision_path: str
+    container: Optional[str] = None
+    vllm_version: Optional[str] = None
+    minimum_vllm: Optional[str] = None
+    engine_arguments: Mapping[str, Optional[str]] = field(default_factory=lambda: MappingProxyType({}))
+    placeholders: tuple[Placeholder, ...] = ()
+
+
+ModelSource = Union[JumpStartSource, HuggingFaceSource]
+
+
+@dataclass(frozen=True)
+class ModelContainer:
+    """The SageMaker model's primary container. A Hugging Face container downloads the checkpoint from the
+    Hub, so it runs without network isolation; `needs_hf_token`: add the token to its environment."""
+
+    image: str
+    environment: Mapping[str, str]
+    model_data: Optional[S3ModelData]
+    additional_model_data: tuple[AdditionalModelData, ...]
+    enable_network_isolation: bool
+    needs_hf_token: bool
+
+
+@dataclass(frozen=True)
+class ProductionVariant:
+    name: str
+    instance_type: str
+    initial_instance_count: int
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    ebs_storage: bool
+    inference_ami_version: Optional[str]
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Target tracking on invocations per instance per minute."""
+
+    enabled: bool
+    min_capacity: int
+    max_capacity: int
+    target_invocations_per_instance: float
+    scale_in_cooldown: int
+    scale_out_cooldown: int
+
+    @classmethod
+    def of(cls, config: Autoscaling) -> Scaling:
+        return cls(
+            config.enabled,
+            config.minCapacity,
+            config.maxCapacity,
+            config.targetInvocationsPerInstance,
+            config.scaleInCooldown,
+            config.scaleOutCooldown,
+        )
+
+
+@dataclass(frozen=True)
+class RollbackAlarms:
+    invocation_5xx_errors: int
+    model_latency_p99_ms: int
+    period_seconds: int
+    evaluation_periods: int
+
+
+@dataclass(frozen=True)
+class BlueGreen:
+    """Blue/green traffic shifting; sizes are percent of capacity."""
+
+    type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]
+    canary_size: int
+    linear_step_size: int
+    wait_interval_seconds: int
+    termination_wait_seconds: int
+    maximum_execution_timeout_seconds: int
+    rollback_alarms: RollbackAlarms
+
+    @property
+    def traffic_steps(self) -> int:
+        """Traffic shifts, each followed by a bake of `wait_interval_seconds` (an upper bound for CANARY)."""
+        if self.type == "LINEAR":
+            return math.ceil(100 / self.linear_step_size)
+        return 2 if self.type == "CANARY" else 1
+
+    @classmethod
+    def of(cls, config: Deployment, shifting: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]) -> BlueGreen:
+        alarms = config.rollbackAlarms
+        return cls(
+            shifting,
+            config.canarySize,
+            config.linearStepSize,
+            config.waitIntervalSeconds,
+            config.terminationWaitSeconds,
+            config.maximumExecutionTimeoutSeconds,
+            RollbackAlarms(
+                alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds, alarms.evaluationPeriods
+            ),
+        )
+
+
+def shifted_instances(instances: int, percent: int) -> int:
+    """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
+    return math.ceil(instances * percent / 100)
+
+
+@dataclass(frozen=True)
+class Capture:
+    enabled: bool
+    sampling_percentage: int
+
+    @classmethod
+    def of(cls, config: DataCapture) -> Capture:
+        return cls(config.enabled, config.samplingPercentage)
+
+
+@dataclass(frozen=True)
+class WaitBudget:
+    """Worst-case seconds of a create and of a blue/green update, against the provider's InService wait."""
+
+    provisioning: int
+    model_download: int
+    startup: int
+    traffic_shifting: int
+    termination: int
+
+    @property
+    def create_seconds(self) -> int:
+        return self.provisioning + self.model_download + self.startup
+
+    @property
+    def update_seconds(self) -> int:
+        return self.create_seconds + self.traffic_shifting + self.termination
+
+
+@dataclass(frozen=True)
+class PlannedEndpoint:
+    """`notes`: what an operator should know but that is no error (a slower precision path), logged at `up`."""
+
+    name: str
+    region: str
+    source: ModelSource
+    container: ModelContainer
+    variant: ProductionVariant
+    scaling: Scaling
+    deployment: BlueGreen
+    data_capture: Capture
+    kms_key_arn: Optional[str]
+    endpoint: ServingEndpoint
+    waits: WaitBudget
+    notes: tuple[str, ...] = ()
+
+    @property
+    def spec_verified(self) -> bool:
+        return not isinstance(self.source, JumpStartSource) or self.source.provenance is not None
+
+    @property
+    def tags(self) -> Mapping[str, str]:
+        tags = {ENDPOINT_TAG: self.name}
+        if isinstance(self.source, JumpStartSource):
+            tags[MODEL_SOURCE_TAG] = f"jumpstart:{self.source.model_id}@{self.source.version}"
+            tags[SPEC_PROVENANCE_TAG] = self.source.provenance or UNVERIFIED
+        else:
+            tags[MODEL_SOURCE_TAG] = f"huggingface:{self.source.repo}"
+            tags[PRECISION_TAG] = self.source.precision_path
+        return MappingProxyType(tags)
+
+
+def invoke_url(region: str, name: str) -> str:
+    return f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{name}/invocations"
+
+
+@dataclass(frozen=True)
+class FitResult:
+    usable_gb: float
+    needed_gb: float
+    precision_path: str
+
+
+def _needed_gb(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> float:
+    return repo.weightsGb + instance.gpus * fit.perGpuOverheadGb.value + fit.minimumCacheGb.value
+
+
+def _usable_gb(instance: InstanceType, fit: Fit) -> float:
+    return instance.gpus * instance.gpuMemoryGb * fit.gpuMemoryUtilization.value
+
+
+def fits(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> bool:
+    return _needed_gb(repo, instance, fit) <= _usable_gb(instance, fit)
+
+
+def check_fit(
+    repo_name: str,
+    repo: HuggingFaceRepo,
+    instance_type: str,
+    instances: Mapping[str, InstanceType],
+    lmi: LmiFile,
+    key: str,
+) -> FitResult:
+    """The fit and the precision path the recipe runs, or a `ConfigError` at `key` listing the instance types
+    that fit."""
+    instance, fit = instances[instance_type], lmi.fit
+    usable, needed = _usable_gb(instance, fit), _needed_gb(repo, instance, fit)
+    if needed > usable:
+        fitting = [name for name, other in instances.items() if fits(repo, other, fit)]
+        raise ConfigError(
+            key,
+            f"{repo_name} ({repo.precision}, ~{repo.weightsGb:g} GB of weights) does not fit "
+            f"{instance_type}: {instance.gpus} x {instance.gpuMemoryGb} GB at "
+            f"{fit.gpuMemoryUtilization.value:g} = {usable:g} GB usable, {needed:g} GB needed (weights + "
+            f"{fit.perGpuOverheadGb.value:g} GB per GPU + {fit.minimumCacheGb.value:g} GB of cache)",
+            ", ".join(fitting) or "none of the catalog's instance types",
+        )
+    return FitResult(usable, needed, repo.runsAs.path)
+
+
+def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> Container:
+    """The first container (in the data's order of preference) whose bundled vLLM meets the checkpoint's
+    minimum, or a `ConfigError` at `key` naming both versions."""
+    container = lmi.first_meeting(repo.minimumVllm)
+    if container is None:
+        newest = lmi.newest()
+        raise ConfigError(
+            key,
+            f"{repo_name} needs vLLM >= {repo.minimumVllm} ({repo.vllmSource.split(',')[0]}); the newest "
+            f"container in catalog/sagemaker_lmi.yaml, {newest.release} ({newest.name}), bundles vLLM "
+            f"{newest.vllmVersion}",
+            "a container whose bundled vLLM meets the minimum, added to catalog/sagemaker_lmi.yaml",
+        )
+    return container
+
+
+PROJECT_DIR = PROJECT_DATA_DIR.parent
+REGION_KEY = "sagemaker.region"
+# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
+# reads as a version): it renders, and `pulumi up` refuses it.
+UNREAD_TAG = "{vllm}-tag-not-read"
+
+
+class VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str]
+    notes: tuple[str, ...] = ()
+
+
+def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
+    if config.specSource == "s3":
+        if s3_client is None:
+            s3_client = boto3.client("s3", region_name=region)
+        return S3SpecSource(region, s3_client)
+    directory = PROJECT_DIR / config.snapshotDir
+    if not directory.resolve().is_relative_to(PROJECT_DIR.resolve()) or not directory.is_dir():
+        raise ConfigError(
+            "sagemaker.snapshotDir",
+            f"{bounded(config.snapshotDir)} is not a directory of the project",
+            "a path relative to the project root, such as catalog/jumpstart",
+        )
+    return SnapshotSpecSource(directory)
+
+
+def jumpstart_model(
+    endpoint: SageMakerEndpointConfig,
+    path: str,
+    region: str,
+    source: SpecSource,
+    allow_unverified: bool,
+) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    model = endpoint.jumpstart
+    assert model is not None  # checked by check_sagemaker
+    keys = ConfigKeys(
+        model_id=f"{path}.jumpstart.modelId",
+        version=f"{path}.jumpstart.version",
+        instance_type=f"{path}.instanceType",
+        accept_eula=f"{path}.jumpstart.acceptEula",
+        spec=f"{path}.jumpstart",
+        region=REGION_KEY,
+    )
+    resolved = resolve_jumpstart_model(
+        model.modelId,
+        model.version,
+        region,
+        endpoint.instanceType,
+        accept_eula=model.acceptEula,
+        source=source,
+        keys=keys,
+        allow_unverified=allow_unverified,
+    )
+    container = ModelContainer(
+        image=resolved.image_uri,
+        environment=resolved.environment,
+        model_data=resolved.model_data_source,
+        additional_model_data=resolved.additional_model_data_sources,
+        enable_network_isolation=resolved.enable_network_isolation,
+        needs_hf_token=False,
+    )
+    defaults = VariantDefaults(
+        resolved.model_data_download_timeout,
+        resolved.container_startup_health_check_timeout,
+        resolved.volume_size_gb,
+        None,
+    )
+    provenance = resolved.provenance.label() if resolved.provenance is not None else None
+    return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
+
+
+def huggingface_model(
+    endpoint: SageMakerEndpointConfig,
+    path: str,
+    region: str,
+    facts: Facts,
+) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+    """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
+    the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
+    model = endpoint.huggingface
+    assert model is not None  # checked by check_sagemaker
+    lmi = facts.lmi
+    repo = lmi.repositories[model.repo]
+    instance = facts.sagemaker_instances[endpoint.instanceType]
+    own_image = model.lmiImage is not None
+    chosen = None if own_image else pick_container(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    form = lmi.argumentForms[chosen.argumentForm if chosen else "lmi"]
+    placeholders: tuple[Placeholder, ...] = ()
+    if model.lmiImage is not None:
+        image = model.lmiImage
+    else:
+        assert chosen is not None
+        registry = lmi.registry(region)
+        if registry is None:
+            regions = ", ".join(lmi.registries.accounts)
+            raise ConfigError(
+                f"{path}.huggingface.lmiImage",
+                f"no Deep Learning Containers registry for {region!r} in catalog/sagemaker_lmi.yaml",
+                f"a region listed there ({regions}), or an image",
+            )
+        tag = chosen.tag or UNREAD_TAG.format(vllm=chosen.vllmVersion)
+        image = f"{registry}/{chosen.repository}:{tag}"
+        if chosen.tag is None:
+            placeholders = (
+                Placeholder(
+                    f"catalog/sagemaker_lmi.yaml containers[{lmi.containers.index(chosen)}].tag",
+                    tag,
+                    f"{chosen.release}'s image tag was not read ({chosen.source.split(' (')[0]})",
+                    "the tag that data file names",
+                ),
+            )
+    for option in model.options:
+        if not option.startswith(form.prefix):
+            raise ConfigError(
+                f"{path}.huggingface.options.{option}",
+                f"the container ({chosen.release if chosen else 'lmiImage'}) reads {form.prefix}* settings",
+                f"{form.prefix}<NAME>",
+            )
+    fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
+    image_region = image.split(".")[3]
+    if image_region != region:
+        raise ConfigError(
+            f"{path}.huggingface.lmiImage",
+            f"{image!r} is in {image_region}, the endpoint in {region}; "
+            "SageMaker pulls only from ECR in the endpoint's region",
+            f"an image in {region}",
+        )
+    arguments = repo.engineArguments.for_architecture(instance.gpuArchitecture)
+    parallel = form.tensorParallel
+    environment = {
+        **form.environment,
+        **form.environment_of(arguments),
+        parallel.variable: "max" if parallel.value == "max" else str(instance.gpus),
+        **model.options,
+        form.modelVariable: model.repo,
+    }
+    _check_environment(environment, model.sendHfToken, lmi.environmentLimits, f"{path}.huggingface.options")
+    container = ModelContainer(
+        image=image,
+        environment=MappingProxyType(environment),
+        model_data=None,
+        additional_model_data=(),
+        enable_network_isolation=False,
+        needs_hf_token=model.sendHfToken,
+    )
+    unverified = repo.engineArguments.unverified_on(instance.gpuArchitecture)
+    notes = tuple(
+        f"{endpoint.name}: the vLLM recipe of {model.repo} requires {what}; UNVERIFIED, not passed: check the "
+        "endpoint's health before shifting traffic to it"
+        for what in unverified
+    )
+    # The AMI goes with the listed containers; an image of one's own brings its own requirements.
+    defaults = VariantDefaults(
+        lmi.timeouts.modelDataDownload,
+        lmi.timeouts.containerStartupHealthCheck,
+        lmi.volumeSizeGb,
+        None if own_image else lmi.inferenceAmiVersion,
+        notes,
+    )
+    source = HuggingFaceSource(
+        model.repo,
+        pinned_image=not own_image,
+        precision_path=fit.precision_path,
+        container=chosen.name if chosen else None,
+        vllm_version=chosen.vllmVersion if chosen else None,
+        minimum_vllm=repo.minimumVllm,
+        engine_arguments=MappingProxyType(dict(arguments)),
+        placeholders=placeholders,
+    )
+    return container, source, model.repo, defaults
+
+
+def _check_environment(environment: dict[str, str], hf_token: bool, limits: EnvironmentLimits, key: str) -> None:
+    """The container environment fits what CreateModel accepts (catalog/sagemaker_lmi.yaml environmentLimits)."""
+    entries = len(environment) + (1 if hf_token and "HF_TOKEN" not in environment else 0)
+    if entries > limits.maxEntries:
+        raise ConfigError(
+            key,
+            f"the model's container environment would hold {entries} entries (the LMI defaults, the repository's "
+            f"and these options, HF_MODEL_ID{', HF_TOKEN' if hf_token else ''}); SageMaker accepts "
+            f"{limits.maxEntries} ({limits.source})",
+            f"{entries - limits.maxEntries} fewer options",
+        )
+    for name, value in environment.items():
+        if len(name) > limits.maxKeyLength or len(str(value)) > limits.maxValueLength:
+            raise ConfigError(
+                f"{key}.{name}" if len(name) <= 64 else key,
+                f"{'name' if len(name) > limits.maxKeyLength else 'value'} longer than "
+                f"{limits.maxKeyLength if len(name) > limits.maxKeyLength else limits.maxValueLength} characters",
+                f"SageMaker's limit ({limits.source})",
+            )
+
+
+PROVIDER_INSERVICE_WAIT_SECONDS = 3600
+
+
+def wait_budget(
+    variant: ProductionVariant,
+    deployment: BlueGreen,
+    provisioning: int,
+    has_model_data: bool,
+) -> WaitBudget:
+    return WaitBudget(
+        provisioning=provisioning,
+        model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
+        startup=variant.container_startup_health_check_timeout or 0,
+        traffic_shifting=deployment.traffic_steps * deployment.wait_interval_seconds,
+        termination=deployment.termination_wait_seconds,
+    )
+
+
+def _parts(budget: WaitBudget, update: bool) -> str:
+    parts = [f"{budget.provisioning} s provisioning (estimate)"]
+    if budget.model_download:
+        parts.append(f"{budget.model_download} s model download timeout")
+    parts.append(f"{budget.startup} s startup health-check timeout")
+    if update:
+        parts += [f"{budget.traffic_shifting} s of bakes", f"{budget.termination} s termination wait"]
+    return " + ".join(parts)
+
+
+def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> list[ConfigError]:
+    """Every way the waits do not fit, each naming the key to change."""
+    limit = PROVIDER_INSERVICE_WAIT_SECONDS
+    wait = f"the provider's fixed {limit} s InService wait"
+    errors = []
+    if budget.create_seconds > limit:
+        errors.append(
+            ConfigError(
+                f"{path}.timeouts",
+                f"a create can take {_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
+                f"timeouts summing to at most {limit - budget.provisioning} s",
+            )
+        )
+        return errors
+    if budget.update_seconds > limit:
+        errors.append(
+            ConfigError(
+                f"{path}.deployment",
+                f"a blue/green update can take {_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
+                f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
+                f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
+            )
+        )
+    maximum = deployment.maximum_execution_timeout_seconds
+    key = f"{path}.deployment.maximumExecutionTimeoutSeconds"
+    if maximum > limit:
+        errors.append(
+            ConfigError(
+                key,
+                f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still deploys",
+                f"{min(budget.update_seconds, limit)}..{limit}",
+            )
+        )
+    elif budget.update_seconds <= limit and maximum < budget.update_seconds:
+        errors.append(
+            ConfigError(
+                key,
+                f"{maximum} s is shorter than the worst-case update "
+                f"({budget.update_seconds} s): SageMaker would roll back a slow but healthy "
+                "deployment",
+                f"{budget.update_seconds}..{limit}",
+            )
+        )
+    return errors
+
+
+def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) -> list[ConfigError]:
+    errors = []
+    chosen, other = ("jumpstart", "huggingface") if endpoint.source == "jumpstart" else ("huggingface", "jumpstart")
+    if getattr(endpoint, chosen) is None:
+        errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
+    if getattr(endpoint, other) is not None:
+        errors.append(
+            ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}")
+        )
+    model = endpoint.huggingface
+    if endpoint.source == "huggingface" and model is not None:
+        repositories = lmi.repositories
+        if model.repo not in repositories:
+            errors.append(
+                ConfigError(
+                    f"{path}.huggingface.repo", f"unsupported checkpoint {bounded(model.repo)}", ", ".join(repositories)
+                )
+            )
+        for option in model.options:
+            if not CONTAINER_SETTING.fullmatch(option):
+                errors.append(
+                    ConfigError(
+                        f"{path}.huggingface.options.{option}",
+                        "not a container setting",
+                        "OPTION_* (LMI) or SM_VLLM_* (SageMaker vLLM) names (the token comes from the hfToken secret)",
+                    )
+                )
+    return errors
+
+
+def _check_autoscaling_guard(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """An instance-type change of a registered variant fails UpdateEndpoint: make it a two-step change."""
+    scaling = endpoint.autoscaling
+    if not scaling.enabled or scaling.instanceType == endpoint.instanceType:
+        return []
+    return [
+        ConfigError(
+            f"{path}.autoscaling.instanceType",
+            f"autoscaling is registered for {scaling.instanceType}, the endpoint asks for "
+            f"{endpoint.instanceType}: SageMaker refuses to change the instance type of a variant that is "
+            "a scaling target",
+            f"{endpoint.instanceType} after a `pulumi up` with autoscaling.enabled: "
+            "false (docs/sagemaker.md, Changing the instance type)",
+        )
+    ]
+
+
+def _check_bake(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
+    """A bake shorter than the alarms' evaluation window cannot roll anything back."""
+    deployment = endpoint.deployment
+    alarms = deployment.rollbackAlarms
+    window = alarms.periodSeconds * alarms.evaluationPeriods
+    if deployment.waitIntervalSeconds >= window:
+        return []
+    return [
+        ConfigError(
+            f"{path}.deployment.waitIntervalSeconds",
+            f"{deployment.waitIntervalSeconds} s of baking is shorter than the rollback alarms' window "
+            f"(periodSeconds {alarms.periodSeconds} x evaluationPeriods {alarms.evaluationPeriods} = "
+            f"{window} s): no alarm could trip before the next traffic shift",
+            f">= {window}",
+        )
+    ]
+
+
+def _check_capacity(
+    endpoint: SageMakerEndpointConfig,
+    path: str,
+    instances: Mapping[str, InstanceType],
+) -> list[ConfigError]:
+    errors = []
+    scaling = endpoint.autoscaling
+    if scaling.minCapacity > scaling.maxCapacity:
+        errors.append(
+            ConfigError(
+                f"{path}.autoscaling.minCapacity",
+                f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}",
+            )
+        )
+    elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
+        errors.append(
+            ConfigError(
+                f"{path}.initialInstanceCount",
+                f"{endpoint.initialInstanceCount} is outside autoscaling",
+                f"{scaling.minCapacity}..{scaling.maxCapacity}",
+            )
+        )
+    if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
+        errors.append(
+            ConfigError(
+                f"{path}.autoscaling.scaleInCooldown",
+                f"{scaling.scaleInCooldown} s is not longer than scaleOutCooldown "
+                f"{scaling.scaleOutCooldown} s, so the endpoint could flap",
+                f"more than {scaling.scaleOutCooldown}",
+            )
+        )
+    instance = instances.get(endpoint.instanceType)
+    if instance is None:
+        errors.append(
+            ConfigError(
+                f"{path}.instanceType",
+                f"unsupported instance type {bounded(endpoint.instanceType)}",
+                ", ".join(instances),
+            )
+        )
+    elif instance.storage == "nvme":
+        if endpoint.volumeSizeGb is not None:
+            errors.append(
+                ConfigError(
+                    f"{path}.volumeSizeGb",
+                    f"{endpoint.instanceType} has local NVMe storage only, where SageMaker rejects a volume size",
+                    "unset",
+                )
+            )
+        if endpoint.kmsKeyArn is not None and not endpoint.dataCapture.enabled:
+            errors.append(
+                ConfigError(
+                    f"{path}.kmsKeyArn",
+                    f"{endpoint.instanceType} storage is hardware-encrypted "
+                    "NVMe, where SageMaker rejects a volume key, and data capture is off",
+                    "unset, or enable dataCapture",
+                )
+            )
+    return errors
+
+
+def check_sagemaker(config: SageMakerConfig, facts: Facts, prefix: str = "sagemaker") -> list[ConfigError]:
+    """Every problem across the endpoints, each with its key path (the region-free checks)."""
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, endpoint in enumerate(config.endpoints):
+        path = f"{prefix}.endpoints[{index}]"
+        if endpoint.name in seen:
+            errors.append(ConfigError(f"{path}.name", f"endpoint name {endpoint.name!r} is used twice"))
+        seen.add(endpoint.name)
+        errors += _check_source(endpoint, path, facts.lmi)
+        errors += _check_capacity(endpoint, path, facts.sagemaker_instances)
+        errors += _check_autoscaling_guard(endpoint, path)
+        errors += _check_bake(endpoint, path)
+    return errors
 
 
 def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Optional[int]:

@@ -1,39 +1,355 @@
-"""From the selected targets to what the program applies: rendered manifests and contract entries.
+"""Upstream manifests -> the manifests this stack applies.
+
+Every change to an upstream object is one of the documented stack settings below; everything else is
+kept byte for byte (the conformance test holds the stack to that):
+
+| setting                                  | what it changes                                         |
+|------------------------------------------|---------------------------------------------------------|
+| `kubernetes.namespace`                   | `metadata.namespace` of every namespaced object         |
+| `dynamo.imagePullSecret`                 | `imagePullSecrets` of every pod (removed when unset)    |
+| `dynamo.runtime.registry` / `.tag`       | the registry and tag of every runtime image             |
+| `targets[].image`                        | every container image of that target                    |
+| `targets[].replicas.<component>`         | that component's `replicas`                             |
+| `modelCache.storageClassName` / `.size`  | the PVC's storage class and size (size unset: upstream's) |
+| `modelCache.checkpoints`                 | the download Jobs' checkpoint env vars and the loop tuple of their script; a Job left without checkpoints is not run |
+| `modelCache.download.*`                  | the download Jobs' `activeDeadlineSeconds` / `backoffLimit` (unset: upstream's) |
+| `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`serving_stack.plan.model_cache`) |
+| `dynamo.readiness.*`                     | DGD annotations `pulumi.com/waitFor: condition=Ready`, `pulumi.com/timeoutSeconds` |
+| (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
+| `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
+| `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
+| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
+
+The selected catalog targets, resolved once: the recipe, the effective replicas of every component
+(the recipe's own count unless the stack overrides it) and the GPUs those replicas use.
+
+From the selected targets to what the program applies: rendered manifests and contract entries.
 
 Plain data, computed before any resource is registered, so a bad catalog entry or setting fails first
 and tests can check it without the Pulumi runtime.
+
+Place a rendered target on a GPU node pool (pure: manifests in, manifests out).
+
+| change                                   | applies to                                                  |
+|------------------------------------------|-------------------------------------------------------------|
+| `nemotron.nvidia.com/pool In [<pool>]`   | every nodeSelectorTerm of every worker                      |
+| `nvidia.com/gpu.product` = pool product  | the workers' existing product expression (added if missing) |
+| pool label + product in `nodeSelector`   | components upstream pins by `nodeSelector` (GB200 frontends)|
+| toleration of the pool's GPU taint       | workers that do not tolerate it already                     |
+| fabric profile of the pool               | GPU containers of disaggregated targets (`catalog/fabrics.yaml`): fabric resource, fabric env, NIXL backends of `--kv-transfer-config` |
+
+Everything a change does not name is kept as rendered; a fabric setting that already matches the pool's
+profile is left untouched, so an upstream target placed on a pool of its upstream fabric differs from
+upstream by the pool pinning only.
+
+Which pool each selected target runs on, and whether it fits there.
+
+A target runs on `targets[i].nodePool`, or on the only pool whose GPU is the target's. The pool must have
+the target's GPU and architecture, a KV-transfer fabric for a disaggregated target, nodes big enough for
+every worker pod, and room (maxSize nodes) for the GPUs of every target placed on it.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Optional
 
+from serving_stack.config.serving import DownloadJob, TargetConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.catalog import Criteria, PlatformFile
-from serving_stack.facts.checkpoints import CheckpointSizes
-from serving_stack.facts.instance_types import FabricProfile
-from serving_stack.plan.cache_size import prewarm_memory_limit
-from serving_stack.plan.manifests import (
-    ServingSettings,
-    await_ready,
-    render_target,
-    stamp_config_checksum,
-    startup_budget_seconds,
+from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, Criteria, PlatformFile, Recipe
+from serving_stack.names import (
+    GPU_PRODUCT_LABEL,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    POOL_LABEL,
+    WORKER_COMPONENT_TYPES,
 )
-from serving_stack.plan.pinning import place_target
+from serving_stack.plan.model_cache import (
+    PROGRAM_FILE,
+    JobCheckpoints,
+    PrewarmPool,
+    env_name_tuple,
+    env_tuple_pattern,
+    gate_workers,
+    host_state_dir,
+    prewarm_memory_limit,
+    prewarm_pools,
+)
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.prewarm import PROGRAM_FILE, PrewarmPool, gate_workers, host_state_dir, prewarm_pools
-from serving_stack.plan.targets import SelectedTarget
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """The stack-wide settings that change upstream manifests."""
+
+    namespace: str
+    image_pull_secret: Optional[str]
+    registry: str
+    tag: str
+
+
+def runtime_image(upstream_image: str, settings: ServingSettings) -> str:
+    """Keep the upstream repository name (e.g. `vllm-runtime`), swap registry and tag."""
+    repository = upstream_image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+    return f"{settings.registry}/{repository}:{settings.tag}"
+
+
+def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
+    if "imagePullSecrets" not in pod_spec:
+        return
+    if secret:
+        pod_spec["imagePullSecrets"] = [{"name": secret}]
+    else:
+        del pod_spec["imagePullSecrets"]
+
+
+def render_target(
+    recipe: Recipe,
+    replicas: Mapping[str, int],
+    image: Optional[str],
+    settings: ServingSettings,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them: `replicas` are
+    the effective counts (`plan.targets`), which equal upstream's wherever the stack sets none."""
+    config_map, dgd = recipe.copy_manifests()
+    for manifest in (config_map, dgd):
+        manifest["metadata"]["namespace"] = settings.namespace
+    for component in dgd["spec"]["components"]:
+        if replicas[component["name"]] != component["replicas"]:
+            component["replicas"] = replicas[component["name"]]
+        pod_spec = component["podTemplate"]["spec"]
+        _set_pull_secret(pod_spec, settings.image_pull_secret)
+        for container in pod_spec.get("containers", []):
+            container["image"] = image or runtime_image(container["image"], settings)
+    return config_map, dgd
+
+
+def render_model_cache_pvc(
+    claim: dict[str, Any], size: str, storage_class: str, settings: ServingSettings
+) -> dict[str, Any]:
+    """Upstream's claim; `size` is the configured size or upstream's own (`plan.model_cache`)."""
+    pvc = copy.deepcopy(claim)
+    pvc["metadata"]["namespace"] = settings.namespace
+    pvc["spec"]["storageClassName"] = storage_class
+    pvc["spec"]["resources"]["requests"]["storage"] = size
+    return pvc
+
+
+def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings) -> dict[str, Any]:
+    """An upstream download Job fetching `fetch.checkpoints` under their env names: where the stack changed
+    the set, the checkpoint env entries and the loop tuple of upstream's script are rewritten, nothing else."""
+    job = copy.deepcopy(fetch.job.manifest)
+    job["metadata"]["namespace"] = settings.namespace
+    for field in ("activeDeadlineSeconds", "backoffLimit"):
+        if getattr(download, field) is not None:
+            job["spec"][field] = getattr(download, field)
+    pod_spec = job["spec"]["template"]["spec"]
+    _set_pull_secret(pod_spec, settings.image_pull_secret)
+    (container,) = pod_spec["containers"]
+    container["image"] = runtime_image(container["image"], settings)
+    if fetch.changed:
+        upstream_names = {name for name, _ in fetch.job.checkpoints}
+        env = container.get("env", [])
+        first = next(i for i, e in enumerate(env) if e["name"] in upstream_names)
+        others = [e for e in env if e["name"] not in upstream_names]
+        selected = [{"name": name, "value": repo} for name, repo in fetch.checkpoints]
+        container["env"] = others[:first] + selected + others[first:]
+        loop = env_tuple_pattern([name for name, _ in fetch.job.checkpoints])
+        container["args"] = [loop.sub(env_name_tuple(fetch.env_names), str(a), count=1) for a in container["args"]]
+    return job
+
+
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
+
+
+def startup_budget_seconds(dgd: dict[str, Any]) -> int:
+    """The longest any component may take to start before Kubernetes gives up on it (its startupProbe)."""
+    budgets = [0]
+    for component in dgd["spec"]["components"]:
+        for container in component["podTemplate"]["spec"].get("containers", []):
+            probe = container.get("startupProbe") or {}
+            budgets.append(
+                int(probe.get("initialDelaySeconds", 0))
+                + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3))
+            )
+    return max(budgets)
+
+
+def await_ready(dgd: dict[str, Any], timeout_seconds: int) -> None:
+    """`pulumi up` waits for the DGD's `Ready` condition (the operator sets it once every component runs)."""
+    annotations = dgd["metadata"].setdefault("annotations", {})
+    annotations[WAIT_FOR_ANNOTATION] = "condition=Ready"
+    annotations[TIMEOUT_ANNOTATION] = str(timeout_seconds)
+
+
+def stamp_config_checksum(dgd: dict[str, Any], *config_data: Mapping[str, str]) -> None:
+    """A checksum of the ConfigMap data the pods read, on every pod template: a changed ConfigMap is replaced
+    under the same name, and only a changed pod template makes the operator roll the pods onto it."""
+    digest = hashlib.sha256(json.dumps(list(config_data), sort_keys=True).encode()).hexdigest()
+    for component in dgd["spec"]["components"]:
+        metadata = component["podTemplate"].setdefault("metadata", {})
+        metadata.setdefault("annotations", {})[CONFIG_CHECKSUM_ANNOTATION] = digest
+
+
+@dataclass(frozen=True)
+class SelectedTarget:
+    index: int
+    config: TargetConfig
+    recipe: Recipe
+    replicas: Mapping[str, int]
+    gpus: int
+
+    @property
+    def id(self) -> str:
+        return self.recipe.id
+
+
+def effective_replicas(recipe: Recipe, target: TargetConfig) -> Mapping[str, int]:
+    return MappingProxyType({c["name"]: target.replicas.get(c["name"], c["replicas"]) for c in recipe.components})
+
+
+def gpus_used(recipe: Recipe, replicas: Mapping[str, int]) -> int:
+    return sum(replicas[c["name"]] * recipe.gpus_per_replica(c) for c in recipe.components)
+
+
+def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    path, recipe, target = f"targets[{selected.index}]", selected.recipe, selected.config
+    for component in target.replicas:
+        if component not in recipe.component_names:
+            errors.append(
+                ConfigError(f"{path}.replicas.{component}", "no such component", ", ".join(recipe.component_names))
+            )
+    if recipe.disaggregated:
+        for role in ("prefill", "decode"):
+            name = next(c["name"] for c in recipe.components if c["type"] == role)
+            if selected.replicas[name] < 1:
+                errors.append(
+                    ConfigError(
+                        f"{path}.replicas.{name}",
+                        f"a disaggregated target needs a prefill/decode pair, got 0 {role} replicas",
+                        ">= 1",
+                    )
+                )
+    for repo in recipe.checkpoints:
+        if repo not in cached:
+            errors.append(
+                ConfigError(
+                    "modelCache.checkpoints",
+                    f"target {target.id!r} loads {repo!r}, which the model cache does not download",
+                    "add it to modelCache.checkpoints.base or .drafts",
+                )
+            )
+    return errors
+
+
+def select_targets(
+    config: StackConfig,
+    catalog: Catalog,
+    cached: set[str],
+) -> tuple[list[SelectedTarget], list[ConfigError]]:
+    """The targets the stack selects, and every problem with the selection (each naming its key);
+    `cached` are the repos the model cache downloads (`plan.model_cache`)."""
+    selected: list[SelectedTarget] = []
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, target in enumerate(config.targets):
+        if target.id not in catalog.recipes and target.id not in catalog.retired:
+            errors.append(
+                ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes))
+            )
+            continue
+        if target.id in seen:
+            errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))
+        seen.add(target.id)
+        recipe = catalog.recipe(target.id)
+        twin = next((s for s in selected if s.recipe.name == recipe.name and s.id != target.id), None)
+        if twin is not None:  # a retired target and the current one that kept its DGD name
+            errors.append(
+                ConfigError(
+                    f"targets[{index}].id",
+                    f"{target.id!r} deploys the DynamoGraphDeployment {recipe.name!r}, as targets[{twin.index}] "
+                    f"({twin.id!r}) does",
+                    "one of them",
+                )
+            )
+        replicas = effective_replicas(recipe, target)
+        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas))
+        errors += _check(one, cached)
+        selected.append(one)
+    return selected, errors
+
+
+def retired_warnings(selected: list[SelectedTarget], catalog: Catalog) -> list[str]:
+    """One line per selected target upstream has retired: it still renders and deploys from its last
+    revision's manifest; the line names what to select instead."""
+    return [catalog.retired[t.id].warning(f"targets[{t.index}].id") for t in selected if t.id in catalog.retired]
+
+
+def swap_refusal(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> ConfigError | None:
+    """A change of targets that one `pulumi up` cannot finish, or None.
+
+    The engine deletes the targets a program no longer declares only after every create and update of the
+    same `up` has finished, and a new DGD's create returns only once it is Ready. A new target that needs the
+    GPUs a removed one still holds therefore waits for them until its timeout (and again on every retry):
+    on fixed-size pools the swap has to be two `up`s. `surge` (`dynamo.targetSwap: surge`) says the pools
+    have room for both while the new one starts. A removed target the catalog no longer has counts as
+    holding every GPU kind."""
+    if surge:
+        return None
+    removed = [i for i in previous_ids if i not in current_ids]
+    if not removed:
+        return None
+
+    def gpus(target_id: str) -> set[str]:
+        known = target_id in catalog.recipes or target_id in catalog.retired
+        return set(catalog.recipe(target_id).gpu_products) if known else {"*"}
+
+    held = {p for i in removed for p in gpus(i)}
+    waiting = [i for i in current_ids if i not in previous_ids and ("*" in held or "*" in gpus(i) or held & gpus(i))]
+    if not waiting:
+        return None
+    kept = [i for i in previous_ids if i in current_ids]
+    step_one = ", ".join(kept) if kept else "no targets"
+    return ConfigError(
+        "targets",
+        f"replacing {', '.join(removed)} with {', '.join(waiting)} on the same GPUs cannot finish in one "
+        "`pulumi up` (the engine deletes removed targets only after the new ones are Ready, and they need the "
+        "GPUs the old ones hold)",
+        f"two `pulumi up`s: first with {step_one} (the old target removed), then add {', '.join(waiting)}; "
+        "or dynamo.targetSwap: surge when the pools have room for both",
+    )
+
+
+def deployed_dynamo_targets(endpoints: object) -> list[str]:
+    """The Dynamo target ids of a deployment's `endpoints` output (none before the first `up`)."""
+    if not isinstance(endpoints, list):
+        return []
+    return [str(e["id"]) for e in endpoints if isinstance(e, dict) and e.get("kind") == "dynamo" and "id" in e]
+
+
+def check_target_swap(previous_ids: list[str], current_ids: list[str], catalog: Catalog, surge: bool) -> bool:
+    """Raises `swap_refusal`'s error; True when the change of targets can finish in one `up`."""
+    refusal = swap_refusal(previous_ids, current_ids, catalog, surge)
+    if refusal is not None:
+        raise refusal
+    return True
 
 
 @dataclass(frozen=True)
 class PlannedTarget:
-    """`ignored_replica_paths`: the DGD's replica fields an autoscaler owns (`serving_stack.plan.stack_scaling`)."""
+    """`ignored_replica_paths`: the DGD's replica fields an autoscaler owns (`serving_stack.plan.capacity`)."""
 
     selected: SelectedTarget
     pool: Optional[ResolvedPool]
@@ -152,3 +468,197 @@ def plan_serving_targets(
         facts.platform,
         PROGRAM_FILE.read_text(),
     )
+
+
+KV_TRANSFER_FLAG = "--kv-transfer-config"
+
+
+def place_target(
+    config_map: dict[str, Any],
+    dgd: dict[str, Any],
+    recipe: Recipe,
+    pool: ResolvedPool,
+    fabrics: Mapping[str, FabricProfile],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ConfigMap and DGD of `recipe` as they run on `pool` (inputs are not modified)."""
+    placed = copy.deepcopy(dgd)
+    for component in placed["spec"]["components"]:
+        pod = component["podTemplate"]["spec"]
+        if component["type"] in WORKER_COMPONENT_TYPES:
+            _pin_to_pool(pod, pool)
+            if recipe.disaggregated:
+                for container in pod.get("containers", []):
+                    if _gpus(container):
+                        _apply_fabric(container, pool, fabrics)
+        elif GPU_PRODUCT_LABEL in pod.get("nodeSelector", {}):
+            pod["nodeSelector"] = {**pod["nodeSelector"], GPU_PRODUCT_LABEL: pool.gpu_product, POOL_LABEL: pool.name}
+    return copy.deepcopy(config_map), placed
+
+
+def _gpus(container: dict[str, Any]) -> int:
+    return int(container.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0))
+
+
+def _pin_to_pool(pod: dict[str, Any], pool: ResolvedPool) -> None:
+    required = (
+        pod.setdefault("affinity", {})
+        .setdefault("nodeAffinity", {})
+        .setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    )
+    terms = required.setdefault("nodeSelectorTerms", [])
+    if not terms:
+        terms.append({"matchExpressions": []})
+    for term in terms:
+        expressions = term.setdefault("matchExpressions", [])
+        product = next((e for e in expressions if e["key"] == GPU_PRODUCT_LABEL), None)
+        if product is None:
+            expressions.append({"key": GPU_PRODUCT_LABEL, "operator": "In", "values": [pool.gpu_product]})
+        else:
+            product.update(operator="In", values=[pool.gpu_product])
+        expressions.append({"key": POOL_LABEL, "operator": "In", "values": [pool.name]})
+    tolerations = pod.setdefault("tolerations", [])
+    if not any(_tolerates(t, GPU_TAINT) for t in tolerations):
+        tolerations.append(
+            {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]}
+        )
+
+
+def _tolerates(toleration: dict[str, Any], taint: Mapping[str, str]) -> bool:
+    key_matches = toleration.get("key") == taint["key"] or (
+        not toleration.get("key") and toleration.get("operator") == "Exists"
+    )
+    value_matches = toleration.get("operator") == "Exists" or toleration.get("value") == taint["value"]
+    return key_matches and value_matches and toleration.get("effect") in (None, "", taint["effect"])
+
+
+def _apply_fabric(container: dict[str, Any], pool: ResolvedPool, fabrics: Mapping[str, FabricProfile]) -> None:
+    profile = fabrics[pool.fabric]
+    owned_env = {var.name for p in fabrics.values() for var in p.env}
+    wanted = {var.name: var.value for var in profile.env}
+    env = []
+    for var in container.get("env", []):
+        if var["name"] not in owned_env:
+            env.append(var)
+        elif var["name"] in wanted:
+            value = wanted.pop(var["name"])
+            env.append(var if var.get("value") == value else {"name": var["name"], "value": value})
+    container["env"] = env + [{"name": name, "value": value} for name, value in wanted.items()]
+
+    count = pool.efa_per_gpu * _gpus(container) if profile.count == "efa-per-gpu" else 1
+    fabric_resources = {p.resource for p in fabrics.values()}
+    resources = container.setdefault("resources", {})
+    for section in ("requests", "limits"):
+        kept = {
+            k: v for k, v in resources.get(section, {}).items() if k not in fabric_resources or k == profile.resource
+        }
+        kept[profile.resource] = str(count)
+        resources[section] = kept
+
+    args = container.get("args", [])
+    for index, arg in enumerate(args):
+        if arg == KV_TRANSFER_FLAG and index + 1 < len(args):
+            args[index + 1] = _with_backends(args[index + 1], profile.nixlBackends)
+        elif arg.startswith(KV_TRANSFER_FLAG + "="):
+            args[index] = f"{KV_TRANSFER_FLAG}={_with_backends(arg.split('=', 1)[1], profile.nixlBackends)}"
+
+
+def _with_backends(text: str, backends: Optional[list[str]]) -> str:
+    """`--kv-transfer-config` JSON with NIXL's `backends` set (or removed, for NIXL's default)."""
+    config = json.loads(text)
+    extra = {k: v for k, v in config.get("kv_connector_extra_config", {}).items() if k != "backends"}
+    if backends:
+        extra["backends"] = list(backends)
+    updated = {k: v for k, v in config.items() if k != "kv_connector_extra_config"}
+    if extra:
+        updated["kv_connector_extra_config"] = extra
+    return text if updated == config else json.dumps(updated, separators=(",", ":"))
+
+
+def _chosen_pool(
+    target: SelectedTarget, pools: Mapping[str, ResolvedPool], gpu: Optional[str]
+) -> tuple[Optional[str], Optional[ConfigError]]:
+    path, wanted = f"targets[{target.index}].nodePool", target.config.nodePool
+    if wanted is not None:
+        if wanted not in pools:
+            return None, ConfigError(
+                path, f"unknown node pool {wanted!r}", ", ".join(pools) or "none defined in aws.nodePools"
+            )
+        return wanted, None
+    if not pools:
+        return None, None
+    candidates = [name for name, pool in pools.items() if pool.gpu == gpu]
+    if len(candidates) != 1:
+        problem = f"no pool has {gpu} GPUs" if not candidates else f"several pools have {gpu} GPUs"
+        return None, ConfigError(path, f"{problem} for {target.id!r}; name one", ", ".join(candidates or pools))
+    return candidates[0], None
+
+
+def _fit(target: SelectedTarget, pool: ResolvedPool, gpu: Optional[str], arch: Optional[str]) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    path, recipe, name = f"targets[{target.index}].nodePool", target.recipe, pool.name
+    if gpu != pool.gpu:
+        errors.append(ConfigError(path, f"{target.id!r} needs {gpu} GPUs; pool {name!r} has {pool.gpu}"))
+    if arch and pool.arch != arch:
+        errors.append(ConfigError(path, f"{target.id!r} needs {arch} nodes; pool {name!r} is {pool.arch}"))
+    if recipe.disaggregated and pool.fabric == "none":
+        errors.append(
+            ConfigError(
+                path,
+                f"disaggregated {target.id!r} needs a KV-transfer fabric; pool {name!r} has none",
+                "a pool with fabric efa or ib",
+            )
+        )
+    for component in recipe.worker_components():
+        if recipe.gpus_per_replica(component) > pool.gpus_per_node:
+            errors.append(
+                ConfigError(
+                    path,
+                    f"{component['name']} asks {recipe.gpus_per_replica(component)} GPUs per pod; "
+                    f"a node of pool {name!r} holds {pool.gpus_per_node}",
+                )
+            )
+    return errors
+
+
+def place_targets(
+    config: StackConfig,
+    targets: list[SelectedTarget],
+    pools: Mapping[str, ResolvedPool],
+    aws_catalog: AwsCatalog,
+) -> tuple[dict[str, ResolvedPool], list[ConfigError]]:
+    """Target id -> its pool (unplaced targets are absent), and every placement problem."""
+    if config.aws is None:
+        return {}, [
+            ConfigError(f"targets[{t.index}].nodePool", "no aws.nodePools are defined")
+            for t in targets
+            if t.config.nodePool
+        ]
+    placed: dict[str, ResolvedPool] = {}
+    errors: list[ConfigError] = []
+    gpus_on: dict[str, int] = {}
+    for target in targets:
+        gpu = aws_catalog.gpu_of_product(target.recipe.gpu_products[0])
+        if gpu is None:
+            if pools or target.config.nodePool:  # a stack without pools places nothing: it need not know the GPU
+                problem = unknown_gpu_problem(target.recipe.gpu_products[0])
+                errors.append(ConfigError(f"targets[{target.index}].id", f"{target.id!r} cannot be placed: {problem}"))
+            continue
+        name, error = _chosen_pool(target, pools, gpu)
+        errors += [error] if error else []
+        if name is None:
+            continue
+        pool = pools[name]
+        errors += _fit(target, pool, gpu, aws_catalog.gpus[gpu].arch)
+        placed[target.id] = pool
+        gpus_on[name] = gpus_on.get(name, 0) + target.gpus
+    for index, pool in enumerate(pools.values()):
+        used = gpus_on.get(pool.name, 0)
+        if used > pool.max_size * pool.gpus_per_node:
+            errors.append(
+                ConfigError(
+                    f"aws.nodePools[{index}].maxSize",
+                    f"targets on pool {pool.name!r} use {used} GPUs, "
+                    f"more than {pool.max_size} nodes x {pool.gpus_per_node} GPUs",
+                )
+            )
+    return placed, errors

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from serving_stack.names import WORKER_COMPONENT_TYPES as WORKER_TYPES
-from serving_stack.plan.alerts import WatchedTarget
-from serving_stack.plan.pinning import KV_TRANSFER_FLAG
+from serving_stack.plan.monitoring import WatchedTarget
+from serving_stack.plan.serving import KV_TRANSFER_FLAG
 
 LIBFABRIC = "LIBFABRIC"
 FRONTEND_TYPE = "frontend"

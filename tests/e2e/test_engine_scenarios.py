@@ -172,7 +172,7 @@ def _stack_file(project: Project, stack: str) -> dict[str, Any]:
 
 def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     from serving_stack.facts import load_facts
-    from serving_stack.plan.targets import gpus_used
+    from serving_stack.plan.serving import gpus_used
 
     current = [t["id"] for t in dev_config[KEY + "targets"]]
     records = project.render(DEV)

@@ -23,9 +23,9 @@ from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
+from serving_stack.facts.aws import gpu_of_product
 from serving_stack.facts.catalog import TARGETS_FILE, Catalog, load_catalog
-from serving_stack.facts.data import DATA_DIR
-from serving_stack.facts.gpus import gpu_of_product
+from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog_data import (
     RECIPES_DIR,
     RETIRED_DIR,

@@ -18,8 +18,7 @@ from typing import Any, Optional
 
 import pydantic
 
-from serving_stack.facts.catalog import Catalog
-from serving_stack.facts.recipe import Recipe, TargetEntry, routing_of, speculative_decoding_of
+from serving_stack.facts.catalog import Catalog, Recipe, TargetEntry, routing_of, speculative_decoding_of
 from tools.absorb.changes import Manifests, TargetChanges, closest, compare_targets
 from tools.absorb.perf_table import FIGURES
 from tools.absorb.provenance import Provenance

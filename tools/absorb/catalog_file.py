@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import yaml
 
-from serving_stack.facts.recipe import UNKNOWN
+from serving_stack.facts.catalog import UNKNOWN
 
 HEADER = """\
 # Serving-target catalog for NVIDIA Nemotron 3.5 Lightning on Dynamo. Written by `make absorb`

@@ -17,8 +17,7 @@ from typing import Any
 
 import yaml
 
-from serving_stack.facts.model_cache import ModelCacheFacts
-from serving_stack.facts.recipe import Recipe
+from serving_stack.facts.catalog import ModelCacheFacts, Recipe
 from tools.conformance import Difference, differences
 
 RENAME_SIMILARITY = 0.9

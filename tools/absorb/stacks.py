@@ -3,7 +3,7 @@ those selections an absorbed revision breaks (with the replacement to select ins
 
 Stack files are read with the project's one strict reader (`tools.stack_files`), so a file the program
 could not read stops the absorb with one line naming it (exit 2) instead of a traceback. A stack whose
-`targets` is not a list (`auto`: planned from `demand`, or a value the config check will refuse) selects
+`targets` is not a list (a value the config check will refuse, such as the retired `auto`) selects
 no catalog id this report can check; it is named in a note, not treated as an error of the absorb.
 """
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving_stack.config.gateway import GatewayConfig
-from serving_stack.plan.gateway import DynamoBackend, GatewaySettings, SageMakerBackend
-from serving_stack.plan.gateway_stack import gateway_settings
+from serving_stack.plan.gateway import DynamoBackend, GatewaySettings, SageMakerBackend, gateway_settings
 
 # The production router settings with short timeouts and cooldown, so each scenario ends in seconds.
 # The scenarios' bounds are derived from these values.

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.targets import deployed_dynamo_targets, swap_refusal
+from serving_stack.plan.serving import deployed_dynamo_targets, swap_refusal
 from tools.pr_diff.changes import MISSING, SECRET, FieldChange
 from tools.pr_diff.costs import CostLine, diff_costs
 from tools.pr_diff.iam import policy_summary

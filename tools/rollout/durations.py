@@ -102,7 +102,7 @@ def _startup_budget_minutes(spec: dict[str, Any]) -> float:
 
 def _init_gate_minutes(spec: dict[str, Any]) -> float:
     """The longest an init container may hold the pod before its containers start: the prewarm gate waits
-    up to its `--timeout` (serving_stack.plan.prewarm.gate_workers), then lets the worker load cold."""
+    up to its `--timeout` (serving_stack.plan.model_cache.gate_workers), then lets the worker load cold."""
     bounds = [
         float(match.group(1)) / 60
         for container in spec.get("initContainers") or []

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from serving_stack.facts.instance_types import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import POOL_LABEL
 from tools.rollout.graph import Resource, StackGraph, lookup
 from tools.rollout.replacements import replace_fields

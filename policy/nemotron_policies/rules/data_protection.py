@@ -21,8 +21,8 @@ encrypted with KMS, and nodes only serve IMDSv2.
 - Every other storage service the stack can create is encrypted and not publicly exposable (`storage.py`:
   S3 default encryption, public access blocks and ACLs, EFS, EBS, EKS Secrets, KMS key rotation).
 
-Over ~250 lines because the pack keeps one module per rule (`rules/__init__.py`) and this rule's four
-checks report under one policy name.
+The pack keeps one module per rule (`rules/__init__.py`); this rule's four checks report under one policy
+name.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ A prewarm DaemonSet is one that lists checkpoints in that env or a child of the 
 the page cache it fills is charged to its cgroup, and an unbounded reader on every GPU node competes with
 the workers for memory and CPU.
 
-Over ~250 lines because the pack keeps one module per rule (`rules/__init__.py`), and this one must read the
-workers' checkpoints (vLLM and TRT-LLM configs) to know what their prewarm DaemonSet has to list.
+It reads the workers' checkpoints (vLLM and TRT-LLM configs) to know what their prewarm DaemonSet has to
+list.
 """
 
 from __future__ import annotations

@@ -1,0 +1,531 @@
+"""The VPC the stack's EKS cluster lives in: private subnets in every AZ, NAT egress, an S3 gateway endpoint
+so that model downloads from S3 do not cross (and pay for) the NAT, and a private subnet per Local Zone GPU
+pool (P6e-GB200 UltraServers live in a Dallas Local Zone). Local Zone subnets are kept apart: the EKS control
+plane, the file systems' mount targets and load balancers get Availability Zone subnets only.
+
+The kubeconfig of the EKS cluster the stack creates, from the cluster's outputs: text, not a resource,
+so `eks_cluster` keeps only the resources.
+
+The EKS cluster: control plane (pinned version, restricted endpoint, all control-plane logs, secrets
+encrypted with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the
+core add-ons, and the Kubernetes provider every Kubernetes resource of the stack is created with (the one
+place that builds it).
+
+The cluster every Kubernetes resource of the stack goes to: created (VPC + EKS) or reached (kubeconfig).
+
+`cluster_handles` registers the `network` and `eks` components, or the explicit `kubernetes` provider of an
+existing cluster, and returns what the rest of the stack needs from either.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.iam import assume_role_policy
+from components.launch_templates import metadata_options, root_volume, tag_specifications
+from serving_stack.facts.aws import EksAddon
+from serving_stack.names import ROLE_LABEL, TypeTokens
+from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
+from serving_stack.plan.stack import CreatedCluster, StackPlan
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    cluster_name: str  # the cluster the subnets are tagged for
+    region: str  # the VPC's region
+    cidr: str  # the VPC CIDR
+    availability_zones: Sequence[str]  # one public and one private subnet per zone
+    nat_gateway_per_az: bool = True  # one NAT gateway per zone (else one for all)
+    local_zone_subnets: Sequence[LocalZoneSubnet] = ()  # private subnets in Local Zones, for pools there
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
+
+
+def subnet_cidrs(cidr: str, zones: int) -> tuple[list[str], list[str]]:
+    """Private subnets take a quarter of the VPC each (pods get VPC addresses); public subnets share the
+    last quarter in 1/64ths (they hold only NAT gateways and load balancers)."""
+    quarters = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))
+    public = list(quarters[3].subnets(prefixlen_diff=4))
+    return [str(q) for q in quarters[:zones]], [str(p) for p in public[:zones]]
+
+
+def local_zone_cidrs(cidr: str, count: int) -> list[str]:
+    """Local Zone subnets take the upper half of the public quarter's 1/64ths (a /22 of a /16: 1000
+    addresses, a UltraServer's 18 nodes with their pods), so they never overlap the AZ subnets."""
+    if count > MAX_LOCAL_ZONE_SUBNETS:
+        raise ValueError(f"{count} Local Zone subnets, at most {MAX_LOCAL_ZONE_SUBNETS} fit the VPC layout")
+    slots = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))[3].subnets(prefixlen_diff=4)
+    return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS :][:count]]
+
+
+class Network(pulumi.ComponentResource):
+    """`private_subnet_ids_by_az`: the AZ subnets (control plane, system nodes, mount targets, AZ pools);
+    `local_zone_subnet_ids`: pool name -> the subnet of that Local Zone pool."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    private_subnet_ids_by_az: dict[str, pulumi.Output[str]]
+    local_zone_subnet_ids: dict[str, pulumi.Output[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.NETWORK, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**tags, "Name": f"{args.cluster_name}-vpc"},
+            opts=child,
+        )
+        gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
+        public_routes = aws.ec2.RouteTable(
+            f"{name}-public-routes",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags={**tags, "Name": f"{args.cluster_name}-public"},
+            opts=child,
+        )
+        private_cidrs, public_cidrs = subnet_cidrs(args.cidr, len(args.availability_zones))
+        nat_ids: list[pulumi.Output[str]] = []
+        private_route_tables: list[aws.ec2.RouteTable] = []
+        self.private_subnet_ids_by_az = {}
+        for index, zone in enumerate(args.availability_zones):
+            public = aws.ec2.Subnet(
+                f"{name}-public-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=public_cidrs[index],
+                availability_zone=zone,
+                tags={
+                    **tags,
+                    **cluster_tag,
+                    "Name": f"{args.cluster_name}-public-{zone}",
+                    "kubernetes.io/role/elb": "1",
+                },
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
+            )
+            if args.nat_gateway_per_az or index == 0:
+                address = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=child)
+                nat = aws.ec2.NatGateway(
+                    f"{name}-nat-{zone}",
+                    allocation_id=address.id,
+                    subnet_id=public.id,
+                    tags=tags,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+                )
+                nat_ids.append(nat.id)
+            private = aws.ec2.Subnet(
+                f"{name}-private-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=private_cidrs[index],
+                availability_zone=zone,
+                tags={
+                    **tags,
+                    **cluster_tag,
+                    "Name": f"{args.cluster_name}-private-{zone}",
+                    "kubernetes.io/role/internal-elb": "1",
+                },
+                opts=child,
+            )
+            routes = aws.ec2.RouteTable(
+                f"{name}-private-routes-{zone}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[-1])],
+                tags={**tags, "Name": f"{args.cluster_name}-private-{zone}"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{zone}", subnet_id=private.id, route_table_id=routes.id, opts=child
+            )
+            private_route_tables.append(routes)
+            self.private_subnet_ids_by_az[zone] = private.id
+        cidrs = local_zone_cidrs(args.cidr, len(args.local_zone_subnets))
+        local = {
+            subnet.pool: self._local_zone_subnet(name, args, subnet, cidr, vpc.id, nat_ids[0])
+            for subnet, cidr in zip(args.local_zone_subnets, cidrs, strict=True)
+        }
+        self.local_zone_subnet_ids = {pool: subnet_id for pool, (subnet_id, _) in local.items()}
+        # Every private route table, the Local Zone ones too: a GB200 node's S3 downloads (model artifacts,
+        # images' layers from ECR) then skip the NAT in the first AZ instead of crossing to it.
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[t.id for t in private_route_tables] + [routes.id for _, routes in local.values()],
+            tags={**tags, "Name": f"{args.cluster_name}-s3"},
+            opts=child,
+        )
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = list(self.private_subnet_ids_by_az.values())
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "localZoneSubnetIds": self.local_zone_subnet_ids,
+            }
+        )
+
+    def _local_zone_subnet(
+        self,
+        name: str,
+        args: NetworkArgs,
+        subnet: LocalZoneSubnet,
+        cidr: str,
+        vpc_id: pulumi.Output[str],
+        nat_id: pulumi.Output[str],
+    ) -> tuple[pulumi.Output[str], aws.ec2.RouteTable]:
+        """A private subnet in the pool's Local Zone (its zone group must be opted in first), egress through
+        the first AZ's NAT gateway; no load-balancer role tags (nothing is exposed from it)."""
+        child = pulumi.ResourceOptions(parent=self)
+        label = f"{args.cluster_name}-{subnet.pool}-{subnet.zone}"
+        private = aws.ec2.Subnet(
+            f"{name}-local-{subnet.pool}",
+            vpc_id=vpc_id,
+            cidr_block=cidr,
+            availability_zone=subnet.zone,
+            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster_name}": "shared", "Name": label},
+            opts=child,
+        )
+        routes = aws.ec2.RouteTable(
+            f"{name}-local-routes-{subnet.pool}",
+            vpc_id=vpc_id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
+            tags={**args.tags, "Name": label},
+            opts=child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-local-{subnet.pool}", subnet_id=private.id, route_table_id=routes.id, opts=child
+        )
+        subnet_id: pulumi.Output[str] = private.id
+        return subnet_id, routes
+
+
+def kubeconfig(
+    cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]
+) -> pulumi.Output[str]:
+    """A kubeconfig that authenticates with `aws eks get-token` (no static credentials in state)."""
+    return pulumi.Output.json_dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": ca_data}}
+            ],
+            "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+            "current-context": cluster_name,
+            "users": [
+                {
+                    "name": cluster_name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": [
+                                "eks",
+                                "get-token",
+                                "--cluster-name",
+                                cluster_name,
+                                "--region",
+                                region,
+                                "--output",
+                                "json",
+                            ],
+                        }
+                    },
+                }
+            ],
+        }
+    )
+
+
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
+
+
+@dataclass(frozen=True)
+class SystemNodeGroupSpec:
+    instance_types: Sequence[str]
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gib: int
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """An IAM principal with an EKS access policy, cluster-wide or in `namespaces`."""
+
+    principal_arn: str
+    policy: str
+    namespaces: Sequence[str] = ()
+
+
+ACCESS_POLICIES = {
+    name: f"arn:aws:eks::aws:cluster-access-policy/AmazonEKS{name}Policy"
+    for name in ("ClusterAdmin", "Admin", "Edit", "View")
+}
+
+
+@dataclass(frozen=True)
+class EksClusterArgs:
+    cluster_name: str  # the EKS cluster name
+    kubernetes_version: str  # the control plane's Kubernetes minor, e.g. "1.33"
+    region: str  # the cluster's region
+    private_subnet_ids: Sequence[pulumi.Input[str]]  # where the control plane's interfaces and system nodes go
+    endpoint_public_access_cidrs: Sequence[str]  # who may reach the public API endpoint
+    log_retention_days: int  # how long the control-plane log group keeps logs
+    system_nodes: SystemNodeGroupSpec  # the non-GPU node group for the system pods
+    addons: Sequence[EksAddon]  # the EKS add-ons, pinned
+    node_managed_policies: Sequence[str]  # managed policies attached to the node role
+    access_entries: Sequence[ClusterAccess] = ()  # principals besides the creator and their access policies
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
+
+
+class EksCluster(pulumi.ComponentResource):
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.EKS_CLUSTER, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(args.tags)
+        role = aws.iam.Role(
+            f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child
+        )
+        role_policy = aws.iam.RolePolicyAttachment(
+            f"{name}-cluster-policy", role=role.name, policy_arn=CLUSTER_POLICY, opts=child
+        )
+        key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"EKS secrets envelope encryption for {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=tags,
+            opts=child,
+        )
+        logs = aws.cloudwatch.LogGroup(
+            f"{name}-control-plane-logs",
+            name=f"/aws/eks/{args.cluster_name}/cluster",
+            retention_in_days=args.log_retention_days,
+            tags=tags,
+            # EKS writes to exactly this name, so a replacement cannot take a new one: delete first.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        public = bool(args.endpoint_public_access_cidrs)
+        cluster = aws.eks.Cluster(
+            f"{name}-cluster",
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            role_arn=role.arn,
+            vpc_config=aws.eks.ClusterVpcConfigArgs(
+                subnet_ids=list(args.private_subnet_ids),
+                endpoint_private_access=True,
+                endpoint_public_access=public,
+                public_access_cidrs=list(args.endpoint_public_access_cidrs) if public else None,
+            ),
+            enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            encryption_config=aws.eks.ClusterEncryptionConfigArgs(
+                provider=aws.eks.ClusterEncryptionConfigProviderArgs(key_arn=key.arn), resources=["secrets"]
+            ),
+            access_config=aws.eks.ClusterAccessConfigArgs(
+                authentication_mode="API", bootstrap_cluster_creator_admin_permissions=True
+            ),
+            # A pinned version past its standard support must fail loudly, not bill extended support.
+            upgrade_policy=aws.eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
+            tags=tags,
+            # The log group must exist first or EKS creates it without retention; the role needs its
+            # policy before EKS can manage the cluster's network interfaces.
+            # The name is the cluster's identity (kubeconfig, node groups, add-ons): a change that replaces the
+            # cluster (its role, name or network family) replaces everything on it, deleting first.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy], delete_before_replace=True),
+        )
+        node_role = aws.iam.Role(
+            f"{name}-system-node-role",
+            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+            tags=tags,
+            opts=child,
+        )
+        node_policies = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child
+            )
+            for arn in args.node_managed_policies
+        ]
+        early_addons = [self._addon(name, cluster, addon, []) for addon in args.addons if not addon.needsNodes]
+        system = args.system_nodes
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-system-launch-template",
+            description=f"System nodes of {args.cluster_name}: IMDSv2 only, metadata hop limit 1",
+            metadata_options=metadata_options(),
+            block_device_mappings=[root_volume(system.disk_size_gib)],
+            tag_specifications=tag_specifications(tags, f"{args.cluster_name}-system-node"),
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
+        nodes = aws.eks.NodeGroup(
+            f"{name}-system-nodes",
+            cluster_name=cluster.name,
+            # A generated name: a replacement (instance types, disk) starts the new group before the old goes.
+            node_group_name_prefix=f"{args.cluster_name}-system-",
+            node_role_arn=node_role.arn,
+            subnet_ids=list(args.private_subnet_ids),
+            instance_types=list(system.instance_types),
+            ami_type="AL2023_x86_64_STANDARD",
+            version=args.kubernetes_version,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
+            ),
+            # The root volume lives on the template (EKS rejects diskSize beside a launch template).
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            labels={ROLE_LABEL: "system"},
+            tags=tags,
+            # Nodes join only with their role's policies attached and the CNI add-on in place.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
+        )
+        late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in args.addons if addon.needsNodes]
+        for index, entry in enumerate(args.access_entries):
+            self._access_entry(f"{name}-access-{index}", cluster, entry)
+        self.cluster_name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
+        self.kubeconfig = pulumi.Output.secret(
+            kubeconfig(args.cluster_name, args.region, cluster.endpoint, cluster.certificate_authority.data)
+        )
+        self.provider = k8s.Provider(
+            f"{name}-kubernetes",
+            kubeconfig=self.kubeconfig,
+            # Workloads need somewhere to run: every Kubernetes resource waits for the system nodes.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[nodes, *late_addons]),
+        )
+        self.register_outputs(
+            {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
+        )
+
+    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: ClusterAccess) -> None:
+        """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
+        # One entry (and one association per policy) per principal: a replacement must delete the old first.
+        replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        entry = aws.eks.AccessEntry(
+            name, cluster_name=cluster.name, principal_arn=access.principal_arn, type="STANDARD", opts=replace_in_place
+        )
+        scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
+            type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None
+        )
+        aws.eks.AccessPolicyAssociation(
+            f"{name}-policy",
+            cluster_name=cluster.name,
+            principal_arn=entry.principal_arn,
+            policy_arn=ACCESS_POLICIES[access.policy],
+            access_scope=scope,
+            opts=replace_in_place,
+        )
+
+    def _addon(
+        self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]
+    ) -> aws.eks.Addon:
+        return aws.eks.Addon(
+            f"{name}-addon-{addon.name}",
+            cluster_name=cluster.name,
+            addon_name=addon.name,
+            addon_version=addon.version,
+            configuration_values=json.dumps(addon.configuration, sort_keys=True) if addon.configuration else None,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="PRESERVE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )
+
+
+@dataclass(frozen=True)
+class ClusterHandles:
+    """What the rest of the stack needs from the cluster, whichever way it is reached."""
+
+    kubernetes: k8s.Provider
+    eks: Optional[EksCluster] = None
+    network: Optional[Network] = None
+    name: Optional[pulumi.Input[str]] = None
+    vpc_id: Optional[pulumi.Input[str]] = None
+    vpc_cidr: Optional[str] = None
+    subnets_by_az: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    local_zone_subnets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    node_security_groups: Sequence[pulumi.Input[str]] = ()
+
+
+def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterHandles:
+    """The cluster the stack creates (VPC + EKS), or an existing one through an explicit kubeconfig."""
+    cluster = plan.cluster
+    if isinstance(cluster, CreatedCluster):
+        assert plan.aws is not None
+        network = Network(
+            "network",
+            NetworkArgs(
+                cluster_name=cluster.name,
+                region=plan.aws.region,
+                cidr=cluster.vpc_cidr,
+                availability_zones=cluster.availability_zones,
+                nat_gateway_per_az=cluster.nat_gateway_per_az,
+                local_zone_subnets=cluster.local_zone_subnets,
+            ),
+            opts=on_aws,
+        )
+        system = cluster.system_nodes
+        eks = EksCluster(
+            "eks",
+            EksClusterArgs(
+                cluster_name=cluster.name,
+                kubernetes_version=cluster.kubernetes_version,
+                region=plan.aws.region,
+                private_subnet_ids=network.private_subnet_ids,
+                endpoint_public_access_cidrs=cluster.endpoint_public_access_cidrs,
+                log_retention_days=cluster.log_retention_days,
+                system_nodes=SystemNodeGroupSpec(
+                    system.instance_types, system.min_size, system.desired_size, system.max_size, system.disk_size_gib
+                ),
+                addons=cluster.addons,
+                node_managed_policies=plan.aws.node_managed_policies,
+                access_entries=[ClusterAccess(g.principal_arn, g.policy, g.namespaces) for g in cluster.access_grants],
+            ),
+            opts=on_aws,
+        )
+        return ClusterHandles(
+            kubernetes=eks.provider,
+            eks=eks,
+            network=network,
+            name=eks.cluster_name,
+            vpc_id=network.vpc_id,
+            vpc_cidr=cluster.vpc_cidr,
+            subnets_by_az=network.private_subnet_ids_by_az,
+            local_zone_subnets=network.local_zone_subnet_ids,
+            node_security_groups=[eks.cluster_security_group_id],
+        )
+    provider = k8s.Provider(
+        "kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path, delete_unreachable=False
+    )
+    existing = cluster.eks
+    if existing is None:
+        return ClusterHandles(kubernetes=provider)
+    return ClusterHandles(
+        kubernetes=provider,
+        name=existing.name,
+        vpc_id=existing.vpc_id,
+        subnets_by_az=existing.private_subnet_ids_by_az,
+        node_security_groups=existing.node_security_group_ids,
+    )

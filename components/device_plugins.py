@@ -1,0 +1,178 @@
+"""Device plugins that turn GPU pool hardware into schedulable resources: `nvidia.com/gpu` (+ GPU Feature
+Discovery's `nvidia.com/gpu.product` labels), `vpc.amazonaws.com/efa` on EFA pools and `rdma/ib` on
+InfiniBand pools. Every plugin tolerates the GPU taint and selects the pools' fabric label."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from serving_stack.facts.aws import RdmaSharedDevicePlugin
+from serving_stack.names import (
+    FABRIC_LABEL,
+    FORMER_TYPE_TOKENS,
+    GPU_TAINT,
+    INSTANCE_TYPE_LABEL,
+    TypeTokens,
+)
+from serving_stack.plan.stack import DevicePluginSet
+
+TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
+
+
+@dataclass(frozen=True)
+class DevicePluginsArgs:
+    plan: DevicePluginSet  # which plugins to install (switches), their pins and the EFA pools' instance types
+
+
+def nvidia_values() -> dict[str, Any]:
+    """GFD on; MOFED off (0.19.0-0.19.2 defaulted it on, which breaks the EFA plugin); NFD workers
+    tolerate the GPU taint (the chart's default tolerates `nvidia.com/gpu=present` only)."""
+    return {
+        "gfd": {"enabled": True},
+        "mofedEnabled": False,
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, TOLERATE_GPU_TAINT],
+        "nfd": {"worker": {"tolerations": [TOLERATE_GPU_TAINT]}},
+    }
+
+
+def efa_values(instance_types: Sequence[str]) -> dict[str, Any]:
+    """Only on EFA pools: the chart's instance-type allowlist lags new types, so it is set to ours."""
+    return {
+        "tolerations": [TOLERATE_GPU_TAINT],
+        "nodeSelector": {FABRIC_LABEL: "efa"},
+        "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL], "values": sorted(set(instance_types))},
+    }
+
+
+def rdma_devices_config(plugin: RdmaSharedDevicePlugin) -> str:
+    """`config.json` of the `rdma-devices` ConfigMap: Mellanox HCAs shared as `rdma/<resourceName>`."""
+    return json.dumps(
+        {
+            "configList": [
+                {
+                    "resourceName": plugin.resourceName,
+                    "rdmaHcaMax": plugin.rdmaHcaMax,
+                    "selectors": {"vendors": list(plugin.vendors)},
+                }
+            ]
+        }
+    )
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(
+            TypeTokens.DEVICE_PLUGINS,
+            name,
+            None,
+            pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    aliases=[pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]]
+                ),
+            ),
+        )
+        child = pulumi.ResourceOptions(parent=self)
+        releases = []
+        if args.plan.nvidia:
+            nvidia = args.plan.pins.nvidia
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child
+            )
+            releases.append(
+                k8s.helm.v3.Release(
+                    f"{name}-nvidia",
+                    name="nvidia-device-plugin",
+                    chart=nvidia.chart,
+                    version=nvidia.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=nvidia.repository),
+                    namespace=namespace.metadata.name,
+                    values=nvidia_values(),
+                    atomic=True,
+                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
+                    # a replacement (another namespace) must delete the old release first.
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                )
+            )
+        if args.plan.efa:
+            efa = args.plan.pins.efa
+            releases.append(
+                k8s.helm.v3.Release(
+                    f"{name}-efa",
+                    name="aws-efa-k8s-device-plugin",
+                    chart=efa.chart,
+                    version=efa.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=efa.repository),
+                    namespace=efa.namespace,
+                    values=efa_values(args.plan.efa_instance_types),
+                    atomic=True,
+                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
+                    # a replacement (another namespace) must delete the old release first.
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                )
+            )
+        if args.plan.infiniband:
+            self._rdma_shared_device_plugin(name, args.plan.pins.rdmaSharedDevice)
+        self.register_outputs({"releases": [r.status for r in releases]})
+
+    def _rdma_shared_device_plugin(self, name: str, plugin: RdmaSharedDevicePlugin) -> None:
+        """ConfigMap `rdma-devices` + the upstream DaemonSet (deployment/k8s/base), on `ib` nodes only."""
+        child = pulumi.ResourceOptions(parent=self)
+        config = k8s.core.v1.ConfigMap(
+            f"{name}-rdma-devices",
+            metadata={"name": "rdma-devices", "namespace": plugin.namespace},
+            data={"config.json": rdma_devices_config(plugin)},
+            opts=child,
+        )
+        labels = {"name": "rdma-shared-dp-ds"}
+        host_paths = {
+            "device-plugin": "/var/lib/kubelet/device-plugins",
+            "plugins-registry": "/var/lib/kubelet/plugins_registry",
+            "devs": "/dev/",
+        }
+        k8s.apps.v1.DaemonSet(
+            f"{name}-rdma",
+            metadata={"name": "rdma-shared-dp-ds", "namespace": plugin.namespace},
+            spec={
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "hostNetwork": True,
+                        "priorityClassName": "system-node-critical",
+                        "nodeSelector": {FABRIC_LABEL: "ib"},
+                        "tolerations": [TOLERATE_GPU_TAINT],
+                        "containers": [
+                            {
+                                "name": "k8s-rdma-shared-dp-ds",
+                                "image": plugin.image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "securityContext": {"privileged": True},
+                                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+                                "volumeMounts": [
+                                    *({"name": volume, "mountPath": path} for volume, path in host_paths.items()),
+                                    {"name": "config", "mountPath": "/k8s-rdma-shared-dev-plugin"},
+                                ],
+                            }
+                        ],
+                        "volumes": [
+                            *({"name": volume, "hostPath": {"path": path}} for volume, path in host_paths.items()),
+                            {
+                                "name": "config",
+                                "configMap": {
+                                    "name": config.metadata.name,
+                                    "items": [{"key": "config.json", "path": "config.json"}],
+                                },
+                            },
+                        ],
+                    },
+                },
+            },
+            opts=child,
+        )

@@ -1,0 +1,77 @@
+"""The NVIDIA DRA driver for GPUs (pinned Helm release) with ComputeDomains only: IMEX domains that let the
+pods of one workload share multi-node NVLink on P6e-GB200 UltraServers. GPUs stay with the NVIDIA device
+plugin (the driver's GPU allocation is experimental; the EKS UltraServer guide turns it off)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from serving_stack.names import GPU_TAINT, POOL_LABEL, TypeTokens
+from serving_stack.plan.pools import DraDriverPlan
+
+TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
+
+
+@dataclass(frozen=True)
+class NvidiaDraDriverArgs:
+    plan: DraDriverPlan  # the chart, and the node pools whose nodes run the kubelet plugin (by pool label)
+
+
+def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": list(expressions)}]
+            }
+        }
+    }
+
+
+def dra_driver_values(pools: Sequence[str]) -> dict[str, Any]:
+    """ComputeDomains on, GPUs off. The chart pins its controller to control-plane nodes, which EKS does not
+    have: its affinity is replaced by any Linux node (Helm replaces lists; a null would not reach the chart,
+    Pulumi drops it) and its control-plane toleration dropped, so it lands on untainted (system) nodes. The
+    kubelet plugin runs on the pools' GPU nodes, tolerating their taint."""
+    return {
+        "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
+        "controller": {
+            "affinity": _required({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}),
+            "tolerations": [],
+        },
+        "kubeletPlugin": {
+            "affinity": _required(
+                {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]},
+                {"key": POOL_LABEL, "operator": "In", "values": sorted(pools)},
+            ),
+            "tolerations": [TOLERATE_GPU_TAINT],
+        },
+    }
+
+
+class NvidiaDraDriver(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: NvidiaDraDriverArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.DRA_DRIVER, name, None, opts)
+        chart = args.plan.chart
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": chart.namespace}, opts=pulumi.ResourceOptions(parent=self)
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=chart.chart,
+            chart=chart.chart,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
+            namespace=namespace.metadata.name,
+            values=dra_driver_values(args.plan.pools),
+            atomic=True,
+            # Its ClusterRoles and DeviceClasses have fixed names: a replacement must delete the old release first.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )
+        self.register_outputs({"status": self.release.status})

@@ -1,0 +1,478 @@
+"""One OpenAI-compatible URL in front of every serving backend: the LiteLLM proxy (pinned image) with the
+config `serving_stack.plan.gateway` generates, in the serving namespace.
+
+Children: ServiceAccount, ConfigMap (the config; its sha256 on the pod template rolls the pods when it
+changes), Secret (the master key, only ever a Pulumi secret), Deployment (non-root, read-only root,
+probes on LiteLLM's liveliness/readiness routes), Service, PodDisruptionBudget, HPA, NetworkPolicy, and
+with `redis_enabled` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
+With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, allowed to invoke exactly
+the fallback endpoints. The parts that need no resource are module-level functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.iam import assume_role_policy
+from serving_stack.facts.gateway import GatewayPins
+from serving_stack.names import TypeTokens
+from serving_stack.plan.gateway import (
+    MASTER_KEY_ENV,
+    MASTER_KEY_SECRET_KEY,
+    StackGateway,
+    master_key_secret_name,
+)
+from serving_stack.plan.operability import CHECKOV_SKIP_ANNOTATION
+
+CONFIG_FILE = "config.yaml"
+CONFIG_DIR = "/etc/litellm"
+CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
+# The proxy reads the key from its env at start, so a new key must roll the pods as a new config does
+# (else they keep the old key while clients read the new one from the Secret). The digest is plain, as
+# helm-checksum annotations of Secrets are: a Pulumi secret anywhere in the pod template would make the
+# whole Deployment spec a secret, hidden from diffs and the policy pack. Generate the key at random
+# (`openssl rand -hex 32`): a digest of a guessable key is guessable.
+MASTER_KEY_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/master-key-sha256"
+INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
+# The EKS Pod Identity agent serves credentials on the node's link-local address (port 80).
+POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+
+
+@dataclass(frozen=True)
+class SageMakerAccess:
+    """IAM for SigV4 to the fallback endpoints: a role the gateway's ServiceAccount assumes via EKS Pod
+    Identity, allowed `sagemaker:InvokeEndpoint*` on these endpoint ARNs only."""
+
+    cluster_name: pulumi.Input[str]  # the EKS cluster of the Pod Identity association
+    endpoint_arns: Sequence[pulumi.Input[str]]  # the SageMaker endpoints it may invoke, and no others
+    egress_cidrs: Sequence[str] = ("0.0.0.0/0",)  # the VPC CIDR when a sagemaker.runtime VPC endpoint exists
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on the IAM role
+
+
+@dataclass(frozen=True)
+class GatewayArgs:
+    namespace: pulumi.Input[str]  # where the gateway runs (the serving namespace)
+    name: str  # Kubernetes object names, e.g. "llm-gateway"
+    config: Mapping[str, Any]  # the LiteLLM config of the plan
+    master_key: pulumi.Input[str]  # the LiteLLM master key, a Pulumi secret
+    pins: GatewayPins  # the LiteLLM and Redis images, pinned
+    min_replicas: int  # the HPA's floor
+    max_replicas: int  # the HPA's ceiling
+    redis_enabled: bool  # a Redis for shared cooldowns (more than one replica)
+    allowed_namespaces: Sequence[str]  # whose pods may call the gateway
+    backend_namespaces: Sequence[str]  # where the Dynamo frontends run
+    backend_port: int = 8000  # the Dynamo frontends' port
+    target_cpu_utilization: int = 70  # the HPA's CPU target, percent
+    sagemaker_access: Optional[SageMakerAccess] = None  # IAM and egress for SigV4 calls to SageMaker, None without
+
+    @classmethod
+    def of(
+        cls,
+        plan: StackGateway,
+        namespace: pulumi.Input[str],
+        master_key: pulumi.Input[str],
+        sagemaker_access: Optional[SageMakerAccess],
+    ) -> GatewayArgs:
+        return cls(
+            namespace=namespace,
+            name=plan.name,
+            config=plan.routing.config,
+            master_key=master_key,
+            pins=plan.pins,
+            min_replicas=plan.min_replicas,
+            max_replicas=plan.max_replicas,
+            redis_enabled=plan.routing.needs_redis,
+            allowed_namespaces=plan.allowed_namespaces,
+            backend_namespaces=plan.backend_namespaces,
+            target_cpu_utilization=plan.target_cpu_utilization,
+            sagemaker_access=sagemaker_access,
+        )
+
+
+def config_yaml(config: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False, width=120)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def config_checksum(config: Mapping[str, Any]) -> str:
+    return _sha256(config_yaml(config))
+
+
+def invoke_policy(endpoint_arns: Sequence[str]) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "InvokeFallbackEndpoints",
+                    "Effect": "Allow",
+                    "Action": list(INVOKE_ACTIONS),
+                    "Resource": sorted(endpoint_arns),
+                }
+            ],
+        }
+    )
+
+
+def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pod, container) security contexts of the restricted Pod Security Standard."""
+    pod = {
+        "runAsNonRoot": True,
+        "runAsUser": run_as_user,
+        "runAsGroup": run_as_user,
+        "fsGroup": run_as_user,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    container = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+    return pod, container
+
+
+def _namespace_peer(namespace: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}
+
+
+def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """DNS, the Dynamo frontends, Redis, and (with SageMaker fallbacks) HTTPS plus the Pod Identity agent."""
+    rules: list[dict[str, Any]] = [
+        {
+            "to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
+    ]
+    if args.backend_namespaces:  # an empty `to` would allow every destination
+        rules.append(
+            {
+                "to": [_namespace_peer(ns) for ns in args.backend_namespaces],
+                "ports": [{"protocol": "TCP", "port": args.backend_port}],
+            }
+        )
+    if args.redis_enabled:
+        rules.append(
+            {
+                "to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
+                "ports": [{"protocol": "TCP", "port": args.pins.redis.port}],
+            }
+        )
+    if args.sagemaker_access is not None:
+        rules.append(
+            {
+                "to": [{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
+        rules.append(
+            {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": [{"protocol": "TCP", "port": 80}]}
+        )
+    return rules
+
+
+class Gateway(pulumi.ComponentResource):
+    url: pulumi.Output[str]
+    service_name: pulumi.Output[str]
+    master_key_secret: pulumi.Output[str]  # the Secret's name
+    role_arn: Optional[pulumi.Output[str]]
+
+    def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.GATEWAY, name, None, opts)
+        if not args.allowed_namespaces:
+            raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
+        child = pulumi.ResourceOptions(parent=self)
+        litellm, base = args.pins.litellm, args.name
+        labels = {
+            "app.kubernetes.io/name": "litellm",
+            "app.kubernetes.io/instance": base,
+            "app.kubernetes.io/part-of": "nemotron-lightning",
+        }
+        proxy_labels = {**labels, "app.kubernetes.io/component": "gateway"}
+
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            automount_service_account_token=False,
+            opts=child,
+        )
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
+            data={CONFIG_FILE: config_yaml(args.config)},
+            opts=child,
+        )
+        secret = k8s.core.v1.Secret(
+            f"{name}-master-key",
+            metadata={"name": master_key_secret_name(base), "namespace": args.namespace, "labels": labels},
+            type="Opaque",
+            string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)},
+            opts=child,
+        )
+
+        self.role_arn = None
+        # Pod Identity credentials reach only pods created after the association: the pods wait for it.
+        credentials: list[pulumi.Resource] = []
+        if args.sagemaker_access is not None:
+            association = self._sagemaker_role(name, args.sagemaker_access, args.namespace, account)
+            self.role_arn = association.role_arn
+            credentials.append(association)
+
+        pod_context, container_context = _restricted(litellm.runAsUser)
+        writable = [(f"writable-{i}", path) for i, path in enumerate(litellm.writablePaths)]
+        probe = {"httpGet": {"port": "http"}, "periodSeconds": 10, "timeoutSeconds": 5}
+        container = {
+            "name": "litellm",
+            "image": litellm.image,
+            "args": ["--config", f"{CONFIG_DIR}/{CONFIG_FILE}", "--port", str(litellm.port), "--num_workers", "1"],
+            "ports": [{"name": "http", "containerPort": litellm.port}],
+            "env": [
+                {
+                    "name": MASTER_KEY_ENV,
+                    "valueFrom": {"secretKeyRef": {"name": secret.metadata.name, "key": MASTER_KEY_SECRET_KEY}},
+                },
+                {"name": "LITELLM_LOCAL_MODEL_COST_MAP", "value": "True"},  # no fetch from the internet at start
+                {"name": "DISABLE_ADMIN_UI", "value": "True"},
+            ],
+            "resources": args.pins.litellm.resources.model_dump(),
+            "securityContext": container_context,
+            "startupProbe": {
+                **probe,
+                "httpGet": {"path": "/health/liveliness", "port": "http"},
+                "failureThreshold": 30,
+                "periodSeconds": 2,
+            },
+            "livenessProbe": {
+                **probe,
+                "httpGet": {"path": "/health/liveliness", "port": "http"},
+                "failureThreshold": 3,
+            },
+            "readinessProbe": {
+                **probe,
+                "httpGet": {"path": "/health/readiness", "port": "http"},
+                "failureThreshold": 2,
+            },
+            "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+            + [{"name": volume, "mountPath": path} for volume, path in writable],
+        }
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={
+                "name": base,
+                "namespace": args.namespace,
+                "labels": proxy_labels,
+                # checkov's secrets-as-files check: LiteLLM reads its master key only from its env.
+                "annotations": {
+                    CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_35=LiteLLM reads {MASTER_KEY_ENV} from its env only"
+                },
+            },
+            spec={  # no `replicas`: the HPA owns it
+                "selector": {"matchLabels": proxy_labels},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+                "template": {
+                    "metadata": {
+                        "labels": proxy_labels,
+                        "annotations": {
+                            CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config),
+                            MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
+                                pulumi.Output.from_input(args.master_key).apply(_sha256)
+                            ),
+                        },
+                    },
+                    "spec": {
+                        "serviceAccountName": account.metadata.name,
+                        "automountServiceAccountToken": False,  # as its account: EKS Pod Identity mounts its own
+                        "securityContext": pod_context,
+                        "terminationGracePeriodSeconds": 60,
+                        "topologySpreadConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": "kubernetes.io/hostname",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": proxy_labels},
+                            }
+                        ],
+                        "containers": [container],
+                        "volumes": [{"name": "config", "configMap": {"name": config_map.metadata.name}}]
+                        + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=credentials),
+        )
+        service = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            spec={"selector": proxy_labels, "ports": [{"name": "http", "port": litellm.port, "targetPort": "http"}]},
+            opts=child,
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
+            opts=child,
+        )
+        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            f"{name}-hpa",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
+                "minReplicas": args.min_replicas,
+                "maxReplicas": args.max_replicas,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {"type": "Utilization", "averageUtilization": args.target_cpu_utilization},
+                        },
+                    }
+                ],
+            },
+            opts=child,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            spec={
+                "podSelector": {"matchLabels": proxy_labels},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [_namespace_peer(ns) for ns in args.allowed_namespaces],
+                        "ports": [{"protocol": "TCP", "port": litellm.port}],
+                    }
+                ],
+                "egress": gateway_egress(args, labels),
+            },
+            opts=child,
+        )
+        if args.redis_enabled:
+            self._redis(name, args, labels, proxy_labels)
+
+        self.service_name = service.metadata.name
+        self.master_key_secret = secret.metadata.name
+        self.url = pulumi.Output.concat(
+            "http://", service.metadata.name, ".", service.metadata.namespace, f".svc.cluster.local:{litellm.port}/v1"
+        )
+        self.register_outputs(
+            {
+                "url": self.url,
+                "serviceName": self.service_name,
+                "masterKeySecret": self.master_key_secret,
+                "roleArn": self.role_arn,
+            }
+        )
+
+    def _sagemaker_role(
+        self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str], account: k8s.core.v1.ServiceAccount
+    ) -> aws.eks.PodIdentityAssociation:
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-sagemaker-role",
+            assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
+            description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
+            tags=dict(access.tags),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-sagemaker-invoke",
+            role=role.id,
+            policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy),
+            opts=child,
+        )
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=access.cluster_name,
+            namespace=namespace,
+            service_account=account.metadata.name,
+            role_arn=role.arn,
+            tags=dict(access.tags),
+            opts=child,
+        )
+
+    def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        redis, base = args.pins.redis, f"{args.name}-redis"
+        redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
+        pod_context, container_context = _restricted(redis.runAsUser)
+        k8s.apps.v1.Deployment(
+            f"{name}-redis-deployment",
+            metadata={
+                "name": base,
+                "namespace": args.namespace,
+                "labels": redis_labels,
+                # checkov's high-UID check: the official image runs as its own redis user (catalog/gateway.yaml).
+                "annotations": {
+                    CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_40=the redis image runs as its user {redis.runAsUser}"
+                },
+            },
+            spec={
+                "replicas": 1,
+                "selector": {"matchLabels": redis_labels},
+                "strategy": {"type": "Recreate"},
+                "template": {
+                    "metadata": {"labels": redis_labels},
+                    "spec": {
+                        "automountServiceAccountToken": False,
+                        "securityContext": pod_context,
+                        "containers": [
+                            {
+                                "name": "redis",
+                                "image": redis.image,
+                                "args": [
+                                    "redis-server",
+                                    "--save",
+                                    "",
+                                    "--appendonly",
+                                    "no",
+                                    "--maxmemory",
+                                    redis.maxMemory,
+                                    "--maxmemory-policy",
+                                    "volatile-lru",
+                                    "--dir",
+                                    "/data",
+                                ],
+                                "ports": [{"name": "redis", "containerPort": redis.port}],
+                                "resources": redis.resources.model_dump(),
+                                "securityContext": container_context,
+                                "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
+                                "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                            }
+                        ],
+                        "volumes": [{"name": "data", "emptyDir": {}}],
+                    },
+                },
+            },
+            opts=child,
+        )
+        k8s.core.v1.Service(
+            f"{name}-redis-service",
+            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={"selector": redis_labels, "ports": [{"name": "redis", "port": redis.port, "targetPort": "redis"}]},
+            opts=child,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-redis-network-policy",
+            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            spec={
+                "podSelector": {"matchLabels": redis_labels},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [
+                    {
+                        "from": [{"podSelector": {"matchLabels": dict(proxy_labels)}}],
+                        "ports": [{"protocol": "TCP", "port": redis.port}],
+                    }
+                ],
+                "egress": [],
+            },
+            opts=child,
+        )

@@ -1,0 +1,468 @@
+"""The ReadWriteMany model cache every worker mounts, and the Job that fills it before serving starts.
+
+The model cache's ReadWriteMany storage the stack creates for the cluster it creates, with its CSI driver.
+
+EFS: the stack owns the file system (Elastic throughput, encrypted, a mount target per AZ); an `efs-ap`
+StorageClass provisions an access point per claim in seconds (the driver authenticates with EKS Pod
+Identity). FSx for Lustre: the stack creates the PERSISTENT_2 file system itself, in the GPU pools' AZ,
+beside the EKS cluster rather than after it (dynamic provisioning would start it only once the cluster,
+its nodes and the CSI driver run, 5-15 more minutes on the critical path), and a static PersistentVolume
+the claim binds to at once; the driver then only mounts, so it needs no AWS permissions.
+
+What holds data is protected when `protect` is set: the file system. The StorageClass and the volume only
+describe it (protect would block every later change); volumes are retained (`Retain`) when a claim goes.
+
+Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.iam import assume_role_policy
+from serving_stack.names import (
+    PREWARM_APP,
+    PREWARM_MODELS_ENV,
+    PREWARM_POOL_LABEL,
+    PREWARM_PRIORITY_CLASS_SUFFIX,
+    TypeTokens,
+)
+from serving_stack.plan.model_cache import (
+    PROGRAM_CONFIG_MAP,
+    PROGRAM_MOUNT,
+    PROGRAM_VOLUME,
+    STATE_DIR,
+    STATE_VOLUME,
+    EfsOptions,
+    FsxOptions,
+    PrewarmPool,
+    PrewarmSettings,
+    StoragePlan,
+    program_volume,
+    state_volume,
+)
+from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
+
+
+@dataclass(frozen=True)
+class ModelCacheArgs:
+    """`hf_token_secret_name`: None downloads without a token (public checkpoints), so the Job's `envFrom`
+    of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
+    created), None for dynamic provisioning by the claim's StorageClass."""
+
+    namespace: pulumi.Input[str]  # the serving namespace
+    hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
+    pvc: dict[str, Any]  # the rendered claim
+    download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
+    retain_on_delete: bool  # `pulumi destroy` forgets the claim instead of deleting it
+    volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
+
+
+def _role_suffix(job_name: str, first: str) -> str:
+    """`` for the first Job (its resource name predates more than one), `-bf16` for `<first>-bf16`."""
+    if job_name == first:
+        return ""
+    return "-" + (job_name.removeprefix(first + "-") if job_name.startswith(first + "-") else job_name)
+
+
+class ModelCache(pulumi.ComponentResource):
+    """PVC `shared-model-cache` + the download Jobs (one per upstream checkpoint set).
+
+    Pulumi waits for each Job to complete, so whatever depends on `download_jobs` (the serving targets,
+    whose pods run with `HF_HUB_OFFLINE=1`) starts only once the checkpoints are in the cache.
+    """
+
+    claim_name: pulumi.Output[str]
+    download_jobs: list[k8s.batch.v1.Job]
+
+    def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
+        spec = dict(args.pvc["spec"])
+        if args.volume_name is not None:
+            spec["volumeName"] = args.volume_name
+        # Not protected: protect would block every later change of the claim, while the data either lives
+        # in a protected file system outside the namespace or is kept by `retain_on_delete` (with the
+        # namespace: deleting a namespace deletes the claims in it).
+        pvc = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={**args.pvc["metadata"], "namespace": args.namespace},
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+        )
+        first = args.download_jobs[0]["metadata"]["name"]
+        self.download_jobs = [
+            self._download_job(f"{name}-download" + _role_suffix(job["metadata"]["name"], first), job, args, pvc)
+            for job in args.download_jobs
+        ]
+        self.claim_name = pvc.metadata.name
+        self.register_outputs(
+            {"claimName": self.claim_name, "downloadJobs": [job.metadata.name for job in self.download_jobs]}
+        )
+
+    def _download_job(
+        self, resource_name: str, job: dict[str, Any], args: ModelCacheArgs, pvc: k8s.core.v1.PersistentVolumeClaim
+    ) -> k8s.batch.v1.Job:
+        job_spec = job["spec"]
+        pod_spec = job_spec["template"]["spec"]
+        (container,) = pod_spec["containers"]
+        if args.hf_token_secret_name is None:
+            container = {key: value for key, value in container.items() if key != "envFrom"}
+        else:
+            container = {**container, "envFrom": [{"secretRef": {"name": args.hf_token_secret_name}}]}
+        volumes = [
+            {**v, "persistentVolumeClaim": {"claimName": pvc.metadata.name}} if "persistentVolumeClaim" in v else v
+            for v in pod_spec["volumes"]
+        ]
+        deadline = int(job_spec["activeDeadlineSeconds"])
+        download: k8s.batch.v1.Job = k8s.batch.v1.Job(
+            resource_name,
+            metadata={**job["metadata"], "namespace": args.namespace},
+            spec={
+                **job_spec,
+                "template": {
+                    **job_spec["template"],
+                    "spec": {**pod_spec, "containers": [container], "volumes": volumes},
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"
+                ),
+            ),
+        )
+        return download
+
+
+EFS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+LUSTRE_PORTS = [(988, 988), (1018, 1023)]
+NFS_PORTS = [(2049, 2049)]
+
+
+@dataclass(frozen=True)
+class ModelCacheStorageArgs:
+    """`claim_namespace`: where the model-cache claim lives (an FSx volume is bound to it alone)."""
+
+    storage: StoragePlan  # the file system as planned (backend, size, throughput, protection)
+    cluster_name: pulumi.Input[str]  # the EKS cluster (its CSI driver's Pod Identity association)
+    vpc_id: pulumi.Input[str]  # the VPC of the file system's security group
+    vpc_cidr: str  # who may mount it (NFS / Lustre ports)
+    private_subnet_ids_by_az: Mapping[str, pulumi.Input[str]]  # where mount targets go, by zone
+    claim_namespace: str  # the namespace of the claim a static volume binds to
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
+
+
+class ModelCacheStorage(pulumi.ComponentResource):
+    """`volume_name`: the PersistentVolume the claim binds to (FSx), None for dynamic provisioning (EFS);
+    `csi_driver`: what mounting pods need (their claims depend on it)."""
+
+    volume_name: Optional[pulumi.Output[str]]
+    csi_driver: aws.eks.Addon
+
+    def __init__(self, name: str, args: ModelCacheStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.MODEL_CACHE_STORAGE, name, None, opts)
+        storage = args.storage
+        group = self._security_group(name, args)
+        self.volume_name = None
+        if storage.efs is not None:
+            role = aws.iam.Role(
+                f"{name}-csi-role",
+                assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
+                tags=dict(args.tags),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            policy = aws.iam.RolePolicyAttachment(
+                f"{name}-csi-policy",
+                role=role.name,
+                policy_arn=EFS_CSI_POLICY,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.csi_driver = self._csi_driver(
+                name,
+                args,
+                [
+                    aws.eks.AddonPodIdentityAssociationArgs(
+                        role_arn=role.arn, service_account=storage.csi_addon.serviceAccount
+                    )
+                ],
+                [policy],
+            )
+            self._efs(name, storage.efs, args, group)
+        elif storage.fsx is not None:
+            self.csi_driver = self._csi_driver(name, args, None, [])
+            self.volume_name = self._fsx(name, storage.fsx, args, group)
+        else:
+            raise ValueError(f"storage backend {storage.backend!r} has no options")
+        self.register_outputs({"volumeName": self.volume_name})
+
+    def _security_group(self, name: str, args: ModelCacheStorageArgs) -> aws.ec2.SecurityGroup:
+        """Clients in the VPC reach the file system on its ports; Lustre servers and clients also talk to
+        each other on them, so FSx gets the same ports out (to the VPC) and to and from itself. pulumi-aws
+        removes AWS's default allow-all egress, so the egress here is all there is."""
+        child = pulumi.ResourceOptions(parent=self)
+        backend = args.storage.backend
+        group = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"Model cache ({backend}): clients in the VPC",
+            tags={**args.tags, "Name": f"model-cache-{backend}"},
+            opts=child,
+        )
+        for low, high in NFS_PORTS if backend == "efs" else LUSTRE_PORTS:
+            ports = {"ip_protocol": "tcp", "from_port": low, "to_port": high, "opts": child}
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-from-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
+            )
+            if backend == "fsx":
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-from-self-{low}",
+                    security_group_id=group.id,
+                    referenced_security_group_id=group.id,
+                    **ports,
+                )
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-to-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
+                )
+                aws.vpc.SecurityGroupEgressRule(
+                    f"{name}-to-self-{low}", security_group_id=group.id, referenced_security_group_id=group.id, **ports
+                )
+        return group
+
+    def _csi_driver(
+        self,
+        name: str,
+        args: ModelCacheStorageArgs,
+        identities: Optional[list[aws.eks.AddonPodIdentityAssociationArgs]],
+        depends_on: list[pulumi.Resource],
+    ) -> aws.eks.Addon:
+        addon = args.storage.csi_addon
+        return aws.eks.Addon(
+            f"{name}-csi-driver",
+            cluster_name=args.cluster_name,
+            addon_name=addon.name,
+            addon_version=addon.version,
+            pod_identity_associations=identities,
+            resolve_conflicts_on_create="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )
+
+    def _efs(self, name: str, efs: EfsOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
+        """The file system, a mount target per AZ, and the `efs-ap` StorageClass."""
+        storage = args.storage
+        file_system = aws.efs.FileSystem(
+            f"{name}-efs",
+            encrypted=True,
+            throughput_mode="elastic",
+            performance_mode="generalPurpose",
+            tags={**args.tags, "Name": "model-cache"},
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+        )
+        for zone, subnet_id in args.private_subnet_ids_by_az.items():
+            aws.efs.MountTarget(
+                f"{name}-efs-{zone}",
+                file_system_id=file_system.id,
+                subnet_id=subnet_id,
+                security_groups=[group.id],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        k8s.storage.v1.StorageClass(
+            f"{name}-storage-class",
+            metadata={"name": storage.storage_class_name},
+            provisioner="efs.csi.aws.com",
+            parameters={
+                "provisioningMode": "efs-ap",
+                "fileSystemId": file_system.id,
+                "directoryPerms": efs.directory_perms,
+                "basePath": efs.base_path,
+            },
+            reclaim_policy="Retain" if storage.protect else "Delete",
+            volume_binding_mode="Immediate",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _fsx(
+        self, name: str, fsx: FsxOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup
+    ) -> pulumi.Output[str]:
+        """The file system (encrypted at rest by FSx) and the PersistentVolume bound to the model-cache claim."""
+        storage = args.storage
+        file_system = aws.fsx.LustreFileSystem(
+            f"{name}-fsx",
+            storage_capacity=fsx.capacity_gib,
+            subnet_ids=args.private_subnet_ids_by_az[fsx.availability_zone],
+            security_group_ids=[group.id],
+            deployment_type="PERSISTENT_2",
+            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
+            file_system_type_version=fsx.file_system_type_version,
+            data_compression_type=fsx.data_compression_type,
+            # A model cache is refilled by the download Job: no backup to take or pay for on deletion.
+            skip_final_backup=True,
+            tags={**args.tags, "Name": "model-cache"},
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+        )
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-volume",
+            metadata={"name": f"{storage.storage_class_name}-model-cache"},
+            spec={
+                "capacity": {"storage": f"{fsx.capacity_gib}Gi"},
+                "volumeMode": "Filesystem",
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": storage.storage_class_name,
+                "mountOptions": ["flock"],
+                "claimRef": {"namespace": args.claim_namespace, "name": storage.claim_name},
+                "csi": {
+                    "driver": "fsx.csi.aws.com",
+                    "volumeHandle": file_system.id,
+                    "volumeAttributes": {"dnsname": file_system.dns_name, "mountname": file_system.mount_name},
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        volume_name: pulumi.Output[str] = volume.metadata.name
+        return volume_name
+
+
+NOBODY = 65534
+
+
+@dataclass(frozen=True)
+class ModelPrewarmArgs:
+    namespace: pulumi.Input[str]  # the serving namespace
+    claim_name: pulumi.Input[str]  # the model-cache claim the DaemonSets read
+    program_source: str  # prewarm/prewarm.py, shipped in a ConfigMap
+    pools: Sequence[PrewarmPool]  # one DaemonSet per GPU pool, with the checkpoints its targets load
+    settings: PrewarmSettings  # image, resources and read settings shared by the DaemonSets
+
+
+class ModelPrewarm(pulumi.ComponentResource):
+    """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool.
+
+    The pods run as nobody with every capability dropped and the model cache mounted read-only; a
+    root init container with only CAP_CHOWN hands the node-local state dir (a hostPath, where the
+    readiness file lives) to that user. Memory *requests* are small so the DaemonSet never blocks
+    scheduling; the *limit* must hold the checkpoints, since page cache counts against it.
+    """
+
+    def __init__(self, name: str, args: ModelPrewarmArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.MODEL_PREWARM, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        program = k8s.core.v1.ConfigMap(
+            f"{name}-program",
+            metadata={"name": PROGRAM_CONFIG_MAP, "namespace": args.namespace},
+            data={"prewarm.py": args.program_source},
+            opts=child,
+        )
+        priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-priority",
+            metadata={"name": pulumi.Output.concat(args.namespace, PREWARM_PRIORITY_CLASS_SUFFIX)},
+            value=-100,
+            preemption_policy="Never",
+            global_default=False,
+            description="Below serving workloads: prewarming never preempts or outranks a worker.",
+            opts=child,
+        )
+        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
+        self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
+
+    def _daemon_set(
+        self,
+        name: str,
+        pool: PrewarmPool,
+        program: k8s.core.v1.ConfigMap,
+        priority: k8s.scheduling.v1.PriorityClass,
+        args: ModelPrewarmArgs,
+    ) -> k8s.apps.v1.DaemonSet:
+        labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
+        settings = args.settings
+        container = {
+            "name": "prewarm",
+            "image": settings.image,
+            "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--watch"],
+            "env": [
+                {"name": PREWARM_MODELS_ENV, "value": ",".join(pool.checkpoints)},
+                {"name": "PREWARM_CACHE_ROOT", "value": "/model-cache"},
+                {"name": "PREWARM_STATE_DIR", "value": STATE_DIR},
+                {"name": "PREWARM_THREADS", "value": str(settings.threads)},
+                {"name": "PREWARM_IO_PRIORITY", "value": "best-effort"},
+            ],
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "256Mi"},
+                "limits": {"cpu": settings.cpu_limit, "memory": pool.memory_limit},
+            },
+            "readinessProbe": {
+                "exec": {
+                    "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]
+                },
+                "periodSeconds": 15,
+            },
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": NOBODY,
+                "runAsGroup": NOBODY,
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+            "volumeMounts": [
+                {"name": "model-cache", "mountPath": "/model-cache", "readOnly": True},
+                {"name": STATE_VOLUME, "mountPath": STATE_DIR},
+                {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+            ],
+        }
+        take_state_dir = {
+            "name": "own-state-dir",
+            "image": settings.image,
+            "command": ["chown", f"{NOBODY}:{NOBODY}", STATE_DIR],
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+            "securityContext": {
+                "runAsUser": 0,
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+            },
+            "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
+        }
+        return k8s.apps.v1.DaemonSet(
+            f"{name}-{pool.name}",
+            metadata={"name": f"model-prewarm-{pool.name}", "namespace": args.namespace, "labels": labels},
+            spec={
+                "selector": {"matchLabels": labels},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+                "template": {
+                    # The program's ConfigMap is replaced under the same name when it changes; only a changed
+                    # pod template makes the DaemonSet roll its pods onto the new program.
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {
+                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()
+                        },
+                    },
+                    "spec": {
+                        "priorityClassName": priority.metadata.name,
+                        "affinity": {"nodeAffinity": pool.node_affinity},
+                        "tolerations": pool.tolerations,
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                        "terminationGracePeriodSeconds": 5,
+                        "initContainers": [take_state_dir],
+                        "containers": [container],
+                        "volumes": [
+                            {
+                                "name": "model-cache",
+                                "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
+                            },
+                            state_volume(settings.host_state_dir),
+                            {**program_volume(), "configMap": {"name": program.metadata.name}},
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )

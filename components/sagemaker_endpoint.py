@@ -1,0 +1,588 @@
+"""Planned SageMaker values -> the provider's argument objects of the model, endpoint config and endpoint.
+
+Pure mapping, no resources: `SageMakerEndpoint` passes what these return to `sm.Model`,
+`sm.EndpointConfiguration` and `sm.Endpoint`.
+
+The SageMaker endpoint's execution role: a trust policy for SageMaker in this account and region, and
+least-privilege inline policies (pull the one image, read the artifacts, write logs, metrics and captured
+data; read the rollback alarms, which blue/green auto-rollback needs: `cloudwatch:DescribeAlarms`).
+
+The endpoint's encryption key and data-capture bucket: what holds data outlives the stack.
+
+Both are `retain_on_delete` when they hold captured data: a `pulumi destroy` (or a replacement) would
+otherwise fail on a non-empty bucket, or schedule the key for deletion while the objects it encrypted stay
+behind unreadable after the waiting period. Pulumi forgets them; `docs/sagemaker.md` says how to delete them
+by hand. The bucket's encryption and public-access settings are one per bucket, so a replacement deletes
+the old setting before it writes the new one where a change of the same bucket's setting replaces it
+(create-before-delete would delete the new setting last); the public-access block is replaced only with a
+new bucket.
+
+The CloudWatch alarms that roll a blue/green deployment back, scoped to the new fleet.
+
+SageMaker publishes invocation metrics with an `EndpointConfigName` dimension once a fleet takes traffic
+(SageMaker developer guide, "Auto-Rollback Configuration and Monitoring": monitor the new fleet). Scoping
+both alarms to the endpoint config being deployed means a noisy old fleet cannot abort a good deployment,
+and an alarm watches only what the deployment changes. The alarm is updated in place to the new config's
+name before the endpoint update starts (its dimension is built from the config), and its name stays fixed
+(the endpoint's rollback configuration names it, and changing that forces a replacement).
+
+One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
+endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling.
+
+Every value comes planned (`serving_stack.plan.sagemaker`), so the component only maps it onto resources
+(the provider's argument objects are built in `sagemaker_resource_args`). The endpoint has an explicit
+name, which the rollback alarms' dimensions and the scaling target's resource id need before it exists;
+the model and endpoint config are auto-named, so a change replaces them side by side and the endpoint
+moves to the new config with a blue/green update.
+
+Rollback safety: when an alarm rolls a deployment back, the endpoint keeps serving the old config while the
+engine deletes the replaced model and config at the end of the update. Both are therefore
+`retain_on_delete` (Pulumi forgets them; SageMaker models and configs cost nothing): the endpoint never
+loses the config it runs, and `pulumi up --refresh` shows the rolled-back endpoint as drift and deploys
+again. Retained configs are removed by the procedure in `docs/sagemaker.md`, which finds them by tag.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_aws.sagemaker as sm
+
+from components.iam import assume_role_policy
+from serving_stack.facts.sagemaker import S3ModelData
+from serving_stack.names import TypeTokens
+from serving_stack.plan.sagemaker import (
+    BlueGreen,
+    ModelContainer,
+    PlannedEndpoint,
+    ProductionVariant,
+    RollbackAlarms,
+    invoke_url,
+)
+
+
+def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
+    access = access_class(accept_eula=data.accept_eula) if data.accept_eula is not None else None
+    return args_class(
+        s3_uri=data.s3_uri,
+        s3_data_type=data.s3_data_type,
+        compression_type=data.compression_type,
+        model_access_config=access,
+    )
+
+
+def primary_container(
+    container: ModelContainer,
+    hf_token: Optional[pulumi.Input[str]],
+) -> sm.ModelPrimaryContainerArgs:
+    environment: dict[str, pulumi.Input[str]] = dict(container.environment)
+    if container.needs_hf_token:
+        if hf_token is None:
+            raise ValueError("the model sends the Hugging Face token, but SageMakerEndpointArgs.hf_token is None")
+        # A container environment cannot reference Secrets Manager: the token is a Pulumi secret in state
+        # and readable through DescribeModel (see HuggingFaceModel.sendHfToken).
+        environment["HF_TOKEN"] = pulumi.Output.secret(hf_token)
+    model_data = None
+    if container.model_data is not None:
+        model_data = sm.ModelPrimaryContainerModelDataSourceArgs(
+            s3_data_sources=[
+                s3_source(
+                    container.model_data,
+                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceArgs,
+                    sm.ModelPrimaryContainerModelDataSourceS3DataSourceModelAccessConfigArgs,
+                )
+            ]
+        )
+    additional = [
+        sm.ModelPrimaryContainerAdditionalModelDataSourceArgs(
+            channel_name=source.channel_name,
+            s3_data_sources=[
+                s3_source(
+                    source.s3,
+                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceArgs,
+                    sm.ModelPrimaryContainerAdditionalModelDataSourceS3DataSourceModelAccessConfigArgs,
+                )
+            ],
+        )
+        for source in container.additional_model_data
+    ]
+    return sm.ModelPrimaryContainerArgs(
+        image=container.image,
+        mode="SingleModel",
+        environment=environment,
+        model_data_source=model_data,
+        additional_model_data_sources=additional or None,
+    )
+
+
+def traffic_routing(
+    deployment: BlueGreen,
+) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
+    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
+    if deployment.type == "CANARY":
+        return routing(
+            type="CANARY",
+            wait_interval_in_seconds=deployment.wait_interval_seconds,
+            canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                type="CAPACITY_PERCENT", value=deployment.canary_size
+            ),
+        )
+    if deployment.type == "LINEAR":
+        return routing(
+            type="LINEAR",
+            wait_interval_in_seconds=deployment.wait_interval_seconds,
+            linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+                type="CAPACITY_PERCENT", value=deployment.linear_step_size
+            ),
+        )
+    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
+
+
+def production_variant(
+    variant: ProductionVariant,
+    model_name: pulumi.Input[str],
+) -> sm.EndpointConfigurationProductionVariantArgs:
+    return sm.EndpointConfigurationProductionVariantArgs(
+        variant_name=variant.name,
+        model_name=model_name,
+        instance_type=variant.instance_type,
+        initial_instance_count=variant.initial_instance_count,
+        model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
+        container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
+        volume_size_in_gb=variant.volume_size_gb,
+        inference_ami_version=variant.inference_ami_version,
+        routing_configs=[
+            sm.EndpointConfigurationProductionVariantRoutingConfigArgs(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
+        ],
+    )
+
+
+ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
+CAPTURE_PREFIX = "capture"
+
+
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+
+
+def partition(region: str) -> str:
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict[str, Any]]:
+    """GetObject on the model artifacts only, and ListBucket limited to their prefixes."""
+    sources = [container.model_data] if container.model_data is not None else []
+    sources += [source.s3 for source in container.additional_model_data]
+    if not sources:
+        return []
+    objects, prefixes = [], defaultdict(list)
+    for data in sources:
+        bucket, key = _split_s3(data.s3_uri)
+        pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
+        objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
+        prefixes[bucket].append(pattern)
+    statements: list[dict[str, Any]] = [
+        {"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}
+    ]
+    for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
+        statements.append(
+            {
+                "Sid": f"ListModelArtifacts{index}",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": f"arn:{part}:s3:::{bucket}",
+                "Condition": {"StringLike": {"s3:prefix": patterns}},
+            }
+        )
+    return statements
+
+
+def _ecr_repository_arn(image: str, part: str) -> str:
+    """`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>` -> the repository ARN."""
+    registry, _, reference = image.partition("/")
+    account, _, _, region = registry.split(".")[:4]
+    repository = reference.partition("@")[0].partition(":")[0]
+    return f"arn:{part}:ecr:{region}:{account}:repository/{repository}"
+
+
+def execution_policy(
+    container: ModelContainer,
+    endpoint_name: str,
+    region: str,
+    part: str,
+    role_arn: pulumi.Output[str],
+    kms_key_arn: Optional[pulumi.Input[str]],
+    capture_bucket: Optional[aws.s3.Bucket],
+) -> pulumi.Output[str]:
+    """What the endpoint's instances do with the role: pull the image, read the artifacts, write logs
+    and metrics, and write captured data. No managed policy (never AmazonSageMakerFullAccess)."""
+    account = role_arn.apply(lambda arn: arn.split(":")[4])
+    log_group = pulumi.Output.concat(
+        f"arn:{part}:logs:{region}:", account, f":log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
+    )
+    statements: list[Any] = [
+        {"Sid": "PullImageToken", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+        {
+            "Sid": "PullImage",
+            "Effect": "Allow",
+            "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            "Resource": _ecr_repository_arn(container.image, part),
+        },
+        {
+            "Sid": "WriteLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            "Resource": [log_group, pulumi.Output.concat(log_group, ":*")],
+        },
+        {
+            "Sid": "PutEndpointMetrics",
+            "Effect": "Allow",
+            "Action": "cloudwatch:PutMetricData",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}},
+        },
+        *_artifact_read_statements(container, part),
+    ]
+    if capture_bucket is not None:
+        statements += [
+            {
+                "Sid": "WriteCapturedData",
+                "Effect": "Allow",
+                "Action": "s3:PutObject",
+                "Resource": pulumi.Output.concat(f"arn:{part}:s3:::", capture_bucket.id, f"/{CAPTURE_PREFIX}/*"),
+            },
+            {
+                "Sid": "EncryptCapturedData",
+                "Effect": "Allow",
+                "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
+                "Resource": kms_key_arn,
+            },
+        ]
+    return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.Output[str]:
+    """SageMaker may assume the role only for this account's inference resources in this region: `ArnLike`
+    `aws:SourceArn` `arn:<partition>:sagemaker:<region>:<account>:*`, exactly the form AWS documents for
+    real-time, serverless and asynchronous inference (SageMaker developer guide, "Cross-service confused deputy
+    prevention", section "SageMaker Inference": "Do not replace the aws:SourceArn in this template with the full
+    ARN of a specific model or endpoint. The ARN must be in the format provided above. The asterisk in the ARN
+    template does not stand for wildcard and should not be changed"; awsdocs/amazon-sagemaker-developer-guide
+    doc_source/security-confused-deputy-prevention.md @ b7eb523). No `aws:SourceAccount`: "because the account
+    number is part of the aws:SourceArn value, you do not need to specify an aws:SourceAccount value"."""
+    return account.apply(
+        lambda account_id: assume_role_policy(
+            SAGEMAKER_SERVICE, source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"
+        )
+    )
+
+
+def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
+    """Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
+    "Auto-Rollback Configuration and Monitoring"); only these alarms."""
+    return pulumi.Output.json_dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ReadRollbackAlarms",
+                    "Effect": "Allow",
+                    "Action": "cloudwatch:DescribeAlarms",
+                    "Resource": alarm_arns,
+                }
+            ],
+        }
+    )
+
+
+SSE = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs
+
+
+def encryption_key(
+    name: str,
+    endpoint_name: str,
+    region: str,
+    *,
+    holds_captured_data: bool,
+    tags: Mapping[str, str],
+    parent: pulumi.Resource,
+) -> aws.kms.Key:
+    return aws.kms.Key(
+        f"{name}-kms",
+        description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        region=region,
+        tags=dict(tags),
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=holds_captured_data),
+    )
+
+
+def capture_bucket(
+    name: str,
+    region: str,
+    kms_key_arn: Optional[pulumi.Input[str]],
+    *,
+    tags: Mapping[str, str],
+    parent: pulumi.Resource,
+) -> aws.s3.Bucket:
+    """An auto-named, SSE-KMS, private bucket that is kept when the stack lets go of it."""
+    bucket = aws.s3.Bucket(
+        f"{name}-capture",
+        region=region,
+        tags=dict(tags),
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+    )
+    one_per_bucket = pulumi.ResourceOptions(parent=parent, delete_before_replace=True)
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        f"{name}-capture-encryption",
+        bucket=bucket.id,
+        region=region,
+        rules=[
+            aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                bucket_key_enabled=True,
+                apply_server_side_encryption_by_default=SSE(sse_algorithm="aws:kms", kms_master_key_id=kms_key_arn),
+            )
+        ],
+        opts=one_per_bucket,
+    )
+    aws.s3.BucketPublicAccessBlock(
+        f"{name}-capture-public-access",
+        bucket=bucket.id,
+        region=region,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )  # replaced only with a new bucket: nothing to collide with
+    return bucket
+
+
+SAGEMAKER_NAMESPACE = "AWS/SageMaker"
+
+
+def rollback_alarms(
+    name: str,
+    endpoint_name: str,
+    variant_name: str,
+    region: str,
+    endpoint_config_name: pulumi.Input[str],
+    thresholds: RollbackAlarms,
+    tags: Mapping[str, str],
+    opts: pulumi.ResourceOptions,
+) -> list[aws.cloudwatch.MetricAlarm]:
+    """5xx errors and p99 model latency of the variant on the config being deployed."""
+    common: dict[str, Any] = {
+        "namespace": SAGEMAKER_NAMESPACE,
+        "dimensions": {
+            "EndpointName": endpoint_name,
+            "VariantName": variant_name,
+            "EndpointConfigName": endpoint_config_name,
+        },
+        "period": thresholds.period_seconds,
+        "evaluation_periods": thresholds.evaluation_periods,
+        "comparison_operator": "GreaterThanOrEqualToThreshold",
+        "treat_missing_data": "notBreaching",
+        "region": region,
+        "tags": dict(tags),
+        "opts": opts,
+    }
+    errors = aws.cloudwatch.MetricAlarm(
+        f"{name}-5xx",
+        name=f"{endpoint_name}-5xx",
+        metric_name="Invocation5XXErrors",
+        statistic="Sum",
+        threshold=thresholds.invocation_5xx_errors,
+        alarm_description=f"{endpoint_name}: model 5xx errors on the new fleet; rolls a blue/green deployment back",
+        **common,
+    )
+    latency = aws.cloudwatch.MetricAlarm(
+        f"{name}-p99-latency",
+        name=f"{endpoint_name}-p99-latency",
+        metric_name="ModelLatency",
+        extended_statistic="p99",
+        threshold=thresholds.model_latency_p99_ms * 1000,  # ModelLatency is in microseconds
+        alarm_description=f"{endpoint_name}: p99 model latency on the new fleet; rolls a blue/green deployment back",
+        **common,
+    )
+    return [errors, latency]
+
+
+@dataclass(frozen=True)
+class SageMakerEndpointArgs:
+    plan: PlannedEndpoint  # the endpoint as planned: name, region, container, variant, scaling, capture, tags
+    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token secret, when the container needs one
+
+
+class SageMakerEndpoint(pulumi.ComponentResource):
+    """A SageMaker endpoint serving Nemotron; its outputs are what a caller needs to invoke it."""
+
+    endpoint_name: pulumi.Output[str]
+    endpoint_arn: pulumi.Output[str]
+    role_arn: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SageMakerEndpointArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.SAGEMAKER_ENDPOINT, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        retained = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
+        region, endpoint_name, variant, tags = args.plan.region, args.plan.name, args.plan.variant, dict(args.plan.tags)
+        part = partition(region)
+        capture = args.plan.data_capture.enabled
+        for note in args.plan.notes:
+            pulumi.log.warn(note, resource=self)
+
+        kms_key_arn: Optional[pulumi.Input[str]] = args.plan.kms_key_arn
+        if kms_key_arn is None and (variant.ebs_storage or capture):
+            kms_key_arn = encryption_key(
+                name, endpoint_name, region, holds_captured_data=capture, tags=tags, parent=self
+            ).arn
+        bucket = capture_bucket(name, region, kms_key_arn, tags=tags, parent=self) if capture else None
+
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        role = aws.iam.Role(
+            f"{name}-role",
+            description=f"Execution role of SageMaker endpoint {endpoint_name}",
+            assume_role_policy=trust_policy(account, region, part),
+            tags=tags,
+            opts=child,
+        )
+        role_policy = aws.iam.RolePolicy(
+            f"{name}-role-policy",
+            role=role.id,
+            policy=execution_policy(args.plan.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
+            opts=child,
+        )
+
+        model = sm.Model(
+            f"{name}-model",
+            execution_role_arn=role.arn,
+            primary_container=primary_container(args.plan.container, args.hf_token),
+            enable_network_isolation=args.plan.container.enable_network_isolation,
+            region=region,
+            tags=tags,
+            # The role's permissions have no data edge to the model, but SageMaker pulls with them.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy], retain_on_delete=True),
+        )
+        data_capture = None
+        if bucket is not None:
+            data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
+                enable_capture=True,
+                initial_sampling_percentage=args.plan.data_capture.sampling_percentage,
+                destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
+                kms_key_id=kms_key_arn,
+                capture_options=[
+                    sm.EndpointConfigurationDataCaptureConfigCaptureOptionArgs(capture_mode=mode)
+                    for mode in ("Input", "Output")
+                ],
+            )
+        endpoint_config = sm.EndpointConfiguration(
+            f"{name}-config",
+            production_variants=[production_variant(variant, model.name)],
+            # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
+            kms_key_arn=kms_key_arn if variant.ebs_storage else None,
+            data_capture_config=data_capture,
+            region=region,
+            tags=tags,
+            opts=retained,
+        )
+
+        alarms = rollback_alarms(
+            name,
+            endpoint_name,
+            variant.name,
+            region,
+            endpoint_config.name,
+            args.plan.deployment.rollback_alarms,
+            tags,
+            child,
+        )
+        alarm_policy = aws.iam.RolePolicy(
+            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
+        )
+        deployment = args.plan.deployment
+        endpoint = sm.Endpoint(
+            f"{name}-endpoint",
+            name=endpoint_name,
+            endpoint_config_name=endpoint_config.name,
+            deployment_config=sm.EndpointDeploymentConfigArgs(
+                blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
+                    traffic_routing_configuration=traffic_routing(deployment),
+                    termination_wait_in_seconds=deployment.termination_wait_seconds,
+                    maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds,
+                ),
+                auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
+                    alarms=[
+                        sm.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=alarm.name)
+                        for alarm in alarms
+                    ]
+                ),
+            ),
+            region=region,
+            tags=tags,
+            # Rollback reads the alarms with the role: the permission must exist before any deployment.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
+        )
+        if args.plan.scaling.enabled:
+            self._autoscaling(name, args, endpoint, child)
+
+        self.endpoint_name = endpoint.name
+        self.endpoint_arn = endpoint.arn
+        self.role_arn = role.arn
+        self.register_outputs(
+            {
+                "endpointName": self.endpoint_name,
+                "endpointArn": self.endpoint_arn,
+                "invokeUrl": invoke_url(region, endpoint_name),
+                "roleArn": self.role_arn,
+            }
+        )
+
+    @staticmethod
+    def _autoscaling(
+        name: str,
+        args: SageMakerEndpointArgs,
+        endpoint: sm.Endpoint,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
+        scaling, region = args.plan.scaling, args.plan.region
+        target = aws.appautoscaling.Target(
+            f"{name}-scaling-target",
+            service_namespace="sagemaker",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.plan.variant.name),
+            min_capacity=scaling.min_capacity,
+            max_capacity=scaling.max_capacity,
+            region=region,
+            tags=dict(args.plan.tags),
+            opts=opts,
+        )
+        aws.appautoscaling.Policy(
+            f"{name}-scaling-policy",
+            name=f"{args.plan.name}-invocations",
+            policy_type="TargetTrackingScaling",
+            service_namespace=target.service_namespace,
+            scalable_dimension=target.scalable_dimension,
+            resource_id=target.resource_id,
+            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                target_value=scaling.target_invocations_per_instance,
+                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"
+                ),
+                scale_in_cooldown=scaling.scale_in_cooldown,
+                scale_out_cooldown=scaling.scale_out_cooldown,
+                disable_scale_in=False,
+            ),
+            region=region,
+            opts=opts,
+        )

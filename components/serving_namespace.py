@@ -1,0 +1,96 @@
+"""The namespace the serving workloads live in, with the Secrets its pods read: the Hugging Face token
+(the download Job) and the registry pull Secret (every pod, when the images are not public)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from serving_stack.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, PART_OF_LABEL, PROJECT, TypeTokens
+
+NGC_USERNAME = "$oauthtoken"  # NGC's fixed user name for API-key logins to nvcr.io
+# Pod Security admission (kubernetes.io/docs/concepts/security/pod-security-admission/), stated rather than
+# left to the cluster's default: the RDMA workers add IPC_LOCK and SYS_RESOURCE and the prewarm DaemonSet
+# mounts its node-local state directory, which `baseline` forbids, so the namespace enforces `privileged`;
+# `warn` and `audit` at `baseline` show what else drifts. The policy pack's least-privilege rule narrows what
+# those pods may take, and its pod-security-standards rule accepts `privileged` only on this component's
+# namespace.
+POD_SECURITY_LABELS = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/warn": "baseline",
+    "pod-security.kubernetes.io/audit": "baseline",
+}
+
+
+@dataclass(frozen=True)
+class RegistryPullSecret:
+    name: str  # the pull Secret's name
+    server: str  # the registry host
+    api_key: pulumi.Input[str]  # the registry key, a Pulumi secret
+
+
+@dataclass(frozen=True)
+class ServingNamespaceArgs:
+    """`retain_on_delete`: `pulumi destroy` forgets the namespace instead of deleting it (and with it every
+    claim inside); `hf_token` None: no token Secret (public checkpoints)."""
+
+    namespace: str  # the namespace to create
+    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token, a Pulumi secret
+    pull_secret: Optional[RegistryPullSecret] = None  # a registry pull Secret to create, None without
+    retain_on_delete: bool = False  # `pulumi destroy` forgets the namespace
+
+
+def docker_config_json(server: str, api_key: pulumi.Input[str]) -> pulumi.Output[str]:
+    """`.dockerconfigjson` for one registry, as a secret."""
+
+    def render(key: str) -> str:
+        auth = base64.b64encode(f"{NGC_USERNAME}:{key}".encode()).decode()
+        return json.dumps({"auths": {server: {"username": NGC_USERNAME, "password": key, "auth": auth}}})
+
+    return pulumi.Output.secret(pulumi.Output.from_input(api_key).apply(render))
+
+
+class ServingNamespace(pulumi.ComponentResource):
+    """The Secrets are created with the namespace, so the pods that need them never start before them."""
+
+    namespace_name: pulumi.Output[str]
+    hf_token_secret_name: Optional[pulumi.Output[str]]
+    pull_secret_name: Optional[pulumi.Output[str]]
+
+    def __init__(self, name: str, args: ServingNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(TypeTokens.SERVING_NAMESPACE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": args.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+        )
+        self.namespace_name = namespace.metadata.name
+        self.hf_token_secret_name = None
+        if args.hf_token is not None:
+            secret = k8s.core.v1.Secret(
+                f"{name}-hf-token",
+                metadata={"name": HF_TOKEN_SECRET, "namespace": namespace.metadata.name},
+                type="Opaque",
+                string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
+                opts=child,
+            )
+            self.hf_token_secret_name = secret.metadata.name
+        self.pull_secret_name = None
+        if args.pull_secret is not None:
+            pull = k8s.core.v1.Secret(
+                f"{name}-pull-secret",
+                metadata={"name": args.pull_secret.name, "namespace": namespace.metadata.name},
+                type="kubernetes.io/dockerconfigjson",
+                string_data={
+                    ".dockerconfigjson": docker_config_json(args.pull_secret.server, args.pull_secret.api_key)
+                },
+                opts=child,
+            )
+            self.pull_secret_name = pull.metadata.name
+        self.register_outputs({"namespace": self.namespace_name})

@@ -1,0 +1,5 @@
+import sys
+
+from tools.plan_capacity.cli import main
+
+sys.exit(main())

@@ -1,0 +1,192 @@
+"""`make plan STACK=<stack> [WRITE=1]`: read the stack's `demand:` block and print the cheapest plan that meets
+it (targets, replica sets, node pools, $/h, headroom), the runner-ups and why they lost, the rows that
+cannot serve it, the cost per 1M output tokens of the chosen targets, and the `targets:` / `aws.nodePools`
+config the plan implies. With `--write` (WRITE=1) that config goes into `Pulumi.<stack>.yaml` (comments kept),
+so the PR that changes the plan shows every change that reaches the cloud; `pulumi up` never plans.
+
+Exit status 1 when nothing can serve the demand (the message names the binding constraint), 2 on a bad
+stack file or `demand:` block, or a plan that cannot be written (the message names what to change).
+Reads `Pulumi.<stack>.yaml` directly (no Pulumi runtime needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from serving_stack.config.demand import DemandConfig
+from serving_stack.config.stack import StackConfig
+from serving_stack.errors import ConfigError
+from serving_stack.facts import Facts, load_facts
+from serving_stack.plan.capacity import (
+    CandidateRow,
+    InstanceOffer,
+    Slo,
+    benchmark_token_shape,
+    candidate_rows,
+    demand_of,
+    instance_offers,
+    token_cost_markdown,
+    token_cost_rows,
+)
+from tools.plan_capacity.explain import PlanResult, plan_capacity
+from tools.plan_capacity.solver import Plan
+from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name, stack_changes, write_stack_file
+from tools.secret_placeholders import stack_config_of
+from tools.stack_files import PROJECT_DIR, read_yaml, stack_config
+
+
+def read_stack(stack: str, root: Path = PROJECT_DIR) -> StackConfig:
+    """The stack's typed config as the program reads it, its `targets` left out (the plan writes them)."""
+    config, _ = stack_config(stack, root)
+    project = read_yaml(root / "Pulumi.yaml")["name"]
+    config.pop(f"{project}:targets", None)
+    return stack_config_of(config, project)
+
+
+def read_demand(stack: str, root: Path = PROJECT_DIR) -> DemandConfig:
+    config = read_stack(stack, root)
+    if config.demand is None:
+        raise ConfigError("demand", f"Pulumi.{stack}.yaml has no `demand:` block", "see docs/capacity.md")
+    return config.demand
+
+
+def _money(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def plan_markdown(plan: Plan) -> str:
+    unit = plan.unit
+    lines = [f"| target | pool | replica sets | GPUs | serves ({unit}) |", "| --- | --- | --- | --- | --- |"]
+    lines += [
+        f"| `{p.target_id}` | `{pool_name(p.pool)}` | {p.replica_sets} | {p.gpus} | {p.capacity:,.1f} |"
+        for p in plan.placements
+    ]
+    lines += [
+        "",
+        "| pool | instance type | capacity | nodes | GPUs used / total | $/h |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| `{pool_name(u.pool)}` | {u.pool.instance_type} | {u.pool.capacity_type} | {u.nodes} | {u.gpus_used} / {u.gpus} | "
+        f"{_money(u.usd_per_hour)} |"
+        for u in plan.pools
+    ]
+    lines += [
+        "",
+        f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {unit} against a demand of {plan.demand:g} "
+        f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
+        f"{plan.free_capacity:,.1f} {unit} more at no extra $/h",
+    ]
+    return "\n".join(lines)
+
+
+def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
+    d = result.demand
+    slo = f"tok/s/user >= {d.slo.min_tokens_per_second_per_user:g}, TTFT p50 <= {d.slo.max_ttft_p50_ms:g} ms"
+    out = [f"# Capacity plan: {d.amount:g} {d.unit} ({slo})", ""]
+    out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
+    if result.plan is None:
+        assert result.infeasible is not None
+        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
+    out += ["## Plan", "", plan_markdown(result.plan), ""]
+    out += [
+        "## Runner-ups (one target alone)",
+        "",
+        "| target | pool | nodes | $/h | why it lost |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for option in result.runner_ups:
+        assert option.plan is not None
+        pools = ", ".join(f"{u.nodes}x {u.pool.instance_type} ({u.pool.capacity_type})" for u in option.plan.pools)
+        out.append(
+            f"| `{option.target_id}` | {pools} | {sum(u.nodes for u in option.plan.pools)} | {_money(option.plan.usd_per_hour)} | {option.reason} |"
+        )
+    out += ["", f"## Not eligible ({len(result.excluded)})", ""] + [
+        f"- `{target}`: {why}" for target, why in result.excluded
+    ]
+    chosen = tuple(rows[t] for t in result.plan.target_ids)
+    out += [
+        "",
+        "## Cost per 1M output tokens (chosen targets, at published throughput)",
+        "",
+        token_cost_markdown(token_cost_rows(chosen, offers, criteria)),
+    ]
+    implied = plan_to_stack_config(result.plan, rows)
+    out += [
+        "",
+        "## Stack config this plan implies (WRITE=1 writes it, pools in one zone and sized)",
+        "",
+        "```yaml",
+        yaml.safe_dump(
+            {"targets": implied["targets"], "aws": {"nodePools": implied["nodePools"]}}, sort_keys=False
+        ).rstrip(),
+        "```",
+    ]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class StackDemandPlan:
+    """A stack's config (its targets left out), its demand planned, and the rows and offers it was planned on."""
+
+    config: StackConfig
+    result: PlanResult
+    rows: dict[str, CandidateRow]
+    offers: tuple[InstanceOffer, ...]
+    criteria: Slo
+
+    @property
+    def plan(self) -> Optional[Plan]:
+        return self.result.plan
+
+
+def plan_of_stack(stack: str, root: Path = PROJECT_DIR, facts: Optional[Facts] = None) -> StackDemandPlan:
+    """The cheapest plan of the stack's `demand:` block on the catalog's rows and the instance offers (Capacity
+    Block prices included), or a `ConfigError` naming the bad key."""
+    facts = facts or load_facts()
+    config = read_stack(stack, root)
+    if config.demand is None:
+        raise ConfigError("demand", f"Pulumi.{stack}.yaml has no `demand:` block", "see docs/capacity.md")
+    unknown = config.demand.unknown_gpu_types(list(facts.aws.gpus))
+    if unknown:
+        raise ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown)}", ", ".join(facts.aws.gpus))
+    criteria = Slo(facts.catalog.criteria.minTokensPerSecondPerUser, facts.catalog.criteria.maxTtftP50Ms)
+    rows, offers = candidate_rows(facts.catalog, facts.aws), instance_offers(facts.aws, facts.capacity_prices)
+    result = plan_capacity(demand_of(config.demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
+    return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make plan", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--write", action="store_true", help="write the planned targets and pools into the stack file")
+    parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
+    args = parser.parse_args(argv)
+    facts = load_facts()
+    try:
+        planned = plan_of_stack(args.stack, args.project_dir, facts)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result_markdown(planned.result, planned.rows, planned.offers, planned.criteria))
+    if planned.plan is None:
+        return 1
+    if args.write:
+        path = args.project_dir / f"Pulumi.{args.stack}.yaml"
+        try:
+            changes = stack_changes(planned.config, planned.plan, planned.rows, facts)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        write_stack_file(path, read_yaml(args.project_dir / "Pulumi.yaml")["name"], changes)
+        print(f"\nwrote {', '.join(changes.keys)} into {path.name}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
