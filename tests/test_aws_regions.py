@@ -126,5 +126,5 @@ def test_the_created_vpc_holds_at_most_its_local_zone_subnets(instance_type):
     )
     assert rejected(eks_config(pools, [])) == (
         f"aws.nodePools[{MAX_LOCAL_ZONE_SUBNETS}].availabilityZone: the created VPC has room "
-        f"for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets; allowed: fewer Local Zone pools, or subnetId"
+        f"for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets; allowed: fewer Local Zone pools"
     )

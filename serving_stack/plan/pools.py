@@ -427,6 +427,16 @@ def _check_placement(
     if zone_error:
         return [zone_error]
     local = aws_catalog.regions.local_zone(aws.region, zone) is not None
+    if create and pool.subnetId is not None:
+        # EKS puts a node group only in subnets of the cluster's VPC, and the VPC this stack creates has no
+        # id before `up`: a configured subnet is necessarily another VPC's (CreateNodegroup refuses it).
+        return [
+            ConfigError(
+                f"{path}.subnetId",
+                "aws.cluster.create builds the VPC, so a subnet id cannot name one of its subnets",
+                "remove subnetId (the stack makes a Local Zone pool's subnet itself)",
+            )
+        ]
     if create and not local and zone not in create.availabilityZones:
         return [
             ConfigError(
@@ -522,7 +532,7 @@ def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
             ConfigError(
                 f"aws.nodePools[{local[MAX_LOCAL_ZONE_SUBNETS]}].availabilityZone",
                 f"the created VPC has room for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets",
-                "fewer Local Zone pools, or subnetId",
+                "fewer Local Zone pools",
             )
         )
     return errors
