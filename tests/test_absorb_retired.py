@@ -14,7 +14,7 @@ import sys
 import pytest
 import synthetic_upstream
 import yaml
-from test_absorb_revision import MARKER, TESTS_DIR, child_env
+from test_absorb_revision import child_env, run_catalog_driven
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from tools.mock_runtime import PROJECT_DIR
@@ -198,28 +198,4 @@ def test_every_form_of_a_stack_file_exits_cleanly(tmp_path, stack_text, expected
 @pytest.mark.slow  # every catalog-driven test module again, in a subprocess
 def test_the_catalog_driven_tests_pass_with_the_stack_on_retired_targets(held):
     _, catalog_dir, _, _ = held
-    modules = sorted(str(p.relative_to(PROJECT_DIR)) for p in TESTS_DIR.glob("test_*.py") if MARKER in p.read_text())
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "--dist",
-            "loadfile",
-            "-m",
-            "catalog_driven",
-            *modules,
-        ],
-        cwd=PROJECT_DIR,
-        env=child_env(catalog_dir),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    tail = "\n".join(result.stdout.splitlines()[-40:])
-    assert result.returncode == 0, tail + result.stderr[-2000:]
+    run_catalog_driven(catalog_dir)
