@@ -24,6 +24,8 @@ from pulumi_policy.proxy import (
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
+    _DictProxy,
+    _ListProxy,
 )
 
 _SENTINELS = frozenset(
@@ -55,8 +57,26 @@ def is_unknown(value: Any) -> bool:
     return isinstance(value, str) and value in _SENTINELS
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
-    """A plain copy of `value` with every unknown replaced by `UNKNOWN`."""
+    """A plain copy of `value` with every unknown replaced by `UNKNOWN`. Built-in dicts, lists and scalars
+    (what the offline render and tests hand over; reading them cannot raise) take the direct path: the pack
+    copies every resource once per policy, so this is most of its time."""
+    kind = type(value)
+    if kind is str:
+        return UNKNOWN if value in _SENTINELS else value
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        return {key: plain(item) for key, item in value.items()}
+    if kind is list:
+        return [plain(item) for item in value]
+    if kind is _DictProxy or kind is _ListProxy:
+        # The engine's proxies (pinned pulumi-policy) hand out what they wrap under "__target"; its unknowns are
+        # the sentinel strings, which the direct path turns into UNKNOWN as reading them through the proxy would.
+        return plain(value["__target"])
     if is_unknown(value):
         return UNKNOWN
     if isinstance(value, Mapping):

@@ -14,6 +14,7 @@ opinionated community auditors are off, and so are its findings on how much a st
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections.abc import Iterator
@@ -25,9 +26,17 @@ from ..config import settings
 from ..values import UNKNOWN, as_list, dig, is_unknown, plain, text
 from .privilege import POLICY_DOCUMENTS, RESOURCE_POLICIES, ROLE
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # parliament imports pkg_resources
-    import parliament
+
+@functools.cache
+def _parliament() -> Any:
+    """Parliament, imported on the first IAM document (its import costs ~0.2 s; most renders of a stack on an
+    existing cluster have none)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # parliament imports pkg_resources
+        import parliament
+
+    return parliament
+
 
 SEVERITIES = ["CRITICAL", "HIGH", "MEDIUM", "LOW", "INFO"]
 # Parliament's findings on how much a statement grants: least-privilege owns that judgement (its wildcard and
@@ -87,6 +96,7 @@ def lint(document: Any) -> Iterator[tuple[str, str, str]]:
     source = document if isinstance(document, str) else json.dumps(document)
     if not source.strip():
         return
+    parliament = _parliament()
     policy = parliament.analyze_policy_string(source, ignore_private_auditors=True)
     written = _written_actions(source)
     for finding in policy.findings:
