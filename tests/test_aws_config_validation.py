@@ -239,13 +239,13 @@ def test_existing_cluster_pool_takes_the_subnet_of_its_az():
         plan_of(elsewhere)
 
 
-
 def test_a_pool_subnet_on_the_vpc_the_stack_creates_is_refused():
     """A subnet id names an existing subnet; the VPC `aws.cluster.create` builds has none before `up`."""
     raw = eks_config([{**H200, "subnetId": "subnet-0aaaaaaaaaaaaaaaa"}], [{"id": ON_H200}])
     assert "create" in raw["aws"]["cluster"]
     with pytest.raises(ConfigError, match=r"^aws.nodePools\[0\].subnetId: aws.cluster.create builds the VPC"):
         plan_of(raw)
+
 
 PUBLIC_CIDRS = load_name_limits().eksPublicAccessCidrs
 
