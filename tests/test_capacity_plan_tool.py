@@ -82,3 +82,16 @@ def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
             read_demand(stack, root=tmp_path)
+
+
+def test_a_solver_failure_is_one_line_naming_demand(monkeypatch, capsys) -> None:
+    """HiGHS reports a model it cannot take with a bare Exception: `make plan` turns it into exit 2 and one
+    line naming the key, never a traceback."""
+
+    def refuse(*_args, **_kwargs):
+        raise Exception("Error adding constraint to the model.")
+
+    monkeypatch.setattr("tools.plan_capacity.cli.plan_capacity", refuse)
+    assert main(["--stack", STACKS_WITH_DEMAND[0]]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: demand: the capacity solver cannot plan this demand: Error adding constraint")

@@ -20,7 +20,7 @@ import yaml
 
 from serving_stack.config.demand import DemandConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts, load_facts
 from serving_stack.plan.capacity import (
     CandidateRow,
@@ -157,7 +157,11 @@ def plan_of_stack(stack: str, root: Path = PROJECT_DIR, facts: Optional[Facts] =
         raise ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown)}", ", ".join(facts.aws.gpus))
     criteria = Slo(facts.catalog.criteria.minTokensPerSecondPerUser, facts.catalog.criteria.maxTtftP50Ms)
     rows, offers = candidate_rows(facts.catalog, facts.aws), instance_offers(facts.aws, facts.capacity_prices)
-    result = plan_capacity(demand_of(config.demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
+    try:
+        result = plan_capacity(demand_of(config.demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
+    except Exception as solver_error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
+        problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
+        raise ConfigError("demand", problem) from None
     return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria)
 
 
