@@ -9,7 +9,9 @@ from typing import Any
 
 import pydantic
 import pytest
+from aws_helpers import eks_config, node_pool
 from bad_stack_helpers import committed
+from catalog_picks import pick
 from plan_helpers import FACTS, plan_of
 
 from serving_stack.config import ConfigError
@@ -128,3 +130,39 @@ def test_a_calendar_row_read_only_from_copies_names_them():
     assert ("secondary sources only for" in CALENDAR.provenance()) == any(
         d.sourcing == "secondary" for d in CALENDAR.versions.values()
     )
+
+
+EXISTING_KEY = "aws.cluster.existing.kubernetesVersion"
+
+
+def existing_raw(version: str) -> dict[str, Any]:
+    """A cluster the stack does not create, saying which version it runs."""
+    existing = {
+        "name": "shared-gpu",
+        "kubernetesVersion": version,
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa"},
+        "nodeSecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+    on_h200 = pick(disaggregated=False, gpu="h200", routing="single").id
+    return {
+        **eks_config([node_pool("h200", "p5en.48xlarge")], [{"id": on_h200}], cluster={"existing": existing}),
+        "kubernetes": {"cluster": {"source": "kubeconfig", "context": "shared"}},
+    }
+
+
+def test_an_existing_cluster_on_a_version_the_calendar_lacks_is_refused():
+    unknown = f"1.{max(version_tuple(v)[1] for v in CALENDAR.versions) + 1}"
+    with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: EKS's calendar has no Kubernetes {unknown}"):
+        plan_of(existing_raw(unknown), today=END)
+
+
+def test_an_existing_cluster_is_judged_between_its_release_and_the_end_of_extended_support():
+    dates = CALENDAR.versions[ENDING]
+    with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: EKS releases Kubernetes {ENDING} on"):
+        plan_of(existing_raw(ENDING), today=dates.released - DAY)
+    assert not plan_of(existing_raw(ENDING), today=dates.released).warnings
+    (warning,) = plan_of(existing_raw(ENDING), today=dates.endOfExtendedSupport - DAY).warnings
+    assert warning.startswith(f"{EXISTING_KEY}: Kubernetes {ENDING} left EKS standard support")
+    with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: Kubernetes {ENDING} left EKS extended support"):
+        plan_of(existing_raw(ENDING), today=dates.endOfExtendedSupport)

@@ -125,3 +125,34 @@ def test_the_namespace_of_an_add_on_is_refused_for_the_serving_namespace():
     nvidia = FACTS.aws.platform.devicePlugins.nvidia.namespace
     errors = errors_for(lambda raw: raw["kubernetes"].update(namespace=nvidia))
     assert errors and errors[0].startswith("kubernetes.namespace: ") and "aws.devicePlugins.nvidia" in errors[0]
+
+
+PATH_LIMIT = LIMITS.efsAccessPointPath
+
+
+def efs_base(base: str):
+    def edit(raw):
+        raw["aws"]["modelCacheStorage"] = {"backend": "efs", "efs": {"basePath": base}}
+
+    return edit
+
+
+def test_efs_base_paths_within_the_access_point_limits_pass():
+    deepest = "".join(f"/d{i}" for i in range(PATH_LIMIT.maxDepth - 1))
+    longest = "/" + "a" * (PATH_LIMIT.maxLength - PATH_LIMIT.derivedSuffixLength - 1)
+    for base in ("/", deepest, longest):
+        assert errors_for(efs_base(base)) == [], base
+
+
+@pytest.mark.parametrize(
+    ("base", "why"),
+    [
+        ("".join(f"/d{i}" for i in range(PATH_LIMIT.maxDepth)), "directories"),
+        ("/" + "a" * (PATH_LIMIT.maxLength - PATH_LIMIT.derivedSuffixLength), "characters"),
+        ("/cache//models", "empty directory"),
+        ("/cache/", "empty directory"),
+    ],
+)
+def test_efs_base_paths_past_the_access_point_limits_are_refused(base, why):
+    (error,) = errors_for(efs_base(base))
+    assert error.startswith("aws.modelCacheStorage.efs.basePath: ") and why in error, error

@@ -62,6 +62,13 @@ class PublicCidrLimits(Data):
         return None
 
 
+class PathLimit(Limit):
+    """A path the stack makes below a configured base: `derivedSuffixLength` characters and one directory more."""
+
+    maxDepth: int = pydantic.Field(gt=0)
+    derivedSuffixLength: int = pydantic.Field(ge=0)
+
+
 class NameLimits(Data):
     schemaVersion: Literal[1]
     reservedNamespaces: ReservedNamespaces
@@ -73,6 +80,7 @@ class NameLimits(Data):
     autonameSuffix: Suffix
     gravitonFamilies: GravitonFamilies
     eksPublicAccessCidrs: PublicCidrLimits
+    efsAccessPointPath: PathLimit
 
 
 @functools.cache

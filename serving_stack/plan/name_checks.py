@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.name_limits import NameLimits, load_name_limits
+from serving_stack.facts.name_limits import NameLimits, PathLimit, load_name_limits
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,9 @@ def check_derived_names(config: StackConfig, limits: NameLimits) -> list[ConfigE
     aws = config.aws
     if aws is None:
         return errors
+    storage = aws.modelCacheStorage
+    if storage is not None and storage.backend == "efs":
+        errors += _check_access_point_base(storage.efs.basePath, limits.efsAccessPointPath)
     nodegroup, suffix = limits.eksNodegroupName, limits.namePrefixSuffix.length
     role, autoname = limits.iamRoleName, limits.autonameSuffix.length
     if aws.cluster is not None and aws.cluster.create is not None:
@@ -148,6 +151,27 @@ def check_derived_names(config: StackConfig, limits: NameLimits) -> list[ConfigE
         if len(derived) > role.maxLength:
             errors.append(_too_long(key, pool.name, derived, role.maxLength, "IAM role name", role.source))
     return errors
+
+
+def _check_access_point_base(base: str, limit: PathLimit) -> list[ConfigError]:
+    """The access point's path is `base` plus one directory of `derivedSuffixLength` characters."""
+    key = "aws.modelCacheStorage.efs.basePath"
+    directories = [part for part in base.split("/") if part]
+    if base != "/" and (base.endswith("/") or "//" in base):
+        return [ConfigError(key, f"{bounded(base)} has an empty directory", "/dir or /dir/subdir, no trailing '/'")]
+    if len(directories) + 1 > limit.maxDepth:
+        return [
+            ConfigError(
+                key,
+                f"{bounded(base)} has {len(directories)} directories and the driver adds one per claim; an EFS access "
+                f"point path has at most {limit.maxDepth} (EFS API Reference, CreateAccessPoint)",
+                f"at most {limit.maxDepth - 1} directories",
+            )
+        ]
+    derived = base.rstrip("/") + "/" + "x" * (limit.derivedSuffixLength - 1)
+    if len(derived) > limit.maxLength:
+        return [_too_long(key, base, derived, limit.maxLength, "EFS access point path", limit.source)]
+    return []
 
 
 def check_names(config: StackConfig, facts: Facts) -> list[ConfigError]:

@@ -404,8 +404,22 @@ def check_cluster_version(
     create, existing = cluster.create, cluster.existing
     if create is None:
         version = existing.kubernetesVersion if existing else None
-        dates = calendar.versions.get(version) if version else None
-        if dates is None or today < dates.endOfStandardSupport:
+        if version is None:
+            return [], []
+        dates = calendar.versions.get(version)
+        if dates is None:
+            known = ", ".join(calendar.versions)
+            return [ConfigError(EXISTING_VERSION_KEY, f"EKS's calendar has no Kubernetes {version}", known)], []
+        if today < dates.released:
+            problem = f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})"
+            return [ConfigError(EXISTING_VERSION_KEY, problem)], []
+        if today >= dates.endOfExtendedSupport:
+            problem = (
+                f"Kubernetes {version} left EKS extended support on {dates.endOfExtendedSupport}, when EKS upgrades "
+                "the cluster itself: it no longer runs this version"
+            )
+            return [ConfigError(EXISTING_VERSION_KEY, problem, _newest(calendar, today))], []
+        if today < dates.endOfStandardSupport:
             return [], []
         return [], [
             f"{EXISTING_VERSION_KEY}: Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} "
