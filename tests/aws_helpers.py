@@ -99,7 +99,8 @@ def eks_config(node_pools: list[dict[str, Any]], targets: list[dict[str, Any]], 
     """Raw stack config (as in `Pulumi.<stack>.yaml`) for a stack that creates its EKS cluster."""
     return {
         "kubernetes": {"namespace": "nemotron-test", "cluster": {"source": "eks"}},
-        "modelCache": {"storageClassName": "fsx-lustre", "size": "1200Gi"},
+        # An FSx for Lustre class of the user's, which mounts on Local Zone nodes too.
+        "modelCache": {"storageClassName": "fsx-lustre", "size": "1200Gi", "mountsInLocalZones": True},
         "targets": targets,
         "aws": {"region": REGION, "cluster": CLUSTER, "nodePools": node_pools, **aws_block},
     }

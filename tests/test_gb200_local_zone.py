@@ -10,10 +10,12 @@ import copy
 import dataclasses
 import functools
 
+import pytest
 from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool, pool_zone
 from plan_helpers import FACTS, plan_of
 from stack_helpers import assert_rejected_before_any_resource, run_config
 
+from serving_stack.errors import ConfigError
 from serving_stack.facts.aws import load_aws_catalog, version_key
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.names import EFA_PER_GPU_LABEL, EFA_RESOURCE, GPU_RESOURCE, POOL_LABEL
@@ -143,3 +145,19 @@ def test_the_recorded_layout_is_aws_recommended_one_and_a_contested_layout_warns
     contested.instance_types = {**CATALOG.instance_types, GB200: INSTANCE.model_copy(update={"efaLayout": layout})}
     (warning,) = [w for w in plan_of(raw(), facts=dataclasses.replace(FACTS, aws=contested)).warnings if "EFA" in w]
     assert warning.startswith(f"aws.nodePools: pool 'ultra' ({GB200}) uses a CONTESTED EFA layout: no primary source")
+
+
+def test_a_class_the_stack_does_not_create_needs_the_statement_that_it_mounts_in_local_zones():
+    """EFS has no mount target in a Local Zone; a class the stack does not create may be EFS."""
+    unknown = raw()
+    del unknown["aws"]["modelCacheStorage"]
+    unknown["modelCache"]["mountsInLocalZones"] = False
+    with pytest.raises(ConfigError) as caught:
+        plan_of(unknown)
+    message = str(caught.value)
+    assert message.startswith(f"aws.nodePools[0].availabilityZone: pool 'ultra' is in Local Zone {ZONE}")
+    assert message.endswith(
+        "allowed: aws.modelCacheStorage.backend fsx, or modelCache.mountsInLocalZones: true for a class that does"
+    )
+    unknown["modelCache"]["mountsInLocalZones"] = True
+    assert plan_of(unknown).pools

@@ -85,6 +85,11 @@ class ModelCacheConfig(Block):
     download: DownloadJob = DownloadJob()
     prewarm: PrewarmConfig = PrewarmConfig()
     retainOnDelete: bool = False
+    mountsInLocalZones: bool = pydantic.Field(
+        default=False,
+        description="the storage class (one this stack does not create) mounts on Local Zone nodes, as FSx for "
+        "Lustre does and EFS does not; required for a managed Local Zone pool without aws.modelCacheStorage",
+    )
 
 
 class PlatformConfig(Block):

@@ -187,13 +187,32 @@ def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
     return zones.pop() if len(zones) == 1 else None
 
 
+def _check_unknown_class_in_local_zones(config: StackConfig, aws: AwsConfig, regions: AwsRegions) -> list[ConfigError]:
+    """A class the stack does not create may be EFS, which has no mount target in a Local Zone: a managed Local
+    Zone pool needs the user's statement that it mounts there (`modelCache.mountsInLocalZones`)."""
+    if config.modelCache.mountsInLocalZones:
+        return []
+    for index, pool in enumerate(aws.nodePools):
+        if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone):
+            return [
+                ConfigError(
+                    f"aws.nodePools[{index}].availabilityZone",
+                    f"pool {pool.name!r} is in Local Zone {pool.availabilityZone}, where the model cache's storage "
+                    f"class {config.modelCache.storageClassName!r} (not created by this stack) may not mount: EFS "
+                    "has mount targets only in Availability Zones",
+                    "aws.modelCacheStorage.backend fsx, or modelCache.mountsInLocalZones: true for a class that does",
+                )
+            ]
+    return []
+
+
 def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions: AwsRegions) -> list[ConfigError]:
     """`cache_size`: the model-cache claim's size (configured, else upstream's). EFS is refused for a stack
     with a Local Zone pool: EFS has no mount target in a Local Zone and the mount helper's cross-zone
     fallback needs describe permissions a node role lacks (AWS-FACTS.md, corrections 2026-12)."""
     storage = aws.modelCacheStorage
     if storage is None:
-        return []
+        return _check_unknown_class_in_local_zones(config, aws, regions)
     errors: list[ConfigError] = []
     create = aws.cluster.create if aws.cluster else None
     if create is None:
