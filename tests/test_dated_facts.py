@@ -4,6 +4,7 @@ on an injected day, and the committed stacks against the real clock. Every day i
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 from typing import Any
 
@@ -166,3 +167,13 @@ def test_an_existing_cluster_is_judged_between_its_release_and_the_end_of_extend
     assert warning.startswith(f"{EXISTING_KEY}: Kubernetes {ENDING} left EKS standard support")
     with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: Kubernetes {ENDING} left EKS extended support"):
         plan_of(existing_raw(ENDING), today=dates.endOfExtendedSupport)
+
+
+def test_the_platform_minimum_applies_to_a_created_and_to_an_existing_cluster():
+    above = f"1.{version_tuple(ENDING)[1] + 1}"
+    chart = FACTS.platform.chart.model_copy(update={"minKubernetes": above})
+    facts = dataclasses.replace(FACTS, platform=FACTS.platform.model_copy(update={"chart": chart}))
+    for raw, key in ((prod_raw(ENDING), KEY), (existing_raw(ENDING), EXISTING_KEY)):
+        with pytest.raises(ConfigError, match=rf"{key}: the Dynamo platform needs Kubernetes >= {above}, got {ENDING}"):
+            plan_of(raw, today=END - DAY, facts=facts)
+        plan_of(raw, today=END - DAY)  # the catalog's own minimum takes it

@@ -288,14 +288,18 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
         )
         if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
             errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
-        minimum = facts.platform.chart.minKubernetes
-        if version_tuple(create.kubernetesVersion) < version_tuple(minimum):
-            errors.append(
-                ConfigError(
-                    "aws.cluster.create.kubernetesVersion",
-                    f"the Dynamo platform needs Kubernetes >= {minimum}, got {create.kubernetesVersion}",
-                )
-            )
+    # The cluster's version against the Dynamo platform chart the stack installs (a created cluster's always;
+    # an existing cluster's when it says its version).
+    minimum = facts.platform.chart.minKubernetes
+    existing = aws.cluster.existing if aws.cluster else None
+    key, version = (
+        ("aws.cluster.create.kubernetesVersion", create.kubernetesVersion)
+        if create
+        else ("aws.cluster.existing.kubernetesVersion", existing.kubernetesVersion if existing else None)
+    )
+    installs = create is not None or config.dynamo.platform.install
+    if version is not None and installs and version_tuple(version) < version_tuple(minimum):
+        errors.append(ConfigError(key, f"the Dynamo platform needs Kubernetes >= {minimum}, got {version}"))
     system = aws.systemNodeGroup
     errors += check_system_instance_types(system.instanceTypes, facts)
     if not system.minSize <= system.desiredSize <= system.maxSize:
