@@ -154,7 +154,7 @@ def existing_raw(version: str) -> dict[str, Any]:
 
 def test_an_existing_cluster_on_a_version_the_calendar_lacks_is_refused():
     unknown = f"1.{max(version_tuple(v)[1] for v in CALENDAR.versions) + 1}"
-    with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: EKS's calendar has no Kubernetes {unknown}"):
+    with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: no EKS support dates for Kubernetes {unknown}"):
         plan_of(existing_raw(unknown), today=END)
 
 

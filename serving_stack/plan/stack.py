@@ -406,43 +406,32 @@ def check_cluster_version(
     if cluster is None:
         return [], []
     create, existing = cluster.create, cluster.existing
+    key, version = (
+        (VERSION_KEY, create.kubernetesVersion)
+        if create
+        else (EXISTING_VERSION_KEY, existing.kubernetesVersion if existing else None)
+    )
+    if version is None:
+        return [], []
+    dates = calendar.versions.get(version)
+    if dates is None:
+        problem = f"no EKS support dates for Kubernetes {version} in catalog/eks_versions.yaml"
+        return [ConfigError(key, problem, ", ".join(calendar.versions))], []
+    if today < dates.released:
+        return [ConfigError(key, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")], []
     if create is None:
-        version = existing.kubernetesVersion if existing else None
-        if version is None:
-            return [], []
-        dates = calendar.versions.get(version)
-        if dates is None:
-            known = ", ".join(calendar.versions)
-            return [ConfigError(EXISTING_VERSION_KEY, f"EKS's calendar has no Kubernetes {version}", known)], []
-        if today < dates.released:
-            problem = f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})"
-            return [ConfigError(EXISTING_VERSION_KEY, problem)], []
         if today >= dates.endOfExtendedSupport:
             problem = (
                 f"Kubernetes {version} left EKS extended support on {dates.endOfExtendedSupport}, when EKS upgrades "
                 "the cluster itself: it no longer runs this version"
             )
-            return [ConfigError(EXISTING_VERSION_KEY, problem, _newest(calendar, today))], []
+            return [ConfigError(key, problem, _newest(calendar, today))], []
         if today < dates.endOfStandardSupport:
             return [], []
         return [], [
-            f"{EXISTING_VERSION_KEY}: Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} "
+            f"{key}: Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} "
             f"(extended support, charged, ends {dates.endOfExtendedSupport}); upgrade to {_newest(calendar, today)}"
         ]
-    version = create.kubernetesVersion
-    dates = calendar.versions.get(version)
-    if dates is None:
-        return [
-            ConfigError(
-                VERSION_KEY,
-                f"no EKS support dates for Kubernetes {version} in catalog/eks_versions.yaml",
-                ", ".join(calendar.versions),
-            )
-        ], []
-    if today < dates.released:
-        return [
-            ConfigError(VERSION_KEY, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")
-        ], []
     if today >= dates.endOfStandardSupport:
         return [
             ConfigError(
