@@ -8,6 +8,7 @@ config key the lead wires; `with_out_of_band_nodes` applies what its placement w
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -116,3 +117,28 @@ def test_every_served_dgd_version_is_judged_alike(stated):
         return {(v.policy_name, v.resource.split("::")[1], v.message.replace("service ", "component ")) for v in found}
 
     assert verdicts(evaluate(converted, stack="all-targets")) == verdicts(evaluate(resources, stack="all-targets"))
+
+
+def test_policies_share_one_plain_copy_per_resource_and_none_changes_it(monkeypatch):
+    """The offline run hands every policy the same copy of a resource's properties, which is only sound while
+    no rule writes to what it reads: after the whole pack ran on every catalog target, each shared copy still
+    equals a fresh copy of the resource."""
+    from policy.nemotron_policies import offline, values
+
+    shared: list[dict] = []
+    real = values.shared_plain_copies
+
+    @contextlib.contextmanager
+    def recorded():
+        with real() as copies:
+            shared.append(copies)
+            yield copies
+
+    monkeypatch.setattr(offline, "shared_plain_copies", recorded)
+    resources = with_out_of_band_nodes(all_targets())
+    evaluate(resources, stack="all-targets")
+    (copies,) = shared
+    assert len(copies) >= len(resources)  # every resource's properties were read and copied once
+    for target, copied in copies.values():
+        assert copied == values.plain(target)
+    assert values.plain({"a": [1]}) is not values.plain({"a": [1]})  # no sharing outside an offline run

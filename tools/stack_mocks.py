@@ -18,14 +18,18 @@ ARN_RESOURCES: dict[str, Callable[[str], str]] = {
 
 
 def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """Deterministic stand-ins for the outputs a provider would compute."""
+    """Deterministic stand-ins for the outputs a provider computes. Only those: with preview=False the SDK
+    gives every input the engine returns no output for its input value (`rpc.resolve_outputs`), so echoing
+    the inputs back would only serialize and deserialize each resource's inputs twice more."""
     package, module, kind = ([*type_token.split(":"), "", ""])[:3]
-    outputs = dict(inputs)
+    outputs: dict[str, Any] = {}
     if package == "aws":
         service = module.split("/")[0]
         arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
-        outputs.setdefault("arn", f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}")
-        outputs.setdefault("name", inputs.get("name", name))
+        if "arn" not in inputs:
+            outputs["arn"] = f"arn:aws:{service}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}"
+        if "name" not in inputs:
+            outputs["name"] = name
     # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
     computed: dict[str, Callable[[], dict[str, Any]]] = {
         "aws:eks/cluster:Cluster": lambda: {

@@ -40,6 +40,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown
 from .config import offline_stack
 from .pack import PACK_NAME, PACK_VERSION, POLICIES
 from .pack_config import resolve_config
+from .values import shared_plain_copies
 
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -151,7 +152,7 @@ def evaluate(
     config = resolve_config(policies, pack_config)
     targets = policy_resources(resources)
     violations: list[Violation] = []
-    with offline_stack(stack or pulumi.get_stack()):
+    with offline_stack(stack or pulumi.get_stack()), shared_plain_copies():
         for policy in policies:
             level, properties = config[policy.name]
             if level == EnforcementLevel.DISABLED:

@@ -10,7 +10,9 @@ run all the others.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Optional
 
 import pulumi
@@ -58,12 +60,27 @@ def is_unknown(value: Any) -> bool:
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+# id(proxied value) -> (that value, its plain copy), while `shared_plain_copies` is active.
+_SHARED: ContextVar[Optional[dict[int, tuple[Any, Any]]]] = ContextVar("nemotron_policies_shared_plain", default=None)
+
+
+@contextmanager
+def shared_plain_copies() -> Iterator[dict[int, tuple[Any, Any]]]:
+    """Within the block, `plain()` of an engine proxy returns one copy per proxied value, shared by every
+    policy that reads it (the offline run hands every policy the same proxies; rules only read what `plain()`
+    returns, which `tests/test_policy_engine.py` checks on a whole render). Yields the shared copies."""
+    copies: dict[int, tuple[Any, Any]] = {}
+    token = _SHARED.set(copies)
+    try:
+        yield copies
+    finally:
+        _SHARED.reset(token)
 
 
 def plain(value: Any) -> Any:
     """A plain copy of `value` with every unknown replaced by `UNKNOWN`. Built-in dicts, lists and scalars
-    (what the offline render and tests hand over; reading them cannot raise) take the direct path: the pack
-    copies every resource once per policy, so this is most of its time."""
+    (what the offline render and tests hand over; reading them cannot raise) take the direct path; inside
+    `shared_plain_copies` an engine proxy's copy is made once."""
     kind = type(value)
     if kind is str:
         return UNKNOWN if value in _SENTINELS else value
@@ -76,7 +93,14 @@ def plain(value: Any) -> Any:
     if kind is _DictProxy or kind is _ListProxy:
         # The engine's proxies (pinned pulumi-policy) hand out what they wrap under "__target"; its unknowns are
         # the sentinel strings, which the direct path turns into UNKNOWN as reading them through the proxy would.
-        return plain(value["__target"])
+        target = value["__target"]
+        shared = _SHARED.get()
+        if shared is None:
+            return plain(target)
+        entry = shared.get(id(target))
+        if entry is None:
+            entry = shared[id(target)] = (target, plain(target))  # keeps target alive, so its id stays its own
+        return entry[1]
     if is_unknown(value):
         return UNKNOWN
     if isinstance(value, Mapping):
