@@ -395,13 +395,13 @@ def test_an_out_path_that_is_a_file_is_one_line(tmp_path, capsys, where):
 
 
 def test_an_out_path_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
-    def full_disk(run: Any, stack: str, out_dir: Path) -> None:
+    def full_disk(run: Any, stack: str, out_dir: Path, records: Any = None) -> None:
         (out_dir / "manifests").mkdir(parents=True)
         raise OSError(28, "No space left on device", str(out_dir / "manifests" / "x.yaml"))
 
     monkeypatch.setattr(render, "write_render", full_disk)
     with pytest.raises(ConfigError) as raised:
-        render._write_out(None, "dev", tmp_path / "dev")  # type: ignore[arg-type]
+        render._write_out(None, "dev", tmp_path / "dev", [])  # type: ignore[arg-type]
     assert str(raised.value).startswith("--out: cannot write /") and str(raised.value).endswith(
         ": No space left on device"
     )

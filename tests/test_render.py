@@ -158,3 +158,16 @@ def test_a_mandatory_policy_violation_fails_the_render_with_a_report(tmp_path, c
 
 def test_committed_stacks_pass_every_mandatory_policy(dev_render):
     assert "mandatory" not in (dev_render / "policy-report.txt").read_text().replace("0 mandatory", "")
+
+
+def test_the_render_collects_garbage_in_batches_and_restores_the_collector(monkeypatch):
+    import gc
+
+    import tools.render as render
+
+    seen = []
+    monkeypatch.setattr(render, "_main", lambda argv: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert render.main(["--stack", "dev"]) == 0
+    assert seen[0][0] == render.BATCH_GC_THRESHOLD > before[0]
+    assert gc.get_threshold() == before

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -108,6 +109,7 @@ def _words(name: str) -> list[str]:
     return [w.upper() for w in re.split(r"[^A-Za-z0-9]+|\s", spaced) if w]
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the name; a render repeats a few hundred names
 def credential_name(name: str) -> bool:
     """Does this env var, key or flag name say it holds a credential?"""
     words = _words(name.lstrip("-"))
@@ -178,11 +180,13 @@ def registry_auth(value: Any) -> bool:
 
 def shapes(value: str) -> Iterator[str]:
     """What `value` looks like, for every credential shape it matches."""
-    for kind, pattern in SHAPES:
-        if pattern.search(value):
-            yield kind
-    if registry_auth(value):
-        yield "Docker registry credentials"
+    yield from _shapes(value)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function of the value; labels and names repeat across resources
+def _shapes(value: str) -> tuple[str, ...]:
+    found = [kind for kind, pattern in SHAPES if pattern.search(value)]
+    return (*found, "Docker registry credentials") if registry_auth(value) else tuple(found)
 
 
 def decoded(value: Any) -> Any:

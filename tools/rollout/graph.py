@@ -116,6 +116,9 @@ class StackGraph:
         resources = sorted((Resource.from_record(record) for record in records), key=lambda r: r.key)
         self.resources: dict[str, Resource] = {r.key: r for r in resources}
         self._ancestors: dict[str, frozenset[str]] = {}
+        self._objects: dict[str, list[Resource]] = {"": [r for r in resources if r.is_kubernetes_object]}
+        for resource in self._objects[""]:
+            self._objects.setdefault(resource.kind, []).append(resource)
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(self.resources.values())
@@ -131,7 +134,8 @@ class StackGraph:
         return [r for r in self if r.type == type_token]
 
     def kubernetes_objects(self, kind: str = "") -> list[Resource]:
-        return [r for r in self if r.is_kubernetes_object and (not kind or r.kind == kind)]
+        """The Kubernetes objects (of `kind`, if given), by key."""
+        return list(self._objects.get(kind, ()))
 
     def find_object(self, kind: str, name: str, namespace: str = "") -> Resource | None:
         for resource in self.kubernetes_objects(kind):
