@@ -8,7 +8,7 @@ sequential read; `standard_readers.py` installs the Debian packages when missing
 Goals: prewarm >= 0.9 x the best raw read; prewarm >= 1.0 x vmtouch; prewarm >= 0.9 x the best fio
 read; cold load >= 5 x the warm load.
 
-    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep] [--rounds 3]
+    python benchmarks/prewarm_bench.py [--size-gb 4] [--shard-gb 1] [--dir PARENT] [--keep] [--rounds 5]
 
 ~300 lines, kept as one script so it runs by path with no package around it; the standard tools'
 drivers live beside it in standard_readers.py.
@@ -320,7 +320,7 @@ def main() -> int:
     parser.add_argument("--shard-gb", type=float, default=1.0, help="shard size")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()), help="parent of the scratch dir")
     parser.add_argument("--keep", action="store_true", help="keep the synthetic checkpoint")
-    parser.add_argument("--rounds", type=int, default=3, help="measure everything this many times; report medians")
+    parser.add_argument("--rounds", type=int, default=5, help="measure everything this many times; report medians")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     args.dir.mkdir(parents=True, exist_ok=True)

@@ -170,3 +170,18 @@ def test_a_stack_beyond_the_target_names_the_step_that_keeps_it_longer_and_why(t
 
 def test_a_stack_on_an_existing_cluster_has_no_target_line():
     assert "Target (" not in markdown(report(records("dev")))
+
+
+def test_the_graph_lists_kubernetes_objects_by_kind_and_keeps_kindless_ones_only_among_all():
+    records = [
+        {**_record("kubernetes:core/v1:ConfigMap", "b"), "inputs": {"kind": "ConfigMap"}},
+        {**_record("kubernetes:core/v1:ConfigMap", "a"), "inputs": {"kind": "ConfigMap"}},
+        _record("kubernetes:core/v1:Secret", "kindless"),  # no `kind` in its inputs
+        _record(NAT, "nat"),
+    ]
+    graph = StackGraph(records)
+    assert [r.name for r in graph.kubernetes_objects()] == ["a", "b", "kindless"]
+    assert [r.name for r in graph.kubernetes_objects("ConfigMap")] == ["a", "b"]
+    assert graph.kubernetes_objects("Secret") == []
+    graph.kubernetes_objects("ConfigMap").clear()  # a copy: the graph's index is its own
+    assert len(graph.kubernetes_objects("ConfigMap")) == 2

@@ -116,9 +116,11 @@ class StackGraph:
         resources = sorted((Resource.from_record(record) for record in records), key=lambda r: r.key)
         self.resources: dict[str, Resource] = {r.key: r for r in resources}
         self._ancestors: dict[str, frozenset[str]] = {}
-        self._objects: dict[str, list[Resource]] = {"": [r for r in resources if r.is_kubernetes_object]}
-        for resource in self._objects[""]:
-            self._objects.setdefault(resource.kind, []).append(resource)
+        objects = [r for r in resources if r.is_kubernetes_object]
+        self._objects: dict[str, list[Resource]] = {"": objects}  # "" = every kind
+        for resource in objects:
+            if resource.kind:
+                self._objects.setdefault(resource.kind, []).append(resource)
 
     def __iter__(self) -> Iterator[Resource]:
         return iter(self.resources.values())
