@@ -129,3 +129,14 @@ def test_a_credential_in_config_map_binary_data_or_a_job_env_is_found():
     (found,) = check_resource("secret-handling", JOB, job)
     assert "holds what looks like an NGC API key" in found
     assert SAMPLES["an NGC API key"] not in found
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_a_shape_is_found_alike_in_a_short_value_and_a_long_one_the_cache_does_not_keep(kind):
+    from policy.nemotron_policies import credentials
+
+    long_value = "x " * credentials.CACHED_VALUE_CHARS + SAMPLES[kind]
+    kept = credentials._shapes.cache_info().currsize
+    assert kind in set(shapes(long_value)) and kind in set(shapes(SAMPLES[kind]))
+    assert credentials._shapes.cache_info().currsize <= kept + 1  # the short sample only
+    assert credential_name("--" + "a" * credentials.CACHED_VALUE_CHARS + "-api-key")

@@ -102,6 +102,7 @@ REFERENCE_SUFFIXES = frozenset(
 )
 NOT_A_CREDENTIAL_PREFIXES = frozenset({"EXISTING", "PUBLIC"})
 ENV_STYLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+CACHED_VALUE_CHARS = 256  # values up to this long (labels, names, flags) repeat; longer ones are not kept
 
 
 def _words(name: str) -> list[str]:
@@ -109,9 +110,13 @@ def _words(name: str) -> list[str]:
     return [w.upper() for w in re.split(r"[^A-Za-z0-9]+|\s", spaced) if w]
 
 
-@functools.lru_cache(maxsize=4096)  # a pure function of the name; a render repeats a few hundred names
 def credential_name(name: str) -> bool:
     """Does this env var, key or flag name say it holds a credential?"""
+    return _credential_name(name) if len(name) <= CACHED_VALUE_CHARS else _credential_name.__wrapped__(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function of the name; a render repeats a few hundred names
+def _credential_name(name: str) -> bool:
     words = _words(name.lstrip("-"))
     if not words or words[-1] in REFERENCE_SUFFIXES or words[0] in NOT_A_CREDENTIAL_PREFIXES:
         return False
@@ -180,7 +185,7 @@ def registry_auth(value: Any) -> bool:
 
 def shapes(value: str) -> Iterator[str]:
     """What `value` looks like, for every credential shape it matches."""
-    yield from _shapes(value)
+    yield from _shapes(value) if len(value) <= CACHED_VALUE_CHARS else _shapes.__wrapped__(value)
 
 
 @functools.lru_cache(maxsize=4096)  # a pure function of the value; labels and names repeat across resources

@@ -68,7 +68,7 @@ _SHARED: ContextVar[Optional[dict[int, tuple[Any, Any]]]] = ContextVar("nemotron
 def shared_plain_copies() -> Iterator[dict[int, tuple[Any, Any]]]:
     """Within the block, `plain()` of an engine proxy returns one copy per proxied value, shared by every
     policy that reads it (the offline run hands every policy the same proxies; rules only read what `plain()`
-    returns, which `tests/test_policy_engine.py` checks on a whole render). Yields the shared copies."""
+    returns, which `tests/test_policy_all_targets.py` checks on every catalog target). Yields the shared copies."""
     copies: dict[int, tuple[Any, Any]] = {}
     token = _SHARED.set(copies)
     try:

@@ -116,7 +116,7 @@ class StackGraph:
         resources = sorted((Resource.from_record(record) for record in records), key=lambda r: r.key)
         self.resources: dict[str, Resource] = {r.key: r for r in resources}
         self._ancestors: dict[str, frozenset[str]] = {}
-        objects = [r for r in resources if r.is_kubernetes_object]
+        objects = [r for r in self.resources.values() if r.is_kubernetes_object]
         self._objects: dict[str, list[Resource]] = {"": objects}  # "" = every kind
         for resource in objects:
             if resource.kind:
