@@ -51,7 +51,7 @@ from typing import Any, Optional, Union
 import botocore
 import botocore.session
 
-from serving_stack.config.aws import AwsConfig
+from serving_stack.config.aws import AwsClusterConfig, AwsConfig
 from serving_stack.config.secrets import missing_secrets
 from serving_stack.config.serving import ModelCacheConfig
 from serving_stack.config.stack import StackConfig
@@ -291,12 +291,7 @@ def check_cluster(config: StackConfig, aws: AwsConfig, facts: Facts) -> list[Con
     # The cluster's version against the Dynamo platform chart the stack installs (a created cluster's always;
     # an existing cluster's when it says its version).
     minimum = facts.platform.chart.minKubernetes
-    existing = aws.cluster.existing if aws.cluster else None
-    key, version = (
-        ("aws.cluster.create.kubernetesVersion", create.kubernetesVersion)
-        if create
-        else ("aws.cluster.existing.kubernetesVersion", existing.kubernetesVersion if existing else None)
-    )
+    key, version = stated_version(aws.cluster)
     installs = create is not None or config.dynamo.platform.install
     if version is not None and installs and version_tuple(version) < version_tuple(minimum):
         errors.append(ConfigError(key, f"the Dynamo platform needs Kubernetes >= {minimum}, got {version}"))
@@ -392,6 +387,15 @@ VERSION_KEY = "aws.cluster.create.kubernetesVersion"
 EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
 
 
+def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:
+    """(config key, version) of the cluster's Kubernetes version: a created cluster's, else the version an
+    existing cluster states (None when it states none)."""
+    if cluster is not None and cluster.create is not None:
+        return VERSION_KEY, cluster.create.kubernetesVersion
+    existing = cluster.existing if cluster is not None else None
+    return EXISTING_VERSION_KEY, existing.kubernetesVersion if existing is not None else None
+
+
 def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
     newest = calendar.newest_in_standard_support(today)
     return newest or f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
@@ -405,12 +409,8 @@ def check_cluster_version(
     cluster = config.aws.cluster if config.aws else None
     if cluster is None:
         return [], []
-    create, existing = cluster.create, cluster.existing
-    key, version = (
-        (VERSION_KEY, create.kubernetesVersion)
-        if create
-        else (EXISTING_VERSION_KEY, existing.kubernetesVersion if existing else None)
-    )
+    create = cluster.create
+    key, version = stated_version(cluster)
     if version is None:
         return [], []
     dates = calendar.versions.get(version)
