@@ -17,8 +17,8 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 SHAPES = [
     ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
@@ -103,6 +103,20 @@ REFERENCE_SUFFIXES = frozenset(
 NOT_A_CREDENTIAL_PREFIXES = frozenset({"EXISTING", "PUBLIC"})
 ENV_STYLE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 CACHED_VALUE_CHARS = 256  # values up to this long (labels, names, flags) repeat; longer ones are not kept
+_Result = TypeVar("_Result")
+
+
+def _cached_when_short(function: Callable[[str], _Result]) -> Callable[[str], _Result]:
+    """`function` (pure) with its results for strings up to CACHED_VALUE_CHARS kept: a render repeats a few
+    hundred names and labels across resources, while large Helm values or scripts are not worth holding."""
+    cached = functools.lru_cache(maxsize=4096)(function)
+
+    @functools.wraps(function)
+    def call(value: str) -> _Result:
+        return cached(value) if len(value) <= CACHED_VALUE_CHARS else function(value)
+
+    call.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    return call
 
 
 def _words(name: str) -> list[str]:
@@ -110,13 +124,9 @@ def _words(name: str) -> list[str]:
     return [w.upper() for w in re.split(r"[^A-Za-z0-9]+|\s", spaced) if w]
 
 
+@_cached_when_short
 def credential_name(name: str) -> bool:
     """Does this env var, key or flag name say it holds a credential?"""
-    return _credential_name(name) if len(name) <= CACHED_VALUE_CHARS else _credential_name.__wrapped__(name)
-
-
-@functools.lru_cache(maxsize=4096)  # a pure function of the name; a render repeats a few hundred names
-def _credential_name(name: str) -> bool:
     words = _words(name.lstrip("-"))
     if not words or words[-1] in REFERENCE_SUFFIXES or words[0] in NOT_A_CREDENTIAL_PREFIXES:
         return False
@@ -185,10 +195,10 @@ def registry_auth(value: Any) -> bool:
 
 def shapes(value: str) -> Iterator[str]:
     """What `value` looks like, for every credential shape it matches."""
-    yield from _shapes(value) if len(value) <= CACHED_VALUE_CHARS else _shapes.__wrapped__(value)
+    yield from _shapes(value)
 
 
-@functools.lru_cache(maxsize=4096)  # a pure function of the value; labels and names repeat across resources
+@_cached_when_short
 def _shapes(value: str) -> tuple[str, ...]:
     found = [kind for kind, pattern in SHAPES if pattern.search(value)]
     return (*found, "Docker registry credentials") if registry_auth(value) else tuple(found)
