@@ -7,8 +7,8 @@ imports, the offline render of `prod`, and the offline render of a synthetic sta
 catalog target. Prints wall time, peak RSS and the ratios to the bare import. Goal: all-targets
 wall-time ratio <= 2.5.
 
-Both sides run from bytecode, as on a user's second and later runs: every measurement runs once unmeasured
-first, with bytecode written to a cache directory of the benchmark's own (`PYTHONPYCACHEPREFIX`; nothing is
+Both sides run from bytecode, as on a user's second and later runs: each render runs once unmeasured first,
+with bytecode written to a cache directory of the benchmark's own (`PYTHONPYCACHEPREFIX`; nothing is
 written into the project or the virtualenv). What a first run without cached bytecode adds (this machine sets
 `PYTHONDONTWRITEBYTECODE`, so every `make render` here pays it) is printed beside it: the time to compile the
 project's modules the render loads, measured.
@@ -58,11 +58,8 @@ def run_once(body: str, bytecode: Path, roots: tuple[str, ...] = ()) -> dict:
 
 
 def measure_interleaved(bodies: dict[str, tuple[str, tuple[str, ...]]], repeat: int, bytecode: Path) -> dict:
-    """Every body once unmeasured (it caches the bytecode), then `repeat` rounds running each body once in
-    turn, so drift in a shared machine's speed reaches a render and its bare import alike. Returns each
-    body's runs."""
-    for body, roots in bodies.values():
-        run_once(body, bytecode, roots)
+    """`repeat` rounds running each body once in turn, so drift in a shared machine's speed reaches a render
+    and its bare import alike. Returns each body's runs."""
     runs: dict[str, list[dict]] = {name: [] for name in bodies}
     for _ in range(repeat):
         for name, (body, roots) in bodies.items():
@@ -77,13 +74,13 @@ def best(runs: list[dict]) -> dict:
 def compile_seconds(sources: list[str], repeat: int) -> float:
     """Best of `repeat`: compiling these source files, what a run without cached bytecode does first."""
     texts = [(path, Path(path).read_bytes()) for path in sources]
-    best = float("inf")
+    fastest = float("inf")
     for _ in range(repeat):
         started = time.perf_counter()
         for path, text in texts:
             compile(text, path, "exec", dont_inherit=True)
-        best = min(best, time.perf_counter() - started)
-    return best
+        fastest = min(fastest, time.perf_counter() - started)
+    return fastest
 
 
 def catalog_ids() -> list[str]:
@@ -127,6 +124,8 @@ def main() -> None:
             "prod": (render_body("prod", ROOT, tmp_path / "out"), ()),
             "every": (render_body("all-targets", project, tmp_path / "out"), (str(ROOT), str(project))),
         }
+        # Each render once unmeasured: it lists the SDK modules a bare import loads and caches the bytecode of
+        # every module both sides load.
         sdks = {name: run_once(body, bytecode, roots)["sdks"] for name, (body, roots) in renders.items()}
         bare = {f"bare-{name}": ("\n".join(f"import {m}" for m in modules), ()) for name, modules in sdks.items()}
         runs = measure_interleaved({**renders, **bare}, args.repeat, bytecode)
