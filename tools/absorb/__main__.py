@@ -19,8 +19,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
