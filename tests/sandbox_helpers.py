@@ -1,5 +1,5 @@
-"""The committed sandbox stack rendered as `make render STACK=sandbox` renders it (placeholders and the
-out-of-band gateway key accepted), and its outputs as the render writes them to outputs.json."""
+"""A committed stack rendered as `make render STACK=<stack>` renders it (placeholders and the out-of-band
+gateway key accepted), the sandbox's above all, and its outputs as the render writes them to outputs.json."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ STACK = "sandbox"
 
 
 @functools.cache
+def committed_run(stack: str) -> ProgramRun:
+    inputs = stack_inputs(stack, placeholders=True)
+    return run_program(inputs.config, inputs.secret_keys, stack=stack)
+
+
 def sandbox_run() -> ProgramRun:
-    inputs = stack_inputs(STACK, placeholders=True)
-    return run_program(inputs.config, inputs.secret_keys, stack=STACK)
+    return committed_run(STACK)
 
 
 def rendered_outputs(run: ProgramRun) -> dict[str, Any]:
