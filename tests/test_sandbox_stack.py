@@ -5,6 +5,8 @@ must set, naming its key, before any resource."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from plan_helpers import FACTS
 from sandbox_helpers import STACK, rendered_outputs, sandbox_run
@@ -13,9 +15,9 @@ from stack_helpers import stack_file_config
 from serving_stack.config import ConfigError
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.names import GPU_RESOURCE, TypeTokens
+from tools import render
 from tools.mock_runtime import SECRET, RecordedResource, run_program
 from tools.secret_placeholders import stack_inputs
-from tools.summary import summary_markdown
 
 CLUSTER = "aws:eks/cluster:Cluster"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -82,11 +84,14 @@ def test_no_monitoring_stack_and_no_sagemaker():
     assert not run.of_type(TypeTokens.MONITORING) and not run.of_type(TypeTokens.SAGEMAKER_ENDPOINT)
 
 
-def test_summary_states_the_stack_cost_per_hour():
-    run = sandbox_run()
-    (pool,) = rendered_outputs(run)["nodePools"]
+def test_make_render_exits_0_and_states_the_stack_cost_per_hour(tmp_path, capsys):
+    code = render.main(["--stack", STACK, "--out", str(tmp_path), "--secret-placeholders"])  # as `make render`
+    assert code == 0
+    (pool,) = json.loads((tmp_path / STACK / "outputs.json").read_text())["nodePools"]
     assert pool["usdPerHour"] is not None
-    assert f"**Stack cost: ${pool['usdPerHour']:,.2f}/h**" in summary_markdown(STACK, run)
+    cost = f"Stack cost: ${pool['usdPerHour']:,.2f}/h on demand"
+    assert cost in capsys.readouterr().out
+    assert f"**{cost}" in (tmp_path / STACK / "summary.md").read_text()
 
 
 def test_pulumi_up_refuses_each_placeholder_naming_its_key():

@@ -39,18 +39,18 @@ def pool_cost_markdown(rows: list[NodePool]) -> str:
 
 
 def stack_cost_line(contract: StackOutputs) -> str:
-    """The stack's $/h: its GPU pools at desired size and its SageMaker endpoints at their initial instance
-    counts, at on-demand list prices (the outputs' `usdPerHour`)."""
+    """The stack's $/h, one line (summary.md and the render's output): its GPU pools at desired size and its
+    SageMaker endpoints at their initial instance counts, at on-demand list prices (the outputs' `usdPerHour`)."""
     parts = {
         "GPU pools": [pool.usdPerHour for pool in contract.nodePools],
         "SageMaker endpoints": [e.usdPerHour for e in contract.endpoints if e.kind == "sagemaker"],
     }
     costs = [cost for part in parts.values() for cost in part]
     if not costs:
-        return "**Stack cost:** no GPU pool or SageMaker endpoint of its own (the GPUs are the cluster's)."
+        return "Stack cost: no GPU pool or SageMaker endpoint of its own (the GPUs are the cluster's)."
     unpriced = sum(cost is None for cost in costs)
     return (
-        f"**Stack cost: ${sum(c or 0 for c in costs):,.2f}/h** on demand ("
+        f"Stack cost: ${sum(c or 0 for c in costs):,.2f}/h on demand ("
         + ", ".join(f"{name} ${sum(c or 0 for c in part):,.2f}/h" for name, part in parts.items() if part)
         + (f"; {unpriced} without a published price not counted" if unpriced else "")
         + "); EKS control plane, system nodes, NAT gateways and storage are extra."
@@ -111,7 +111,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         "",
         f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.",
         "",
-        stack_cost_line(contract),
+        f"**{stack_cost_line(contract)}**",
         "",
     ]
     lines += operability_markdown(run, [e.id for e in contract.endpoints if e.kind == "dynamo"])
