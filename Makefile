@@ -130,7 +130,7 @@ e2e: $(VENV)/.test-deps tools  ## Run the stack under the real Pulumi engine and
 # Kubernetes checks, with the config .checkov/gate.yaml assigns to each manifest (the upstream recipes' own,
 # .checkov/upstream-recipes.yaml, for the model-download Job; .checkov/stack.yaml for the rest). One checkov
 # run per stack: given several -d directories, checkov 3.3 scanned only one of them.
-LINT_STACKS := dev prod
+LINT_STACKS := dev prod sandbox
 lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

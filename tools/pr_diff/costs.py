@@ -1,5 +1,5 @@
 """The $/h side of two renders of one stack: each GPU pool and SageMaker endpoint priced from the stack's
-outputs (`nodePools[].usdPerHourDesired`, `endpoints[].costPerHourUsd`), base beside head."""
+outputs (`nodePools[].usdPerHour`, `endpoints[].usdPerHour`), base beside head."""
 
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
     costs = {}
     for pool in outputs.get("nodePools") or []:
         costs[f"GPU pool `{pool['pool']}`"] = Cost(
-            f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired")
+            f"{pool['instanceType']} x{pool.get('desiredSize')}", pool.get("usdPerHour")
         )
     for endpoint in outputs.get("endpoints") or []:
         if endpoint.get("kind") == "sagemaker":
             costs[f"SageMaker `{endpoint['id']}`"] = Cost(
-                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd")
+                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("usdPerHour")
             )
     return costs
 

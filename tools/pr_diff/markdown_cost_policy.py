@@ -43,8 +43,8 @@ def cost_section(costs: tuple[CostLine, ...]) -> list[str]:
     lines += [
         "",
         (
-            "On-demand list prices at desired size (outputs `nodePools[].usdPerHourDesired`, "
-            "`endpoints[].costPerHourUsd`); n/a: no published price."
+            "On-demand list prices at desired size (outputs `nodePools[].usdPerHour`, "
+            "`endpoints[].usdPerHour`); n/a: no published price."
         ),
         "",
     ]
