@@ -12,8 +12,8 @@ bin=$root/.tools/bin
 mkdir -p "$cache" "$bin"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
-# Minutes a first build took here (2 cores, empty Go caches; `make tools` prints them before it starts).
-declare -A first_build_minutes=([etcd]=3 [kwok]=2 [pulumi-resource-kubernetes]=20 [pulumi]=8 [kubernetes]=10)
+# Minutes a first build took here (2 busy cores, empty Go caches, 2026-12-02; `make tools` prints them before it starts).
+declare -A first_build_minutes=([etcd]=2 [kwok]=2 [pulumi-resource-kubernetes]=23 [pulumi]=18 [kubernetes]=15)
 echo "make tools: etcd, kwok, the Kubernetes provider, the Pulumi CLI and the control plane; a first build takes" \
   "about $(( ${first_build_minutes[etcd]} + ${first_build_minutes[kwok]} + ${first_build_minutes[pulumi-resource-kubernetes]} + ${first_build_minutes[pulumi]} + ${first_build_minutes[kubernetes]} )) min on 2 cores, later runs reuse $cache"
 
