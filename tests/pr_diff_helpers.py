@@ -186,3 +186,37 @@ def render_raw(raw: dict[str, Any], stack: str, policies: bool = False) -> Rende
 def prefixed(raw: dict[str, Any]) -> dict[str, str]:
     """The config as the engine hands it to the program (`project:key` -> JSON), as `stack_config` reads it."""
     return {f"{_project(REPO)}:{key}": json.dumps(value) for key, value in raw.items()}
+
+
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def markdown_problems(text: str) -> list[str]:
+    """Open blocks, tables without a header and separator, rows cut short."""
+    problems, fence, depth, table = [], "", 0, []
+    for number, line in enumerate([*text.split("\n"), ""], 1):
+        marker = FENCE.match(line)
+        if fence:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if marker:
+            fence = marker.group(1)
+            continue
+        depth += line.count("<details>") - line.count("</details>")
+        if depth < 0:
+            problems.append(f"line {number}: </details> closes nothing")
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            table.append(stripped)
+            if not stripped.endswith("|") or stripped.endswith("\\|"):
+                problems.append(f"line {number}: a table row cut short: {stripped[-40:]!r}")
+            continue
+        if table and (len(table) < 2 or not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", table[1])):
+            problems.append(f"line {number}: a table without its separator line: {table[0]!r}")
+        table = []
+    if fence:
+        problems.append(f"a code fence {fence} left open")
+    if depth:
+        problems.append(f"{depth} <details> left open")
+    return problems
