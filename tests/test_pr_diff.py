@@ -90,7 +90,7 @@ def test_pool_size_change_updates_in_place_and_costs(forward: StackDiff, planted
     assert change.kind == "change"
     field = next(f for f in change.fields if f.path == "scalingConfig.desiredSize")
     assert (field.before, field.after, topic(field)) == (before, after, "pool size")
-    cost = next(line for line in forward.costs if f"`{pool}`" in line.item)
+    cost = next(line for line in forward.cost.lines if f"`{pool}`" in line.item)
     assert cost.base and cost.head and cost.base.usd_per_hour is not None and cost.head.usd_per_hour is not None
     assert cost.head.usd_per_hour - cost.base.usd_per_hour == pytest.approx(price * (after - before), abs=0.01)
 
@@ -123,7 +123,6 @@ def test_markdown_names_every_change_and_no_secret(
         planted.image[1],
         "IAM widens",
         "forces a new resource",
-        "```mermaid",
     ):
         assert expected in text, expected
     assert "[secret]" not in text and "kubeconfig" not in text
