@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 from pr_diff_helpers import markdown_problems
 
+from tools.diff import ARTIFACT, Links
 from tools.pr_diff.markdown import MAX_BYTES
 
 WORKFLOW = Path(__file__).resolve().parent.parent / ".github" / "workflows" / "pr-diff-comment.yml"
@@ -121,3 +122,16 @@ def test_two_stacks_at_the_bound_fit_in_one_comment(tmp_path):
     body = run_comment_script(tmp_path, stacks)
     assert all(text in body for text in stacks.values())
     assert len(body) < GITHUB_LIMIT and len(body.encode()) < GITHUB_LIMIT
+
+
+def test_the_diff_job_links_its_own_run_and_uploads_the_artifact_the_comment_names():
+    checks = yaml.safe_load((WORKFLOW.parent / "pull-request.yml").read_text())["jobs"]["diff"]["steps"]
+    upload = next(s for s in checks if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == ARTIFACT.format(stack="${{ matrix.stack }}")
+    assert upload["with"]["path"] == "build/pr-diff/"
+    make = next(s for s in checks if "make -s diff" in s.get("run", ""))
+    assert 'RUN_URL="$RUN_URL"' in make["run"] and make["env"]["RUN_URL"].endswith("/actions/runs/${{ github.run_id }}")
+    links = Links.of("prod", Path("build/pr-diff/prod.md"), "https://example.invalid/run/1")
+    assert (
+        f"`{ARTIFACT.format(stack='prod')}`" in links.full_diff and "(https://example.invalid/run/1)" in links.full_diff
+    )
