@@ -56,7 +56,7 @@ gateway-venv: $(GATEWAY_VENV)/.deps  ## The pinned LiteLLM proxy in .venv-gatewa
 # DROP_RETIRED="<id> ..." leaves retired targets out (refused while a committed stack selects one).
 absorb: $(VENV)/.render-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]
 	@test -n "$(UPSTREAM)" -a -n "$(COMMIT)" || { echo "usage: make absorb UPSTREAM=<dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]" >&2; exit 2; }
-	$(PY) -m tools.absorb --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run) $(foreach id,$(DROP_RETIRED),--drop-retired "$(id)")
+	$(PY) -m tools.absorb --progress --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run) $(foreach id,$(DROP_RETIRED),--drop-retired "$(id)")
 
 # promtool (Debian package `prometheus`) for the alert-rule tests; installed once when missing.
 promtool:  ## Install promtool if missing
@@ -136,7 +136,7 @@ e2e: $(VENV)/.test-deps tools  ## Run the stack under the real Pulumi engine and
 # Kubernetes checks, with the config .checkov/gate.yaml assigns to each manifest (the upstream recipes' own,
 # .checkov/upstream-recipes.yaml, for the model-download Job; .checkov/stack.yaml for the rest). One checkov
 # run per stack: given several -d directories, checkov 3.3 scanned only one of them.
-LINT_STACKS := dev prod
+LINT_STACKS := dev prod sandbox
 lint: $(VENV)/.render-deps $(VENV)/.lint-deps $(CHECKOV_VENV)/.deps  ## Static checks: code, workflows, stack files, rendered manifests
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -260,8 +260,10 @@ sagemaker_endpoints = {
 }
 
 # --- Gateway: one OpenAI-compatible URL with failover across the targets and SageMaker (LiteLLM) ----
+gateway_key = None
 if plan.gateway:
     gateway = plan.gateway
+    gateway_key = secret_value(MASTER_KEY_SECRET)
     invoke = None
     if gateway.invokes_sagemaker:  # the plan allows it only on the cluster the stack creates
         assert cluster.name is not None
@@ -276,17 +278,22 @@ if plan.gateway:
         GatewayArgs.of(
             gateway,
             namespace=serving_namespace.namespace_name,
-            master_key=secret_value(MASTER_KEY_SECRET),
+            master_key=gateway_key,
             sagemaker_access=invoke,
         ),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
     )
 
-# --- Outputs: the versioned contract ---------------------------------------------------------------
-contract = StackOutputs(endpoints=plan.endpoints, gateway=plan.gateway.output if plan.gateway else None)
-for key, value in contract.model_dump(mode="json").items():
-    pulumi.export(key, value)
-pulumi.export("nodePools", [row.as_dict() for row in plan.pool_costs])
+# --- Outputs: the versioned contract (serving_stack/contract/outputs.py) ----------------------------
+contract = StackOutputs(
+    endpoints=plan.endpoints,
+    nodePools=list(plan.pool_costs),
+    gateway=plan.gateway.output if plan.gateway else None,
+)
+outputs: dict[str, object] = contract.model_dump(mode="json")
 if cluster.eks:
-    pulumi.export("cluster", {"name": cluster.eks.cluster_name, "endpoint": cluster.eks.endpoint})
-    pulumi.export("kubeconfig", cluster.eks.kubeconfig)
+    outputs["cluster"] = {"name": cluster.eks.cluster_name, "endpoint": cluster.eks.endpoint}
+    outputs["kubeconfig"] = cluster.eks.kubeconfig
+outputs["gatewayApiKey"] = gateway_key  # a secret: apps read it through a StackReference (examples/README.md)
+for key, value in outputs.items():
+    pulumi.export(key, value)

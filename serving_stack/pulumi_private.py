@@ -16,7 +16,7 @@ from pulumi.runtime import config as _runtime_config
 from pulumi.runtime import mocks as _mocks
 from pulumi.runtime import rpc as _rpc
 from pulumi.runtime import settings as _settings
-from pulumi.runtime.stack import run_pulumi_func as _run_pulumi_func
+from pulumi.runtime.stack import run_in_stack as _run_in_stack
 from pulumi.runtime.sync_await import _sync_await
 
 # How a secret value is marked in deserialized inputs (`pulumi.runtime.rpc._special_sig_key` / `_secret_sig`).
@@ -62,10 +62,18 @@ def run_with_mocks(
     config: dict[str, Any],
     secret_keys: list[str],
 ) -> dict[str, Any]:
-    """Run `program` as a Pulumi program under mocks (preview=False); returns the stack's outputs."""
+    """Run `program` as a Pulumi program under mocks (preview=False); returns the stack's outputs. It runs
+    in a new root Stack as the language host runs a program (`run_in_stack`), so an entry point registered
+    with `pulumi.run` runs too."""
     _settings.set_root_resource(None)  # type: ignore[arg-type]  # the SDK resets the stack this way itself
     pulumi.runtime.set_all_config(config, secret_keys)
     _mocks.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
-    _sync_await(_run_pulumi_func(program))
-    root = _settings.get_root_resource()
-    return dict(getattr(root, "outputs", None) or {})
+    _settings.set_root_resource(None)  # type: ignore[arg-type]  # set_mocks made a closed one
+    roots: list[Any] = []  # the Stack run_in_stack makes is the root inside the run only (a context variable)
+
+    def in_stack() -> Any:
+        roots.append(_settings.get_root_resource())
+        return program()
+
+    _sync_await(_run_in_stack(in_stack))
+    return dict(roots[0].outputs)

@@ -1,4 +1,4 @@
-"""README.md ("AWS: GPU instance types") has a row per catalog instance type that says what the data says: capacity options, EFA
+"""docs/aws.md ("GPU instance types") has a row per catalog instance type that says what the data says: capacity options, EFA
 devices, AMI, the device plugins (and driver) its pools get, and its prerequisites. Rows are built here from
 the data, so a data change without a docs change fails (print them with `python tests/test_aws_docs.py`)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from serving_stack.facts.aws import InstanceType, load_aws_catalog
 
-DOC = Path(__file__).resolve().parent.parent / "README.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "aws.md"
 CATALOG = load_aws_catalog()
 
 

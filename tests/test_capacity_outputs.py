@@ -17,6 +17,7 @@ from stack_helpers import PROJECT
 from serving_stack.contract.outputs import ServingEndpoint, StackOutputs
 from tools import render
 from tools.mock_runtime import PROJECT_DIR
+from tools.write_outputs_schema import SCHEMA_FILE
 
 STACK = "prod-planned"
 
@@ -48,7 +49,7 @@ def test_each_dynamo_endpoint_costs_what_its_nodes_cost_per_token(stack: str) ->
 
 
 def test_the_field_is_optional_so_older_outputs_stay_valid() -> None:
-    schema = json.loads((PROJECT_DIR / "schemas" / "stack-outputs.v1.schema.json").read_text())
+    schema = json.loads(SCHEMA_FILE.read_text())
     assert "usdPerMillionOutputTokens" in schema["$defs"]["ServingEndpoint"]["properties"]
     assert "usdPerMillionOutputTokens" not in schema["$defs"]["ServingEndpoint"]["required"]
     older = {"id": "x", "kind": "dynamo", "servedModelName": "m", "url": "http://x/v1", "gpus": 1}

@@ -1,4 +1,4 @@
-"""The committed prod stack with its gateway, as `make render STACK=prod` runs it: the outputs contract 1.1
+"""The committed prod stack with its gateway, as `make render STACK=prod` runs it: the outputs contract
 carries the URL, the model names and where the key is, each equal to the objects rendered; the ConfigMap
 holds exactly the plan of the stack's own targets and endpoints (what the loopback tests run); the invoke
 role names exactly the stack's endpoints and the pods wait for its Pod Identity association; and the key

@@ -1,5 +1,5 @@
-"""Pool rows for stack outputs and summary.md: instance type, GPU range (min..max nodes x GPUs per node)
-and hourly list-price cost at desired, min and max nodes (n/a where no price is published)."""
+"""Pool rows for stack outputs and summary.md: instance type, the pool's sizes as numbers, and hourly
+list-price cost at desired, min and max nodes (n/a where no price is published)."""
 
 from __future__ import annotations
 
@@ -25,36 +25,32 @@ def rows():
     return {row.pool: row for row in plan.pool_costs}
 
 
-def test_gpu_ranges_and_costs():
+def test_sizes_and_costs():
     by_pool = rows()
     h200 = by_pool["h200"]
-    assert (h200.instanceType, h200.capacityType, h200.gpusPerNode, h200.nodes, h200.gpus) == (
-        "p5en.48xlarge",
-        "on-demand",
-        8,
-        "1..4",
-        "8..32",
-    )
-    assert (h200.usdPerHourDesired, h200.usdPerHourMin, h200.usdPerHourMax) == (126.59, 63.3, 253.18)
+    assert (h200.instanceType, h200.capacityType, h200.gpusPerNode) == ("p5en.48xlarge", "on-demand", 8)
+    assert (h200.minSize, h200.desiredSize, h200.maxSize) == (1, 2, 4)
+    assert (h200.usdPerHour, h200.usdPerHourMin, h200.usdPerHourMax) == (126.59, 63.3, 253.18)
     b200 = by_pool["b200"]
-    assert (b200.gpus, b200.usdPerHourDesired, b200.usdPerHourMin, b200.usdPerHourMax) == ("0..8", 113.93, 0.0, 113.93)
+    assert (b200.minSize, b200.usdPerHour, b200.usdPerHourMin, b200.usdPerHourMax) == (0, 113.93, 0.0, 113.93)
 
 
 def test_unpublished_price_is_none_not_zero():
     gb200 = rows()["gb200"]
-    assert (gb200.gpus, gb200.capacityType) == ("0..8", "capacity-block")
-    assert (gb200.usdPerHourDesired, gb200.usdPerHourMin, gb200.usdPerHourMax) == (None, None, None)
+    assert (gb200.maxSize, gb200.capacityType) == (2, "capacity-block")
+    assert (gb200.usdPerHour, gb200.usdPerHourMin, gb200.usdPerHourMax) == (None, None, None)
 
 
-def test_rows_serialize_for_stack_outputs():
-    assert rows()["h200"].as_dict() == {
+def test_rows_serialize_for_stack_outputs_with_numbers():
+    assert rows()["h200"].model_dump(mode="json") == {
         "pool": "h200",
         "instanceType": "p5en.48xlarge",
         "capacityType": "on-demand",
         "gpusPerNode": 8,
-        "nodes": "1..4",
-        "gpus": "8..32",
-        "usdPerHourDesired": 126.59,
+        "minSize": 1,
+        "desiredSize": 2,
+        "maxSize": 4,
+        "usdPerHour": 126.59,
         "usdPerHourMin": 63.3,
         "usdPerHourMax": 253.18,
     }

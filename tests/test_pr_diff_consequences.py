@@ -65,7 +65,7 @@ def test_three_added_targets_lead_with_the_cost_change_and_name_the_one_below_de
     price = {name: AWS.instance_types[p["instanceType"]].onDemandUsdPerHour for name, p in pools.items()}
     change = sum(price[name] * (after - before) for name, (before, after) in planted.grown.items())
     priced_base = sum(price[name] * before for name, (before, _) in planted.grown.items()) + sum(
-        e["costPerHourUsd"] or 0.0 for e in base().outputs["endpoints"] if e["kind"] == "sagemaker"
+        e["usdPerHour"] or 0.0 for e in base().outputs["endpoints"] if e["kind"] == "sagemaker"
     )
     found = HEADLINE_COST.search(first)
     assert first.startswith(f"### `{STACK}`: **") and found, first

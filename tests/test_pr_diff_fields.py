@@ -194,3 +194,57 @@ def test_the_head_renders_warnings_are_under_needs_attention(tmp_path):
     diff = diff_stack("prod", _render([]), head, load_rules())
     text = render_markdown(diff, "base", "head")
     assert f"- ⚠️ {warning}" in text.split("<details>")[0], "among the consequences, above the folded details"
+
+
+def test_a_base_of_the_previous_outputs_contract_is_priced_by_its_own_field_names():
+    """Outputs contract 1.x kept `usdPerHourDesired` and `costPerHourUsd` (serving_stack/contract/CHANGELOG.md):
+    a diff across the 2.0 change prices both sides, never an unknown or a drop to zero."""
+    base = _render(
+        [],
+        {
+            "contractVersion": "1.1",
+            "endpoints": [
+                {
+                    "id": "e",
+                    "kind": "sagemaker",
+                    "instanceType": "ml.g6e.12xlarge",
+                    "instanceCount": 1,
+                    "costPerHourUsd": 13.12,
+                }
+            ],
+            "nodePools": [
+                {"pool": "h200", "instanceType": "p5en.48xlarge", "nodes": "1..2", "usdPerHourDesired": 63.3}
+            ],
+        },
+    )
+    head = _render(
+        [],
+        {
+            "contractVersion": "2.0",
+            "endpoints": [
+                {
+                    "id": "e",
+                    "kind": "sagemaker",
+                    "instanceType": "ml.g6e.12xlarge",
+                    "instanceCount": 1,
+                    "usdPerHour": 13.12,
+                }
+            ],
+            "nodePools": [
+                {
+                    "pool": "h200",
+                    "instanceType": "p5en.48xlarge",
+                    "minSize": 1,
+                    "desiredSize": 2,
+                    "maxSize": 2,
+                    "usdPerHour": 126.59,
+                }
+            ],
+        },
+    )
+    cost = diff_stack("prod", base, head, load_rules()).cost
+    assert (cost.base_total, cost.head_total, cost.change) == (
+        round(63.3 + 13.12, 2),
+        round(126.59 + 13.12, 2),
+        round(126.59 - 63.3, 2),
+    )

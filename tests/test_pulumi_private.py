@@ -38,6 +38,29 @@ def test_a_program_under_mocks_reads_its_config_and_secrets_and_returns_its_outp
     assert pulumi_private.resolve(outputs["answer"], "[secret]") == 42
 
 
+def test_a_program_with_a_pulumi_run_entry_point_runs_it_and_exports_what_it_returns() -> None:
+    """As the language host runs a program: the module body, then the entry point `pulumi.run` registered."""
+    order: list[str] = []
+
+    async def main() -> dict[str, object]:
+        order.append("entry point")
+        return {"late": "from main"}
+
+    def program() -> None:
+        order.append("body")
+        pulumi.export("early", 1)
+        pulumi.run(main)
+
+    outputs = pulumi_private.run_with_mocks(
+        program, StackMocks(), None, project="proj", stack="test", config={}, secret_keys=[]
+    )
+    assert order == ["body", "entry point"]
+    assert {key: pulumi_private.resolve(value, "[secret]") for key, value in outputs.items()} == {
+        "early": 1,
+        "late": "from main",
+    }
+
+
 def test_resolve_reads_plain_values_and_hides_secrets() -> None:
     assert pulumi_private.resolve(pulumi.Output.from_input("x"), "[secret]") == "x"
     assert pulumi_private.resolve(pulumi.Output.secret("x"), "[secret]") == "[secret]"

@@ -1,4 +1,4 @@
-"""README's configuration reference states every numeric and list-length bound the config model enforces: each
+"""The configuration reference (docs/configuration.md) states every numeric and list-length bound the config model enforces: each
 bounded key of the generated schema (`schemas/stack-config.schema.json`, `make schema`) has a row naming its
 lower and upper bound, so a new bound without documentation fails here."""
 
@@ -48,12 +48,11 @@ def bounded_keys() -> dict[str, dict[str, float]]:
 
 def reference_rows() -> dict[str, str]:
     """Key path -> its table row; a cell `a.b.min` / `max` names `a.b.min` and `a.b.max`."""
-    readme = (PROJECT_DIR / "README.md").read_text()
-    section = readme.split("\n## Configuration", 1)[1].split("\n## ", 1)[0]
+    section = (PROJECT_DIR / "docs" / "configuration.md").read_text()
     rows: dict[str, str] = {}
     block = None
     for line in section.splitlines():
-        if heading := re.match(r"^### `([^`]+)`", line):
+        if heading := re.match(r"^## `([^`]+)`", line):
             block = heading.group(1)
         elif block and line.startswith("| `"):
             keys = re.findall(r"`([^`]+)`", line.strip("|").split("|")[0])
@@ -86,7 +85,7 @@ def test_the_schema_has_bounded_keys():
 @pytest.mark.parametrize("key", sorted(KEYS))
 def test_readme_states_the_bounds_of(key):
     row = _row_for(key, ROWS)
-    assert row is not None, f"README's configuration reference has no row for {key}"
+    assert row is not None, f"docs/configuration.md has no row for {key}"
     for bound, number in KEYS[key].items():
         stated = any(re.search(rf"(?<!\d)(?<!\d[,.]){re.escape(s)}(?!\d|[,.]\d)", row) for s in _spelled(number))
         assert stated, f"{key}: {bound} {number} not stated in: {row}"

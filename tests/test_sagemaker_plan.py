@@ -39,7 +39,7 @@ def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
         variant="AllTraffic",
         instanceType="ml.g6e.12xlarge",
         instanceCount=2,
-        costPerHourUsd=26.2316,
+        usdPerHour=26.2316,
     )
     variant = planned.variant
     assert (variant.model_data_download_timeout, variant.container_startup_health_check_timeout) == (1200, 1200)
@@ -74,7 +74,7 @@ def test_huggingface_endpoint_takes_the_container_the_recipe_needs_and_config_ov
     )
     assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
     gpus = FACTS.sagemaker_instances["ml.p5en.48xlarge"].gpus * planned.variant.initial_instance_count
-    assert (planned.endpoint.gpus, planned.endpoint.costPerHourUsd, planned.endpoint.region) == (
+    assert (planned.endpoint.gpus, planned.endpoint.usdPerHour, planned.endpoint.region) == (
         gpus,
         None,
         "us-east-1",

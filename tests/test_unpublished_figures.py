@@ -11,7 +11,7 @@ from catalog_picks import pick
 from monitoring_helpers import groups_for, thresholds
 
 import tools.summary
-from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.contract.outputs import CONTRACT_VERSION, ServingEndpoint
 from serving_stack.facts.catalog import Catalog, Performance, Recipe, load_catalog
 from serving_stack.plan.watched_targets import watched_target
 from tools.mock_runtime import ProgramRun
@@ -43,7 +43,9 @@ def test_the_summary_shows_n_a_for_every_unpublished_figure_and_the_verdict(monk
         expectedTokensPerSecondPerUser=None,
         meetsPublishedCriteria=None,
     )
-    run = ProgramRun(resources=[], outputs={"contractVersion": "1.0", "endpoints": [endpoint.model_dump(mode="json")]})
+    run = ProgramRun(
+        resources=[], outputs={"contractVersion": CONTRACT_VERSION, "endpoints": [endpoint.model_dump(mode="json")]}
+    )
     summary = tools.summary.summary_markdown("test", run)
     assert f"| `{recipe.id}` | dynamo | 1 | n/a | n/a | n/a | n/a | `http://x:8000/v1` |" in summary
     assert "**Total:** 1 GPUs, 0.00 expected output tok/s." in summary

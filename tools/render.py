@@ -33,7 +33,7 @@ from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_pr
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
 from tools.secret_placeholders import stack_inputs
-from tools.summary import summary_markdown
+from tools.summary import stack_cost_line, summary_markdown
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 WARNINGS_FILE = "warnings.txt"
@@ -187,6 +187,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"error: {_out_error(out_dir, error)}", file=sys.stderr)
         return EXIT_CONFIG
     print(f"rendered stack {args.stack!r}: {len(run.resources)} resources -> {out_dir}")
+    print(stack_cost_line(StackOutputs.model_validate(run.outputs)))
     if run.plan is not None:
         for warning in run.plan.warnings:
             print(f"warning: {warning}", file=sys.stderr)

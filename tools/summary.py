@@ -31,10 +31,30 @@ def pool_cost_markdown(rows: list[NodePool]) -> str:
     ]
     for r in rows:
         lines.append(
-            f"| `{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.nodes} | {r.gpus} | "
-            f"{_money(r.usdPerHourDesired)} | {_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)} |"
+            f"| `{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.minSize}..{r.maxSize} | "
+            f"{r.minSize * r.gpusPerNode}..{r.maxSize * r.gpusPerNode} | "
+            f"{_money(r.usdPerHour)} | {_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)} |"
         )
     return "\n".join(lines)
+
+
+def stack_cost_line(contract: StackOutputs) -> str:
+    """The stack's $/h, one line (summary.md and the render's output): its GPU pools at desired size and its
+    SageMaker endpoints at their initial instance counts, at on-demand list prices (the outputs' `usdPerHour`)."""
+    parts = {
+        "GPU pools": [pool.usdPerHour for pool in contract.nodePools],
+        "SageMaker endpoints": [e.usdPerHour for e in contract.endpoints if e.kind == "sagemaker"],
+    }
+    costs = [cost for part in parts.values() for cost in part]
+    if not costs:
+        return "Stack cost: no GPU pool or SageMaker endpoint of its own (the GPUs are the cluster's)."
+    unpriced = sum(cost is None for cost in costs)
+    return (
+        f"Stack cost: ${sum(c or 0 for c in costs):,.2f}/h on demand ("
+        + ", ".join(f"{name} ${sum(c or 0 for c in part):,.2f}/h" for name, part in parts.items() if part)
+        + (f"; {unpriced} without a published price not counted" if unpriced else "")
+        + "); EKS control plane, system nodes, NAT gateways and storage are extra."
+    )
 
 
 def _row(cells: list[object]) -> str:
@@ -87,25 +107,16 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         )
     total_gpus = sum(e.gpus for e in contract.endpoints)
     total_tps = sum(e.expectedOutputTokensPerSecond or 0 for e in contract.endpoints)
-    lines += ["", f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.", ""]
+    lines += [
+        "",
+        f"**Total:** {total_gpus} GPUs, {total_tps:,.2f} expected output tok/s.",
+        "",
+        f"**{stack_cost_line(contract)}**",
+        "",
+    ]
     lines += operability_markdown(run, [e.id for e in contract.endpoints if e.kind == "dynamo"])
     if contract.nodePools:
-        rows = contract.nodePools
-        desired = sum(r.usdPerHourDesired or 0 for r in rows)
-        lines += [
-            "## GPU node pools",
-            "",
-            pool_cost_markdown(rows),
-            "",
-            f"**Stack GPU pools at desired size:** ${desired:,.2f}/h on demand"
-            + (
-                " (pools without a published price not counted)"
-                if any(r.usdPerHourDesired is None for r in rows)
-                else ""
-            )
-            + "; EKS control plane, system nodes, NAT and storage are extra.",
-            "",
-        ]
+        lines += ["## GPU node pools", "", pool_cost_markdown(contract.nodePools), ""]
     unverified = [
         r.inputs["tags"][ENDPOINT_TAG]
         for r in run.of_type("aws:sagemaker/endpoint:Endpoint")
@@ -116,12 +127,6 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             f"**UNVERIFIED JumpStart spec** (not fetched from the content bucket; tests and demos only): "
             f"{', '.join(f'`{name}`' for name in unverified)}. Refresh it with "
             "`python -m tools.refresh_jumpstart_snapshot` before a real deploy.",
-            "",
-        ]
-    sagemaker_costs = [e.costPerHourUsd for e in contract.endpoints if e.kind == "sagemaker" and e.costPerHourUsd]
-    if sagemaker_costs:
-        lines += [
-            f"**SageMaker endpoints:** ${sum(sagemaker_costs):,.2f}/h at initial instance counts.",
             "",
         ]
     if run.plan is not None:

@@ -1,11 +1,13 @@
-"""Write `schemas/stack-outputs.v1.schema.json` from the pydantic contract (`make schema`)."""
+"""Write `schemas/stack-outputs.v<major>.schema.json` from the pydantic contract (`make schema`); a major bump
+replaces the previous major's file (serving_stack/contract/outputs.py)."""
 
 import json
 from pathlib import Path
 
-from serving_stack.contract.outputs import StackOutputs
+from serving_stack.contract.outputs import MAJOR_VERSION, StackOutputs
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "stack-outputs.v1.schema.json"
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_FILE = SCHEMA_DIR / f"stack-outputs.v{MAJOR_VERSION}.schema.json"
 
 
 def schema_text() -> str:
@@ -14,5 +16,9 @@ def schema_text() -> str:
 
 
 if __name__ == "__main__":
+    for previous in SCHEMA_DIR.glob("stack-outputs.v*.schema.json"):
+        if previous != SCHEMA_FILE:
+            previous.unlink()
+            print(f"removed {previous} (an earlier major version)")
     SCHEMA_FILE.write_text(schema_text())
     print(f"wrote {SCHEMA_FILE}")

@@ -1,9 +1,9 @@
 """Call the serving stack's gateway with the OpenAI client, configured from the stack outputs (contract
->= 1.1), and say which model answered.
+2.x), and say which model answered. From outside the cluster (examples/README.md has the whole sequence):
 
-    pulumi stack output --json --stack prod > outputs.json        # or build/<stack>/outputs.json
-    kubectl -n nemotron port-forward svc/llm-gateway 4000:4000 &   # from outside the cluster
-    GATEWAY_API_KEY=$(kubectl -n nemotron get secret llm-gateway-master-key -o jsonpath='{.data.masterKey}' | base64 -d) \\
+    pulumi stack output --json --stack sandbox > outputs.json      # or build/<stack>/outputs.json
+    kubectl -n nemotron port-forward svc/llm-gateway 4000:4000 &    # with the stack's kubeconfig output
+    GATEWAY_API_KEY=$(pulumi stack output gatewayApiKey --show-secrets --stack sandbox) \\
       python gateway_client.py --outputs outputs.json --base-url http://127.0.0.1:4000/v1 "Summarise RFC 9110"
 
 `ClientSettings.from_outputs` is the whole contract logic (plain dict in, settings out): the Pulumi
@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-GATEWAY_SINCE = "1.1"  # the contract version that added `gateway`; later 1.x versions only add fields
+CONTRACT_MAJOR = "2"  # the outputs contract this app reads; later 2.x versions only add fields
 API_KEY_ENV = "GATEWAY_API_KEY"
+
+
+class StackOutputsError(ValueError):
+    """The serving stack's outputs cannot serve this app; the message says what to change."""
 
 
 @dataclass(frozen=True)
@@ -30,42 +34,34 @@ class ClientSettings:
     base_url: str
     model: str
     fallbacks: tuple[str, ...]
-    secret_namespace: str
-    secret_name: str
-    secret_key: str
     answered_by_headers: tuple[str, ...]
 
     @classmethod
     def from_outputs(cls, outputs: Mapping[str, Any], model: Optional[str] = None) -> ClientSettings:
         """Settings for `model` (default: the first model Dynamo serves) from the stack outputs."""
         version = outputs.get("contractVersion")
+        if str(version).partition(".")[0] != CONTRACT_MAJOR:
+            raise StackOutputsError(
+                f"the outputs are contract {version!r}; this app reads contract {CONTRACT_MAJOR}.x "
+                "(serving_stack/contract/CHANGELOG.md)"
+            )
         gateway = outputs.get("gateway")
-        if not _has_gateway_field(version) or not gateway:
-            raise ValueError(
-                f"the stack outputs (contract {version!r}) have no gateway; it needs contract "
-                f"{GATEWAY_SINCE} or a later 1.x with gateway.enabled"
+        if not gateway:
+            raise StackOutputsError(
+                "the stack serves no gateway (its gateway.enabled is false, as in dev): point the app at a stack "
+                "with one (sandbox, prod) or set nemotron-lightning:gateway.enabled true on it"
             )
         models = {entry["name"]: entry for entry in gateway["models"]}
         if model is None:
             model = next((m["name"] for m in gateway["models"] if m["kind"] == "dynamo"), gateway["models"][0]["name"])
         if model not in models:
-            raise ValueError(f"model {model!r} is not served by the gateway; it serves {', '.join(models)}")
-        auth = gateway["auth"]
+            raise StackOutputsError(f"model {model!r} is not served by the gateway; it serves {', '.join(models)}")
         return cls(
             base_url=gateway["url"],
             model=model,
             fallbacks=tuple(models[model]["fallbacks"]),
-            secret_namespace=auth["secretNamespace"],
-            secret_name=auth["secretName"],
-            secret_key=auth["secretKey"],
             answered_by_headers=tuple(gateway["answeredByHeaders"]),
         )
-
-
-def _has_gateway_field(version: Any) -> bool:
-    major, _, minor = str(version).partition(".")
-    since_major, _, since_minor = GATEWAY_SINCE.partition(".")
-    return major == since_major and minor.isdigit() and int(minor) >= int(since_minor)
 
 
 @dataclass(frozen=True)
@@ -113,12 +109,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--model", help="a model name of the gateway (default: the first Dynamo model)")
     parser.add_argument("--base-url", help="override the in-cluster URL (e.g. a port-forward)")
     args = parser.parse_args(argv)
-    settings = ClientSettings.from_outputs(json.loads(args.outputs.read_text()), args.model)
+    try:
+        settings = ClientSettings.from_outputs(json.loads(args.outputs.read_text()), args.model)
+    except StackOutputsError as error:
+        print(f"error: {args.outputs}: {error}", file=sys.stderr)
+        return 2
     api_key = os.environ.get(API_KEY_ENV)
     if not api_key:
         print(
-            f"error: set {API_KEY_ENV} to the key in Secret {settings.secret_namespace}/{settings.secret_name} "
-            f"(key {settings.secret_key})",
+            f"error: set {API_KEY_ENV} to the stack's secret output gatewayApiKey "
+            "(`pulumi stack output gatewayApiKey --show-secrets`)",
             file=sys.stderr,
         )
         return 2

@@ -1,8 +1,7 @@
-"""Outputs contract v1.1 (additive): the gateway, one URL for every model the stack serves.
-
-`StackOutputs` (contract/outputs.py) has `gateway: Optional[GatewayOutput] = None` and accepts
-`contractVersion` "1.0" or "1.1"; `endpoints` stay as they are, so 1.0 consumers keep working. The output
-says how to authenticate (which Secret holds the key), never the key.
+"""The gateway's part of the outputs contract (`StackOutputs.gateway`, since 1.1): one URL for every model
+the stack serves, and where its key is: the Kubernetes Secret `auth` names, or the secret stack output
+`gatewayApiKey` (2.0) for apps outside the cluster's namespaces. This object itself never holds the key, so
+it stays a plain (not secret) output.
 """
 
 from __future__ import annotations

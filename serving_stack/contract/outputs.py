@@ -1,7 +1,9 @@
-"""The versioned contract of stack outputs that applications consume.
+"""The versioned contract of stack outputs that applications consume (changes: CHANGELOG.md beside it).
 
-`schemas/stack-outputs.v1.schema.json` is generated from `StackOutputs` (`make schema`) and a test keeps
-the two equal. Additive, optional fields keep the major version; anything else bumps it.
+`schemas/stack-outputs.v<major>.schema.json` is generated from `StackOutputs` (`make schema`) and a test keeps
+the two equal. Additive, optional fields bump the minor version, and a document of an earlier minor still
+validates; anything else bumps the major and replaces the schema file (one file per major; the previous one
+stays in git history, where CHANGELOG.md points).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import pydantic
 
 from serving_stack.contract.gateway import GatewayOutput
 
-CONTRACT_VERSION: Final = "1.1"  # 1.1 added `gateway`; a 1.0 document still validates
+CONTRACT_VERSION: Final = "2.0"
+MAJOR_VERSION: Final = CONTRACT_VERSION.partition(".")[0]
 
 
 class _Contract(pydantic.BaseModel):
@@ -40,7 +43,7 @@ class ServingEndpoint(_Contract):
     instanceCount: Optional[int] = pydantic.Field(
         default=None, ge=1, description="Initial instance count (sagemaker); autoscaling moves it within min..max."
     )
-    costPerHourUsd: Optional[float] = pydantic.Field(
+    usdPerHour: Optional[float] = pydantic.Field(
         default=None,
         description="Approximate on-demand price x instanceCount (sagemaker); null when the price is unknown.",
     )
@@ -54,17 +57,20 @@ class ServingEndpoint(_Contract):
 
 
 class NodePool(_Contract):
-    """Capacity and on-demand list-price cost of one GPU node pool."""
+    """Size and on-demand list-price cost of one GPU node pool: the sizes are the pool's config
+    (`aws.nodePools[].minSize`, `desiredSize`, `maxSize`); GPUs are `gpusPerNode` x nodes. Prices are an
+    upper bound for spot and an estimate for Capacity Blocks; null where no price is published."""
 
     pool: str
     instanceType: Optional[str]
     capacityType: str
-    gpusPerNode: int
-    nodes: str = pydantic.Field(description="min..max nodes")
-    gpus: str = pydantic.Field(description="min..max GPUs")
-    usdPerHourDesired: Optional[float] = pydantic.Field(description="null where no price is published")
-    usdPerHourMin: Optional[float]
-    usdPerHourMax: Optional[float]
+    gpusPerNode: int = pydantic.Field(ge=0)
+    minSize: int = pydantic.Field(ge=0, description="Nodes at least.")
+    desiredSize: int = pydantic.Field(ge=0, description="Nodes at `pulumi up`.")
+    maxSize: int = pydantic.Field(ge=0, description="Nodes at most.")
+    usdPerHour: Optional[float] = pydantic.Field(description="At desiredSize nodes.")
+    usdPerHourMin: Optional[float] = pydantic.Field(description="At minSize nodes.")
+    usdPerHourMax: Optional[float] = pydantic.Field(description="At maxSize nodes.")
 
 
 class Cluster(_Contract):
@@ -73,13 +79,18 @@ class Cluster(_Contract):
 
 
 class StackOutputs(_Contract):
-    contractVersion: Literal["1.0", "1.1"] = CONTRACT_VERSION
+    contractVersion: Literal["2.0"] = CONTRACT_VERSION
     endpoints: list[ServingEndpoint]
     nodePools: list[NodePool] = []
     cluster: Optional[Cluster] = pydantic.Field(default=None, description="Only when the stack creates the cluster.")
     kubeconfig: Optional[str] = pydantic.Field(default=None, description='A Pulumi secret; "[secret]" offline.')
     gateway: Optional[GatewayOutput] = pydantic.Field(
-        default=None, description="One OpenAI-compatible URL with failover (contract 1.1; null when disabled)."
+        default=None, description="One OpenAI-compatible URL with failover (null when disabled)."
+    )
+    gatewayApiKey: Optional[str] = pydantic.Field(
+        default=None,
+        description="The gateway's key (the same as its Secret `gateway.auth`) as a Pulumi secret, for apps that read it "
+        'through a StackReference; "[secret]" offline, null when the gateway is off.',
     )
 
 

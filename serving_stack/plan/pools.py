@@ -22,12 +22,13 @@ plugin runs only on those pools' nodes and serves ComputeDomains (IMEX); GPUs st
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Optional
 
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
+from serving_stack.contract.outputs import NodePool
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import (
@@ -538,40 +539,22 @@ def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
     return errors
 
 
-@dataclass(frozen=True)
-class PoolCostRow:
-    """Capacity and list-price cost of one pool. Prices are on-demand list prices (an upper bound for
-    spot, an estimate for Capacity Blocks); None where the instance facts publish no price."""
-
-    pool: str
-    instanceType: Optional[str]
-    capacityType: str
-    gpusPerNode: int
-    nodes: str
-    gpus: str
-    usdPerHourDesired: Optional[float]
-    usdPerHourMin: Optional[float]
-    usdPerHourMax: Optional[float]
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-
 def _usd(price: Optional[float], nodes: int) -> Optional[float]:
     return round(price * nodes, 2) if price is not None else None
 
 
-def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[PoolCostRow]:
-    """One row per pool: `nodes`/`gpus` as `min..max` ranges, hourly cost at desired, min and max nodes."""
+def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[NodePool]:
+    """One row per pool for the outputs: its sizes and its hourly cost at desired, min and max nodes."""
     return [
-        PoolCostRow(
+        NodePool(
             pool=pool.name,
             instanceType=pool.instance_type,
             capacityType=pool.capacity_type,
             gpusPerNode=pool.gpus_per_node,
-            nodes=f"{pool.min_size}..{pool.max_size}",
-            gpus=f"{pool.min_size * pool.gpus_per_node}..{pool.max_size * pool.gpus_per_node}",
-            usdPerHourDesired=_usd(pool.on_demand_usd_per_hour, pool.desired_size),
+            minSize=pool.min_size,
+            desiredSize=pool.desired_size,
+            maxSize=pool.max_size,
+            usdPerHour=_usd(pool.on_demand_usd_per_hour, pool.desired_size),
             usdPerHourMin=_usd(pool.on_demand_usd_per_hour, pool.min_size),
             usdPerHourMax=_usd(pool.on_demand_usd_per_hour, pool.max_size),
         )

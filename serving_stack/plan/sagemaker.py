@@ -842,7 +842,7 @@ def _plan_one(
         variant=endpoint.variantName,
         instanceType=endpoint.instanceType,
         instanceCount=endpoint.initialInstanceCount,
-        costPerHourUsd=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
+        usdPerHour=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
     )
     key_region = endpoint.kmsKeyArn.split(":")[3] if endpoint.kmsKeyArn else region
     if key_region != region:

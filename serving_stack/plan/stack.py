@@ -56,7 +56,7 @@ from serving_stack.config.secrets import missing_secrets
 from serving_stack.config.serving import ModelCacheConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.config.types import quantity_value
-from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.contract.outputs import NodePool, ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon
@@ -88,7 +88,6 @@ from serving_stack.plan.pools import (
     DraDriverPlan,
     LocalZoneSubnet,
     ManagedPoolSpec,
-    PoolCostRow,
     ResolvedPool,
     check_pools,
     check_region,
@@ -234,7 +233,7 @@ class StackPlan:
     storage: Optional[StoragePlan]
     serving: ServingPlan
     sagemaker: tuple[PlannedEndpoint, ...]
-    pool_costs: tuple[PoolCostRow, ...]
+    pool_costs: tuple[NodePool, ...]
     monitoring: Optional[MonitoringPlan]
     operability: Optional[OperabilityPlan]
     capacity: StackCapacity

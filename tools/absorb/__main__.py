@@ -18,6 +18,8 @@ import filecmp
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -165,10 +167,13 @@ def absorb(
     dry_run: bool,
     dropped: frozenset[str] = frozenset(),
     project_dir: Path = PROJECT_DIR,
+    step: Callable[[str], None] = lambda _: None,
 ) -> tuple[Report, bool]:
+    step("reading the committed stacks and the current catalog")
     stacks = read_stacks(project_dir)
     previous = load_catalog(root)
     _check_drops(dropped, previous, stacks)
+    step(f"reading upstream {upstream}")
     revision = read_upstream(upstream)
     provenance = resolve(
         upstream,
@@ -178,6 +183,7 @@ def absorb(
         plain_copy=upstream.is_relative_to(root.resolve()),
     )
     data, changes = next_catalog(revision, previous, provenance, dropped)
+    step(f"staging {len(revision.files)} upstream files and the next targets.yaml in a copy of the catalog")
     with tempfile.TemporaryDirectory(prefix="absorb-") as tmp:
         staging = Path(tmp) / "catalog"
         replaced = {RECIPES_DIR, RETIRED_DIR, TARGETS_FILE}
@@ -187,6 +193,7 @@ def absorb(
             shutil.copyfile(upstream / relative, staging / RECIPES_DIR / relative)
         _stage_retired(data, previous, root, staging)
         (staging / TARGETS_FILE).write_text(targets_yaml(data))
+        step("loading the staged catalog and checking every target's conformance with its recipe")
         report = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
         report.files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
         report.files += [
@@ -197,8 +204,15 @@ def absorb(
             report.files.append(f"~ ../{TARGETS_FILE}")
         written = bool(report.files) and not dry_run
         if written:
+            step(f"writing {len(report.files)} changed files into {root}")
             _install(staging, root)
     return report, written
+
+
+def _printer() -> Callable[[str], None]:
+    """Each step on stderr with the seconds since the absorb started (the report goes to stdout)."""
+    start = time.monotonic()
+    return lambda text: print(f"absorb [{time.monotonic() - start:5.1f} s] {text}", file=sys.stderr, flush=True)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -217,6 +231,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         help="leave this retired target out of the catalog (refused while a committed stack selects it)",
     )
     parser.add_argument(
+        "--progress", action="store_true", help="print each step on stderr as it starts (`make absorb` does)"
+    )
+    parser.add_argument(
         "--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked"
     )
     args = parser.parse_args(argv)
@@ -229,6 +246,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             args.dry_run,
             frozenset(args.drop_retired),
             args.project_dir,
+            _printer() if args.progress else lambda _: None,
         )
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)

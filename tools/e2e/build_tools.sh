@@ -12,6 +12,20 @@ bin=$root/.tools/bin
 mkdir -p "$cache" "$bin"
 export CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
+# Minutes a first build took here (2 cores, empty Go caches; `make tools` prints them before it starts).
+declare -A first_build_minutes=([etcd]=3 [kwok]=2 [pulumi-resource-kubernetes]=20 [pulumi]=8 [kubernetes]=10)
+echo "make tools: etcd, kwok, the Kubernetes provider, the Pulumi CLI and the control plane; a first build takes" \
+  "about $(( ${first_build_minutes[etcd]} + ${first_build_minutes[kwok]} + ${first_build_minutes[pulumi-resource-kubernetes]} + ${first_build_minutes[pulumi]} + ${first_build_minutes[kubernetes]} )) min on 2 cores, later runs reuse $cache"
+
+# wait_for PID SECONDS: true once PID has exited, false after SECONDS while it still runs.
+wait_for() {
+  local deadline=$((SECONDS + $2))
+  while kill -0 "$1" 2>/dev/null; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 2
+  done
+}
+
 # build NAME MODULE VERSION LDFLAGS BINARY=PACKAGE...
 build() {
   local name=$1 module=$2 version=$3 ldflags=$4; shift 4
@@ -21,9 +35,15 @@ build() {
   local out=$cache/$name-$version-$key
   if [ ! -f "$out/.complete" ]; then
     local start=$SECONDS
+    echo "building $name $version (${first_build_minutes[$name]:-?} min on a first build on 2 cores; cached afterwards)"
     rm -rf "$out" && mkdir -p "$out"
     for spec in "$@"; do
-      (cd "$dir" && go build -ldflags "-s -w $ldflags" -o "$out/${spec%%=*}" "${spec#*=}")
+      (cd "$dir" && go build -ldflags "-s -w $ldflags" -o "$out/${spec%%=*}" "${spec#*=}") &
+      local pid=$!
+      while ! wait_for "$pid" 60; do
+        echo "  $name: building ${spec%%=*}, $(((SECONDS - start) / 60)) min $(((SECONDS - start) % 60)) s so far"
+      done
+      wait "$pid"
     done
     touch "$out/.complete"
     echo "built $name $version in $((SECONDS - start)) s -> $out"

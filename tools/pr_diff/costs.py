@@ -1,5 +1,10 @@
 """The $/h side of two renders of one stack: each GPU pool and SageMaker endpoint priced from the stack's
-outputs (`nodePools[].usdPerHourDesired`, `endpoints[].costPerHourUsd`), base beside head, and the totals.
+outputs, base beside head, and the totals.
+
+The outputs are read by their contract's major version (`serving_stack/contract/CHANGELOG.md`), so a base
+rendered before a major change still diffs: 2.x keeps `nodePools[].usdPerHour` (at `desiredSize`) and
+`endpoints[].usdPerHour`; 1.x kept `nodePools[].usdPerHourDesired` (sizes as `nodes: "min..max"`) and
+`endpoints[].costPerHourUsd`.
 
 A price the data does not know (null in the outputs) makes its side's total unknown, and the change of its
 item unknown unless the item is the same on both sides: a total of the priced items only would read as a
@@ -11,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from serving_stack.contract.outputs import CONTRACT_VERSION
 from tools.pr_diff.records import Render
 
 
@@ -80,16 +86,22 @@ class CostChange:
         return [line for line in self.lines if (cost := getattr(line, side)) is not None and cost.usd_per_hour is None]
 
 
+def _pool_cost(pool: dict[str, Any], major: str) -> Cost:
+    if major == "1":
+        return Cost(f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired"))
+    return Cost(f"{pool['instanceType']} x{pool['desiredSize']}", pool.get("usdPerHour"))
+
+
 def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
+    major = str(outputs.get("contractVersion", CONTRACT_VERSION)).partition(".")[0]
+    endpoint_price = "costPerHourUsd" if major == "1" else "usdPerHour"
     costs = {}
     for pool in outputs.get("nodePools") or []:
-        costs[f"GPU pool `{pool['pool']}`"] = Cost(
-            f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired")
-        )
+        costs[f"GPU pool `{pool['pool']}`"] = _pool_cost(pool, major)
     for endpoint in outputs.get("endpoints") or []:
         if endpoint.get("kind") == "sagemaker":
             costs[f"SageMaker `{endpoint['id']}`"] = Cost(
-                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get("costPerHourUsd")
+                f"{endpoint.get('instanceType')} x{endpoint.get('instanceCount')}", endpoint.get(endpoint_price)
             )
     return costs
 

@@ -18,8 +18,8 @@ from tools.pr_diff.stack_diff import StackDiff
 UNKNOWN = "unknown"
 PRICES = "on-demand list prices at desired size"
 PRICES_SOURCE = (
-    "On-demand list prices at desired size (outputs `nodePools[].usdPerHourDesired`, "
-    "`endpoints[].costPerHourUsd`); unknown: no published price."
+    "On-demand list prices at desired size (outputs `nodePools[].usdPerHour`, `endpoints[].usdPerHour`); "
+    "unknown: no published price."
 )
 
 
