@@ -135,3 +135,13 @@ def test_the_diff_job_links_its_own_run_and_uploads_the_artifact_the_comment_nam
     assert (
         f"`{ARTIFACT.format(stack='prod')}`" in links.full_diff and "(https://example.invalid/run/1)" in links.full_diff
     )
+
+
+def test_every_stack_the_diff_job_runs_fits_the_comment_at_the_bound():
+    """Another stack in the matrix needs a smaller `MAX_BYTES`, or its diff would be replaced by a link."""
+    stacks = yaml.safe_load((WORKFLOW.parent / "pull-request.yml").read_text())["jobs"]["diff"]["strategy"]["matrix"]
+    script = next(s["run"] for s in yaml.safe_load(WORKFLOW.read_text())["jobs"]["comment"]["steps"] if "run" in s)
+    body_bytes = int(script.split("max_body_bytes=")[1].split()[0])
+    stack_bytes = int(script.split("max_stack_bytes=")[1].split()[0])
+    assert stack_bytes == MAX_BYTES
+    assert len(stacks["stack"]) * MAX_BYTES <= body_bytes
