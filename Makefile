@@ -11,7 +11,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render policy plan diff diff-sample check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -90,10 +90,16 @@ plan: $(VENV)/.render-deps $(VENV)/.plan-deps  ## Size STACK from its `demand:` 
 	$(PY) -m tools.plan_capacity --stack $(STACK) $(if $(WRITE),--write)
 
 BASE ?= origin/main
-# With the engine built (`make tools`) and a stack it can preview (no AWS resources, no Helm releases), the
-# comment ends with the real `pulumi preview --diff` against the deployed base; OFFLINE=1 skips it.
+# BASE renders in the virtualenv of its own requirement files (the working tree's when they agree, else one
+# cached by their hash under ~/.cache/nemotron-stack-diff). With the engine built (`make tools`) and a stack
+# it can preview (no AWS resources, no Helm releases), the real `pulumi preview --diff` against the deployed
+# base is written to build/pr-diff/engine/ and held against the offline diff; OFFLINE=1 skips it. RUN_URL:
+# the CI run whose artifact holds build/pr-diff/ (the comment links it).
 diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
-	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline)
+	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline) $(if $(RUN_URL),--run-url "$(RUN_URL)")
+
+diff-sample: $(VENV)/.render-deps  ## Rewrite docs/pull-requests.md's sample comment from a planted pull request (tools/pr_diff/sample.py)
+	$(PY) -m tools.pr_diff.sample --venv $(abspath $(VENV))
 
 check-dates: $(VENV)/.render-deps  ## List every dated fact (EKS support ends, version-tied pins, prices) ending within 90 days [TODAY=YYYY-MM-DD]
 	$(PY) -m tools.check_dates $(if $(TODAY),--today $(TODAY))

@@ -1,20 +1,29 @@
-"""A throwaway clone of this repository with one commit of planted changes, for the PR-diff tests.
+"""Planted pull requests for the PR-diff tests: a throwaway clone with one commit of planted changes (the slow,
+end-to-end tests), and in-process renders of a committed stack with a planted edit (the fast ones).
 
 Every planted value is derived from the committed data (stack config, catalog, instance types,
-JumpStart snapshot), so the tests follow the data instead of literal ids.
+JumpStart snapshot), so the tests follow the data instead of literal ids. The edits of the consequence
+tests are `tools.pr_diff.sample`'s, which the docs' sample comment is made from.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from bad_stack_helpers import committed
+from stack_helpers import TEST_SECRETS, run_config
+
+from policy.nemotron_policies.offline import evaluate, format_report
+from serving_stack.contract.outputs import StackOutputs
+from tools.pr_diff import sample
+from tools.pr_diff.records import Render, parse_policy_report
 
 REPO = Path(__file__).resolve().parent.parent
 GIT_USER = ["-c", "user.name=pr-diff-test", "-c", "user.email=pr-diff-test@example.invalid"]
@@ -40,21 +49,7 @@ def git(repo: Path, *args: str) -> str:
 
 def copy_project(destination: Path) -> Path:
     """The project's files (tracked and new, not ignored) in a fresh repository with one commit."""
-    listed = subprocess.run(
-        ["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard", "-z"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (destination / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination / name)
-    git(destination, "init", "--quiet")
-    git(destination, "add", "--all")
-    git(destination, "commit", "--quiet", "-m", "base")
-    return destination
+    return sample.copy_project(REPO, destination)
 
 
 def _project(repo: Path) -> str:
@@ -169,3 +164,59 @@ def plant_changes(repo: Path) -> Planted:
         (imaged["id"], imaged["image"]),
         prefix,
     )
+
+
+def stack_raw(stack: str) -> dict[str, Any]:
+    """A committed stack's config, unprefixed (the project's keys only), to edit."""
+    prefix = f"{_project(REPO)}:"
+    config = committed(stack)["config"]
+    return copy.deepcopy({k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)})
+
+
+def render_raw(raw: dict[str, Any], stack: str, policies: bool = False) -> Render:
+    """The stack program run in-process under mocks with this config, as `tools.render` writes it (the
+    policy pack's report too when `policies`)."""
+    run = run_config(raw, stack=stack, secrets=TEST_SECRETS)
+    records = [json.loads(json.dumps(r.to_json())) for r in run.resources]
+    outputs = StackOutputs.model_validate(run.outputs).model_dump(mode="json")
+    report = format_report(evaluate(run.resources, None, stack=stack)) if policies else ""
+    return Render.from_records(records, outputs, parse_policy_report(report))
+
+
+def prefixed(raw: dict[str, Any]) -> dict[str, str]:
+    """The config as the engine hands it to the program (`project:key` -> JSON), as `stack_config` reads it."""
+    return {f"{_project(REPO)}:{key}": json.dumps(value) for key, value in raw.items()}
+
+
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def markdown_problems(text: str) -> list[str]:
+    """Open blocks, tables without a header and separator, rows cut short."""
+    problems, fence, depth, table = [], "", 0, []
+    for number, line in enumerate([*text.split("\n"), ""], 1):
+        marker = FENCE.match(line)
+        if fence:
+            if marker and marker.group(1)[0] == fence[0] and len(marker.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if marker:
+            fence = marker.group(1)
+            continue
+        depth += line.count("<details>") - line.count("</details>")
+        if depth < 0:
+            problems.append(f"line {number}: </details> closes nothing")
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            table.append(stripped)
+            if not stripped.endswith("|") or stripped.endswith("\\|"):
+                problems.append(f"line {number}: a table row cut short: {stripped[-40:]!r}")
+            continue
+        if table and (len(table) < 2 or not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", table[1])):
+            problems.append(f"line {number}: a table without its separator line: {table[0]!r}")
+        table = []
+    if fence:
+        problems.append(f"a code fence {fence} left open")
+    if depth:
+        problems.append(f"{depth} <details> left open")
+    return problems

@@ -8,7 +8,7 @@ from typing import Any
 
 from tools.pr_diff.changes import SECRET
 from tools.pr_diff.iam import diff_policy
-from tools.pr_diff.markdown import MAX_CHARS, render_markdown
+from tools.pr_diff.markdown import MAX_BYTES, render_markdown
 from tools.pr_diff.records import Render, load_render
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
@@ -176,10 +176,10 @@ def test_large_diffs_fold_then_shrink_to_fit_a_comment() -> None:
     text = render_markdown(folded, "base", "head")
     assert "<details><summary>12 resources</summary>" in text and "<summary>fields</summary>" in text
     huge = diff_stack("t", config_maps(600, "a" * 80), config_maps(600, "b" * 80), load_rules())
-    whole, capped = render_markdown(huge, "base", "head", max_chars=None), render_markdown(huge, "base", "head")
-    assert len(whole) > MAX_CHARS >= len(capped)
+    whole, capped = render_markdown(huge, "base", "head", max_bytes=None), render_markdown(huge, "base", "head")
+    assert len(whole.encode()) > MAX_BYTES >= len(capped.encode())
     assert "`data.k0`" in whole and "`data.k0`" not in capped
-    assert "| ♻️ replaced | 600 |" in capped and "left out to fit a comment" in capped
+    assert "Resources: ♻️ 600 replaced" in capped and "left out to fit a comment" in capped
 
 
 def test_the_head_renders_warnings_are_under_needs_attention(tmp_path):
@@ -193,5 +193,58 @@ def test_the_head_renders_warnings_are_under_needs_attention(tmp_path):
     assert head.warnings == (warning,)
     diff = diff_stack("prod", _render([]), head, load_rules())
     text = render_markdown(diff, "base", "head")
-    assert "#### ⚠️ Needs attention" in text
-    assert f"- {warning}" in text
+    assert f"- ⚠️ {warning}" in text.split("<details>")[0], "among the consequences, above the folded details"
+
+
+def test_a_base_of_the_previous_outputs_contract_is_priced_by_its_own_field_names():
+    """Outputs contract 1.x kept `usdPerHourDesired` and `costPerHourUsd` (serving_stack/contract/CHANGELOG.md):
+    a diff across the 2.0 change prices both sides, never an unknown or a drop to zero."""
+    base = _render(
+        [],
+        {
+            "contractVersion": "1.1",
+            "endpoints": [
+                {
+                    "id": "e",
+                    "kind": "sagemaker",
+                    "instanceType": "ml.g6e.12xlarge",
+                    "instanceCount": 1,
+                    "costPerHourUsd": 13.12,
+                }
+            ],
+            "nodePools": [
+                {"pool": "h200", "instanceType": "p5en.48xlarge", "nodes": "1..2", "usdPerHourDesired": 63.3}
+            ],
+        },
+    )
+    head = _render(
+        [],
+        {
+            "contractVersion": "2.0",
+            "endpoints": [
+                {
+                    "id": "e",
+                    "kind": "sagemaker",
+                    "instanceType": "ml.g6e.12xlarge",
+                    "instanceCount": 1,
+                    "usdPerHour": 13.12,
+                }
+            ],
+            "nodePools": [
+                {
+                    "pool": "h200",
+                    "instanceType": "p5en.48xlarge",
+                    "minSize": 1,
+                    "desiredSize": 2,
+                    "maxSize": 2,
+                    "usdPerHour": 126.59,
+                }
+            ],
+        },
+    )
+    cost = diff_stack("prod", base, head, load_rules()).cost
+    assert (cost.base_total, cost.head_total, cost.change) == (
+        round(63.3 + 13.12, 2),
+        round(126.59 + 13.12, 2),
+        round(126.59 - 63.3, 2),
+    )

@@ -3,8 +3,10 @@
 For a stack with no AWS resources and no Helm releases (the AWS provider cannot be built here and charts
 cannot be fetched), the base commit is deployed with the real CLI into a local backend against a control
 plane on loopback (tools/e2e/harness.py), then the working tree is previewed against that state. The diff
-is the engine's own (`pulumi preview --diff`), with the versions that produced it. Everything started is
-stopped before it returns.
+is the engine's own (`pulumi preview --diff`), with the versions that produced it, and so is its plan
+(`pulumi preview --json`: one operation per resource, `engine_state.engine_plan`), which `make diff` holds
+against the offline diff. The base's program runs in the base's virtualenv when it has its own. Everything
+started is stopped before it returns.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
+from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import node_objects, node_shapes
 from tools.e2e.harness import Harness
 from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError
@@ -32,6 +36,17 @@ PLACEHOLDER_SECRETS = {
     "ngcApiKey": "nvapi-placeholder",
     "hfToken": "hf_placeholder",
 }
+
+
+@dataclass(frozen=True)
+class EnginePreview:
+    """`text`: the engine's `preview --diff` output; `plan`: resource name -> its operation (`engine_plan`),
+    empty when the engine could not preview."""
+
+    label: str
+    text: str
+    plan: dict[str, str] = field(default_factory=dict)
+    ran: bool = True
 
 
 def not_previewable(records: Iterable[Mapping[str, Any]]) -> Optional[str]:
@@ -64,9 +79,15 @@ def _secrets_of(stack_file: Path) -> dict[str, str]:
 
 
 def engine_preview(
-    repo: Path, base_ref: str, stack: str, base_records: list[dict[str, Any]], head_records: list[dict[str, Any]]
-) -> tuple[str, str]:
-    """(label, the engine's `preview --diff` text) of the working tree against the deployed base."""
+    repo: Path,
+    base_ref: str,
+    stack: str,
+    base_records: list[dict[str, Any]],
+    head_records: list[dict[str, Any]],
+    base_venv: Optional[Path] = None,
+) -> EnginePreview:
+    """The engine's `preview --diff` and plan of the working tree against the deployed base (its program run
+    in `base_venv` when given)."""
     stack_file = f"Pulumi.{stack}.yaml"
     with tempfile.TemporaryDirectory(prefix="engine-diff-") as scratch, base_worktree(repo, base_ref) as (tree, _):
         work = Path(scratch)
@@ -79,6 +100,9 @@ def engine_preview(
             kubeconfig = harness.plane.kubeconfig_with_context(work / "kubeconfig", context)
             harness.replace_nodes(node_objects(node_shapes(_manifests(base_records) + _manifests(head_records))))
             project = Project.create(work / "pulumi", kubeconfig, source=tree)
+            if base_venv is not None:
+                (project.root / ".venv").unlink()
+                (project.root / ".venv").symlink_to(base_venv)
             project.write_stack(stack, config)
             project.init(stack, _secrets_of(tree / stack_file))
             project.up(stack)
@@ -87,12 +111,13 @@ def engine_preview(
             kept = {k: v for k, v in project.stack_file(stack).items() if isinstance(v, dict) and "secure" in v}
             project.write_stack(stack, {**head_config, **kept})
             result = project.pulumi("preview", "--stack", stack, "--diff", "--non-interactive", check=False)
+            plan = engine_plan(project.preview(stack, check=False))
             version = project.pulumi("version").stdout.strip()
         except PulumiError as failed:
-            return engine_label("(failed)"), f"the engine could not deploy the base: {failed}"
+            return EnginePreview(engine_label("(failed)"), f"the engine could not preview: {failed}", ran=False)
         finally:
             harness.stop()
     text = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
     if len(text) > PREVIEW_LIMIT:
         text = text[:PREVIEW_LIMIT] + "\n... (cut)"
-    return engine_label(version), text
+    return EnginePreview(engine_label(version), text, plan)

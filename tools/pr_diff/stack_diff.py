@@ -1,4 +1,6 @@
-"""Two renders of one stack -> what `pulumi up` would do to each resource, the cost (`costs.py`) and policy change.
+"""Two renders of one stack -> what `pulumi up` would do to each resource, and its consequences: the cost
+(`costs.py`), the GPU pools replaced node by node and the targets they interrupt (`pool_rolls.py`), the new
+or changed targets that fail the stack's demand (`demand.py`), and the policy change.
 
 Resources match by URN (type chain + name), as the engine matches state. A resource is replaced when a
 replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
@@ -8,17 +10,18 @@ replaced, or its URN moves (same type and name under a new parent type).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.serving import deployed_dynamo_targets, swap_refusal
 from tools.pr_diff.changes import MISSING, SECRET, FieldChange
-from tools.pr_diff.costs import CostLine, diff_costs
+from tools.pr_diff.costs import CostChange, diff_costs
+from tools.pr_diff.demand import DemandCriteria, DemandMiss, demand_misses, stack_criteria
 from tools.pr_diff.iam import policy_summary
+from tools.pr_diff.pool_rolls import PoolRoll, pool_rolls
 from tools.pr_diff.records import Render, Resource, Violation
 from tools.pr_diff.replacement import ReplacementRules
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
-from tools.rollout.node_rolls import NodeRoll, node_rolls
 
 KINDS = ("replace", "remove", "add", "change")
 PROVIDER_PREFIX = "pulumi:providers:"
@@ -44,13 +47,15 @@ class ResourceChange:
 class StackDiff:
     stack: str
     resources: tuple[ResourceChange, ...]
-    costs: tuple[CostLine, ...]
+    cost: CostChange
     base_violations: tuple[Violation, ...]
     head_violations: tuple[Violation, ...]
     outputs: tuple[FieldChange, ...] = field(default=())
     # What the engine refuses or cannot finish in one `up` (a target swap on the same GPUs).
     engine_notes: tuple[str, ...] = field(default=())
-    node_rolls: tuple[NodeRoll, ...] = field(default=())
+    pool_rolls: tuple[PoolRoll, ...] = field(default=())
+    criteria: Optional[DemandCriteria] = None
+    demand_misses: tuple[DemandMiss, ...] = field(default=())
     # The head render's warnings: what deploys as before but needs a decision (a retired target).
     warnings: tuple[str, ...] = field(default=())
 
@@ -233,23 +238,36 @@ def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in outputs.items() if v != SECRET and k not in ALWAYS_HIDDEN_KEYS}
 
 
-def diff_stack(stack: str, base: Render, head: Render, rules: ReplacementRules, surge: bool = False) -> StackDiff:
-    """`surge`: the head stack's `dynamo.targetSwap` is `surge` (its pools have room for old and new)."""
+def diff_stack(
+    stack: str,
+    base: Render,
+    head: Render,
+    rules: ReplacementRules,
+    surge: bool = False,
+    criteria: Optional[DemandCriteria] = None,
+    base_criteria: Optional[DemandCriteria] = None,
+) -> StackDiff:
+    """`surge`: the head stack's `dynamo.targetSwap` is `surge` (its pools have room for old and new).
+    `criteria`, `base_criteria`: each side's demand (default: the catalog's published criteria)."""
+    catalog = load_catalog()
+    criteria = criteria or stack_criteria({}, catalog)
     outputs = diff_values(_shown_outputs(base.outputs), _shown_outputs(head.outputs), "outputs")
     swap = swap_refusal(
         deployed_dynamo_targets(base.outputs.get("endpoints")),
         deployed_dynamo_targets(head.outputs.get("endpoints")),
-        load_catalog(),
+        catalog,
         surge,
     )
     return StackDiff(
-        stack,
-        tuple(diff_resources(base, head, rules)),
-        tuple(diff_costs(base, head)),
-        base.violations,
-        head.violations,
-        tuple(outputs),
-        (f"`pulumi up` refuses this change: {swap}",) if swap else (),
-        tuple(node_rolls([r.record for r in base.resources.values()], [r.record for r in head.resources.values()])),
-        head.warnings,
+        stack=stack,
+        resources=tuple(diff_resources(base, head, rules)),
+        cost=diff_costs(base, head),
+        base_violations=base.violations,
+        head_violations=head.violations,
+        outputs=tuple(outputs),
+        engine_notes=(f"`pulumi up` refuses this change: {swap}",) if swap else (),
+        pool_rolls=pool_rolls(base, head),
+        criteria=criteria,
+        demand_misses=demand_misses(base.outputs, head.outputs, criteria, base_criteria or criteria, catalog),
+        warnings=head.warnings,
     )
