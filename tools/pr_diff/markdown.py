@@ -21,7 +21,7 @@ from tools.pr_diff.markdown_fields import cell, field_table, topic
 from tools.pr_diff.pool_rolls import PoolRoll
 from tools.pr_diff.stack_diff import ResourceChange, StackDiff
 
-MAX_BYTES = 30_000  # per stack: a comment holds both stacks within GitHub's 65,536 characters
+MAX_BYTES = 20_000  # per stack: a comment holds the three stacks within GitHub's 65,536 characters
 DETAILS = ("fields", "names", "counts")  # from the whole diff down to counts only
 MAX_ATTENTION_ITEMS = 25
 INLINE_FIELD_ROWS = 40  # more field rows than this in the whole diff: fold each resource's table
