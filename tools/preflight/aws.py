@@ -79,7 +79,9 @@ class Calls:
             self.failures.append(self._failed(key, service, operation, region, error))
         return None
 
-    def pages(self, key: str, service: str, region: str, operation: str, items: str, **params: Any) -> Optional[list[Any]]:
+    def pages(
+        self, key: str, service: str, region: str, operation: str, items: str, **params: Any
+    ) -> Optional[list[Any]]:
         """Every item of a paginated answer, or None when a page failed (reported)."""
         try:
             paginator = self.client(service, region).get_paginator(_method(operation))
@@ -103,7 +105,7 @@ class Calls:
 
 def _method(operation: str) -> str:
     """`DescribeInstanceTypeOfferings` -> `describe_instance_type_offerings` (botocore's own mapping)."""
-    return botocore.xform_name(operation)
+    return str(botocore.xform_name(operation))
 
 
 def regions_used(stack: PreflightStack) -> list[str]:
@@ -232,7 +234,9 @@ def _zone_problem(zone: str, known: dict[str, Any], region: str) -> Optional[Cal
             f"aws ec2 modify-availability-zone-group --group-name {group} --opt-in-status opted-in --region {region}",
         )
     if info.get("State", "available") != "available":
-        return lambda key: warning(key, f"{zone} is {info['State']}", "check the AWS Health Dashboard or set another zone")
+        return lambda key: warning(
+            key, f"{zone} is {info['State']}", "check the AWS Health Dashboard or set another zone"
+        )
     return None
 
 
@@ -315,7 +319,9 @@ def _reservation_problems(
     ended = end is not None and end <= now
     if state not in USABLE_STATES or ended:
         if state in WAITING_STATES and not ended:
-            findings.append(warning(key, f"{what} {rid} is {state} ({dates}): not usable yet", "wait until it is active"))
+            findings.append(
+                warning(key, f"{what} {rid} is {state} ({dates}): not usable yet", "wait until it is active")
+            )
         else:
             findings.append(
                 blocker(
@@ -336,7 +342,9 @@ def _reservation_problems(
                 )
             )
         else:
-            findings.append(warning(key, f"{what} {rid} starts {_when(start)} ({dates})", "scale the pool up once it is active"))
+            findings.append(
+                warning(key, f"{what} {rid} starts {_when(start)} ({dates})", "scale the pool up once it is active")
+            )
     elif end is not None and end - now < ENDING_SOON:
         findings.append(
             warning(
@@ -376,7 +384,7 @@ def _reservation_problems(
 
 
 def _when(moment: Optional[datetime.datetime]) -> str:
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if moment else "now"
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "now"
 
 
 # --- vCPU quotas -------------------------------------------------------------------------------------------
@@ -417,7 +425,14 @@ def vcpu_quota_findings(stack: PreflightStack, pools: PoolKeys, calls: Calls, qu
     for index, pool in pools:
         facts = instance_facts.get(str(pool.instance_type))
         if facts is not None:
-            add(_key(index, "maxSize"), pool.name, str(pool.instance_type), pool.max_size, facts.vcpus, pool.capacity_type)
+            add(
+                _key(index, "maxSize"),
+                pool.name,
+                str(pool.instance_type),
+                pool.max_size,
+                facts.vcpus,
+                pool.capacity_type,
+            )
     cluster = stack.plan.cluster
     if isinstance(cluster, CreatedCluster):
         system = cluster.system_nodes
@@ -432,8 +447,8 @@ def vcpu_quota_findings(stack: PreflightStack, pools: PoolKeys, calls: Calls, qu
         if sizes:  # the largest type the group may launch, maxSize times
             largest = max(sizes, key=lambda name: (sizes[name], name))
             add("aws.systemNodeGroup.maxSize", "system", largest, system.max_size, sizes[largest], "on-demand")
-    for need in needs.values():
-        findings += _judge_quota(need, calls, region, quotas.ec2.serviceCode)
+    for code in sorted(needs):  # one call per quota, in code order
+        findings += _judge_quota(needs[code], calls, region, quotas.ec2.serviceCode)
     return findings
 
 
@@ -479,7 +494,9 @@ def _ec2_quota(calls: Calls, key: str, region: str, service_code: str, code: str
     except botocore.exceptions.BotoCoreError as error:
         calls.failures.append(Calls._failed(key, "service-quotas", "GetServiceQuota", region, error))
         return None
-    answer = calls.call(key, "service-quotas", region, "GetAWSDefaultServiceQuota", ServiceCode=service_code, QuotaCode=code)
+    answer = calls.call(
+        key, "service-quotas", region, "GetAWSDefaultServiceQuota", ServiceCode=service_code, QuotaCode=code
+    )
     return dict(answer["Quota"]) if answer else None
 
 
@@ -512,7 +529,9 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
             continue
         value = values[name]
         initial = sum(e.variant.initial_instance_count for e in endpoints)
-        peak = sum(max(e.scaling.max_capacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints)
+        peak = sum(
+            max(e.scaling.max_capacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
+        )
         if value < initial:
             findings.append(
                 blocker(
@@ -536,7 +555,9 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
 
 def _sagemaker_quotas(calls: Calls, key: str, region: str, service_code: str) -> Optional[dict[str, float]]:
     """QuotaName -> value: the applied quotas over AWS's defaults."""
-    defaults = calls.pages(key, "service-quotas", region, "ListAWSDefaultServiceQuotas", "Quotas", ServiceCode=service_code)
+    defaults = calls.pages(
+        key, "service-quotas", region, "ListAWSDefaultServiceQuotas", "Quotas", ServiceCode=service_code
+    )
     applied = calls.pages(key, "service-quotas", region, "ListServiceQuotas", "Quotas", ServiceCode=service_code)
     if defaults is None and applied is None:
         return None
@@ -561,7 +582,7 @@ def eks_findings(stack: PreflightStack, calls: Calls) -> list[Finding]:
                 blocker(
                     "aws.cluster.existing.kubernetesVersion",
                     f"cluster {cluster.eks.name} runs Kubernetes {answer['cluster']['version']}, not {stated}",
-                    f"set kubernetesVersion: \"{answer['cluster']['version']}\"",
+                    f'set kubernetesVersion: "{answer["cluster"]["version"]}"',
                 )
             ]
     return []
@@ -573,7 +594,9 @@ def _describe_cluster(calls: Calls, name: str, region: str) -> Any:
     except botocore.exceptions.ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return blocker(
-                "aws.cluster.existing.name", f"no EKS cluster {name} in {region} for this account", "set the cluster's name"
+                "aws.cluster.existing.name",
+                f"no EKS cluster {name} in {region} for this account",
+                "set the cluster's name",
             )
         return Calls._failed("aws.cluster.existing.name", "eks", "DescribeCluster", region, error)
     except botocore.exceptions.BotoCoreError as error:
@@ -595,7 +618,11 @@ def _offered_version(cluster: CreatedCluster, calls: Calls, region: str) -> list
     row = next((v for v in offered if v.get("clusterVersion") == version), None)
     standard = sorted(v["clusterVersion"] for v in offered if v.get("versionStatus") == "STANDARD_SUPPORT")
     if row is None:
-        return [blocker(VERSION_KEY, f"EKS in {region} does not offer Kubernetes {version}", f"set one of {_names(standard)}")]
+        return [
+            blocker(
+                VERSION_KEY, f"EKS in {region} does not offer Kubernetes {version}", f"set one of {_names(standard)}"
+            )
+        ]
     if row.get("versionStatus") != "STANDARD_SUPPORT":
         return [
             blocker(
@@ -611,7 +638,12 @@ def _offered_version(cluster: CreatedCluster, calls: Calls, region: str) -> list
 def _addon_fallback(cluster: CreatedCluster, calls: Calls, region: str) -> list[Finding]:
     addon = cluster.addons[0].name if cluster.addons else "vpc-cni"
     answer = calls.call(
-        VERSION_KEY, "eks", region, "DescribeAddonVersions", kubernetesVersion=cluster.kubernetes_version, addonName=addon
+        VERSION_KEY,
+        "eks",
+        region,
+        "DescribeAddonVersions",
+        kubernetesVersion=cluster.kubernetes_version,
+        addonName=addon,
     )
     if answer is not None and not answer.get("addons"):
         return [

@@ -17,14 +17,13 @@ from typing import Optional
 import botocore.exceptions
 
 from serving_stack.errors import ConfigError, bounded
+from serving_stack.plan.stack import KubeconfigCluster
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight.aws import AwsInputError, ClientFactory, aws_findings, boto3_clients, regions_used
 from tools.preflight.findings import EXIT_BAD_INPUT, Finding, exit_status, ordered
 from tools.preflight.kube import kube_findings
 from tools.preflight.kube_client import KubeClient, KubeInputError, client_for
 from tools.preflight.stack import PreflightStack, load_stack
-from serving_stack.plan.stack import KubeconfigCluster
-
 
 
 def run(
@@ -39,7 +38,7 @@ def run(
     Raises `ConfigError`, `AwsInputError` or `KubeInputError` for bad input."""
     stack, findings = load_stack(stack_name, project_dir)
     if regions_used(stack):
-        findings += aws_findings(stack, clients or boto3_clients(), now or datetime.datetime.now(datetime.timezone.utc))
+        findings += aws_findings(stack, clients or boto3_clients(), now or datetime.datetime.now(datetime.UTC))
     cluster = stack.plan.cluster
     if isinstance(cluster, KubeconfigCluster):
         findings += kube_findings(stack, kube or client_for(cluster.context, cluster.kubeconfig_path))
@@ -48,7 +47,14 @@ def run(
 
 def summary(stack: PreflightStack, findings: list[Finding]) -> str:
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("blocker", "warning")}
-    sides = [side for side, used in (("AWS", bool(regions_used(stack))), ("cluster", isinstance(stack.plan.cluster, KubeconfigCluster))) if used]
+    sides = [
+        side
+        for side, used in (
+            ("AWS", bool(regions_used(stack))),
+            ("cluster", isinstance(stack.plan.cluster, KubeconfigCluster)),
+        )
+        if used
+    ]
     checked = " and ".join(sides) or "the stack file only (no AWS, no existing cluster)"
     verdict = "`pulumi up` would fail" if counts["blocker"] else "nothing found that stops `pulumi up`"
     return f"preflight {stack.name}: {counts['blocker']} blocker(s), {counts['warning']} warning(s); checked {checked}: {verdict}"

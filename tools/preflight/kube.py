@@ -58,10 +58,10 @@ def _get(client: KubeClient, path: str, key: str, findings: list[Finding]) -> Op
         return client.get(path)
     except KubeRequestError as error:
         findings.append(warning(key, f"could not check: {error}", "grant the context's user read access and rerun"))
-        raise _Unreadable from None
+        raise _UnreadableError from None
 
 
-class _Unreadable(Exception):
+class _UnreadableError(Exception):
     pass
 
 
@@ -99,10 +99,12 @@ def _served_kinds(stack: PreflightStack, client: KubeClient, data: KubernetesFil
             if kinds is not None and kind in kinds:
                 continue
             served = _served_versions(client, group, key, findings) if group else []
-        except _Unreadable:
+        except _UnreadableError:
             continue
         if kinds is None and served:
-            problem = f"the cluster serves {group} {', '.join(served)}, not {version}; the stack writes {api_version} {kind}"
+            problem = (
+                f"the cluster serves {group} {', '.join(served)}, not {version}; the stack writes {api_version} {kind}"
+            )
         elif kinds is None:
             problem = f"the cluster serves no {group or 'core'} API; the stack writes {api_version} {kind}"
         else:
@@ -122,7 +124,7 @@ def _operator_version(client: KubeClient) -> list[Finding]:
     query = urllib.parse.urlencode({"labelSelector": OPERATOR_SELECTOR})
     try:
         answer = _get(client, f"/apis/apps/v1/deployments?{query}", key, findings)
-    except _Unreadable:
+    except _UnreadableError:
         return findings
     pinned = load_facts().platform.chart.version
     deployments = (answer or {}).get("items", [])
@@ -139,7 +141,11 @@ def _operator_version(client: KubeClient) -> list[Finding]:
         where = f"{deployment['metadata'].get('namespace')}/{deployment['metadata']['name']}"
         version = _operator_version_of(deployment)
         if version is None:
-            findings.append(warning(key, f"the Dynamo operator {where} does not say its version", f"the stack is written for {pinned}"))
+            findings.append(
+                warning(
+                    key, f"the Dynamo operator {where} does not say its version", f"the stack is written for {pinned}"
+                )
+            )
         elif version.removeprefix("v") != pinned:
             findings.append(
                 warning(
@@ -183,7 +189,7 @@ def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
         try:
             if _get(client, f"/api/v1/namespaces/{namespace}", key, findings) is not None:
                 continue
-        except _Unreadable:
+        except _UnreadableError:
             continue
         findings.append(
             blocker(
@@ -201,7 +207,7 @@ def _storage_class(name: str, client: KubeClient, data: KubernetesFile) -> list[
         found = _get(client, f"/apis/storage.k8s.io/v1/storageclasses/{name}", STORAGE_KEY, findings)
         if found is None:
             listing = _get(client, "/apis/storage.k8s.io/v1/storageclasses", STORAGE_KEY, findings) or {}
-    except _Unreadable:
+    except _UnreadableError:
         return findings
     if found is None:
         classes = sorted(str(c["metadata"]["name"]) for c in listing.get("items", []))
@@ -272,7 +278,9 @@ def _requests(spec: JSON) -> dict[str, Decimal]:
 
 def _pools_selected(spec: JSON) -> set[str]:
     pools = {str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k == POOL_LABEL}
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     for term in required.get("nodeSelectorTerms") or []:
         for expression in term.get("matchExpressions") or []:
             if expression.get("key") == POOL_LABEL and expression.get("operator") == "In":
@@ -284,9 +292,9 @@ def _owner_key(stack: PreflightStack, obj: JSON) -> str:
     """`targets[i]` for a target's DGD (its index in the stack file), else the context."""
     target_ids = [t.id for t in stack.config.targets]
     for planned in stack.plan.serving.targets:
-        if obj["kind"] == planned.dgd.get("kind") and obj["metadata"]["name"] == planned.dgd["metadata"]["name"]:
-            if planned.selected.id in target_ids:
-                return f"targets[{target_ids.index(planned.selected.id)}]"
+        same = obj["kind"] == planned.dgd.get("kind") and obj["metadata"]["name"] == planned.dgd["metadata"]["name"]
+        if same and planned.selected.id in target_ids:
+            return f"targets[{target_ids.index(planned.selected.id)}]"
     return CONTEXT_KEY
 
 
@@ -305,10 +313,13 @@ def _extended_resources(stack: PreflightStack, client: KubeClient, data: Kuberne
     findings: list[Finding] = []
     try:
         nodes = (_get(client, "/api/v1/nodes", CONTEXT_KEY, findings) or {}).get("items", [])
-    except _Unreadable:
+    except _UnreadableError:
         return findings
     advertised = [
-        {name: quantity_value(str(amount)) for name, amount in ((n.get("status") or {}).get("allocatable") or {}).items()}
+        {
+            name: quantity_value(str(amount))
+            for name, amount in ((n.get("status") or {}).get("allocatable") or {}).items()
+        }
         for n in nodes
     ]
     reported: set[tuple[str, str]] = set()

@@ -66,12 +66,18 @@ def _merged(files: list[Path]) -> tuple[dict[str, dict[str, JSON]], dict[str, Pa
         try:
             document = yaml.safe_load(path.read_text()) or {}
         except (OSError, yaml.YAMLError) as error:
-            raise KubeInputError(KUBECONFIG_KEY, f"cannot read {path}: {bounded(str(error), 200, quote=False)}") from None
+            raise KubeInputError(
+                KUBECONFIG_KEY, f"cannot read {path}: {bounded(str(error), 200, quote=False)}"
+            ) from None
         if not isinstance(document, dict):
             raise KubeInputError(KUBECONFIG_KEY, f"{path} is not a kubeconfig (a mapping)")
         for section, inner in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
             for entry in document.get(section) or []:
-                if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"] not in merged[section]:
+                if (
+                    isinstance(entry, dict)
+                    and isinstance(entry.get("name"), str)
+                    and entry["name"] not in merged[section]
+                ):
                     merged[section][entry["name"]] = dict(entry.get(inner) or {})
                     origin[f"{section}/{entry['name']}"] = path
     return merged, origin
@@ -85,7 +91,9 @@ class KubeClient:
 
     def get(self, path: str) -> Optional[JSON]:
         """The object at `path`, or None when the server says 404."""
-        request = urllib.request.Request(self.server.rstrip("/") + path, headers={"Accept": "application/json", **self.headers})
+        request = urllib.request.Request(
+            self.server.rstrip("/") + path, headers={"Accept": "application/json", **self.headers}
+        )
         try:
             with urllib.request.urlopen(request, context=self.context, timeout=REQUEST_TIMEOUT_SECONDS) as response:
                 return dict(json.loads(response.read().decode()))
@@ -94,7 +102,9 @@ class KubeClient:
                 return None
             raise KubeRequestError(error.code, path, error.read().decode(errors="replace")) from None
         except (urllib.error.URLError, OSError, ValueError) as error:
-            raise KubeInputError(CONTEXT_KEY, f"cannot reach {self.server}: {bounded(str(error), 200, quote=False)}") from None
+            raise KubeInputError(
+                CONTEXT_KEY, f"cannot reach {self.server}: {bounded(str(error), 200, quote=False)}"
+            ) from None
 
 
 def client_for(context_name: Optional[str], kubeconfig_path: Optional[str]) -> KubeClient:
@@ -108,11 +118,15 @@ def client_for(context_name: Optional[str], kubeconfig_path: Optional[str]) -> K
     context = merged["contexts"].get(context_name)
     if context is None:
         where = ", ".join(str(f) for f in files)
-        raise KubeInputError(key, f"no context {context_name!r} in {where} (contexts: {', '.join(sorted(merged['contexts'])) or 'none'})")
+        raise KubeInputError(
+            key, f"no context {context_name!r} in {where} (contexts: {', '.join(sorted(merged['contexts'])) or 'none'})"
+        )
     cluster = merged["clusters"].get(str(context.get("cluster")))
     user = merged["users"].get(str(context.get("user")), {})
     if cluster is None or not cluster.get("server"):
-        raise KubeInputError(key, f"context {context_name!r} names cluster {context.get('cluster')!r}, which has no server")
+        raise KubeInputError(
+            key, f"context {context_name!r} names cluster {context.get('cluster')!r}, which has no server"
+        )
     base = origin.get(f"clusters/{context.get('cluster')}", files[0]).parent
     user_base = origin.get(f"users/{context.get('user')}", files[0]).parent
     tls = _tls(cluster, base, key)
@@ -150,7 +164,9 @@ def _credential(user: JSON, base: Path, cluster: JSON, key: str) -> dict[str, st
     """token, or cert + key (PEM text), from the user entry."""
     if user.get("auth-provider") or user.get("username"):
         kind = "auth-provider" if user.get("auth-provider") else "basic auth"
-        raise KubeInputError(key, f"the context's user uses {kind}, which the preflight does not read; use an exec plugin or a token")
+        raise KubeInputError(
+            key, f"the context's user uses {kind}, which the preflight does not read; use an exec plugin or a token"
+        )
     if user.get("exec"):
         return _exec_credential(user["exec"], cluster, key)
     if user.get("token"):
@@ -161,7 +177,9 @@ def _credential(user: JSON, base: Path, cluster: JSON, key: str) -> dict[str, st
         cert = _pem(user, "client-certificate", base)
         private = _pem(user, "client-key", base)
     except (OSError, ValueError) as error:
-        raise KubeInputError(key, f"the context's user credentials cannot be read: {bounded(str(error), 200, quote=False)}") from None
+        raise KubeInputError(
+            key, f"the context's user credentials cannot be read: {bounded(str(error), 200, quote=False)}"
+        ) from None
     return {"cert": cert, "key": private} if cert and private else {}
 
 
@@ -183,10 +201,14 @@ def _exec_credential(spec: JSON, cluster: JSON, key: str) -> dict[str, str]:
     env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
     command = [str(spec.get("command", "")), *(str(a) for a in spec.get("args") or [])]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=EXEC_TIMEOUT_SECONDS, check=False)
+        result = subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=EXEC_TIMEOUT_SECONDS, check=False
+        )
     except (OSError, subprocess.SubprocessError) as error:
         hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
-        raise KubeInputError(key, f"the credential plugin {command[0]!r} cannot run: {bounded(str(error), 160, quote=False)}{hint}") from None
+        raise KubeInputError(
+            key, f"the credential plugin {command[0]!r} cannot run: {bounded(str(error), 160, quote=False)}{hint}"
+        ) from None
     if result.returncode != 0:
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         last = lines[-1] if lines else f"exit status {result.returncode}"
