@@ -337,7 +337,7 @@ def _extended_resources(stack: PreflightStack, client: KubeClient, data: Kuberne
             findings.append(
                 blocker(
                     key,
-                    f"{what} requests {amount:g} {resource} per pod; {found} of {len(nodes)} node(s): its pods would stay Pending",
+                    f"{what} requests {amount:g} {resource} per pod; {found} (of {len(nodes)} nodes): its pods would stay Pending",
                     f"run {by} (a node group scaled to zero advertises nothing: scale it up first), or choose a target the nodes can hold",
                 )
             )
