@@ -152,3 +152,20 @@ def test_the_command_against_moto_on_loopback(tmp_path):
     blocked = {line.split(": ")[1] for line in lines if line.startswith("blocker: ")}
     needed = {need.key for need in secret_needs(parse_stack_config(PROD))}
     assert {p.key for p in plan_of(PROD).placeholders} | needed <= blocked
+
+
+def test_the_deploy_workflow_runs_the_preflight_before_up_with_the_deploy_credentials():
+    import yaml
+
+    steps = yaml.safe_load((PROJECT_DIR / ".github/workflows/pulumi-up.yml").read_text())["jobs"]["up"]["steps"]
+
+    def index(predicate) -> int:
+        return next(i for i, step in enumerate(steps) if predicate(step))
+
+    preflight = index(lambda s: "make preflight" in s.get("run", ""))
+    up = index(lambda s: (s.get("with") or {}).get("command") == "up")
+    credentials = index(lambda s: "configure-aws-credentials" in s.get("uses", ""))
+    kubeconfig = index(lambda s: "update-kubeconfig" in s.get("run", ""))
+    cli_installed = index(lambda s: "pulumi/actions" in s.get("uses", "") and "command" not in (s.get("with") or {}))
+    assert max(credentials, kubeconfig, cli_installed) < preflight < up
+    assert "make preflight" in (PROJECT_DIR / "Makefile").read_text()
