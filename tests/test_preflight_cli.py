@@ -168,4 +168,4 @@ def test_the_deploy_workflow_runs_the_preflight_before_up_with_the_deploy_creden
     kubeconfig = index(lambda s: "update-kubeconfig" in s.get("run", ""))
     cli_installed = index(lambda s: "pulumi/actions" in s.get("uses", "") and "command" not in (s.get("with") or {}))
     assert max(credentials, kubeconfig, cli_installed) < preflight < up
-    assert "make preflight" in (PROJECT_DIR / "Makefile").read_text()
+    assert "\n\t$(PY) -m tools.preflight --stack $(STACK)\n" in (PROJECT_DIR / "Makefile").read_text()
