@@ -74,9 +74,9 @@ class Calls:
         try:
             return dict(getattr(self.client(service, region), _method(operation))(**params))
         except botocore.exceptions.ClientError as error:
-            self.failures.append(self._failed(key, service, operation, region, error))
+            self.failures.append(failed_call(key, service, operation, region, error))
         except botocore.exceptions.BotoCoreError as error:
-            self.failures.append(self._failed(key, service, operation, region, error))
+            self.failures.append(failed_call(key, service, operation, region, error))
         return None
 
     def pages(
@@ -87,20 +87,21 @@ class Calls:
             paginator = self.client(service, region).get_paginator(_method(operation))
             return [item for page in paginator.paginate(**params) for item in page.get(items, [])]
         except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as error:
-            self.failures.append(self._failed(key, service, operation, region, error))
+            self.failures.append(failed_call(key, service, operation, region, error))
             return None
 
-    @staticmethod
-    def _failed(key: str, service: str, operation: str, region: str, error: Exception) -> Finding:
-        action = next(
-            (c.action for c in load_permissions().calls if c.service == service and c.operation == operation),
-            f"{service}:{operation}",
-        )
-        return warning(
-            key,
-            f"could not check: {service} {operation} in {region} failed ({bounded(str(error), 160, quote=False)})",
-            f"grant {action} (docs/preflight.md lists every call) and rerun",
-        )
+
+def failed_call(key: str, service: str, operation: str, region: str, error: Exception) -> Finding:
+    """A call that failed: a warning naming the IAM action to grant (tools/preflight/data/permissions.yaml)."""
+    action = next(
+        (c.action for c in load_permissions().calls if c.service == service and c.operation == operation),
+        f"{service}:{operation}",
+    )
+    return warning(
+        key,
+        f"could not check: {service} {operation} in {region} failed ({bounded(str(error), 160, quote=False)})",
+        f"grant {action} (docs/preflight.md lists every call) and rerun",
+    )
 
 
 def _method(operation: str) -> str:
@@ -262,10 +263,10 @@ def reservation_findings(pools: PoolKeys, calls: Calls, region: str, now: dateti
                     )
                 )
             else:
-                findings.append(Calls._failed(key, "ec2", "DescribeCapacityReservations", region, error))
+                findings.append(failed_call(key, "ec2", "DescribeCapacityReservations", region, error))
             continue
         except botocore.exceptions.BotoCoreError as error:
-            findings.append(Calls._failed(key, "ec2", "DescribeCapacityReservations", region, error))
+            findings.append(failed_call(key, "ec2", "DescribeCapacityReservations", region, error))
             continue
         (reservation,) = answer["CapacityReservations"]
         findings += _reservation_problems(index, pool, reservation, now)
@@ -489,10 +490,10 @@ def _ec2_quota(calls: Calls, key: str, region: str, service_code: str, code: str
         return dict(client.get_service_quota(ServiceCode=service_code, QuotaCode=code)["Quota"])
     except botocore.exceptions.ClientError as error:
         if error.response.get("Error", {}).get("Code") != "NoSuchResourceException":
-            calls.failures.append(Calls._failed(key, "service-quotas", "GetServiceQuota", region, error))
+            calls.failures.append(failed_call(key, "service-quotas", "GetServiceQuota", region, error))
             return None
     except botocore.exceptions.BotoCoreError as error:
-        calls.failures.append(Calls._failed(key, "service-quotas", "GetServiceQuota", region, error))
+        calls.failures.append(failed_call(key, "service-quotas", "GetServiceQuota", region, error))
         return None
     answer = calls.call(
         key, "service-quotas", region, "GetAWSDefaultServiceQuota", ServiceCode=service_code, QuotaCode=code
@@ -598,9 +599,9 @@ def _describe_cluster(calls: Calls, name: str, region: str) -> Any:
                 f"no EKS cluster {name} in {region} for this account",
                 "set the cluster's name",
             )
-        return Calls._failed("aws.cluster.existing.name", "eks", "DescribeCluster", region, error)
+        return failed_call("aws.cluster.existing.name", "eks", "DescribeCluster", region, error)
     except botocore.exceptions.BotoCoreError as error:
-        return Calls._failed("aws.cluster.existing.name", "eks", "DescribeCluster", region, error)
+        return failed_call("aws.cluster.existing.name", "eks", "DescribeCluster", region, error)
 
 
 VERSION_KEY = "aws.cluster.create.kubernetesVersion"
