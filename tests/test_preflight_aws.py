@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_helpers import RESERVATION, capacity_fields, eks_config, node_pool
 from conftest import SUITE_TODAY
-from preflight_helpers import Clients, moto_server, stack_of
+from preflight_helpers import Clients, moto_client, moto_server, stack_of
 from stack_helpers import stack_file_config
 
 from serving_stack.facts import load_facts
@@ -339,4 +339,41 @@ def test_the_eks_version_offered_in_the_region(moto):
     for findings in (extended, absent, fallback):
         assert [(f.severity, f.key) for f in findings] == [("blocker", "aws.cluster.create.kubernetesVersion")]
     assert "1.99" in extended[0].fix and "1.99" in absent[0].fix
+    _listed(clients)
+
+
+def test_an_existing_cluster_is_described_by_eks(moto):
+    """moto serves EKS CreateCluster/DescribeCluster: the cluster the stack names, at another version than it
+    states, and a name EKS does not know."""
+    from stack_helpers import BASE_CONFIG
+
+    clients = Clients(moto, REGION)
+    eks = moto_client(moto, "eks", REGION)  # planting: not a call of the checks
+    stated = PROD["aws"]["cluster"]["create"]["kubernetesVersion"]
+    minor = int(stated.split(".")[1])
+    running = f"1.{minor - 1}"
+    eks.create_cluster(
+        name="preflight-existing",
+        version=running,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-0123456789abcdef0"]},
+    )
+
+    def existing(name: str) -> dict[str, Any]:
+        cluster = {
+            "name": name,
+            "kubernetesVersion": stated,
+            "vpcId": "vpc-0123456789abcdef0",
+            "privateSubnetIds": {f"{REGION}a": "subnet-0123456789abcdef0"},
+            "nodeSecurityGroupIds": ["sg-0123456789abcdef0"],
+        }
+        return {**copy.deepcopy(BASE_CONFIG), "aws": {"region": REGION, "cluster": {"existing": cluster}}}
+
+    (other_version,) = eks_findings(stack_of(existing("preflight-existing")), Calls(clients))
+    assert (
+        other_version.key == "aws.cluster.existing.kubernetesVersion"
+        and f"runs Kubernetes {running}" in other_version.problem
+    )
+    (unknown,) = eks_findings(stack_of(existing("preflight-absent")), Calls(clients))
+    assert (unknown.severity, unknown.key) == ("blocker", "aws.cluster.existing.name")
     _listed(clients)
