@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +32,12 @@ from tools.preflight.facts import load_permissions, load_quotas
 NOW = datetime.datetime.fromisoformat(SUITE_TODAY).replace(tzinfo=datetime.UTC)
 PROD = stack_file_config("prod")
 REGION = PROD["aws"]["region"]
+
+
+@functools.cache
+def _prod():
+    """The committed prod stack, planned once for the module."""
+    return stack_of(PROD, "prod")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +82,7 @@ def test_a_zone_without_the_instance_type_is_a_blocker_naming_the_pools_zone(mot
 def test_the_committed_prod_pools_against_the_offerings_moto_ships(moto):
     """Each pool of Pulumi.prod.yaml is reported exactly when AWS's offerings (moto's snapshot) lack its type in its zone."""
     clients = Clients(moto, REGION)
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     reported = {f.key for f in zone_findings(PoolKeys.of(stack), Calls(clients), REGION) if f.severity == "blocker"}
     expected = {
         f"aws.nodePools[{i}].availabilityZone"
@@ -89,7 +96,7 @@ def test_a_zone_the_account_lacks_is_named_with_the_zones_it_has(moto):
     """Zone names map to an account's zones, and an old account may lack a letter: planted, since moto lists all."""
     clients = Clients(moto, REGION)
     zones = clients("ec2", REGION).describe_availability_zones()["AvailabilityZones"]
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     (index, pool), *_ = PoolKeys.of(stack)
     kept = [z for z in zones if z["ZoneName"] != pool.availability_zone]
     stubber = clients.stub("ec2")
@@ -179,7 +186,7 @@ def test_a_planted_quota_shortfall_is_a_blocker_naming_the_pools_max_size(moto):
                 _quota(code, by_code[code].name, needs[code]),
                 {"ServiceCode": "ec2", "QuotaCode": code},
             )
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     calls = Calls(clients)
     findings = vcpu_quota_findings(stack, PoolKeys.of(stack), calls, load_quotas())
     stubber.assert_no_pending_responses()
@@ -201,7 +208,7 @@ def test_a_quota_code_answering_under_another_name_is_not_judged(moto):
         stubber.add_response(
             "get_service_quota", _quota(code, "Some other quota", 10**6), {"ServiceCode": "ec2", "QuotaCode": code}
         )
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     findings = vcpu_quota_findings(stack, PoolKeys.of(stack), Calls(clients), load_quotas())
     assert len(findings) == len(needs) and all(f.severity == "warning" and "not judged" in f.problem for f in findings)
 
@@ -209,9 +216,10 @@ def test_a_quota_code_answering_under_another_name_is_not_judged(moto):
 CAPACITY_BLOCK = capacity_fields("p5en.48xlarge", "capacity-block")
 
 
-def _block_stack(**pool_fields: Any):
-    raw = eks_config([node_pool("blocks", "p5en.48xlarge", **{**CAPACITY_BLOCK, **pool_fields})], [])
-    return stack_of(raw)
+@functools.cache
+def _block_stack():
+    """A stack whose one pool runs on a Capacity Block (planned once for the module)."""
+    return stack_of(eks_config([node_pool("blocks", "p5en.48xlarge", **CAPACITY_BLOCK)], []))
 
 
 def _reservation(stack, **overrides: Any) -> dict[str, Any]:
@@ -295,7 +303,7 @@ def _sagemaker_quota(name: str, value: float) -> dict[str, Any]:
 
 
 def test_the_endpoint_instance_quota_against_the_endpoints_counts(moto):
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     (endpoint,) = stack.plan.sagemaker
     name = load_quotas().sagemaker.endpoint_quota_name(endpoint.variant.instance_type)
     clients = Clients(moto, endpoint.region)
@@ -318,7 +326,7 @@ def _versions(*rows: tuple[str, str]) -> dict[str, Any]:
 
 
 def test_the_eks_version_offered_in_the_region(moto):
-    stack = stack_of(PROD, "prod")
+    stack = _prod()
     version = PROD["aws"]["cluster"]["create"]["kubernetesVersion"]
     clients = Clients(moto, REGION)
     stubber = clients.stub("eks")

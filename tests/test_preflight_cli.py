@@ -51,9 +51,17 @@ def test_a_bad_stack_file_is_exit_2_and_one_line_naming_the_key(tmp_path, capsys
 
 
 def test_no_aws_credentials_is_exit_2_and_one_line(tmp_path, monkeypatch, capsys):
+    """A small stack on AWS (an existing EKS cluster, no pool): the credentials are asked for before any check."""
     _quiet_env(monkeypatch, str(tmp_path))
-    root = write_project(tmp_path / "project", {"prod": PROD})
-    assert main(["--stack", "prod", "--project-dir", str(root)]) == 2
+    existing = {
+        "name": "nemo",
+        "vpcId": "vpc-0123456789abcdef0",
+        "privateSubnetIds": {f"{PROD['aws']['region']}a": "subnet-0123456789abcdef0"},
+        "nodeSecurityGroupIds": ["sg-0123456789abcdef0"],
+    }
+    small = {**copy.deepcopy(DEV), "aws": {"region": PROD["aws"]["region"], "cluster": {"existing": existing}}}
+    root = write_project(tmp_path / "project", {"small": small})
+    assert main(["--stack", "small", "--project-dir", str(root)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("error: AWS credentials: none found")
 
@@ -110,6 +118,7 @@ def test_a_failing_pulumi_config_falls_back_to_the_stack_file_and_says_so(tmp_pa
     assert [(f.severity, f.key) for f in findings] == [("blocker", key) for key in needed]
 
 
+@pytest.mark.slow  # a subprocess running the program whole (~20 s); the checks' moto tests run in `make test`
 def test_the_command_against_moto_on_loopback(tmp_path):
     """`make preflight` for the committed prod stack: exit 1, one line per finding, the summary last; the
     zone blockers are exactly the pools moto's offerings lack, and every placeholder and missing secret is named."""
