@@ -113,6 +113,8 @@ def client_for(context_name: Optional[str], kubeconfig_path: Optional[str]) -> K
             CONTEXT_KEY, "not set: the preflight reaches only a cluster the stack names, never the current context"
         )
     files = kubeconfig_files(kubeconfig_path)
+    if kubeconfig_path and not files[0].is_file():
+        raise KubeInputError(KUBECONFIG_KEY, f"{files[0]} is not a file")
     merged, origin = _merged(files)
     key = CONTEXT_KEY
     context = merged["contexts"].get(context_name)
