@@ -11,7 +11,7 @@ AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
 
-.PHONY: render policy plan diff diff-sample check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render preflight policy plan diff diff-sample check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -73,6 +73,13 @@ promtool:  ## Install promtool if missing
 # provider; prod's gatewayMasterKey) render as "[secret]" and are named (tools/secret_placeholders.py).
 render: $(VENV)/.render-deps  ## Render STACK (default dev) offline into build/$(STACK)/
 	$(PY) -m tools.render --stack $(STACK) --secret-placeholders $(if $(POLICY_CONFIG),--policy-config $(POLICY_CONFIG))
+
+# Before `pulumi up`, with your own AWS credentials and the kube context STACK names (docs/preflight.md): the
+# instance type offered in each pool's zone, the vCPU and endpoint quotas, each capacity reservation or block,
+# the EKS version; on an existing cluster its StorageClass, CRDs, namespaces and node resources. The tool exits
+# 1 on a blocker and 2 on bad input (GNU make reports either as its own status 2; the last line says which).
+preflight: $(VENV)/.render-deps  ## What would stop the first `pulumi up` of STACK, asked of AWS and the cluster
+	$(PY) -m tools.preflight --stack $(STACK)
 
 MANIFESTS ?= $(dir $(RESOURCES))manifests
 policy: $(VENV)/.render-deps $(CHECKOV_VENV)/.deps  ## Run the policy pack and checkov's Kubernetes checks on a render (RESOURCES, default build/$(STACK)/resources.json)

@@ -1,0 +1,5 @@
+import sys
+
+from tools.preflight.cli import main
+
+sys.exit(main())
