@@ -220,11 +220,19 @@ class EksAddons(Data):
     fsxCsiDriver: CsiAddon
 
 
+class ImageDelivery(Data):
+    """How a node of one EKS AMI type gets its images fastest without a prepared snapshot."""
+
+    fastImagePull: bool
+    source: str = pydantic.Field(min_length=10)
+
+
 class AwsPlatformFile(Data):
     schemaVersion: Literal[1]
     devicePlugins: DevicePluginPins
     draDriver: DraDriverChart
     eksAddons: EksAddons
+    imageDelivery: dict[str, ImageDelivery]
     nodeManagedPolicies: list[str] = pydantic.Field(min_length=1)
 
 
@@ -409,6 +417,10 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
             f"{key}.gpuMemoryGB",
             f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
             f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB",
+        )
+    if instance.amiType not in catalog.platform.imageDelivery:
+        return ConfigError(
+            f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry"
         )
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
