@@ -190,3 +190,23 @@ def test_a_stack_without_gpu_pools_or_sagemaker_says_so():
     assert "New GPU node serving: n/a (no GPU node group in the stack)" in lines
     assert "SageMaker first token: n/a (no SageMaker endpoint)" in lines
     assert any(LINE.match(line) for line in lines)
+
+
+def test_the_dynamo_chart_waits_for_the_monitoring_crds_not_the_whole_stack():
+    graph = report(records("prod")).graph
+    before = graph.ancestors(graph.named("dynamo-release").key)
+    assert "kubernetes:helm.sh/v3:Release::monitoring-crds" in before
+    assert "kubernetes:helm.sh/v3:Release::monitoring-prometheus" not in before
+
+
+def test_the_download_jobs_run_a_small_image_not_the_runtime():
+    rollout = report(records("prod"))
+    table = RULES.durations
+    for job in rollout.graph.kubernetes_objects("Job"):
+        if not job.name.startswith("model-cache-download"):
+            continue
+        spec = job.inputs["spec"]["template"]["spec"]
+        sizes = {table.image(c["image"])[1].unpackedGB for c in [*spec["initContainers"], *spec["containers"]]}
+        assert max(sizes) < 1, sizes
+        rows = [p.part.name for p in rollout.timeline.steps[job.key].parts]
+        assert any("pip install" in r for r in rows) and any("download from the hub" in r for r in rows)

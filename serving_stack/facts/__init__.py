@@ -21,9 +21,11 @@ from serving_stack.facts.aws import (
 from serving_stack.facts.catalog import (
     Catalog,
     CheckpointSizes,
+    DownloaderFile,
     PlatformFile,
     load_catalog,
     load_checkpoint_sizes,
+    load_downloader,
     load_platform,
 )
 from serving_stack.facts.dates import EksVersionsFile, load_eks_versions
@@ -59,6 +61,7 @@ class Facts:
     capacity_prices: CapacityPricesFile
     autoscaling: AutoscalingFile
     checkpoints: CheckpointSizes
+    downloader: DownloaderFile
     gateway: GatewayPins
     eks_versions: EksVersionsFile
     placeholders: PlaceholderFacts
@@ -85,6 +88,7 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         capacity_prices=load_capacity_prices(root),
         autoscaling=load_autoscaling(root),
         checkpoints=load_checkpoint_sizes(root),
+        downloader=load_downloader(root),
         gateway=load_gateway_pins(root / "gateway.yaml"),
         eks_versions=load_eks_versions(root),
         placeholders=load_placeholder_facts(root),
