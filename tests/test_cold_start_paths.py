@@ -6,8 +6,10 @@ three lines the issue names."""
 from __future__ import annotations
 
 import base64
+import inspect
 import re
 
+import pulumi_aws as aws
 import pytest
 from rollout_helpers import RULES, of_kind, of_type, records, report
 
@@ -174,7 +176,9 @@ def test_sagemaker_weights_from_s3_download_while_the_image_pulls():
     stack = records("prod")
     (model,) = of_type(stack, SAGEMAKER_MODEL)
     container = model["inputs"]["primaryContainer"]
-    container["modelDataSource"] = {"s3DataSource": {"s3Uri": "s3://weights/nvfp4/", "s3DataType": "S3Prefix"}}
+    # pulumi-aws's shape: ModelPrimaryContainerModelDataSource.s3DataSources, a list
+    assert "s3_data_sources" in inspect.signature(aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs).parameters
+    container["modelDataSource"] = {"s3DataSources": [{"s3Uri": "s3://weights/nvfp4/", "s3DataType": "S3Prefix"}]}
     from_s3 = report(stack)
     before = sagemaker_first_token(hub.graph, hub.timeline, RULES)
     after = sagemaker_first_token(from_s3.graph, from_s3.timeline, RULES)

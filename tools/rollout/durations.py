@@ -355,12 +355,11 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
     table = rules.durations
     _, model = sagemaker_model(graph, endpoint)
     container = (model.inputs.get("primaryContainer") or {}) if model else {}
-    environment = container.get("environment") or {}
-    repos = sorted(
-        {str(v) for k, v in environment.items() if k.endswith("MODEL") and "/" in str(v) and not str(v).startswith("/")}
-    )
-    s3 = lookup(container, "modelDataSource.s3DataSource.s3Uri") or container.get("modelDataUrl")
-    size = checkpoint_size(repos or ["unlisted"])
+    known = set(load_checkpoint_sizes().repositories)
+    values = [str(v) for v in (container.get("environment") or {}).values()]
+    repos = sorted({v for v in values if v in known}) or ["unlisted"]  # the served or downloaded repository
+    s3 = lookup(container, "modelDataSource.s3DataSources[].s3Uri") or container.get("modelDataUrl")
+    size = checkpoint_size(repos)
     pull = Part.of(
         "container image from the cache" if image_cached else "container image pull",
         table.steps[SAGEMAKER_PULL_CACHED if image_cached else SAGEMAKER_PULL],
