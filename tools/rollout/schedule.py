@@ -8,6 +8,7 @@ Computed twice: with typical durations (the predicted timeline) and with worst-c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tools.rollout.awaits import Await, await_of
@@ -82,6 +83,7 @@ class Timeline:
             if resource.kind in SERVING_KINDS:
                 ready, gate, parts = self._serving(resource, rules, needs[key], start)
                 gate_ready = (ready, gate)
+                span = dataclasses.replace(span, typical=ready - start)  # its steps overlap the node's
             awaited_span = _awaited_work(graph, resource, rules, wait, span)
             up_done = max(start + awaited_span.typical, ready if awaited_span.typical else start)
             gated_by = gate_ready[1] or max(((self.steps[d].up_done, d) for d in deps), default=(0.0, ""))[1]
