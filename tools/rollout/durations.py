@@ -71,7 +71,10 @@ def _span(node: Node, worst_basis: str = "") -> Span:
         laid.end / 60,
         worst.end / 60,
         "; ".join(f"{p.name} {p.seconds:.0f} s" for p in critical),
-        worst_basis or "the worst case of each step (catalog/durations.yaml)",
+        worst_basis
+        or "at worst "
+        + "; ".join(f"{p.part.name} {p.end - p.start:.0f} s" for p in worst.critical if p.end > p.start)
+        + " (catalog/durations.yaml)",
         combined_kind(p.kind for p in critical if p.seconds) if any(p.seconds for p in critical) else "measured",
         node,
     )
