@@ -419,9 +419,7 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
             f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB",
         )
     if instance.amiType not in catalog.platform.imageDelivery:
-        return ConfigError(
-            f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry"
-        )
+        return ConfigError(f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry")
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
         return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
