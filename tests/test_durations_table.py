@@ -6,6 +6,7 @@ or in KNOWN_LIMITS below)."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ KNOWN_LIMITS = {
     ("tools/gateway_loopback/processes.py", "ready_seconds"): "how long the loopback harness waits for a proxy",
     ("tools/gateway_loopback/stack_backends.py", "BACKEND_LATENCY_SECONDS"): "a fake backend's latency",
 }
-SKIPPED_DIRS = {".venv", "build", "tests", "node_modules", ".git"}
+SKIPPED_DIRS = {"build", "tests", "node_modules"}  # and every hidden directory (virtualenvs, .git)
 
 
 def _figures() -> Iterator[tuple[str, Any]]:
@@ -69,8 +70,17 @@ def test_a_step_defined_twice_in_the_table_is_refused(tmp_path):
         load_durations(tmp_path)
 
 
+def _project_files(suffix: str) -> list[Path]:
+    """The project's own files (no hidden directory such as a virtualenv, no build output, no tests)."""
+    found = []
+    for directory, subdirectories, files in os.walk(PROJECT_DIR):
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRS)
+        found += [Path(directory) / f for f in sorted(files) if f.endswith(suffix)]
+    return found
+
+
 def _python_files() -> list[Path]:
-    return [p for p in sorted(PROJECT_DIR.glob("**/*.py")) if not SKIPPED_DIRS & set(p.relative_to(PROJECT_DIR).parts)]
+    return _project_files(".py")
 
 
 def _string_literals() -> set[str]:
@@ -134,9 +144,9 @@ def _duration_literals(source: str) -> Iterator[str]:
 
 def test_no_other_data_file_defines_a_duration():
     found = []
-    for path in sorted(PROJECT_DIR.glob("**/*.yaml")):
+    for path in _project_files(".yaml"):
         relative = path.relative_to(PROJECT_DIR)
-        if SKIPPED_DIRS & set(relative.parts) or path == TABLE_FILE:
+        if path == TABLE_FILE:
             continue
         for document in yaml.safe_load_all(path.read_text()):
             found += [f"{relative}: {p}" for p in _sourced_durations(document)]
