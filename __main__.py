@@ -174,7 +174,8 @@ if serving.prewarm_pools:
             providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)
         ),
     )
-# The platform's PodMonitors need the monitoring CRDs, which the kube-prometheus-stack release brings.
+# The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
+# them, not for the whole kube-prometheus-stack, which installs meanwhile.
 monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
 platform_release: list[pulumi.Resource] = []
 if serving.platform.install:

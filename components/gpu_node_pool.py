@@ -1,11 +1,11 @@
 """One GPU node pool: an EKS managed node group with its own launch template (EFA interfaces laid out as
-AWS documents for the instance type, IMDSv2 with hop limit 1, NVMe RAID0, the reservation it launches into:
-a Capacity Block or an ODCR), a cluster placement group, a security group for EFA traffic, and a node role
-with only the worker policies."""
+AWS documents for the instance type, IMDSv2 with hop limit 1, NVMe RAID0, the fastest image delivery of its AMI
+type or an image-cache volume (components/launch_templates.py), the reservation it launches into: a Capacity
+Block or an ODCR), a cluster placement group, a security group for EFA traffic, and a node role with only the
+worker policies."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
@@ -14,27 +14,16 @@ import pulumi
 import pulumi_aws as aws
 
 from components.iam import assume_role_policy
-from components.launch_templates import metadata_options, root_volume, tag_specifications
+from components.launch_templates import (
+    image_cache_volume,
+    metadata_options,
+    root_volume,
+    tag_specifications,
+    user_data,
+)
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.capacity import CA_TAG_PREFIX
 from serving_stack.plan.pools import ManagedPoolSpec
-
-NODE_CONFIG_RAID0 = """MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="NEMOTRON"
-
---NEMOTRON
-Content-Type: application/node.eks.aws
-
----
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  instance:
-    localStorage:
-      strategy: RAID0
-
---NEMOTRON--
-"""
 
 
 @dataclass(frozen=True)
@@ -109,8 +98,11 @@ class GpuNodePool(pulumi.ComponentResource):
             vpc_security_group_ids=None if pool.efa else security_groups,
             placement=placement,
             metadata_options=metadata_options(),
-            block_device_mappings=[root_volume(pool.root_volume_gib)],
-            user_data=base64.b64encode(NODE_CONFIG_RAID0.encode()).decode() if pool.nvme_raid0 else None,
+            block_device_mappings=[
+                root_volume(pool.root_volume_gib, image_io=pool.fast_image_pull and not pool.nvme_raid0),
+                *([image_cache_volume(pool.image_cache_snapshot_id)] if pool.image_cache_snapshot_id else []),
+            ],
+            user_data=user_data(pool.nvme_raid0, pool.fast_image_pull, pool.image_cache_snapshot_id is not None),
             instance_market_options=(
                 aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=pool.market_type)
                 if pool.market_type

@@ -4,7 +4,7 @@ published criteria and SLOs, and the Grafana dashboards as ConfigMaps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -23,7 +23,8 @@ class MonitoringArgs:
 
 class Monitoring(pulumi.ComponentResource):
     """`crds_ready` is what creators of monitoring.coreos.com objects elsewhere (the Dynamo platform's
-    PodMonitors, canary monitors) depend on: the CRDs arrive with the kube-prometheus-stack release."""
+    PodMonitors, canary monitors) depend on: the CRDs arrive with a release of their own, so they wait for
+    the CRDs and not for the whole kube-prometheus-stack (docs/cold-start.md), which installs beside them."""
 
     crds_ready: list[pulumi.Resource]
 
@@ -38,9 +39,9 @@ class Monitoring(pulumi.ComponentResource):
             ).metadata.name
         self.crds_ready = []
         if plan.install_prometheus:
-            self.crds_ready.append(
-                self._release(f"{name}-prometheus", plan.prometheus_chart, namespace, plan.prometheus_values)
-            )
+            crds = self._release(f"{name}-crds", plan.crds_chart, namespace, plan.crds_values)
+            self.crds_ready.append(crds)
+            self._release(f"{name}-prometheus", plan.prometheus_chart, namespace, plan.prometheus_values, [crds])
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=self.crds_ready)
         if plan.install_dcgm_exporter:
             self._release(f"{name}-dcgm-exporter", plan.dcgm_exporter_chart, namespace, plan.dcgm_exporter_values)
@@ -56,7 +57,12 @@ class Monitoring(pulumi.ComponentResource):
         self.register_outputs({"namespace": namespace, "dashboards": sorted(plan.dashboards)})
 
     def _release(
-        self, name: str, pin: HelmChartPin, namespace: pulumi.Input[str], values: Mapping[str, Any]
+        self,
+        name: str,
+        pin: HelmChartPin,
+        namespace: pulumi.Input[str],
+        values: Mapping[str, Any],
+        after: Sequence[pulumi.Resource] = (),
     ) -> k8s.helm.v3.Release:
         return k8s.helm.v3.Release(
             name,
@@ -70,7 +76,7 @@ class Monitoring(pulumi.ComponentResource):
             cleanup_on_fail=True,
             timeout=900,
             # Fixed release name, cluster-scoped objects named after it: delete the old release first.
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=list(after)),
         )
 
 

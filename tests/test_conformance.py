@@ -11,6 +11,7 @@ from stack_helpers import CONFIG_MAP_TYPE, DGD_TYPE, run_config
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from serving_stack.plan.serving import WAIT_FOR_ANNOTATION
 from tools.conformance import (
+    DOWNLOAD_IMAGE,
     NAMESPACE,
     PULL_SECRET,
     REGISTRY,
@@ -70,6 +71,7 @@ def test_model_cache_renders_as_vendored_upstream(all_targets_run):
     assert sorted(jobs) == sorted(job.name for job in cache.jobs)
     for job in cache.jobs:
         problems += model_cache_problems(f"Job {job.name}", vendored(job.path)["Job"], jobs[job.name])
+        assert jobs[job.name]["spec"]["template"]["spec"]["containers"][0]["image"] == DOWNLOAD_IMAGE
     assert not problems, "\n".join(problems)
 
 

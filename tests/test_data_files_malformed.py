@@ -226,7 +226,7 @@ def _assert_one_line_naming(line: str, relative: str) -> None:
 
 def test_the_loaders_read_every_kind_of_data_file():
     """The recorded list is what `load_facts` reads: the top-level files, the dashboards and the recipes."""
-    assert {"targets.yaml", "gpus.yaml", "gateway.yaml", "node_ready.yaml"} <= set(DATA_FILES)
+    assert {"targets.yaml", "gpus.yaml", "gateway.yaml", "durations.yaml"} <= set(DATA_FILES)
     assert any(f.startswith("dashboards/") for f in DATA_FILES)
     assert sum(f.startswith("recipes/") for f in DATA_FILES) >= 3
     assert all(READERS[f] for f in DATA_FILES)

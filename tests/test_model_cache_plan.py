@@ -16,7 +16,7 @@ from components.model_cache import ModelCache, ModelCacheArgs
 from serving_stack.config import ConfigError
 from serving_stack.facts import load_facts
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.plan.model_cache import env_name_tuple
+from serving_stack.plan.model_cache import DOWNLOADER_DIR, env_name_tuple
 
 pytestmark = pytest.mark.catalog_driven
 BF16 = "nvidia/Nemotron-Test-Set-BF16"  # a repo no vendored Job fetches (whatever the revision)
@@ -76,7 +76,7 @@ def test_only_the_base_keeps_upstreams_env_name_and_drops_the_other_job(bf16_fac
     others = [(n, v) for n, v in env_pairs(job) if (n, v) != (base_name, base)]
     assert others == [
         (e["name"], e.get("value")) for e in PRIMARY.container["env"] if e["name"] not in dict(PRIMARY.checkpoints)
-    ]
+    ] + [("PYTHONPATH", DOWNLOADER_DIR)]  # the small downloader (modelCache.download.image)
     (script,) = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert script == PRIMARY.container["args"][0].replace(
         env_name_tuple([n for n, _ in PRIMARY.checkpoints]), env_name_tuple([base_name])

@@ -1,4 +1,5 @@
-"""The Monitoring component under mocks: pinned kube-prometheus-stack that selects every monitor and rule,
+"""The Monitoring component under mocks: the monitoring CRDs in a release of their own, what needs them waiting
+for that release only; pinned kube-prometheus-stack that selects every monitor and rule,
 dcgm-exporter on GPU nodes only with a labelled ServiceMonitor, the PrometheusRule and the dashboards; or,
 with an existing Prometheus, only the labelled objects. Expected values come from the data files."""
 
@@ -6,10 +7,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+import yaml
 from aws_helpers import inputs, the
 from monitoring_helpers import monitoring_plan, run_monitoring
 
+from serving_stack.errors import ConfigError
 from serving_stack.facts.monitoring import load_dashboard_specs, load_monitoring
+from serving_stack.facts.strict_files import DATA_DIR
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.monitoring import SELECT_EVERYTHING
 
@@ -60,13 +65,30 @@ def test_dcgm_exporter_runs_on_gpu_nodes_only_tolerating_their_taint():
     assert endpoint["port"] == CHARTS.dcgmExporter.metricsPortName and endpoint["honorLabels"] is True
 
 
-def test_rule_and_service_monitor_wait_for_the_crds_of_the_release():
+def test_rule_and_service_monitor_wait_for_the_crds_release_and_not_the_stack():
+    """The CRDs come in a release of their own (kube-prometheus-stack with crds.enabled false, installing
+    beside them), kept on uninstall like kube-prometheus-stack's own crds/ directory."""
     run = run_monitoring(monitoring_plan())
-    (stack,) = [r for r in run.of_type(RELEASE) if r.inputs["chart"] == CHARTS.kubePrometheusStack.chart]
+    by_chart = {r.inputs["chart"]: r for r in run.of_type(RELEASE)}
+    crds, stack = by_chart[CHARTS.prometheusOperatorCrds.chart], by_chart[CHARTS.kubePrometheusStack.chart]
     for token in (RULE, SERVICE_MONITOR):
         (resource,) = run.of_type(token)
-        assert f"{RELEASE}::{stack.name}" in resource.depends_on
+        assert f"{RELEASE}::{crds.name}" in resource.depends_on
+        assert f"{RELEASE}::{stack.name}" not in resource.depends_on
+    assert f"{RELEASE}::{crds.name}" in stack.depends_on
+    assert stack.inputs["values"]["crds"] == {"enabled": False}
+    assert crds.inputs["values"]["crds"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    assert crds.inputs["version"] == CHARTS.prometheusOperatorCrds.version
     assert the(run, NAMESPACE)["metadata"]["name"] == "monitoring"
+
+
+def test_the_crds_release_comes_from_the_stacks_operator_version(tmp_path):
+    """catalog/monitoring.yaml: both pins name the Prometheus Operator they come from, and must agree."""
+    data = yaml.safe_load((DATA_DIR / "monitoring.yaml").read_text())
+    data["charts"]["prometheusOperatorCrds"]["operatorVersion"] = "v0.92.1"
+    (tmp_path / "monitoring.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="different operator versions"):
+        load_monitoring(tmp_path)
 
 
 def test_prometheus_rule_is_labelled_for_the_release_and_has_a_group_per_target():
@@ -107,7 +129,7 @@ def test_existing_prometheus_gets_labelled_objects_and_no_release():
 
 def test_without_dcgm_exporter_no_exporter_and_no_service_monitor():
     run = run_monitoring(monitoring_plan(install_dcgm_exporter=False))
-    assert list(releases(run)) == [CHARTS.kubePrometheusStack.chart]
+    assert sorted(releases(run)) == sorted([CHARTS.kubePrometheusStack.chart, CHARTS.prometheusOperatorCrds.chart])
     assert run.of_type(SERVICE_MONITOR) == []
 
 

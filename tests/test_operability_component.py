@@ -65,7 +65,7 @@ def test_every_target_gets_its_objects_in_order_after_what_they_need():
     recorded = run(TWO_TARGETS)
     (component,) = recorded.of_type(TypeTokens.OPERABILITY)
     (programs,) = [r for r in recorded.of_type(CONFIG_MAP_TYPE) if r.name == f"{component.name}-programs"]
-    (stack_release,) = [r for r in recorded.of_type(RELEASE) if r.inputs["chart"] == "kube-prometheus-stack"]
+    (crds_release,) = [r for r in recorded.of_type(RELEASE) if r.inputs["chart"] == "prometheus-operator-crds"]
     targets = len(TWO_TARGETS["targets"])
     for token in (JOB, CRON_JOB, DEPLOYMENT, POD_MONITOR):
         created = recorded.of_type(token)
@@ -81,7 +81,7 @@ def test_every_target_gets_its_objects_in_order_after_what_they_need():
     for deployment in recorded.of_type(DEPLOYMENT):
         assert graph_of(recorded, deployment) in deployment.depends_on
     for monitor in recorded.of_type(POD_MONITOR):
-        assert f"{RELEASE}::{stack_release.name}" in monitor.depends_on
+        assert f"{RELEASE}::{crds_release.name}" in monitor.depends_on  # the CRDs, not the whole stack
     for resource in recorded.of_type(JOB) + recorded.of_type(CRON_JOB) + recorded.of_type(DEPLOYMENT):
         assert f"{CONFIG_MAP_TYPE}::{programs.name}" in resource.property_dependencies["spec"]
     assert all(c.inputs["spec"]["suspend"] is True for c in recorded.of_type(CRON_JOB))

@@ -26,7 +26,7 @@ def test_blocking_findings_exit_1_and_are_printed_one_per_line(tmp_path, capsys)
     path.write_text(json.dumps(_with_unordered_prewarm()))
     assert main([str(path), "--markdown", str(tmp_path / "rollout.md")]) == 1
     out, err = capsys.readouterr()
-    assert out.startswith("## Rollout")
+    assert out.startswith("## Cold start") and "\n## Rollout" in out
     assert (tmp_path / "rollout.md").read_text() == out
     assert all(line.startswith(("error: ", "warning: ")) for line in err.splitlines())
     assert any(line.startswith("error: [wait]") for line in err.splitlines())

@@ -18,10 +18,12 @@ from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
 from tools.pr_diff.replacement import load_rules as load_replacement_rules
 from tools.pr_diff.stack_diff import diff_stack
-from tools.rollout.node_rolls import LAUNCH_TEMPLATE, NODE_GROUP, node_rolls
+from tools.rollout.durations import GPU_NODE_BOOT
+from tools.rollout.node_rolls import node_rolls
+from tools.rollout.nodes import LAUNCH_TEMPLATE, NODE_GROUP
 from tools.rollout.rules import load_rules
 
-GPU_NODE = load_rules().durations["node_groups"]["gpu"]
+GPU_NODE = load_rules().span(GPU_NODE_BOOT)
 
 
 def prod_raw() -> dict:
@@ -69,8 +71,8 @@ def test_a_kubernetes_version_bump_replaces_every_node_of_every_pool_with_time_a
             template["inputs"].get("instanceType") or group["inputs"]["instanceTypes"][0]
         ].gpus
         assert (roll.nodes, roll.gpus_per_node) == (nodes, gpus)
-        assert roll.minutes == nodes * GPU_NODE["typical"]
-        assert roll.gpu_hours == pytest.approx(nodes * gpus * GPU_NODE["typical"] / 60)
+        assert roll.minutes == nodes * GPU_NODE.typical
+        assert roll.gpu_hours == pytest.approx(nodes * gpus * GPU_NODE.typical / 60)
         assert any("Kubernetes version" in why for why in roll.why)
         assert roll.line().startswith(f"replaces every node of pool {roll.pool} ")
 

@@ -24,8 +24,7 @@ POOL_CHANGES = [
 
 
 def _gpu_node_groups(stack_records):
-    gpu = RULES.durations["node_groups"]["gpu_ami_types"]
-    return [r for r in of_type(stack_records, NODE_GROUP) if r["inputs"]["amiType"] in gpu]
+    return [r for r in of_type(stack_records, NODE_GROUP) if r["inputs"]["amiType"] in RULES.gpu_ami_types]
 
 
 def _fix_name(pool):

@@ -1,4 +1,5 @@
-"""The rollout model's own data files, broken, are one config line naming the file (never a traceback)."""
+"""The rollout model's own data file and the durations table, broken, are one config line naming the file (never
+a traceback)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import pytest
 import yaml
 
 from serving_stack.errors import ConfigError
-from tools.rollout.rules import DURATION_SECTIONS, DURATIONS_FILE, PROVIDER_RULES_FILE, load_rules
+from serving_stack.facts.durations import load_durations
+from serving_stack.facts.strict_files import DATA_DIR
+from tools.rollout.rules import PROVIDER_RULES_FILE, load_rules
+
+DURATIONS_FILE = DATA_DIR / "durations.yaml"
 
 
 def _broken(text: str, how: str) -> str:
@@ -27,17 +32,28 @@ HOW = ["empty", "a list", "not YAML", "duplicate key", "a section missing", "a s
 
 
 @pytest.mark.parametrize("how", [*HOW, "a non-finite number"])
-@pytest.mark.parametrize("original", [DURATIONS_FILE, PROVIDER_RULES_FILE], ids=lambda p: p.name)
-def test_a_broken_rules_file_is_one_line_naming_it(tmp_path, original, how):
-    broken = tmp_path / original.name
-    broken.write_text(_broken(original.read_text(), how))
-    files = {"provider_rules": PROVIDER_RULES_FILE, "durations": DURATIONS_FILE}
-    files["durations" if original == DURATIONS_FILE else "provider_rules"] = broken
+def test_a_broken_rules_file_is_one_line_naming_it(tmp_path, how):
+    broken = tmp_path / PROVIDER_RULES_FILE.name
+    broken.write_text(_broken(PROVIDER_RULES_FILE.read_text(), how))
     with pytest.raises(ConfigError) as raised:
-        load_rules(**files)
+        load_rules(broken)
     message = str(raised.value)
-    assert original.name in message and "\n" not in message and len(message) < 400
+    assert PROVIDER_RULES_FILE.name in message and "\n" not in message and len(message) < 400
 
 
-def test_every_duration_section_the_file_holds_is_checked():
-    assert set(yaml.safe_load(DURATIONS_FILE.read_text())) == set(DURATION_SECTIONS)
+@pytest.mark.parametrize("how", [*HOW, "a non-finite number"])
+def test_a_broken_durations_table_is_one_line_naming_it(tmp_path, how):
+    (tmp_path / DURATIONS_FILE.name).write_text(_broken(DURATIONS_FILE.read_text(), how))
+    with pytest.raises(ConfigError) as raised:
+        load_durations(tmp_path)
+    message = str(raised.value)
+    assert DURATIONS_FILE.name in message and "\n" not in message and len(message) < 400
+
+
+def test_a_rule_naming_a_step_the_table_lacks_is_one_line(tmp_path):
+    rules = yaml.safe_load(PROVIDER_RULES_FILE.read_text())
+    rules["aws"]["durations"]["aws:eks/cluster:Cluster"] = "no-such-step"
+    broken = tmp_path / PROVIDER_RULES_FILE.name
+    broken.write_text(yaml.safe_dump(rules))
+    with pytest.raises(ConfigError, match="no-such-step"):
+        load_rules(broken)

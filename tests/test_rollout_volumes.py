@@ -20,7 +20,7 @@ from rollout_helpers import (
 
 from tools.rollout.destroy import DELETED, REFUSED
 from tools.rollout.report import markdown
-from tools.rollout.volumes import binding, quantity_bytes
+from tools.rollout.volumes import STATIC, binding, quantity_bytes
 
 WAIT = "wait"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -40,7 +40,7 @@ def test_the_claim_binds_to_the_stacks_volume_once_the_file_system_exists():
     rollout = report(prod)
     steps = rollout.timeline.steps
     step = steps[f"{claim['type']}::{claim['name']}"]
-    assert step.work.typical == RULES.durations["provisioning"]["static-volume"]["typical"]
+    assert step.work.typical == RULES.span(STATIC).typical
     assert (
         step.ready >= steps[f"{volume['type']}::{volume['name']}"].ready >= steps[f"{FSX}::{file_system['name']}"].ready
     )

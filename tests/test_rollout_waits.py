@@ -18,6 +18,8 @@ from rollout_helpers import (
 )
 
 from tools.rollout.awaits import go_duration_seconds
+from tools.rollout.durations import work
+from tools.rollout.graph import StackGraph
 
 WAIT = "wait"
 
@@ -100,7 +102,7 @@ def test_helm_release_timeout_shorter_than_the_install_is_reported():
     (line,) = findings_about(prod, "dynamo-release", WAIT, blocking=True)
     assert "timeout: 60" in line
     release["inputs"].pop("timeout")
-    chart_max = RULES.durations["charts"]["dynamo-platform"]["max"]
+    chart_max = work(StackGraph(prod), StackGraph(prod).named("dynamo-release"), RULES).max
     default_minutes = RULES.helm["default_timeout_seconds"] / 60
     assert bool(findings_about(prod, "dynamo-release", WAIT)) == (chart_max > default_minutes)
 

@@ -1,4 +1,5 @@
-"""The capacity sections of `summary.md`: the cost of 1M output tokens on each Dynamo target where it runs, the time a new GPU node takes to serve per pool, and what scales with load.
+"""The capacity sections of `summary.md`: the cost of 1M output tokens on each Dynamo target where it runs and
+what scales with load (the time a new GPU node takes to serve is in the cold-start section, tools/rollout).
 Everything comes from the plan the program built (`StackPlan.capacity`), nothing is recomputed here."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from serving_stack.plan.capacity import StackCapacity, TargetTokenCost, TokenCost, node_ready_markdown
+from serving_stack.plan.capacity import StackCapacity, TargetTokenCost, TokenCost
 
 
 def _usd(value: Optional[float]) -> str:
@@ -81,16 +82,6 @@ def capacity_markdown(capacity: StackCapacity) -> str:
             "At the published output tok/s per GPU, every replica set busy at its measured concurrency the whole "
             "hour: a floor (idle capacity and headroom cost the same per hour). The figure where the target "
             "runs is `usdPerMillionOutputTokens` in the outputs.",
-            "",
-        ]
-    readiness = capacity.node_readiness
-    if readiness.predictions:
-        lines += [
-            "## Time for a new GPU node to serve",
-            "",
-            node_ready_markdown(list(readiness.predictions)),
-            "",
-            f"Prewarm reads the checkpoints from: {readiness.file_system}.",
             "",
         ]
     lines += _scaling(capacity)

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import Facts
 from serving_stack.facts.catalog import Recipe
+from serving_stack.plan.model_cache import DOWNLOADER_DIR, DOWNLOADER_VOLUME
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
 from serving_stack.plan.stack import build_plan
 
@@ -23,6 +24,7 @@ NAMESPACE = "conformance"
 PULL_SECRET = "ngc-pull"
 REGISTRY = "registry.example.com/mirror/ai-dynamo"
 TAG = "1.5.0-mirror.2"
+DOWNLOAD_IMAGE = "registry.example.com/mirror/python:3.12.9-slim"
 STORAGE_CLASS = "conformance-rwx"
 PULL_SECRET_KEY = frozenset({"ngcApiKey"})  # the pull Secret the conformance config names needs the NGC key
 PREWARM_VOLUMES = ("prewarm-state", "prewarm-program")
@@ -51,7 +53,11 @@ def conformance_config(targets: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "kubernetes": {"namespace": NAMESPACE, "cluster": {"source": "kubeconfig", "context": "conformance"}},
         # Every target at once: one prewarm pod may warm every checkpoint set of its GPU (BF16 beside NVFP4).
-        "modelCache": {"storageClassName": STORAGE_CLASS, "prewarm": {"memoryLimit": "512Gi"}},
+        "modelCache": {
+            "storageClassName": STORAGE_CLASS,
+            "prewarm": {"memoryLimit": "512Gi"},
+            "download": {"image": DOWNLOAD_IMAGE},
+        },
         "dynamo": {"imagePullSecret": PULL_SECRET, "runtime": {"registry": REGISTRY, "tag": TAG}},
         "targets": targets,
     }
@@ -122,8 +128,17 @@ def _model_cache_rule(d: Difference) -> bool:
         return bool(d.new == STORAGE_CLASS)
     if re.fullmatch(JOB_POD + r"\['imagePullSecrets'\]\[0\]\['name'\]", d.path):
         return bool(d.new == PULL_SECRET)
+    # modelCache.download.image: the Job runs on a small Python image with the pinned downloader
     if re.fullmatch(JOB_POD + r"\['containers'\]\[0\]\['image'\]", d.path):
-        return _image(d.new)
+        return bool(d.new == DOWNLOAD_IMAGE)
+    if re.fullmatch(JOB_POD + r"\['initContainers'\]", d.path):
+        return d.change == "dictionary_item_added" and [(c["name"], c["image"]) for c in d.new] == [
+            ("install-downloader", DOWNLOAD_IMAGE)
+        ]
+    if re.fullmatch(JOB_POD + r"\['containers'\]\[0\]\['env'\]\[\d+\]", d.path):
+        return d.change == "iterable_item_added" and d.new == {"name": "PYTHONPATH", "value": DOWNLOADER_DIR}
+    if re.fullmatch(JOB_POD + r"\['(containers'\]\[0\]\['volumeMounts|volumes)'\]\[\d+\]", d.path):
+        return d.change == "iterable_item_added" and d.new["name"] == DOWNLOADER_VOLUME
     return False
 
 

@@ -30,6 +30,7 @@ from serving_stack.config.types import (
     Region,
     ReservationId,
     SecurityGroupId,
+    SnapshotId,
     SubnetId,
     VpcId,
     matching,
@@ -141,6 +142,12 @@ class NodePoolConfig(Block):
     )
     fabric: Optional[Fabric] = pydantic.Field(default=None, description="default: efa on EFA-capable types, else none")
     rootVolumeGiB: int = pydantic.Field(default=200, ge=50, le=16384)  # EBS gp3: 1 GiB to 16 TiB
+    imageCacheSnapshotId: Optional[SnapshotId] = pydantic.Field(
+        default=None,
+        description="an EBS snapshot of containerd's image store holding the serving image, mounted at "
+        "/var/lib/containerd on every node of the pool instead of pulling (docs/cold-start.md); unset: the "
+        "AMI type's fastest pull (catalog/aws_platform.yaml imageDelivery)",
+    )
 
 
 class EfsSettings(Block):

@@ -52,10 +52,16 @@ class Checkpoints(Block):
 
 
 class DownloadJob(Block):
-    """Unset means the upstream Job's own value."""
+    """The model-download Job. `activeDeadlineSeconds`, `backoffLimit` unset: the upstream Job's own values.
+    `image`: the Python 3.12 image it runs in, with the pinned downloader of catalog/downloader.yaml installed
+    by an init container (not the 12+ GB runtime image upstream's Job pulls to run one Python program)."""
 
     activeDeadlineSeconds: Optional[Int64] = pydantic.Field(default=None, ge=60, description="Kubernetes Job: int64")
     backoffLimit: Optional[Int32] = pydantic.Field(default=None, ge=0, description="Kubernetes Job: int32")
+    image: PinnedImage = pydantic.Field(
+        default="docker.io/library/python:3.12.8-slim",
+        description="a Python 3.12 image (the downloader's wheels are cp312): pip installs them into it",
+    )
 
 
 class PrewarmConfig(Block):

@@ -231,6 +231,7 @@ AvailabilityZone = Annotated[
 ]
 Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
 SubnetId = Annotated[str, matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")]
+SnapshotId = Annotated[str, matching(r"^snap-[0-9a-f]{8,17}$", "an EBS snapshot id such as snap-0123456789abcdef0")]
 SecurityGroupId = Annotated[str, matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")]
 VpcId = Annotated[str, matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")]
 ReservationId = Annotated[

@@ -26,8 +26,6 @@ and replica set from its manifest, figures from `targets.yaml`) and one `Instanc
 type (GPUs per node, on-demand price from `instance_types.yaml`, Capacity Block price from
 `capacity_prices.yaml` where a source publishes one).
 
-Loads `catalog/node_ready.yaml` into the planner's `NodeReadyFacts` (every figure with a source).
-
 Loads `catalog/autoscaling.yaml`: the KEDA and cluster-autoscaler pins and the Prometheus queries.
 """
 
@@ -222,11 +220,19 @@ class EksAddons(Data):
     fsxCsiDriver: CsiAddon
 
 
+class ImageDelivery(Data):
+    """How a node of one EKS AMI type gets its images fastest without a prepared snapshot."""
+
+    fastImagePull: bool
+    source: str = pydantic.Field(min_length=10)
+
+
 class AwsPlatformFile(Data):
     schemaVersion: Literal[1]
     devicePlugins: DevicePluginPins
     draDriver: DraDriverChart
     eksAddons: EksAddons
+    imageDelivery: dict[str, ImageDelivery]
     nodeManagedPolicies: list[str] = pydantic.Field(min_length=1)
 
 
@@ -412,6 +418,8 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> O
             f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
             f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB",
         )
+    if instance.amiType not in catalog.platform.imageDelivery:
+        return ConfigError(f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry")
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
         return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
@@ -473,47 +481,6 @@ class CapacityPricesFile(Data):
 @functools.lru_cache(maxsize=4)
 def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
-
-
-class Phase(Data):
-    seconds: float = pydantic.Field(gt=0)
-    estimate: bool
-    source: str = pydantic.Field(min_length=10)
-
-
-class Figure(Data):
-    value: Optional[float] = pydantic.Field(default=None, gt=0)
-    estimate: bool
-    source: str = pydantic.Field(min_length=10)
-
-
-class FileSystems(Data):
-    efs: Figure
-    fsxPerTiB: Figure
-
-
-class NodeReadyFile(Data):
-    schemaVersion: Literal[1]
-    phases: dict[
-        Literal[
-            "autoscalerReaction",
-            "instanceBootToRegistered",
-            "devicePluginsAdvertise",
-            "runtimeImagePullSecondsPerCompressedGB",
-            "engineStart",
-        ],
-        Phase,
-    ]
-    runtimeImageCompressedGB: Figure
-    checkpointGB: Figure
-    warmLoadMBps: Figure
-    fileSystemReadMBps: FileSystems
-    nodeReadCapMBps: Figure
-
-
-@functools.lru_cache(maxsize=4)
-def load_node_ready_file(root: Path = CATALOG_DIR) -> NodeReadyFile:
-    return load_model(root / "node_ready.yaml", NodeReadyFile, root)
 
 
 # The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.

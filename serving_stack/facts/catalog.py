@@ -389,6 +389,26 @@ class CheckpointSizes(Data):
         return self.repositories.get(repository, self.unlisted)
 
 
+class DownloaderFile(Data):
+    """The model-download Job's downloader, pinned by the sha256 of every wheel it installs (catalog/downloader.yaml)."""
+
+    schemaVersion: Literal[1]
+    python: Literal["3.12"]
+    requirements: dict[
+        Annotated[str, pydantic.StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*==[0-9][0-9A-Za-z.+-]*$")],
+        list[Annotated[str, pydantic.StringConstraints(pattern=r"^[0-9a-f]{64}$")]],
+    ] = pydantic.Field(min_length=1)
+
+    def lines(self) -> list[str]:
+        """A requirements file for `pip install --require-hashes`."""
+        return [f"{pin} " + " ".join(f"--hash=sha256:{h}" for h in hashes) for pin, hashes in self.requirements.items()]
+
+
+@functools.lru_cache(maxsize=4)
+def load_downloader(root: Path = DATA_DIR) -> DownloaderFile:
+    return load_model(root / "downloader.yaml", DownloaderFile, root)
+
+
 @functools.lru_cache(maxsize=4)
 def load_checkpoint_sizes(root: Path = DATA_DIR) -> CheckpointSizes:
     return load_model(root / FILE, CheckpointSizes, root)

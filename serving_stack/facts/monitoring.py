@@ -150,6 +150,13 @@ class HelmChartPin(Data):
 class KubePrometheusStackPin(HelmChartPin):
     prometheusService: str
     prometheusPort: int = pydantic.Field(gt=0, lt=65536)
+    operatorVersion: str = pydantic.Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+
+
+class OperatorCrdsPin(HelmChartPin):
+    """The Prometheus Operator's CRDs alone; `operatorVersion`: the operator release they come from."""
+
+    operatorVersion: str = pydantic.Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+$")
 
 
 class DcgmExporterPin(HelmChartPin):
@@ -158,7 +165,14 @@ class DcgmExporterPin(HelmChartPin):
 
 class Charts(Data):
     kubePrometheusStack: KubePrometheusStackPin
+    prometheusOperatorCrds: OperatorCrdsPin
     dcgmExporter: DcgmExporterPin
+
+    @pydantic.model_validator(mode="after")
+    def _one_operator(self) -> Charts:
+        if self.prometheusOperatorCrds.operatorVersion != self.kubePrometheusStack.operatorVersion:
+            raise ValueError("prometheusOperatorCrds and kubePrometheusStack come from different operator versions")
+        return self
 
 
 class SloSettings(Data):

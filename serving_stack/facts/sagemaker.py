@@ -93,7 +93,6 @@ class InstanceType(Data):
 
 class InstancesFile(Data):
     storageRule: StorageRule
-    provisioningSeconds: Estimate
     instances: dict[str, InstanceType]
 
     @pydantic.model_validator(mode="after")

@@ -26,15 +26,6 @@ It assumes the replica set runs at its published concurrency the whole hour (a f
 price: idle capacity and headroom cost the same per hour and produce nothing). For each capacity type
 the cheapest instance type of the target's GPU is used; a capacity type without a sourced price is n/a.
 
-How long a new GPU node takes to serve, per pool: autoscaler reaction, EC2 boot to kubelet
-registration, device plugins, prewarm (checkpoints into page cache), runtime image pull, model load
-from page cache, engine start. Durations come from `catalog/node_ready.yaml` (each with its source;
-estimates flagged), so the prediction is only as good as that file says it is.
-
-The workers' `wait-for-prewarm` init container runs before the runtime image is pulled (kubelet pulls
-a container's image when it starts that container), so with `gateWorkers` on prewarm and image pull
-add up; without it they overlap.
-
 Scaling with load, as plain data: a KEDA ScaledObject per autoscaled DGD worker component, the DGD
 change that makes the operator create the component's scaling adapter, and the replica paths Pulumi must
 stop owning (cluster-autoscaler's node-group tags, IAM policy and values: `cluster_autoscaler`).
@@ -62,9 +53,9 @@ resource, what would make them useless: a target the stack does not select, no P
 the target's pool cannot hold, a cluster-autoscaler image for another Kubernetes minor than the cluster's.
 
 Capacity of the planned stack, resolved once in `build_plan` after the serving targets: what 1M output
-tokens cost on each Dynamo target where it runs (into the outputs contract and `summary.md`), how long a
-new GPU node takes to serve on each pool, and the autoscaling of
-`serving_stack.plan.capacity`.
+tokens cost on each Dynamo target where it runs (into the outputs contract and `summary.md`) and the
+autoscaling of `serving_stack.plan.capacity`. How long a new GPU node takes to serve is the timing model's
+(tools/rollout/cold_start.py, from the render and catalog/durations.yaml), not the product's.
 
 The price of a target is its pool's: the instance type bought the pool's way (an ODCR at the on-demand
 rate, a Capacity Block at its recorded rate, Spot unpriced). A target on nodes the stack knows nothing
@@ -93,16 +84,13 @@ from serving_stack.facts.aws import (
     ADAPTER_KIND,
     AwsCatalog,
     CapacityPricesFile,
-    Figure,
     HelmPin,
     MetricQueries,
-    NodeReadyFile,
     load_capacity_prices,
 )
 from serving_stack.facts.catalog import Catalog, Recipe
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.quantities import gib
 from serving_stack.plan.serving import PlannedTarget
 
 CapacityType = Literal["on-demand", "spot", "capacity-block"]
@@ -447,105 +435,6 @@ def token_cost_markdown(table: list[TokenCostRow]) -> str:
             f"{_cell(r.by_capacity_type['spot'])} | {meets} |"
         )
     return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class NodeReadyFacts:
-    autoscaler_reaction_s: float
-    boot_to_registered_s: float
-    device_plugins_s: float
-    image_pull_s_per_gb: float
-    engine_start_s: float
-    image_gb: float
-    checkpoint_gb: float
-    warm_load_mb_s: float
-    node_read_cap_mb_s: float
-    estimated_phases: tuple[str, ...]  # names of phases whose figure is an estimate
-
-
-@dataclass(frozen=True)
-class NodeReadyPrediction:
-    pool: str
-    phases: tuple[tuple[str, float], ...]
-    prewarm_gates_image_pull: bool
-    estimated_phases: tuple[str, ...]
-
-    @property
-    def seconds(self) -> float:
-        by_name = dict(self.phases)
-        overlap = 0.0 if self.prewarm_gates_image_pull else min(by_name["prewarm"], by_name["image pull"])
-        return sum(by_name.values()) - overlap
-
-
-def predict_node_ready(
-    pool: str,
-    facts: NodeReadyFacts,
-    file_system_mb_s: float,
-    nodes_starting_together: int,
-    gate_workers: bool,
-    scale_from_zero: bool = True,
-) -> NodeReadyPrediction:
-    """`file_system_mb_s` is what the model cache serves to all clients; nodes that start together share it."""
-    per_node_mb_s = min(facts.node_read_cap_mb_s, file_system_mb_s / max(1, nodes_starting_together))
-    phases = [
-        ("autoscaler", facts.autoscaler_reaction_s if scale_from_zero else 0.0),
-        ("boot", facts.boot_to_registered_s),
-        ("device plugins", facts.device_plugins_s),
-        ("prewarm", facts.checkpoint_gb * 1000 / per_node_mb_s),
-        ("image pull", facts.image_gb * facts.image_pull_s_per_gb),
-        ("model load", facts.checkpoint_gb * 1000 / facts.warm_load_mb_s),
-        ("engine start", facts.engine_start_s),
-    ]
-    return NodeReadyPrediction(pool, tuple(phases), gate_workers, facts.estimated_phases)
-
-
-def fsx_read_mb_s(per_unit_storage_throughput: int, storage_gib: float) -> float:
-    """FSx for Lustre throughput scales with capacity: MB/s per TiB x TiB."""
-    return per_unit_storage_throughput * storage_gib / 1024
-
-
-def node_ready_markdown(predictions: list[NodeReadyPrediction]) -> str:
-    names = [name for name, _ in predictions[0].phases] if predictions else []
-    lines = ["| pool | " + " | ".join(f"{n} (s)" for n in names) + " | total | |", "|" + " --- |" * (len(names) + 3)]
-    for p in predictions:
-        note = "prewarm then image pull (gated)" if p.prewarm_gates_image_pull else "prewarm overlaps image pull"
-        cells = " | ".join(f"{s:,.0f}{'*' if n in p.estimated_phases else ''}" for n, s in p.phases)
-        lines.append(f"| `{p.pool}` | {cells} | **{p.seconds / 60:.1f} min** | {note} |")
-    return (
-        "\n".join(lines)
-        + "\n\n\\* estimate: no source publishes this figure for these instance types (`catalog/node_ready.yaml`)."
-    )
-
-
-def _value(figure: Figure) -> float:
-    assert figure.value is not None, figure.source
-    return figure.value
-
-
-def node_ready_facts(data: NodeReadyFile) -> NodeReadyFacts:
-    phases = data.phases
-    estimated = {
-        "autoscaler": phases["autoscalerReaction"].estimate,
-        "boot": phases["instanceBootToRegistered"].estimate,
-        "device plugins": phases["devicePluginsAdvertise"].estimate,
-        "prewarm": data.checkpointGB.estimate or data.nodeReadCapMBps.estimate,
-        "image pull": phases["runtimeImagePullSecondsPerCompressedGB"].estimate
-        or data.runtimeImageCompressedGB.estimate,
-        "model load": data.checkpointGB.estimate or data.warmLoadMBps.estimate,
-        "engine start": phases["engineStart"].estimate,
-    }
-    return NodeReadyFacts(
-        autoscaler_reaction_s=phases["autoscalerReaction"].seconds,
-        boot_to_registered_s=phases["instanceBootToRegistered"].seconds,
-        device_plugins_s=phases["devicePluginsAdvertise"].seconds,
-        image_pull_s_per_gb=phases["runtimeImagePullSecondsPerCompressedGB"].seconds,
-        engine_start_s=phases["engineStart"].seconds,
-        image_gb=_value(data.runtimeImageCompressedGB),
-        checkpoint_gb=_value(data.checkpointGB),
-        warm_load_mb_s=_value(data.warmLoadMBps),
-        node_read_cap_mb_s=_value(data.nodeReadCapMBps),
-        estimated_phases=tuple(name for name, flag in estimated.items() if flag),
-    )
 
 
 @dataclass(frozen=True)
@@ -998,17 +887,8 @@ class TargetTokenCost:
 
 
 @dataclass(frozen=True)
-class NodeReadiness:
-    """Per pool: one new node, and the pool's whole growth at once (they share the file system)."""
-
-    predictions: tuple[NodeReadyPrediction, ...]
-    file_system: str  # what prewarm reads from, as the predictions assume
-
-
-@dataclass(frozen=True)
 class StackCapacity:
     token_costs: tuple[TargetTokenCost, ...]
-    node_readiness: NodeReadiness
     autoscaling: Optional[AutoscalingPlan]
 
     @property
@@ -1039,47 +919,6 @@ def target_token_cost(
     return TargetTokenCost(target_id, where, cost, cheapest)
 
 
-def _file_system(config: StackConfig, facts: Facts) -> tuple[float, str]:
-    """MB/s the model cache serves to every node warming at once, and what that figure rests on."""
-    storage = config.aws.modelCacheStorage if config.aws else None
-    size = gib(config.modelCache.size) if config.modelCache.size else None
-    if storage is not None and storage.backend == "fsx" and size is not None:
-        per_tib = storage.fsx.perUnitStorageThroughput
-        total = fsx_read_mb_s(per_tib, size)
-        return total, (
-            f"FSx for Lustre, {per_tib} MB/s/TiB x {size:g} GiB = {total:,.0f} MB/s shared by the nodes "
-            "that start together"
-        )
-    efs = facts.node_ready.fileSystemReadMBps.efs.value
-    if storage is not None and storage.backend == "efs" and efs is not None:
-        return efs, f"EFS elastic throughput, {efs:,.0f} MB/s read per file system"
-    return math.inf, (
-        f"storage class {config.modelCache.storageClassName} is not the stack's: its throughput is "
-        "unknown, so only the per-node read cap limits prewarm"
-    )
-
-
-def _node_readiness(
-    config: StackConfig, facts: Facts, pools: Sequence[ResolvedPool], cluster_scaling: Optional[ClusterScalingPlan]
-) -> NodeReadiness:
-    phases = node_ready_facts(facts.node_ready)
-    file_system_mb_s, file_system = _file_system(config, facts)
-    prewarm = config.modelCache.prewarm
-    gated = prewarm.enabled and prewarm.gateWorkers
-    predictions = []
-    for pool in pools:
-        autoscaled = cluster_scaling is not None and pool.name in cluster_scaling.pool_tags
-        predictions.append(predict_node_ready(pool.name, phases, file_system_mb_s, 1, gated, autoscaled))
-        growth = pool.max_size - pool.min_size
-        if growth > 1:
-            predictions.append(
-                predict_node_ready(
-                    f"{pool.name}, {growth} nodes at once", phases, file_system_mb_s, growth, gated, autoscaled
-                )
-            )
-    return NodeReadiness(tuple(predictions), file_system)
-
-
 def plan_stack_capacity(
     config: StackConfig,
     facts: Facts,
@@ -1106,5 +945,4 @@ def plan_stack_capacity(
         deployed.append(
             dataclasses.replace(target, endpoint=target.endpoint.model_copy(update={"usdPerMillionOutputTokens": usd}))
         )
-    readiness = _node_readiness(config, facts, pools, autoscaling.cluster if autoscaling else None)
-    return tuple(deployed), StackCapacity(tuple(costs), readiness, autoscaling)
+    return tuple(deployed), StackCapacity(tuple(costs), autoscaling)

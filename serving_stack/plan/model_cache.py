@@ -438,6 +438,41 @@ GIB = 2**30
 PREWARM_HEADROOM_GIB = 2
 
 
+DOWNLOADER_DIR = "/opt/downloader"
+DOWNLOADER_VOLUME = "downloader"
+
+
+def small_downloader(pod_spec: dict[str, Any], image: str, requirements: list[str]) -> None:
+    """The download Job's pod on a small Python image instead of the runtime image: an init container pip
+    installs the hash-pinned downloader (catalog/downloader.yaml) into a volume the download container reads
+    through PYTHONPATH; upstream's command, arguments and env (HF_XET_HIGH_PERFORMANCE) run unchanged."""
+    (container,) = pod_spec["containers"]
+    mount = {"name": DOWNLOADER_VOLUME, "mountPath": DOWNLOADER_DIR}
+    install = "\n".join(
+        (
+            "set -eu",
+            "cat > /tmp/requirements.txt <<'EOF'",
+            *requirements,
+            "EOF",
+            "pip install --no-cache-dir --disable-pip-version-check --require-hashes --only-binary=:all: "
+            f"--target {DOWNLOADER_DIR} -r /tmp/requirements.txt",
+        )
+    )
+    pod_spec["initContainers"] = [
+        {
+            "name": "install-downloader",
+            "image": image,
+            "command": ["sh", "-c", install],
+            "securityContext": container.get("securityContext", {}),
+            "volumeMounts": [mount],
+        }
+    ]
+    container["image"] = image
+    container["env"] = [*container.get("env", []), {"name": "PYTHONPATH", "value": DOWNLOADER_DIR}]
+    container["volumeMounts"] = [*container.get("volumeMounts", []), {**mount, "readOnly": True}]
+    pod_spec["volumes"] = [*pod_spec.get("volumes", []), {"name": DOWNLOADER_VOLUME, "emptyDir": {}}]
+
+
 def checkpoint_bytes(repositories: Iterable[str], sizes: CheckpointSizes) -> int:
     return sum(sizes.size(repository).bytes for repository in dict.fromkeys(repositories))
 

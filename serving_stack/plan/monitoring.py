@@ -51,6 +51,7 @@ from serving_stack.facts.monitoring import (
     KubePrometheusStackPin,
     MetricsCatalog,
     MonitoringFacts,
+    OperatorCrdsPin,
     Panel,
     SloSettings,
     Variable,
@@ -318,14 +319,27 @@ SELECT_EVERYTHING = {
 def kube_prometheus_stack_values() -> dict[str, Any]:
     """Select every PodMonitor, ServiceMonitor and PrometheusRule of the cluster. EKS runs the control plane
     (scheduler, controller manager, etcd are not scrapeable) and kube-proxy binds its metrics to
-    127.0.0.1, so their scrape jobs and alerts would only ever report targets down."""
+    127.0.0.1, so their scrape jobs and alerts would only ever report targets down. The CRDs come from
+    their own release (`operator_crds_values`)."""
     return {
+        "crds": {"enabled": False},
         "prometheus": {"prometheusSpec": dict(SELECT_EVERYTHING)},
         "kubeControllerManager": {"enabled": False},
         "kubeScheduler": {"enabled": False},
         "kubeEtcd": {"enabled": False},
         "kubeProxy": {"enabled": False},
     }
+
+
+# Helm keeps what carries this annotation when the release is uninstalled (Helm documentation, "Chart
+# Development Tips and Tricks: Tell Helm Not To Uninstall a Resource"): deleting a CRD deletes every object of it.
+KEEP = {"helm.sh/resource-policy": "keep"}
+
+
+def operator_crds_values() -> dict[str, Any]:
+    """The prometheus-operator-crds release: every CRD, kept when the release goes (as kube-prometheus-stack's
+    own crds/ directory is: Helm never deletes those)."""
+    return {"crds": {"annotations": dict(KEEP)}}
 
 
 def prometheus_endpoint(pin: KubePrometheusStackPin, namespace: str) -> str:
@@ -520,6 +534,8 @@ class MonitoringPlan:
     release_label: str
     prometheus_url: str
     install_prometheus: bool
+    crds_chart: OperatorCrdsPin
+    crds_values: Mapping[str, Any]
     prometheus_chart: KubePrometheusStackPin
     prometheus_values: Mapping[str, Any]
     install_dcgm_exporter: bool
@@ -583,6 +599,8 @@ def plan_monitoring(
         release_label=release_label,
         prometheus_url=prometheus_url,
         install_prometheus=settings.install_prometheus,
+        crds_chart=charts.prometheusOperatorCrds,
+        crds_values=operator_crds_values(),
         prometheus_chart=charts.kubePrometheusStack,
         prometheus_values=deep_merge(kube_prometheus_stack_values(), settings.prometheus_values),
         install_dcgm_exporter=settings.install_dcgm_exporter,

@@ -81,6 +81,8 @@ class ResolvedPool:
     compute_domains: bool = False
     nvme_disks: int = 0
     root_volume_gib: int = 200
+    fast_image_pull: bool = False
+    image_cache_snapshot_id: Optional[str] = None
     on_demand_usd_per_hour: Optional[float] = None
     efa_layout: tuple[NetworkInterface, ...] = ()
 
@@ -109,7 +111,12 @@ class ManagedPoolSpec:
     - `instance_type_on_launch_template`: the instance type goes on the launch template and the node group
       names none (what EKS requires of a Capacity Block group; the other way round for the rest);
     - `market_type`: the launch template's market (`capacity-block`), None for On-Demand and Spot;
-    - `capacity_reservation_id`: the reservation the launch template targets (Capacity Block or ODCR).
+    - `capacity_reservation_id`: the reservation the launch template targets (Capacity Block or ODCR);
+    - `nvme_raid0`: the instance store as one RAID0 array holding containerd's store and the pod logs;
+    - `fast_image_pull`: nodeadm's FastImagePull feature gate, SOCI parallel pull (the AMI type's fastest
+      delivery without a snapshot, catalog/aws_platform.yaml imageDelivery);
+    - `image_cache_snapshot_id`: a data volume from this EBS snapshot mounted as containerd's store (its
+      images need no pull; fast pull is then off: the SOCI snapshotter would not see them).
     """
 
     name: str
@@ -128,6 +135,8 @@ class ManagedPoolSpec:
     max_size: int
     root_volume_gib: int
     nvme_raid0: bool
+    fast_image_pull: bool
+    image_cache_snapshot_id: Optional[str]
     efa: bool
     efa_layout: tuple[NetworkInterface, ...]
     placement_group: bool
@@ -161,6 +170,8 @@ class ManagedPoolSpec:
             max_size=pool.max_size,
             root_volume_gib=pool.root_volume_gib,
             nvme_raid0=pool.nvme_disks > 0,
+            fast_image_pull=pool.fast_image_pull,
+            image_cache_snapshot_id=pool.image_cache_snapshot_id,
             efa=efa,
             efa_layout=pool.efa_layout if efa else (),
             placement_group=efa and pool.capacity_type not in RESERVED_CAPACITY_TYPES,
@@ -215,6 +226,7 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
     existing = aws.cluster.existing if aws.cluster else None
     subnet = pool.subnetId or (existing.privateSubnetIds.get(pool.availabilityZone or "") if existing else None)
     zone = pool.availabilityZone
+    delivery = aws_catalog.platform.imageDelivery.get(instance.amiType) if instance else None
     return ResolvedPool(
         name=pool.name,
         managed=pool.managed,
@@ -238,6 +250,8 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
         compute_domains=bool(instance and instance.computeDomains),
         nvme_disks=instance.nvmeDisks if instance else 0,
         root_volume_gib=pool.rootVolumeGiB,
+        fast_image_pull=bool(delivery and delivery.fastImagePull) and pool.imageCacheSnapshotId is None,
+        image_cache_snapshot_id=pool.imageCacheSnapshotId,
         on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
         efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
     )
@@ -474,6 +488,14 @@ def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: Aw
     if facts is None:
         gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
         return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {bounded(gpu)}", ", ".join(aws_catalog.gpus))]
+    if pool.imageCacheSnapshotId is not None and not pool.managed:
+        errors.append(
+            ConfigError(
+                f"{path}.imageCacheSnapshotId",
+                "only a pool the stack manages has a launch template to mount the snapshot",
+                "remove it, or managed: true",
+            )
+        )
     if not pool.minSize <= pool.desiredSize <= pool.maxSize:
         errors.append(
             ConfigError(

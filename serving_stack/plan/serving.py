@@ -83,6 +83,7 @@ from serving_stack.plan.model_cache import (
     host_state_dir,
     prewarm_memory_limit,
     prewarm_pools,
+    small_downloader,
 )
 from serving_stack.plan.pools import ResolvedPool
 
@@ -144,9 +145,12 @@ def render_model_cache_pvc(
     return pvc
 
 
-def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings) -> dict[str, Any]:
-    """An upstream download Job fetching `fetch.checkpoints` under their env names: where the stack changed
-    the set, the checkpoint env entries and the loop tuple of upstream's script are rewritten, nothing else."""
+def render_download_job(
+    fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings, downloader: list[str]
+) -> dict[str, Any]:
+    """An upstream download Job fetching `fetch.checkpoints` under their env names, on `download.image` with the
+    pinned `downloader` requirements (`small_downloader`): where the stack changed the set, the checkpoint env
+    entries and the loop tuple of upstream's script are rewritten, nothing else."""
     job = copy.deepcopy(fetch.job.manifest)
     job["metadata"]["namespace"] = settings.namespace
     for field in ("activeDeadlineSeconds", "backoffLimit"):
@@ -154,8 +158,8 @@ def render_download_job(fetch: JobCheckpoints, download: DownloadJob, settings: 
             job["spec"][field] = getattr(download, field)
     pod_spec = job["spec"]["template"]["spec"]
     _set_pull_secret(pod_spec, settings.image_pull_secret)
+    small_downloader(pod_spec, download.image, downloader)
     (container,) = pod_spec["containers"]
-    container["image"] = runtime_image(container["image"], settings)
     if fetch.changed:
         upstream_names = {name for name, _ in fetch.job.checkpoints}
         env = container.get("env", [])

@@ -662,7 +662,9 @@ def build_plan(
         model_cache_claim=render_model_cache_pvc(
             facts.catalog.model_cache.claim, cache_plan.size, cache.storageClassName, settings
         ),
-        download_jobs=tuple(render_download_job(job, cache.download, settings) for job in cache_plan.jobs),
+        download_jobs=tuple(
+            render_download_job(job, cache.download, settings, facts.downloader.lines()) for job in cache_plan.jobs
+        ),
         retain_on_delete=cache.retainOnDelete,
         prewarm_settings=PrewarmSettings.of(cache.prewarm, config.kubernetes.namespace),
         prewarm_pools=tuple(plan_prewarm(config, targets, facts.checkpoints)),

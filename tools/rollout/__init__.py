@@ -2,7 +2,7 @@
 
 The mock runtime records inputs and options but never waits, replaces, cascades or refuses. This package
 applies the engine's and providers' rules (provider_rules.yaml, each rule with its source) and typical
-durations (durations.yaml) to the recorded resource graph, and reports waits that can expire, replacements
+durations (catalog/durations.yaml) to the recorded resource graph, and reports waits that can expire, replacements
 that collide with themselves or that protect refuses, what destroy keeps, and the timeline of a first `up`.
 
     report = analyse(records)          # records: resources.json entries

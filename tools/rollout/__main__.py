@@ -1,6 +1,6 @@
 """python -m tools.rollout build/<stack>/resources.json [--markdown OUT]
 
-Prints the rollout section (Markdown) and one line per finding on stderr; exits 1 when a finding is
+Prints the cold-start and rollout sections (Markdown) and one line per finding on stderr; exits 1 when a finding is
 blocking (a wait that can expire, a replacement that collides or that protect refuses), 2 on a bad input.
 """
 

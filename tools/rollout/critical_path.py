@@ -1,4 +1,4 @@
-"""Why each step on the critical path waits for the one before it, and what the path says about a target time.
+"""Why each step on the critical path to a resource waits for the one before it (cold_start.py prints it).
 
 An edge is one of: `readiness` (the step's pods need the other resource: a prerequisite read from the pod specs
 or the operator), `data` (an input is built from the other's outputs), `dependsOn` (an ordering the program
@@ -74,40 +74,3 @@ def explain(graph: StackGraph, timeline: Timeline, key: str) -> list[Hop]:
                 break
         hops.append(Hop(step, after, tuple(kinds), ", which ".join(phrases) if after else "nothing before it"))
     return hops
-
-
-def target_lines(hops: list[Hop], ready: float, target: float, basis: str, estimated: list[Step]) -> list[str]:
-    """Whether the prediction meets the target; if not, the binding step and why what follows cannot overlap it."""
-    if not hops:
-        return []
-    if ready <= target:
-        line = (
-            f"- Target ({basis}): **met**, {ready:.1f} min against {target:g} min ({target - ready:.1f} min to spare)."
-        )
-        if estimated:
-            line += (
-                " Steps on this path whose durations are estimates, not measurements: "
-                + "; ".join(f"{s.resource.name} {s.work.typical:.1f} min" for s in estimated)
-                + "."
-            )
-        return [line]
-    binding = max(hops, key=lambda h: h.step.work.typical)
-    index = hops.index(binding)
-    follower = hops[index + 1] if index + 1 < len(hops) else None
-    declared = [h for h in hops if not h.inherent and h.after]
-    lines = [
-        f"- Target ({basis}): **not met**, {ready:.1f} min against {target:g} min. The step that keeps it longer "
-        f"is **{binding.step.resource.name}** ({binding.step.work.typical:.1f} min, {binding.step.work.basis})"
-        + (f": {follower.step.resource.name} cannot overlap it because {follower.why}." if follower else ".")
-    ]
-    if declared:
-        shown = "; ".join(f"{h.step.resource.name} after {h.after} ({h.why})" for h in declared)
-        lines.append(
-            "- Orderings the program declares on this path (not data or readiness; the only edges a program "
-            f"change could relax): {shown}."
-        )
-    else:
-        lines.append(
-            "- Every wait on this path is data or readiness: no ordering to relax; only a faster step shortens it."
-        )
-    return lines

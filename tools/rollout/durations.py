@@ -1,60 +1,89 @@
-"""How long each step of a first `up` takes (typical and worst case), from `durations.yaml` and the
-recorded inputs: the checkpoints a pod downloads or reads, the images it pulls, how a claim binds (volumes.py),
-a Job's own deadline, a worker's startupProbe budget."""
+"""How long each step takes, from the durations table (`catalog/durations.yaml`) and the recorded inputs: the
+checkpoints a pod downloads or reads (sizes: catalog/checkpoints.yaml), the images it pulls and how its nodes
+get them (tools/rollout/nodes.py), how a claim binds (volumes.py), a Job's deadline, a worker's startup budget,
+whether its compilation cache is shared, where a SageMaker model reads its weights from.
+
+`work()` is one resource's own work on the first-`up` timeline; `serving_parts()` breaks a GPU worker's start
+into its steps (device plugins, image pull, prewarm, model load, engine start), which the timeline and the
+new-node path lay out as they overlap (parts.py).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Any
 
+from serving_stack.facts.catalog import load_checkpoint_sizes
+from serving_stack.facts.durations import Kind
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
+from tools.rollout.nodes import NODE_GROUP, Delivery, image_delivery
+from tools.rollout.parts import Node, Par, Part, Seq, combined_kind, image_pull, layout, transfer
 from tools.rollout.rules import Rules, Span
-from tools.rollout.volumes import binding
-from tools.rollout.workloads import containers, images, mounted_claims, pod_specs
+from tools.rollout.volumes import binding, static_volume
+from tools.rollout.workloads import containers, images, mounted_claims, pod_specs, selected_node_groups
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+# The steps of catalog/durations.yaml this model names (tests/test_durations_table.py: each exists, each is used).
+AWS_API_CALL = "aws-api-call"
+KUBERNETES_WRITE = "kubernetes-object-write"
+CPU_NODE_GROUP = "cpu-node-group-create"
+GPU_NODE_BOOT = "gpu-node-boot"
+DEVICE_PLUGINS = "device-plugins-advertise"
+AUTOSCALER = "autoscaler-reaction"
+HELM_INSTALL = "helm-release-install"
+CHART_STEPS = {"kube-prometheus-stack": "kube-prometheus-stack-install"}
+IMAGE_FROM_SNAPSHOT = "image-pull-ebs-snapshot"
+PIP_INSTALL = "pip-install-downloader"
+SMOKE_TEST = "smoke-test-run"
+ENGINE_START = {
+    ("vllm", False): "engine-start-vllm-cold",
+    ("vllm", True): "engine-start-vllm-warm",
+    ("trtllm", False): "engine-start-trtllm-cold",
+    ("trtllm", True): "engine-start-trtllm-warm",
+}
+DEFAULT_BACKEND = "vllm"
+SAGEMAKER_INSTANCE = "sagemaker-instance-start"
+SAGEMAKER_PULL = "sagemaker-image-pull"
+SAGEMAKER_PULL_CACHED = "sagemaker-image-pull-cached"
+HUB_DOWNLOAD, PAGE_CACHE, NODE_READ_CAP, EFS_READ, S3_DOWNLOAD = (
+    "hub-download",
+    "page-cache-read",
+    "node-read-cap",
+    "efs-elastic-read",
+    "sagemaker-s3-download",
+)
+
+SAGEMAKER_ENDPOINT = "aws:sagemaker/endpoint:Endpoint"
+SAGEMAKER_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
+SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
+FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
+EFS = "aws:efs/fileSystem:FileSystem"
 ZERO = Span(0.0, 0.0, "no cloud work")
+PREWARM_PROGRAM = "prewarm.py"
+WAIT_READY_FLAG = "--wait-ready"
 
 
-def _size_entry(table: dict[str, Any], name: str) -> dict[str, Any]:
-    for prefix, entry in table["sizes_gb"].items():
-        if name == prefix or name.startswith(prefix + ":") or name.startswith(prefix + "@"):
-            return dict(entry)
-    return dict(table["default_gb"])
-
-
-def _size_gb(table: dict[str, Any], name: str) -> float:
-    return float(_size_entry(table, name)["size"])
-
-
-def _estimate(*entries: dict[str, Any]) -> bool:
-    return any(str(entry["basis"]).startswith("estimate") for entry in entries)
-
-
-def _transfer(gigabytes: float, rate: dict[str, Any], what: str, *sizes: dict[str, Any]) -> Span:
-    """Minutes to move this many GB at the typical / worst MB/s of a rate entry."""
+def _span(node: Node, worst_basis: str = "") -> Span:
+    laid, worst = layout(node), layout(node, worst=True)
+    critical = [p.part for p in laid.critical]
     return Span(
-        gigabytes * 1000 / rate["typical"] / 60,
-        gigabytes * 1000 / rate["worst"] / 60,
-        f"{what} ~{gigabytes:g} GB at {rate['typical']} MB/s",
-        estimated=_estimate(rate, *sizes),
-    )
-
-
-def _add(*spans: Span) -> Span:
-    return Span(
-        sum(s.typical for s in spans),
-        sum(s.max for s in spans),
-        "; ".join(s.basis for s in spans if s.basis),
-        " + ".join(s.worst_basis for s in spans if s.max and s.worst_basis != "estimate") or "estimate",
-        estimated=any(s.estimated and s.typical for s in spans),
+        laid.end / 60,
+        worst.end / 60,
+        "; ".join(f"{p.name} {p.seconds:.0f} s" for p in critical),
+        worst_basis
+        or "at worst "
+        + "; ".join(f"{p.part.name} {p.end - p.start:.0f} s" for p in worst.critical if p.end > p.start)
+        + " (catalog/durations.yaml)",
+        combined_kind(p.kind for p in critical if p.seconds) if any(p.seconds for p in critical) else "measured",
+        node,
     )
 
 
 def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
     """Checkpoint repositories a workload names: known repositories, `*MODEL*` env values, `--model` args, in
     pods that mount a claim (where checkpoints are stored; a client passing a served model name mounts none)."""
-    known = set(rules.durations["checkpoints"]["sizes_gb"])
+    known = set(load_checkpoint_sizes().repositories)
     found: list[str] = []
     for spec in pod_specs(resource, rules):
         if not mounted_claims(spec):
@@ -70,25 +99,169 @@ def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
     return sorted(set(found))
 
 
-def image_pull(resource: Resource, rules: Rules) -> Span:
-    """Pulling the largest image of the workload (pods of one workload pull in parallel)."""
-    table = rules.durations["images"]
-    pulls = sorted((_size_gb(table, image), image) for image in images(resource, rules))
-    if not pulls:
-        return ZERO
-    size, image = pulls[-1]
-    name = image.split("/")[-1].split(":")[0]
-    return _transfer(size, table["pull_mb_per_s"], f"pull {name}", _size_entry(table, image))
+@dataclass(frozen=True)
+class Size:
+    """GB of data, what kind of figure that is and where it comes from."""
+
+    gigabytes: float
+    kind: Kind
+    source: str
 
 
-def checkpoint_transfer(resource: Resource, rules: Rules, rate_key: str, verb: str) -> Span:
-    table = rules.durations["checkpoints"]
-    repos = checkpoints_named(resource, rules)
-    if not repos:
-        return ZERO
-    gigabytes = sum(_size_gb(table, repo) for repo in repos)
-    sizes = [_size_entry(table, repo) for repo in repos]
-    return _transfer(gigabytes, table[rate_key], f"{verb} {len(repos)} checkpoint(s)", *sizes)
+def checkpoint_size(repos: list[str]) -> Size:
+    sizes = load_checkpoint_sizes()
+    entries = [sizes.repositories.get(repo, sizes.unlisted) for repo in repos]
+    return Size(
+        sum(e.sizeGB for e in entries),
+        combined_kind("estimate" if e.estimate else "measured" for e in entries),
+        f"{len(repos)} checkpoint(s), catalog/checkpoints.yaml",
+    )
+
+
+def _node_group(graph: StackGraph, resource: Resource, rules: Rules) -> Resource | None:
+    for spec in pod_specs(resource, rules):
+        groups = selected_node_groups(graph, spec)
+        if groups:
+            return groups[0]
+    return None
+
+
+def pull_part(graph: StackGraph, resource: Resource, rules: Rules, delivery: Delivery | None = None) -> Part | None:
+    """Pulling the largest image of the workload (its pods pull at once) the way its nodes get images."""
+    table = rules.durations
+    sized = sorted((table.image(image)[1].unpackedGB, image) for image in images(resource, rules))
+    if not sized:
+        return None
+    image = sized[-1][1]
+    how = delivery or image_delivery(graph, _node_group(graph, resource, rules))
+    if how == "ebs-snapshot":
+        return Part.of(f"image {_short(image)} from the EBS-snapshot volume", table.steps[IMAGE_FROM_SNAPSHOT])
+    _, size = table.image(image)
+    label = {"plain": "pull", "parallel": "parallel pull (SOCI)"}[how]
+    return image_pull(f"{label} {_short(image)}", image, size, table.imagePull[how], how)
+
+
+def _short(image: str) -> str:
+    return image.rsplit("/", 1)[-1].split("@")[0].split(":")[0]
+
+
+def file_system_read(graph: StackGraph, resource: Resource, rules: Rules, readers: int) -> tuple[float, Kind, str]:
+    """MB/s one node reads the model cache at while `readers` nodes read it at once: the file system behind
+    the claim the pods mount (FSx: storage x per-unit throughput; EFS: its elastic read), capped per node."""
+    cap = rules.durations.rates[NODE_READ_CAP]
+    shared = _file_system_throughput(graph, resource, rules)
+    if shared is None or shared[0] / readers >= cap.mbPerSecond:
+        return cap.mbPerSecond, cap.kind, f"the per-node read cap ({cap.source})"
+    total, kind, source = shared
+    return total / readers, kind, f"{source}, shared by {readers} node(s) reading at once"
+
+
+def _file_system_throughput(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[float, Kind, str] | None:
+    for spec in pod_specs(resource, rules):
+        for claim in mounted_claims(spec):
+            pvc = graph.find_object("PersistentVolumeClaim", claim, resource.namespace)
+            volume = static_volume(graph, pvc) if pvc else None
+            if volume is None:
+                continue
+            for deps in volume.property_dependencies.values():
+                for key in deps:
+                    behind = graph.get(key)
+                    if behind is not None and behind.type == FSX:
+                        tib = float(behind.inputs.get("storageCapacity") or 0) / 1024
+                        per_tib = float(behind.inputs.get("perUnitStorageThroughput") or 0)
+                        return (
+                            tib * per_tib,
+                            "derived",
+                            f"FSx for Lustre {per_tib:g} MB/s/TiB x {tib:.3g} TiB (AWS FSx API reference, "
+                            "PerUnitStorageThroughput)",
+                        )
+                    if behind is not None and behind.type == EFS:
+                        rate = rules.durations.rates[EFS_READ]
+                        return rate.mbPerSecond, rate.kind, rate.source
+    return None
+
+
+def compilation_cache_shared(resource: Resource) -> bool:
+    """Whether the graph's workers reuse a compilation cache other pods wrote (the DGD's `compilationCache`)."""
+    components = lookup(resource.inputs, "spec.components") or []
+    return any(isinstance(c, dict) and (c.get("compilationCache") or {}).get("pvcName") for c in components)
+
+
+def _gated_by_prewarm(resource: Resource, rules: Rules) -> bool:
+    """Whether the workers wait for their node's prewarm (an init container running `prewarm.py --wait-ready`)."""
+    for spec in pod_specs(resource, rules):
+        for container in spec.get("initContainers") or []:
+            command = " ".join(str(c) for c in (container.get("command") or []) + (container.get("args") or []))
+            if PREWARM_PROGRAM in command and WAIT_READY_FLAG in command:
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class ServingParts:
+    """A GPU worker's start on a node, step by step. `gated`: the workers wait for the node's prewarm."""
+
+    plugins: Part
+    pull: Part | None
+    load: Part
+    engine: Part
+    gated: bool
+
+
+def serving_parts(
+    graph: StackGraph, resource: Resource, rules: Rules, cache_warm: bool, delivery: Delivery | None = None
+) -> ServingParts:
+    """`cache_warm`: the compilation cache holds this graph's artifacts (a later node), not the first start."""
+    table = rules.durations
+    backend = str(lookup(resource.inputs, "spec.backendFramework") or DEFAULT_BACKEND)
+    engine_step = ENGINE_START.get((backend, cache_warm), ENGINE_START[(DEFAULT_BACKEND, cache_warm)])
+    state = "compile cache warm" if cache_warm else "compile cache cold"
+    size = checkpoint_size(checkpoints_named(resource, rules))
+    gated = _gated_by_prewarm(resource, rules)
+    if gated:
+        load = transfer("model load from page cache", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE])
+    else:
+        rate, kind, source = file_system_read(graph, resource, rules, 1)
+        load = Part(
+            "model load from the model cache",
+            size.gigabytes * 1000 / rate,
+            size.gigabytes * 1000 / rate,
+            combined_kind([size.kind, kind]),
+            f"{size.gigabytes:g} GB ({size.source}) at {rate:,.0f} MB/s ({source})",
+        )
+    return ServingParts(
+        Part.of("device plugins advertise the GPUs", table.steps[DEVICE_PLUGINS]),
+        pull_part(graph, resource, rules, delivery),
+        load,
+        Part.of(f"engine start, {backend}, {state}", table.steps[engine_step]),
+        gated,
+    )
+
+
+def prewarm_part(graph: StackGraph, resource: Resource, rules: Rules, readers: int) -> Part:
+    """A prewarm pod reading its checkpoints from the model cache into the node's page cache."""
+    size = checkpoint_size(checkpoints_named(resource, rules))
+    rate, kind, source = file_system_read(graph, resource, rules, readers)
+    seconds = size.gigabytes * 1000 / rate
+    return Part(
+        "prewarm (checkpoints into the page cache)",
+        seconds,
+        seconds,
+        combined_kind([size.kind, kind]),
+        f"{size.gigabytes:g} GB ({size.source}) at {rate:,.0f} MB/s ({source})",
+    )
+
+
+def gpu_nodes_at_up(graph: StackGraph, rules: Rules) -> int:
+    """GPU nodes the first `up` starts at once (they share the model cache's throughput when they prewarm)."""
+    return max(
+        1,
+        sum(
+            int(lookup(g.inputs, "scalingConfig.desiredSize") or 0)
+            for g in graph.of_type(NODE_GROUP)
+            if g.inputs.get("amiType") in rules.gpu_ami_types
+        ),
+    )
 
 
 def _startup_budget_minutes(spec: dict[str, Any]) -> float:
@@ -111,63 +284,159 @@ def _init_gate_minutes(spec: dict[str, Any]) -> float:
     return sum(bounds)
 
 
-def _serving_work(resource: Resource, rules: Rules) -> Span:
-    """A DynamoGraphDeployment: its slowest component from pod start to serving."""
-    engines = rules.durations["engines"]
-    engine = engines.get(str(lookup(resource.inputs, "spec.backendFramework") or ""), engines["default"])
-    pull, read = image_pull(resource, rules), checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads")
+def serving_worst(resource: Resource, rules: Rules, parts: ServingParts) -> tuple[float, str]:
+    """The longest a DGD may take from its creation to Ready (minutes): the image pull, the prewarm gate's
+    bound, then the workers' startup budget or the worst load and engine start, whichever is longer (the
+    device plugins run from the node's registration, before the graph's pods can start)."""
     specs = pod_specs(resource, rules)
     budget = max((_startup_budget_minutes(spec) for spec in specs), default=0.0)
     gate = max((_init_gate_minutes(spec) for spec in specs), default=0.0)
-    typical = pull.typical + read.typical + float(engine["typical"])
-    worst = pull.max + gate + max(budget, read.max + 3 * float(engine["typical"]))
-    return Span(
-        typical,
-        worst,
-        f"{pull.basis}; {read.basis}; engine start ~{engine['typical']} min",
+    pull = parts.pull.worst_seconds / 60 if parts.pull else 0.0
+    start = (parts.load.worst_seconds + parts.engine.worst_seconds) / 60
+    return (
+        pull + gate + max(budget, start),
         f"image pull + the prewarm gate {gate:.0f} min + the workers' startupProbe budget {budget:.0f} min",
-        estimated=pull.estimated or read.estimated or _estimate(engine),
     )
 
 
-def _job_work(resource: Resource, rules: Rules) -> Span:
+def _serving_work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
+    """A DynamoGraphDeployment on its own (schedule.py overlaps its steps with the node's): cache cold."""
+    parts = serving_parts(graph, resource, rules, cache_warm=False)
+    node = Seq((parts.plugins, *([parts.pull] if parts.pull else []), parts.load, parts.engine))
+    typical = _span(node)
+    worst, why = serving_worst(resource, rules, parts)
+    return Span(typical.typical, worst, typical.basis, why, typical.kind)
+
+
+def _downloads(graph: StackGraph, resource: Resource, rules: Rules) -> Node | None:
+    repos = checkpoints_named(resource, rules)
+    if not repos:
+        return None
+    size = checkpoint_size(repos)
+    download = transfer(
+        "checkpoint download from the hub", size.gigabytes, size.kind, size.source, rules.durations.rates[HUB_DOWNLOAD]
+    )
+    text = " ".join(
+        str(a)
+        for spec in pod_specs(resource, rules)
+        for c in containers(spec)
+        for a in (c.get("command") or []) + (c.get("args") or [])
+    )
+    steps: list[Node] = (
+        [Part.of("pip install of the downloader", rules.durations.steps[PIP_INSTALL])] if "pip install" in text else []
+    )
+    return Seq((*steps, download))
+
+
+def _job_work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
     """Pull, then the program: a download Job's time is its downloads; any other Job (the smoke test) runs
-    its requests for `job_run`."""
-    downloads = checkpoint_transfer(resource, rules, "download_mb_per_s", "downloads")
-    run = downloads if downloads.typical else rules.span(rules.durations["job_run"])
-    work = _add(image_pull(resource, rules), run)
+    its requests."""
+    pull = pull_part(graph, resource, rules)
+    run = _downloads(graph, resource, rules) or Part.of("smoke test requests", rules.durations.steps[SMOKE_TEST])
+    work = _span(Seq((*([pull] if pull else []), run)))
     deadline = lookup(resource.inputs, "spec.activeDeadlineSeconds")
     if deadline and float(deadline) / 60 > work.max:
-        worst, why = float(deadline) / 60, f"its activeDeadlineSeconds {deadline}"
+        return dataclasses.replace(work, max=float(deadline) / 60, worst_basis=f"its activeDeadlineSeconds {deadline}")
+    return dataclasses.replace(work, worst_basis="image pull and download at the worst rates")
+
+
+def sagemaker_model(graph: StackGraph, endpoint: Resource) -> tuple[Resource | None, Resource | None]:
+    """The endpoint's configuration and the model of its first variant."""
+    config = next(
+        (graph.get(k) for k in graph.direct_dependencies(endpoint.key) if k.startswith(SAGEMAKER_CONFIG)), None
+    )
+    if config is None:
+        return None, None
+    model = next((graph.get(k) for k in graph.direct_dependencies(config.key) if k.startswith(SAGEMAKER_MODEL)), None)
+    return config, model
+
+
+def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_cached: bool = False) -> Node:
+    """From CreateEndpoint to InService: the instance starts, the image is pulled while the weights download
+    from S3 (`ModelDataSource`), or the container downloads them from the hub once it runs; then the engine
+    starts (no compilation cache on SageMaker: cold)."""
+    table = rules.durations
+    _, model = sagemaker_model(graph, endpoint)
+    container = (model.inputs.get("primaryContainer") or {}) if model else {}
+    known = set(load_checkpoint_sizes().repositories)
+    values = [str(v) for v in (container.get("environment") or {}).values()]
+    repos = sorted({v for v in values if v in known}) or ["unlisted"]  # the served or downloaded repository
+    s3 = lookup(container, "modelDataSource.s3DataSources[].s3Uri") or container.get("modelDataUrl")
+    size = checkpoint_size(repos)
+    pull = Part.of(
+        "container image from the cache" if image_cached else "container image pull",
+        table.steps[SAGEMAKER_PULL_CACHED if image_cached else SAGEMAKER_PULL],
+    )
+    if s3:
+        weights: Node = Par(
+            (
+                pull,
+                transfer(
+                    "weights from S3 (ModelDataSource)",
+                    size.gigabytes,
+                    size.kind,
+                    size.source,
+                    table.rates[S3_DOWNLOAD],
+                ),
+            )
+        )
     else:
-        worst, why = work.max, "estimated image pull and download at the worst rates"
-    return Span(work.typical, worst, work.basis, why, work.estimated)
+        weights = Seq(
+            (
+                pull,
+                transfer(
+                    "weights from the hub at container start",
+                    size.gigabytes,
+                    size.kind,
+                    size.source,
+                    table.rates[HUB_DOWNLOAD],
+                ),
+            )
+        )
+    return Seq(
+        (
+            Part.of("instance start", table.steps[SAGEMAKER_INSTANCE]),
+            weights,
+            transfer("model load", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE]),
+            Part.of("engine start, vllm, compile cache cold", table.steps[ENGINE_START[(DEFAULT_BACKEND, False)]]),
+        )
+    )
 
 
 def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
     """The cloud work behind creating one resource, until it is really ready."""
-    table = rules.durations
     if not resource.custom or resource.is_provider:
         return ZERO
     if resource.type == NODE_GROUP:
-        gpu = resource.inputs.get("amiType") in table["node_groups"]["gpu_ami_types"]
-        return rules.span(table["node_groups"]["gpu" if gpu else "cpu"])
+        return rules.span(GPU_NODE_BOOT if resource.inputs.get("amiType") in rules.gpu_ami_types else CPU_NODE_GROUP)
     if resource.type == HELM_RELEASE:
         chart = str(resource.inputs.get("chart", ""))
-        entry = next((e for name, e in table["charts"].items() if name in chart), table["types"][HELM_RELEASE])
-        return rules.span(entry)
-    if resource.type in table["types"]:
-        return rules.span(table["types"][resource.type])
+        return rules.span(next((s for name, s in CHART_STEPS.items() if name in chart), HELM_INSTALL))
+    if resource.type == SAGEMAKER_ENDPOINT:
+        return _span(sagemaker_node(graph, resource, rules))
     if not resource.is_kubernetes_object:
-        return rules.span(table["default"])
-    write = rules.span(table["kubernetes_object"])
+        return rules.span(rules.aws_durations.get(resource.type, AWS_API_CALL))
+    write = rules.span(KUBERNETES_WRITE)
     if resource.kind == "PersistentVolumeClaim":
         return binding(graph, resource, rules).span
     if resource.kind == "Job":
-        return _job_work(resource, rules)
+        return _job_work(graph, resource, rules)
     if resource.kind in rules.operators:
-        return _add(write, _serving_work(resource, rules))
+        serving = _serving_work(graph, resource, rules)
+        return Span(
+            write.typical + serving.typical, write.max + serving.max, serving.basis, serving.worst_basis, serving.kind
+        )
     if pod_specs(resource, rules):
-        reads = checkpoint_transfer(resource, rules, "cache_read_mb_per_s", "reads")
-        return _add(write, image_pull(resource, rules), reads)
+        pull = pull_part(graph, resource, rules)
+        reads: list[Node] = []
+        if checkpoints_named(resource, rules):
+            reads.append(prewarm_part(graph, resource, rules, gpu_nodes_at_up(graph, rules)))
+        node = Seq(
+            (
+                Part("write", write.typical * 60, write.max * 60, write.kind, write.basis),
+                *([pull] if pull else []),
+                *reads,
+            )
+        )
+        return _span(node)
     return write

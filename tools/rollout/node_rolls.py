@@ -20,12 +20,13 @@ from typing import Any
 
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import POOL_LABEL
+from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.graph import Resource, StackGraph, lookup
+from tools.rollout.nodes import NODE_GROUP
+from tools.rollout.nodes import launch_template as _template
 from tools.rollout.replacements import replace_fields
 from tools.rollout.rules import Rules, load_rules
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NOT_TEMPLATE_DATA = frozenset({"tags", "tagsAll", "description", "updateDefaultVersion", "name", "namePrefix"})
 # What a change of each of these does to a pool, for the guide in summary.md.
 DAY2_CHANGES = (
@@ -70,23 +71,17 @@ def _pool(group: Resource) -> str:
     return str(labels.get(POOL_LABEL) or group.name.removeprefix("pool-").removesuffix("-node-group"))
 
 
-def _template(graph: StackGraph, group: Resource) -> Resource | None:
-    template_id = lookup(group.inputs, "launchTemplate.id")
-    return next((t for t in graph.of_type(LAUNCH_TEMPLATE) if f"{t.name}-id" == template_id), None)
-
-
 def _instance_type(group: Resource, template: Resource | None) -> str | None:
     types = group.inputs.get("instanceTypes") or []
     return str(types[0]) if types else (str(template.inputs.get("instanceType")) if template else None)
 
 
 def _gpu_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
-    gpu_amis = rules.durations["node_groups"]["gpu_ami_types"]
-    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in gpu_amis]
+    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
 
 
 def _roll(group: Resource, template: Resource | None, why: list[str], rules: Rules) -> NodeRoll:
-    span = rules.span(rules.durations["node_groups"]["gpu"])
+    span = rules.span(GPU_NODE_BOOT)
     instance = load_aws_catalog().instance_types.get(_instance_type(group, template) or "")
     nodes = int(lookup(group.inputs, "scalingConfig.desiredSize") or 0)
     return NodeRoll(_pool(group), tuple(why), nodes, instance.gpus if instance else 0, span.typical, span.estimated)
@@ -152,4 +147,4 @@ def pool_roll_guide(graph: StackGraph, rules: Rules) -> list[str]:
         lines.append(
             f"| {row.pool} | {row.nodes} x {row.gpus_per_node} | ~{row.minutes:g} min{star} | ~{row.gpu_hours:.1f}{star} |"
         )
-    return [*lines, "", "\\* estimate: per node, the GPU node boot of tools/rollout/durations.yaml.", ""]
+    return [*lines, "", "\\* estimate: per node, the GPU node boot of catalog/durations.yaml.", ""]

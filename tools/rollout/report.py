@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tools.rollout.cold_start import cold_start_section
 from tools.rollout.destroy import DELETED, DestroyRow, destroy_findings, destroy_plan
 from tools.rollout.findings import Finding
 from tools.rollout.graph import StackGraph
@@ -16,7 +17,6 @@ from tools.rollout.restarts import Reader, restart_findings
 from tools.rollout.restarts import readers as restart_readers
 from tools.rollout.rules import Rules, load_engine_confirmed, load_rules
 from tools.rollout.schedule import Step, Timeline
-from tools.rollout.timeline_report import timeline_section
 from tools.rollout.volumes import rebind_note
 from tools.rollout.waits import wait_findings
 
@@ -125,12 +125,13 @@ def _replacement_section(report: RolloutReport) -> list[str]:
 
 
 def markdown(report: RolloutReport) -> str:
-    """The rollout section of summary.md."""
-    lines = [
+    """The cold-start and rollout sections of summary.md."""
+    lines = cold_start_section(report.graph, report.timeline, report.rules)
+    lines += [
         "## Rollout: first `up`, updates, `destroy` (modelled)",
         "",
-        "From the engine's and providers' rules (tools/rollout/provider_rules.yaml) and typical durations "
-        "(tools/rollout/durations.yaml), applied to the recorded resources; see docs/rollout.md.",
+        "From the engine's and providers' rules (tools/rollout/provider_rules.yaml) and the durations table "
+        "(catalog/durations.yaml), applied to the recorded resources; see docs/rollout.md.",
         "",
     ]
     blocking = report.blocking
@@ -140,12 +141,29 @@ def markdown(report: RolloutReport) -> str:
         "",
     ]
     lines += [f"- {f.line()}" for f in report.findings] + ([""] if report.findings else [])
-    timeline = timeline_section(
-        report.graph, report.timeline, report.rules, report.first_token(), report.first_token(dynamo_only=True)
-    )
-    lines += timeline + _destroy_section(report) + _replacement_section(report)
+    lines += _up_section(report) + _destroy_section(report) + _replacement_section(report)
     lines += pool_roll_guide(report.graph, report.rules) + _engine_section()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _up_section(report: RolloutReport) -> list[str]:
+    """When `pulumi up` itself completes and when each endpoint serves (the critical paths are in summary.md's
+    cold-start section)."""
+    timeline = report.timeline
+    lines = ["### First `pulumi up` (typical durations, catalog/durations.yaml)", ""]
+    if not report.graph.of_type(EKS_CLUSTER):
+        lines += [
+            "The Kubernetes cluster is not created by this stack: its nodes, add-ons and any operator it already "
+            "runs count as ready at minute 0.",
+            "",
+        ]
+    serving = sorted(timeline.serving(), key=lambda s: (s.ready, s.resource.key))
+    lines.append(f"`pulumi up` itself completes after {timeline.up_minutes():.1f} min.")
+    if not serving:
+        return [*lines, ""]
+    lines += ["", "| serving endpoint | ready after (min, typical) | worst case (min) |", "|---|---|---|"]
+    lines += [f"| {s.resource.name} | {s.ready:.1f} | {s.ready_worst:.0f} |" for s in serving]
+    return [*lines, ""]
 
 
 def _engine_section() -> list[str]:

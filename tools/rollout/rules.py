@@ -1,4 +1,5 @@
-"""The engine's and providers' rules (`provider_rules.yaml`) and typical durations (`durations.yaml`), typed.
+"""The engine's and providers' rules (`provider_rules.yaml`) and the durations table (`catalog/durations.yaml`,
+`serving_stack.facts.durations`), typed.
 
 Loaded once; everything else in the package interprets these, so a new kind, type or number is a data change.
 """
@@ -11,25 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.durations import Durations, Kind, Step, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
+from tools.rollout.parts import Node
 
 RULES_DIR = Path(__file__).resolve().parent
 PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
-DURATIONS_FILE = RULES_DIR / "durations.yaml"
 ENGINE_CONFIRMED_FILE = RULES_DIR / "engine_confirmed.yaml"
-DURATION_SECTIONS = (
-    "default",
-    "kubernetes_object",
-    "job_run",
-    "types",
-    "node_groups",
-    "charts",
-    "provisioning",
-    "first_token_target_minutes",
-    "images",
-    "checkpoints",
-    "engines",
-)
 
 
 @dataclass(frozen=True)
@@ -62,13 +51,23 @@ class AwsType:
 
 @dataclass(frozen=True)
 class Span:
-    """A duration in minutes, typical and worst case, with what it rests on."""
+    """A duration in minutes, typical and worst case, with what it rests on and the kind of its typical value."""
 
     typical: float
     max: float
     basis: str
     worst_basis: str = "estimate"
-    estimated: bool = False  # the typical value rests on an estimate, not a measurement or a documented figure
+    kind: Kind = "measured"
+    node: Node | None = field(default=None, compare=False)  # the steps it is made of, where it has several
+
+    @property
+    def estimated(self) -> bool:
+        return self.kind == "estimate"
+
+    @classmethod
+    def of(cls, step: Step) -> Span:
+        """A row of the durations table; tables show its source up to the first ';'."""
+        return cls(step.seconds / 60, step.worst / 60, step.source.split(";")[0], kind=step.kind)
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,9 @@ class Rules:
     provisioners: dict[str, dict[str, str]]
     aws_types: dict[str, AwsType]
     aws_deletion: dict[str, dict[str, Any]]
-    durations: dict[str, Any] = field(repr=False)
+    aws_durations: dict[str, str]  # type token -> the durations table step its create takes
+    gpu_ami_types: frozenset[str]
+    durations: Durations = field(repr=False)
 
     def source(self, key: str) -> str:
         """What a source key names (file and the lines it rests on)."""
@@ -102,15 +103,9 @@ class Rules:
     def helm_cluster_scoped(self, chart: str) -> bool:
         return any(entry["chart"] in chart for entry in self.helm["cluster_scoped_charts"])
 
-    def span(self, entry: dict[str, Any]) -> Span:
-        """A durations.yaml entry; tables show its basis up to the first ';'."""
-        basis = str(entry["basis"])
-        return Span(
-            float(entry["typical"]),
-            float(entry.get("max", entry["typical"])),
-            basis.split(";")[0],
-            estimated=basis.startswith("estimate"),
-        )
+    def span(self, step_id: str) -> Span:
+        """The durations table's step `step_id`."""
+        return Span.of(self.durations.steps[step_id])
 
 
 def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
@@ -160,24 +155,27 @@ def load_engine_confirmed(path: Path = ENGINE_CONFIRMED_FILE) -> tuple[dict[str,
     ]
 
 
-def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Path = DURATIONS_FILE) -> Rules:
-    """The rules of both files; a file missing a key or holding a wrong type is one `ConfigError` naming it."""
-    data, timings = _read_mapping(provider_rules), _read_mapping(durations)
-    for path, document, keys in (
-        (durations, timings, DURATION_SECTIONS),
-        (provider_rules, data, ("sources", "kubernetes", "aws")),
-    ):
-        missing = [key for key in keys if not isinstance(document.get(key), dict)]
-        if missing:
-            raise ConfigError(f"{path.parent.name}/{path.name}", f"needs the mapping(s) {', '.join(missing)}")
+def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Durations | None = None) -> Rules:
+    """The provider rules and the durations table (default: the catalog's); a file missing a key or holding a
+    wrong type, or a rule naming a step the table lacks, is one `ConfigError` naming the file."""
+    data = _read_mapping(provider_rules)
+    name = f"{provider_rules.parent.name}/{provider_rules.name}"
+    missing = [key for key in ("sources", "kubernetes", "aws") if not isinstance(data.get(key), dict)]
+    if missing:
+        raise ConfigError(name, f"needs the mapping(s) {', '.join(missing)}")
+    table = durations if durations is not None else load_durations()
     try:
-        return _rules(data, timings)
+        rules = _rules(data, table)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        name = f"{provider_rules.parent.name}/{provider_rules.name}"
         raise ConfigError(name, f"malformed: {bounded(repr(error), quote=False)}") from None
+    named = {*rules.aws_durations.values(), *(p["duration"] for p in rules.provisioners.values())}
+    unknown = sorted(named - set(table.steps))
+    if unknown:
+        raise ConfigError(name, f"names step(s) catalog/durations.yaml lacks: {', '.join(unknown)}")
+    return rules
 
 
-def _rules(data: dict[str, Any], durations: dict[str, Any]) -> Rules:
+def _rules(data: dict[str, Any], durations: Durations) -> Rules:
     kubernetes, aws = data["kubernetes"], data["aws"]
     return Rules(
         sources=data["sources"],
@@ -200,5 +198,7 @@ def _rules(data: dict[str, Any], durations: dict[str, Any]) -> Rules:
         provisioners=kubernetes["provisioners"],
         aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
         aws_deletion=aws["deletion"],
+        aws_durations={str(token): str(step) for token, step in aws["durations"].items()},
+        gpu_ami_types=frozenset(aws["gpu_ami_types"]["values"]),
         durations=durations,
     )

@@ -8,17 +8,20 @@ Computed twice: with typical durations (the predicted timeline) and with worst-c
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from tools.rollout.awaits import Await, await_of
-from tools.rollout.durations import work
+from tools.rollout.durations import SAGEMAKER_ENDPOINT, serving_parts, work
 from tools.rollout.graph import Resource, StackGraph
+from tools.rollout.nodes import NODE_GROUP
+from tools.rollout.parts import Part, Placed, layout
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding
 from tools.rollout.workloads import Prerequisite, prerequisites
 
-SAGEMAKER_ENDPOINT = "aws:sagemaker/endpoint:Endpoint"
 SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
+PREWARM_REASON = "waits for its node's prewarm"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Step:
     start_worst: float
     ready_worst: float
     gated_by: str  # the key whose completion decided when this step was ready ("" at the root)
+    parts: tuple[Placed, ...] = ()  # a serving resource's own steps, seconds from the start of `up`
 
     @property
     def awaited(self) -> bool:
@@ -73,12 +77,59 @@ class Timeline:
             gate_ready = max([(self.steps[g].ready, g) for g in gates] + [(start, "")])
             gate_worst = max([self.steps[g].ready_worst for g in gates] + [start_worst])
             ready, ready_worst = gate_ready[0] + span.typical, gate_worst + span.max
+            parts: tuple[Placed, ...] = ()
+            if span.node is not None:
+                parts = layout(span.node, start=(ready - span.typical) * 60).placed
+            if resource.kind in SERVING_KINDS:
+                ready, gate, parts = self._serving(resource, rules, needs[key], start)
+                gate_ready = (ready, gate)
+                span = dataclasses.replace(span, typical=ready - start)  # its steps overlap the node's
             awaited_span = _awaited_work(graph, resource, rules, wait, span)
             up_done = max(start + awaited_span.typical, ready if awaited_span.typical else start)
             gated_by = gate_ready[1] or max(((self.steps[d].up_done, d) for d in deps), default=(0.0, ""))[1]
             self.steps[key] = Step(
-                resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst, gated_by
+                resource, span, wait, needs[key], start, ready, up_done, start_worst, ready_worst, gated_by, parts
             )
+
+    def _serving(
+        self, resource: Resource, rules: Rules, needs: tuple[Prerequisite, ...], start: float
+    ) -> tuple[float, str, tuple[Placed, ...]]:
+        """A Dynamo graph's ready time (minutes), the key that decided it and its steps as they overlap: its
+        pods start once what they need is ready; the device plugins advertise the GPUs from the node's
+        registration; the image pull follows both; the prewarm (its own DaemonSet, from the node's
+        registration) runs meanwhile, and a gated worker loads once it is done; then the engine starts."""
+        parts = serving_parts(self.graph, resource, rules, cache_warm=False)
+        ready_of = {n.key: self.steps[n.key].ready for n in needs if n.key in self.steps}
+        nodes = {k: t for k, t in ready_of.items() if self.graph.resources[k].type == NODE_GROUP}
+        prewarm = {n.key: ready_of[n.key] for n in needs if n.key in ready_of and n.reason.startswith(PREWARM_REASON)}
+        others = {k: t for k, t in ready_of.items() if k not in nodes and k not in prewarm}
+        pods_start, start_key = max([(t, k) for k, t in others.items()] + [(start, "")])
+        placed: list[tuple[Part, float]] = []
+        plugins_end, deciding = 0.0, start_key
+        if nodes:  # nodes of the stack's own groups; on nodes that already run, the GPUs are advertised
+            node_ready, node_key = max((t, k) for k, t in nodes.items())
+            placed.append((parts.plugins, node_ready * 60))
+            plugins_end = node_ready * 60 + parts.plugins.seconds
+            deciding = node_key if plugins_end >= pods_start * 60 else start_key
+        pull_start = max(pods_start * 60, plugins_end)
+        pulled = pull_start
+        if parts.pull is not None:
+            placed.append((parts.pull, pull_start))
+            pulled += parts.pull.seconds
+        warm_ready, warm_key = max([(t * 60, k) for k, t in prewarm.items()] + [(0.0, "")])
+        opened = pulled
+        if parts.gated and warm_ready > pulled:
+            opened, deciding = warm_ready, warm_key
+        placed += [(parts.load, opened), (parts.engine, opened + parts.load.seconds)]
+        ready = (opened + parts.load.seconds + parts.engine.seconds) / 60
+        critical = {id(parts.load), id(parts.engine)} | ({id(parts.pull)} if opened == pulled else set())
+        if opened == pulled and pull_start == plugins_end:
+            critical.add(id(parts.plugins))
+        return (
+            ready,
+            deciding,
+            tuple(Placed(p, at, at + p.seconds, id(p) in critical) for p, at in placed),
+        )
 
     def _up_done_worst(self, key: str) -> float:
         step = self.steps[key]

@@ -18,6 +18,7 @@ from tools.rollout.replacements import data_role
 from tools.rollout.rules import Rules, Span
 
 PV_KIND = "PersistentVolume"
+STATIC, OUTSIDE_STACK = "static-volume-bind", "outside-stack-volume-bind"  # steps of catalog/durations.yaml
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?)?$")
 _FACTORS = {
     "": 1.0,
@@ -84,17 +85,16 @@ def mismatch(claim: Resource, volume: Resource) -> str:
 
 def binding(graph: StackGraph, claim: Resource, rules: Rules) -> Binding:
     """How long the claim takes to bind once created, and how."""
-    table = rules.durations["provisioning"]
     volume = static_volume(graph, claim)
     if volume is not None:
-        return Binding(rules.span(table["static-volume"]), "static", volume, mismatch(claim, volume))
+        return Binding(rules.span(STATIC), "static", volume, mismatch(claim, volume))
     class_name = str(lookup(claim.inputs, "spec.storageClassName") or "")
     storage_class = graph.find_object("StorageClass", class_name)
     if storage_class is None:
-        return Binding(rules.span(table["outside-stack"]), "")
+        return Binding(rules.span(OUTSIDE_STACK), "")
     provisioner = rules.provisioners.get(str(storage_class.inputs.get("provisioner", "")))
-    entry = table[provisioner["duration"]] if provisioner else table["outside-stack"]
-    return Binding(rules.span(entry), str(storage_class.inputs.get("volumeBindingMode", "Immediate")))
+    step = provisioner["duration"] if provisioner else OUTSIDE_STACK
+    return Binding(rules.span(step), str(storage_class.inputs.get("volumeBindingMode", "Immediate")))
 
 
 def data_behind(graph: StackGraph, volume: Resource, rules: Rules) -> Resource | None:

@@ -18,6 +18,7 @@ from tools.rollout.volumes import static_volume
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PULLS_IMAGES = "pulls its images with"
+PREWARM_PROGRAM, WAIT_READY = "prewarm.py", "--wait-ready"
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,34 @@ def _requested_resources(spec: dict[str, Any]) -> set[str]:
     return names
 
 
+def _commands(spec: dict[str, Any], init: bool) -> list[str]:
+    listed = spec.get("initContainers") if init else spec.get("containers")
+    return [" ".join(str(a) for a in (c.get("command") or []) + (c.get("args") or [])) for c in listed or []]
+
+
+def waits_for_prewarm(resource: Resource, rules: Rules) -> bool:
+    """Whether the workload's pods wait for their node's prewarm: an init container running the prewarm
+    program with `--wait-ready` (serving_stack.plan.model_cache.gate_workers)."""
+    return any(
+        PREWARM_PROGRAM in command and WAIT_READY in command
+        for spec in pod_specs(resource, rules)
+        for command in _commands(spec, init=True)
+    )
+
+
+def prewarm_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
+    """The prewarm DaemonSets of the stack on the nodes the workload's pods select."""
+    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
+    found = []
+    for daemon_set in graph.kubernetes_objects("DaemonSet"):
+        specs = pod_specs(daemon_set, rules)
+        runs_prewarm = any(PREWARM_PROGRAM in c for spec in specs for c in _commands(spec, init=False))
+        selects = {g.key for spec in specs for g in selected_node_groups(graph, spec)}
+        if runs_prewarm and selects & groups:
+            found.append(daemon_set)
+    return found
+
+
 def helm_release_of(graph: StackGraph, chart: str) -> Resource | None:
     for release in graph.of_type(HELM_RELEASE):
         if chart in str(release.inputs.get("chart", "")):
@@ -193,6 +222,9 @@ def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[P
                 need(release.key, f"requests {requested}, advertised by {plugin['chart']}")
     if resource.kind == "PersistentVolumeClaim":
         _volume_prerequisite(graph, resource, need)
+    if waits_for_prewarm(resource, rules):
+        for daemon_set in prewarm_daemon_sets(graph, resource, rules):
+            need(daemon_set.key, f"waits for its node's prewarm (DaemonSet {daemon_set.object_name})")
     operator = rules.operators.get(resource.kind)
     if operator and (release := helm_release_of(graph, operator["chart"])):
         need(release.key, f"is reconciled into pods by {operator['chart']}")

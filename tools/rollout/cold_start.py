@@ -1,0 +1,338 @@
+"""The three critical paths of a cold start, step by step, each step with its kind and source (the durations
+table, catalog/durations.yaml), overlaps laid out as they happen, a Mermaid gantt beside each table, and the
+three lines summary.md ends the section with:
+
+    First Dynamo token: N min        after `pulumi up` starts (the first-`up` timeline, schedule.py)
+    New GPU node serving: N min      after a scale-up, the model cache and the compile cache warm
+    SageMaker first token: N min     after `pulumi up` starts
+
+Each path is checked against its goal (the table's `goals`). A goal counts as met only when it holds with every
+estimate on the path at its worst: a goal met only through an unsourced estimate does not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from serving_stack.facts.durations import Goal, Kind
+from tools.rollout.critical_path import explain
+from tools.rollout.durations import (
+    AUTOSCALER,
+    GPU_NODE_BOOT,
+    SAGEMAKER_ENDPOINT,
+    compilation_cache_shared,
+    prewarm_part,
+    sagemaker_node,
+    serving_parts,
+)
+from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
+from tools.rollout.nodes import NODE_GROUP, image_delivery
+from tools.rollout.parts import Node, Par, Part, Placed, Seq, layout
+from tools.rollout.rules import Rules
+from tools.rollout.schedule import Step, Timeline
+from tools.rollout.workloads import pod_specs, prewarm_daemon_sets, selected_node_groups
+
+DYNAMO_KIND = "DynamoGraphDeployment"
+AUTOSCALER_CHART = "cluster-autoscaler"
+LINES = {"first-dynamo-token": "First Dynamo token", "new-gpu-node": "New GPU node serving"}
+SAGEMAKER_LINE = "SageMaker first token"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One step of a path (seconds from the path's origin); `slack`: how much longer its worst case is."""
+
+    step: str
+    start: float
+    end: float
+    kind: Kind
+    source: str
+    critical: bool
+    slack: float = 0.0
+    after: str = ""
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    title: str  # the line's label
+    origin: str  # what minute 0 is
+    rows: tuple[Row, ...]
+    goal: Goal
+
+    @property
+    def minutes(self) -> float:
+        return max((r.end for r in self.rows if r.critical), default=0.0) / 60
+
+    @property
+    def estimates(self) -> list[Row]:
+        return [r for r in self.rows if r.critical and r.kind == "estimate" and r.end > r.start]
+
+    def verdict(self) -> str:
+        goal, minutes = self.goal.minutes, self.minutes
+        if minutes > goal:
+            blocking = sorted((r for r in self.rows if r.critical), key=lambda r: r.end - r.start, reverse=True)[:3]
+            return (
+                f"**not met**: {minutes:.1f} min against {goal:g} min. The longest steps on this path: "
+                + "; ".join(f"{r.step} {(r.end - r.start) / 60:.1f} min ({r.kind})" for r in blocking)
+                + "."
+            )
+        worst = minutes + sum(r.slack for r in self.estimates) / 60
+        if self.estimates and worst > goal:
+            return (
+                f"met only through estimates, which does not count: {minutes:.1f} min against {goal:g} min, but "
+                f"{worst:.1f} min with the estimates on the path at their worst ("
+                + "; ".join(r.step for r in self.estimates)
+                + ")."
+            )
+        return f"**met**: {minutes:.1f} min against {goal:g} min, with every estimate on the path at its worst."
+
+    def line(self) -> str:
+        return f"{self.title}: {self.minutes:.1f} min"
+
+
+def _row(placed: Placed, after: str = "", of: str = "") -> Row:
+    part = placed.part
+    return Row(
+        f"{of}: {part.name}" if of else part.name,
+        placed.start,
+        placed.end,
+        part.kind,
+        part.source,
+        placed.critical,
+        part.worst_seconds - part.seconds,
+        after,
+    )
+
+
+def _label(step: Step) -> str:
+    resource = step.resource
+    what = f"{resource.kind} {resource.object_name}" if resource.is_kubernetes_object else resource.type.split(":")[-1]
+    return f"{what} ({resource.name})"
+
+
+def _timeline_rows(graph: StackGraph, timeline: Timeline, key: str) -> list[Row]:
+    """The steps that decided when `key` was ready, first step first; a serving resource as its own steps."""
+    rows: list[Row] = []
+    for hop in explain(graph, timeline, key):
+        step = hop.step
+        after = f"after {hop.after}: {'/'.join(dict.fromkeys(hop.kinds))}, {hop.why}" if hop.after else ""
+        if step.parts:
+            first = next((p for p in step.parts if p.critical), step.parts[0])
+            rows += [_row(placed, after if placed is first else "", step.resource.name) for placed in step.parts]
+            continue
+        if step.work.typical <= 0:
+            continue
+        end = step.ready * 60
+        rows.append(
+            Row(
+                _label(step),
+                end - step.work.typical * 60,
+                end,
+                step.work.kind,
+                step.work.basis,
+                True,
+                (step.work.max - step.work.typical) * 60 if step.work.kind == "estimate" else 0.0,
+                after,
+            )
+        )
+    return rows
+
+
+def first_dynamo_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
+    steps = [s for s in timeline.serving() if s.resource.kind == DYNAMO_KIND]
+    if not steps:
+        return None
+    first = min(steps, key=lambda s: (s.ready, s.resource.key))
+    return CriticalPath(
+        LINES["first-dynamo-token"],
+        f"`pulumi up` starts; the first Dynamo graph to serve is {first.resource.name}",
+        tuple(_timeline_rows(graph, timeline, first.resource.key)),
+        rules.durations.goals["first-dynamo-token"],
+    )
+
+
+def _autoscaled(graph: StackGraph) -> bool:
+    return any(AUTOSCALER_CHART in str(r.inputs.get("chart", "")) for r in graph.of_type(HELM_RELEASE))
+
+
+def new_node_path(graph: StackGraph, rules: Rules, group: Resource, graph_resource: Resource) -> Node:
+    """A node of `group` added by a scale-up, serving `graph_resource`'s workers: the model cache holds the
+    checkpoints (the download ran long ago) and the compile cache holds the artifacts, if the graph shares one."""
+    table = rules.durations
+    parts = serving_parts(graph, graph_resource, rules, cache_warm=compilation_cache_shared(graph_resource))
+    to_pod: Node = Seq((parts.plugins, *([parts.pull] if parts.pull else [])))
+    prewarm = [prewarm_part(graph, ds, rules, 1) for ds in prewarm_daemon_sets(graph, graph_resource, rules)]
+    ready: Node = Par((to_pod, *prewarm[:1])) if parts.gated and prewarm else to_pod
+    start = (
+        [Part.of("cluster-autoscaler notices the pending pod", table.steps[AUTOSCALER])] if _autoscaled(graph) else []
+    )
+    boot = Part.of("GPU instance launch to kubelet registration", table.steps[GPU_NODE_BOOT])
+    return Seq((*start, boot, ready, parts.load, parts.engine))
+
+
+def _pool(group: Resource) -> str:
+    return str((group.inputs.get("labels") or {}).get("nemotron.nvidia.com/pool") or group.name)
+
+
+@dataclass(frozen=True)
+class PoolReadiness:
+    pool: str
+    graph: str
+    delivery: str
+    compile_cache: bool
+    path: CriticalPath
+
+
+def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
+    """Per GPU node group of the stack: the slowest of its Dynamo graphs to serve on a new node."""
+    found = []
+    for group in graph.of_type(NODE_GROUP):
+        if group.inputs.get("amiType") not in rules.gpu_ami_types:
+            continue
+        graphs = [
+            r
+            for r in graph.kubernetes_objects(DYNAMO_KIND)
+            if any(group in selected_node_groups(graph, spec) for spec in pod_specs(r, rules))
+        ]
+        paths = [(layout(new_node_path(graph, rules, group, r)), r) for r in graphs]
+        if not paths:
+            continue
+        laid, slowest = max(paths, key=lambda p: (p[0].end, p[1].key))
+        origin = "the scale-up: a worker pod is pending" if _autoscaled(graph) else "the node group's size is raised"
+        found.append(
+            PoolReadiness(
+                _pool(group),
+                slowest.name,
+                image_delivery(graph, group),
+                compilation_cache_shared(slowest),
+                CriticalPath(
+                    LINES["new-gpu-node"],
+                    f"{origin} (pool {_pool(group)}, {slowest.name})",
+                    tuple(_row(p) for p in laid.placed),
+                    rules.durations.goals["new-gpu-node"],
+                ),
+            )
+        )
+    return found
+
+
+def sagemaker_first_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
+    steps = [s for s in timeline.serving() if s.resource.type == SAGEMAKER_ENDPOINT]
+    if not steps:
+        return None
+    first = min(steps, key=lambda s: (s.ready, s.resource.key))
+    return CriticalPath(
+        SAGEMAKER_LINE,
+        f"`pulumi up` starts; the endpoint is {first.resource.name}",
+        tuple(_timeline_rows(graph, timeline, first.resource.key)),
+        rules.durations.goals["sagemaker-first-token"],
+    )
+
+
+def _clock(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600:02d}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
+def _gantt(path: CriticalPath) -> list[str]:
+    lines = [
+        "```mermaid",
+        "gantt",
+        f"    title {path.title} (typical)",
+        "    dateFormat HH:mm:ss",
+        "    axisFormat %H:%M",
+    ]
+    for index, row in enumerate(r for r in path.rows if r.end - r.start >= 1):
+        name = row.step.replace(": ", " - ").replace(":", " ").replace("#", " ")
+        tag = "crit, " if row.critical else ""
+        lines.append(f"    {name} :{tag}s{index}, {_clock(row.start)}, {_clock(row.end)}")
+    return [*lines, "```"]
+
+
+def _table(path: CriticalPath, with_after: bool) -> list[str]:
+    head = "| step | start (min) | end (min) | min | on the path | kind | source |"
+    lines = [head + (" waits for |" if with_after else ""), "|---" * (7 + with_after) + "|"]
+    for row in path.rows:
+        on_path = "yes" if row.critical else "no (overlaps)"
+        cells = [
+            row.step,
+            f"{row.start / 60:.1f}",
+            f"{row.end / 60:.1f}",
+            f"{(row.end - row.start) / 60:.1f}",
+            on_path,
+            f"**{row.kind}**" if row.kind == "estimate" else row.kind,
+            row.source.replace("|", "/"),
+        ]
+        if with_after:
+            cells.append(row.after or "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _path_section(heading: str, path: CriticalPath, with_after: bool = False) -> list[str]:
+    return [
+        f"### {heading}",
+        "",
+        f"From {path.origin}. Goal ({path.goal.source.split(':')[0]}): {path.verdict()}",
+        "",
+        *_gantt(path),
+        "",
+        *_table(path, with_after),
+        "",
+    ]
+
+
+def cold_start_section(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[str]:
+    lines = [
+        "## Cold start: three critical paths",
+        "",
+        "Each step with its kind (measured, derived, **estimate**) and source, from catalog/durations.yaml "
+        '(docs/cold-start.md). Steps that overlap run in parallel; the longest decides ("on the path").',
+        "",
+    ]
+    first = first_dynamo_token(graph, timeline, rules)
+    if first:
+        lines += _path_section("First Dynamo token after `pulumi up` starts", first, with_after=True)
+    pools = new_gpu_nodes(graph, rules)
+    if pools:
+        lines += [
+            "| pool | slowest graph | image delivery | compile cache | new node serving (min) |",
+            "|---|---|---|---|---|",
+            *(
+                f"| `{p.pool}` | {p.graph} | {p.delivery} | {'shared (warm)' if p.compile_cache else 'per pod (cold)'} "
+                f"| {p.path.minutes:.1f} |"
+                for p in pools
+            ),
+            "",
+        ]
+        slowest = max(pools, key=lambda p: p.path.minutes)
+        lines += _path_section("New GPU node serving after a scale-up (slowest pool)", slowest.path)
+    sagemaker = sagemaker_first_token(graph, timeline, rules)
+    if sagemaker:
+        lines += _path_section("SageMaker first token after `pulumi up` starts", sagemaker)
+        endpoint = min(
+            (s for s in timeline.serving() if s.resource.type == SAGEMAKER_ENDPOINT), key=lambda s: s.resource.key
+        )
+        cached = layout(sagemaker_node(graph, endpoint.resource, rules, image_cached=True)).end / 60
+        lines += [
+            f"A scale-out instance of the same endpoint serves {cached:.1f} min after its launch: SageMaker's "
+            "container caching has the image on it (catalog/durations.yaml, sagemaker-image-pull-cached).",
+            "",
+        ]
+    lines += _summary_lines(first, pools, sagemaker)
+    return lines
+
+
+def _summary_lines(
+    first: CriticalPath | None, pools: Iterable[PoolReadiness], sagemaker: CriticalPath | None
+) -> list[str]:
+    slowest = max(pools, key=lambda p: p.path.minutes, default=None)
+    return [
+        first.line() if first else f"{LINES['first-dynamo-token']}: n/a (no Dynamo graph)",
+        "",
+        slowest.path.line() if slowest else f"{LINES['new-gpu-node']}: n/a (no GPU node group in the stack)",
+        "",
+        sagemaker.line() if sagemaker else f"{SAGEMAKER_LINE}: n/a (no SageMaker endpoint)",
+        "",
+    ]
