@@ -106,7 +106,7 @@ def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Dif
         if re.fullmatch(COMPONENT + r"\['podTemplate'\]\['metadata'\]", d.path):  # config checksum: pods roll
             return d.change == "dictionary_item_added" and set(d.new["annotations"]) == {CONFIG_CHECKSUM_ANNOTATION}
         if re.fullmatch(COMPONENT + r"\['scalingAdapter'\]", d.path):  # autoscaling.targets: KEDA scales it
-            return d.change == "dictionary_item_added" and d.new == {"enabled": True}
+            return d.change == "dictionary_item_added" and d.new == {}
         match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", d.path)
         if match:
             return bool(replicas.get(names[int(match.group(1))]) == d.new)

@@ -726,8 +726,25 @@ class Readiness(Data):
     source: str
 
 
+class VendoredCrd(Data):
+    """Where the vendored DGD CRD was copied from: `releaseTag` None until it is the chart version's own."""
+
+    revision: str
+    releaseTag: Optional[str]
+
+    def warning(self, chart: Chart) -> Optional[str]:
+        if self.releaseTag == f"v{chart.version}":
+            return None
+        return (
+            f"catalog/platform.yaml crd: the DynamoGraphDeployment CRD the render checks against is upstream "
+            f"{self.revision}, not the v{chart.version} tag the pinned {chart.name} chart installs "
+            "(schemas/crds/PROVENANCE.md)"
+        )
+
+
 class PlatformFile(Data):
     chart: Chart
+    crd: VendoredCrd
     values: dict[str, Any]
     readiness: Readiness
 

@@ -652,11 +652,12 @@ def scaled_object(
 
 
 def enable_scaling_adapters(dgd: Mapping[str, Any], components: set[str]) -> dict[str, Any]:
-    """The DGD with `scalingAdapter: {enabled: true}` on these components (default false: no adapter)."""
+    """The DGD with `scalingAdapter: {}` on these components: in v1beta1 the field itself opts in (even empty;
+    the CRD declares no `enabled`, which the API server would prune), its absence opts out."""
     patched = copy.deepcopy(dict(dgd))
     for component in patched["spec"]["components"]:
         if component["name"] in components:
-            component["scalingAdapter"] = {"enabled": True}
+            component["scalingAdapter"] = {}
     return patched
 
 

@@ -18,7 +18,7 @@ kept byte for byte (the conformance test holds the stack to that):
 | (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
 | `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
-| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
+| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {}` (`plan.stack_scaling`) |
 
 The selected catalog targets, resolved once: the recipe, the effective replicas of every component
 (the recipe's own count unless the stack overrides it) and the GPUs those replicas use.
@@ -54,7 +54,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional
@@ -66,6 +66,7 @@ from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
 from serving_stack.facts.catalog import Catalog, CheckpointSizes, Criteria, PlatformFile, Recipe
+from serving_stack.facts.crds import pruned_paths
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
@@ -453,6 +454,23 @@ def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, di
     """The chart tarball URL at the pinned (or configured) version, and the merged values."""
     version = config.dynamo.platform.chartVersion or platform.chart.version
     return platform.chart.url.format(version=version), _merge(platform.values, config.dynamo.platform.values)
+
+
+def check_against_crd(targets: Sequence[PlannedTarget], platform: PlatformFile) -> None:
+    """Every field of every DGD as deployed exists in the CRD the pinned operator installs: the API server
+    would prune any other silently (`serving_stack.facts.crds`)."""
+    chart = platform.chart
+    errors = [
+        ConfigError(
+            f"targets[{target.selected.index}].id",
+            f"{target.selected.id!r}: {path} is not in the DynamoGraphDeployment CRD that {chart.name} "
+            f"{chart.version} installs (schemas/crds/), so the API server would prune it",
+        )
+        for target in targets
+        for path in pruned_paths(target.dgd)
+    ]
+    if errors:
+        raise ConfigError.combined(errors)
 
 
 def plan_serving_targets(
