@@ -742,9 +742,35 @@ class VendoredCrd(Data):
         )
 
 
+class CacheVariable(Data):
+    """One cache's environment variable: `path` below the cache mount ("" the mount itself), for `backends`
+    (every backend when None)."""
+
+    name: str = pydantic.Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    path: str = pydantic.Field(pattern=r"^([a-z0-9][a-z0-9._-]*)?$")
+    backends: Optional[tuple[str, ...]] = None
+    source: str
+
+
+class CompileCache(Data):
+    """Where the GPU workers keep their compilation caches (`catalog/platform.yaml`, `compileCache`)."""
+
+    mountPath: str = pydantic.Field(pattern=r"^/[a-z0-9/._-]+$")
+    directory: str = pydantic.Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    variables: tuple[CacheVariable, ...]
+
+    def directory_of(self, variable: CacheVariable) -> str:
+        return f"{self.mountPath}/{variable.path}".rstrip("/")
+
+    def values(self, backend: str) -> dict[str, str]:
+        """Variable -> its directory, for a worker of `backend`."""
+        return {v.name: self.directory_of(v) for v in self.variables if v.backends is None or backend in v.backends}
+
+
 class PlatformFile(Data):
     chart: Chart
     crd: VendoredCrd
+    compileCache: CompileCache
     values: dict[str, Any]
     readiness: Readiness
 

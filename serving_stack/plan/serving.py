@@ -19,6 +19,7 @@ kept byte for byte (the conformance test holds the stack to that):
 | `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
 | `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {}` (`plan.stack_scaling`) |
+| (always: `catalog/platform.yaml` `compileCache`) | every GPU worker: `compilationCache` on the model-cache claim, the claim mounted at its `mountPath` with the subPath of its key, each cache variable of its backend set below it (`share_compile_cache`) |
 
 The selected catalog targets, resolved once: the recipe, the effective replicas of every component
 (the recipe's own count unless the stack overrides it) and the GPUs those replicas use.
@@ -65,12 +66,13 @@ from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
-from serving_stack.facts.catalog import Catalog, CheckpointSizes, Criteria, PlatformFile, Recipe
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, CompileCache, Criteria, PlatformFile, Recipe
 from serving_stack.facts.crds import pruned_paths
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
     GPU_TAINT,
+    MODEL_CACHE_CLAIM,
     POOL_LABEL,
     WORKER_COMPONENT_TYPES,
 )
@@ -201,6 +203,56 @@ def stamp_config_checksum(dgd: dict[str, Any], *config_data: Mapping[str, str]) 
     for component in dgd["spec"]["components"]:
         metadata = component["podTemplate"].setdefault("metadata", {})
         metadata.setdefault("annotations", {})[CONFIG_CHECKSUM_ANNOTATION] = digest
+
+
+def compile_cache_key(
+    container: dict[str, Any], gpu_products: Sequence[str], config_data: Mapping[str, str], checkpoints: Sequence[str]
+) -> str:
+    """A hash of what invalidates a worker's compiled artifacts: its image (engine and version), the GPU
+    (architecture), its command, arguments, env and the ConfigMap data they read (engine arguments, the
+    speculative config), and the checkpoints. Same key, same artifacts; any change, a new directory."""
+    identity = {
+        "image": container.get("image"),
+        "gpus": sorted(gpu_products),
+        "command": container.get("command"),
+        "args": container.get("args"),
+        "env": container.get("env"),
+        "config": dict(config_data),
+        "checkpoints": sorted(checkpoints),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def share_compile_cache(
+    dgd: dict[str, Any], config_map: dict[str, Any], recipe: Recipe, gpu_products: Sequence[str], cache: CompileCache
+) -> None:
+    """Every GPU worker keeps its compilation caches on the model cache, in the directory of its key:
+    `compilationCache` on the claim (the operator mounts it, and sets VLLM_CACHE_ROOT for vLLM), the claim's
+    keyed subPath mounted at the same path first (the operator keeps a mount there), and every cache variable
+    of the backend pointed below it (`catalog/platform.yaml`, `compileCache`)."""
+    variables = cache.values(recipe.backend)
+    for component in dgd["spec"]["components"]:
+        pod = component["podTemplate"]["spec"]
+        main = next((c for c in pod.get("containers", []) if _gpus(c)), None)
+        if main is None:
+            continue
+        others = [e for e in main.get("env", []) if e["name"] not in variables]
+        key = compile_cache_key({**main, "env": others}, gpu_products, config_map.get("data", {}), recipe.checkpoints)
+        component["compilationCache"] = {"pvcName": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath}
+        volumes = pod.setdefault("volumes", [])
+        if not any(v["name"] == MODEL_CACHE_CLAIM for v in volumes):
+            volumes.append({"name": MODEL_CACHE_CLAIM, "persistentVolumeClaim": {"claimName": MODEL_CACHE_CLAIM}})
+        main.setdefault("volumeMounts", []).append(
+            {"name": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath, "subPath": f"{cache.directory}/{key}"}
+        )
+        env = main.setdefault("env", [])
+        for name, value in variables.items():
+            entry = next((e for e in env if e["name"] == name), None)
+            if entry is None:
+                env.append({"name": name, "value": value})
+            else:
+                entry.clear()
+                entry.update(name=name, value=value)
 
 
 @dataclass(frozen=True)
@@ -407,6 +459,8 @@ def plan_targets(
         pool = placements.get(target.id)
         if pool is not None:
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
+        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
+        share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         gated = prewarm.enabled and prewarm.gateWorkers
         if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(settings.namespace))
