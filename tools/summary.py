@@ -151,8 +151,13 @@ def sagemaker_containers_markdown(endpoints: tuple[PlannedEndpoint, ...]) -> lis
             flag if value is None else f"{flag} {value}" for flag, value in source.engine_arguments.items()
         )
         lines += [
-            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, blue/green "
-            f"{endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
+            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, weights "
+            + (
+                f"from `{endpoint.container.model_data.s3_uri}` (network isolation)"
+                if endpoint.container.model_data
+                else "from the Hugging Face Hub at container start"
+            )
+            + f", blue/green {endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
             *(f"  - {note}" for note in endpoint.notes),
         ]
     return [*lines, ""] if lines else []
@@ -162,7 +167,7 @@ def before_up_markdown(plan: StackPlan) -> list[str]:
     """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
     lines: list[str] = []
     if plan.warnings:
-        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
+        lines += ["## Warnings", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
     if plan.placeholders:
         lines += [
             "## Placeholders to set before `pulumi up`",
