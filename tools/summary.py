@@ -50,7 +50,10 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         "",
         f"{len(run.resources)} resources. Expected throughput is the published table "
         f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
-        f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
+        f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s. "
+        "The table's speculative rows were measured with synthetic acceptance (a fixed acceptance length, "
+        "`rejection_sample_method: synthetic`): each figure's acceptance basis says so, or the "
+        "`targets[].acceptanceLength` it is scaled to.",
         "",
     ]
     warnings = run.plan.warnings if run.plan is not None else ()
@@ -59,8 +62,20 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     lines += [
         "## Serving endpoints",
         "",
-        _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),
-        _row(["---"] * 8),
+        _row(
+            [
+                "endpoint",
+                "kind",
+                "GPUs",
+                "expected output tok/s",
+                "tok/s/user",
+                "TTFT p50 ms",
+                "criteria",
+                "URL",
+                "acceptance basis",
+            ]
+        ),
+        _row(["---"] * 9),
     ]
     for endpoint in contract.endpoints:
         recipe = catalog.recipe(endpoint.id) if endpoint.id in catalog.selectable else None
@@ -82,6 +97,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
                     ttft,
                     verdict,
                     f"`{endpoint.url}`",
+                    endpoint.throughputBasis or "n/a",
                 ]
             )
         )
@@ -167,7 +183,7 @@ def before_up_markdown(plan: StackPlan) -> list[str]:
     """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
     lines: list[str] = []
     if plan.warnings:
-        lines += ["## Warnings", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
+        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
     if plan.placeholders:
         lines += [
             "## Placeholders to set before `pulumi up`",

@@ -213,12 +213,15 @@ PositiveFloat = Annotated[Optional[Annotated[float, pydantic.Field(gt=0)]], pyda
 
 
 class Performance(Data):
-    """One row of the published table; each figure a positive number or `unknown` (read as None)."""
+    """One row of the published table; each figure a positive number or `unknown` (read as None).
+    `syntheticAcceptanceLength`: the fixed acceptance length a speculative row was measured with (synthetic
+    rejection sampling); None for a row without speculative decoding or where upstream does not say."""
 
     concurrency: PositiveInt
     ttftP50Ms: PositiveFloat
     outputTokensPerSecondPerGpu: PositiveFloat
     tokensPerSecondPerUser: PositiveFloat
+    syntheticAcceptanceLength: PositiveFloat
 
     @property
     def published(self) -> bool:
@@ -327,6 +330,12 @@ class Recipe:
     def _speculative_configs(self) -> tuple[dict[str, Any], ...]:
         """Read once per recipe: TRT-LLM's engine YAML is parsed to find them."""
         return tuple(speculative_configs(self.config_map))
+
+    @property
+    def draft_tokens(self) -> Optional[int]:
+        """Draft tokens per step (vLLM `num_speculative_tokens`, TRT-LLM `max_draft_len`); None without any."""
+        counts = [int(c.get("num_speculative_tokens", c.get("max_draft_len", 0))) for c in self._speculative_configs]
+        return max(counts) if any(counts) else None
 
     @property
     def checkpoints(self) -> list[str]:

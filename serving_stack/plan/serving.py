@@ -256,12 +256,60 @@ def share_compile_cache(
 
 
 @dataclass(frozen=True)
+class ThroughputBasis:
+    """What a target's expected tok/s, tok/s/user and $/1M rest on. The published row was measured with
+    `synthetic` acceptance (a fixed acceptance length; None: without speculative decoding, or unsaid); the
+    figures are scaled to `acceptance` (`targets[i].acceptanceLength`, `key`) over it, or shown as published."""
+
+    speculative: bool
+    synthetic: Optional[float]
+    acceptance: Optional[float] = None
+    key: str = "targets[].acceptanceLength"
+
+    @property
+    def factor(self) -> float:
+        return self.acceptance / self.synthetic if self.acceptance and self.synthetic else 1.0
+
+    def scaled(self, figure: Optional[float]) -> Optional[float]:
+        return figure if figure is None or self.factor == 1 else round(figure * self.factor, 2)
+
+    def describe(self) -> str:
+        if not self.speculative:
+            return "measured without speculative decoding"
+        if self.synthetic is None:
+            return "speculative decoding; the acceptance of the measurement is unpublished"
+        if self.acceptance is None:
+            return f"synthetic acceptance length {self.synthetic:g}, not measured on real traffic (set {self.key})"
+        return (
+            f"scaled x{self.factor:.3f} to acceptance length {self.acceptance:g} ({self.key}) from the synthetic "
+            f"{self.synthetic:g}"
+        )
+
+
+def throughput_basis(recipe: Recipe, config: TargetConfig, index: int) -> ThroughputBasis:
+    """The basis of one target's figures; `ConfigError` when the configured acceptance length cannot be."""
+    key = f"targets[{index}].acceptanceLength"
+    draft_tokens, acceptance = recipe.draft_tokens, config.acceptanceLength
+    if acceptance is not None and (draft_tokens is None or acceptance > draft_tokens + 1):
+        raise ConfigError(
+            key,
+            f"{acceptance:g} for {recipe.id!r}, which "
+            + ("runs no speculative decoding" if draft_tokens is None else f"drafts {draft_tokens} tokens a step"),
+            "unset" if draft_tokens is None else f"1..{draft_tokens + 1}",
+        )
+    return ThroughputBasis(
+        draft_tokens is not None, recipe.entry.performance.syntheticAcceptanceLength, acceptance, key
+    )
+
+
+@dataclass(frozen=True)
 class SelectedTarget:
     index: int
     config: TargetConfig
     recipe: Recipe
     replicas: Mapping[str, int]
     gpus: int
+    basis: ThroughputBasis
 
     @property
     def id(self) -> str:
@@ -338,7 +386,12 @@ def select_targets(
                 )
             )
         replicas = effective_replicas(recipe, target)
-        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas))
+        try:
+            basis = throughput_basis(recipe, target, index)
+        except ConfigError as error:
+            errors.append(error)
+            continue
+        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas), basis)
         errors += _check(one, cached)
         selected.append(one)
     return selected, errors
@@ -428,8 +481,8 @@ def serving_settings(config: StackConfig) -> ServingSettings:
 
 def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> ServingEndpoint:
     """Figures upstream did not publish stay None (the contract's null), and so does a verdict they decide."""
-    performance = target.recipe.entry.performance
-    per_gpu = performance.outputTokensPerSecondPerGpu
+    performance, basis = target.recipe.entry.performance, target.basis
+    per_gpu = basis.scaled(performance.outputTokensPerSecondPerGpu)
     return ServingEndpoint(
         id=target.id,
         kind="dynamo",
@@ -437,8 +490,9 @@ def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> Ser
         url=frontend_url(target.recipe.name, namespace),
         gpus=target.gpus,
         expectedOutputTokensPerSecond=None if per_gpu is None else round(per_gpu * target.gpus, 2),
-        expectedTokensPerSecondPerUser=performance.tokensPerSecondPerUser,
+        expectedTokensPerSecondPerUser=basis.scaled(performance.tokensPerSecondPerUser),
         meetsPublishedCriteria=criteria.passed_by(performance),
+        throughputBasis=basis.describe(),
     )
 
 
