@@ -12,8 +12,8 @@ from stack_helpers import BASE_CONFIG, rendered_stack, run_config
 from serving_stack.config import ConfigError
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts.catalog import load_catalog
-from tools.absorb.perf_table import rows_in
-from tools.mock_runtime import PROJECT_DIR
+from serving_stack.facts.strict_files import DATA_DIR
+from tools.absorb.perf_table import published_figures
 from tools.summary import summary_markdown
 
 pytestmark = pytest.mark.catalog_driven
@@ -98,7 +98,7 @@ def test_an_acceptance_length_the_target_cannot_have_is_refused() -> None:
 
 
 def test_the_catalog_holds_the_synthetic_length_of_every_published_speculative_row() -> None:
-    table = {r.target_id: r for r in rows_in((PROJECT_DIR / "catalog/recipes/perf/README.md").read_text(), "perf")}
+    table = published_figures(DATA_DIR / "recipes")  # every table of the vendored revision
     for recipe in CATALOG.recipes.values():
         row = table.get(recipe.id)
         synthetic = recipe.entry.performance.syntheticAcceptanceLength
