@@ -252,6 +252,18 @@ def execution_policy(
         },
         *_artifact_read_statements(container, part),
     ]
+    if container.model_data_kms_key is not None:
+        statements.append(
+            {
+                "Sid": "DecryptModelArtifacts",
+                "Effect": "Allow",
+                "Action": "kms:Decrypt",
+                "Resource": container.model_data_kms_key,
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com{'.cn' if part == 'aws-cn' else ''}"}
+                },
+            }
+        )
     if capture_bucket is not None:
         statements += [
             {

@@ -1,4 +1,5 @@
-"""Strict validators for monitoring.coreos.com objects from the CRDs vendored under schemas/crds/.
+"""Strict validators for custom resources from the CRDs vendored under schemas/crds/ (read by
+`serving_stack.facts.crds`, the one reader).
 
 The API server prunes unknown fields of a structural CRD schema silently; these validators reject them
 (`additionalProperties: false` wherever the schema lists properties and does not preserve unknown fields),
@@ -9,18 +10,16 @@ from __future__ import annotations
 
 import copy
 import functools
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
-import yaml
 
-CRD_DIR = Path(__file__).resolve().parent.parent / "schemas" / "crds"
-PRESERVE_UNKNOWN = "x-kubernetes-preserve-unknown-fields"
+from serving_stack.facts.crds import PRESERVE_UNKNOWN, served_schema
 
 
-def strict(schema: dict[str, Any]) -> dict[str, Any]:
-    schema = copy.deepcopy(schema)
+def strict(served: Mapping[str, Any]) -> dict[str, Any]:
+    schema = copy.deepcopy(dict(served))
     stack = [schema]
     while stack:
         node = stack.pop()
@@ -36,14 +35,8 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
 
 @functools.cache
 def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
-    group, version = api_version.split("/")
-    for path in CRD_DIR.glob(f"{group}_*.yaml"):
-        crd = next(d for d in yaml.safe_load_all(path.read_text()) if d)
-        if crd["spec"]["names"]["kind"] == kind:
-            (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version and v["served"]]
-            schema = strict(served["schema"]["openAPIV3Schema"])
-            return jsonschema.validators.validator_for(schema)(schema)
-    raise LookupError(f"no vendored CRD for {api_version} {kind} in {CRD_DIR}")
+    schema = strict(served_schema(api_version, kind))
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
 def errors(obj: dict[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
 """A recorded v1beta1 DynamoGraphDeployment rewritten as the v1alpha1 object the operator turns into the same
 pods: `spec.components[]` -> `spec.services{}`, the pod template -> `extraPodSpec` with `mainContainer`, the
 main container's GPU and extended resources -> the service's `resources` (`gpu`, `custom`), prefill/decode ->
-`componentType: worker` + `subComponentType`, `spec.env` -> `spec.envs`. Used to hold every served version
+`componentType: worker` + `subComponentType`, `spec.env` -> `spec.envs`, `compilationCache` -> a `volumeMounts`
+entry with `useAsCompilationCache`. Used to hold every served version
 to the same verdicts."""
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ def _service(component: dict[str, Any]) -> dict[str, Any]:
         service["resources"] = resources
     if "sharedMemorySize" in component:
         service["sharedMemory"] = {"size": component["sharedMemorySize"]}
+    cache = component.get("compilationCache")
+    if cache:  # the operator's own conversion (v1alpha1 convertVolumeMountsFromHub): one flagged mount
+        service["volumeMounts"] = [
+            {"name": cache["pvcName"], "mountPoint": cache.get("mountPath"), "useAsCompilationCache": True}
+        ]
     return service
 
 

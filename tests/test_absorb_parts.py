@@ -15,15 +15,15 @@ from tools.absorb.provenance import Provenance, ProvenanceError, resolve
 from tools.absorb.stacks import Selection, broken_selections, selections
 
 HEADER = (
-    "| Recipe | FW | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
-    "|--------|----|-------------|---------------|------------------|------------|\n"
+    "| Recipe | FW | Synthetic AL | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
+    "|--------|----|--------------|-------------|---------------|------------------|------------|\n"
 )
 
 
 def test_rows_are_read_by_column_name_with_unpublished_cells_unknown():
     text = (
-        "intro\n\n" + HEADER + "| `vllm/agg-x/deploy.yaml` | vLLM | 20 | 212.57 | 2,004.06 | 100.20 |\n"
-        "| [vllm/agg-y](vllm/agg-y/deploy.yaml) | vLLM | - | n/a |  | 42 |\n\nafter the table | not a row |\n"
+        "intro\n\n" + HEADER + "| `vllm/agg-x/deploy.yaml` | vLLM | 3.69 | 20 | 212.57 | 2,004.06 | 100.20 |\n"
+        "| [vllm/agg-y](vllm/agg-y/deploy.yaml) | vLLM | 0.0 | - | n/a |  | 42 |\n\nafter the table | not a row |\n"
     )
     x, y = rows_in(text, "perf/README.md")
     assert (x.target_id, x.figures, x.source) == (
@@ -33,15 +33,17 @@ def test_rows_are_read_by_column_name_with_unpublished_cells_unknown():
             "ttftP50Ms": 212.57,
             "outputTokensPerSecondPerGpu": 2004.06,
             "tokensPerSecondPerUser": 100.2,
+            "syntheticAcceptanceLength": 3.69,
         },
         "perf/README.md:5",
     )
     assert y.target_id == "vllm/agg-y"
-    assert y.figures == {
+    assert y.figures == {  # a synthetic acceptance length of 0: measured without speculative decoding
         "concurrency": None,
         "ttftP50Ms": None,
         "outputTokensPerSecondPerGpu": None,
         "tokensPerSecondPerUser": 42.0,
+        "syntheticAcceptanceLength": None,
     }
 
 
@@ -53,12 +55,13 @@ def test_ttft_in_seconds_is_converted_and_a_missing_column_is_unknown():
         "ttftP50Ms": 1500.0,
         "outputTokensPerSecondPerGpu": None,
         "tokensPerSecondPerUser": None,
+        "syntheticAcceptanceLength": None,
     }
 
 
 def test_a_cell_that_is_no_figure_names_file_line_and_column():
     with pytest.raises(TableError, match=r"^perf/README.md:3, column 'ttft p50 \(ms\)': 'fast' is neither a number"):
-        rows_in(HEADER + "| `vllm/a/deploy.yaml` | vLLM | 8 | fast | 1 | 2 |\n", "perf/README.md")
+        rows_in(HEADER + "| `vllm/a/deploy.yaml` | vLLM | 3.69 | 8 | fast | 1 | 2 |\n", "perf/README.md")
 
 
 def test_tables_without_a_recipe_column_are_not_performance_tables():

@@ -16,6 +16,7 @@ import yaml
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from serving_stack.facts.strict_files import CATALOG_DIR_ENV
+from tools.absorb.perf_table import FIGURES
 from tools.mock_runtime import PROJECT_DIR
 
 # `make absorb` whole, and the catalog-driven tests rerun against its result: `make test-all`.
@@ -104,9 +105,7 @@ def test_the_absorbed_catalog_holds_the_revision(absorbed):
         "date": synthetic_upstream.COMMIT_DATE,
     }
     entries = {t["id"]: t for t in data["targets"]}
-    assert entries[revision.new_gpu_target]["performance"] == dict.fromkeys(
-        ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser"), "unknown"
-    )
+    assert entries[revision.new_gpu_target]["performance"] == dict.fromkeys(FIGURES, "unknown")
     assert entries[revision.bf16_target]["performance"] == synthetic_upstream.BF16_ROW
     assert revision.removed not in entries
     assert revision.renamed[0] not in entries

@@ -71,6 +71,7 @@ def test_criteria_are_three_valued(tps, ttft, verdict):
         ttftP50Ms=ttft or "unknown",
         outputTokensPerSecondPerGpu="unknown",
         tokensPerSecondPerUser=tps or "unknown",
+        syntheticAcceptanceLength="unknown",
     )
     assert load_catalog().criteria.passed_by(performance) is verdict
 

@@ -97,7 +97,7 @@ def test_the_program_outside_the_render_refuses_and_the_render_lists_what_to_set
     inputs = stack_inputs("prod", placeholders=True)  # the out-of-band secret placeholders only
     with pytest.raises(ConfigError) as caught:
         run_program(inputs.config, inputs.secret_keys, stack="prod", allow_placeholders=False)
-    assert str(caught.value).startswith(f"{CIDR_KEY}: ")
+    assert str(caught.value).split(": ")[0] in {p.key for p in plan_of(prod_raw()).placeholders}
     assert run_program.last_monitor.recorded == []
     run = run_program(inputs.config, inputs.secret_keys, stack="prod", allow_placeholders=True)
     summary = summary_markdown("prod", run)
@@ -109,3 +109,13 @@ def test_the_program_outside_the_render_refuses_and_the_render_lists_what_to_set
 def test_a_documentation_cidr_anywhere_in_the_config_is_found():
     found = config_placeholders({"gateway": {"egress": ["10.0.0.0/8", "198.51.100.7/32"]}}, FACTS.placeholders)
     assert [p.key for p in found] == ["gateway.egress[1]"]
+
+
+def test_a_bucket_s3_reserves_for_documentation_is_refused_outside_the_render_naming_its_key():
+    prefix = FACTS.placeholders.exampleBucketPrefixes[0].prefix
+    endpoint = huggingface_endpoint(huggingface={"repo": NVFP4, "modelData": {"s3Uri": f"s3://{prefix}x/m/"}})
+    key = "sagemaker.endpoints[0].huggingface.modelData.s3Uri"
+    assert [p.key for p in plan_of(stack(endpoint)).placeholders] == [key]
+    with pytest.raises(ConfigError) as caught:
+        plan_of(stack(endpoint), allow_placeholders=False)
+    assert str(caught.value).startswith(f"{key}: s3://{prefix}x/m/ is a placeholder")

@@ -203,6 +203,12 @@ CASES: list[tuple[str, str, str, Callable[[list], Any]]] = [
         "resource-requests",
         lambda r: worker(r, aggregated(r), "agg").pop("resources"),
     ),
+    (
+        "agg-worker-without-compile-cache",
+        "prod",
+        "compile-cache",
+        lambda r: components(r, aggregated(r))["agg"].pop("compilationCache"),
+    ),
 ]
 
 
@@ -255,4 +261,5 @@ def test_the_suite_covers_every_policy():
         "data-protection",
         "least-privilege",
         "resource-requests",
+        "compile-cache",
     }

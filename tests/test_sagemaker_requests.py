@@ -116,8 +116,11 @@ def test_prod_serves_lightning_in_the_cluster_region_with_valid_requests():
     environment = model["PrimaryContainer"]["Environment"]
     (variant,) = endpoint_config(requests)["ProductionVariants"]
     assert "Lightning" in NVFP4
-    # the recipe's minimum vLLM picks the container, which gets the recipe's arguments in its own form
-    assert expected_engine_environment(NVFP4, variant["InstanceType"]).items() <= environment.items()
+    # the recipe's minimum vLLM picks the container, which gets the recipe's arguments in its own form (the
+    # model itself from local disk: prod stages its weights in S3, tests/test_sagemaker_s3_weights.py)
+    expected = expected_engine_environment(NVFP4, variant["InstanceType"])
+    model_variable = next(name for name, value in expected.items() if value == NVFP4)
+    assert {**expected, model_variable: FACTS.lmi.s3ModelData.localPath}.items() <= environment.items()
     cluster_region = next(r.inputs["region"] for r in run.resources if r.type == "pulumi:providers:aws")
     assert model["PrimaryContainer"]["Image"].startswith(expected_image_prefix(NVFP4, cluster_region))
     instance = FACTS.sagemaker_instances[variant["InstanceType"]]

@@ -174,7 +174,8 @@ def test_dev_leaves_the_shared_clusters_dynamo_platform_alone():
 
 def test_dynamo_platform_release_is_pinned_and_targets_wait_for_it():
     release = rendered_stack("prod").named("dynamo-release").inputs
-    assert release["chart"] == "https://helm.ngc.nvidia.com/nvidia/ai-dynamo/charts/dynamo-platform-1.4.0.tgz"
+    chart = load_platform().chart
+    assert release["chart"] == chart.url.format(version=chart.version)
     assert release["namespace"] == "dynamo-system" and release["name"] == "dynamo-platform"
     assert release["values"]["dynamo-operator"]["upgradeCRD"] is True
     assert release["values"]["global"]["nats"] == {"install": False}

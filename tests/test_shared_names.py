@@ -7,6 +7,7 @@ import pytest
 
 import serving_stack.names as stack
 from policy.nemotron_policies import names as pack
+from serving_stack.facts.catalog import load_platform
 
 SAME = {  # pack name -> the stack's value
     "LABEL_PREFIX": stack.LABEL_PREFIX,
@@ -22,6 +23,7 @@ SAME = {  # pack name -> the stack's value
     "INFINIBAND": stack.INFINIBAND_RESOURCE,
     "MODEL_CACHE_CLAIM": stack.MODEL_CACHE_CLAIM,
     "PREWARM_ENVS": (stack.PREWARM_MODELS_ENV,),
+    "COMPILE_CACHE_ENVS": tuple(v.name for v in load_platform().compileCache.variables),
     "DEVICE_PLUGINS_COMPONENT": stack.TypeTokens.DEVICE_PLUGINS,
     "GPU_NODE_POOL_COMPONENT": stack.TypeTokens.GPU_NODE_POOL,
     "MODEL_PREWARM_COMPONENT": stack.TypeTokens.MODEL_PREWARM,

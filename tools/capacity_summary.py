@@ -21,15 +21,15 @@ def _cheapest(cost: Optional[TokenCost]) -> str:
 def _token_cost_rows(costs: tuple[TargetTokenCost, ...]) -> list[str]:
     lines = [
         "| target | runs on | $/1M output tokens there | cheapest on-demand | cheapest capacity block | "
-        "meets criteria |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "meets criteria | acceptance basis |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for cost in costs:
         meets = {True: "yes", False: "no", None: "n/a"}[cost.cheapest.meets_criteria]
         lines.append(
             f"| `{cost.target_id}` | {cost.runs_on} | **{_usd(cost.usd_per_million)}** | "
             f"{_cheapest(cost.cheapest.by_capacity_type['on-demand'])} | "
-            f"{_cheapest(cost.cheapest.by_capacity_type['capacity-block'])} | {meets} |"
+            f"{_cheapest(cost.cheapest.by_capacity_type['capacity-block'])} | {meets} | {cost.cheapest.basis} |"
         )
     return lines
 
@@ -79,9 +79,10 @@ def capacity_markdown(capacity: StackCapacity) -> str:
             "",
             *_token_cost_rows(capacity.token_costs),
             "",
-            "At the published output tok/s per GPU, every replica set busy at its measured concurrency the whole "
+            "At the published output tok/s per GPU (scaled to `targets[].acceptanceLength` where set; the acceptance "
+            "basis column says what each rests on), every replica set busy at its measured concurrency the whole "
             "hour: a floor (idle capacity and headroom cost the same per hour). The figure where the target "
-            "runs is `usdPerMillionOutputTokens` in the outputs.",
+            "runs is `usdPerMillionOutputTokens` in the outputs, its basis `throughputBasis`.",
             "",
         ]
     lines += _scaling(capacity)

@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import Facts
-from serving_stack.facts.catalog import Recipe
+from serving_stack.facts.catalog import Recipe, load_platform
+from serving_stack.names import MODEL_CACHE_CLAIM as CLAIM
 from serving_stack.plan.model_cache import DOWNLOADER_DIR, DOWNLOADER_VOLUME
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
 from serving_stack.plan.stack import build_plan
@@ -111,14 +112,35 @@ def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Dif
             return d.change == "dictionary_item_added" and set(d.new) == {WAIT_FOR_ANNOTATION, TIMEOUT_ANNOTATION}
         if re.fullmatch(COMPONENT + r"\['podTemplate'\]\['metadata'\]", d.path):  # config checksum: pods roll
             return d.change == "dictionary_item_added" and set(d.new["annotations"]) == {CONFIG_CHECKSUM_ANNOTATION}
+        if _compile_cache(d):
+            return True
         if re.fullmatch(COMPONENT + r"\['scalingAdapter'\]", d.path):  # autoscaling.targets: KEDA scales it
-            return d.change == "dictionary_item_added" and d.new == {"enabled": True}
+            return d.change == "dictionary_item_added" and d.new == {}
         match = re.fullmatch(r"root\['spec'\]\['components'\]\[(\d+)\]\['replicas'\]", d.path)
         if match:
             return bool(replicas.get(names[int(match.group(1))]) == d.new)
         return False
 
     return documented
+
+
+def _compile_cache(d: Difference) -> bool:
+    """catalog/platform.yaml `compileCache`: the GPU workers' cache on the model-cache claim."""
+    cache = load_platform().compileCache
+    container = COMPONENT + POD + r"\['containers'\]\[\d+\]"
+    if re.fullmatch(COMPONENT + r"\['compilationCache'\]", d.path):
+        return d.change == "dictionary_item_added" and d.new == {"pvcName": CLAIM, "mountPath": cache.mountPath}
+    if re.fullmatch(container + r"\['volumeMounts'\]\[\d+\]", d.path):
+        mount = d.new if d.change == "iterable_item_added" else {}
+        return {k: mount.get(k) for k in ("name", "mountPath")} == {"name": CLAIM, "mountPath": cache.mountPath} and (
+            str(mount.get("subPath", "")).startswith(f"{cache.directory}/")
+        )
+    values = {(v.name, cache.directory_of(v)) for v in cache.variables}
+    if re.fullmatch(container + r"\['env'\]\[\d+\]\['value'\]", d.path):
+        return d.change == "values_changed" and d.new in {value for _, value in values}
+    if re.fullmatch(container + r"\['env'\]\[\d+\]", d.path):
+        return d.change == "iterable_item_added" and (d.new.get("name"), d.new.get("value")) in values
+    return False
 
 
 def _model_cache_rule(d: Difference) -> bool:

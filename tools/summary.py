@@ -70,7 +70,10 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
         "",
         f"{len(run.resources)} resources. Expected throughput is the published table "
         f"({catalog.data.benchmark.workload}) scaled by the GPUs each target uses; the criteria are "
-        f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s.",
+        f"tok/s/user >= {criteria.minTokensPerSecondPerUser:g} and TTFT p50 < {criteria.maxTtftP50Ms / 1000:g} s. "
+        "The table's speculative rows were measured with synthetic acceptance (a fixed acceptance length, "
+        "`rejection_sample_method: synthetic`): each figure's acceptance basis says so, or the "
+        "`targets[].acceptanceLength` it is scaled to.",
         "",
     ]
     warnings = run.plan.warnings if run.plan is not None else ()
@@ -79,8 +82,20 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     lines += [
         "## Serving endpoints",
         "",
-        _row(["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]),
-        _row(["---"] * 8),
+        _row(
+            [
+                "endpoint",
+                "kind",
+                "GPUs",
+                "expected output tok/s",
+                "tok/s/user",
+                "TTFT p50 ms",
+                "criteria",
+                "URL",
+                "acceptance basis",
+            ]
+        ),
+        _row(["---"] * 9),
     ]
     for endpoint in contract.endpoints:
         recipe = catalog.recipe(endpoint.id) if endpoint.id in catalog.selectable else None
@@ -102,6 +117,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
                     ttft,
                     verdict,
                     f"`{endpoint.url}`",
+                    endpoint.throughputBasis or "n/a",
                 ]
             )
         )
@@ -156,8 +172,13 @@ def sagemaker_containers_markdown(endpoints: tuple[PlannedEndpoint, ...]) -> lis
             flag if value is None else f"{flag} {value}" for flag, value in source.engine_arguments.items()
         )
         lines += [
-            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, blue/green "
-            f"{endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
+            f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, weights "
+            + (
+                f"from `{endpoint.container.model_data.s3_uri}` (network isolation)"
+                if endpoint.container.model_data
+                else "from the Hugging Face Hub at container start"
+            )
+            + f", blue/green {endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
             *(f"  - {note}" for note in endpoint.notes),
         ]
     return [*lines, ""] if lines else []

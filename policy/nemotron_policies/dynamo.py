@@ -9,6 +9,9 @@
   `subComponentType` (prefill/decode) refines `componentType`.
 - `nvidia.com/v1alpha1` DynamoComponentDeployment: one service in `spec`.
 
+`compilation_caches` reads each component's compilation cache: v1beta1 `compilationCache` (`pvcName`,
+`mountPath`), v1alpha1 the `volumeMounts` entry with `useAsCompilationCache: true` (`name`, `mountPoint`).
+
 The shape, not the version string, decides how an object is read, so a future version of either shape is
 read too.
 """
@@ -155,3 +158,33 @@ def dynamo_pods(obj: KubeObject) -> Optional[list[PodSpec]]:
         services = dig(spec, "services")
         return [_service_pod(service, str(name), spec, obj.namespace) for name, service in services.items()]
     return _graph_pods(obj)
+
+
+def _cache_of(component: Any) -> Any:
+    """(claim, mount path or None) of a component's compilation cache, None without one, or `UNKNOWN`."""
+    cache = dig(component, "compilationCache")
+    if cache is UNKNOWN:
+        return UNKNOWN
+    if isinstance(cache, dict) and text(cache.get("pvcName")):
+        return text(cache.get("pvcName")), text(cache.get("mountPath"))
+    mounts = dig(component, "volumeMounts")
+    if mounts is UNKNOWN:
+        return UNKNOWN
+    flagged = [m for m in as_list(mounts) if isinstance(m, dict) and m.get("useAsCompilationCache") is True]
+    if flagged and text(flagged[0].get("name")):
+        return text(flagged[0].get("name")), text(flagged[0].get("mountPoint"))
+    return None
+
+
+def compilation_caches(obj: KubeObject) -> dict[str, Any]:
+    """Component name (as `dynamo_pods` names it) -> `_cache_of` that component, for a Dynamo object."""
+    spec = dig(obj.body, "spec")
+    if obj.kind == COMPONENT_KIND:
+        return {text(dig(spec, "serviceName")) or text(obj.name) or "?": _cache_of(spec)}
+    services = dig(spec, "services")
+    if isinstance(services, dict):
+        return {str(name): _cache_of(service) for name, service in services.items()}
+    return {
+        text(dig(component, "name")) or f"#{index}": _cache_of(component)
+        for index, component in enumerate(as_list(dig(spec, "components")))
+    }

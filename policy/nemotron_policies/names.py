@@ -1,5 +1,5 @@
 """The pack's copies of names the stack defines: node labels, the GPU taint, the model-cache claim, the
-prewarm env contract and the type tokens of the stack's components.
+prewarm env contract, the compilation caches' variables and the type tokens of the stack's components.
 
 The pack runs under CrossGuard outside the stack's repository, so it cannot import the stack. Every name
 it shares with the stack lives here and only here, so one test can hold these copies equal to the stack's
@@ -29,6 +29,15 @@ INFINIBAND = "rdma/ib"
 MODEL_CACHE_CLAIM = "shared-model-cache"
 PREWARM_ENVS = ("PREWARM_MODELS",)
 SPECULATIVE_ENV = "SPECULATIVE_CONFIG"
+# The compilation caches' variables (catalog/platform.yaml `compileCache`).
+COMPILE_CACHE_ENVS = (
+    "VLLM_CACHE_ROOT",
+    "TRITON_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "FLASHINFER_WORKSPACE_BASE",
+    "CUDA_CACHE_PATH",
+    "TORCH_EXTENSIONS_DIR",
+)
 
 # Type tokens of the stack's components.
 DEVICE_PLUGINS_COMPONENT = "nemotron:kubernetes:DevicePlugins"

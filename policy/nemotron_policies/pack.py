@@ -13,6 +13,7 @@ from pulumi_policy import EnforcementLevel, Policy, ResourceValidationPolicy, St
 
 from .rules import (
     admin_ports,
+    compile_cache,
     data_protection,
     fabric,
     gateway_network,
@@ -145,6 +146,13 @@ POLICIES: list[Policy] = [
         "with a security group open to the Internet.",
         validate=sagemaker_network.validate_sagemaker_network,
         enforcement_level=MANDATORY,
+    ),
+    ResourceValidationPolicy(
+        name="compile-cache",
+        description="GPU workers of Dynamo graphs keep their compilation caches (torch.compile, Triton, JIT kernels) "
+        "on a shared volume: a compilation cache declared, and no cache variable of the main container outside it.",
+        validate=compile_cache.validate_compile_cache,
+        enforcement_level=ADVISORY,
     ),
     ResourceValidationPolicy(
         name="resource-requests",

@@ -9,7 +9,7 @@
       clusterAutoscaler: {enabled: true}
 
 A target listed here (a selected target id, e.g. one `make plan ... WRITE=1` wrote) gets a KEDA
-ScaledObject per worker component, and its DGD components get `scalingAdapter: {enabled: true}` with
+ScaledObject per worker component, and its DGD components get `scalingAdapter: {}` (v1beta1: present = on) with
 Pulumi ignoring their `replicas`. `minReplicaSets: 0` lets KEDA scale the target to zero (dev); pools with
 `minSize: 0` then let cluster-autoscaler remove the nodes. cluster-autoscaler is installed only on a
 cluster the stack creates (an existing cluster's node groups belong to whoever runs it).

@@ -45,6 +45,14 @@ ProjectDirectory = Annotated[
         "a directory inside the project, relative to its root, such as catalog/jumpstart (no '..', not absolute)",
     ),
 ]
+# An S3 prefix: a bucket name (S3 naming rules) and a key prefix ending in `/`, or the bucket's root.
+S3Prefix = Annotated[
+    str,
+    matching(
+        r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/([A-Za-z0-9!_.*'()=+-]+/)*$",
+        "an S3 prefix such as s3://my-bucket/models/nemotron/ (ending in '/')",
+    ),
+]
 TimeoutSeconds = Annotated[int, pydantic.Field(ge=60, le=3600)]
 # The settings the listed containers read (catalog/sagemaker_lmi.yaml, argumentForms); used with fullmatch.
 CONTAINER_SETTING = re.compile(r"(OPTION|SM_VLLM)_[A-Z0-9_]+")
@@ -59,18 +67,33 @@ class JumpStartModel(Block):
     acceptEula: bool = False
 
 
-class HuggingFaceModel(Block):
-    """A checkpoint the LMI (vLLM) container downloads from the Hub, for regions JumpStart does not list.
+class ModelData(Block):
+    """The checkpoint staged in S3: `s3Uri` is the prefix (ending in `/`) holding the repo's files as the Hub
+    serves them (`config.json`, the safetensors, the tokenizer; uncompressed), in the endpoint's region.
+    SageMaker copies it to the instance before the container starts, so the model runs with network
+    isolation and without the Hub or a token (docs/sagemaker.md, "Weights from S3", says how to stage it).
+    `kmsKeyArn`: the customer managed key the objects are encrypted with (SSE-KMS), which the endpoint's role
+    may then decrypt; unset for SSE-S3 or the bucket's default key."""
 
-    `sendHfToken`: put the `hfToken` secret into the model's environment, for a gated repo. A SageMaker
-    container cannot read Secrets Manager, so the token is a Pulumi secret in state but plain to anyone
-    allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos need none.
+    s3Uri: S3Prefix
+    kmsKeyArn: Optional[KmsKeyArn] = None
+
+
+class HuggingFaceModel(Block):
+    """A Hugging Face checkpoint on the LMI or SageMaker vLLM container, for regions JumpStart does not list:
+    read from S3 (`modelData`, recommended: faster, isolated) or downloaded from the Hub at container start.
+
+    `sendHfToken`: put the `hfToken` secret into the model's environment, for a gated repo read from the Hub.
+    A SageMaker container cannot read Secrets Manager, so the token is a Pulumi secret in state but plain to
+    anyone allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos and
+    `modelData` need none.
     """
 
     repo: AsciiText
     lmiImage: Optional[EcrImage] = None
     options: FreeFormStrings = pydantic.Field(default_factory=dict)
     sendHfToken: bool = False
+    modelData: Optional[ModelData] = None
 
 
 class Autoscaling(Block):

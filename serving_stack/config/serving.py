@@ -145,12 +145,21 @@ class DynamoConfig(Block):
 
 
 class TargetConfig(Block):
-    """A catalog target to serve, with the settings a stack may change about it."""
+    """A catalog target to serve, with the settings a stack may change about it.
+
+    `acceptanceLength`: the mean acceptance length of speculative decoding on your traffic (tokens emitted per
+    decode step per request, draft tokens accepted plus one; vLLM's spec-decode metrics report it). The
+    published figures of speculative targets were measured with synthetic rejection sampling at a fixed
+    acceptance length (the catalog's `syntheticAcceptanceLength`, upstream's expected value per method:
+    catalog/recipes/vllm/README.md, "Synthetic acceptance configuration"); unset, the figures are shown at that
+    length and say so; set, expected tok/s, tok/s/user and $/1M tokens are scaled by it over the synthetic
+    one (first order: decode tokens per step at a fixed draft count). At most the target's draft tokens + 1."""
 
     id: AsciiText
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
     image: Optional[PinnedImage] = None
     nodePool: Optional[DnsLabel] = None
+    acceptanceLength: Optional[float] = pydantic.Field(default=None, ge=1)
 
 
 def _target_list(value: Any, _handler: Any) -> Any:

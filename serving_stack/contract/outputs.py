@@ -54,6 +54,13 @@ class ServingEndpoint(_Contract):
         "capacity type of the target's node pool, or the cheapest on-demand instance type of its GPU when the stack "
         "knows no pool; a floor (a replica set busy the whole hour). Null when unpublished or unpriced.",
     )
+    throughputBasis: Optional[str] = pydantic.Field(
+        default=None,
+        description="What expectedOutputTokensPerSecond, expectedTokensPerSecondPerUser and usdPerMillionOutputTokens "
+        "rest on (dynamo): the published row's speculative-decoding acceptance (measured with synthetic rejection "
+        "sampling at a fixed acceptance length) or the stack's targets[].acceptanceLength they are scaled to, or a "
+        "measurement without speculative decoding.",
+    )
 
 
 class NodePool(_Contract):

@@ -213,12 +213,15 @@ PositiveFloat = Annotated[Optional[Annotated[float, pydantic.Field(gt=0)]], pyda
 
 
 class Performance(Data):
-    """One row of the published table; each figure a positive number or `unknown` (read as None)."""
+    """One row of the published table; each figure a positive number or `unknown` (read as None).
+    `syntheticAcceptanceLength`: the fixed acceptance length a speculative row was measured with (synthetic
+    rejection sampling); None for a row without speculative decoding or where upstream does not say."""
 
     concurrency: PositiveInt
     ttftP50Ms: PositiveFloat
     outputTokensPerSecondPerGpu: PositiveFloat
     tokensPerSecondPerUser: PositiveFloat
+    syntheticAcceptanceLength: PositiveFloat
 
     @property
     def published(self) -> bool:
@@ -327,6 +330,12 @@ class Recipe:
     def _speculative_configs(self) -> tuple[dict[str, Any], ...]:
         """Read once per recipe: TRT-LLM's engine YAML is parsed to find them."""
         return tuple(speculative_configs(self.config_map))
+
+    @property
+    def draft_tokens(self) -> Optional[int]:
+        """Draft tokens per step (vLLM `num_speculative_tokens`, TRT-LLM `max_draft_len`); None without any."""
+        counts = [int(c.get("num_speculative_tokens", c.get("max_draft_len", 0))) for c in self._speculative_configs]
+        return max(counts) if any(counts) else None
 
     @property
     def checkpoints(self) -> list[str]:
@@ -746,8 +755,51 @@ class Readiness(Data):
     source: str
 
 
+class VendoredCrd(Data):
+    """Where the vendored DGD CRD was copied from: `releaseTag` None until it is the chart version's own."""
+
+    revision: str
+    releaseTag: Optional[str]
+
+    def warning(self, chart: Chart) -> Optional[str]:
+        if self.releaseTag == f"v{chart.version}":
+            return None
+        return (
+            f"catalog/platform.yaml crd: the DynamoGraphDeployment CRD the render checks against is upstream "
+            f"{self.revision}, not the v{chart.version} tag the pinned {chart.name} chart installs "
+            "(schemas/crds/PROVENANCE.md)"
+        )
+
+
+class CacheVariable(Data):
+    """One cache's environment variable: `path` below the cache mount ("" the mount itself), for `backends`
+    (every backend when None)."""
+
+    name: str = pydantic.Field(pattern=r"^[A-Z][A-Z0-9_]*$")
+    path: str = pydantic.Field(pattern=r"^([a-z0-9][a-z0-9._-]*)?$")
+    backends: Optional[tuple[str, ...]] = None
+    source: str
+
+
+class CompileCache(Data):
+    """Where the GPU workers keep their compilation caches (`catalog/platform.yaml`, `compileCache`)."""
+
+    mountPath: str = pydantic.Field(pattern=r"^/[a-z0-9/._-]+$")
+    directory: str = pydantic.Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    variables: tuple[CacheVariable, ...]
+
+    def directory_of(self, variable: CacheVariable) -> str:
+        return f"{self.mountPath}/{variable.path}".rstrip("/")
+
+    def values(self, backend: str) -> dict[str, str]:
+        """Variable -> its directory, for a worker of `backend`."""
+        return {v.name: self.directory_of(v) for v in self.variables if v.backends is None or backend in v.backends}
+
+
 class PlatformFile(Data):
     chart: Chart
+    crd: VendoredCrd
+    compileCache: CompileCache
     values: dict[str, Any]
     readiness: Readiness
 

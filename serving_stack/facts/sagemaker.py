@@ -208,6 +208,15 @@ class EnvironmentLimits(Data):
     source: str
 
 
+class S3Staging(Data):
+    """How a Hugging Face endpoint runs weights staged in S3 (`catalog/sagemaker_lmi.yaml`, `s3ModelData`)."""
+
+    localPath: str = pydantic.Field(pattern=r"^/[a-z0-9/._-]+$")
+    environment: dict[str, str]
+    downloadTimeoutSeconds: int = pydantic.Field(ge=60, le=3600)
+    source: str = pydantic.Field(min_length=1)
+
+
 class LmiFile(Data):
     containers: tuple[Container, ...] = pydantic.Field(min_length=1)
     argumentForms: dict[str, ArgumentForm]
@@ -216,6 +225,7 @@ class LmiFile(Data):
     environmentLimits: EnvironmentLimits
     timeouts: Timeouts
     volumeSizeGb: int = pydantic.Field(ge=1, le=512)
+    s3ModelData: S3Staging
     fit: Fit
     repositories: dict[str, HuggingFaceRepo]
 

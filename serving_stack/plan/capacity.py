@@ -91,7 +91,7 @@ from serving_stack.facts.aws import (
 from serving_stack.facts.catalog import Catalog, Recipe
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.serving import PlannedTarget
+from serving_stack.plan.serving import PlannedTarget, ThroughputBasis
 
 CapacityType = Literal["on-demand", "spot", "capacity-block"]
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "capacity-block")
@@ -158,6 +158,7 @@ class CandidateRow:
     tokens_per_second_per_user: Optional[float]
     ttft_p50_ms: Optional[float]
     output_tokens_per_second_per_gpu: Optional[float]
+    basis: str  # what the throughput figures rest on (`ThroughputBasis.describe`)
 
     @property
     def published(self) -> bool:
@@ -286,8 +287,9 @@ def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
     )
 
 
-def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog) -> CandidateRow:
-    """The recipe's replica set as published: its worker components at their upstream replica counts."""
+def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog, basis: Optional[ThroughputBasis] = None) -> CandidateRow:
+    """The recipe's replica set as published: its worker components at their upstream replica counts, its
+    throughput scaled by a selected target's `basis` (else as published, at its synthetic acceptance)."""
     gpu = aws_catalog.gpu_of_product(recipe.gpu_products[0])
     if gpu is None:
         raise ConfigError(
@@ -295,6 +297,7 @@ def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog) -> CandidateRow:
         )
     workers = recipe.worker_components()
     performance = recipe.entry.performance
+    basis = basis or ThroughputBasis(recipe.draft_tokens is not None, performance.syntheticAcceptanceLength)
     return CandidateRow(
         target_id=recipe.id,
         gpu=gpu,
@@ -302,9 +305,10 @@ def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog) -> CandidateRow:
         gpus_per_worker_pod=max(recipe.gpus_per_replica(c) for c in workers),
         worker_replicas={c["name"]: c["replicas"] for c in workers},
         concurrency=performance.concurrency,
-        tokens_per_second_per_user=performance.tokensPerSecondPerUser,
+        tokens_per_second_per_user=basis.scaled(performance.tokensPerSecondPerUser),
         ttft_p50_ms=performance.ttftP50Ms,
-        output_tokens_per_second_per_gpu=performance.outputTokensPerSecondPerGpu,
+        output_tokens_per_second_per_gpu=basis.scaled(performance.outputTokensPerSecondPerGpu),
+        basis=basis.describe(),
     )
 
 
@@ -366,6 +370,7 @@ class TokenCostRow:
     output_tokens_per_second: Optional[float]  # of one replica set
     meets_criteria: Optional[bool]
     by_capacity_type: Mapping[str, Optional[TokenCost]]
+    basis: str  # what the output tok/s rests on (`CandidateRow.basis`)
 
 
 def usd_per_million_output_tokens(row: CandidateRow, offer: InstanceOffer, capacity_type: str) -> Optional[float]:
@@ -402,6 +407,7 @@ def token_cost_rows(
                 ),
                 meets_criteria=meets_slo(row, criteria) if row.published else None,
                 by_capacity_type=by_type,
+                basis=row.basis,
             )
         )
     return table
@@ -423,8 +429,8 @@ def token_cost_markdown(table: list[TokenCostRow]) -> str:
     )
     lines = [
         "| target | GPU | GPUs / replica set | output tok/s / replica set | $/1M output tokens, on-demand | "
-        "$/1M, capacity block | $/1M, spot | meets criteria |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "$/1M, capacity block | $/1M, spot | meets criteria | acceptance basis |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in ordered:
         throughput = f"{r.output_tokens_per_second:,.0f}" if r.output_tokens_per_second is not None else "n/a"
@@ -432,7 +438,7 @@ def token_cost_markdown(table: list[TokenCostRow]) -> str:
         lines.append(
             f"| `{r.target_id}` | {r.gpu} | {r.gpus_per_replica_set} | {throughput} | "
             f"{_cell(r.by_capacity_type['on-demand'])} | {_cell(r.by_capacity_type['capacity-block'])} | "
-            f"{_cell(r.by_capacity_type['spot'])} | {meets} |"
+            f"{_cell(r.by_capacity_type['spot'])} | {meets} | {r.basis} |"
         )
     return "\n".join(lines)
 
@@ -541,11 +547,12 @@ def scaled_object(
 
 
 def enable_scaling_adapters(dgd: Mapping[str, Any], components: set[str]) -> dict[str, Any]:
-    """The DGD with `scalingAdapter: {enabled: true}` on these components (default false: no adapter)."""
+    """The DGD with `scalingAdapter: {}` on these components: in v1beta1 the field itself opts in (even empty;
+    the CRD declares no `enabled`, which the API server would prune), its absence opts out."""
     patched = copy.deepcopy(dict(dgd))
     for component in patched["spec"]["components"]:
         if component["name"] in components:
-            component["scalingAdapter"] = {"enabled": True}
+            component["scalingAdapter"] = {}
     return patched
 
 
@@ -883,7 +890,7 @@ class TargetTokenCost:
     target_id: str
     runs_on: str
     usd_per_million: Optional[float]
-    cheapest: TokenCostRow
+    cheapest: TokenCostRow  # its `basis` says what the output tok/s behind every figure rests on
 
 
 @dataclass(frozen=True)
@@ -939,7 +946,8 @@ def plan_stack_capacity(
         if facts.aws.gpu_of_product(recipe.gpu_products[0]) is None:  # a GPU no data file prices: cost unknown
             deployed.append(target)
             continue
-        cost = target_token_cost(target.selected.id, candidate_row(recipe, facts.aws), target.pool, offers, criteria)
+        row = candidate_row(recipe, facts.aws, target.selected.basis)
+        cost = target_token_cost(target.selected.id, row, target.pool, offers, criteria)
         costs.append(cost)
         usd = round(cost.usd_per_million, 4) if cost.usd_per_million is not None else None
         deployed.append(

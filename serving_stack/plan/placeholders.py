@@ -1,7 +1,7 @@
 """Values a committed stack may hold for the offline render but a real `pulumi up` must not deploy.
 
-A documentation CIDR (RFC 5737 / RFC 3849) as an allowed range, an account id AWS uses in its examples, or
-a container whose image tag this repository has not read: each renders (so a fresh clone can review the
+A documentation CIDR (RFC 5737 / RFC 3849) as an allowed range, an account id AWS uses in its examples, an
+S3 URI in a bucket S3 reserves for documentation, or a container whose image tag this repository has not read: each renders (so a fresh clone can review the
 whole stack) and is listed in summary.md under what to set; the program outside the offline render refuses
 the first one with a line naming its key. The offline render allows them only when asked
 (`python -m tools.render --placeholders`, what `make render` runs), as it does the out-of-band secrets.
@@ -22,6 +22,7 @@ from serving_stack.facts.placeholders import PlaceholderFacts
 # Set by the offline render around its run of the program; never set for `pulumi up`.
 ALLOW_ENV = "NEMOTRON_RENDER_PLACEHOLDERS"
 ACCOUNT_IN_ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}):")
+S3_BUCKET = re.compile(r"^s3://([^/]+)")
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _documentation_network(text: str, facts: PlaceholderFacts) -> str | None:
 
 
 def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> tuple[Placeholder, ...]:
-    """Every documentation CIDR and example account id in the stack's config, by key path."""
+    """Every documentation CIDR, example account id and example bucket in the stack's config, by key path."""
     found = []
     examples = {account.id: account for account in facts.exampleAccounts}
     for path, text in _leaves(raw_config, ""):
@@ -81,6 +82,15 @@ def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> 
         if block is not None:
             found.append(
                 Placeholder(path, text, f"inside {block}, reserved for documentation", "the CIDR it must allow")
+            )
+            continue
+        bucket = S3_BUCKET.match(text)
+        reserved = [p.prefix for p in facts.exampleBucketPrefixes if bucket and bucket.group(1).startswith(p.prefix)]
+        if reserved:
+            found.append(
+                Placeholder(
+                    path, text, f"S3 reserves bucket names starting {reserved[0]} for documentation", "your bucket"
+                )
             )
             continue
         match = ACCOUNT_IN_ARN.match(text)

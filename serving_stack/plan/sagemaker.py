@@ -118,8 +118,9 @@ ModelSource = Union[JumpStartSource, HuggingFaceSource]
 
 @dataclass(frozen=True)
 class ModelContainer:
-    """The SageMaker model's primary container. A Hugging Face container downloads the checkpoint from the
-    Hub, so it runs without network isolation; `needs_hf_token`: add the token to its environment."""
+    """The SageMaker model's primary container. A Hugging Face container reads its weights from S3 with
+    network isolation, or downloads them from the Hub without; `needs_hf_token`: add the token to its
+    environment; `model_data_kms_key`: the key the staged weights are encrypted with."""
 
     image: str
     environment: Mapping[str, str]
@@ -127,6 +128,7 @@ class ModelContainer:
     additional_model_data: tuple[AdditionalModelData, ...]
     enable_network_isolation: bool
     needs_hf_token: bool
+    model_data_kms_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -480,14 +482,33 @@ def huggingface_model(
         **model.options,
         form.modelVariable: model.repo,
     }
+    staged, staging = model.modelData, lmi.s3ModelData
+    if staged is not None:  # the weights on local disk: loaded from there under the repo's name, offline
+        key_region = staged.kmsKeyArn.split(":")[3] if staged.kmsKeyArn else region
+        if key_region != region:
+            raise ConfigError(
+                f"{path}.huggingface.modelData.kmsKeyArn",
+                f"the key is in {key_region}, the endpoint in {region}: SageMaker reads model data only from "
+                "its own region",
+                f"a key in {region}",
+            )
+        served_name = form.variable("--served-model-name")
+        if served_name in model.options:
+            raise ConfigError(
+                f"{path}.huggingface.options.{served_name}",
+                "the served model name is the repo's (the gateway and clients call it by that name)",
+                "remove it",
+            )
+        environment |= {form.modelVariable: staging.localPath, served_name: model.repo, **staging.environment}
     _check_environment(environment, model.sendHfToken, lmi.environmentLimits, f"{path}.huggingface.options")
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
-        model_data=None,
+        model_data=S3ModelData(staged.s3Uri, "S3Prefix", "None") if staged else None,
         additional_model_data=(),
-        enable_network_isolation=False,
+        enable_network_isolation=staged is not None,
         needs_hf_token=model.sendHfToken,
+        model_data_kms_key=staged.kmsKeyArn if staged else None,
     )
     unverified = repo.engineArguments.unverified_on(instance.gpuArchitecture)
     notes = tuple(
@@ -497,7 +518,7 @@ def huggingface_model(
     )
     # The AMI goes with the listed containers; an image of one's own brings its own requirements.
     defaults = VariantDefaults(
-        lmi.timeouts.modelDataDownload,
+        staging.downloadTimeoutSeconds if staged else lmi.timeouts.modelDataDownload,
         lmi.timeouts.containerStartupHealthCheck,
         lmi.volumeSizeGb,
         None if own_image else lmi.inferenceAmiVersion,
@@ -627,6 +648,15 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
             errors.append(
                 ConfigError(
                     f"{path}.huggingface.repo", f"unsupported checkpoint {bounded(model.repo)}", ", ".join(repositories)
+                )
+            )
+        if model.modelData is not None and model.sendHfToken:
+            errors.append(
+                ConfigError(
+                    f"{path}.huggingface.sendHfToken",
+                    "the weights come from modelData (S3): the container never reads the Hub, and a token in its "
+                    "environment only exposes it",
+                    "false",
                 )
             )
         for option in model.options:

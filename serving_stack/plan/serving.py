@@ -18,7 +18,8 @@ kept byte for byte (the conformance test holds the stack to that):
 | (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
 | `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
 | `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
-| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {enabled: true}` (`plan.stack_scaling`) |
+| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {}` (`plan.stack_scaling`) |
+| (always: `catalog/platform.yaml` `compileCache`) | every GPU worker: `compilationCache` on the model-cache claim, the claim mounted at its `mountPath` with the subPath of its key, each cache variable of its backend set below it (`share_compile_cache`) |
 
 The selected catalog targets, resolved once: the recipe, the effective replicas of every component
 (the recipe's own count unless the stack overrides it) and the GPUs those replicas use.
@@ -54,7 +55,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional
@@ -65,11 +66,13 @@ from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
-from serving_stack.facts.catalog import Catalog, CheckpointSizes, Criteria, PlatformFile, Recipe
+from serving_stack.facts.catalog import Catalog, CheckpointSizes, CompileCache, Criteria, PlatformFile, Recipe
+from serving_stack.facts.crds import pruned_paths
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
     GPU_TAINT,
+    MODEL_CACHE_CLAIM,
     POOL_LABEL,
     WORKER_COMPONENT_TYPES,
 )
@@ -206,6 +209,103 @@ def stamp_config_checksum(dgd: dict[str, Any], *config_data: Mapping[str, str]) 
         metadata.setdefault("annotations", {})[CONFIG_CHECKSUM_ANNOTATION] = digest
 
 
+def compile_cache_key(
+    container: dict[str, Any], gpu_products: Sequence[str], config_data: Mapping[str, str], checkpoints: Sequence[str]
+) -> str:
+    """A hash of what invalidates a worker's compiled artifacts: its image (engine and version), the GPU
+    (architecture), its command, arguments, env and the ConfigMap data they read (engine arguments, the
+    speculative config), and the checkpoints. Same key, same artifacts; any change, a new directory."""
+    identity = {
+        "image": container.get("image"),
+        "gpus": sorted(gpu_products),
+        "command": container.get("command"),
+        "args": container.get("args"),
+        "env": container.get("env"),
+        "config": dict(config_data),
+        "checkpoints": sorted(checkpoints),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def share_compile_cache(
+    dgd: dict[str, Any], config_map: dict[str, Any], recipe: Recipe, gpu_products: Sequence[str], cache: CompileCache
+) -> None:
+    """Every GPU worker keeps its compilation caches on the model cache, in the directory of its key:
+    `compilationCache` on the claim (the operator mounts it, and sets VLLM_CACHE_ROOT for vLLM), the claim's
+    keyed subPath mounted at the same path first (the operator keeps a mount there), and every cache variable
+    of the backend pointed below it (`catalog/platform.yaml`, `compileCache`)."""
+    variables = cache.values(recipe.backend)
+    for component in dgd["spec"]["components"]:
+        pod = component["podTemplate"]["spec"]
+        main = next((c for c in pod.get("containers", []) if _gpus(c)), None)
+        if main is None:
+            continue
+        others = [e for e in main.get("env", []) if e["name"] not in variables]
+        key = compile_cache_key({**main, "env": others}, gpu_products, config_map.get("data", {}), recipe.checkpoints)
+        component["compilationCache"] = {"pvcName": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath}
+        volumes = pod.setdefault("volumes", [])
+        if not any(v["name"] == MODEL_CACHE_CLAIM for v in volumes):
+            volumes.append({"name": MODEL_CACHE_CLAIM, "persistentVolumeClaim": {"claimName": MODEL_CACHE_CLAIM}})
+        main.setdefault("volumeMounts", []).append(
+            {"name": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath, "subPath": f"{cache.directory}/{key}"}
+        )
+        env = main.setdefault("env", [])
+        for name, value in variables.items():
+            entry = next((e for e in env if e["name"] == name), None)
+            if entry is None:
+                env.append({"name": name, "value": value})
+            else:
+                entry.clear()
+                entry.update(name=name, value=value)
+
+
+@dataclass(frozen=True)
+class ThroughputBasis:
+    """What a target's expected tok/s, tok/s/user and $/1M rest on. The published row was measured with
+    `synthetic` acceptance (a fixed acceptance length; None: without speculative decoding, or unsaid); the
+    figures are scaled to `acceptance` (`targets[i].acceptanceLength`, `key`) over it, or shown as published."""
+
+    speculative: bool
+    synthetic: Optional[float]
+    acceptance: Optional[float] = None
+    key: str = "targets[].acceptanceLength"
+
+    @property
+    def factor(self) -> float:
+        return self.acceptance / self.synthetic if self.acceptance and self.synthetic else 1.0
+
+    def scaled(self, figure: Optional[float]) -> Optional[float]:
+        return figure if figure is None or self.factor == 1 else round(figure * self.factor, 2)
+
+    def describe(self) -> str:
+        if not self.speculative:
+            return "measured without speculative decoding"
+        if self.synthetic is None:
+            return "speculative decoding; the acceptance of the measurement is unpublished"
+        if self.acceptance is None:
+            return f"synthetic acceptance length {self.synthetic:g}, not measured on real traffic (set {self.key})"
+        return (
+            f"scaled x{self.factor:.3f} to acceptance length {self.acceptance:g} ({self.key}) from the synthetic "
+            f"{self.synthetic:g}"
+        )
+
+
+def throughput_basis(recipe: Recipe, config: TargetConfig, index: int) -> ThroughputBasis:
+    """The basis of one target's figures; `ConfigError` when the configured acceptance length cannot be."""
+    key = f"targets[{index}].acceptanceLength"
+    draft_tokens, acceptance = recipe.draft_tokens, config.acceptanceLength
+    if acceptance is not None and (draft_tokens is None or acceptance > draft_tokens + 1):
+        raise ConfigError(
+            key,
+            f"{acceptance:g} for {recipe.id!r}, which "
+            + ("runs no speculative decoding" if draft_tokens is None else f"drafts {draft_tokens} tokens a step"),
+            "unset" if draft_tokens is None else f"1..{draft_tokens + 1}",
+        )
+    return ThroughputBasis(
+        draft_tokens is not None, recipe.entry.performance.syntheticAcceptanceLength, acceptance, key
+    )
+
+
 @dataclass(frozen=True)
 class SelectedTarget:
     index: int
@@ -213,6 +313,7 @@ class SelectedTarget:
     recipe: Recipe
     replicas: Mapping[str, int]
     gpus: int
+    basis: ThroughputBasis
 
     @property
     def id(self) -> str:
@@ -289,7 +390,12 @@ def select_targets(
                 )
             )
         replicas = effective_replicas(recipe, target)
-        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas))
+        try:
+            basis = throughput_basis(recipe, target, index)
+        except ConfigError as error:
+            errors.append(error)
+            continue
+        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas), basis)
         errors += _check(one, cached)
         selected.append(one)
     return selected, errors
@@ -379,8 +485,8 @@ def serving_settings(config: StackConfig) -> ServingSettings:
 
 def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> ServingEndpoint:
     """Figures upstream did not publish stay None (the contract's null), and so does a verdict they decide."""
-    performance = target.recipe.entry.performance
-    per_gpu = performance.outputTokensPerSecondPerGpu
+    performance, basis = target.recipe.entry.performance, target.basis
+    per_gpu = basis.scaled(performance.outputTokensPerSecondPerGpu)
     return ServingEndpoint(
         id=target.id,
         kind="dynamo",
@@ -388,8 +494,9 @@ def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> Ser
         url=frontend_url(target.recipe.name, namespace),
         gpus=target.gpus,
         expectedOutputTokensPerSecond=None if per_gpu is None else round(per_gpu * target.gpus, 2),
-        expectedTokensPerSecondPerUser=performance.tokensPerSecondPerUser,
+        expectedTokensPerSecondPerUser=basis.scaled(performance.tokensPerSecondPerUser),
         meetsPublishedCriteria=criteria.passed_by(performance),
+        throughputBasis=basis.describe(),
     )
 
 
@@ -410,6 +517,8 @@ def plan_targets(
         pool = placements.get(target.id)
         if pool is not None:
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
+        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
+        share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         gated = prewarm.enabled and prewarm.gateWorkers
         if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(settings.namespace))
@@ -457,6 +566,23 @@ def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, di
     """The chart tarball URL at the pinned (or configured) version, and the merged values."""
     version = config.dynamo.platform.chartVersion or platform.chart.version
     return platform.chart.url.format(version=version), _merge(platform.values, config.dynamo.platform.values)
+
+
+def check_against_crd(targets: Sequence[PlannedTarget], platform: PlatformFile) -> None:
+    """Every field of every DGD as deployed exists in the CRD the pinned operator installs: the API server
+    would prune any other silently (`serving_stack.facts.crds`)."""
+    chart = platform.chart
+    errors = [
+        ConfigError(
+            f"targets[{target.selected.index}].id",
+            f"{target.selected.id!r}: {path} is not in the DynamoGraphDeployment CRD that {chart.name} "
+            f"{chart.version} installs (schemas/crds/), so the API server would prune it",
+        )
+        for target in targets
+        for path in pruned_paths(target.dgd)
+    ]
+    if errors:
+        raise ConfigError.combined(errors)
 
 
 def plan_serving_targets(

@@ -102,6 +102,7 @@ from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, che
 from serving_stack.plan.serving import (
     PlannedTarget,
     SelectedTarget,
+    check_against_crd,
     place_targets,
     plan_prewarm,
     plan_serving_targets,
@@ -652,6 +653,9 @@ def build_plan(
     targets_deployed, capacity = plan_stack_capacity(
         config, facts, targets, tuple(pools.values()), monitoring.prometheus_url if monitoring else None
     )
+    check_against_crd(targets_deployed, facts.platform)
+    crd_warning = facts.platform.crd.warning(facts.platform.chart)
+    crd_warnings = (crd_warning,) if crd_warning and targets else ()
     platform = config.dynamo.platform
     serving = ServingPlan(
         namespace=settings.namespace,
@@ -699,7 +703,7 @@ def build_plan(
         if pool.instance_type and pool.efa_layout and facts.aws.instance_types[pool.instance_type].contested_layout
     ]
     return StackPlan(
-        warnings=(*dated_warnings, *contested, *retired_warnings(selected, facts.catalog)),
+        warnings=(*dated_warnings, *contested, *retired_warnings(selected, facts.catalog), *crd_warnings),
         placeholders=placeholders,
         aws=account,
         cluster=cluster,

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import yaml
 
 from serving_stack.facts.catalog import UNKNOWN
+from tools.absorb.perf_table import FIGURES
 
 HEADER = """\
 # Serving-target catalog for NVIDIA Nemotron 3.5 Lightning on Dynamo. Written by `make absorb`
@@ -19,7 +20,9 @@ HEADER = """\
 # - targets: one per upstream manifest holding a DynamoGraphDeployment (id: its directory).
 #   speculativeDecoding and routing are read from the manifest (the catalog checks they agree);
 #   performance is the upstream performance table's row, each figure `unknown` where upstream
-#   publishes none (summary and outputs show n/a, and the criteria verdict stays unknown).
+#   publishes none (summary and outputs show n/a, and the criteria verdict stays unknown);
+#   syntheticAcceptanceLength is the fixed acceptance length a speculative row was measured with
+#   (`unknown` also for a row without speculative decoding).
 # - modelCache: upstream's claim and download Jobs; their size, checkpoints and env names are what a
 #   stack gets unless it sets modelCache.size / modelCache.checkpoints.
 # - retired: targets an absorbed revision removed or renamed, still selectable from their last
@@ -27,7 +30,6 @@ HEADER = """\
 #   successor. Dropped only with `make absorb ... DROP_RETIRED=<id>` when no stack selects it.
 """
 RETIREMENT_FIELDS = ("commit", "date", "lastCommit", "successor", "closest")
-FIGURES = ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser")
 
 
 def _scalar(value: Any) -> str:

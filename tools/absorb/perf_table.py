@@ -2,9 +2,11 @@
 
 A performance table is any Markdown table with a `Recipe` column (a path such as
 `vllm/agg-b200-dflash/deploy.yaml`) and at least one figure column, found by header name:
-`Concurrency`, `TTFT p50 (ms)` (or `(s)`), `Output tok/s/GPU`, `Tok/s/user`. A missing column or an
-empty, `-` or `n/a` cell is an unknown figure; any other cell that is not a number is an error naming
-the file, line and column. The same recipe in two tables must carry the same figures.
+`Concurrency`, `TTFT p50 (ms)` (or `(s)`), `Output tok/s/GPU`, `Tok/s/user`, `Synthetic AL` (the fixed
+acceptance length the row was measured with, `rejection_sample_method: synthetic`; 0 for a row without
+speculative decoding). A missing column or an empty, `-` or `n/a` cell is an unknown figure; any other cell
+that is not a number is an error naming the file, line and column. The same recipe in two tables must carry
+the same figures.
 """
 
 from __future__ import annotations
@@ -21,8 +23,16 @@ FIGURE_COLUMNS = {
     "ttft p50 (s)": ("ttftP50Ms", 1000.0),
     "output tok/s/gpu": ("outputTokensPerSecondPerGpu", 1.0),
     "tok/s/user": ("tokensPerSecondPerUser", 1.0),
+    "synthetic al": ("syntheticAcceptanceLength", 1.0),
 }
-FIGURES = ("concurrency", "ttftP50Ms", "outputTokensPerSecondPerGpu", "tokensPerSecondPerUser")
+FIGURES = (
+    "concurrency",
+    "ttftP50Ms",
+    "outputTokensPerSecondPerGpu",
+    "tokensPerSecondPerUser",
+    "syntheticAcceptanceLength",
+)
+NONE_WHEN_ZERO = {"syntheticAcceptanceLength"}  # 0: measured without speculative decoding
 MIN_TPS_PER_USER = re.compile(r"tok/s/user`?\s*>=\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 MAX_TTFT_P50 = re.compile(r"TTFT p50`?\s*<\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b", re.IGNORECASE)
 
@@ -55,7 +65,7 @@ def target_id_of(cell: str) -> str:
     return re.sub(r"\.ya?ml$", "", path)
 
 
-def _number(cell: str, where: str) -> Optional[float]:
+def _number(cell: str, where: str, zero_is_none: bool = False) -> Optional[float]:
     text = cell.replace("**", "").replace("`", "").replace(",", "").strip()
     if text.lower() in UNPUBLISHED_CELLS:
         return None
@@ -63,6 +73,8 @@ def _number(cell: str, where: str) -> Optional[float]:
         value = float(text)
     except ValueError:
         raise TableError(f"{where}: {cell!r} is neither a number nor an unpublished marker (-, n/a)") from None
+    if value == 0 and zero_is_none:
+        return None
     if value <= 0:
         raise TableError(f"{where}: {cell!r} is not a positive figure")
     return value
@@ -80,7 +92,7 @@ def _table_rows(lines: list[str], start: int, label: str) -> list[Row]:
         figures: dict[str, Optional[float]] = dict.fromkeys(FIGURES)
         for index, (field, scale) in columns.items():
             where = f"{label}:{number + 1}, column {header[index]!r}"
-            value = _number(cells[index], where) if index < len(cells) else None
+            value = _number(cells[index], where, field in NONE_WHEN_ZERO) if index < len(cells) else None
             figures[field] = None if value is None else value * scale
         rows.append(Row(target_id_of(cells[recipe_column]), figures, f"{label}:{number + 1}"))
     return rows
