@@ -20,11 +20,12 @@ from tools.pr_diff.records import Render
 from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.sample import plant_root_volume, plant_targets, plant_unknown_price
 from tools.pr_diff.stack_diff import StackDiff, diff_stack
+from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.rules import load_rules as load_rollout_rules
 
 STACK = "prod"
 CATALOG, AWS = load_catalog(), load_aws_catalog()
-GPU_NODE_MINUTES = load_rollout_rules().durations["node_groups"]["gpu"]["typical"]
+GPU_NODE_MINUTES = load_rollout_rules().span(GPU_NODE_BOOT).typical
 HEADLINE_COST = re.compile(r"\*\*([+-][\d,]+\.\d\d) \$/h \(([+-][\d.]+)%\)\*\*")
 
 
