@@ -5,8 +5,11 @@ principals no blanket permissions.
   `allowPrivilegeEscalation: true`, no escape-prone capability (`SYS_ADMIN`, `ALL`, `SYS_MODULE`,
   `SYS_PTRACE`, `NET_ADMIN`, `BPF`, ...), no `hostPID` / `hostNetwork` / `hostIPC`. DGD workers keep their
   upstream `IPC_LOCK` and `SYS_RESOURCE` (RDMA memory registration), which are not counted.
-- RBAC (`rbac.py`): no binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every
-  verb on every resource, no `escalate` / `bind` / `impersonate`.
+- RBAC (`rbac.py`, the escalation paths as data in `data/rbac_escalation.yaml`): no binding to a built-in role
+  that creates pods or reads Secrets, or to a subject every caller is; no `*` in a rule; no `escalate` / `bind`
+  / `impersonate`; no pod creation where pods may run privileged (outside `restrictedNamespaces`), token
+  requests, Secret reads, PersistentVolume creation, `nodes/proxy`...; no aggregation of the admin roles; no
+  aws-auth ConfigMap entry in `system:masters`.
 - Exempt from the pod and RBAC checks: children of the stack components named in `privilegedComponents`
   (default: the device plugins), judged by the type tokens in the resource's URN, which a workload cannot set.
   Helm releases are opaque to the pack.
@@ -33,7 +36,7 @@ from ..iam import grant_problems, managed_policy_problem, trust_problems, web_id
 from ..kinds import ancestor_types
 from ..names import DEVICE_PLUGINS_COMPONENT
 from ..pod_privileges import DEFAULT_ALLOWED_HOST_PATHS, pod_privileges
-from ..rbac import access_entry_problems, rbac_privileges
+from ..rbac import access_entry_problems, aws_auth_problems, rbac_privileges
 from ..values import UNKNOWN, as_list, dig, plain, text
 
 ROLE = "aws:iam/role:Role"
@@ -98,6 +101,13 @@ SCHEMA = PolicyConfigSchema(
             "default": [],
             "description": "IAM principal ARNs an EKS access entry may give an admin access policy or the "
             "system:masters group (a deploy role).",
+        },
+        "restrictedNamespaces": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "Namespaces whose Pod Security admission the cluster holds at baseline or restricted: a Role "
+            "there may create pods and pod controllers (elsewhere a pod it creates may run privileged).",
         },
         "allowedHostPaths": {
             "type": "array",
@@ -165,10 +175,12 @@ def validate_least_privilege(args: ResourceValidationArgs, report_violation: Rep
     exempt_components = {str(c) for c in as_list(config["privilegedComponents"])}
     cluster_admins = frozenset(str(p) for p in as_list(config["clusterAdminPrincipals"]))
     allowed_host_paths = [str(p) for p in as_list(config["allowedHostPaths"])]
+    restricted_namespaces = frozenset(str(n) for n in as_list(config["restrictedNamespaces"]))
     problems = list(_iam_privileges(args.resource_type, props, cluster_admins))
     problems += list(access_entry_problems(args.resource_type, props, cluster_admins))
+    problems += list(aws_auth_problems(args.resource_type, props, cluster_admins))
     if not exempt_components.intersection(ancestor_types(args.urn)):
         problems += list(pod_privileges(args.resource_type, props, allowed_host_paths))
-        problems += list(rbac_privileges(args.resource_type, props))
+        problems += list(rbac_privileges(args.resource_type, props, restricted_namespaces))
     for problem in dict.fromkeys(problems):
         report_violation(problem, None)
