@@ -32,7 +32,7 @@ from typing import Any
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
-from ..iam import grant_problems, managed_policy_problem, trust_problems, web_identity_problems
+from ..iam import grant_problems, managed_policy_problem, service_trust_problems, trust_problems, web_identity_problems
 from ..kinds import ancestor_types
 from ..names import DEVICE_PLUGINS_COMPONENT
 from ..pod_privileges import DEFAULT_ALLOWED_HOST_PATHS, pod_privileges
@@ -69,6 +69,21 @@ RESOURCE_POLICIES = {
     "aws:s3control/multiRegionAccessPointPolicy:MultiRegionAccessPointPolicy": "details",
     "aws:kms/key:Key": "policy",
     "aws:kms/keyPolicy:KeyPolicy": "policy",
+    "aws:kms/replicaKey:ReplicaKey": "policy",
+    "aws:kms/replicaExternalKey:ReplicaExternalKey": "policy",
+    "aws:kms/externalKey:ExternalKey": "policy",
+    "aws:cloudwatch/eventBusPolicy:EventBusPolicy": "policy",
+    "aws:codeartifact/repositoryPermissionsPolicy:RepositoryPermissionsPolicy": "policyDocument",
+    "aws:codeartifact/domainPermissions:DomainPermissions": "policyDocument",
+    "aws:dynamodb/resourcePolicy:ResourcePolicy": "policy",
+    "aws:glue/resourcePolicy:ResourcePolicy": "policy",
+    "aws:kinesis/resourcePolicy:ResourcePolicy": "policy",
+    "aws:ecrpublic/repositoryPolicy:RepositoryPolicy": "policy",
+    "aws:lambda/resourcePolicy:ResourcePolicy": "policy",
+    "aws:apigateway/restApi:RestApi": "policy",
+    "aws:opensearch/domain:Domain": "accessPolicies",
+    "aws:elasticsearch/domain:Domain": "accessPolicies",
+    "aws:elasticsearch/domainPolicy:DomainPolicy": "accessPolicies",
     "aws:ecr/repositoryPolicy:RepositoryPolicy": "policy",
     "aws:ecr/registryPolicy:RegistryPolicy": "policy",
     "aws:sqs/queuePolicy:QueuePolicy": "policy",
@@ -148,8 +163,9 @@ def _iam_privileges(resource_type: str, props: Any, cluster_admins: frozenset[st
         ]
         yield from trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
         yield from web_identity_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
+        yield from service_trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
     for where, document in documents:
-        yield from grant_problems(document, where)
+        yield from grant_problems(document, where, identity=resource_type not in RESOURCE_POLICIES)
     if resource_type in RESOURCE_POLICIES:
         for where, document in documents:
             yield from trust_problems(document, where)
