@@ -468,7 +468,7 @@ def service_trust_problems(document: Any, where: str) -> Iterator[str]:
         if not _allows(statement) or not services or _names_source(statement.get("Condition")) is not False:
             continue
         yield (
-            f"{where} statement {statement.get('Sid') or index} lets {', '.join(services)} assume the role without "
-            "aws:SourceAccount or aws:SourceArn naming this account: the service can be made to use it for another "
-            "account (confused deputy); add StringEquals aws:SourceAccount or ArnLike aws:SourceArn"
+            f"{where} statement {statement.get('Sid') or index} allows {', '.join(services)} to assume the role "
+            "without aws:SourceAccount or aws:SourceArn naming this account: the service can be made to use it for "
+            "another account (confused deputy); add StringEquals aws:SourceAccount or ArnLike aws:SourceArn"
         )
