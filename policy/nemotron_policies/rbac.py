@@ -110,10 +110,10 @@ def _rule_problems(rule: Any, scopes: set[str], where: str) -> Iterator[str]:
     verbs = {v.lower() for v in _strings(rule, "verbs")}
     if ("*" in verbs or verbs >= EVERY_VERB) and "*" in resources:
         yield f"{where} grants every verb on every resource"
-    else:
-        for field, listed in (("apiGroups", groups), ("resources", resources), ("verbs", sorted(verbs))):
-            if "*" in listed:
-                yield f'{where} has "*" in {field}: it grants what exists now and whatever is added later; list them'
+        return
+    for field, listed in (("apiGroups", groups), ("resources", resources), ("verbs", sorted(verbs))):
+        if "*" in listed:
+            yield f'{where} has "*" in {field}: it grants what exists now and whatever is added later; list them'
     for verb in sorted(verbs & ESCALATING_VERBS):
         yield f"{where} grants {verb}"
     names = dig(rule, "resourceNames")
@@ -140,7 +140,7 @@ def _broad_role(role: Any) -> bool:
 def _binding_problems(binding: Any, where: str) -> Iterator[str]:
     role = dig(binding, "roleRef", "name")
     if dig(binding, "roleRef", "kind") != "Role" and _broad_role(role):
-        yield f"{where} roleRef binds {role}, which creates pods or reads Secrets; bind a role with the rules the subjects need"
+        yield f"{where} grants {role}; bind a role with the rules the subjects need"
     if role in DISCOVERY_ROLES:
         return
     for index, subject in enumerate(as_list(dig(binding, "subjects"))):

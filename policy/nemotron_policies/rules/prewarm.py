@@ -37,7 +37,7 @@ from ..arguments import ConfigMaps, Opaque, command_line, env_value, flag_value
 from ..config import current_stack, settings
 from ..kinds import ancestor_types, kubernetes_objects
 from ..names import GPU, MODEL_CACHE_CLAIM, MODEL_PREWARM_COMPONENT, PREWARM_ENVS, SPECULATIVE_ENV
-from ..pods import is_workload_kind, object_pods, pod_specs
+from ..pods import is_workload_kind, object_pods
 from ..values import UNKNOWN, as_list, dig, parse_json, plain, text
 from ..workloads import (
     PodSpec,
@@ -54,6 +54,7 @@ from ..workloads import (
 )
 
 LIMITED_RESOURCES = ("cpu", "memory")
+RUN_TO_COMPLETION = frozenset({"Job", "CronJob"})  # a GPU Job (a download, a check) is no serving pool
 SCHEMA = PolicyConfigSchema(
     {
         "unwarmedStacks": {
@@ -140,17 +141,23 @@ def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
 def _pools(resources: list[Any], config_maps: ConfigMaps) -> dict[tuple[Any, ...], Pool]:
     pools: dict[tuple[Any, ...], Pool] = {}
     for resource in resources:
-        for pod in pod_specs(resource.resource_type, plain(resource.props)):
-            if not (pod.is_worker or _gpu_containers(pod.spec)) or not claim_volume_names(pod.spec):
-                continue
-            selection, tolerated = node_selection(pod.spec), tolerations(pod.spec)
-            if UNKNOWN in (selection, tolerated):
-                continue
-            key = (selection, tolerated, pod.namespace)
-            pool = pools.setdefault(key, Pool(selection, tolerated, pod.namespace, urn=resource.urn))
-            pool.workers.append(f"{resource.name}/{pod.component_name or pod.owner}")
-            pool.checkpoints |= worker_checkpoints(pod, config_maps)
+        for obj in kubernetes_objects(resource.resource_type, plain(resource.props)):
+            for pod in object_pods(obj):
+                if not (pod.is_worker or (obj.kind not in RUN_TO_COMPLETION and _gpu_containers(pod.spec))):
+                    continue
+                if claim_volume_names(pod.spec):
+                    _add_to_pool(pools, resource, pod, config_maps)
     return pools
+
+
+def _add_to_pool(pools: dict[tuple[Any, ...], Pool], resource: Any, pod: PodSpec, config_maps: ConfigMaps) -> None:
+    selection, tolerated = node_selection(pod.spec), tolerations(pod.spec)
+    if UNKNOWN in (selection, tolerated):
+        return
+    key = (selection, tolerated, pod.namespace)
+    pool = pools.setdefault(key, Pool(selection, tolerated, pod.namespace, urn=resource.urn))
+    pool.workers.append(f"{resource.name}/{pod.component_name or pod.owner}")
+    pool.checkpoints |= worker_checkpoints(pod, config_maps)
 
 
 def _read_only_claim(spec: Any) -> Any:
