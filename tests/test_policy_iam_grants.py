@@ -128,7 +128,16 @@ def test_scoped_managed_policies_pass():
             ),
             False,
         ),
-        (statement(Principal={"Service": "sagemaker.amazonaws.com"}, Action="sts:AssumeRole"), False),
+        (statement(Principal={"Service": "ec2.amazonaws.com"}, Action="sts:AssumeRole"), False),
+        (statement(Principal={"Service": "sagemaker.amazonaws.com"}, Action="sts:AssumeRole"), True),  # confused deputy
+        (
+            statement(
+                Principal={"Service": "sagemaker.amazonaws.com"},
+                Action="sts:AssumeRole",
+                Condition={"StringEquals": {"aws:SourceAccount": "123456789012"}},
+            ),
+            False,
+        ),
     ],
 )
 def test_trust_policies_open_to_anyone_without_a_condition_are_reported(trust, open_):

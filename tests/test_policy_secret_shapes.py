@@ -26,6 +26,8 @@ SAMPLES = {
     "a private key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n-----END OPENSSH PRIVATE KEY-----",
     "a JSON Web Token": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dGhpcy1pcy1ub3QtYS1zaWduYXR1cmU",
     "a URL with a password": "https://user:s3cr3t@registry.example.com/v2/",
+    "a URL with a credential in its query": "https://metrics.example.com/api/v1/query?api_key=k7Vx2LmQ9",
+    "an Authorization header with a literal credential": "Authorization: Bearer s3cr3t-value-1234",
     "a chat webhook URL": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
 }
 

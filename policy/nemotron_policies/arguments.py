@@ -150,18 +150,29 @@ def _unshell(words: list[Resolved], lookup: Any) -> list[Resolved]:
     return words
 
 
+def _option(word: Resolved) -> Resolved:
+    """A long option as argparse-based engines read it: vLLM's FlexibleArgumentParser (which Dynamo's vLLM and
+    SGLang entry points use) takes `--disaggregation_mode` as `--disaggregation-mode`."""
+    if not isinstance(word, str) or not word.startswith("--"):
+        return word
+    name, equals, value = word.partition("=")
+    return name.replace("_", "-") + equals + value
+
+
 def flag_value(words: list[Resolved], flag: str) -> Resolved:
-    """The value of `--flag value` or `--flag=value`: None if absent, `UNKNOWN` if not known."""
-    for index, word in enumerate(words):
+    """The value of `--flag value` or `--flag=value` (underscores in the option name read as dashes): None if
+    absent, `UNKNOWN` if not known."""
+    for index, raw in enumerate(words):
+        word = _option(raw)
         if word == flag:
             return words[index + 1] if index + 1 < len(words) else None
         if isinstance(word, str) and word.startswith(flag + "="):
             value = word[len(flag) + 1 :]
-            return Opaque(value) if isinstance(word, Opaque) else value
+            return Opaque(value) if isinstance(raw, Opaque) else value
     return UNKNOWN if any(w is UNKNOWN for w in words) else None
 
 
 def has_flag(words: list[Resolved], flag: str) -> Optional[bool]:
-    if any(w == flag or (isinstance(w, str) and w.startswith(flag + "=")) for w in words):
+    if any(_option(w) == flag or (isinstance(w, str) and str(_option(w)).startswith(flag + "=")) for w in words):
         return True
     return None if any(w is UNKNOWN for w in words) else False

@@ -1,6 +1,7 @@
 """What a credential looks like: by the name it is stored under, and by the shape of the value itself.
 
-Names: words such as TOKEN, SECRET, PASSWORD, AUTH, CREDENTIALS, APIKEY (env-style names also KEY), unless
+URLs with a password (an empty user name too) or a credential in their query, and Authorization headers with
+a literal value count as shapes. Names: words such as TOKEN, SECRET, PASSWORD, AUTH, CREDENTIALS, APIKEY (env-style names also KEY), unless
 the name ends like a reference (`*_ARN`, `*_PATH`, `*_SECRET_NAME`). Shapes: token formats with a known
 prefix (Hugging Face `hf_`, AWS access key ids `AKIA`/`ASIA`, NGC `nvapi-`, GitHub, Slack, OpenAI, Google),
 private keys, JWTs, AWS secret access keys, URLs with a password, chat webhook URLs, Docker registry auth (`{"auths": ...}`),
@@ -38,7 +39,21 @@ SHAPES = [
     ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
     ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("a URL with a password", re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@$]+@")),
+    ("a URL with a password", re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:(?!\$\(|\$\{|\{\{)[^/\s@]+@")),
+    (
+        "a URL with a credential in its query",
+        re.compile(
+            r"(?i)[a-z][a-z0-9+.-]*://[^\s?#]*\?(?:[^\s#]*&)?(?:api[_-]?key|apikey|key|token|access[_-]?token|"
+            r"auth[_-]?token|secret|client[_-]?secret|password|passwd|sig|signature|x-amz-signature|"
+            r"x-amz-security-token)=(?!\$\(|\$\{|\{\{)[^&\s#]{4,}"
+        ),
+    ),
+    (
+        "an Authorization header with a literal credential",
+        re.compile(
+            r"(?i)\bauthorization\s*[=:]\s*(?:bearer|basic|token|apikey)\s+(?!\$\(|\$\{|\{\{)[A-Za-z0-9._~+/=-]{6,}"
+        ),
+    ),
     # The secret of an incoming webhook is its path: whoever has the URL posts to the channel.
     (
         "a chat webhook URL",
@@ -98,6 +113,7 @@ REFERENCE_SUFFIXES = frozenset(
         "SIZE",
         "METHOD",
         "PROVIDER",
+        "MODES",
     }
 )
 NOT_A_CREDENTIAL_PREFIXES = frozenset({"EXISTING", "PUBLIC"})

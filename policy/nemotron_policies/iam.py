@@ -21,6 +21,16 @@ web identity or OpenID Connect Federation" and the EKS IRSA guide require both (
 signs tokens for every repository or every cluster service account). A subject that is only a wildcard or a
 wildcard after its scheme (`system:serviceaccount:*`, `repo:*`) does not name one.
 
+An identity policy also may not grant a sensitive action (`data/iam_sensitive_actions.yaml`: actions that return
+credentials or escalate privileges, from Parliament's community auditors, and actions that read or decrypt
+data) on every resource, unless the action has no resource-level permissions (Parliament's IAM privilege
+database); an S3 resource whose bucket part is only a wildcard (`arn:aws:s3:::*/*`) is every bucket. A
+condition scopes the caller only with a positive operator that is not `ForAllValues:` (true when the key is
+absent); `aws:username` names no account; an ARN without an account (S3) narrows only without a wildcard; an
+`aws:userid` only with a unique id before any wildcard. A role trusting a service that acts for other accounts
+(`confused_deputy_services`: SageMaker, Bedrock) names the account or resource with `aws:SourceAccount` or
+`aws:SourceArn`.
+
 Wildcards are read as IAM matches them: `?` is one character, so a run of `*` and `?` holding a `*` (`?*`)
 matches what `*` matches (`s3:?*` is `s3:*`). Managed policies are judged by name: AWS's administrator,
 power-user and full-access policies (a name with the word `Admin`/`Administrator`, `PowerUser` or
@@ -29,14 +39,27 @@ power-user and full-access policies (a name with the word `Admin`/`Administrator
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .network_exposure import world_range
 from .values import UNKNOWN, as_dict, parse_json
 
+SENSITIVE = yaml.safe_load((Path(__file__).resolve().parent / "data" / "iam_sensitive_actions.yaml").read_text())
+SENSITIVE_ACTIONS = {
+    action: kind
+    for kind in ("credentials_exposure", "privilege_escalation", "data_access")
+    for action in SENSITIVE[kind]
+}
+CONFUSED_DEPUTY_SERVICES = frozenset(SENSITIVE["confused_deputy_services"])
+SOURCE_KEYS = frozenset({"aws:sourceaccount", "aws:sourcearn"})
 ADMIN_MANAGED_POLICIES = frozenset(
     {
         "AdministratorAccess",
@@ -79,7 +102,6 @@ PRINCIPAL_SCOPING_KEYS = frozenset(
         "aws:SourceIp",
         "aws:VpcSourceIp",
         "aws:userid",
-        "aws:username",
         "kms:CallerAccount",
         "s3:DataAccessPointAccount",
         "s3:DataAccessPointArn",
@@ -153,6 +175,8 @@ def _every_resource(resources: list[Any]) -> bool:
             return True
         if len(parts) == 6 and (parts[5].strip("*") == "" or (parts[2] != "s3" and WILDCARD_RESOURCE.match(parts[5]))):
             return True  # S3 resources are bucket/key paths: `bucket/*` is one bucket, not a resource type
+        if len(parts) == 6 and parts[2] == "s3" and parts[5].split("/", 1)[0].strip("*") == "":
+            return True  # `arn:aws:s3:::*/*`: every object of every bucket
     return False
 
 
@@ -163,8 +187,32 @@ def _service_wildcard(action: Any) -> bool:
     return action in ("*", "*:*") or (action.endswith(":*") and "*" not in action[:-1])
 
 
-def grant_problems(document: Any, where: str) -> Iterator[str]:
-    """Too-broad grants of a permissions policy."""
+@functools.cache
+def parliament() -> Any:
+    """Parliament, imported on first use (its import costs ~0.2 s; most renders of a stack on an existing
+    cluster have no IAM document)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # parliament imports pkg_resources
+        import parliament as module
+
+    return module
+
+
+@functools.cache
+def resource_level(action: str) -> bool:
+    """Can `service:action` name its resources (Parliament's IAM privilege database)? Unknown actions: True."""
+    service, _, name = action.partition(":")
+    for definition in parliament().iam_definition:
+        if definition["prefix"] == service:
+            for privilege in definition["privileges"]:
+                if privilege["privilege"].lower() == name:
+                    return any(r["resource_type"] for r in privilege["resource_types"])
+    return True
+
+
+def grant_problems(document: Any, where: str, identity: bool = True) -> Iterator[str]:
+    """Too-broad grants of a permissions policy (`identity`: an identity policy, whose `Resource: "*"` means every
+    resource; in a resource policy it means the resource itself)."""
     found = statements(document)
     for index, statement in enumerate(found if isinstance(found, list) else []):
         if not _allows(statement):
@@ -189,6 +237,17 @@ def grant_problems(document: Any, where: str) -> Iterator[str]:
                     yield (
                         f"{label} allows {action.strip()} on every resource; "
                         f"{RESOURCE_SCOPED_ACTIONS[action.strip().lower()]}"
+                    )
+                elif (
+                    identity
+                    and isinstance(action, str)
+                    and action.strip().lower() in SENSITIVE_ACTIONS
+                    and resource_level(action.strip().lower())
+                ):
+                    kind = SENSITIVE_ACTIONS[action.strip().lower()].replace("_", " ")
+                    yield (
+                        f"{label} allows {action.strip()} ({kind}) on every resource (Resource "
+                        f"{json.dumps(resources if len(resources) > 1 else resources[0])}); name the resources"
                     )
 
 
@@ -237,7 +296,9 @@ def _narrows(key: str, value: str) -> bool:
         if len(parts) < 6 or _has_wildcard(":".join(parts[:3])):
             return False
         account, resource = parts[4], parts[5]
-        return not _has_wildcard(account) if account else not resource.startswith(WILDCARDS)
+        return not _has_wildcard(account) if account else not _has_wildcard(resource)
+    if key == "aws:userid":
+        return not _has_wildcard(value.split(":", 1)[0])
     if key in IP_KEYS:
         return world_range(value) is False
     return not value.startswith(WILDCARDS)
@@ -260,9 +321,9 @@ def scoped_condition(condition: Any) -> Any:
         if tests is UNKNOWN:
             unknown = True
             continue
-        base = str(operator).split(":")[-1].lower()
-        if base not in SCOPING_OPERATORS:
-            continue
+        qualifier, _, base = str(operator).lower().rpartition(":")
+        if base not in SCOPING_OPERATORS or qualifier == "forallvalues":
+            continue  # ForAllValues is true when the key is absent
         for key, value in as_dict(tests).items():
             if str(key).lower() not in PRINCIPAL_SCOPING_KEYS:
                 continue
@@ -373,3 +434,41 @@ def web_identity_problems(document: Any, where: str) -> Iterator[str]:
                     f"by web identity without pinning {' and '.join(missing)}: every token the provider issues "
                     "gets in; add StringEquals on <provider>:aud and <provider>:sub"
                 )
+
+
+def _service_principals(principal: Any) -> list[str]:
+    return [str(s).lower() for s in _listed(as_dict(principal).get("Service")) if isinstance(s, str)]
+
+
+def _names_source(condition: Any) -> Any:
+    """Does a condition name the account or resource a service acts for (positive operator on aws:SourceAccount or
+    aws:SourceArn with a narrowing value)? `UNKNOWN` when that cannot be told."""
+    if condition is UNKNOWN:
+        return UNKNOWN
+    for operator, tests in as_dict(condition).items():
+        qualifier, _, base = str(operator).lower().rpartition(":")
+        if tests is UNKNOWN:
+            return UNKNOWN
+        if base not in SCOPING_OPERATORS or qualifier == "forallvalues":
+            continue
+        for key, value in as_dict(tests).items():
+            if str(key).lower() in SOURCE_KEYS:
+                if value is UNKNOWN or UNKNOWN in _listed(value):
+                    return UNKNOWN
+                if _scoping_value(str(key).lower(), value):
+                    return True
+    return False
+
+
+def service_trust_problems(document: Any, where: str) -> Iterator[str]:
+    """Trust statements for a service that acts for other accounts, without naming the account it acts for."""
+    found = statements(document)
+    for index, statement in enumerate(found if isinstance(found, list) else []):
+        services = sorted(set(_service_principals(statement.get("Principal"))) & CONFUSED_DEPUTY_SERVICES)
+        if not _allows(statement) or not services or _names_source(statement.get("Condition")) is not False:
+            continue
+        yield (
+            f"{where} statement {statement.get('Sid') or index} allows {', '.join(services)} to assume the role "
+            "without aws:SourceAccount or aws:SourceArn naming this account: the service can be made to use it for "
+            "another account (confused deputy); add StringEquals aws:SourceAccount or ArnLike aws:SourceArn"
+        )

@@ -7,7 +7,10 @@
 - A set of source ranges is "the Internet" when it holds at least `world_addresses` public addresses
   (`data/admin_ports.yaml`): the ranges are merged first (so `0.0.0.0/0` given as two halves, or four
   quarters in four rules of one group, still counts) and private and reserved ranges (RFC 6890) are taken
-  out; an IPv4-mapped IPv6 range (`::ffff:0:0/96`) is the IPv4 range it maps.
+  out; an IPv4-mapped IPv6 range (`::ffff:0:0/96`) is the IPv4 range it maps. A rule naming a prefix list
+  (`prefixListId`, `prefixListIds`) of the stack (`ManagedPrefixList` entries and `ManagedPrefixListEntry`
+  resources, found by the rule's dependencies) has the list's CIDRs as sources. A rule belongs to the stack's
+  group it depends on, so rules written inline and as separate resources of one group are judged together.
 - A subnet is public when it gives instances public addresses (`mapPublicIpOnLaunch`) or its route table
   sends Internet-bound traffic (`0.0.0.0/0`, `::/0`) to an Internet gateway (a `RouteTable` route or a `Route`,
   the table tied to the subnet by a `RouteTableAssociation`).
@@ -67,6 +70,8 @@ ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
 ROUTE = "aws:ec2/route:Route"
 ROUTE_TABLE_ASSOCIATION = "aws:ec2/routeTableAssociation:RouteTableAssociation"
 INTERNET_GATEWAY = "aws:ec2/internetGateway:InternetGateway"
+PREFIX_LIST = "aws:ec2/managedPrefixList:ManagedPrefixList"
+PREFIX_LIST_ENTRY = "aws:ec2/managedPrefixListEntry:ManagedPrefixListEntry"
 WORLD_DESTINATIONS = frozenset({"0.0.0.0/0", "::/0"})
 
 
@@ -246,14 +251,41 @@ def public_subnets(resources: list[tuple[Any, Any]]) -> set[str]:
     return public
 
 
+def _prefix_list_cidrs(resources: list[tuple[Any, Any]]) -> dict[str, list[Any]]:
+    """CIDRs of the stack's managed prefix lists, by the list's URN."""
+    cidrs: dict[str, list[Any]] = defaultdict(list)
+    for resource, props in resources:
+        if resource.resource_type == PREFIX_LIST:
+            cidrs[resource.urn] += [dig(e, "cidr") for e in as_list(dig(props, "entries"))]
+        elif resource.resource_type == PREFIX_LIST_ENTRY:
+            for dependency in resource.dependencies:
+                if dependency.resource_type == PREFIX_LIST:
+                    cidrs[dependency.urn].append(dig(props, "cidr"))
+    return cidrs
+
+
+def _names_prefix_list(resource: Any, props: Any) -> bool:
+    if resource.resource_type in SECURITY_GROUPS:
+        return any(as_list(dig(r, "prefixListIds")) for r in as_list(dig(props, "ingress")))
+    return bool(dig(props, "prefixListId") or as_list(dig(props, "prefixListIds")))
+
+
 def ingress_by_group(resources: list[tuple[Any, Any]]) -> dict[str, list[Ingress]]:
-    """Ingress rules by the group they open: a rule resource belongs to the group it depends on when its
-    `securityGroupId` is not known yet."""
+    """Ingress rules by the group they open: a rule resource belongs to the stack's group it depends on (its
+    `securityGroupId` may be unknown, or an id the group's own inputs do not hold), else to its `securityGroupId`."""
     groups: dict[str, list[Ingress]] = defaultdict(list)
+    prefix_lists = _prefix_list_cidrs(resources) if any(r.resource_type == PREFIX_LIST for r, _ in resources) else {}
     for resource, props in resources:
         group_urns = [d.urn for d in resource.dependencies if d.resource_type in SECURITY_GROUPS]
+        listed = (
+            [c for d in resource.dependencies for c in prefix_lists.get(d.urn, [])]
+            if prefix_lists and _names_prefix_list(resource, props)
+            else []
+        )
         for rule in ingress_rules(resource, props):
-            key = rule.group if rule.group != resource.urn or not group_urns else group_urns[0]
+            key = group_urns[0] if len(group_urns) == 1 or (group_urns and rule.group == resource.urn) else rule.group
+            if listed:
+                rule = Ingress(rule.group, rule.where, rule.protocol, rule.low, rule.high, rule.cidrs + tuple(listed))
             groups[key].append(rule)
     return groups
 

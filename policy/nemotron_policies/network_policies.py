@@ -8,7 +8,8 @@ ingress rules admit every source.
   ignored. When it is not given, the policy isolates Ingress, and Egress too when it has an `egress` section.
 - Policies are additive: one rule admitting a source admits it whatever other policies say. An ingress rule
   admits every source when it has no `from` peers, or a peer `namespaceSelector: {}` (every pod of every
-  namespace) without a narrowing `podSelector`, or an `ipBlock` holding the Internet.
+  namespace) without a narrowing `podSelector`, or an `ipBlock` holding the Internet, or a peer naming nothing
+  (`{}`: the API server refuses it; a tool that fills it in would admit everyone).
 """
 
 from __future__ import annotations
@@ -66,6 +67,27 @@ def selects(selector: Any, labels: Any) -> Any:
     return True
 
 
+PEER_KEYS = ("namespaceSelector", "podSelector", "ipBlock")
+
+
+def everyone_peer(peer: Any) -> Any:
+    """Why one peer admits everyone (`namespaceSelector: {}` without a narrowing `podSelector`, an `ipBlock` holding
+    the Internet, a peer naming nothing), None if it does not, `UNKNOWN` when that cannot be told."""
+    if peer is UNKNOWN:
+        return UNKNOWN
+    if isinstance(peer, dict) and not any(peer.get(k) is not None for k in PEER_KEYS):
+        return "names no namespace, pod or address"
+    namespaces, pods = dig(peer, "namespaceSelector"), dig(peer, "podSelector")
+    if UNKNOWN in (namespaces, pods):
+        return UNKNOWN
+    if isinstance(namespaces, dict) and not namespaces and not pods:
+        return "namespaceSelector {} selects every pod of every namespace"
+    cidr = dig(peer, "ipBlock", "cidr")
+    if isinstance(cidr, str) and world_range(cidr) is True and not as_list(dig(peer, "ipBlock", "except")):
+        return f"ipBlock {cidr} holds every address"
+    return None
+
+
 def admits_every_source(rule: Any) -> Any:
     """Does one ingress rule admit every source (on its ports)? `UNKNOWN` when its peers are unknown."""
     peers = dig(rule, "from")
@@ -73,11 +95,4 @@ def admits_every_source(rule: Any) -> Any:
         return UNKNOWN
     if not as_list(peers):
         return True
-    for peer in as_list(peers):
-        namespaces, pods = dig(peer, "namespaceSelector"), dig(peer, "podSelector")
-        if isinstance(namespaces, dict) and not namespaces and not pods:
-            return True
-        cidr = dig(peer, "ipBlock", "cidr")
-        if isinstance(cidr, str) and world_range(cidr) is True and not as_list(dig(peer, "ipBlock", "except")):
-            return True
-    return False
+    return any(isinstance(everyone_peer(peer), str) for peer in as_list(peers))

@@ -46,11 +46,13 @@ POLICIES: list[Policy] = [
     ),
     StackValidationPolicy(
         name="prewarm-daemonsets",
-        description="Every node pool running model-cache workers has a prewarm DaemonSet on the same nodes that mounts "
-        "the cache read-only and warms every checkpoint the workers load (env "
-        "PREWARM_MODELS); prewarm containers set cpu and memory limits.",
+        description="Every node pool running model-cache workers (Dynamo workers, any GPU pod mounting the cache) has "
+        "a prewarm DaemonSet on the same nodes that mounts the cache read-only and warms every checkpoint the "
+        "workers load (env PREWARM_MODELS), unless the stack is in unwarmedStacks; prewarm containers set cpu "
+        "and memory limits.",
         validate=prewarm.validate_prewarm_daemonsets,
         enforcement_level=MANDATORY,
+        config_schema=prewarm.SCHEMA,
     ),
     ResourceValidationPolicy(
         name="gpu-resources",

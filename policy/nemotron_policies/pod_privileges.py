@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .kinds import kubernetes_objects
-from .pods import pod_specs
+from .pods import loose_container_pods, pod_specs
 from .values import UNKNOWN, as_list, dig, text
 from .workloads import container_label, containers, volume_mounts
 
@@ -108,7 +108,7 @@ def pod_privileges(resource_type: str, props: Any, allowed_host_paths: list[str]
                 isinstance(path, str) and host_path_allowed(path, False, allowed_host_paths)
             ):
                 yield f"PersistentVolume {obj.name or '?'} is a {field} volume ({path}) outside allowedHostPaths"
-    for pod in pod_specs(resource_type, props):
+    for pod in pod_specs(resource_type, props) + loose_container_pods(resource_type, props):
         for field in HOST_NAMESPACES:
             if dig(pod.spec, field) is True:
                 yield f"{pod.owner} sets {field}: true"

@@ -3,7 +3,10 @@
 Built-in workloads are read at their documented template path, in every API group and version that serves
 the kind; Dynamo resources through `dynamo.dynamo_pods`; any other object (a custom resource the pack does
 not know: LeaderWorkerSet, Grove, Argo) is searched for pod-spec-shaped mappings (a `containers` list of
-containers), so no custom resource hides a container from the rules.
+containers), so no custom resource hides a container from the rules. `loose_container_pods` adds, for the
+privilege and Pod Security rules, what such resources hold outside a pod spec: single containers (Argo
+`container`/`script`, Tekton `steps`/`sidecars`) and pod-level settings of the resource's spec (an Argo
+Workflow's `hostNetwork`, `securityContext`, `volumes`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import Any
 
 from .dynamo import dynamo_pods
 from .kinds import KubeObject, kubernetes_objects
-from .values import UNKNOWN, as_list, dig
+from .values import UNKNOWN, as_dict, as_list, dig
 from .workloads import PodSpec
 
 CORE, APPS, BATCH = frozenset({""}), frozenset({"apps", "extensions"}), frozenset({"batch"})
@@ -45,6 +48,11 @@ PLAIN_DATA_KINDS = frozenset(
 )
 PLAIN_DATA_GROUPS = frozenset({"", "storage.k8s.io", "scheduling.k8s.io", "apiextensions.k8s.io"})
 SEARCH_DEPTH = 64  # deep enough for any real nesting, bounded against pathological inputs
+# Where workflow and pipeline resources keep containers outside a `containers` list (Argo templates' `container`
+# and `script`, Tekton `steps` and `sidecars`), and the pod-level settings their spec may carry for every pod.
+SINGLE_CONTAINER_KEYS = ("container", "script")
+CONTAINER_LIST_KEYS = ("steps", "sidecars", "initContainers")
+POD_LEVEL_KEYS = ("hostNetwork", "hostPID", "hostIPC", "securityContext", "volumes", "hostUsers")
 
 
 def is_workload_kind(obj: KubeObject, *kinds: str) -> bool:
@@ -92,6 +100,45 @@ def object_pods(obj: KubeObject) -> list[PodSpec]:
     return [
         PodSpec(prefix + pod.owner, pod.spec, pod.component_type, pod.component_name, pod.namespace) for pod in pods
     ]
+
+
+def _is_container(value: Any) -> bool:
+    return isinstance(value, dict) and "image" in value
+
+
+def _loose_containers(value: Any, path: str, depth: int = 0) -> Iterator[tuple[str, list[Any]]]:
+    """(path, containers) of mappings that hold containers outside a `containers` list."""
+    if depth > SEARCH_DEPTH or not isinstance(value, (dict, list)):
+        return
+    if isinstance(value, dict):
+        if isinstance(value.get("containers"), list):
+            return  # a pod spec: `pod_specs` reads it
+        found = [value[k] for k in SINGLE_CONTAINER_KEYS if _is_container(value.get(k))]
+        found += [c for k in CONTAINER_LIST_KEYS for c in as_list(value.get(k)) if _is_container(c)]
+        if found:
+            yield path or "spec", found
+        for key, child in value.items():
+            if key not in SINGLE_CONTAINER_KEYS:
+                yield from _loose_containers(child, f"{path}.{key}" if path else str(key), depth + 1)
+    for index, child in enumerate(as_list(value)):
+        yield from _loose_containers(child, f"{path}[{index}]", depth + 1)
+
+
+def loose_container_pods(resource_type: str, props: Any) -> list[PodSpec]:
+    """Pods made of what a custom resource the pack has no reader for holds outside pod specs: its loose
+    containers, and the pod-level settings of its spec."""
+    pods = []
+    for obj in kubernetes_objects(resource_type, props):
+        if not is_searched(obj):
+            continue
+        prefix = f"{obj.kind} {obj.name or '?'}{f' ({obj.where})' if obj.where else ''}"
+        spec = dig(obj.body, "spec")
+        for path, found in _loose_containers(spec, ""):
+            pods.append(PodSpec(f"{prefix} containers at spec.{path}", {"containers": found}, namespace=obj.namespace))
+        pod_level = {k: v for k, v in as_dict(spec).items() if k in POD_LEVEL_KEYS}
+        if pod_level and not isinstance(dig(spec, "containers"), list):
+            pods.append(PodSpec(f"{prefix} spec (pod-level settings)", pod_level, namespace=obj.namespace))
+    return pods
 
 
 def pod_specs(resource_type: str, props: Any) -> list[PodSpec]:

@@ -17,6 +17,12 @@ encrypted with KMS, and nodes only serve IMDSv2.
   named in `dataCaptureConfig.destinationS3Uri`. A capture URI naming a bucket outside the stack is
   reported whatever its `kmsKeyId`: the payloads (prompts and completions) would land where this stack
   checks no access policy, public access block or encryption.
+- Data stays in the endpoint's region and account: a KMS key named by ARN (`kmsKeyArn`,
+  `dataCaptureConfig.kmsKeyId`) of another region, or of an account that is not the stack's (the accounts of
+  its SageMaker models' execution roles and of its providers' `allowedAccountIds`), is reported, and so is a
+  capture bucket of the stack created in another region (`region`). Replication of a stack bucket
+  (`BucketReplicationConfig`, a bucket's `replicationConfiguration`) to a bucket outside the stack or to
+  another account is reported: the copies land where the stack checks nothing.
 - Launch templates require IMDSv2 (`metadataOptions.httpTokens: required`, or IMDS disabled).
 - Every other storage service the stack can create is encrypted and not publicly exposable (`storage.py`:
   S3 default encryption, public access blocks and ACLs, EFS, EBS, EKS Secrets, KMS key rotation).
@@ -42,6 +48,9 @@ PERSISTENT_VOLUME = "kubernetes:core/v1:PersistentVolume"
 FILE_SYSTEMS = frozenset({"aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"})
 ENDPOINT_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
+AWS_PROVIDER = "pulumi:providers:aws"
+REPLICATION = "aws:s3/bucketReplicationConfig:BucketReplicationConfig"
 KMS_ALGORITHMS = frozenset({"aws:kms", "aws:kms:dsse"})
 # SageMaker Python SDK `volume_size_supported` / `instance_supports_kms` (v2 since mid-2024, v3 sagemaker-core)
 # and the EC2 specifications of local instance storage ("d" families).
@@ -203,6 +212,115 @@ def _capture_problems(
     return problems
 
 
+def _arn_parts(arn: Any) -> Optional[list[str]]:
+    parts = arn.split(":", 5) if isinstance(arn, str) else []
+    return parts if len(parts) == 6 and parts[0] == "arn" else None
+
+
+def home_accounts(resources: list[tuple[PolicyResource, Any]]) -> set[str]:
+    """The accounts the stack deploys to, where it says so: its SageMaker models' execution roles and its AWS
+    providers' `allowedAccountIds`."""
+    accounts: set[str] = set()
+    for resource, props in resources:
+        if resource.resource_type == SAGEMAKER_MODEL:
+            parts = _arn_parts(dig(props, "executionRoleArn"))
+            if parts and parts[4].isdigit():
+                accounts.add(parts[4])
+        elif resource.resource_type == AWS_PROVIDER:
+            accounts |= {str(a) for a in as_list(dig(props, "allowedAccountIds")) if text(a)}
+    return accounts
+
+
+def _region_of(resource: PolicyResource, props: Any) -> Any:
+    """The region a resource is created in: its `region` input, else its provider's."""
+    region = dig(props, "region")
+    if region is None and resource.provider is not None:
+        region = dig(plain(resource.provider.props), "region")
+    return region
+
+
+def _elsewhere(arn: Any, region: Any, accounts: set[str]) -> Optional[str]:
+    parts = _arn_parts(arn)
+    if parts is None:
+        return None
+    if isinstance(region, str) and parts[3] and parts[3] != region:
+        return f"region {parts[3]} (the endpoint is in {region})"
+    if accounts and parts[4] and parts[4] not in accounts:
+        return f"account {parts[4]} (the stack's: {', '.join(sorted(accounts))})"
+    return None
+
+
+def _location_problems(
+    config: PolicyResource, props: Any, resources: list[tuple[PolicyResource, Any]], accounts: set[str]
+) -> list[tuple[str, str]]:
+    """(message, urn) for keys and capture buckets of an endpoint configuration in another region or account."""
+    region = _region_of(config, props)
+    problems = []
+    for field, arn in (
+        ("kmsKeyArn", dig(props, "kmsKeyArn")),
+        ("dataCaptureConfig.kmsKeyId", dig(props, "dataCaptureConfig", "kmsKeyId")),
+    ):
+        where = _elsewhere(arn, region, accounts)
+        if where:
+            problems.append(
+                (
+                    f"endpoint configuration {config.name} {field} names a KMS key in {where}; use a key of the stack's account and region",
+                    config.urn,
+                )
+            )
+    if isinstance(dig(props, "dataCaptureConfig"), dict) and isinstance(region, str):
+        dependencies = {d.urn for d in config.dependencies}
+        for bucket, bucket_props in resources:
+            bucket_region = dig(bucket_props, "region")
+            if (
+                bucket.resource_type in BUCKETS
+                and bucket.urn in dependencies
+                and isinstance(bucket_region, str)
+                and bucket_region != region
+            ):
+                problems.append(
+                    (
+                        f"bucket {bucket.name} region is {bucket_region}, but it receives data capture from {config.name} in {region}; create it in {region}",
+                        bucket.urn,
+                    )
+                )
+    return problems
+
+
+def _replication_problems(resources: list[tuple[PolicyResource, Any]], accounts: set[str]) -> list[tuple[str, str]]:
+    """(message, urn) for bucket replication to a bucket outside the stack or to another account."""
+    names = {dig(p, "bucket") for r, p in resources if r.resource_type in BUCKETS}
+    problems = []
+    for resource, props in resources:
+        if resource.resource_type == REPLICATION:
+            rules, field = dig(props, "rules"), "rules"
+        elif resource.resource_type in BUCKETS:
+            rules, field = dig(props, "replicationConfiguration", "rules"), "replicationConfiguration.rules"
+        else:
+            continue
+        label = f"{resource.resource_type.rsplit(':', 1)[-1]} {resource.name}"
+        for index, rule in enumerate(as_list(rules)):
+            destination = dig(rule, "destination", "bucket")
+            parts = _arn_parts(destination)
+            bucket = parts[5] if parts else None
+            if isinstance(bucket, str) and bucket not in names and UNKNOWN not in names:
+                problems.append(
+                    (
+                        f"{label} {field}[{index}].destination.bucket copies to {destination}, a bucket outside this stack; replicate only to buckets the stack creates",
+                        resource.urn,
+                    )
+                )
+            account = dig(rule, "destination", "account") or dig(rule, "destination", "accountId")
+            if isinstance(account, str) and accounts and account not in accounts:
+                problems.append(
+                    (
+                        f"{label} {field}[{index}].destination.account sends the copies to account {account}; keep them in the stack's account",
+                        resource.urn,
+                    )
+                )
+    return problems
+
+
 def _family(instance_type: Any) -> Optional[str]:
     """`ml.g6e.12xlarge` -> `g6e`."""
     parts = instance_type.split(".") if isinstance(instance_type, str) else []
@@ -252,7 +370,10 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
     protected_stack = stack in as_list(config["protectedStacks"])
     local_families = [str(f) for f in as_list(config["localStorageInstanceFamilies"])]
     resources = [(r, plain(r.props)) for r in args.resources]
+    accounts = home_accounts(resources)
     for message, urn in storage_problems(resources):
+        report_violation(message, urn)
+    for message, urn in _replication_problems(resources, accounts):
         report_violation(message, urn)
     if protected_stack:
         for message, urn in _storage_class_problems(resources):
@@ -274,6 +395,8 @@ def validate_data_protection(args: StackValidationArgs, report_violation: Report
             for message in _endpoint_storage_problems(resource, props, local_families):
                 report_violation(message, resource.urn)
             for message, urn in _capture_problems(resource, props, resources):
+                report_violation(message, urn)
+            for message, urn in _location_problems(resource, props, resources, accounts):
                 report_violation(message, urn)
         if resource.resource_type == LAUNCH_TEMPLATE:
             problem = _launch_template_problem(props)

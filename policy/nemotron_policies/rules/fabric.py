@@ -69,7 +69,8 @@ def node_pools(resources: list[Any]) -> dict[str, NodePool]:
 
 
 def _requested_fabrics(container: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Fabric resource -> count the worker gets (limit, else request), and request/limit mismatches."""
+    """Fabric resource -> count the worker gets (limit, else request), and request/limit mismatches (Kubernetes
+    defaults a missing request to the limit; a request without a limit is refused by the API server)."""
     requested, problems = {}, []
     for resource in (EFA, INFINIBAND):
         request = resource_count(container, "requests", resource)
@@ -79,7 +80,7 @@ def _requested_fabrics(container: dict[str, Any]) -> tuple[dict[str, Any], list[
         if UNKNOWN in (request, limit):
             requested[resource] = UNKNOWN
             continue
-        if request != limit:
+        if request is not None and request != limit:  # a missing request defaults to the limit
             problems.append(f"requests {resource}={request} but limits {resource}={limit}; set request = limit")
         requested[resource] = limit if limit is not None else request
     return requested, problems

@@ -7,7 +7,9 @@ NetworkPolicies (`docs/gateway.md`) are what keep other namespaces out and its e
 DNS and AWS. They are void when removed, when their `podSelector` no longer selects the pods, when their
 `policyTypes` leave a direction out (`[Egress]` alone: ingress rules ignored and ingress open), or when any
 other policy selecting the pods adds an ingress rule for every source (policies are additive). Read the way
-`network_policies.py` describes; the gateway's workloads are found by the component type token in their URN.
+`network_policies.py` describes; the gateway's workloads are found by the component type token in their URN,
+and so is every other workload that reads a Secret of the Gateway component (the master key) through env
+`secretKeyRef`, `envFrom` or a secret volume: a key-holding proxy outside the component is held to the same rule.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..names import GATEWAY_COMPONENT
 from ..network_policies import DIRECTIONS, admits_every_source, isolated_directions, network_policies, selects
 from ..pods import POD_SPEC_PATHS, is_workload_kind
 from ..values import UNKNOWN, as_list, dig, plain
+from ..workloads import containers
 
 
 def _pod_labels(obj: Any) -> Any:
@@ -28,14 +31,44 @@ def _pod_labels(obj: Any) -> Any:
     return dig(obj.body, *path[:-1], "metadata", "labels")
 
 
+def _gateway_secrets(resources: list[tuple[Any, Any]]) -> set[tuple[Any, Any]]:
+    """(namespace, name) of the Secrets the Gateway component creates."""
+    return {
+        (obj.namespace or "default", obj.name)
+        for resource, props in resources
+        if GATEWAY_COMPONENT in ancestor_types(resource.urn)
+        for obj in kubernetes_objects(resource.resource_type, props)
+        if obj.group == "" and obj.kind == "Secret" and isinstance(obj.name, str)
+    }
+
+
+def _secret_names(spec: Any) -> set[Any]:
+    """Names of the Secrets a pod spec reads (env `secretKeyRef`, `envFrom.secretRef`, secret volumes)."""
+    names = {dig(v, "secret", "secretName") for v in as_list(dig(spec, "volumes"))}
+    for container in containers(spec):
+        names |= {dig(e, "valueFrom", "secretKeyRef", "name") for e in as_list(container.get("env"))}
+        names |= {dig(e, "secretRef", "name") for e in as_list(container.get("envFrom"))}
+    return names - {None}
+
+
+def _holds_gateway_key(obj: Any, secrets: set[tuple[Any, Any]]) -> bool:
+    namespace = obj.namespace or "default"
+    spec = dig(obj.body, *POD_SPEC_PATHS[obj.kind][1])
+    return any((namespace, name) in secrets for name in _secret_names(spec))
+
+
 def validate_gateway_network_policy(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     resources = [(r, plain(r.props)) for r in args.resources]
     policies = [(r, obj) for r, p in resources for obj in network_policies(r.resource_type, p)]
+    secrets = _gateway_secrets(resources)
     for resource, props in resources:
-        if GATEWAY_COMPONENT not in ancestor_types(resource.urn):
+        in_gateway = GATEWAY_COMPONENT in ancestor_types(resource.urn)
+        if not in_gateway and not secrets:
             continue
         for obj in kubernetes_objects(resource.resource_type, props):
             if not is_workload_kind(obj, *POD_SPEC_PATHS):
+                continue
+            if not in_gateway and not _holds_gateway_key(obj, secrets):
                 continue
             labels, namespace = _pod_labels(obj), obj.namespace or "default"
             selecting = [

@@ -23,6 +23,7 @@ from typing import Any
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
+from ..iam import parliament as iam_parliament
 from ..values import UNKNOWN, as_list, dig, is_unknown, plain, text
 from .privilege import POLICY_DOCUMENTS, RESOURCE_POLICIES, ROLE
 
@@ -96,7 +97,7 @@ def lint(document: Any) -> Iterator[tuple[str, str, str]]:
     source = document if isinstance(document, str) else json.dumps(document)
     if not source.strip():
         return
-    parliament = _parliament()
+    parliament = iam_parliament()
     policy = parliament.analyze_policy_string(source, ignore_private_auditors=True)
     written = _written_actions(source)
     for finding in policy.findings:

@@ -2,8 +2,11 @@
 
 Kubernetes reads an ingress rule without `from` (or with `from: []`) as "every source" and an egress rule
 without `to` as "every destination": one missing or emptied list turns an allow-list into allow-all on
-those ports, and nothing in the object says so. Meaning it takes one explicit peer (`ipBlock: 0.0.0.0/0`,
-`namespaceSelector: {}`). Policies without rules (deny all) and rules with unknown peers pass.
+those ports, and nothing in the object says so. An ingress peer that admits everyone (`namespaceSelector: {}`
+without a narrowing `podSelector`, an `ipBlock` holding the Internet) is refused too: policies add up, so one
+such rule voids every allow-list for the pods it selects. A peer naming nothing (`{}`) is refused in either
+direction. Every destination of egress is written explicitly (`ipBlock: 0.0.0.0/0`). Policies without rules
+(deny all) and rules with unknown peers pass.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from ..kinds import kubernetes_objects
+from ..network_policies import everyone_peer
 from ..values import UNKNOWN, as_list, dig, plain
 
 GROUP, KIND = "networking.k8s.io", "NetworkPolicy"
@@ -41,3 +45,11 @@ def validate_network_policy_peers(args: ResourceValidationArgs, report_violation
                         f"{_ports(rule)}; name the peers (an explicit ipBlock 0.0.0.0/0 if every {peer} is meant)",
                         None,
                     )
+                for peer_index, item in enumerate(as_list(peers)):
+                    why = everyone_peer(item)
+                    if isinstance(why, str) and (direction == "ingress" or not item):
+                        report_violation(
+                            f"{name} {direction} rule {index} {peers_key}[{peer_index}] admits every {peer} on "
+                            f"{_ports(rule)}: {why}; name the namespaces, pods or ranges that need it",
+                            None,
+                        )

@@ -10,7 +10,8 @@ enforces, checked offline the way the PodSecurity admission controller checks it
   `privilegedNamespaceComponents` (default: the stack's ServingNamespace, whose RDMA workers need IPC_LOCK
   and whose prewarm mounts a node path); elsewhere a Namespace labelled `privileged` is reported.
 - The controls are the table of `pod_security.py`; pods are every pod template the stack declares
-  (`pods.pod_specs`: built-in workloads, Dynamo resources, pod-shaped custom resources).
+  (`pods.pod_specs`: built-in workloads, Dynamo resources, pod-shaped custom resources; with
+  `pods.loose_container_pods`, the single containers and pod-level settings of workflow resources).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..config import settings
 from ..kinds import ancestor_types, kubernetes_objects
 from ..names import SERVING_NAMESPACE_COMPONENT
 from ..pod_security import LEVELS, Pod, pod_security_violations
-from ..pods import pod_specs
+from ..pods import loose_container_pods, pod_specs
 from ..values import UNKNOWN, as_dict, as_list, dig, plain
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
@@ -77,7 +78,7 @@ def validate_pod_security_standards(args: StackValidationArgs, report_violation:
                     resource.urn,
                 )
     for resource, props in resources:
-        for pod in pod_specs(resource.resource_type, props):
+        for pod in pod_specs(resource.resource_type, props) + loose_container_pods(resource.resource_type, props):
             namespace = pod.namespace if pod.namespace is not None else "default"
             if namespace is UNKNOWN or namespace in exempt:
                 continue

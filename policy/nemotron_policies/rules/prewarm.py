@@ -2,13 +2,18 @@
 reads the workers' checkpoints into the page cache before they load them.
 
 A pool is a distinct (required node selection, tolerations) pair of worker pods that mount the
-`shared-model-cache` claim. Its prewarm DaemonSet must select the same nodes (same required node-affinity
+`shared-model-cache` claim: Dynamo workers, and any other pod (a plain Deployment, a custom resource's pod)
+that mounts the claim and asks for GPUs, since it loads checkpoints from the cache the same way. Its prewarm DaemonSet must select the same nodes (same required node-affinity
 terms, `nodeSelector` entries counting as `key In [value]`), tolerate every taint the workers tolerate, mount
 the same claim read-only, and list in its container env (comma-separated Hugging Face repo ids) every
 checkpoint the workers load: the base model (`--model`) and the draft model, which is `"model"` in the
 vLLM speculative config (a ConfigMap key the worker's env references, or a literal) or
 `speculative_config.speculative_model` in a TRT-LLM engine config (a `.yaml` key of a mounted ConfigMap).
 The env is `PREWARM_MODELS` (what `prewarm/prewarm.py` reads).
+
+The stack's documented switch `modelCache.prewarm.enabled: false` renders no prewarm DaemonSet; a stack named
+in `unwarmedStacks` (pack config, default none) is not required to have one (its workers load cold), while a
+prewarm DaemonSet it does have is still checked.
 
 A prewarm DaemonSet is one that lists checkpoints in that env or a child of the stack's prewarm component
 (in any served `apps` version). Every container of it, init containers included, sets cpu and memory limits:
@@ -26,12 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
-from pulumi_policy import ReportViolation, StackValidationArgs
+from pulumi_policy import PolicyConfigSchema, ReportViolation, StackValidationArgs
 
 from ..arguments import ConfigMaps, Opaque, command_line, env_value, flag_value
+from ..config import current_stack, settings
 from ..kinds import ancestor_types, kubernetes_objects
-from ..names import MODEL_CACHE_CLAIM, MODEL_PREWARM_COMPONENT, PREWARM_ENVS, SPECULATIVE_ENV
-from ..pods import is_workload_kind, object_pods, pod_specs
+from ..names import GPU, MODEL_CACHE_CLAIM, MODEL_PREWARM_COMPONENT, PREWARM_ENVS, SPECULATIVE_ENV
+from ..pods import is_workload_kind, object_pods
 from ..values import UNKNOWN, as_list, dig, parse_json, plain, text
 from ..workloads import (
     PodSpec,
@@ -41,12 +47,25 @@ from ..workloads import (
     env_entry,
     main_container,
     node_selection,
+    resource_count,
     tolerates,
     tolerations,
     volume_mounts,
 )
 
 LIMITED_RESOURCES = ("cpu", "memory")
+RUN_TO_COMPLETION = frozenset({"Job", "CronJob"})  # a GPU Job (a download, a check) is no serving pool
+SCHEMA = PolicyConfigSchema(
+    {
+        "unwarmedStacks": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "Stacks that run with modelCache.prewarm.enabled: false: their worker pools need no "
+            "prewarm DaemonSet (a prewarm DaemonSet they have is still checked).",
+        },
+    }
+)
 HF_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -98,9 +117,17 @@ def _drafts_from_trtllm(spec: Any, namespace: Any, config_maps: ConfigMaps) -> l
     return drafts
 
 
+def _gpu_containers(spec: Any) -> list[dict[str, Any]]:
+    return [
+        c
+        for c in containers(spec, ("containers",))
+        if any(resource_count(c, section, GPU) not in (None, 0, UNKNOWN) for section in ("limits", "requests"))
+    ]
+
+
 def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
     """Hugging Face repos a worker loads (values that are unknown or local paths are left out)."""
-    container = main_container(pod.spec)
+    container = main_container(pod.spec) or next(iter(_gpu_containers(pod.spec)), None)
     if container is None:
         return set()
     candidates = [
@@ -114,17 +141,23 @@ def worker_checkpoints(pod: PodSpec, config_maps: ConfigMaps) -> set[str]:
 def _pools(resources: list[Any], config_maps: ConfigMaps) -> dict[tuple[Any, ...], Pool]:
     pools: dict[tuple[Any, ...], Pool] = {}
     for resource in resources:
-        for pod in pod_specs(resource.resource_type, plain(resource.props)):
-            if not pod.is_worker or not claim_volume_names(pod.spec):
-                continue
-            selection, tolerated = node_selection(pod.spec), tolerations(pod.spec)
-            if UNKNOWN in (selection, tolerated):
-                continue
-            key = (selection, tolerated, pod.namespace)
-            pool = pools.setdefault(key, Pool(selection, tolerated, pod.namespace, urn=resource.urn))
-            pool.workers.append(f"{resource.name}/{pod.component_name}")
-            pool.checkpoints |= worker_checkpoints(pod, config_maps)
+        for obj in kubernetes_objects(resource.resource_type, plain(resource.props)):
+            for pod in object_pods(obj):
+                if not (pod.is_worker or (obj.kind not in RUN_TO_COMPLETION and _gpu_containers(pod.spec))):
+                    continue
+                if claim_volume_names(pod.spec):
+                    _add_to_pool(pools, resource, pod, config_maps)
     return pools
+
+
+def _add_to_pool(pools: dict[tuple[Any, ...], Pool], resource: Any, pod: PodSpec, config_maps: ConfigMaps) -> None:
+    selection, tolerated = node_selection(pod.spec), tolerations(pod.spec)
+    if UNKNOWN in (selection, tolerated):
+        return
+    key = (selection, tolerated, pod.namespace)
+    pool = pools.setdefault(key, Pool(selection, tolerated, pod.namespace, urn=resource.urn))
+    pool.workers.append(f"{resource.name}/{pod.component_name or pod.owner}")
+    pool.checkpoints |= worker_checkpoints(pod, config_maps)
 
 
 def _read_only_claim(spec: Any) -> Any:
@@ -239,6 +272,7 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
                 "charged to the reader, so an unlimited prewarmer can starve the workers on its node",
                 prewarmer.urn,
             )
+    unwarmed = current_stack() in as_list(settings(args, SCHEMA)["unwarmedStacks"])
     for pool in _pools(args.resources, config_maps).values():
         where = (
             f"workers {', '.join(pool.workers)} (nodes: {describe_selection(pool.selection)}; "
@@ -246,7 +280,8 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
         )
         candidates = [p for p in prewarmers if p.selection is UNKNOWN or p.selection == pool.selection]
         if not candidates:
-            report_violation(f"no prewarm DaemonSet selects the nodes of {where}", pool.urn)
+            if not unwarmed:
+                report_violation(f"no prewarm DaemonSet selects the nodes of {where}", pool.urn)
             continue
         shortfalls = {p.name: _shortfalls(p, pool) for p in candidates}
         if all(shortfalls.values()):

@@ -5,8 +5,11 @@ principals no blanket permissions.
   `allowPrivilegeEscalation: true`, no escape-prone capability (`SYS_ADMIN`, `ALL`, `SYS_MODULE`,
   `SYS_PTRACE`, `NET_ADMIN`, `BPF`, ...), no `hostPID` / `hostNetwork` / `hostIPC`. DGD workers keep their
   upstream `IPC_LOCK` and `SYS_RESOURCE` (RDMA memory registration), which are not counted.
-- RBAC (`rbac.py`): no binding to `cluster-admin` (or `admin`/`edit` cluster-wide), no rule granting every
-  verb on every resource, no `escalate` / `bind` / `impersonate`.
+- RBAC (`rbac.py`, the escalation paths as data in `data/rbac_escalation.yaml`): no binding to a built-in role
+  that creates pods or reads Secrets, or to a subject every caller is; no `*` in a rule; no `escalate` / `bind`
+  / `impersonate`; no pod creation where pods may run privileged (outside `restrictedNamespaces`), token
+  requests, Secret reads, PersistentVolume creation, `nodes/proxy`...; no aggregation of the admin roles; no
+  aws-auth ConfigMap entry in `system:masters`.
 - Exempt from the pod and RBAC checks: children of the stack components named in `privilegedComponents`
   (default: the device plugins), judged by the type tokens in the resource's URN, which a workload cannot set.
   Helm releases are opaque to the pack.
@@ -29,11 +32,11 @@ from typing import Any
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from ..config import settings
-from ..iam import grant_problems, managed_policy_problem, trust_problems, web_identity_problems
+from ..iam import grant_problems, managed_policy_problem, service_trust_problems, trust_problems, web_identity_problems
 from ..kinds import ancestor_types
 from ..names import DEVICE_PLUGINS_COMPONENT
 from ..pod_privileges import DEFAULT_ALLOWED_HOST_PATHS, pod_privileges
-from ..rbac import access_entry_problems, rbac_privileges
+from ..rbac import access_entry_problems, aws_auth_problems, rbac_privileges
 from ..values import UNKNOWN, as_list, dig, plain, text
 
 ROLE = "aws:iam/role:Role"
@@ -66,6 +69,21 @@ RESOURCE_POLICIES = {
     "aws:s3control/multiRegionAccessPointPolicy:MultiRegionAccessPointPolicy": "details",
     "aws:kms/key:Key": "policy",
     "aws:kms/keyPolicy:KeyPolicy": "policy",
+    "aws:kms/replicaKey:ReplicaKey": "policy",
+    "aws:kms/replicaExternalKey:ReplicaExternalKey": "policy",
+    "aws:kms/externalKey:ExternalKey": "policy",
+    "aws:cloudwatch/eventBusPolicy:EventBusPolicy": "policy",
+    "aws:codeartifact/repositoryPermissionsPolicy:RepositoryPermissionsPolicy": "policyDocument",
+    "aws:codeartifact/domainPermissions:DomainPermissions": "policyDocument",
+    "aws:dynamodb/resourcePolicy:ResourcePolicy": "policy",
+    "aws:glue/resourcePolicy:ResourcePolicy": "policy",
+    "aws:kinesis/resourcePolicy:ResourcePolicy": "policy",
+    "aws:ecrpublic/repositoryPolicy:RepositoryPolicy": "policy",
+    "aws:lambda/resourcePolicy:ResourcePolicy": "policy",
+    "aws:apigateway/restApi:RestApi": "policy",
+    "aws:opensearch/domain:Domain": "accessPolicies",
+    "aws:elasticsearch/domain:Domain": "accessPolicies",
+    "aws:elasticsearch/domainPolicy:DomainPolicy": "accessPolicies",
     "aws:ecr/repositoryPolicy:RepositoryPolicy": "policy",
     "aws:ecr/registryPolicy:RegistryPolicy": "policy",
     "aws:sqs/queuePolicy:QueuePolicy": "policy",
@@ -98,6 +116,13 @@ SCHEMA = PolicyConfigSchema(
             "default": [],
             "description": "IAM principal ARNs an EKS access entry may give an admin access policy or the "
             "system:masters group (a deploy role).",
+        },
+        "restrictedNamespaces": {
+            "type": "array",
+            "items": {"type": "string"},
+            "default": [],
+            "description": "Namespaces whose Pod Security admission the cluster holds at baseline or restricted: a Role "
+            "there may create pods and pod controllers (elsewhere a pod it creates may run privileged).",
         },
         "allowedHostPaths": {
             "type": "array",
@@ -138,8 +163,9 @@ def _iam_privileges(resource_type: str, props: Any, cluster_admins: frozenset[st
         ]
         yield from trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
         yield from web_identity_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
+        yield from service_trust_problems(dig(props, "assumeRolePolicy"), "assumeRolePolicy")
     for where, document in documents:
-        yield from grant_problems(document, where)
+        yield from grant_problems(document, where, identity=resource_type not in RESOURCE_POLICIES)
     if resource_type in RESOURCE_POLICIES:
         for where, document in documents:
             yield from trust_problems(document, where)
@@ -165,10 +191,12 @@ def validate_least_privilege(args: ResourceValidationArgs, report_violation: Rep
     exempt_components = {str(c) for c in as_list(config["privilegedComponents"])}
     cluster_admins = frozenset(str(p) for p in as_list(config["clusterAdminPrincipals"]))
     allowed_host_paths = [str(p) for p in as_list(config["allowedHostPaths"])]
+    restricted_namespaces = frozenset(str(n) for n in as_list(config["restrictedNamespaces"]))
     problems = list(_iam_privileges(args.resource_type, props, cluster_admins))
     problems += list(access_entry_problems(args.resource_type, props, cluster_admins))
+    problems += list(aws_auth_problems(args.resource_type, props, cluster_admins))
     if not exempt_components.intersection(ancestor_types(args.urn)):
         problems += list(pod_privileges(args.resource_type, props, allowed_host_paths))
-        problems += list(rbac_privileges(args.resource_type, props))
+        problems += list(rbac_privileges(args.resource_type, props, restricted_namespaces))
     for problem in dict.fromkeys(problems):
         report_violation(problem, None)
