@@ -3,7 +3,7 @@
     python -m tools.compare_renders --save /work/wt-23-reference   # before the change
     python -m tools.compare_renders /work/wt-23-reference          # after: prints every difference
 
-The stacks: `dev` and `prod` as committed, `all-targets` (dev's cluster selecting every catalog target, the
+The stacks: `dev`, `prod` and `sandbox` as committed, `all-targets` (dev's cluster selecting every catalog target, the
 stack `benchmarks/render_bench.py` times) and `prod-planned` (prod's demand planned and written into the stack
 file by `make plan ... WRITE=1`, every planned target under the autoscaler: docs/capacity.md's worked
 example). Each renders in its own interpreter, as `make render` does. Exit 0 when everything is identical.
@@ -25,7 +25,7 @@ import yaml
 
 from tools.mock_runtime import PROJECT_DIR
 
-STACKS = ("dev", "prod", "all-targets", "prod-planned")
+STACKS = ("dev", "prod", "sandbox", "all-targets", "prod-planned")
 # prod-planned runs cluster-autoscaler, whose pinned image is tied to an older Kubernetes minor than prod's
 # (catalog/autoscaling.yaml): it renders at that minor on a day EKS still supports it (tests/conftest.py's).
 PLANNED_TODAY = "2026-06-01"
