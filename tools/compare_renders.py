@@ -93,7 +93,7 @@ def render_all(out: Path) -> None:
         project = project_beside(work / "project")
         write_all_targets_stack(project)
         write_prod_planned_stack(project)
-        for stack in ("dev", "prod"):
+        for stack in ("dev", "prod", "sandbox"):
             (project / f"Pulumi.{stack}.yaml").symlink_to(PROJECT_DIR / f"Pulumi.{stack}.yaml")
         with ThreadPoolExecutor(max_workers=2) as pool:
             logs = dict(zip(STACKS, pool.map(lambda s: render(s, project, out), STACKS), strict=True))
