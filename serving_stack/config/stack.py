@@ -31,24 +31,42 @@ from serving_stack.config.serving import (
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
 
-SECRET_KEYS = ("hfToken", "ngcApiKey", MASTER_KEY_SECRET)
+SECRETS = {  # secret config keys (`pulumi config set --secret`) and what each is
+    "hfToken": "Hugging Face token: the download Jobs' HF_TOKEN, and SageMaker endpoints with sendHfToken.",
+    "ngcApiKey": "NGC API key: the image pull Secret dynamo.imagePullSecret names (registry dynamo.registry).",
+    MASTER_KEY_SECRET: "The gateway's LiteLLM master key (clients send it as a Bearer token); gateway.enabled needs it.",
+}
+SECRET_KEYS = tuple(SECRETS)
 # Config namespaces besides the project's: the providers the program uses, and Pulumi's own
 # (`pulumi:tags`, `pulumi:disable-default-providers`). A typo'd namespace would be ignored silently.
 PROVIDER_NAMESPACES = ("aws", "kubernetes", "pulumi")
 
 
 class StackConfig(Block):
+    """The keys under the project namespace (`nemotron-lightning:<key>`) of `Pulumi.<stack>.yaml`."""
+
     kubernetes: KubernetesConfig = KubernetesConfig()
+    """Where the serving objects go: the cluster to reach and the namespace the stack creates in it."""
     modelCache: ModelCacheConfig
+    """The ReadWriteMany claim the checkpoints are downloaded into and every worker mounts, and its prewarm."""
     dynamo: DynamoConfig = DynamoConfig()
+    """The Dynamo platform (operator Helm chart), the runtime image, and how `up` waits for DynamoGraphDeployments."""
     targets: Targets = pydantic.Field(default_factory=list)
+    """Serving targets of catalog/targets.yaml to run as DynamoGraphDeployments; `make plan WRITE=1` writes them from `demand`."""
     sagemaker: SageMakerConfig = SageMakerConfig()
+    """SageMaker real-time endpoints serving the model beside (or instead of) the cluster; none by default."""
     aws: Optional[AwsConfig] = None
+    """The AWS side: region, the EKS cluster to create or use, GPU node pools, model-cache storage. Unset: no AWS resources."""
     monitoring: MonitoringConfig = MonitoringConfig()
+    """Prometheus, DCGM exporter, dashboards and the SLO alerts."""
     demand: Optional[DemandConfig] = None
+    """The load to plan for (`make plan`): requests, token shape, SLO, budget. Unset: nothing to plan."""
     operability: OperabilityConfig = OperabilityConfig()
+    """Smoke tests after `up`, the scheduled benchmark and the canary."""
     autoscaling: Optional[AutoscalingConfig] = None
+    """KEDA scaling of the targets' workers on queue depth, and cluster-autoscaler for the GPU pools. Unset: fixed replicas."""
     gateway: GatewayConfig = GatewayConfig()
+    """The LiteLLM gateway: one OpenAI-compatible endpoint in front of the targets and SageMaker endpoints."""
 
 
 def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConfig:

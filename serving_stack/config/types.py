@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -55,19 +57,31 @@ def _ascii(value: str) -> str:
     return value
 
 
-def matching(pattern: str, what: str) -> pydantic.AfterValidator:
-    """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression. The whole value must match (`re.fullmatch`), in ASCII: every pattern here is an
-    identifier an API reads as ASCII, and `\\d` or `\\w` would otherwise take fullwidth digits and Cyrillic."""
+@dataclasses.dataclass(frozen=True)
+class Allowed:
+    """A string check for `Annotated[str, ...]` whose error, and whose schema (`x-allowed`), say what is
+    allowed in words, not as a regular expression."""
+
+    check: Callable[[str], str]
+    what: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: pydantic.GetCoreSchemaHandler) -> Any:
+        return pydantic_core.core_schema.no_info_after_validator_function(self.check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: pydantic.GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), "x-allowed": self.what}
+
+
+def matching(pattern: str, what: str) -> Allowed:
+    """The whole value (`re.fullmatch`: `$` also matches before a final newline) matches `pattern`, in ASCII:
+    every pattern here is an identifier an API reads as ASCII, and `\\d` or `\\w` would take fullwidth digits."""
 
     def check(value: str) -> str:
-        _ascii(value)
-        # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
-        if not re.fullmatch(pattern, value, flags=re.ASCII):
+        if not re.fullmatch(pattern, _ascii(value), flags=re.ASCII):
             raise ValueError(f"must be {what}")
         return value
 
-    return pydantic.AfterValidator(check)
+    return Allowed(check, what)
 
 
 # Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
@@ -108,7 +122,7 @@ def quantity_value(quantity: str) -> Decimal:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
 
 
-def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterValidator:
+def bounded_quantity(what: str, minimum: str, maximum: str) -> Allowed:
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
@@ -118,7 +132,7 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
             raise ValueError(f"must be between {minimum} and {maximum}")
         return value
 
-    return pydantic.AfterValidator(check)
+    return Allowed(check, f"{what}, {minimum}..{maximum}")
 
 
 Int32 = Annotated[int, pydantic.Field(le=INT32_MAX)]
@@ -215,7 +229,12 @@ class Block(pydantic.BaseModel):
     infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
 
     model_config = pydantic.ConfigDict(
-        extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING, allow_inf_nan=False
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        str_max_length=MAX_STRING,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
     )
 
 
