@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Iterable
 from typing import Any
@@ -40,19 +41,27 @@ class ConfigError(pulumi.RunError):
         """All problems in one line, so a user fixes them in one pass (the first ones, if there are many)."""
         if len(errors) == 1:
             return errors[0]
-        first = errors[0]
-        merged = cls(first.key_path, "")
         shown: list[str] = []
         for error in errors:
             if len(" | ".join([*shown, str(error)])) > MAX_LINE - 40:
                 break
             shown.append(str(error))
         rest = len(errors) - len(shown)
-        merged.args = (
-            " | ".join(shown or [bounded(str(first), MAX_LINE - 40, quote=False)])
-            + (f" | ... and {rest} more" if rest and shown else ""),
-        )
+        merged = cls(errors[0].key_path, "")
+        text = " | ".join(shown or [bounded(str(errors[0]), MAX_LINE - 40, quote=False)])
+        merged.args = (text + (f" | ... and {rest} more" if rest and shown else ""),)
         return merged
+
+
+class Problems(list[ConfigError]):
+    """The problems a check finds, each added in one line and raised together as one `ConfigError`."""
+
+    def add(self, key: str, problem: str, allowed: str | None = None) -> None:
+        self.append(ConfigError(key, problem, allowed))
+
+    def raise_if_any(self) -> None:
+        if self:
+            raise ConfigError.combined(self)
 
 
 def _key_text(key: str) -> str:
@@ -103,22 +112,45 @@ def _model_at(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> type[pyd
     return current if isinstance(current, type) and issubclass(current, pydantic.BaseModel) else None
 
 
+# A validator's message `"<field>: problem"` (or `"[i].field: problem"` on a list) locates the problem there.
+FIELD_PREFIX = re.compile(r"((?:[A-Za-z_]\w*|\[\d+\])(?:\.[A-Za-z_]\w*|\[\d+\])*): (.+)", re.DOTALL)
+
+
+def _located(model: type[pydantic.BaseModel], loc: tuple[Any, ...], problem: str, value: Any) -> tuple[Any, ...]:
+    """(location, problem, value) with a validator's field prefix moved into the location and the value
+    echoed being that field's, when the prefix names a field of the model at `loc` or an item of a list."""
+    match = FIELD_PREFIX.fullmatch(problem)
+    if match is None:
+        return loc, problem, value
+    parts = [int(index) if index else name for index, name in re.findall(r"\[(\d+)\]|(\w+)", match[1])]
+    owner = _model_at(model, loc)
+    if isinstance(parts[0], int) != isinstance(value, list):
+        return loc, problem, value
+    if isinstance(parts[0], str) and (owner is None or parts[0] not in _field_names(owner)):
+        return loc, problem, value
+    for part in parts:
+        if isinstance(value, dict):
+            value = value.get(part)
+        else:
+            value = value[part] if isinstance(value, list) and part < len(value) else getattr(value, str(part), None)
+    return (*loc, *parts), match[2], value
+
+
 def from_validation_error(
     exc: pydantic.ValidationError, model: type[pydantic.BaseModel], prefix: str = ""
 ) -> ConfigError:
     """Turn every pydantic error into one line: `path: problem (got value); allowed: ...`."""
-    errors = []
+    problems = Problems()
     for error in exc.errors():
         loc = tuple(error["loc"])
-        path = key_path(loc, prefix)
         if error["type"] == "extra_forbidden":
             owner = _model_at(model, loc[:-1])
-            errors.append(ConfigError(path, "unknown key", ", ".join(_field_names(owner)) if owner else None))
+            problems.add(key_path(loc, prefix), "unknown key", ", ".join(_field_names(owner)) if owner else None)
             continue
-        problem = error["msg"].removeprefix("Value error, ")
+        loc, problem, value = _located(model, loc, error["msg"].removeprefix("Value error, "), error.get("input"))
         if error["type"] not in ("missing", "credential"):  # a credential is never echoed
-            problem += f" (got {bounded(error.get('input'))})"
-        if error["type"] == "bool_type" and str(error.get("input")).lower() in YAML_1_1_BOOLEANS:
+            problem += f" (got {bounded(value)})"
+        if error["type"] == "bool_type" and str(value).lower() in YAML_1_1_BOOLEANS:
             problem += "; the Pulumi CLI's YAML (1.2) reads it as a string: write true or false"
-        errors.append(ConfigError(path, problem))
-    return ConfigError.combined(errors)
+        problems.add(key_path(loc, prefix), problem)
+    return ConfigError.combined(problems)

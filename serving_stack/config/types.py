@@ -84,6 +84,19 @@ def matching(pattern: str, what: str) -> Allowed:
     return Allowed(check, what)
 
 
+def unique(what: str, field: str | None = None) -> pydantic.AfterValidator:
+    """Each item of a list once (compared by `field`, or whole): the error names the repeat's index."""
+
+    def check(items: list[Any]) -> list[Any]:
+        keys = [getattr(item, field) if field else item for item in items]
+        for index, key in enumerate(keys):
+            if key in keys[:index]:
+                raise ValueError(f"[{index}]{'.' + field if field else ''}: the same {what} as [{keys.index(key)}]")
+        return items
+
+    return pydantic.AfterValidator(check)
+
+
 # Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
 AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
 # An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
