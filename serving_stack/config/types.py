@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 import pydantic_core
 
-from policy.nemotron_policies.credentials import credential_name, literal, shapes
+from serving_stack.credentials import credential_name, literal, shapes
 from serving_stack.errors import key_path
 
 SEMVER = (
@@ -202,8 +202,8 @@ def _secret_key_name(key: str, value: str) -> bool:
 
 
 def _no_credentials(value: Any, parts: tuple[Any, ...]) -> None:
-    """No credential in free-form values, found as the policy pack finds one (its `credentials` module: a
-    credential-named key with a literal value, or a value shaped like a token, key or webhook URL)."""
+    """No credential in free-form values (`serving_stack.credentials`): a credential-named key with a literal
+    value, or a value shaped like a token, key or webhook URL."""
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(key, str) and credential_name(key) and literal(item) and not _secret_key_name(key, item):
