@@ -1,19 +1,12 @@
-"""The one strict reader of the project's YAML and JSON files, data files and stack files alike: every
-malformed file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
+"""The one strict reader of the project's YAML and JSON files (data files, manifests, stack files): a malformed
+file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
 
-A data file must be UTF-8 text of at most MAX_FILE_BYTES. YAML is read by libyaml (PyYAML's C parser)
-with these refusals: a duplicate key, a merge key (`<<`), a key that is not a string (`1:`, `yes:`,
-`~:`), nesting deeper than MAX_DEPTH (libyaml's composer recurses once per level and would crash the
-interpreter on a deep enough file), more than MAX_NODES values once aliases are expanded (a few aliased
-lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
-`1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
-
-Stack files (`plain_scalars=`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
-config values: every plain scalar is resolved by the caller's rules (the CLI's go-yaml v3, `tools/cli_yaml.py`:
-data files are the project's own and read as YAML 1.1), and a scalar key that is not a string or a number
-that is not finite is left for the config reader to name by its config key path.
-
-Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape.
+A file is UTF-8 of at most MAX_FILE_BYTES. YAML goes through libyaml, refusing duplicate keys, merge keys (`<<`),
+keys that are not strings, nesting deeper than MAX_DEPTH (libyaml's composer recurses per level), more than
+MAX_NODES values once aliases are expanded, and numbers that are not finite; JSON gets the same checks. Stack
+files (`plain_scalars=`, `tools/stack_files.py`) resolve every plain scalar by the Pulumi CLI's rules
+(`tools/cli_yaml.py`), and leave non-string keys and non-finite numbers to the config reader, which names
+them by their config key path.
 """
 
 from __future__ import annotations
@@ -39,6 +32,10 @@ MERGE_TAG = "tag:yaml.org,2002:merge"
 YAML_KINDS = {bool: "a boolean (yes, no, on, off, true, false)", int: "a number", float: "a number", type(None): "null"}
 
 
+def _key_error(key_node: yaml.Node, problem: str) -> NoReturn:
+    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
+
+
 class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constructor
     """Refuses duplicate keys, merge keys and keys that are not strings while constructing each mapping."""
 
@@ -47,27 +44,17 @@ class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constr
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            refuse = functools.partial(_key_error, key_node)
             if key_node.tag == MERGE_TAG:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
-                )
+                refuse("merge keys (<<) are not supported: repeat the values instead")
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict)):
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key is not a scalar", key_node.start_mark
-                )
+                refuse("a mapping key is not a scalar")
             if self.string_keys and not isinstance(key, str):
                 kind = YAML_KINDS.get(type(key), f"a {type(key).__name__}")
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"YAML reads the key {bounded(key)} as {kind}, not a string (quote it)",
-                    key_node.start_mark,
-                )
+                refuse(f"YAML reads the key {bounded(key)} as {kind}, not a string (quote it)")
             if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {bounded(key)}", key_node.start_mark
-                )
+                refuse(f"duplicate key {bounded(key)}")
             seen.add(key)
         return dict(super().construct_mapping(node, deep=deep))
 
