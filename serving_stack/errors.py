@@ -117,23 +117,16 @@ FIELD_PREFIX = re.compile(r"((?:[A-Za-z_]\w*|\[\d+\])(?:\.[A-Za-z_]\w*|\[\d+\])*
 
 
 def _located(model: type[pydantic.BaseModel], loc: tuple[Any, ...], problem: str, value: Any) -> tuple[Any, ...]:
-    """(location, problem, value) with a validator's field prefix moved into the location and the value
-    echoed being that field's, when the prefix names a field of the model at `loc` or an item of a list."""
+    """(location, problem) with a validator's prefix moved into the location when it names a field of the model
+    at `loc`, or an item of the list `value`."""
     match = FIELD_PREFIX.fullmatch(problem)
     if match is None:
-        return loc, problem, value
+        return loc, problem
     parts = [int(index) if index else name for index, name in re.findall(r"\[(\d+)\]|(\w+)", match[1])]
     owner = _model_at(model, loc)
-    if isinstance(parts[0], int) != isinstance(value, list):
-        return loc, problem, value
-    if isinstance(parts[0], str) and (owner is None or parts[0] not in _field_names(owner)):
-        return loc, problem, value
-    for part in parts:
-        if isinstance(value, dict):
-            value = value.get(part)
-        else:
-            value = value[part] if isinstance(value, list) and part < len(value) else getattr(value, str(part), None)
-    return (*loc, *parts), match[2], value
+    if parts[0] in (_field_names(owner) if owner else []) or (isinstance(parts[0], int) and isinstance(value, list)):
+        return (*loc, *parts), match[2]
+    return loc, problem
 
 
 def from_validation_error(
@@ -147,10 +140,11 @@ def from_validation_error(
             owner = _model_at(model, loc[:-1])
             problems.add(key_path(loc, prefix), "unknown key", ", ".join(_field_names(owner)) if owner else None)
             continue
-        loc, problem, value = _located(model, loc, error["msg"].removeprefix("Value error, "), error.get("input"))
-        if error["type"] not in ("missing", "credential"):  # a credential is never echoed
-            problem += f" (got {bounded(value)})"
-        if error["type"] == "bool_type" and str(value).lower() in YAML_1_1_BOOLEANS:
+        message, _, allowed = error["msg"].removeprefix("Value error, ").partition("; allowed: ")
+        located, problem = _located(model, loc, message, error.get("input"))
+        if error["type"] not in ("missing", "credential") and located == loc:  # a credential is never echoed
+            problem += f" (got {bounded(error.get('input'))})"  # a validator's located message stays as written
+        if error["type"] == "bool_type" and str(error.get("input")).lower() in YAML_1_1_BOOLEANS:
             problem += "; the Pulumi CLI's YAML (1.2) reads it as a string: write true or false"
-        problems.add(key_path(loc, prefix), problem)
+        problems.add(key_path(located, prefix), problem, allowed or None)
     return ConfigError.combined(problems)

@@ -73,7 +73,6 @@ class TypeTokens:
     GATEWAY = "nemotron:kubernetes:Gateway"
     CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
     MONITORING = "nemotron:kubernetes:Monitoring"
-    GATEWAY = "nemotron:kubernetes:Gateway"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.

@@ -1,9 +1,6 @@
-"""The whole stack config: one pydantic model, read once from Pulumi structured config.
-
-This layer checks shapes, types and ranges only; what needs the catalog or the instance facts (does a
-target exist, does a pool's GPU fit it) is checked while planning (`serving_stack.plan`), still before
-any resource is registered.
-"""
+"""The whole stack config: one pydantic model, read once from Pulumi structured config, with the rules that
+span its blocks. What needs the catalog or the instance facts is checked while planning (`serving_stack.plan`),
+still before any resource is registered."""
 
 from __future__ import annotations
 
@@ -22,12 +19,7 @@ from serving_stack.config.gateway import MASTER_KEY_SECRET, GatewayConfig
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.operability import OperabilityConfig
 from serving_stack.config.sagemaker import SageMakerConfig
-from serving_stack.config.serving import (
-    DynamoConfig,
-    KubernetesConfig,
-    ModelCacheConfig,
-    Targets,
-)
+from serving_stack.config.serving import DynamoConfig, KubernetesConfig, ModelCacheConfig, Targets
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
 
@@ -67,6 +59,34 @@ class StackConfig(Block):
     """KEDA scaling of the targets' workers on queue depth, and cluster-autoscaler for the GPU pools. Unset: fixed replicas."""
     gateway: GatewayConfig = GatewayConfig()
     """The LiteLLM gateway: one OpenAI-compatible endpoint in front of the targets and SageMaker endpoints."""
+
+    @pydantic.model_validator(mode="after")
+    def _cluster_source(self) -> StackConfig:
+        eks = self.kubernetes.cluster.source == "eks"
+        if eks and self.aws is None:
+            raise ValueError("aws: required when kubernetes.cluster.source is eks")
+        create = self.aws.cluster.create if self.aws and self.aws.cluster else None
+        if eks and create is None:
+            raise ValueError("aws.cluster.create: required when kubernetes.cluster.source is eks")
+        if create and not eks:
+            raise ValueError("kubernetes.cluster.source: must be eks when aws.cluster.create is set; allowed: eks")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _gateway_backends(self) -> StackConfig:
+        names = [endpoint.name for endpoint in self.sagemaker.endpoints]
+        degraded = self.gateway.degradedFallback if self.gateway.enabled else None
+        if degraded and degraded.endpoint not in names:
+            raise ValueError(
+                f"gateway.degradedFallback.endpoint: {bounded(degraded.endpoint)} is not a SageMaker endpoint of this "
+                f"stack; allowed: {', '.join(names) or 'none configured'}"
+            )
+        if self.gateway.enabled and not self.targets and not names:
+            raise ValueError(
+                "gateway.enabled: the gateway has no backend; allowed: at least one target or SageMaker endpoint, "
+                "or gateway.enabled: false"
+            )
+        return self
 
 
 def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConfig:
