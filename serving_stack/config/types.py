@@ -16,7 +16,7 @@ import pydantic
 import pydantic_core
 
 from serving_stack.credentials import credential_name, literal, shapes
-from serving_stack.errors import key_path
+from serving_stack.errors import bounded, key_path
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -88,7 +88,8 @@ def unique(what: str, field: str | None = None) -> pydantic.AfterValidator:
         keys = [getattr(item, field) if field else item for item in items]
         for index, key in enumerate(keys):
             if key in keys[:index]:
-                raise ValueError(f"[{index}]{'.' + field if field else ''}: the same {what} as [{keys.index(key)}]")
+                at = f"[{index}]{'.' + field if field else ''}"
+                raise ValueError(f"{at}: the same {what} as [{keys.index(key)}]: {bounded(key)}")
         return items
 
     return pydantic.AfterValidator(check)
