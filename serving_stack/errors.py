@@ -24,16 +24,11 @@ def bounded(value: Any, limit: int = MAX_ECHO, *, quote: bool = True) -> str:
 
 
 class ConfigError(pulumi.RunError):
-    """Bad stack input. A `RunError` so that `pulumi up` prints the message without a traceback.
-
-    The message is one line, key path first, and bounded: it never echoes more than a short excerpt of
-    the input, however large the input is."""
+    """Bad stack input, one bounded line, key path first: a `RunError`, so `pulumi up` prints no traceback."""
 
     def __init__(self, key_path: str, problem: str, allowed: str | None = None) -> None:
         self.key_path = key_path
-        message = f"{key_path}: {problem}"
-        if allowed:
-            message += f"; allowed: {allowed}"
+        message = f"{key_path}: {problem}" + (f"; allowed: {allowed}" if allowed else "")
         super().__init__(bounded(message, MAX_LINE, quote=False))
 
     @classmethod
@@ -91,25 +86,24 @@ def _field_names(model: type[pydantic.BaseModel]) -> list[str]:
     return [field.alias or name for name, field in model.model_fields.items()]
 
 
+def _model_in(annotation: Any) -> type[pydantic.BaseModel] | None:
+    """The model an annotation holds (`Optional[M]`, `list[M]`, `dict[str, M]`), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    return next(filter(None, map(_model_in, typing.get_args(annotation))), None)
+
+
 def _model_at(model: type[pydantic.BaseModel], loc: tuple[Any, ...]) -> type[pydantic.BaseModel] | None:
     """Walk a model class along an error location to the model that owns the last key."""
-    current: Any = model
+    current: type[pydantic.BaseModel] | None = model
     for part in loc:
-        if isinstance(part, int) or current is None:
+        if current is None or isinstance(part, int):
             continue
-        if not (isinstance(current, type) and issubclass(current, pydantic.BaseModel)):
-            return None
-        field = next((f for n, f in current.model_fields.items() if (f.alias or n) == part or n == part), None)
+        field = next((f for name, f in current.model_fields.items() if part in (name, f.alias)), None)
         if field is None:
             return current
-        annotation = field.annotation
-        for _ in range(3):  # unwrap Optional[...] / list[...] / dict[str, ...]
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if isinstance(annotation, type) and issubclass(annotation, pydantic.BaseModel):
-                break
-            annotation = args[-1] if args else annotation
-        current = annotation
-    return current if isinstance(current, type) and issubclass(current, pydantic.BaseModel) else None
+        current = _model_in(field.annotation)
+    return current
 
 
 # A validator's message `"<field>: problem"` (or `"[i].field: problem"` on a list) locates the problem there.

@@ -5,7 +5,6 @@ still before any resource is registered."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any, Optional
 
 import pulumi
@@ -107,43 +106,31 @@ def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConf
         raise from_validation_error(exc, StackConfig) from None
 
 
-def _raw_project_config(project: str) -> dict[str, Any]:
-    """Every key the stack sets in this project's namespace, JSON-decoded like `Config.get_object`."""
-    prefix = f"{project}:"
-    raw: dict[str, Any] = {}
-    for full_key, value in pulumi_private.config_values().items():
-        if not full_key.startswith(prefix):
-            continue
-        key = full_key[len(prefix) :]
-        try:
-            raw[key] = json.loads(value) if isinstance(value, str) else value
-        except json.JSONDecodeError:
-            raw[key] = value
-    return raw
-
-
-def check_namespaces(keys: Iterable[str], project: str) -> None:
-    """Every `namespace:key` in the project's namespace or a known provider's."""
-    known = (project, *PROVIDER_NAMESPACES)
-    for full_key in keys:
-        namespace, _, _ = full_key.partition(":")
-        if namespace not in known:
-            raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
+def _decoded(value: Any) -> Any:
+    """A config value JSON-decoded like `Config.get_object`, or as it is."""
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return value
 
 
 def load_stack_config() -> StackConfig:
-    """Read and validate the stack config of the running Pulumi program."""
-    project = pulumi.get_project()
-    check_namespaces(pulumi_private.config_values(), project)
+    """Read and validate the stack config of the running Pulumi program: every key in the project's namespace
+    or a known provider's, each secret a non-empty Pulumi secret."""
+    project, values = pulumi.get_project(), pulumi_private.config_values()
+    known = (project, *PROVIDER_NAMESPACES)
+    for full_key in values:
+        if (namespace := full_key.partition(":")[0]) not in known:
+            raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
     for key in SECRET_KEYS:
         value = pulumi.Config().get(key)
-        if value is None:
-            continue
-        if not pulumi_private.is_secret_config(f"{project}:{key}"):
+        if value is not None and not pulumi_private.is_secret_config(f"{project}:{key}"):
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
-        if not value.strip():  # an empty secret would become an empty token, key or pull Secret
+        if value is not None and not value.strip():  # it would become an empty token, key or pull Secret
             raise ConfigError(key, "is empty", f"pulumi config set --secret {key} <value>, or remove it")
-    return parse_stack_config(_raw_project_config(project), pulumi.get_stack())
+    prefix = f"{project}:"
+    raw = {key[len(prefix) :]: _decoded(value) for key, value in values.items() if key.startswith(prefix)}
+    return parse_stack_config(raw, pulumi.get_stack())
 
 
 def configured_secrets() -> frozenset[str]:

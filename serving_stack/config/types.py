@@ -37,20 +37,14 @@ MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64)
 CREDENTIAL_ERROR = "credential"  # a validation error whose input an error line must not repeat (errors.py)
 
 
-def non_ascii(value: str) -> str | None:
-    """Where a value leaves ASCII, in words: the first such character's position, itself and its name (a
-    fullwidth digit, a Cyrillic look-alike, a typographic hyphen), or None."""
+def _ascii(value: str) -> str:
+    """The value if ASCII, else an error naming the first other character's position, itself and its Unicode
+    name (a fullwidth digit, a Cyrillic look-alike, a typographic hyphen)."""
     for position, character in enumerate(value, start=1):
         if not character.isascii():
-            name = unicodedata.name(character, "unnamed")
-            return f"character {position} is {character!r} (U+{ord(character):04X} {name}), not ASCII"
-    return None
-
-
-def _ascii(value: str) -> str:
-    problem = non_ascii(value)
-    if problem:
-        raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
+            name = f"U+{ord(character):04X} {unicodedata.name(character, 'unnamed')}"
+            problem = f"character {position} is {character!r} ({name}), not ASCII"
+            raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
     return value
 
 
@@ -144,22 +138,14 @@ Int32 = Annotated[int, pydantic.Field(le=2**31 - 1)]
 Int64 = Annotated[int, pydantic.Field(le=2**63 - 1)]
 # An EC2 instance type, family.size (m7i.2xlarge, p6-b200.48xlarge, m7i-flex.large, c6in.metal, r8i.metal-48xl);
 # whether it exists is EC2's to say: the instance facts hold only the GPU types.
-InstanceType = Annotated[
-    str,
-    matching(
-        r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)",
-        "an EC2 instance type such as m7i.2xlarge (family.size)",
-    ),
-]
+INSTANCE_TYPE = r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)"
+InstanceType = Annotated[str, matching(INSTANCE_TYPE, "an EC2 instance type such as m7i.2xlarge (family.size)")]
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
 CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
+HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 HfRepo = Annotated[
-    str,
-    matching(
-        r"^[A-Za-z0-9][\w.-]*/[\w.-]+$",
-        "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
-    ),
+    str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 ]
 PinnedImage = Annotated[
     str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest, or both (no bare 'latest')")
@@ -173,12 +159,9 @@ StorageClassName = Annotated[
 KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
 # An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
 # setting accepts, is checked against catalog/aws_regions.yaml while planning.
+ZONE = r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$"
 AvailabilityZone = Annotated[
-    str,
-    matching(
-        r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
-        "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)",
-    ),
+    str, matching(ZONE, "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
 ]
 Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
 SubnetId = Annotated[str, aws_id("subnet", "a subnet id")]

@@ -66,8 +66,7 @@ PlainScalars = Callable[[str], Any]
 @functools.cache
 def _stack_file_loader(plain_scalars: PlainScalars) -> type[_StrictLoader]:
     """As the Pulumi CLI reads a stack file: every plain scalar resolved by `plain_scalars` (no YAML 1.1
-    resolvers: `yes` or a date is what the CLI makes of it), and scalar keys that are not strings kept for the
-    config reader, which names them by their config key path."""
+    resolvers), and non-string scalar keys kept for the config reader (module docstring)."""
 
     class _StackFileLoader(_StrictLoader):
         string_keys = False
@@ -121,9 +120,8 @@ def _check_depth(text: str, key: str, name: str) -> None:
 
 
 def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> None:
-    """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels
-    (a recursive alias is infinitely deep), every number finite (unless `finite` is off: a stack file's
-    config types refuse such a number naming its config key). Problems name the key path."""
+    """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels (a
+    recursive alias is infinitely deep), every number finite unless `finite` is off (a stack file's)."""
     budget = [MAX_NODES]
 
     def walk(value: Any, path: tuple[Any, ...]) -> None:
@@ -146,8 +144,7 @@ def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> 
 
 
 def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainScalars] = None) -> list[Any]:
-    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`. With
-    `plain_scalars`, a stack file (module docstring)."""
+    """Every YAML document of `text` (an empty one as None), checked; errors start with `key`."""
     try:
         _check_depth(text, key, name)
         documents = list(
@@ -168,8 +165,7 @@ def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainS
 def load_yaml_documents(
     path: Path, key: str, name: str | None = None, *, plain_scalars: Optional[PlainScalars] = None
 ) -> list[Any]:
-    """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
-    line; `name` (the file as messages name it, default `key`) follows when it differs."""
+    """`parse_yaml` of a file; `name` (the file as messages name it, default `key`) follows `key` if it differs."""
     name = name or key
     return parse_yaml(read_text(path, key, name), key, name, plain_scalars=plain_scalars)
 
@@ -229,8 +225,8 @@ def data_label(path: Path, root: Path = DATA_DIR) -> str:
 
 
 def data_file(root: Path, relative: str, key: str) -> Path:
-    """A file a data file refers to (`recipes/.../deploy.yaml`), kept inside the data root: an absolute
-    path, a `..` or a symlink that leads out of it stops with `key` named."""
+    """A file a data file refers to (`recipes/.../deploy.yaml`), inside the data root (no absolute path, `..`
+    or symlink leading out of it)."""
     base = root.resolve()
     try:
         path = (base / relative).resolve()
@@ -242,8 +238,7 @@ def data_file(root: Path, relative: str, key: str) -> Path:
 
 
 def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str, Any]]:
-    """Every non-empty YAML document of a file, each a mapping; a missing or malformed file stops with
-    `key` and the file named."""
+    """Every non-empty YAML document of a file, each a mapping; errors name `key` and the file."""
     name = data_label(path, root)
     documents = [doc for doc in load_yaml_documents(path, key, name) if doc is not None]
     for index, doc in enumerate(documents):
@@ -253,10 +248,11 @@ def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str
     return documents
 
 
-def check_shape(document: dict[str, Any], shape: type[pydantic.BaseModel], prefix: str) -> None:
-    """A manifest kept as written, checked to have the fields (and types) that code reads from it."""
+def check_shape(document: Any, shape: type[Model], prefix: str) -> Model:
+    """A document validated into `shape` (a manifest kept as written, checked to have the fields code reads);
+    errors name `prefix` and the key path inside it."""
     try:
-        shape.model_validate(document)
+        return shape.model_validate(document)
     except pydantic.ValidationError as exc:
         raise from_validation_error(exc, shape, prefix=prefix) from None
 
@@ -267,7 +263,4 @@ def load_model(path: Path, model: type[Model], root: Path = DATA_DIR) -> Model:
     documents = read_documents(path, label, root)
     if len(documents) != 1:
         raise ConfigError(label, f"expected one YAML document (a mapping), found {len(documents)}")
-    try:
-        return model.model_validate(documents[0])
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, model, prefix=f"{label}: ") from None
+    return check_shape(documents[0], model, f"{label}: ")
