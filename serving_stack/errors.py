@@ -60,26 +60,19 @@ class Problems(list[ConfigError]):
 
 
 def _key_text(key: str) -> str:
-    """A key as a path repeats it: as written, or quoted with escapes when it holds whitespace or control
-    characters (a path is one word: `a.'b\\x20c'`, never `a.b c`)."""
-    if key == "":
-        return "''"
-    if key.isprintable() and not any(c.isspace() for c in key):
-        return bounded(key, MAX_KEY, quote=False)
-    return bounded(repr(key).replace(" ", "\\x20"), MAX_KEY, quote=False)
+    """A key as a path repeats it: as written, or quoted with escapes when it is empty or holds whitespace or
+    control characters (a path is one word: `a.'b\\x20c'`, never `a.b c`)."""
+    plain = key and key.isprintable() and not any(c.isspace() for c in key)
+    return bounded(key if plain else repr(key).replace(" ", "\\x20"), MAX_KEY, quote=False)
 
 
 def key_path(parts: Iterable[Any], prefix: str = "") -> str:
     """Render a pydantic `loc` as `prefix` + `a.b[0].c` (a long key cut short; pydantic's `[key]` marker, for
     an error in a mapping's key rather than its value, left out)."""
-    text = ""
-    for part in parts:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part != "[key]":
-            name = _key_text(str(part))
-            text += f".{name}" if text else name
-    return prefix + text
+    text = "".join(
+        f"[{part}]" if isinstance(part, int) else f".{_key_text(str(part))}" for part in parts if part != "[key]"
+    )
+    return prefix + text.removeprefix(".")
 
 
 def _field_names(model: type[pydantic.BaseModel]) -> list[str]:

@@ -172,28 +172,21 @@ ReservationId = Annotated[str, aws_id("cr", "a capacity reservation id")]
 Fabric = Literal["efa", "ib", "none"]
 
 
-def _ipv4_cidr(value: str) -> str:
+def _ipv4_cidr(value: str, network: bool = False) -> str:
+    """An IPv4 CIDR; a `network` one names a network, not a host in it (the subnets are carved from it)."""
     try:
-        ipaddress.IPv4Network(value, strict=False)
+        parsed = ipaddress.IPv4Network(value, strict=False)
     except ValueError:
         raise ValueError("must be an IPv4 CIDR such as 203.0.113.0/24") from None
     if "/" not in value:
         raise ValueError("must be an IPv4 CIDR with a prefix length, such as 203.0.113.0/24")
-    return value
-
-
-def _network_address(value: str) -> str:
-    """A CIDR naming a network, not a host in it: the subnets are carved from it (`ip_network(strict=True)`)."""
-    _ipv4_cidr(value)
-    try:
-        ipaddress.IPv4Network(value, strict=True)
-    except ValueError:
-        raise ValueError(f"has host bits set: use {ipaddress.IPv4Network(value, strict=False)}") from None
+    if network and str(parsed.network_address) != value.partition("/")[0]:
+        raise ValueError(f"has host bits set: use {parsed}")
     return value
 
 
 Cidr = Annotated[str, Allowed(_ipv4_cidr, "an IPv4 CIDR such as 203.0.113.0/24")]
-NetworkCidr = Annotated[str, Allowed(_network_address, "an IPv4 network CIDR (no host bits) such as 10.0.0.0/16")]
+NetworkCidr = Annotated[str, Allowed(lambda v: _ipv4_cidr(v, network=True), "an IPv4 network CIDR such as 10.0.0.0/16")]
 
 
 def _aws_tag(text: str, what: str) -> str:
