@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pulumi
@@ -73,6 +73,14 @@ def key_path(parts: Iterable[Any], prefix: str = "") -> str:
         f"[{part}]" if isinstance(part, int) else f".{_key_text(str(part))}" for part in parts if part != "[key]"
     )
     return prefix + text.removeprefix(".")
+
+
+def walk(value: Any, parts: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """(key path, value) of every value in a tree of mappings and lists, parents first."""
+    yield parts, value
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield from walk(item, (*parts, key))
 
 
 def _field_names(model: type[pydantic.BaseModel]) -> list[str]:

@@ -8,7 +8,7 @@ import ipaddress
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -16,7 +16,7 @@ import pydantic
 import pydantic_core
 
 from serving_stack.credentials import credential_name, literal, shapes
-from serving_stack.errors import bounded, key_path
+from serving_stack.errors import bounded, key_path, walk
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -220,19 +220,11 @@ AwsTags = Annotated[
 ]
 
 
-def _nodes(value: Any, parts: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
-    """(key path, value) of every value in a free-form tree, parents first."""
-    yield parts, value
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        yield from _nodes(item, (*parts, key))
-
-
 def _free_form_values(values: dict[str, Any]) -> dict[str, Any]:
     """Free-form values (Helm values, SLO overrides, engine options) hold only numbers that JSON and Pulumi
     carry exactly, and no credential (`serving_stack.credentials`: a credential-named key with a literal value,
     or a value shaped like a token, key or webhook URL): the stack file is committed in plain text."""
-    nodes = list(_nodes(values))
+    nodes = list(walk(values))
     for parts, value in nodes:
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")

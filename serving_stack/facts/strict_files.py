@@ -23,7 +23,7 @@ from typing import Any, NoReturn, Optional, TypeVar
 import pydantic
 import yaml
 
-from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
+from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path, walk
 
 MAX_FILE_BYTES = 1_000_000  # the largest data file is about 12 kB
 MAX_NODES = 100_000  # values after alias expansion, per file; a recipe manifest holds about 450
@@ -122,25 +122,14 @@ def _check_depth(text: str, key: str, name: str) -> None:
 def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> None:
     """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels (a
     recursive alias is infinitely deep), every number finite unless `finite` is off (a stack file's)."""
-    budget = [MAX_NODES]
-
-    def walk(value: Any, path: tuple[Any, ...]) -> None:
-        budget[0] -= 1
-        if budget[0] < 0:
+    for count, (path, value) in enumerate(walk(document), 1):
+        if count > MAX_NODES:
             _refuse(key, name, f"expands to more than {MAX_NODES} values (YAML aliases?)")
         if len(path) > MAX_DEPTH:
             _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
         if finite and isinstance(value, float) and not math.isfinite(value):
             problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
             raise ConfigError(key, problem if key == name else f"{name}: {problem}")
-        if isinstance(value, dict):
-            for item_key, item in value.items():
-                walk(item, (*path, item_key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                walk(item, (*path, index))
-
-    walk(document, ())
 
 
 def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainScalars] = None) -> list[Any]:
