@@ -8,7 +8,6 @@ import ipaddress
 import math
 import re
 import unicodedata
-from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -49,15 +48,10 @@ def _ascii(value: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class Allowed:
-    """A check for `Annotated[str, ...]` whose error, and whose schema (`x-allowed`), say what is allowed in
-    words, not as a regular expression."""
+class Allowed(pydantic.AfterValidator):
+    """A check whose error, and whose schema (`x-allowed`), say what is allowed in words, not as a regex."""
 
-    check: Callable[[Any], Any]
-    what: str
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: pydantic.GetCoreSchemaHandler) -> Any:
-        return pydantic_core.core_schema.no_info_after_validator_function(self.check, handler(source))
+    what: str = ""
 
     def __get_pydantic_json_schema__(self, schema: Any, handler: pydantic.GetJsonSchemaHandler) -> Any:
         return {**handler(schema), "x-allowed": self.what}
