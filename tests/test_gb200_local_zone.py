@@ -135,8 +135,8 @@ def test_an_efs_model_cache_is_refused_for_a_local_zone_pool():
     )
 
 
-def test_the_recorded_layout_is_aws_recommended_one_and_a_contested_layout_warns():
-    """The committed layout is AWS's recommended one (no warning); a layout marked `contested` (built here,
+def test_the_recorded_layout_is_not_contested_and_a_contested_layout_warns():
+    """The committed layout (the EKS User Guide's example) is not marked contested (no warning); a layout marked `contested` (built here,
     not committed) is a warning naming the pool."""
     assert INSTANCE.contested_layout is None
     assert not [w for w in run().plan.warnings if "EFA layout" in w]

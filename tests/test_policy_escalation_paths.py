@@ -1,9 +1,9 @@
 """least-privilege against the escalation paths of the Kubernetes RBAC good-practices page and the pod fields
 the baseline Pod Security Standard forbids beside privileged mode: reading every Secret, the kubelet API
-through `nodes/proxy`, bindings to the groups everyone is in, SELinux `spc_t`, host ports and `local`
-PersistentVolumes on node paths. Each is a table: the violating case and the passing one it is a variant of,
-then every variant generated across API versions, object forms (patch, List, YAML components) and workload
-kinds, counted."""
+through `nodes/proxy`, pod creation and Secret writes where pods may run privileged (`restrictedNamespaces`),
+bindings to the groups everyone is in, SELinux `spc_t`, host ports and `local` PersistentVolumes on node
+paths. Each is a table: the violating case and the passing one it is a variant of, then every variant generated
+across API versions, object forms (patch, List, YAML components) and workload kinds, counted."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import itertools
 
 import pytest
 from policy_helpers import check_resource, object_forms, pod_forms
+
+from policy.nemotron_policies.rbac import GRANTS
 
 RBAC_VERSIONS = ("rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1beta1")
 
@@ -41,7 +43,7 @@ NODE_PROXY = [
 ]
 HARMLESS_RULES = [
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["gateway-master-key"]},
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create", "delete"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete", "deletecollection"]},
     {"apiGroups": ["apps"], "resources": ["secrets"], "verbs": ["get"]},  # no such resource in apps
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
     {"apiGroups": [""], "resources": ["nodes/metrics", "nodes/stats"], "verbs": ["get"]},
@@ -57,8 +59,25 @@ def test_rules_reading_every_secret_or_reaching_the_kubelet_are_reported(rule):
 
 
 @pytest.mark.parametrize("rule", HARMLESS_RULES, ids=repr)
-def test_named_secrets_and_read_only_node_data_pass(rule):
+def test_named_secrets_deletions_and_read_only_node_data_pass(rule):
     assert reported("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", role_rule(**rule)) == []
+
+
+@pytest.mark.parametrize("grant", [g for g in GRANTS if g.scope == "privileged"], ids=lambda g: g.id)
+def test_pod_creation_and_secret_writes_count_where_pods_may_run_privileged(grant):
+    """A ClusterRole can be bound in any namespace, and a Role in a namespace Pod Security does not restrict may
+    start privileged pods or mint a service account's token (a Secret it creates): both are reported, each path
+    once. The same Role in a namespace listed in `restrictedNamespaces` passes."""
+    rule = role_rule(apiGroups=[grant.group], resources=[grant.resources[0]], verbs=sorted(grant.verbs)[:1])
+    restricted = {"restrictedNamespaces": ["ns"]}
+    for kind, config, paths in (
+        ("ClusterRole", None, [grant.why]),
+        ("Role", None, [grant.why]),
+        ("ClusterRole", restricted, [grant.why]),
+        ("Role", restricted, []),
+    ):
+        messages = check_resource("least-privilege", f"kubernetes:rbac.authorization.k8s.io/v1:{kind}", rule, config)
+        assert [m.partition(": it ")[2] for m in messages] == paths, (kind, config)
 
 
 def test_every_form_of_an_escalating_role_is_reported():

@@ -14,6 +14,7 @@ import pytest
 from policy_helpers import DAEMON_SET, JOB, check_resource
 
 from policy.nemotron_policies.pod_privileges import DEFAULT_ALLOWED_HOST_PATHS
+from policy.nemotron_policies.rbac import GRANTS
 from serving_stack.plan.model_cache import STATE_DIR
 
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -120,13 +121,23 @@ def test_every_verb_spelled_out_is_every_verb():
     assert check_resource("least-privilege", f"{RBAC}ClusterRole", role) == [
         "ClusterRole r rules[0] grants every verb on every resource"
     ]
-    role["rules"][0]["verbs"] = ["get", "list", "watch"]  # not every verb, but every Secret and the kubelet API
-    assert check_resource("least-privilege", f"{RBAC}ClusterRole", role) == [
-        "ClusterRole r rules[0] grants get, list, watch on secrets: it reads every Secret (service-account tokens "
-        "included)",
-        "ClusterRole r rules[0] grants get on nodes/proxy: it reaches the kubelet API (exec in any pod on the node)",
+
+
+def test_reading_everything_is_not_every_verb_but_each_path_it_opens():
+    """Read verbs on `*` are not "every verb": the wildcards are reported, then every escalation path of the data
+    that a read verb opens (Secrets, exec through `get`, the kubelet API), one line each in the data's order."""
+    read = ["get", "list", "watch"]
+    role = {"metadata": {"name": "r"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": read}]}
+    found = check_resource("least-privilege", f"{RBAC}ClusterRole", role)
+    wildcards = [
+        f'ClusterRole r rules[0] has "*" in {field}: it grants what exists now and whatever is added later; list them'
+        for field in ("apiGroups", "resources")
     ]
+    assert found[:2] == wildcards
+    assert [m.partition(": it ")[2] for m in found[2:]] == [g.why for g in GRANTS if g.verbs & set(read)]
     role["rules"][0]["resources"] = ["pods", "services", "configmaps"]
+    assert check_resource("least-privilege", f"{RBAC}ClusterRole", role) == wildcards[:1]
+    role["rules"][0]["apiGroups"] = [""]
     assert check_resource("least-privilege", f"{RBAC}ClusterRole", role) == []
 
 

@@ -1,6 +1,7 @@
 """least-privilege on IAM and RBAC: every way an Allow statement grants too much (service wildcards, NotAction,
 NotResource, patterns or PassRole on every resource), administrator managed policies wherever they are
-attached, trust and resource policies open to anyone, and cluster-wide Kubernetes rights."""
+attached, trust and resource policies open to anyone, and blanket Kubernetes rights (bindings to the built-in
+admin roles, in a namespace too)."""
 
 from __future__ import annotations
 
@@ -160,6 +161,7 @@ def test_resource_policies_are_judged_for_grants_and_principals():
         ("ClusterRoleBinding", {"roleRef": {"name": "cluster-admin"}}, "grants cluster-admin"),
         ("RoleBinding", {"roleRef": {"name": "cluster-admin"}}, "grants cluster-admin"),
         ("ClusterRoleBinding", {"roleRef": {"name": "edit"}}, "grants edit"),
+        ("RoleBinding", {"roleRef": {"name": "edit"}}, "grants edit"),
         (
             "ClusterRole",
             {"rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
@@ -182,12 +184,17 @@ def test_blanket_kubernetes_rights_are_reported(kind, body, problem):
     ]
 
 
-def test_namespaced_edit_and_read_rules_pass():
+def test_namespaced_read_rules_and_bindings_to_narrow_roles_pass():
+    """A RoleBinding to `edit` is a blanket right (above: it creates pods and reads Secrets in its namespace);
+    one to a Role of the namespace (whatever its name) or to the read-only `view` is not."""
+    rbac = "kubernetes:rbac.authorization.k8s.io/v1:"
     rules = {"rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]}
-    assert check_resource("least-privilege", "kubernetes:rbac.authorization.k8s.io/v1:Role", rules) == []
-    assert (
-        check_resource(
-            "least-privilege", "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", {"roleRef": {"name": "edit"}}
-        )
-        == []
+    assert check_resource("least-privilege", f"{rbac}Role", rules) == []
+    narrow = (
+        {"kind": "Role", "name": "config-reader"},
+        {"kind": "Role", "name": "edit"},
+        {"kind": "ClusterRole", "name": "view"},
     )
+    for role_ref in narrow:
+        binding = {"roleRef": {"apiGroup": "rbac.authorization.k8s.io", **role_ref}}
+        assert check_resource("least-privilege", f"{rbac}RoleBinding", binding) == [], role_ref

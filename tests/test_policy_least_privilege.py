@@ -114,8 +114,10 @@ def test_full_access_managed_policies_are_reported():
 
 def test_wildcard_actions_in_policy_documents_are_reported():
     wildcard = document({"Effect": "Allow", "Action": ["s3:GetObject", "*"], "Resource": "*"})
+    # The action listed beside "*" is judged too: reading objects on every resource reads every bucket.
     assert check_resource("least-privilege", POLICY, {"policy": wildcard}) == [
-        'policy statement 0 allows Action "*" (every action of every service); list the actions the role needs'
+        'policy statement 0 allows Action "*" (every action of every service); list the actions the role needs',
+        'policy statement 0 allows s3:GetObject (data access) on every resource (Resource "*"); name the resources',
     ]
     scoped = document(
         {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::b/*"},

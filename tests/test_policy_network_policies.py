@@ -1,6 +1,8 @@
 """network-policy-peers: an ingress rule without `from` or an egress rule without `to` (missing or empty)
-admits every peer and is reported; explicit peers, deny-all policies and unknown peers pass, and objects
-inside a YAML component are read like resources of their own."""
+admits every peer and is reported, and so is an ingress peer admitting everyone (`namespaceSelector: {}` with
+no narrowing pod selector, an ipBlock holding the Internet); named peers, egress to every address written out,
+deny-all policies and unknown peers pass, and objects inside a YAML component are read like resources of their
+own."""
 
 from __future__ import annotations
 
@@ -45,9 +47,29 @@ def test_the_rule_is_mandatory():
 
 
 def test_rules_naming_their_peers_pass():
+    """Narrow ingress peers, every namespace narrowed to named pods (a Prometheus wherever it runs), and egress
+    to every address written out."""
     anywhere_https = {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}
-    every_namespace = {"from": [{"namespaceSelector": {}}]}
-    assert reported([APPS, every_namespace], [DNS, anywhere_https]) == []
+    prometheus = {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    vpc = {"ipBlock": {"cidr": "10.0.0.0/16"}}
+    assert reported([APPS, {"from": [prometheus, vpc]}], [DNS, anywhere_https]) == []
+
+
+@pytest.mark.parametrize(
+    ("peer", "why"),
+    [
+        ({"namespaceSelector": {}}, "namespaceSelector {} selects every pod of every namespace"),
+        ({"namespaceSelector": {}, "podSelector": {}}, "namespaceSelector {} selects every pod of every namespace"),
+        ({"ipBlock": {"cidr": "0.0.0.0/0"}}, "ipBlock 0.0.0.0/0 holds every address"),
+    ],
+    ids=repr,
+)
+def test_ingress_peers_admitting_everyone_are_reported(peer, why):
+    """Policies add up: one ingress peer admitting everyone voids every allow-list of the pods it selects."""
+    assert reported([APPS, {"from": [peer], "ports": [{"port": 9090}]}], [DNS]) == [
+        f"NetworkPolicy nemotron/gateway ingress rule 1 from[0] admits every source on port 9090/TCP: {why}; name "
+        "the namespaces, pods or ranges that need it"
+    ]
 
 
 def test_deny_all_policies_pass():

@@ -1,5 +1,6 @@
 """secret-handling: credentials reach pods only through Secret references: no literal credential in env, args,
-ConfigMaps or other resource inputs (Helm values, SageMaker environments); a Secret's own data is fine."""
+ConfigMaps or other resource inputs (Helm values, SageMaker environments, provider settings); a Secret's own
+data is fine."""
 
 from __future__ import annotations
 
@@ -145,8 +146,18 @@ def test_secret_stores_hold_credentials_legitimately():
         check_resource("secret-handling", "aws:ssm/parameter:Parameter", {"type": "SecureString", "value": HF_TOKEN})
         == []
     )
-    assert check_resource("secret-handling", "pulumi:providers:aws", {"secretKey": "x"}) == []
     assert check_resource("secret-handling", "aws:ssm/parameter:Parameter", {"type": "String", "value": HF_TOKEN}) != []
+
+
+def test_provider_settings_are_no_secret_store():
+    """A provider's settings are written into every state file and preview: a static key there is reported,
+    however short; a profile or an assumed role passes."""
+    assert check_resource("secret-handling", "pulumi:providers:aws", {"region": "us-east-1", "secretKey": "x"}) == [
+        "provider setting secretKey is a static AWS credential; use a profile, an assumed role or OIDC"
+    ]
+    role = {"roleArn": "arn:aws:iam::123456789012:role/deploy"}
+    settings = {"region": "us-east-1", "profile": "deploy", "assumeRoles": [role]}
+    assert check_resource("secret-handling", "pulumi:providers:aws", settings) == []
 
 
 def test_unknown_values_at_preview_are_tolerated():
