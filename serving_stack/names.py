@@ -1,8 +1,5 @@
-"""Names several layers share: node labels and taints, Kubernetes object names, component type tokens.
-
-Defined once here. The policy pack runs outside this repository (CrossGuard loads `policy/` on its own), so
-it keeps copies in `policy/nemotron_policies/names.py`; `tests/test_shared_names.py` holds the copies equal.
-"""
+"""Names several layers share, defined once: node labels and taints, Kubernetes object names, component type
+tokens. The policy pack deploys alone and keeps copies (`tests/test_shared_names.py` holds them equal)."""
 
 from __future__ import annotations
 
@@ -73,7 +70,6 @@ class TypeTokens:
     GATEWAY = "nemotron:kubernetes:Gateway"
     CLUSTER_AUTOSCALER = "nemotron:aws:ClusterAutoscaler"
     MONITORING = "nemotron:kubernetes:Monitoring"
-    GATEWAY = "nemotron:kubernetes:Gateway"
 
 
 # Type tokens a component had before; each is an alias, so an existing stack keeps its resources.

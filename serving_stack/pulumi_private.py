@@ -1,10 +1,6 @@
-"""Every use of the Pulumi SDK's private internals, in one place, so an SDK upgrade breaks here loudly.
-
-The program reads its whole config namespace (the public `pulumi.Config` reads one key at a time and
-cannot list the keys a stack sets, which the config check needs to reject unknown keys). The offline
-render and the tests run the program under the SDK's mock runtime and read what it registered.
-`tests/test_pulumi_private.py` checks each function against the installed SDK.
-"""
+"""Every use of the Pulumi SDK's private internals, in one place, so an SDK upgrade breaks here loudly
+(`tests/test_pulumi_private.py`): the program lists its whole config namespace (the public `pulumi.Config`
+cannot list keys, which the unknown-key check needs); the offline render runs it under the mock runtime."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def test_a_number_without_a_source_is_rejected(tmp_path):
         tmp_path, "instance_types.yaml", lambda d: d["instanceTypes"]["p5.48xlarge"]["sources"].pop("networkCards")
     )
     assert str(error).startswith(
-        "catalog/instance_types.yaml: instanceTypes.p5.48xlarge: sources: no source for networkCards"
+        "catalog/instance_types.yaml: instanceTypes.p5.48xlarge.sources: no source for networkCards"
     )
 
 
@@ -106,7 +106,7 @@ def test_an_efa_only_primary_interface_is_rejected(tmp_path):
         data["instanceTypes"]["p6e-gb200.36xlarge"]["efaLayout"]["interfaces"][0]["interfaceType"] = "efa-only"
 
     error = _broken_catalog(tmp_path, "instance_types.yaml", make_primary_efa_only)
-    assert "instanceTypes.p6e-gb200.36xlarge: efaLayout: the first interface must be card 0 device 0" in str(error)
+    assert "instanceTypes.p6e-gb200.36xlarge.efaLayout: the first interface must be card 0 device 0" in str(error)
 
 
 def test_efa_only_interfaces_must_equal_the_efa_count(tmp_path):
@@ -119,7 +119,7 @@ def test_efa_only_interfaces_must_equal_the_efa_count(tmp_path):
         ]
 
     error = _broken_catalog(tmp_path, "instance_types.yaml", all_odd_cards)
-    assert "instanceTypes.p6e-gb200.36xlarge: efaLayout: 8 efa-only interfaces, but efaInterfaces is 4" in str(error)
+    assert "instanceTypes.p6e-gb200.36xlarge.efaLayout: 8 efa-only interfaces, but efaInterfaces is 4" in str(error)
 
 
 def test_an_efa_plugin_older_than_a_type_needs_is_rejected(tmp_path):

@@ -1,5 +1,5 @@
 """Credentials in free-form config (Helm values, SLO overrides, engine options) are config errors naming the
-key, found by the policy pack's own detector (policy/nemotron_policies/credentials.py), and never echoed:
+key, found by the names and shapes of catalog/credentials.yaml (serving_stack/credentials.py), and never echoed:
 generated credential-named keys and token shapes at any depth. References to a Secret and an image
 pinned by tag and digest together are accepted."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.nemotron_policies.credentials import CREDENTIAL_WORDS
 from serving_stack.config import ConfigError, parse_stack_config
+from serving_stack.credentials import NAMES
 
 BASE = {
     "modelCache": {
@@ -61,7 +61,7 @@ def refused(key: str, values) -> str:
 @given(
     st.sampled_from(list(FREE_FORM)),
     st.lists(PATH_PART, max_size=3),
-    st.sampled_from(sorted(CREDENTIAL_WORDS)),
+    st.sampled_from(sorted(NAMES["words"])),
     st.text(ALNUM, min_size=12, max_size=20),  # long enough not to occur in the message's own words
 )
 def test_a_credential_named_key_is_refused_without_echo(key, path, word, secret):

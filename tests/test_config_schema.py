@@ -1,5 +1,6 @@
-"""The committed stack-file schema equals the one generated from StackConfig, every `Pulumi.<stack>.yaml`
-passes it, and it rejects what the program would reject: unknown keys, plain-text secrets, wrong types."""
+"""The committed stack-file schema and configuration reference equal the ones generated from StackConfig,
+every `Pulumi.<stack>.yaml` passes the schema, and it rejects what the program would reject: unknown keys,
+plain-text secrets, wrong types."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tools.write_config_schema import PROJECT_DIR, SCHEMA_FILE, project_name, schema_text
+from tools.write_config_schema import DOCS_FILE, PROJECT_DIR, SCHEMA_FILE, config_docs, project_name, schema_text
 
 PROJECT = project_name()
 STACK_FILES = sorted(p for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
@@ -29,6 +30,37 @@ def _errors(document: dict[str, Any]) -> list[str]:
 
 def test_committed_schema_is_generated() -> None:
     assert SCHEMA_FILE.read_text() == schema_text(), "run `make schema` and commit the result"
+
+
+def test_committed_reference_is_generated() -> None:
+    assert DOCS_FILE.read_text() == config_docs(), "run `make schema` and commit docs/configuration.md"
+
+
+def _properties(node: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Every (key, schema) of the schema's properties, at any depth."""
+    if isinstance(node, list):
+        return [pair for item in node for pair in _properties(item)]
+    if not isinstance(node, dict):
+        return []
+    own = list(node.get("properties", {}).items()) if isinstance(node.get("properties"), dict) else []
+    return own + [pair for value in node.values() for pair in _properties(value)]
+
+
+def test_the_reference_states_every_key_and_range() -> None:
+    """Each property of the schema has a row, and each numeric range is in one of its key's rows."""
+    rows = config_docs().splitlines()
+    defs = json.loads(schema_text())["$defs"]
+    for key, node in _properties([v for name, v in defs.items() if name != "PulumiSecret"]):
+        mine = [row for row in rows if row.startswith(f"| `{key}` |")]
+        assert mine, key
+        for option in [node, *node.get("anyOf", [])]:
+            if isinstance(option.get("minimum"), int) and isinstance(option.get("maximum"), int):
+                assert any(f"{option['minimum']:,}..{option['maximum']:,}" in row for row in mine), key
+
+
+def test_the_reference_misses_a_planted_key() -> None:
+    docs = config_docs()
+    assert "| `planted` |" not in docs and "| `namespace` |" in docs
 
 
 def test_there_are_stack_files() -> None:

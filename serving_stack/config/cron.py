@@ -1,12 +1,9 @@
-"""A CronJob `schedule` as Kubernetes accepts it, checked before `up` (the API server parses it with
-robfig/cron's standard parser; Kubernetes docs, "CronJob", "Schedule syntax").
-
-Five fields, minute hour day-of-month month day-of-week, each `*` or `?`, a number, a range `a-b`, any of
-them with a step `/n`, or a comma-separated list of these; months and weekdays also by their three-letter
-English names. The macros `@yearly` (`@annually`), `@monthly`, `@weekly`, `@daily` (`@midnight`) and
-`@hourly` stand for a whole schedule. `TZ=` and `CRON_TZ=` are refused, as the API server refuses them
-for a new CronJob (the `timeZone` field says the zone). A small validator rather than a library: croniter
-needs python-dateutil and accepts more than Kubernetes (a seconds field, `L`, `W`, `#`).
+"""A CronJob `schedule` as Kubernetes accepts it, checked before `up` (the API server parses it with robfig/cron's
+standard parser; Kubernetes docs, "CronJob", "Schedule syntax"): five fields (minute hour day-of-month month
+day-of-week), each `*` or `?`, a number, a range `a-b`, any with a step `/n`, or a comma-separated list of these;
+months and weekdays also by their three-letter English names; or one of the macros. `TZ=`/`CRON_TZ=` are refused
+as the API server refuses them (the `timeZone` field says the zone). Not croniter: it needs python-dateutil and
+accepts more than Kubernetes (a seconds field, `L`, `W`, `#`).
 """
 
 from __future__ import annotations
@@ -14,13 +11,9 @@ from __future__ import annotations
 import re
 
 MACROS = frozenset({"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"})
-MONTHS = {
-    name: number
-    for number, name in enumerate(
-        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], 1
-    )
-}
-WEEKDAYS = {name: number for number, name in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
+MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+MONTHS = {name: number for number, name in enumerate(MONTH_NAMES, 1)}
+WEEKDAYS = {name: number for number, name in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("minute", 0, 59, {}),
     ("hour", 0, 23, {}),

@@ -1,14 +1,10 @@
-"""The whole stack config: one pydantic model, read once from Pulumi structured config.
-
-This layer checks shapes, types and ranges only; what needs the catalog or the instance facts (does a
-target exist, does a pool's GPU fit it) is checked while planning (`serving_stack.plan`), still before
-any resource is registered.
-"""
+"""The whole stack config: one pydantic model, read once from Pulumi structured config, with the rules that
+span its blocks. What needs the catalog or the instance facts is checked while planning (`serving_stack.plan`),
+still before any resource is registered."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any, Optional
 
 import pulumi
@@ -22,33 +18,74 @@ from serving_stack.config.gateway import MASTER_KEY_SECRET, GatewayConfig
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.operability import OperabilityConfig
 from serving_stack.config.sagemaker import SageMakerConfig
-from serving_stack.config.serving import (
-    DynamoConfig,
-    KubernetesConfig,
-    ModelCacheConfig,
-    Targets,
-)
+from serving_stack.config.serving import DynamoConfig, KubernetesConfig, ModelCacheConfig, Targets
 from serving_stack.config.types import Block
 from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
 
-SECRET_KEYS = ("hfToken", "ngcApiKey", MASTER_KEY_SECRET)
+SECRETS = {  # secret config keys (`pulumi config set --secret`) and what each is
+    "hfToken": "Hugging Face token: the download Jobs' HF_TOKEN, and SageMaker endpoints with sendHfToken.",
+    "ngcApiKey": "NGC API key: the image pull Secret dynamo.imagePullSecret names (registry dynamo.registry).",
+    MASTER_KEY_SECRET: "The gateway's LiteLLM master key (clients send it as a Bearer token); gateway.enabled needs it.",
+}
+SECRET_KEYS = tuple(SECRETS)
 # Config namespaces besides the project's: the providers the program uses, and Pulumi's own
 # (`pulumi:tags`, `pulumi:disable-default-providers`). A typo'd namespace would be ignored silently.
 PROVIDER_NAMESPACES = ("aws", "kubernetes", "pulumi")
 
 
 class StackConfig(Block):
+    """The keys under the project namespace (`nemotron-lightning:<key>`) of `Pulumi.<stack>.yaml`."""
+
     kubernetes: KubernetesConfig = KubernetesConfig()
+    """Where the serving objects go: the cluster to reach and the namespace the stack creates in it."""
     modelCache: ModelCacheConfig
+    """The ReadWriteMany claim the checkpoints are downloaded into and every worker mounts, and its prewarm."""
     dynamo: DynamoConfig = DynamoConfig()
+    """The Dynamo platform (operator Helm chart), the runtime image, and how `up` waits for DynamoGraphDeployments."""
     targets: Targets = pydantic.Field(default_factory=list)
+    """Serving targets of catalog/targets.yaml to run as DynamoGraphDeployments; `make plan WRITE=1` writes them from `demand`."""
     sagemaker: SageMakerConfig = SageMakerConfig()
+    """SageMaker real-time endpoints serving the model beside (or instead of) the cluster; none by default."""
     aws: Optional[AwsConfig] = None
+    """The AWS side: region, the EKS cluster to create or use, GPU node pools, model-cache storage. Unset: no AWS resources."""
     monitoring: MonitoringConfig = MonitoringConfig()
+    """Prometheus, DCGM exporter, dashboards and the SLO alerts."""
     demand: Optional[DemandConfig] = None
+    """The load to plan for (`make plan`): requests, token shape, SLO, budget. Unset: nothing to plan."""
     operability: OperabilityConfig = OperabilityConfig()
+    """Smoke tests after `up`, the scheduled benchmark and the canary."""
     autoscaling: Optional[AutoscalingConfig] = None
+    """KEDA scaling of the targets' workers on queue depth, and cluster-autoscaler for the GPU pools. Unset: fixed replicas."""
     gateway: GatewayConfig = GatewayConfig()
+    """The LiteLLM gateway: one OpenAI-compatible endpoint in front of the targets and SageMaker endpoints."""
+
+    @pydantic.model_validator(mode="after")
+    def _cluster_source(self) -> StackConfig:
+        eks = self.kubernetes.cluster.source == "eks"
+        if eks and self.aws is None:
+            raise ValueError("aws: required when kubernetes.cluster.source is eks")
+        create = self.aws.cluster.create if self.aws and self.aws.cluster else None
+        if eks and create is None:
+            raise ValueError("aws.cluster.create: required when kubernetes.cluster.source is eks")
+        if create and not eks:
+            raise ValueError("kubernetes.cluster.source: must be eks when aws.cluster.create is set; allowed: eks")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _gateway_backends(self) -> StackConfig:
+        names = [endpoint.name for endpoint in self.sagemaker.endpoints]
+        degraded = self.gateway.degradedFallback if self.gateway.enabled else None
+        if degraded and degraded.endpoint not in names:
+            raise ValueError(
+                f"gateway.degradedFallback.endpoint: {bounded(degraded.endpoint)} is not a SageMaker endpoint of this "
+                f"stack; allowed: {', '.join(names) or 'none configured'}"
+            )
+        if self.gateway.enabled and not self.targets and not names:
+            raise ValueError(
+                "gateway.enabled: the gateway has no backend; allowed: at least one target or SageMaker endpoint, "
+                "or gateway.enabled: false"
+            )
+        return self
 
 
 def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConfig:
@@ -69,43 +106,31 @@ def parse_stack_config(raw: dict[str, Any], stack: str = "<stack>") -> StackConf
         raise from_validation_error(exc, StackConfig) from None
 
 
-def _raw_project_config(project: str) -> dict[str, Any]:
-    """Every key the stack sets in this project's namespace, JSON-decoded like `Config.get_object`."""
-    prefix = f"{project}:"
-    raw: dict[str, Any] = {}
-    for full_key, value in pulumi_private.config_values().items():
-        if not full_key.startswith(prefix):
-            continue
-        key = full_key[len(prefix) :]
-        try:
-            raw[key] = json.loads(value) if isinstance(value, str) else value
-        except json.JSONDecodeError:
-            raw[key] = value
-    return raw
-
-
-def check_namespaces(keys: Iterable[str], project: str) -> None:
-    """Every `namespace:key` in the project's namespace or a known provider's."""
-    known = (project, *PROVIDER_NAMESPACES)
-    for full_key in keys:
-        namespace, _, _ = full_key.partition(":")
-        if namespace not in known:
-            raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
+def _decoded(value: Any) -> Any:
+    """A config value JSON-decoded like `Config.get_object`, or as it is."""
+    try:
+        return json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError:
+        return value
 
 
 def load_stack_config() -> StackConfig:
-    """Read and validate the stack config of the running Pulumi program."""
-    project = pulumi.get_project()
-    check_namespaces(pulumi_private.config_values(), project)
+    """Read and validate the stack config of the running Pulumi program: every key in the project's namespace
+    or a known provider's, each secret a non-empty Pulumi secret."""
+    project, values = pulumi.get_project(), pulumi_private.config_values()
+    known = (project, *PROVIDER_NAMESPACES)
+    for full_key in values:
+        if (namespace := full_key.partition(":")[0]) not in known:
+            raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
     for key in SECRET_KEYS:
         value = pulumi.Config().get(key)
-        if value is None:
-            continue
-        if not pulumi_private.is_secret_config(f"{project}:{key}"):
+        if value is not None and not pulumi_private.is_secret_config(f"{project}:{key}"):
             raise ConfigError(key, "must be a Pulumi secret", f"pulumi config set --secret {key} <value>")
-        if not value.strip():  # an empty secret would become an empty token, key or pull Secret
+        if value is not None and not value.strip():  # it would become an empty token, key or pull Secret
             raise ConfigError(key, "is empty", f"pulumi config set --secret {key} <value>, or remove it")
-    return parse_stack_config(_raw_project_config(project), pulumi.get_stack())
+    prefix = f"{project}:"
+    raw = {key[len(prefix) :]: _decoded(value) for key, value in values.items() if key.startswith(prefix)}
+    return parse_stack_config(raw, pulumi.get_stack())
 
 
 def configured_secrets() -> frozenset[str]:

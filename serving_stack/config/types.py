@@ -1,19 +1,21 @@
-"""Value types of the stack config: strings checked against patterns, with errors in words, and `Block`."""
+"""Value types of the stack config (strings checked against patterns, with errors and schema in words, free-form
+values without credentials), the list check `unique`, and `Block`, the base of every config block."""
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
 import re
 import unicodedata
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import pydantic
 import pydantic_core
 
-from policy.nemotron_policies.credentials import credential_name, literal, shapes
-from serving_stack.errors import key_path
+from serving_stack.credentials import credential_name, literal, shapes
+from serving_stack.errors import bounded, key_path, walk
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -21,78 +23,71 @@ SEMVER = (
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$"
-HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
-# An image reference pinned by a semver tag (the Dynamo operator's admission rule) or by digest.
-MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
-# Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
-# ttlSecondsAfterFinished, activeDeadlineSeconds) and the AWS APIs' `Integer` (EKS NodegroupScalingConfig,
-# Application Auto Scaling). A larger value fails only at `up`, so the config refuses it.
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-# The semver tag may stand beside the digest (`repo:1.2.3@sha256:...`): the runtime pulls by the digest.
+QUANTITY = r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?"
+# An image pinned by a semver tag (the Dynamo operator's admission rule) or a digest; a tag may stand beside
+# the digest (`repo:1.2.3@sha256:...`): the runtime pulls by the digest.
 PINNED_IMAGE = (
     r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:"
     + SEMVER[1:-1]
     + r"|(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[a-f0-9]{64})$"
 )
-
-
-def non_ascii(value: str) -> str | None:
-    """Where a value leaves ASCII, in words: the first such character's position, itself and its name (a
-    fullwidth digit, a Cyrillic look-alike, a typographic hyphen), or None."""
-    for position, character in enumerate(value, start=1):
-        if not character.isascii():
-            name = unicodedata.name(character, "unnamed")
-            return f"character {position} is {character!r} (U+{ord(character):04X} {name}), not ASCII"
-    return None
+MAX_STRING = 256  # the longest string the config needs: an AWS tag value (AWS allows 256 characters)
+MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
+CREDENTIAL_ERROR = "credential"  # a validation error whose input an error line must not repeat (errors.py)
 
 
 def _ascii(value: str) -> str:
-    problem = non_ascii(value)
-    if problem:
-        raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
+    """The value if ASCII, else an error naming the first other character's position, itself and its Unicode
+    name (a fullwidth digit, a Cyrillic look-alike, a typographic hyphen)."""
+    for position, character in enumerate(value, start=1):
+        if not character.isascii():
+            name = f"U+{ord(character):04X} {unicodedata.name(character, 'unnamed')}"
+            problem = f"character {position} is {character!r} ({name}), not ASCII"
+            raise ValueError(f"must be ASCII (the API takes no other characters): {problem}")
     return value
 
 
-def matching(pattern: str, what: str) -> pydantic.AfterValidator:
-    """A check for `Annotated[str, matching(...)]` whose error says what is allowed in words, not as a
-    regular expression. The whole value must match (`re.fullmatch`), in ASCII: every pattern here is an
-    identifier an API reads as ASCII, and `\\d` or `\\w` would otherwise take fullwidth digits and Cyrillic."""
+@dataclasses.dataclass(frozen=True)
+class Allowed(pydantic.AfterValidator):
+    """A check whose error, and whose schema (`x-allowed`), say what is allowed in words, not as a regex."""
+
+    what: str = ""
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: pydantic.GetJsonSchemaHandler) -> Any:
+        return {**handler(schema), "x-allowed": self.what}
+
+
+def matching(pattern: str, what: str) -> Allowed:
+    """The whole value (`re.fullmatch`: `$` also matches before a final newline) matches `pattern`, in ASCII:
+    every pattern here is an identifier an API reads as ASCII, and `\\d` or `\\w` would take fullwidth digits."""
 
     def check(value: str) -> str:
-        _ascii(value)
-        # fullmatch, not match: `$` also matches before a final newline, so `re.match` took "nemotron\n".
-        if not re.fullmatch(pattern, value, flags=re.ASCII):
+        if not re.fullmatch(pattern, _ascii(value), flags=re.ASCII):
             raise ValueError(f"must be {what}")
         return value
+
+    return Allowed(check, what)
+
+
+def unique(what: str, field: str | None = None) -> pydantic.AfterValidator:
+    """Each item of a list once (compared by `field`, or whole): the error names the repeat's index."""
+
+    def check(items: list[Any]) -> list[Any]:
+        keys = [getattr(item, field) if field else item for item in items]
+        for index, key in enumerate(keys):
+            if key in keys[:index]:
+                at = f"[{index}]{'.' + field if field else ''}"
+                raise ValueError(f"{at}: the same {what} as [{keys.index(key)}]: {bounded(key)}")
+        return items
 
     return pydantic.AfterValidator(check)
 
 
-# Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
-AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
-# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
-HttpUrl = Annotated[str, pydantic.AfterValidator(_ascii), matching(r"https?://[^\s]+", "an http:// or https:// URL")]
-
-
-DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
-SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
-QUANTITY_UNITS: dict[str, Decimal] = {
+QUANTITY_UNITS = {
     "": Decimal(1),
     "m": Decimal("0.001"),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
+    **{unit: Decimal(1000) ** power for power, unit in enumerate("kMGTPE", 1)},
+    **{f"{unit}i": Decimal(1024) ** power for power, unit in enumerate("KMGTPE", 1)},
 }
 
 
@@ -101,14 +96,10 @@ def quantity_value(quantity: str) -> Decimal:
     match = re.fullmatch(QUANTITY, quantity)
     if match is None:
         raise ValueError(f"{quantity!r} is not a Kubernetes quantity")
-    number, unit = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", quantity).groups()  # type: ignore[union-attr]
-    try:
-        return Decimal(number) * QUANTITY_UNITS[unit]
-    except InvalidOperation:
-        raise ValueError(f"{quantity!r} is not a Kubernetes quantity") from None
+    return Decimal(match[1]) * QUANTITY_UNITS[match[2] or ""]
 
 
-def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterValidator:
+def bounded_quantity(what: str, minimum: str, maximum: str) -> Allowed:
     """A quantity string with a lower and an upper bound, both said in the error."""
 
     def check(value: str) -> str:
@@ -118,24 +109,32 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> pydantic.AfterVal
             raise ValueError(f"must be between {minimum} and {maximum}")
         return value
 
-    return pydantic.AfterValidator(check)
+    return Allowed(check, f"{what}, {minimum}..{maximum}")
 
 
-Int32 = Annotated[int, pydantic.Field(le=INT32_MAX)]
-Int64 = Annotated[int, pydantic.Field(le=INT64_MAX)]
+def aws_id(prefix: str, what: str) -> Allowed:
+    return matching(rf"^{prefix}-[0-9a-f]{{8,17}}$", f"{what} such as {prefix}-0123456789abcdef0")
+
+
+# Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
+AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
+# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
+HttpUrl = Annotated[str, matching(r"https?://[^\s]+", "an http:// or https:// URL")]
+DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
+SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
+# Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
+# activeDeadlineSeconds) and the AWS APIs' `Integer` (EKS NodegroupScalingConfig, Application Auto Scaling).
+# A larger value fails only at `up`, so the config refuses it.
+Int32 = Annotated[int, pydantic.Field(le=2**31 - 1)]
+Int64 = Annotated[int, pydantic.Field(le=2**63 - 1)]
 # An EC2 instance type, family.size (m7i.2xlarge, p6-b200.48xlarge, m7i-flex.large, c6in.metal, r8i.metal-48xl);
 # whether it exists is EC2's to say: the instance facts hold only the GPU types.
-InstanceType = Annotated[
-    str,
-    matching(
-        r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)",
-        "an EC2 instance type such as m7i.2xlarge (family.size)",
-    ),
-]
-Quantity = Annotated[str, matching(QUANTITY, "a Kubernetes quantity such as 300Gi")]
+INSTANCE_TYPE = r"[a-z][a-z0-9]*(-[a-z0-9]+)*\.([0-9]*(nano|micro|small|medium|large|xlarge)|metal(-[0-9]+xl)?)"
+InstanceType = Annotated[str, matching(INSTANCE_TYPE, "an EC2 instance type such as m7i.2xlarge (family.size)")]
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
 CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
+HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 HfRepo = Annotated[
     str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 ]
@@ -148,147 +147,53 @@ Registry = Annotated[
 StorageClassName = Annotated[
     str, matching(r"^(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", "a StorageClass name (DNS subdomain)")
 ]
-
-
-CREDENTIAL_ERROR = "credential"  # a validation error whose input an error line must not repeat (errors.py)
-MAX_SAFE_INTEGER = 2**53  # Pulumi carries numbers as protobuf doubles (float64): larger integers lose digits
-
-
-def _finite(value: Any, parts: tuple[Any, ...]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _finite(item, (*parts, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _finite(item, (*parts, index))
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
-        # An integer past uint64 reaches the program as a float already (the CLI's YAML reads 10^30 as 1e30).
-        raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
-
-
-def _secret_key_name(key: str, value: str) -> bool:
-    """`passwordKey: password`, `userKey: admin-user`: the name of a key inside a Secret, not a credential (a
-    credential spelled as a plain lower-case word still meets the policy pack at render)."""
-    return key.endswith("Key") and bool(re.fullmatch(r"[a-z][a-z.-]{0,62}", value))
-
-
-def _no_credentials(value: Any, parts: tuple[Any, ...]) -> None:
-    """No credential in free-form values, found as the policy pack finds one (its `credentials` module: a
-    credential-named key with a literal value, or a value shaped like a token, key or webhook URL)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and credential_name(key) and literal(item) and not _secret_key_name(key, item):
-                raise pydantic_core.PydanticCustomError(
-                    CREDENTIAL_ERROR,
-                    f"{key_path((*parts, key))} holds a credential in plain config: put it in a Kubernetes Secret "
-                    "and refer to it (existingSecret, secretKeyRef), or set it with pulumi config set --secret",
-                )
-            _no_credentials(item, (*parts, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _no_credentials(item, (*parts, index))
-    elif isinstance(value, str):
-        for kind in shapes(value):
-            raise pydantic_core.PydanticCustomError(
-                CREDENTIAL_ERROR, f"{key_path(parts)} holds {kind}: a secret does not belong in plain config"
-            )
-
-
-def _free_form_values(values: dict[str, Any]) -> dict[str, Any]:
-    """Free-form values (Helm values, SLO overrides, engine options) hold only numbers that JSON and Pulumi
-    carry exactly, and no credential (the stack file is committed in plain text)."""
-    _finite(values, ())
-    _no_credentials(values, ())
-    return values
-
-
-FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_free_form_values)]
-FreeFormStrings = Annotated[dict[str, str], pydantic.AfterValidator(_free_form_values)]  # engine options
-
-
-class Block(pydantic.BaseModel):
-    """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected,
-    and strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or
-    value) is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is
-    infinite or NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts."""
-
-    model_config = pydantic.ConfigDict(
-        extra="forbid", frozen=True, strict=True, str_max_length=MAX_STRING, allow_inf_nan=False
-    )
-
-
 KubernetesVersion = Annotated[str, matching(r"^1\.\d+$", "a Kubernetes minor version such as 1.33")]
 # An Availability Zone (us-east-1a) or a Local Zone (us-east-1-dfw-2a); which zones exist, and which kind a
 # setting accepts, is checked against catalog/aws_regions.yaml while planning.
+ZONE = r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$"
 AvailabilityZone = Annotated[
-    str,
-    matching(
-        r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$",
-        "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)",
-    ),
+    str, matching(ZONE, "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
 ]
 Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
-SubnetId = Annotated[str, matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id such as subnet-0123456789abcdef0")]
-SnapshotId = Annotated[str, matching(r"^snap-[0-9a-f]{8,17}$", "an EBS snapshot id such as snap-0123456789abcdef0")]
-SecurityGroupId = Annotated[str, matching(r"^sg-[0-9a-f]{8,17}$", "a security group id such as sg-0123456789abcdef0")]
-VpcId = Annotated[str, matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id such as vpc-0123456789abcdef0")]
-ReservationId = Annotated[
-    str, matching(r"^cr-[0-9a-f]{8,17}$", "a capacity reservation id such as cr-0123456789abcdef0")
-]
+SubnetId = Annotated[str, aws_id("subnet", "a subnet id")]
+SnapshotId = Annotated[str, aws_id("snap", "an EBS snapshot id")]
+SecurityGroupId = Annotated[str, aws_id("sg", "a security group id")]
+VpcId = Annotated[str, aws_id("vpc", "a VPC id")]
+ReservationId = Annotated[str, aws_id("cr", "a capacity reservation id")]
+Fabric = Literal["efa", "ib", "none"]
 
 
-def _ipv4_cidr(value: str) -> str:
+def _ipv4_cidr(value: str, network: bool = False) -> str:
+    """An IPv4 CIDR; a `network` one names a network, not a host in it (the subnets are carved from it)."""
     try:
-        network = ipaddress.IPv4Network(value, strict=False)
+        parsed = ipaddress.IPv4Network(value, strict=False)
     except ValueError:
         raise ValueError("must be an IPv4 CIDR such as 203.0.113.0/24") from None
     if "/" not in value:
         raise ValueError("must be an IPv4 CIDR with a prefix length, such as 203.0.113.0/24")
-    return str(network) if str(network) == value else value
-
-
-Cidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr)]
-
-
-def _network_address(value: str) -> str:
-    """A CIDR naming a network, not a host in it: the subnets are carved from it (`ip_network(strict=True)`)."""
-    try:
-        ipaddress.IPv4Network(value, strict=True)
-    except ValueError:
-        raise ValueError(f"has host bits set: use {ipaddress.IPv4Network(value, strict=False)}") from None
+    if network and str(parsed.network_address) != value.partition("/")[0]:
+        raise ValueError(f"has host bits set: use {parsed}")
     return value
 
 
-NetworkCidr = Annotated[str, pydantic.AfterValidator(_ipv4_cidr), pydantic.AfterValidator(_network_address)]
-# AWS tag restrictions (Tagging AWS resources, "Tag naming limits and requirements"): letters, numbers and
-# spaces representable in UTF-8, and _ . : / = + - @ (AWS's regex: ^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$). Spaces
-# here are Unicode Zs only: no line or paragraph separators, no control characters.
-AWS_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+Cidr = Annotated[str, Allowed(_ipv4_cidr, "an IPv4 CIDR such as 203.0.113.0/24")]
+NetworkCidr = Annotated[str, Allowed(lambda v: _ipv4_cidr(v, network=True), "an IPv4 network CIDR such as 10.0.0.0/16")]
 
 
-def _aws_tag_characters(text: str) -> bool:
-    return all(
-        c in AWS_TAG_PUNCTUATION or unicodedata.category(c)[0] in "LN" or unicodedata.category(c) == "Zs" for c in text
-    )
+def _aws_tag(text: str, what: str) -> str:
+    """AWS tag characters ("Tag naming limits and requirements": ^([\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*)$), with
+    spaces as Unicode Zs only: no line or paragraph separators, no control characters."""
+    if not all(c in "_.:/=+-@" or unicodedata.category(c)[0] in "LN" or unicodedata.category(c) == "Zs" for c in text):
+        raise ValueError(f"a tag {what} holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
+    return text
 
 
 def _aws_tag_key(key: str) -> str:
-    """AWS tag rules for keys (1-128 characters, not starting with aws:); errors name the tag's key."""
     if key.lower().startswith("aws:"):
         raise ValueError("the tag key prefix aws: is reserved for AWS")
     if not 1 <= len(key) <= 128:
         raise ValueError("a tag key is 1-128 characters")
-    if not _aws_tag_characters(key):
-        raise ValueError("a tag key holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
-    return key
-
-
-def _aws_tag_value(value: str) -> str:
-    if not _aws_tag_characters(value):
-        raise ValueError("a tag value holds letters, digits, spaces and _ . : / = + - @ only (AWS tag rules)")
-    return value
+    return _aws_tag(key, "key")
 
 
 def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
@@ -297,7 +202,64 @@ def _aws_tags(tags: dict[str, str]) -> dict[str, str]:
     return tags
 
 
-AwsTagKey = Annotated[str, pydantic.AfterValidator(_aws_tag_key)]
-AwsTagValue = Annotated[str, pydantic.Field(max_length=256), pydantic.AfterValidator(_aws_tag_value)]
-AwsTags = Annotated[dict[AwsTagKey, AwsTagValue], pydantic.AfterValidator(_aws_tags)]
-Fabric = Literal["efa", "ib", "none"]
+AwsTags = Annotated[
+    dict[
+        Annotated[str, Allowed(_aws_tag_key, "an AWS tag key: 1-128 characters, not aws:*")],
+        Annotated[str, pydantic.Field(max_length=256), Allowed(lambda v: _aws_tag(v, "value"), "an AWS tag value")],
+    ],
+    pydantic.AfterValidator(_aws_tags),
+]
+
+
+def _free_form_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Free-form values (Helm values, SLO overrides, engine options) hold only numbers that JSON and Pulumi
+    carry exactly, and no credential (`serving_stack.credentials`: a credential-named key with a literal value,
+    or a value shaped like a token, key or webhook URL): the stack file is committed in plain text."""
+    nodes = list(walk(values))
+    for parts, value in nodes:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{key_path(parts)} is {value}: JSON (resources.json, Helm values) has no NaN or infinity")
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+            # An integer past uint64 reaches the program as a float already (the CLI's YAML reads 10^30 as 1e30).
+            raise ValueError(f"{key_path(parts)} is beyond 2^53, which Pulumi's float64 numbers cannot hold exactly")
+    for parts, value in nodes:
+        key = parts[-1] if parts else None
+        # Not `passwordKey: password`, the name of a key inside a Secret (a credential spelled as a plain
+        # lower-case word still meets the policy pack at render).
+        if (
+            isinstance(key, str)
+            and credential_name(key)
+            and literal(value)
+            and not (key.endswith("Key") and re.fullmatch(r"[a-z][a-z.-]{0,62}", value))
+        ):
+            raise pydantic_core.PydanticCustomError(
+                CREDENTIAL_ERROR,
+                f"{key_path(parts)} holds a credential in plain config: put it in a Kubernetes Secret "
+                "and refer to it (existingSecret, secretKeyRef), or set it with pulumi config set --secret",
+            )
+        for kind in shapes(value) if isinstance(value, str) else ():
+            raise pydantic_core.PydanticCustomError(
+                CREDENTIAL_ERROR, f"{key_path(parts)} holds {kind}: a secret does not belong in plain config"
+            )
+    return values
+
+
+FreeFormValues = Annotated[dict[str, Any], pydantic.AfterValidator(_free_form_values)]
+FreeFormStrings = Annotated[dict[str, str], pydantic.AfterValidator(_free_form_values)]  # engine options
+
+
+class Block(pydantic.BaseModel):
+    """Base for config blocks: camelCase keys exactly as in `Pulumi.<stack>.yaml`, unknown keys rejected, and
+    strict types: `'2'`, `2.0` or `true` is not a count, `"yes"` or `1` not a boolean. No string (key or value)
+    is longer than MAX_STRING, so no check further on can echo a megabyte of input; no number is infinite or
+    NaN (YAML's `.inf`, `.nan`), which no AWS or Kubernetes field accepts. The docstring under each field is
+    its description (schema, docs/configuration.md)."""
+
+    model_config = pydantic.ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        str_max_length=MAX_STRING,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
+    )

@@ -1,19 +1,12 @@
-"""The one strict reader of the project's YAML and JSON files, data files and stack files alike: every
-malformed file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
+"""The one strict reader of the project's YAML and JSON files (data files, manifests, stack files): a malformed
+file is one bounded `ConfigError` line naming the file (and the key or line), never a traceback.
 
-A data file must be UTF-8 text of at most MAX_FILE_BYTES. YAML is read by libyaml (PyYAML's C parser)
-with these refusals: a duplicate key, a merge key (`<<`), a key that is not a string (`1:`, `yes:`,
-`~:`), nesting deeper than MAX_DEPTH (libyaml's composer recurses once per level and would crash the
-interpreter on a deep enough file), more than MAX_NODES values once aliases are expanded (a few aliased
-lines can stand for gigabytes) or a recursive alias, and a number that is not finite (`.nan`, `.inf`,
-`1e999`). JSON gets the same checks (`NaN` and `Infinity` are refused too).
-
-Stack files (`plain_scalars=`, read by `tools/stack_files.py`) are read as the Pulumi CLI reads them into
-config values: every plain scalar is resolved by the caller's rules (the CLI's go-yaml v3, `tools/cli_yaml.py`:
-data files are the project's own and read as YAML 1.1), and a scalar key that is not a string or a number
-that is not finite is left for the config reader to name by its config key path.
-
-Reading the project's data files (`catalog/`): one YAML reader, one way to validate, one error shape.
+A file is UTF-8 of at most MAX_FILE_BYTES. YAML goes through libyaml, refusing duplicate keys, merge keys (`<<`),
+keys that are not strings, nesting deeper than MAX_DEPTH (libyaml's composer recurses per level), more than
+MAX_NODES values once aliases are expanded, and numbers that are not finite; JSON gets the same checks. Stack
+files (`plain_scalars=`, `tools/stack_files.py`) resolve every plain scalar by the Pulumi CLI's rules
+(`tools/cli_yaml.py`), and leave non-string keys and non-finite numbers to the config reader, which names
+them by their config key path.
 """
 
 from __future__ import annotations
@@ -30,13 +23,17 @@ from typing import Any, NoReturn, Optional, TypeVar
 import pydantic
 import yaml
 
-from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
+from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path, walk
 
 MAX_FILE_BYTES = 1_000_000  # the largest data file is about 12 kB
 MAX_NODES = 100_000  # values after alias expansion, per file; a recipe manifest holds about 450
 MAX_DEPTH = 64  # nesting levels; a DynamoGraphDeployment nests about 14 deep
 MERGE_TAG = "tag:yaml.org,2002:merge"
 YAML_KINDS = {bool: "a boolean (yes, no, on, off, true, false)", int: "a number", float: "a number", type(None): "null"}
+
+
+def _key_error(key_node: yaml.Node, problem: str) -> NoReturn:
+    raise yaml.constructor.ConstructorError(None, None, problem, key_node.start_mark)
 
 
 class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constructor
@@ -47,27 +44,17 @@ class _StrictLoader(yaml.CSafeLoader):  # libyaml's parser, PyYAML's safe constr
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            refuse = functools.partial(_key_error, key_node)
             if key_node.tag == MERGE_TAG:
-                raise yaml.constructor.ConstructorError(
-                    None, None, "merge keys (<<) are not supported: repeat the values instead", key_node.start_mark
-                )
+                refuse("merge keys (<<) are not supported: repeat the values instead")
             key = self.construct_object(key_node, deep=deep)
             if isinstance(key, (list, dict)):
-                raise yaml.constructor.ConstructorError(
-                    None, None, "a mapping key is not a scalar", key_node.start_mark
-                )
+                refuse("a mapping key is not a scalar")
             if self.string_keys and not isinstance(key, str):
                 kind = YAML_KINDS.get(type(key), f"a {type(key).__name__}")
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"YAML reads the key {bounded(key)} as {kind}, not a string (quote it)",
-                    key_node.start_mark,
-                )
+                refuse(f"YAML reads the key {bounded(key)} as {kind}, not a string (quote it)")
             if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {bounded(key)}", key_node.start_mark
-                )
+                refuse(f"duplicate key {bounded(key)}")
             seen.add(key)
         return dict(super().construct_mapping(node, deep=deep))
 
@@ -79,8 +66,7 @@ PlainScalars = Callable[[str], Any]
 @functools.cache
 def _stack_file_loader(plain_scalars: PlainScalars) -> type[_StrictLoader]:
     """As the Pulumi CLI reads a stack file: every plain scalar resolved by `plain_scalars` (no YAML 1.1
-    resolvers: `yes` or a date is what the CLI makes of it), and scalar keys that are not strings kept for the
-    config reader, which names them by their config key path."""
+    resolvers), and non-string scalar keys kept for the config reader (module docstring)."""
 
     class _StackFileLoader(_StrictLoader):
         string_keys = False
@@ -134,33 +120,20 @@ def _check_depth(text: str, key: str, name: str) -> None:
 
 
 def check_values(document: Any, key: str, name: str, *, finite: bool = True) -> None:
-    """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels
-    (a recursive alias is infinitely deep), every number finite (unless `finite` is off: a stack file's
-    config types refuse such a number naming its config key). Problems name the key path."""
-    budget = [MAX_NODES]
-
-    def walk(value: Any, path: tuple[Any, ...]) -> None:
-        budget[0] -= 1
-        if budget[0] < 0:
+    """The document as a program sees it (aliases expanded): at most MAX_NODES values and MAX_DEPTH levels (a
+    recursive alias is infinitely deep), every number finite unless `finite` is off (a stack file's)."""
+    for count, (path, value) in enumerate(walk(document), 1):
+        if count > MAX_NODES:
             _refuse(key, name, f"expands to more than {MAX_NODES} values (YAML aliases?)")
         if len(path) > MAX_DEPTH:
             _refuse(key, name, f"nests deeper than {MAX_DEPTH} levels (a recursive YAML alias?)")
         if finite and isinstance(value, float) and not math.isfinite(value):
             problem = f"{key_path(path) or 'the document'}: {value} is not a finite number"
             raise ConfigError(key, problem if key == name else f"{name}: {problem}")
-        if isinstance(value, dict):
-            for item_key, item in value.items():
-                walk(item, (*path, item_key))
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                walk(item, (*path, index))
-
-    walk(document, ())
 
 
 def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainScalars] = None) -> list[Any]:
-    """Every YAML document of `text` (an empty document as None), checked; errors start with `key`. With
-    `plain_scalars`, a stack file (module docstring)."""
+    """Every YAML document of `text` (an empty one as None), checked; errors start with `key`."""
     try:
         _check_depth(text, key, name)
         documents = list(
@@ -181,8 +154,7 @@ def parse_yaml(text: str, key: str, name: str, *, plain_scalars: Optional[PlainS
 def load_yaml_documents(
     path: Path, key: str, name: str | None = None, *, plain_scalars: Optional[PlainScalars] = None
 ) -> list[Any]:
-    """Every YAML document of a data file (an empty document as None), checked. `key` starts every error
-    line; `name` (the file as messages name it, default `key`) follows when it differs."""
+    """`parse_yaml` of a file; `name` (the file as messages name it, default `key`) follows `key` if it differs."""
     name = name or key
     return parse_yaml(read_text(path, key, name), key, name, plain_scalars=plain_scalars)
 
@@ -242,8 +214,8 @@ def data_label(path: Path, root: Path = DATA_DIR) -> str:
 
 
 def data_file(root: Path, relative: str, key: str) -> Path:
-    """A file a data file refers to (`recipes/.../deploy.yaml`), kept inside the data root: an absolute
-    path, a `..` or a symlink that leads out of it stops with `key` named."""
+    """A file a data file refers to (`recipes/.../deploy.yaml`), inside the data root (no absolute path, `..`
+    or symlink leading out of it)."""
     base = root.resolve()
     try:
         path = (base / relative).resolve()
@@ -255,8 +227,7 @@ def data_file(root: Path, relative: str, key: str) -> Path:
 
 
 def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str, Any]]:
-    """Every non-empty YAML document of a file, each a mapping; a missing or malformed file stops with
-    `key` and the file named."""
+    """Every non-empty YAML document of a file, each a mapping; errors name `key` and the file."""
     name = data_label(path, root)
     documents = [doc for doc in load_yaml_documents(path, key, name) if doc is not None]
     for index, doc in enumerate(documents):
@@ -266,10 +237,11 @@ def read_documents(path: Path, key: str, root: Path = DATA_DIR) -> list[dict[str
     return documents
 
 
-def check_shape(document: dict[str, Any], shape: type[pydantic.BaseModel], prefix: str) -> None:
-    """A manifest kept as written, checked to have the fields (and types) that code reads from it."""
+def check_shape(document: Any, shape: type[Model], prefix: str) -> Model:
+    """A document validated into `shape` (a manifest kept as written, checked to have the fields code reads);
+    errors name `prefix` and the key path inside it."""
     try:
-        shape.model_validate(document)
+        return shape.model_validate(document)
     except pydantic.ValidationError as exc:
         raise from_validation_error(exc, shape, prefix=prefix) from None
 
@@ -280,7 +252,4 @@ def load_model(path: Path, model: type[Model], root: Path = DATA_DIR) -> Model:
     documents = read_documents(path, label, root)
     if len(documents) != 1:
         raise ConfigError(label, f"expected one YAML document (a mapping), found {len(documents)}")
-    try:
-        return model.model_validate(documents[0])
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, model, prefix=f"{label}: ") from None
+    return check_shape(documents[0], model, f"{label}: ")
