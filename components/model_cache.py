@@ -18,7 +18,7 @@ Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `p
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -32,23 +32,21 @@ from serving_stack.names import (
     PREWARM_MODELS_ENV,
     PREWARM_POOL_LABEL,
     PREWARM_PRIORITY_CLASS_SUFFIX,
+    PREWARM_PROGRAM_CONFIG_MAP,
     TypeTokens,
 )
 from serving_stack.plan.model_cache import (
-    PROGRAM_CONFIG_MAP,
     PROGRAM_MOUNT,
     PROGRAM_VOLUME,
     STATE_DIR,
     STATE_VOLUME,
-    EfsOptions,
-    FsxOptions,
     PrewarmPool,
-    PrewarmSettings,
     StoragePlan,
     program_volume,
     state_volume,
 )
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
+from serving_stack.plan.stack import ServingPlan
 
 
 @dataclass(frozen=True)
@@ -57,11 +55,9 @@ class ModelCacheArgs:
     of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
     created), None for dynamic provisioning by the claim's StorageClass."""
 
+    plan: ServingPlan  # the rendered claim and download Jobs (the first keeps the resource name `<name>-download`)
     namespace: pulumi.Input[str]  # the serving namespace
     hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
-    pvc: dict[str, Any]  # the rendered claim
-    download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
-    retain_on_delete: bool  # `pulumi destroy` forgets the claim instead of deleting it
     volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
 
 
@@ -84,7 +80,8 @@ class ModelCache(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
-        spec = dict(args.pvc["spec"])
+        plan = args.plan
+        spec = dict(plan.model_cache_claim["spec"])
         if args.volume_name is not None:
             spec["volumeName"] = args.volume_name
         # Not protected: protect would block every later change of the claim, while the data either lives
@@ -92,14 +89,14 @@ class ModelCache(pulumi.ComponentResource):
         # namespace: deleting a namespace deletes the claims in it).
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
-            metadata={**args.pvc["metadata"], "namespace": args.namespace},
+            metadata={**plan.model_cache_claim["metadata"], "namespace": args.namespace},
             spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=plan.model_cache.retainOnDelete),
         )
-        first = args.download_jobs[0]["metadata"]["name"]
+        first = plan.download_jobs[0]["metadata"]["name"]
         self.download_jobs = [
             self._download_job(f"{name}-download" + _role_suffix(job["metadata"]["name"], first), job, args, pvc)
-            for job in args.download_jobs
+            for job in plan.download_jobs
         ]
         self.claim_name = pvc.metadata.name
         self.register_outputs(
@@ -171,7 +168,7 @@ class ModelCacheStorage(pulumi.ComponentResource):
         storage = args.storage
         group = self._security_group(name, args)
         self.volume_name = None
-        if storage.efs is not None:
+        if storage.config.backend == "efs":
             role = aws.iam.Role(
                 f"{name}-csi-role",
                 assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
@@ -194,12 +191,10 @@ class ModelCacheStorage(pulumi.ComponentResource):
                 ],
                 [policy],
             )
-            self._efs(name, storage.efs, args, group)
-        elif storage.fsx is not None:
-            self.csi_driver = self._csi_driver(name, args, None, [])
-            self.volume_name = self._fsx(name, storage.fsx, args, group)
+            self._efs(name, args, group)
         else:
-            raise ValueError(f"storage backend {storage.backend!r} has no options")
+            self.csi_driver = self._csi_driver(name, args, None, [])
+            self.volume_name = self._fsx(name, args, group)
         self.register_outputs({"volumeName": self.volume_name})
 
     def _security_group(self, name: str, args: ModelCacheStorageArgs) -> aws.ec2.SecurityGroup:
@@ -207,7 +202,7 @@ class ModelCacheStorage(pulumi.ComponentResource):
         each other on them, so FSx gets the same ports out (to the VPC) and to and from itself. pulumi-aws
         removes AWS's default allow-all egress, so the egress here is all there is."""
         child = pulumi.ResourceOptions(parent=self)
-        backend = args.storage.backend
+        backend = args.storage.config.backend
         group = aws.ec2.SecurityGroup(
             f"{name}-sg",
             vpc_id=args.vpc_id,
@@ -253,16 +248,16 @@ class ModelCacheStorage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
 
-    def _efs(self, name: str, efs: EfsOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
+    def _efs(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
         """The file system, a mount target per AZ, and the `efs-ap` StorageClass."""
-        storage = args.storage
+        storage, efs = args.storage, args.storage.config.efs
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,
             throughput_mode="elastic",
             performance_mode="generalPurpose",
             tags={**args.tags, "Name": "model-cache"},
-            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.config.protect),
         )
         for zone, subnet_id in args.private_subnet_ids_by_az.items():
             aws.efs.MountTarget(
@@ -279,38 +274,37 @@ class ModelCacheStorage(pulumi.ComponentResource):
             parameters={
                 "provisioningMode": "efs-ap",
                 "fileSystemId": file_system.id,
-                "directoryPerms": efs.directory_perms,
-                "basePath": efs.base_path,
+                "directoryPerms": efs.directoryPerms,
+                "basePath": efs.basePath,
             },
-            reclaim_policy="Retain" if storage.protect else "Delete",
+            reclaim_policy="Retain" if storage.config.protect else "Delete",
             volume_binding_mode="Immediate",
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _fsx(
-        self, name: str, fsx: FsxOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup
-    ) -> pulumi.Output[str]:
+    def _fsx(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
         """The file system (encrypted at rest by FSx) and the PersistentVolume bound to the model-cache claim."""
-        storage = args.storage
+        storage, fsx = args.storage, args.storage.config.fsx
+        assert storage.fsx_zone is not None  # the plan resolves it
         file_system = aws.fsx.LustreFileSystem(
             f"{name}-fsx",
-            storage_capacity=fsx.capacity_gib,
-            subnet_ids=args.private_subnet_ids_by_az[fsx.availability_zone],
+            storage_capacity=storage.fsx_capacity_gib,
+            subnet_ids=args.private_subnet_ids_by_az[storage.fsx_zone],
             security_group_ids=[group.id],
             deployment_type="PERSISTENT_2",
-            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
-            file_system_type_version=fsx.file_system_type_version,
-            data_compression_type=fsx.data_compression_type,
+            per_unit_storage_throughput=fsx.perUnitStorageThroughput,
+            file_system_type_version=fsx.fileSystemTypeVersion,
+            data_compression_type=fsx.dataCompressionType,
             # A model cache is refilled by the download Job: no backup to take or pay for on deletion.
             skip_final_backup=True,
             tags={**args.tags, "Name": "model-cache"},
-            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.config.protect),
         )
         volume = k8s.core.v1.PersistentVolume(
             f"{name}-volume",
             metadata={"name": f"{storage.storage_class_name}-model-cache"},
             spec={
-                "capacity": {"storage": f"{fsx.capacity_gib}Gi"},
+                "capacity": {"storage": f"{storage.fsx_capacity_gib}Gi"},
                 "volumeMode": "Filesystem",
                 "accessModes": ["ReadWriteMany"],
                 "persistentVolumeReclaimPolicy": "Retain",
@@ -334,11 +328,9 @@ NOBODY = 65534
 
 @dataclass(frozen=True)
 class ModelPrewarmArgs:
+    plan: ServingPlan  # the DaemonSets (`prewarm_pools`), their settings and program, the node-local state dir
     namespace: pulumi.Input[str]  # the serving namespace
     claim_name: pulumi.Input[str]  # the model-cache claim the DaemonSets read
-    program_source: str  # prewarm/prewarm.py, shipped in a ConfigMap
-    pools: Sequence[PrewarmPool]  # one DaemonSet per GPU pool, with the checkpoints its targets load
-    settings: PrewarmSettings  # image, resources and read settings shared by the DaemonSets
 
 
 class ModelPrewarm(pulumi.ComponentResource):
@@ -355,8 +347,8 @@ class ModelPrewarm(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         program = k8s.core.v1.ConfigMap(
             f"{name}-program",
-            metadata={"name": PROGRAM_CONFIG_MAP, "namespace": args.namespace},
-            data={"prewarm.py": args.program_source},
+            metadata={"name": PREWARM_PROGRAM_CONFIG_MAP, "namespace": args.namespace},
+            data={"prewarm.py": args.plan.prewarm_program},
             opts=child,
         )
         priority = k8s.scheduling.v1.PriorityClass(
@@ -368,7 +360,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             description="Below serving workloads: prewarming never preempts or outranks a worker.",
             opts=child,
         )
-        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
+        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.plan.prewarm_pools]
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
 
     def _daemon_set(
@@ -380,7 +372,7 @@ class ModelPrewarm(pulumi.ComponentResource):
         args: ModelPrewarmArgs,
     ) -> k8s.apps.v1.DaemonSet:
         labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
-        settings = args.settings
+        settings = args.plan.model_cache.prewarm
         container = {
             "name": "prewarm",
             "image": settings.image,
@@ -394,7 +386,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             ],
             "resources": {
                 "requests": {"cpu": "250m", "memory": "256Mi"},
-                "limits": {"cpu": settings.cpu_limit, "memory": pool.memory_limit},
+                "limits": {"cpu": settings.cpuLimit, "memory": pool.memory_limit},
             },
             "readinessProbe": {
                 "exec": {
@@ -441,7 +433,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                     "metadata": {
                         "labels": labels,
                         "annotations": {
-                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()
+                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()
                         },
                     },
                     "spec": {
@@ -458,7 +450,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                                 "name": "model-cache",
                                 "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
                             },
-                            state_volume(settings.host_state_dir),
+                            state_volume(args.plan.prewarm_host_dir),
                             {**program_volume(), "configMap": {"name": program.metadata.name}},
                         ],
                     },

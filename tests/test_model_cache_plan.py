@@ -136,20 +136,11 @@ def test_the_size_is_upstreams_unless_set_and_fsx_checks_the_effective_size():
 
 
 def test_each_download_job_is_a_resource_and_the_first_keeps_its_name(bf16_facts):
-    jobs = plan_of(with_cache(), facts=bf16_facts).serving.download_jobs
-    claim = plan_of(with_cache(), facts=bf16_facts).serving.model_cache_claim
+    serving = plan_of(with_cache(), facts=bf16_facts).serving
+    jobs = serving.download_jobs
 
     def build():
-        ModelCache(
-            "model-cache",
-            ModelCacheArgs(
-                namespace="ns",
-                hf_token_secret_name="hf-token-secret",
-                pvc=claim,
-                download_jobs=jobs,
-                retain_on_delete=False,
-            ),
-        )
+        ModelCache("model-cache", ModelCacheArgs(serving, namespace="ns", hf_token_secret_name="hf-token-secret"))
 
     run = run_components(build)
     names = [r.name for r in run.of_type("kubernetes:batch/v1:Job")]

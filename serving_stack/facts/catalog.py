@@ -314,6 +314,15 @@ class Recipe:
         return sum(int(c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)) for c in containers)
 
     @property
+    def worker_replicas(self) -> dict[str, int]:
+        """The replica set the figures were measured on: each worker component at its published replicas."""
+        return {c["name"]: c["replicas"] for c in self.worker_components()}
+
+    @property
+    def gpus_per_replica_set(self) -> int:
+        return sum(c["replicas"] * self.gpus_per_replica(c) for c in self.worker_components())
+
+    @property
     def gpu_products(self) -> list[str]:
         """GPU product labels the workers are pinned to (node affinity on `nvidia.com/gpu.product`)."""
         products: list[str] = []
