@@ -53,10 +53,11 @@ for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and t
 aws_provider = (
     aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
 )
-on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider else {})
+aws_providers = {"aws": aws_provider} if aws_provider else {}
+on_aws = pulumi.ResourceOptions(providers=aws_providers)
 cluster = cluster_handles(plan, on_aws)
 on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
-on_both = pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes})
+on_both = pulumi.ResourceOptions(providers={**aws_providers, "kubernetes": cluster.kubernetes})
 tags = dict(plan.aws.tags) if plan.aws else {}
 cluster_scaling = plan.capacity.cluster_scaling
 
@@ -162,13 +163,11 @@ swap_checked = last_deployment.get_output("endpoints").apply(
 graphs = {
     target.selected.id: ServingTarget(
         target.resource_name,
-        ServingTargetArgs(
-            target,
-            namespace=namespace.namespace_name,
-            swap_checked=swap_checked,
-            depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
+        ServingTargetArgs(target, namespace=namespace.namespace_name, swap_checked=swap_checked),
+        opts=pulumi.ResourceOptions.merge(
+            on_cluster,
+            pulumi.ResourceOptions(depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret]),
         ),
-        opts=on_cluster,
     )
     for target in serving.targets
 }
@@ -176,8 +175,8 @@ if plan.capacity.serving_scaling:
     # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
     ServingAutoscaler(
         "autoscaling",
-        ServingAutoscalerArgs(plan.capacity.serving_scaling, depends_on=list(graphs.values())),
-        opts=on_cluster,
+        ServingAutoscalerArgs(plan.capacity.serving_scaling),
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=list(graphs.values()))),
     )
 if plan.operability:
     Operability(

@@ -5,7 +5,7 @@ Identity role). The Auto Scaling group tags that let it find the GPU node groups
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import children_wait_for
 from components.iam import assume_role_policy
 from serving_stack.names import TypeTokens
 from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPlan
@@ -21,14 +22,15 @@ from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPla
 @dataclass(frozen=True)
 class ServingAutoscalerArgs:
     plan: ServingScalingPlan  # KEDA's chart (installed unless it runs already) and the ScaledObjects
-    depends_on: Sequence[pulumi.Resource] = ()  # the DGDs whose scaling adapters the objects target
 
 
 class ServingAutoscaler(pulumi.ComponentResource):
+    """`opts.depends_on`: the graphs whose scaling adapters the ScaledObjects target (they wait for them)."""
+
     def __init__(self, name: str, args: ServingAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        opts, after = children_wait_for(opts)
         super().__init__(TypeTokens.SERVING_AUTOSCALER, name, None, opts)
         child, keda = pulumi.ResourceOptions(parent=self), args.plan.keda
-        after: list[pulumi.Resource] = list(args.depends_on)
         if args.plan.install_keda:
             namespace = k8s.core.v1.Namespace(f"{name}-keda-namespace", metadata={"name": keda.namespace}, opts=child)
             after.append(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import children_wait_for
 from serving_stack.names import TypeTokens
 from serving_stack.plan.serving import PlannedTarget
 
@@ -20,16 +20,17 @@ class ServingTargetArgs:
     # Resolves once the change of targets is known to finish in one `up` (it fails instead when it cannot):
     # the DGD waits for it, so a refused swap touches no graph.
     swap_checked: pulumi.Input[bool] = True
-    depends_on: Sequence[pulumi.Resource] = ()  # the operator release, download Jobs and pull Secret it needs first
 
 
 class ServingTarget(pulumi.ComponentResource):
     """The rendered recipe of one catalog target, applied as is; Pulumi sets the replica paths an autoscaler
-    owns at creation and leaves their drift alone."""
+    owns at creation and leaves their drift alone. `opts.depends_on` (the operator release, the download Jobs,
+    the pull Secret) is what the DGD waits for."""
 
     dgd: k8s.apiextensions.CustomResource  # what runs after the graph (its smoke test) depends on
 
     def __init__(self, name: str, args: ServingTargetArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        opts, after = children_wait_for(opts)
         super().__init__(TypeTokens.SERVING_TARGET, name, None, opts)
         target = args.target
         config_map = k8s.core.v1.ConfigMap(
@@ -46,7 +47,7 @@ class ServingTarget(pulumi.ComponentResource):
             spec=pulumi.Output.from_input(args.swap_checked).apply(lambda _: target.dgd["spec"]),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[config_map, *args.depends_on],
+                depends_on=[config_map, *after],
                 ignore_changes=list(target.ignored_replica_paths),
                 custom_timeouts=pulumi.CustomTimeouts(delete=f"{target.delete_timeout_seconds}s"),
             ),
