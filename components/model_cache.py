@@ -1,18 +1,11 @@
-"""The ReadWriteMany model cache every worker mounts, and the Job that fills it before serving starts.
+"""The ReadWriteMany model cache every worker mounts: its storage (for the cluster the stack creates), the claim
+and the download Jobs that fill it before serving starts, and the prewarm DaemonSets (`prewarm/prewarm.py`).
 
-The model cache's ReadWriteMany storage the stack creates for the cluster it creates, with its CSI driver.
-
-EFS: the stack owns the file system (Elastic throughput, encrypted, a mount target per AZ); an `efs-ap`
-StorageClass provisions an access point per claim in seconds (the driver authenticates with EKS Pod
-Identity). FSx for Lustre: the stack creates the PERSISTENT_2 file system itself, in the GPU pools' AZ,
-beside the EKS cluster rather than after it (dynamic provisioning would start it only once the cluster,
-its nodes and the CSI driver run, 5-15 more minutes on the critical path), and a static PersistentVolume
-the claim binds to at once; the driver then only mounts, so it needs no AWS permissions.
-
-What holds data is protected when `protect` is set: the file system. The StorageClass and the volume only
-describe it (protect would block every later change); volumes are retained (`Retain`) when a claim goes.
-
-Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`).
+EFS: an encrypted, Elastic-throughput file system with a mount target per AZ and an `efs-ap` StorageClass
+(an access point per claim; the driver authenticates with EKS Pod Identity). FSx for Lustre: a PERSISTENT_2 file
+system in the GPU pools' AZ, created beside the cluster rather than after it (dynamic provisioning would add
+5-15 minutes to the critical path), and a static PersistentVolume the claim binds to at once. Only what holds
+data is protected; volumes are retained when a claim goes.
 """
 
 from __future__ import annotations
