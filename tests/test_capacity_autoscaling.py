@@ -82,7 +82,12 @@ def test_scaled_objects_validate_and_point_at_adapters_of_the_rendered_dgds(scal
 
 def test_the_schema_rejects_a_scaled_object_without_target() -> None:
     validator = jsonschema.validators.validator_for(SO_SCHEMA)(SO_SCHEMA)
-    obj = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "x"}, "spec": {"triggers": []}}
+    obj = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "x"},
+        "spec": {"triggers": []},
+    }
     assert any("scaleTargetRef" in e.message for e in validator.iter_errors(obj))
 
 
@@ -136,7 +141,9 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler(scaled_p
     assert releases["cluster-autoscaler"]["values"]["image"]["tag"] == ca.imageTag
     assert releases["cluster-autoscaler"]["values"]["autoDiscovery"]["clusterName"] == "c1"
     scaled = inputs(run, "kubernetes:keda.sh/v1alpha1:ScaledObject")
-    assert sorted(o["metadata"]["name"] for o in scaled) == sorted(o["metadata"]["name"] for o in serving.scaled_objects)
+    assert sorted(o["metadata"]["name"] for o in scaled) == sorted(
+        o["metadata"]["name"] for o in serving.scaled_objects
+    )
     assert all(
         "kubernetes:helm.sh/v3:Release::as-keda" in r.depends_on
         for r in run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject")

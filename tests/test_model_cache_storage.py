@@ -10,8 +10,8 @@ import pytest
 from aws_helpers import inputs, run_components, the
 
 from components.model_cache import ModelCacheStorage, ModelCacheStorageArgs
-from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.config.aws import ModelCacheStorageConfig
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import MODEL_CACHE_CLAIM
 from serving_stack.plan.model_cache import StoragePlan
 
