@@ -158,35 +158,32 @@ class ModelCacheStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelCacheStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE_STORAGE, name, None, opts)
-        storage = args.storage
+        storage, child = args.storage, pulumi.ResourceOptions(parent=self)
         group = self._security_group(name, args)
+        identities, after = None, []  # the EFS driver authenticates with Pod Identity; the FSx driver only mounts
+        if storage.config.backend == "efs":
+            trust = assume_role_policy("pods.eks.amazonaws.com", tag_session=True)
+            role = aws.iam.Role(f"{name}-csi-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+            after = [
+                aws.iam.RolePolicyAttachment(
+                    f"{name}-csi-policy", role=role.name, policy_arn=EFS_CSI_POLICY, opts=child
+                )
+            ]
+            account = storage.csi_addon.serviceAccount
+            identities = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=account)]
+        self.csi_driver = aws.eks.Addon(
+            f"{name}-csi-driver",
+            cluster_name=args.cluster_name,
+            addon_name=storage.csi_addon.name,
+            addon_version=storage.csi_addon.version,
+            pod_identity_associations=identities,
+            resolve_conflicts_on_create="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
         self.volume_name = None
         if storage.config.backend == "efs":
-            role = aws.iam.Role(
-                f"{name}-csi-role",
-                assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
-                tags=dict(args.tags),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            policy = aws.iam.RolePolicyAttachment(
-                f"{name}-csi-policy",
-                role=role.name,
-                policy_arn=EFS_CSI_POLICY,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            self.csi_driver = self._csi_driver(
-                name,
-                args,
-                [
-                    aws.eks.AddonPodIdentityAssociationArgs(
-                        role_arn=role.arn, service_account=storage.csi_addon.serviceAccount
-                    )
-                ],
-                [policy],
-            )
             self._efs(name, args, group)
         else:
-            self.csi_driver = self._csi_driver(name, args, None, [])
             self.volume_name = self._fsx(name, args, group)
         self.register_outputs({"volumeName": self.volume_name})
 
@@ -222,24 +219,6 @@ class ModelCacheStorage(pulumi.ComponentResource):
                     f"{name}-to-self-{low}", security_group_id=group.id, referenced_security_group_id=group.id, **ports
                 )
         return group
-
-    def _csi_driver(
-        self,
-        name: str,
-        args: ModelCacheStorageArgs,
-        identities: Optional[list[aws.eks.AddonPodIdentityAssociationArgs]],
-        depends_on: list[pulumi.Resource],
-    ) -> aws.eks.Addon:
-        addon = args.storage.csi_addon
-        return aws.eks.Addon(
-            f"{name}-csi-driver",
-            cluster_name=args.cluster_name,
-            addon_name=addon.name,
-            addon_version=addon.version,
-            pod_identity_associations=identities,
-            resolve_conflicts_on_create="OVERWRITE",
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
-        )
 
     def _efs(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
         """The file system, a mount target per AZ, and the `efs-ap` StorageClass."""
