@@ -1,24 +1,16 @@
-"""Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs).
-
-Every component's arguments are spelled out here, in dependency order, and nowhere else; the cluster the
-stack reaches is `components.cluster`.
-"""
+"""Nemotron 3.5 Lightning on AWS: wiring only (config + facts -> plan -> components -> outputs), in dependency
+order; each component gets its part of the plan and the inputs wired from other resources."""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_aws as aws
 
-from components.autoscaling import (
-    ClusterAutoscaler,
-    ClusterAutoscalerArgs,
-    ServingAutoscaler,
-    ServingAutoscalerArgs,
-)
+from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
 from components.cluster import cluster_handles
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
-from components.dynamo_platform import DynamoPlatform, DynamoPlatformArgs
+from components.dynamo_platform import DynamoPlatform
 from components.gateway import Gateway, GatewayArgs, SageMakerAccess
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.model_cache import (
@@ -32,23 +24,22 @@ from components.model_cache import (
 from components.monitoring import Monitoring, MonitoringArgs
 from components.operability import Operability, OperabilityArgs
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
-from components.serving_namespace import RegistryPullSecret, ServingNamespace, ServingNamespaceArgs
+from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
 from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.config import configured_secrets, load_stack_config, secret_value
 from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
 from serving_stack.facts.dates import today
-from serving_stack.plan.model_cache import PROGRAM_FILE
 from serving_stack.plan.placeholders import placeholders_allowed
 from serving_stack.plan.serving import check_target_swap, deployed_dynamo_targets
 from serving_stack.plan.stack import build_plan
 
 # Everything that can be wrong with the input fails here, before the first resource.
 secrets = configured_secrets()
-config, facts = load_stack_config(), load_facts()
+facts = load_facts()
 plan = build_plan(
-    config,
+    load_stack_config(),
     facts,
     default_region=pulumi.Config("aws").get("region"),
     secrets=secrets,
@@ -62,9 +53,11 @@ for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and t
 aws_provider = (
     aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
 )
-on_aws = pulumi.ResourceOptions(providers={"aws": aws_provider} if aws_provider else {})
+aws_providers = {"aws": aws_provider} if aws_provider else {}
+on_aws = pulumi.ResourceOptions(providers=aws_providers)
 cluster = cluster_handles(plan, on_aws)
 on_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster.kubernetes})
+on_both = pulumi.ResourceOptions(providers={**aws_providers, "kubernetes": cluster.kubernetes})
 tags = dict(plan.aws.tags) if plan.aws else {}
 cluster_scaling = plan.capacity.cluster_scaling
 
@@ -93,103 +86,65 @@ for spec in plan.managed_pools:
     )
 if cluster_scaling and cluster.eks and aws_provider:
     ClusterAutoscaler(
-        "cluster-autoscaler",
-        ClusterAutoscalerArgs(
-            cluster_name=cluster.eks.cluster_name,
-            chart=cluster_scaling.chart,
-            service_account=cluster_scaling.service_account,
-            policy=cluster_scaling.policy,
-            values=cluster_scaling.values,
-            tags=tags,
-        ),
-        opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}),
+        "cluster-autoscaler", ClusterAutoscalerArgs(cluster_scaling, cluster.eks.cluster_name, tags), opts=on_both
     )
 if plan.device_plugins:
-    DevicePlugins(
-        "device-plugins",
-        DevicePluginsArgs(plan.device_plugins),
-        opts=on_cluster,
-    )
+    DevicePlugins("device-plugins", DevicePluginsArgs(plan.device_plugins), opts=on_cluster)
 if plan.device_plugins and plan.device_plugins.dra_driver:
     NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs(plan.device_plugins.dra_driver), opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
-    cache_storage.append(
-        ModelCacheStorage(
-            "model-cache-storage",
-            ModelCacheStorageArgs(
-                storage=plan.storage,
-                cluster_name=cluster.eks.cluster_name,
-                vpc_id=cluster.vpc_id,
-                vpc_cidr=cluster.vpc_cidr,
-                private_subnet_ids_by_az=cluster.subnets_by_az,
-                claim_namespace=plan.serving.namespace,
-                tags=tags,
-            ),
-            opts=pulumi.ResourceOptions(providers={"aws": aws_provider, "kubernetes": cluster.kubernetes}),
-        )
+    storage_args = ModelCacheStorageArgs(
+        storage=plan.storage,
+        cluster_name=cluster.eks.cluster_name,
+        vpc_id=cluster.vpc_id,
+        vpc_cidr=cluster.vpc_cidr,
+        private_subnet_ids_by_az=cluster.subnets_by_az,
+        claim_namespace=plan.serving.namespace,
+        tags=tags,
     )
+    cache_storage.append(ModelCacheStorage("model-cache-storage", storage_args, opts=on_both))
 
 # --- Kubernetes: namespace, model cache, prewarm, Dynamo, serving targets --------------------------
 serving = plan.serving
-pull = serving.pull_secret
-serving_namespace = ServingNamespace(
+namespace = ServingNamespace(
     "serving",
     ServingNamespaceArgs(
-        namespace=serving.namespace,
+        serving,
         hf_token=secret_value("hfToken") if serving.hf_token else None,
-        pull_secret=RegistryPullSecret(pull.name, pull.server, secret_value("ngcApiKey")) if pull else None,
-        retain_on_delete=serving.retain_on_delete,
+        registry_key=secret_value("ngcApiKey") if serving.dynamo.imagePullSecret else None,
     ),
     opts=on_cluster,
 )
 # The pods' image pull Secret is referenced by name, not by an output: order them after it explicitly.
-pull_secret = [serving_namespace] if pull else []
+pull_secret = [namespace] if serving.dynamo.imagePullSecret else []
 model_cache = ModelCache(
     "model-cache",
     ModelCacheArgs(
-        namespace=serving_namespace.namespace_name,
-        hf_token_secret_name=serving_namespace.hf_token_secret_name,
-        pvc=serving.model_cache_claim,
-        download_jobs=serving.download_jobs,
-        retain_on_delete=serving.retain_on_delete,
+        serving,
+        namespace=namespace.namespace_name,
+        hf_token_secret_name=namespace.hf_token_secret_name,
         volume_name=cache_storage[0].volume_name if cache_storage else None,
     ),
-    opts=pulumi.ResourceOptions(
-        providers={"kubernetes": cluster.kubernetes}, depends_on=[*cache_storage, *pull_secret]
-    ),
+    opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[*cache_storage, *pull_secret])),
 )
 if serving.prewarm_pools:
     # Prewarm pods are Ready once they have read the checkpoints, which exist once the download Job is done.
     ModelPrewarm(
         "model-prewarm",
-        ModelPrewarmArgs(
-            namespace=serving_namespace.namespace_name,
-            claim_name=model_cache.claim_name,
-            program_source=PROGRAM_FILE.read_text(),
-            pools=serving.prewarm_pools,
-            settings=serving.prewarm_settings,
-        ),
-        opts=pulumi.ResourceOptions(
-            providers={"kubernetes": cluster.kubernetes}, depends_on=list(model_cache.download_jobs)
-        ),
+        ModelPrewarmArgs(serving, namespace=namespace.namespace_name, claim_name=model_cache.claim_name),
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=model_cache.download_jobs)),
     )
 # The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
 # them, not for the whole kube-prometheus-stack, which installs meanwhile.
 monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
+crds_ready = monitoring.crds_ready if monitoring else []
 platform_release: list[pulumi.Resource] = []
-if serving.platform.install:
+if serving.platform.config.install:
     platform = DynamoPlatform(
         "dynamo",
-        DynamoPlatformArgs(
-            namespace=serving.platform.namespace,
-            release_name=serving.platform.release_name,
-            chart_url=serving.platform.chart_url,
-            values=dict(serving.platform.values),
-        ),
-        opts=pulumi.ResourceOptions(
-            providers={"kubernetes": cluster.kubernetes}, depends_on=monitoring.crds_ready if monitoring else []
-        ),
+        serving.platform,
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=crds_ready)),
     )
     platform_release.append(platform.release)
 # The targets this stack's last `up` deployed (its own outputs): a change of targets that one `up` cannot
@@ -202,48 +157,35 @@ swap_checked = last_deployment.get_output("endpoints").apply(
         deployed_dynamo_targets(endpoints),
         [t.selected.id for t in serving.targets],
         facts.catalog,
-        surge=config.dynamo.targetSwap == "surge",
+        surge=serving.dynamo.targetSwap == "surge",
     )
 )
-graphs: dict[str, pulumi.Resource] = {}
-serving_targets = []
-for target in serving.targets:
-    serving_target = ServingTarget(
+graphs = {
+    target.selected.id: ServingTarget(
         target.resource_name,
-        ServingTargetArgs(
-            namespace=serving_namespace.namespace_name,
-            config_map=target.config_map,
-            dgd=target.dgd,
-            depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret],
-            ignore_replicas=target.ignored_replica_paths,
-            delete_timeout_seconds=target.delete_timeout_seconds,
-            swap_checked=swap_checked,
+        ServingTargetArgs(target, namespace=namespace.namespace_name, swap_checked=swap_checked),
+        opts=pulumi.ResourceOptions.merge(
+            on_cluster,
+            pulumi.ResourceOptions(depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret]),
         ),
-        opts=on_cluster,
     )
-    serving_targets.append(serving_target)
-    graphs[target.selected.id] = serving_target.dgd
-serving_scaling = plan.capacity.serving_scaling
-if serving_scaling:
+    for target in serving.targets
+}
+if plan.capacity.serving_scaling:
     # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
     ServingAutoscaler(
         "autoscaling",
-        ServingAutoscalerArgs(
-            keda=serving_scaling.keda,
-            install_keda=serving_scaling.install_keda,
-            scaled_objects=serving_scaling.scaled_objects,
-            depends_on=serving_targets,
-        ),
-        opts=on_cluster,
+        ServingAutoscalerArgs(plan.capacity.serving_scaling),
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=list(graphs.values()))),
     )
 if plan.operability:
     Operability(
         "operability",
         OperabilityArgs(
             plan.operability,
-            namespace=serving_namespace.namespace_name,
-            graphs=graphs,
-            monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
+            namespace=namespace.namespace_name,
+            graphs={target_id: graph.dgd for target_id, graph in graphs.items()},
+            monitoring_crds_ready=crds_ready,
         ),
         opts=on_cluster,
     )
@@ -276,12 +218,7 @@ if plan.gateway:
         )
     Gateway(
         "gateway",
-        GatewayArgs.of(
-            gateway,
-            namespace=serving_namespace.namespace_name,
-            master_key=gateway_key,
-            sagemaker_access=invoke,
-        ),
+        GatewayArgs.of(gateway, namespace=namespace.namespace_name, master_key=gateway_key, sagemaker_access=invoke),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
     )
 

@@ -21,17 +21,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from capacity_brute_force import brute_force_cost
 
-from serving_stack.facts.aws import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.capacity import (
-    CAPACITY_TYPES,
-    Demand,
-    Slo,
-    TokenShape,
-    candidate_rows,
-    instance_offers,
-    search_space,
-)
+from serving_stack.plan.throughput import CAPACITY_TYPES, Slo, instance_offers
+from tools.plan_capacity.model import Demand, TokenShape, candidate_rows, search_space
 from tools.plan_capacity.solver import solve
 
 USERS = (10, 50, 100, 150, 200, 500, 2_000, 10_000)
@@ -52,7 +45,7 @@ def main() -> int:
     parser.add_argument("--brute-force-max-users", type=int, default=200)
     args = parser.parse_args()
     catalog, aws_catalog = load_catalog(), load_aws_catalog()
-    rows, offers = candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog)
+    rows, offers = candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog, load_capacity_prices())
     criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
     demands = [Demand(slo=criteria, concurrent_users=u, capacity_types=CAPACITY_TYPES) for u in USERS]
     demands.append(

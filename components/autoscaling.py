@@ -1,67 +1,51 @@
-"""Scaling with load: `ServingAutoscaler` (KEDA and one ScaledObject per autoscaled DGD worker component)
-and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod Identity role). The Auto Scaling group tags that
-let it find the GPU node groups and scale them up from zero are the node pools' (`GpuNodePool`). What the
-objects contain is decided in `serving_stack.plan.capacity`; these components only register them."""
+"""Scaling with load, as planned in `serving_stack.plan.autoscaling`: `ServingAutoscaler` (KEDA and one
+ScaledObject per autoscaled DGD worker component) and `ClusterAutoscaler` (cluster-autoscaler with an EKS Pod
+Identity role). The Auto Scaling group tags that let it find the GPU node groups are the pools' (`GpuNodePool`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Optional
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws import HelmPin
+from components import children_wait_for
+from components.iam import assume_role_policy
 from serving_stack.names import TypeTokens
-
-POD_IDENTITY_TRUST = {
-    "Version": "2012-10-17",
-    "Statement": [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-        }
-    ],
-}
+from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPlan
 
 
 @dataclass(frozen=True)
 class ServingAutoscalerArgs:
-    """`scaled_objects`: rendered ScaledObjects (`autoscaling_plan.scaled_object`); `install_keda`: off where
-    KEDA already runs. `depends_on`: the DGDs whose adapters the objects target."""
-
-    keda: HelmPin  # the KEDA chart, pinned
-    install_keda: bool  # install KEDA (off where it already runs)
-    scaled_objects: Sequence[Mapping[str, Any]]  # the rendered ScaledObjects, one per autoscaled worker component
-    depends_on: Sequence[pulumi.Resource] = ()  # the DGDs whose scaling adapters the objects target
+    plan: ServingScalingPlan  # KEDA's chart (installed unless it runs already) and the ScaledObjects
 
 
 class ServingAutoscaler(pulumi.ComponentResource):
+    """`opts.depends_on`: the graphs whose scaling adapters the ScaledObjects target (they wait for them)."""
+
     def __init__(self, name: str, args: ServingAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        opts, after = children_wait_for(opts)
         super().__init__(TypeTokens.SERVING_AUTOSCALER, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        after: list[pulumi.Resource] = list(args.depends_on)
-        if args.install_keda:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-keda-namespace", metadata={"name": args.keda.namespace}, opts=child
-            )
+        child, keda = pulumi.ResourceOptions(parent=self), args.plan.keda
+        if args.plan.install_keda:
+            namespace = k8s.core.v1.Namespace(f"{name}-keda-namespace", metadata={"name": keda.namespace}, opts=child)
             after.append(
                 k8s.helm.v3.Release(
                     f"{name}-keda",
                     name="keda",
-                    chart=args.keda.chart,
-                    version=args.keda.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.keda.repository),
+                    chart=keda.chart,
+                    version=keda.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=keda.repository),
                     namespace=namespace.metadata.name,
                     atomic=True,
                     opts=child,
                 )
             )
-        self.scaled_objects = [
+        for obj in args.plan.scaled_objects:
             k8s.apiextensions.CustomResource(
                 f"{name}-{obj['metadata']['name']}",
                 api_version=obj["apiVersion"],
@@ -70,51 +54,41 @@ class ServingAutoscaler(pulumi.ComponentResource):
                 spec=obj["spec"],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
-            for obj in args.scaled_objects
-        ]
-        self.scaled_object_names = [str(obj["metadata"]["name"]) for obj in args.scaled_objects]
-        self.register_outputs({"scaledObjects": self.scaled_object_names})
+        self.register_outputs({"scaledObjects": [str(obj["metadata"]["name"]) for obj in args.plan.scaled_objects]})
 
 
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
-    """`policy` / `values`: from `cluster_autoscaler` (`cluster_autoscaler_policy`, `cluster_autoscaler_values`)."""
-
-    cluster_name: pulumi.Input[str]  # the EKS cluster the Pod Identity association and discovery tags name
-    chart: HelmPin  # the cluster-autoscaler chart, pinned (image minor = the cluster's Kubernetes minor)
-    service_account: str  # the ServiceAccount the IAM role is associated with
-    policy: Mapping[str, Any]  # the IAM policy document of its role
-    values: Mapping[str, Any]  # the Helm values
-    tags: Mapping[str, str]  # tags on its AWS resources
+    plan: ClusterScalingPlan  # the chart, its ServiceAccount, the IAM policy and the Helm values
+    cluster_name: pulumi.Input[str]  # the EKS cluster the Pod Identity association names
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on its AWS resources
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.CLUSTER_AUTOSCALER, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role", assume_role_policy=json.dumps(POD_IDENTITY_TRUST), tags=dict(args.tags), opts=child
-        )
-        policy = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(args.policy), opts=child)
+        child, plan = pulumi.ResourceOptions(parent=self), args.plan
+        trust = assume_role_policy("pods.eks.amazonaws.com", tag_session=True)
+        role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+        policy = aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=json.dumps(plan.policy), opts=child)
         association = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=args.cluster_name,
-            namespace=args.chart.namespace,
-            service_account=args.service_account,
+            namespace=plan.chart.namespace,
+            service_account=plan.service_account,
             role_arn=role.arn,
             tags=dict(args.tags),
             opts=child,
         )
-        self.release = k8s.helm.v3.Release(
+        k8s.helm.v3.Release(
             f"{name}-release",
             name="cluster-autoscaler",
-            chart=args.chart.chart,
-            version=args.chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=args.chart.repository),
-            namespace=args.chart.namespace,
-            values=dict(args.values),
+            chart=plan.chart.chart,
+            version=plan.chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=plan.chart.repository),
+            namespace=plan.chart.namespace,
+            values=dict(plan.values),
             atomic=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, association]),
         )
-        self.role_arn = role.arn
-        self.register_outputs({"roleArn": self.role_arn})
+        self.register_outputs({"roleArn": role.arn})

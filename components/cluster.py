@@ -33,8 +33,9 @@ from components.iam import assume_role_policy
 from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
+from serving_stack.plan.cluster import CreatedCluster
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
-from serving_stack.plan.stack import CreatedCluster, StackPlan
+from serving_stack.plan.stack import StackPlan
 
 
 @dataclass(frozen=True)

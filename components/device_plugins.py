@@ -20,7 +20,7 @@ from serving_stack.names import (
     INSTANCE_TYPE_LABEL,
     TypeTokens,
 )
-from serving_stack.plan.stack import DevicePluginSet
+from serving_stack.plan.cluster import DevicePluginSet
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 

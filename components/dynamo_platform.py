@@ -1,22 +1,15 @@
-"""The NVIDIA Dynamo platform: its namespace and a pinned `dynamo-platform` Helm release."""
+"""The NVIDIA Dynamo platform: its namespace and a pinned `dynamo-platform` Helm release, as planned
+(`serving_stack.plan.stack.DynamoPlatformPlan`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from serving_stack.names import TypeTokens
-
-
-@dataclass(frozen=True)
-class DynamoPlatformArgs:
-    namespace: str  # where the operator and its release go
-    release_name: str  # the Helm release name
-    chart_url: str  # the pinned chart archive
-    values: dict[str, Any] = field(default_factory=dict)  # the release values (monitoring's merged under the stack's)
+from serving_stack.plan.stack import DynamoPlatformPlan
 
 
 class DynamoPlatform(pulumi.ComponentResource):
@@ -28,17 +21,17 @@ class DynamoPlatform(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: DynamoPlatformArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: DynamoPlatformPlan, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.DYNAMO_PLATFORM, name, None, opts)
         namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": args.namespace}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-namespace", metadata={"name": args.config.namespace}, opts=pulumi.ResourceOptions(parent=self)
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
-            name=args.release_name,
+            name=args.config.releaseName,
             chart=args.chart_url,
             namespace=namespace.metadata.name,
-            values=args.values,
+            values=dict(args.values),
             atomic=True,
             cleanup_on_fail=True,
             timeout=900,

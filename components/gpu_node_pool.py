@@ -22,7 +22,7 @@ from components.launch_templates import (
     user_data,
 )
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
-from serving_stack.plan.capacity import CA_TAG_PREFIX
+from serving_stack.plan.autoscaling import CA_TAG_PREFIX
 from serving_stack.plan.pools import ManagedPoolSpec
 
 
@@ -36,7 +36,7 @@ class GpuNodePoolArgs:
     node_managed_policies: Sequence[str]  # managed policies attached to the node role
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
     # cluster-autoscaler discovery and scale-from-zero hints, as tags on the node group's Auto Scaling group
-    # (EKS does not copy node group tags there): `serving_stack.plan.capacity.node_group_autoscaler_tags`.
+    # (EKS does not copy node group tags there): `serving_stack.plan.autoscaling.node_group_autoscaler_tags`.
     tag_for_cluster_autoscaler: bool = False
     cluster_autoscaler_tags: Mapping[str, str] = field(default_factory=dict)  # the tags themselves (required then)
 

@@ -1,24 +1,17 @@
-"""The ReadWriteMany model cache every worker mounts, and the Job that fills it before serving starts.
+"""The ReadWriteMany model cache every worker mounts: its storage (for the cluster the stack creates), the claim
+and the download Jobs that fill it before serving starts, and the prewarm DaemonSets (`prewarm/prewarm.py`).
 
-The model cache's ReadWriteMany storage the stack creates for the cluster it creates, with its CSI driver.
-
-EFS: the stack owns the file system (Elastic throughput, encrypted, a mount target per AZ); an `efs-ap`
-StorageClass provisions an access point per claim in seconds (the driver authenticates with EKS Pod
-Identity). FSx for Lustre: the stack creates the PERSISTENT_2 file system itself, in the GPU pools' AZ,
-beside the EKS cluster rather than after it (dynamic provisioning would start it only once the cluster,
-its nodes and the CSI driver run, 5-15 more minutes on the critical path), and a static PersistentVolume
-the claim binds to at once; the driver then only mounts, so it needs no AWS permissions.
-
-What holds data is protected when `protect` is set: the file system. The StorageClass and the volume only
-describe it (protect would block every later change); volumes are retained (`Retain`) when a claim goes.
-
-Prewarm DaemonSets: one per GPU node pool that hosts model-cache workers (see `prewarm/prewarm.py`).
+EFS: an encrypted, Elastic-throughput file system with a mount target per AZ and an `efs-ap` StorageClass
+(an access point per claim; the driver authenticates with EKS Pod Identity). FSx for Lustre: a PERSISTENT_2 file
+system in the GPU pools' AZ, created beside the cluster rather than after it (dynamic provisioning would add
+5-15 minutes to the critical path), and a static PersistentVolume the claim binds to at once. Only what holds
+data is protected; volumes are retained when a claim goes.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -32,23 +25,21 @@ from serving_stack.names import (
     PREWARM_MODELS_ENV,
     PREWARM_POOL_LABEL,
     PREWARM_PRIORITY_CLASS_SUFFIX,
+    PREWARM_PROGRAM_CONFIG_MAP,
     TypeTokens,
 )
 from serving_stack.plan.model_cache import (
-    PROGRAM_CONFIG_MAP,
     PROGRAM_MOUNT,
     PROGRAM_VOLUME,
     STATE_DIR,
     STATE_VOLUME,
-    EfsOptions,
-    FsxOptions,
     PrewarmPool,
-    PrewarmSettings,
     StoragePlan,
     program_volume,
     state_volume,
 )
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
+from serving_stack.plan.stack import ServingPlan
 
 
 @dataclass(frozen=True)
@@ -57,11 +48,9 @@ class ModelCacheArgs:
     of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
     created), None for dynamic provisioning by the claim's StorageClass."""
 
+    plan: ServingPlan  # the rendered claim and download Jobs (the first keeps the resource name `<name>-download`)
     namespace: pulumi.Input[str]  # the serving namespace
     hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
-    pvc: dict[str, Any]  # the rendered claim
-    download_jobs: tuple[dict[str, Any], ...]  # the first keeps the resource name `<name>-download`
-    retain_on_delete: bool  # `pulumi destroy` forgets the claim instead of deleting it
     volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
 
 
@@ -84,7 +73,8 @@ class ModelCache(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE, name, None, opts)
-        spec = dict(args.pvc["spec"])
+        plan = args.plan
+        spec = dict(plan.model_cache_claim["spec"])
         if args.volume_name is not None:
             spec["volumeName"] = args.volume_name
         # Not protected: protect would block every later change of the claim, while the data either lives
@@ -92,14 +82,14 @@ class ModelCache(pulumi.ComponentResource):
         # namespace: deleting a namespace deletes the claims in it).
         pvc = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
-            metadata={**args.pvc["metadata"], "namespace": args.namespace},
+            metadata={**plan.model_cache_claim["metadata"], "namespace": args.namespace},
             spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=plan.model_cache.retainOnDelete),
         )
-        first = args.download_jobs[0]["metadata"]["name"]
+        first = plan.download_jobs[0]["metadata"]["name"]
         self.download_jobs = [
             self._download_job(f"{name}-download" + _role_suffix(job["metadata"]["name"], first), job, args, pvc)
-            for job in args.download_jobs
+            for job in plan.download_jobs
         ]
         self.claim_name = pvc.metadata.name
         self.register_outputs(
@@ -168,38 +158,33 @@ class ModelCacheStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModelCacheStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_CACHE_STORAGE, name, None, opts)
-        storage = args.storage
+        storage, child = args.storage, pulumi.ResourceOptions(parent=self)
         group = self._security_group(name, args)
+        identities, after = None, []  # the EFS driver authenticates with Pod Identity; the FSx driver only mounts
+        if storage.config.backend == "efs":
+            trust = assume_role_policy("pods.eks.amazonaws.com", tag_session=True)
+            role = aws.iam.Role(f"{name}-csi-role", assume_role_policy=trust, tags=dict(args.tags), opts=child)
+            after = [
+                aws.iam.RolePolicyAttachment(
+                    f"{name}-csi-policy", role=role.name, policy_arn=EFS_CSI_POLICY, opts=child
+                )
+            ]
+            account = storage.csi_addon.serviceAccount
+            identities = [aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=account)]
+        self.csi_driver = aws.eks.Addon(
+            f"{name}-csi-driver",
+            cluster_name=args.cluster_name,
+            addon_name=storage.csi_addon.name,
+            addon_version=storage.csi_addon.version,
+            pod_identity_associations=identities,
+            resolve_conflicts_on_create="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
         self.volume_name = None
-        if storage.efs is not None:
-            role = aws.iam.Role(
-                f"{name}-csi-role",
-                assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
-                tags=dict(args.tags),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            policy = aws.iam.RolePolicyAttachment(
-                f"{name}-csi-policy",
-                role=role.name,
-                policy_arn=EFS_CSI_POLICY,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            self.csi_driver = self._csi_driver(
-                name,
-                args,
-                [
-                    aws.eks.AddonPodIdentityAssociationArgs(
-                        role_arn=role.arn, service_account=storage.csi_addon.serviceAccount
-                    )
-                ],
-                [policy],
-            )
-            self._efs(name, storage.efs, args, group)
-        elif storage.fsx is not None:
-            self.csi_driver = self._csi_driver(name, args, None, [])
-            self.volume_name = self._fsx(name, storage.fsx, args, group)
+        if storage.config.backend == "efs":
+            self._efs(name, args, group)
         else:
-            raise ValueError(f"storage backend {storage.backend!r} has no options")
+            self.volume_name = self._fsx(name, args, group)
         self.register_outputs({"volumeName": self.volume_name})
 
     def _security_group(self, name: str, args: ModelCacheStorageArgs) -> aws.ec2.SecurityGroup:
@@ -207,7 +192,7 @@ class ModelCacheStorage(pulumi.ComponentResource):
         each other on them, so FSx gets the same ports out (to the VPC) and to and from itself. pulumi-aws
         removes AWS's default allow-all egress, so the egress here is all there is."""
         child = pulumi.ResourceOptions(parent=self)
-        backend = args.storage.backend
+        backend = args.storage.config.backend
         group = aws.ec2.SecurityGroup(
             f"{name}-sg",
             vpc_id=args.vpc_id,
@@ -235,34 +220,16 @@ class ModelCacheStorage(pulumi.ComponentResource):
                 )
         return group
 
-    def _csi_driver(
-        self,
-        name: str,
-        args: ModelCacheStorageArgs,
-        identities: Optional[list[aws.eks.AddonPodIdentityAssociationArgs]],
-        depends_on: list[pulumi.Resource],
-    ) -> aws.eks.Addon:
-        addon = args.storage.csi_addon
-        return aws.eks.Addon(
-            f"{name}-csi-driver",
-            cluster_name=args.cluster_name,
-            addon_name=addon.name,
-            addon_version=addon.version,
-            pod_identity_associations=identities,
-            resolve_conflicts_on_create="OVERWRITE",
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
-        )
-
-    def _efs(self, name: str, efs: EfsOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
+    def _efs(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
         """The file system, a mount target per AZ, and the `efs-ap` StorageClass."""
-        storage = args.storage
+        storage, efs = args.storage, args.storage.config.efs
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,
             throughput_mode="elastic",
             performance_mode="generalPurpose",
             tags={**args.tags, "Name": "model-cache"},
-            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.config.protect),
         )
         for zone, subnet_id in args.private_subnet_ids_by_az.items():
             aws.efs.MountTarget(
@@ -279,38 +246,37 @@ class ModelCacheStorage(pulumi.ComponentResource):
             parameters={
                 "provisioningMode": "efs-ap",
                 "fileSystemId": file_system.id,
-                "directoryPerms": efs.directory_perms,
-                "basePath": efs.base_path,
+                "directoryPerms": efs.directoryPerms,
+                "basePath": efs.basePath,
             },
-            reclaim_policy="Retain" if storage.protect else "Delete",
+            reclaim_policy="Retain" if storage.config.protect else "Delete",
             volume_binding_mode="Immediate",
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-    def _fsx(
-        self, name: str, fsx: FsxOptions, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup
-    ) -> pulumi.Output[str]:
+    def _fsx(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> pulumi.Output[str]:
         """The file system (encrypted at rest by FSx) and the PersistentVolume bound to the model-cache claim."""
-        storage = args.storage
+        storage, fsx = args.storage, args.storage.config.fsx
+        assert storage.fsx_zone is not None  # the plan resolves it
         file_system = aws.fsx.LustreFileSystem(
             f"{name}-fsx",
-            storage_capacity=fsx.capacity_gib,
-            subnet_ids=args.private_subnet_ids_by_az[fsx.availability_zone],
+            storage_capacity=storage.fsx_capacity_gib,
+            subnet_ids=args.private_subnet_ids_by_az[storage.fsx_zone],
             security_group_ids=[group.id],
             deployment_type="PERSISTENT_2",
-            per_unit_storage_throughput=fsx.per_unit_storage_throughput,
-            file_system_type_version=fsx.file_system_type_version,
-            data_compression_type=fsx.data_compression_type,
+            per_unit_storage_throughput=fsx.perUnitStorageThroughput,
+            file_system_type_version=fsx.fileSystemTypeVersion,
+            data_compression_type=fsx.dataCompressionType,
             # A model cache is refilled by the download Job: no backup to take or pay for on deletion.
             skip_final_backup=True,
             tags={**args.tags, "Name": "model-cache"},
-            opts=pulumi.ResourceOptions(parent=self, protect=storage.protect),
+            opts=pulumi.ResourceOptions(parent=self, protect=storage.config.protect),
         )
         volume = k8s.core.v1.PersistentVolume(
             f"{name}-volume",
             metadata={"name": f"{storage.storage_class_name}-model-cache"},
             spec={
-                "capacity": {"storage": f"{fsx.capacity_gib}Gi"},
+                "capacity": {"storage": f"{storage.fsx_capacity_gib}Gi"},
                 "volumeMode": "Filesystem",
                 "accessModes": ["ReadWriteMany"],
                 "persistentVolumeReclaimPolicy": "Retain",
@@ -334,11 +300,9 @@ NOBODY = 65534
 
 @dataclass(frozen=True)
 class ModelPrewarmArgs:
+    plan: ServingPlan  # the DaemonSets (`prewarm_pools`), their settings and program, the node-local state dir
     namespace: pulumi.Input[str]  # the serving namespace
     claim_name: pulumi.Input[str]  # the model-cache claim the DaemonSets read
-    program_source: str  # prewarm/prewarm.py, shipped in a ConfigMap
-    pools: Sequence[PrewarmPool]  # one DaemonSet per GPU pool, with the checkpoints its targets load
-    settings: PrewarmSettings  # image, resources and read settings shared by the DaemonSets
 
 
 class ModelPrewarm(pulumi.ComponentResource):
@@ -355,8 +319,8 @@ class ModelPrewarm(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         program = k8s.core.v1.ConfigMap(
             f"{name}-program",
-            metadata={"name": PROGRAM_CONFIG_MAP, "namespace": args.namespace},
-            data={"prewarm.py": args.program_source},
+            metadata={"name": PREWARM_PROGRAM_CONFIG_MAP, "namespace": args.namespace},
+            data={"prewarm.py": args.plan.prewarm_program},
             opts=child,
         )
         priority = k8s.scheduling.v1.PriorityClass(
@@ -368,7 +332,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             description="Below serving workloads: prewarming never preempts or outranks a worker.",
             opts=child,
         )
-        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.pools]
+        self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.plan.prewarm_pools]
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
 
     def _daemon_set(
@@ -380,7 +344,7 @@ class ModelPrewarm(pulumi.ComponentResource):
         args: ModelPrewarmArgs,
     ) -> k8s.apps.v1.DaemonSet:
         labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
-        settings = args.settings
+        settings = args.plan.model_cache.prewarm
         container = {
             "name": "prewarm",
             "image": settings.image,
@@ -394,7 +358,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             ],
             "resources": {
                 "requests": {"cpu": "250m", "memory": "256Mi"},
-                "limits": {"cpu": settings.cpu_limit, "memory": pool.memory_limit},
+                "limits": {"cpu": settings.cpuLimit, "memory": pool.memory_limit},
             },
             "readinessProbe": {
                 "exec": {
@@ -441,7 +405,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                     "metadata": {
                         "labels": labels,
                         "annotations": {
-                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.program_source.encode()).hexdigest()
+                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()
                         },
                     },
                     "spec": {
@@ -458,7 +422,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                                 "name": "model-cache",
                                 "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
                             },
-                            state_volume(settings.host_state_dir),
+                            state_volume(args.plan.prewarm_host_dir),
                             {**program_volume(), "configMap": {"name": program.metadata.name}},
                         ],
                     },

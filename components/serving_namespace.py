@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from serving_stack.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, PART_OF_LABEL, PROJECT, TypeTokens
+from serving_stack.plan.stack import ServingPlan
 
 NGC_USERNAME = "$oauthtoken"  # NGC's fixed user name for API-key logins to nvcr.io
 # Pod Security admission (kubernetes.io/docs/concepts/security/pod-security-admission/), stated rather than
@@ -28,21 +29,13 @@ POD_SECURITY_LABELS = {
 
 
 @dataclass(frozen=True)
-class RegistryPullSecret:
-    name: str  # the pull Secret's name
-    server: str  # the registry host
-    api_key: pulumi.Input[str]  # the registry key, a Pulumi secret
-
-
-@dataclass(frozen=True)
 class ServingNamespaceArgs:
-    """`retain_on_delete`: `pulumi destroy` forgets the namespace instead of deleting it (and with it every
-    claim inside); `hf_token` None: no token Secret (public checkpoints)."""
+    """`plan.model_cache.retainOnDelete`: `pulumi destroy` forgets the namespace instead of deleting it (and with
+    it every claim inside)."""
 
-    namespace: str  # the namespace to create
-    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token, a Pulumi secret
-    pull_secret: Optional[RegistryPullSecret] = None  # a registry pull Secret to create, None without
-    retain_on_delete: bool = False  # `pulumi destroy` forgets the namespace
+    plan: ServingPlan  # the namespace, the pull Secret's name and registry (`dynamo`)
+    hf_token: Optional[pulumi.Input[str]] = None  # the Hugging Face token, a Pulumi secret; None: no token Secret
+    registry_key: Optional[pulumi.Input[str]] = None  # the registry key, a Pulumi secret; None: no pull Secret
 
 
 def docker_config_json(server: str, api_key: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -67,8 +60,8 @@ class ServingNamespace(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": args.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_on_delete),
+            metadata={"name": args.plan.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.plan.model_cache.retainOnDelete),
         )
         self.namespace_name = namespace.metadata.name
         self.hf_token_secret_name = None
@@ -82,14 +75,13 @@ class ServingNamespace(pulumi.ComponentResource):
             )
             self.hf_token_secret_name = secret.metadata.name
         self.pull_secret_name = None
-        if args.pull_secret is not None:
+        dynamo = args.plan.dynamo
+        if dynamo.imagePullSecret is not None and args.registry_key is not None:
             pull = k8s.core.v1.Secret(
                 f"{name}-pull-secret",
-                metadata={"name": args.pull_secret.name, "namespace": namespace.metadata.name},
+                metadata={"name": dynamo.imagePullSecret, "namespace": namespace.metadata.name},
                 type="kubernetes.io/dockerconfigjson",
-                string_data={
-                    ".dockerconfigjson": docker_config_json(args.pull_secret.server, args.pull_secret.api_key)
-                },
+                string_data={".dockerconfigjson": docker_config_json(dynamo.registry, args.registry_key)},
                 opts=child,
             )
             self.pull_secret_name = pull.metadata.name

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from serving_stack.plan.capacity import SearchSpace
+from tools.plan_capacity.model import SearchSpace
 
 
 def brute_force_cost(space: SearchSpace) -> Optional[float]:

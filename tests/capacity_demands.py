@@ -7,22 +7,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from serving_stack.facts.aws import load_aws_catalog
+from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.capacity import (
-    CandidateRow,
-    CapacityType,
-    Demand,
-    InstanceOffer,
-    Slo,
-    TokenShape,
-    candidate_rows,
-    instance_offers,
-)
+from serving_stack.plan.throughput import CandidateRow, CapacityType, InstanceOffer, Slo, instance_offers
+from tools.plan_capacity.model import Demand, TokenShape, candidate_rows
 
 CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())
-OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog())
+OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog(), load_capacity_prices())
 CRITERIA = Slo(CATALOG.criteria.minTokensPerSecondPerUser, CATALOG.criteria.maxTtftP50Ms)
 CAPACITY_CHOICES: list[tuple[CapacityType, ...]] = [
     ("on-demand",),

@@ -12,7 +12,7 @@ from plan_helpers import FACTS
 from serving_stack.config import parse_stack_config
 from serving_stack.config.demand import DemandConfig
 from serving_stack.facts import load_facts
-from serving_stack.plan.capacity import demand_of
+from tools.plan_capacity.model import demand_of
 from tools.plan_capacity.solver import Plan, cheapest_plan
 from tools.plan_capacity.stack_file import stack_changes
 

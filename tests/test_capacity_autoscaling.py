@@ -1,6 +1,8 @@
-"""Scaling with load: every ScaledObject validates against the vendored KEDA CRD and targets the scaling
-adapter the operator creates for a component of a DGD the stack renders (with the adapter enabled and
-the DGD still valid); the components register what they should; node-group tags and the IAM policy."""
+"""Scaling with load, as planned for every catalog target that publishes a concurrency: each ScaledObject
+validates against the vendored KEDA CRD and targets the scaling adapter the operator creates for a worker of
+the target's DGD (enabled there, the DGD still valid, its replicas ignored by Pulumi); per-worker thresholds
+and bounds follow the measured replica set; the components register what they should; node-group tags and
+the IAM policy."""
 
 from __future__ import annotations
 
@@ -11,119 +13,89 @@ import jsonschema
 import pytest
 import yaml
 from aws_helpers import inputs, run_components, the
-from capacity_demands import CATALOG, CRITERIA, ROWS
 from plan_helpers import plan_of
 from rollout_helpers import committed_config
-from stack_helpers import all_targets_config, rendered_stack, run_config
+from stack_helpers import all_targets_config
 
-from components.autoscaling import (
-    ClusterAutoscaler,
-    ClusterAutoscalerArgs,
-    ServingAutoscaler,
-    ServingAutoscalerArgs,
-)
+from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
 from serving_stack.facts.aws import load_autoscaling
-from serving_stack.plan.capacity import (
-    ScalingBehaviour,
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.autoscaling import (
+    ClusterScalingPlan,
     adapter_name,
     cluster_autoscaler_policy,
     cluster_autoscaler_values,
-    component_scalings,
-    enable_scaling_adapters,
-    ignored_replica_paths,
     node_group_autoscaler_tags,
-    scaled_object,
 )
-from tools.mock_runtime import PROJECT_DIR, plain_numbers
-from tools.render import kubernetes_objects
+from tools.mock_runtime import PROJECT_DIR
 
 FACTS = load_autoscaling()
-ROW_OF_DGD = {CATALOG.recipe(row.target_id).name: row for row in ROWS}
 CRD = yaml.safe_load((PROJECT_DIR / "schemas" / "crds" / "keda.sh_scaledobjects.yaml").read_text())
 SO_SCHEMA = next(v for v in CRD["spec"]["versions"] if v["served"] and v["storage"])["schema"]["openAPIV3Schema"]
+PROMETHEUS = "http://prometheus.monitoring.svc:9090"
+BOUNDS = {"minReplicaSets": 2, "maxReplicaSets": 5}
 
 
 @pytest.fixture(scope="module")
-def rendered_dgds() -> list[dict]:
-    return [
-        o
-        for o in kubernetes_objects(run_config(all_targets_config()).resources)
-        if o["kind"] == "DynamoGraphDeployment"
-    ]
+def scaled_plan():  # type: ignore[no-untyped-def]
+    """Every catalog target with a published concurrency under KEDA, at 2..5 replica sets."""
+    ids = [r.id for r in load_catalog().recipes.values() if r.entry.performance.concurrency is not None]
+    config = all_targets_config(autoscaling={"prometheusUrl": PROMETHEUS, "targets": dict.fromkeys(ids, BOUNDS)})
+    return plan_of(config)
 
 
-def _objects_for(dgd: dict) -> tuple[dict, list[dict]]:
-    row = ROW_OF_DGD[dgd["metadata"]["name"]]
-    scalings = component_scalings(
-        dgd["metadata"]["name"], row.worker_replicas, row.concurrency, 1, 4, CRITERIA.max_ttft_p50_ms, 4
-    )
-    objects = [
-        scaled_object(
-            s,
-            dgd["metadata"]["namespace"],
-            "http://prometheus.monitoring.svc:9090",
-            FACTS.metrics.queries(),
-            ScalingBehaviour(),
-        )
-        for s in scalings
-    ]
-    return enable_scaling_adapters(dgd, set(row.worker_replicas)), objects
-
-
-def test_scaled_objects_validate_and_point_at_adapters_of_rendered_dgds(rendered_dgds: list[dict]) -> None:
+def test_scaled_objects_validate_and_point_at_adapters_of_the_rendered_dgds(scaled_plan) -> None:  # type: ignore[no-untyped-def]
     assert CRD["spec"]["names"]["kind"] == "ScaledObject"
-    assert len(rendered_dgds) == len(ROWS)
-    for dgd in rendered_dgds:
-        patched, objects = _objects_for(plain_numbers(dgd))
-        assert crd_schemas.errors(patched) == [], dgd["metadata"]["name"]
-        enabled = {c["name"] for c in patched["spec"]["components"] if "scalingAdapter" in c}
-        for obj in objects:
+    objects = scaled_plan.capacity.serving_scaling.scaled_objects
+    by_name = {o["metadata"]["name"]: o for o in objects}
+    assert len(by_name) == len(objects)
+    scaled = [t for t in scaled_plan.serving.targets if t.ignored_replica_paths]
+    assert {t.selected.id for t in scaled} == {
+        t.selected.id for t in scaled_plan.serving.targets if t.selected.recipe.entry.performance.concurrency
+    }
+    expected = set()
+    for target in scaled:
+        dgd, name = target.dgd, target.dgd["metadata"]["name"]
+        assert crd_schemas.errors(dgd) == [], name
+        enabled = [i for i, c in enumerate(dgd["spec"]["components"]) if "scalingAdapter" in c]
+        assert [dgd["spec"]["components"][i]["name"] for i in enabled] == list(target.selected.recipe.worker_replicas)
+        assert target.ignored_replica_paths == tuple(f"spec.components[{i}].replicas" for i in enabled)
+        concurrency = target.selected.recipe.entry.performance.concurrency
+        for component, per_set in target.selected.recipe.worker_replicas.items():
+            obj = by_name[adapter_name(name, component)]
+            expected.add(obj["metadata"]["name"])
             assert not crd_schemas.errors(obj), obj["metadata"]["name"]
-            ref = obj["spec"]["scaleTargetRef"]
-            assert (ref["apiVersion"], ref["kind"]) == (FACTS.scalingAdapter.apiVersion, FACTS.scalingAdapter.kind)
-            assert ref["name"] in {adapter_name(patched["metadata"]["name"], c) for c in enabled}
-            assert obj["metadata"]["namespace"] == patched["metadata"]["namespace"]
-            assert all(
-                f'dynamo_namespace="{patched["metadata"]["namespace"]}-{patched["metadata"]["name"]}"'
-                in t["metadata"]["query"]
-                for t in obj["spec"]["triggers"]
+            spec, ref = obj["spec"], obj["spec"]["scaleTargetRef"]
+            assert (ref["apiVersion"], ref["kind"], ref["name"]) == (
+                FACTS.scalingAdapter.apiVersion,
+                FACTS.scalingAdapter.kind,
+                f"{name}-{component.lower()}",
             )
-        paths = ignored_replica_paths(patched, enabled)
-        assert [patched["spec"]["components"][int(p.split("[")[1].split("]")[0])]["name"] for p in paths] == [
-            c["name"] for c in patched["spec"]["components"] if c["name"] in enabled
-        ]
+            assert obj["metadata"]["namespace"] == dgd["metadata"]["namespace"]
+            assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2 * per_set, 5 * per_set)
+            triggers = {t["name"]: t["metadata"] for t in spec["triggers"]}
+            assert float(triggers["inflight-per-replica"]["threshold"]) * per_set == pytest.approx(concurrency)
+            selector = f'dynamo_namespace="{dgd["metadata"]["namespace"]}-{name}"'
+            assert all(selector in t["query"] and t["serverAddress"] == PROMETHEUS for t in triggers.values())
+    assert expected == set(by_name)
 
 
 def test_the_schema_rejects_a_scaled_object_without_target() -> None:
     validator = jsonschema.validators.validator_for(SO_SCHEMA)(SO_SCHEMA)
-    assert any(
-        "scaleTargetRef" in e.message
-        for e in validator.iter_errors(
-            {
-                "apiVersion": "keda.sh/v1alpha1",
-                "kind": "ScaledObject",
-                "metadata": {"name": "x"},
-                "spec": {"triggers": []},
-            }
-        )
-    )
-
-
-def test_per_worker_thresholds_follow_the_measured_concurrency() -> None:
-    for row in ROWS:
-        for scaling in component_scalings("d", row.worker_replicas, row.concurrency, 2, 5, 1000, 4):
-            per_set = row.worker_replicas[scaling.component]
-            assert scaling.concurrency_per_replica * per_set == row.concurrency
-            assert (scaling.min_replicas, scaling.max_replicas) == (2 * per_set, 5 * per_set)
+    obj = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "x"},
+        "spec": {"triggers": []},
+    }
+    assert any("scaleTargetRef" in e.message for e in validator.iter_errors(obj))
 
 
 def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero() -> None:
     pools = plan_of(committed_config("prod")).pools
     assert pools
     for pool in pools:
-        tags = node_group_autoscaler_tags(
-            "nemotron-prod", pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces
-        )
+        tags = node_group_autoscaler_tags(pool, "nemotron-prod")
         prefix = "k8s.io/cluster-autoscaler/node-template"
         assert tags["k8s.io/cluster-autoscaler/enabled"] == "true"
         assert tags["k8s.io/cluster-autoscaler/nemotron-prod"] == "owned"
@@ -133,9 +105,8 @@ def test_node_group_tags_let_cluster_autoscaler_scale_every_prod_pool_from_zero(
         }
         assert tags[f"{prefix}/taint/nvidia.com/gpu"] == "true:NoSchedule"
         assert tags[f"{prefix}/resources/nvidia.com/gpu"] == str(pool.gpus_per_node)
-        assert tags.get(f"{prefix}/resources/vpc.amazonaws.com/efa") == (
-            str(pool.efa_interfaces) if pool.efa_interfaces else None
-        )
+        efa = str(pool.efa_interfaces) if pool.fabric == "efa" and pool.efa_interfaces else None
+        assert tags.get(f"{prefix}/resources/vpc.amazonaws.com/efa") == efa
 
 
 def test_cluster_autoscaler_policy_is_least_privilege() -> None:
@@ -153,24 +124,15 @@ def test_cluster_autoscaler_policy_is_least_privilege() -> None:
     assert all(s["Resource"] != "*" for s in policy["Statement"] if "eks:DescribeNodegroup" in s["Action"])
 
 
-def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> None:
-    dgd = next(o for o in kubernetes_objects(rendered_stack("dev").resources) if o["kind"] == "DynamoGraphDeployment")
-    _, objects = _objects_for(plain_numbers(dgd))
+def test_components_register_keda_scaled_objects_and_cluster_autoscaler(scaled_plan) -> None:  # type: ignore[no-untyped-def]
+    serving = scaled_plan.capacity.serving_scaling
     ca = FACTS.clusterAutoscaler
+    values = cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount)
+    cluster = ClusterScalingPlan(ca.pin(), ca.serviceAccount, cluster_autoscaler_policy("c1"), values, {})
 
     def build() -> None:
-        ServingAutoscaler("as", ServingAutoscalerArgs(keda=FACTS.keda.pin(), install_keda=True, scaled_objects=objects))
-        ClusterAutoscaler(
-            "ca",
-            ClusterAutoscalerArgs(
-                cluster_name="c1",
-                chart=ca.pin(),
-                service_account=ca.serviceAccount,
-                policy=cluster_autoscaler_policy("c1"),
-                values=cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount),
-                tags={},
-            ),
-        )
+        ServingAutoscaler("as", ServingAutoscalerArgs(serving))
+        ClusterAutoscaler("ca", ClusterAutoscalerArgs(cluster, cluster_name="c1"))
 
     run = run_components(build)
     releases = {r["chart"]: r for r in inputs(run, "kubernetes:helm.sh/v3:Release")}
@@ -179,7 +141,9 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler() -> Non
     assert releases["cluster-autoscaler"]["values"]["image"]["tag"] == ca.imageTag
     assert releases["cluster-autoscaler"]["values"]["autoDiscovery"]["clusterName"] == "c1"
     scaled = inputs(run, "kubernetes:keda.sh/v1alpha1:ScaledObject")
-    assert sorted(o["metadata"]["name"] for o in scaled) == sorted(o["metadata"]["name"] for o in objects)
+    assert sorted(o["metadata"]["name"] for o in scaled) == sorted(
+        o["metadata"]["name"] for o in serving.scaled_objects
+    )
     assert all(
         "kubernetes:helm.sh/v3:Release::as-keda" in r.depends_on
         for r in run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject")

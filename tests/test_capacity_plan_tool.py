@@ -13,10 +13,10 @@ from stack_helpers import DGD_TYPE, PROJECT, run_config
 
 from serving_stack.errors import ConfigError
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.capacity import demand_of
 from tools.mock_runtime import PROJECT_DIR
 from tools.plan_capacity.cli import main, read_demand
 from tools.plan_capacity.explain import plan_capacity
+from tools.plan_capacity.model import demand_of
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name
 
 STACKS_WITH_DEMAND = [

@@ -11,8 +11,9 @@ import pytest
 from capacity_brute_force import brute_force_cost
 from capacity_demands import CRITERIA, OFFERS, ROWS, generated_demands
 
-from serving_stack.plan.capacity import Demand, Slo, search_space
+from serving_stack.plan.throughput import Slo
 from tools.plan_capacity.explain import active_constraints, plan_capacity, relaxed_demand
+from tools.plan_capacity.model import Demand, search_space
 from tools.plan_capacity.solver import solve
 
 DEMANDS = list(generated_demands(count=60, seed=17))

@@ -8,9 +8,10 @@ import math
 
 from capacity_demands import CRITERIA, OFFERS, ROWS
 
-from serving_stack.plan.capacity import token_cost_markdown, token_cost_rows
+from serving_stack.plan.throughput import token_cost_row
+from tools.plan_capacity.model import token_cost_markdown
 
-TABLE = {row.target_id: row for row in token_cost_rows(ROWS, OFFERS, CRITERIA)}
+TABLE = {row.target_id: token_cost_row(row, OFFERS, CRITERIA) for row in ROWS}
 
 
 def _three_targets_on_different_gpus() -> list:

@@ -16,7 +16,7 @@ from rollout_helpers import committed_config, key, of_type, records
 from stack_helpers import DGD_TYPE, run_config
 
 from serving_stack.names import POOL_LABEL
-from serving_stack.plan.capacity import adapter_name, node_group_autoscaler_tags
+from serving_stack.plan.autoscaling import adapter_name, node_group_autoscaler_tags
 from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -96,9 +96,7 @@ def test_cluster_autoscaler_discovers_every_gpu_node_group_by_its_own_auto_scali
     assert {key(g) for g in gpu_groups} == set(tags_by_group)  # the system node group is not tagged
     for group in gpu_groups:
         pool = pools[group["inputs"]["labels"][POOL_LABEL]]
-        assert tags_by_group[key(group)] == node_group_autoscaler_tags(
-            cluster, pool.node_labels, pool.gpu_product, pool.gpus_per_node, pool.efa_interfaces
-        )
+        assert tags_by_group[key(group)] == node_group_autoscaler_tags(pool, cluster)
 
 
 def test_a_stack_without_autoscaling_scales_nothing() -> None:
@@ -128,7 +126,7 @@ def test_dev_scales_to_zero_on_its_own_prometheus_without_cluster_autoscaler() -
 @pytest.mark.parametrize("switched_on", [True, False])
 def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
     spec = ManagedPoolSpec.of(h200_pool())
-    pool_tags = node_group_autoscaler_tags("c1", spec.labels, "NVIDIA-H200", 8, 16)
+    pool_tags = node_group_autoscaler_tags(h200_pool(), "c1")
 
     run = run_gpu_pool(
         spec,

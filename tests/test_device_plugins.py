@@ -10,7 +10,7 @@ from aws_helpers import inputs, run_components, the
 
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.stack import DevicePluginSet
+from serving_stack.plan.cluster import DevicePluginSet
 
 RELEASE, DAEMON_SET, CONFIG_MAP = (
     "kubernetes:helm.sh/v3:Release",

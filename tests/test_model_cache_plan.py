@@ -13,15 +13,17 @@ from aws_helpers import eks_config, node_pool, run_components
 from plan_helpers import plan_of
 
 from components.model_cache import ModelCache, ModelCacheArgs
-from serving_stack.config import ConfigError
+from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import load_facts
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.plan.model_cache import DOWNLOADER_DIR, env_name_tuple
+from serving_stack.plan.model_cache import DOWNLOADER_DIR, cache_size, env_name_tuple
+from serving_stack.plan.stack import build_plan
 
 pytestmark = pytest.mark.catalog_driven
 BF16 = "nvidia/Nemotron-Test-Set-BF16"  # a repo no vendored Job fetches (whatever the revision)
 BF16_ENV, BF16_JOB = "TEST_SET_BF16_MODEL", "model-download-test-set-bf16"
 CACHE = load_catalog().model_cache
+FACTS = load_facts()
 PRIMARY = CACHE.jobs[0]
 KUBECONFIG = {"kubernetes": {"namespace": "ns", "cluster": {"source": "kubeconfig", "context": "c"}}}
 
@@ -136,23 +138,25 @@ def test_the_size_is_upstreams_unless_set_and_fsx_checks_the_effective_size():
 
 
 def test_each_download_job_is_a_resource_and_the_first_keeps_its_name(bf16_facts):
-    jobs = plan_of(with_cache(), facts=bf16_facts).serving.download_jobs
-    claim = plan_of(with_cache(), facts=bf16_facts).serving.model_cache_claim
+    serving = plan_of(with_cache(), facts=bf16_facts).serving
+    jobs = serving.download_jobs
 
     def build():
-        ModelCache(
-            "model-cache",
-            ModelCacheArgs(
-                namespace="ns",
-                hf_token_secret_name="hf-token-secret",
-                pvc=claim,
-                download_jobs=jobs,
-                retain_on_delete=False,
-            ),
-        )
+        ModelCache("model-cache", ModelCacheArgs(serving, namespace="ns", hf_token_secret_name="hf-token-secret"))
 
     run = run_components(build)
     names = [r.name for r in run.of_type("kubernetes:batch/v1:Job")]
     assert names[0] == "model-cache-download"
     assert names[-1] == "model-cache-download-test-set-bf16"
     assert len(names) == len(set(names)) == len(jobs)
+
+
+def test_the_resolved_size_lives_in_the_plan_and_the_config_stays_as_written():
+    """No plan step writes back into the config: an unset size is resolved into the claim, not into the config."""
+    config = parse_stack_config(with_cache())
+    written = config.model_dump(mode="json")
+    claim = build_plan(config, FACTS).serving.model_cache_claim
+    assert config.modelCache.size is None
+    assert config.model_dump(mode="json") == written
+    resolved = cache_size(CACHE.size, CACHE.repos, FACTS.checkpoints)  # every Job runs: the stack selects no target
+    assert claim["spec"]["resources"]["requests"]["storage"] == resolved

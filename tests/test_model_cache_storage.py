@@ -10,9 +10,10 @@ import pytest
 from aws_helpers import inputs, run_components, the
 
 from components.model_cache import ModelCacheStorage, ModelCacheStorageArgs
+from serving_stack.config.aws import ModelCacheStorageConfig
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import MODEL_CACHE_CLAIM
-from serving_stack.plan.model_cache import EfsOptions, FsxOptions, StoragePlan
+from serving_stack.plan.model_cache import StoragePlan
 
 SUBNETS = {"us-east-1a": "subnet-0aaaaaaaaaaaaaaaa", "us-east-1b": "subnet-0bbbbbbbbbbbbbbbb"}
 STORAGE_CLASS, ADDON = "kubernetes:storage.k8s.io/v1:StorageClass", "aws:eks/addon:Addon"
@@ -25,15 +26,11 @@ INGRESS, EGRESS = (
 
 def storage(backend: str, protect: bool = False, throughput: int = 250, zone: str = "us-east-1a"):
     addons = load_aws_catalog().platform.eksAddons
-    plan = StoragePlan(
-        backend=backend,
-        storage_class_name="model-cache",
-        protect=protect,
-        claim_name=MODEL_CACHE_CLAIM,
-        csi_addon=addons.efsCsiDriver if backend == "efs" else addons.fsxCsiDriver,
-        efs=EfsOptions("700", "/nemotron-model-cache") if backend == "efs" else None,
-        fsx=FsxOptions(throughput, "2.15", "LZ4", zone, 1200) if backend == "fsx" else None,
-    )
+    config = {"backend": backend, "protect": protect, "efs": {"basePath": "/nemotron-model-cache"}}
+    config["fsx"] = {"perUnitStorageThroughput": throughput}
+    addon = addons.efsCsiDriver if backend == "efs" else addons.fsxCsiDriver
+    fsx = (zone, 1200) if backend == "fsx" else (None, 0)
+    plan = StoragePlan(ModelCacheStorageConfig.model_validate(config), "model-cache", addon, *fsx)
 
     def build():
         ModelCacheStorage(

@@ -35,9 +35,7 @@ def run(raw: dict[str, Any]) -> ProgramRun:
         for target in plan.serving.targets:
             graphs[target.selected.id] = ServingTarget(
                 target.resource_name,
-                ServingTargetArgs(
-                    namespace=plan.serving.namespace, config_map=target.config_map, dgd=target.dgd, depends_on=[]
-                ),
+                ServingTargetArgs(target, namespace=plan.serving.namespace),
             ).dgd
         monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring)) if plan.monitoring else None
         assert plan.operability is not None

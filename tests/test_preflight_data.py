@@ -12,7 +12,7 @@ import pytest
 from serving_stack.config.aws import SystemNodeGroupConfig
 from serving_stack.facts import load_facts
 from serving_stack.names import EFA_RESOURCE, GPU_RESOURCE, INFINIBAND_RESOURCE
-from serving_stack.plan.stack import ec2_instance_types
+from serving_stack.plan.cluster import ec2_instance_types
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight.facts import load_kubernetes, load_permissions, load_quotas
 

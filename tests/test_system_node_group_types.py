@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from serving_stack.facts import load_facts
 from serving_stack.facts.name_limits import load_name_limits
-from serving_stack.plan.stack import check_system_instance_types, ec2_instance_types
+from serving_stack.plan.cluster import check_system_instance_types, ec2_instance_types
 
 FACTS = load_facts()
 GRAVITON = load_name_limits().gravitonFamilies

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from serving_stack.plan.capacity import StackCapacity, TargetTokenCost, TokenCost
+from serving_stack.plan.stack import StackCapacity
+from serving_stack.plan.throughput import TargetTokenCost, TokenCost
 
 
 def _usd(value: Optional[float]) -> str:

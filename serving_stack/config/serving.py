@@ -26,140 +26,160 @@ from serving_stack.config.types import (
 
 
 class ClusterAccess(Block):
-    """Which cluster the Kubernetes resources go to.
-
-    `kubeconfig`: an existing cluster through a kubeconfig file and context (never the ambient default).
-    `eks`: the cluster this stack creates (see the `aws` block).
-    """
+    """Which cluster the Kubernetes resources go to (never the kubeconfig's ambient default)."""
 
     source: Literal["kubeconfig", "eks"] = "kubeconfig"
+    """`kubeconfig`: an existing cluster through `kubeconfigPath` and `context`; `eks`: the cluster the `aws`
+    block creates (`aws.cluster.create`)."""
     context: Optional[str] = pydantic.Field(default=None, min_length=1)
+    """The kubeconfig context of an existing cluster; unset: the file's current context."""
     kubeconfigPath: Optional[str] = pydantic.Field(default=None, min_length=1)
+    """The kubeconfig file of an existing cluster; unset: the Kubernetes provider's default (`KUBECONFIG`)."""
 
 
 class KubernetesConfig(Block):
+    """Where the serving workloads go."""
+
     namespace: DnsLabel = "nemotron"
+    """The namespace the stack creates for the targets, the model cache and the gateway."""
     cluster: ClusterAccess = ClusterAccess()
+    """The cluster they run on."""
 
 
 class Checkpoints(Block):
-    """Which Hugging Face repos the download Jobs fetch. Unset means upstream's, as the vendored model-cache
-    manifests state it: `base` is the first checkpoint of the first download Job, `drafts` that Job's
-    other checkpoints; with both unset every upstream download Job runs as upstream wrote it."""
+    """Which Hugging Face repos the download Jobs fetch; with both unset every upstream download Job whose
+    checkpoints a selected target loads runs as upstream wrote it."""
 
     base: Optional[HfRepo] = None
+    """The base checkpoint; unset: the first checkpoint of the first upstream download Job."""
     drafts: Optional[list[HfRepo]] = None
+    """Draft checkpoints for speculative decoding; unset: that Job's other checkpoints."""
 
 
 class DownloadJob(Block):
-    """The model-download Job. `activeDeadlineSeconds`, `backoffLimit` unset: the upstream Job's own values.
-    `image`: the Python 3.12 image it runs in, with the pinned downloader of catalog/downloader.yaml installed
-    by an init container (not the 12+ GB runtime image upstream's Job pulls to run one Python program)."""
+    """The model-download Jobs (Kubernetes Job), run on a small Python image with the pinned downloader of
+    catalog/downloader.yaml instead of upstream's 12+ GB runtime image."""
 
-    activeDeadlineSeconds: Optional[Int64] = pydantic.Field(default=None, ge=60, description="Kubernetes Job: int64")
-    backoffLimit: Optional[Int32] = pydantic.Field(default=None, ge=0, description="Kubernetes Job: int32")
-    image: PinnedImage = pydantic.Field(
-        default="docker.io/library/python:3.12.8-slim",
-        description="a Python 3.12 image (the downloader's wheels are cp312): pip installs them into it",
-    )
+    activeDeadlineSeconds: Optional[Int64] = pydantic.Field(default=None, ge=60)
+    """Seconds a Job may run before it fails (Kubernetes Job activeDeadlineSeconds); unset: upstream's."""
+    backoffLimit: Optional[Int32] = pydantic.Field(default=None, ge=0)
+    """Retries before a Job fails (Kubernetes Job backoffLimit); unset: upstream's."""
+    image: PinnedImage = "docker.io/library/python:3.12.8-slim"
+    """A Python 3.12 image (the downloader's wheels are cp312), pinned by version tag or digest."""
 
 
 class PrewarmConfig(Block):
     """Prewarm DaemonSets: read the checkpoints into each GPU node's page cache before workers load them."""
 
     enabled: bool = True
+    """Run one prewarm DaemonSet per distinct worker placement."""
     gateWorkers: bool = True
+    """Workers wait (at most `waitTimeoutSeconds`) in an init container until their node is warm."""
     image: PinnedImage = "docker.io/library/python:3.12.8-slim"
+    """The image the prewarm program runs in (Python 3), pinned."""
     threads: int = pydantic.Field(default=8, ge=1, le=64)
-    # Page cache is charged to the cgroup that reads it: the limit must hold every checkpoint, or the
-    # kernel evicts what was just warmed. Unset: each DaemonSet's limit is computed from the sizes of the
-    # checkpoints its pods read (catalog/checkpoints.yaml); set, it applies to every DaemonSet and is
-    # checked against them. Requests stay small so the DaemonSet never blocks scheduling.
+    """Parallel readers per node."""
     memoryLimit: Optional[MemorySize] = None
+    """Memory limit of every prewarm pod (page cache counts against it, so it must hold what the pod warms);
+    unset: per DaemonSet, the checkpoints it reads (catalog/checkpoints.yaml) plus 2Gi."""
     cpuLimit: CpuQuantity = "2"
+    """CPU limit of every prewarm pod (Kubernetes quantity)."""
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
+    """Seconds a gated worker waits for its node to be warm before it loads cold."""
 
 
 class ModelCacheConfig(Block):
-    """`retainOnDelete`: `pulumi destroy` forgets the claim and the serving namespace instead of deleting
-    them (deleting the namespace would delete the claim with it), so the cached checkpoints survive. With a
-    file system the stack creates (`aws.modelCacheStorage`), the data lives outside the namespace anyway."""
+    """The ReadWriteMany model cache every worker mounts, filled by the download Jobs."""
 
     storageClassName: StorageClassName
-    size: Optional[StorageSize] = None  # unset: the upstream claim's, raised to hold the checkpoints downloaded
+    """The claim's StorageClass: an RWX class of the cluster's, or the one `aws.modelCacheStorage` creates."""
+    size: Optional[StorageSize] = None
+    """The claim's size; unset: upstream's, raised to hold the checkpoints downloaded (catalog/checkpoints.yaml)."""
     checkpoints: Checkpoints = Checkpoints()
+    """Which checkpoints the download Jobs fetch."""
     download: DownloadJob = DownloadJob()
+    """The download Jobs."""
     prewarm: PrewarmConfig = PrewarmConfig()
+    """The prewarm DaemonSets."""
     retainOnDelete: bool = False
-    mountsInLocalZones: bool = pydantic.Field(
-        default=False,
-        description="the storage class (one this stack does not create) mounts on Local Zone nodes, as FSx for "
-        "Lustre does and EFS does not; required for a managed Local Zone pool without aws.modelCacheStorage",
-    )
+    """`pulumi destroy` forgets the claim and the serving namespace instead of deleting them, so the cached
+    checkpoints survive (a file system the stack creates lives outside the namespace anyway)."""
+    mountsInLocalZones: bool = False
+    """The storage class (one this stack does not create) mounts on Local Zone nodes, as FSx for Lustre does and
+    EFS does not; required for a managed Local Zone pool without `aws.modelCacheStorage`."""
 
 
 class PlatformConfig(Block):
-    """The `dynamo-platform` Helm chart, installed from its NGC tarball (the operator applies the CRDs).
+    """The `dynamo-platform` Helm chart, installed from its NGC tarball (the operator applies the CRDs)."""
 
-    `chartVersion` unset means the version pinned in `catalog/platform.yaml`."""
-
-    install: bool = pydantic.Field(default=True, description="false: the cluster already runs the platform")
+    install: bool = True
+    """Install it; false where the cluster already runs the platform."""
     chartVersion: Optional[SemVer] = None
+    """The chart version; unset: the one pinned in catalog/platform.yaml."""
     namespace: DnsLabel = "dynamo-system"
+    """The namespace the stack creates for the operator."""
     releaseName: DnsLabel = "dynamo-platform"
+    """The Helm release name (its cluster-scoped objects are named after it)."""
     values: FreeFormValues = pydantic.Field(default_factory=dict)
+    """Helm values merged over catalog/platform.yaml's (and monitoring's); unset: none."""
 
 
 class RuntimeImage(Block):
     """Where the Dynamo runtime images come from; the repository name per backend comes from the recipe."""
 
     registry: Registry = "nvcr.io/nvidia/ai-dynamo"
+    """The registry path every runtime image is pulled from."""
     tag: SemVer = "1.5.0-nemotron-3.5-lightning-dev.1"
+    """The tag of every runtime image."""
 
 
 class Readiness(Block):
-    """`pulumi up` waits until every DGD reports `Ready` (`pulumi.com/waitFor`), at most `timeoutSeconds`
-    (unset: image pull plus the workers' own startupProbe budget, so the wait never expires first)."""
+    """How `pulumi up` waits for the DynamoGraphDeployments (Pulumi Kubernetes `pulumi.com/waitFor`)."""
 
     wait: bool = True
+    """Wait until every DGD reports `Ready`."""
     timeoutSeconds: Optional[int] = pydantic.Field(default=None, ge=60, le=4 * 3600)
+    """Seconds to wait at most; unset: the image pull allowance, the prewarm gate and the workers' startupProbe
+    budget, so the wait never expires first (a shorter value is refused)."""
 
 
 class DynamoConfig(Block):
-    """`imagePullSecret`: the name of the `kubernetes.io/dockerconfigjson` Secret the stack creates in the
-    serving namespace from the `ngcApiKey` secret (the namespace is the stack's, so it cannot exist before);
-    unset for public images."""
+    """The Dynamo platform and how the serving targets reach the GPUs."""
 
     platform: PlatformConfig = PlatformConfig()
+    """The platform's Helm release."""
     runtime: RuntimeImage = RuntimeImage()
+    """The runtime images."""
     imagePullSecret: Optional[DnsLabel] = None
+    """The `kubernetes.io/dockerconfigjson` Secret the stack creates in the serving namespace from the `ngcApiKey`
+    secret, used by every pod; unset: public images."""
     registry: Annotated[str, matching(r"[a-z0-9.-]+(:[0-9]+)?", "a registry host such as nvcr.io")] = "nvcr.io"
+    """The registry host the pull Secret authenticates to."""
     readiness: Readiness = Readiness()
-    # How a change of targets reaches the GPUs: `two-step` refuses a swap that one `pulumi up` cannot finish
-    # on full pools (serving_stack.plan.serving.swap_refusal); `surge`: the pools have room for both.
+    """How `pulumi up` waits for the graphs."""
     targetSwap: Literal["two-step", "surge"] = "two-step"
-    # How long `pulumi up`/`destroy` waits for a deleted DGD to be gone (the operator removes its finalizer
-    # once the component Deployments are deleted). Without it the provider would wait the DGD's readiness
-    # timeout (pulumi.com/timeoutSeconds applies to deletion too) when the operator is absent.
+    """`two-step` refuses a change of targets one `pulumi up` cannot finish on full pools (the engine deletes the
+    old target only after the new one is Ready); `surge`: the pools have room for both."""
     deleteTimeoutSeconds: int = pydantic.Field(default=600, ge=30, le=3600)
+    """Seconds `pulumi up`/`destroy` waits for a deleted DGD to be gone (the operator drops its finalizer once
+    the component Deployments are deleted)."""
 
 
 class TargetConfig(Block):
-    """A catalog target to serve, with the settings a stack may change about it.
-
-    `acceptanceLength`: the mean acceptance length of speculative decoding on your traffic (tokens emitted per
-    decode step per request, draft tokens accepted plus one; vLLM's spec-decode metrics report it). The
-    published figures of speculative targets were measured with synthetic rejection sampling at a fixed
-    acceptance length (the catalog's `syntheticAcceptanceLength`, upstream's expected value per method:
-    catalog/recipes/vllm/README.md, "Synthetic acceptance configuration"); unset, the figures are shown at that
-    length and say so; set, expected tok/s, tok/s/user and $/1M tokens are scaled by it over the synthetic
-    one (first order: decode tokens per step at a fixed draft count). At most the target's draft tokens + 1."""
+    """A catalog target to serve, with what a stack may change about it."""
 
     id: AsciiText
+    """A target id of catalog/targets.yaml (current or retired), e.g. `vllm/agg-h200-dspark`."""
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
+    """Replicas per DGD component name (Dynamo DGD spec.components[].replicas); unset: the recipe's."""
     image: Optional[PinnedImage] = None
+    """The image of every container of the target; unset: the runtime registry and tag (`dynamo.runtime`)."""
     nodePool: Optional[DnsLabel] = None
+    """The `aws.nodePools` pool it runs on; unset: the only pool with the target's GPU."""
     acceptanceLength: Optional[float] = pydantic.Field(default=None, ge=1)
+    """Mean acceptance length of speculative decoding on your traffic (draft tokens accepted + 1, from vLLM's
+    spec-decode metrics), at most the target's draft tokens + 1; expected tok/s and $/1M are scaled by it over
+    the catalog's synthetic one; unset: shown at the synthetic length, and said so."""
 
 
 def _target_list(value: Any, _handler: Any) -> Any:

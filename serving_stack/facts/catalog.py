@@ -1,31 +1,11 @@
-"""The parts of the vendored upstream manifests (`catalog/recipes/`) the stack reads, as shapes.
+"""The serving-target catalog: `catalog/targets.yaml`, the upstream manifests it names (vendored verbatim by
+`make absorb`), checkpoint sizes, the pinned downloader, the model-cache manifests and the Dynamo platform pin.
 
-A manifest is kept as upstream wrote it (a plain mapping, copied into the rendered objects); these shapes
-only check, when the catalog is loaded, that every field the facts and the plan read is there and of the
-type they read it as, so a malformed manifest stops with the file and the key path named instead of
-failing later inside the plan. Fields nobody reads are left alone (`extra="allow"`).
-
-One catalog target: its `targets.yaml` entry and its upstream ConfigMap + DynamoGraphDeployment.
-
-What a target *is* (components, GPUs, checkpoints, speculative decoding, routing) is read from the
-manifest; the entry adds only what the manifest cannot say: the published performance, which may be
-unknown (a new target, a GPU upstream has not benchmarked yet).
-
-Checkpoint sizes as data (`catalog/checkpoints.yaml`): what the model-cache PVC must hold.
-
-What the vendored upstream model-cache manifests state: the claim (and its size) and the download Jobs.
-
-Each download Job is one checkpoint set: the Hugging Face repos it fetches, each under the env name
-upstream gives it (`BASE_MODEL`, `DFLASH_MODEL`, ...). A checkpoint env is an env value that is a repo id
-and whose name the Job's script reads; anything else in `env` (`HF_HOME`, ...) is left alone. A BF16 set
-beside the NVFP4 one is a second Job with its own env names: nothing here assumes there is only one.
-
-The serving-target catalog: `catalog/targets.yaml` plus the upstream manifests it names.
-
-Everything a target is (components, GPUs, images, checkpoints) is read from its manifest, and the model
-cache (claim size, download Jobs, checkpoint env names) from upstream's model-cache manifests. A new
-upstream revision is absorbed as data with `make absorb` (`tools/absorb`), which writes `recipes/`
-and this file; published figures are optional per target.
+What a target *is* (components, GPUs, images, checkpoints, speculative decoding, routing) is read from its
+manifest; the entry adds only what the manifest cannot say, the published performance (each figure may be
+unknown). The shapes below check, when the catalog is loaded, that every field the facts and the plan read is
+there with the type they read it as (fields nobody reads are left alone), so a malformed manifest stops with the
+file and key named. A download Job is one checkpoint set: the repos it fetches under upstream's env names.
 """
 
 from __future__ import annotations
@@ -314,6 +294,15 @@ class Recipe:
         return sum(int(c.get("resources", {}).get("limits", {}).get(GPU_RESOURCE, 0)) for c in containers)
 
     @property
+    def worker_replicas(self) -> dict[str, int]:
+        """The replica set the figures were measured on: each worker component at its published replicas."""
+        return {c["name"]: c["replicas"] for c in self.worker_components()}
+
+    @property
+    def gpus_per_replica_set(self) -> int:
+        return sum(c["replicas"] * self.gpus_per_replica(c) for c in self.worker_components())
+
+    @property
     def gpu_products(self) -> list[str]:
         """GPU product labels the workers are pinned to (node affinity on `nvidia.com/gpu.product`)."""
         products: list[str] = []
@@ -523,18 +512,6 @@ def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> Model
         raise ConfigError(f"{key}.downloadJobs", f"two download Jobs share a name: {sorted(names)}")
     return ModelCacheFacts(claims[0], tuple(jobs))
 
-
-__all__ = [
-    "CATALOG_DIR",
-    "Catalog",
-    "Criteria",
-    "Performance",
-    "Recipe",
-    "RetiredTarget",
-    "TargetEntry",
-    "load_catalog",
-    "load_platform",
-]
 
 CATALOG_DIR = DATA_DIR
 TARGETS_FILE = "targets.yaml"

@@ -1,20 +1,11 @@
-"""The model cache as this stack runs it: upstream's claim and download Jobs, with what the stack config
-changes (size, which checkpoints), resolved once.
+"""The model cache as this stack runs it: upstream's claim and download Jobs with what the stack changes (size,
+which checkpoints), the RWX storage the stack creates (EFS or FSx for Lustre), and the prewarm DaemonSets.
 
-Checkpoints keep upstream's env names and stay in the Job that fetches them upstream. A repo the stack
-adds that no upstream Job fetches goes into the first Job under a name derived from the base
-(`<base>-Foo` -> `FOO_MODEL`). A Job left with no checkpoint is not run.
-
-With `modelCache.checkpoints` unset, the Jobs follow the selected targets: every upstream Job that fetches
-a checkpoint some selected target loads runs as upstream wrote it, and a Job for checkpoints no selected
-target loads (a revision's new BF16 set, say) is not run; a stack selecting no target runs them all.
-
-The model cache's RWX storage the stack creates (EFS or FSx for Lustre), resolved and checked.
-
-Which prewarm DaemonSets a stack needs, and how workers wait for their node to be warm.
-
-One DaemonSet per distinct worker placement (node affinity) among the selected targets: it selects
-the same nodes, tolerates every taint those workers tolerate, and warms every checkpoint they load.
+Checkpoints keep upstream's env names and stay in the Job that fetches them upstream; a repo the stack adds goes
+into the first Job under a name derived from the base (`<base>-Foo` -> `FOO_MODEL`); a Job left with no
+checkpoint is not run. With `modelCache.checkpoints` unset, only the Jobs that fetch a checkpoint some selected
+target loads run (all of them when the stack selects none). One prewarm DaemonSet per distinct worker placement
+(node affinity): it selects the same nodes, tolerates what those workers tolerate, and warms what they load.
 """
 
 from __future__ import annotations
@@ -23,19 +14,17 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
-from serving_stack.config.aws import AwsConfig
+from serving_stack.config.aws import AwsConfig, ModelCacheStorageConfig
 from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig, TargetConfig
-from serving_stack.config.stack import StackConfig
 from serving_stack.config.types import quantity_value
 from serving_stack.errors import ConfigError
-from serving_stack.facts import Facts
-from serving_stack.facts.aws import AwsRegions, CsiAddon
-from serving_stack.facts.catalog import Catalog, CheckpointSizes, DownloadJob, ModelCacheFacts
+from serving_stack.facts.aws import AwsCatalog, AwsRegions, CsiAddon
+from serving_stack.facts.catalog import BYTES_PER_GB, Catalog, CheckpointSizes, DownloadJob, ModelCacheFacts
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     MODEL_CACHE_CLAIM,
@@ -43,7 +32,6 @@ from serving_stack.names import (
     PREWARM_PROGRAM_CONFIG_MAP,
     WORKER_COMPONENT_TYPES,
 )
-from serving_stack.plan.quantities import gib
 
 KEY = "modelCache.checkpoints"
 
@@ -112,18 +100,15 @@ def loaded_checkpoints(targets: Iterable[TargetConfig], catalog: Catalog) -> set
 
 
 def select_model_cache(
-    cache: ModelCacheConfig,
-    facts: ModelCacheFacts,
-    loaded: Collection[str] = (),
+    cache: ModelCacheConfig, facts: ModelCacheFacts, sizes: CheckpointSizes, loaded: Collection[str] = ()
 ) -> tuple[ModelCacheSelection, list[ConfigError]]:
-    """What each download Job fetches, and every checkpoint change the upstream script cannot take;
-    `loaded` are the repos the selected targets load (`loaded_checkpoints`)."""
-    size = cache.size if cache.size is not None else facts.size
+    """What each download Job fetches and the claim's size (the configured one, else `cache_size`), and every
+    checkpoint change the upstream script cannot take; `loaded`: the repos the selected targets load."""
     wanted = _wanted(cache, facts)
     if wanted is None:
         used = [job for job in facts.jobs if any(repo in loaded for repo in job.repos)]
         jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in (used or facts.jobs))
-        return ModelCacheSelection(size, jobs), []
+        return _selection(cache, facts, jobs, sizes), []
     kept = [JobCheckpoints(job, tuple((n, r) for n, r in job.checkpoints if r in wanted)) for job in facts.jobs]
     fetched = {repo for job in kept for _, repo in job.checkpoints}
     taken = {name for job in facts.jobs for name, _ in job.checkpoints}
@@ -147,36 +132,35 @@ def select_model_cache(
                     "leave modelCache.checkpoints unset for this revision",
                 )
             )
-    return ModelCacheSelection(size, jobs), errors
+    return _selection(cache, facts, jobs, sizes), errors
+
+
+def _selection(
+    cache: ModelCacheConfig, facts: ModelCacheFacts, jobs: tuple[JobCheckpoints, ...], sizes: CheckpointSizes
+) -> ModelCacheSelection:
+    repos = {repo for job in jobs for _, repo in job.checkpoints}
+    return ModelCacheSelection(cache.size if cache.size is not None else cache_size(facts.size, repos, sizes), jobs)
 
 
 FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400
 
 
-@dataclass(frozen=True)
-class EfsOptions:
-    directory_perms: str
-    base_path: str
-
-
-@dataclass(frozen=True)
-class FsxOptions:
-    per_unit_storage_throughput: int
-    file_system_type_version: str
-    data_compression_type: str
-    availability_zone: str
-    capacity_gib: int
+def gib(quantity: str) -> Optional[float]:
+    """`1200Gi` / `2.4Ti` -> GiB; None for units the model cache does not use."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Gi|Ti)", quantity)
+    return float(match[1]) * (1024 if match[2] == "Ti" else 1) if match else None
 
 
 @dataclass(frozen=True)
 class StoragePlan:
-    backend: Literal["efs", "fsx"]
+    """What `ModelCacheStorage` builds: the configured file system, with the FSx zone and capacity resolved."""
+
+    config: ModelCacheStorageConfig
     storage_class_name: str
-    protect: bool
-    claim_name: str
     csi_addon: CsiAddon
-    efs: Optional[EfsOptions]
-    fsx: Optional[FsxOptions]
+    fsx_zone: Optional[str] = None  # the FSx file system's AZ
+    fsx_capacity_gib: int = 0  # the FSx file system's capacity: the claim's size
+    claim_name: str = MODEL_CACHE_CLAIM
 
 
 def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
@@ -187,47 +171,33 @@ def fsx_availability_zone(aws: AwsConfig) -> Optional[str]:
     return zones.pop() if len(zones) == 1 else None
 
 
-def _check_unknown_class_in_local_zones(config: StackConfig, aws: AwsConfig, regions: AwsRegions) -> list[ConfigError]:
-    """A class the stack does not create may be EFS, which has no mount target in a Local Zone: a managed Local
-    Zone pool needs the user's statement that it mounts there (`modelCache.mountsInLocalZones`)."""
-    if config.modelCache.mountsInLocalZones:
-        return []
-    for index, pool in enumerate(aws.nodePools):
-        if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone):
-            return [
-                ConfigError(
-                    f"aws.nodePools[{index}].availabilityZone",
-                    f"pool {pool.name!r} is in Local Zone {pool.availabilityZone}, where the model cache's storage "
-                    f"class {config.modelCache.storageClassName!r} (not created by this stack) may not mount: EFS "
-                    "has mount targets only in Availability Zones",
-                    "aws.modelCacheStorage.backend fsx, or modelCache.mountsInLocalZones: true for a class that does",
-                )
-            ]
-    return []
-
-
-def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions: AwsRegions) -> list[ConfigError]:
-    """`cache_size`: the model-cache claim's size (configured, else upstream's). EFS is refused for a stack
-    with a Local Zone pool: EFS has no mount target in a Local Zone and the mount helper's cross-zone
-    fallback needs describe permissions a node role lacks (AWS-FACTS.md, corrections 2026-12)."""
-    storage = aws.modelCacheStorage
-    if storage is None:
-        return _check_unknown_class_in_local_zones(config, aws, regions)
-    errors: list[ConfigError] = []
-    create = aws.cluster.create if aws.cluster else None
-    if create is None:
-        errors.append(
-            ConfigError(
-                "aws.modelCacheStorage",
-                "the stack creates model-cache storage only for the cluster it creates",
-                "aws.cluster.create",
-            )
-        )
+def check_storage(cache: ModelCacheConfig, aws: AwsConfig, size: str, regions: AwsRegions) -> list[ConfigError]:
+    """`size`: the model-cache claim's, resolved. EFS has no mount target in a Local Zone (and the mount helper's
+    cross-zone fallback needs describe permissions a node role lacks: AWS-FACTS.md, corrections 2026-12), so a
+    managed Local Zone pool needs FSx, or a class the user states mounts there."""
+    storage, errors = aws.modelCacheStorage, []
     local = [
         (index, pool)
         for index, pool in enumerate(aws.nodePools)
         if pool.managed and pool.availabilityZone and regions.local_zone(aws.region, pool.availabilityZone)
     ]
+    if storage is None:
+        if local and not cache.mountsInLocalZones:
+            index, pool = local[0]
+            return [
+                ConfigError(
+                    f"aws.nodePools[{index}].availabilityZone",
+                    f"pool {pool.name!r} is in Local Zone {pool.availabilityZone}, where the model cache's storage "
+                    f"class {cache.storageClassName!r} (not created by this stack) may not mount: EFS "
+                    "has mount targets only in Availability Zones",
+                    "aws.modelCacheStorage.backend fsx, or modelCache.mountsInLocalZones: true for a class that does",
+                )
+            ]
+        return []
+    create = aws.cluster.create if aws.cluster else None
+    if create is None:
+        problem = "the stack creates model-cache storage only for the cluster it creates"
+        errors.append(ConfigError("aws.modelCacheStorage", problem, "aws.cluster.create"))
     if storage.backend == "efs" and local:
         index, pool = local[0]
         errors.append(
@@ -242,94 +212,38 @@ def check_storage(config: StackConfig, aws: AwsConfig, cache_size: str, regions:
     if unused in storage.model_fields_set:
         errors.append(ConfigError(f"aws.modelCacheStorage.{unused}", f"set, but backend is {storage.backend}"))
     if storage.backend == "fsx":
-        size = gib(cache_size)
-        if size is None or not (size == FSX_FIRST_STEP_GIB or (size > 0 and size % FSX_STEP_GIB == 0)):
-            errors.append(
-                ConfigError(
-                    "modelCache.size",
-                    f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
-                    f"or a multiple of {FSX_STEP_GIB}Gi (got {cache_size})",
-                )
+        capacity = gib(size)
+        if capacity is None or not (capacity == FSX_FIRST_STEP_GIB or (capacity > 0 and capacity % FSX_STEP_GIB == 0)):
+            problem = (
+                f"FSx for Lustre PERSISTENT_2 capacity must be {FSX_FIRST_STEP_GIB}Gi "
+                f"or a multiple of {FSX_STEP_GIB}Gi (got {size})"
             )
+            errors.append(ConfigError("modelCache.size", problem))
         zones = sorted({p.availabilityZone for p in aws.nodePools if p.managed and p.availabilityZone})
-        zone = fsx_availability_zone(aws)
+        zone, key = fsx_availability_zone(aws), "aws.modelCacheStorage.fsx.availabilityZone"
         if zone is None:
-            errors.append(
-                ConfigError(
-                    "aws.modelCacheStorage.fsx.availabilityZone",
-                    f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system",
-                )
-            )
+            errors.append(ConfigError(key, f"GPU pools are in {zones or 'no AZ'}; name the AZ of the file system"))
         elif create and zone not in create.availabilityZones:
-            errors.append(
-                ConfigError(
-                    "aws.modelCacheStorage.fsx.availabilityZone",
-                    f"{zone!r} is not a cluster AZ",
-                    ", ".join(create.availabilityZones),
-                )
-            )
+            errors.append(ConfigError(key, f"{zone!r} is not a cluster AZ", ", ".join(create.availabilityZones)))
     return errors
 
 
-def plan_storage(config: StackConfig, facts: Facts) -> Optional[StoragePlan]:
+def plan_storage(aws: Optional[AwsConfig], storage_class: str, size: str, facts: AwsCatalog) -> Optional[StoragePlan]:
     """What `ModelCacheStorage` builds (the config must have passed `check_storage`)."""
-    aws = config.aws
-    if aws is None or aws.modelCacheStorage is None:
+    storage = aws.modelCacheStorage if aws else None
+    if aws is None or storage is None:
         return None
-    storage, addons = aws.modelCacheStorage, facts.aws.platform.eksAddons
-    efs = fsx = None
+    addons = facts.platform.eksAddons
     if storage.backend == "efs":
-        efs = EfsOptions(directory_perms=storage.efs.directoryPerms, base_path=storage.efs.basePath)
-    else:
-        zone, size = fsx_availability_zone(aws), config.modelCache.size
-        if zone is None or size is None:
-            raise ValueError("the FSx zone and the cache size are resolved before planning (build_plan does both)")
-        fsx = FsxOptions(
-            per_unit_storage_throughput=storage.fsx.perUnitStorageThroughput,
-            file_system_type_version=storage.fsx.fileSystemTypeVersion,
-            data_compression_type=storage.fsx.dataCompressionType,
-            availability_zone=zone,
-            capacity_gib=int(gib(size) or 0),
-        )
-    return StoragePlan(
-        backend=storage.backend,
-        storage_class_name=config.modelCache.storageClassName,
-        protect=storage.protect,
-        claim_name=MODEL_CACHE_CLAIM,
-        csi_addon=addons.efsCsiDriver if storage.backend == "efs" else addons.fsxCsiDriver,
-        efs=efs,
-        fsx=fsx,
-    )
+        return StoragePlan(storage, storage_class, addons.efsCsiDriver)
+    return StoragePlan(storage, storage_class, addons.fsxCsiDriver, fsx_availability_zone(aws), int(gib(size) or 0))
 
 
 PROGRAM_FILE = Path(__file__).resolve().parents[2] / "prewarm" / "prewarm.py"
-PROGRAM_CONFIG_MAP = PREWARM_PROGRAM_CONFIG_MAP
-WORKER_TYPES = WORKER_COMPONENT_TYPES
 PROGRAM_MOUNT = "/opt/nemotron-prewarm"
 STATE_DIR = "/var/lib/nemotron-prewarm"
 STATE_VOLUME = "prewarm-state"
 PROGRAM_VOLUME = "prewarm-program"
-
-
-@dataclass(frozen=True)
-class PrewarmSettings:
-    """How the prewarm DaemonSets run (the memory limit is per DaemonSet: `PrewarmPool.memory_limit`)."""
-
-    image: str
-    threads: int
-    cpu_limit: str
-    wait_timeout_seconds: int
-    host_state_dir: str  # node-local readiness files, one directory per stack: host_state_dir(namespace)
-
-    @classmethod
-    def of(cls, config: PrewarmConfig, namespace: str) -> PrewarmSettings:
-        return cls(
-            host_state_dir=host_state_dir(namespace),
-            image=config.image,
-            threads=config.threads,
-            cpu_limit=config.cpuLimit,
-            wait_timeout_seconds=config.waitTimeoutSeconds,
-        )
 
 
 @dataclass(frozen=True)
@@ -356,13 +270,16 @@ def _pool_name(node_affinity: dict[str, Any]) -> str:
 
 
 def prewarm_pools(
-    dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]], memory_limit: Callable[[list[str]], str]
+    prewarm: PrewarmConfig, dgds_with_checkpoints: list[tuple[dict[str, Any], list[str]]], sizes: CheckpointSizes
 ) -> list[PrewarmPool]:
-    """Group the workers of the rendered DGDs by node affinity; `memory_limit` of the checkpoints one reads."""
+    """The DaemonSets: the workers of the rendered DGDs grouped by node affinity, each one's memory limit the
+    configured one, else computed from what it warms."""
+    if not prewarm.enabled:
+        return []
     groups: dict[str, dict[str, Any]] = {}
     for dgd, checkpoints in dgds_with_checkpoints:
         for component in dgd["spec"]["components"]:
-            if component["type"] not in WORKER_TYPES:
+            if component["type"] not in WORKER_COMPONENT_TYPES:
                 continue
             pod = component["podTemplate"]["spec"]
             affinity = pod["affinity"]["nodeAffinity"]
@@ -373,7 +290,11 @@ def prewarm_pools(
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
     pools = [
         PrewarmPool(
-            _pool_name(g["affinity"]), g["affinity"], g["tolerations"], g["checkpoints"], memory_limit(g["checkpoints"])
+            _pool_name(g["affinity"]),
+            g["affinity"],
+            g["tolerations"],
+            g["checkpoints"],
+            limit if (limit := prewarm.memoryLimit) is not None else prewarm_memory_limit(g["checkpoints"], sizes),
         )
         for g in groups.values()
     ]
@@ -395,7 +316,7 @@ def state_volume(host_dir: str) -> dict[str, Any]:
 
 
 def program_volume() -> dict[str, Any]:
-    return {"name": PROGRAM_VOLUME, "configMap": {"name": PROGRAM_CONFIG_MAP}}
+    return {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
 
 
 def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) -> None:
@@ -405,7 +326,7 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) 
     readiness file; after `wait_timeout_seconds` it lets the worker load cold rather than never start.
     """
     for component in dgd["spec"]["components"]:
-        if component["type"] not in WORKER_TYPES:
+        if component["type"] not in WORKER_COMPONENT_TYPES:
             continue
         pod = component["podTemplate"]["spec"]
         image = pod["containers"][0]["image"]
@@ -487,3 +408,36 @@ def cache_size(upstream_size: str, downloaded: Iterable[str], sizes: CheckpointS
     the download Jobs fetch when upstream's is smaller."""
     needed = checkpoint_bytes(downloaded, sizes)
     return upstream_size if quantity_value(upstream_size) >= needed else f"{math.ceil(needed / GIB)}Gi"
+
+
+def _too_small(key: str, value: str, what: str, repositories: list[str], sizes: CheckpointSizes) -> list[ConfigError]:
+    needed = checkpoint_bytes(repositories, sizes)
+    if quantity_value(value) >= needed:
+        return []
+    estimated = sum(sizes.size(repository).estimate for repository in repositories)
+    basis = f", {estimated} of them estimates" if estimated else ""
+    problem = (
+        f"{value} cannot hold the {len(repositories)} checkpoints {what}: {needed / BYTES_PER_GB:g} GB "
+        f"(catalog/checkpoints.yaml{basis})"
+    )
+    return [ConfigError(key, problem, f">= {math.ceil(needed / GIB)}Gi")]
+
+
+def check_checkpoint_room(
+    cache: ModelCacheConfig,
+    size: str,
+    downloaded: Iterable[str],
+    loaded_by_nodes: Mapping[str, Iterable[str]],
+    sizes: CheckpointSizes,
+) -> list[ConfigError]:
+    """The cache's size against every checkpoint downloaded; a configured `prewarm.memoryLimit` against the
+    checkpoints the targets on one kind of node load (what one prewarm pod reads: page cache is charged to its
+    cgroup). Defaults are computed from the same sizes, so only a configured value can be too small."""
+    errors = _too_small("modelCache.size", size, "the download Jobs fetch", list(dict.fromkeys(downloaded)), sizes)
+    limit = cache.prewarm.memoryLimit
+    if not cache.prewarm.enabled or limit is None:
+        return errors
+    for nodes, loaded in sorted(loaded_by_nodes.items()):
+        what = f"a prewarm pod on {nodes} nodes reads"
+        errors += _too_small("modelCache.prewarm.memoryLimit", limit, what, list(dict.fromkeys(loaded)), sizes)
+    return errors

@@ -37,9 +37,9 @@ from serving_stack.facts.aws import (
     DraDriverChart,
     InstanceType,
     NetworkInterface,
+    version_key,
 )
 from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
-from serving_stack.plan.quantities import version_tuple
 
 EKS_CAPACITY_TYPES = MappingProxyType(
     {
@@ -384,7 +384,7 @@ def _check_version(path: str, pool: NodePoolConfig, facts: PoolFacts, version: O
     errors: list[ConfigError] = []
     nodes = pool.kubernetesVersion or version
     minimum = facts.instance.minKubernetes if facts.instance else None
-    if minimum and nodes and version_tuple(nodes) < version_tuple(minimum):
+    if minimum and nodes and version_key(nodes) < version_key(minimum):
         errors.append(
             ConfigError(
                 f"{path}.instanceType", f"{pool.instanceType} needs Kubernetes >= {minimum}, the cluster runs {nodes}"
@@ -392,7 +392,7 @@ def _check_version(path: str, pool: NodePoolConfig, facts: PoolFacts, version: O
         )
     if version is None or not pool.managed:
         return errors
-    if pool.kubernetesVersion and version_tuple(pool.kubernetesVersion) > version_tuple(version):
+    if pool.kubernetesVersion and version_key(pool.kubernetesVersion) > version_key(version):
         return [
             *errors,
             ConfigError(f"{path}.kubernetesVersion", f"{pool.kubernetesVersion} is newer than the cluster's {version}"),

@@ -1,53 +1,9 @@
-"""Upstream manifests -> the manifests this stack applies.
+"""The serving targets: selected from the catalog once (recipe, effective replicas, GPUs, throughput basis),
+placed on the GPU pools, and rendered once into the ConfigMap and DynamoGraphDeployment the stack applies
+(placement, prewarm gate, compile cache, readiness wait, scaling adapters) with their contract entry.
 
-Every change to an upstream object is one of the documented stack settings below; everything else is
-kept byte for byte (the conformance test holds the stack to that):
-
-| setting                                  | what it changes                                         |
-|------------------------------------------|---------------------------------------------------------|
-| `kubernetes.namespace`                   | `metadata.namespace` of every namespaced object         |
-| `dynamo.imagePullSecret`                 | `imagePullSecrets` of every pod (removed when unset)    |
-| `dynamo.runtime.registry` / `.tag`       | the registry and tag of every runtime image             |
-| `targets[].image`                        | every container image of that target                    |
-| `targets[].replicas.<component>`         | that component's `replicas`                             |
-| `modelCache.storageClassName` / `.size`  | the PVC's storage class and size (size unset: upstream's) |
-| `modelCache.checkpoints`                 | the download Jobs' checkpoint env vars and the loop tuple of their script; a Job left without checkpoints is not run |
-| `modelCache.download.*`                  | the download Jobs' `activeDeadlineSeconds` / `backoffLimit` (unset: upstream's) |
-| `modelCache.prewarm.gateWorkers`         | workers get a `wait-for-prewarm` initContainer and its two volumes (`serving_stack.plan.model_cache`) |
-| `dynamo.readiness.*`                     | DGD annotations `pulumi.com/waitFor: condition=Ready`, `pulumi.com/timeoutSeconds` |
-| (always)                                 | every DGD pod template: annotation `nemotron.nvidia.com/config-sha256` of the ConfigMap data its pods read |
-| `hfToken` unset                          | the download Job's `envFrom` of `hf-token-secret` is removed (public checkpoints) |
-| `aws.modelCacheStorage.backend: fsx`     | the PVC's `spec.volumeName`: the PersistentVolume of the stack's FSx file system |
-| `autoscaling.targets.<id>`               | its workers get `scalingAdapter: {}` (`plan.stack_scaling`) |
-| (always: `catalog/platform.yaml` `compileCache`) | every GPU worker: `compilationCache` on the model-cache claim, the claim mounted at its `mountPath` with the subPath of its key, each cache variable of its backend set below it (`share_compile_cache`) |
-
-The selected catalog targets, resolved once: the recipe, the effective replicas of every component
-(the recipe's own count unless the stack overrides it) and the GPUs those replicas use.
-
-From the selected targets to what the program applies: rendered manifests and contract entries.
-
-Plain data, computed before any resource is registered, so a bad catalog entry or setting fails first
-and tests can check it without the Pulumi runtime.
-
-Place a rendered target on a GPU node pool (pure: manifests in, manifests out).
-
-| change                                   | applies to                                                  |
-|------------------------------------------|-------------------------------------------------------------|
-| `nemotron.nvidia.com/pool In [<pool>]`   | every nodeSelectorTerm of every worker                      |
-| `nvidia.com/gpu.product` = pool product  | the workers' existing product expression (added if missing) |
-| pool label + product in `nodeSelector`   | components upstream pins by `nodeSelector` (GB200 frontends)|
-| toleration of the pool's GPU taint       | workers that do not tolerate it already                     |
-| fabric profile of the pool               | GPU containers of disaggregated targets (`catalog/fabrics.yaml`): fabric resource, fabric env, NIXL backends of `--kv-transfer-config` |
-
-Everything a change does not name is kept as rendered; a fabric setting that already matches the pool's
-profile is left untouched, so an upstream target placed on a pool of its upstream fabric differs from
-upstream by the pool pinning only.
-
-Which pool each selected target runs on, and whether it fits there.
-
-A target runs on `targets[i].nodePool`, or on the only pool whose GPU is the target's. The pool must have
-the target's GPU and architecture, a KV-transfer fabric for a disaggregated target, nodes big enough for
-every worker pod, and room (maxSize nodes) for the GPUs of every target placed on it.
+Every change to an upstream object is a documented stack setting (docs/layout.md, "What the stack changes in
+upstream manifests"); everything else is kept byte for byte, which tests/test_conformance.py holds it to.
 """
 
 from __future__ import annotations
@@ -55,18 +11,17 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional
 
-from serving_stack.config.serving import DownloadJob, TargetConfig
-from serving_stack.config.stack import StackConfig
+from serving_stack.config.serving import DownloadJob, DynamoConfig, PrewarmConfig, RuntimeImage, TargetConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
-from serving_stack.facts.catalog import Catalog, CheckpointSizes, CompileCache, Criteria, PlatformFile, Recipe
+from serving_stack.facts.catalog import Catalog, CompileCache, Criteria, Recipe
 from serving_stack.facts.crds import pruned_paths
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
@@ -77,34 +32,115 @@ from serving_stack.names import (
     WORKER_COMPONENT_TYPES,
 )
 from serving_stack.plan.model_cache import (
-    PROGRAM_FILE,
     JobCheckpoints,
-    PrewarmPool,
     env_name_tuple,
     env_tuple_pattern,
     gate_workers,
     host_state_dir,
-    prewarm_memory_limit,
-    prewarm_pools,
     small_downloader,
 )
 from serving_stack.plan.pools import ResolvedPool
+from serving_stack.plan.throughput import (
+    Slo,
+    TargetTokenCost,
+    ThroughputBasis,
+    candidate_row,
+    instance_offers,
+    target_token_cost,
+    throughput_basis,
+)
+
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
+CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
 
 
 @dataclass(frozen=True)
-class ServingSettings:
-    """The stack-wide settings that change upstream manifests."""
+class SelectedTarget:
+    index: int
+    config: TargetConfig
+    recipe: Recipe
+    replicas: Mapping[str, int]  # every component's: the stack's override, else the recipe's
+    gpus: int
+    basis: ThroughputBasis
 
-    namespace: str
-    image_pull_secret: Optional[str]
-    registry: str
-    tag: str
+    @property
+    def id(self) -> str:
+        return self.recipe.id
 
 
-def runtime_image(upstream_image: str, settings: ServingSettings) -> str:
+def effective_replicas(recipe: Recipe, target: TargetConfig) -> Mapping[str, int]:
+    return MappingProxyType({c["name"]: target.replicas.get(c["name"], c["replicas"]) for c in recipe.components})
+
+
+def gpus_used(recipe: Recipe, replicas: Mapping[str, int]) -> int:
+    return sum(replicas[c["name"]] * recipe.gpus_per_replica(c) for c in recipe.components)
+
+
+def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    path, recipe, target = f"targets[{selected.index}]", selected.recipe, selected.config
+    for component in target.replicas:
+        if component not in recipe.component_names:
+            errors.append(
+                ConfigError(f"{path}.replicas.{component}", "no such component", ", ".join(recipe.component_names))
+            )
+    if recipe.disaggregated:
+        for role in ("prefill", "decode"):
+            name = next(c["name"] for c in recipe.components if c["type"] == role)
+            if selected.replicas[name] < 1:
+                problem = f"a disaggregated target needs a prefill/decode pair, got 0 {role} replicas"
+                errors.append(ConfigError(f"{path}.replicas.{name}", problem, ">= 1"))
+    for repo in recipe.checkpoints:
+        if repo not in cached:
+            errors.append(
+                ConfigError(
+                    "modelCache.checkpoints",
+                    f"target {target.id!r} loads {repo!r}, which the model cache does not download",
+                    "add it to modelCache.checkpoints.base or .drafts",
+                )
+            )
+    return errors
+
+
+def select_targets(
+    targets: Sequence[TargetConfig], catalog: Catalog, cached: set[str]
+) -> tuple[list[SelectedTarget], list[ConfigError]]:
+    """The targets the stack selects, and every problem with the selection (each naming its key);
+    `cached` are the repos the model cache downloads (`plan.model_cache`)."""
+    selected: list[SelectedTarget] = []
+    errors: list[ConfigError] = []
+    seen: set[str] = set()
+    for index, target in enumerate(targets):
+        key = f"targets[{index}].id"
+        if target.id not in catalog.recipes and target.id not in catalog.retired:
+            errors.append(ConfigError(key, f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes)))
+            continue
+        if target.id in seen:
+            errors.append(ConfigError(key, f"target {target.id!r} is selected twice"))
+        seen.add(target.id)
+        recipe = catalog.recipe(target.id)
+        twin = next((s for s in selected if s.recipe.name == recipe.name and s.id != target.id), None)
+        if twin is not None:  # a retired target and the current one that kept its DGD name
+            problem = f"{target.id!r} deploys the DynamoGraphDeployment {recipe.name!r}, as targets[{twin.index}]"
+            problem += f" ({twin.id!r}) does"
+            errors.append(ConfigError(key, problem, "one of them"))
+        replicas = effective_replicas(recipe, target)
+        try:
+            basis = throughput_basis(recipe, target, index)
+        except ConfigError as error:
+            errors.append(error)
+            continue
+        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas), basis)
+        errors += _check(one, cached)
+        selected.append(one)
+    return selected, errors
+
+
+def runtime_image(upstream_image: str, runtime: RuntimeImage) -> str:
     """Keep the upstream repository name (e.g. `vllm-runtime`), swap registry and tag."""
     repository = upstream_image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
-    return f"{settings.registry}/{repository}:{settings.tag}"
+    return f"{runtime.registry}/{repository}:{runtime.tag}"
 
 
 def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
@@ -117,50 +153,44 @@ def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
 
 
 def render_target(
-    recipe: Recipe,
-    replicas: Mapping[str, int],
-    image: Optional[str],
-    settings: ServingSettings,
+    recipe: Recipe, replicas: Mapping[str, int], image: Optional[str], namespace: str, dynamo: DynamoConfig
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ConfigMap and DynamoGraphDeployment of one target, as this stack applies them: `replicas` are
-    the effective counts (`plan.targets`), which equal upstream's wherever the stack sets none."""
+    """The ConfigMap and DGD of one target in `namespace`, at the effective `replicas` (`SelectedTarget`)."""
     config_map, dgd = recipe.copy_manifests()
     for manifest in (config_map, dgd):
-        manifest["metadata"]["namespace"] = settings.namespace
+        manifest["metadata"]["namespace"] = namespace
     for component in dgd["spec"]["components"]:
         if replicas[component["name"]] != component["replicas"]:
             component["replicas"] = replicas[component["name"]]
         pod_spec = component["podTemplate"]["spec"]
-        _set_pull_secret(pod_spec, settings.image_pull_secret)
+        _set_pull_secret(pod_spec, dynamo.imagePullSecret)
         for container in pod_spec.get("containers", []):
-            container["image"] = image or runtime_image(container["image"], settings)
+            container["image"] = image or runtime_image(container["image"], dynamo.runtime)
     return config_map, dgd
 
 
-def render_model_cache_pvc(
-    claim: dict[str, Any], size: str, storage_class: str, settings: ServingSettings
-) -> dict[str, Any]:
-    """Upstream's claim; `size` is the configured size or upstream's own (`plan.model_cache`)."""
+def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str, namespace: str) -> dict[str, Any]:
+    """Upstream's claim at the resolved `size` (`ModelCacheSelection.size`)."""
     pvc = copy.deepcopy(claim)
-    pvc["metadata"]["namespace"] = settings.namespace
+    pvc["metadata"]["namespace"] = namespace
     pvc["spec"]["storageClassName"] = storage_class
     pvc["spec"]["resources"]["requests"]["storage"] = size
     return pvc
 
 
 def render_download_job(
-    fetch: JobCheckpoints, download: DownloadJob, settings: ServingSettings, downloader: list[str]
+    fetch: JobCheckpoints, download: DownloadJob, namespace: str, pull_secret: Optional[str], downloader: list[str]
 ) -> dict[str, Any]:
     """An upstream download Job fetching `fetch.checkpoints` under their env names, on `download.image` with the
     pinned `downloader` requirements (`small_downloader`): where the stack changed the set, the checkpoint env
     entries and the loop tuple of upstream's script are rewritten, nothing else."""
     job = copy.deepcopy(fetch.job.manifest)
-    job["metadata"]["namespace"] = settings.namespace
+    job["metadata"]["namespace"] = namespace
     for field in ("activeDeadlineSeconds", "backoffLimit"):
         if getattr(download, field) is not None:
             job["spec"][field] = getattr(download, field)
     pod_spec = job["spec"]["template"]["spec"]
-    _set_pull_secret(pod_spec, settings.image_pull_secret)
+    _set_pull_secret(pod_spec, pull_secret)
     small_downloader(pod_spec, download.image, downloader)
     (container,) = pod_spec["containers"]
     if fetch.changed:
@@ -175,11 +205,6 @@ def render_download_job(
     return job
 
 
-WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
-TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
-CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
-
-
 def startup_budget_seconds(dgd: dict[str, Any]) -> int:
     """The longest any component may take to start before Kubernetes gives up on it (its startupProbe)."""
     budgets = [0]
@@ -191,13 +216,6 @@ def startup_budget_seconds(dgd: dict[str, Any]) -> int:
                 + int(probe.get("periodSeconds", 10)) * int(probe.get("failureThreshold", 3))
             )
     return max(budgets)
-
-
-def await_ready(dgd: dict[str, Any], timeout_seconds: int) -> None:
-    """`pulumi up` waits for the DGD's `Ready` condition (the operator sets it once every component runs)."""
-    annotations = dgd["metadata"].setdefault("annotations", {})
-    annotations[WAIT_FOR_ANNOTATION] = "condition=Ready"
-    annotations[TIMEOUT_ANNOTATION] = str(timeout_seconds)
 
 
 def stamp_config_checksum(dgd: dict[str, Any], *config_data: Mapping[str, str]) -> None:
@@ -260,145 +278,123 @@ def share_compile_cache(
 
 
 @dataclass(frozen=True)
-class ThroughputBasis:
-    """What a target's expected tok/s, tok/s/user and $/1M rest on. The published row was measured with
-    `synthetic` acceptance (a fixed acceptance length; None: without speculative decoding, or unsaid); the
-    figures are scaled to `acceptance` (`targets[i].acceptanceLength`, `key`) over it, or shown as published."""
+class PlannedTarget:
+    """One target as deployed. `ignored_replica_paths`: the DGD's replica fields its scaling adapters own (Pulumi
+    sets them at creation only); `token_cost`: None where no data file prices its GPU."""
 
-    speculative: bool
-    synthetic: Optional[float]
-    acceptance: Optional[float] = None
-    key: str = "targets[].acceptanceLength"
+    selected: SelectedTarget
+    pool: Optional[ResolvedPool]
+    config_map: dict[str, Any]
+    dgd: dict[str, Any]
+    endpoint: ServingEndpoint
+    delete_timeout_seconds: int
+    ignored_replica_paths: tuple[str, ...] = ()
+    token_cost: Optional[TargetTokenCost] = None
 
     @property
-    def factor(self) -> float:
-        return self.acceptance / self.synthetic if self.acceptance and self.synthetic else 1.0
-
-    def scaled(self, figure: Optional[float]) -> Optional[float]:
-        return figure if figure is None or self.factor == 1 else round(figure * self.factor, 2)
-
-    def describe(self) -> str:
-        if not self.speculative:
-            return "measured without speculative decoding"
-        if self.synthetic is None:
-            return "speculative decoding; the acceptance of the measurement is unpublished"
-        if self.acceptance is None:
-            return f"synthetic acceptance length {self.synthetic:g}, not measured on real traffic (set {self.key})"
-        return (
-            f"scaled x{self.factor:.3f} to acceptance length {self.acceptance:g} ({self.key}) from the synthetic "
-            f"{self.synthetic:g}"
-        )
+    def resource_name(self) -> str:
+        return self.selected.recipe.name
 
 
-def throughput_basis(recipe: Recipe, config: TargetConfig, index: int) -> ThroughputBasis:
-    """The basis of one target's figures; `ConfigError` when the configured acceptance length cannot be."""
-    key = f"targets[{index}].acceptanceLength"
-    draft_tokens, acceptance = recipe.draft_tokens, config.acceptanceLength
-    if acceptance is not None and (draft_tokens is None or acceptance > draft_tokens + 1):
-        raise ConfigError(
-            key,
-            f"{acceptance:g} for {recipe.id!r}, which "
-            + ("runs no speculative decoding" if draft_tokens is None else f"drafts {draft_tokens} tokens a step"),
-            "unset" if draft_tokens is None else f"1..{draft_tokens + 1}",
-        )
-    return ThroughputBasis(
-        draft_tokens is not None, recipe.entry.performance.syntheticAcceptanceLength, acceptance, key
+def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str, usd: Optional[float]) -> ServingEndpoint:
+    """Figures upstream did not publish stay None (the contract's null), and so does a verdict they decide."""
+    performance, basis = target.recipe.entry.performance, target.basis
+    per_gpu = basis.scaled(performance.outputTokensPerSecondPerGpu)
+    return ServingEndpoint(
+        id=target.id,
+        kind="dynamo",
+        servedModelName=target.recipe.served_model_name,
+        url=frontend_url(target.recipe.name, namespace),
+        gpus=target.gpus,
+        expectedOutputTokensPerSecond=None if per_gpu is None else round(per_gpu * target.gpus, 2),
+        expectedTokensPerSecondPerUser=basis.scaled(performance.tokensPerSecondPerUser),
+        meetsPublishedCriteria=criteria.passed_by(performance),
+        throughputBasis=basis.describe(),
+        usdPerMillionOutputTokens=usd,
     )
 
 
-@dataclass(frozen=True)
-class SelectedTarget:
-    index: int
-    config: TargetConfig
-    recipe: Recipe
-    replicas: Mapping[str, int]
-    gpus: int
-    basis: ThroughputBasis
-
-    @property
-    def id(self) -> str:
-        return self.recipe.id
+def _readiness_timeout(dynamo: DynamoConfig, target: SelectedTarget, budget: int) -> int:
+    timeout = dynamo.readiness.timeoutSeconds
+    if timeout is not None and timeout < budget:
+        raise ConfigError(
+            "dynamo.readiness.timeoutSeconds",
+            f"{timeout} s would expire before {target.id!r} may be ready: the image pull allowance, the prewarm gate "
+            f"(modelCache.prewarm.waitTimeoutSeconds) and its startupProbe budget add up to {budget} s",
+            f">= {budget}, or unset",
+        )
+    return timeout or budget
 
 
-def effective_replicas(recipe: Recipe, target: TargetConfig) -> Mapping[str, int]:
-    return MappingProxyType({c["name"]: target.replicas.get(c["name"], c["replicas"]) for c in recipe.components})
+def plan_targets(
+    selected: Sequence[SelectedTarget],
+    placements: Mapping[str, ResolvedPool],
+    namespace: str,
+    dynamo: DynamoConfig,
+    prewarm: PrewarmConfig,
+    autoscaled: Collection[str],
+    facts: Facts,
+    prewarm_program: str,
+) -> list[PlannedTarget]:
+    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists."""
+    platform, criteria = facts.platform, facts.catalog.criteria
+    offers = instance_offers(facts.aws, facts.capacity_prices)
+    slo = Slo(criteria.minTokensPerSecondPerUser, criteria.maxTtftP50Ms)
+    gated = prewarm.enabled and prewarm.gateWorkers
+    planned = []
+    for target in selected:
+        config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, namespace, dynamo)
+        pool = placements.get(target.id)
+        if pool is not None:
+            config_map, dgd = place_target(config_map, dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
+        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
+        share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
+        if gated:
+            gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace))
+        stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
+        if dynamo.readiness.wait:
+            # Everything before a worker is Ready, in order: the image pull, the prewarm gate (an init
+            # container that waits up to its timeout), then the startupProbe's own budget.
+            gate = prewarm.waitTimeoutSeconds if gated else 0
+            budget = platform.readiness.imagePullAllowanceSeconds + gate + startup_budget_seconds(dgd)
+            annotations = dgd["metadata"].setdefault("annotations", {})
+            annotations[WAIT_FOR_ANNOTATION] = "condition=Ready"  # the operator sets Ready once every component runs
+            annotations[TIMEOUT_ANNOTATION] = str(_readiness_timeout(dynamo, target, budget))
+        ignored: list[str] = []
+        if target.id in autoscaled:
+            # v1beta1: `scalingAdapter` present opts in (even empty: the CRD declares no `enabled`); the adapter
+            # then owns the component's replicas.
+            for index, component in enumerate(dgd["spec"]["components"]):
+                if component["type"] in WORKER_COMPONENT_TYPES:
+                    component["scalingAdapter"] = {}
+                    ignored.append(f"spec.components[{index}].replicas")
+        cost = None
+        if facts.aws.gpu_of_product(target.recipe.gpu_products[0]) is not None:  # else: a GPU no data file prices
+            cost = target_token_cost(candidate_row(target.recipe, facts.aws, target.basis), pool, offers, slo)
+        usd = round(cost.usd_per_million, 4) if cost and cost.usd_per_million is not None else None
+        endpoint = _endpoint(target, criteria, namespace, usd)
+        planned.append(
+            PlannedTarget(target, pool, config_map, dgd, endpoint, dynamo.deleteTimeoutSeconds, tuple(ignored), cost)
+        )
+    _check_against_crd(planned, facts)
+    return planned
 
 
-def gpus_used(recipe: Recipe, replicas: Mapping[str, int]) -> int:
-    return sum(replicas[c["name"]] * recipe.gpus_per_replica(c) for c in recipe.components)
-
-
-def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
-    errors: list[ConfigError] = []
-    path, recipe, target = f"targets[{selected.index}]", selected.recipe, selected.config
-    for component in target.replicas:
-        if component not in recipe.component_names:
-            errors.append(
-                ConfigError(f"{path}.replicas.{component}", "no such component", ", ".join(recipe.component_names))
-            )
-    if recipe.disaggregated:
-        for role in ("prefill", "decode"):
-            name = next(c["name"] for c in recipe.components if c["type"] == role)
-            if selected.replicas[name] < 1:
-                errors.append(
-                    ConfigError(
-                        f"{path}.replicas.{name}",
-                        f"a disaggregated target needs a prefill/decode pair, got 0 {role} replicas",
-                        ">= 1",
-                    )
-                )
-    for repo in recipe.checkpoints:
-        if repo not in cached:
-            errors.append(
-                ConfigError(
-                    "modelCache.checkpoints",
-                    f"target {target.id!r} loads {repo!r}, which the model cache does not download",
-                    "add it to modelCache.checkpoints.base or .drafts",
-                )
-            )
-    return errors
-
-
-def select_targets(
-    config: StackConfig,
-    catalog: Catalog,
-    cached: set[str],
-) -> tuple[list[SelectedTarget], list[ConfigError]]:
-    """The targets the stack selects, and every problem with the selection (each naming its key);
-    `cached` are the repos the model cache downloads (`plan.model_cache`)."""
-    selected: list[SelectedTarget] = []
-    errors: list[ConfigError] = []
-    seen: set[str] = set()
-    for index, target in enumerate(config.targets):
-        if target.id not in catalog.recipes and target.id not in catalog.retired:
-            errors.append(
-                ConfigError(f"targets[{index}].id", f"unknown target {bounded(target.id)}", ", ".join(catalog.recipes))
-            )
-            continue
-        if target.id in seen:
-            errors.append(ConfigError(f"targets[{index}].id", f"target {target.id!r} is selected twice"))
-        seen.add(target.id)
-        recipe = catalog.recipe(target.id)
-        twin = next((s for s in selected if s.recipe.name == recipe.name and s.id != target.id), None)
-        if twin is not None:  # a retired target and the current one that kept its DGD name
-            errors.append(
-                ConfigError(
-                    f"targets[{index}].id",
-                    f"{target.id!r} deploys the DynamoGraphDeployment {recipe.name!r}, as targets[{twin.index}] "
-                    f"({twin.id!r}) does",
-                    "one of them",
-                )
-            )
-        replicas = effective_replicas(recipe, target)
-        try:
-            basis = throughput_basis(recipe, target, index)
-        except ConfigError as error:
-            errors.append(error)
-            continue
-        one = SelectedTarget(index, target, recipe, replicas, gpus_used(recipe, replicas), basis)
-        errors += _check(one, cached)
-        selected.append(one)
-    return selected, errors
+def _check_against_crd(targets: Sequence[PlannedTarget], facts: Facts) -> None:
+    """Every field of every DGD as deployed exists in the CRD the pinned operator installs: the API server
+    would prune any other silently (`serving_stack.facts.crds`)."""
+    chart = facts.platform.chart
+    errors = [
+        ConfigError(
+            f"targets[{target.selected.index}].id",
+            f"{target.selected.id!r}: {path} is not in the DynamoGraphDeployment CRD that {chart.name} "
+            f"{chart.version} installs (schemas/crds/), so the API server would prune it",
+        )
+        for target in targets
+        for path in pruned_paths(target.dgd)
+    ]
+    if errors:
+        raise ConfigError.combined(errors)
 
 
 def retired_warnings(selected: list[SelectedTarget], catalog: Catalog) -> list[str]:
@@ -455,149 +451,6 @@ def check_target_swap(previous_ids: list[str], current_ids: list[str], catalog: 
     if refusal is not None:
         raise refusal
     return True
-
-
-@dataclass(frozen=True)
-class PlannedTarget:
-    """`ignored_replica_paths`: the DGD's replica fields an autoscaler owns (`serving_stack.plan.capacity`)."""
-
-    selected: SelectedTarget
-    pool: Optional[ResolvedPool]
-    config_map: dict[str, Any]
-    dgd: dict[str, Any]
-    endpoint: ServingEndpoint
-    delete_timeout_seconds: int
-    ignored_replica_paths: tuple[str, ...] = ()
-
-    @property
-    def resource_name(self) -> str:
-        return self.selected.recipe.name
-
-
-def serving_settings(config: StackConfig) -> ServingSettings:
-    return ServingSettings(
-        namespace=config.kubernetes.namespace,
-        image_pull_secret=config.dynamo.imagePullSecret,
-        registry=config.dynamo.runtime.registry,
-        tag=config.dynamo.runtime.tag,
-    )
-
-
-def _endpoint(target: SelectedTarget, criteria: Criteria, namespace: str) -> ServingEndpoint:
-    """Figures upstream did not publish stay None (the contract's null), and so does a verdict they decide."""
-    performance, basis = target.recipe.entry.performance, target.basis
-    per_gpu = basis.scaled(performance.outputTokensPerSecondPerGpu)
-    return ServingEndpoint(
-        id=target.id,
-        kind="dynamo",
-        servedModelName=target.recipe.served_model_name,
-        url=frontend_url(target.recipe.name, namespace),
-        gpus=target.gpus,
-        expectedOutputTokensPerSecond=None if per_gpu is None else round(per_gpu * target.gpus, 2),
-        expectedTokensPerSecondPerUser=basis.scaled(performance.tokensPerSecondPerUser),
-        meetsPublishedCriteria=criteria.passed_by(performance),
-        throughputBasis=basis.describe(),
-    )
-
-
-def plan_targets(
-    config: StackConfig,
-    selected: list[SelectedTarget],
-    placements: Mapping[str, ResolvedPool],
-    fabrics: Mapping[str, FabricProfile],
-    criteria: Criteria,
-    platform: PlatformFile,
-    prewarm_program: str,
-) -> list[PlannedTarget]:
-    settings = serving_settings(config)
-    prewarm, readiness = config.modelCache.prewarm, config.dynamo.readiness
-    planned = []
-    for target in selected:
-        config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, settings)
-        pool = placements.get(target.id)
-        if pool is not None:
-            config_map, dgd = place_target(config_map, dgd, target.recipe, pool, fabrics)
-        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
-        share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
-        gated = prewarm.enabled and prewarm.gateWorkers
-        if gated:
-            gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(settings.namespace))
-        stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
-        if readiness.wait:
-            # Everything before a worker is Ready, in order: the image pull, the prewarm gate (an init
-            # container that waits up to its timeout), then the startupProbe's own budget.
-            gate = prewarm.waitTimeoutSeconds if gated else 0
-            budget = platform.readiness.imagePullAllowanceSeconds + gate + startup_budget_seconds(dgd)
-            if readiness.timeoutSeconds is not None and readiness.timeoutSeconds < budget:
-                raise ConfigError(
-                    "dynamo.readiness.timeoutSeconds",
-                    f"{readiness.timeoutSeconds} s would expire before "
-                    f"{target.id!r} may be ready: the image pull allowance, the prewarm gate "
-                    f"(modelCache.prewarm.waitTimeoutSeconds) and its startupProbe budget add up to {budget} s",
-                    f">= {budget}, or unset",
-                )
-            await_ready(dgd, readiness.timeoutSeconds or budget)
-        endpoint = _endpoint(target, criteria, settings.namespace)
-        planned.append(PlannedTarget(target, pool, config_map, dgd, endpoint, config.dynamo.deleteTimeoutSeconds))
-    return planned
-
-
-def plan_prewarm(config: StackConfig, planned: list[PlannedTarget], sizes: CheckpointSizes) -> list[PrewarmPool]:
-    """The DaemonSets; each one's memory limit is the configured one, else computed from what it warms."""
-    prewarm = config.modelCache.prewarm
-    if not prewarm.enabled:
-        return []
-    configured = prewarm.memoryLimit
-    return prewarm_pools(
-        [(p.dgd, p.selected.recipe.checkpoints) for p in planned],
-        lambda warmed: configured if configured is not None else prewarm_memory_limit(warmed, sizes),
-    )
-
-
-def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in overlay.items():
-        nested = isinstance(value, dict) and isinstance(merged.get(key), dict)
-        merged[key] = _merge(merged[key], value) if nested else value
-    return merged
-
-
-def platform_chart(config: StackConfig, platform: PlatformFile) -> tuple[str, dict[str, Any]]:
-    """The chart tarball URL at the pinned (or configured) version, and the merged values."""
-    version = config.dynamo.platform.chartVersion or platform.chart.version
-    return platform.chart.url.format(version=version), _merge(platform.values, config.dynamo.platform.values)
-
-
-def check_against_crd(targets: Sequence[PlannedTarget], platform: PlatformFile) -> None:
-    """Every field of every DGD as deployed exists in the CRD the pinned operator installs: the API server
-    would prune any other silently (`serving_stack.facts.crds`)."""
-    chart = platform.chart
-    errors = [
-        ConfigError(
-            f"targets[{target.selected.index}].id",
-            f"{target.selected.id!r}: {path} is not in the DynamoGraphDeployment CRD that {chart.name} "
-            f"{chart.version} installs (schemas/crds/), so the API server would prune it",
-        )
-        for target in targets
-        for path in pruned_paths(target.dgd)
-    ]
-    if errors:
-        raise ConfigError.combined(errors)
-
-
-def plan_serving_targets(
-    config: StackConfig, selected: list[SelectedTarget], placements: Mapping[str, ResolvedPool], facts: Facts
-) -> list[PlannedTarget]:
-    fabrics: dict[str, FabricProfile] = dict(facts.aws.fabrics.items())
-    return plan_targets(
-        config,
-        selected,
-        placements,
-        fabrics,
-        facts.catalog.criteria,
-        facts.platform,
-        PROGRAM_FILE.read_text(),
-    )
 
 
 KV_TRANSFER_FLAG = "--kv-transfer-config"
@@ -751,13 +604,13 @@ def _fit(target: SelectedTarget, pool: ResolvedPool, gpu: Optional[str], arch: O
 
 
 def place_targets(
-    config: StackConfig,
-    targets: list[SelectedTarget],
-    pools: Mapping[str, ResolvedPool],
-    aws_catalog: AwsCatalog,
+    targets: list[SelectedTarget], pools: Optional[Mapping[str, ResolvedPool]], aws_catalog: AwsCatalog
 ) -> tuple[dict[str, ResolvedPool], list[ConfigError]]:
-    """Target id -> its pool (unplaced targets are absent), and every placement problem."""
-    if config.aws is None:
+    """Target id -> its pool (unplaced targets are absent), and every placement problem; `pools` None: the stack
+    has no `aws` block. A target runs on `targets[i].nodePool`, or on the only pool whose GPU is the target's; the
+    pool must have the target's GPU and architecture, a KV-transfer fabric for a disaggregated target, nodes big
+    enough for every worker pod, and room (maxSize nodes) for the GPUs of every target placed on it."""
+    if pools is None:
         return {}, [
             ConfigError(f"targets[{t.index}].nodePool", "no aws.nodePools are defined")
             for t in targets

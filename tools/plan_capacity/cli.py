@@ -22,18 +22,9 @@ from serving_stack.config.demand import DemandConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts, load_facts
-from serving_stack.plan.capacity import (
-    CandidateRow,
-    InstanceOffer,
-    Slo,
-    benchmark_token_shape,
-    candidate_rows,
-    demand_of,
-    instance_offers,
-    token_cost_markdown,
-    token_cost_rows,
-)
+from serving_stack.plan.throughput import CandidateRow, InstanceOffer, Slo, instance_offers, token_cost_row
 from tools.plan_capacity.explain import PlanResult, plan_capacity
+from tools.plan_capacity.model import benchmark_token_shape, candidate_rows, demand_of, token_cost_markdown
 from tools.plan_capacity.solver import Plan
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name, stack_changes, write_stack_file
 from tools.secret_placeholders import stack_config_of
@@ -49,7 +40,10 @@ def read_stack(stack: str, root: Path = PROJECT_DIR) -> StackConfig:
 
 
 def read_demand(stack: str, root: Path = PROJECT_DIR) -> DemandConfig:
-    config = read_stack(stack, root)
+    return _demand(read_stack(stack, root), stack)
+
+
+def _demand(config: StackConfig, stack: str) -> DemandConfig:
     if config.demand is None:
         raise ConfigError("demand", f"Pulumi.{stack}.yaml has no `demand:` block", "see docs/capacity.md")
     return config.demand
@@ -114,7 +108,7 @@ def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any,
         "",
         "## Cost per 1M output tokens (chosen targets, at published throughput)",
         "",
-        token_cost_markdown(token_cost_rows(chosen, offers, criteria)),
+        token_cost_markdown([token_cost_row(row, offers, criteria) for row in chosen]),
     ]
     implied = plan_to_stack_config(result.plan, rows)
     out += [
@@ -150,15 +144,14 @@ def plan_of_stack(stack: str, root: Path = PROJECT_DIR, facts: Optional[Facts] =
     Block prices included), or a `ConfigError` naming the bad key."""
     facts = facts or load_facts()
     config = read_stack(stack, root)
-    if config.demand is None:
-        raise ConfigError("demand", f"Pulumi.{stack}.yaml has no `demand:` block", "see docs/capacity.md")
-    unknown = config.demand.unknown_gpu_types(list(facts.aws.gpus))
+    demand = _demand(config, stack)
+    unknown = demand.check_gpu_types(facts.aws.gpus)
     if unknown:
-        raise ConfigError("demand.gpuTypes", f"unknown GPU type(s) {', '.join(unknown)}", ", ".join(facts.aws.gpus))
+        raise ConfigError.combined(unknown)
     criteria = Slo(facts.catalog.criteria.minTokensPerSecondPerUser, facts.catalog.criteria.maxTtftP50Ms)
     rows, offers = candidate_rows(facts.catalog, facts.aws), instance_offers(facts.aws, facts.capacity_prices)
     try:
-        result = plan_capacity(demand_of(config.demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
+        result = plan_capacity(demand_of(demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
     except Exception as solver_error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
         problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
         raise ConfigError("demand", problem) from None

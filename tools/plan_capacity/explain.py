@@ -9,16 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.plan.capacity import (
-    CAPACITY_TYPES,
-    CandidateRow,
-    Demand,
-    InstanceOffer,
-    Slo,
-    meets_slo,
-    pools_for,
-    search_space,
-)
+from serving_stack.plan.throughput import CAPACITY_TYPES, CandidateRow, InstanceOffer, Slo
+from tools.plan_capacity.model import Demand, pools_for, search_space
 from tools.plan_capacity.solver import Plan, build_plan, solve
 
 CONSTRAINT_NAMES = {
@@ -61,7 +53,7 @@ def exclusion_reason(row: CandidateRow, demand: Demand, offers: tuple[InstanceOf
         return "no published figures"
     assert row.tokens_per_second_per_user is not None
     assert row.ttft_p50_ms is not None
-    if not meets_slo(row, demand.slo):
+    if not row.meets(demand.slo):
         parts = []
         if row.tokens_per_second_per_user < demand.slo.min_tokens_per_second_per_user:
             parts.append(
@@ -164,7 +156,7 @@ def _detail(
         meeting = [
             f"{r.target_id} ({exclusion_reason(r, demand, offers)})"
             for r in rows
-            if r.published and meets_slo(r, demand.slo)
+            if r.published and r.meets(demand.slo)
         ]
         elsewhere = f"; the target(s) that meet it cannot serve here: {', '.join(meeting)}" if meeting else ""
         return (

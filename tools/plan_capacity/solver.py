@@ -20,7 +20,8 @@ from typing import Optional
 
 import highspy
 
-from serving_stack.plan.capacity import CandidateRow, Demand, InstanceOffer, Pool, SearchSpace, search_space
+from serving_stack.plan.throughput import CandidateRow, InstanceOffer
+from tools.plan_capacity.model import Demand, Pool, SearchSpace, search_space
 
 COST_TIE_TOLERANCE = 1e-6  # $/h: plans closer than this cost the same
 

@@ -28,9 +28,10 @@ from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts import Facts
-from serving_stack.plan.capacity import CandidateRow, Pool
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, check_pool_zone
+from serving_stack.plan.throughput import CandidateRow
+from tools.plan_capacity.model import Pool
 from tools.plan_capacity.solver import Plan
 
 PROJECT_KEYS = {"targets": "targets", "node_pools": "aws.nodePools", "checkpoints": "modelCache.checkpoints"}
@@ -149,7 +150,7 @@ def _checkpoints(config: StackConfig, targets: list[dict[str, Any]], facts: Fact
     already fetches every checkpoint they load."""
     cache = config.modelCache
     loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
-    selection = select_model_cache(cache, facts.catalog.model_cache, set(loaded))[0]
+    selection = select_model_cache(cache, facts.catalog.model_cache, facts.checkpoints, set(loaded))[0]
     missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
     if not missing:
         return None

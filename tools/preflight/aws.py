@@ -30,8 +30,8 @@ import botocore.exceptions
 
 from serving_stack.errors import bounded
 from serving_stack.facts import load_facts
+from serving_stack.plan.cluster import CreatedCluster, KubeconfigCluster
 from serving_stack.plan.pools import ResolvedPool
-from serving_stack.plan.stack import CreatedCluster, KubeconfigCluster
 from tools.preflight.facts import Ec2Quota, QuotasFile, load_permissions, load_quotas
 from tools.preflight.findings import Finding, blocker, warning
 from tools.preflight.stack import PreflightStack

@@ -17,7 +17,7 @@ from typing import Optional
 import botocore.exceptions
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.plan.stack import KubeconfigCluster
+from serving_stack.plan.cluster import KubeconfigCluster
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight.aws import AwsInputError, ClientFactory, aws_findings, boto3_clients, regions_used
 from tools.preflight.findings import EXIT_BAD_INPUT, Finding, exit_status, ordered

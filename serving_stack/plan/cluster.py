@@ -1,0 +1,340 @@
+"""The cluster the stack reaches: one it creates (VPC, EKS, system node group, add-ons, access entries) or an
+existing one through an explicit kubeconfig context, checked against EC2's instance types, EKS's limits and
+support calendar, the Dynamo platform's minimum Kubernetes and the stack's one Region; and the device plugins
+its GPU pools need.
+
+One Region for the stack: `aws.region` decides where the stack builds, `aws:region` is the default provider's
+(`pulumi` commands, SageMaker endpoints without `sagemaker.region`); two values would split the stack across
+Regions without any block saying so, so they must agree. A created cluster runs `upgradePolicy.supportType:
+STANDARD`, which EKS accepts only in standard support (AWS-FACTS.md, corrections 2026-12): a version past it is
+refused, one that ends within `warnDays` is a warning.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import ipaddress
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Optional, Union
+
+import botocore
+import botocore.session
+
+from serving_stack.config.aws import AwsClusterConfig, AwsConfig
+from serving_stack.config.serving import ClusterAccess
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts import Facts
+from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon, version_key
+from serving_stack.facts.dates import EksVersionsFile
+from serving_stack.facts.name_limits import load_name_limits
+from serving_stack.plan.pools import (
+    DraDriverPlan,
+    LocalZoneSubnet,
+    ResolvedPool,
+    bounded_list,
+    check_region,
+    local_zone_subnets,
+    plan_dra_driver,
+)
+
+VERSION_KEY = "aws.cluster.create.kubernetesVersion"
+EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
+
+
+@dataclass(frozen=True)
+class SystemNodes:
+    instance_types: tuple[str, ...]
+    min_size: int
+    desired_size: int
+    max_size: int
+    disk_size_gib: int
+
+
+@dataclass(frozen=True)
+class AccessGrant:
+    principal_arn: str
+    policy: str
+    namespaces: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CreatedCluster:
+    """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
+
+    name: str
+    kubernetes_version: str
+    availability_zones: tuple[str, ...]
+    vpc_cidr: str
+    nat_gateway_per_az: bool
+    endpoint_public_access_cidrs: tuple[str, ...]
+    log_retention_days: int
+    system_nodes: SystemNodes
+    addons: tuple[EksAddon, ...]
+    access_grants: tuple[AccessGrant, ...]
+    local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExistingEks:
+    """The AWS side of an existing cluster, for the GPU node groups the stack adds to it."""
+
+    name: str
+    vpc_id: str
+    private_subnet_ids_by_az: Mapping[str, str]
+    node_security_group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KubeconfigCluster:
+    """An existing cluster reached through an explicit kubeconfig context (never the ambient default)."""
+
+    context: Optional[str]
+    kubeconfig_path: Optional[str]
+    eks: Optional[ExistingEks]
+
+
+ClusterPlan = Union[CreatedCluster, KubeconfigCluster]
+
+
+@dataclass(frozen=True)
+class AwsAccount:
+    region: str
+    tags: Mapping[str, str]
+    node_managed_policies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DevicePluginSet:
+    """Which device plugins the pools need, each an explicit switch."""
+
+    pins: DevicePluginPins  # the charts, pinned
+    nvidia: bool  # the NVIDIA device plugin (off where the GPU Operator runs one)
+    efa: bool  # the EFA device plugin, on the instance types below
+    efa_instance_types: tuple[str, ...]  # the instance types of the EFA pools
+    infiniband: bool  # the RDMA shared device plugin: some pool's fabric is InfiniBand
+    dra_driver: Optional[DraDriverPlan] = None  # the NVIDIA DRA driver, for multi-node NVLink pools
+
+
+def plan_cluster(
+    aws: Optional[AwsConfig], access: ClusterAccess, facts: Facts, pools: Sequence[ResolvedPool]
+) -> ClusterPlan:
+    create = aws.cluster.create if aws and aws.cluster else None
+    if access.source == "eks" and aws is not None and create is not None:
+        system = aws.systemNodeGroup
+        return CreatedCluster(
+            name=create.name,
+            kubernetes_version=create.kubernetesVersion,
+            availability_zones=tuple(create.availabilityZones),
+            vpc_cidr=create.vpcCidr,
+            nat_gateway_per_az=create.natGatewayPerAz,
+            endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
+            log_retention_days=create.controlPlaneLogRetentionDays,
+            system_nodes=SystemNodes(
+                tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize, system.diskSizeGiB
+            ),
+            addons=tuple(facts.aws.platform.eksAddons.cluster),
+            access_grants=tuple(
+                AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces)) for e in create.accessEntries
+            ),
+            local_zone_subnets=local_zone_subnets(pools),
+        )
+    existing = aws.cluster.existing if aws and aws.cluster else None
+    eks = None
+    if existing is not None:
+        subnets = MappingProxyType(dict(existing.privateSubnetIds))
+        eks = ExistingEks(existing.name, existing.vpcId, subnets, tuple(existing.nodeSecurityGroupIds))
+    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=eks)
+
+
+def plan_device_plugins(
+    aws: Optional[AwsConfig], pools: Sequence[ResolvedPool], facts: Facts
+) -> Optional[DevicePluginSet]:
+    if aws is None or not pools:
+        return None
+    wanted = aws.devicePlugins
+    efa_types = [p.instance_type for p in pools if p.fabric == "efa" and p.instance_type] if wanted.efa else []
+    return DevicePluginSet(
+        pins=facts.aws.platform.devicePlugins,
+        nvidia=wanted.nvidia,
+        efa=bool(efa_types),
+        efa_instance_types=tuple(dict.fromkeys(efa_types)),
+        infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
+        dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),
+    )
+
+
+def check_stack_region(
+    aws: Optional[AwsConfig], sagemaker_region: Optional[str], default_region: Optional[str], regions: AwsRegions
+) -> list[ConfigError]:
+    """`aws:region` (`default_region`) and `sagemaker.region` exist; `aws.region` equals `aws:region`
+    (`aws.region` itself is checked with its zones, `plan.pools.check_region`)."""
+    errors = [
+        ConfigError(key, f"unknown Region {bounded(region)}", bounded_list(regions.regions))
+        for key, region in (("aws:region", default_region), ("sagemaker.region", sagemaker_region))
+        if region is not None and region not in regions.regions
+    ]
+    if aws is not None and default_region is not None and aws.region != default_region:
+        errors.append(
+            ConfigError(
+                "aws.region",
+                f"{aws.region!r} differs from the stack's aws:region {bounded(default_region)}: one Region for the stack",
+                bounded(default_region, quote=False),
+            )
+        )
+    return errors
+
+
+def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool, facts: Facts) -> list[ConfigError]:
+    """The `aws` cluster and system node group blocks: how the cluster is sourced, its endpoint and VPC ranges,
+    the Kubernetes version the Dynamo platform needs (`installs_platform`), and the Region and zones."""
+    errors: list[ConfigError] = []
+    create = aws.cluster.create if aws.cluster else None
+    if access.source == "eks" and create is None:
+        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
+    if create and access.source != "eks":
+        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
+    if create:
+        errors += _check_public_access_cidrs(create.endpointPublicAccessCidrs)
+        errors += _repeated("aws.cluster.create.availabilityZones", create.availabilityZones, "zone")
+        principals = [entry.principalArn for entry in create.accessEntries]
+        what = "principal (EKS allows one access entry per principal)"
+        errors += _repeated("aws.cluster.create.accessEntries", principals, what, ".principalArn")
+        if not 16 <= ipaddress.ip_network(create.vpcCidr, strict=False).prefixlen <= 20:
+            errors.append(ConfigError("aws.cluster.create.vpcCidr", f"{create.vpcCidr} is not a /16../20 network"))
+    # The cluster's version against the platform chart the stack installs (a created cluster's always; an
+    # existing cluster's when it says its version).
+    minimum = facts.platform.chart.minKubernetes
+    key, version = stated_version(aws.cluster)
+    if (
+        version is not None
+        and (create is not None or installs_platform)
+        and version_key(version) < version_key(minimum)
+    ):
+        errors.append(ConfigError(key, f"the Dynamo platform needs Kubernetes >= {minimum}, got {version}"))
+    system = aws.systemNodeGroup
+    errors += check_system_instance_types(system.instanceTypes, facts)
+    if not system.minSize <= system.desiredSize <= system.maxSize:
+        problem = f"{system.desiredSize} is not between minSize {system.minSize} and maxSize {system.maxSize}"
+        errors.append(ConfigError("aws.systemNodeGroup.desiredSize", problem))
+    return errors + check_region(aws, facts.aws.regions)
+
+
+@functools.cache
+def ec2_instance_types() -> frozenset[str]:
+    """Every EC2 instance type the pinned botocore's EC2 API model names (its `InstanceType` enum)."""
+    return frozenset(botocore.session.get_session().get_service_model("ec2").shape_for("InstanceType").enum)
+
+
+def check_system_instance_types(instance_types: list[str], facts: Facts) -> list[ConfigError]:
+    """Each type exists (EC2's own list, from botocore) and one node group holds one architecture: EKS
+    launches a node group with one AMI, x86_64 or arm64."""
+    errors = []
+    known, graviton = ec2_instance_types(), load_name_limits().gravitonFamilies
+    arches: dict[str, int] = {}
+    for index, name in enumerate(instance_types):
+        key = f"aws.systemNodeGroup.instanceTypes[{index}]"
+        if name not in known:
+            problem = f"{bounded(name)} is not an EC2 instance type (botocore {botocore.__version__}'s EC2 model)"
+            errors.append(ConfigError(key, problem))
+            continue
+        gpu = facts.aws.instance_types.get(name)
+        arch = gpu.arch if gpu is not None else ("arm64" if graviton.arm64(name) else "x86_64")
+        first = arches.setdefault(arch, index)
+        if len(arches) > 1 and first == index:
+            other = next(a for a in arches if a != arch)
+            problem = f"{name} is {arch} but instanceTypes[{arches[other]}] is {other}: one node group runs one AMI"
+            errors.append(ConfigError(key, problem, f"{other} types only"))
+    return errors
+
+
+def _repeated(path: str, values: list[str], what: str, suffix: str = "") -> list[ConfigError]:
+    """A value listed twice, named at its second index."""
+    return [
+        ConfigError(f"{path}[{index}]{suffix}", f"the same {what} as [{values.index(value)}]: {bounded(value)}")
+        for index, value in enumerate(values)
+        if value in values[:index]
+    ]
+
+
+def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
+    """The public endpoint's allow-list: not the whole Internet, public ranges only, within EKS's count."""
+    limits = load_name_limits().eksPublicAccessCidrs
+    key = "aws.cluster.create.endpointPublicAccessCidrs"
+    errors = []
+    if len(cidrs) > limits.maxEntries:
+        errors.append(ConfigError(key, f"{len(cidrs)} ranges; EKS takes at most {limits.maxEntries} ({limits.source})"))
+    for index, cidr in enumerate(cidrs):
+        special = limits.non_public(cidr)
+        if ipaddress.ip_network(cidr, strict=False).prefixlen == 0:
+            problem = f"{cidr} opens the API endpoint to the internet"
+            errors.append(ConfigError(f"{key}[{index}]", problem, "specific CIDRs, or [] for a private endpoint"))
+        elif special is not None:
+            errors.append(
+                ConfigError(
+                    f"{key}[{index}]",
+                    f"{cidr} is inside {special}, which no caller of a public endpoint comes from "
+                    f"({limits.nonPublicSource})",
+                    "public ranges; private networks reach the cluster through its private endpoint",
+                )
+            )
+    return errors
+
+
+def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:
+    """(config key, version) of the cluster's Kubernetes version: a created cluster's, else the version an
+    existing cluster states (None when it states none)."""
+    if cluster is not None and cluster.create is not None:
+        return VERSION_KEY, cluster.create.kubernetesVersion
+    existing = cluster.existing if cluster is not None else None
+    return EXISTING_VERSION_KEY, existing.kubernetesVersion if existing is not None else None
+
+
+def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
+    newest = calendar.newest_in_standard_support(today)
+    return newest or f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
+
+
+def check_cluster_version(
+    cluster: Optional[AwsClusterConfig], calendar: EksVersionsFile, today: datetime.date
+) -> tuple[list[ConfigError], list[str]]:
+    """Errors for a created cluster's version that EKS does not take with STANDARD today; warnings for one
+    that leaves standard support within `warnDays` (and for an existing cluster past it)."""
+    key, version = stated_version(cluster)
+    if cluster is None or version is None:
+        return [], []
+    dates = calendar.versions.get(version)
+    if dates is None:
+        problem = f"no EKS support dates for Kubernetes {version} in catalog/eks_versions.yaml"
+        return [ConfigError(key, problem, ", ".join(calendar.versions))], []
+    if today < dates.released:
+        return [ConfigError(key, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")], []
+    newest = _newest(calendar, today)
+    if cluster.create is None:
+        if today >= dates.endOfExtendedSupport:
+            problem = (
+                f"Kubernetes {version} left EKS extended support on {dates.endOfExtendedSupport}, when EKS upgrades "
+                "the cluster itself: it no longer runs this version"
+            )
+            return [ConfigError(key, problem, newest)], []
+        if today < dates.endOfStandardSupport:
+            return [], []
+        return [], [
+            f"{key}: Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} "
+            f"(extended support, charged, ends {dates.endOfExtendedSupport}); upgrade to {newest}"
+        ]
+    if today >= dates.endOfStandardSupport:
+        problem = (
+            f"Kubernetes {version} left EKS standard support on {dates.endOfStandardSupport} (today is {today}) "
+            "and the cluster's upgradePolicy is STANDARD, which EKS sets only in standard support"
+        )
+        return [ConfigError(VERSION_KEY, problem, newest)], []
+    left = (dates.endOfStandardSupport - today).days
+    if left > calendar.warnDays:
+        return [], []
+    return [], [
+        f"{VERSION_KEY}: Kubernetes {version} leaves EKS standard support on {dates.endOfStandardSupport} ({left} "
+        f"days); after that the stack refuses it: upgrade to {newest}"
+    ]
