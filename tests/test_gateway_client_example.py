@@ -26,8 +26,7 @@ from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX
 from tools.gateway_loopback import scenarios
 from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS
-from tools.mock_runtime import PROJECT_DIR, SECRET, RecordingMonitor
-from tools.stack_mocks import StackMocks
+from tools.mock_runtime import PROJECT_DIR, SECRET, RecordingMonitor, StackMocks
 
 EXAMPLE_DIR = PROJECT_DIR / "examples" / "gateway_client"
 sys.path.insert(0, str(EXAMPLE_DIR))

@@ -24,10 +24,9 @@ from serving_stack.plan.gateway import (
     plan_gateway,
 )
 from tools.gateway_loopback.stack_backends import backends_of
-from tools.mock_runtime import ProgramRun
+from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION, ProgramRun
 from tools.render import write_render
 from tools.secret_placeholders import stack_inputs
-from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
 
 
 @pytest.fixture(scope="module")
