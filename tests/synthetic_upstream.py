@@ -19,7 +19,7 @@ import yaml
 
 from serving_stack.facts.aws import load_gpus
 from serving_stack.facts.catalog import CATALOG_DIR, Catalog, Recipe
-from tools.absorb.stacks import selections
+from tools.absorb.changes import selections
 from tools.mock_runtime import PROJECT_DIR
 
 UPSTREAM_PATH = "recipes/nemotron-3.5-lightning"

@@ -9,10 +9,16 @@ import pytest
 import yaml
 
 from serving_stack.facts.catalog import Recipe, load_catalog
-from tools.absorb.changes import Manifests, compare_targets
-from tools.absorb.perf_table import TableError, published_criteria, published_figures, rows_in
-from tools.absorb.provenance import Provenance, ProvenanceError, resolve
-from tools.absorb.stacks import Selection, broken_selections, selections
+from tools.absorb.changes import Manifests, Selection, broken_selections, compare_targets, selections
+from tools.absorb.upstream import (
+    Provenance,
+    ProvenanceError,
+    TableError,
+    published_criteria,
+    published_figures,
+    resolve,
+    rows_in,
+)
 
 HEADER = (
     "| Recipe | FW | Synthetic AL | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
