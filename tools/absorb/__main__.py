@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -57,108 +56,6 @@ from tools.absorb.upstream import (
 from tools.conformance import planned_conformance
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Report:
-    source: str  # `ai-dynamo/dynamo recipes/nemotron-3.5-lightning at 1a2b3c4 (2026-09-02)`
-    previous: str
-    targets_before: int
-    targets_after: int
-    changes: TargetChanges
-    unpublished: list[str]  # targets (new catalog) without any published figure
-    unknown_gpus: dict[str, list[str]]  # product label -> targets
-    model_cache: list[str]
-    criteria: list[str]
-    stacks: list[str]
-    retired: list[str]  # selections of retired targets (after this revision)
-    conformance: dict[str, list[str]]
-    model_cache_conformance: list[str]
-    notes: list[str] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)  # catalog/recipes/ files (+ added, - removed, ~ changed)
-
-    @property
-    def nonconforming(self) -> list[str]:
-        return [t for t, problems in self.conformance.items() if problems]
-
-    def text(self, written: bool) -> str:
-        c = self.changes
-        renamed_to = {new for _, new, _ in c.renamed}
-        counts = (
-            f"{len(c.added)} added, {len(c.removed)} removed, {len(c.renamed)} renamed, "
-            f"{len([t for t in c.changed if t not in renamed_to])} changed, {len(c.unchanged)} unchanged"
-        )
-        lines = [
-            f"Absorbing {self.source}",
-            f"  catalog was at {self.previous}",
-            "",
-            f"Targets: {self.targets_after} (was {self.targets_before}): {counts}",
-        ]
-        lines += [f"  added    {t}" + ("  [no published figures]" if t in self.unpublished else "") for t in c.added]
-        lines += [f"  removed  {t}" for t in c.removed]
-        lines += [f"  renamed  {old} -> {new}  (similarity {score:.3f})" for old, new, score in c.renamed]
-        for target_id, fields in c.changed.items():
-            lines += [f"  changed  {target_id}: {fields[0]}", *(f"           {target_id}: {f}" for f in fields[1:])]
-        lines += [
-            "",
-            "Published figures: "
-            + (
-                f"unknown for {', '.join(self.unpublished)}"
-                if self.unpublished
-                else "every target has its row in the performance table"
-            ),
-        ]
-        lines += [
-            f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
-            "memoryGB, arch before a stack places these targets on a node pool"
-            for label, targets in self.unknown_gpus.items()
-        ]
-        lines += ["", "Model cache:" + (" no change" if not self.model_cache else "")]
-        lines += [f"  {line}" for line in self.model_cache]
-        lines += ["Criteria: " + ("no change" if not self.criteria else "; ".join(self.criteria))]
-        lines += ["", "Stacks selecting a removed or renamed target:" + (" none" if not self.stacks else "")]
-        lines += [f"  {line}" for line in self.stacks]
-        lines += ["Stacks selecting a retired target:" + (" none" if not self.retired else "")]
-        lines += [f"  {line}" for line in self.retired]
-        lines += [
-            "",
-            "Conformance (each target planned with every documented setting; differences not explained by "
-            "one of them):",
-        ]
-        for target_id, problems in self.conformance.items():
-            lines += [f"  {target_id:<40} {'conforms' if not problems else 'DOES NOT CONFORM'}"]
-            lines += [f"      {p}" for p in problems]
-        lines += [
-            f"  {'model cache (claim, download Jobs)':<40} "
-            + ("conforms" if not self.model_cache_conformance else "DOES NOT CONFORM")
-        ]
-        lines += [f"      {p}" for p in self.model_cache_conformance]
-        if self.notes:
-            lines += ["", "Notes:", *(f"  {n}" for n in self.notes)]
-        lines += [
-            "",
-            f"Files under catalog/recipes/: {len(self.files)} changed"
-            if self.files
-            else "Files under catalog/recipes/: no change",
-        ]
-        lines += [f"  {f}" for f in self.files]
-        outcome = (
-            "No change: the catalog already holds this revision."
-            if not self.files
-            else "Written: catalog/recipes/ and catalog/targets.yaml."
-            if written
-            else "Dry run: nothing written."
-        )
-        return "\n".join([*lines, "", outcome]) + "\n"
-
-
-def _unknown_gpus(facts: Facts) -> dict[str, list[str]]:
-    unknown: dict[str, list[str]] = {}
-    for recipe in facts.catalog.recipes.values():
-        for label in recipe.gpu_products:
-            if gpu_of_product(facts.aws.gpus, label) is None:
-                unknown.setdefault(label, []).append(recipe.id)
-    return unknown
 
 
 def _file_changes(staged: Path, current: Path) -> list[str]:
@@ -226,9 +123,11 @@ def _report(
     facts: Facts,
     changes: TargetChanges,
     stacks: StackSelections,
-) -> Report:
-    catalog, before = facts.catalog, previous.data.upstream
-    per_target, cache_problems = planned_conformance(facts)
+) -> tuple[list[str], bool]:
+    """The report's lines up to its file list, sections in the order a reviewer acts on them, and whether every
+    target and the model cache conform."""
+    catalog, before, c = facts.catalog, previous.data.upstream, changes
+    conformance, cache_problems = planned_conformance(facts)
     criteria = [
         f"{key}: {value} -> {getattr(catalog.criteria, key)}"
         for key, value in previous.criteria.model_dump().items()
@@ -241,31 +140,61 @@ def _report(
         if target_id not in revision.targets
     ]
     for recipe in catalog.recipes.values():
-        unknown = [
-            key
-            for key, value in recipe.entry.performance.model_dump().items()
-            if value is None and (key != "syntheticAcceptanceLength" or recipe.draft_tokens is not None)
-        ]
+        figures = recipe.entry.performance.model_dump().items()
+        speculative = recipe.draft_tokens is not None
+        unknown = [k for k, v in figures if v is None and (k != "syntheticAcceptanceLength" or speculative)]
         if recipe.entry.performance.published and unknown:
             notes.append(f"{recipe.id}: some figures unknown ({', '.join(unknown)})")
-    return Report(
-        source=f"{provenance.repository} {provenance.path} at {provenance.commit} ({provenance.date})",
-        previous=f"{before.commit} ({before.date})",
-        targets_before=len(previous.recipes),
-        targets_after=len(catalog.recipes),
-        changes=changes,
-        unpublished=[r.id for r in catalog.recipes.values() if not r.entry.performance.published],
-        unknown_gpus=_unknown_gpus(facts),
-        model_cache=model_cache_changes(previous.model_cache, catalog.model_cache),
-        criteria=criteria,
-        conformance=per_target,
-        stacks=broken_selections(
-            stacks.selections, changes, previous_manifests(previous), next_manifests(revision), set(catalog.retired)
-        ),
-        retired=retired_selections(stacks.selections, catalog),
-        model_cache_conformance=cache_problems,
-        notes=notes + stacks.unlisted,
+    notes += stacks.unlisted
+    unpublished = [r.id for r in catalog.recipes.values() if not r.entry.performance.published]
+    unknown_gpus: dict[str, list[str]] = {}
+    for recipe in catalog.recipes.values():
+        for label in (g for g in recipe.gpu_products if gpu_of_product(facts.aws.gpus, g) is None):
+            unknown_gpus.setdefault(label, []).append(recipe.id)
+    cache = model_cache_changes(previous.model_cache, catalog.model_cache)
+    manifests = (previous_manifests(previous), next_manifests(revision))
+    broken = broken_selections(stacks.selections, changes, *manifests, set(catalog.retired))
+    retired = retired_selections(stacks.selections, catalog)
+    changed = len([t for t in c.changed if t not in {new for _, new, _ in c.renamed}])
+    counts = f"{len(c.added)} added, {len(c.removed)} removed, {len(c.renamed)} renamed, {changed} changed"
+    lines = [
+        f"Absorbing {provenance.repository} {provenance.path} at {provenance.commit} ({provenance.date})",
+        f"  catalog was at {before.commit} ({before.date})",
+        "",
+        f"Targets: {len(catalog.recipes)} (was {len(previous.recipes)}): {counts}, {len(c.unchanged)} unchanged",
+        *(f"  added    {t}" + ("  [no published figures]" if t in unpublished else "") for t in c.added),
+        *(f"  removed  {t}" for t in c.removed),
+        *(f"  renamed  {old} -> {new}  (similarity {score:.3f})" for old, new, score in c.renamed),
+    ]
+    for target_id, fields in c.changed.items():
+        lines += [f"  changed  {target_id}: {fields[0]}", *(f"           {target_id}: {f}" for f in fields[1:])]
+    figures = (
+        f"unknown for {', '.join(unpublished)}" if unpublished else "every target has its row in the performance table"
     )
+    lines += ["", f"Published figures: {figures}"]
+    lines += [
+        f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
+        "memoryGB, arch before a stack places these targets on a node pool"
+        for label, targets in unknown_gpus.items()
+    ]
+    lines += ["", "Model cache:" + (" no change" if not cache else ""), *(f"  {line}" for line in cache)]
+    lines += ["Criteria: " + ("; ".join(criteria) or "no change"), ""]
+    lines += [
+        "Stacks selecting a removed or renamed target:" + ("" if broken else " none"),
+        *(f"  {b}" for b in broken),
+    ]
+    lines += ["Stacks selecting a retired target:" + ("" if retired else " none"), *(f"  {r}" for r in retired)]
+    lines += [
+        "",
+        "Conformance (each target planned with every documented setting; differences not explained by one of them):",
+    ]
+    for target_id, problems in [*conformance.items(), ("model cache (claim, download Jobs)", cache_problems)]:
+        lines += [
+            f"  {target_id:<40} {'DOES NOT CONFORM' if problems else 'conforms'}",
+            *(f"      {p}" for p in problems),
+        ]
+    lines += ["", "Notes:", *(f"  {n}" for n in notes)] if notes else []
+    return lines, not cache_problems and not any(conformance.values())
 
 
 def absorb(
@@ -277,7 +206,8 @@ def absorb(
     dropped: frozenset[str] = frozenset(),
     project_dir: Path = PROJECT_DIR,
     step: Callable[[str], None] = lambda _: None,
-) -> tuple[Report, bool]:
+) -> tuple[str, bool, bool]:
+    """The report, whether the catalog was written, and whether every target and the model cache conform."""
     step("reading the committed stacks and the current catalog")
     stacks = read_stacks(project_dir)
     previous = load_catalog(root)
@@ -303,19 +233,24 @@ def absorb(
         _stage_retired(data, previous, root, staging)
         (staging / TARGETS_FILE).write_text(targets_yaml(data))
         step("loading the staged catalog and checking every target's conformance with its recipe")
-        report = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
-        report.files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
-        report.files += [
-            f"{line[:2]}../{RETIRED_DIR}/{line[2:]}"
-            for line in _file_changes(staging / RETIRED_DIR, root / RETIRED_DIR)
-        ]
-        if not filecmp.cmp(staging / TARGETS_FILE, root / TARGETS_FILE, shallow=False):
-            report.files.append(f"~ ../{TARGETS_FILE}")
-        written = bool(report.files) and not dry_run
+        lines, conforms = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
+        files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
+        files += [f"{f[:2]}../{RETIRED_DIR}/{f[2:]}" for f in _file_changes(staging / RETIRED_DIR, root / RETIRED_DIR)]
+        files += (
+            [] if filecmp.cmp(staging / TARGETS_FILE, root / TARGETS_FILE, shallow=False) else [f"~ ../{TARGETS_FILE}"]
+        )
+        written = bool(files) and not dry_run
         if written:
-            step(f"writing {len(report.files)} changed files into {root}")
+            step(f"writing {len(files)} changed files into {root}")
             _install(staging, root)
-    return report, written
+    lines += [
+        "",
+        f"Files under catalog/recipes/: {f'{len(files)} changed' if files else 'no change'}",
+        *(f"  {f}" for f in files),
+    ]
+    outcome = "Written: catalog/recipes/ and catalog/targets.yaml." if written else "Dry run: nothing written."
+    lines += ["", outcome if files else "No change: the catalog already holds this revision."]
+    return "\n".join(lines) + "\n", written, conforms
 
 
 def _printer() -> Callable[[str], None]:
@@ -347,7 +282,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        report, written = absorb(
+        report, _, conforms = absorb(
             args.upstream.resolve(),
             args.commit,
             args.date,
@@ -360,8 +295,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)
         return 2
-    print(report.text(written), end="")
-    return 1 if report.nonconforming or report.model_cache_conformance else 0
+    print(report, end="")
+    return 0 if conforms else 1
 
 
 if __name__ == "__main__":
