@@ -21,7 +21,9 @@ from serving_stack.facts.dates import TODAY_ENV
 from serving_stack.plan.placeholders import ALLOW_ENV
 from serving_stack.plan.stack import StackPlan
 from serving_stack.pulumi_private import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
-from tools.stack_files import PROJECT_DIR, SECRET, project_name
+from tools.stack_files import PROJECT_DIR as PROJECT_DIR
+from tools.stack_files import SECRET as SECRET
+from tools.stack_files import project_name
 
 MOCK_ACCOUNT = "123456789012"
 MOCK_REGION = "us-east-1"

@@ -88,7 +88,7 @@ def project_name(project_dir: Path = PROJECT_DIR) -> str:
     project_file = read_yaml(project_dir / "Pulumi.yaml")
     if not isinstance(project_file, dict) or not isinstance(project_file.get("name"), str):
         raise ConfigError("Pulumi.yaml", "is not a Pulumi project file (a mapping with a name)")
-    return project_file["name"]
+    return str(project_file["name"])
 
 
 def stack_names(project_dir: Path = PROJECT_DIR) -> list[str]:

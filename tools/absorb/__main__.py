@@ -168,10 +168,10 @@ def _report(
     ]
     for target_id, fields in c.changed.items():
         lines += [f"  changed  {target_id}: {fields[0]}", *(f"           {target_id}: {f}" for f in fields[1:])]
-    figures = (
+    published = (
         f"unknown for {', '.join(unpublished)}" if unpublished else "every target has its row in the performance table"
     )
-    lines += ["", f"Published figures: {figures}"]
+    lines += ["", f"Published figures: {published}"]
     lines += [
         f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
         "memoryGB, arch before a stack places these targets on a node pool"

@@ -26,6 +26,8 @@ from typing import Any, Optional
 
 import yaml
 
+from serving_stack.facts.catalog import Performance
+
 UNPUBLISHED_CELLS = {"", "-", "—", "–", "n/a", "na", "tbd", "unknown", "?"}
 FIGURE_COLUMNS = {
     "concurrency": ("concurrency", 1.0),
@@ -35,13 +37,7 @@ FIGURE_COLUMNS = {
     "tok/s/user": ("tokensPerSecondPerUser", 1.0),
     "synthetic al": ("syntheticAcceptanceLength", 1.0),
 }
-FIGURES = (
-    "concurrency",
-    "ttftP50Ms",
-    "outputTokensPerSecondPerGpu",
-    "tokensPerSecondPerUser",
-    "syntheticAcceptanceLength",
-)
+FIGURES = tuple(Performance.model_fields)  # the order targets.yaml writes them in
 NONE_WHEN_ZERO = {"syntheticAcceptanceLength"}  # 0: measured without speculative decoding
 MIN_TPS_PER_USER = re.compile(r"tok/s/user`?\s*>=\s*([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
 MAX_TTFT_P50 = re.compile(r"TTFT p50`?\s*<\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s)\b", re.IGNORECASE)

@@ -339,7 +339,7 @@ def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
     created |= {str(r.get("namespace")) for r in stack.releases if r.get("createNamespace")}
     used = {str(o["metadata"]["namespace"]) for o in stack.objects if o["metadata"].get("namespace")}
     used |= {str(r["namespace"]) for r in stack.releases if r.get("namespace")}
-    config, findings = stack.config, []
+    config, findings = stack.config, list[Finding]()
     keys = {
         "monitoring.namespace": config.monitoring.namespace if config.monitoring.enabled else None,
         "dynamo.platform.namespace": config.dynamo.platform.namespace,

@@ -11,6 +11,7 @@ with a placeholder for each missing secret, so the other checks still run, and e
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -53,16 +54,7 @@ class Finding:
         return bounded(f"{self.severity}: {self.key}: {self.problem}; {self.fix}", MAX_FINDING, quote=False)
 
 
-def blocker(key: str, problem: str, fix: str) -> Finding:
-    return Finding("blocker", key, problem, fix)
-
-
-def warning(key: str, problem: str, fix: str) -> Finding:
-    return Finding("warning", key, problem, fix)
-
-
-def note(key: str, problem: str, fix: str) -> Finding:
-    return Finding("note", key, problem, fix)
+blocker, warning, note = (functools.partial(Finding, severity) for severity in SEVERITIES)
 
 
 def ordered(findings: Iterable[Finding]) -> list[Finding]:
