@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
 from botocore.exceptions import BotoCoreError, ClientError
 
 from serving_stack.facts.sagemaker import (
@@ -35,20 +34,19 @@ from serving_stack.facts.sagemaker import (
     resolve_jumpstart_model,
     sha256_hex,
 )
+from tools.secret_placeholders import stack_config_of
+from tools.stack_files import PROJECT_DIR, project_name, stack_config, stack_names
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"
 
 
 def configured_instance_types(model_id: str, project_dir: Path = PROJECT_DIR) -> list[str]:
-    """Instance types the committed `Pulumi.<stack>.yaml` files deploy this JumpStart model on."""
-    found = []
-    for stack_file in sorted(project_dir.glob("Pulumi.*.yaml")):
-        config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-        sagemaker = next((v for k, v in config.items() if k.endswith(":sagemaker")), None) or {}
-        for endpoint in sagemaker.get("endpoints") or ():
-            if (endpoint.get("jumpstart") or {}).get("modelId") == model_id:
-                found.append(endpoint["instanceType"])
+    """Instance types the committed `Pulumi.<stack>.yaml` files deploy this JumpStart model on (read as the
+    program reads them)."""
+    project, found = project_name(project_dir), []
+    for stack in stack_names(project_dir):
+        endpoints = stack_config_of(stack_config(stack, project_dir)[0], project).sagemaker.endpoints
+        found += [e.instanceType for e in endpoints if e.jumpstart and e.jumpstart.modelId == model_id]
     return found
 
 

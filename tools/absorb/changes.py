@@ -42,14 +42,6 @@ class Manifests:
     entry: dict[str, Any]  # targets.yaml fields besides `id`
 
     @property
-    def config_map(self) -> dict[str, Any]:
-        return self.recipe.config_map
-
-    @property
-    def dgd(self) -> dict[str, Any]:
-        return self.recipe.dgd
-
-    @property
     def kind(self) -> tuple[Any, ...]:
         recipe = self.recipe
         return (
@@ -87,9 +79,10 @@ def _blank_names(value: Any, names: tuple[str, ...]) -> Any:
 
 def normalized(target: Manifests) -> list[Any]:
     """Both objects with the target's own names (DGD, ConfigMap) blanked, so a rename alone changes nothing."""
-    own = {target.dgd["metadata"]["name"], target.config_map["metadata"]["name"]}
+    config_map, dgd = target.recipe.config_map, target.recipe.dgd
+    own = {dgd["metadata"]["name"], config_map["metadata"]["name"]}
     names = tuple(sorted(own, key=len, reverse=True))  # the longer first: one name may contain the other
-    return [_blank_names(target.config_map, names), _blank_names(target.dgd, names)]
+    return [_blank_names(config_map, names), _blank_names(dgd, names)]
 
 
 def similarity(a: Manifests, b: Manifests) -> float:
@@ -136,7 +129,7 @@ def field_changes(old: Manifests, new: Manifests) -> list[str]:
         for key in sorted(old_figures.keys() | new_figures.keys())
         if old_figures.get(key) != new_figures.get(key)
     ]
-    components = [c["name"] for c in new.dgd["spec"]["components"]]
+    components = [c["name"] for c in new.recipe.dgd["spec"]["components"]]
     paths = list(dict.fromkeys(_described(d, components) for d in differences(normalized(old), normalized(new))))
     more = [f"(+{len(paths) - MAX_PATHS} more manifest paths)"] if len(paths) > MAX_PATHS else []
     found += paths[:MAX_PATHS] + more
