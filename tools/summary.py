@@ -3,7 +3,7 @@ contract, the plan the program built and the resources it registered (nothing is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
@@ -34,6 +34,7 @@ HOW_TO_RESERVE = (
     "`aws ec2 purchase-capacity-block`, then `capacityType: capacity-block`, `capacityReservationId` and "
     "`kubernetesVersion`); docs/aws.md, 'Capacity: On-Demand, Spot, ODCR, Capacity Blocks'."
 )
+MEETS = {True: "yes", False: "no", None: "n/a"}
 OPS_LABEL = ("app.kubernetes.io/part-of", "nemotron-ops")
 TARGET_ID = "nemotron.nvidia.com/target-id"
 WHY_A_DEPLOYMENT = (
@@ -43,13 +44,9 @@ WHY_A_DEPLOYMENT = (
 )
 
 
-def _row(cells: list[object]) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
-
-
-def table(header: list[str], rows: list[list[object]]) -> list[str]:
-    """A Markdown table: the header, its `---` separator, one line per row."""
-    return [_row(list(header)), _row(["---"] * len(header)), *map(_row, rows)]
+def table(header: list[str], rows: Iterable[str]) -> list[str]:
+    """A Markdown table: the header, its `---` separator, one line per row (its cells joined by " | ")."""
+    return [f"| {' | '.join(header)} |", f"| {' | '.join(['---'] * len(header))} |", *(f"| {row} |" for row in rows)]
 
 
 def _money(value: Optional[float]) -> str:
@@ -62,23 +59,13 @@ def _or_na(value: Optional[float], form: str) -> str:
 
 def pool_cost_markdown(rows: list[NodePool]) -> str:
     header = ["pool", "instance type", "capacity", "nodes", "GPUs", "$/h at desired", "$/h at min..max"]
-    return "\n".join(
-        table(
-            header,
-            [
-                [
-                    f"`{r.pool}`",
-                    r.instanceType or "n/a",
-                    r.capacityType,
-                    f"{r.minSize}..{r.maxSize}",
-                    f"{r.minSize * r.gpusPerNode}..{r.maxSize * r.gpusPerNode}",
-                    _money(r.usdPerHour),
-                    f"{_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)}",
-                ]
-                for r in rows
-            ],
-        )
+    lines = (
+        f"`{r.pool}` | {r.instanceType or 'n/a'} | {r.capacityType} | {r.minSize}..{r.maxSize} | "
+        f"{r.minSize * r.gpusPerNode}..{r.maxSize * r.gpusPerNode} | {_money(r.usdPerHour)} | "
+        f"{_money(r.usdPerHourMin)}..{_money(r.usdPerHourMax)}"
+        for r in rows
     )
+    return "\n".join(table(header, lines))
 
 
 def stack_cost_line(contract: StackOutputs) -> str:
@@ -118,21 +105,14 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
     warnings = run.plan.warnings if run.plan is not None else ()
     if warnings:
         lines += ["## ⚠️ Warnings", "", *(f"- {w}" for w in warnings), ""]
-    rows: list[list[object]] = []
+    rows = []
     for e in contract.endpoints:
         ttft = catalog.recipe(e.id).entry.performance.ttftP50Ms if e.id in catalog.selectable else None
+        verdict = {True: "pass", False: "FAIL", None: "n/a"}[e.meetsPublishedCriteria]
         rows.append(
-            [
-                f"`{e.id}`",
-                e.kind,
-                e.gpus,
-                _or_na(e.expectedOutputTokensPerSecond, ",.2f"),
-                _or_na(e.expectedTokensPerSecondPerUser, "g"),
-                "n/a" if ttft is None else f"{ttft:g}",
-                {True: "pass", False: "FAIL", None: "n/a"}[e.meetsPublishedCriteria],
-                f"`{e.url}`",
-                e.throughputBasis or "n/a",
-            ]
+            f"`{e.id}` | {e.kind} | {e.gpus} | {_or_na(e.expectedOutputTokensPerSecond, ',.2f')} | "
+            f"{_or_na(e.expectedTokensPerSecondPerUser, 'g')} | {'n/a' if ttft is None else f'{ttft:g}'} | {verdict} | "
+            f"`{e.url}` | {e.throughputBasis or 'n/a'}"
         )
     header = ["endpoint", "kind", "GPUs", "expected output tok/s", "tok/s/user", "TTFT p50 ms", "criteria", "URL"]
     lines += ["## Serving endpoints", "", *table([*header, "acceptance basis"], rows)]
@@ -212,12 +192,14 @@ def _capacity_risk(plan: StackPlan) -> list[str]:
     pools = [p for p in plan.pools if p.managed]
     if not pools:
         return []
-    rows: list[list[object]] = []
+    rows = []
     for p in pools:
         risk, why = RISK.get(p.capacity_type, ("unknown", "capacity type not modelled"))
         reservation = f" `{p.capacity_reservation_id}`" if p.capacity_reservation_id else ""
-        capacity = f"{p.capacity_type}{reservation}"
-        rows.append([f"`{p.name}`", p.instance_type, p.availability_zone, capacity, p.desired_size, risk, why])
+        rows.append(
+            f"`{p.name}` | {p.instance_type} | {p.availability_zone} | {p.capacity_type}{reservation} | "
+            f"{p.desired_size} | {risk} | {why}"
+        )
     header = ["pool", "instance type", "zone", "capacity", "nodes at `up`", "risk", "why"]
     lines = ["## First `up`: capacity risk per GPU pool", "", *table(header, rows)]
     if any(p.capacity_type in ("on-demand", "spot") for p in pools):
@@ -237,18 +219,13 @@ def _token_costs(capacity: StackCapacity) -> list[str]:
     """The cost of 1M output tokens on each Dynamo target where it runs, beside the cheapest elsewhere."""
     if not capacity.token_costs:
         return []
-    rows: list[list[object]] = [
-        [
-            f"`{c.target_id}`",
-            c.runs_on,
-            f"**{_usd(c.usd_per_million)}**",
-            _cheapest(c.cheapest.by_capacity_type["on-demand"]),
-            _cheapest(c.cheapest.by_capacity_type["capacity-block"]),
-            {True: "yes", False: "no", None: "n/a"}[c.cheapest.meets_criteria],
-            c.cheapest.basis,
-        ]
+    rows = (
+        f"`{c.target_id}` | {c.runs_on} | **{_usd(c.usd_per_million)}** | "
+        f"{_cheapest(c.cheapest.by_capacity_type['on-demand'])} | "
+        f"{_cheapest(c.cheapest.by_capacity_type['capacity-block'])} | "
+        f"{MEETS[c.cheapest.meets_criteria]} | {c.cheapest.basis}"
         for c in capacity.token_costs
-    ]
+    )
     header = ["target", "runs on", "$/1M output tokens there", "cheapest on-demand", "cheapest capacity block"]
     return [
         "## Cost per 1M output tokens",
@@ -272,14 +249,12 @@ def _scaling(capacity: StackCapacity) -> list[str]:
     lines: list[str] = []
     if serving is not None:
         how = "installed by the stack" if serving.install_keda else "already running on the cluster"
-        rows: list[list[object]] = [
-            [
-                f"`{o['metadata']['name']}`",
-                f"{o['spec']['minReplicaCount']}..{o['spec']['maxReplicaCount']}",
-                *(_trigger(o["spec"], t) for t in ("inflight-per-replica", "queue-per-replica", "ttft-p50-vs-slo")),
-            ]
+        triggers = ("inflight-per-replica", "queue-per-replica", "ttft-p50-vs-slo")
+        rows = (
+            f"`{o['metadata']['name']}` | {o['spec']['minReplicaCount']}..{o['spec']['maxReplicaCount']} | "
+            + " | ".join(_trigger(o["spec"], t) for t in triggers)
             for o in serving.scaled_objects
-        ]
+        )
         lines += [
             f"KEDA {serving.keda.version} ({how}) scales each component through its scaling adapter, on the "
             "largest of: requests in flight per replica (the measured concurrency), queued requests per "
@@ -346,15 +321,11 @@ def operability_markdown(run: ProgramRun, dynamo_endpoints: list[str]) -> list[s
     if not objects:
         return []
     (namespace,) = {r.inputs["metadata"]["namespace"] for r in objects.values()}
-    rows: list[list[object]] = [
-        [
-            f"`{e}`",
-            _smoke(objects.get(("Job", e))),
-            _benchmark(objects.get(("CronJob", e))),
-            _canary(objects.get(("Deployment", e)), objects.get(("PodMonitor", e))),
-        ]
+    rows = (
+        f"`{e}` | {_smoke(objects.get(('Job', e)))} | {_benchmark(objects.get(('CronJob', e)))} | "
+        f"{_canary(objects.get(('Deployment', e)), objects.get(('PodMonitor', e)))}"
         for e in dynamo_endpoints
-    ]
+    )
     header = ["endpoint", "smoke test (Job)", "benchmark (CronJob)", "canary (Deployment)"]
     lines = ["## Smoke test, benchmark, canary", "", *table(header, rows)]
     benchmarks = [r.inputs["metadata"]["name"] for (kind, _), r in sorted(objects.items()) if kind == "CronJob"]

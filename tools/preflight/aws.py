@@ -176,13 +176,8 @@ def zone_findings(pools: PoolKeys, calls: Calls, region: str) -> list[Finding]:
         zone, key = str(pool.availability_zone), _key(index, "availabilityZone")
         info = known.get(zone, {})
         if zones is not None and not info:
-            findings.append(
-                blocker(
-                    key,
-                    f"{zone} is not a zone this account has in {region} (it has {_names(known)})",
-                    "set one of them",
-                )
-            )
+            problem = f"{zone} is not a zone this account has in {region} (it has {_names(known)})"
+            findings.append(blocker(key, problem, "set one of them"))
         elif zones is not None and info.get("OptInStatus") == "not-opted-in":
             group = info.get("GroupName", zone)
             findings.append(
@@ -193,9 +188,8 @@ def zone_findings(pools: PoolKeys, calls: Calls, region: str) -> list[Finding]:
                 )
             )
         elif zones is not None and info.get("State", "available") != "available":
-            findings.append(
-                warning(key, f"{zone} is {info['State']}", "check the AWS Health Dashboard or set another zone")
-            )
+            fix = "check the AWS Health Dashboard or set another zone"
+            findings.append(warning(key, f"{zone} is {info['State']}", fix))
         # A Capacity Block pool is judged by its block (zone and type): blocks are sold where no offering is listed.
         elif offerings is not None and pool.capacity_type != "capacity-block":
             where = offered.get(str(pool.instance_type), set())
@@ -266,10 +260,8 @@ def _reservation_problems(
     ]
     findings = [make(_key(index, name), problem, fix) for wrong, make, name, problem, fix in checks if wrong]
     if state in WAITING_STATES and not ended:
-        return [
-            *findings,
-            warning(key, f"{what} {rid} is {state} ({dates}): not usable yet", "wait until it is active"),
-        ]
+        waiting = warning(key, f"{what} {rid} is {state} ({dates}): not usable yet", "wait until it is active")
+        return [*findings, waiting]
     if state not in USABLE_STATES or ended:
         gone = "expired" if ended and state in USABLE_STATES else state
         fix = "buy a new one and set its id, or set capacityType: on-demand and remove capacityReservationId"
@@ -356,24 +348,15 @@ def vcpu_quota_findings(stack: PreflightStack, pools: PoolKeys, calls: Calls, qu
         need.users.append((key, f"{label} {count} x {vcpus}"))
 
     for index, pool in pools:
-        facts = instance_facts.get(str(pool.instance_type))
-        if facts is not None:
-            add(
-                _key(index, "maxSize"),
-                pool.name,
-                str(pool.instance_type),
-                pool.max_size,
-                facts.vcpus,
-                pool.capacity_type,
-            )
+        instance_type = str(pool.instance_type)
+        if instance_type in instance_facts:
+            vcpus = instance_facts[instance_type].vcpus
+            add(_key(index, "maxSize"), pool.name, instance_type, pool.max_size, vcpus, pool.capacity_type)
     if isinstance(stack.plan.cluster, CreatedCluster):
         system = stack.plan.cluster.system_nodes
+        types = list(system.instance_types)
         answer = calls.call(
-            "aws.systemNodeGroup.instanceTypes",
-            "ec2",
-            region,
-            "DescribeInstanceTypes",
-            InstanceTypes=list(system.instance_types),
+            "aws.systemNodeGroup.instanceTypes", "ec2", region, "DescribeInstanceTypes", InstanceTypes=types
         )
         sizes = {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in (answer or {}).get("InstanceTypes", [])}
         if sizes:  # the largest type the group may launch, maxSize times
@@ -386,20 +369,11 @@ def vcpu_quota_findings(stack: PreflightStack, pools: PoolKeys, calls: Calls, qu
 
 def _judge_quota(need: QuotaNeed, calls: Calls, region: str, service: str) -> list[Finding]:
     key, code = need.users[0][0], need.quota.code
+    quota = {"ServiceCode": service, "QuotaCode": code}
     try:  # the applied value, else AWS's default (GetServiceQuota's NoSuchResourceException)
-        answer = calls.call(
-            key,
-            "service-quotas",
-            region,
-            "GetServiceQuota",
-            raising="NoSuchResource",
-            ServiceCode=service,
-            QuotaCode=code,
-        )
+        answer = calls.call(key, "service-quotas", region, "GetServiceQuota", raising="NoSuchResource", **quota)
     except botocore.exceptions.ClientError:
-        answer = calls.call(
-            key, "service-quotas", region, "GetAWSDefaultServiceQuota", ServiceCode=service, QuotaCode=code
-        )
+        answer = calls.call(key, "service-quotas", region, "GetAWSDefaultServiceQuota", **quota)
     if answer is None:
         return []
     name, value = answer["Quota"].get("QuotaName", ""), float(answer["Quota"].get("Value", 0))
@@ -488,18 +462,11 @@ def eks_findings(stack: PreflightStack, calls: Calls) -> list[Finding]:
     if not (isinstance(cluster, KubeconfigCluster) and cluster.eks is not None and stack.config.aws is not None):
         return []
     existing, name = stack.config.aws.cluster.existing if stack.config.aws.cluster else None, cluster.eks.name
+    key = "aws.cluster.existing.name"
     try:
-        answer = calls.call(
-            "aws.cluster.existing.name", "eks", region, "DescribeCluster", raising="ResourceNotFound", name=name
-        )
+        answer = calls.call(key, "eks", region, "DescribeCluster", raising="ResourceNotFound", name=name)
     except botocore.exceptions.ClientError:
-        return [
-            blocker(
-                "aws.cluster.existing.name",
-                f"no EKS cluster {name} in {region} for this account",
-                "set the cluster's name",
-            )
-        ]
+        return [blocker(key, f"no EKS cluster {name} in {region} for this account", "set the cluster's name")]
     stated, running = existing.kubernetesVersion if existing else None, answer["cluster"]["version"] if answer else None
     if running is None or stated is None or running == stated:
         return []
@@ -521,9 +488,8 @@ def _offered_version(cluster: CreatedCluster, calls: Calls, region: str) -> list
         offered = [v for page in paginator.paginate() for v in page.get("clusterVersions", [])]
     except AwsError:
         addon = cluster.addons[0].name if cluster.addons else "vpc-cni"
-        answer = calls.call(
-            VERSION_KEY, "eks", region, "DescribeAddonVersions", kubernetesVersion=version, addonName=addon
-        )
+        params = {"kubernetesVersion": version, "addonName": addon}
+        answer = calls.call(VERSION_KEY, "eks", region, "DescribeAddonVersions", **params)
         if answer is None or answer.get("addons"):
             return []
         return [

@@ -138,11 +138,11 @@ def client_for(context_name: Optional[str], kubeconfig_path: Optional[str]) -> K
     credential = _credential(user, user_base, cluster)
     if credential.get("cert") and credential.get("key"):
         with tempfile.TemporaryDirectory() as directory:  # load_cert_chain reads files only: private, removed at once
-            files = [Path(directory) / "cert.pem", Path(directory) / "key.pem"]
-            for path, text in zip(files, (credential["cert"], credential["key"]), strict=True):
+            pems = [Path(directory) / "cert.pem", Path(directory) / "key.pem"]
+            for path, text in zip(pems, (credential["cert"], credential["key"]), strict=True):
                 path.touch(mode=0o600)
                 path.write_text(text)
-            tls.load_cert_chain(str(files[0]), str(files[1]))
+            tls.load_cert_chain(str(pems[0]), str(pems[1]))
     headers = {"Authorization": f"Bearer {credential['token']}"} if credential.get("token") else {}
     return KubeClient(str(cluster["server"]), tls, headers)
 
@@ -204,19 +204,17 @@ def _exec_credential(spec: JSON, cluster: JSON) -> dict[str, str]:
     command = [str(spec.get("command", "")), *(str(a) for a in spec.get("args") or [])]
     plugin = f"the credential plugin {command[0]!r}"
     try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, env=env, timeout=EXEC_TIMEOUT_SECONDS, check=False
-        )
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=EXEC_TIMEOUT_SECONDS)
     except (OSError, subprocess.SubprocessError) as error:
         hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
         raise KubeInputError(
             CONTEXT_KEY, f"{plugin} cannot run: {bounded(str(error), 160, quote=False)}{hint}"
         ) from None
     if result.returncode != 0:
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        raise KubeInputError(
-            CONTEXT_KEY, f"{plugin} failed: {_short(lines[-1] if lines else f'exit status {result.returncode}')}"
-        )
+        last = ([line for line in result.stderr.splitlines() if line.strip()] or [f"exit status {result.returncode}"])[
+            -1
+        ]
+        raise KubeInputError(CONTEXT_KEY, f"{plugin} failed: {_short(last)}")
     try:
         status = json.loads(result.stdout)["status"]
     except (ValueError, KeyError, TypeError):
@@ -243,11 +241,8 @@ def _get(client: KubeClient, path: str, key: str, findings: list[Finding]) -> Op
 
 def kube_findings(stack: PreflightStack, client: KubeClient) -> list[Finding]:
     data = load_kubernetes()
-    provided = {
-        group
-        for release in stack.releases
-        for group in data.chartGroups.get(_chart_name(str(release.get("chart", ""))), ())
-    }
+    charts = [_chart_name(str(release.get("chart", ""))) for release in stack.releases]
+    provided = {group for chart in charts for group in data.chartGroups.get(chart, ())}
     findings = _served_kinds(stack, client, data, provided)
     if "nvidia.com" not in provided:
         findings += _operator_version(client)
@@ -282,12 +277,11 @@ def _served_kinds(stack: PreflightStack, client: KubeClient, data: KubernetesFil
         except _UnreadableError:
             continue
         served = [str(v["version"]) for v in listed.get("versions", [])]
+        writes = f"the stack writes {api_version} {kind}"
         if kinds is None and served:
-            problem = (
-                f"the cluster serves {group} {', '.join(served)}, not {version}; the stack writes {api_version} {kind}"
-            )
+            problem = f"the cluster serves {group} {', '.join(served)}, not {version}; {writes}"
         elif kinds is None:
-            problem = f"the cluster serves no {group or 'core'} API; the stack writes {api_version} {kind}"
+            problem = f"the cluster serves no {group or 'core'} API; {writes}"
         else:
             problem = f"the cluster's {api_version} has no kind {kind}, which the stack writes"
         findings.append(blocker(key, problem, guide.fix if guide else f"install what serves {api_version} {kind}"))
@@ -317,11 +311,8 @@ def _operator_version(client: KubeClient) -> list[Finding]:
         arguments = [str(a) for c in containers for a in [*c.get("args", []), *c.get("command", [])]]
         version = next((a[len(OPERATOR_VERSION_ARG) :] for a in arguments if a.startswith(OPERATOR_VERSION_ARG)), None)
         if version is None:
-            findings.append(
-                warning(
-                    key, f"the Dynamo operator {where} does not say its version", f"the stack is written for {pinned}"
-                )
-            )
+            silent = f"the Dynamo operator {where} does not say its version"
+            findings.append(warning(key, silent, f"the stack is written for {pinned}"))
         elif version.removeprefix("v") != pinned:
             findings.append(
                 warning(
