@@ -12,8 +12,7 @@ from catalog_picks import pick
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.catalog import CATALOG_DIR, Performance, load_catalog
-from tools.absorb.upstream import published_figures
-from tools.absorb.upstream import read_upstream
+from tools.absorb.upstream import published_figures, read_upstream
 
 pytestmark = pytest.mark.catalog_driven
 RECIPES = CATALOG_DIR / "recipes"
