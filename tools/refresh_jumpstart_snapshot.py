@@ -103,16 +103,13 @@ def check(model_id: str, version: str, region: str, snapshot: Path, instance_typ
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--model-id", required=True, help="JumpStart model id, exactly as in the manifest")
-    parser.add_argument("--version", required=True, help="exact version to pin (no '*')")
-    parser.add_argument("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
-    parser.add_argument(
-        "--instance-type",
-        action="append",
-        default=[],
-        help="also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)",
-    )
-    parser.add_argument("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
+    add = parser.add_argument
+    add("--model-id", required=True, help="JumpStart model id, exactly as in the manifest")
+    add("--version", required=True, help="exact version to pin (no '*')")
+    add("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
+    also = "also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)"
+    add("--instance-type", action="append", default=[], help=also)
+    add("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
     args = parser.parse_args(argv)
     if not args.version or "*" in args.version:
         parser.error(f"--version {args.version!r}: pin an exact version")

@@ -114,11 +114,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
-    parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
-    parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
-    parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    add("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
+    add("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
+    add("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
+    add(
         "--secret-placeholders",
         "--placeholders",
         dest="placeholders",
@@ -127,10 +128,7 @@ def _main(argv: list[str] | None) -> int:
         'its file lacks as "[secret]", accept flagged placeholder values (documentation CIDRs, example '
         "accounts, unread image tags) that `pulumi up` refuses, and name both",
     )
-    parser.add_argument(
-        "--today",
-        help=f"the date the dated facts are judged on, YYYY-MM-DD (default: ${TODAY_ENV} or the clock)",
-    )
+    add("--today", help=f"the date the dated facts are judged on, YYYY-MM-DD (default: ${TODAY_ENV} or the clock)")
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     try:
@@ -141,8 +139,8 @@ def _main(argv: list[str] | None) -> int:
         run = run_program(
             inputs.config,
             inputs.secret_keys,
-            stack=args.stack,
-            project_dir=args.project_dir,
+            args.stack,
+            args.project_dir,
             allow_placeholders=args.placeholders,
             today=today,
         )

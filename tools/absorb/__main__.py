@@ -261,36 +261,21 @@ def _printer() -> Callable[[str], None]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="make absorb", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--upstream", type=Path, required=True, help="the upstream recipes/nemotron-3.5-lightning directory"
-    )
-    parser.add_argument("--commit", required=True, help="the upstream commit those files are")
-    parser.add_argument("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
-    parser.add_argument("--dry-run", action="store_true", help="report only; write nothing")
-    parser.add_argument(
-        "--drop-retired",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="leave this retired target out of the catalog (refused while a committed stack selects it)",
-    )
-    parser.add_argument(
-        "--progress", action="store_true", help="print each step on stderr as it starts (`make absorb` does)"
-    )
-    parser.add_argument(
-        "--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked"
-    )
+    add = parser.add_argument
+    add("--upstream", type=Path, required=True, help="the upstream recipes/nemotron-3.5-lightning directory")
+    add("--commit", required=True, help="the upstream commit those files are")
+    add("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
+    add("--dry-run", action="store_true", help="report only; write nothing")
+    drop = "leave this retired target out of the catalog (refused while a committed stack selects it)"
+    add("--drop-retired", action="append", default=[], metavar="ID", help=drop)
+    add("--progress", action="store_true", help="print each step on stderr as it starts (`make absorb` does)")
+    add("--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked")
     args = parser.parse_args(argv)
+    step = _printer() if args.progress else lambda _: None
     try:
+        upstream, dropped = args.upstream.resolve(), frozenset(args.drop_retired)
         report, _, conforms = absorb(
-            args.upstream.resolve(),
-            args.commit,
-            args.date,
-            DATA_DIR,
-            args.dry_run,
-            frozenset(args.drop_retired),
-            args.project_dir,
-            _printer() if args.progress else lambda _: None,
+            upstream, args.commit, args.date, DATA_DIR, args.dry_run, dropped, args.project_dir, step
         )
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)
