@@ -254,10 +254,6 @@ def read_stacks(project_dir: Path) -> StackSelections:
     return found
 
 
-def selections(project_dir: Path) -> list[Selection]:
-    return read_stacks(project_dir).selections
-
-
 def broken_selections(
     stack_selections: list[Selection],
     changes: TargetChanges,
