@@ -4,6 +4,7 @@ comes from.
 Targets are the manifests holding a DynamoGraphDeployment (id: the manifest's directory, e.g.
 `vllm/agg-b200-dflash`); the model cache is the one PersistentVolumeClaim and every Job beside them. Vendored:
 every regular file whose suffix is listed, byte for byte; symlinks and other files are named in the report.
+Manifests are read by the program's strict reader (`serving_stack.facts.strict_files`), as the catalog reads them.
 
 Published figures come from any Markdown table with a `Recipe` column and at least one figure column found by
 header name (`Concurrency`, `TTFT p50 (ms)` or `(s)`, `Output tok/s/GPU`, `Tok/s/user`, `Synthetic AL`: the fixed
@@ -24,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Optional
 
-import yaml
-
 from serving_stack.facts.catalog import Performance
+from serving_stack.facts.strict_files import load_yaml_documents
 
 UNPUBLISHED_CELLS = {"", "-", "—", "–", "n/a", "na", "tbd", "unknown", "?"}
 FIGURE_COLUMNS = {
@@ -231,13 +231,6 @@ def target_id_of(manifest: str) -> str:
     return str(path.parent) if path.stem == "deploy" else str(path.with_suffix(""))
 
 
-def _documents(path: Path, label: str) -> list[dict[str, Any]]:
-    try:
-        return [d for d in yaml.safe_load_all(path.read_text()) if d]
-    except yaml.YAMLError as error:
-        raise UpstreamError(f"{label}: not valid YAML ({str(error).splitlines()[0]})") from None
-
-
 def _target(label: str, documents: list[dict[str, Any]]) -> UpstreamTarget:
     kinds = sorted(str(d.get("kind")) for d in documents)
     if kinds != ["ConfigMap", "DynamoGraphDeployment"]:
@@ -261,7 +254,7 @@ def read_upstream(root: Path) -> UpstreamRevision:
     claims: list[str] = []
     jobs: list[str] = []
     for relative in (f for f in files if PurePosixPath(f).suffix in MANIFEST_SUFFIXES):
-        documents = _documents(root / relative, relative)
+        documents = [d for d in load_yaml_documents(root / relative, relative) if d]  # the program's strict reader
         kinds = {str(d.get("kind")) for d in documents}
         if "DynamoGraphDeployment" in kinds:
             target = _target(relative, documents)
