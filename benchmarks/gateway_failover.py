@@ -17,16 +17,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(PROJECT_DIR))
+sys.path[:0] = [
+    str(PROJECT_DIR),
+    str(PROJECT_DIR / "tests"),
+]  # the loopback harness is the tests' (tests/gateway_loopback)
 
-from tools.gateway_loopback import scenarios
-from tools.gateway_loopback.load import Figures
-from tools.gateway_loopback.stack_backends import (
+from gateway_loopback import scenarios
+from gateway_loopback.load import Figures
+from gateway_loopback.stack_backends import (
     BACKEND_LATENCY_SECONDS,
     LOOPBACK_TIMINGS,
     StackBackends,
     stack_backends,
 )
+
 from tools.mock_runtime import run_program
 from tools.secret_placeholders import stack_inputs
 

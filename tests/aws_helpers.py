@@ -10,8 +10,7 @@ from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack import pulumi_private
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ManagedPoolSpec, ResolvedPool
-from tools.mock_runtime import ProgramRun, RecordingMonitor, _resolve, plain_numbers
-from tools.stack_mocks import StackMocks
+from tools.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
 
 PROJECT = "nemotron-lightning"
 REGION = "us-east-1"

@@ -10,14 +10,14 @@ from collections import Counter
 from typing import Any
 
 from catalog_picks import gpu_of, gpu_of_instance
+from gateway_loopback.stack_backends import (
+    StackBackends,
+    stack_backends,
+)
 from stack_helpers import run_config, stack_file_config
 
 from serving_stack.config import parse_stack_config
 from serving_stack.facts.catalog import load_catalog
-from tools.gateway_loopback.stack_backends import (
-    StackBackends,
-    stack_backends,
-)
 
 ScenarioBackends = StackBackends
 MIN_TARGETS = 2

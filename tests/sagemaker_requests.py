@@ -21,8 +21,7 @@ from botocore.model import OperationModel, Shape
 from botocore.validate import ParamValidator
 from sagemaker_helpers import PULUMI_ONLY, inputs, to_api
 
-from tools.mock_runtime import ProgramRun
-from tools.stack_mocks import MOCK_REGION
+from tools.mock_runtime import MOCK_REGION, ProgramRun
 
 # type token -> (service, operation, parameter that takes the resource's name, renames of recorded keys)
 OPERATIONS: dict[str, tuple[str, str, Optional[str], dict[str, str]]] = {

@@ -19,7 +19,7 @@ import yaml
 
 from serving_stack.facts.aws import load_gpus
 from serving_stack.facts.catalog import CATALOG_DIR, Catalog, Recipe
-from tools.absorb.stacks import selections
+from tools.absorb.changes import read_stacks
 from tools.mock_runtime import PROJECT_DIR
 
 UPSTREAM_PATH = "recipes/nemotron-3.5-lightning"
@@ -50,7 +50,7 @@ class SyntheticRevision:
 
 
 def _unselected(catalog: Catalog) -> list[Recipe]:
-    selected = {s.target_id for s in selections(PROJECT_DIR)}
+    selected = {s.target_id for s in read_stacks(PROJECT_DIR).selections}
     return [r for r in sorted(catalog.recipes.values(), key=lambda r: r.id) if r.id not in selected]
 
 
@@ -182,7 +182,7 @@ def build_replacing(root: Path, catalog: Catalog, stack_file: str, count: int = 
     base_pattern = re.escape(base_model) + r"(?![\w-])"
     selected = [
         catalog.recipes[s.target_id]
-        for s in selections(PROJECT_DIR)
+        for s in read_stacks(PROJECT_DIR).selections
         if s.stack_file == stack_file and s.target_id in catalog.recipes
     ]
     loading_base = [

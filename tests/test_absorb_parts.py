@@ -9,10 +9,16 @@ import pytest
 import yaml
 
 from serving_stack.facts.catalog import Recipe, load_catalog
-from tools.absorb.changes import Manifests, compare_targets
-from tools.absorb.perf_table import TableError, published_criteria, published_figures, rows_in
-from tools.absorb.provenance import Provenance, ProvenanceError, resolve
-from tools.absorb.stacks import Selection, broken_selections, selections
+from tools.absorb.changes import Manifests, Selection, broken_selections, compare_targets, read_stacks
+from tools.absorb.upstream import (
+    Provenance,
+    ProvenanceError,
+    TableError,
+    published_criteria,
+    published_figures,
+    resolve,
+    rows_in,
+)
 
 HEADER = (
     "| Recipe | FW | Synthetic AL | Concurrency | TTFT p50 (ms) | Output tok/s/GPU | Tok/s/user |\n"
@@ -130,7 +136,7 @@ def test_a_stack_selecting_a_removed_target_is_told_the_closest_replacement():
 def test_the_committed_stacks_are_read_with_their_target_indexes():
     from tools.mock_runtime import PROJECT_DIR
 
-    found = selections(PROJECT_DIR)
+    found = read_stacks(PROJECT_DIR).selections
     assert {s.stack_file for s in found} >= {"Pulumi.dev.yaml", "Pulumi.prod.yaml"}
     assert all(s.target_id and s.index >= 0 for s in found)
 

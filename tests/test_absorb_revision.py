@@ -16,7 +16,7 @@ import yaml
 
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
 from serving_stack.facts.strict_files import CATALOG_DIR_ENV
-from tools.absorb.perf_table import FIGURES
+from tools.absorb.upstream import FIGURES
 from tools.mock_runtime import PROJECT_DIR
 
 # `make absorb` whole, and the catalog-driven tests rerun against its result: `make test-all`.

@@ -12,8 +12,7 @@ from catalog_picks import pick
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.catalog import CATALOG_DIR, Performance, load_catalog
-from tools.absorb.perf_table import published_figures
-from tools.absorb.upstream import read_upstream
+from tools.absorb.upstream import published_figures, read_upstream
 
 pytestmark = pytest.mark.catalog_driven
 RECIPES = CATALOG_DIR / "recipes"
@@ -182,7 +181,7 @@ def test_the_seed_reference_absorbs_into_exactly_its_files(tmp_path):
         pytest.skip(f"{RECIPES_REFERENCE} is not beside this checkout")
     copy = tmp_path / "catalog"
     shutil.copytree(CATALOG_DIR, copy)
-    _, written = absorb(RECIPES_REFERENCE, SEED_REFERENCE_COMMIT, SEED_REFERENCE_DATE, copy, dry_run=False)
+    _, written, _ = absorb(RECIPES_REFERENCE, SEED_REFERENCE_COMMIT, SEED_REFERENCE_DATE, copy, dry_run=False)
     reference = sorted(p.relative_to(RECIPES_REFERENCE) for p in RECIPES_REFERENCE.rglob("*") if p.is_file())
     vendored = sorted(p.relative_to(copy / "recipes") for p in (copy / "recipes").rglob("*") if p.is_file())
     assert vendored == reference

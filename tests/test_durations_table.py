@@ -33,8 +33,6 @@ LIMIT_NAME = re.compile(
 KNOWN_LIMITS = {
     ("prewarm/prewarm.py", "PROGRESS_SECONDS"): "how often prewarm logs its progress",
     ("prewarm/prewarm.py", "STATE_SAVE_SECONDS"): "how often prewarm saves its node-local state",
-    ("tools/gateway_loopback/processes.py", "ready_seconds"): "how long the loopback harness waits for a proxy",
-    ("tools/gateway_loopback/stack_backends.py", "BACKEND_LATENCY_SECONDS"): "a fake backend's latency",
 }
 SKIPPED_DIRS = {"build", "tests", "node_modules"}  # and every hidden directory (virtualenvs, .git)
 

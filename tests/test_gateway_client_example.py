@@ -18,16 +18,15 @@ from typing import Any
 import pulumi
 import pytest
 from gateway_helpers import failover_run, scenario_backends
+from gateway_loopback import scenarios
+from gateway_loopback.processes import GATEWAY_VENV, litellm_executable
+from gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS
 from sandbox_helpers import committed_run, rendered_outputs, sandbox_run
 
 from serving_stack import pulumi_private
 from serving_stack.contract.outputs import CONTRACT_VERSION
 from serving_stack.plan.gateway import SAGEMAKER_GROUP_SUFFIX
-from tools.gateway_loopback import scenarios
-from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
-from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS
-from tools.mock_runtime import PROJECT_DIR, SECRET, RecordingMonitor
-from tools.stack_mocks import StackMocks
+from tools.mock_runtime import PROJECT_DIR, SECRET, RecordingMonitor, StackMocks
 
 EXAMPLE_DIR = PROJECT_DIR / "examples" / "gateway_client"
 sys.path.insert(0, str(EXAMPLE_DIR))

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from gateway_helpers import ScenarioBackends, scenario_backends
+from gateway_loopback import scenarios
+from gateway_loopback.processes import litellm_executable
+from gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS
 
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_GROUP_SUFFIX, SAGEMAKER_ID_PREFIX
-from tools.gateway_loopback import scenarios
-from tools.gateway_loopback.processes import litellm_executable
-from tools.gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, CONCURRENCY, LOOPBACK_TIMINGS, REQUESTS
 
 # The real LiteLLM proxy on loopback: `make test-all`.
 pytestmark = pytest.mark.slow

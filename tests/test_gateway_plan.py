@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 from gateway_helpers import scenario_backends
+from gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 
 from serving_stack.errors import ConfigError
 from serving_stack.plan.gateway import (
@@ -20,7 +21,6 @@ from serving_stack.plan.gateway import (
     RedisAddress,
     plan_gateway,
 )
-from tools.gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 
 REDIS = RedisAddress("llm-gateway-redis.nemotron.svc.cluster.local", 6379)
 

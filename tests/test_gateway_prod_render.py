@@ -10,6 +10,7 @@ import json
 
 import pytest
 import yaml
+from gateway_loopback.stack_backends import backends_of
 from rollout_helpers import committed_config
 from stack_helpers import TEST_SECRETS, rendered_stack, run_config
 
@@ -23,11 +24,9 @@ from serving_stack.plan.gateway import (
     gateway_settings,
     plan_gateway,
 )
-from tools.gateway_loopback.stack_backends import backends_of
-from tools.mock_runtime import ProgramRun
+from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION, ProgramRun
 from tools.render import write_render
 from tools.secret_placeholders import stack_inputs
-from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,9 @@ from stack_helpers import rendered_stack
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.names import TypeTokens
 from tools.mock_runtime import ProgramRun, plain_numbers
-from tools.operability_summary import WHY_A_DEPLOYMENT
 from tools.render import kubernetes_objects
 from tools.rollout import analyse
-from tools.summary import summary_markdown
+from tools.summary import WHY_A_DEPLOYMENT, summary_markdown
 
 KUBERNETES_VERSION = "1.33.0"
 OPS_PART_OF = ("app.kubernetes.io/part-of", "nemotron-ops")

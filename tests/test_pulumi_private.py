@@ -8,7 +8,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime import rpc
 
 from serving_stack import pulumi_private
-from tools.stack_mocks import StackMocks
+from tools.mock_runtime import StackMocks
 
 
 def test_the_secret_marker_is_the_one_the_sdk_serializes() -> None:

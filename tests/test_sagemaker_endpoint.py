@@ -20,7 +20,7 @@ from sagemaker_helpers import (
     stack,
 )
 
-from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
+from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
 ENDPOINT_TYPES = {
     "aws:kms/key:Key",

@@ -30,7 +30,7 @@ from sagemaker_helpers import (
 from sagemaker_requests import requests_of
 
 from serving_stack.facts import sagemaker as jumpstart
-from tools.stack_mocks import MOCK_ACCOUNT, MOCK_REGION
+from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION
 
 CASES = {
     "public-g6e-capture": stack(jumpstart_endpoint(dataCapture={"enabled": True})),

@@ -13,7 +13,7 @@ from serving_stack.config import ConfigError
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
-from tools.absorb.perf_table import published_figures
+from tools.absorb.upstream import published_figures
 from tools.summary import summary_markdown
 
 pytestmark = pytest.mark.catalog_driven

@@ -45,20 +45,16 @@ def _stack_versions(project_dir: Path) -> list[tuple[str, str]]:
     found = []
     for path in sorted(project_dir.glob("Pulumi.*.yaml")) + sorted(project_dir.glob("examples/*/Pulumi.*.yaml")):
         config: dict[str, Any] = (read_yaml(path) or {}).get("config") or {}
-        for key, value in config.items():
-            if not key.endswith(":aws") or not isinstance(value, dict):
-                continue
-            cluster = value.get("cluster") or {}
-            for kind in ("create", "existing"):
-                version = (cluster.get(kind) or {}).get("kubernetesVersion")
-                if version:
-                    found.append(
-                        (str(version), f"{path.relative_to(project_dir)} aws.cluster.{kind}.kubernetesVersion")
-                    )
-            for index, pool in enumerate(value.get("nodePools") or []):
-                if isinstance(pool, dict) and pool.get("kubernetesVersion"):
-                    where = f"{path.relative_to(project_dir)} aws.nodePools[{index}].kubernetesVersion"
-                    found.append((str(pool["kubernetesVersion"]), where))
+        for aws in (v for k, v in config.items() if k.endswith(":aws") and isinstance(v, dict)):
+            cluster = aws.get("cluster") or {}
+            pins = [(f"cluster.{kind}", cluster.get(kind) or {}) for kind in ("create", "existing")]
+            pins += [(f"nodePools[{i}]", p) for i, p in enumerate(aws.get("nodePools") or []) if isinstance(p, dict)]
+            where = f"{path.relative_to(project_dir)} aws"
+            found += [
+                (str(pin["kubernetesVersion"]), f"{where}.{name}.kubernetesVersion")
+                for name, pin in pins
+                if pin.get("kubernetesVersion")
+            ]
     return found
 
 
@@ -112,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    calendar = facts.eks_versions
-    print(report(dated_facts(facts), day, calendar.listDays, calendar.provenance()))
+    print(report(dated_facts(facts), day, facts.eks_versions.listDays, facts.eks_versions.provenance()))
     return 0
 
 

@@ -1,8 +1,9 @@
 """Run the stack's own `__main__.py` in-process under Pulumi's mock runtime and record every resource.
 
-This is how the offline render and the tests see the program: the same program `pulumi up` runs, with
-the engine replaced by a monitor that records each registration (type, name, parent, inputs, options)
-and answers with deterministic fake outputs (ids, ARNs: `stack_mocks`) instead of creating anything.
+This is how the offline render and the tests see the program: the same program `pulumi up` runs, with the
+engine replaced by a monitor that records each registration (type, name, parent, inputs, options) and answers
+with deterministic fake outputs (ids, ARNs, the provider-computed outputs components read), so two renders are
+byte-identical.
 """
 
 from __future__ import annotations
@@ -10,35 +11,80 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
-
-import yaml
 
 from serving_stack import pulumi_private
 from serving_stack.facts.dates import TODAY_ENV
 from serving_stack.plan.placeholders import ALLOW_ENV
 from serving_stack.plan.stack import StackPlan
-from serving_stack.pulumi_private import MockMonitor, Mocks
-from tools.stack_mocks import StackMocks
+from serving_stack.pulumi_private import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
+from tools.stack_files import PROJECT_DIR as PROJECT_DIR
+from tools.stack_files import SECRET as SECRET
+from tools.stack_files import project_name
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-SECRET = "[secret]"
-_SECRET_SIG = pulumi_private.SECRET_SIGNATURE
-_SIG_KEY = pulumi_private.SECRET_SIGNATURE_KEY
+MOCK_ACCOUNT = "123456789012"
+MOCK_REGION = "us-east-1"
+# ARN resource parts that are not `<resource type>/<name>` (the AWS service authorization reference), so an
+# IAM statement naming the mock's ARN reads as it would with the real one.
+ARN_RESOURCES: dict[str, Callable[[str], str]] = {
+    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda name: f"alarm:{name}"
+}
+
+
+def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic stand-ins for the outputs a provider computes. Only those: with preview=False the SDK
+    gives every input the engine returns no output for its input value (`rpc.resolve_outputs`), so echoing
+    the inputs back would only serialize and deserialize each resource's inputs twice more."""
+    package, module, kind = ([*type_token.split(":"), "", ""])[:3]
+    outputs: dict[str, Any] = {}
+    if package == "aws":
+        arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
+        if "arn" not in inputs:
+            outputs["arn"] = f"arn:aws:{module.split('/')[0]}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}"
+        if "name" not in inputs:
+            outputs["name"] = name
+    # Provider-computed outputs that components read while the program runs (kubeconfig, node groups).
+    computed: dict[str, Callable[[], dict[str, Any]]] = {
+        "aws:eks/cluster:Cluster": lambda: {
+            "endpoint": f"https://{name}.gr7.{MOCK_REGION}.eks.amazonaws.com",
+            "certificateAuthority": {"data": "bW9jay1jbHVzdGVyLWNh"},
+            "vpcConfig": {**inputs.get("vpcConfig", {}), "clusterSecurityGroupId": f"sg-{name}"},
+        },
+        "aws:ec2/launchTemplate:LaunchTemplate": lambda: {"latestVersion": 1},
+        "aws:eks/nodeGroup:NodeGroup": lambda: {"resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}]},
+        "aws:fsx/lustreFileSystem:LustreFileSystem": lambda: {
+            "dnsName": f"{name}-id.fsx.{MOCK_REGION}.amazonaws.com",
+            "mountName": "mockmnt",
+        },
+        # The stack's own last deployment: an offline render has none (a first `up`).
+        "pulumi:pulumi:StackReference": lambda: {"outputs": {}, "secretOutputNames": []},
+    }
+    return {**outputs, **(computed[type_token]() if type_token in computed else {})}
+
+
+class StackMocks(Mocks):
+    """Answers registrations and invokes with deterministic values, so two renders are byte-identical."""
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        return f"{args.name}-id", _mock_outputs(args.typ, args.name, args.inputs)
+
+    def call(self, args: MockCallArgs) -> Any:
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": MOCK_ACCOUNT, "arn": f"arn:aws:iam::{MOCK_ACCOUNT}:user/mock", "userId": "MOCK"}
+        return {}, None
 
 
 def redact(value: Any) -> Any:
     """Replace secret values by `"[secret]"`, recursively; a secret map keeps its keys."""
     if isinstance(value, dict):
-        if value.get(_SIG_KEY) == _SECRET_SIG:
+        if value.get(pulumi_private.SECRET_SIGNATURE_KEY) == pulumi_private.SECRET_SIGNATURE:
             inner = value.get("value")
             return dict.fromkeys(inner, SECRET) if isinstance(inner, dict) else SECRET
         return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
+    return [redact(v) for v in value] if isinstance(value, list) else value
 
 
 def plain_numbers(value: Any) -> Any:
@@ -47,9 +93,7 @@ def plain_numbers(value: Any) -> Any:
         return int(value)
     if isinstance(value, dict):
         return {k: plain_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain_numbers(v) for v in value]
-    return value
+    return [plain_numbers(v) for v in value] if isinstance(value, list) else value
 
 
 def _short(urn: str) -> str:
@@ -70,6 +114,8 @@ def _alias(spec: Any) -> str:
 
 @dataclass
 class RecordedResource:
+    """One registration; what the engine uses when it replaces or deletes too (the rollout model reads these)."""
+
     type: str
     name: str
     urn: str
@@ -80,7 +126,6 @@ class RecordedResource:
     depends_on: list[str] = field(default_factory=list)
     protect: bool = False
     retain_on_delete: bool = False
-    # What the engine uses when it replaces or deletes (the rollout model reads these).
     delete_before_replace: bool = False
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     ignore_changes: list[str] = field(default_factory=list)
@@ -110,13 +155,9 @@ class RecordedResource:
         }
 
 
-class DuplicateResourceError(Exception):
-    pass
-
-
 class RecordingMonitor(MockMonitor):
-    """A mock monitor that keeps every registration, components included, and rejects duplicate URNs
-    as the engine would."""
+    """A mock monitor that keeps every registration, components included, and rejects duplicate URNs as the
+    engine would."""
 
     def __init__(self, mock_impl: Mocks) -> None:
         super().__init__(mock_impl)
@@ -127,36 +168,30 @@ class RecordingMonitor(MockMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type != "pulumi:pulumi:Stack":
             if urn in self._urns:
-                raise DuplicateResourceError(f"duplicate resource URN {urn}")
+                raise ValueError(f"duplicate resource URN {urn}")
             self._urns.add(urn)
-            inputs = pulumi_private.deserialize_inputs(request.object)
-            self.recorded.append(
-                RecordedResource(
-                    type=request.type,
-                    name=request.name,
-                    urn=urn,
-                    parent=_short(request.parent),
-                    custom=bool(request.custom),
-                    inputs=dict(inputs),
-                    provider=_short(request.provider.rpartition("::")[0]),
-                    depends_on=[_short(u) for u in request.dependencies],
-                    protect=bool(request.protect),
-                    retain_on_delete=bool(request.retainOnDelete),
-                    delete_before_replace=bool(request.deleteBeforeReplace),
-                    custom_timeouts={
-                        op: value
-                        for op in ("create", "update", "delete")
-                        if (value := getattr(request.customTimeouts, op))
-                    },
-                    ignore_changes=list(request.ignoreChanges),
-                    replace_on_changes=list(request.replaceOnChanges),
-                    aliases=[_alias(a) for a in request.aliases] + [_short(u) for u in request.aliasURNs],
-                    deleted_with=_short(request.deletedWith),
-                    property_dependencies={
-                        key: [_short(u) for u in deps.urns] for key, deps in request.propertyDependencies.items()
-                    },
-                )
+            timeouts = {op: v for op in ("create", "update", "delete") if (v := getattr(request.customTimeouts, op))}
+            dependencies = {key: [_short(u) for u in deps.urns] for key, deps in request.propertyDependencies.items()}
+            resource = RecordedResource(
+                request.type,
+                request.name,
+                urn,
+                _short(request.parent),
+                bool(request.custom),
+                dict(pulumi_private.deserialize_inputs(request.object)),
+                _short(request.provider.rpartition("::")[0]),
+                [_short(u) for u in request.dependencies],
+                bool(request.protect),
+                bool(request.retainOnDelete),
+                bool(request.deleteBeforeReplace),
+                timeouts,
+                list(request.ignoreChanges),
+                list(request.replaceOnChanges),
+                [_alias(a) for a in request.aliases] + [_short(u) for u in request.aliasURNs],
+                _short(request.deletedWith),
+                dependencies,
             )
+            self.recorded.append(resource)
         return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 
@@ -196,7 +231,7 @@ def run_program(
     monitor is then available as `run_program.last_monitor` for asserting nothing was registered.
     `allow_placeholders`: accept placeholder values as the offline render does (False: as `pulumi up`);
     `today`: the day (YYYY-MM-DD) the program judges dated facts on, for this run only."""
-    project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"]
+    project = project_name(project_dir)
     stack_mocks = StackMocks()
     monitor = RecordingMonitor(stack_mocks)
     run_program.last_monitor = monitor  # type: ignore[attr-defined]
@@ -206,10 +241,8 @@ def run_program(
     program_globals: dict[str, Any] = {}
     previous = {name: os.environ.get(name) for name in (ALLOW_ENV, TODAY_ENV)}
     os.environ.pop(ALLOW_ENV, None)
-    if allow_placeholders:
-        os.environ[ALLOW_ENV] = "1"
-    if today is not None:
-        os.environ[TODAY_ENV] = today
+    os.environ.update({ALLOW_ENV: "1"} if allow_placeholders else {})
+    os.environ.update({TODAY_ENV: today} if today is not None else {})
     try:
         stack_outputs = pulumi_private.run_with_mocks(
             lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
@@ -223,8 +256,7 @@ def run_program(
     finally:
         for name, value in previous.items():
             os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
+            os.environ.update({name: value} if value is not None else {})
         os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
     outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}

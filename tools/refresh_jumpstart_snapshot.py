@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-import yaml
 from botocore.exceptions import BotoCoreError, ClientError
 
 from serving_stack.facts.sagemaker import (
@@ -35,20 +34,19 @@ from serving_stack.facts.sagemaker import (
     resolve_jumpstart_model,
     sha256_hex,
 )
+from tools.secret_placeholders import stack_config_of
+from tools.stack_files import PROJECT_DIR, project_name, stack_config, stack_names
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_SNAPSHOT = PROJECT_DIR / "catalog" / "jumpstart"
 
 
 def configured_instance_types(model_id: str, project_dir: Path = PROJECT_DIR) -> list[str]:
-    """Instance types the committed `Pulumi.<stack>.yaml` files deploy this JumpStart model on."""
-    found = []
-    for stack_file in sorted(project_dir.glob("Pulumi.*.yaml")):
-        config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-        sagemaker = next((v for k, v in config.items() if k.endswith(":sagemaker")), None) or {}
-        for endpoint in sagemaker.get("endpoints") or ():
-            if (endpoint.get("jumpstart") or {}).get("modelId") == model_id:
-                found.append(endpoint["instanceType"])
+    """Instance types the committed `Pulumi.<stack>.yaml` files deploy this JumpStart model on (read as the
+    program reads them)."""
+    project, found = project_name(project_dir), []
+    for stack in stack_names(project_dir):
+        endpoints = stack_config_of(stack_config(stack, project_dir)[0], project).sagemaker.endpoints
+        found += [e.instanceType for e in endpoints if e.jumpstart and e.jumpstart.modelId == model_id]
     return found
 
 
@@ -105,16 +103,13 @@ def check(model_id: str, version: str, region: str, snapshot: Path, instance_typ
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--model-id", required=True, help="JumpStart model id, exactly as in the manifest")
-    parser.add_argument("--version", required=True, help="exact version to pin (no '*')")
-    parser.add_argument("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
-    parser.add_argument(
-        "--instance-type",
-        action="append",
-        default=[],
-        help="also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)",
-    )
-    parser.add_argument("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
+    add = parser.add_argument
+    add("--model-id", required=True, help="JumpStart model id, exactly as in the manifest")
+    add("--version", required=True, help="exact version to pin (no '*')")
+    add("--region", required=True, help="region whose content bucket to read, e.g. us-west-2")
+    also = "also resolve for this instance type (default: those the Pulumi.<stack>.yaml files configure)"
+    add("--instance-type", action="append", default=[], help=also)
+    add("--snapshot-dir", type=Path, default=DEFAULT_SNAPSHOT, help="default: %(default)s")
     args = parser.parse_args(argv)
     if not args.version or "*" in args.version:
         parser.error(f"--version {args.version!r}: pin an exact version")

@@ -2,25 +2,22 @@
 
     python -m tools.render --stack dev [--out build]
 
-Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`),
-`helm/` (each Helm release: chart, namespace, values), `resources.json` (every resource: type, name,
-parent, inputs; secrets as "[secret]"; sorted), `outputs.json` (the outputs contract), `summary.md` and `policy-report.txt` (the policy pack run
-on the recorded resources, as `pulumi preview --policy-pack policy` would), and `warnings.txt` (what
-renders as before but needs a decision, such as a retired target; the program prints them on stderr
-with `pulumi.log.warn`, as `pulumi up` does). Bad config exits 2 with
-the one-line error and writes nothing; a mandatory policy violation exits 1 and prints the report.
+Writes `build/<stack>/`: `manifests/` (every Kubernetes object, ready for `kubectl apply -f`), `helm/` (each
+Helm release's inputs), `resources.json` (every resource, sorted; secrets as "[secret]"), `outputs.json` (the
+outputs contract), `summary.md`, `policy-report.txt` (the policy pack on the recorded resources, as `pulumi
+preview --policy-pack policy` would) and `warnings.txt` (what renders but needs a decision, such as a retired
+target). Bad input exits 2 with the one-line error and writes nothing; a mandatory policy violation or a
+blocking rollout finding exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import gc
 import json
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +36,15 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 WARNINGS_FILE = "warnings.txt"
 EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory policy or a blocking rollout finding
 EXIT_CONFIG = 2  # bad input: nothing is rendered
-# kubectl apply order: what others refer to goes first.
+# kubectl apply order: what others refer to goes first; custom resources last.
 APPLY_ORDER = {
-    "Namespace": 0,
-    "StorageClass": 1,
-    "PriorityClass": 1,
-    "ServiceAccount": 2,
-    "ClusterRole": 2,
-    "ClusterRoleBinding": 2,
-    "Role": 2,
-    "RoleBinding": 2,
-    "Secret": 3,
-    "ConfigMap": 3,
-    "PersistentVolumeClaim": 4,
-    "Job": 5,
-    "DaemonSet": 6,
-    "Deployment": 6,
+    **dict.fromkeys(["Namespace"], 0),
+    **dict.fromkeys(["StorageClass", "PriorityClass"], 1),
+    **dict.fromkeys(["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"], 2),
+    **dict.fromkeys(["Secret", "ConfigMap"], 3),
+    **dict.fromkeys(["PersistentVolumeClaim"], 4),
+    **dict.fromkeys(["Job"], 5),
+    **dict.fromkeys(["DaemonSet", "Deployment"], 6),
 }
 CUSTOM_RESOURCE_ORDER = 7
 BATCH_GC_THRESHOLD = 50_000
@@ -72,9 +62,8 @@ def kubernetes_objects(resources: list[RecordedResource] | list[dict[str, Any]])
 
 
 def _manifest_file(obj: dict[str, Any]) -> str:
-    order = APPLY_ORDER.get(obj["kind"], CUSTOM_RESOURCE_ORDER)
-    namespace = obj["metadata"].get("namespace", "cluster")
-    return f"{order:02d}-{obj['kind'].lower()}-{namespace}-{obj['metadata']['name']}.yaml"
+    order, metadata = APPLY_ORDER.get(obj["kind"], CUSTOM_RESOURCE_ORDER), obj["metadata"]
+    return f"{order:02d}-{obj['kind'].lower()}-{metadata.get('namespace', 'cluster')}-{metadata['name']}.yaml"
 
 
 def _dump_yaml(data: Any) -> str:
@@ -91,19 +80,14 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[
     manifests.mkdir(parents=True)
     for obj in kubernetes_objects(records):
         (manifests / _manifest_file(obj)).write_text(_dump_yaml(obj))
-    helm_dir = out_dir / "helm"
     for release in (r for r in records if r["type"] == HELM_RELEASE):
-        helm_dir.mkdir(exist_ok=True)
-        (helm_dir / f"{release['name']}.yaml").write_text(_dump_yaml(release["inputs"]))
+        (out_dir / "helm").mkdir(exist_ok=True)
+        (out_dir / "helm" / f"{release['name']}.yaml").write_text(_dump_yaml(release["inputs"]))
     (out_dir / "resources.json").write_text(json.dumps(records, indent=2, sort_keys=True) + "\n")
     contract = StackOutputs.model_validate(run.outputs)
     (out_dir / "outputs.json").write_text(json.dumps(contract.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     (out_dir / "summary.md").write_text(summary_markdown(stack, run))
-    (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in run_warnings(run)))
-
-
-def run_warnings(run: ProgramRun) -> tuple[str, ...]:
-    return run.plan.warnings if run.plan is not None else ()
+    (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in (run.plan.warnings if run.plan else ())))
 
 
 def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:
@@ -116,12 +100,6 @@ def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    with _batch_collection():
-        return _main(argv)
-
-
-@contextlib.contextmanager
-def _batch_collection() -> Iterator[None]:
     """A render builds one large graph of objects that live until it ends, and the collector's default
     threshold (a young collection every 700 allocations) rescans them hundreds of times: about a tenth of
     the render's time (`benchmarks/render_bench.py`). Every 50,000 allocations instead, for the render only;
@@ -129,18 +107,19 @@ def _batch_collection() -> Iterator[None]:
     thresholds = gc.get_threshold()
     gc.set_threshold(BATCH_GC_THRESHOLD, *thresholds[1:])
     try:
-        yield
+        return _main(argv)
     finally:
         gc.set_threshold(*thresholds)
 
 
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
-    parser.add_argument("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
-    parser.add_argument("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
-    parser.add_argument("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default: dev)")
+    add("--out", type=Path, default=PROJECT_DIR / "build", help="output root (default: build/)")
+    add("--project-dir", type=Path, default=PROJECT_DIR, help="the Pulumi project (default: this repo)")
+    add("--policy-config", type=Path, help="policy pack config JSON (as `pulumi --policy-pack-config`)")
+    add(
         "--secret-placeholders",
         "--placeholders",
         dest="placeholders",
@@ -149,10 +128,7 @@ def _main(argv: list[str] | None) -> int:
         'its file lacks as "[secret]", accept flagged placeholder values (documentation CIDRs, example '
         "accounts, unread image tags) that `pulumi up` refuses, and name both",
     )
-    parser.add_argument(
-        "--today",
-        help=f"the date the dated facts are judged on, YYYY-MM-DD (default: ${TODAY_ENV} or the clock)",
-    )
+    add("--today", help=f"the date the dated facts are judged on, YYYY-MM-DD (default: ${TODAY_ENV} or the clock)")
     args = parser.parse_args(argv)
     out_dir = args.out / args.stack
     try:
@@ -163,8 +139,8 @@ def _main(argv: list[str] | None) -> int:
         run = run_program(
             inputs.config,
             inputs.secret_keys,
-            stack=args.stack,
-            project_dir=args.project_dir,
+            args.stack,
+            args.project_dir,
             allow_placeholders=args.placeholders,
             today=today,
         )

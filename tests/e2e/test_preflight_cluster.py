@@ -20,8 +20,8 @@ from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight import cli
 from tools.preflight.facts import load_kubernetes
-from tools.preflight.findings import Finding
 from tools.preflight.kube import _pod_specs, _requests
+from tools.preflight.stack import Finding
 
 sys.path.insert(0, str(PROJECT_DIR / "tests"))
 from catalog_picks import pick

@@ -28,32 +28,34 @@ from serving_stack.facts import Facts, load_facts
 from serving_stack.facts.aws import gpu_of_product
 from serving_stack.facts.catalog import TARGETS_FILE, Catalog, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
-from tools.absorb.catalog_data import (
+from tools.absorb.catalog import (
     RECIPES_DIR,
     RETIRED_DIR,
     next_catalog,
     next_manifests,
     previous_manifests,
+    targets_yaml,
 )
-from tools.absorb.catalog_file import targets_yaml
-from tools.absorb.changes import TargetChanges, model_cache_changes
-from tools.absorb.perf_table import TableError
-from tools.absorb.provenance import Provenance, ProvenanceError, resolve
-from tools.absorb.report import Report
-from tools.absorb.stacks import StackSelections, broken_selections, read_stacks, retired_selections
-from tools.absorb.upstream import UpstreamError, UpstreamRevision, read_upstream
+from tools.absorb.changes import (
+    StackSelections,
+    TargetChanges,
+    broken_selections,
+    model_cache_changes,
+    read_stacks,
+    retired_selections,
+)
+from tools.absorb.upstream import (
+    Provenance,
+    ProvenanceError,
+    TableError,
+    UpstreamError,
+    UpstreamRevision,
+    read_upstream,
+    resolve,
+)
 from tools.conformance import planned_conformance
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
-
-
-def _unknown_gpus(facts: Facts) -> dict[str, list[str]]:
-    unknown: dict[str, list[str]] = {}
-    for recipe in facts.catalog.recipes.values():
-        for label in recipe.gpu_products:
-            if gpu_of_product(facts.aws.gpus, label) is None:
-                unknown.setdefault(label, []).append(recipe.id)
-    return unknown
 
 
 def _file_changes(staged: Path, current: Path) -> list[str]:
@@ -121,9 +123,11 @@ def _report(
     facts: Facts,
     changes: TargetChanges,
     stacks: StackSelections,
-) -> Report:
-    catalog, before = facts.catalog, previous.data.upstream
-    per_target, cache_problems = planned_conformance(facts)
+) -> tuple[list[str], bool]:
+    """The report's lines up to its file list, sections in the order a reviewer acts on them, and whether every
+    target and the model cache conform."""
+    catalog, before, c = facts.catalog, previous.data.upstream, changes
+    conformance, cache_problems = planned_conformance(facts)
     criteria = [
         f"{key}: {value} -> {getattr(catalog.criteria, key)}"
         for key, value in previous.criteria.model_dump().items()
@@ -136,31 +140,61 @@ def _report(
         if target_id not in revision.targets
     ]
     for recipe in catalog.recipes.values():
-        unknown = [
-            key
-            for key, value in recipe.entry.performance.model_dump().items()
-            if value is None and (key != "syntheticAcceptanceLength" or recipe.draft_tokens is not None)
-        ]
+        figures = recipe.entry.performance.model_dump().items()
+        speculative = recipe.draft_tokens is not None
+        unknown = [k for k, v in figures if v is None and (k != "syntheticAcceptanceLength" or speculative)]
         if recipe.entry.performance.published and unknown:
             notes.append(f"{recipe.id}: some figures unknown ({', '.join(unknown)})")
-    return Report(
-        source=f"{provenance.repository} {provenance.path} at {provenance.commit} ({provenance.date})",
-        previous=f"{before.commit} ({before.date})",
-        targets_before=len(previous.recipes),
-        targets_after=len(catalog.recipes),
-        changes=changes,
-        unpublished=[r.id for r in catalog.recipes.values() if not r.entry.performance.published],
-        unknown_gpus=_unknown_gpus(facts),
-        model_cache=model_cache_changes(previous.model_cache, catalog.model_cache),
-        criteria=criteria,
-        conformance=per_target,
-        stacks=broken_selections(
-            stacks.selections, changes, previous_manifests(previous), next_manifests(revision), set(catalog.retired)
-        ),
-        retired=retired_selections(stacks.selections, catalog),
-        model_cache_conformance=cache_problems,
-        notes=notes + stacks.unlisted,
+    notes += stacks.unlisted
+    unpublished = [r.id for r in catalog.recipes.values() if not r.entry.performance.published]
+    unknown_gpus: dict[str, list[str]] = {}
+    for recipe in catalog.recipes.values():
+        for label in (g for g in recipe.gpu_products if gpu_of_product(facts.aws.gpus, g) is None):
+            unknown_gpus.setdefault(label, []).append(recipe.id)
+    cache = model_cache_changes(previous.model_cache, catalog.model_cache)
+    manifests = (previous_manifests(previous), next_manifests(revision))
+    broken = broken_selections(stacks.selections, changes, *manifests, set(catalog.retired))
+    retired = retired_selections(stacks.selections, catalog)
+    changed = len([t for t in c.changed if t not in {new for _, new, _ in c.renamed}])
+    counts = f"{len(c.added)} added, {len(c.removed)} removed, {len(c.renamed)} renamed, {changed} changed"
+    lines = [
+        f"Absorbing {provenance.repository} {provenance.path} at {provenance.commit} ({provenance.date})",
+        f"  catalog was at {before.commit} ({before.date})",
+        "",
+        f"Targets: {len(catalog.recipes)} (was {len(previous.recipes)}): {counts}, {len(c.unchanged)} unchanged",
+        *(f"  added    {t}" + ("  [no published figures]" if t in unpublished else "") for t in c.added),
+        *(f"  removed  {t}" for t in c.removed),
+        *(f"  renamed  {old} -> {new}  (similarity {score:.3f})" for old, new, score in c.renamed),
+    ]
+    for target_id, fields in c.changed.items():
+        lines += [f"  changed  {target_id}: {fields[0]}", *(f"           {target_id}: {f}" for f in fields[1:])]
+    published = (
+        f"unknown for {', '.join(unpublished)}" if unpublished else "every target has its row in the performance table"
     )
+    lines += ["", f"Published figures: {published}"]
+    lines += [
+        f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
+        "memoryGB, arch before a stack places these targets on a node pool"
+        for label, targets in unknown_gpus.items()
+    ]
+    lines += ["", "Model cache:" + (" no change" if not cache else ""), *(f"  {line}" for line in cache)]
+    lines += ["Criteria: " + ("; ".join(criteria) or "no change"), ""]
+    lines += [
+        "Stacks selecting a removed or renamed target:" + ("" if broken else " none"),
+        *(f"  {b}" for b in broken),
+    ]
+    lines += ["Stacks selecting a retired target:" + ("" if retired else " none"), *(f"  {r}" for r in retired)]
+    lines += [
+        "",
+        "Conformance (each target planned with every documented setting; differences not explained by one of them):",
+    ]
+    for target_id, problems in [*conformance.items(), ("model cache (claim, download Jobs)", cache_problems)]:
+        lines += [
+            f"  {target_id:<40} {'DOES NOT CONFORM' if problems else 'conforms'}",
+            *(f"      {p}" for p in problems),
+        ]
+    lines += ["", "Notes:", *(f"  {n}" for n in notes)] if notes else []
+    return lines, not cache_problems and not any(conformance.values())
 
 
 def absorb(
@@ -172,7 +206,8 @@ def absorb(
     dropped: frozenset[str] = frozenset(),
     project_dir: Path = PROJECT_DIR,
     step: Callable[[str], None] = lambda _: None,
-) -> tuple[Report, bool]:
+) -> tuple[str, bool, bool]:
+    """The report, whether the catalog was written, and whether every target and the model cache conform."""
     step("reading the committed stacks and the current catalog")
     stacks = read_stacks(project_dir)
     previous = load_catalog(root)
@@ -198,19 +233,24 @@ def absorb(
         _stage_retired(data, previous, root, staging)
         (staging / TARGETS_FILE).write_text(targets_yaml(data))
         step("loading the staged catalog and checking every target's conformance with its recipe")
-        report = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
-        report.files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
-        report.files += [
-            f"{line[:2]}../{RETIRED_DIR}/{line[2:]}"
-            for line in _file_changes(staging / RETIRED_DIR, root / RETIRED_DIR)
-        ]
-        if not filecmp.cmp(staging / TARGETS_FILE, root / TARGETS_FILE, shallow=False):
-            report.files.append(f"~ ../{TARGETS_FILE}")
-        written = bool(report.files) and not dry_run
+        lines, conforms = _report(revision, previous, provenance, load_facts(staging), changes, stacks)
+        files = _file_changes(staging / RECIPES_DIR, root / RECIPES_DIR)
+        files += [f"{f[:2]}../{RETIRED_DIR}/{f[2:]}" for f in _file_changes(staging / RETIRED_DIR, root / RETIRED_DIR)]
+        files += (
+            [] if filecmp.cmp(staging / TARGETS_FILE, root / TARGETS_FILE, shallow=False) else [f"~ ../{TARGETS_FILE}"]
+        )
+        written = bool(files) and not dry_run
         if written:
-            step(f"writing {len(report.files)} changed files into {root}")
+            step(f"writing {len(files)} changed files into {root}")
             _install(staging, root)
-    return report, written
+    lines += [
+        "",
+        f"Files under catalog/recipes/: {f'{len(files)} changed' if files else 'no change'}",
+        *(f"  {f}" for f in files),
+    ]
+    outcome = "Written: catalog/recipes/ and catalog/targets.yaml." if written else "Dry run: nothing written."
+    lines += ["", outcome if files else "No change: the catalog already holds this revision."]
+    return "\n".join(lines) + "\n", written, conforms
 
 
 def _printer() -> Callable[[str], None]:
@@ -221,42 +261,27 @@ def _printer() -> Callable[[str], None]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="make absorb", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument(
-        "--upstream", type=Path, required=True, help="the upstream recipes/nemotron-3.5-lightning directory"
-    )
-    parser.add_argument("--commit", required=True, help="the upstream commit those files are")
-    parser.add_argument("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
-    parser.add_argument("--dry-run", action="store_true", help="report only; write nothing")
-    parser.add_argument(
-        "--drop-retired",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="leave this retired target out of the catalog (refused while a committed stack selects it)",
-    )
-    parser.add_argument(
-        "--progress", action="store_true", help="print each step on stderr as it starts (`make absorb` does)"
-    )
-    parser.add_argument(
-        "--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked"
-    )
+    add = parser.add_argument
+    add("--upstream", type=Path, required=True, help="the upstream recipes/nemotron-3.5-lightning directory")
+    add("--commit", required=True, help="the upstream commit those files are")
+    add("--date", help="the commit date (YYYY-MM-DD); read from git when UPSTREAM is a checkout")
+    add("--dry-run", action="store_true", help="report only; write nothing")
+    drop = "leave this retired target out of the catalog (refused while a committed stack selects it)"
+    add("--drop-retired", action="append", default=[], metavar="ID", help=drop)
+    add("--progress", action="store_true", help="print each step on stderr as it starts (`make absorb` does)")
+    add("--project-dir", type=Path, default=PROJECT_DIR, help="the project whose Pulumi.*.yaml stacks are checked")
     args = parser.parse_args(argv)
+    step = _printer() if args.progress else lambda _: None
     try:
-        report, written = absorb(
-            args.upstream.resolve(),
-            args.commit,
-            args.date,
-            DATA_DIR,
-            args.dry_run,
-            frozenset(args.drop_retired),
-            args.project_dir,
-            _printer() if args.progress else lambda _: None,
+        upstream, dropped = args.upstream.resolve(), frozenset(args.drop_retired)
+        report, _, conforms = absorb(
+            upstream, args.commit, args.date, DATA_DIR, args.dry_run, dropped, args.project_dir, step
         )
     except (ConfigError, UpstreamError, TableError, ProvenanceError) as error:
         print(f"error: not absorbed: {error}", file=sys.stderr)
         return 2
-    print(report.text(written), end="")
-    return 1 if report.nonconforming or report.model_cache_conformance else 0
+    print(report, end="")
+    return 0 if conforms else 1
 
 
 if __name__ == "__main__":

@@ -1,24 +1,33 @@
-"""What changed between two catalog revisions: targets added, removed, renamed (by content), changed.
+"""What changed between two catalog revisions (targets added, removed, renamed by content, changed), and which
+selections of the committed stacks (`Pulumi.<stack>.yaml`) that breaks, with the replacement to select instead.
 
 A rename is a removed and an added target of the same kind (backend, components, GPU products,
 speculative-decoding method) whose manifests, with their own names blanked out, are at least
-`RENAME_SIMILARITY` alike (difflib ratio over the lines of the canonical YAML). Sibling recipes for
-another GPU are ~0.99 alike, so the kind, not the ratio, keeps a new GPU's target from passing for a
-rename of a removed one. Pairs are taken best first, each target at most once.
+`RENAME_SIMILARITY` alike (difflib ratio over the lines of the canonical YAML). Sibling recipes for another GPU
+are ~0.99 alike, so the kind, not the ratio, keeps a new GPU's target from passing for a rename of a removed
+one. Pairs are taken best first, each target at most once.
+
+Stack files are read with the program's strict reader (`tools.stack_files`): one that cannot be read stops the
+absorb with one line naming it. A stack whose `targets` is not a list selects no catalog id to check; it is
+named in a note.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from serving_stack.facts.catalog import ModelCacheFacts, Recipe
+from serving_stack.errors import ConfigError, bounded
+from serving_stack.facts.catalog import Catalog, ModelCacheFacts, Recipe
 from tools.conformance import Difference, differences
+from tools.stack_files import project_name, stack_config, stack_names
 
 RENAME_SIMILARITY = 0.9
 MAX_PATHS = 6
@@ -31,14 +40,6 @@ class Manifests:
 
     recipe: Recipe
     entry: dict[str, Any]  # targets.yaml fields besides `id`
-
-    @property
-    def config_map(self) -> dict[str, Any]:
-        return self.recipe.config_map
-
-    @property
-    def dgd(self) -> dict[str, Any]:
-        return self.recipe.dgd
 
     @property
     def kind(self) -> tuple[Any, ...]:
@@ -78,9 +79,10 @@ def _blank_names(value: Any, names: tuple[str, ...]) -> Any:
 
 def normalized(target: Manifests) -> list[Any]:
     """Both objects with the target's own names (DGD, ConfigMap) blanked, so a rename alone changes nothing."""
-    own = {target.dgd["metadata"]["name"], target.config_map["metadata"]["name"]}
+    config_map, dgd = target.recipe.config_map, target.recipe.dgd
+    own = {dgd["metadata"]["name"], config_map["metadata"]["name"]}
     names = tuple(sorted(own, key=len, reverse=True))  # the longer first: one name may contain the other
-    return [_blank_names(target.config_map, names), _blank_names(target.dgd, names)]
+    return [_blank_names(config_map, names), _blank_names(dgd, names)]
 
 
 def similarity(a: Manifests, b: Manifests) -> float:
@@ -127,7 +129,7 @@ def field_changes(old: Manifests, new: Manifests) -> list[str]:
         for key in sorted(old_figures.keys() | new_figures.keys())
         if old_figures.get(key) != new_figures.get(key)
     ]
-    components = [c["name"] for c in new.dgd["spec"]["components"]]
+    components = [c["name"] for c in new.recipe.dgd["spec"]["components"]]
     paths = list(dict.fromkeys(_described(d, components) for d in differences(normalized(old), normalized(new))))
     more = [f"(+{len(paths) - MAX_PATHS} more manifest paths)"] if len(paths) > MAX_PATHS else []
     found += paths[:MAX_PATHS] + more
@@ -200,3 +202,85 @@ def _paths(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         for d in differences(old, new)
     )
     return list(dict.fromkeys(paths))
+
+
+TARGETS_KEY = "targets"
+
+
+@dataclass(frozen=True)
+class Selection:
+    stack_file: str
+    index: int
+    target_id: str
+
+
+@dataclass(frozen=True)
+class StackSelections:
+    selections: list[Selection]
+    unlisted: list[str] = field(default_factory=list)  # stacks whose `targets` is not a list of targets
+
+
+def _targets_of(stack_file: str, raw: str) -> list[Selection] | str:
+    """The selections of one stack's `targets` value as `stack_config` hands it over (a list as JSON, a string
+    as is), or why there are none to check."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    if not isinstance(value, list):
+        return (
+            f"{stack_file}: {TARGETS_KEY} is {bounded(value)}, not a list of targets: not checked against this revision"
+        )
+    found = []
+    for index, target in enumerate(value):
+        target_id = target.get("id") if isinstance(target, dict) else None
+        if not isinstance(target_id, str):
+            raise ConfigError(f"{stack_file}: {TARGETS_KEY}[{index}].id", "is not a target id (a string)")
+        found.append(Selection(stack_file, index, target_id))
+    return found
+
+
+def read_stacks(project_dir: Path) -> StackSelections:
+    """Every `targets[i].id` of every stack file, in file order; a stack file that cannot be read raises a
+    `ConfigError` naming it."""
+    key, found = f"{project_name(project_dir)}:{TARGETS_KEY}", StackSelections([])
+    for stack in stack_names(project_dir):
+        config, _ = stack_config(stack, project_dir)
+        targets = _targets_of(f"Pulumi.{stack}.yaml", config[key]) if key in config else []
+        if isinstance(targets, str):
+            found.unlisted.append(targets)
+        else:
+            found.selections.extend(targets)
+    return found
+
+
+def broken_selections(
+    stack_selections: list[Selection],
+    changes: TargetChanges,
+    previous: Mapping[str, Manifests],
+    current: Mapping[str, Manifests],
+    retired: Collection[str] = (),
+) -> list[str]:
+    """One line per selection of a target this revision renames or removes (it stays selectable, retired),
+    or of an id in neither revision nor retired; a removed one gets its closest match."""
+    renamed, lines = changes.new_id_of, []
+    kept = "it stays selectable, retired"
+    for selection in stack_selections:
+        where = f"{selection.stack_file} targets[{selection.index}]: {selection.target_id}"
+        if selection.target_id in renamed:
+            lines.append(f"{where} was renamed: select {renamed[selection.target_id]}; {kept}")
+        elif selection.target_id in changes.removed:
+            replacement, score = closest(previous[selection.target_id], current)
+            lines.append(f"{where} was removed; closest replacement: {replacement} (similarity {score:.3f}); {kept}")
+        elif selection.target_id not in current and selection.target_id not in retired:
+            lines.append(f"{where} is in neither revision")
+    return lines
+
+
+def retired_selections(stack_selections: list[Selection], catalog: Catalog) -> list[str]:
+    """One line per selection of a retired target of `catalog`: what the stack's render warns about."""
+    return [
+        catalog.retired[s.target_id].warning(f"{s.stack_file} targets[{s.index}].id")
+        for s in stack_selections
+        if s.target_id in catalog.retired
+    ]

@@ -1,9 +1,8 @@
 """`make preflight STACK=<s>` (`python -m tools.preflight --stack <s>`): before `pulumi up`, with the user's own
 AWS credentials and the kube context the stack names, find what would make the first `up` fail.
 
-Prints one line per finding (`blocker:`, `warning:`, `note:`, each naming the config key and the fix), then
-one summary line. Exit 1 on a blocker, 0 with warnings only, 2 on bad input: a stack file or config key the
-program refuses, missing or refused AWS credentials, a kube context that is not there or cannot be reached.
+Prints one line per finding, then one summary line. Exit 1 on a blocker, 0 with warnings only, 2 on bad input
+(a stack file or config key the program refuses, missing or refused AWS credentials, an unusable kube context).
 """
 
 from __future__ import annotations
@@ -20,10 +19,8 @@ from serving_stack.errors import ConfigError, bounded
 from serving_stack.plan.cluster import KubeconfigCluster
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight.aws import AwsInputError, ClientFactory, aws_findings, boto3_clients, regions_used
-from tools.preflight.findings import EXIT_BAD_INPUT, Finding, exit_status, ordered
-from tools.preflight.kube import kube_findings
-from tools.preflight.kube_client import KubeClient, KubeInputError, client_for
-from tools.preflight.stack import PreflightStack, load_stack
+from tools.preflight.kube import KubeClient, KubeInputError, client_for, kube_findings
+from tools.preflight.stack import EXIT_BAD_INPUT, Finding, PreflightStack, exit_status, load_stack, ordered
 
 
 def run(
@@ -46,18 +43,13 @@ def run(
 
 
 def summary(stack: PreflightStack, findings: list[Finding]) -> str:
-    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("blocker", "warning")}
-    sides = [
-        side
-        for side, used in (
-            ("AWS", bool(regions_used(stack))),
-            ("cluster", isinstance(stack.plan.cluster, KubeconfigCluster)),
-        )
-        if used
-    ]
-    checked = " and ".join(sides) or "the stack file only (no AWS, no existing cluster)"
-    verdict = "`pulumi up` would fail" if counts["blocker"] else "nothing found that stops `pulumi up`"
-    return f"preflight {stack.name}: {counts['blocker']} blocker(s), {counts['warning']} warning(s); checked {checked}: {verdict}"
+    blockers, warnings = (sum(f.severity == s for f in findings) for s in ("blocker", "warning"))
+    used = {"AWS": bool(regions_used(stack)), "cluster": isinstance(stack.plan.cluster, KubeconfigCluster)}
+    checked = (
+        " and ".join(side for side, on in used.items() if on) or "the stack file only (no AWS, no existing cluster)"
+    )
+    verdict = "`pulumi up` would fail" if blockers else "nothing found that stops `pulumi up`"
+    return f"preflight {stack.name}: {blockers} blocker(s), {warnings} warning(s); checked {checked}: {verdict}"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -73,7 +65,5 @@ def main(argv: Optional[list[str]] = None) -> int:
     except botocore.exceptions.BotoCoreError as error:  # a named profile that does not exist, a bad AWS config file
         print(f"error: AWS configuration: {bounded(str(error), 300, quote=False)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    for finding in findings:
-        print(finding.line())
-    print(summary(stack, findings))
+    print(*(finding.line() for finding in findings), summary(stack, findings), sep="\n")
     return exit_status(findings)

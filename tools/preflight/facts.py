@@ -15,7 +15,6 @@ from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts.strict_files import Data, load_yaml_documents
 
 DATA = Path(__file__).resolve().parent / "data"
-LABEL = "tools/preflight/data"
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 Purchase = Literal["on-demand", "spot"]
 
@@ -24,16 +23,7 @@ class Ec2Quota(Data):
     code: str = pydantic.Field(pattern=r"^L-[0-9A-F]{8}$")
     name: str
     purchase: Purchase
-    families: str
-
-    @pydantic.field_validator("families")
-    @classmethod
-    def _compiles(cls, value: str) -> str:
-        re.compile(value)
-        return value
-
-    def covers(self, family: str) -> bool:
-        return re.fullmatch(self.families, family) is not None
+    families: re.Pattern[str]  # must match the whole family
 
 
 class Ec2Quotas(Data):
@@ -43,7 +33,7 @@ class Ec2Quotas(Data):
 
     def quota_for(self, family: str, purchase: Purchase) -> Optional[Ec2Quota]:
         """The one quota of this purchase option that counts `family` (None when the data knows none)."""
-        matches = [q for q in self.quotas if q.purchase == purchase and q.covers(family)]
+        matches = [q for q in self.quotas if q.purchase == purchase and q.families.fullmatch(family)]
         if len(matches) > 1:
             raise ValueError(f"family {family} matches {len(matches)} {purchase} quotas in quotas.yaml")
         return matches[0] if matches else None
@@ -101,9 +91,9 @@ class PermissionsFile(Data):
     calls: tuple[AwsCall, ...]
 
 
-def _load(path: Path, model: type[Model]) -> Model:
-    label = f"{LABEL}/{path.name}"
-    documents = load_yaml_documents(path, label, label)
+def _load(name: str, model: type[Model], root: Path) -> Model:
+    label = f"tools/preflight/data/{name}"
+    documents = load_yaml_documents(root / name, label)
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ConfigError(label, "expected one YAML document (a mapping)")
     try:
@@ -114,14 +104,14 @@ def _load(path: Path, model: type[Model]) -> Model:
 
 @functools.cache
 def load_quotas(root: Path = DATA) -> QuotasFile:
-    return _load(root / "quotas.yaml", QuotasFile)
+    return _load("quotas.yaml", QuotasFile, root)
 
 
 @functools.cache
 def load_kubernetes(root: Path = DATA) -> KubernetesFile:
-    return _load(root / "kubernetes.yaml", KubernetesFile)
+    return _load("kubernetes.yaml", KubernetesFile, root)
 
 
 @functools.cache
 def load_permissions(root: Path = DATA) -> PermissionsFile:
-    return _load(root / "permissions.yaml", PermissionsFile)
+    return _load("permissions.yaml", PermissionsFile, root)

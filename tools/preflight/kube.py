@@ -1,34 +1,49 @@
 """The Kubernetes side of the preflight, for a stack on an existing cluster (`kubernetes.cluster.source:
 kubeconfig`): what that cluster must already have for the first `up` to finish, read from what the stack
-writes (the objects of its render), never from a list kept here.
+writes (its rendered objects), never from a list kept here: every API group and version it writes is served
+(unless a Helm release of the stack installs it: `chartGroups` in tools/preflight/data/kubernetes.yaml) and the
+Dynamo operator's version; every namespace it writes into exists; the model cache's StorageClass exists and is
+ReadWriteMany; some node advertises the extended resources each pod requests on nodes the stack does not create.
 
-- every API group and version the stack writes is served (the DGD's `nvidia.com` version, the
-  `monitoring.coreos.com` kinds), unless a Helm release of the same stack installs it
-  (tools/preflight/data/kubernetes.yaml, `chartGroups`); the Dynamo operator's version where it can be read;
-- every namespace the stack writes into exists, unless the stack creates it;
-- the StorageClass `modelCache.storageClassName` exists (unless the stack creates it) and its provisioner
-  supports ReadWriteMany (data: `provisioners`);
-- for every pod the stack writes that lands on nodes the stack does not create, some node advertises the
-  extended resources it requests (`nvidia.com/gpu`, `vpc.amazonaws.com/efa`, `rdma/ib`), in that amount.
+The read-only client reaches the context the stack names in the kubeconfig it names (else `KUBECONFIG`, else
+~/.kube/config), never the current context, with the standard library: the cluster's server and CA (or
+`insecure-skip-tls-verify`), the user's token, token file, client certificate or `exec` plugin
+(client.authentication.k8s.io, as `aws eks get-token`). An `auth-provider` or basic-auth user is bad input.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import re
+import ssl
+import subprocess
+import tempfile
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Optional
 
+import yaml
+
 from serving_stack.config.types import quantity_value
+from serving_stack.errors import bounded
 from serving_stack.facts import load_facts
 from serving_stack.names import POOL_LABEL
 from tools.preflight.facts import KubernetesFile, load_kubernetes
-from tools.preflight.findings import Finding, blocker, warning
-from tools.preflight.kube_client import CONTEXT_KEY, KubeClient, KubeRequestError
-from tools.preflight.stack import PreflightStack
+from tools.preflight.stack import Finding, PreflightStack, blocker, warning
 
 JSON = dict[str, Any]
+EXEC_TIMEOUT_SECONDS = 60
+REQUEST_TIMEOUT_SECONDS = 30
+CONTEXT_KEY = "kubernetes.cluster.context"
+KUBECONFIG_KEY = "kubernetes.cluster.kubeconfigPath"
+STORAGE_KEY = "modelCache.storageClassName"
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 # The Dynamo operator's Deployment as its Helm chart labels it (ai-dynamo/dynamo
 # deploy/cloud/helm/platform/components/operator/templates/deployment.yaml), which passes the version to
@@ -36,24 +51,187 @@ STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 OPERATOR_SELECTOR = "app.kubernetes.io/part-of=dynamo-operator,control-plane=controller-manager"
 OPERATOR_VERSION_ARG = "--operator-version="
 CHART_FILE = re.compile(r"^(?P<name>.+?)-\d+\.\d+\.\d+[^/]*\.tgz$")
-STORAGE_KEY = "modelCache.storageClassName"
 
 
-def kube_findings(stack: PreflightStack, client: KubeClient) -> list[Finding]:
-    data = load_kubernetes()
-    provided = _provided_groups(stack, data)
-    findings = _served_kinds(stack, client, data, provided)
-    if "nvidia.com" not in provided:
-        findings += _operator_version(client)
-    findings += _namespaces(stack, client)
-    if stack.plan.storage is None:
-        findings += _storage_class(stack.config.modelCache.storageClassName, client, data)
-    findings += _extended_resources(stack, client, data)
-    return findings
+class KubeInputError(Exception):
+    """The kubeconfig, context or credentials cannot be used: bad input (exit 2), one line naming the key."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(bounded(f"{key}: {problem}", 600, quote=False))
+
+
+class KubeRequestError(Exception):
+    def __init__(self, status: int, path: str, message: str):
+        super().__init__(f"GET {path}: HTTP {status}: {bounded(message, 200, quote=False)}")
+        self.status = status
+
+
+def _short(error: object) -> str:
+    return bounded(str(error), 200, quote=False)
+
+
+@dataclass
+class KubeClient:
+    server: str
+    context: ssl.SSLContext
+    headers: dict[str, str]
+
+    def get(self, path: str) -> Optional[JSON]:
+        """The object at `path`, or None when the server says 404."""
+        request = urllib.request.Request(
+            self.server.rstrip("/") + path, headers={"Accept": "application/json", **self.headers}
+        )
+        try:
+            with urllib.request.urlopen(request, context=self.context, timeout=REQUEST_TIMEOUT_SECONDS) as response:
+                return dict(json.loads(response.read().decode()))
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return None
+            raise KubeRequestError(error.code, path, error.read().decode(errors="replace")) from None
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise KubeInputError(CONTEXT_KEY, f"cannot reach {self.server}: {_short(error)}") from None
+
+
+def kubeconfig_files(kubeconfig_path: Optional[str]) -> list[Path]:
+    if kubeconfig_path:
+        return [Path(kubeconfig_path).expanduser()]
+    listed = os.environ.get("KUBECONFIG", "")
+    return [Path(p).expanduser() for p in listed.split(os.pathsep) if p] or [Path.home() / ".kube" / "config"]
+
+
+def _merged(files: list[Path]) -> dict[str, dict[str, tuple[JSON, Path]]]:
+    """Named clusters, users and contexts across the files, each with the file it came from (its relative paths
+    are relative to that file); the first file naming one wins, as kubectl merges KUBECONFIG."""
+    merged: dict[str, dict[str, tuple[JSON, Path]]] = {"clusters": {}, "users": {}, "contexts": {}}
+    for path in (f for f in files if f.is_file()):
+        try:
+            document = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise KubeInputError(KUBECONFIG_KEY, f"cannot read {path}: {_short(error)}") from None
+        if not isinstance(document, dict):
+            raise KubeInputError(KUBECONFIG_KEY, f"{path} is not a kubeconfig (a mapping)")
+        for section, entries in merged.items():
+            for entry in document.get(section) or []:
+                if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                    entries.setdefault(entry["name"], (dict(entry.get(section[:-1]) or {}), path.parent))
+    return merged
+
+
+def client_for(context_name: Optional[str], kubeconfig_path: Optional[str]) -> KubeClient:
+    if not context_name:
+        problem = "not set: the preflight reaches only a cluster the stack names, never the current context"
+        raise KubeInputError(CONTEXT_KEY, problem)
+    files = kubeconfig_files(kubeconfig_path)
+    if kubeconfig_path and not files[0].is_file():
+        raise KubeInputError(KUBECONFIG_KEY, f"{files[0]} is not a file")
+    merged = _merged(files)
+    if context_name not in merged["contexts"]:
+        where, known = ", ".join(str(f) for f in files), ", ".join(sorted(merged["contexts"])) or "none"
+        raise KubeInputError(CONTEXT_KEY, f"no context {context_name!r} in {where} (contexts: {known})")
+    context, _ = merged["contexts"][context_name]
+    cluster, base = merged["clusters"].get(str(context.get("cluster")), ({}, files[0].parent))
+    user, user_base = merged["users"].get(str(context.get("user")), ({}, files[0].parent))
+    if not cluster.get("server"):
+        problem = f"context {context_name!r} names cluster {context.get('cluster')!r}, which has no server"
+        raise KubeInputError(CONTEXT_KEY, problem)
+    tls = _tls(cluster, base)
+    credential = _credential(user, user_base, cluster)
+    if credential.get("cert") and credential.get("key"):
+        with tempfile.TemporaryDirectory() as directory:  # load_cert_chain reads files only: private, removed at once
+            pems = [Path(directory) / "cert.pem", Path(directory) / "key.pem"]
+            for path, text in zip(pems, (credential["cert"], credential["key"]), strict=True):
+                path.touch(mode=0o600)
+                path.write_text(text)
+            tls.load_cert_chain(str(pems[0]), str(pems[1]))
+    headers = {"Authorization": f"Bearer {credential['token']}"} if credential.get("token") else {}
+    return KubeClient(str(cluster["server"]), tls, headers)
+
+
+def _path(base: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def _tls(cluster: JSON, base: Path) -> ssl.SSLContext:
+    if cluster.get("insecure-skip-tls-verify"):
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        return context
+    try:
+        if cluster.get("certificate-authority-data"):
+            return ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+        if cluster.get("certificate-authority"):
+            return ssl.create_default_context(cafile=str(_path(base, cluster["certificate-authority"])))
+    except (OSError, ValueError, ssl.SSLError) as error:
+        raise KubeInputError(CONTEXT_KEY, f"the cluster's CA cannot be read: {_short(error)}") from None
+    return ssl.create_default_context()
+
+
+def _credential(user: JSON, base: Path, cluster: JSON) -> dict[str, str]:
+    """token, or cert + key (PEM text), from the user entry."""
+    if user.get("auth-provider") or user.get("username"):
+        kind = "auth-provider" if user.get("auth-provider") else "basic auth"
+        problem = f"the context's user uses {kind}, which the preflight does not read; use an exec plugin or a token"
+        raise KubeInputError(CONTEXT_KEY, problem)
+    if user.get("exec"):
+        return _exec_credential(user["exec"], cluster)
+    if user.get("token"):
+        return {"token": str(user["token"])}
+
+    def pem(name: str) -> str:
+        if user.get(f"{name}-data"):
+            return base64.b64decode(user[f"{name}-data"]).decode()
+        return _path(base, user[name]).read_text() if user.get(name) else ""
+
+    try:
+        if user.get("tokenFile"):
+            return {"token": _path(base, user["tokenFile"]).read_text().strip()}
+        cert, private = pem("client-certificate"), pem("client-key")
+    except (OSError, ValueError) as error:
+        raise KubeInputError(CONTEXT_KEY, f"the context's user credentials cannot be read: {_short(error)}") from None
+    return {"cert": cert, "key": private} if cert and private else {}
+
+
+def _exec_credential(spec: JSON, cluster: JSON) -> dict[str, str]:
+    """Run the exec plugin as kubectl does (its env on top of ours; KUBERNETES_EXEC_INFO with the API version)."""
+    info: JSON = {"apiVersion": spec.get("apiVersion", "client.authentication.k8s.io/v1"), "kind": "ExecCredential"}
+    info["spec"] = {
+        "interactive": False,
+        **({"cluster": {"server": cluster.get("server")}} if spec.get("provideClusterInfo") else {}),
+    }
+    env = {**os.environ, **{e["name"]: str(e["value"]) for e in spec.get("env") or [] if isinstance(e, dict)}}
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+    command = [str(spec.get("command", "")), *(str(a) for a in spec.get("args") or [])]
+    plugin = f"the credential plugin {command[0]!r}"
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=EXEC_TIMEOUT_SECONDS)
+    except (OSError, subprocess.SubprocessError) as error:
+        hint = f" ({spec['installHint']})" if spec.get("installHint") else ""
+        raise KubeInputError(
+            CONTEXT_KEY, f"{plugin} cannot run: {bounded(str(error), 160, quote=False)}{hint}"
+        ) from None
+    if result.returncode != 0:
+        last = ([line for line in result.stderr.splitlines() if line.strip()] or [f"exit status {result.returncode}"])[
+            -1
+        ]
+        raise KubeInputError(CONTEXT_KEY, f"{plugin} failed: {_short(last)}")
+    try:
+        status = json.loads(result.stdout)["status"]
+    except (ValueError, KeyError, TypeError):
+        raise KubeInputError(CONTEXT_KEY, f"{plugin} printed no ExecCredential status") from None
+    if status.get("token"):
+        return {"token": str(status["token"])}
+    if status.get("clientCertificateData") and status.get("clientKeyData"):
+        return {"cert": str(status["clientCertificateData"]), "key": str(status["clientKeyData"])}
+    raise KubeInputError(CONTEXT_KEY, f"{plugin} returned neither a token nor a client certificate")
+
+
+class _UnreadableError(Exception):
+    pass
 
 
 def _get(client: KubeClient, path: str, key: str, findings: list[Finding]) -> Optional[JSON]:
-    """`client.get`, with a refusal (403, 500) reported as a warning; 404 is None."""
+    """`client.get`, with a refusal (403, 500) reported as a warning and raised as `_UnreadableError`; 404 is None."""
     try:
         return client.get(path)
     except KubeRequestError as error:
@@ -61,73 +239,63 @@ def _get(client: KubeClient, path: str, key: str, findings: list[Finding]) -> Op
         raise _UnreadableError from None
 
 
-class _UnreadableError(Exception):
-    pass
+def kube_findings(stack: PreflightStack, client: KubeClient) -> list[Finding]:
+    data = load_kubernetes()
+    charts = [_chart_name(str(release.get("chart", ""))) for release in stack.releases]
+    provided = {group for chart in charts for group in data.chartGroups.get(chart, ())}
+    findings = _served_kinds(stack, client, data, provided)
+    if "nvidia.com" not in provided:
+        findings += _operator_version(client)
+    findings += _namespaces(stack, client)
+    if stack.plan.storage is None:
+        findings += _storage_class(stack.config.modelCache.storageClassName, client, data)
+    return findings + _extended_resources(stack, client, data)
 
 
-def _chart_name(release: JSON) -> str:
-    chart = str(release.get("chart", ""))
+def _chart_name(chart: str) -> str:
     match = CHART_FILE.match(chart.rsplit("/", 1)[-1])
     return match["name"] if match else chart
 
 
-def _provided_groups(stack: PreflightStack, data: KubernetesFile) -> set[str]:
-    return {group for release in stack.releases for group in data.chartGroups.get(_chart_name(release), ())}
-
-
-def _group_version(api_version: str) -> tuple[str, str]:
-    group, _, version = api_version.rpartition("/")
-    return group, version
-
-
 def _served_kinds(stack: PreflightStack, client: KubeClient, data: KubernetesFile, provided: set[str]) -> list[Finding]:
     findings: list[Finding] = []
-    written = sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stack.objects})
     discovered: dict[str, Optional[set[str]]] = {}
-    for api_version, kind in written:
-        group, version = _group_version(api_version)
+    for api_version, kind in sorted({(str(o["apiVersion"]), str(o["kind"])) for o in stack.objects}):
+        group, _, version = api_version.rpartition("/")
         if group in provided:
             continue
         guide = data.groupKeys.get(group)
         key = guide.key if guide else CONTEXT_KEY
         try:
             if api_version not in discovered:
-                path = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-                answer = _get(client, path, key, findings)
-                discovered[api_version] = {r["kind"] for r in (answer or {}).get("resources", [])} if answer else None
+                answer = _get(client, f"/apis/{group}/{version}" if group else f"/api/{version}", key, findings)
+                discovered[api_version] = {r["kind"] for r in answer.get("resources", [])} if answer else None
             kinds = discovered[api_version]
             if kinds is not None and kind in kinds:
                 continue
-            served = _served_versions(client, group, key, findings) if group else []
+            listed = (_get(client, f"/apis/{group}", key, findings) or {}) if group else {}
         except _UnreadableError:
             continue
+        served = [str(v["version"]) for v in listed.get("versions", [])]
+        writes = f"the stack writes {api_version} {kind}"
         if kinds is None and served:
-            problem = (
-                f"the cluster serves {group} {', '.join(served)}, not {version}; the stack writes {api_version} {kind}"
-            )
+            problem = f"the cluster serves {group} {', '.join(served)}, not {version}; {writes}"
         elif kinds is None:
-            problem = f"the cluster serves no {group or 'core'} API; the stack writes {api_version} {kind}"
+            problem = f"the cluster serves no {group or 'core'} API; {writes}"
         else:
             problem = f"the cluster's {api_version} has no kind {kind}, which the stack writes"
         findings.append(blocker(key, problem, guide.fix if guide else f"install what serves {api_version} {kind}"))
     return findings
 
 
-def _served_versions(client: KubeClient, group: str, key: str, findings: list[Finding]) -> list[str]:
-    answer = _get(client, f"/apis/{group}", key, findings)
-    return [str(v["version"]) for v in (answer or {}).get("versions", [])]
-
-
 def _operator_version(client: KubeClient) -> list[Finding]:
     findings: list[Finding] = []
-    key = "dynamo.platform.install"
-    query = urllib.parse.urlencode({"labelSelector": OPERATOR_SELECTOR})
+    key, query = "dynamo.platform.install", urllib.parse.urlencode({"labelSelector": OPERATOR_SELECTOR})
     try:
-        answer = _get(client, f"/apis/apps/v1/deployments?{query}", key, findings)
+        deployments = (_get(client, f"/apis/apps/v1/deployments?{query}", key, findings) or {}).get("items", [])
     except _UnreadableError:
         return findings
     pinned = load_facts().platform.chart.version
-    deployments = (answer or {}).get("items", [])
     if not deployments:
         return [
             warning(
@@ -139,13 +307,12 @@ def _operator_version(client: KubeClient) -> list[Finding]:
         ]
     for deployment in deployments:
         where = f"{deployment['metadata'].get('namespace')}/{deployment['metadata']['name']}"
-        version = _operator_version_of(deployment)
+        containers = deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+        arguments = [str(a) for c in containers for a in [*c.get("args", []), *c.get("command", [])]]
+        version = next((a[len(OPERATOR_VERSION_ARG) :] for a in arguments if a.startswith(OPERATOR_VERSION_ARG)), None)
         if version is None:
-            findings.append(
-                warning(
-                    key, f"the Dynamo operator {where} does not say its version", f"the stack is written for {pinned}"
-                )
-            )
+            silent = f"the Dynamo operator {where} does not say its version"
+            findings.append(warning(key, silent, f"the stack is written for {pinned}"))
         elif version.removeprefix("v") != pinned:
             findings.append(
                 warning(
@@ -158,34 +325,19 @@ def _operator_version(client: KubeClient) -> list[Finding]:
     return findings
 
 
-def _operator_version_of(deployment: JSON) -> Optional[str]:
-    for container in deployment.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
-        for arg in [*container.get("args", []), *container.get("command", [])]:
-            if str(arg).startswith(OPERATOR_VERSION_ARG):
-                return str(arg)[len(OPERATOR_VERSION_ARG) :]
-    return None
-
-
-def _namespace_key(stack: PreflightStack, namespace: str) -> str:
-    config = stack.config
-    for key, value in (
-        ("monitoring.namespace", config.monitoring.namespace if config.monitoring.enabled else None),
-        ("dynamo.platform.namespace", config.dynamo.platform.namespace),
-        ("kubernetes.namespace", config.kubernetes.namespace),
-    ):
-        if value == namespace:
-            return key
-    return CONTEXT_KEY
-
-
 def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
     created = {str(o["metadata"]["name"]) for o in stack.objects if o["kind"] == "Namespace"}
     created |= {str(r.get("namespace")) for r in stack.releases if r.get("createNamespace")}
     used = {str(o["metadata"]["namespace"]) for o in stack.objects if o["metadata"].get("namespace")}
     used |= {str(r["namespace"]) for r in stack.releases if r.get("namespace")}
-    findings: list[Finding] = []
+    config, findings = stack.config, list[Finding]()
+    keys = {
+        "monitoring.namespace": config.monitoring.namespace if config.monitoring.enabled else None,
+        "dynamo.platform.namespace": config.dynamo.platform.namespace,
+        "kubernetes.namespace": config.kubernetes.namespace,
+    }
     for namespace in sorted(used - created):
-        key = _namespace_key(stack, namespace)
+        key = next((k for k, value in keys.items() if value == namespace), CONTEXT_KEY)
         try:
             if _get(client, f"/api/v1/namespaces/{namespace}", key, findings) is not None:
                 continue
@@ -210,23 +362,23 @@ def _storage_class(name: str, client: KubeClient, data: KubernetesFile) -> list[
     except _UnreadableError:
         return findings
     if found is None:
-        classes = sorted(str(c["metadata"]["name"]) for c in listing.get("items", []))
+        classes = ", ".join(sorted(str(c["metadata"]["name"]) for c in listing.get("items", []))) or "none"
         return [
             blocker(
                 STORAGE_KEY,
-                f"no StorageClass {name} on the cluster (it has {', '.join(classes) or 'none'})",
+                f"no StorageClass {name} on the cluster (it has {classes})",
                 "create a ReadWriteMany class of that name (EFS, FSx for Lustre, NFS), or set the name of one",
             )
         ]
-    provisioner = str(found.get("provisioner", ""))
-    if provisioner in data.provisioners.readWriteMany:
+    provisioner, provisioners = str(found.get("provisioner", "")), data.provisioners
+    if provisioner in provisioners.readWriteMany:
         return []
-    if provisioner in data.provisioners.readWriteOnceOnly:
+    if provisioner in provisioners.readWriteOnceOnly:
         return [
             blocker(
                 STORAGE_KEY,
                 f"StorageClass {name} provisions with {provisioner}, which has no ReadWriteMany volumes "
-                f"({data.provisioners.readWriteOnceOnly[provisioner]}): every GPU node mounts the one model cache",
+                f"({provisioners.readWriteOnceOnly[provisioner]}): every GPU node mounts the one model cache",
                 "set a ReadWriteMany class (EFS, FSx for Lustre, NFS)",
             )
         ]
@@ -242,14 +394,10 @@ def _storage_class(name: str, client: KubeClient, data: KubernetesFile) -> list[
 
 def _pod_specs(value: Any) -> Iterator[JSON]:
     """Every pod spec inside an object (a DGD's components, a Deployment's or Job's template, ...)."""
-    if isinstance(value, dict):
-        if isinstance(value.get("containers"), list):
-            yield value
-            return
-        for item in value.values():
-            yield from _pod_specs(item)
-    elif isinstance(value, list):
-        for item in value:
+    if isinstance(value, dict) and isinstance(value.get("containers"), list):
+        yield value
+    elif isinstance(value, (dict, list)):
+        for item in value.values() if isinstance(value, dict) else value:
             yield from _pod_specs(item)
 
 
@@ -259,9 +407,8 @@ def _extended(containers: list[JSON]) -> dict[str, Decimal]:
         resources = container.get("resources") or {}
         for section in ("requests", "limits"):
             for name, amount in (resources.get(section) or {}).items():
-                if name in STANDARD_RESOURCES or name.startswith("hugepages-") or "/" not in name:
-                    continue
-                wanted[name] = max(wanted.get(name, Decimal(0)), quantity_value(str(amount)))
+                if name not in STANDARD_RESOURCES and not name.startswith("hugepages-") and "/" in name:
+                    wanted[name] = max(wanted.get(name, Decimal(0)), quantity_value(str(amount)))
     return wanted
 
 
@@ -278,9 +425,8 @@ def _requests(spec: JSON) -> dict[str, Decimal]:
 
 def _pools_selected(spec: JSON) -> set[str]:
     pools = {str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k == POOL_LABEL}
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     for term in required.get("nodeSelectorTerms") or []:
         for expression in term.get("matchExpressions") or []:
             if expression.get("key") == POOL_LABEL and expression.get("operator") == "In":
@@ -300,14 +446,12 @@ def _owner_key(stack: PreflightStack, obj: JSON) -> str:
 
 def _extended_resources(stack: PreflightStack, client: KubeClient, data: KubernetesFile) -> list[Finding]:
     managed = {p.name for p in stack.plan.pools if p.managed}
-    wanted: list[tuple[str, str, dict[str, Decimal]]] = []  # (key, what, requests)
-    for obj in stack.objects:
-        for spec in _pod_specs(obj.get("spec")):
-            pools = _pools_selected(spec)
-            requests = _requests(spec)
-            if not requests or (pools and pools <= managed):  # nodes the stack creates come with their plugins
-                continue
-            wanted.append((_owner_key(stack, obj), f"{obj['kind']} {obj['metadata']['name']}", requests))
+    wanted = [  # (key, what, requests); nodes the stack creates come with their plugins
+        (_owner_key(stack, obj), f"{obj['kind']} {obj['metadata']['name']}", _requests(spec))
+        for obj in stack.objects
+        for spec in _pod_specs(obj.get("spec"))
+        if _requests(spec) and not (_pools_selected(spec) and _pools_selected(spec) <= managed)
+    ]
     if not wanted:
         return []
     findings: list[Finding] = []

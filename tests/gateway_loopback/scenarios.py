@@ -15,6 +15,16 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway_loopback.load import Figures, Outcome, run_load, send
+from gateway_loopback.processes import (
+    Process,
+    loopback_config,
+    restart,
+    start_openai_backend,
+    start_proxy,
+    start_sagemaker_runtime,
+)
+
 from serving_stack.plan.gateway import (
     DYNAMO_ID_PREFIX,
     SAGEMAKER_ID_PREFIX,
@@ -23,15 +33,6 @@ from serving_stack.plan.gateway import (
     GatewaySettings,
     SageMakerBackend,
     plan_gateway,
-)
-from tools.gateway_loopback.load import Figures, Outcome, run_load, send
-from tools.gateway_loopback.processes import (
-    Process,
-    loopback_config,
-    restart,
-    start_openai_backend,
-    start_proxy,
-    start_sagemaker_runtime,
 )
 
 

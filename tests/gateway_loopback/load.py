@@ -9,6 +9,7 @@ import json
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,40 +56,24 @@ def _stream_body(response: http.client.HTTPResponse) -> tuple[str, str, str]:
 
 
 def send(base_url: str, key: str, model: str, index: int, stream: bool, timeout: float) -> Outcome:
-    target = urlsplit(base_url)
-    body = json.dumps(
-        {
-            "model": model,
-            "stream": stream,
-            "max_tokens": 16,
-            "messages": [{"role": "user", "content": f"request {index}"}],
-        }
-    )
-    started = time.monotonic()
+    target, started = urlsplit(base_url), time.monotonic()
+    messages = [{"role": "user", "content": f"request {index}"}]
+    body = json.dumps({"model": model, "stream": stream, "max_tokens": 16, "messages": messages})
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     connection = http.client.HTTPConnection(target.hostname or "127.0.0.1", target.port, timeout=timeout)
     try:
-        connection.request(
-            "POST",
-            "/v1/chat/completions",
-            body=body,
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        )
+        connection.request("POST", "/v1/chat/completions", body=body, headers=headers)
         response = connection.getresponse()
-        group = response.getheader("x-litellm-model-group", "")
-        deployment = response.getheader("x-litellm-model-id", "")
+        group, deployment = (response.getheader(h, "") for h in ("x-litellm-model-group", "x-litellm-model-id"))
         if response.status != 200:
-            text = response.read().decode(errors="replace")
-            elapsed = time.monotonic() - started
-            return Outcome(index, started, elapsed, response.status, "", group, deployment, "", text[:300])
+            text = response.read().decode(errors="replace")[:300]
+            return Outcome(index, started, time.monotonic() - started, response.status, "", group, deployment, "", text)
         if stream:
-            answered_model, content, error = _stream_body(response)
+            answered, content, error = _stream_body(response)
         else:
             payload = json.loads(response.read())
-            answered_model, error = payload.get("model", ""), ""
-            content = payload["choices"][0]["message"]["content"]
-        return Outcome(
-            index, started, time.monotonic() - started, 200, answered_model, group, deployment, content, error
-        )
+            answered, content, error = payload.get("model", ""), payload["choices"][0]["message"]["content"], ""
+        return Outcome(index, started, time.monotonic() - started, 200, answered, group, deployment, content, error)
     except (OSError, http.client.HTTPException, ValueError) as exc:
         return Outcome(index, started, time.monotonic() - started, 0, "", "", "", "", repr(exc))
     finally:
@@ -151,19 +136,19 @@ class Figures:
     def of(cls, scenario: str, requested_model: str, outcomes: list[Outcome]) -> Figures:
         latencies = [o.latency * 1000 for o in outcomes]
         answered = [o for o in outcomes if o.ok]
-        by_group: dict[str, int] = {}
-        for outcome in answered:
-            by_group[outcome.group] = by_group.get(outcome.group, 0) + 1
+        by_group = Counter(o.group for o in answered)
         fallback = sum(1 for o in answered if o.group != requested_model)
+        p50, p99 = (round(percentile(latencies, q), 1) for q in (0.5, 0.99))
+        share = round(fallback / len(answered), 3) if answered else 0.0
         return cls(
             scenario,
             len(outcomes),
             len(outcomes) - len(answered),
-            round(percentile(latencies, 0.5), 1),
-            round(percentile(latencies, 0.99), 1),
+            p50,
+            p99,
             round(max(latencies), 1),
-            round(fallback / len(answered), 3) if answered else 0.0,
-            by_group,
+            share,
+            dict(by_group),
         )
 
     def line(self) -> str:

@@ -1,6 +1,6 @@
 """The processes of a loopback gateway run: the real LiteLLM proxy (from `.venv-gateway`, which `make
-gateway-venv` builds), OpenAI-compatible backends and SageMaker runtime stand-ins, each its own process
-so it can be killed (SIGKILL), hung (SIGSTOP) and resumed (SIGCONT) like a pod."""
+gateway-venv` builds) and the stand-ins of `backends.py`, each its own process so it can be killed (SIGKILL),
+hung (SIGSTOP) and resumed (SIGCONT) like a pod; each dies with the test process (PR_SET_PDEATHSIG)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import yaml
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 GATEWAY_VENV = PROJECT_DIR / ".venv-gateway"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+BACKENDS = Path(__file__).resolve().parent / "backends.py"
 PR_SET_PDEATHSIG = 1
 FAKE_AWS_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIDLOOPBACKFAKE0000", "AWS_SECRET_ACCESS_KEY": "loopback-fake-secret"}
 
@@ -86,17 +86,8 @@ class Process:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the test process dies, so no backend or proxy outlives
-    an interrupted run (Linux prctl PR_SET_PDEATHSIG)."""
+    """In the child before exec: SIGKILL it when the test process dies (Linux prctl PR_SET_PDEATHSIG)."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _project_env() -> dict[str, str]:
-    """This environment, with the project importable: the stand-ins run as `python -m tools.gateway_loopback.*`
-    from the scenario's work directory."""
-    inherited = os.environ.get("PYTHONPATH")
-    path = str(PROJECT_ROOT) + (os.pathsep + inherited if inherited else "")
-    return {**os.environ, "PYTHONPATH": path}
 
 
 def start(
@@ -115,7 +106,7 @@ def start(
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=workdir,
-            env=dict(env) if env is not None else _project_env(),
+            env=dict(env) if env is not None else None,
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
@@ -134,46 +125,31 @@ def restart(process: Process, workdir: Path) -> Process:
     return start(process.name, process.command, process.port, process.ready_path, workdir)
 
 
-def start_openai_backend(backend_id: str, model: str, latency: float, workdir: Path) -> Process:
+def start_backend(kind: str, name: str, model: str, latency: float, workdir: Path, **flags: str) -> Process:
+    """A `backends.py` stand-in (`openai` or `sagemaker`) on a free port; `flags` are its other options."""
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "tools.gateway_loopback.openai_backend",
-        "--port",
-        str(port),
-        "--model",
-        model,
-        "--backend-id",
-        backend_id,
-        "--latency",
-        str(latency),
-    ]
-    return start(f"backend-{backend_id.replace('/', '_').replace(':', '_')}", command, port, "/health", workdir)
+    command = [sys.executable, str(BACKENDS), kind, "--port", str(port), "--model", model, "--latency", str(latency)]
+    command += [item for flag, value in flags.items() for item in (f"--{flag.replace('_', '-')}", value)]
+    safe = name.replace("/", "_").replace(":", "_")
+    return start(
+        f"{'backend' if kind == 'openai' else kind}-{safe}",
+        command,
+        port,
+        "/health" if kind == "openai" else "/",
+        workdir,
+    )
+
+
+def start_openai_backend(backend_id: str, model: str, latency: float, workdir: Path) -> Process:
+    return start_backend("openai", backend_id, model, latency, workdir, backend_id=backend_id)
 
 
 def start_sagemaker_runtime(endpoint: str, region: str, model: str, latency: float, workdir: Path) -> Process:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "tools.gateway_loopback.sagemaker_runtime",
-        "--port",
-        str(port),
-        "--endpoint",
-        endpoint,
-        "--region",
-        region,
-        "--model",
-        model,
-        "--latency",
-        str(latency),
-        "--access-key",
-        FAKE_AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        "--secret-key",
-        FAKE_AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-    ]
-    return start(f"sagemaker-{endpoint}", command, port, "/", workdir)
+    keys = {
+        "access_key": FAKE_AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "secret_key": FAKE_AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+    return start_backend("sagemaker", endpoint, model, latency, workdir, endpoint=endpoint, region=region, **keys)
 
 
 def loopback_config(config: Mapping[str, Any], backend_urls: Mapping[str, str]) -> dict[str, Any]:
@@ -181,12 +157,11 @@ def loopback_config(config: Mapping[str, Any], backend_urls: Mapping[str, str]) 
     frontend's `api_base`, a SageMaker endpoint's runtime (`sagemaker_base_url`, still SigV4-signed)."""
     rewritten = copy.deepcopy(dict(config))
     for deployment in rewritten["model_list"]:
-        params, deployment_id = deployment["litellm_params"], deployment["model_info"]["id"]
+        params, url = deployment["litellm_params"], backend_urls[deployment["model_info"]["id"]]
         if params["model"].startswith("sagemaker_chat/"):
-            endpoint = params["model"].split("/", 1)[1]
-            params["sagemaker_base_url"] = f"{backend_urls[deployment_id]}/endpoints/{endpoint}/invocations"
+            params["sagemaker_base_url"] = f"{url}/endpoints/{params['model'].split('/', 1)[1]}/invocations"
         else:
-            params["api_base"] = f"{backend_urls[deployment_id]}/v1"
+            params["api_base"] = f"{url}/v1"
     return rewritten
 
 
@@ -205,15 +180,7 @@ def start_proxy(config: Mapping[str, Any], master_key: str, workdir: Path) -> Pr
         "NO_PROXY": "127.0.0.1,localhost",
         **FAKE_AWS_CREDENTIALS,
     }
-    command = [
-        str(litellm_executable()),
-        "--config",
-        str(config_file),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--num_workers",
-        "1",
-    ]
-    return start("litellm-proxy", command, port, "/health/readiness", workdir, env=env, ready_seconds=90)
+    command = [str(litellm_executable()), "--config", str(config_file), "--host", "127.0.0.1", "--port", str(port)]
+    return start(
+        "litellm-proxy", [*command, "--num_workers", "1"], port, "/health/readiness", workdir, env, ready_seconds=90
+    )
