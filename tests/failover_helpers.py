@@ -52,6 +52,7 @@ TYPED = _function(
     nights={"type": "array", "items": {"type": "string"}},
     note={"type": "string"},
     code={"type": "string"},
+    padded={"type": "string"},
 )
 
 CASES = (
@@ -84,6 +85,7 @@ CASES = (
                     "nights": ["2026-12-24", "2026-12-25"],
                     "note": 'Say "hi" <b>&amp;</b> bring a map\nsecond line',
                     "code": "007",
+                    "padded": "  indented, trailing tab\t",
                 },
             ),
         ),
@@ -166,9 +168,43 @@ def normalise(answer: dict[str, Any]) -> Answer:
     )
 
 
-def expected_answer(case: Case) -> Answer:
+# `stringValues: trimmed-html-unescaped` (catalog/response_formats.yaml): the replacements in the parser's order.
+HTML_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"), ("&quot;", '"'), ("&#x27;", "'"), ("&#39;", "'"))
+
+
+def _string_value(value: str, rule: str) -> str:
+    if rule == "as-written":
+        return value
+    if rule == "trimmed-html-unescaped":
+        value = value.strip()
+        for entity, character in HTML_ENTITIES:
+            value = value.replace(entity, character)
+        return value
+    raise ValueError(f"no rule for stringValues {rule!r}")
+
+
+def _schema_type(case: Case, function: str, parameter: str) -> Any:
+    tool = next(tool for tool in case.tools if tool["name"] == function)
+    return tool.get("parameters", {}).get("properties", {}).get(parameter, {}).get("type")
+
+
+def expected_answer(case: Case, string_values: str = "as-written", value_types: str = "request-schema") -> Answer:
+    """The answer `case` stands for, from a parser whose recorded `stringValues` and `valueTypes` are these:
+    with `request-schema` each value keeps its type and a string parameter's value follows `string_values`;
+    with `strings` every value is the text the template wrote."""
+
+    def value(function: str, parameter: str, written: Any) -> Any:
+        if value_types == "strings":
+            return _string_value(_template_value(written), string_values)
+        if _schema_type(case, function, parameter) == "string":
+            return _string_value(written, string_values)
+        return written
+
     return Answer(
         reasoning=(case.reasoning or "").strip(),
         content=case.text.strip(),
-        tool_calls=tuple((call.name, canonical(call.arguments)) for call in case.calls),
+        tool_calls=tuple(
+            (call.name, canonical({key: value(call.name, key, item) for key, item in call.arguments.items()}))
+            for call in case.calls
+        ),
     )
