@@ -81,7 +81,7 @@ CASES = (
                     "guests": 2,
                     "budget": 249.5,
                     "refundable": True,
-                    "room": {"floor": 7, "view": "sea & \"harbour\""},
+                    "room": {"floor": 7, "view": 'sea & "harbour"'},
                     "nights": ["2026-12-24", "2026-12-25"],
                     "note": 'Say "hi" <b>&amp;</b> bring a map\nsecond line',
                     "code": "007",

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-
 from plan_helpers import FACTS, plan_of
+from stack_helpers import stack_file_config
+
 from serving_stack.facts.response_formats import ResponseFormats, load_response_formats
 from serving_stack.plan import failover
 from serving_stack.plan.failover import (
@@ -28,7 +29,6 @@ from serving_stack.plan.failover import (
     vllm_server_backend,
 )
 from serving_stack.plan.stack import StackPlan
-from stack_helpers import stack_file_config
 from tools.stack_files import stack_config
 
 FORMATS = load_response_formats()
@@ -58,7 +58,9 @@ def _aligned(formats: ResponseFormats = FORMATS) -> ResponseFormats:
     vllm = VLLM.model_copy(
         update={
             "toolCallParsers": dict.fromkeys(VLLM.toolCallParsers, tool),
-            "reasoningParsers": {name: reasoning.model_copy(update={"field": r.field}) for name, r in VLLM.reasoningParsers.items()},
+            "reasoningParsers": {
+                name: reasoning.model_copy(update={"field": r.field}) for name, r in VLLM.reasoningParsers.items()
+            },
         }
     )
     return formats.model_copy(update={"runtimes": tuple(vllm if r.name == VLLM.name else r for r in formats.runtimes)})
@@ -163,7 +165,7 @@ def test_a_server_without_auto_tool_choice_parses_no_tool_calls():
     without = {flag: value for flag, value in arguments.items() if flag != failover.VLLM_AUTO_TOOL_CHOICE}
     backend = vllm_server_backend("sagemaker:x", MODEL, VLLM.versions[0], without, FORMATS)
     assert backend.tool_call_parser is None
-    (found,) = [d for d in answer_differences(_backend(failover.VLLM_SERVER_RUNTIME), backend, FORMATS)]
+    (found,) = answer_differences(_backend(failover.VLLM_SERVER_RUNTIME), backend, FORMATS)
     assert (found.aspect, found.fallback) == ("tool calls parser", "not parsed")
 
 
@@ -249,7 +251,9 @@ def backends_of(plan: StackPlan, formats: ResponseFormats = FORMATS) -> dict[str
         image = endpoint.container.image
         (container,) = [c for c in FACTS.lmi.containers if c.tag and image.endswith(f"/{c.repository}:{c.tag}")]
         form = FACTS.lmi.argumentForms[container.argumentForm]
-        arguments = arguments_from_environment(endpoint.container.environment, form.prefix, form.flagValue, form.renames)
+        arguments = arguments_from_environment(
+            endpoint.container.environment, form.prefix, form.flagValue, form.renames
+        )
         backend = vllm_server_backend(
             f"sagemaker:{endpoint.name}", endpoint.endpoint.servedModelName, container.vllmVersion, arguments, formats
         )
@@ -262,7 +266,9 @@ def prod_refusals(raw: dict[str, Any], formats: ResponseFormats = FORMATS) -> tu
     assert plan.gateway is not None
     groups = plan.gateway.routing.groups
     pairs = fallback_pairs(
-        {g.name: g.deployment_ids for g in groups}, {g.name: g.fallbacks for g in groups}, [g.name for g in groups if g.degraded]
+        {g.name: g.deployment_ids for g in groups},
+        {g.name: g.fallbacks for g in groups},
+        [g.name for g in groups if g.degraded],
     )
     return pairs, refuse_unlike_fallbacks("gateway", pairs, backends_of(plan, formats), formats)
 
@@ -289,7 +295,7 @@ def test_prod_fallback_pairs_as_the_data_stands():
     )
     expected = _recorded_differences(failover.DYNAMO_RUNTIME, failover.VLLM_SERVER_RUNTIME)
     assert len(errors) == (len(pairs) if expected else 0)
-    for error, pair in zip(errors, pairs):
+    for error, pair in zip(errors, pairs, strict=True):
         line, _, _ = str(error).partition("; allowed: ")
         assert line.startswith(f"gateway: model group '{pair.group}' fails over from {pair.primary} to {pair.fallback}")
         assert "served model name" not in line and "maximum context" not in line

@@ -85,7 +85,9 @@ def _one(name: str, values: Iterable[Optional[str]]) -> Optional[str]:
     return distinct[0] if distinct else None
 
 
-def _max_context(flags: Mapping[str, list[Optional[str]]], engine_configs: Iterable[str], formats: ResponseFormats) -> Optional[int]:
+def _max_context(
+    flags: Mapping[str, list[Optional[str]]], engine_configs: Iterable[str], formats: ResponseFormats
+) -> Optional[int]:
     found = [value for flag in formats.maxContext.arguments for value in flags.get(flag, []) if value is not None]
     for text in engine_configs:
         document = yaml.safe_load(text)
@@ -162,7 +164,9 @@ def vllm_server_backend(
     )
 
 
-def _recorded(backend: Backend, formats: ResponseFormats) -> tuple[Optional[ToolCallAnswer], Optional[ReasoningAnswer], str]:
+def _recorded(
+    backend: Backend, formats: ResponseFormats
+) -> tuple[Optional[ToolCallAnswer], Optional[ReasoningAnswer], str]:
     """The backend's answers as the data records them, and why not where it does not."""
     runtime = formats.by_name.get(backend.runtime)
     if runtime is None or backend.version not in runtime.versions:
@@ -205,7 +209,14 @@ def answer_differences(
     )
     sides = (
         ("tool calls", TOOL_CALL_ATTRIBUTES, primary.tool_call_parser, tool_a, fallback.tool_call_parser, tool_b),
-        ("reasoning", REASONING_ATTRIBUTES, primary.reasoning_parser, reasoning_a, fallback.reasoning_parser, reasoning_b),
+        (
+            "reasoning",
+            REASONING_ATTRIBUTES,
+            primary.reasoning_parser,
+            reasoning_a,
+            fallback.reasoning_parser,
+            reasoning_b,
+        ),
     )
     for aspect, attributes, parser_a, answer_a, parser_b, answer_b in sides:
         known = answer_a is not None and answer_b is not None
@@ -216,10 +227,15 @@ def answer_differences(
             continue
         for attribute in attributes if known else ():
             if getattr(answer_a, attribute) != getattr(answer_b, attribute):
-                found.append(Difference(f"{aspect} {attribute}", getattr(answer_a, attribute), getattr(answer_b, attribute)))
+                found.append(
+                    Difference(f"{aspect} {attribute}", getattr(answer_a, attribute), getattr(answer_b, attribute))
+                )
     if reasoning_a is not None and reasoning_b is not None:
         fields = formats.gateway.reasoningField
-        field_a, field_b = fields.get(reasoning_a.field, reasoning_a.field), fields.get(reasoning_b.field, reasoning_b.field)
+        field_a, field_b = (
+            fields.get(reasoning_a.field, reasoning_a.field),
+            fields.get(reasoning_b.field, reasoning_b.field),
+        )
         if field_a != field_b:
             found.append(Difference("reasoning field through the gateway", field_a, field_b))
     return found
