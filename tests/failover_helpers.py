@@ -124,13 +124,32 @@ def model_output(case: Case) -> str:
     return head + body
 
 
+# The chat template's markers. The model's tokenizer holds them as special tokens (assumed from the Nemotron 3
+# tokenizer; Lightning's was not readable here), so a server's stream carries each one whole in one delta.
+MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
+
+
+def chunks(text: str, size: int) -> list[str]:
+    """`text` as a server streams it: each marker whole, the text between in pieces of `size` characters."""
+    pieces: list[str] = []
+    rest = text
+    while rest:
+        starts = [(rest.find(marker), marker) for marker in MARKERS if marker in rest]
+        at, marker = min(starts) if starts else (len(rest), "")
+        pieces += [rest[start : min(start + size, at)] for start in range(0, at, size)]
+        if marker:
+            pieces.append(marker)
+        rest = rest[at + len(marker) :]
+    return pieces
+
+
 def probe_cases(cases: tuple[Case, ...] = CASES, *, schemas: bool = True) -> dict[str, Any]:
     """The probes' input (`tools/parser_probe`). `schemas=False` drops the tools' parameter schemas."""
     return {
         case.id: {
             "model_text": model_output(case),
+            "chunks": chunks(model_output(case), case.chunk_chars),
             "tools": [tool if schemas else {"name": tool["name"]} for tool in case.tools],
-            "chunk_chars": case.chunk_chars,
             "in_reasoning": case.reasoning is not None,
         }
         for case in cases

@@ -5,17 +5,17 @@ without its dependencies, plus what importing its parser modules needs; no GPU i
 the Dynamo probe (tools/parser_probe/dynamo):
 
 stdin:  {"tool_parser": "qwen3_xml", "reasoning_parser": "nemotron_v3",
-         "cases": {"<id>": {"model_text": "...", "tools": [{"name", "parameters"}], "chunk_chars": 3,
+         "cases": {"<id>": {"model_text": "...", "chunks": ["...", ...], "tools": [{"name", "parameters"}],
                             "in_reasoning": true | false | null}}}
 stdout: {"<id>": {"stream": Answer, "batch": Answer}},
         Answer = {"reasoning": str, "content": str, "tool_calls": [{"name": str, "arguments": str}]}
 
 The parser is the one the chat-completions server composes (`ParserManager.get_parser` with
 `--enable-auto-tool-choice`), built per request as the server builds it (tools, `chat_template_kwargs`).
-`batch` is `parser.parse` (the non-streaming answer); `stream` feeds `parse_delta` the text as the engine
-detokenises it: the chat template's markers as single special tokens, other text in `chunk_chars` pieces,
-the prompt ending as the template's generation prompt ends (`<think>\\n`, or `<think></think>` when
-`in_reasoning` is false: `enable_thinking: false`). Deltas are concatenated per tool-call index.
+`batch` is `parser.parse` (the non-streaming answer); `stream` feeds `parse_delta` the `chunks`, one token
+each (a chunk that is one of the template's markers is that special token), after a prompt that ends as the
+template's generation prompt does (`<think>\\n`, or `<think></think>` when `in_reasoning` is false:
+`enable_thinking: false`). Deltas are concatenated per tool-call index.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from vllm.parser.parser_manager import ParserManager
 SPECIAL = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_start|>", "<|im_end|>")
 VOCAB = {token: index for index, token in enumerate(SPECIAL, start=10)}
 PROMPT_TEXT_ID = 999
+FIRST_TEXT_ID = 1000
 
 
 class PieceTokenizer:
@@ -50,21 +51,15 @@ class PieceTokenizer:
     def decode(self, token_ids: list[int], **_: Any) -> str:
         return "".join(self.texts[index] for index in token_ids)
 
-    def tokens(self, text: str, chunk_chars: int) -> list[tuple[str, int]]:
-        """The text as the engine detokenises it: each marker one token, other text in fixed-size pieces."""
+    def tokens(self, chunks: list[str]) -> list[tuple[str, int]]:
+        """Each chunk with its token id: a marker's own, a fresh one for any other text."""
         pieces: list[tuple[str, int]] = []
-        rest = text
-        while rest:
-            starts = [(rest.find(marker), marker) for marker in SPECIAL if marker in rest]
-            at, marker = min(starts) if starts else (len(rest), "")
-            plain, rest = rest[:at], rest[at:]
-            for start in range(0, len(plain), chunk_chars):
-                index = 1000 + len(self.texts)
-                self.texts[index] = plain[start : start + chunk_chars]
-                pieces.append((self.texts[index], index))
-            if marker:
-                pieces.append((marker, VOCAB[marker]))
-                rest = rest[len(marker) :]
+        for chunk in chunks:
+            index = VOCAB.get(chunk)
+            if index is None:
+                index = FIRST_TEXT_ID + len(self.texts)
+                self.texts[index] = chunk
+            pieces.append((chunk, index))
         return pieces
 
 
@@ -94,7 +89,7 @@ def parse_case(parser_cls: type, case: dict[str, Any]) -> dict[str, Any]:
     req = request(case, thinking)
 
     tokenizer = PieceTokenizer()
-    pieces = tokenizer.tokens(case["model_text"], case["chunk_chars"])
+    pieces = tokenizer.tokens(case["chunks"])
 
     def new_parser() -> Any:
         return parser_cls(tokenizer, req.tools, chat_template_kwargs=req.chat_template_kwargs)

@@ -2,12 +2,12 @@
 //! would answer with.
 //!
 //! stdin:  {"tool_parser": "nemotron_nano", "reasoning_parser": "nemotron_nano",
-//!          "cases": {"<id>": {"model_text": "...", "tools": [{"name", "parameters"}],
-//!                             "chunk_chars": 3, "in_reasoning": null}}}
+//!          "cases": {"<id>": {"model_text": "...", "chunks": ["...", ...],
+//!                             "tools": [{"name", "parameters"}], "in_reasoning": null}}}
 //! stdout: {"<id>": {"stream": Answer, "batch": Answer}} with
 //!         Answer = {"reasoning": str, "content": str, "tool_calls": [{"name": str, "arguments": str}]}
 //!
-//! `stream`: the text arrives in pieces of `chunk_chars` characters; each piece goes through the
+//! `stream`: the text arrives as `chunks` (the deltas a backend streams); each goes through the
 //! reasoning parser's incremental split, the normal text through the tool-call jail, and the deltas
 //! are concatenated per tool-call index (what a client assembling a stream, or the frontend's
 //! aggregator, ends up with). `batch`: the whole text through the reasoning parser, then the
@@ -38,9 +38,9 @@ struct Request {
 #[derive(Deserialize)]
 struct Case {
     model_text: String,
+    chunks: Vec<String>,
     #[serde(default)]
     tools: Vec<Tool>,
-    chunk_chars: usize,
     #[serde(default)]
     in_reasoning: Option<bool>,
 }
@@ -90,11 +90,6 @@ fn reasoning_parser(name: &str, in_reasoning: Option<bool>) -> impl ReasoningPar
     parser
 }
 
-fn pieces(text: &str, size: usize) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    chars.chunks(size.max(1)).map(|piece| piece.iter().collect()).collect()
-}
-
 /// One streamed chunk of the backend's answer as the frontend's postprocessor sees it.
 fn chunk(text: Option<String>, last: bool) -> Annotated<CreateChatCompletionStreamResponse> {
     #[allow(deprecated)]
@@ -133,8 +128,8 @@ async fn streamed(request: &Request, case: &Case) -> Answer {
     let mut answer = Answer::default();
     let mut parser = reasoning_parser(&request.reasoning_parser, case.in_reasoning);
     let mut normal = Vec::new();
-    for piece in pieces(&case.model_text, case.chunk_chars) {
-        let split = parser.parse_reasoning_streaming_incremental(&piece, &[]);
+    for piece in &case.chunks {
+        let split = parser.parse_reasoning_streaming_incremental(piece, &[]);
         answer.reasoning.push_str(&split.reasoning_text);
         normal.push(split.normal_text);
     }
@@ -153,11 +148,17 @@ async fn streamed(request: &Request, case: &Case) -> Answer {
     if !tools.is_empty() {
         builder = builder.tool_definitions(tools);
     }
-    let outputs: Vec<_> = builder.build().apply(futures::stream::iter(inputs)).collect().await;
+    let outputs: Vec<_> = builder
+        .build()
+        .apply(futures::stream::iter(inputs))
+        .collect()
+        .await;
 
     let mut calls: BTreeMap<u32, Call> = BTreeMap::new();
     for output in outputs {
-        let Some(response) = output.data else { continue };
+        let Some(response) = output.data else {
+            continue;
+        };
         for choice in response.choices {
             if let Some(ChatCompletionMessageContent::Text(text)) = choice.delta.content {
                 answer.content.push_str(&text);
@@ -184,9 +185,12 @@ async fn batch(request: &Request, case: &Case) -> anyhow::Result<Answer> {
     let split = parser.detect_and_parse_reasoning(&case.model_text, &[]);
     let tools = definitions(case);
     let tools = (!tools.is_empty()).then_some(tools.as_slice());
-    let (calls, content) =
-        detect_and_parse_tool_call_with_recovery(&split.normal_text, Some(&request.tool_parser), tools)
-            .await?;
+    let (calls, content) = detect_and_parse_tool_call_with_recovery(
+        &split.normal_text,
+        Some(&request.tool_parser),
+        tools,
+    )
+    .await?;
     Ok(Answer {
         reasoning: split.reasoning_text,
         content: content.unwrap_or_default(),
