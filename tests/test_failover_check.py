@@ -108,7 +108,7 @@ def test_a_backend_answers_like_itself(runtime):
 
 PLANTED = {
     "served model name": {"served_model_name": MODEL + "-FP8"},
-    "maximum context": {"max_context": 32768},
+    "maximum context": {"max_context": "32768"},
     "tool calls parser": {"tool_call_parser": "hermes"},
     "reasoning parser": {"reasoning_parser": None},
 }
@@ -153,7 +153,7 @@ def test_the_reasoning_field_counts_as_the_gateway_hands_it_on():
 
 
 def test_a_degraded_fallback_keeps_its_own_name_and_context_but_not_its_own_format():
-    other = _backend(served_model_name="another/model", max_context=8192)
+    other = _backend(served_model_name="another/model", max_context="8192")
     assert answer_differences(_backend(), other, FORMATS, same_model=False) == []
     assert answer_differences(_backend(), _backend(failover.VLLM_SERVER_RUNTIME), FORMATS, same_model=False) == (
         answer_differences(_backend(), _backend(failover.VLLM_SERVER_RUNTIME), FORMATS)
@@ -187,15 +187,26 @@ def test_an_engine_argument_sets_the_maximum_context(spelling):
     dgd = copy.deepcopy(recipe.dgd)
     for args in _worker_args(dgd):
         args += spelling
-    assert dynamo_backend(recipe.id, MODEL, dgd, FORMATS).max_context == 65536
+    assert dynamo_backend(recipe.id, MODEL, dgd, FORMATS).max_context == "65536"
     assert dynamo_backend(recipe.id, MODEL, recipe.dgd, FORMATS).max_context is None
+
+
+def test_components_that_disagree_on_the_maximum_context_differ_from_any_backend():
+    recipe = next(r for r in FACTS.catalog.recipes.values() if len(r.worker_components()) > 1)
+    dgd = copy.deepcopy(recipe.dgd)
+    for length, args in zip(("32768", "65536"), _worker_args(dgd), strict=False):
+        args += ["--max-model-len", length]
+    backend = dynamo_backend(recipe.id, MODEL, dgd, FORMATS)
+    assert [d.aspect for d in answer_differences(_backend(max_context="65536"), backend, FORMATS)] == [
+        "maximum context"
+    ]
 
 
 def test_an_engine_config_sets_the_maximum_context():
     recipe = next(r for r in FACTS.catalog.recipes.values() if r.dgd["spec"]["backendFramework"] == "trtllm")
     data: Mapping[str, str] = recipe.config_map["data"]
     planted = {key: text + "max_seq_len: 65536\n" for key, text in data.items()}
-    assert dynamo_backend(recipe.id, MODEL, recipe.dgd, FORMATS, planted.values()).max_context == 65536
+    assert dynamo_backend(recipe.id, MODEL, recipe.dgd, FORMATS, planted.values()).max_context == "65536"
     assert dynamo_backend(recipe.id, MODEL, recipe.dgd, FORMATS, data.values()).max_context is None
 
 
@@ -213,7 +224,7 @@ def test_components_that_disagree_on_a_parser_match_no_recorded_parser():
 
 
 def test_a_refusal_is_one_line_naming_the_key_the_group_and_both_backends():
-    primary, fallback = _backend(name="dynamo:vllm/x"), _backend(name="sagemaker:y", max_context=4096)
+    primary, fallback = _backend(name="dynamo:vllm/x"), _backend(name="sagemaker:y", max_context="4096")
     pairs = fallback_pairs({"m": ["a"], "m@sagemaker": ["b"]}, {"m": ["m@sagemaker"]})
     (error,) = refuse_unlike_fallbacks("gateway", pairs, {"a": primary, "b": fallback}, FORMATS)
     line = str(error)

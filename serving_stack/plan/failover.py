@@ -42,7 +42,9 @@ RELEASE = re.compile(r"^v?(\d+\.\d+\.\d+)")
 @dataclass(frozen=True)
 class Backend:
     """One backend as the gateway names it (`dynamo:<target id>`, `sagemaker:<endpoint>`). A parser None:
-    that kind of markup is not parsed; `max_context` None: the checkpoint's own (no argument sets one)."""
+    that kind of markup is not parsed; `max_context` as an argument writes it (None: the checkpoint's own, no
+    argument sets one). Values that differ between a deployment's components are all kept, in one string that
+    matches nothing recorded, so they show as a difference."""
 
     name: str
     runtime: str
@@ -50,7 +52,7 @@ class Backend:
     served_model_name: str
     tool_call_parser: Optional[str]
     reasoning_parser: Optional[str]
-    max_context: Optional[int]
+    max_context: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,8 @@ def _flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
 
 
 def _one(name: str, values: Iterable[Optional[str]]) -> Optional[str]:
-    """The single value a flag has across a deployment's components; several: all of them, which matches no
-    recorded parser and so shows as a difference."""
+    """The single value a setting has across a deployment's components; several: all of them, which matches
+    no recorded parser nor another backend's value, and so shows as a difference."""
     distinct = sorted({value for value in values if value is not None})
     if len(distinct) > 1:
         return f"{name} differs between components: {' | '.join(distinct)}"
@@ -87,16 +89,17 @@ def _one(name: str, values: Iterable[Optional[str]]) -> Optional[str]:
 
 def _max_context(
     flags: Mapping[str, list[Optional[str]]], engine_configs: Iterable[str], formats: ResponseFormats
-) -> Optional[int]:
-    found = [value for flag in formats.maxContext.arguments for value in flags.get(flag, []) if value is not None]
+) -> Optional[str]:
+    """The maximum context the arguments (or an engine config, as YAML) set, as written; None: none is set."""
+    found = [value for flag in formats.maxContext.arguments for value in flags.get(flag, [])]
     for text in engine_configs:
-        document = yaml.safe_load(text)
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue  # not a config file (a script, a template): it sets no engine option
         if isinstance(document, dict):
             found += [str(document[key]) for key in formats.maxContext.engineConfigKeys if key in document]
-    lengths = sorted({int(value) for value in found})
-    if len(lengths) > 1:
-        raise ValueError(f"more than one maximum context set: {lengths}")
-    return lengths[0] if lengths else None
+    return _one("maximum context", found)
 
 
 def dynamo_backend(
@@ -199,8 +202,8 @@ def answer_differences(
         found.append(
             Difference(
                 "maximum context",
-                "the checkpoint's" if primary.max_context is None else str(primary.max_context),
-                "the checkpoint's" if fallback.max_context is None else str(fallback.max_context),
+                "the checkpoint's" if primary.max_context is None else primary.max_context,
+                "the checkpoint's" if fallback.max_context is None else fallback.max_context,
             )
         )
     (tool_a, reasoning_a, unknown_a), (tool_b, reasoning_b, unknown_b) = (
