@@ -10,8 +10,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AIPERF_VENV := .venv-aiperf
 GATEWAY_VENV := .venv-gateway
 CHECKOV_VENV := .venv-checkov
+# The backends' response parsers for the failover parser test (tools/parser_probe): vLLM's in their own venv,
+# the Dynamo frontend's built from the pinned crate with cargo.
+PARSERS_VENV := .venv-parsers
+DYNAMO_PROBE := build/parser-probe/release/dynamo-parser-probe
 
-.PHONY: render preflight policy plan diff diff-sample check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv absorb tools e2e
+.PHONY: render preflight policy plan diff diff-sample check-dates test test-all lint bench bench-gateway schema clean promtool aiperf gateway-venv parser-probes absorb tools e2e
 
 # --- virtualenvs ----------------------------------------------------------------------------------
 $(PY):
@@ -48,8 +52,23 @@ $(CHECKOV_VENV)/.deps: requirements-checkov.txt
 	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.txt
 	touch $@
 
+# vLLM 0.27.1's parser modules and what importing them needs, every package pinned and installed without
+# resolving (requirements-parsers.txt says why each part is there). No GPU is used.
+$(PARSERS_VENV)/.deps: requirements-parsers.txt
+	test -x $(PARSERS_VENV)/bin/python || $(PYTHON) -m venv $(PARSERS_VENV)
+	$(PARSERS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PARSERS_VENV)/bin/python -m pip install -q --no-deps -r requirements-parsers.txt
+	touch $@
+
+# The Dynamo frontend's parsers: dynamo-parsers from crates.io at the version the Dynamo 1.5.0 runtime
+# bundles, behind a small JSON-in/JSON-out program (Cargo.lock pins every crate). About 10 minutes on 2 cores.
+$(DYNAMO_PROBE): tools/parser_probe/dynamo/Cargo.toml tools/parser_probe/dynamo/Cargo.lock tools/parser_probe/dynamo/src/main.rs
+	@command -v cargo >/dev/null || { echo "the Dynamo parser probe needs Rust's cargo: https://rustup.rs" >&2; exit 2; }
+	cargo build -q --release --locked --manifest-path tools/parser_probe/dynamo/Cargo.toml --target-dir build/parser-probe
+
 aiperf: $(AIPERF_VENV)/.installed  ## The pinned AIPerf CLI in .venv-aiperf
 gateway-venv: $(GATEWAY_VENV)/.deps  ## The pinned LiteLLM proxy in .venv-gateway
+parser-probes: $(PARSERS_VENV)/.deps $(DYNAMO_PROBE)  ## The backends' response parsers (vLLM in .venv-parsers, Dynamo's built with cargo)
 
 # Absorb an upstream recipe revision as data (docs/absorb.md): vendors UPSTREAM into catalog/recipes/,
 # rewrites catalog/targets.yaml and prints the report. DATE is needed only when UPSTREAM is not a git checkout.
@@ -122,7 +141,7 @@ schema: $(VENV)/.render-deps  ## Regenerate the JSON Schemas (outputs contract, 
 test: $(VENV)/.test-deps promtool  ## Run the fast tests (under 3 minutes on 2 cores)
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e -m "not slow"
 
-test-all: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps  ## Run every test, the slow ones too
+test-all: $(VENV)/.test-deps promtool $(AIPERF_VENV)/.installed $(GATEWAY_VENV)/.deps $(CHECKOV_VENV)/.deps parser-probes  ## Run every test, the slow ones too
 	$(PY) -m pytest -q -n 2 --dist loadfile --ignore=tests/e2e
 
 # --- the real engine ------------------------------------------------------------------------------
