@@ -130,7 +130,8 @@ def run_catalog_driven(catalog_dir) -> str:
     (the run must pass)."""
     modules = sorted(str(p.relative_to(PROJECT_DIR)) for p in TESTS_DIR.glob("test_*.py") if MARKER in p.read_text())
     assert len(modules) >= 10, modules
-    command = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile"]
+    command = [sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", "-p", "no:warnings", "-n", "2"]
+    command += ["--dist", "loadfile"]
     result = subprocess.run(
         [*command, "-m", "catalog_driven", *modules],
         cwd=PROJECT_DIR,

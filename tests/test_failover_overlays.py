@@ -33,10 +33,13 @@ def _flags(words: list[str]) -> dict[str, Optional[str]]:
     return flags
 
 
-def _gpu(recipe: Recipe) -> str:
+def _gpu(recipe: Recipe) -> Optional[str]:
+    """The target's GPU, or None for a GPU catalog/gpus.yaml does not hold yet (an absorbed revision can add one;
+    `make absorb` names it, and no stack can select such a target, so it has no reference to differ from)."""
     gpus = {gpu_of_product(load_gpus(), label) for label in recipe.gpu_products}
-    assert len(gpus) == 1 and None not in gpus, (recipe.id, gpus)
-    return str(gpus.pop())
+    assert len(gpus) == 1, (recipe.id, gpus)
+    gpu = gpus.pop()
+    return None if gpu is None else str(gpu)
 
 
 def _reference(gpu: str, data: ServingOverlays) -> dict[str, Optional[str]]:
@@ -52,6 +55,8 @@ def differences(data: ServingOverlays = OVERLAYS) -> Iterator[tuple[str, str, st
     """(target, gpu, component, is worker, argument, the target's value, the reference's) per difference."""
     for recipe in _vllm_recipes():
         gpu = _gpu(recipe)
+        if gpu is None:
+            continue
         reference = {k: v for k, v in _reference(gpu, data).items() if k not in data.responseArguments}
         workers = {component["name"] for component in recipe.worker_components()}
         for component in recipe.components:
