@@ -58,6 +58,25 @@ def test_the_reference_states_every_key_and_range() -> None:
                 assert any(f"{option['minimum']:,}..{option['maximum']:,}" in row for row in mine), key
 
 
+def _undescribed(schema: dict[str, Any]) -> list[str]:
+    return [key for key, node in _properties(schema) if not str(node.get("description", "")).strip()]
+
+
+def test_every_property_is_described() -> None:
+    """Each key of the stack file, at any depth, carries its attribute docstring into the schema (editor help)."""
+    schema = json.loads(schema_text())
+    assert len(_properties(schema)) > len(schema["$defs"]), "the walk finds no properties"
+    assert _undescribed(schema) == []
+
+
+def test_an_undescribed_property_is_found() -> None:
+    schema = json.loads(schema_text())
+    block, node = next((name, node) for name, node in schema["$defs"].items() if node.get("properties"))
+    key = sorted(node["properties"])[-1]
+    del schema["$defs"][block]["properties"][key]["description"]
+    assert _undescribed(schema) == [key]
+
+
 def test_the_reference_misses_a_planted_key() -> None:
     docs = config_docs()
     assert "| `planted` |" not in docs and "| `namespace` |" in docs

@@ -48,10 +48,16 @@ class SmokeTestsConfig(Block):
     minutes when `up` waits for the graph (dynamo.readiness.wait), else the graph's own startup budget."""
 
     enabled: bool = True
+    """Run a smoke-test Job per target after `up` deploys it; `up` fails when a target does not serve."""
     image: PinnedImage = PYTHON_IMAGE
+    """The Python image the Job runs ops/smoke.py in, pinned by a semver tag or digest."""
     waitSeconds: Optional[int] = pydantic.Field(default=None, ge=0, le=4 * 3600)
+    """Seconds the Job waits for the frontend to list the model; unset: 10 minutes when `up` waits for the graph, else
+    the graph's startup budget."""
     requestTimeoutSeconds: int = pydantic.Field(default=120, ge=5, le=1200)
+    """Seconds each smoke request may take."""
     backoffLimit: int = pydantic.Field(default=1, ge=0, le=5)
+    """Retries of the Job's pod (Kubernetes Job `backoffLimit`); its `activeDeadlineSeconds` grows with it."""
 
 
 class BenchmarkConfig(Block):
@@ -59,8 +65,12 @@ class BenchmarkConfig(Block):
     `schedule` is set; `numRequests` 0 replays the whole trace (hours)."""
 
     enabled: bool = True
+    """Create the benchmark CronJob per target (suspended unless `schedule` is set; run it with `kubectl create job
+    --from`)."""
     image: PinnedImage = AIPERF_IMAGE
+    """The AIPerf image the CronJob runs ops/run_benchmark.py in, pinned by a semver tag or digest."""
     traceFile: TraceFileName = TRACE_FILE
+    """The Mooncake trace to replay, a `.jsonl` file under /model-cache/traces/; default: the recipe page's."""
     numRequests: int = pydantic.Field(
         default=400, ge=0, le=1_000_000, description="at most a million: days of load at the deadline's bound"
     )
@@ -68,8 +78,12 @@ class BenchmarkConfig(Block):
         default=None, ge=1, le=4096, description="unset: the recipe's published concurrency, else 1"
     )
     schedule: Optional[CronSchedule] = None
+    """When the benchmark runs, a Kubernetes CronJob `schedule` (five fields or a macro such as `@weekly`, no
+    `timeZone`: the controller manager's zone); unset: suspended, run only by hand."""
     waitSeconds: int = pydantic.Field(default=3600, ge=0, le=4 * 3600)
+    """Seconds the benchmark waits for the frontend to list the model before it gives up."""
     activeDeadlineSeconds: int = pydantic.Field(default=28800, ge=600, le=7 * 86400)
+    """Seconds a benchmark Job may run in all (Kubernetes Job `activeDeadlineSeconds`)."""
     ttlSecondsAfterFinished: Int32 = pydantic.Field(default=604800, ge=0, description="Kubernetes Job: int32")
 
 
@@ -78,10 +92,15 @@ class CanaryConfig(Block):
     Prometheus scrapes it through every `scrapeIntervalSeconds` (with `monitoring.enabled`)."""
 
     enabled: bool = True
+    """Run the canary Deployment per target (the canary alerts read its results)."""
     image: PinnedImage = PYTHON_IMAGE
+    """The Python image the canary runs ops/canary.py in, pinned by a semver tag or digest."""
     intervalSeconds: int = pydantic.Field(default=60, ge=10, le=3600)
+    """Seconds between two probes of the target."""
     timeoutSeconds: int = pydantic.Field(default=30, ge=1, le=600)
+    """Seconds a probe may take; at most `intervalSeconds`."""
     scrapeIntervalSeconds: int = pydantic.Field(default=30, ge=5, le=600)
+    """Seconds between Prometheus scrapes of the canary (PodMonitor `interval`); at most `intervalSeconds`."""
 
     @pydantic.model_validator(mode="after")
     def _fits_the_interval(self) -> CanaryConfig:
@@ -100,5 +119,8 @@ class CanaryConfig(Block):
 
 class OperabilityConfig(Block):
     smokeTests: SmokeTestsConfig = SmokeTestsConfig()
+    """The smoke-test Job per target, run by `up`."""
     benchmark: BenchmarkConfig = BenchmarkConfig()
+    """The AIPerf benchmark CronJob per target."""
     canary: CanaryConfig = CanaryConfig()
+    """The canary Deployment per target and its PodMonitor."""

@@ -63,8 +63,12 @@ class JumpStartModel(Block):
     config so that one can be used the day it is listed (and pinned into `catalog/jumpstart/`)."""
 
     modelId: AsciiText
+    """The JumpStart model id (`model_id` in the JumpStart content bucket's manifest)."""
     version: AsciiText
+    """The pinned JumpStart model version (semver, as the manifest lists it; no `*`)."""
     acceptEula: bool = False
+    """Accept the model's end-user license; required for gated JumpStart models (SageMaker
+    `ModelAccessConfig.AcceptEula`)."""
 
 
 class ModelData(Block):
@@ -76,7 +80,11 @@ class ModelData(Block):
     may then decrypt; unset for SSE-S3 or the bucket's default key."""
 
     s3Uri: S3Prefix
+    """The S3 prefix, ending in `/`, holding the checkpoint's files uncompressed (SageMaker
+    `ModelDataSource.S3DataSource`, `CompressionType: None`), in the endpoint's Region."""
     kmsKeyArn: Optional[KmsKeyArn] = None
+    """The customer managed KMS key the objects are encrypted with (SSE-KMS), which the endpoint's role may decrypt;
+    unset: SSE-S3 or the bucket's default key."""
 
 
 class HuggingFaceModel(Block):
@@ -90,10 +98,19 @@ class HuggingFaceModel(Block):
     """
 
     repo: AsciiText
+    """The Hugging Face repository of the checkpoint, one catalog/sagemaker_lmi.yaml lists."""
     lmiImage: Optional[EcrImage] = None
+    """An LMI image of one's own in ECR, pinned by a tag other than `latest` or a digest; unset: the Region's LMI image
+    from catalog/sagemaker_lmi.yaml."""
     options: FreeFormStrings = pydantic.Field(default_factory=dict)
+    """Container settings (`OPTION_*`, `SM_VLLM_*` environment variables the LMI and SageMaker vLLM containers read)
+    over the catalog's; credentials refused."""
     sendHfToken: bool = False
+    """Put the `hfToken` secret into the model's environment as HF_TOKEN, for a gated repo read from the Hub (plain to
+    anyone allowed `sagemaker:DescribeModel`)."""
     modelData: Optional[ModelData] = None
+    """The checkpoint staged in S3 (recommended: faster start, network isolation, no token); unset: downloaded from the
+    Hub at container start."""
 
 
 class Autoscaling(Block):
@@ -105,7 +122,11 @@ class Autoscaling(Block):
     """
 
     enabled: bool = True
+    """Register the variant as an Application Auto Scaling target with the target-tracking policy; false first to change
+    the instance type."""
     instanceType: AsciiText
+    """The endpoint's `instanceType`, repeated as a guard: SageMaker fails an UpdateEndpoint that changes a scaling
+    target's instance type."""
     minCapacity: Int32 = pydantic.Field(default=1, ge=1, description="Application Auto Scaling: int32")
     maxCapacity: Int32 = pydantic.Field(ge=1, description="Application Auto Scaling: int32")
     targetInvocationsPerInstance: float = pydantic.Field(
@@ -119,12 +140,18 @@ class Timeouts(Block):
     """Unset means the JumpStart spec's value, or the LMI default in `catalog/sagemaker_lmi.yaml`."""
 
     modelDataDownload: Optional[TimeoutSeconds] = None
+    """Seconds SageMaker may take to download the model data to the instance (`ModelDataDownloadTimeoutInSeconds`,
+    60-3600)."""
     containerStartupHealthCheck: Optional[TimeoutSeconds] = None
+    """Seconds SageMaker waits for the container's first passing `/ping` (`ContainerStartupHealthCheckTimeoutInSeconds`,
+    60-3600)."""
 
 
 class DataCapture(Block):
     enabled: bool = False
+    """Capture requests and responses into an S3 bucket the stack creates (SageMaker `DataCaptureConfig`)."""
     samplingPercentage: int = pydantic.Field(default=5, ge=0, le=100)
+    """Percent of the invocations captured (`InitialSamplingPercentage`, 0-100)."""
 
 
 class RollbackAlarms(Block):
@@ -137,6 +164,7 @@ class RollbackAlarms(Block):
     # CloudWatch PutMetricAlarm allows Period x EvaluationPeriods up to one day (86,400 s) for periods under an
     # hour; the stack's window is tighter: it must fit the bake, waitIntervalSeconds <= 3600 (`check_sagemaker`).
     periodSeconds: int = pydantic.Field(default=60, ge=60, le=3600, multiple_of=60)
+    """Seconds per alarm evaluation period (CloudWatch `Period`): a multiple of 60, at most an hour."""
     evaluationPeriods: int = pydantic.Field(default=3, ge=1, le=60, description="60 x 60 s: the longest bake")
 
 
@@ -155,27 +183,50 @@ class Deployment(Block):
         "instances), else ALL_AT_ONCE with the reason in summary.md",
     )
     canarySize: int = pydantic.Field(default=10, ge=1, le=50)
+    """Percent of the capacity the CANARY step shifts first (`CanarySize`, CAPACITY_PERCENT); 1-50."""
     linearStepSize: int = pydantic.Field(default=20, ge=10, le=50)
+    """Percent of the capacity each LINEAR step shifts (`LinearStepSize`, CAPACITY_PERCENT); 10-50."""
     waitIntervalSeconds: int = pydantic.Field(default=300, ge=0, le=3600)
+    """Seconds each shift bakes, watched by the rollback alarms, before the next (`WaitIntervalInSeconds`)."""
     terminationWaitSeconds: int = pydantic.Field(default=300, ge=0, le=3600)
+    """Seconds the old (blue) fleet is kept after the shift completes (`TerminationWaitInSeconds`)."""
     maximumExecutionTimeoutSeconds: int = pydantic.Field(default=3600, ge=600, le=14400)
+    """Seconds after which SageMaker stops the deployment and rolls back (`MaximumExecutionTimeoutInSeconds`; the AWS
+    provider's 600-14400)."""
     rollbackAlarms: RollbackAlarms = RollbackAlarms()
+    """The CloudWatch alarms whose ALARM state rolls the deployment back."""
 
 
 class SageMakerEndpointConfig(Block):
     name: EndpointName
+    """The endpoint's name, also the prefix of its model, endpoint config and role names; a gateway backend by it."""
     source: Literal["jumpstart", "huggingface"]
+    """Where the model comes from: `jumpstart` (the `jumpstart` block) or `huggingface` (the `huggingface` block); set
+    the one it names."""
     jumpstart: Optional[JumpStartModel] = None
+    """The pinned JumpStart model; only with `source: jumpstart`."""
     huggingface: Optional[HuggingFaceModel] = None
+    """The Hugging Face checkpoint and container; only with `source: huggingface`."""
     instanceType: AsciiText
+    """The SageMaker instance type (`ml.*`, catalog/sagemaker_instances.yaml), checked against the model's spec or the
+    checkpoint's fit."""
     initialInstanceCount: Int32 = pydantic.Field(default=1, ge=1, description="SageMaker API: int32")
     variantName: VariantName = "AllTraffic"
+    """The production variant's name (SageMaker `VariantName`)."""
     autoscaling: Autoscaling
+    """Target tracking of the variant's instance count (Application Auto Scaling)."""
     timeouts: Timeouts = Timeouts()
+    """Model download and container startup timeouts."""
     volumeSizeGb: Optional[int] = pydantic.Field(default=None, ge=1, le=512)
+    """The ML storage volume per instance, in GB (`VolumeSizeInGB`); unset: the instance's or the spec's; not on
+    instance types with NVMe instance storage."""
     kmsKeyArn: Optional[KmsKeyArn] = None
+    """The KMS key of the endpoint config (`KmsKeyId`): the ML storage volume's and the captured data's; unset:
+    AWS-managed; on NVMe-only instance types only with data capture."""
     dataCapture: DataCapture = DataCapture()
+    """Request and response capture into S3."""
     deployment: Deployment = Deployment()
+    """Blue/green traffic shifting and rollback on update (SageMaker deployment guardrails)."""
 
     @property
     def sends_hf_token(self) -> bool:
@@ -189,7 +240,14 @@ class SageMakerConfig(Block):
     specs without provenance (hand-made; tests and demos only); every endpoint built from one is flagged."""
 
     region: Optional[Region] = None
+    """The Region of the endpoints; unset: the stack's `aws:region`."""
     allowUnverifiedSpecs: bool = False
+    """Accept JumpStart specs without provenance (hand-made; tests and demos only); every endpoint built from one is
+    flagged."""
     specSource: Literal["snapshot", "s3"] = "snapshot"
+    """`snapshot`: JumpStart specs from the committed copy under `snapshotDir` (repeatable, no S3 access); `s3`: read
+    the content bucket."""
     snapshotDir: ProjectDirectory = "catalog/jumpstart"
+    """The project directory holding the JumpStart snapshot (tools/refresh_jumpstart_snapshot.py writes it)."""
     endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)
+    """SageMaker real-time endpoints; `[]`: none."""
