@@ -58,7 +58,7 @@ class AccessEntry(Block):
 
 class CreateCluster(Block):
     name: DnsLabel
-    """The EKS cluster's name, also the prefix of the VPC's and node groups' names (a DNS label)."""
+    """The EKS cluster's name, also the name of its VPC (a DNS label)."""
     kubernetesVersion: KubernetesVersion
     """The control plane's Kubernetes version (EKS `version`, e.g. `1.33`); at least the Dynamo platform chart's minimum
     (catalog data), and what the GPU node groups follow."""
@@ -66,14 +66,13 @@ class CreateCluster(Block):
     """The 2-3 Availability Zones of the VPC's subnets (EKS needs subnets in two zones); every managed GPU pool outside
     a Local Zone is in one of them."""
     vpcCidr: NetworkCidr = "10.0.0.0/16"
-    """The VPC's IPv4 range, a /16 to /20 network (Amazon VPC sizes); the stack splits it into a public and a private
-    subnet per zone."""
+    """The VPC's IPv4 range, a /16 to /20 network (Amazon VPC sizes); a private subnet per zone takes a quarter of it,
+    the public and Local Zone subnets share the last quarter."""
     endpointPublicAccessCidrs: list[Cidr] = pydantic.Field(
         default_factory=list, description="[]: private endpoint only"
     )
     controlPlaneLogRetentionDays: Literal[7, 14, 30, 60, 90, 180, 365] = 90
-    """Days CloudWatch Logs keeps the control-plane logs (api, audit, authenticator); one of the values CloudWatch's
-    `retentionInDays` takes that the stack allows."""
+    """Days CloudWatch Logs keeps the control-plane logs (all five EKS log types; CloudWatch `retentionInDays`)."""
     natGatewayPerAz: bool = True
     """One NAT gateway per zone, so that a zone's outage leaves the others' egress (AWS's recommendation); false: one
     shared NAT gateway, cheaper."""
@@ -214,8 +213,7 @@ class FsxSettings(Block):
     """The zone of the file system (FSx for Lustre lives in one subnet); unset: the one zone all managed GPU pools
     share, else required; an AZ of the created cluster."""
     fileSystemTypeVersion: Literal["2.15"] = "2.15"
-    """The Lustre version (FSx `FileSystemTypeVersion`); 2.15, the version PERSISTENT_2 with Amazon Linux 2023 clients
-    takes."""
+    """The Lustre version (FSx `FileSystemTypeVersion`); only 2.15 is allowed."""
     dataCompressionType: Literal["NONE", "LZ4"] = "LZ4"
     """FSx for Lustre data compression (`DataCompressionType`): `LZ4` or `NONE`."""
 
@@ -268,5 +266,5 @@ class AwsConfig(Block):
     """The EFS or FSx file system and StorageClass behind the model cache, for a cluster the stack creates; unset:
     `modelCache.storageClassName` names a class that exists."""
     tags: AwsTags = pydantic.Field(default_factory=dict)
-    """Tags added to every AWS resource (besides the stack's own); AWS tag keys and values (128 and 256 characters, no
-    `aws:` prefix)."""
+    """Tags on the stack's AWS resources, beside its own `Name` and pool tags; AWS tag keys and values (128 and 256
+    characters, no `aws:` prefix)."""

@@ -21,7 +21,7 @@ class PrometheusConfig(Block):
     """With `install: false`: the `release` label the existing Prometheus selects ServiceMonitors, PodMonitors and
     PrometheusRules by."""
     url: Optional[HttpUrl] = None
-    """With `install: false`: the existing Prometheus's HTTP URL, which the Dynamo planner and KEDA query."""
+    """With `install: false`: the existing Prometheus's HTTP URL, which the Dynamo planner queries."""
     values: FreeFormValues = pydantic.Field(default_factory=dict)
     """Helm values merged over the stack's for kube-prometheus-stack (its chart's values.yaml); credentials refused."""
 

@@ -65,7 +65,7 @@ class JumpStartModel(Block):
     modelId: AsciiText
     """The JumpStart model id (`model_id` in the JumpStart content bucket's manifest)."""
     version: AsciiText
-    """The pinned JumpStart model version (semver, as the manifest lists it; no `*`)."""
+    """The pinned JumpStart model version, as the content bucket's manifest lists it."""
     acceptEula: bool = False
     """Accept the model's end-user license; required for gated JumpStart models (SageMaker
     `ModelAccessConfig.AcceptEula`)."""
