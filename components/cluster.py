@@ -33,19 +33,18 @@ from components.iam import assume_role_policy
 from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
-from serving_stack.plan.cluster import CreatedCluster
+from serving_stack.plan.cluster import AccessGrant, CreatedCluster
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 from serving_stack.plan.stack import StackPlan
 
 
 @dataclass(frozen=True)
 class NetworkArgs:
-    cluster_name: str  # the cluster the subnets are tagged for
-    region: str  # the VPC's region
-    cidr: str  # the VPC CIDR
-    availability_zones: Sequence[str]  # one public and one private subnet per zone
-    nat_gateway_per_az: bool = True  # one NAT gateway per zone (else one for all)
-    local_zone_subnets: Sequence[LocalZoneSubnet] = ()  # private subnets in Local Zones, for pools there
+    """The plan's cluster (its name tags the subnets; its CIDR, zones, NAT layout and Local Zone subnets shape the
+    VPC) and the Region."""
+
+    cluster: CreatedCluster
+    region: str
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
@@ -78,14 +77,14 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.NETWORK, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = dict(args.tags)
-        cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
+        tags, cluster = dict(args.tags), args.cluster
+        cluster_tag = {f"kubernetes.io/cluster/{cluster.name}": "shared"}
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
-            cidr_block=args.cidr,
+            cidr_block=cluster.vpc_cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            tags={**tags, "Name": f"{args.cluster_name}-vpc"},
+            tags={**tags, "Name": f"{cluster.name}-vpc"},
             opts=child,
         )
         gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
@@ -93,14 +92,14 @@ class Network(pulumi.ComponentResource):
             f"{name}-public-routes",
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
-            tags={**tags, "Name": f"{args.cluster_name}-public"},
+            tags={**tags, "Name": f"{cluster.name}-public"},
             opts=child,
         )
-        private_cidrs, public_cidrs = subnet_cidrs(args.cidr, len(args.availability_zones))
+        private_cidrs, public_cidrs = subnet_cidrs(cluster.vpc_cidr, len(cluster.availability_zones))
         nat_ids: list[pulumi.Output[str]] = []
         private_route_tables: list[aws.ec2.RouteTable] = []
         self.private_subnet_ids_by_az = {}
-        for index, zone in enumerate(args.availability_zones):
+        for index, zone in enumerate(cluster.availability_zones):
             public = aws.ec2.Subnet(
                 f"{name}-public-{zone}",
                 vpc_id=vpc.id,
@@ -109,7 +108,7 @@ class Network(pulumi.ComponentResource):
                 tags={
                     **tags,
                     **cluster_tag,
-                    "Name": f"{args.cluster_name}-public-{zone}",
+                    "Name": f"{cluster.name}-public-{zone}",
                     "kubernetes.io/role/elb": "1",
                 },
                 opts=child,
@@ -117,7 +116,7 @@ class Network(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
             )
-            if args.nat_gateway_per_az or index == 0:
+            if cluster.nat_gateway_per_az or index == 0:
                 address = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=child)
                 nat = aws.ec2.NatGateway(
                     f"{name}-nat-{zone}",
@@ -135,7 +134,7 @@ class Network(pulumi.ComponentResource):
                 tags={
                     **tags,
                     **cluster_tag,
-                    "Name": f"{args.cluster_name}-private-{zone}",
+                    "Name": f"{cluster.name}-private-{zone}",
                     "kubernetes.io/role/internal-elb": "1",
                 },
                 opts=child,
@@ -144,7 +143,7 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-routes-{zone}",
                 vpc_id=vpc.id,
                 routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[-1])],
-                tags={**tags, "Name": f"{args.cluster_name}-private-{zone}"},
+                tags={**tags, "Name": f"{cluster.name}-private-{zone}"},
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
@@ -152,10 +151,10 @@ class Network(pulumi.ComponentResource):
             )
             private_route_tables.append(routes)
             self.private_subnet_ids_by_az[zone] = private.id
-        cidrs = local_zone_cidrs(args.cidr, len(args.local_zone_subnets))
+        cidrs = local_zone_cidrs(cluster.vpc_cidr, len(cluster.local_zone_subnets))
         local = {
             subnet.pool: self._local_zone_subnet(name, args, subnet, cidr, vpc.id, nat_ids[0])
-            for subnet, cidr in zip(args.local_zone_subnets, cidrs, strict=True)
+            for subnet, cidr in zip(cluster.local_zone_subnets, cidrs, strict=True)
         }
         self.local_zone_subnet_ids = {pool: subnet_id for pool, (subnet_id, _) in local.items()}
         # Every private route table, the Local Zone ones too: a GB200 node's S3 downloads (model artifacts,
@@ -166,7 +165,7 @@ class Network(pulumi.ComponentResource):
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=[t.id for t in private_route_tables] + [routes.id for _, routes in local.values()],
-            tags={**tags, "Name": f"{args.cluster_name}-s3"},
+            tags={**tags, "Name": f"{cluster.name}-s3"},
             opts=child,
         )
         self.vpc_id = vpc.id
@@ -191,13 +190,13 @@ class Network(pulumi.ComponentResource):
         """A private subnet in the pool's Local Zone (its zone group must be opted in first), egress through
         the first AZ's NAT gateway; no load-balancer role tags (nothing is exposed from it)."""
         child = pulumi.ResourceOptions(parent=self)
-        label = f"{args.cluster_name}-{subnet.pool}-{subnet.zone}"
+        label = f"{args.cluster.name}-{subnet.pool}-{subnet.zone}"
         private = aws.ec2.Subnet(
             f"{name}-local-{subnet.pool}",
             vpc_id=vpc_id,
             cidr_block=cidr,
             availability_zone=subnet.zone,
-            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster_name}": "shared", "Name": label},
+            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster.name}": "shared", "Name": label},
             opts=child,
         )
         routes = aws.ec2.RouteTable(
@@ -256,24 +255,6 @@ CONTROL_PLANE_LOGS = ["api", "audit", "authenticator", "controllerManager", "sch
 CLUSTER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"
 
 
-@dataclass(frozen=True)
-class SystemNodeGroupSpec:
-    instance_types: Sequence[str]
-    min_size: int
-    desired_size: int
-    max_size: int
-    disk_size_gib: int
-
-
-@dataclass(frozen=True)
-class ClusterAccess:
-    """An IAM principal with an EKS access policy, cluster-wide or in `namespaces`."""
-
-    principal_arn: str
-    policy: str
-    namespaces: Sequence[str] = ()
-
-
 ACCESS_POLICIES = {
     name: f"arn:aws:eks::aws:cluster-access-policy/AmazonEKS{name}Policy"
     for name in ("ClusterAdmin", "Admin", "Edit", "View")
@@ -282,16 +263,13 @@ ACCESS_POLICIES = {
 
 @dataclass(frozen=True)
 class EksClusterArgs:
-    cluster_name: str  # the EKS cluster name
-    kubernetes_version: str  # the control plane's Kubernetes minor, e.g. "1.33"
+    """The plan's cluster (name, version, endpoint access, log retention, system nodes, add-ons, access grants) and
+    what the network and the account add."""
+
+    cluster: CreatedCluster
     region: str  # the cluster's region
     private_subnet_ids: Sequence[pulumi.Input[str]]  # where the control plane's interfaces and system nodes go
-    endpoint_public_access_cidrs: Sequence[str]  # who may reach the public API endpoint
-    log_retention_days: int  # how long the control-plane log group keeps logs
-    system_nodes: SystemNodeGroupSpec  # the non-GPU node group for the system pods
-    addons: Sequence[EksAddon]  # the EKS add-ons, pinned
     node_managed_policies: Sequence[str]  # managed policies attached to the node role
-    access_entries: Sequence[ClusterAccess] = ()  # principals besides the creator and their access policies
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
@@ -305,7 +283,7 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.EKS_CLUSTER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = dict(args.tags)
+        tags, spec = dict(args.tags), args.cluster
         role = aws.iam.Role(
             f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child
         )
@@ -314,7 +292,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         key = aws.kms.Key(
             f"{name}-secrets-key",
-            description=f"EKS secrets envelope encryption for {args.cluster_name}",
+            description=f"EKS secrets envelope encryption for {spec.name}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
             tags=tags,
@@ -322,23 +300,23 @@ class EksCluster(pulumi.ComponentResource):
         )
         logs = aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",
-            name=f"/aws/eks/{args.cluster_name}/cluster",
-            retention_in_days=args.log_retention_days,
+            name=f"/aws/eks/{spec.name}/cluster",
+            retention_in_days=spec.log_retention_days,
             tags=tags,
             # EKS writes to exactly this name, so a replacement cannot take a new one: delete first.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
-        public = bool(args.endpoint_public_access_cidrs)
+        public = bool(spec.endpoint_public_access_cidrs)
         cluster = aws.eks.Cluster(
             f"{name}-cluster",
-            name=args.cluster_name,
-            version=args.kubernetes_version,
+            name=spec.name,
+            version=spec.kubernetes_version,
             role_arn=role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=list(args.private_subnet_ids),
                 endpoint_private_access=True,
                 endpoint_public_access=public,
-                public_access_cidrs=list(args.endpoint_public_access_cidrs) if public else None,
+                public_access_cidrs=list(spec.endpoint_public_access_cidrs) if public else None,
             ),
             enabled_cluster_log_types=CONTROL_PLANE_LOGS,
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
@@ -368,14 +346,14 @@ class EksCluster(pulumi.ComponentResource):
             )
             for arn in args.node_managed_policies
         ]
-        early_addons = [self._addon(name, cluster, addon, []) for addon in args.addons if not addon.needsNodes]
-        system = args.system_nodes
+        early_addons = [self._addon(name, cluster, addon, []) for addon in spec.addons if not addon.needsNodes]
+        system = spec.system_nodes
         template = aws.ec2.LaunchTemplate(
             f"{name}-system-launch-template",
-            description=f"System nodes of {args.cluster_name}: IMDSv2 only, metadata hop limit 1",
+            description=f"System nodes of {spec.name}: IMDSv2 only, metadata hop limit 1",
             metadata_options=metadata_options(),
             block_device_mappings=[root_volume(system.disk_size_gib)],
-            tag_specifications=tag_specifications(tags, f"{args.cluster_name}-system-node"),
+            tag_specifications=tag_specifications(tags, f"{spec.name}-system-node"),
             update_default_version=True,
             tags=tags,
             opts=child,
@@ -384,12 +362,12 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-system-nodes",
             cluster_name=cluster.name,
             # A generated name: a replacement (instance types, disk) starts the new group before the old goes.
-            node_group_name_prefix=f"{args.cluster_name}-system-",
+            node_group_name_prefix=f"{spec.name}-system-",
             node_role_arn=node_role.arn,
             subnet_ids=list(args.private_subnet_ids),
             instance_types=list(system.instance_types),
             ami_type="AL2023_x86_64_STANDARD",
-            version=args.kubernetes_version,
+            version=spec.kubernetes_version,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
             ),
@@ -402,14 +380,14 @@ class EksCluster(pulumi.ComponentResource):
             # Nodes join only with their role's policies attached and the CNI add-on in place.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
         )
-        late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in args.addons if addon.needsNodes]
-        for index, entry in enumerate(args.access_entries):
+        late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in spec.addons if addon.needsNodes]
+        for index, entry in enumerate(spec.access_grants):
             self._access_entry(f"{name}-access-{index}", cluster, entry)
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self.kubeconfig = pulumi.Output.secret(
-            kubeconfig(args.cluster_name, args.region, cluster.endpoint, cluster.certificate_authority.data)
+            kubeconfig(spec.name, args.region, cluster.endpoint, cluster.certificate_authority.data)
         )
         self.provider = k8s.Provider(
             f"{name}-kubernetes",
@@ -421,7 +399,7 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: ClusterAccess) -> None:
+    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: AccessGrant) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
@@ -475,35 +453,10 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
     cluster = plan.cluster
     if isinstance(cluster, CreatedCluster):
         assert plan.aws is not None
-        network = Network(
-            "network",
-            NetworkArgs(
-                cluster_name=cluster.name,
-                region=plan.aws.region,
-                cidr=cluster.vpc_cidr,
-                availability_zones=cluster.availability_zones,
-                nat_gateway_per_az=cluster.nat_gateway_per_az,
-                local_zone_subnets=cluster.local_zone_subnets,
-            ),
-            opts=on_aws,
-        )
-        system = cluster.system_nodes
+        network = Network("network", NetworkArgs(cluster, plan.aws.region), opts=on_aws)
         eks = EksCluster(
             "eks",
-            EksClusterArgs(
-                cluster_name=cluster.name,
-                kubernetes_version=cluster.kubernetes_version,
-                region=plan.aws.region,
-                private_subnet_ids=network.private_subnet_ids,
-                endpoint_public_access_cidrs=cluster.endpoint_public_access_cidrs,
-                log_retention_days=cluster.log_retention_days,
-                system_nodes=SystemNodeGroupSpec(
-                    system.instance_types, system.min_size, system.desired_size, system.max_size, system.disk_size_gib
-                ),
-                addons=cluster.addons,
-                node_managed_policies=plan.aws.node_managed_policies,
-                access_entries=[ClusterAccess(g.principal_arn, g.policy, g.namespaces) for g in cluster.access_grants],
-            ),
+            EksClusterArgs(cluster, plan.aws.region, network.private_subnet_ids, plan.aws.node_managed_policies),
             opts=on_aws,
         )
         return ClusterHandles(

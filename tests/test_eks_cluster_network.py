@@ -18,11 +18,11 @@ from components.cluster import (
     EksClusterArgs,
     Network,
     NetworkArgs,
-    SystemNodeGroupSpec,
     local_zone_cidrs,
     subnet_cidrs,
 )
 from serving_stack.facts.aws import load_aws_catalog
+from serving_stack.plan.cluster import CreatedCluster, SystemNodes
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
@@ -32,34 +32,24 @@ LOCAL_POOLS = [LocalZoneSubnet("ultra-a", LOCAL_ZONE), LocalZoneSubnet("ultra-b"
 
 def build_stack(public_cidrs=("203.0.113.0/24",), nat_per_az=True):
     catalog = load_aws_catalog()
+    spec = CreatedCluster(
+        name="nemotron",
+        kubernetes_version="1.33",
+        availability_zones=tuple(ZONES),
+        vpc_cidr="10.0.0.0/16",
+        nat_gateway_per_az=nat_per_az,
+        endpoint_public_access_cidrs=tuple(public_cidrs),
+        log_retention_days=90,
+        system_nodes=SystemNodes(("m7i.2xlarge",), min_size=2, desired_size=2, max_size=4, disk_size_gib=100),
+        addons=tuple(catalog.platform.eksAddons.cluster),
+        access_grants=(),
+        local_zone_subnets=tuple(LOCAL_POOLS),
+    )
 
     def build():
-        network = Network(
-            "network",
-            NetworkArgs(
-                cluster_name="nemotron",
-                region="us-east-1",
-                cidr="10.0.0.0/16",
-                availability_zones=ZONES,
-                nat_gateway_per_az=nat_per_az,
-                local_zone_subnets=LOCAL_POOLS,
-            ),
-        )
+        network = Network("network", NetworkArgs(spec, "us-east-1"))
         cluster = EksCluster(
-            "eks",
-            EksClusterArgs(
-                cluster_name="nemotron",
-                kubernetes_version="1.33",
-                region="us-east-1",
-                private_subnet_ids=network.private_subnet_ids,
-                endpoint_public_access_cidrs=list(public_cidrs),
-                log_retention_days=90,
-                system_nodes=SystemNodeGroupSpec(
-                    instance_types=["m7i.2xlarge"], min_size=2, desired_size=2, max_size=4, disk_size_gib=100
-                ),
-                addons=catalog.platform.eksAddons.cluster,
-                node_managed_policies=catalog.platform.nodeManagedPolicies,
-            ),
+            "eks", EksClusterArgs(spec, "us-east-1", network.private_subnet_ids, catalog.platform.nodeManagedPolicies)
         )
         return {
             "kubeconfig": pulumi.Output.unsecret(cluster.kubeconfig),
