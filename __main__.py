@@ -218,7 +218,7 @@ if plan.gateway:
         )
     Gateway(
         "gateway",
-        GatewayArgs.of(gateway, namespace=namespace.namespace_name, master_key=gateway_key, sagemaker_access=invoke),
+        GatewayArgs(gateway, namespace=namespace.namespace_name, master_key=gateway_key, sagemaker_access=invoke),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
     )
 

@@ -23,7 +23,6 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.iam import assume_role_policy
-from serving_stack.facts.gateway import GatewayPins
 from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import (
     MASTER_KEY_ENV,
@@ -45,6 +44,7 @@ MASTER_KEY_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/master-key-sha256"
 INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
 # The EKS Pod Identity agent serves credentials on the node's link-local address (port 80).
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+DYNAMO_FRONTEND_PORT = 8000  # the port of the Dynamo frontends the gateway routes to
 
 
 @dataclass(frozen=True)
@@ -60,42 +60,10 @@ class SageMakerAccess:
 
 @dataclass(frozen=True)
 class GatewayArgs:
+    plan: StackGateway  # name, LiteLLM config, pins, HPA bounds, Redis switch, allowed and backend namespaces
     namespace: pulumi.Input[str]  # where the gateway runs (the serving namespace)
-    name: str  # Kubernetes object names, e.g. "llm-gateway"
-    config: Mapping[str, Any]  # the LiteLLM config of the plan
     master_key: pulumi.Input[str]  # the LiteLLM master key, a Pulumi secret
-    pins: GatewayPins  # the LiteLLM and Redis images, pinned
-    min_replicas: int  # the HPA's floor
-    max_replicas: int  # the HPA's ceiling
-    redis_enabled: bool  # a Redis for shared cooldowns (more than one replica)
-    allowed_namespaces: Sequence[str]  # whose pods may call the gateway
-    backend_namespaces: Sequence[str]  # where the Dynamo frontends run
-    backend_port: int = 8000  # the Dynamo frontends' port
-    target_cpu_utilization: int = 70  # the HPA's CPU target, percent
     sagemaker_access: Optional[SageMakerAccess] = None  # IAM and egress for SigV4 calls to SageMaker, None without
-
-    @classmethod
-    def of(
-        cls,
-        plan: StackGateway,
-        namespace: pulumi.Input[str],
-        master_key: pulumi.Input[str],
-        sagemaker_access: Optional[SageMakerAccess],
-    ) -> GatewayArgs:
-        return cls(
-            namespace=namespace,
-            name=plan.name,
-            config=plan.routing.config,
-            master_key=master_key,
-            pins=plan.pins,
-            min_replicas=plan.min_replicas,
-            max_replicas=plan.max_replicas,
-            redis_enabled=plan.routing.needs_redis,
-            allowed_namespaces=plan.allowed_namespaces,
-            backend_namespaces=plan.backend_namespaces,
-            target_cpu_utilization=plan.target_cpu_utilization,
-            sagemaker_access=sagemaker_access,
-        )
 
 
 def config_yaml(config: Mapping[str, Any]) -> str:
@@ -151,18 +119,18 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
         },
     ]
-    if args.backend_namespaces:  # an empty `to` would allow every destination
+    if args.plan.backend_namespaces:  # an empty `to` would allow every destination
         rules.append(
             {
-                "to": [_namespace_peer(ns) for ns in args.backend_namespaces],
-                "ports": [{"protocol": "TCP", "port": args.backend_port}],
+                "to": [_namespace_peer(ns) for ns in args.plan.backend_namespaces],
+                "ports": [{"protocol": "TCP", "port": DYNAMO_FRONTEND_PORT}],
             }
         )
-    if args.redis_enabled:
+    if args.plan.routing.needs_redis:
         rules.append(
             {
                 "to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
-                "ports": [{"protocol": "TCP", "port": args.pins.redis.port}],
+                "ports": [{"protocol": "TCP", "port": args.plan.pins.redis.port}],
             }
         )
     if args.sagemaker_access is not None:
@@ -186,10 +154,10 @@ class Gateway(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GatewayArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.GATEWAY, name, None, opts)
-        if not args.allowed_namespaces:
+        if not args.plan.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
-        litellm, base = args.pins.litellm, args.name
+        litellm, base = args.plan.pins.litellm, args.plan.name
         labels = {
             "app.kubernetes.io/name": "litellm",
             "app.kubernetes.io/instance": base,
@@ -206,7 +174,7 @@ class Gateway(pulumi.ComponentResource):
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
-            data={CONFIG_FILE: config_yaml(args.config)},
+            data={CONFIG_FILE: config_yaml(args.plan.routing.config)},
             opts=child,
         )
         secret = k8s.core.v1.Secret(
@@ -241,7 +209,7 @@ class Gateway(pulumi.ComponentResource):
                 {"name": "LITELLM_LOCAL_MODEL_COST_MAP", "value": "True"},  # no fetch from the internet at start
                 {"name": "DISABLE_ADMIN_UI", "value": "True"},
             ],
-            "resources": args.pins.litellm.resources.model_dump(),
+            "resources": args.plan.pins.litellm.resources.model_dump(),
             "securityContext": container_context,
             "startupProbe": {
                 **probe,
@@ -280,7 +248,7 @@ class Gateway(pulumi.ComponentResource):
                     "metadata": {
                         "labels": proxy_labels,
                         "annotations": {
-                            CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.config),
+                            CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.plan.routing.config),
                             MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
                                 pulumi.Output.from_input(args.master_key).apply(_sha256)
                             ),
@@ -324,14 +292,14 @@ class Gateway(pulumi.ComponentResource):
             metadata={"name": base, "namespace": args.namespace, "labels": labels},
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
-                "minReplicas": args.min_replicas,
-                "maxReplicas": args.max_replicas,
+                "minReplicas": args.plan.min_replicas,
+                "maxReplicas": args.plan.max_replicas,
                 "metrics": [
                     {
                         "type": "Resource",
                         "resource": {
                             "name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": args.target_cpu_utilization},
+                            "target": {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization},
                         },
                     }
                 ],
@@ -346,7 +314,7 @@ class Gateway(pulumi.ComponentResource):
                 "policyTypes": ["Ingress", "Egress"],
                 "ingress": [
                     {
-                        "from": [_namespace_peer(ns) for ns in args.allowed_namespaces],
+                        "from": [_namespace_peer(ns) for ns in args.plan.allowed_namespaces],
                         "ports": [{"protocol": "TCP", "port": litellm.port}],
                     }
                 ],
@@ -354,7 +322,7 @@ class Gateway(pulumi.ComponentResource):
             },
             opts=child,
         )
-        if args.redis_enabled:
+        if args.plan.routing.needs_redis:
             self._redis(name, args, labels, proxy_labels)
 
         self.service_name = service.metadata.name
@@ -400,7 +368,7 @@ class Gateway(pulumi.ComponentResource):
 
     def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        redis, base = args.pins.redis, f"{args.name}-redis"
+        redis, base = args.plan.pins.redis, f"{args.plan.name}-redis"
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
         pod_context, container_context = _restricted(redis.runAsUser)
         k8s.apps.v1.Deployment(

@@ -27,7 +27,15 @@ from components.gateway import (
 )
 from policy.nemotron_policies.offline import evaluate
 from serving_stack.facts.gateway import load_gateway_pins
-from serving_stack.plan.gateway import MASTER_KEY_ENV, RedisAddress, plan_gateway, redis_host
+from serving_stack.plan.gateway import (
+    MASTER_KEY_ENV,
+    RedisAddress,
+    StackGateway,
+    gateway_output,
+    plan_gateway,
+    redis_host,
+    service_url,
+)
 from tools.mock_runtime import PROJECT_DIR, redact
 
 MASTER_KEY = "sk-gateway-test-master-key-0123456789abcdef"
@@ -43,6 +51,25 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
     prod = scenario_backends()
     settings = prod.settings(replicas=replicas, **(settings_overrides or {}))
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, RedisAddress(redis_host(NAME, NAMESPACE), 6379))
+    pins = load_gateway_pins()
+    stack_gateway = StackGateway(
+        name=NAME,
+        namespace=NAMESPACE,
+        pins=pins,
+        settings=settings,
+        dynamo=tuple(prod.dynamo),
+        sagemaker=tuple(prod.sagemaker),
+        routing=plan,
+        min_replicas=replicas,
+        max_replicas=4 * replicas,
+        target_cpu_utilization=70,
+        allowed_namespaces=("apps", "monitoring"),
+        backend_namespaces=(NAMESPACE,),
+        sagemaker_egress_cidrs=("0.0.0.0/0",),
+        output=gateway_output(
+            plan, service_url(NAME, NAMESPACE, pins.litellm.port), NAMESPACE, master_key_secret_name(NAME), "key"
+        ),
+    )
     access = SageMakerAccess(
         cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in plan.sagemaker_endpoints]
     )
@@ -50,19 +77,7 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
     def program():
         gateway = Gateway(
             "gateway",
-            GatewayArgs(
-                namespace=NAMESPACE,
-                name=NAME,
-                config=plan.config,
-                master_key=MASTER_KEY,
-                pins=load_gateway_pins(),
-                min_replicas=replicas,
-                max_replicas=4 * replicas,
-                redis_enabled=plan.needs_redis,
-                allowed_namespaces=["apps", "monitoring"],
-                backend_namespaces=[NAMESPACE],
-                sagemaker_access=access if sagemaker else None,
-            ),
+            GatewayArgs(stack_gateway, NAMESPACE, MASTER_KEY, access if sagemaker else None),
         )
         return {"url": gateway.url, "secret": gateway.master_key_secret}
 
