@@ -185,9 +185,8 @@ if plan.operability:
             plan.operability,
             namespace=namespace.namespace_name,
             graphs={target_id: graph.dgd for target_id, graph in graphs.items()},
-            monitoring_crds_ready=crds_ready,
         ),
-        opts=on_cluster,
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=crds_ready)),
     )
 
 # --- SageMaker: managed endpoints (JumpStart or Hugging Face on LMI) ------------------------------

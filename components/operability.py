@@ -3,13 +3,14 @@ smoke-test Job, a suspended benchmark CronJob, a canary Deployment and the canar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import children_wait_for
 from serving_stack.names import TypeTokens
 from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan, TargetChecks
 
@@ -18,12 +19,12 @@ from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan, 
 class OperabilityArgs:
     """`graphs`: a target's smoke Job and canary start after its graph: the smoke test then exercises the graph
     `up` just rolled out (and awaited, when `TargetChecks.gated`), and a canary does not report failures while the
-    graph is still starting."""
+    graph is still starting. The component's `opts.depends_on` (the monitoring CRDs) is what the PodMonitors wait
+    for."""
 
     plan: OperabilityPlan  # which checks run (switches), on which targets, and the programs' ConfigMap
     namespace: pulumi.Input[str]  # the serving namespace (wired from its component)
     graphs: Mapping[str, pulumi.Resource]  # each target's DynamoGraphDeployment, by target id
-    monitoring_crds_ready: Sequence[pulumi.Resource]  # what the PodMonitors wait for (the monitoring CRDs)
 
 
 class Operability(pulumi.ComponentResource):
@@ -31,6 +32,7 @@ class Operability(pulumi.ComponentResource):
     does not answer fails the update with the Job's name; `kubectl logs job/<dgd>-smoke` says which check."""
 
     def __init__(self, name: str, args: OperabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        opts, crds_ready = children_wait_for(opts)
         super().__init__(TypeTokens.OPERABILITY, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self._namespace = args.namespace
@@ -56,7 +58,7 @@ class Operability(pulumi.ComponentResource):
                 self._custom_resource(
                     f"{role}-canary-monitor",
                     checks.canary_monitor,
-                    pulumi.ResourceOptions(parent=self, depends_on=list(args.monitoring_crds_ready)),
+                    pulumi.ResourceOptions(parent=self, depends_on=crds_ready),
                 )
         self.register_outputs({"programs": self._programs, **created})
 

@@ -45,8 +45,8 @@ def run(raw: dict[str, Any]) -> ProgramRun:
                 plan.operability,
                 namespace=plan.serving.namespace,
                 graphs=graphs,
-                monitoring_crds_ready=monitoring.crds_ready if monitoring else [],
             ),
+            opts=pulumi.ResourceOptions(depends_on=monitoring.crds_ready if monitoring else []),
         )
 
     return run_components(build)
