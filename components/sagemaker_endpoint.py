@@ -54,6 +54,7 @@ import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
 from components.iam import assume_role_policy
+from serving_stack.config.sagemaker import RollbackAlarms
 from serving_stack.facts.sagemaker import S3ModelData
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker import (
@@ -61,7 +62,6 @@ from serving_stack.plan.sagemaker import (
     ModelContainer,
     PlannedEndpoint,
     ProductionVariant,
-    RollbackAlarms,
     invoke_url,
 )
 
@@ -401,8 +401,8 @@ def rollback_alarms(
             "VariantName": variant_name,
             "EndpointConfigName": endpoint_config_name,
         },
-        "period": thresholds.period_seconds,
-        "evaluation_periods": thresholds.evaluation_periods,
+        "period": thresholds.periodSeconds,
+        "evaluation_periods": thresholds.evaluationPeriods,
         "comparison_operator": "GreaterThanOrEqualToThreshold",
         "treat_missing_data": "notBreaching",
         "region": region,
@@ -414,7 +414,7 @@ def rollback_alarms(
         name=f"{endpoint_name}-5xx",
         metric_name="Invocation5XXErrors",
         statistic="Sum",
-        threshold=thresholds.invocation_5xx_errors,
+        threshold=thresholds.invocation5xxErrors,
         alarm_description=f"{endpoint_name}: model 5xx errors on the new fleet; rolls a blue/green deployment back",
         **common,
     )
@@ -423,7 +423,7 @@ def rollback_alarms(
         name=f"{endpoint_name}-p99-latency",
         metric_name="ModelLatency",
         extended_statistic="p99",
-        threshold=thresholds.model_latency_p99_ms * 1000,  # ModelLatency is in microseconds
+        threshold=thresholds.modelLatencyP99Ms * 1000,  # ModelLatency is in microseconds
         alarm_description=f"{endpoint_name}: p99 model latency on the new fleet; rolls a blue/green deployment back",
         **common,
     )
@@ -489,7 +489,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True,
-                initial_sampling_percentage=args.plan.data_capture.sampling_percentage,
+                initial_sampling_percentage=args.plan.data_capture.samplingPercentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[
@@ -573,8 +573,8 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             service_namespace="sagemaker",
             scalable_dimension="sagemaker:variant:DesiredInstanceCount",
             resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.plan.variant.name),
-            min_capacity=scaling.min_capacity,
-            max_capacity=scaling.max_capacity,
+            min_capacity=scaling.minCapacity,
+            max_capacity=scaling.maxCapacity,
             region=region,
             tags=dict(args.plan.tags),
             opts=opts,
@@ -587,12 +587,12 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             scalable_dimension=target.scalable_dimension,
             resource_id=target.resource_id,
             target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=scaling.target_invocations_per_instance,
+                target_value=scaling.targetInvocationsPerInstance,
                 predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
                     predefined_metric_type="SageMakerVariantInvocationsPerInstance"
                 ),
-                scale_in_cooldown=scaling.scale_in_cooldown,
-                scale_out_cooldown=scaling.scale_out_cooldown,
+                scale_in_cooldown=scaling.scaleInCooldown,
+                scale_out_cooldown=scaling.scaleOutCooldown,
                 disable_scale_in=False,
             ),
             region=region,

@@ -53,6 +53,7 @@ from serving_stack.config.sagemaker import (
     Autoscaling,
     DataCapture,
     Deployment,
+    RollbackAlarms,
     SageMakerConfig,
     SageMakerEndpointConfig,
 )
@@ -144,37 +145,6 @@ class ProductionVariant:
 
 
 @dataclass(frozen=True)
-class Scaling:
-    """Target tracking on invocations per instance per minute."""
-
-    enabled: bool
-    min_capacity: int
-    max_capacity: int
-    target_invocations_per_instance: float
-    scale_in_cooldown: int
-    scale_out_cooldown: int
-
-    @classmethod
-    def of(cls, config: Autoscaling) -> Scaling:
-        return cls(
-            config.enabled,
-            config.minCapacity,
-            config.maxCapacity,
-            config.targetInvocationsPerInstance,
-            config.scaleInCooldown,
-            config.scaleOutCooldown,
-        )
-
-
-@dataclass(frozen=True)
-class RollbackAlarms:
-    invocation_5xx_errors: int
-    model_latency_p99_ms: int
-    period_seconds: int
-    evaluation_periods: int
-
-
-@dataclass(frozen=True)
 class BlueGreen:
     """Blue/green traffic shifting; sizes are percent of capacity."""
 
@@ -184,7 +154,7 @@ class BlueGreen:
     wait_interval_seconds: int
     termination_wait_seconds: int
     maximum_execution_timeout_seconds: int
-    rollback_alarms: RollbackAlarms
+    rollback_alarms: RollbackAlarms  # the config block: thresholds, period, evaluation periods
 
     @property
     def traffic_steps(self) -> int:
@@ -195,7 +165,6 @@ class BlueGreen:
 
     @classmethod
     def of(cls, config: Deployment, shifting: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]) -> BlueGreen:
-        alarms = config.rollbackAlarms
         return cls(
             shifting,
             config.canarySize,
@@ -203,25 +172,13 @@ class BlueGreen:
             config.waitIntervalSeconds,
             config.terminationWaitSeconds,
             config.maximumExecutionTimeoutSeconds,
-            RollbackAlarms(
-                alarms.invocation5xxErrors, alarms.modelLatencyP99Ms, alarms.periodSeconds, alarms.evaluationPeriods
-            ),
+            config.rollbackAlarms,
         )
 
 
 def shifted_instances(instances: int, percent: int) -> int:
     """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
     return math.ceil(instances * percent / 100)
-
-
-@dataclass(frozen=True)
-class Capture:
-    enabled: bool
-    sampling_percentage: int
-
-    @classmethod
-    def of(cls, config: DataCapture) -> Capture:
-        return cls(config.enabled, config.samplingPercentage)
 
 
 @dataclass(frozen=True)
@@ -252,9 +209,9 @@ class PlannedEndpoint:
     source: ModelSource
     container: ModelContainer
     variant: ProductionVariant
-    scaling: Scaling
+    scaling: Autoscaling  # the config block: target tracking on invocations per instance
     deployment: BlueGreen
-    data_capture: Capture
+    data_capture: DataCapture
     kms_key_arn: Optional[str]
     endpoint: ServingEndpoint
     waits: WaitBudget
@@ -895,9 +852,9 @@ def _plan_one(
         source=model_source,
         container=container,
         variant=variant,
-        scaling=Scaling.of(endpoint.autoscaling),
+        scaling=endpoint.autoscaling,
         deployment=deployment,
-        data_capture=Capture.of(endpoint.dataCapture),
+        data_capture=endpoint.dataCapture,
         kms_key_arn=endpoint.kmsKeyArn,
         endpoint=contract,
         waits=waits,

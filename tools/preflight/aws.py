@@ -432,7 +432,7 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
             continue
         value, initial = values[name], sum(e.variant.initial_instance_count for e in endpoints)
         peak = sum(
-            max(e.scaling.max_capacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
+            max(e.scaling.maxCapacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
         )
         if value < initial:
             findings.append(
