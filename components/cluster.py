@@ -1,20 +1,14 @@
-"""The VPC the stack's EKS cluster lives in: private subnets in every AZ, NAT egress, an S3 gateway endpoint
-so that model downloads from S3 do not cross (and pay for) the NAT, and a private subnet per Local Zone GPU
-pool (P6e-GB200 UltraServers live in a Dallas Local Zone). Local Zone subnets are kept apart: the EKS control
-plane, the file systems' mount targets and load balancers get Availability Zone subnets only.
+"""The cluster every Kubernetes resource of the stack goes to: created (VPC + EKS) or reached (kubeconfig).
 
-The kubeconfig of the EKS cluster the stack creates, from the cluster's outputs: text, not a resource,
-so `eks_cluster` keeps only the resources.
-
-The EKS cluster: control plane (pinned version, restricted endpoint, all control-plane logs, secrets
-encrypted with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the
-core add-ons, and the Kubernetes provider every Kubernetes resource of the stack is created with (the one
-place that builds it).
-
-The cluster every Kubernetes resource of the stack goes to: created (VPC + EKS) or reached (kubeconfig).
-
-`cluster_handles` registers the `network` and `eks` components, or the explicit `kubernetes` provider of an
-existing cluster, and returns what the rest of the stack needs from either.
+- `Network`: private subnets in every AZ, NAT egress, an S3 gateway endpoint so that model downloads from S3 do
+  not cross (and pay for) the NAT, and a private subnet per Local Zone GPU pool (P6e-GB200 UltraServers live in
+  a Dallas Local Zone), kept apart: the control plane, mount targets and load balancers get AZ subnets only.
+- `EksCluster`: control plane (pinned version, restricted endpoint, all control-plane logs, secrets encrypted
+  with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the core add-ons,
+  and the Kubernetes provider every Kubernetes resource is created with (the one place that builds it), from a
+  kubeconfig rendered as text from the cluster's outputs.
+- `cluster_handles` registers both from the plan's `CreatedCluster`, or the explicit `kubernetes` provider of an
+  existing cluster, and returns what the rest of the stack needs from either.
 """
 
 from __future__ import annotations

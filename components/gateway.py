@@ -4,7 +4,7 @@ config `serving_stack.plan.gateway` generates, in the serving namespace.
 Children: ServiceAccount, ConfigMap (the config; its sha256 on the pod template rolls the pods when it
 changes), Secret (the master key, only ever a Pulumi secret), Deployment (non-root, read-only root,
 probes on LiteLLM's liveliness/readiness routes), Service, PodDisruptionBudget, HPA, NetworkPolicy, and
-with `redis_enabled` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
+with `plan.routing.needs_redis` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
 With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, allowed to invoke exactly
 the fallback endpoints. The parts that need no resource are module-level functions.
 """

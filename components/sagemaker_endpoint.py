@@ -1,45 +1,23 @@
-"""Planned SageMaker values -> the provider's argument objects of the model, endpoint config and endpoint.
+"""One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
+endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling. Every value comes
+planned (`serving_stack.plan.sagemaker`); module-level functions map it onto the provider's argument objects.
 
-Pure mapping, no resources: `SageMakerEndpoint` passes what these return to `sm.Model`,
-`sm.EndpointConfiguration` and `sm.Endpoint`.
-
-The SageMaker endpoint's execution role: a trust policy for SageMaker in this account and region, and
-least-privilege inline policies (pull the one image, read the artifacts, write logs, metrics and captured
-data; read the rollback alarms, which blue/green auto-rollback needs: `cloudwatch:DescribeAlarms`).
-
-The endpoint's encryption key and data-capture bucket: what holds data outlives the stack.
-
-Both are `retain_on_delete` when they hold captured data: a `pulumi destroy` (or a replacement) would
-otherwise fail on a non-empty bucket, or schedule the key for deletion while the objects it encrypted stay
-behind unreadable after the waiting period. Pulumi forgets them; `docs/sagemaker.md` says how to delete them
-by hand. The bucket's encryption and public-access settings are one per bucket, so a replacement deletes
-the old setting before it writes the new one where a change of the same bucket's setting replaces it
-(create-before-delete would delete the new setting last); the public-access block is replaced only with a
-new bucket.
-
-The CloudWatch alarms that roll a blue/green deployment back, scoped to the new fleet.
-
-SageMaker publishes invocation metrics with an `EndpointConfigName` dimension once a fleet takes traffic
-(SageMaker developer guide, "Auto-Rollback Configuration and Monitoring": monitor the new fleet). Scoping
-both alarms to the endpoint config being deployed means a noisy old fleet cannot abort a good deployment,
-and an alarm watches only what the deployment changes. The alarm is updated in place to the new config's
-name before the endpoint update starts (its dimension is built from the config), and its name stays fixed
-(the endpoint's rollback configuration names it, and changing that forces a replacement).
-
-One SageMaker real-time endpoint: a least-privilege execution role, the model, its endpoint config, the
-endpoint with blue/green deployment and alarm rollback, and target-tracking autoscaling.
-
-Every value comes planned (`serving_stack.plan.sagemaker`), so the component only maps it onto resources
-(the provider's argument objects are built in `sagemaker_resource_args`). The endpoint has an explicit
-name, which the rollback alarms' dimensions and the scaling target's resource id need before it exists;
-the model and endpoint config are auto-named, so a change replaces them side by side and the endpoint
-moves to the new config with a blue/green update.
-
-Rollback safety: when an alarm rolls a deployment back, the endpoint keeps serving the old config while the
-engine deletes the replaced model and config at the end of the update. Both are therefore
-`retain_on_delete` (Pulumi forgets them; SageMaker models and configs cost nothing): the endpoint never
-loses the config it runs, and `pulumi up --refresh` shows the rolled-back endpoint as drift and deploys
-again. Retained configs are removed by the procedure in `docs/sagemaker.md`, which finds them by tag.
+- The role trusts SageMaker in this account and Region, with inline policies to pull the one image, read the
+  artifacts, write logs, metrics and captured data, and read the rollback alarms (`cloudwatch:DescribeAlarms`).
+- The endpoint has an explicit name, which the alarms' dimensions and the scaling target's resource id need
+  before it exists; the model and endpoint config are auto-named, so a change replaces them side by side and the
+  endpoint moves to the new config with a blue/green update.
+- The rollback alarms watch the new fleet: SageMaker publishes invocation metrics with an `EndpointConfigName`
+  dimension (developer guide, "Auto-Rollback Configuration and Monitoring"), so a noisy old fleet cannot abort a
+  good deployment. Each alarm is updated in place to the new config's name before the endpoint update starts;
+  its name stays fixed (the endpoint's rollback configuration names it; changing that forces a replacement).
+- When an alarm rolls a deployment back, the endpoint keeps serving the old config while the engine deletes the
+  replaced model and config, so both are `retain_on_delete` (they cost nothing): the endpoint never loses the
+  config it runs, and `pulumi up --refresh` shows the rollback as drift. docs/sagemaker.md removes them by tag.
+- The encryption key and data-capture bucket outlive the stack when they hold captured data (`retain_on_delete`:
+  a destroy would fail on a non-empty bucket, or schedule the key's deletion while its objects stay unreadable).
+  The bucket's encryption and public-access settings are one per bucket, so a replacement deletes the old
+  setting before writing the new one; the public-access block is replaced only with a new bucket.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
-"""SageMaker facts as data: instance types (GPUs, storage, price), the pinned LMI container, the checkpoints
-the Hugging Face path serves and how a model is judged to fit.
+"""SageMaker facts as data, and JumpStart models resolved from them: instance types (GPUs, storage, price), the
+pinned LMI container, the checkpoints the Hugging Face path serves and how a model is judged to fit
+(`catalog/sagemaker_instances.yaml`, `catalog/sagemaker_lmi.yaml`; a new instance type, region or image tag is
+a data change). The loaders refuse data that contradicts its own stated rule (an instance the SDK's storage
+rule calls NVMe recorded as EBS).
 
-`catalog/sagemaker_instances.yaml` and `catalog/sagemaker_lmi.yaml`; code only interprets them, so a new
-instance type, region or image tag is a data change. The loaders refuse data that contradicts its own
-stated rule (an instance the SDK's storage rule calls NVMe recorded as EBS).
-
-Where JumpStart manifests and specs come from, and whether a spec is the one the content bucket serves.
+A pinned JumpStart model resolves into the inputs of CreateModel and a production variant with plain boto3,
+not the SageMaker SDK (a ~1 GB install whose JumpStart resolution is private, while the data is public JSON: a
+manifest and one spec per model version). The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts,
+image_uris, environment_variables, types.JumpStartMetadataConfig), so the stack deploys what
+`JumpStartModel(...).deploy()` would, as plain values checked before any resource exists.
 
 A spec is *verified* when it carries provenance: read from the content bucket just now (`S3SpecSource`:
-bucket, key, ETag, sha256), or committed by `tools/refresh_jumpstart_snapshot.py`, which records the same
-in `provenance.json` beside the specs; the snapshot checks the file's sha256 against that record, so a
-spec edited after it was fetched is unverified again. The SDK's bucket and directory overrides are honoured
-(a documented mirror is still a fetch; its bucket is part of the record).
-
-Resolve a pinned SageMaker JumpStart model into the inputs of CreateModel and a production variant.
-
-A plain boto3 resolver instead of the SageMaker SDK: SDK v3 is a ~1 GB install whose JumpStart
-resolution is private, while the data is public JSON (a manifest and one spec per model version).
-The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts, image_uris, environment_variables,
-types.JumpStartMetadataConfig) so the stack deploys what `JumpStartModel(...).deploy()` would, but as
-plain values known at program time and checked before any resource exists. One module of ~300 lines on
-purpose: the SDK's resolution order (config ranking, variants, aliases, artifacts, environment) reads top to
-bottom in one place. Where specs come from, and their provenance, is `jumpstart_sources`.
+bucket, key, ETag, sha256), or committed by `tools/refresh_jumpstart_snapshot.py`, which records the same in
+`provenance.json` beside the specs; the snapshot checks the file's sha256 against that record, so a spec
+edited after it was fetched is unverified again. The SDK's bucket and directory overrides are honoured (a
+documented mirror is still a fetch; its bucket is part of the record).
 """
 
 from __future__ import annotations

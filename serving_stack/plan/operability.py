@@ -1,60 +1,27 @@
-"""The ops programs (`ops/`) as the one ConfigMap they ship in, as the prewarm program does.
+"""The `operability` block + the planned Dynamo targets -> the ops programs' ConfigMap and, per target, a smoke
+Job, a benchmark CronJob, a canary Deployment with its PodMonitor, and the canary alerts: pure functions of plain
+data returning dicts, which the `Operability` component registers.
 
-The smoke Job, the benchmark and the canary run them from its mount (`ops_pods.python_container`); a digest of
-the programs a pod runs goes on its template, so a changed program runs again.
-
-What the Kubernetes objects running the ops programs (`ops/`) per serving target share: the target as they
-see it (`Endpoint`), labels and metadata, and a hardened pod running one program from the programs ConfigMap.
-
-Pure functions of plain data returning dicts; the smoke Job (`ops_smoke_job`), the benchmark
-(`ops_benchmark_job`) and the canary (`ops_canary`) build on them, and the `Operability` component registers
-what they return. Pods are non-root, with a read-only root and no service-account token.
-
-The smoke test of a serving target: a Job running `ops/smoke.py` against its frontend.
-
-A Job on python slim, non-root, read-only root, no service-account token. It first waits (bounded) for
-/v1/models to list the model. Pulumi awaits Jobs, so ordered after its DynamoGraphDeployment it is a deploy
-gate. It has no `ttlSecondsAfterFinished`: Pulumi manages it, and a Job the TTL controller deletes is drift
-that the next `pulumi refresh` turns into a rerun; kept, its log stays readable.
-
-The benchmark of a serving target: AIPerf (`ops/run_benchmark.py`) as a Job, wrapped in a CronJob.
-
-The upstream `perf.yaml` steps (see run_benchmark.py) on the pinned AIPerf image
-`nvcr.io/nvidia/ai-dynamo/aiperf` rather than python:3.12-slim + `pip install` at run time: the
-image is immutable and carries AIPerf's locked dependency set, needs no PyPI egress or apt from
-the cluster, and runs as a non-root user with a read-only root. The trace and the results live on
-the model-cache PVC; a root init container with only CAP_CHOWN creates the results dir for the
-image's user (the cache is filled by root). Pod affinity to the target's frontend is *preferred*:
-co-location saves a network hop, but a frontend on a tainted or full node must not leave the
-benchmark unschedulable. A benchmark is load on a serving endpoint, so `on_demand` wraps it in a
-suspended CronJob: `kubectl create job --from=cronjob/<name>` runs it, any number of times, without
-drifting from what Pulumi manages (a schedule turns it into a regression run).
-
-The canary of a serving target: a Deployment running `ops/canary.py` and the PodMonitor scraping it.
-
-A Deployment + PodMonitor, not a CronJob; canary.py's docstring says why.
-
-The canary alerts of one target: its probes fail, or its results stop coming.
-
-The canary (`ops/canary.py`, a Deployment per target, `ops_canary.canary_deployment`) exports
-`nemotron_canary_*` labelled {target, model}; Prometheus adds `namespace` and `pod` through its PodMonitor.
-The rules select the target's canary pods by name, as the other rules select frontends and workers.
-
-Stale covers three ways of losing the signal, each of which would otherwise read as "no alert, all well":
-the probe loop stopped (last probe older than `CANARY_STALE_INTERVALS` intervals), Prometheus cannot scrape
-the pod (`up == 0`), or Prometheus has no canary target at all (`absent(up)`: the Deployment is gone or
-unschedulable, or the PodMonitor is not selected, the `release` label problem of docs/monitoring.md).
-
-The `operability` block + the planned Dynamo targets -> each target's smoke Job, benchmark CronJob and canary.
-
-Everything a check needs comes from the planned target: its DynamoGraphDeployment (object names, the
-frontend's pod labels and tolerations, whether `up` awaits it), the served model name, in-cluster URL and GPUs
-of its outputs-contract entry, and the catalog's published row and criteria (the benchmark's comparison).
-
-The smoke Job is a deploy gate only when `up` waits for its graph (`dynamo.readiness.wait`): ordered after
-the graph's Ready condition, a short wait for `/v1/models` suffices, and `up` fails when a check fails.
-Without that wait, the stack chose a quick `up`: the Job is not awaited (`pulumi.com/skipAwait`) and waits for
-the model as long as the graph may take to start.
+- The programs (`ops/`) ship in one ConfigMap; a digest of the programs a pod runs goes on its template, so a
+  changed program runs again. Pods are non-root, with a read-only root and no service-account token.
+- Everything a check needs comes from the planned target: its DynamoGraphDeployment (object names, the
+  frontend's pod labels and tolerations, whether `up` awaits it), the served model name, in-cluster URL and GPUs
+  of its contract entry, and the catalog's published row and criteria (the benchmark's comparison).
+- The smoke Job (`ops/smoke.py`) first waits (bounded) for /v1/models to list the model. It is a deploy gate
+  only when `up` waits for its graph (`dynamo.readiness.wait`): ordered after the graph's Ready condition, a short
+  wait suffices and `up` fails when a check fails; otherwise it is not awaited (`pulumi.com/skipAwait`) and waits
+  as long as the graph may take to start. No `ttlSecondsAfterFinished`: a Job the TTL controller deletes is drift
+  that the next `pulumi refresh` turns into a rerun; kept, its log stays readable.
+- The benchmark (`ops/run_benchmark.py`, the upstream `perf.yaml` steps) runs on the pinned AIPerf image (immutable,
+  AIPerf's locked dependencies, no PyPI egress, non-root); the trace and results live on the model-cache claim, a
+  root init container with only CAP_CHOWN creating the results dir. Affinity to the frontend is preferred, not
+  required. A benchmark is load on a serving endpoint, so it is a suspended CronJob (`kubectl create job
+  --from=cronjob/<name>` runs it) unless a `schedule` makes it a regression run.
+- The canary (`ops/canary.py`) is a Deployment, not a CronJob (canary.py says why), exporting `nemotron_canary_*`
+  labelled {target, model}, scraped through its PodMonitor. Its alerts fire when probes fail or the signal is lost:
+  the last probe older than `CANARY_STALE_INTERVALS` intervals, Prometheus unable to scrape it (`up == 0`), or no
+  canary target at all (`absent(up)`: the Deployment gone or unschedulable, or the PodMonitor not selected, the
+  `release` label problem of docs/monitoring.md).
 """
 
 from __future__ import annotations

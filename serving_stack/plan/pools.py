@@ -1,22 +1,16 @@
-"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and,
-for pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required).
+"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and, for
+pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required); their checks;
+their cost (one row per pool at list prices, the outputs' `nodePools`); and the NVIDIA DRA driver's placement.
 
-The checks of the `aws` cluster and pool blocks live in `serving_stack.plan.stack` and
-`serving_stack.plan.pools`.
+The checks name each key: the Region and zones against `catalog/aws_regions.yaml` (the cluster's AZs are never
+Local Zones, whose subnets the EKS control plane must not get; a pool's zone is a Local Zone only for instance
+types that launch there, such as P6e-GB200 UltraServers in Dallas), the shapes the facts decide (instance type,
+GPU, fabric, zone, how AWS sells the type) and the rules AWS documents for them (a reservation id with Capacity
+Blocks and ODCRs, Kubernetes >= 1.33 for GB200, a Capacity Block group upgraded only at size 0). The cluster
+block's checks are in `serving_stack.plan.cluster`.
 
-Region and zone names against `catalog/aws_regions.yaml`: the Region, the cluster's AZs (never Local
-Zones: the EKS control plane must not get their subnets) and the zone of each GPU pool (a Local Zone only
-for instance types that launch there, such as P6e-GB200 UltraServers in Dallas).
-
-Every problem of the `aws` node pool blocks, each with its key path: shapes the facts decide (instance
-type, GPU, fabric, zone, how AWS sells the type) and the rules AWS documents for them (a reservation id with
-Capacity Blocks and ODCRs, Kubernetes >= 1.33 for GB200, a Capacity Block group upgraded only at size 0).
-The cluster block's checks are `cluster_checks`.
-
-What the GPU pools cost: one row per pool at list prices (the outputs' `nodePools`).
-
-The NVIDIA DRA driver, for pools whose instances join multi-node NVLink domains (P6e-GB200): its kubelet
-plugin runs only on those pools' nodes and serves ComputeDomains (IMEX); GPUs stay with the device plugin.
+The DRA driver serves pools whose instances join multi-node NVLink domains (P6e-GB200): its kubelet plugin runs
+only on those pools' nodes and serves ComputeDomains (IMEX); GPUs stay with the device plugin.
 """
 
 from __future__ import annotations

@@ -1,39 +1,19 @@
-"""What one SageMaker endpoint deploys, as plain values (the `SageMakerEndpoint` component's input).
+"""From the `sagemaker` config block to what each SageMaker endpoint deploys (`PlannedEndpoint`, the
+`SageMakerEndpoint` component's input), as plain values: pure, and run before any resource is registered, so
+every value the component sets is concrete at preview and a bad setting fails with its key path.
 
-Does a Hugging Face checkpoint fit the instance, and on which precision path does the recipe run it?
-
-Tensor parallelism spreads the weights over every GPU of the instance (LMI `OPTION_TENSOR_PARALLEL_DEGREE:
-max`), so the budget is the instance's total GPU memory at vLLM's utilization, minus a per-GPU overhead,
-and what remains after the weights must hold a minimum cache. All numbers are data
-(`catalog/sagemaker_lmi.yaml`, `fit`), so the check is as good as they are and names them.
-
-The model side of a SageMaker endpoint: its container, model source, served model name and the variant
-defaults the model suggests, from a pinned JumpStart model or a Hugging Face repo on the pinned LMI image.
-
-Pure and run before any resource is registered (`sagemaker.plan_sagemaker_endpoints` calls it per
-endpoint): JumpStart specs come from the committed snapshot or the content bucket (`spec_source`).
-
-Do an endpoint's worst-case create and blue/green update fit the waits around them?
-
-The Terraform provider behind pulumi-aws waits for InService after CreateEndpoint and UpdateEndpoint with
-a fixed 60-minute waiter (aws-sdk-go `WaitUntilEndpointInService`: 120 x 30 s; not configurable). If
-SageMaker may legitimately take longer, `up` fails while the endpoint is still creating or deploying, and
-the state no longer says what AWS has. Worst case = instance provisioning (an estimate, data) + the model
-download timeout (when there is S3 model data) + the container startup health-check timeout, and for an
-update + one bake (`waitIntervalSeconds`) per traffic shift + `terminationWaitSeconds`. SageMaker itself
-stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back, so that must cover the update and
-stay within the provider's wait.
-
-Checks of the `sagemaker` block against the SageMaker facts (instance types, the LMI repositories),
-each naming its key; what needs the region (the JumpStart spec, the LMI image) is checked while planning
-each endpoint (`serving_stack.plan.sagemaker`).
-
-From the `sagemaker` config to what each SageMaker endpoint deploys, as plain values.
-
-Pure and run before any resource is registered: JumpStart models resolve from the committed snapshot (or
-the content bucket), the Hugging Face path takes its image from `catalog/sagemaker_lmi.yaml` (both in
-`sagemaker_models`), so every value the component sets is concrete at preview and a bad setting fails with
-its key path.
+- The model: a pinned JumpStart model (its spec from the committed snapshot or the content bucket,
+  `specSource`) or a Hugging Face repo on the pinned LMI image of `catalog/sagemaker_lmi.yaml`, with the
+  container, model source, served model name and the variant defaults the model suggests.
+- The fit: tensor parallelism spreads the weights over every GPU of the instance (LMI
+  `OPTION_TENSOR_PARALLEL_DEGREE: max`), so the budget is the instance's GPU memory at vLLM's utilization minus
+  a per-GPU overhead, and what remains after the weights must hold a minimum cache (numbers: the LMI file's `fit`).
+- The waits: the Terraform provider behind pulumi-aws waits for InService after CreateEndpoint and
+  UpdateEndpoint with a fixed 60-minute waiter (aws-sdk-go `WaitUntilEndpointInService`: 120 x 30 s). Worst
+  case = instance provisioning (data) + the model download timeout (with S3 model data) + the container startup
+  health-check timeout, and for an update + one bake (`waitIntervalSeconds`) per traffic shift +
+  `terminationWaitSeconds`; SageMaker stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back,
+  so that must cover the update and stay within the provider's wait.
 """
 
 from __future__ import annotations
