@@ -1,6 +1,6 @@
-"""Config blocks for the AWS side of the stack (network, EKS cluster, GPU node pools, model-cache storage)
-(shapes and ranges; the checks against the instance facts and the zone data run in the plan,
-`serving_stack.plan.stack`, `serving_stack.plan.pools` and `serving_stack.plan.pools`).
+"""Config blocks for the AWS side of the stack (network, EKS cluster, GPU node pools, model-cache storage): shapes
+and ranges; the checks against the instance facts and the zone data run in the plan (`serving_stack.plan.cluster`
+and `serving_stack.plan.pools`).
 
 Under `aws.cluster`, `create` makes the stack build the VPC and the EKS cluster (then
 `kubernetes.cluster.source` must be `eks`); `existing` names a cluster and its private subnets so that

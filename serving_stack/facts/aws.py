@@ -1,32 +1,21 @@
-"""GPU types as data (`catalog/gpus.yaml`): the product label GPU Feature Discovery reports, memory, host arch.
+"""AWS facts as data: GPU types, instance types, fabric profiles, Regions and zones, pinned platform software,
+capacity prices and the autoscaling pins. Code interprets this data; adding an instance type, a GPU or a fabric
+is a data change.
 
-Node pools and serving targets meet here: a pool says which GPU its nodes hold, a recipe pins its workers
-to a product label. A label no entry knows is a new GPU: `gpu_of_product` answers None and the plan
-turns that into a config error that says to add the GPU here.
+`load_aws_catalog()` reads `catalog/instance_types.yaml`, `gpus.yaml`, `fabrics.yaml`, `aws_platform.yaml` and
+`aws_regions.yaml`, validates them, cross-checks them (every instance type's GPU, its Local Zone groups, the
+device plugin and DRA driver pins it needs) and stops the program with the file and key of a bad entry.
 
-AWS Regions, Availability Zones and Local Zones as data (`catalog/aws_regions.yaml`).
-
-Config names zones by name; a name that AWS does not have, or one of another Region, fails while planning
-with the key and the names allowed. Local Zones are kept apart from AZs: the EKS control plane only gets AZ
-subnets, and a Local Zone must be opted in (its zone group) before anything launches there.
-
-External software the AWS side installs, pinned (`catalog/aws_platform.yaml`): device plugins, the NVIDIA
-DRA driver, EKS add-ons and the node role's managed policies. Every chart pin names its source, and what a
-pin must support (instance types, architectures) is data the instance facts are checked against.
-
-AWS facts as data: GPU instance types, GPU product labels, fabric profiles, pinned add-ons, zones.
-
-`load_aws_catalog()` reads `catalog/instance_types.yaml`, `gpus.yaml`, `fabrics.yaml`, `aws_platform.yaml`
-and `aws_regions.yaml`, validates them, cross-checks them (every instance type's GPU, its Local Zone
-groups, the device plugin and DRA driver pins it needs) and stops the program with the file and key of a
-bad entry. Code interprets this data; adding an instance type or a fabric is a data change.
-
-Facts the capacity planner needs, as plain planner rows: one `CandidateRow` per catalog target (GPUs
-and replica set from its manifest, figures from `targets.yaml`) and one `InstanceOffer` per instance
-type (GPUs per node, on-demand price from `instance_types.yaml`, Capacity Block price from
-`capacity_prices.yaml` where a source publishes one).
-
-Loads `catalog/autoscaling.yaml`: the KEDA and cluster-autoscaler pins and the Prometheus queries.
+- GPUs: the product label GPU Feature Discovery reports, memory, host arch. Pools and targets meet here: a pool
+  says which GPU its nodes hold, a recipe pins its workers to a product label; a label no entry knows is a new
+  GPU (`gpu_of_product` answers None, and the plan's config error says to add it here).
+- Zones: a zone name AWS does not have, or one of another Region, fails while planning with the key and the
+  names allowed. Local Zones are kept apart from AZs: the EKS control plane gets AZ subnets only, and a Local
+  Zone must be opted in (its zone group) before anything launches there.
+- Platform (`aws_platform.yaml`): device plugins, the NVIDIA DRA driver, EKS add-ons and the node role's
+  managed policies; every chart pin names its source, and what a pin supports is checked against the instances.
+- `capacity_prices.yaml` (Capacity Block prices, for the planner) and `autoscaling.yaml` (the KEDA and
+  cluster-autoscaler pins and the Prometheus queries).
 """
 
 from __future__ import annotations

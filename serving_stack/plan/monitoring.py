@@ -1,36 +1,22 @@
-"""The PrometheusRule of the stack: the published criteria and the stack's SLOs as alerts, per target.
+"""Monitoring settings + facts + the deployed targets -> everything the Monitoring component creates (Helm
+values, monitoring.coreos.com objects, the PrometheusRule, Grafana dashboards), and the values the Dynamo
+platform release needs so that its PodMonitors exist and are selected. Pure: plain data in, manifests out.
 
-Pure: plain data in (targets, thresholds, facts, metric names), a `monitoring.coreos.com/v1` manifest out.
-Every alert selects one target's pods by name: the Dynamo operator names a component's Deployment
-`<dgd>-<component in lower case>` (deploy/cloud/operator graph.go GetDynamoComponentName), so its pods are
-`<dgd>-<component>-<replicaset hash>-<pod hash>`. Frontend alerts read frontend metrics, which carry
-no target label of their own.
-
-Not alerted, on purpose (docs/monitoring.md says why): MoE expert-load imbalance (no engine exports a
-per-expert load metric) and a *direct* LIBFABRIC fallback signal (no metric names the NIXL backend in use:
-the backend choice is only in the worker log, so `NemotronKvTransferSlowerThanFabric` alerts on its
-symptom, a TTFT far above the published figure, and says so). The canary rules are in `canary_alerts`.
-
-`_RuleBuilder` holds every alert's expression, one method each, side by side with the selectors and
-windows they share: read together they are checked against the criteria together.
-
-Helm values and monitoring.coreos.com objects of the monitoring stack (pure data).
-
-The `release` label problem (ai-dynamo/dynamo#12003): the Dynamo operator's PodMonitors carry no
-`release` label, and a kube-prometheus-stack Prometheus selects only monitors and rules labelled with its
-release unless `*SelectorNilUsesHelmValues` is false. The stack's own install sets those to false with
-`{}` namespace selectors (select everything, everywhere); with an existing Prometheus every object the
-stack creates carries `release: <its release label>`, and the platform is asked to label its PodMonitors
-the same way.
-
-Grafana dashboards generated from `catalog/dashboards/*.yaml` with the metric names of `catalog/metrics.yaml`.
-
-Generated rather than vendored, so every query uses the same metric names as the alert rules (upstream
-dashboards consulted are listed in catalog/dashboards/README.md). A dashboard becomes a ConfigMap labelled
-`grafana_dashboard: "1"`, which the Grafana sidecar of kube-prometheus-stack loads from every namespace.
-
-Monitoring settings + facts + the deployed targets -> everything the Monitoring component creates, and
-the values the Dynamo platform release needs so that its PodMonitors exist and are selected.
+- Alerts: the published criteria and the stack's SLOs, per target (`_RuleBuilder`, one method per alert, side
+  by side with the selectors and windows they share; the canary's in `canary_alerts`). Each selects one
+  target's pods by name: the Dynamo operator names a component's Deployment `<dgd>-<component in lower case>`
+  (deploy/cloud/operator graph.go GetDynamoComponentName). Not alerted, on purpose (docs/monitoring.md): MoE
+  expert-load imbalance (no engine exports it) and a *direct* LIBFABRIC fallback signal (no metric names the
+  NIXL backend, so `NemotronKvTransferSlowerThanFabric` alerts on its symptom, a TTFT far above the published
+  figure, and says so).
+- The `release` label problem (ai-dynamo/dynamo#12003): the operator's PodMonitors carry no `release` label,
+  and a kube-prometheus-stack Prometheus selects only objects labelled with its release unless
+  `*SelectorNilUsesHelmValues` is false. The stack's own install sets those to false with `{}` namespace
+  selectors; with an existing Prometheus every object the stack creates carries `release: <its release
+  label>`, and the platform is asked to label its PodMonitors the same way.
+- Dashboards are generated from `catalog/dashboards/*.yaml` with the metric names of `catalog/metrics.yaml`, so
+  every query uses the alerts' metric names; each is a ConfigMap labelled `grafana_dashboard: "1"`, which the
+  Grafana sidecar of kube-prometheus-stack loads from every namespace.
 """
 
 from __future__ import annotations
