@@ -54,10 +54,6 @@ class Problems(list[ConfigError]):
     def add(self, key: str, problem: str, allowed: str | None = None) -> None:
         self.append(ConfigError(key, problem, allowed))
 
-    def raise_if_any(self) -> None:
-        if self:
-            raise ConfigError.combined(self)
-
 
 def _key_text(key: str) -> str:
     """A key as a path repeats it: as written, or quoted with escapes when it is empty or holds whitespace or

@@ -1,4 +1,11 @@
-"""Serving backends + gateway settings -> the LiteLLM proxy config (a plain dict, dumped to YAML).
+"""The stack's gateway: the `gateway` block + the planned targets and SageMaker endpoints -> the LiteLLM proxy
+config (a plain dict, dumped to YAML) and everything the `Gateway` component and the outputs contract need
+(`StackGateway`), including the object names (Service, Secret, Redis) the contract names before they exist.
+
+Backends are not config: every selected target's frontend, and every SageMaker endpoint of the stack. The
+gateway signs SageMaker requests with SigV4 from its pods' credentials, which the stack grants through EKS Pod
+Identity on a cluster it creates; elsewhere every failover to SageMaker would fail, so the gateway with
+SageMaker endpoints on an existing cluster is a config error.
 
 Model groups (what a client puts in `model`):
 - one group per served model of the Dynamo targets, named by that model; each target's frontend is a
@@ -16,22 +23,10 @@ Cooldown: without an explicit policy LiteLLM never cools down a group's only dep
 for the primary group's "all deployments in cooldown" 429 (measured on loopback: two thirds of the
 answers went to the degraded model while the same-model fallback was up). So `allowed_fails_policy`
 names the backend faults that cool a deployment down, and fallback groups have no fallbacks of their
-own (the primary group's chain lists them in order). Health checks probe only the Dynamo groups: a probe of a SageMaker
-endpoint is a paid invocation; `disable_background_health_check` on its deployments also keeps it out
+own (the primary group's chain lists them in order). Health checks probe only the Dynamo groups: a probe of a
+SageMaker endpoint is a paid invocation; `disable_background_health_check` on its deployments also keeps it out
 of an on-demand `GET /health`. More than one router process (replicas x workers) shares cooldown and
 health state through Redis.
-
-The stack's gateway: the `gateway` block + the planned targets and SageMaker endpoints -> everything the
-`Gateway` component and the outputs contract need, as plain values (`StackGateway`).
-
-Backends are not config: every selected target's frontend, and every SageMaker endpoint of the stack (the
-same model: a fallback; another model: its own group, and a degraded fallback only when named). The
-gateway signs SageMaker requests with SigV4 from its pods' credentials, which the stack grants through EKS
-Pod Identity on a cluster it creates. Elsewhere nothing would grant them and every failover to SageMaker
-would fail, so the gateway with SageMaker endpoints on an existing cluster is a config error.
-
-The gateway's object names (Service, Secret, Redis) are defined here once: the outputs contract names
-them before the component creates them.
 """
 
 from __future__ import annotations
