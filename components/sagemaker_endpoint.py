@@ -32,7 +32,6 @@ import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
 from components.iam import assume_role_policy
-from serving_stack.config.sagemaker import RollbackAlarms
 from serving_stack.facts.sagemaker import S3ModelData
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker import (
@@ -367,11 +366,12 @@ def rollback_alarms(
     variant_name: str,
     region: str,
     endpoint_config_name: pulumi.Input[str],
-    thresholds: RollbackAlarms,
+    deployment: BlueGreen,
     tags: Mapping[str, str],
     opts: pulumi.ResourceOptions,
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
+    thresholds = deployment.rollback_alarms
     common: dict[str, Any] = {
         "namespace": SAGEMAKER_NAMESPACE,
         "dimensions": {
@@ -492,7 +492,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             variant.name,
             region,
             endpoint_config.name,
-            args.plan.deployment.rollback_alarms,
+            args.plan.deployment,
             tags,
             child,
         )
