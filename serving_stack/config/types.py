@@ -8,6 +8,7 @@ import ipaddress
 import math
 import re
 import unicodedata
+import urllib.parse
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -118,8 +119,25 @@ def aws_id(prefix: str, what: str) -> Allowed:
 
 # Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
 AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
-# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
-HttpUrl = Annotated[str, matching(r"https?://[^\s]+", "an http:// or https:// URL")]
+
+
+def _no_url_credentials(url: str) -> str:
+    """A URL in the stack file carries no credential: no userinfo (RFC 3986 3.2.1: `user:password@`, or a token
+    as the user) and no credential-shaped query parameter (`catalog/credentials.yaml`)."""
+    kinds = ["a user or password (user:password@)"] if "@" in urllib.parse.urlsplit(url).netloc else shapes(url)
+    if kinds:
+        raise pydantic_core.PydanticCustomError(
+            CREDENTIAL_ERROR,
+            f"holds {kinds[0]}: a credential does not belong in plain config; "
+            "put it in a Kubernetes Secret the component reads, or reach the service without one",
+        )
+    return url
+
+
+# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace, no credential.
+HttpUrl = Annotated[
+    str, matching(r"https?://[^\s]+", "an http:// or https:// URL"), pydantic.AfterValidator(_no_url_credentials)
+]
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
 SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
 # Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
