@@ -26,7 +26,7 @@ def test_kind_refused_and_valid_variants_rendered(project: ThrowawayProject, nam
     assert kind["bad"] and kind["good"], f"{name}: a kind needs bad fragments and valid variants"
     placeholders = kind.get("placeholders", True)
     for case in kind["bad"]:
-        assert_refused(project, edited(kind["stack"], case["edits"]), case["key"], placeholders)
+        assert_refused(project, edited(case.get("stack", kind.get("stack")), case["edits"]), case["key"], placeholders)
     for case in kind["good"]:
-        outcome = project.render(edited(kind["stack"], case["edits"]), placeholders)
+        outcome = project.render(edited(case.get("stack", kind.get("stack")), case["edits"]), placeholders)
         assert outcome.code == 0, (case["edits"], outcome.stderr[-600:])

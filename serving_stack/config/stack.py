@@ -80,6 +80,23 @@ class StackConfig(Block):
         return self
 
     @pydantic.model_validator(mode="after")
+    def _pulled_with_the_secret(self) -> StackConfig:
+        """With a pull Secret, the images it is for come from the registry it authenticates to."""
+        dynamo = self.dynamo
+        if dynamo.imagePullSecret is None:
+            return self
+        images = [("dynamo.runtime.registry", dynamo.runtime.registry)]
+        images += [(f"targets[{i}].image", t.image) for i, t in enumerate(self.targets) if t.image is not None]
+        for key, image in images:
+            if image.partition("/")[0] != dynamo.registry:
+                raise ValueError(
+                    f"{key}: {bounded(image)} is not on {dynamo.registry}, the registry the pull Secret "
+                    f"{dynamo.imagePullSecret!r} authenticates to (dynamo.registry); allowed: an image on "
+                    f"{dynamo.registry}, or dynamo.registry set to its host"
+                )
+        return self
+
+    @pydantic.model_validator(mode="after")
     def _gateway_backends(self) -> StackConfig:
         names = [endpoint.name for endpoint in self.sagemaker.endpoints]
         degraded = self.gateway.degradedFallback if self.gateway.enabled else None
