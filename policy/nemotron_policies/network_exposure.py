@@ -141,10 +141,10 @@ def public_share_outside(cidr: str, excepts: Iterable[Any]) -> Any:
     if network is None:
         return None
     remaining = [network]
-    for text in excepts:
-        if text is UNKNOWN:
+    for except_range in excepts:
+        if except_range is UNKNOWN:
             return UNKNOWN
-        hole = _network(text) if isinstance(text, str) else None
+        hole = _network(except_range) if isinstance(except_range, str) else None
         if hole is None or hole.version != network.version:
             continue
         remaining = [piece for part in remaining for piece in _outside(part, hole)]

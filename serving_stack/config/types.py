@@ -120,7 +120,11 @@ ARN_RESOURCES = {
     # IAM User Guide, "IAM identifiers": role/ and user/ with an optional path; names of [\w+=,.@-].
     "iam": (r"(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,128}", "role/<name> or user/<name>", False),
     # AWS KMS Developer Guide, "Key identifiers": a key id is a UUID, or mrk- and 32 hex digits (multi-Region).
-    "kms": (r"key/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})", "key/<key id>", True),
+    "kms": (
+        r"key/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})",
+        "key/<key id>",
+        True,
+    ),
 }
 
 

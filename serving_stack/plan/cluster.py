@@ -291,10 +291,13 @@ def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
             )
     networks = [ipaddress.ip_network(cidr, strict=False) for cidr in cidrs]
     if all(n.prefixlen for n in networks) and any(
-        whole.prefixlen == 0 for whole in ipaddress.collapse_addresses(networks)  # type: ignore[arg-type]
+        whole.prefixlen == 0
+        for whole in ipaddress.collapse_addresses(networks)  # type: ignore[arg-type]
     ):
         problem = f"{', '.join(cidrs)} together open the API endpoint to the internet"
-        errors.append(ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint"))
+        errors.append(
+            ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint")
+        )
     return errors
 
 

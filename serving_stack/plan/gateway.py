@@ -32,7 +32,6 @@ health state through Redis.
 from __future__ import annotations
 
 import ipaddress
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional

@@ -26,8 +26,8 @@ import pydantic
 
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
-from serving_stack.config.serving import TargetConfig
 from serving_stack.config.secrets import required_secrets
+from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts import Facts
