@@ -88,6 +88,7 @@ def stack(*endpoints: dict[str, Any], **sagemaker: Any) -> dict[str, Any]:
     """A raw stack config (as in `Pulumi.<stack>.yaml`) with these SageMaker endpoints. The committed JumpStart
     snapshot and the test specs are hand-made (no provenance), so unverified specs are allowed unless told."""
     return {
+        "kubernetes": {"cluster": {"source": "kubeconfig", "context": "sagemaker-test"}},
         "modelCache": {"storageClassName": "efs-ap"},
         "sagemaker": {
             "region": REGION,

@@ -186,7 +186,8 @@ CASES: dict[str, tuple[str, dict, str]] = {
     "schedule range backwards": ("dev", {BENCH_SCHEDULE: "0 3 * * 5-1"}, BENCH_SCHEDULE),
     "schedule with six fields": ("dev", {BENCH_SCHEDULE: "0 0 3 * * 0"}, BENCH_SCHEDULE),
     "schedule with TZ=": ("dev", {BENCH_SCHEDULE: "TZ=UTC 0 3 * * 0"}, BENCH_SCHEDULE),
-    "schedule macro unknown": ("dev", {BENCH_SCHEDULE: "@every 1h"}, BENCH_SCHEDULE),
+    "schedule macro unknown": ("dev", {BENCH_SCHEDULE: "@fortnightly"}, BENCH_SCHEDULE),
+    "schedule interval not a Go duration": ("dev", {BENCH_SCHEDULE: "@every 1 hour"}, BENCH_SCHEDULE),
     # Free-form values (Helm values, SLO overrides) hold only numbers JSON and Pulumi carry exactly.
     "platform values with .nan": (
         "dev",

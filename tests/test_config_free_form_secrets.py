@@ -16,6 +16,7 @@ from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.credentials import NAMES
 
 BASE = {
+    "kubernetes": {"cluster": {"source": "kubeconfig", "context": "test"}},
     "modelCache": {
         "storageClassName": "efs-ap",
         "size": "300Gi",

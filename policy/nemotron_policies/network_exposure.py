@@ -128,6 +128,30 @@ def world_range(cidrs: Union[str, Iterable[Any]]) -> Any:
     return any(counts[version] >= WORLD_ADDRESSES[version] for version in counts)
 
 
+def _outside(part: Network, hole: Network) -> list[Network]:
+    if hole.subnet_of(part):  # type: ignore[arg-type]
+        return list(part.address_exclude(hole))  # type: ignore[arg-type]
+    return [] if part.subnet_of(hole) else [part]  # type: ignore[arg-type]
+
+
+def public_share_outside(cidr: str, excepts: Iterable[Any]) -> Any:
+    """The share of the public addresses (of its IP version) that `cidr` holds outside the `except` ranges of a
+    NetworkPolicy ipBlock; `UNKNOWN` if a range is unknown, None if `cidr` does not parse."""
+    network = _network(cidr)
+    if network is None:
+        return None
+    remaining = [network]
+    for except_range in excepts:
+        if except_range is UNKNOWN:
+            return UNKNOWN
+        hole = _network(except_range) if isinstance(except_range, str) else None
+        if hole is None or hole.version != network.version:
+            continue
+        remaining = [piece for part in remaining for piece in _outside(part, hole)]
+    counts = public_addresses([str(part) for part in remaining])
+    return counts[network.version] / WORLD_ADDRESSES[network.version]
+
+
 @dataclass(frozen=True)
 class Ingress:
     """One ingress rule: the group it opens (a key shared by the rules of one group), ports, sources."""

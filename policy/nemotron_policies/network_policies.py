@@ -8,8 +8,9 @@ ingress rules admit every source.
   ignored. When it is not given, the policy isolates Ingress, and Egress too when it has an `egress` section.
 - Policies are additive: one rule admitting a source admits it whatever other policies say. An ingress rule
   admits every source when it has no `from` peers, or a peer `namespaceSelector: {}` (every pod of every
-  namespace) without a narrowing `podSelector`, or an `ipBlock` holding the Internet, or a peer naming nothing
-  (`{}`: the API server refuses it; a tool that fills it in would admit everyone).
+  namespace) without a narrowing `podSelector`, or an `ipBlock` holding the Internet (with `except` ranges
+  that leave most of it), or a peer naming nothing (`{}`: the API server refuses it; a tool that fills it in
+  would admit everyone).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .kinds import KubeObject, kubernetes_objects
-from .network_exposure import world_range
+from .network_exposure import public_share_outside, world_range
 from .values import UNKNOWN, as_dict, as_list, dig
 
 GROUPS = frozenset({"networking.k8s.io", "extensions"})
@@ -68,6 +69,9 @@ def selects(selector: Any, labels: Any) -> Any:
 
 
 PEER_KEYS = ("namespaceSelector", "podSelector", "ipBlock")
+# An ipBlock of the whole Internet whose `except` ranges leave more than half of the public addresses still
+# admits everyone for every practical purpose (excepting the private ranges, or one address, narrows nothing).
+MOST_OF_THE_INTERNET = 0.5
 
 
 def everyone_peer(peer: Any) -> Any:
@@ -82,9 +86,16 @@ def everyone_peer(peer: Any) -> Any:
         return UNKNOWN
     if isinstance(namespaces, dict) and not namespaces and not pods:
         return "namespaceSelector {} selects every pod of every namespace"
-    cidr = dig(peer, "ipBlock", "cidr")
-    if isinstance(cidr, str) and world_range(cidr) is True and not as_list(dig(peer, "ipBlock", "except")):
+    cidr, excepts = dig(peer, "ipBlock", "cidr"), as_list(dig(peer, "ipBlock", "except"))
+    if not isinstance(cidr, str) or world_range(cidr) is not True:
+        return None
+    if not excepts:
         return f"ipBlock {cidr} holds every address"
+    share = public_share_outside(cidr, excepts)
+    if share is UNKNOWN:
+        return UNKNOWN
+    if share is not None and share > MOST_OF_THE_INTERNET:
+        return f"ipBlock {cidr} except {', '.join(map(str, excepts))} still holds {share:.0%} of the public addresses"
     return None
 
 

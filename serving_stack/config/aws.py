@@ -33,6 +33,7 @@ from serving_stack.config.types import (
     SnapshotId,
     SubnetId,
     VpcId,
+    aws_arn,
     matching,
 )
 from serving_stack.names import CapacityType
@@ -42,13 +43,7 @@ class AccessEntry(Block):
     """An IAM principal allowed into the cluster (EKS access entry with an AWS-managed access policy),
     beside the identity that creates it: CI roles, operators."""
 
-    principalArn: Annotated[
-        str,
-        matching(
-            r"arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]+",
-            "an IAM role or user ARN (arn:aws:iam::<12-digit account>:role/<name>)",
-        ),
-    ]
+    principalArn: Annotated[str, aws_arn("iam")]
     """The IAM role or user to let in (EKS CreateAccessEntry `principalArn`); one entry per principal."""
     accessPolicy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = "View"
     """The AWS-managed access policy associated with it (EKS access policies: `AmazonEKSClusterAdminPolicy`,

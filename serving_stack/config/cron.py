@@ -1,7 +1,9 @@
 """A CronJob `schedule` as Kubernetes accepts it, checked before `up` (the API server parses it with robfig/cron's
 standard parser; Kubernetes docs, "CronJob", "Schedule syntax"): five fields (minute hour day-of-month month
-day-of-week), each `*` or `?`, a number, a range `a-b`, any with a step `/n`, or a comma-separated list of these;
-months and weekdays also by their three-letter English names; or one of the macros. `TZ=`/`CRON_TZ=` are refused
+day-of-week) separated by any whitespace (robfig/cron v3 parser.go splits with `strings.Fields`), each `*` or
+`?`, a number, a range `a-b`, any with a step `/n`, or a comma-separated list of these; months and weekdays also
+by their three-letter English names; or one of the macros, including `@every <Go duration>` (parser.go
+`parseDescriptor`, `time.ParseDuration`). `TZ=`/`CRON_TZ=` are refused
 as the API server refuses them (the `timeZone` field says the zone). Not croniter: it needs python-dateutil and
 accepts more than Kubernetes (a seconds field, `L`, `W`, `#`).
 """
@@ -21,6 +23,8 @@ FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (
     ("month", 1, 12, MONTHS),
     ("day of week", 0, 6, WEEKDAYS),
 )
+# Go's time.ParseDuration: an optionally signed sequence of decimal numbers, each with a unit.
+GO_DURATION = re.compile(r"((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+")
 _ITEM = re.compile(r"(?P<range>[*?]|[0-9a-z]+(-[0-9a-z]+)?)(/(?P<step>[0-9]+))?")
 
 
@@ -53,12 +57,15 @@ def check_cron_schedule(schedule: str) -> str:
     if "TZ" in schedule:
         raise ValueError("TZ= and CRON_TZ= are refused by Kubernetes; the CronJob's timeZone field sets the zone")
     if schedule.startswith("@"):
+        every = schedule.removeprefix("@every ")
+        if every != schedule and GO_DURATION.fullmatch(every):
+            return schedule
         if schedule not in MACROS:
-            raise ValueError(f"unknown macro; allowed: {', '.join(sorted(MACROS))}")
+            raise ValueError(f"unknown macro; allowed: {', '.join(sorted(MACROS))}, @every <duration such as 6h>")
         return schedule
-    fields = schedule.split(" ")
-    if len(fields) != len(FIELDS) or "" in fields:
-        raise ValueError("must be five fields separated by single spaces (minute hour day-of-month month day-of-week)")
+    fields = schedule.split()
+    if len(fields) != len(FIELDS):
+        raise ValueError("must be five fields separated by whitespace (minute hour day-of-month month day-of-week)")
     for text, (field, low, high, names) in zip(fields, FIELDS, strict=True):
         _check_field(text, field, low, high, names)
     return schedule

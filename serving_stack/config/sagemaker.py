@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Optional
 
 import pydantic
 
-from serving_stack.config.types import AsciiText, Block, FreeFormStrings, Int32, Region, matching
+from serving_stack.config.types import AsciiText, Block, FreeFormStrings, Int32, Region, aws_arn, matching
 
 # Pulumi auto-names the model, endpoint config, role and capture bucket `<name>-<role>-<7 hex>`; the
 # longest, `-capture-xxxxxxx`, must fit S3's and SageMaker's 63 characters.
@@ -24,10 +24,7 @@ EndpointName = Annotated[
     ),
 ]
 VariantName = Annotated[str, matching(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", "a variant name such as AllTraffic")]
-KmsKeyArn = Annotated[
-    str,
-    matching(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$", "a KMS key ARN (arn:aws:kms:...:key/...)"),
-]
+KmsKeyArn = Annotated[str, aws_arn("kms")]
 EcrImage = Annotated[
     str,
     matching(

@@ -32,7 +32,8 @@ class ClusterAccess(Block):
     """`kubeconfig`: an existing cluster through `kubeconfigPath` and `context`; `eks`: the cluster the `aws`
     block creates (`aws.cluster.create`)."""
     context: Optional[str] = pydantic.Field(default=None, min_length=1)
-    """The kubeconfig context of an existing cluster; unset: the file's current context."""
+    """The kubeconfig context of an existing cluster; unset: the current context of `kubeconfigPath`, which is
+    then required (a `kubeconfig` source names one or both: never the ambient kubeconfig's current context)."""
     kubeconfigPath: Optional[str] = pydantic.Field(default=None, min_length=1)
     """The kubeconfig file of an existing cluster; unset: the Kubernetes provider's default (`KUBECONFIG`)."""
 

@@ -4,11 +4,13 @@ still before any resource is registered."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any, Optional
 
 import pulumi
 import pydantic
+import yaml
 
 from serving_stack import pulumi_private
 from serving_stack.config.autoscaling import AutoscalingConfig
@@ -20,7 +22,8 @@ from serving_stack.config.operability import OperabilityConfig
 from serving_stack.config.sagemaker import SageMakerConfig
 from serving_stack.config.serving import DynamoConfig, KubernetesConfig, ModelCacheConfig, Targets
 from serving_stack.config.types import Block
-from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path
+from serving_stack.credentials import credential_name, literal, shapes
+from serving_stack.errors import ConfigError, bounded, from_validation_error, key_path, walk
 
 SECRETS = {  # secret config keys (`pulumi config set --secret`) and what each is
     "hfToken": "Hugging Face token: the download Jobs' HF_TOKEN, and SageMaker endpoints with sendHfToken.",
@@ -61,7 +64,12 @@ class StackConfig(Block):
 
     @pydantic.model_validator(mode="after")
     def _cluster_source(self) -> StackConfig:
-        eks = self.kubernetes.cluster.source == "eks"
+        eks, access = self.kubernetes.cluster.source == "eks", self.kubernetes.cluster
+        if not eks and access.context is None and access.kubeconfigPath is None:
+            raise ValueError(
+                "kubernetes.cluster: an existing cluster is named by context or kubeconfigPath (or both); with "
+                "neither the stack would deploy to whatever cluster the ambient kubeconfig points at"
+            )
         if eks and self.aws is None:
             raise ValueError("aws: required when kubernetes.cluster.source is eks")
         create = self.aws.cluster.create if self.aws and self.aws.cluster else None
@@ -69,6 +77,23 @@ class StackConfig(Block):
             raise ValueError("aws.cluster.create: required when kubernetes.cluster.source is eks")
         if create and not eks:
             raise ValueError("kubernetes.cluster.source: must be eks when aws.cluster.create is set; allowed: eks")
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _pulled_with_the_secret(self) -> StackConfig:
+        """With a pull Secret, the images it is for come from the registry it authenticates to."""
+        dynamo = self.dynamo
+        if dynamo.imagePullSecret is None:
+            return self
+        images = [("dynamo.runtime.registry", dynamo.runtime.registry)]
+        images += [(f"targets[{i}].image", t.image) for i, t in enumerate(self.targets) if t.image is not None]
+        for key, image in images:
+            if image.partition("/")[0] != dynamo.registry:
+                raise ValueError(
+                    f"{key}: {bounded(image)} is not on {dynamo.registry}, the registry the pull Secret "
+                    f"{dynamo.imagePullSecret!r} authenticates to (dynamo.registry); allowed: an image on "
+                    f"{dynamo.registry}, or dynamo.registry set to its host"
+                )
         return self
 
     @pydantic.model_validator(mode="after")
@@ -122,6 +147,7 @@ def load_stack_config() -> StackConfig:
     for full_key in values:
         if (namespace := full_key.partition(":")[0]) not in known:
             raise ConfigError(key_path([full_key]), f"unknown config namespace {bounded(namespace)}", ", ".join(known))
+    _provider_credentials(values, project)
     for key in SECRET_KEYS:
         value = pulumi.Config().get(key)
         if value is not None and not pulumi_private.is_secret_config(f"{project}:{key}"):
@@ -131,6 +157,30 @@ def load_stack_config() -> StackConfig:
     prefix = f"{project}:"
     raw = {key[len(prefix) :]: _decoded(value) for key, value in values.items() if key.startswith(prefix)}
     return parse_stack_config(raw, pulumi.get_stack())
+
+
+def _provider_credentials(values: dict[str, Any], project: str) -> None:
+    """No credential in a provider's plain settings (`aws:accessKey`, `aws:secretKey`, `aws:token`, a
+    `kubernetes:kubeconfig` whose user holds a token or client key): the stack file is committed; the AWS
+    provider takes a profile or role, the cluster a kubeconfig file, and a secret setting stays `--secret`."""
+    for full_key, value in values.items():
+        if full_key.startswith(f"{project}:") or pulumi_private.is_secret_config(full_key):
+            continue
+        decoded = _decoded(value)
+        if isinstance(decoded, str) and "\n" in decoded:  # inline YAML such as a kubeconfig's content
+            with contextlib.suppress(yaml.YAMLError):
+                decoded = yaml.safe_load(decoded)
+        for parts, leaf in walk({full_key.partition(":")[2]: decoded}):
+            name = next((part for part in reversed(parts) if isinstance(part, str)), "")
+            found = shapes(leaf) if isinstance(leaf, str) else []
+            if isinstance(leaf, str) and (found or (credential_name(name) and literal(leaf))):
+                raise ConfigError(
+                    key_path([full_key]),
+                    f"holds {found[0] if found else 'a credential (' + bounded(name, 40, quote=False) + ')'} "
+                    "in plain config",
+                    "a profile or role (aws:profile, aws:assumeRoles), a kubeconfig file (kubernetes.cluster."
+                    "kubeconfigPath), or pulumi config set --secret",
+                )
 
 
 def configured_secrets() -> frozenset[str]:

@@ -8,6 +8,7 @@ import ipaddress
 import math
 import re
 import unicodedata
+import urllib.parse
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -112,14 +113,79 @@ def bounded_quantity(what: str, minimum: str, maximum: str) -> Allowed:
     return Allowed(check, f"{what}, {minimum}..{maximum}")
 
 
+# AWS General Reference, "Amazon Resource Names (ARNs)": arn:partition:service:region:account-id:resource, the
+# partitions aws, aws-cn and aws-us-gov; a region empty for global services (IAM).
+ARN_PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
+ARN_RESOURCES = {
+    # IAM User Guide, "IAM identifiers": role/ and user/ with an optional path; names of [\w+=,.@-].
+    "iam": (r"(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,128}", "role/<name> or user/<name>", False),
+    # AWS KMS Developer Guide, "Key identifiers": a key id is a UUID, or mrk- and 32 hex digits (multi-Region).
+    "kms": (
+        r"key/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})",
+        "key/<key id>",
+        True,
+    ),
+}
+
+
+def aws_arn(service: str) -> Allowed:
+    """The one ARN parser of the config: the six parts, a known partition, the region a service needs (a region
+    name, or none for IAM), a 12-digit account and the service's resource form; the error names the bad part."""
+    pattern, resource_form, regional = ARN_RESOURCES[service]
+    form = f"arn:aws:{service}:{'<region>' if regional else ''}:<12-digit account>:{resource_form}"
+
+    def check(value: str) -> str:
+        parts = _ascii(value).split(":", 5)
+        if len(parts) != 6 or parts[0] != "arn":
+            raise ValueError(f"must be an ARN of six ':'-separated parts, {form}")
+        _, partition, named_service, region, account, resource = parts
+        problem = (
+            f"partition {partition!r} is not one of {', '.join(ARN_PARTITIONS)}"
+            if partition not in ARN_PARTITIONS
+            else f"service {named_service!r} is not {service}"
+            if named_service != service
+            else f"region {region!r} is not a region name"
+            if regional and not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", region)
+            else f"region must be empty for {service}"
+            if not regional and region
+            else f"account {account!r} is not 12 digits"
+            if not re.fullmatch(r"\d{12}", account)
+            else f"resource {bounded(resource, 40)} is not {resource_form}"
+            if not re.fullmatch(pattern, resource, flags=re.ASCII)
+            else None
+        )
+        if problem:
+            raise ValueError(f"must be {form}: {problem}")
+        return value
+
+    return Allowed(check, form)
+
+
 def aws_id(prefix: str, what: str) -> Allowed:
     return matching(rf"^{prefix}-[0-9a-f]{{8,17}}$", f"{what} such as {prefix}-0123456789abcdef0")
 
 
 # Identifiers, versions and names an API reads (instance types, model ids, target ids): ASCII only.
 AsciiText = Annotated[str, pydantic.Field(min_length=1), pydantic.AfterValidator(_ascii)]
-# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace.
-HttpUrl = Annotated[str, matching(r"https?://[^\s]+", "an http:// or https:// URL")]
+
+
+def _no_url_credentials(url: str) -> str:
+    """A URL in the stack file carries no credential: no userinfo (RFC 3986 3.2.1: `user:password@`, or a token
+    as the user) and no credential-shaped query parameter (`catalog/credentials.yaml`)."""
+    kinds = ["a user or password (user:password@)"] if "@" in urllib.parse.urlsplit(url).netloc else shapes(url)
+    if kinds:
+        raise pydantic_core.PydanticCustomError(
+            CREDENTIAL_ERROR,
+            f"holds {kinds[0]}: a credential does not belong in plain config; "
+            "put it in a Kubernetes Secret the component reads, or reach the service without one",
+        )
+    return url
+
+
+# An http(s) URL: ASCII (RFC 3986; an internationalised host is written in punycode), no whitespace, no credential.
+HttpUrl = Annotated[
+    str, matching(r"https?://[^\s]+", "an http:// or https:// URL"), pydantic.AfterValidator(_no_url_credentials)
+]
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
 SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
 # Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,

@@ -1,5 +1,5 @@
-"""Values that only stand in for real ones (`catalog/placeholders.yaml`): documentation address ranges,
-AWS's example account ids and the bucket-name prefix S3 reserves for documentation."""
+"""Values that only stand in for real ones (`catalog/placeholders.yaml`): documentation address ranges and
+domains, AWS's example account ids and the bucket-name prefix S3 reserves for documentation."""
 
 from __future__ import annotations
 
@@ -34,11 +34,17 @@ class ExampleBucketPrefix(Data):
     source: str = pydantic.Field(min_length=1)
 
 
+class ExampleDomain(Data):
+    domain: str = pydantic.Field(pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+    source: str = pydantic.Field(min_length=1)
+
+
 class PlaceholderFacts(Data):
     schemaVersion: Literal[1]
     documentationNetworks: tuple[DocumentationNetwork, ...]
     exampleAccounts: tuple[ExampleAccount, ...]
     exampleBucketPrefixes: tuple[ExampleBucketPrefix, ...]
+    exampleDomains: tuple[ExampleDomain, ...]
 
 
 @functools.lru_cache(maxsize=4)

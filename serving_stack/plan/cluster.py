@@ -196,6 +196,15 @@ def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool
         errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
     if create and access.source != "eks":
         errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
+    if create and aws.nodePools and not aws.devicePlugins.nvidia:
+        errors.append(
+            ConfigError(
+                "aws.devicePlugins.nvidia",
+                "false on a cluster this stack creates: nothing else there advertises nvidia.com/gpu (no GPU "
+                "Operator), so no GPU pod of its pools would schedule",
+                "true (false only on an existing cluster whose GPU Operator runs the plugin)",
+            )
+        )
     if create:
         errors += _check_public_access_cidrs(create.endpointPublicAccessCidrs)
         errors += _repeated("aws.cluster.create.availabilityZones", create.availabilityZones, "zone")
@@ -280,6 +289,15 @@ def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
                     "public ranges; private networks reach the cluster through its private endpoint",
                 )
             )
+    networks = [ipaddress.ip_network(cidr, strict=False) for cidr in cidrs]
+    if all(n.prefixlen for n in networks) and any(
+        whole.prefixlen == 0
+        for whole in ipaddress.collapse_addresses(networks)  # type: ignore[arg-type]
+    ):
+        problem = f"{', '.join(cidrs)} together open the API endpoint to the internet"
+        errors.append(
+            ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint")
+        )
     return errors
 
 

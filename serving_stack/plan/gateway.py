@@ -31,6 +31,7 @@ health state through Redis.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -349,6 +350,20 @@ def check_gateway(config: StackConfig) -> list[ConfigError]:
                 "gateway.enabled",
                 "the gateway has no backend",
                 "at least one target or SageMaker endpoint, or gateway.enabled: false",
+            )
+        )
+    creates_vpc = config.aws is not None and config.aws.cluster is not None and config.aws.cluster.create is not None
+    egress = [ipaddress.ip_network(cidr, strict=False) for cidr in gateway.sagemakerEgressCidrs]
+    if names and creates_vpc and not any(network.is_global or network.prefixlen == 0 for network in egress):
+        # The VPC this stack creates has no sagemaker.runtime interface endpoint (only the S3 gateway one), so
+        # the SageMaker runtime is reached at its public address: private-only egress blocks the failover.
+        errors.append(
+            ConfigError(
+                "gateway.sagemakerEgressCidrs",
+                f"{', '.join(gateway.sagemakerEgressCidrs)} reach no SageMaker runtime: the VPC this stack creates "
+                f"has no sagemaker.runtime interface endpoint, so the gateway fails over to {names[0]} at its public "
+                "address",
+                "a range holding the public endpoint's addresses, or 0.0.0.0/0 (the default)",
             )
         )
     return errors

@@ -30,7 +30,7 @@ from typing import Any, Optional
 import pydantic
 
 from serving_stack.config.monitoring import MonitoringConfig
-from serving_stack.errors import from_validation_error
+from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts.monitoring import (
     DashboardSpec,
     DcgmExporterPin,
@@ -555,6 +555,20 @@ def monitoring_settings(config: MonitoringConfig, facts: MonitoringFacts) -> Mon
         prometheus_url=config.prometheus.url,
         prometheus_values=config.prometheus.values,
     )
+
+
+def check_slo_units(slo: SloSettings, criteria_max_ttft_p50_ms: float, request_timeout_seconds: float) -> None:
+    """`ttftP99Seconds` between the published TTFT p50 criterion (a p99 bound below it fires on a stack that
+    meets its criteria) and the longest an answer may take (`gateway.router.timeoutSeconds`: a later first
+    token is never seen): outside, it is most likely written in milliseconds, or in minutes."""
+    low, value = criteria_max_ttft_p50_ms / 1000, slo.ttftP99Seconds
+    if not low <= value <= request_timeout_seconds:
+        raise ConfigError(
+            "monitoring.slo.ttftP99Seconds",
+            f"{value:g} s is {'below the published TTFT p50 criterion' if value < low else 'above gateway.router.timeoutSeconds'}"
+            " (seconds, not milliseconds)",
+            f"{low:g}..{request_timeout_seconds:g} seconds",
+        )
 
 
 def plan_monitoring(

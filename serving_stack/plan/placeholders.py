@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -73,15 +74,40 @@ def _documentation_network(text: str, facts: PlaceholderFacts) -> str | None:
     return None
 
 
+def _url_host(text: str) -> str | None:
+    """The host of a URL (`https://192.0.2.10:9090/x` -> 192.0.2.10), else None."""
+    if "://" not in text:
+        return None
+    try:
+        return urllib.parse.urlsplit(text).hostname
+    except ValueError:
+        return None
+
+
+def _in_domain(host: str, domain: str) -> bool:
+    return host.lower().rstrip(".") == domain or host.lower().rstrip(".").endswith(f".{domain}")
+
+
 def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> tuple[Placeholder, ...]:
-    """Every documentation CIDR, example account id and example bucket in the stack's config, by key path."""
+    """Every documentation CIDR or address (also as a URL's host), example domain, example account id and
+    example bucket in the stack's config, by key path."""
     found = []
     examples = {account.id: account for account in facts.exampleAccounts}
     for path, text in _leaves(raw_config, ""):
-        block = _documentation_network(text, facts)
+        host = _url_host(text)
+        block = _documentation_network(text if host is None else host, facts)
+        domain = next((d.domain for d in facts.exampleDomains if host and _in_domain(host, d.domain)), None)
+        if domain is not None:
+            found.append(Placeholder(path, text, f"{domain} is reserved for examples", "the host it must reach"))
+            continue
         if block is not None:
             found.append(
-                Placeholder(path, text, f"inside {block}, reserved for documentation", "the CIDR it must allow")
+                Placeholder(
+                    path,
+                    text,
+                    f"inside {block}, reserved for documentation",
+                    "the CIDR it must allow" if host is None else "the host it must reach",
+                )
             )
             continue
         bucket = S3_BUCKET.match(text)

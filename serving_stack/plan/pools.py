@@ -301,13 +301,14 @@ def check_region(aws: AwsConfig, regions: AwsRegions) -> list[ConfigError]:
         )
         errors.append(ConfigError(f"aws.cluster.create.availabilityZones[{index}]", problem, bounded_list(zones)))
     known = [*zones, *regions.local_zones(aws.region)]
-    for zone in existing.privateSubnetIds if existing else []:
+    subnets = existing.privateSubnetIds if existing else {}
+    for zone, subnet in subnets.items():
+        key = f"aws.cluster.existing.privateSubnetIds.{zone}"
         if zone not in known:
-            errors.append(
-                ConfigError(
-                    f"aws.cluster.existing.privateSubnetIds.{zone}", f"not a zone of {aws.region}", bounded_list(known)
-                )
-            )
+            errors.append(ConfigError(key, f"not a zone of {aws.region}", bounded_list(known)))
+        first = next(z for z, s in subnets.items() if s == subnet)
+        if first != zone:  # a subnet lives in one zone (EC2 CreateSubnet)
+            errors.append(ConfigError(key, f"{subnet} is also listed under {first}: a subnet is in one zone only"))
     return errors
 
 
@@ -450,6 +451,16 @@ def _check_placement(
         return [
             ConfigError(
                 f"{path}.availabilityZone", f"{zone!r} is not a cluster AZ", ", ".join(create.availabilityZones)
+            )
+        ]
+    listed = [z for z, subnet in existing.privateSubnetIds.items() if subnet == pool.subnetId] if existing else []
+    if listed and zone not in listed:
+        return [
+            ConfigError(
+                f"{path}.subnetId",
+                f"{pool.subnetId} is the subnet of {listed[0]} (aws.cluster.existing.privateSubnetIds); the pool is "
+                f"in {zone}" + (", a Local Zone: it needs a subnet of that Local Zone" if local else ""),
+                f"a subnet of {zone}",
             )
         ]
     if existing and pool.subnetId is None and zone not in existing.privateSubnetIds:

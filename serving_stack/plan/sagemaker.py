@@ -412,13 +412,14 @@ def huggingface_model(
         )
     arguments = repo.engineArguments.for_architecture(instance.gpuArchitecture)
     parallel = form.tensorParallel
-    environment = {
+    planned = {
         **form.environment,
         **form.environment_of(arguments),
         parallel.variable: "max" if parallel.value == "max" else str(instance.gpus),
-        **model.options,
         form.modelVariable: model.repo,
     }
+    _check_options(model.options, planned, instance.gpus, f"{path}.huggingface.options")
+    environment = {**planned, **model.options}
     staged, staging = model.modelData, lmi.s3ModelData
     if staged is not None:  # the weights on local disk: loaded from there under the repo's name, offline
         key_region = staged.kmsKeyArn.split(":")[3] if staged.kmsKeyArn else region
@@ -606,6 +607,33 @@ def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) ->
                     )
                 )
     return errors
+
+
+def _check_options(options: Mapping[str, str], planned: Mapping[str, str], gpus: int, path: str) -> None:
+    """Options add engine settings; they never replace one the plan derives from the recipe and the instance
+    (the model, the tensor parallelism, the recipe's arguments), and the parallel sizes they add (pipeline,
+    data) times the planned tensor parallelism fit the instance's GPUs."""
+    for option, value in options.items():
+        if option in planned:
+            raise ConfigError(
+                f"{path}.{option}",
+                f"replaces the plan's value {bounded(planned[option])} (from the recipe and the instance) with "
+                f"{bounded(value)}",
+                "remove it: options add settings the plan does not set",
+            )
+    ranks = 1
+    for option, value in options.items():
+        if option.endswith("_PARALLEL_SIZE"):
+            if not value.isdigit() or int(value) < 1:
+                raise ConfigError(f"{path}.{option}", f"{bounded(value)} is not a positive count")
+            ranks *= int(value)
+    if ranks > 1:
+        raise ConfigError(
+            f"{path}.{next(o for o in options if o.endswith('_PARALLEL_SIZE'))}",
+            f"{ranks} more ranks per tensor-parallel group than one instance runs: the plan spreads the model "
+            f"over the instance's {gpus} GPU(s) with tensor parallelism",
+            "remove it, or an instance type with the GPUs the model needs",
+        )
 
 
 def _check_autoscaling_guard(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:

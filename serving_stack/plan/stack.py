@@ -47,7 +47,13 @@ from serving_stack.plan.model_cache import (
     prewarm_pools,
     select_model_cache,
 )
-from serving_stack.plan.monitoring import MonitoringPlan, deep_merge, monitoring_settings, plan_monitoring
+from serving_stack.plan.monitoring import (
+    MonitoringPlan,
+    check_slo_units,
+    deep_merge,
+    monitoring_settings,
+    plan_monitoring,
+)
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import OperabilityPlan, operability_settings, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
@@ -200,8 +206,10 @@ def build_plan(
     monitoring = None
     if config.monitoring.enabled:
         watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
+        settings = monitoring_settings(config.monitoring, facts.monitoring)
+        check_slo_units(settings.slo, criteria.maxTtftP50Ms, config.gateway.router.timeoutSeconds)
         monitoring = plan_monitoring(
-            monitoring_settings(config.monitoring, facts.monitoring),
+            settings,
             namespace,
             watched,
             criteria.maxTtftP50Ms,

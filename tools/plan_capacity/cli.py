@@ -26,7 +26,13 @@ from serving_stack.plan.throughput import CandidateRow, InstanceOffer, Slo, inst
 from tools.plan_capacity.explain import PlanResult, plan_capacity
 from tools.plan_capacity.model import benchmark_token_shape, candidate_rows, demand_of, token_cost_markdown
 from tools.plan_capacity.solver import Plan
-from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name, stack_changes, write_stack_file
+from tools.plan_capacity.stack_file import (
+    check_planned_file,
+    plan_to_stack_config,
+    pool_name,
+    stack_changes,
+    stack_file_text,
+)
 from tools.secret_placeholders import stack_config_of
 from tools.stack_files import PROJECT_DIR, read_yaml, stack_config
 
@@ -175,12 +181,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.write:
         path = args.project_dir / f"Pulumi.{args.stack}.yaml"
+        project = read_yaml(args.project_dir / "Pulumi.yaml")["name"]
         try:
             changes = stack_changes(planned.config, planned.plan, planned.rows, facts)
+            text = stack_file_text(path, project, changes)
+            check_planned_file(text, project, facts)
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        write_stack_file(path, read_yaml(args.project_dir / "Pulumi.yaml")["name"], changes)
+        path.write_text(text)
         print(f"\nwrote {', '.join(changes.keys)} into {path.name}", file=sys.stderr)
     return 0
 

@@ -9,12 +9,14 @@ node groups (`aws.cluster` set), one node pool per (instance type, capacity type
 KEDA; without it, min = desired = max. The model cache also downloads what the planned targets load (a draft
 checkpoint the stack does not list is added to `modelCache.checkpoints.drafts`).
 
-`write_stack_file` puts the result into the stack file with ruamel.yaml's round trip, so its comments and
-the order of its keys stay, and the program then checks it like any written config.
+`stack_file_text` puts the result into the stack file with ruamel.yaml's round trip, so its comments and
+the order of its keys stay; `check_planned_file` runs the program's checks on that text before it is written, so
+WRITE=1 never leaves a stack file the render refuses.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,15 +26,19 @@ import pydantic
 
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import AwsConfig, NodePoolConfig
+from serving_stack.config.secrets import required_secrets
 from serving_stack.config.serving import TargetConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts import Facts
 from serving_stack.plan.model_cache import select_model_cache
 from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, check_pool_zone
+from serving_stack.plan.stack import build_plan
 from serving_stack.plan.throughput import CandidateRow
 from tools.plan_capacity.model import Pool
 from tools.plan_capacity.solver import Plan
+from tools.secret_placeholders import stack_config_of
+from tools.stack_files import parse_yaml, stack_file_config
 
 PROJECT_KEYS = {"targets": "targets", "node_pools": "aws.nodePools", "checkpoints": "modelCache.checkpoints"}
 
@@ -197,8 +203,8 @@ def _sized(
     }
 
 
-def write_stack_file(path: Path, project: str, changes: StackChanges) -> None:
-    """Set the planned keys in the stack file in place: comments, quotes, key order and the rest of the file
+def stack_file_text(path: Path, project: str, changes: StackChanges) -> str:
+    """The stack file with the planned keys set in place: comments, quotes, key order and the rest of the file
     stay. A comment below the old value (YAML keeps it with the value's last line: it introduces the next key)
     moves to the new value's last line."""
     from ruamel.yaml import YAML
@@ -214,8 +220,25 @@ def write_stack_file(path: Path, project: str, changes: StackChanges) -> None:
         _replace(config[f"{project}:aws"], "nodePools", changes.node_pools)
     if changes.checkpoints is not None:
         _replace(config[f"{project}:modelCache"], "checkpoints", changes.checkpoints)
-    with path.open("w") as out:
-        yaml.dump(document, out)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()
+
+
+def check_planned_file(text: str, project: str, facts: Facts) -> None:
+    """The planned stack file passes every check the program runs before its first resource (the config, then
+    the plan), or a `ConfigError` naming the key of the file that a render would refuse: a key the plan left
+    stale (autoscaling bounds of a target it dropped) is the user's to change, before anything is written."""
+    try:
+        raw, _ = stack_file_config(parse_yaml(text, "the planned stack file"), project, "the planned stack file")
+        config = stack_config_of(raw, project)
+        region = raw.get("aws:region")
+        build_plan(config, facts, default_region=region, secrets=frozenset(required_secrets(config)))
+    except ConfigError as error:
+        problem = str(error).removeprefix(f"{error.key_path}: ")
+        raise ConfigError(
+            error.key_path, f"the planned stack file would be refused (nothing written): {problem}"
+        ) from None
 
 
 def _replace(mapping: Any, key: str, value: Any) -> None:
