@@ -9,6 +9,7 @@ upstream manifests"); everything else is kept byte for byte, which tests/test_co
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
@@ -335,10 +336,12 @@ def plan_targets(
     autoscaled: Collection[str],
     facts: Facts,
     prewarm_program: str,
+    today: datetime.date,
 ) -> list[PlannedTarget]:
-    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists."""
+    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists;
+    `today` decides which prices have ended."""
     platform, criteria = facts.platform, facts.catalog.criteria
-    offers = instance_offers(facts.aws, facts.capacity_prices)
+    offers = instance_offers(facts.aws, facts.capacity_prices, today)
     slo = Slo(criteria.minTokensPerSecondPerUser, criteria.maxTtftP50Ms)
     gated = prewarm.enabled and prewarm.gateWorkers
     planned = []

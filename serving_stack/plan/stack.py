@@ -98,6 +98,7 @@ class StackCapacity:
 
     token_costs: tuple[TargetTokenCost, ...]
     autoscaling: Optional[AutoscalingPlan]
+    ended_prices: tuple[str, ...] = ()  # prices past their reviewBy, left out of every cost
 
     @property
     def serving_scaling(self) -> Optional[ServingScalingPlan]:
@@ -182,9 +183,8 @@ def build_plan(
             errors += placement_errors
     if errors:
         raise ConfigError.combined(errors)
-    version_errors, dated_warnings = check_cluster_version(
-        aws.cluster if aws else None, facts.eks_versions, today or current_date()
-    )
+    today = today or current_date()
+    version_errors, dated_warnings = check_cluster_version(aws.cluster if aws else None, facts.eks_versions, today)
     if version_errors:
         raise ConfigError.combined(version_errors)
 
@@ -193,7 +193,7 @@ def build_plan(
     autoscaled = scaling.targets if scaling else {}
     prewarm_program = PROGRAM_FILE.read_text()
     targets = plan_targets(
-        selected, placements, namespace, dynamo, cache_config.prewarm, autoscaled, facts, prewarm_program
+        selected, placements, namespace, dynamo, cache_config.prewarm, autoscaled, facts, prewarm_program, today
     )
     checks = operability_settings(config.operability)
     criteria = facts.catalog.criteria
@@ -294,7 +294,11 @@ def build_plan(
         sagemaker=tuple(endpoints),
         pool_costs=tuple(pool_cost_rows(pool_list)),
         monitoring=monitoring,
-        capacity=StackCapacity(tuple(t.token_cost for t in targets if t.token_cost), autoscaling),
+        capacity=StackCapacity(
+            tuple(t.token_cost for t in targets if t.token_cost),
+            autoscaling,
+            facts.capacity_prices.ended_capacity_blocks(today),
+        ),
         gateway=gateway,
         operability=plan_operability(
             checks,
