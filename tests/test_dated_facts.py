@@ -142,7 +142,9 @@ def test_check_dates_exits_1_from_the_day_a_fact_ends(capsys):
 def test_an_ended_price_is_left_out_of_the_plan_and_flagged_in_the_summary():
     for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
         for day, current in ((price.reviewBy - DAY, True), (price.reviewBy, False)):
-            (offer,) = [o for o in instance_offers(FACTS.aws, FACTS.capacity_prices, day) if o.instance_type == instance_type]
+            (offer,) = [
+                o for o in instance_offers(FACTS.aws, FACTS.capacity_prices, day) if o.instance_type == instance_type
+            ]
             assert (offer.usd_per_hour["capacity-block"] == price.usdPerHour) is current
             ended = FACTS.capacity_prices.ended_capacity_blocks(day)
             assert any(line.startswith(f"{instance_type} capacity-block") for line in ended) is not current

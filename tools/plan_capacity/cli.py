@@ -177,7 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print("".join(f"> **Price ended** (catalog/capacity_prices.yaml `reviewBy`): {line}\n" for line in planned.ended_prices))
+    print(
+        "".join(
+            f"> **Price ended** (catalog/capacity_prices.yaml `reviewBy`): {line}\n" for line in planned.ended_prices
+        )
+    )
     print(result_markdown(planned.result, planned.rows, planned.offers, planned.criteria))
     if planned.plan is None:
         return 1
