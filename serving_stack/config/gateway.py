@@ -54,6 +54,11 @@ class GatewayConfig(Block):
     targetCpuUtilization: int = pydantic.Field(default=70, ge=10, le=100)
     allowedNamespaces: list[DnsLabel] = pydantic.Field(default_factory=list)
     degradedFallback: Optional[DegradedFallback] = None
+    sameModelFallback: bool = True
+    """Whether the Dynamo targets' model group fails over to the SageMaker endpoints serving the same model
+    (false: those stay a group of their own, `<model>@sagemaker`, that clients call by name). Every fallback
+    pair must answer alike (docs/gateway.md, "Failover between backends that answer alike"): the render refuses
+    a pair whose parsers, served model name or maximum context differ, naming this key."""
     router: RouterConfig = RouterConfig()
     sagemakerEgressCidrs: list[Cidr] = pydantic.Field(default_factory=lambda: ["0.0.0.0/0"], min_length=1)
 

@@ -21,6 +21,7 @@ from serving_stack.contract.outputs import NodePool, ServingEndpoint
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
+from serving_stack.facts.response_formats import load_response_formats
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.autoscaling import AutoscalingPlan, ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
 from serving_stack.plan.cluster import (
@@ -34,6 +35,7 @@ from serving_stack.plan.cluster import (
     plan_cluster,
     plan_device_plugins,
 )
+from serving_stack.plan.failover import gateway_fallback_errors
 from serving_stack.plan.gateway import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.model_cache import (
     PROGRAM_FILE,
@@ -262,6 +264,10 @@ def build_plan(
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )
+    if gateway is not None:
+        fallback_errors = gateway_fallback_errors(gateway.routing, targets, endpoints, facts.lmi, load_response_formats())
+        if fallback_errors:
+            raise ConfigError.combined(fallback_errors)
     placeholders = config_placeholders(config.model_dump(mode="json", exclude_unset=True), facts.placeholders)
     placeholders += tuple(
         p for e in endpoints if isinstance(e.source, HuggingFaceSource) for p in e.source.placeholders
