@@ -296,7 +296,9 @@ def test_prod_fallback_pairs_as_the_data_stands():
     assert len(errors) == (len(pairs) if expected else 0)
     for error, pair in zip(errors, pairs, strict=True):
         line, _, _ = str(error).partition("; allowed: ")
-        prefix = f"{failover.SAME_MODEL_KEY}: model group '{pair.group}' fails over from {pair.primary} to {pair.fallback}"
+        prefix = (
+            f"{failover.SAME_MODEL_KEY}: model group '{pair.group}' fails over from {pair.primary} to {pair.fallback}"
+        )
         assert line.startswith(prefix)
         assert "served model name" not in line and "maximum context" not in line
         assert all(f" {attribute} " in line for attribute in expected), line
@@ -311,7 +313,7 @@ def test_prod_as_committed_keeps_the_same_model_endpoint_out_of_its_fallbacks():
     assert all(not group.fallbacks for group in plan.gateway.routing.groups)
     switched = copy.deepcopy(raw)
     switched["gateway"]["sameModelFallback"] = True
-    pairs, errors = prod_refusals(raw)
+    _, errors = prod_refusals(raw)
     if errors:
         with pytest.raises(ConfigError, match=rf"^{failover.SAME_MODEL_KEY}: model group .* fails over from "):
             _prod_plan(switched)
@@ -330,4 +332,6 @@ def test_prod_with_a_planted_maximum_context_is_refused_naming_the_key():
     form = FACTS.lmi.argumentForms["sagemaker-vllm"]
     endpoint["huggingface"]["options"] = {form.variable("--max-model-len"): "65536"}
     _, errors = prod_refusals(raw, _aligned())
-    assert errors and all(str(e).startswith(f"{failover.SAME_MODEL_KEY}: ") and "maximum context" in str(e) for e in errors)
+    assert errors and all(
+        str(e).startswith(f"{failover.SAME_MODEL_KEY}: ") and "maximum context" in str(e) for e in errors
+    )

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from gateway_loopback.stack_backends import backends_of
 from rollout_helpers import committed_config
-from stack_helpers import stack_file_config, TEST_SECRETS, rendered_stack, run_config
+from stack_helpers import TEST_SECRETS, rendered_stack, run_config, stack_file_config
 
 from components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM_ANNOTATION
 from serving_stack.config.gateway import MASTER_KEY_SECRET

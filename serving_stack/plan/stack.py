@@ -265,7 +265,9 @@ def build_plan(
         isinstance(cluster, CreatedCluster),
     )
     if gateway is not None:
-        fallback_errors = gateway_fallback_errors(gateway.routing, targets, endpoints, facts.lmi, load_response_formats())
+        fallback_errors = gateway_fallback_errors(
+            gateway.routing, targets, endpoints, facts.lmi, load_response_formats()
+        )
         if fallback_errors:
             raise ConfigError.combined(fallback_errors)
     placeholders = config_placeholders(config.model_dump(mode="json", exclude_unset=True), facts.placeholders)
