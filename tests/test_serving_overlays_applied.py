@@ -35,7 +35,10 @@ def test_each_applied_overlay_sets_its_argument_on_the_components_it_covers(reci
     apply_serving_overlays(dgd, recipe.id, _gpu(recipe), OVERLAYS)
     for before, after in zip(recipe.dgd["spec"]["components"], dgd["spec"]["components"], strict=True):
         worker = before["type"] in WORKER_COMPONENT_TYPES
-        for old, new in zip(before["podTemplate"]["spec"]["containers"], after["podTemplate"]["spec"]["containers"]):
+        containers = zip(
+            before["podTemplate"]["spec"]["containers"], after["podTemplate"]["spec"]["containers"], strict=True
+        )
+        for old, new in containers:
             flags, upstream = _flag_values(new.get("args", [])), _flag_values(old.get("args", []))
             covering = [o for o in APPLIED if _gpu(recipe) and o.covers(recipe.id, _gpu(recipe), worker, o.argument)]
             for overlay in covering if old.get("args") else ():
