@@ -26,7 +26,13 @@ from serving_stack.facts import Facts, load_facts
 from serving_stack.facts.dates import today as clock_today
 from serving_stack.plan.throughput import CandidateRow, InstanceOffer, Slo, instance_offers, token_cost_row
 from tools.plan_capacity.explain import PlanResult, plan_capacity
-from tools.plan_capacity.model import benchmark_token_shape, candidate_rows, demand_of, token_cost_markdown
+from tools.plan_capacity.model import (
+    benchmark_token_shape,
+    candidate_rows,
+    demand_of,
+    token_cost_markdown,
+    unplaceable_targets,
+)
 from tools.plan_capacity.solver import Plan
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name, stack_changes, write_stack_file
 from tools.secret_placeholders import stack_config_of
@@ -136,6 +142,7 @@ class StackDemandPlan:
     offers: tuple[InstanceOffer, ...]
     criteria: Slo
     ended_prices: tuple[str, ...] = ()  # left out of `offers`: past their reviewBy
+    unplaceable: tuple[str, ...] = ()  # targets left out of `rows`: their GPU has no facts yet
 
     @property
     def plan(self) -> Optional[Plan]:
@@ -162,7 +169,8 @@ def plan_of_stack(
         problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
         raise ConfigError("demand", problem) from None
     ended = facts.capacity_prices.ended_capacity_blocks(today)
-    return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria, ended)
+    unplaceable = unplaceable_targets(facts.catalog, facts.aws)
+    return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria, ended, unplaceable)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             f"> **Price ended** (catalog/capacity_prices.yaml `reviewBy`): {line}\n" for line in planned.ended_prices
         )
     )
+    print("".join(f"> **Not placeable** (no GPU facts yet): {line}\n" for line in planned.unplaceable))
     print(result_markdown(planned.result, planned.rows, planned.offers, planned.criteria))
     if planned.plan is None:
         return 1
