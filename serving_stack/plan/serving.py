@@ -195,7 +195,9 @@ def apply_serving_overlays(dgd: dict[str, Any], target_id: str, gpu: Optional[st
     """The overlays of catalog/serving_overlays.yaml decided `apply` on the engine arguments of the target's
     components (`tools/conformance.py` lists them as intended differences). A GPU no data file knows yet (an
     absorbed target): none, the absorb report names the gap."""
-    for overlay in (o for o in overlays.overlays if o.decision == "apply" and gpu is not None):
+    if gpu is None:
+        return
+    for overlay in (o for o in overlays.overlays if o.decision == "apply"):
         for component in dgd["spec"]["components"]:
             if overlay.covers(target_id, gpu, component["type"] in WORKER_COMPONENT_TYPES, overlay.argument):
                 for container in component["podTemplate"]["spec"]["containers"]:
