@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from capacity_brute_force import brute_force_cost
+from capacity_demands import PRICED_DAY
 
 from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
@@ -45,7 +46,10 @@ def main() -> int:
     parser.add_argument("--brute-force-max-users", type=int, default=200)
     args = parser.parse_args()
     catalog, aws_catalog = load_catalog(), load_aws_catalog()
-    rows, offers = candidate_rows(catalog, aws_catalog), instance_offers(aws_catalog, load_capacity_prices())
+    rows, offers = (
+        candidate_rows(catalog, aws_catalog),
+        instance_offers(aws_catalog, load_capacity_prices(), PRICED_DAY),
+    )
     criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
     demands = [Demand(slo=criteria, concurrent_users=u, capacity_types=CAPACITY_TYPES) for u in USERS]
     demands.append(

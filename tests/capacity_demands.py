@@ -4,6 +4,7 @@ in multiples of published node prices), so they move with the data."""
 
 from __future__ import annotations
 
+import datetime
 import random
 from collections.abc import Iterator
 
@@ -14,7 +15,11 @@ from tools.plan_capacity.model import Demand, TokenShape, candidate_rows
 
 CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())
-OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog(), load_capacity_prices())
+PRICES = load_capacity_prices()
+# The solver is exercised on every price the file holds: the day before the first of them ends (after it an
+# ended price prices nothing: tests/test_dated_facts.py).
+PRICED_DAY = min(p.reviewBy for p in PRICES.capacityBlock.values()) - datetime.timedelta(days=1)
+OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog(), PRICES, PRICED_DAY)
 CRITERIA = Slo(CATALOG.criteria.minTokensPerSecondPerUser, CATALOG.criteria.maxTtftP50Ms)
 CAPACITY_CHOICES: list[tuple[CapacityType, ...]] = [
     ("on-demand",),

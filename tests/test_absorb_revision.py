@@ -78,10 +78,12 @@ def test_the_report_names_every_change(absorbed):
         re.M,
     )
     assert f"  changed  {revision.changed}: performance.ttftP50Ms: " in report
-    assert (
-        f"GPU {synthetic_upstream.NEW_GPU_LABEL} is not in catalog/gpus.yaml (targets {revision.new_gpu_target})"
-        in report
-    )
+    assert re.search(
+        rf"^  \d+\. GPU {synthetic_upstream.NEW_GPU_LABEL} is not in catalog/gpus\.yaml \(targets "
+        rf"{re.escape(revision.new_gpu_target)}\)",
+        report,
+        re.M,
+    ), "the data gap is a numbered step"
     assert f"  claim size: {load_catalog().model_cache.size} -> {revision.claim_size}" in report
     bf16_job_is_new = synthetic_upstream.BF16_JOB not in {job.name for job in load_catalog().model_cache.jobs}
     assert (
@@ -150,6 +152,28 @@ def test_the_catalog_driven_tests_pass_against_the_absorbed_revision(absorbed):
     catalog_dir, _, _ = absorbed
     # nothing skips at another revision: the seed-era reference is absorbed into a copy of this catalog too
     assert " skipped" not in run_catalog_driven(catalog_dir)
+
+
+def _stacks() -> list[str]:
+    return sorted(p.name.split(".")[1] for p in PROJECT_DIR.glob("Pulumi.*.yaml"))
+
+
+def test_make_plan_and_every_render_pass_on_the_absorbed_tree(absorbed, tmp_path):
+    """The target on an unknown GPU is listed by the planner as not placeable, not a reason to refuse the stack."""
+    catalog_dir, revision, _ = absorbed
+    run = {"cwd": PROJECT_DIR, "env": child_env(catalog_dir), "capture_output": True, "text": True, "timeout": 600}
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+    configs = {s: yaml.safe_load((PROJECT_DIR / f"Pulumi.{s}.yaml").read_text())["config"] for s in _stacks()}
+    planned = [stack for stack, config in configs.items() if f"{project}:demand" in config]
+    assert planned
+    for stack in planned:
+        result = subprocess.run([sys.executable, "-m", "tools.plan_capacity", "--stack", stack], **run)
+        assert result.returncode == 0, (stack, result.stdout[-2000:], result.stderr[-2000:])
+        assert f"**Not placeable** (no GPU facts yet): {revision.new_gpu_target}: " in result.stdout
+    for stack in configs:
+        command = ["-m", "tools.render", "--stack", stack, "--secret-placeholders", "--out", str(tmp_path)]
+        result = subprocess.run([sys.executable, *command], **run)
+        assert result.returncode == 0, (stack, result.stdout[-2000:], result.stderr[-2000:])
 
 
 def absorb_cli(catalog_dir, upstream, *arguments: str) -> subprocess.CompletedProcess[str]:

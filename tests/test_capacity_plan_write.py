@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from capacity_demands import OFFERS, ROWS
+from capacity_demands import OFFERS, PRICED_DAY, ROWS
 from capacity_stacks import autoscaled_planned_targets, plan_of_demand, scaling_bounds
 from plan_helpers import FACTS, plan_of
 from rollout_helpers import committed_config
 from stack_helpers import PROJECT, assert_rejected_before_any_resource
 
 from serving_stack.errors import MAX_LINE
+from serving_stack.facts.dates import TODAY_ENV
 from tools.mock_runtime import PROJECT_DIR
 from tools.plan_capacity.cli import main
 from tools.plan_capacity.stack_file import pool_name
@@ -151,7 +152,8 @@ def test_a_demand_nothing_meets_names_the_binding_constraint(tmp_path: Path) -> 
     assert "**No plan.** no plan serves" in printed and "binding constraint the budget" in printed
 
 
-def test_a_plan_on_capacity_blocks_is_refused_for_want_of_a_reservation(tmp_path: Path) -> None:
+def test_a_plan_on_capacity_blocks_is_refused_for_want_of_a_reservation(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(TODAY_ENV, PRICED_DAY.isoformat())  # a day the capacity-block prices are current
     priced = sorted({o.gpu for o in OFFERS if o.usd_per_hour.get("capacity-block") is not None})
 
     def edit(raw, config):

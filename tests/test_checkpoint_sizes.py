@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
 from serving_stack.facts.sagemaker import load_lmi
+from tools.absorb.__main__ import data_gaps
 
 SIZES = load_checkpoint_sizes()
 
 
-def test_every_checkpoint_a_target_loads_has_a_size():
-    loaded = {repo for recipe in load_catalog().recipes.values() for repo in recipe.checkpoints}
-    assert loaded <= set(SIZES.repositories)
+def test_a_checkpoint_without_a_size_counts_at_the_estimate_and_is_a_step_of_the_absorb():
+    """An absorbed revision may load a checkpoint the file lacks: it counts at the unlisted estimate, and the
+    absorb report lists it as a data gap to close (every one, planted or not)."""
+    planted = "nvidia/Planted-Unsized-Checkpoint"
+    loads = {recipe.id: recipe.checkpoints for recipe in load_catalog().recipes.values()}
+    first = next(iter(loads))
+    loads[first] = [*loads[first], planted]
+    unsized = {repo for checkpoints in loads.values() for repo in checkpoints} - set(SIZES.repositories)
+    assert planted in unsized
+    assert SIZES.size(planted) == SIZES.unlisted and SIZES.unlisted.estimate
+    assert sorted(gap.split()[1] for gap in data_gaps({}, loads, SIZES)) == sorted(unsized)
 
 
 def test_every_estimate_says_so_in_its_source():

@@ -18,8 +18,11 @@ from plan_helpers import FACTS, plan_of
 from serving_stack.config import ConfigError
 from serving_stack.facts.dates import TODAY_ENV, VersionDates, today
 from serving_stack.facts.sagemaker import version_tuple
+from serving_stack.plan.throughput import instance_offers
+from tools.check_dates import dated_facts
 from tools.check_dates import main as check_dates
 from tools.render import main as render
+from tools.summary import _token_costs as token_costs_markdown
 
 CALENDAR = FACTS.eks_versions
 DAY = datetime.timedelta(days=1)
@@ -116,15 +119,42 @@ def test_check_dates_lists_what_ends_within_the_window_and_not_beyond(capsys):
     window = datetime.timedelta(days=CALENDAR.listDays)
     secondary = CALENDAR.versions[version].sourcing == "secondary"
     row = f"Kubernetes {version} leaves EKS standard support{' (date from secondary sources)' if secondary else ''}"
-    assert check_dates(["--today", (end - window).isoformat()]) == 0
+    check_dates(["--today", (end - window).isoformat()])
     assert f"{row} | Pulumi.prod.yaml" in capsys.readouterr().out
-    assert check_dates(["--today", (end - window - DAY).isoformat()]) == 0
+    check_dates(["--today", (end - window - DAY).isoformat()])
     assert f"{row} | Pulumi.prod.yaml" not in capsys.readouterr().out
-    for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
-        assert check_dates(["--today", price.reviewBy.isoformat()]) == 0
-        assert f"capacityBlock.{instance_type}" in capsys.readouterr().out
     assert check_dates(["--today", "soon"]) == 2
     assert capsys.readouterr().err == "error: --today: 'soon' is not a date; allowed: YYYY-MM-DD\n"
+
+
+def test_check_dates_exits_1_from_the_day_a_fact_ends(capsys):
+    """Each dated fact (a pinned version's support, a price's reviewBy) planted as the first to end: the day
+    before it, it is listed as ending; on its day the run fails naming it."""
+    items = dated_facts(FACTS)
+    first = min(item.day for item in items)
+    assert check_dates(["--today", (first - DAY).isoformat()]) == 0
+    capsys.readouterr()
+    for item in items:
+        assert check_dates(["--today", item.day.isoformat()]) == 1
+        assert f"{item.what} (ENDED) | {item.where} |" in capsys.readouterr().out
+
+
+def test_an_ended_price_is_left_out_of_the_plan_and_flagged_in_the_summary():
+    for instance_type, price in FACTS.capacity_prices.capacityBlock.items():
+        for day, current in ((price.reviewBy - DAY, True), (price.reviewBy, False)):
+            (offer,) = [
+                o for o in instance_offers(FACTS.aws, FACTS.capacity_prices, day) if o.instance_type == instance_type
+            ]
+            assert (offer.usd_per_hour["capacity-block"] == price.usdPerHour) is current
+            ended = FACTS.capacity_prices.ended_capacity_blocks(day)
+            assert any(line.startswith(f"{instance_type} capacity-block") for line in ended) is not current
+    last = max(price.reviewBy for price in FACTS.capacity_prices.capacityBlock.values())
+    version = committed("prod")["config"]["nemotron-lightning:aws"]["cluster"]["create"]["kubernetesVersion"]
+    day = max(last, CALENDAR.versions[version].released)  # every price ended, prod's version released
+    capacity = plan_of(prod_raw(version), today=day).capacity
+    assert capacity.ended_prices == FACTS.capacity_prices.ended_capacity_blocks(day) != ()
+    flagged = [line for line in token_costs_markdown(capacity) if line.startswith("**Price ended**")]
+    assert len(flagged) == len(FACTS.capacity_prices.capacityBlock)
 
 
 def test_a_calendar_row_read_only_from_copies_names_them():

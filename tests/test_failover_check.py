@@ -8,6 +8,7 @@ tests/test_failover_parsers.py, holds the data to the parsers), the catalog and 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from plan_helpers import FACTS, plan_of
 from stack_helpers import stack_file_config
 
+from serving_stack.errors import ConfigError
 from serving_stack.facts.response_formats import ResponseFormats, load_response_formats
 from serving_stack.plan import failover
 from serving_stack.plan.failover import (
@@ -25,9 +27,11 @@ from serving_stack.plan.failover import (
     arguments_from_environment,
     dynamo_backend,
     fallback_pairs,
+    gateway_fallback_errors,
     refuse_unlike_fallbacks,
     vllm_server_backend,
 )
+from serving_stack.plan.gateway import RedisAddress, plan_gateway
 from serving_stack.plan.stack import StackPlan
 from tools.stack_files import stack_config
 
@@ -251,37 +255,21 @@ def _prod_plan(raw: dict[str, Any]) -> StackPlan:
     return plan_of(raw, default_region=config["aws:region"])
 
 
-def backends_of(plan: StackPlan, formats: ResponseFormats = FORMATS) -> dict[str, Backend]:
-    """Every deployment of the plan's gateway as `failover` describes it, by its gateway id."""
-    backends = {}
-    for target in plan.serving.targets:
-        texts = (target.config_map or {}).get("data", {}).values()
-        backend = dynamo_backend(target.selected.id, target.endpoint.servedModelName, target.dgd, formats, texts)
-        backends[backend.name] = backend
-    for endpoint in plan.sagemaker:
-        image = endpoint.container.image
-        (container,) = [c for c in FACTS.lmi.containers if c.tag and image.endswith(f"/{c.repository}:{c.tag}")]
-        form = FACTS.lmi.argumentForms[container.argumentForm]
-        arguments = arguments_from_environment(
-            endpoint.container.environment, form.prefix, form.flagValue, form.renames
-        )
-        backend = vllm_server_backend(
-            f"sagemaker:{endpoint.name}", endpoint.endpoint.servedModelName, container.vllmVersion, arguments, formats
-        )
-        backends[backend.name] = backend
-    return backends
-
-
 def prod_refusals(raw: dict[str, Any], formats: ResponseFormats = FORMATS) -> tuple[list[Any], list[Any]]:
+    """Prod's pairs and refusals were its Dynamo group to fail over to its SageMaker group: the routing the
+    plan builds with `gateway.sameModelFallback` true, checked as the plan checks it."""
     plan = _prod_plan(raw)
     assert plan.gateway is not None
-    groups = plan.gateway.routing.groups
+    gateway = plan.gateway
+    settings = dataclasses.replace(gateway.settings, same_model_fallback=True)
+    routing = plan_gateway(gateway.dynamo, gateway.sagemaker, settings, RedisAddress("redis", 6379))
+    groups = routing.groups
     pairs = fallback_pairs(
         {g.name: g.deployment_ids for g in groups},
         {g.name: g.fallbacks for g in groups},
         [g.name for g in groups if g.degraded],
     )
-    return pairs, refuse_unlike_fallbacks("gateway", pairs, backends_of(plan, formats), formats)
+    return pairs, gateway_fallback_errors(routing, plan.serving.targets, plan.sagemaker, FACTS.lmi, formats)
 
 
 def _recorded_differences(first: str, second: str) -> list[str]:
@@ -295,8 +283,8 @@ def _recorded_differences(first: str, second: str) -> list[str]:
 
 
 def test_prod_fallback_pairs_as_the_data_stands():
-    """Every Dynamo target of prod fails over to its SageMaker endpoint: same name and context; refused for
-    exactly the parser attributes the data records as different."""
+    """Every Dynamo target of prod would fail over to its SageMaker endpoint: same name and context; refused
+    for exactly the parser attributes the data records as different, naming the key."""
     raw = stack_file_config("prod")
     pairs, errors = prod_refusals(raw)
     targets = [t["id"] for t in raw["targets"]]
@@ -308,9 +296,29 @@ def test_prod_fallback_pairs_as_the_data_stands():
     assert len(errors) == (len(pairs) if expected else 0)
     for error, pair in zip(errors, pairs, strict=True):
         line, _, _ = str(error).partition("; allowed: ")
-        assert line.startswith(f"gateway: model group '{pair.group}' fails over from {pair.primary} to {pair.fallback}")
+        prefix = (
+            f"{failover.SAME_MODEL_KEY}: model group '{pair.group}' fails over from {pair.primary} to {pair.fallback}"
+        )
+        assert line.startswith(prefix)
         assert "served model name" not in line and "maximum context" not in line
         assert all(f" {attribute} " in line for attribute in expected), line
+
+
+def test_prod_as_committed_keeps_the_same_model_endpoint_out_of_its_fallbacks():
+    """The decision the data forces while the parsers differ: prod renders, its SageMaker group is no fallback;
+    switched back on, the render refuses naming the key and both backends of the first pair."""
+    raw = stack_file_config("prod")
+    plan = _prod_plan(raw)
+    assert plan.gateway is not None
+    assert all(not group.fallbacks for group in plan.gateway.routing.groups)
+    switched = copy.deepcopy(raw)
+    switched["gateway"]["sameModelFallback"] = True
+    _, errors = prod_refusals(raw)
+    if errors:
+        with pytest.raises(ConfigError, match=rf"^{failover.SAME_MODEL_KEY}: model group .* fails over from "):
+            _prod_plan(switched)
+    else:
+        assert _prod_plan(switched).gateway is not None
 
 
 def test_prod_passes_once_the_parsers_are_aligned():
@@ -324,4 +332,6 @@ def test_prod_with_a_planted_maximum_context_is_refused_naming_the_key():
     form = FACTS.lmi.argumentForms["sagemaker-vllm"]
     endpoint["huggingface"]["options"] = {form.variable("--max-model-len"): "65536"}
     _, errors = prod_refusals(raw, _aligned())
-    assert errors and all(str(e).startswith("gateway: ") and "maximum context" in str(e) for e in errors)
+    assert errors and all(
+        str(e).startswith(f"{failover.SAME_MODEL_KEY}: ") and "maximum context" in str(e) for e in errors
+    )

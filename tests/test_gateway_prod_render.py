@@ -12,7 +12,7 @@ import pytest
 import yaml
 from gateway_loopback.stack_backends import backends_of
 from rollout_helpers import committed_config
-from stack_helpers import TEST_SECRETS, rendered_stack, run_config
+from stack_helpers import TEST_SECRETS, rendered_stack, run_config, stack_file_config
 
 from components.gateway import INVOKE_ACTIONS, MASTER_KEY_CHECKSUM_ANNOTATION
 from serving_stack.config.gateway import MASTER_KEY_SECRET
@@ -57,11 +57,15 @@ def test_outputs_carry_the_url_models_and_auth_of_the_rendered_objects(prod):
     (container,) = child(prod, "deployment")["spec"]["template"]["spec"]["containers"]
     (env,) = [e for e in container["env"] if e["name"] == MASTER_KEY_ENV]
     assert env["valueFrom"]["secretKeyRef"] == {"name": gateway.auth.secretName, "key": gateway.auth.secretKey}
-    # One group per model the targets serve, its same-model SageMaker group as its fallback.
+    # One group per model the targets serve, its same-model SageMaker group as its fallback where the stack's
+    # gateway.sameModelFallback says so.
     endpoints = outputs.endpoints
     dynamo_models = {e.servedModelName for e in endpoints if e.kind == "dynamo"}
     sagemaker_models = {e.servedModelName for e in endpoints if e.kind == "sagemaker"}
-    expected = {m: [f"{m}{SAGEMAKER_GROUP_SUFFIX}"] if m in sagemaker_models else [] for m in dynamo_models}
+    same_model = stack_file_config("prod")["gateway"].get("sameModelFallback", True)
+    expected = {
+        m: [f"{m}{SAGEMAKER_GROUP_SUFFIX}"] if same_model and m in sagemaker_models else [] for m in dynamo_models
+    }
     expected |= {(f"{m}{SAGEMAKER_GROUP_SUFFIX}" if m in dynamo_models else m): [] for m in sagemaker_models}
     assert {m.name: m.fallbacks for m in gateway.models} == expected
 

@@ -4,7 +4,8 @@
 
 Dated facts: the EKS support ends of the Kubernetes versions the committed stacks pin (cluster and pools),
 of the minor a pinned image is tied to (cluster-autoscaler), and the day each capacity-block price goes
-stale. Prints a table (soonest first) and exits 0; a bad `--today` exits 2 naming it.
+stale (the planner and the summaries leave a stale price out). Prints a table (soonest first); exits 1 when
+one of them has ended (or has no date), else 0; a bad `--today` exits 2 naming it.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(report(dated_facts(facts), day, facts.eks_versions.listDays, facts.eks_versions.provenance()))
-    return 0
+    items = dated_facts(facts)
+    print(report(items, day, facts.eks_versions.listDays, facts.eks_versions.provenance()))
+    return 1 if any(item.day <= day for item in items) else 0
 
 
 if __name__ == "__main__":

@@ -15,8 +15,11 @@ from typing import Any, Optional
 
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import Facts
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import Recipe, load_platform
+from serving_stack.facts.serving_overlays import load_serving_overlays
 from serving_stack.names import MODEL_CACHE_CLAIM as CLAIM
+from serving_stack.names import WORKER_COMPONENT_TYPES
 from serving_stack.plan.model_cache import DOWNLOADER_DIR, DOWNLOADER_VOLUME
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
 from serving_stack.plan.stack import build_plan
@@ -96,8 +99,33 @@ def _image(value: Any) -> bool:
     return isinstance(value, str) and bool(re.fullmatch(pattern, value))
 
 
-def _target_rule(replicas: Mapping[str, int], names: list[str]) -> Callable[[Difference], bool]:
+def overlay_words(recipe: Recipe) -> dict[int, set[str]]:
+    """By component index, the words the overlays of catalog/serving_overlays.yaml decided `apply` add to the
+    recipe's engine arguments (`serving_stack.plan.serving.apply_serving_overlays`): intended differences. An
+    overlay that replaces or removes an upstream argument is not listed here and shows as a difference."""
+    gpu = load_aws_catalog().gpu_of_product(recipe.gpu_products[0])
+    words: dict[int, set[str]] = {}
+    for overlay in load_serving_overlays().overlays:
+        if overlay.decision != "apply" or overlay.action != "set" or gpu is None:
+            continue
+        for index, component in enumerate(recipe.dgd["spec"]["components"]):
+            upstream = [w for c in component["podTemplate"]["spec"]["containers"] for w in c.get("args", [])]
+            worker = component["type"] in WORKER_COMPONENT_TYPES
+            absent = not any(w == overlay.argument or w.startswith(f"{overlay.argument}=") for w in upstream)
+            if absent and overlay.covers(recipe.id, gpu, worker, overlay.argument):
+                words.setdefault(index, set()).update(w for w in (overlay.argument, overlay.value) if w is not None)
+    return words
+
+
+def _target_rule(
+    replicas: Mapping[str, int], names: list[str], overlaid: Mapping[int, set[str]]
+) -> Callable[[Difference], bool]:
     def documented(d: Difference) -> bool:
+        added = re.fullmatch(
+            r"root\['spec'\]\['components'\]\[(\d+)\]" + POD + r"\['containers'\]\[\d+\]\['args'\]\[\d+\]", d.path
+        )
+        if added and d.change == "iterable_item_added":  # an overlay decided `apply` (catalog/serving_overlays.yaml)
+            return d.new in overlaid.get(int(added.group(1)), set())
         if d.path == "root['metadata']['namespace']":
             return d.change == "dictionary_item_added" and d.new == NAMESPACE
         if re.fullmatch(COMPONENT + POD + r"\['imagePullSecrets'\]\[0\]\['name'\]", d.path):
@@ -183,7 +211,7 @@ def target_problems(
 ) -> list[str]:
     """Unexplained differences of a rendered target; `upstream` by kind, else the recipe's own manifests."""
     upstream = upstream or {"ConfigMap": recipe.config_map, "DynamoGraphDeployment": recipe.dgd}
-    rule = _target_rule(replicas, recipe.component_names)
+    rule = _target_rule(replicas, recipe.component_names, overlay_words(recipe))
     return _unexplained(
         f"{recipe.id} DynamoGraphDeployment", upstream["DynamoGraphDeployment"], dgd, rule
     ) + _unexplained(f"{recipe.id} ConfigMap", upstream["ConfigMap"], config_map, rule)

@@ -237,6 +237,8 @@ def _token_costs(capacity: StackCapacity) -> list[str]:
         "hour: a floor (idle capacity and headroom cost the same per hour). The figure where the target "
         "runs is `usdPerMillionOutputTokens` in the outputs, its basis `throughputBasis`.",
         "",
+        *(f"**Price ended** (catalog/capacity_prices.yaml `reviewBy`): {line}." for line in capacity.ended_prices),
+        *([""] if capacity.ended_prices else []),
     ]
 
 

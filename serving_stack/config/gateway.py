@@ -71,6 +71,11 @@ class GatewayConfig(Block):
     namespace's."""
     degradedFallback: Optional[DegradedFallback] = None
     """A SageMaker endpoint of another model tried last by every model; unset: none."""
+    sameModelFallback: bool = True
+    """Whether the Dynamo targets' model group fails over to the SageMaker endpoints serving the same model
+    (false: those stay a group of their own, `<model>@sagemaker`, that clients call by name). Every fallback
+    pair must answer alike (docs/gateway.md, "Failover between backends that answer alike"): the render refuses
+    a pair whose parsers, served model name or maximum context differ, naming this key."""
     router: RouterConfig = RouterConfig()
     """How the LiteLLM router retries, times out and fails over."""
     sagemakerEgressCidrs: list[Cidr] = pydantic.Field(default_factory=lambda: ["0.0.0.0/0"], min_length=1)

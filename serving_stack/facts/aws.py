@@ -466,6 +466,18 @@ class CapacityPricesFile(Data):
     schemaVersion: Literal[1]
     capacityBlock: dict[str, SourcedPrice] = pydantic.Field(default_factory=dict)
 
+    def current_capacity_blocks(self, today: datetime.date) -> dict[str, SourcedPrice]:
+        """The prices still usable on `today`: one past its `reviewBy` has ended and prices nothing."""
+        return {name: price for name, price in self.capacityBlock.items() if today < price.reviewBy}
+
+    def ended_capacity_blocks(self, today: datetime.date) -> tuple[str, ...]:
+        """One line per ended price, for the reports that leave it out (the summary, `make plan`)."""
+        return tuple(
+            f"{name} capacity-block ${price.usdPerHour}/h (as of {price.asOf}) ended {price.reviewBy}: not used"
+            for name, price in sorted(self.capacityBlock.items())
+            if today >= price.reviewBy
+        )
+
 
 @functools.lru_cache(maxsize=4)
 def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:

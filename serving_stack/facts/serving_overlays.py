@@ -1,8 +1,9 @@
 """Proposed overlays of the upstream Dynamo recipes' engine arguments, as data: `catalog/serving_overlays.yaml`.
 
 Where a vLLM target's arguments differ from the model's own vLLM recipe (the SageMaker endpoints'), and what to
-do about each difference. Not applied yet: `tests/test_failover_overlays.py` keeps the accounting complete
-against the recipes; the DGD rendering will apply the `apply` entries.
+do about each difference. The render applies the `apply` entries (`serving_stack.plan.serving.
+apply_serving_overlays`; `tools/conformance.py` lists them as intended differences); `tests/test_failover_overlays.py`
+keeps the accounting complete against the recipes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ a vLLM server's engine arguments (`arguments_from_environment` recovers them fro
 `answer_differences` compares two backends, `refuse_unlike_fallbacks` turns the differences of every pair into
 one `ConfigError` per pair naming the gateway key and both backends. A pair is refused unless aligned: a
 difference is removed at its source (an overlay that sets the argument, a parser whose answer the data records
-as the same), never waived here.
+as the same), never waived here. `gateway_fallback_errors` is the plan's call: every pair of the planned
+gateway, each backend read from what the stack deploys (the rendered DGDs, the endpoints' containers).
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ import yaml
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.response_formats import ReasoningAnswer, ResponseFormats, ToolCallAnswer
+from serving_stack.facts.sagemaker import LmiFile
+from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_ID_PREFIX, GatewayPlan
+from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint
+from serving_stack.plan.serving import PlannedTarget
 
 DYNAMO_RUNTIME = "dynamo-frontend"
 VLLM_SERVER_RUNTIME = "vllm-openai-server"
@@ -291,3 +296,50 @@ def refuse_unlike_fallbacks(
                 )
             )
     return errors
+
+
+UNLISTED_RUNTIME = "sagemaker-unlisted-container"
+SAME_MODEL_KEY = "gateway.sameModelFallback"
+DEGRADED_KEY = "gateway.degradedFallback.endpoint"
+
+
+def endpoint_backend(endpoint: PlannedEndpoint, lmi: LmiFile, formats: ResponseFormats) -> Backend:
+    """A SageMaker endpoint: a listed vLLM container from the engine arguments its environment carries; any
+    other container (JumpStart's, an image of one's own) runs parsers the data does not record."""
+    name, served = f"{SAGEMAKER_ID_PREFIX}{endpoint.name}", endpoint.endpoint.servedModelName
+    source = endpoint.source
+    listed = source.container if isinstance(source, HuggingFaceSource) else None
+    container = next((c for c in lmi.containers if c.name == listed), None)
+    if container is None:
+        return Backend(name, UNLISTED_RUNTIME, "unknown", served, "unknown", "unknown", None)
+    form = lmi.argumentForms[container.argumentForm]
+    arguments = arguments_from_environment(endpoint.container.environment, form.prefix, form.flagValue, form.renames)
+    return vllm_server_backend(name, served, container.vllmVersion, arguments, formats)
+
+
+def gateway_fallback_errors(
+    routing: GatewayPlan,
+    targets: Sequence[PlannedTarget],
+    endpoints: Sequence[PlannedEndpoint],
+    lmi: LmiFile,
+    formats: ResponseFormats,
+) -> list[ConfigError]:
+    """Every fallback pair of the planned gateway that does not answer alike, named by the key that makes the
+    pair: `gateway.sameModelFallback` (the model's SageMaker group), `gateway.degradedFallback.endpoint`."""
+    backends = {
+        f"{DYNAMO_ID_PREFIX}{t.selected.id}": dynamo_backend(
+            t.selected.id, t.endpoint.servedModelName, t.dgd, formats, (t.config_map or {}).get("data", {}).values()
+        )
+        for t in targets
+    }
+    backends.update({f"{SAGEMAKER_ID_PREFIX}{e.name}": endpoint_backend(e, lmi, formats) for e in endpoints})
+    groups = routing.groups
+    pairs = fallback_pairs(
+        {g.name: g.deployment_ids for g in groups},
+        {g.name: g.fallbacks for g in groups},
+        [g.name for g in groups if g.degraded],
+    )
+    return [
+        *refuse_unlike_fallbacks(SAME_MODEL_KEY, [p for p in pairs if p.same_model], backends, formats),
+        *refuse_unlike_fallbacks(DEGRADED_KEY, [p for p in pairs if not p.same_model], backends, formats),
+    ]

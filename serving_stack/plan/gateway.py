@@ -93,6 +93,7 @@ class GatewaySettings:
     stream_timeout_seconds: float  # silence before the first chunk, when failover is still possible
     health_check_interval_seconds: int
     degraded_fallback_endpoint: Optional[str] = None
+    same_model_fallback: bool = True  # a model's Dynamo group falls over to its SageMaker group
     workers_per_replica: int = 1  # each uvicorn worker is its own router: scale with replicas
 
     @property
@@ -211,7 +212,7 @@ def plan_gateway(
 
     groups = []
     for model in dynamo_models:
-        chain = [sagemaker_group(model)] if model in sagemaker_models else []
+        chain = [sagemaker_group(model)] if settings.same_model_fallback and model in sagemaker_models else []
         if degraded_group is not None and degraded_model != model:
             chain.append(degraded_group)
         ids = tuple(f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in dynamo if b.served_model_name == model)
@@ -325,6 +326,7 @@ def gateway_settings(config: GatewayConfig) -> GatewaySettings:
         stream_timeout_seconds=router.streamTimeoutSeconds,
         health_check_interval_seconds=router.healthCheckIntervalSeconds,
         degraded_fallback_endpoint=config.degradedFallback.endpoint if config.degradedFallback else None,
+        same_model_fallback=config.sameModelFallback,
     )
 
 

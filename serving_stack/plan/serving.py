@@ -9,6 +9,7 @@ upstream manifests"); everything else is kept byte for byte, which tests/test_co
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
@@ -23,6 +24,7 @@ from serving_stack.facts import Facts
 from serving_stack.facts.aws import AwsCatalog, FabricProfile, unknown_gpu_problem
 from serving_stack.facts.catalog import Catalog, CompileCache, Criteria, Recipe
 from serving_stack.facts.crds import pruned_paths
+from serving_stack.facts.serving_overlays import Overlay, ServingOverlays, load_serving_overlays
 from serving_stack.names import (
     GPU_PRODUCT_LABEL,
     GPU_RESOURCE,
@@ -167,6 +169,40 @@ def render_target(
         for container in pod_spec.get("containers", []):
             container["image"] = image or runtime_image(container["image"], dynamo.runtime)
     return config_map, dgd
+
+
+def _with_argument(words: Sequence[str], overlay: Overlay) -> list[str]:
+    """`words` (a container's args) without `overlay.argument` (`--flag`, `--flag value`, `--flag=value`), then
+    with it again set to `overlay.value` (None: a bare flag) unless the overlay removes it."""
+    kept: list[str] = []
+    skip = False
+    for position, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if word == overlay.argument:
+            following = words[position + 1] if position + 1 < len(words) else None
+            skip = following is not None and not following.startswith("--")
+            continue
+        if not word.startswith(f"{overlay.argument}="):
+            kept.append(word)
+    if overlay.action == "set":
+        kept += [overlay.argument] if overlay.value is None else [overlay.argument, overlay.value]
+    return kept
+
+
+def apply_serving_overlays(dgd: dict[str, Any], target_id: str, gpu: Optional[str], overlays: ServingOverlays) -> None:
+    """The overlays of catalog/serving_overlays.yaml decided `apply` on the engine arguments of the target's
+    components (`tools/conformance.py` lists them as intended differences). A GPU no data file knows yet (an
+    absorbed target): none, the absorb report names the gap."""
+    if gpu is None:
+        return
+    for overlay in (o for o in overlays.overlays if o.decision == "apply"):
+        for component in dgd["spec"]["components"]:
+            if overlay.covers(target_id, gpu, component["type"] in WORKER_COMPONENT_TYPES, overlay.argument):
+                for container in component["podTemplate"]["spec"]["containers"]:
+                    if container.get("args"):
+                        container["args"] = _with_argument(container["args"], overlay)
 
 
 def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str, namespace: str) -> dict[str, Any]:
@@ -335,19 +371,23 @@ def plan_targets(
     autoscaled: Collection[str],
     facts: Facts,
     prewarm_program: str,
+    today: datetime.date,
 ) -> list[PlannedTarget]:
-    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists."""
+    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists;
+    `today` decides which prices have ended."""
     platform, criteria = facts.platform, facts.catalog.criteria
-    offers = instance_offers(facts.aws, facts.capacity_prices)
+    offers = instance_offers(facts.aws, facts.capacity_prices, today)
+    overlays = load_serving_overlays()
     slo = Slo(criteria.minTokensPerSecondPerUser, criteria.maxTtftP50Ms)
     gated = prewarm.enabled and prewarm.gateWorkers
     planned = []
     for target in selected:
         config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, namespace, dynamo)
         pool = placements.get(target.id)
+        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
+        apply_serving_overlays(dgd, target.id, facts.aws.gpu_of_product(gpu_products[0]), overlays)
         if pool is not None:
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
-        gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
         share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace))
@@ -369,7 +409,9 @@ def plan_targets(
                     component["scalingAdapter"] = {}
                     ignored.append(f"spec.components[{index}].replicas")
         cost = None
-        if facts.aws.gpu_of_product(target.recipe.gpu_products[0]) is not None:  # else: a GPU no data file prices
+        if (
+            facts.aws.gpu_of_product(target.recipe.gpu_products[0]) is not None
+        ):  # else: a GPU no data file prices  # else: a GPU no data file prices
             cost = target_token_cost(candidate_row(target.recipe, facts.aws, target.basis), pool, offers, slo)
         usd = round(cost.usd_per_million, 4) if cost and cost.usd_per_million is not None else None
         endpoint = _endpoint(target, criteria, namespace, usd)

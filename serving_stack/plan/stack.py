@@ -21,6 +21,7 @@ from serving_stack.contract.outputs import NodePool, ServingEndpoint
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
+from serving_stack.facts.response_formats import load_response_formats
 from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.autoscaling import AutoscalingPlan, ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
 from serving_stack.plan.cluster import (
@@ -34,6 +35,7 @@ from serving_stack.plan.cluster import (
     plan_cluster,
     plan_device_plugins,
 )
+from serving_stack.plan.failover import gateway_fallback_errors
 from serving_stack.plan.gateway import StackGateway, check_gateway, plan_stack_gateway
 from serving_stack.plan.model_cache import (
     PROGRAM_FILE,
@@ -104,6 +106,7 @@ class StackCapacity:
 
     token_costs: tuple[TargetTokenCost, ...]
     autoscaling: Optional[AutoscalingPlan]
+    ended_prices: tuple[str, ...] = ()  # prices past their reviewBy, left out of every cost
 
     @property
     def serving_scaling(self) -> Optional[ServingScalingPlan]:
@@ -188,9 +191,8 @@ def build_plan(
             errors += placement_errors
     if errors:
         raise ConfigError.combined(errors)
-    version_errors, dated_warnings = check_cluster_version(
-        aws.cluster if aws else None, facts.eks_versions, today or current_date()
-    )
+    today = today or current_date()
+    version_errors, dated_warnings = check_cluster_version(aws.cluster if aws else None, facts.eks_versions, today)
     if version_errors:
         raise ConfigError.combined(version_errors)
 
@@ -199,7 +201,7 @@ def build_plan(
     autoscaled = scaling.targets if scaling else {}
     prewarm_program = PROGRAM_FILE.read_text()
     targets = plan_targets(
-        selected, placements, namespace, dynamo, cache_config.prewarm, autoscaled, facts, prewarm_program
+        selected, placements, namespace, dynamo, cache_config.prewarm, autoscaled, facts, prewarm_program, today
     )
     checks = operability_settings(config.operability)
     criteria = facts.catalog.criteria
@@ -270,6 +272,12 @@ def build_plan(
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )
+    if gateway is not None:
+        fallback_errors = gateway_fallback_errors(
+            gateway.routing, targets, endpoints, facts.lmi, load_response_formats()
+        )
+        if fallback_errors:
+            raise ConfigError.combined(fallback_errors)
     placeholders = config_placeholders(config.model_dump(mode="json", exclude_unset=True), facts.placeholders)
     placeholders += tuple(
         p for e in endpoints if isinstance(e.source, HuggingFaceSource) for p in e.source.placeholders
@@ -302,7 +310,11 @@ def build_plan(
         sagemaker=tuple(endpoints),
         pool_costs=tuple(pool_cost_rows(pool_list)),
         monitoring=monitoring,
-        capacity=StackCapacity(tuple(t.token_cost for t in targets if t.token_cost), autoscaling),
+        capacity=StackCapacity(
+            tuple(t.token_cost for t in targets if t.token_cost),
+            autoscaling,
+            facts.capacity_prices.ended_capacity_blocks(today),
+        ),
         gateway=gateway,
         operability=plan_operability(
             checks,

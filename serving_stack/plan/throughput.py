@@ -10,6 +10,7 @@ the cheapest on-demand instance type of its GPU. The capacity planner (tools/pla
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Optional
@@ -149,7 +150,11 @@ class InstanceOffer:
     usd_per_hour: Mapping[str, Optional[float]] = field(default_factory=dict)
 
 
-def instance_offers(aws_catalog: AwsCatalog, prices: CapacityPricesFile) -> tuple[InstanceOffer, ...]:
+def instance_offers(
+    aws_catalog: AwsCatalog, prices: CapacityPricesFile, today: datetime.date
+) -> tuple[InstanceOffer, ...]:
+    """Every instance type's prices on `today`: a capacity-block price past its `reviewBy` is left out (None)."""
+    blocks = prices.current_capacity_blocks(today)
     unknown = sorted(set(prices.capacityBlock) - set(aws_catalog.instance_types))
     if unknown:
         raise ConfigError(
@@ -165,7 +170,7 @@ def instance_offers(aws_catalog: AwsCatalog, prices: CapacityPricesFile) -> tupl
             {
                 "on-demand": instance.onDemandUsdPerHour if "on-demand" in instance.capacityTypes else None,
                 "spot": None,
-                "capacity-block": block.usdPerHour if (block := prices.capacityBlock.get(name)) else None,
+                "capacity-block": block.usdPerHour if (block := blocks.get(name)) else None,
             },
         )
         for name, instance in sorted(aws_catalog.instance_types.items())

@@ -41,7 +41,13 @@ class StackBackends:
     stack_settings: GatewaySettings  # the stack's own, from its `gateway` block
 
     def settings(self, **overrides: Any) -> GatewaySettings:
-        fields: dict[str, Any] = {"degraded_fallback_endpoint": self.degraded_endpoint.name, **overrides}
+        """The stack's settings with both fallbacks on: the scenarios exercise the generator's failover, which
+        a stack whose pairs answer alike gets (prod keeps its SageMaker group out of its fallbacks)."""
+        fields: dict[str, Any] = {
+            "degraded_fallback_endpoint": self.degraded_endpoint.name,
+            "same_model_fallback": True,
+            **overrides,
+        }
         return dataclasses.replace(self.stack_settings, **fields)
 
 

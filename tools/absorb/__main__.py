@@ -19,14 +19,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
 from serving_stack.facts.aws import gpu_of_product
-from serving_stack.facts.catalog import TARGETS_FILE, Catalog, load_catalog
+from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog import (
     RECIPES_DIR,
@@ -172,11 +172,9 @@ def _report(
         f"unknown for {', '.join(unpublished)}" if unpublished else "every target has its row in the performance table"
     )
     lines += ["", f"Published figures: {published}"]
-    lines += [
-        f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, "
-        "memoryGB, arch before a stack places these targets on a node pool"
-        for label, targets in unknown_gpus.items()
-    ]
+    gaps = data_gaps(unknown_gpus, {r.id: r.checkpoints for r in catalog.recipes.values()}, facts.checkpoints)
+    lines += ["", "Data gaps (steps before a stack places these targets):" + ("" if gaps else " none")]
+    lines += [f"  {number}. {gap}" for number, gap in enumerate(gaps, 1)]
     lines += ["", "Model cache:" + (" no change" if not cache else ""), *(f"  {line}" for line in cache)]
     lines += ["Criteria: " + ("; ".join(criteria) or "no change"), ""]
     lines += [
@@ -195,6 +193,29 @@ def _report(
         ]
     lines += ["", "Notes:", *(f"  {n}" for n in notes)] if notes else []
     return lines, not cache_problems and not any(conformance.values())
+
+
+def data_gaps(
+    unknown_gpus: Mapping[str, list[str]], loads: Mapping[str, Sequence[str]], sizes: CheckpointSizes
+) -> list[str]:
+    """What the absorbed targets need from other data files: every tool lists them meanwhile (a target on an
+    unknown GPU is not placeable, a checkpoint without a size counts at the unlisted estimate). `loads`: the
+    checkpoints of each target."""
+    gaps = [
+        f"GPU {label} is not in catalog/gpus.yaml (targets {', '.join(targets)}): add productLabel, memoryGB, arch "
+        "(and an instance type that has it) before a stack places these targets on a node pool"
+        for label, targets in unknown_gpus.items()
+    ]
+    unsized: dict[str, list[str]] = {}
+    for target_id, checkpoints in loads.items():
+        for repository in (r for r in checkpoints if r not in sizes.repositories):
+            unsized.setdefault(repository, []).append(target_id)
+    gaps += [
+        f"checkpoint {repository} has no size in catalog/checkpoints.yaml (targets {', '.join(targets)}): add the "
+        f"Hub's figure; until then the model cache counts it at the unlisted estimate ({sizes.unlisted.sizeGB} GB)"
+        for repository, targets in unsized.items()
+    ]
+    return gaps
 
 
 def absorb(

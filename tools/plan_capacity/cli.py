@@ -11,6 +11,7 @@ Reads `Pulumi.<stack>.yaml` directly (no Pulumi runtime needed)."""
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +23,16 @@ from serving_stack.config.demand import DemandConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts, load_facts
+from serving_stack.facts.dates import today as clock_today
 from serving_stack.plan.throughput import CandidateRow, InstanceOffer, Slo, instance_offers, token_cost_row
 from tools.plan_capacity.explain import PlanResult, plan_capacity
-from tools.plan_capacity.model import benchmark_token_shape, candidate_rows, demand_of, token_cost_markdown
+from tools.plan_capacity.model import (
+    benchmark_token_shape,
+    candidate_rows,
+    demand_of,
+    token_cost_markdown,
+    unplaceable_targets,
+)
 from tools.plan_capacity.solver import Plan
 from tools.plan_capacity.stack_file import (
     check_planned_file,
@@ -139,29 +147,36 @@ class StackDemandPlan:
     rows: dict[str, CandidateRow]
     offers: tuple[InstanceOffer, ...]
     criteria: Slo
+    ended_prices: tuple[str, ...] = ()  # left out of `offers`: past their reviewBy
+    unplaceable: tuple[str, ...] = ()  # targets left out of `rows`: their GPU has no facts yet
 
     @property
     def plan(self) -> Optional[Plan]:
         return self.result.plan
 
 
-def plan_of_stack(stack: str, root: Path = PROJECT_DIR, facts: Optional[Facts] = None) -> StackDemandPlan:
+def plan_of_stack(
+    stack: str, root: Path = PROJECT_DIR, facts: Optional[Facts] = None, today: Optional[datetime.date] = None
+) -> StackDemandPlan:
     """The cheapest plan of the stack's `demand:` block on the catalog's rows and the instance offers (Capacity
-    Block prices included), or a `ConfigError` naming the bad key."""
+    Block prices included while current on `today`, default the clock), or a `ConfigError` naming the bad key."""
     facts = facts or load_facts()
+    today = today or clock_today()
     config = read_stack(stack, root)
     demand = _demand(config, stack)
     unknown = demand.check_gpu_types(facts.aws.gpus)
     if unknown:
         raise ConfigError.combined(unknown)
     criteria = Slo(facts.catalog.criteria.minTokensPerSecondPerUser, facts.catalog.criteria.maxTtftP50Ms)
-    rows, offers = candidate_rows(facts.catalog, facts.aws), instance_offers(facts.aws, facts.capacity_prices)
+    rows, offers = candidate_rows(facts.catalog, facts.aws), instance_offers(facts.aws, facts.capacity_prices, today)
     try:
         result = plan_capacity(demand_of(demand, criteria), rows, offers, benchmark_token_shape(facts.catalog))
     except Exception as solver_error:  # highspy raises a bare Exception ("Error adding constraint to the model.")
         problem = f"the capacity solver cannot plan this demand: {bounded(str(solver_error), quote=False)}"
         raise ConfigError("demand", problem) from None
-    return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria)
+    ended = facts.capacity_prices.ended_capacity_blocks(today)
+    unplaceable = unplaceable_targets(facts.catalog, facts.aws)
+    return StackDemandPlan(config, result, {r.target_id: r for r in rows}, offers, criteria, ended, unplaceable)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print(
+        "".join(
+            f"> **Price ended** (catalog/capacity_prices.yaml `reviewBy`): {line}\n" for line in planned.ended_prices
+        )
+    )
+    print("".join(f"> **Not placeable** (no GPU facts yet): {line}\n" for line in planned.unplaceable))
     print(result_markdown(planned.result, planned.rows, planned.offers, planned.criteria))
     if planned.plan is None:
         return 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from serving_stack.config.demand import DemandConfig
-from serving_stack.facts.aws import AwsCatalog
+from serving_stack.facts.aws import AwsCatalog, unknown_gpu_problem
 from serving_stack.facts.catalog import Catalog
 from serving_stack.plan.throughput import (
     CandidateRow,
@@ -174,7 +174,22 @@ def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
 
 
 def candidate_rows(catalog: Catalog, aws_catalog: AwsCatalog) -> tuple[CandidateRow, ...]:
-    return tuple(candidate_row(recipe, aws_catalog) for recipe in catalog.recipes.values())
+    """A row per target the planner may place: not one on a GPU catalog/gpus.yaml does not hold yet (an
+    absorbed target: `unplaceable_targets` lists it)."""
+    return tuple(
+        candidate_row(recipe, aws_catalog)
+        for recipe in catalog.recipes.values()
+        if aws_catalog.gpu_of_product(recipe.gpu_products[0]) is not None
+    )
+
+
+def unplaceable_targets(catalog: Catalog, aws_catalog: AwsCatalog) -> tuple[str, ...]:
+    """One line per target left out of the rows, with what to add."""
+    return tuple(
+        f"{recipe.id}: {unknown_gpu_problem(recipe.gpu_products[0])}"
+        for recipe in catalog.recipes.values()
+        if aws_catalog.gpu_of_product(recipe.gpu_products[0]) is None
+    )
 
 
 def benchmark_token_shape(catalog: Catalog) -> Optional[tuple[int, int]]:
