@@ -111,6 +111,7 @@ def test_bad_config_exits_2_with_one_line_and_writes_nothing(tmp_path):
     (tmp_path / "Pulumi.yaml").write_text((PROJECT_DIR / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.bad.yaml").write_text(
         "config:\n  nemotron-lightning:modelCache:\n    storageClassName: efs-ap\n"
+        "  nemotron-lightning:kubernetes:\n    cluster: {context: nemotron-dev}\n"
         "  nemotron-lightning:targets:\n    - id: vllm/agg-h100-nope\n"
     )
     for name in ("__main__.py", "components", "nemotron", "catalog"):
