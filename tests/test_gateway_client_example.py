@@ -22,6 +22,7 @@ from gateway_loopback import scenarios
 from gateway_loopback.processes import GATEWAY_VENV, litellm_executable
 from gateway_loopback.stack_backends import BACKEND_LATENCY_SECONDS, LOOPBACK_TIMINGS
 from sandbox_helpers import committed_run, rendered_outputs, sandbox_run
+from stack_helpers import stack_file_config
 
 from serving_stack import pulumi_private
 from serving_stack.contract.outputs import CONTRACT_VERSION
@@ -75,7 +76,9 @@ def test_settings_from_the_outputs_of_the_prod_render(prod):
     outputs = prod_outputs()
     settings = ClientSettings.from_outputs(outputs)
     assert (settings.model, settings.base_url) == (prod.model, outputs["gateway"]["url"])
-    assert settings.fallbacks == (f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}",), "prod: the same model on SageMaker"
+    same_model = stack_file_config("prod")["gateway"].get("sameModelFallback", True)
+    expected = (f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}",) if same_model else ()
+    assert settings.fallbacks == expected, "prod: the same model on SageMaker where gateway.sameModelFallback says so"
 
 
 class ServingStackMocks(StackMocks):

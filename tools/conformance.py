@@ -62,7 +62,11 @@ def conformance_config(targets: list[dict[str, Any]]) -> dict[str, Any]:
             "prewarm": {"memoryLimit": "512Gi"},
             "download": {"image": DOWNLOAD_IMAGE},
         },
-        "dynamo": {"imagePullSecret": PULL_SECRET, "runtime": {"registry": REGISTRY, "tag": TAG}},
+        "dynamo": {
+            "imagePullSecret": PULL_SECRET,
+            "registry": REGISTRY.split("/", 1)[0],  # the pull Secret authenticates to the mirror's host
+            "runtime": {"registry": REGISTRY, "tag": TAG},
+        },
         "targets": targets,
     }
 
