@@ -12,13 +12,14 @@ Steps:
 - `{to_v1alpha1: true}` on `of: SELECTOR`: a v1beta1 DGD rewritten as the v1alpha1 DGD the operator reads the
   same way (`dynamo_v1alpha1.py`).
 A SELECTOR is `{role: R}` (see ROLES) or `{type: T, index: N}`. A PATH is a list of keys, indices and
-`{field: value}` matchers of list elements. Values may hold `{json: V}` (V as JSON text), `{base64: S}` and
+`{field: value}` matchers of list elements. Values may hold `{json: V}` (V as JSON text), `{base64: S}`, `{base64_gzip: S}` (gzip, then base64) and
 `{name_of: SELECTOR}` (that resource's metadata.name).
 """
 
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +96,8 @@ def value_of(value: Any, resources: list[RecordedResource]) -> Any:
         return json.dumps(value_of(value["json"], resources))
     if isinstance(value, dict) and set(value) == {"base64"}:
         return base64.b64encode(value["base64"].encode()).decode()
+    if isinstance(value, dict) and set(value) == {"base64_gzip"}:
+        return base64.b64encode(gzip.compress(value["base64_gzip"].encode(), mtime=0)).decode()
     if isinstance(value, dict) and set(value) == {"name_of"}:
         return select(resources, value["name_of"]).inputs["metadata"]["name"]
     if isinstance(value, dict):

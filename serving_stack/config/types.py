@@ -139,21 +139,18 @@ def aws_arn(service: str) -> Allowed:
         if len(parts) != 6 or parts[0] != "arn":
             raise ValueError(f"must be an ARN of six ':'-separated parts, {form}")
         _, partition, named_service, region, account, resource = parts
-        problem = (
-            f"partition {partition!r} is not one of {', '.join(ARN_PARTITIONS)}"
-            if partition not in ARN_PARTITIONS
-            else f"service {named_service!r} is not {service}"
-            if named_service != service
-            else f"region {region!r} is not a region name"
-            if regional and not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d", region)
-            else f"region must be empty for {service}"
-            if not regional and region
-            else f"account {account!r} is not 12 digits"
-            if not re.fullmatch(r"\d{12}", account)
-            else f"resource {bounded(resource, 40)} is not {resource_form}"
-            if not re.fullmatch(pattern, resource, flags=re.ASCII)
-            else None
-        )
+        problems = [
+            (partition not in ARN_PARTITIONS, f"partition {partition!r} is not one of {', '.join(ARN_PARTITIONS)}"),
+            (named_service != service, f"service {named_service!r} is not {service}"),
+            (regional and not re.fullmatch(REGION, region), f"region {region!r} is not a region name"),
+            (not regional and region != "", f"region must be empty for {service}"),
+            (not re.fullmatch(r"\d{12}", account), f"account {account!r} is not 12 digits"),
+            (
+                not re.fullmatch(pattern, resource, flags=re.ASCII),
+                f"resource {bounded(resource, 40)} is not {resource_form}",
+            ),
+        ]
+        problem = next((text for wrong, text in problems if wrong), None)
         if problem:
             raise ValueError(f"must be {form}: {problem}")
         return value
@@ -220,7 +217,8 @@ ZONE = r"^[a-z]{2}(-[a-z]+)+-\d(-[a-z]{3}-\d)?[a-z]$"
 AvailabilityZone = Annotated[
     str, matching(ZONE, "a zone name such as us-east-1a (or a Local Zone such as us-east-1-dfw-2a)")
 ]
-Region = Annotated[str, matching(r"^[a-z]{2}(-[a-z]+)+-\d$", "a region name such as us-east-1")]
+REGION = r"^[a-z]{2}(-[a-z]+)+-\d$"
+Region = Annotated[str, matching(REGION, "a region name such as us-east-1")]
 SubnetId = Annotated[str, aws_id("subnet", "a subnet id")]
 SnapshotId = Annotated[str, aws_id("snap", "an EBS snapshot id")]
 SecurityGroupId = Annotated[str, aws_id("sg", "a security group id")]

@@ -289,11 +289,8 @@ def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
                     "public ranges; private networks reach the cluster through its private endpoint",
                 )
             )
-    networks = [ipaddress.ip_network(cidr, strict=False) for cidr in cidrs]
-    if all(n.prefixlen for n in networks) and any(
-        whole.prefixlen == 0
-        for whole in ipaddress.collapse_addresses(networks)  # type: ignore[arg-type]
-    ):
+    networks = [ipaddress.IPv4Network(cidr, strict=False) for cidr in cidrs]  # config `Cidr`: IPv4
+    if all(n.prefixlen for n in networks) and any(w.prefixlen == 0 for w in ipaddress.collapse_addresses(networks)):
         problem = f"{', '.join(cidrs)} together open the API endpoint to the internet"
         errors.append(
             ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint")

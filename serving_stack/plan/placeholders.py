@@ -24,6 +24,7 @@ from serving_stack.facts.placeholders import PlaceholderFacts
 ALLOW_ENV = "NEMOTRON_RENDER_PLACEHOLDERS"
 ACCOUNT_IN_ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:(\d{12}):")
 S3_BUCKET = re.compile(r"^s3://([^/]+)")
+HOST_REFERENCE = re.compile(r"^([a-z0-9-]+(?:\.[a-z0-9-]+)+)(?::\d+)?(?:/|$)")
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,11 @@ def _documentation_network(text: str, facts: PlaceholderFacts) -> str | None:
 
 
 def _url_host(text: str) -> str | None:
-    """The host of a URL (`https://192.0.2.10:9090/x` -> 192.0.2.10), else None."""
+    """The host of a URL (`https://192.0.2.10:9090/x` -> 192.0.2.10) or of a registry or image reference
+    (`registry.example.com/team/image:1.0` -> registry.example.com: a first segment with a dot), else None."""
     if "://" not in text:
-        return None
+        reference = HOST_REFERENCE.match(text)
+        return reference[1] if reference else None
     try:
         return urllib.parse.urlsplit(text).hostname
     except ValueError:
@@ -94,8 +97,11 @@ def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> 
     found = []
     examples = {account.id: account for account in facts.exampleAccounts}
     for path, text in _leaves(raw_config, ""):
-        host = _url_host(text)
-        block = _documentation_network(text if host is None else host, facts)
+        host, block = _url_host(text), _documentation_network(text, facts)
+        if block is None and host is not None:
+            block = _documentation_network(host, facts)
+        else:
+            host = None  # a CIDR such as 203.0.113.0/24 is an allowed range, not a host
         domain = next((d.domain for d in facts.exampleDomains if host and _in_domain(host, d.domain)), None)
         if domain is not None:
             found.append(Placeholder(path, text, f"{domain} is reserved for examples", "the host it must reach"))

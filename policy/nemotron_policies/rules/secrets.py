@@ -6,7 +6,7 @@ SecureString SSM parameters) is checked:
 - provider configurations: static AWS credentials (`accessKey`, `secretKey`, `token`, a literal
   `webIdentityToken`) and kubeconfigs with embedded user credentials (`token`, `client-key-data`, `password`,
   an auth provider's tokens; an `exec` plugin and the certificate authority pass);
-- EC2 user data (launch templates, instances), base64-decoded, MIME multipart parts each read, as text: a
+- EC2 user data (launch templates, instances), base64-decoded (and gunzipped), MIME multipart parts each read, as text: a
   credential shape, a random-looking token, or a credential-named assignment (`export HF_TOKEN=...`,
   `password = "..."` in a NodeConfig's containerd config) with a literal value;
 - header lists (`customHeaders`, `headers`: `Name=value,...` text or a mapping): a credential-named header or
@@ -31,7 +31,10 @@ is reported too. Messages name the field, never the value.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+import zlib
 from collections.abc import Iterator
 from email import message_from_string
 from typing import Any
@@ -175,12 +178,31 @@ def _text_problems(text: str, path: str) -> Iterator[str]:
             yield f"{path} sets {name} to a literal value; fetch it at boot (Secrets Manager, SSM SecureString)"
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_USER_DATA = 1 << 20  # bytes read out of compressed user data (EC2 takes 16 KB; more is a gzip bomb)
+
+
+def _gunzipped(value: str) -> str | None:
+    """The text of gzip-compressed user data (cloud-init and nodeadm read it, base64-encoded as EC2 takes it),
+    or None if it is not gzip."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not raw.startswith(GZIP_MAGIC):
+        return None
+    try:
+        return zlib.decompressobj(wbits=31).decompress(raw, MAX_USER_DATA).decode("utf-8", "replace")
+    except zlib.error:
+        return None
+
+
 def _user_data_problems(resource_type: str, props: Any) -> Iterator[str]:
     for field in USER_DATA.get(resource_type, ()):
         value = dig(props, field)
         if not isinstance(value, str):
             continue
-        text = decoded(value) or value
+        text = _gunzipped(value) or decoded(value) or value
         parts = [(f"props.{field} (decoded)", text)]
         if text.lstrip().startswith(("MIME-Version", "Content-Type")):
             message = message_from_string(text)
