@@ -26,13 +26,9 @@ def ensure_tools() -> str:
             f"missing {', '.join(missing)}: install the Debian packages {', '.join(PACKAGES[t] for t in missing)}"
         )
     if missing:
-        quiet = {
-            "check": True,
-            "stdout": subprocess.DEVNULL,
-            "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        }
-        subprocess.run(["apt-get", "update", "-qq"], **quiet)  # type: ignore[call-overload]
-        subprocess.run(["apt-get", "install", "-y", "-qq", *(PACKAGES[t] for t in missing)], **quiet)  # type: ignore[call-overload]
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (["update"], ["install", "-y", *(PACKAGES[t] for t in missing)]):
+            subprocess.run(["apt-get", "-qq", *command], check=True, stdout=subprocess.DEVNULL, env=env)
     versions = [f"{tool} {_version(tool)}" for tool in PACKAGES]
     how = (
         f"installed now by `apt-get install {' '.join(PACKAGES[t] for t in missing)}`"
