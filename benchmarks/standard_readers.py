@@ -17,21 +17,34 @@ PACKAGES = {"vmtouch": "vmtouch", "fio": "fio"}
 FIO_BLOCK_BYTES = 1 << 20
 
 
-def ensure_tools() -> None:
+def ensure_tools() -> str:
+    """Install the missing tools with apt-get (root only); returns a line saying which versions run and how
+    they got here."""
     missing = [tool for tool in PACKAGES if shutil.which(tool) is None]
-    if not missing:
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+    if missing and (os.geteuid() != 0 or shutil.which("apt-get") is None):
         raise SystemExit(
             f"missing {', '.join(missing)}: install the Debian packages {', '.join(PACKAGES[t] for t in missing)}"
         )
-    print(f"installing {', '.join(missing)} with apt-get")
-    subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(
-        ["apt-get", "install", "-y", "-qq", *(PACKAGES[t] for t in missing)],
-        check=True,
-        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    if missing:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (["update"], ["install", "-y", *(PACKAGES[t] for t in missing)]):
+            subprocess.run(["apt-get", "-qq", *command], check=True, stdout=subprocess.DEVNULL, env=env)
+    versions = [f"{tool} {_version(tool)}" for tool in PACKAGES]
+    how = (
+        f"installed now by `apt-get install {' '.join(PACKAGES[t] for t in missing)}`"
+        if missing
+        else "already installed"
     )
+    return f"standard tools: {', '.join(versions)} ({how})"
+
+
+def _version(tool: str) -> str:
+    """The Debian package's version when dpkg knows the tool, else what the tool says of itself."""
+    done = subprocess.run(["dpkg-query", "-W", "-f=${Version}", PACKAGES[tool]], capture_output=True, text=True)
+    if done.returncode == 0 and done.stdout:
+        return done.stdout
+    flag = "--version" if tool == "fio" else "-h"
+    return subprocess.run([tool, flag], capture_output=True, text=True).stdout.splitlines()[0].strip()
 
 
 def vmtouch_touch(files: list[Path]) -> int:
