@@ -48,7 +48,13 @@ def _reference(gpu: str, data: ServingOverlays) -> dict[str, Optional[str]]:
 
 
 def _vllm_recipes() -> list[Recipe]:
-    return [recipe for recipe in FACTS.catalog.recipes.values() if recipe.dgd["spec"].get("backendFramework") == "vllm"]
+    """The vLLM targets serving the reference's checkpoint (another checkpoint, e.g. an absorbed BF16 variant,
+    legitimately differs in its quantization arguments and has no reference here)."""
+    return [
+        recipe
+        for recipe in FACTS.catalog.recipes.values()
+        if recipe.dgd["spec"].get("backendFramework") == "vllm" and OVERLAYS.reference.repository in recipe.checkpoints
+    ]
 
 
 def differences(data: ServingOverlays = OVERLAYS) -> Iterator[tuple[str, str, str, bool, str, Any, Any]]:
