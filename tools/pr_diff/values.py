@@ -40,7 +40,7 @@ def identity_key(*lists: Any) -> str | None:
 def _same_identity(x: Any, y: Any, level: Any = None) -> bool:
     key = identity_key(level.t1, level.t2) if level is not None else None
     if key is None:
-        raise CannotCompare()
+        raise CannotCompare
     return bool(x[key] == y[key])
 
 
@@ -49,7 +49,7 @@ def _holds_secret(value: Any) -> bool:
         return any(_holds_secret(item) for item in value.values())
     if isinstance(value, list):
         return any(_holds_secret(item) for item in value)
-    return value == SECRET
+    return bool(value == SECRET)
 
 
 def _json_object(text: Any) -> dict[str, Any] | None:
