@@ -17,8 +17,7 @@ import pytest
 from pr_diff_helpers import GIT_USER, REPO, Planted, copy_project, plant_changes
 
 from tools.pr_diff import sample
-from tools.pr_diff.markdown import render_markdown
-from tools.pr_diff.markdown_fields import topic
+from tools.pr_diff.markdown import render_markdown, topic
 from tools.pr_diff.render_ref import CACHE_ENV, RenderedTree, render_base_and_head
 from tools.pr_diff.stack_diff import ResourceChange, StackDiff, diff_stack
 from tools.rollout.rules import load_rules

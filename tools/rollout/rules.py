@@ -66,7 +66,6 @@ class AwsType:
     name_fields: tuple[str, ...]
     generated_name_fields: tuple[str, ...]
     unique_by: tuple[str, ...]
-    replace_fields: tuple[str, ...]
     provider_delete_before_replace: bool
     singleton: bool
     data_role: str
@@ -181,13 +180,12 @@ def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
     )
 
 
-def _aws(type_token: str, entry: dict[str, Any], replace_fields: tuple[str, ...]) -> AwsType:
+def _aws(type_token: str, entry: dict[str, Any]) -> AwsType:
     return AwsType(
         type=type_token,
         name_fields=tuple(entry.get("name_fields", ())),
         generated_name_fields=tuple(entry.get("generated_name_fields", ())),
         unique_by=tuple(entry.get("unique_by", ())),
-        replace_fields=replace_fields,
         provider_delete_before_replace=bool(entry.get("provider_delete_before_replace", False)),
         singleton=bool(entry.get("singleton", False)),
         data_role=entry.get("data_role", ""),
@@ -250,11 +248,6 @@ def _replacement(entry: dict[str, Any]) -> ReplacementRule:
 
 def _rules(data: dict[str, Any], durations: Durations) -> Rules:
     kubernetes, aws, engine = data["kubernetes"], data["aws"], data["engine"]
-    replacements = tuple(_replacement(entry) for entry in data["replacements"])
-
-    def fields(token: str) -> tuple[str, ...]:
-        return tuple(f for r in replacements if r.applies_to(token) for f in r.replace_on)
-
     return Rules(
         sources=data["sources"],
         kinds={kind: _kind(kind, entry) for kind, entry in kubernetes["kinds"].items()},
@@ -273,8 +266,8 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         extended_resources=kubernetes["extended_resources"],
         operators=kubernetes["operators"],
         provisioners=kubernetes["provisioners"],
-        aws_types={token: _aws(token, entry, fields(token)) for token, entry in aws["types"].items()},
-        replacements=replacements,
+        aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
+        replacements=tuple(_replacement(entry) for entry in data["replacements"]),
         provider_change_note=f"{engine['providerChange']['note']} ({engine['providerChange']['source']})",
         urn_change_note=f"{engine['urnChange']['note']} ({engine['urnChange']['source']})",
         aws_deletion=aws["deletion"],
