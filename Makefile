@@ -26,9 +26,13 @@ $(VENV)/.render-deps: requirements.txt policy/requirements.txt | $(PY)
 	$(PY) -m pip install -q -r requirements.txt -r policy/requirements.txt
 	touch $@
 
-$(VENV)/.test-deps: requirements.txt policy/requirements.txt tools/plan_capacity/requirements.txt requirements-dev.txt | $(PY)
+$(VENV)/.test-deps: requirements.txt policy/requirements.txt tools/plan_capacity/requirements.txt tools/requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
-	touch $(VENV)/.render-deps $(VENV)/.plan-deps $@
+	touch $(VENV)/.render-deps $(VENV)/.plan-deps $(VENV)/.tools-deps $@
+
+$(VENV)/.tools-deps: tools/requirements.txt | $(PY)
+	$(PY) -m pip install -q -r tools/requirements.txt
+	touch $@
 
 $(VENV)/.lint-deps: requirements-lint.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-lint.txt
@@ -73,7 +77,7 @@ parser-probes: $(PARSERS_VENV)/.deps $(DYNAMO_PROBE)  ## The backends' response 
 # Absorb an upstream recipe revision as data (docs/absorb.md): vendors UPSTREAM into catalog/recipes/,
 # rewrites catalog/targets.yaml and prints the report. DATE is needed only when UPSTREAM is not a git checkout.
 # DROP_RETIRED="<id> ..." leaves retired targets out (refused while a committed stack selects one).
-absorb: $(VENV)/.render-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]
+absorb: $(VENV)/.render-deps $(VENV)/.tools-deps  ## make absorb UPSTREAM=<recipes/nemotron-3.5-lightning dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]
 	@test -n "$(UPSTREAM)" -a -n "$(COMMIT)" || { echo "usage: make absorb UPSTREAM=<dir> COMMIT=<sha> [DATE=YYYY-MM-DD] [DRY_RUN=1] [DROP_RETIRED=<ids>]" >&2; exit 2; }
 	$(PY) -m tools.absorb --progress --upstream "$(UPSTREAM)" --commit "$(COMMIT)" $(if $(DATE),--date "$(DATE)") $(if $(DRY_RUN),--dry-run) $(foreach id,$(DROP_RETIRED),--drop-retired "$(id)")
 
@@ -121,10 +125,10 @@ BASE ?= origin/main
 # it can preview (no AWS resources, no Helm releases), the real `pulumi preview --diff` against the deployed
 # base is written to build/pr-diff/engine/ and held against the offline diff; OFFLINE=1 skips it. RUN_URL:
 # the CI run whose artifact holds build/pr-diff/ (the comment links it).
-diff: $(VENV)/.render-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
+diff: $(VENV)/.render-deps $(VENV)/.tools-deps  ## Markdown diff of STACK between BASE (a git ref) and the working tree, for a PR comment
 	@$(PY) -m tools.diff --stack $(STACK) --base $(BASE) --venv $(abspath $(VENV)) --out build/pr-diff/$(STACK).md $(if $(OFFLINE),--offline) $(if $(RUN_URL),--run-url "$(RUN_URL)")
 
-diff-sample: $(VENV)/.render-deps  ## Rewrite docs/pull-requests.md's sample comment from a planted pull request (tools/pr_diff/sample.py)
+diff-sample: $(VENV)/.render-deps $(VENV)/.tools-deps  ## Rewrite docs/pull-requests.md's sample comment from a planted pull request (tools/pr_diff/sample.py)
 	$(PY) -m tools.pr_diff.sample --venv $(abspath $(VENV))
 
 check-dates: $(VENV)/.render-deps  ## List every dated fact (EKS support ends, version-tied pins, prices) ending within 90 days [TODAY=YYYY-MM-DD]

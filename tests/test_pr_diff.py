@@ -17,11 +17,10 @@ import pytest
 from pr_diff_helpers import GIT_USER, REPO, Planted, copy_project, plant_changes
 
 from tools.pr_diff import sample
-from tools.pr_diff.markdown import render_markdown
-from tools.pr_diff.markdown_fields import topic
+from tools.pr_diff.markdown import render_markdown, topic
 from tools.pr_diff.render_ref import CACHE_ENV, RenderedTree, render_base_and_head
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import ResourceChange, StackDiff, diff_stack
+from tools.rollout.rules import load_rules
 
 # `make diff` end to end on a planted git repository: `make test-all` (tests/test_pr_diff_fields.py is the fast part).
 pytestmark = pytest.mark.slow
@@ -141,8 +140,8 @@ def test_reverse_diff_removes_the_target(
 def test_every_rendered_type_has_replacement_rules(prod_renders: tuple[RenderedTree, RenderedTree]) -> None:
     rules = load_rules()
     custom = {r.type for r in prod_renders[1].render.resources.values() if r.record.get("custom")}
-    uncovered = sorted(t for t in custom if not any(rule.applies_to(t) for rule in rules.rules))
-    assert not uncovered, f"add these types to catalog/replacement_rules.yaml: {uncovered}"
+    uncovered = sorted(t for t in custom if not any(rule.applies_to(t) for rule in rules.replacements))
+    assert not uncovered, f"add these types to tools/rollout/provider_rules.yaml replacements: {uncovered}"
 
 
 def _make_diff(repo: Path, stack: str, base: str, **env: str) -> subprocess.CompletedProcess[str]:

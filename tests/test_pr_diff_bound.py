@@ -12,8 +12,8 @@ from pr_diff_helpers import markdown_problems
 from tools.pr_diff.bound import bound_markdown
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
+from tools.rollout.rules import load_rules
 
 LINK = "`full/prod.md` in the artifact `pr-diff-prod` of [the workflow run](https://example.invalid/run/1)"
 

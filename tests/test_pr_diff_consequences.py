@@ -17,10 +17,10 @@ from serving_stack.facts.catalog import load_catalog
 from tools.pr_diff.demand import stack_criteria
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.sample import plant_root_volume, plant_targets, plant_unknown_price
 from tools.pr_diff.stack_diff import StackDiff, diff_stack
 from tools.rollout.durations import GPU_NODE_BOOT
+from tools.rollout.rules import load_rules
 from tools.rollout.rules import load_rules as load_rollout_rules
 
 STACK = "prod"

@@ -11,8 +11,8 @@ from tools.e2e.engine_state import engine_plan
 from tools.pr_diff.engine import EngineReport, disagreements
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import StackDiff, diff_stack
+from tools.rollout.rules import load_rules
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

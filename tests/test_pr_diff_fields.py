@@ -10,10 +10,10 @@ from tools.pr_diff.changes import SECRET
 from tools.pr_diff.iam import diff_policy
 from tools.pr_diff.markdown import MAX_BYTES, render_markdown
 from tools.pr_diff.records import Render, load_render
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import diff_stack
 from tools.pr_diff.values import diff_values
 from tools.render import WARNINGS_FILE
+from tools.rollout.rules import load_rules
 
 
 def _policy(*statements: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from stack_helpers import TEST_SECRETS, run_config
 from serving_stack.names import POOL_LABEL
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
-from tools.pr_diff.replacement import load_rules as load_replacement_rules
 from tools.pr_diff.stack_diff import diff_stack
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.node_rolls import node_rolls
@@ -119,7 +118,7 @@ def test_the_templates_own_resource_tags_do_not_roll_nodes():
 def test_make_diff_names_the_replaced_pools():
     base = Render.from_records(list(records("version")), {})
     head = Render.from_records(list(records()), {})
-    text = render_markdown(diff_stack("prod", base, head, load_replacement_rules()), "base", "head")
+    text = render_markdown(diff_stack("prod", base, head, load_rules()), "base", "head")
     first, lead = text.splitlines()[0], text.split("<details>")[0]
     for group in gpu_groups(records()):
         pool = group["inputs"]["labels"][POOL_LABEL]

@@ -18,7 +18,7 @@ NODE_GROUP_RULE = RULES.aws_types[NODE_GROUP]
 # The fields a pool setting change reaches (instance type, AZ -> subnet, capacity type, disk -> launch template).
 POOL_CHANGES = [
     f
-    for f in NODE_GROUP_RULE.replace_fields
+    for f in RULES.replace_fields_of(NODE_GROUP)
     if f not in NODE_GROUP_RULE.unique_by + NODE_GROUP_RULE.name_fields + NODE_GROUP_RULE.generated_name_fields
 ]
 

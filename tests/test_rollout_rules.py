@@ -22,7 +22,6 @@ def _sources_used() -> list[str]:
     data = yaml.safe_load(PROVIDER_RULES_FILE.read_text())
     kubernetes, aws = data["kubernetes"], data["aws"]
     singles = [
-        kubernetes["replace_source"],
         kubernetes["default_source"],
         kubernetes["helm_release"]["source"],
         kubernetes["named_objects_delete_before_replace"]["source"],
@@ -42,6 +41,7 @@ def _sources_used() -> list[str]:
 
 def test_every_rule_names_a_source_that_exists():
     assert set(_sources_used()) <= set(RULES.sources)
+    assert all(r.source in RULES.sources or r.source.startswith(("pulumi", "terraform")) for r in RULES.replacements)
     assert all(
         "/" in text or "docs" in text.lower() or "documentation" in text.lower() for text in RULES.sources.values()
     )

@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from deepdiff import DeepDiff
+from deepdiff.helper import NotPresent
+
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import Facts
 from serving_stack.facts.aws import load_aws_catalog
@@ -71,31 +74,19 @@ def conformance_config(targets: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def differences(upstream: Any, rendered: Any, path: str = "root") -> list[Difference]:
-    """Every leaf difference, dict keys by name and list items by position (as DeepDiff's tree view)."""
-    if isinstance(upstream, dict) and isinstance(rendered, dict):
-        found: list[Difference] = []
-        for key in upstream.keys() | rendered.keys():
-            where = f"{path}[{key!r}]"
-            if key not in rendered:
-                found.append(Difference("dictionary_item_removed", where, upstream[key], None))
-            elif key not in upstream:
-                found.append(Difference("dictionary_item_added", where, None, rendered[key]))
-            else:
-                found += differences(upstream[key], rendered[key], where)
-        return sorted(found, key=lambda d: d.path)
-    if isinstance(upstream, list) and isinstance(rendered, list):
-        found = []
-        for index in range(max(len(upstream), len(rendered))):
-            where = f"{path}[{index}]"
-            if index >= len(rendered):
-                found.append(Difference("iterable_item_removed", where, upstream[index], None))
-            elif index >= len(upstream):
-                found.append(Difference("iterable_item_added", where, None, rendered[index]))
-            else:
-                found += differences(upstream[index], rendered[index], where)
-        return found
-    return [] if upstream == rendered else [Difference("values_changed", path, upstream, rendered)]
+def differences(upstream: Any, rendered: Any) -> list[Difference]:
+    """Every leaf difference (DeepDiff's tree view, list items by position), sorted by path."""
+    tree = DeepDiff(upstream, rendered, view="tree", zip_ordered_iterables=True, threshold_to_diff_deeper=0)
+    found = [
+        Difference(change.replace("type_changes", "values_changed"), level.path(), _value(level.t1), _value(level.t2))
+        for change, levels in tree.items()
+        for level in levels
+    ]
+    return sorted(found, key=lambda d: d.path)
+
+
+def _value(value: Any) -> Any:
+    return None if isinstance(value, NotPresent) else value
 
 
 def _image(value: Any) -> bool:

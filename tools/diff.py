@@ -6,7 +6,7 @@ Renders BASE (a temporary git worktree, through its own `make render`, in the vi
 requirement files) and the working tree offline, compares `build/<stack>/{resources.json,outputs.json,
 policy-report.txt}` and writes the consequences first (the $/h change, the GPU pools replaced node by node
 and the targets they interrupt, the new or changed targets that fail the stack's `demand:`, the policy
-verdict), then the resources added, removed, replaced (`catalog/replacement_rules.yaml`) and changed with
+verdict), then the resources added, removed, replaced (`tools/rollout/provider_rules.yaml` `replacements`) and changed with
 their fields, folded. Where the engine can preview the stack (`make tools`; no AWS resources or Helm
 releases), its `pulumi preview --diff` is written to `engine/<stack>.txt` beside the Markdown, linked, and
 every resource it sees otherwise than the offline diff is named. `--out` also writes the whole diff to
@@ -30,8 +30,8 @@ from tools.pr_diff.demand import stack_criteria
 from tools.pr_diff.engine import EngineReport, disagreements
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.render_ref import RenderedTree, RenderError, render_base_and_head
-from tools.pr_diff.replacement import load_rules
 from tools.pr_diff.stack_diff import StackDiff, diff_stack
+from tools.rollout.rules import load_rules
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACT = "pr-diff-{stack}"  # the artifact .github/workflows/pull-request.yml uploads build/pr-diff/ as

@@ -20,8 +20,8 @@ from tools.pr_diff.demand import DemandCriteria, DemandMiss, demand_misses, stac
 from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.pool_rolls import PoolRoll, pool_rolls
 from tools.pr_diff.records import Render, Resource, Violation
-from tools.pr_diff.replacement import ReplacementRules
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
+from tools.rollout.rules import Rules
 
 KINDS = ("replace", "remove", "add", "change")
 PROVIDER_PREFIX = "pulumi:providers:"
@@ -92,7 +92,7 @@ def _provider_inputs(render: Render, resource: Resource) -> dict[str, Any]:
     return provider.inputs if provider else {}
 
 
-def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: ReplacementRules) -> list[str]:
+def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rules) -> list[str]:
     warnings = []
     if old is not None and kind in ("replace", "remove") and old.record.get("protect"):
         warnings.append(f"protected: `pulumi up` refuses to {kind} it until `protect` is lifted")
@@ -147,7 +147,7 @@ def summarize(resource: Resource) -> str:
     return ""
 
 
-def _compare_common(base: Render, head: Render, urn: str, rules: ReplacementRules) -> ResourceChange | None:
+def _compare_common(base: Render, head: Render, urn: str, rules: Rules) -> ResourceChange | None:
     old, new = base.resources[urn], head.resources[urn]
     fields = _field_changes(old, new)
     if not fields:
@@ -173,7 +173,7 @@ def _compare_common(base: Render, head: Render, urn: str, rules: ReplacementRule
 
 
 def _cascade_provider_replacements(
-    changes: dict[str, ResourceChange], base: Render, head: Render, rules: ReplacementRules
+    changes: dict[str, ResourceChange], base: Render, head: Render, rules: Rules
 ) -> None:
     """Every resource of a replaced provider is replaced with it (it now lives in another cluster)."""
     replaced_providers = {
@@ -198,7 +198,7 @@ def _cascade_provider_replacements(
         )
 
 
-def diff_resources(base: Render, head: Render, rules: ReplacementRules) -> list[ResourceChange]:
+def diff_resources(base: Render, head: Render, rules: Rules) -> list[ResourceChange]:
     changes: dict[str, ResourceChange] = {}
     removed = {u: r for u, r in base.resources.items() if u not in head.resources}
     added = {u: r for u, r in head.resources.items() if u not in base.resources}
@@ -242,7 +242,7 @@ def diff_stack(
     stack: str,
     base: Render,
     head: Render,
-    rules: ReplacementRules,
+    rules: Rules,
     surge: bool = False,
     criteria: Optional[DemandCriteria] = None,
     base_criteria: Optional[DemandCriteria] = None,

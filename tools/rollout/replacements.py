@@ -42,13 +42,7 @@ def _top(field: str) -> str:
 
 def replace_fields(resource: Resource, rules: Rules) -> tuple[str, ...]:
     """The provider's replace-forcing inputs plus the resource's own `replaceOnChanges`."""
-    if resource.type == HELM_RELEASE:
-        fields: tuple[str, ...] = tuple(rules.helm["replace_fields"])
-    elif resource.is_kubernetes_object:
-        fields = rules.kubernetes_replace_fields["*"] + rules.kubernetes_replace_fields.get(resource.kind, ())
-    else:
-        aws = rules.aws_types.get(resource.type)
-        fields = aws.replace_fields if aws else ()
+    fields = () if resource.is_provider else rules.replace_fields_of(resource.type, resource.inputs)
     return fields + tuple(f for f in resource.replace_on_changes if f != "*" and f not in fields)
 
 

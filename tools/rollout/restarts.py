@@ -1,6 +1,6 @@
 """Who keeps old values when a Secret or ConfigMap is replaced.
 
-A content change replaces the object under the same name (provider_rules.yaml `replace_fields`), and nothing
+A content change replaces the object under the same name (provider_rules.yaml `replacements`), and nothing
 restarts the pods that read it: a long-running workload keeps what it read at start until its pod template
 changes. The usual remedy is a checksum of the content in a pod template annotation (helm-checksum), which
 changes the template with the content. The model cannot recompute the program's checksum, so any pod template

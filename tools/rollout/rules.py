@@ -1,13 +1,16 @@
-"""The engine's and providers' rules (`provider_rules.yaml`) and the durations table (`catalog/durations.yaml`,
-`serving_stack.facts.durations`), typed.
+"""The engine's and providers' rules (`provider_rules.yaml`, the one table of replace-forcing inputs the PR diff
+and the rollout model both read) and the durations table (`catalog/durations.yaml`), typed.
 
-Loaded once; everything else in the package interprets these, so a new kind, type or number is a data change.
+Loaded once; everything else interprets these, so a new kind, type or number is a data change.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,28 @@ class KindAwait:
 
 
 @dataclass(frozen=True)
+class ReplacementRule:
+    """Inputs whose change replaces a resource of the types it names (`replacements` in the rules file)."""
+
+    types: tuple[str, ...]
+    replace_on: tuple[str, ...]
+    source: str
+    not_types: tuple[str, ...] = ()
+    excepted: tuple[str, ...] = ()
+    unless_provider_sets: str | None = None
+
+    def applies_to(self, type_token: str) -> bool:
+        matches = any(fnmatchcase(type_token, pattern) for pattern in self.types)
+        return matches and type_token not in self.not_types
+
+    def mutable_here(self, inputs: dict[str, Any], provider_inputs: dict[str, Any]) -> bool:
+        if self.unless_provider_sets is None:
+            return False
+        enabled = str(provider_inputs.get(self.unless_provider_sets, "false")).lower() == "true"
+        return enabled and inputs.get("immutable") is not True
+
+
+@dataclass(frozen=True)
 class AwsType:
     """Replacement facts of one pulumi-aws type."""
 
@@ -41,7 +66,6 @@ class AwsType:
     name_fields: tuple[str, ...]
     generated_name_fields: tuple[str, ...]
     unique_by: tuple[str, ...]
-    replace_fields: tuple[str, ...]
     provider_delete_before_replace: bool
     singleton: bool
     data_role: str
@@ -79,7 +103,6 @@ class Rules:
     annotations: dict[str, str]
     pod_spec_paths: dict[str, tuple[str, ...]]
     cluster_scoped_kinds: frozenset[str]
-    kubernetes_replace_fields: dict[str, tuple[str, ...]]
     kubernetes_named_delete_first: bool
     preview_replaces_dependents_of_replaced: bool
     restart_needed_on_replace: frozenset[str]
@@ -91,6 +114,9 @@ class Rules:
     operators: dict[str, dict[str, str]]
     provisioners: dict[str, dict[str, str]]
     aws_types: dict[str, AwsType]
+    replacements: tuple[ReplacementRule, ...]
+    provider_change_note: str
+    urn_change_note: str
     aws_deletion: dict[str, dict[str, Any]]
     aws_durations: dict[str, str]  # type token -> the durations table step its create takes
     gpu_ami_types: frozenset[str]
@@ -106,6 +132,41 @@ class Rules:
     def span(self, step_id: str) -> Span:
         """The durations table's step `step_id`."""
         return Span.of(self.durations.steps[step_id])
+
+    def replace_fields_of(self, type_token: str, inputs: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+        """The replace-forcing inputs of a type, in table order; `*` stands for each of `inputs` but the excepted."""
+        fields: dict[str, None] = {}
+        for rule in (r for r in self.replacements if r.applies_to(type_token)):
+            for path in rule.replace_on:
+                every = path == "*" and inputs is not None
+                fields.update(dict.fromkeys(sorted(set(inputs or ()) - set(rule.excepted)) if every else [path]))
+        return tuple(fields)
+
+    def replacing_fields(
+        self, type_token: str, before: dict[str, Any], after: dict[str, Any], provider_inputs: dict[str, Any]
+    ) -> list[tuple[str, str]]:
+        """(input path, rule source) for every replace-forcing input that differs."""
+        found: set[tuple[str, str]] = set()
+        for rule in self.replacements:
+            if not rule.applies_to(type_token) or rule.mutable_here(after, provider_inputs):
+                continue
+            for path in rule.replace_on:
+                keys = sorted((set(before) | set(after)) - set(rule.excepted)) if path == "*" else [path]
+                found |= {(k, self.source(rule.source)) for k in keys if _at(before, k) != _at(after, k)}
+        return sorted(found)
+
+    def fixed_name(self, type_token: str, inputs: dict[str, Any]) -> tuple[str, Any] | None:
+        """The input that fixes this resource's physical name, and its value, when it is set."""
+        aws = self.aws_types.get(type_token)
+        named = [key for key in (aws.name_fields if aws else ()) if inputs.get(key) not in (None, "")]
+        return (named[0], inputs[named[0]]) if named else None
+
+
+def _at(value: Any, path: str) -> str:
+    """The value at a dotted input path, canonical JSON (null where absent)."""
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return json.dumps(value, sort_keys=True)
 
 
 def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
@@ -125,7 +186,6 @@ def _aws(type_token: str, entry: dict[str, Any]) -> AwsType:
         name_fields=tuple(entry.get("name_fields", ())),
         generated_name_fields=tuple(entry.get("generated_name_fields", ())),
         unique_by=tuple(entry.get("unique_by", ())),
-        replace_fields=tuple(entry["replace_fields"]),
         provider_delete_before_replace=bool(entry.get("provider_delete_before_replace", False)),
         singleton=bool(entry.get("singleton", False)),
         data_role=entry.get("data_role", ""),
@@ -175,8 +235,19 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Durations 
     return rules
 
 
+def _replacement(entry: dict[str, Any]) -> ReplacementRule:
+    return ReplacementRule(
+        types=tuple(entry["types"]),
+        replace_on=tuple(entry["replaceOn"]),
+        source=entry["source"],
+        not_types=tuple(entry.get("notTypes", ())),
+        excepted=tuple(entry.get("except", ())),
+        unless_provider_sets=entry.get("unlessProviderSets"),
+    )
+
+
 def _rules(data: dict[str, Any], durations: Durations) -> Rules:
-    kubernetes, aws = data["kubernetes"], data["aws"]
+    kubernetes, aws, engine = data["kubernetes"], data["aws"], data["engine"]
     return Rules(
         sources=data["sources"],
         kinds={kind: _kind(kind, entry) for kind, entry in kubernetes["kinds"].items()},
@@ -185,7 +256,6 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         annotations=kubernetes["annotations"],
         pod_spec_paths={kind: tuple(paths) for kind, paths in kubernetes["pod_spec_paths"].items()},
         cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
-        kubernetes_replace_fields={kind: tuple(fields) for kind, fields in kubernetes["replace_fields"].items()},
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
         preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
@@ -197,6 +267,9 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         operators=kubernetes["operators"],
         provisioners=kubernetes["provisioners"],
         aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
+        replacements=tuple(_replacement(entry) for entry in data["replacements"]),
+        provider_change_note=f"{engine['providerChange']['note']} ({engine['providerChange']['source']})",
+        urn_change_note=f"{engine['urnChange']['note']} ({engine['urnChange']['source']})",
         aws_deletion=aws["deletion"],
         aws_durations={str(token): str(step) for token, step in aws["durations"].items()},
         gpu_ami_types=frozenset(aws["gpu_ami_types"]["values"]),

@@ -44,16 +44,6 @@ def containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, dict)]
 
 
-def env_values(resource: Resource, rules: Rules) -> list[str]:
-    """Every literal env value and argument of the workload's containers (where checkpoints are named)."""
-    values: list[str] = []
-    for spec in pod_specs(resource, rules):
-        for container in containers(spec):
-            values += [str(e["value"]) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e]
-            values += [str(a) for a in container.get("args") or []]
-    return values
-
-
 def images(resource: Resource, rules: Rules) -> list[str]:
     return sorted({str(c["image"]) for spec in pod_specs(resource, rules) for c in containers(spec) if c.get("image")})
 
