@@ -1,5 +1,6 @@
-"""The namespace the serving workloads live in, with the Secrets its pods read: the Hugging Face token
-(the download Job) and the registry pull Secret (every pod, when the images are not public)."""
+"""The namespace the serving workloads live in (created by the stack, or the cluster's own with
+`kubernetes.createNamespace: false`), with the Secrets its pods read: the Hugging Face token (the download
+Job) and the registry pull Secret (every pod, when the images are not public)."""
 
 from __future__ import annotations
 
@@ -58,17 +59,20 @@ class ServingNamespace(pulumi.ComponentResource):
     def __init__(self, name: str, args: ServingNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.SERVING_NAMESPACE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": args.plan.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.plan.model_cache.retainOnDelete),
-        )
-        self.namespace_name = namespace.metadata.name
+        if args.plan.create_namespace:
+            namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                metadata={"name": args.plan.namespace, "labels": {PART_OF_LABEL: PROJECT, **POD_SECURITY_LABELS}},
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.plan.model_cache.retainOnDelete),
+            )
+            self.namespace_name = namespace.metadata.name
+        else:  # the cluster's namespace: never created, adopted or deleted by the stack
+            self.namespace_name = pulumi.Output.from_input(args.plan.namespace)
         self.hf_token_secret_name = None
         if args.hf_token is not None:
             secret = k8s.core.v1.Secret(
                 f"{name}-hf-token",
-                metadata={"name": HF_TOKEN_SECRET, "namespace": namespace.metadata.name},
+                metadata={"name": HF_TOKEN_SECRET, "namespace": self.namespace_name},
                 type="Opaque",
                 string_data={HF_TOKEN_KEY: pulumi.Output.secret(args.hf_token)},
                 opts=child,
@@ -79,7 +83,7 @@ class ServingNamespace(pulumi.ComponentResource):
         if dynamo.imagePullSecret is not None and args.registry_key is not None:
             pull = k8s.core.v1.Secret(
                 f"{name}-pull-secret",
-                metadata={"name": dynamo.imagePullSecret, "namespace": namespace.metadata.name},
+                metadata={"name": dynamo.imagePullSecret, "namespace": self.namespace_name},
                 type="kubernetes.io/dockerconfigjson",
                 string_data={".dockerconfigjson": docker_config_json(dynamo.registry, args.registry_key)},
                 opts=child,

@@ -204,3 +204,20 @@ def test_every_kubernetes_resource_uses_the_explicit_provider():
         assert (provider.name, provider.parent) == (provider_name, parent)
     assert rendered_stack("dev").named("kubernetes").inputs["context"] == "nemotron-dev"
     assert rendered_stack("prod").named("eks-kubernetes").to_json()["inputs"]["kubeconfig"] == "[secret]"
+
+
+def test_a_namespace_the_cluster_owns_is_never_created():
+    """`kubernetes.createNamespace: false`: the stack registers no Namespace (pulumi-kubernetes >= 4.29 would
+    refuse to create it, and adopting it would delete the admin's namespace on destroy), yet puts every
+    namespaced object of its own into it."""
+    dev = stack_file_config("dev")
+    namespace = dev["kubernetes"]["namespace"]
+    created = run_config(dev).resources
+    run = run_config({**dev, "kubernetes": {**dev["kubernetes"], "createNamespace": False}})
+    namespaces = [r for r in created if r.type == "kubernetes:core/v1:Namespace"]
+    assert [r.inputs["metadata"]["name"] for r in namespaces] == [namespace]
+    assert sorted((r.type, r.name) for r in run.resources) == sorted(
+        (r.type, r.name) for r in created if r not in namespaces
+    )
+    placed = {r.inputs["metadata"].get("namespace") for r in run.resources if r.type.startswith("kubernetes:")}
+    assert placed - {None} == {namespace}

@@ -42,7 +42,12 @@ class KubernetesConfig(Block):
     """Where the serving workloads go."""
 
     namespace: DnsLabel = "nemotron"
-    """The namespace the stack creates for the targets, the model cache and the gateway."""
+    """The namespace of the targets, the model cache and the gateway."""
+    createNamespace: bool = True
+    """true: the stack creates `namespace` and deletes it on destroy (a namespace that already exists fails the
+    first `up` with `already exists`: pulumi-kubernetes >= 4.29 never adopts it); false: the namespace is the
+    cluster's (a cluster admin made it, with a Pod Security level that admits the workers: `privileged` for RDMA
+    workers and the prewarm DaemonSet), the stack only puts its objects in it and leaves it on destroy."""
     cluster: ClusterAccess = ClusterAccess()
     """The cluster they run on."""
 

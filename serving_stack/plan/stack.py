@@ -88,6 +88,7 @@ class ServingPlan:
     """`hf_token`: the stack sets `hfToken` (a token Secret for the download Jobs)."""
 
     namespace: str
+    create_namespace: bool  # `kubernetes.createNamespace`
     dynamo: DynamoConfig
     model_cache: ModelCacheConfig
     hf_token: bool
@@ -243,6 +244,7 @@ def build_plan(
     chart_url = facts.platform.chart.url.format(version=platform.chartVersion or facts.platform.chart.version)
     serving = ServingPlan(
         namespace=namespace,
+        create_namespace=config.kubernetes.createNamespace,
         dynamo=dynamo,
         model_cache=cache_config,
         hf_token="hfToken" in secrets,
