@@ -23,6 +23,8 @@ from tools.e2e.control_plane import TOOLS_BIN
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
 # What a scratch project does not copy; its stack files and build output are its own.
+# The harness's own analyzer plugin for the Python policy pack (`--policy-pack policy`).
+SHIMS = Path(__file__).resolve().parent / "bin"
 NOT_COPIED = {".git", "build", ".pytest_cache", ".tools", ".mypy_cache", ".ruff_cache"}
 
 
@@ -84,7 +86,7 @@ class Project:
         work = self.root.parent
         return {
             **os.environ,
-            "PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": os.pathsep.join((str(TOOLS_BIN), str(SHIMS), os.environ.get("PATH", ""))),
             "PULUMI_HOME": str(work / "home"),
             "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
             "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
