@@ -22,9 +22,9 @@ from tools.e2e.control_plane import TOOLS_BIN
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
-# What a scratch project does not copy; its stack files and build output are its own.
 # The harness's own analyzer plugin for the Python policy pack (`--policy-pack policy`).
 SHIMS = Path(__file__).resolve().parent / "bin"
+# What a scratch project does not copy; its stack files and build output are its own.
 NOT_COPIED = {".git", "build", ".pytest_cache", ".tools", ".mypy_cache", ".ruff_cache"}
 
 
