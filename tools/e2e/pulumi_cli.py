@@ -7,12 +7,14 @@ touches the committed stack files or anyone's Pulumi account. Every CLI call is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,6 +47,7 @@ class Project:
     root: Path
     kubeconfig: Path
     timeout: int = 600
+    extra_env: dict[str, str] = field(default_factory=dict)  # what a scenario sets for the CLI and its plugins
 
     @classmethod
     def create(cls, work: Path, kubeconfig: Path, source: Path = REPO) -> Project:
@@ -95,6 +98,7 @@ class Project:
             "PULUMI_SKIP_CONFIRMATIONS": "true",
             "KUBECONFIG": str(self.kubeconfig),
             "NO_COLOR": "1",
+            **self.extra_env,
         }
 
     def pulumi(self, *args: str, check: bool = True, timeout: Optional[int] = None) -> subprocess.CompletedProcess[str]:
@@ -110,6 +114,18 @@ class Project:
         if check and result.returncode != 0:
             raise PulumiError(command, result)
         return result
+
+    def start(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        """A CLI call in the background, bounded by `timeout`, for a scenario that interrupts it."""
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                ["timeout", "-k", "5", str(self.timeout), "pulumi", *args],
+                cwd=self.root,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     # --- stacks -----------------------------------------------------------------------------------
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
@@ -181,10 +197,32 @@ class Project:
             "destroy", "--stack", stack, "--yes", "--skip-preview", "--non-interactive", check=check, timeout=timeout
         )
 
+    def deployment(self, stack: str) -> dict[str, Any]:
+        """The stack's last checkpoint (`pulumi stack export`): its resources and pending operations."""
+        return dict(json.loads(self.pulumi("stack", "export", "--stack", stack).stdout)["deployment"])
+
     def state(self, stack: str) -> list[dict[str, Any]]:
         """The engine's state: every resource of the stack's last checkpoint."""
-        exported = json.loads(self.pulumi("stack", "export", "--stack", stack).stdout)
-        return list(exported["deployment"].get("resources") or [])
+        return list(self.deployment(stack).get("resources") or [])
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return dict(json.loads(self.pulumi("stack", "output", "--stack", stack, "--json", "--show-secrets").stdout))
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and every process below it, as a crash does (the CLI starts its plugins in process
+    groups of their own: sdk/go/common/util/cmdutil/child_unix.go)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    doomed, queue = [], [pid]
+    while queue:
+        doomed.append(queue.pop())
+        queue += children.get(doomed[-1], [])
+    for victim in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
