@@ -5,12 +5,17 @@
 - `engine_plan`: `pulumi preview --json` steps collapsed to one operation per resource, with the order of a
   replacement's create and delete;
 - `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
-- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has.
+- `applied_plan`: what an `up` did, from its event log, in `engine_plan`'s shape;
+- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
+- `pending_creates` / `import_pending_creates`: what an interrupted update was creating, and the `pulumi
+  refresh` arguments that take it into the state.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from tools.e2e.kube import KINDS, Kube
@@ -154,3 +159,10 @@ def import_pending_creates(created: Iterable[tuple[str, str, str, str]]) -> list
             f"{namespace}/{name}" if namespace else name,
         ]
     return [*arguments, "--clear-pending-creates"]
+
+
+def applied_plan(event_log: Path) -> dict[str, str]:
+    """What an `up` did, in `engine_plan`'s shape: the step of every resource it finished, from the engine's
+    own events (`pulumi up --event-log`, one JSON event a line; `resOutputsEvent` ends a step)."""
+    events = [json.loads(line) for line in event_log.read_text().splitlines() if line.strip()]
+    return engine_plan({"steps": [e["resOutputsEvent"]["metadata"] for e in events if "resOutputsEvent" in e]})
