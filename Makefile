@@ -157,7 +157,7 @@ tools:  ## Build (or reuse) the real-engine binaries into .tools/bin
 	@command -v go >/dev/null || { echo "make tools needs Go (1.26): https://go.dev/doc/install" >&2; exit 2; }
 	bash tools/e2e/build_tools.sh
 
-# The seven scenarios of docs/e2e.md against a real API server on loopback (every process bounded in time
+# The scenarios of docs/e2e.md (tests/e2e) against a real API server on loopback (every process bounded in time
 # and stopped at the end). Budget: 10 minutes once the tools are built.
 e2e: $(VENV)/.test-deps tools  ## Run the stack under the real Pulumi engine and a real control plane
 	$(PY) -m pytest -q -p no:xdist -p no:cacheprovider tests/e2e
