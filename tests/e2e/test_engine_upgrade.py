@@ -90,6 +90,9 @@ def test_upgrade_from_the_previous_release(cluster, tmp_path_factory: pytest.Tem
     planned = engine_plan(project.preview(STACK))
     assert planned == predicted, {n: (planned.get(n), predicted.get(n)) for n in {*planned, *predicted}}
     log = work / "up-events.jsonl"
+    project.extra_env["PULUMI_DEBUG_COMMANDS"] = (
+        "true"  # `--event-log` exists only then (as the Automation API sets it)
+    )
     project.up(STACK, "--event-log", str(log), timeout=420)
     applied = applied_plan(log)
     assert applied == predicted, {n: (applied.get(n), predicted.get(n)) for n in {*applied, *predicted}}
