@@ -1,13 +1,12 @@
 """Reading what the engine wrote: an `up`'s event log (`pulumi up --event-log`, apitype.EngineEvent lines,
-pulumi/pulumi sdk/go/common/apitype/events.go) and a checkpoint's pending operations (apitype.OperationV2,
-`pulumi stack export`), in the shapes the upgrade and interrupted-`up` scenarios compare."""
+pulumi/pulumi sdk/go/common/apitype/events.go), in the shape the upgrade scenario compares."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tools.e2e.engine_state import applied_plan, engine_plan, import_pending_creates, pending_creates
+from tools.e2e.engine_state import applied_plan, engine_plan
 
 URN = "urn:pulumi:dev::p::{type}::{name}"
 
@@ -27,38 +26,3 @@ def test_an_ups_events_read_as_the_preview_plan(tmp_path: Path):
     expected = engine_plan({"steps": [{"op": op, "urn": URN.format(type="x:y:Z", name=n)} for op, n in steps]})
     assert applied_plan(log) == expected
     assert expected["c"] == "replace (delete-first)" and "failed" not in expected
-
-
-def _operation(kind: str, name: str, namespace: str, op: str = "creating", type_: str = "") -> dict:
-    type_ = type_ or f"kubernetes:core/v1:{kind}"
-    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {
-        "resource": {
-            "urn": URN.format(type=type_, name=name),
-            "type": type_,
-            "inputs": {"kind": kind, "metadata": metadata},
-        },
-        "type": op,
-    }
-
-
-def test_pending_creates_become_imports_under_the_providers_ids():
-    deployment = {
-        "pending_operations": [
-            _operation("PersistentVolumeClaim", "cache", "ns"),
-            _operation("PriorityClass", "ns-prewarm", "", type_="kubernetes:scheduling.k8s.io/v1:PriorityClass"),
-            _operation("ConfigMap", "updating", "ns", op="updating"),
-            _operation("Bucket", "b", "", type_="aws:s3/bucket:Bucket"),
-        ]
-    }
-    created = pending_creates(deployment)
-    assert [(kind, namespace, name) for _, kind, namespace, name in created] == [
-        ("PersistentVolumeClaim", "ns", "cache"),
-        ("PriorityClass", "", "ns-prewarm"),
-    ]
-    arguments = import_pending_creates(created)
-    assert arguments[-1] == "--clear-pending-creates"
-    pairs = arguments[1:-1:2]
-    assert pairs == [created[0][0], "ns/cache", created[1][0], "ns-prewarm"]
-    assert set(arguments[:-1:2]) == {"--import-pending-creates"}
-    assert pending_creates({}) == [] and import_pending_creates([]) == ["--clear-pending-creates"]

@@ -6,9 +6,7 @@
   replacement's create and delete;
 - `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
 - `applied_plan`: what an `up` did, from its event log, in `engine_plan`'s shape;
-- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
-- `pending_creates` / `import_pending_creates`: what an interrupted update was creating, and the `pulumi
-  refresh` arguments that take it into the state.
+- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has.
 """
 
 from __future__ import annotations
@@ -130,35 +128,6 @@ def stack_objects(kube: Kube, namespace: str) -> list[str]:
             if not i["metadata"]["name"].startswith("kube-root-ca") and kind != "Secret"
         ]
     return left
-
-
-def pending_creates(deployment: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(urn, kind, namespace or "", name) of each Kubernetes object an interrupted update was still creating:
-    the creates the engine keeps as pending until `pulumi refresh` imports or clears them."""
-    found = []
-    for operation in deployment.get("pending_operations") or []:
-        resource = operation.get("resource") or {}
-        metadata = (resource.get("inputs") or {}).get("metadata") or {}
-        if operation.get("type") == "creating" and str(resource.get("type", "")).startswith("kubernetes:"):
-            kind = str(resource["inputs"].get("kind", ""))
-            found.append(
-                (str(resource["urn"]), kind, str(metadata.get("namespace", "")), str(metadata.get("name", "")))
-            )
-    return found
-
-
-def import_pending_creates(created: Iterable[tuple[str, str, str, str]]) -> list[str]:
-    """`pulumi refresh` arguments that import these objects into the state under their URNs (pulumi-kubernetes
-    ids: `<namespace>/<name>`, or `<name>` for a cluster-scoped object) and drop every other pending create."""
-    arguments = []
-    for urn, _, namespace, name in created:
-        arguments += [
-            "--import-pending-creates",
-            urn,
-            "--import-pending-creates",
-            f"{namespace}/{name}" if namespace else name,
-        ]
-    return [*arguments, "--clear-pending-creates"]
 
 
 def applied_plan(event_log: Path) -> dict[str, str]:

@@ -7,11 +7,9 @@ touches the committed stack files or anyone's Pulumi account. Every CLI call is 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,8 +22,6 @@ from tools.e2e.control_plane import TOOLS_BIN
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
-# The harness's own analyzer plugin for the Python policy pack (`--policy-pack policy`).
-SHIMS = Path(__file__).resolve().parent / "bin"
 # What a scratch project does not copy; its stack files and build output are its own.
 NOT_COPIED = {".git", "build", ".pytest_cache", ".tools", ".mypy_cache", ".ruff_cache"}
 
@@ -89,7 +85,7 @@ class Project:
         work = self.root.parent
         return {
             **os.environ,
-            "PATH": os.pathsep.join((str(TOOLS_BIN), str(SHIMS), os.environ.get("PATH", ""))),
+            "PATH": f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
             "PULUMI_HOME": str(work / "home"),
             "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
             "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
@@ -114,18 +110,6 @@ class Project:
         if check and result.returncode != 0:
             raise PulumiError(command, result)
         return result
-
-    def start(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
-        """A CLI call in the background, bounded by `timeout`, for a scenario that interrupts it."""
-        with log.open("wb") as out:
-            return subprocess.Popen(
-                ["timeout", "-k", "5", str(self.timeout), "pulumi", *args],
-                cwd=self.root,
-                env=self.env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
 
     # --- stacks -----------------------------------------------------------------------------------
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
@@ -207,22 +191,3 @@ class Project:
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return dict(json.loads(self.pulumi("stack", "output", "--stack", stack, "--json", "--show-secrets").stdout))
-
-
-def kill_tree(pid: int) -> None:
-    """SIGKILL a process and every process below it, as a crash does (the CLI starts its plugins in process
-    groups of their own: sdk/go/common/util/cmdutil/child_unix.go)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    doomed, queue = [], [pid]
-    while queue:
-        doomed.append(queue.pop())
-        queue += children.get(doomed[-1], [])
-    for victim in doomed:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(victim, signal.SIGKILL)
