@@ -2,7 +2,8 @@
 
 `Harness` starts the control plane (tools/e2e/control_plane.py), installs the DGD CRD from
 `../shared/reference/dynamo-crds`, the StorageClasses the committed stacks name (provisioned by the
-stand-in) and runs the stand-in operator (tools/e2e/stand_in_operator.py). Used by the scenarios
+stand-in), serves the operator's DGD admission rules as a validating webhook (tools/e2e/admission.py) and
+runs the stand-in operator (tools/e2e/stand_in_operator.py). Used by the scenarios
 (tests/e2e) and by `make diff`'s engine preview (tools/e2e/engine_diff.py). Every process is bounded by
 `budget_seconds` and stopped by `stop()`.
 """
@@ -16,6 +17,7 @@ from typing import Any, Optional
 
 import yaml
 
+from tools.e2e.admission import Webhook
 from tools.e2e.control_plane import ControlPlane
 from tools.e2e.kube import Kube
 from tools.e2e.stand_in_operator import stand_in_storage_class
@@ -75,6 +77,7 @@ class Harness:
         self.budget_seconds = budget_seconds
         self.plane = ControlPlane(work, budget_seconds=budget_seconds)
         self.operator: Optional[subprocess.Popen[bytes]] = None
+        self.webhook: Optional[Webhook] = None
 
     @property
     def kube(self) -> Kube:
@@ -98,6 +101,8 @@ class Harness:
                 kube.create(crd)
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
+            self.webhook = Webhook(self.work)
+            kube.create(self.webhook.configuration())
             self.start_operator()
         except BaseException:
             self.stop()
@@ -157,4 +162,7 @@ class Harness:
 
     def stop(self) -> None:
         self.stop_operator()
+        if self.webhook is not None:
+            self.webhook.stop()
+            self.webhook = None
         self.plane.stop()

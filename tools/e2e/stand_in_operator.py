@@ -2,11 +2,22 @@
 
     python -m tools.e2e.stand_in_operator --server URL --token T --deadline SECONDS [--storage-class NAME ...]
 
-What it does, as the real operator does it (status fields from the DGD CRD in ../shared/reference):
+What it does, as the real operator does it (status fields from the DGD CRD in ../shared/reference; the
+rollout from ai-dynamo/dynamo docs/pages/kubernetes/rolling-update.md, read 2026-12-02):
 - a DynamoGraphDeployment gets the finalizer `nvidia.com/finalizer`, one Deployment per component (the
   component's `podTemplate`, `replicas`, owned by the DGD) and a Service for its frontend;
-- its status carries `state` (`pending` / `successful`), `observedGeneration` and a `Ready` condition that
-  is True only when every component Deployment has rolled out the DGD's current generation;
+- worker components (`worker`, `prefill`, `decode`) are Deployment generations named after a hash of every
+  worker's spec but its replicas (`<dgd>-<component>-<hash>`, label `nvidia.com/dynamo-worker-hash`, the DGD
+  annotation `nvidia.com/current-worker-hash`). A spec change starts a managed rolling update: the new
+  generation scales up at most `maxSurge` (25% of replicas, rounded up) ahead of the old one, and the old
+  one scales down only as far as `maxUnavailable` (25%, rounded down) allows, so with fewer than four
+  replicas the new generation starts one worker ahead and needs a spare worker's GPUs; the old generation is
+  deleted once the new one is Ready (`status.rollingUpdate`). A replicas change scales the current
+  generation in place;
+- its status carries `state` (`pending` / `successful`, `failed` with reason
+  `failed_to_reconcile_the_resources` and the error as message when applying its objects fails),
+  `observedGeneration` and a `Ready` condition that is True only when every component runs the DGD's
+  current generation and no old worker generation is left;
 - on deletion it deletes the component Deployments, waits until they are gone, then removes its finalizer.
 Stopped (as the harness does to show what an absent operator means), nothing removes the finalizer.
 
@@ -19,15 +30,23 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
+import json
+import math
 import sys
 import time
-from typing import Any
+from typing import Any, Optional
 
 from tools.e2e.kube import JSON, Kube, KubeError
 
 FINALIZER = "nvidia.com/finalizer"
 GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 COMPONENT_LABEL = "nvidia.com/dynamo-component"
+WORKER_HASH_LABEL = "nvidia.com/dynamo-worker-hash"
+WORKER_HASH_ANNOTATION = "nvidia.com/current-worker-hash"
+GENERATION_ANNOTATION = "nvidia.com/dgd-generation"
+WORKER_TYPES = ("worker", "prefill", "decode")  # the component types a managed rolling update replaces
+FAILED_REASON = "failed_to_reconcile_the_resources"  # the DGD controller's reason when a reconcile errs
 STAND_IN_PROVISIONER = "e2e.nemotron.test/stand-in"
 MANAGER = "stand-in-dynamo-operator"
 
@@ -36,8 +55,23 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _is_worker(component: JSON) -> bool:
+    return component.get("type") in WORKER_TYPES
+
+
+def worker_hash(dgd: JSON) -> str:
+    """The hash of every worker's spec but its replicas and scaling adapter (what a rolling update keys on)."""
+    specs = [
+        {k: v for k, v in c.items() if k not in ("replicas", "scalingAdapter")}
+        for c in dgd["spec"].get("components") or []
+        if _is_worker(c)
+    ]
+    return hashlib.sha256(json.dumps(specs, sort_keys=True).encode()).hexdigest()[:8]
+
+
 def component_name(dgd: JSON, component: JSON) -> str:
-    return f"{dgd['metadata']['name']}-{component['name'].lower()}"
+    base = f"{dgd['metadata']['name']}-{component['name'].lower()}"
+    return f"{base}-{worker_hash(dgd)}" if _is_worker(component) else base
 
 
 def _owner(dgd: JSON) -> list[JSON]:
@@ -54,7 +88,8 @@ def _owner(dgd: JSON) -> list[JSON]:
 
 
 def _component_labels(dgd: JSON, component: JSON) -> dict[str, str]:
-    return {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
+    labels = {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
+    return {**labels, WORKER_HASH_LABEL: worker_hash(dgd)} if _is_worker(component) else labels
 
 
 def _owned_metadata(dgd: JSON, component: JSON) -> JSON:
@@ -67,18 +102,19 @@ def _owned_metadata(dgd: JSON, component: JSON) -> JSON:
     }
 
 
-def component_deployment(dgd: JSON, component: JSON) -> JSON:
+def component_deployment(dgd: JSON, component: JSON, replicas: Optional[int] = None) -> JSON:
+    """The component's Deployment; `replicas` while a rolling update moves a worker between generations."""
     labels = _component_labels(dgd, component)
     template = component.get("podTemplate") or {}
     metadata = dict(template.get("metadata") or {})
     metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
-    generation = {"nvidia.com/dgd-generation": str(dgd["metadata"]["generation"])}
+    generation = {GENERATION_ANNOTATION: str(dgd["metadata"]["generation"])}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {**_owned_metadata(dgd, component), "annotations": generation},
         "spec": {
-            "replicas": int(component.get("replicas", 1)),
+            "replicas": int(component.get("replicas", 1)) if replicas is None else replicas,
             "selector": {"matchLabels": labels},
             "template": {"metadata": metadata, "spec": template.get("spec") or {"containers": []}},
         },
@@ -97,13 +133,36 @@ def frontend_service(dgd: JSON, component: JSON) -> JSON:
     }
 
 
+def surge_and_unavailable(replicas: int) -> tuple[int, int]:
+    """The defaults (25% each; surge rounded up, unavailable down), at least one of them above zero."""
+    surge, unavailable = math.ceil(replicas * 0.25), math.floor(replicas * 0.25)
+    return (surge or 1, unavailable) if surge + unavailable == 0 else (surge, unavailable)
+
+
+def rolling_step(desired: int, new: Optional[JSON], old: list[JSON]) -> tuple[int, list[int]]:
+    """One step of the managed rolling update: (the new generation's replicas, each old generation's)."""
+    surge, unavailable = surge_and_unavailable(desired)
+    old_replicas = [int(d["spec"].get("replicas", 0)) for d in old]
+    new_replicas = int(new["spec"].get("replicas", 0)) if new else 0
+    target_new = min(desired, max(new_replicas, desired + surge - sum(old_replicas)))
+    new_ready = int((new or {}).get("status", {}).get("readyReplicas", 0)) if new else 0
+    old_ready = sum(int((d.get("status") or {}).get("readyReplicas", 0)) for d in old)
+    removable = max(0, new_ready + old_ready - (desired - unavailable))
+    scaled = []
+    for replicas in old_replicas:
+        cut = min(replicas, removable)
+        scaled.append(replicas - cut)
+        removable -= cut
+    return target_new, scaled
+
+
 def _rolled_out(deployment: JSON | None, generation: int) -> bool:
     if deployment is None:
         return False
     spec, status = deployment["spec"], deployment.get("status") or {}
     want = int(spec.get("replicas", 1))
     return (
-        deployment["metadata"].get("annotations", {}).get("nvidia.com/dgd-generation") == str(generation)
+        deployment["metadata"].get("annotations", {}).get(GENERATION_ANNOTATION) == str(generation)
         and status.get("observedGeneration", 0) >= deployment["metadata"]["generation"]
         and int(status.get("updatedReplicas", 0)) == want
         and int(status.get("readyReplicas", 0)) == want
@@ -131,45 +190,108 @@ class Operator:
                 {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}},
                 namespace,
             )
+        try:
+            waiting, rolling = self._reconcile_children(dgd)
+        except KubeError as error:
+            if error.status in (404, 409):  # gone or changed meanwhile: next round
+                raise
+            self._set_status(dgd, "failed", FAILED_REASON, str(error), None)
+            return
+        ready = not waiting
+        message = "All resources are ready" if ready else f"waiting for: {', '.join(waiting)}"
+        reason = "all_resources_are_ready" if ready else "some_resources_are_not_ready"
+        self._set_status(dgd, "successful" if ready else "pending", reason, message, rolling)
+
+    def _reconcile_children(self, dgd: JSON) -> tuple[list[str], Optional[JSON]]:
+        """Applies the DGD's objects and moves its rolling update a step: (components not ready, rollingUpdate)."""
+        meta = dgd["metadata"]
+        namespace, name, generation = meta["namespace"], meta["name"], int(meta["generation"])
         components = dgd["spec"].get("components") or []
-        generation = int(meta["generation"])
         if self.applied.get(meta["uid"]) != generation:
             for component in components:
-                self.kube.apply(component_deployment(dgd, component), MANAGER)
+                if not _is_worker(component):
+                    self.kube.apply(component_deployment(dgd, component), MANAGER)
                 if component.get("type") == "frontend":
                     self.kube.apply(frontend_service(dgd, component), MANAGER)
+            if meta.get("annotations", {}).get(WORKER_HASH_ANNOTATION) != worker_hash(dgd):
+                self.kube.patch(
+                    "DynamoGraphDeployment",
+                    name,
+                    {"metadata": {"annotations": {WORKER_HASH_ANNOTATION: worker_hash(dgd)}}},
+                    namespace,
+                )
             self.applied[meta["uid"]] = generation
         children = {d["metadata"]["name"]: d for d in self.kube.list("Deployment", namespace, f"{GRAPH_LABEL}={name}")}
+        old_generations = 0
+        for component in (c for c in components if _is_worker(c)):
+            current = component_name(dgd, component)
+            old = [
+                d
+                for n, d in sorted(children.items())
+                if n != current and d["metadata"]["labels"].get(COMPONENT_LABEL) == component["name"]
+            ]
+            old_generations += len(old)
+            self._roll_worker(dgd, component, children.get(current), old)
         waiting = [c["name"] for c in components if not _rolled_out(children.get(component_name(dgd, c)), generation)]
-        ready = not waiting
+        status = dgd.get("status") or {}
+        previous: JSON = status.get("rollingUpdate") or {}
+        if old_generations:
+            rolling = {"phase": "InProgress", "startTime": previous.get("startTime") or _now()}
+            return waiting or ["the old worker generation"], rolling
+        if previous.get("phase") == "InProgress" and not waiting:
+            return waiting, {**previous, "phase": "Completed", "endTime": _now()}
+        return waiting, previous or None
+
+    def _roll_worker(self, dgd: JSON, component: JSON, new: Optional[JSON], old: list[JSON]) -> None:
+        desired = int(component.get("replicas", 1))
+        generation = str(dgd["metadata"]["generation"])
+        target_new, scaled = rolling_step(desired, new, old) if old else (desired, [])
+        stale = new is None or new["metadata"].get("annotations", {}).get(GENERATION_ANNOTATION) != generation
+        if stale or int(new["spec"].get("replicas", 0)) != target_new:
+            self.kube.apply(component_deployment(dgd, component, target_new), MANAGER)
+        new_ready = int(((new or {}).get("status") or {}).get("readyReplicas", 0))
+        for deployment, replicas in zip(old, scaled):
+            meta = deployment["metadata"]
+            if replicas == 0 and new_ready >= desired:
+                self.kube.delete("Deployment", meta["name"], meta["namespace"])
+            elif replicas != int(deployment["spec"].get("replicas", 0)):
+                self.kube.patch("Deployment", meta["name"], {"spec": {"replicas": replicas}}, meta["namespace"])
+
+    def _set_status(self, dgd: JSON, state: str, reason: str, message: str, rolling: Optional[JSON]) -> None:
+        generation = int(dgd["metadata"]["generation"])
         status = dgd.get("status") or {}
         condition: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+        ready = str(state == "successful")
         if (
             status.get("observedGeneration") == generation
-            and condition.get("status") == str(ready)
-            and status.get("state") == ("successful" if ready else "pending")
+            and status.get("state") == state
+            and condition.get("status") == ready
+            and condition.get("reason") == reason
+            and condition.get("message") == message
+            and status.get("rollingUpdate") == rolling
         ):
             return
+        update: JSON = {
+            "state": state,
+            "observedGeneration": generation,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": ready,
+                    "observedGeneration": generation,
+                    "lastTransitionTime": _now(),
+                    "reason": reason,
+                    "message": message,
+                }
+            ],
+        }
+        if rolling is not None:
+            update["rollingUpdate"] = rolling
         self.kube.patch(
             "DynamoGraphDeployment",
-            name,
-            {
-                "status": {
-                    "state": "successful" if ready else "pending",
-                    "observedGeneration": generation,
-                    "conditions": [
-                        {
-                            "type": "Ready",
-                            "status": str(ready),
-                            "observedGeneration": generation,
-                            "lastTransitionTime": _now(),
-                            "reason": "all_resources_are_ready" if ready else "some_resources_are_not_ready",
-                            "message": "All resources are ready" if ready else f"waiting for: {', '.join(waiting)}",
-                        }
-                    ],
-                }
-            },
-            namespace,
+            dgd["metadata"]["name"],
+            {"status": update},
+            dgd["metadata"]["namespace"],
             subresource="status",
         )
 
