@@ -91,13 +91,17 @@ def test_a_dgd_without_components_is_refused(dgd):
     assert refusals("CREATE", planted, None, GROVE, RULES) == [_expected("components-required")]
 
 
-@pytest.mark.parametrize("image", ["nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest", "registry:5000/vllm@sha256:" + "0" * 64])
+@pytest.mark.parametrize(
+    "image", ["nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest", "registry:5000/vllm@sha256:" + "0" * 64]
+)
 def test_an_image_without_a_runtime_version_needs_an_override(dgd, image):
     index, _ = _worker(dgd)
 
     def plant(d):
         containers = d["spec"]["components"][index]["podTemplate"]["spec"]["containers"]
-        next(c for c in containers if c["name"] == BY_ID["runtime-version-resolvable"].spec["container"])["image"] = image
+        next(c for c in containers if c["name"] == BY_ID["runtime-version-resolvable"].spec["container"])["image"] = (
+            image
+        )
 
     planted = _planted(dgd, plant)
     assert refusals("CREATE", planted, None, GROVE, RULES) == [_expected("runtime-version-resolvable", index)]
@@ -180,7 +184,6 @@ def test_a_worker_spec_change_starts_a_new_generation_one_ahead(dgd):
 
     def new_image(d):
         d["spec"]["components"][index]["podTemplate"]["spec"]["containers"][0]["image"] += "-rebuilt"
-
 
     changed = _planted(dgd, new_image)
     assert worker_hash(changed) != worker_hash(dgd)

@@ -246,11 +246,11 @@ class Operator:
         desired = int(component.get("replicas", 1))
         generation = str(dgd["metadata"]["generation"])
         target_new, scaled = rolling_step(desired, new, old) if old else (desired, [])
-        stale = new is None or new["metadata"].get("annotations", {}).get(GENERATION_ANNOTATION) != generation
-        if stale or int(new["spec"].get("replicas", 0)) != target_new:
+        applied = (new or {}).get("metadata", {}).get("annotations", {}).get(GENERATION_ANNOTATION)
+        if new is None or applied != generation or int(new["spec"].get("replicas", 0)) != target_new:
             self.kube.apply(component_deployment(dgd, component, target_new), MANAGER)
         new_ready = int(((new or {}).get("status") or {}).get("readyReplicas", 0))
-        for deployment, replicas in zip(old, scaled):
+        for deployment, replicas in zip(old, scaled, strict=True):
             meta = deployment["metadata"]
             if replicas == 0 and new_ready >= desired:
                 self.kube.delete("Deployment", meta["name"], meta["namespace"])
