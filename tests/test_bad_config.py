@@ -88,7 +88,7 @@ BAD_CONFIGS = {
     else ({}, "the catalog has no target with a draft beside the first download Job's base"),
     "unpinned target image": (
         _with("targets.0.image", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"),
-        "targets[0].image: must be an image pinned by a semver tag or an @sha256 digest",
+        "targets[0].image: must be an image with a semver tag, the runtime version the Dynamo operator admits it by",
     ),
     "runtime tag not semver": (
         _with("dynamo", {"runtime": {"tag": "nightly"}}),

@@ -201,3 +201,36 @@ def test_a_worker_spec_change_starts_a_new_generation_one_ahead(dgd):
     assert rolling_step(replicas, new, [old])[1] == [replicas]
     new["status"] = {"readyReplicas": started}
     assert rolling_step(replicas, new, [old])[1] == [replicas - started]
+
+
+def test_a_target_image_the_config_accepts_is_one_the_operator_admits(dgd):
+    """targets[].image (VersionedImage) against the operator's runtime-version rule, on the committed image and
+    its pinned variants: the config refuses what admission would refuse at `pulumi up`, naming the key."""
+    import pydantic
+    from stack_helpers import BASE_CONFIG, assert_rejected_before_any_resource
+
+    from serving_stack.config.types import VersionedImage
+
+    index, worker = _worker(dgd)
+    committed = worker["podTemplate"]["spec"]["containers"][0]["image"]
+    repository, tag = committed.rsplit(":", 1)
+    digest = "@sha256:" + "0" * 64
+    candidates = [committed, committed + digest, repository + digest, f"{repository}:build-{tag}{digest}"]
+    accepts = pydantic.TypeAdapter(VersionedImage)
+    outcomes = set()
+    for image in candidates:
+        try:
+            accepts.validate_python(image)
+            accepted = True
+        except pydantic.ValidationError:
+            accepted = False
+        planted = copy.deepcopy(dgd)
+        for container in planted["spec"]["components"][index]["podTemplate"]["spec"]["containers"]:
+            container["image"] = image
+        admitted = refusals("CREATE", planted, None, GROVE, RULES) == []
+        assert accepted == admitted, image
+        outcomes.add(accepted)
+    assert outcomes == {True, False}  # the candidates cover both sides
+    config = copy.deepcopy(BASE_CONFIG)
+    config["targets"][0]["image"] = repository + digest
+    assert_rejected_before_any_resource(config, "targets[0].image: must be an image with a semver tag")

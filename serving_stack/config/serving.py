@@ -21,6 +21,7 @@ from serving_stack.config.types import (
     SemVer,
     StorageClassName,
     StorageSize,
+    VersionedImage,
     matching,
 )
 
@@ -178,8 +179,9 @@ class TargetConfig(Block):
     """A target id of catalog/targets.yaml (current or retired), e.g. `vllm/agg-h200-dspark`."""
     replicas: dict[str, Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(default_factory=dict)
     """Replicas per DGD component name (Dynamo DGD spec.components[].replicas); unset: the recipe's."""
-    image: Optional[PinnedImage] = None
-    """The image of every container of the target; unset: the runtime registry and tag (`dynamo.runtime`)."""
+    image: Optional[VersionedImage] = None
+    """The image of every container of the target, with a semver tag (the Dynamo operator admits a graph by
+    the runtime version in its tag); unset: the runtime registry and tag (`dynamo.runtime`)."""
     nodePool: Optional[DnsLabel] = None
     """The `aws.nodePools` pool it runs on; unset: the only pool with the target's GPU."""
     acceptanceLength: Optional[float] = pydantic.Field(default=None, ge=1)

@@ -204,6 +204,18 @@ HfRepo = Annotated[
 PinnedImage = Annotated[
     str, matching(PINNED_IMAGE, "an image pinned by a semver tag or an @sha256 digest, or both (no bare 'latest')")
 ]
+# A Dynamo runtime image: the operator's admission reads the runtime version from a semantic-version tag
+# (tools/e2e/admission_rules.yaml, runtime-version-resolvable) and refuses a DGD whose main image has none, so
+# a digest-only pin passes PINNED_IMAGE but would be refused at `pulumi up`; the digest stays optional.
+RUNTIME_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:" + SEMVER[1:-1] + r"(@sha256:[a-f0-9]{64})?$"
+VersionedImage = Annotated[
+    str,
+    matching(
+        RUNTIME_IMAGE,
+        "an image with a semver tag, the runtime version the Dynamo operator admits it by (repo:1.5.0, "
+        "optionally @sha256:<digest> after it)",
+    ),
+]
 Registry = Annotated[
     str, matching(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$", "a registry path such as nvcr.io/nvidia/ai-dynamo")
 ]
