@@ -55,6 +55,7 @@ class KubeError(Exception):
     def __init__(self, status: int, body: str):
         super().__init__(f"HTTP {status}: {body[:500]}")
         self.status = status
+        self.body = body
 
 
 @dataclass(frozen=True)

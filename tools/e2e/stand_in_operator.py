@@ -133,6 +133,14 @@ def frontend_service(dgd: JSON, component: JSON) -> JSON:
     }
 
 
+def _api_message(error: KubeError) -> str:
+    """The API server's own message for a refused write (a Status object's `message`), as err.Error() gives it."""
+    try:
+        return str(json.loads(error.body)["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(error)
+
+
 def surge_and_unavailable(replicas: int) -> tuple[int, int]:
     """The defaults (25% each; surge rounded up, unavailable down), at least one of them above zero."""
     surge, unavailable = math.ceil(replicas * 0.25), math.floor(replicas * 0.25)
@@ -195,7 +203,7 @@ class Operator:
         except KubeError as error:
             if error.status in (404, 409):  # gone or changed meanwhile: next round
                 raise
-            self._set_status(dgd, "failed", FAILED_REASON, str(error), None)
+            self._set_status(dgd, "failed", FAILED_REASON, _api_message(error), None)
             return
         ready = not waiting
         message = "All resources are ready" if ready else f"waiting for: {', '.join(waiting)}"
