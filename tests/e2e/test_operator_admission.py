@@ -43,14 +43,20 @@ def dev_records(project: Project) -> list[dict[str, Any]]:
     return project.render(DEV)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def scratch(cluster):
-    cluster.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SCRATCH}})
+    """The scratch namespace, emptied after each test (its pods must not take GPUs a later scenario counts)."""
+    kube = cluster.kube
+    if kube.get("Namespace", SCRATCH) is None:
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SCRATCH}})
     yield SCRATCH
-    for dgd in cluster.kube.list("DynamoGraphDeployment", SCRATCH):
-        cluster.kube.delete("DynamoGraphDeployment", dgd["metadata"]["name"], SCRATCH)
-    cluster.kube.wait_for("scratch DGDs finalized", lambda: not cluster.kube.list("DynamoGraphDeployment", SCRATCH))
-    cluster.kube.delete("Namespace", SCRATCH)
+    for dgd in kube.list("DynamoGraphDeployment", SCRATCH):
+        kube.delete("DynamoGraphDeployment", dgd["metadata"]["name"], SCRATCH)
+    kube.wait_for(
+        "the scratch DGDs and their pods gone",
+        lambda: not kube.list("DynamoGraphDeployment", SCRATCH) and not kube.list("Pod", SCRATCH),
+        timeout=120,
+    )
 
 
 def _dgd(records: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -120,8 +126,6 @@ def test_the_api_server_refuses_through_the_webhook_what_the_operator_refuses(cl
     assert _refused(
         lambda: kube.patch("DynamoGraphDeployment", "adapted", {"spec": {"components": components}}, SCRATCH)
     ) == _denied("adapted", _line("replicas-owned-by-scaling-adapter", index))
-    for name in ("admitted", "adapted"):
-        kube.delete("DynamoGraphDeployment", name, SCRATCH)
 
 
 def _status(cluster, name: str) -> dict[str, Any]:
@@ -156,7 +160,6 @@ def test_a_reconcile_error_is_state_failed_with_the_operators_reason(cluster, de
         lambda: _status(cluster, "unreconcilable").get("state") in ("pending", "successful"),
         timeout=60,
     )
-    kube.delete("DynamoGraphDeployment", "unreconcilable", SCRATCH)
 
 
 # --- the managed rolling update on a full pool, through the stack ---------------------------------------
