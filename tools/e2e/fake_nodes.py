@@ -182,6 +182,13 @@ def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
     return nodes
 
 
+def declared_gpu_nodes(config: Mapping[str, Any]) -> Optional[list[GpuNodeShape]]:
+    """`kubernetes.gpuNodes` of a stack file's `config:` block (keys with or without the project prefix)."""
+    kubernetes = next((v for k, v in config.items() if k.split(":")[-1] == "kubernetes"), None) or {}
+    declared = kubernetes.get("gpuNodes")
+    return None if declared is None else [GpuNodeShape.model_validate(shape) for shape in declared]
+
+
 def stack_nodes(records: list[JSON], gpu_nodes: Optional[Sequence[GpuNodeShape]] = None) -> list[JSON]:
     """The cluster a render runs on: its node groups' nodes if it builds any, else the declared nodes."""
     if any(r["type"] == NODE_GROUP for r in records):

@@ -27,40 +27,15 @@ CRD = REPO.parent / "shared" / "reference" / "dynamo-crds" / "nvidia.com_dynamog
 STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 
 
-# The Prometheus operator's kinds a stack creates when it uses the cluster's own Prometheus
-# (`monitoring.prometheus.install: false`): served here with an open schema, as a cluster running the
-# operator serves them.
-MONITORING_KINDS = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
+# The Prometheus operator's CRDs a stack's monitoring objects need on a cluster running its own Prometheus
+# (`monitoring.prometheus.install: false`): the vendored upstream ones (schemas/crds/PROVENANCE.md), so the API
+# server validates and prunes the stack's rules and monitors as that cluster's does.
+MONITORING_CRDS = sorted((REPO / "schemas" / "crds").glob("monitoring.coreos.com_*.yaml"))
 MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
 
 
 def monitoring_crds() -> list[dict[str, Any]]:
-    crds = []
-    for kind in MONITORING_KINDS:
-        plural = kind.lower() + "s"
-        crds.append(
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-                "spec": {
-                    "group": "monitoring.coreos.com",
-                    "scope": "Namespaced",
-                    "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                    "versions": [
-                        {
-                            "name": "v1",
-                            "served": True,
-                            "storage": True,
-                            "schema": {
-                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                            },
-                        }
-                    ],
-                },
-            }
-        )
-    return crds
+    return [yaml.safe_load(path.read_text()) for path in MONITORING_CRDS]
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
@@ -96,6 +71,12 @@ class Harness:
                 kube.create(stand_in_storage_class(name))
             for crd in monitoring_crds():
                 kube.create(crd)
+            for crd in monitoring_crds():
+                kube.wait_for(
+                    f"the CRD {crd['metadata']['name']} to be established",
+                    lambda name=crd["metadata"]["name"]: _condition(kube.get("CustomResourceDefinition", name), "Established"),
+                    timeout=60,
+                )
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.start_operator()

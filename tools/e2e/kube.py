@@ -43,6 +43,9 @@ KINDS: dict[str, tuple[str, str, bool]] = {
     "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
     "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
+    "PrometheusRule": ("/apis/monitoring.coreos.com/v1", "prometheusrules", True),
+    "ServiceMonitor": ("/apis/monitoring.coreos.com/v1", "servicemonitors", True),
+    "PodMonitor": ("/apis/monitoring.coreos.com/v1", "podmonitors", True),
 }
 
 
