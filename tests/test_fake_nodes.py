@@ -94,7 +94,10 @@ def test_the_pods_decide_nothing_about_the_nodes(prod):
     for record in records:
         spec = ((record["inputs"].get("spec") or {}).get("template") or {}).get("spec")
         specs = [spec] if spec else []
-        specs += [(c.get("podTemplate") or {}).get("spec") or {} for c in (record["inputs"].get("spec") or {}).get("components") or []]
+        specs += [
+            (c.get("podTemplate") or {}).get("spec") or {}
+            for c in (record["inputs"].get("spec") or {}).get("components") or []
+        ]
         for pod in specs:
             pod["tolerations"] = [{"key": "planted", "operator": "Equal", "value": "x", "effect": "NoSchedule"}]
             pod["nodeSelector"] = {"planted": "x"}

@@ -92,13 +92,20 @@ def _efa_interfaces(template: Optional[JSON]) -> int:
     return sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
 
 
-def _plugins(records: list[JSON], labels: Mapping[str, str], taints: list[dict[str, str]], gpus: int, efa: int) -> dict[str, int]:
+def _plugins(
+    records: list[JSON], labels: Mapping[str, str], taints: list[dict[str, str]], gpus: int, efa: int
+) -> dict[str, int]:
     """The extended resources the render's device plugins would advertise on such a node."""
     platform = load_facts().aws.platform.devicePlugins
     resources: dict[str, int] = {}
     nvidia = _release(records, platform.nvidia.chart)
     gpu_present = labels.get("nvidia.com/gpu.present") == "true"
-    if nvidia is not None and gpus and gpu_present and _tolerated((nvidia.get("values") or {}).get("tolerations") or [], taints):
+    if (
+        nvidia is not None
+        and gpus
+        and gpu_present
+        and _tolerated((nvidia.get("values") or {}).get("tolerations") or [], taints)
+    ):
         resources[GPU] = gpus
     efa_plugin = _release(records, platform.efa.chart)
     if efa_plugin is not None and efa:
@@ -118,7 +125,11 @@ def _plugins(records: list[JSON], labels: Mapping[str, str], taints: list[dict[s
         ),
         None,
     )
-    if rdma is not None and _selected(rdma.get("nodeSelector") or {}, labels) and _tolerated(rdma.get("tolerations") or [], taints):
+    if (
+        rdma is not None
+        and _selected(rdma.get("nodeSelector") or {}, labels)
+        and _tolerated(rdma.get("tolerations") or [], taints)
+    ):
         resources[INFINIBAND_RESOURCE] = platform.rdmaSharedDevice.rdmaHcaMax
     return resources
 
@@ -135,12 +146,18 @@ def node_group_nodes(records: list[JSON]) -> list[JSON]:
     for group in (r for r in records if r["type"] == NODE_GROUP):
         inputs, deps = group["inputs"], group.get("propertyDependencies") or {}
         template = next((by_name.get(urn) for urn in deps.get("launchTemplate") or []), None)
-        instance_type = (inputs.get("instanceTypes") or [None])[0] or (template or {}).get("inputs", {}).get("instanceType")
+        instance_type = (inputs.get("instanceTypes") or [None])[0] or (template or {}).get("inputs", {}).get(
+            "instanceType"
+        )
         gpu_type, cpu_type = facts.instance_types.get(instance_type), cpu_types.get(instance_type)
         shape = gpu_type or cpu_type
         if shape is None:
-            raise ValueError(f"{group['name']}: no instance facts for {instance_type} (catalog/instance_types.yaml, catalog/eks_nodes.yaml)")
-        zones = [by_name[urn]["inputs"].get("availabilityZone") for urn in deps.get("subnetIds") or [] if urn in by_name]
+            raise ValueError(
+                f"{group['name']}: no instance facts for {instance_type} (catalog/instance_types.yaml, catalog/eks_nodes.yaml)"
+            )
+        zones = [
+            by_name[urn]["inputs"].get("availabilityZone") for urn in deps.get("subnetIds") or [] if urn in by_name
+        ]
         name = str(inputs.get("nodeGroupName") or inputs.get("nodeGroupNamePrefix", group["name"] + "-") + "e2e")
         labels = {
             **(inputs.get("labels") or {}),
@@ -176,9 +193,13 @@ def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
             if facts_of is None:
                 raise ValueError(f"{kind} node {number}: no instance facts for {INSTANCE_TYPE_LABEL}={instance_type!r}")
             cpu, memory = facts_of.vcpus, facts_of.memoryGiB
-            taints = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in shape.taints]
+            taints = [
+                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in shape.taints
+            ]
             for index in range(shape.count):
-                nodes.append(_node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources)))
+                nodes.append(
+                    _node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources))
+                )
     return nodes
 
 
@@ -196,7 +217,14 @@ def stack_nodes(records: list[JSON], gpu_nodes: Optional[Sequence[GpuNodeShape]]
     return declared_nodes(gpu_nodes)
 
 
-def _node(name: str, labels: dict[str, str], taints: list[dict[str, str]], cpu: int, memory_gib: int, resources: Mapping[str, int]) -> JSON:
+def _node(
+    name: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    cpu: int,
+    memory_gib: int,
+    resources: Mapping[str, int],
+) -> JSON:
     capacity = {
         "cpu": str(cpu),
         "memory": f"{memory_gib}Gi",

@@ -74,7 +74,9 @@ class Harness:
             for crd in monitoring_crds():
                 kube.wait_for(
                     f"the CRD {crd['metadata']['name']} to be established",
-                    lambda name=crd["metadata"]["name"]: _condition(kube.get("CustomResourceDefinition", name), "Established"),
+                    lambda name=crd["metadata"]["name"]: _condition(
+                        kube.get("CustomResourceDefinition", name), "Established"
+                    ),
                     timeout=60,
                 )
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
