@@ -1,4 +1,5 @@
-"""The stack under the real Pulumi engine and a real API server (issue 22's seven scenarios).
+"""The stack under the real Pulumi engine and a real API server (issue 22's seven scenarios, issue 32's planted node
+mismatch and prod's own composition).
 
 The scenarios build on each other in file order (one cluster, one backend): dev is deployed by the
 first, checked by the next ones and destroyed by the sixth. Expectations come from the committed stack
