@@ -44,6 +44,15 @@ def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
+def _same_node(live: dict[str, Any], node: dict[str, Any]) -> bool:
+    """Whether a live node has the labels, taints and capacity of a wanted one (else it is recreated)."""
+    return (
+        node["metadata"]["labels"].items() <= live["metadata"].get("labels", {}).items()
+        and (live["spec"].get("taints") or []) == (node["spec"].get("taints") or [])
+        and live["status"].get("capacity") == node["status"]["capacity"]
+    )
+
+
 class Harness:
     def __init__(self, work: Path, budget_seconds: int = 1500):
         self.work = work
@@ -126,10 +135,15 @@ class Harness:
 
     def replace_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """Exactly these fake nodes, Ready (kwok runs them)."""
-        kube, wanted = self.kube, {n["metadata"]["name"] for n in nodes}
-        for node in kube.list("Node"):
-            if node["metadata"]["name"] not in wanted:
-                kube.delete("Node", node["metadata"]["name"])
+        kube, wanted = self.kube, {n["metadata"]["name"]: n for n in nodes}
+        stale = [
+            live["metadata"]["name"]
+            for live in kube.list("Node")
+            if live["metadata"]["name"] not in wanted or not _same_node(live, wanted[live["metadata"]["name"]])
+        ]
+        for name in stale:
+            kube.delete("Node", name)
+        kube.wait_for("replaced nodes to be gone", lambda: all(kube.get("Node", n) is None for n in stale), timeout=60)
         for node in nodes:
             if kube.get("Node", node["metadata"]["name"]) is None:
                 kube.create(node)
