@@ -31,6 +31,7 @@ from serving_stack.config.gateway import MASTER_KEY_SECRET
 from serving_stack.contract.outputs import StackOutputs
 from serving_stack.facts import load_facts
 from serving_stack.facts.dates import today
+from serving_stack.plan.cluster import CreatedCluster
 from serving_stack.plan.placeholders import placeholders_allowed
 from serving_stack.plan.serving import check_target_swap, deployed_dynamo_targets
 from serving_stack.plan.stack import build_plan
@@ -50,8 +51,15 @@ for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and t
     pulumi.log.warn(warning)
 
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
+# An AWS provider only for a stack that makes AWS resources: pools declared `managed: false` on a cluster reached
+# by kubeconfig are placement facts (they decide targets and fabrics), and such a stack needs no AWS plugin.
+builds_on_aws = plan.aws is not None and (
+    isinstance(plan.cluster, CreatedCluster) or bool(plan.managed_pools or plan.storage or plan.sagemaker)
+)
 aws_provider = (
-    aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)}) if plan.aws else None
+    aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)})
+    if plan.aws and builds_on_aws
+    else None
 )
 aws_providers = {"aws": aws_provider} if aws_provider else {}
 on_aws = pulumi.ResourceOptions(providers=aws_providers)

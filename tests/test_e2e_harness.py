@@ -1,17 +1,12 @@
-"""The end-to-end harness's own logic, without a cluster: fake nodes from a render, the stand-in operator's
-objects, and how the engine's update plan is read (tests/e2e runs them for real)."""
+"""The end-to-end harness's own logic, without a cluster: the stand-in operator's objects and how the engine's
+update plan is read (tests/e2e runs them for real; the fake nodes: tests/test_fake_nodes.py)."""
 
 from __future__ import annotations
 
-import math
+from stack_helpers import rendered_stack
 
-from stack_helpers import all_targets_config, rendered_stack, run_config
-
-from serving_stack.facts import load_facts
-from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE
 from tools.e2e.engine_diff import not_previewable
 from tools.e2e.engine_state import engine_plan, model_plan, state_resources
-from tools.e2e.fake_nodes import EFA, GPU, node_objects, node_shapes
 from tools.e2e.stand_in_operator import FINALIZER, component_deployment, frontend_service
 
 
@@ -21,82 +16,6 @@ def _manifests(run) -> list[dict]:
         for r in run.resources
         if r.custom and r.type.startswith("kubernetes:") and "kind" in (r.to_json()["inputs"] or {})
     ]
-
-
-def test_fake_nodes_carry_every_gpu_the_targets_ask_for():
-    manifests = _manifests(run_config(all_targets_config()))
-    shapes = node_shapes(manifests)
-    aws = load_facts().aws
-    products = {label for gpu in aws.gpus.values() for label in gpu.product_labels}
-    wanted = {
-        e["values"][0]
-        for m in manifests
-        if m["kind"] == "DynamoGraphDeployment"
-        for c in m["spec"]["components"]
-        for t in (
-            ((c["podTemplate"]["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
-                "requiredDuringSchedulingIgnoredDuringExecution"
-            )
-            or {}
-        ).get("nodeSelectorTerms", [])[:1]
-        for e in t.get("matchExpressions", [])
-        if e["key"] == GPU_PRODUCT_LABEL
-    }
-    assert wanted and wanted <= products
-    assert {dict(s.labels)[GPU_PRODUCT_LABEL] for s in shapes} == wanted
-    nodes = node_objects(shapes)
-    assert len({n["metadata"]["name"] for n in nodes}) == len(nodes)
-    for shape in shapes:
-        of_shape = [
-            n
-            for n in nodes
-            if dict(shape.labels).items() <= n["metadata"]["labels"].items()
-            and n["spec"]["taints"] == [{"key": k, "value": v, "effect": e} for k, v, e in shape.taints]
-        ]
-        assert len(of_shape) == max(1, math.ceil(shape.gpus_wanted / shape.gpus))
-        instance = aws.instance_types[shape.instance_type]
-        for node in of_shape:
-            assert node["status"]["capacity"][GPU] == str(instance.gpus)
-            assert node["status"]["capacity"].get(EFA, "0") == str(instance.efaInterfaces)
-            assert node["spec"]["taints"] == [{"key": k, "value": v, "effect": e} for k, v, e in shape.taints]
-
-
-def test_workers_that_ask_for_infiniband_get_nodes_advertising_it():
-    """A cluster the stack does not build keeps the recipes' `rdma/ib` requests: the fake nodes of those
-    workers advertise it as the RDMA shared device plugin does, and no other node does."""
-    manifests = _manifests(rendered_stack("dev"))
-    graph = next(m for m in manifests if m["kind"] == "DynamoGraphDeployment")
-    worker = next(c for c in graph["spec"]["components"] if _gpu_limit(c))
-    for container in worker["podTemplate"]["spec"]["containers"]:
-        for side in ("limits", "requests"):
-            container.setdefault("resources", {}).setdefault(side, {})[INFINIBAND_RESOURCE] = "1"
-    shared = load_facts().aws.platform.devicePlugins.rdmaSharedDevice.rdmaHcaMax
-    nodes = node_objects(node_shapes(manifests))
-    advertised = [n for n in nodes if INFINIBAND_RESOURCE in n["status"]["capacity"]]
-    assert advertised and all(n["status"]["capacity"][INFINIBAND_RESOURCE] == str(shared) for n in advertised)
-    wanted = dict(_affinity(worker))
-    assert all(wanted.items() <= n["metadata"]["labels"].items() for n in advertised)
-
-
-def _gpu_limit(component: dict) -> int:
-    containers = component["podTemplate"]["spec"].get("containers") or []
-    return sum(int(str((c.get("resources") or {}).get("limits", {}).get(GPU, 0))) for c in containers)
-
-
-def _affinity(component: dict) -> list[tuple[str, str]]:
-    terms = component["podTemplate"]["spec"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]
-    return [
-        (e["key"], e["values"][0]) for e in terms["nodeSelectorTerms"][0]["matchExpressions"] if e["operator"] == "In"
-    ]
-
-
-def test_a_node_count_and_gpu_count_can_be_forced_for_full_pools():
-    shapes = node_shapes(_manifests(rendered_stack("dev")), gpus_per_node=1)
-    nodes = node_objects(shapes, nodes_per_shape=1)
-    gpu_nodes = [n for n in nodes if GPU in n["status"]["capacity"]]
-    assert len(gpu_nodes) == len(shapes) and all(n["status"]["capacity"][GPU] == "1" for n in gpu_nodes)
 
 
 def test_the_stand_in_operator_builds_what_the_operator_owns():

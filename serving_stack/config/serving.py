@@ -39,6 +39,32 @@ class ClusterAccess(Block):
     """The kubeconfig file of an existing cluster; unset: the Kubernetes provider's default (`KUBECONFIG`)."""
 
 
+class NodeTaint(Block):
+    """A taint as `kubectl get node -o yaml` shows it (Kubernetes core/v1 Taint)."""
+
+    key: AsciiText
+    """The taint's key, such as `nvidia.com/gpu`."""
+    value: str = ""
+    """Its value; empty: a taint without one (`nvidia.com/gpu:NoSchedule`), which an `Equal` toleration with a
+    value does not match."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    """Its effect."""
+
+
+class GpuNodeShape(Block):
+    """One shape of GPU node an existing cluster runs: what its scheduler sees of such a node."""
+
+    count: int = pydantic.Field(default=1, ge=1, le=450)
+    """How many nodes of this shape (450: EKS's default quota of nodes per managed node group)."""
+    labels: dict[AsciiText, str] = pydantic.Field(default_factory=dict)
+    """The node's labels that workloads select on (instance type, `nvidia.com/gpu.product`, pool labels)."""
+    taints: list[NodeTaint] = pydantic.Field(default_factory=list)
+    """The node's taints."""
+    resources: dict[AsciiText, Annotated[int, pydantic.Field(ge=1, le=1024)]]
+    """Its allocatable extended resources, as its device plugins advertise them (`nvidia.com/gpu`,
+    `vpc.amazonaws.com/efa`, `rdma/ib`)."""
+
+
 class KubernetesConfig(Block):
     """Where the serving workloads go."""
 
@@ -51,6 +77,10 @@ class KubernetesConfig(Block):
     workers and the prewarm DaemonSet), the stack only puts its objects in it and leaves it on destroy."""
     cluster: ClusterAccess = ClusterAccess()
     """The cluster they run on."""
+    gpuNodes: Optional[list[GpuNodeShape]] = pydantic.Field(default=None, min_length=1, max_length=64)
+    """The GPU nodes of an existing cluster (`cluster.source: kubeconfig`), for the checks that run without AWS
+    (`make preflight`, `make e2e`); unset: one node as an EKS managed node group of the EKS-optimized NVIDIA
+    AMI runs it with the NVIDIA device plugin and GPU Feature Discovery (`catalog/eks_gpu_node.yaml`)."""
 
 
 class Checkpoints(Block):

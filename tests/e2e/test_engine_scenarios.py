@@ -1,4 +1,5 @@
-"""The stack under the real Pulumi engine and a real API server (issue 22's seven scenarios).
+"""The stack under the real Pulumi engine and a real API server (issue 22's seven scenarios, issue 32's planted node
+mismatch and prod's own composition).
 
 The scenarios build on each other in file order (one cluster, one backend): dev is deployed by the
 first, checked by the next ones and destroyed by the sixth. Expectations come from the committed stack
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from serving_stack.names import GPU_TAINT
 from tools.e2e.engine_state import (
     engine_plan,
     engine_steps,
@@ -23,7 +25,7 @@ from tools.e2e.engine_state import (
     stack_objects,
     state_resources,
 )
-from tools.e2e.fake_nodes import node_objects, node_shapes
+from tools.e2e.fake_nodes import GPU, declared_gpu_nodes, eks_nodes, stack_nodes
 from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError, stack_config
 
 KEY = PROJECT_NAME + ":"
@@ -48,12 +50,13 @@ def _ready_graphs(cluster, namespace: str) -> dict[str, bool]:
 
 
 def _deploy(
-    project: Project, cluster, stack: str, config: dict[str, Any], secrets=None, timeout: int = 420
+    project: Project, cluster, stack: str, config: dict[str, Any], secrets=None, timeout: int = 420, nodes=None
 ) -> list[dict[str, Any]]:
-    """Write the stack file, render it, give the cluster nodes for it, `stack init` and `up`."""
+    """Write the stack file, render it, give the cluster the nodes its node groups or its config declare
+    (or `nodes`), `stack init` and `up`."""
     project.write_stack(stack, config)
     records = project.render(stack)
-    cluster.replace_nodes(node_objects(node_shapes(_manifests(records))))
+    cluster.replace_nodes(nodes if nodes is not None else stack_nodes(records, declared_gpu_nodes(config)))
     project.init(stack, secrets)
     project.up(stack, timeout=timeout)
     return records
@@ -88,8 +91,7 @@ def test_3_second_stack_on_the_same_cluster(project: Project, cluster, dev_confi
     other[KEY + "kubernetes"]["namespace"] = _namespace(dev_config) + "-b"
     project.write_stack("dev-b", other)
     records = project.render("dev-b")
-    nodes = node_objects(node_shapes(_manifests(records) + _manifests(project.render(DEV))))
-    cluster.replace_nodes(nodes)
+    cluster.replace_nodes(stack_nodes(records, declared_gpu_nodes(other)))
     project.init("dev-b")
     project.up("dev-b")
     assert missing_objects(cluster.kube, project.state(DEV)) == []
@@ -154,7 +156,7 @@ def test_4_update_plan_matches_the_rollout_model(project: Project, cluster, dev_
         assert engine == model, {
             n: (engine.get(n), model.get(n), steps.get(n)) for n in {*engine, *model} if engine.get(n) != model.get(n)
         }
-        cluster.replace_nodes(node_objects(node_shapes(_manifests(after))))
+        cluster.replace_nodes(stack_nodes(after, declared_gpu_nodes(config)))
         project.up(DEV)
         assert all(_ready_graphs(cluster, _namespace(config)).values())
     finally:
@@ -187,12 +189,16 @@ def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
     assert same_gpu, f"the catalog has no other target shaped like {current[0]}"
     successor = same_gpu[0]
     gpus = shape(current[0])[2]
-    # Nodes that hold exactly one target's GPUs: the new target can start only once the old one is gone.
-    shapes = node_shapes(_manifests(records), gpus_per_node=gpus)
-    cluster.replace_nodes(node_objects(shapes, nodes_per_shape=1))
+    # A cluster whose one GPU node holds exactly one target's GPUs (declared in the stack's config, as a user
+    # would): the new target can start only once the old one is gone.
+    full = copy.deepcopy(_stack_file(project, DEV))
+    (fixture, *_) = eks_nodes().gpuNodes
+    full[KEY + "kubernetes"]["gpuNodes"] = [{"labels": dict(fixture.labels), "resources": {GPU: gpus}}]
+    project.write_stack(DEV, full)
+    cluster.replace_nodes(stack_nodes(records, declared_gpu_nodes(full)))
     project.up(DEV)
 
-    swapped = copy.deepcopy(_stack_file(project, DEV))
+    swapped = copy.deepcopy(full)
     swapped[KEY + "targets"] = [{"id": successor}]
     project.write_stack(DEV, swapped)
     started = time.monotonic()
@@ -215,8 +221,9 @@ def test_5_target_swap_on_full_gpu_pools(project: Project, cluster, dev_config):
 
 def test_6_destroy(project: Project, cluster, dev_config):
     namespace = _namespace(dev_config)
+    records = project.render(DEV)
     project.destroy(DEV)
-    assert stack_objects(cluster.kube, namespace) == []
+    assert stack_objects(cluster.kube, namespace, records) == []
 
     # With the operator gone, a DGD cannot lose its finalizer: destroy fails in bounded time, naming it.
     bounded = _stack_file(project, DEV)
@@ -234,19 +241,72 @@ def test_6_destroy(project: Project, cluster, dev_config):
     finally:
         cluster.start_operator()
     project.destroy(DEV)
-    assert stack_objects(cluster.kube, namespace) == []
+    assert stack_objects(cluster.kube, namespace, records) == []
+
+
+def _unschedulable(cluster, namespace: str) -> list[str]:
+    """The scheduler's message on each GPU pod of the namespace it cannot place (empty while it has none)."""
+    messages = []
+    for pod in cluster.kube.list("Pod", namespace):
+        limits = [(c.get("resources") or {}).get("limits") or {} for c in pod["spec"]["containers"]]
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        scheduled = next((c for c in conditions if c["type"] == "PodScheduled"), {})
+        if any(GPU in limit for limit in limits) and scheduled.get("reason") == "Unschedulable":
+            messages.append(str(scheduled.get("message")))
+    return messages
+
+
+@pytest.mark.parametrize("plant", ["taint-value", "resource-no-node-advertises"])
+def test_6b_a_planted_node_mismatch_fails_the_scenario(project: Project, cluster, dev_config, plant):
+    """Nodes that differ from what the workers ask for (a taint whose value the workers' toleration does not
+    match; no node advertising the GPUs they request): the workers stay Pending and the DGD never Ready.
+    `up` does not wait for the graph here (dynamo.readiness.wait: false), so the failure shows in seconds."""
+    (fixture, *_) = eks_nodes().gpuNodes
+    shape = fixture.model_dump()
+    # The taint key the workers tolerate, with another value than theirs (serving_stack.names.GPU_TAINT).
+    planted_taint = {**GPU_TAINT, "value": GPU_TAINT["value"] + "-planted"}
+    declared = {**shape, "taints": [planted_taint]} if plant == "taint-value" else {**shape, "resources": {}}
+    config = copy.deepcopy(dev_config)
+    config[KEY + "kubernetes"] = {
+        **config[KEY + "kubernetes"],
+        "namespace": _namespace(dev_config) + "-planted",
+        "gpuNodes": [declared],
+    }
+    config[KEY + "dynamo"] = {**config.get(KEY + "dynamo", {}), "readiness": {"wait": False}}
+    config[KEY + "operability"] = {**config.get(KEY + "operability", {}), "smokeTests": {"enabled": False}}
+    stack = f"planted-{plant}"
+    records = _deploy(project, cluster, stack, config, timeout=300)
+    try:
+        expected = "untolerated taint" if plant == "taint-value" else f"Insufficient {GPU}"
+        messages = cluster.kube.wait_for(
+            "the GPU workers to be unschedulable", lambda: _unschedulable(cluster, _namespace(config)), timeout=90
+        )
+        assert all(expected in m for m in messages), messages
+        graphs = _ready_graphs(cluster, _namespace(config))
+        assert graphs and not any(graphs.values()), graphs
+    finally:
+        project.destroy(stack)
+        project.pulumi("stack", "rm", stack, "--yes")
+    assert stack_objects(cluster.kube, _namespace(config), records) == []
 
 
 def prod_on_existing_cluster() -> dict[str, Any]:
-    """Prod's serving side (targets, gateway, monitoring objects, operability) on a cluster reached by
-    kubeconfig: no AWS resources, no Helm releases (their charts cannot be fetched here)."""
+    """Prod's Kubernetes side on a cluster reached by kubeconfig, its GPU pools declared as existing
+    (`managed: false`: the plan still places prod's targets on them, EFA where prod's are EFA) and no AWS
+    resource or Helm release (their charts cannot be fetched here): the cluster runs the Dynamo platform, the
+    device plugins and its own Prometheus (the vendored monitoring CRDs, installed by the harness)."""
     config = stack_config("prod")
-    aws_keys = [k for k in config if k.startswith("aws:") or k in (KEY + "aws", KEY + "sagemaker")]
-    for key in aws_keys:
+    pools = [{**pool, "managed": False} for pool in config[KEY + "aws"]["nodePools"]]
+    plugins = dict.fromkeys(("nvidia", "efa", "rdmaSharedDevice", "draDriver"), False)
+    for key in [k for k in config if k.startswith("aws:") or k in (KEY + "aws", KEY + "sagemaker")]:
         del config[key]
-    config[KEY + "kubernetes"]["cluster"] = {"source": "kubeconfig", "context": "nemotron-dev"}
+    config[KEY + "aws"] = {"region": stack_config("prod")[KEY + "aws"]["region"], "nodePools": pools}
+    config[KEY + "aws"]["devicePlugins"] = plugins
+    config[KEY + "kubernetes"] = {
+        **config[KEY + "kubernetes"],
+        "cluster": {"source": "kubeconfig", "context": "nemotron-dev"},
+    }
     config[KEY + "dynamo"] = {**config.get(KEY + "dynamo", {}), "platform": {"install": False}}
-    # The cluster's own Prometheus (its operator's CRDs are installed by the harness) instead of the charts.
     config[KEY + "monitoring"] = {
         **config.get(KEY + "monitoring", {}),
         "dcgmExporter": False,
@@ -259,13 +319,36 @@ def prod_on_existing_cluster() -> dict[str, Any]:
     return config
 
 
-def test_7_prod_shaped_stack_on_an_existing_cluster(project: Project, cluster):
+def _requests(manifest: dict[str, Any], resource: str) -> bool:
+    return any(
+        resource in ((container.get("resources") or {}).get("limits") or {})
+        for component in (manifest.get("spec") or {}).get("components") or []
+        for container in ((component.get("podTemplate") or {}).get("spec") or {}).get("containers") or []
+    )
+
+
+def test_7_prod_composition_on_nodes_built_from_prods_node_groups(project: Project, cluster):
+    """Prod's own DGDs (its EFA targets) on one node per desired node of prod's rendered node groups, with
+    the device plugins prod installs (tools/e2e/fake_nodes.py)."""
+    from tools.e2e.fake_nodes import EFA
+
+    project.write_stack("prod", stack_config("prod"))
+    nodes = stack_nodes(project.render("prod"))
     config = prod_on_existing_cluster()
     records = _deploy(
-        project, cluster, "prod-shape", config, secrets={"gatewayMasterKey": "sk-e2e-" + "0" * 32}, timeout=300
+        project,
+        cluster,
+        "prod-shape",
+        config,
+        secrets={"gatewayMasterKey": "sk-e2e-" + "0" * 32},
+        timeout=300,
+        nodes=nodes,
     )
-    assert not [r for r in records if r["type"] == "kubernetes:helm.sh/v3:Release"]
+    assert not [r for r in records if r["type"] == "kubernetes:helm.sh/v3:Release" or r["type"].startswith("aws:")]
+    graphs = [m for m in _manifests(records) if m["kind"] == "DynamoGraphDeployment"]
+    assert any(_requests(g, EFA) for g in graphs), "prod's targets request no EFA"
     assert state_resources(project.state("prod-shape")) == render_resources(records)
-    assert all(_ready_graphs(cluster, _namespace(config)).values())
+    ready = _ready_graphs(cluster, _namespace(config))
+    assert set(ready) == {g["metadata"]["name"] for g in graphs} and ready and all(ready.values()), ready
     project.destroy("prod-shape")
-    assert stack_objects(cluster.kube, _namespace(config)) == []
+    assert stack_objects(cluster.kube, _namespace(config), records) == []

@@ -26,7 +26,7 @@ from tools.e2e.engine_state import (
     stack_objects,
     state_resources,
 )
-from tools.e2e.fake_nodes import node_objects, node_shapes
+from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.pulumi_cli import PROJECT_NAME, REPO, Project
 from tools.pr_diff.render_ref import base_worktree, tree_venv
 
@@ -81,7 +81,7 @@ def test_upgrade_from_the_previous_release(cluster, tmp_path_factory: pytest.Tem
         after = project.render(STACK)
         _use(project, tree, base_venv)
         before = project.render(STACK)
-        cluster.replace_nodes(node_objects(node_shapes(_manifests(before) + _manifests(after))))
+        cluster.replace_nodes(stack_nodes(after, declared_gpu_nodes(head_config)))
         project.init(STACK)
         project.up(STACK, timeout=420)
 
@@ -108,4 +108,4 @@ def test_upgrade_from_the_previous_release(cluster, tmp_path_factory: pytest.Tem
     }
     assert rendered and ready == rendered == {g["metadata"]["name"] for g in graphs}
     project.destroy(STACK)
-    assert stack_objects(cluster.kube, namespace) == []
+    assert stack_objects(cluster.kube, namespace, after) == []

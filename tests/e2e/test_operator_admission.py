@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from serving_stack.config.serving import GpuNodeShape
 from tools.e2e.admission import WEBHOOK_NAME, invalid_message, load_rules
-from tools.e2e.fake_nodes import GPU, node_objects, node_shapes
+from tools.e2e.fake_nodes import GPU, declared_nodes, eks_nodes
 from tools.e2e.kube import KubeError
 from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 from tools.e2e.stand_in_operator import (
@@ -165,6 +166,13 @@ def test_a_reconcile_error_is_state_failed_with_the_operators_reason(cluster, de
 # --- the managed rolling update on a full pool, through the stack ---------------------------------------
 
 
+def _gpu_pool(nodes: int, gpus: int) -> list[dict[str, Any]]:
+    """An existing cluster whose GPU nodes (the EKS GPU node fixture's labels and taints) hold `gpus` each."""
+    (fixture, *_) = eks_nodes().gpuNodes
+    shape = GpuNodeShape(count=nodes, labels=dict(fixture.labels), taints=list(fixture.taints), resources={GPU: gpus})
+    return declared_nodes([shape])
+
+
 def _worker_gpus(records: list[dict[str, Any]]) -> int:
     dgd = next(m for m in _manifests(records) if m["kind"] == "DynamoGraphDeployment")
     worker = dgd["spec"]["components"][_worker_index(dgd)]
@@ -225,8 +233,7 @@ def test_changes_on_a_full_pool_wait_for_a_spare_worker(project: Project, cluste
     config[KEY + "operability"] = {**operability, "smokeTests": {**operability.get("smokeTests", {}), "enabled": False}}
     project.write_stack(DEV, config)
     records = project.render(DEV)
-    full = node_objects(node_shapes(_manifests(records), gpus_per_node=_worker_gpus(records)), nodes_per_shape=1)
-    cluster.replace_nodes(full)
+    cluster.replace_nodes(_gpu_pool(1, _worker_gpus(records)))
     project.init(DEV)
     project.up(DEV)
     kube = cluster.kube
@@ -274,8 +281,7 @@ def test_changes_on_a_full_pool_wait_for_a_spare_worker(project: Project, cluste
     assert _holds(new_generation_waits, 15)
 
     # A spare worker's GPUs (one more node of the pool): the rollout completes and the old generation goes.
-    spare = node_objects(node_shapes(_manifests(project.render(DEV)), gpus_per_node=_worker_gpus(records)), 2)
-    cluster.replace_nodes(spare)
+    cluster.replace_nodes(_gpu_pool(2, _worker_gpus(records)))
     kube.wait_for("the rolling update completed", lambda: _is_ready(_graph(cluster, namespace)), timeout=240)
     graph = _graph(cluster, namespace)
     assert graph["status"]["rollingUpdate"]["phase"] == "Completed"

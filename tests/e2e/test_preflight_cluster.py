@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tools.e2e.fake_nodes import node_objects, node_shapes
+from tools.e2e.fake_nodes import declared_gpu_nodes, declared_nodes
 from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight import cli
@@ -46,9 +46,8 @@ def _run(tmp_path: Path, config: dict[str, Any], name: str = "pf") -> tuple[Any,
 
 
 def _with_nodes_for(cluster, tmp_path: Path, config: dict[str, Any], drop: str = "") -> None:
-    """Fake nodes shaped for the stack's workers (tools/e2e/fake_nodes.py), without resource `drop`."""
-    stack, _ = cli.load_stack("nodes", write_project(tmp_path / "project-nodes", {"nodes": config}))
-    nodes = node_objects(node_shapes(list(stack.objects)))
+    """The nodes the stack's config declares (tools/e2e/fake_nodes.py), without resource `drop`."""
+    nodes = declared_nodes(declared_gpu_nodes(config))
     for node in nodes:
         for field in ("capacity", "allocatable"):
             node["status"][field].pop(drop, None)

@@ -22,7 +22,7 @@ import yaml
 
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
 from tools.e2e.engine_state import engine_plan
-from tools.e2e.fake_nodes import node_objects, node_shapes
+from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
 from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError
 from tools.pr_diff.render_ref import base_worktree
@@ -98,7 +98,9 @@ def engine_preview(
             config = (yaml.safe_load((tree / stack_file).read_text()) or {}).get("config") or {}
             context = ((config.get(f"{PROJECT_NAME}:kubernetes") or {}).get("cluster") or {}).get("context", "e2e")
             kubeconfig = harness.plane.kubeconfig_with_context(work / "kubeconfig", context)
-            harness.replace_nodes(node_objects(node_shapes(_manifests(base_records) + _manifests(head_records))))
+            gpu_nodes = declared_gpu_nodes(config)
+            nodes = [*stack_nodes(base_records, gpu_nodes), *stack_nodes(head_records, gpu_nodes)]
+            harness.replace_nodes(list({n["metadata"]["name"]: n for n in nodes}.values()))
             project = Project.create(work / "pulumi", kubeconfig, source=tree)
             if base_venv is not None:
                 (project.root / ".venv").unlink()

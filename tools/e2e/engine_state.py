@@ -6,7 +6,8 @@
   replacement's create and delete;
 - `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
 - `applied_plan`: what an `up` did, from its event log, in `engine_plan`'s shape;
-- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has.
+- `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
+- `stack_objects`: what is left of a stack after destroy (namespaced, cluster-scoped, Secrets).
 """
 
 from __future__ import annotations
@@ -102,31 +103,33 @@ def missing_objects(kube: Kube, state: Iterable[Mapping[str, Any]]) -> list[str]
     return missing
 
 
-def stack_objects(kube: Kube, namespace: str) -> list[str]:
-    """What is left of a stack in its namespace (and the namespace itself)."""
+# What the API server itself puts into every namespace (not the stack's).
+SERVER_MADE = {("ConfigMap", "kube-root-ca.crt"), ("ServiceAccount", "default")}
+
+
+def stack_objects(kube: Kube, namespace: str, records: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What is left of a stack: its namespace, anything in it (Secrets included) but what the API server puts
+    into every namespace, and every object the render names wherever it lives (cluster-scoped ones included).
+    A list the API server refuses is an error, never an empty list."""
     left = []
     if kube.get("Namespace", namespace) is not None:
-        left.append(f"Namespace/{namespace}")
-    for kind in (
-        "DynamoGraphDeployment",
-        "Deployment",
-        "DaemonSet",
-        "Job",
-        "CronJob",
-        "ConfigMap",
-        "PersistentVolumeClaim",
-        "Service",
-        "Secret",
-    ):
-        try:
-            items = kube.list(kind, namespace)
-        except Exception:
+        left.append(f"Namespace//{namespace}")
+    for kind, (_, _, namespaced) in KINDS.items():
+        if namespaced:
+            left += [
+                f"{kind}/{namespace}/{i['metadata']['name']}"
+                for i in kube.list(kind, namespace)
+                if (kind, i["metadata"]["name"]) not in SERVER_MADE
+            ]
+    for record in records:
+        inputs = record.get("inputs") or {}
+        if not str(record.get("type", "")).startswith("kubernetes:") or inputs.get("kind") not in KINDS:
             continue
-        left += [
-            f"{kind}/{namespace}/{i['metadata']['name']}"
-            for i in items
-            if not i["metadata"]["name"].startswith("kube-root-ca") and kind != "Secret"
-        ]
+        metadata = inputs.get("metadata") or {}
+        where = metadata.get("namespace") if KINDS[inputs["kind"]][2] else None
+        name = f"{inputs['kind']}/{where or ''}/{metadata.get('name')}"
+        if metadata.get("name") and name not in left and kube.get(inputs["kind"], metadata["name"], where) is not None:
+            left.append(name)
     return left
 
 

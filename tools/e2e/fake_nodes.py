@@ -1,181 +1,245 @@
-"""Fake nodes shaped like a rendered stack's GPU pools, for kwok to run.
+"""Fake nodes for kwok, built from what makes a cluster's nodes, never from the pods that run on them.
 
-A shape comes from what the stack's workers ask of a node (the required node affinity, the tolerations and
-the extended resources of each DGD worker and prewarm DaemonSet in the render) and from the instance facts
-(`catalog/instance_types.yaml`, `catalog/gpus.yaml`) of the GPU that affinity names: instance-type, GPU
-product and EFA labels, `nvidia.com/gpu` and `vpc.amazonaws.com/efa` capacity, the GPU taint. A worker that
-requests InfiniBand (`rdma/ib`: the upstream recipes' disaggregated workers on a cluster the stack does not
-build) gets nodes advertising it as the RDMA shared device plugin does (`rdmaHcaMax` of
-`catalog/aws_platform.yaml`). One untainted CPU node carries everything else (frontends, Jobs, the gateway).
+A stack that builds its pools: one node per desired node of each rendered `aws:eks/nodeGroup:NodeGroup`,
+as EKS makes it. Labels: the node group's own `labels`, those EKS adds to managed nodes
+(`eks.amazonaws.com/nodegroup`, `/capacityType`), the instance type, the zone of the node group's subnet and
+the architecture, `nvidia.com/gpu.present` on an NVIDIA AMI type (nodeadm), GPU Feature Discovery's product
+label where the rendered NVIDIA device plugin runs it. Taints: the node group's `taints` as EKS applies them,
+its effect names mapped to Kubernetes' (the EKS API's `TaintEffect`, botocore data/eks/2017-11-01: NO_SCHEDULE,
+NO_EXECUTE, PREFER_NO_SCHEDULE). Capacity: CPU and memory from the instance facts (catalog/instance_types.yaml,
+catalog/eks_nodes.yaml), and extended resources only from a device plugin the render installs and that would
+run on the node (its node selector and tolerations): `nvidia.com/gpu` (one per GPU), `vpc.amazonaws.com/efa`
+(one per EFA interface of the node group's launch template), `rdma/ib` (the RDMA shared device plugin's
+`rdmaHcaMax`).
+
+A stack on an existing cluster: the nodes its config declares (`kubernetes.gpuNodes`, defaulting to
+catalog/eks_nodes.yaml's EKS GPU node) plus that file's system nodes.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from typing import Any, Optional
 
+import pydantic
+
+from serving_stack.config.serving import GpuNodeShape
 from serving_stack.facts import load_facts
-from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
+from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE, INSTANCE_TYPE_LABEL
 
 JSON = dict[str, Any]
 GPU = "nvidia.com/gpu"
 EFA = "vpc.amazonaws.com/efa"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+EFA_INTERFACE_TYPES = ("efa", "efa-only")  # EC2 interface types that carry an EFA device
+ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
 
-@dataclass(frozen=True)
-class NodeShape:
-    labels: tuple[tuple[str, str], ...]
-    taints: tuple[tuple[str, str, str], ...]
-    instance_type: str
-    gpus: int
-    efa: int
-    cpu: int
-    memory_gib: int
+class CpuInstance(Data):
+    vcpus: int = pydantic.Field(gt=0)
+    memoryGiB: int = pydantic.Field(gt=0)
     arch: str
-    infiniband: int = 0
-    gpus_wanted: int = field(default=0, compare=False)
-
-    @property
-    def key(self) -> str:
-        product = dict(self.labels).get(GPU_PRODUCT_LABEL, "gpu")
-        return f"{self.instance_type}-{product}".replace(".", "-").lower()[:40]
+    source: str
 
 
-def _pod_specs(objects: Iterable[JSON]) -> Iterable[tuple[JSON, int]]:
-    """(pod spec, how many pods) of each GPU workload in the render."""
-    for obj in objects:
-        if obj.get("kind") == "DynamoGraphDeployment":
-            for component in obj["spec"].get("components") or []:
-                spec = (component.get("podTemplate") or {}).get("spec") or {}
-                yield (
-                    spec,
-                    int(component.get("replicas", 1)) * int((component.get("multinode") or {}).get("nodeCount", 1)),
-                )
-        elif obj.get("kind") == "DaemonSet":
-            yield obj["spec"]["template"]["spec"], 0
+class EksNodes(Data):
+    schemaVersion: int
+    read: datetime.date
+    gpuNodes: list[GpuNodeShape]
+    systemNodes: list[GpuNodeShape]
+    instanceTypes: dict[str, CpuInstance]
 
 
-def _affinity_labels(spec: JSON) -> dict[str, str]:
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    labels = dict(spec.get("nodeSelector") or {})
-    for term in (required.get("nodeSelectorTerms") or [])[:1]:
-        for expression in term.get("matchExpressions") or []:
-            if expression.get("operator") == "In" and expression.get("values"):
-                labels[expression["key"]] = expression["values"][0]
-    return labels
+@cache
+def eks_nodes() -> EksNodes:
+    return load_model(DATA_DIR / "eks_nodes.yaml", EksNodes)
 
 
-def _requested(spec: JSON, resource: str) -> int:
-    return sum(
-        int(str(((c.get("resources") or {}).get("limits") or {}).get(resource, 0)))
-        for c in spec.get("containers") or []
+def _by_name(records: Iterable[JSON]) -> dict[str, JSON]:
+    return {f"{r['type']}::{r['name']}": r for r in records}
+
+
+def _release(records: Iterable[JSON], chart: str) -> Optional[JSON]:
+    return next((r["inputs"] for r in records if r["type"] == RELEASE and r["inputs"].get("chart") == chart), None)
+
+
+def _tolerated(tolerations: Sequence[Mapping[str, Any]], taints: Sequence[Mapping[str, str]]) -> bool:
+    """Whether a pod with these tolerations may run on a node with these taints (NoSchedule, NoExecute)."""
+
+    def matches(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
+        if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+            return False
+        if toleration.get("operator") == "Exists":
+            return not toleration.get("key") or toleration["key"] == taint["key"]
+        return toleration.get("key") == taint["key"] and toleration.get("value", "") == taint.get("value", "")
+
+    hard = [t for t in taints if t["effect"] in ("NoSchedule", "NoExecute")]
+    return all(any(matches(toleration, taint) for toleration in tolerations) for taint in hard)
+
+
+def _selected(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _efa_interfaces(template: Optional[JSON]) -> int:
+    interfaces = ((template or {}).get("inputs") or {}).get("networkInterfaces") or []
+    return sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
+
+
+def _plugins(
+    records: list[JSON], labels: Mapping[str, str], taints: list[dict[str, str]], gpus: int, efa: int
+) -> dict[str, int]:
+    """The extended resources the render's device plugins would advertise on such a node."""
+    platform = load_facts().aws.platform.devicePlugins
+    resources: dict[str, int] = {}
+    nvidia = _release(records, platform.nvidia.chart)
+    gpu_present = labels.get("nvidia.com/gpu.present") == "true"
+    if (
+        nvidia is not None
+        and gpus
+        and gpu_present
+        and _tolerated((nvidia.get("values") or {}).get("tolerations") or [], taints)
+    ):
+        resources[GPU] = gpus
+    efa_plugin = _release(records, platform.efa.chart)
+    if efa_plugin is not None and efa:
+        values = efa_plugin.get("values") or {}
+        allowed = (values.get("supportedInstanceLabels") or {}).get("values")
+        if (
+            _selected(values.get("nodeSelector") or {}, labels)
+            and (allowed is None or labels.get(INSTANCE_TYPE_LABEL) in allowed)
+            and _tolerated(values.get("tolerations") or [], taints)
+        ):
+            resources[EFA] = efa
+    rdma = next(
+        (
+            r["inputs"]["spec"]["template"]["spec"]
+            for r in records
+            if r["type"] == "kubernetes:apps/v1:DaemonSet" and r["inputs"]["metadata"]["name"] == "rdma-shared-dp-ds"
+        ),
+        None,
     )
+    if (
+        rdma is not None
+        and _selected(rdma.get("nodeSelector") or {}, labels)
+        and _tolerated(rdma.get("tolerations") or [], taints)
+    ):
+        resources[INFINIBAND_RESOURCE] = platform.rdmaSharedDevice.rdmaHcaMax
+    return resources
 
 
-def node_shapes(objects: list[JSON], gpus_per_node: Optional[int] = None) -> list[NodeShape]:
-    """The GPU node shapes a render's workloads need; `gpus_per_node` overrides the instance's count."""
-    facts = load_facts().aws
-    shared_rdma = facts.platform.devicePlugins.rdmaSharedDevice.rdmaHcaMax
-    by_product = {label: name for name, gpu in facts.gpus.items() for label in gpu.product_labels}
-    shapes: dict[tuple[Any, ...], NodeShape] = {}
-    for spec, pods in _pod_specs(objects):
-        labels = _affinity_labels(spec)
-        gpu = by_product.get(labels.get(GPU_PRODUCT_LABEL, ""))
-        if gpu is None:
-            continue
-        candidates = [(name, t) for name, t in facts.instance_types.items() if t.gpu == gpu]
-        wanted_type = labels.get("node.kubernetes.io/instance-type")
-        name, instance = next(
-            ((n, t) for n, t in candidates if n == wanted_type), max(candidates, key=lambda c: (c[1].gpus, c[0]))
+def _gfd(records: list[JSON]) -> bool:
+    nvidia = _release(records, load_facts().aws.platform.devicePlugins.nvidia.chart)
+    return nvidia is not None and bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
+
+
+def node_group_nodes(records: list[JSON]) -> list[JSON]:
+    """One node per desired node of each rendered managed node group, as EKS and the render's plugins make it."""
+    facts, cpu_types = load_facts().aws, eks_nodes().instanceTypes
+    by_name, nodes = _by_name(records), []
+    for group in (r for r in records if r["type"] == NODE_GROUP):
+        inputs, deps = group["inputs"], group.get("propertyDependencies") or {}
+        template = next((by_name.get(urn) for urn in deps.get("launchTemplate") or []), None)
+        instance_type = (inputs.get("instanceTypes") or [None])[0] or (template or {}).get("inputs", {}).get(
+            "instanceType"
         )
-        labels.setdefault("node.kubernetes.io/instance-type", name)
-        if instance.efaInterfaces:
-            labels.setdefault("vpc.amazonaws.com/efa.present", "true")
-        taints = tuple(
-            sorted(
-                (t["key"], t.get("value", "true"), t["effect"])
-                for t in spec.get("tolerations") or []
-                if t.get("effect") == "NoSchedule" and t.get("key")
+        gpu_type, cpu_type = facts.instance_types.get(instance_type), cpu_types.get(instance_type)
+        shape = gpu_type or cpu_type
+        if shape is None:
+            raise ValueError(
+                f"{group['name']}: no instance facts for {instance_type} (catalog/instance_types.yaml, catalog/eks_nodes.yaml)"
             )
-        )
-        shape = NodeShape(
-            labels=tuple(sorted(labels.items())),
-            taints=taints,
-            instance_type=name,
-            gpus=gpus_per_node or instance.gpus,
-            efa=instance.efaInterfaces,
-            cpu=instance.vcpus,
-            memory_gib=instance.memoryGiB,
-            arch=instance.arch,
-        )
-        key = (shape.labels, shape.taints)
-        previous = shapes.get(key)
-        wanted = (previous.gpus_wanted if previous else 0) + pods * _requested(spec, GPU)
-        infiniband = shared_rdma if _requested(spec, INFINIBAND_RESOURCE) or (previous and previous.infiniband) else 0
-        shapes[key] = NodeShape(**{**shape.__dict__, "gpus_wanted": wanted, "infiniband": infiniband})
-    return list(shapes.values())
-
-
-def node_objects(shapes: list[NodeShape], nodes_per_shape: Optional[int] = None) -> list[JSON]:
-    """Node objects for kwok: enough of each shape for the GPUs its workloads request (at least one), or
-    exactly `nodes_per_shape`; plus one untainted CPU node."""
-    nodes = [_node("cpu-0", {"node.kubernetes.io/instance-type": "m7i.2xlarge"}, (), 8, 32, 0, 0, "amd64")]
-    for number, shape in enumerate(shapes):
-        count = nodes_per_shape or max(1, math.ceil(shape.gpus_wanted / shape.gpus))
-        for index in range(count):
-            nodes.append(
-                _node(
-                    f"{shape.key}-s{number}-{index}",
-                    dict(shape.labels),
-                    shape.taints,
-                    shape.cpu,
-                    shape.memory_gib,
-                    shape.gpus,
-                    shape.efa,
-                    "arm64" if shape.arch == "arm64" else "amd64",
-                    shape.infiniband,
-                )
-            )
+        zones = [
+            by_name[urn]["inputs"].get("availabilityZone") for urn in deps.get("subnetIds") or [] if urn in by_name
+        ]
+        name = str(inputs.get("nodeGroupName") or inputs.get("nodeGroupNamePrefix", group["name"] + "-") + "e2e")
+        labels = {
+            **(inputs.get("labels") or {}),
+            "eks.amazonaws.com/nodegroup": name,
+            "eks.amazonaws.com/capacityType": inputs.get("capacityType") or "ON_DEMAND",  # EKS's default
+            INSTANCE_TYPE_LABEL: instance_type,
+            "kubernetes.io/arch": ARCH[shape.arch],
+        }
+        if "NVIDIA" in str(inputs.get("amiType", "")):
+            labels["nvidia.com/gpu.present"] = "true"
+        if gpu_type is not None and _gfd(records):
+            labels[GPU_PRODUCT_LABEL] = facts.gpus[gpu_type.gpu].productLabel
+        taints = [
+            {"key": t["key"], **({"value": t["value"]} if t.get("value") else {}), "effect": EKS_EFFECTS[t["effect"]]}
+            for t in inputs.get("taints") or []
+        ]
+        resources = _plugins(records, labels, taints, gpu_type.gpus if gpu_type else 0, _efa_interfaces(template))
+        for index in range(int(inputs["scalingConfig"]["desiredSize"])):
+            zone = {"topology.kubernetes.io/zone": zones[index % len(zones)]} if zones else {}
+            nodes.append(_node(f"{name}-{index}", {**labels, **zone}, taints, shape.vcpus, shape.memoryGiB, resources))
     return nodes
+
+
+def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
+    """An existing cluster's nodes: the declared GPU node shapes (or the EKS GPU node fixture) and the
+    fixture's system nodes."""
+    fixture, facts = eks_nodes(), load_facts().aws
+    nodes = []
+    for kind, shapes in (("gpu", gpu_nodes or fixture.gpuNodes), ("system", fixture.systemNodes)):
+        for number, shape in enumerate(shapes):
+            instance_type = shape.labels.get(INSTANCE_TYPE_LABEL, "")
+            facts_of = facts.instance_types.get(instance_type) or fixture.instanceTypes.get(instance_type)
+            if facts_of is None:
+                raise ValueError(f"{kind} node {number}: no instance facts for {INSTANCE_TYPE_LABEL}={instance_type!r}")
+            cpu, memory = facts_of.vcpus, facts_of.memoryGiB
+            taints = [
+                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in shape.taints
+            ]
+            for index in range(shape.count):
+                nodes.append(
+                    _node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources))
+                )
+    return nodes
+
+
+def declared_gpu_nodes(config: Mapping[str, Any]) -> Optional[list[GpuNodeShape]]:
+    """`kubernetes.gpuNodes` of a stack file's `config:` block (keys with or without the project prefix)."""
+    kubernetes = next((v for k, v in config.items() if k.split(":")[-1] == "kubernetes"), None) or {}
+    declared = kubernetes.get("gpuNodes")
+    return None if declared is None else [GpuNodeShape.model_validate(shape) for shape in declared]
+
+
+def stack_nodes(records: list[JSON], gpu_nodes: Optional[Sequence[GpuNodeShape]] = None) -> list[JSON]:
+    """The cluster a render runs on: its node groups' nodes if it builds any, else the declared nodes."""
+    if any(r["type"] == NODE_GROUP for r in records):
+        return node_group_nodes(records)
+    return declared_nodes(gpu_nodes)
 
 
 def _node(
     name: str,
     labels: dict[str, str],
-    taints: Iterable[tuple[str, str, str]],
+    taints: list[dict[str, str]],
     cpu: int,
     memory_gib: int,
-    gpus: int,
-    efa: int,
-    arch: str,
-    infiniband: int = 0,
+    resources: Mapping[str, int],
 ) -> JSON:
-    capacity = {"cpu": str(cpu), "memory": f"{memory_gib}Gi", "pods": "110", "ephemeral-storage": "1Ti"}
-    if gpus:
-        capacity[GPU] = str(gpus)
-    if efa:
-        capacity[EFA] = str(efa)
-    if infiniband:
-        capacity[INFINIBAND_RESOURCE] = str(infiniband)
+    capacity = {
+        "cpu": str(cpu),
+        "memory": f"{memory_gib}Gi",
+        "pods": "110",
+        "ephemeral-storage": "1Ti",
+        **{k: str(v) for k, v in resources.items()},
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
             "annotations": dict(KWOK_ANNOTATION),
-            "labels": {
-                **labels,
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": arch,
-                "type": "kwok",
-            },
+            "labels": {"kubernetes.io/os": "linux", **labels, "kubernetes.io/hostname": name, "type": "kwok"},
         },
-        "spec": {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]},
+        "spec": {"taints": taints},
         "status": {"capacity": capacity, "allocatable": capacity},
     }

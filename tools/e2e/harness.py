@@ -29,46 +29,30 @@ CRD = REPO.parent / "shared" / "reference" / "dynamo-crds" / "nvidia.com_dynamog
 STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 
 
-# The Prometheus operator's kinds a stack creates when it uses the cluster's own Prometheus
-# (`monitoring.prometheus.install: false`): served here with an open schema, as a cluster running the
-# operator serves them.
-MONITORING_KINDS = ("PrometheusRule", "ServiceMonitor", "PodMonitor")
+# The Prometheus operator's CRDs a stack's monitoring objects need on a cluster running its own Prometheus
+# (`monitoring.prometheus.install: false`): the vendored upstream ones (schemas/crds/PROVENANCE.md), so the API
+# server validates and prunes the stack's rules and monitors as that cluster's does.
+MONITORING_CRDS = sorted((REPO / "schemas" / "crds").glob("monitoring.coreos.com_*.yaml"))
 MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
 
 
 def monitoring_crds() -> list[dict[str, Any]]:
-    crds = []
-    for kind in MONITORING_KINDS:
-        plural = kind.lower() + "s"
-        crds.append(
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.monitoring.coreos.com"},
-                "spec": {
-                    "group": "monitoring.coreos.com",
-                    "scope": "Namespaced",
-                    "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
-                    "versions": [
-                        {
-                            "name": "v1",
-                            "served": True,
-                            "storage": True,
-                            "schema": {
-                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                            },
-                        }
-                    ],
-                },
-            }
-        )
-    return crds
+    return [yaml.safe_load(path.read_text()) for path in MONITORING_CRDS]
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
     """Whether the object's status has condition `kind` True."""
     conditions = ((obj or {}).get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def _same_node(live: dict[str, Any], node: dict[str, Any]) -> bool:
+    """Whether a live node has the labels, taints and capacity of a wanted one (else it is recreated)."""
+    return (
+        node["metadata"]["labels"].items() <= live["metadata"].get("labels", {}).items()
+        and (live["spec"].get("taints") or []) == (node["spec"].get("taints") or [])
+        and live["status"].get("capacity") == node["status"]["capacity"]
+    )
 
 
 class Harness:
@@ -99,6 +83,14 @@ class Harness:
                 kube.create(stand_in_storage_class(name))
             for crd in monitoring_crds():
                 kube.create(crd)
+            for crd in monitoring_crds():
+                kube.wait_for(
+                    f"the CRD {crd['metadata']['name']} to be established",
+                    lambda name=crd["metadata"]["name"]: _condition(
+                        kube.get("CustomResourceDefinition", name), "Established"
+                    ),
+                    timeout=60,
+                )
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.webhook = Webhook(self.work)
@@ -148,10 +140,15 @@ class Harness:
 
     def replace_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """Exactly these fake nodes, Ready (kwok runs them)."""
-        kube, wanted = self.kube, {n["metadata"]["name"] for n in nodes}
-        for node in kube.list("Node"):
-            if node["metadata"]["name"] not in wanted:
-                kube.delete("Node", node["metadata"]["name"])
+        kube, wanted = self.kube, {n["metadata"]["name"]: n for n in nodes}
+        stale = [
+            live["metadata"]["name"]
+            for live in kube.list("Node")
+            if live["metadata"]["name"] not in wanted or not _same_node(live, wanted[live["metadata"]["name"]])
+        ]
+        for name in stale:
+            kube.delete("Node", name)
+        kube.wait_for("replaced nodes to be gone", lambda: all(kube.get("Node", n) is None for n in stale), timeout=60)
         for node in nodes:
             if kube.get("Node", node["metadata"]["name"]) is None:
                 kube.create(node)

@@ -48,6 +48,9 @@ KINDS: dict[str, tuple[str, str, bool]] = {
         "validatingwebhookconfigurations",
         False,
     ),
+    "PrometheusRule": ("/apis/monitoring.coreos.com/v1", "prometheusrules", True),
+    "ServiceMonitor": ("/apis/monitoring.coreos.com/v1", "servicemonitors", True),
+    "PodMonitor": ("/apis/monitoring.coreos.com/v1", "podmonitors", True),
 }
 
 
