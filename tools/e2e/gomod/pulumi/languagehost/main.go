@@ -5,6 +5,9 @@
 // protocol that `pulumi up/preview/destroy/refresh` use: it runs the program with the project's
 // virtualenv through tools/e2e/run_program.py, passing the engine's settings as flags and the stack's
 // config as PULUMI_CONFIG / PULUMI_CONFIG_SECRET_KEYS. Plugins load on demand (ambient, from PATH).
+// RunPlugin runs a Python plugin directory (the policy pack of `--policy-pack policy`, whose
+// PulumiPolicy.yaml names runtime python) as upstream's host does for a bare directory: `python <dir> args...`
+// with the virtualenv's interpreter, streaming its output back to the engine.
 package main
 
 import (
@@ -103,6 +106,44 @@ func (h *host) Run(ctx context.Context, req *pulumirpc.RunRequest) (*pulumirpc.R
 		return nil, err
 	}
 	return &pulumirpc.RunResponse{}, nil
+}
+
+// pluginBound is how long a plugin (an analyzer lives for one preview or update) may run.
+const pluginBound = 15 * time.Minute
+
+func (h *host) RunPlugin(req *pulumirpc.RunPluginRequest, server pulumirpc.LanguageRuntime_RunPluginServer) error {
+	info := req.GetInfo()
+	interpreter := python(info)
+	if _, err := os.Stat(interpreter); err != nil {
+		return fmt.Errorf("plugin %s: its virtualenv has no python (run `make render` first): %w", req.GetName(), err)
+	}
+	closer, stdout, stderr, err := rpcutil.MakeRunPluginStreams(server, false)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	ctx, cancel := context.WithTimeout(server.Context(), pluginBound)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, interpreter, append([]string{"-u", info.GetProgramDirectory()}, req.GetArgs()...)...)
+	cmd.Dir = req.GetPwd()
+	venvBin := filepath.Dir(interpreter)
+	cmd.Env = append(append([]string{}, req.GetEnv()...), "VIRTUAL_ENV="+filepath.Dir(venvBin),
+		"PATH="+venvBin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if asExit(err, &exit) {
+			if status, ok := exit.Sys().(syscall.WaitStatus); ok {
+				return server.Send(&pulumirpc.RunPluginResponse{
+					Output: &pulumirpc.RunPluginResponse_Exitcode{Exitcode: int32(status.ExitStatus())},
+				})
+			}
+		}
+		return fmt.Errorf("plugin %s: %w", req.GetName(), err)
+	}
+	return closer.Close()
 }
 
 func asExit(err error, target **exec.ExitError) bool {
