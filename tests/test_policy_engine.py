@@ -1,9 +1,11 @@
-"""The pack as the Pulumi CLI runs it: `python -m pulumi.policy <engine> policy` serves the analyzer over
-gRPC; fed the prod recording (with planted violations), it reports what the offline runner reports. The one
+"""The pack as the Pulumi CLI 3.274.1 runs it: its language host runs `python policy <engine>`, which serves
+the analyzer over gRPC, and the engine names the stack only through ConfigureStack (no PULUMI_STACK in the
+analyzer's environment: pulumi/pulumi pkg/resource/plugin/analyzer_plugin.go); fed the prod recording (with planted violations), it reports what the offline runner reports. The one
 documented difference: the analyzer protocol carries no retainOnDelete, so the engine sees an unprotected cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -36,9 +38,9 @@ PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 @pytest.fixture(scope="module")
 def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    env = {**os.environ, "PULUMI_PROJECT": "nemotron-lightning", "PULUMI_STACK": "prod", "PULUMI_DRY_RUN": "true"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PULUMI_PROJECT", "PULUMI_STACK", "PULUMI_DRY_RUN")}
     process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(REPO / "policy")],
+        [sys.executable, "-u", str(REPO / "policy"), "127.0.0.1:0"],
         cwd=REPO / "policy",
         env=env,
         stdout=subprocess.PIPE,
@@ -49,7 +51,11 @@ def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
         port = process.stdout.readline().strip()
         assert port.isdigit(), process.stderr.read()
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield analyzer_pb2_grpc.AnalyzerStub(channel)
+            stub = analyzer_pb2_grpc.AnalyzerStub(channel)
+            stub.ConfigureStack(
+                proto.AnalyzerStackConfigureRequest(stack="prod", project="nemotron-lightning", dry_run=True)
+            )
+            yield stub
     finally:
         process.kill()
         process.wait(timeout=10)
@@ -83,19 +89,8 @@ def test_the_served_pack_lists_every_policy_with_its_level(analyzer):
     assert "allowedRegistries" in schema.properties
 
 
-def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
-    resources = mutate("prod", planted)
+def analyze_stack(analyzer: analyzer_pb2_grpc.AnalyzerStub, resources: list) -> set[tuple[str, str, str, str]]:
     urns = {f"{r.type}::{r.name}": r.urn for r in resources}
-    engine: set[tuple[str, str, str, str]] = set()
-    for r in resources:
-        request = proto.AnalyzeRequest(
-            type=r.type,
-            properties=struct(r.inputs),
-            urn=r.urn,
-            name=r.name,
-            options=proto.AnalyzerResourceOptions(protect=r.protect),
-        )
-        engine |= findings(analyzer.Analyze(request), r.urn)
     stack = proto.AnalyzeStackRequest(
         resources=[
             proto.AnalyzerResource(
@@ -110,7 +105,38 @@ def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
             for r in resources
         ]
     )
-    engine |= findings(analyzer.AnalyzeStack(stack))
+    return findings(analyzer.AnalyzeStack(stack))
+
+
+def test_the_pack_judges_the_stack_the_engine_names(analyzer):
+    """protectedStacks holds only when the pack knows the stack: an unprotected model cache in prod is refused."""
+
+    def unprotected(resources: list) -> None:
+        resources[:] = [dataclasses.replace(r, protect=False, retain_on_delete=False) for r in resources]
+
+    resources = mutate("prod", unprotected)
+    offline = {
+        (v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")
+        for v in evaluate(resources, stack="prod")
+        if v.policy_name == "data-protection"
+    }
+    assert {level for _, level, _, _ in offline} == {"mandatory"}
+    assert offline <= analyze_stack(analyzer, resources)
+
+
+def test_the_engine_reports_what_the_offline_runner_reports(analyzer):
+    resources = mutate("prod", planted)
+    engine: set[tuple[str, str, str, str]] = set()
+    for r in resources:
+        request = proto.AnalyzeRequest(
+            type=r.type,
+            properties=struct(r.inputs),
+            urn=r.urn,
+            name=r.name,
+            options=proto.AnalyzerResourceOptions(protect=r.protect),
+        )
+        engine |= findings(analyzer.Analyze(request), r.urn)
+    engine |= analyze_stack(analyzer, resources)
 
     offline = {
         (v.policy_name, v.enforcement_level, v.urn, f"{v.description}\n{v.message}")

@@ -24,8 +24,8 @@ def settings(args: Union[ResourceValidationArgs, StackValidationArgs], schema: P
 
 
 def current_stack() -> str:
-    """The stack being checked: set by the offline runner, else the engine's (the analyzer process gets
-    PULUMI_STACK and configures the runtime settings from it before each analysis)."""
+    """The stack being checked: set by the offline runner, else the engine's (named by its ConfigureStack call,
+    which policy/__main__.py exports as PULUMI_STACK for the runtime settings of each analysis)."""
     return _OFFLINE_STACK.get() or pulumi.get_stack() or os.environ.get("PULUMI_STACK", "")
 
 
