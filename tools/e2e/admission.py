@@ -197,7 +197,7 @@ def self_signed(work: Path) -> tuple[Path, Path, bytes]:
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_before(now - datetime.timedelta(days=1))  # any skew between this process and the API server
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.SubjectAlternativeName([x509.IPAddress(IPv4Address(LOOPBACK))]), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
