@@ -241,7 +241,7 @@ def test_the_cluster_namespace_is_judged_at_the_level_the_config_states():
     assert unstated and unstated == baseline and all(" breaks the baseline " in m for m in unstated)
     assert judged(namespacePodSecurity="privileged") == []
     run = run_config({**dev, "kubernetes": {**dev["kubernetes"], "createNamespace": False}})
-    other = copy.deepcopy([r for r in run.resources if r.type.endswith(":ServingNamespace")][0])
+    other = copy.deepcopy(next(r for r in run.resources if r.type.endswith(":ServingNamespace")))
     other.type, other.urn = "nemotron:kubernetes:Operability", other.urn.replace("ServingNamespace", "Operability")
     other.inputs = {"existingNamespace": {"name": dev["kubernetes"]["namespace"], "enforce": "privileged"}}
     reported = [v.message for v in evaluate([*run.resources, other], stack="dev", policies=rule)]

@@ -89,7 +89,9 @@ class KubernetesConfig(Block):
     @pydantic.model_validator(mode="after")
     def _level_of_an_existing_namespace(self) -> KubernetesConfig:
         if self.createNamespace and self.namespacePodSecurity is not None:
-            raise ValueError("namespacePodSecurity states an existing namespace's level: only with createNamespace: false")
+            raise ValueError(
+                "namespacePodSecurity states an existing namespace's level: only with createNamespace: false"
+            )
         return self
 
 
