@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import copy
 import signal
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from serving_stack.names import PART_OF_LABEL, PROJECT
 from tools.e2e.engine_state import (
     missing_objects,
     pending_creates,
@@ -87,6 +87,7 @@ def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
     kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": ADMIN_LABELS}})
     notes = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "admin-notes", "namespace": namespace}}
     kube.create({**notes, "data": {"owner": "cluster-admin"}})
+    admins = (kube.get("Namespace", namespace) or {})["metadata"]["labels"]  # the API server adds its name label
     try:
         _prepare(shipped, cluster, config)
         shipped.init(STACK)
@@ -94,7 +95,7 @@ def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
         assert refused.returncode != 0, _output(refused)[-3000:]
         assert f'namespaces "{namespace}" already exists' in _output(refused), _output(refused)[-3000:]
         live = kube.get("Namespace", namespace) or {}
-        assert live["metadata"]["labels"] == ADMIN_LABELS, "the stack adopted or relabelled the namespace"
+        assert live["metadata"]["labels"] == admins, "the stack adopted or relabelled the namespace"
         assert "kubernetes:core/v1:Namespace" not in {r["type"] for r in shipped.state(STACK)}
 
         # The config says: the namespace is the cluster's, and the level its admin set.
@@ -108,7 +109,7 @@ def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
             f"ConfigMap/{namespace}/admin-notes",
             f"Namespace//{namespace}",
         ]
-        assert (kube.get("Namespace", namespace) or {})["metadata"]["labels"] == ADMIN_LABELS
+        assert (kube.get("Namespace", namespace) or {})["metadata"]["labels"] == admins
         shipped.pulumi("stack", "rm", STACK, "--yes")
     finally:
         kube.delete("Namespace", namespace)
@@ -120,6 +121,7 @@ def test_a_retry_after_an_interrupted_up(shipped: Project, cluster, tmp_path: Pa
     namespace, kube = _namespace(config), cluster.kube
     records = _prepare(shipped, cluster, config)
     shipped.init(STACK)
+    started = datetime.now(UTC).replace(microsecond=0)
     cli = shipped.start("up", "--stack", STACK, "--yes", "--skip-preview", "--non-interactive", log=tmp_path / "up.log")
     try:
         kube.wait_for(
@@ -145,12 +147,12 @@ def test_a_retry_after_an_interrupted_up(shipped: Project, cluster, tmp_path: Pa
     assert retry.returncode != 0, _output(retry)[-3000:]
     assert any(f'"{name}" already exists' in _output(retry) for _, _, _, name in existing), _output(retry)[-3000:]
 
-    # The objects the pending creates name that exist are the stack's own (its part-of label), never adopted:
-    # deleted, then the pending creates cleared; the next `up` creates them.
+    # The objects the pending creates name that exist are the interrupted update's own (created after it
+    # started), never adopted: deleted, then the pending creates cleared; the next `up` creates them.
     pending = pending_creates(shipped.deployment(STACK))
     orphans = [(kind, ns or None, name) for _, kind, ns, name in pending if kube.get(kind, name, ns or None)]
-    labels = [(kube.get(kind, name, ns) or {})["metadata"].get("labels") or {} for kind, ns, name in orphans]
-    assert orphans and all(label.get(PART_OF_LABEL) == PROJECT for label in labels), (orphans, labels)
+    born = [(kube.get(kind, name, ns) or {})["metadata"]["creationTimestamp"] for kind, ns, name in orphans]
+    assert orphans and all(datetime.fromisoformat(b.replace("Z", "+00:00")) >= started for b in born), born
     for kind, ns, name in orphans:
         kube.delete(kind, name, ns)
     kube.wait_for("the orphans to go", lambda: all(kube.get(k, n, ns) is None for k, ns, n in orphans), timeout=60)
