@@ -15,6 +15,9 @@ import pulumi_kubernetes as k8s
 from serving_stack.names import HF_TOKEN_KEY, HF_TOKEN_SECRET, PART_OF_LABEL, PROJECT, TypeTokens
 from serving_stack.plan.stack import ServingPlan
 
+# The component's input stating the cluster namespace it uses (`kubernetes.createNamespace: false`) and the
+# Pod Security level that namespace enforces (`kubernetes.namespacePodSecurity`).
+EXISTING_NAMESPACE = "existingNamespace"
 NGC_USERNAME = "$oauthtoken"  # NGC's fixed user name for API-key logins to nvcr.io
 # Pod Security admission (kubernetes.io/docs/concepts/security/pod-security-admission/), stated rather than
 # left to the cluster's default: the RDMA workers add IPC_LOCK and SYS_RESOURCE and the prewarm DaemonSet
@@ -57,7 +60,13 @@ class ServingNamespace(pulumi.ComponentResource):
     pull_secret_name: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: ServingNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(TypeTokens.SERVING_NAMESPACE, name, None, opts)
+        # The cluster's namespace: its declared Pod Security level, for the policy pack's pod-security-standards
+        # rule, which takes a level stated by this component as the level of a namespace the stack does not make.
+        declared = None
+        if not args.plan.create_namespace and args.plan.namespace_pod_security is not None:
+            level = args.plan.namespace_pod_security
+            declared = {EXISTING_NAMESPACE: {"name": args.plan.namespace, "enforce": level}}
+        super().__init__(TypeTokens.SERVING_NAMESPACE, name, declared, opts)
         child = pulumi.ResourceOptions(parent=self)
         if args.plan.create_namespace:
             namespace = k8s.core.v1.Namespace(

@@ -1,12 +1,14 @@
 """Reading what the engine wrote: an `up`'s event log (`pulumi up --event-log`, apitype.EngineEvent lines,
-pulumi/pulumi sdk/go/common/apitype/events.go), in the shape the upgrade scenario compares."""
+pulumi/pulumi sdk/go/common/apitype/events.go), in the shape the upgrade scenario compares, and a
+checkpoint's pending operations (apitype.OperationV2, `pulumi stack export`), which the interrupted-`up`
+scenario repairs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from tools.e2e.engine_state import applied_plan, engine_plan
+from tools.e2e.engine_state import applied_plan, engine_plan, pending_creates
 
 URN = "urn:pulumi:dev::p::{type}::{name}"
 
@@ -26,3 +28,24 @@ def test_an_ups_events_read_as_the_preview_plan(tmp_path: Path):
     expected = engine_plan({"steps": [{"op": op, "urn": URN.format(type="x:y:Z", name=n)} for op, n in steps]})
     assert applied_plan(log) == expected
     assert expected["c"] == "replace (delete-first)" and "failed" not in expected
+
+
+def _operation(kind: str, name: str, namespace: str, op: str = "creating", type_: str = "") -> dict:
+    type_ = type_ or f"kubernetes:core/v1:{kind}"
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    resource = {"urn": URN.format(type=type_, name=name), "type": type_, "inputs": {"kind": kind, "metadata": metadata}}
+    return {"resource": resource, "type": op}
+
+
+def test_pending_creates_are_the_kubernetes_objects_being_created():
+    """Only `creating` operations of Kubernetes objects; a cluster-scoped object has no namespace."""
+    operations = [
+        _operation("PersistentVolumeClaim", "cache", "ns"),
+        _operation("PriorityClass", "ns-prewarm", "", type_="kubernetes:scheduling.k8s.io/v1:PriorityClass"),
+        _operation("ConfigMap", "updating", "ns", op="updating"),
+        _operation("Bucket", "b", "", type_="aws:s3/bucket:Bucket"),
+    ]
+    created = pending_creates({"pending_operations": operations})
+    urns = [o["resource"]["urn"] for o in operations]
+    assert created == [(urns[0], "PersistentVolumeClaim", "ns", "cache"), (urns[1], "PriorityClass", "", "ns-prewarm")]
+    assert pending_creates({}) == [] and pending_creates({"pending_operations": None}) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from pathlib import Path
 
@@ -221,3 +222,31 @@ def test_a_namespace_the_cluster_owns_is_never_created():
     )
     placed = {r.inputs["metadata"].get("namespace") for r in run.resources if r.type.startswith("kubernetes:")}
     assert placed - {None} == {namespace}
+
+
+def test_the_cluster_namespace_is_judged_at_the_level_the_config_states():
+    """`kubernetes.namespacePodSecurity` states the cluster namespace's enforced level: the policy pack judges the
+    stack's pods at it (the RDMA workers and prewarm need `privileged`, which the pack's default `baseline`
+    refuses), a level stated by another component is reported, and it is refused with `createNamespace: true`."""
+    from policy_helpers import POLICY, evaluate
+
+    dev = stack_file_config("dev")
+    rule = [POLICY["pod-security-standards"]]
+
+    def judged(**kubernetes: object) -> list[str]:
+        run = run_config({**dev, "kubernetes": {**dev["kubernetes"], "createNamespace": False, **kubernetes}})
+        return [v.message for v in evaluate(list(run.resources), stack="dev", policies=rule)]
+
+    unstated, baseline = judged(), judged(namespacePodSecurity="baseline")
+    assert unstated and unstated == baseline and all(" breaks the baseline " in m for m in unstated)
+    assert judged(namespacePodSecurity="privileged") == []
+    run = run_config({**dev, "kubernetes": {**dev["kubernetes"], "createNamespace": False}})
+    other = copy.deepcopy(next(r for r in run.resources if r.type.endswith(":ServingNamespace")))
+    other.type, other.urn = "nemotron:kubernetes:Operability", other.urn.replace("ServingNamespace", "Operability")
+    other.inputs = {"existingNamespace": {"name": dev["kubernetes"]["namespace"], "enforce": "privileged"}}
+    reported = [v.message for v in evaluate([*run.resources, other], stack="dev", policies=rule)]
+    assert any("Operability states that namespace" in m for m in reported), reported
+    assert_rejected_before_any_resource(
+        {**dev, "kubernetes": {**dev["kubernetes"], "namespacePodSecurity": "privileged"}},
+        "only with createNamespace: false",
+    )

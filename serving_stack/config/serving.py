@@ -75,12 +75,24 @@ class KubernetesConfig(Block):
     first `up` with `already exists`: pulumi-kubernetes >= 4.29 never adopts it); false: the namespace is the
     cluster's (a cluster admin made it, with a Pod Security level that admits the workers: `privileged` for RDMA
     workers and the prewarm DaemonSet), the stack only puts its objects in it and leaves it on destroy."""
+    namespacePodSecurity: Optional[Literal["privileged", "baseline", "restricted"]] = None
+    """With `createNamespace: false`: the Pod Security level the cluster's namespace enforces (its
+    `pod-security.kubernetes.io/enforce` label as its admin set it), which the policy pack judges the stack's
+    pods by; unset: the pack's `defaultLevel` (`baseline`, which refuses RDMA workers and the prewarm)."""
     cluster: ClusterAccess = ClusterAccess()
     """The cluster they run on."""
     gpuNodes: Optional[list[GpuNodeShape]] = pydantic.Field(default=None, min_length=1, max_length=64)
     """The GPU nodes of an existing cluster (`cluster.source: kubeconfig`), for the checks that run without AWS
     (`make preflight`, `make e2e`); unset: one node as an EKS managed node group of the EKS-optimized NVIDIA
     AMI runs it with the NVIDIA device plugin and GPU Feature Discovery (`catalog/eks_gpu_node.yaml`)."""
+
+    @pydantic.model_validator(mode="after")
+    def _level_of_an_existing_namespace(self) -> KubernetesConfig:
+        if self.createNamespace and self.namespacePodSecurity is not None:
+            raise ValueError(
+                "namespacePodSecurity states an existing namespace's level: only with createNamespace: false"
+            )
+        return self
 
 
 class Checkpoints(Block):

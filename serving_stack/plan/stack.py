@@ -89,6 +89,7 @@ class ServingPlan:
 
     namespace: str
     create_namespace: bool  # `kubernetes.createNamespace`
+    namespace_pod_security: Optional[str]  # `kubernetes.namespacePodSecurity` (an existing namespace's level)
     dynamo: DynamoConfig
     model_cache: ModelCacheConfig
     hf_token: bool
@@ -245,6 +246,7 @@ def build_plan(
     serving = ServingPlan(
         namespace=namespace,
         create_namespace=config.kubernetes.createNamespace,
+        namespace_pod_security=config.kubernetes.namespacePodSecurity,
         dynamo=dynamo,
         model_cache=cache_config,
         hf_token="hfToken" in secrets,

@@ -120,6 +120,34 @@ def test_a_namespace_the_stack_writes_into_but_does_not_create(cluster, kubeconf
     ) in _blockers(findings)
 
 
+def test_the_serving_namespace_as_the_shipped_provider_meets_it(cluster, kubeconfig, tmp_path):
+    """An admin's namespace (enforcing baseline): the stack creating it is a blocker (4.29+ fails `already exists`
+    and never adopts), and with createNamespace false the stated level is compared with its enforce label."""
+    config, kube = copy.deepcopy(DEV), cluster.kube
+    namespace = config["kubernetes"]["namespace"] = DEV["kubernetes"]["namespace"] + "-preflight-admin"
+    enforce = "pod-security.kubernetes.io/enforce"
+    kube.create(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": {enforce: "baseline"}}}
+    )
+    try:
+        _with_nodes_for(cluster, tmp_path, config)
+        blockers = _blockers(_run(tmp_path, config, "create")[1])
+        assert [k for k, problem in blockers if "already exists" in problem] == ["kubernetes.createNamespace"], blockers
+        config["kubernetes"].update(createNamespace=False, namespacePodSecurity="privileged")
+        blockers = _blockers(_run(tmp_path, config, "privileged")[1])
+        assert (
+            "kubernetes.namespacePodSecurity",
+            f"namespace {namespace} enforces Pod Security baseline (its {enforce} "
+            "label); the stack states privileged: its pods would be refused",
+        ) in blockers, blockers
+        config["kubernetes"]["namespacePodSecurity"] = "baseline"
+        findings = _run(tmp_path, config, "baseline")[1]
+        assert not [f for f in findings if f.key.startswith("kubernetes.")], findings
+    finally:
+        kube.delete("Namespace", namespace)
+        kube.wait_for(f"namespace {namespace} to go", lambda: kube.get("Namespace", namespace) is None, timeout=120)
+
+
 def test_a_group_the_cluster_does_not_serve_names_the_switch_that_would_install_it(cluster, kubeconfig, tmp_path):
     """KEDA's kinds without `installKeda`: the harness's API server serves no keda.sh."""
     (target,) = DEV["targets"]

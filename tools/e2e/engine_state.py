@@ -7,7 +7,8 @@
 - `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
 - `applied_plan`: what an `up` did, from its event log, in `engine_plan`'s shape;
 - `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
-- `stack_objects`: what is left of a stack after destroy (namespaced, cluster-scoped, Secrets).
+- `stack_objects`: what is left of a stack after destroy (namespaced, cluster-scoped, Secrets);
+- `pending_creates`: what an interrupted update was still creating (the checkpoint's pending operations).
 """
 
 from __future__ import annotations
@@ -138,3 +139,23 @@ def applied_plan(event_log: Path) -> dict[str, str]:
     own events (`pulumi up --event-log`, one JSON event a line; `resOutputsEvent` ends a step)."""
     events = [json.loads(line) for line in event_log.read_text().splitlines() if line.strip()]
     return engine_plan({"steps": [e["resOutputsEvent"]["metadata"] for e in events if "resOutputsEvent" in e]})
+
+
+def pending_creates(deployment: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(urn, kind, namespace or "", name) of each Kubernetes object an interrupted update was still creating:
+    the creates the engine keeps as pending until `pulumi refresh` imports or clears them."""
+    found = []
+    for operation in deployment.get("pending_operations") or []:
+        resource = operation.get("resource") or {}
+        inputs = resource.get("inputs") or {}
+        metadata = inputs.get("metadata") or {}
+        if operation.get("type") == "creating" and str(resource.get("type", "")).startswith("kubernetes:"):
+            found.append(
+                (
+                    str(resource["urn"]),
+                    str(inputs.get("kind", "")),
+                    str(metadata.get("namespace", "")),
+                    str(metadata.get("name", "")),
+                )
+            )
+    return found

@@ -7,9 +7,11 @@ touches the committed stack files or anyone's Pulumi account. Every CLI call is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -111,6 +113,18 @@ class Project:
             raise PulumiError(command, result)
         return result
 
+    def start(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        """A CLI call in the background, bounded by `timeout`, for a scenario that interrupts it."""
+        with log.open("wb") as out:
+            return subprocess.Popen(
+                ["timeout", "-k", "5", str(self.timeout), "pulumi", *args],
+                cwd=self.root,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
     # --- stacks -----------------------------------------------------------------------------------
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
         """Replace the stack file's `config:` (what `stack init` added beside it, its encryption salt, stays)."""
@@ -191,3 +205,22 @@ class Project:
 
     def outputs(self, stack: str) -> dict[str, Any]:
         return dict(json.loads(self.pulumi("stack", "output", "--stack", stack, "--json", "--show-secrets").stdout))
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and every process below it, as a crash does (the CLI starts its plugins in process
+    groups of their own: sdk/go/common/util/cmdutil/child_unix.go)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    doomed, queue = [], [pid]
+    while queue:
+        doomed.append(queue.pop())
+        queue += children.get(doomed[-1], [])
+    for victim in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)

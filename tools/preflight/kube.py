@@ -34,7 +34,7 @@ import yaml
 from serving_stack.config.types import quantity_value
 from serving_stack.errors import bounded
 from serving_stack.facts import load_facts
-from serving_stack.names import POOL_LABEL
+from serving_stack.names import PART_OF_LABEL, POOL_LABEL, PROJECT
 from tools.preflight.facts import KubernetesFile, load_kubernetes
 from tools.preflight.stack import Finding, PreflightStack, blocker, warning
 
@@ -50,6 +50,8 @@ STANDARD_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 # the manager as `--operator-version=`.
 OPERATOR_SELECTOR = "app.kubernetes.io/part-of=dynamo-operator,control-plane=controller-manager"
 OPERATOR_VERSION_ARG = "--operator-version="
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_ORDER = ("privileged", "baseline", "restricted")  # least to most strict
 CHART_FILE = re.compile(r"^(?P<name>.+?)-\d+\.\d+\.\d+[^/]*\.tgz$")
 
 
@@ -247,6 +249,7 @@ def kube_findings(stack: PreflightStack, client: KubeClient) -> list[Finding]:
     if "nvidia.com" not in provided:
         findings += _operator_version(client)
     findings += _namespaces(stack, client)
+    findings += _serving_namespace(stack, client)
     if stack.plan.storage is None:
         findings += _storage_class(stack.config.modelCache.storageClassName, client, data)
     return findings + _extended_resources(stack, client, data)
@@ -350,6 +353,45 @@ def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
                 f"kubectl create namespace {namespace}, or set {key} to a namespace that exists",
             )
         )
+    return findings
+
+
+def _serving_namespace(stack: PreflightStack, client: KubeClient) -> list[Finding]:
+    """The serving namespace as pulumi-kubernetes >= 4.29 meets it: one the stack creates must not exist unless
+    it is this project's (the create fails `already exists`; the stack never adopts), and one the cluster owns
+    must enforce the Pod Security level `kubernetes.namespacePodSecurity` states (what the policy pack judged)."""
+    kubernetes, findings = stack.config.kubernetes, list[Finding]()
+    key = "kubernetes.createNamespace" if kubernetes.createNamespace else "kubernetes.namespacePodSecurity"
+    try:
+        live = _get(client, f"/api/v1/namespaces/{kubernetes.namespace}", key, findings)
+    except _UnreadableError:
+        return findings
+    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
+    if live is not None and kubernetes.createNamespace and labels.get(PART_OF_LABEL) != PROJECT:
+        findings.append(
+            blocker(
+                key,
+                f"namespace {kubernetes.namespace} already exists and is not this project's: the first `up` fails "
+                "`already exists` (the stack never adopts a namespace)",
+                "set kubernetes.createNamespace: false (and kubernetes.namespacePodSecurity), or another namespace",
+            )
+        )
+    enforced, declared = labels.get(POD_SECURITY_ENFORCE), kubernetes.namespacePodSecurity or "baseline"
+    if live is None or kubernetes.createNamespace or enforced is None or enforced == declared:
+        return findings
+    stricter = enforced not in POD_SECURITY_ORDER or POD_SECURITY_ORDER.index(enforced) > POD_SECURITY_ORDER.index(
+        declared
+    )
+    report = blocker if stricter else warning
+    findings.append(
+        report(
+            key,
+            f"namespace {kubernetes.namespace} enforces Pod Security {bounded(enforced, quote=False)} (its {POD_SECURITY_ENFORCE} "
+            f"label); the stack states {declared}" + (": its pods would be refused" if stricter else ""),
+            f"set kubernetes.namespacePodSecurity: {bounded(enforced, quote=False)} if that admits the stack's pods, or ask the "
+            "cluster admin for the level the stack states",
+        )
+    )
     return findings
 
 
