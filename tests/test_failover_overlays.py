@@ -15,6 +15,7 @@ from serving_stack.facts import load_facts
 from serving_stack.facts.aws import gpu_of_product, load_gpus
 from serving_stack.facts.catalog import Recipe
 from serving_stack.facts.serving_overlays import Overlay, ServingOverlays, load_serving_overlays
+from serving_stack.plan.failover import flag_values
 
 pytestmark = pytest.mark.catalog_driven
 
@@ -24,13 +25,8 @@ ABSENT = "<absent>"
 
 
 def _flags(words: list[str]) -> dict[str, Optional[str]]:
-    flags: dict[str, Optional[str]] = {}
-    for position, word in enumerate(words):
-        if word.startswith("--"):
-            flag, equals, inline = word.partition("=")
-            following = words[position + 1] if position + 1 < len(words) else None
-            flags[flag] = inline if equals else (None if following is None or following.startswith("--") else following)
-    return flags
+    """The last value of each flag of one command line (the product's own argument reader)."""
+    return {flag: values[-1] for flag, values in flag_values(words).items()}
 
 
 def _gpu(recipe: Recipe) -> Optional[str]:

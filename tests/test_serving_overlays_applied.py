@@ -11,7 +11,7 @@ from plan_helpers import FACTS
 
 from serving_stack.facts.serving_overlays import load_serving_overlays
 from serving_stack.names import WORKER_COMPONENT_TYPES
-from serving_stack.plan.failover import _flag_values
+from serving_stack.plan.failover import flag_values
 from serving_stack.plan.serving import apply_serving_overlays
 from tools.conformance import target_problems
 
@@ -39,7 +39,7 @@ def test_each_applied_overlay_sets_its_argument_on_the_components_it_covers(reci
             before["podTemplate"]["spec"]["containers"], after["podTemplate"]["spec"]["containers"], strict=True
         )
         for old, new in containers:
-            flags, upstream = _flag_values(new.get("args", [])), _flag_values(old.get("args", []))
+            flags, upstream = flag_values(new.get("args", [])), flag_values(old.get("args", []))
             covering = [o for o in APPLIED if _gpu(recipe) and o.covers(recipe.id, _gpu(recipe), worker, o.argument)]
             for overlay in covering if old.get("args") else ():
                 expected = [] if overlay.action == "remove" else [overlay.value]

@@ -70,7 +70,7 @@ class Difference:
         return f"{self.aspect} {self.primary!r} vs {self.fallback!r}"
 
 
-def _flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
+def flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
     """Every `--flag value`, `--flag=value` and bare `--flag` of one command line."""
     values: dict[str, list[Optional[str]]] = {}
     for position, word in enumerate(arguments):
@@ -121,7 +121,7 @@ def dynamo_backend(
     release = None
     for component in dgd["spec"]["components"]:
         for container in component["podTemplate"]["spec"]["containers"]:
-            for flag, values in _flag_values([*container.get("command", []), *container.get("args", [])]).items():
+            for flag, values in flag_values([*container.get("command", []), *container.get("args", [])]).items():
                 flags.setdefault(flag, []).extend(values)
             if component.get("type") == "frontend":
                 match = RELEASE.match(str(container["image"]).rpartition(":")[2])
