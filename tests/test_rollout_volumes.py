@@ -20,7 +20,7 @@ from rollout_helpers import (
 
 from tools.rollout.destroy import DELETED, REFUSED
 from tools.rollout.report import markdown
-from tools.rollout.volumes import STATIC, binding, quantity_bytes
+from tools.rollout.volumes import STATIC, binding
 
 WAIT = "wait"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
@@ -152,9 +152,3 @@ def test_a_dynamic_claim_follows_the_reclaim_policy_of_its_class():
         storage_class["inputs"]["reclaimPolicy"] = policy
         (row,) = [r for r in report(efs).destroy if r.resource.name == claim["name"]]
         assert said in row.how
-
-
-@pytest.mark.parametrize(("text", "size"), [("1200Gi", 1200 * 2**30), ("1.2T", 1.2e12), ("500M", 5e8), ("7", 7.0)])
-def test_quantities_parse(text, size):
-    assert quantity_bytes(text) == pytest.approx(size)
-    assert quantity_bytes("lots") is None

@@ -13,18 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from serving_stack.config.types import QUANTITY, quantity_value
 from tools.rollout.graph import Resource, StackGraph, lookup
 from tools.rollout.replacements import data_role
 from tools.rollout.rules import Rules, Span
 
 PV_KIND = "PersistentVolume"
 STATIC, OUTSIDE_STACK = "static-volume-bind", "outside-stack-volume-bind"  # steps of catalog/durations.yaml
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTPE]i?)?$")
-_FACTORS = {
-    "": 1.0,
-    **{s: 1000.0 ** (i + 1) for i, s in enumerate("KMGTPE")},
-    **{s + "i": 1024.0 ** (i + 1) for i, s in enumerate("KMGTPE")},
-}
 
 
 @dataclass(frozen=True)
@@ -36,12 +31,6 @@ class Binding:
     mode: str
     volume: Resource | None = None
     mismatch: str = ""
-
-
-def quantity_bytes(text: object) -> float | None:
-    """A Kubernetes quantity (`1200Gi`, `1.2T`, `500M`) in bytes; None when it is not one."""
-    match = _QUANTITY.match(str(text or "").strip())
-    return float(match.group(1)) * _FACTORS[match.group(2) or ""] if match else None
 
 
 def _claim_ref(volume: Resource) -> tuple[str, str]:
@@ -64,13 +53,11 @@ def mismatch(claim: Resource, volume: Resource) -> str:
     ref = _claim_ref(volume)
     if any(ref) and ref != (claim.namespace, claim.object_name):
         return f"its claimRef reserves it for claim {ref[0]}/{ref[1]}"
-    requested = quantity_bytes(lookup(claim.inputs, "spec.resources.requests.storage"))
-    capacity = quantity_bytes(lookup(volume.inputs, "spec.capacity.storage"))
-    if requested is not None and capacity is not None and capacity < requested:
-        return (
-            f"its capacity {lookup(volume.inputs, 'spec.capacity.storage')} is less than the claim's request "
-            f"{lookup(claim.inputs, 'spec.resources.requests.storage')}"
-        )
+    requested = str(lookup(claim.inputs, "spec.resources.requests.storage"))
+    capacity = str(lookup(volume.inputs, "spec.capacity.storage"))
+    sized = all(re.fullmatch(QUANTITY, q) for q in (requested, capacity))
+    if sized and quantity_value(capacity) < quantity_value(requested):
+        return f"its capacity {capacity} is less than the claim's request {requested}"
     classes = tuple(str(lookup(o.inputs, "spec.storageClassName") or "") for o in (volume, claim))
     if classes[0] != classes[1]:
         return f"its storageClassName {classes[0]!r} is not the claim's {classes[1]!r}"
