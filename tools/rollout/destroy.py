@@ -171,41 +171,23 @@ def destroy_findings(graph: StackGraph, rows: list[DestroyRow], rules: Rules) ->
         if "window_field" in rules.aws_deletion.get(resource.type, {}) and row.outcome == DELETED:
             for data in _encrypted_by(graph, resource, by_key):
                 if data.outcome != DELETED:
-                    findings.append(
-                        Finding(
-                            DESTROY,
-                            resource.name,
-                            (
-                                f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) "
-                                f"keeps data encrypted with it: retain the key as long as that data"
-                            ),
-                            False,
-                        )
+                    why = (
+                        f"destroy schedules this KMS key for deletion while {data.resource.name} ({data.outcome}) "
+                        f"keeps data encrypted with it: retain the key as long as that data"
                     )
+                    findings.append(Finding(DESTROY, resource.name, why, False))
         if row.outcome == REFUSED:
             held = [r.resource.name for r in rows if r.how == f"protected {resource.name} depends on it"]
             if held:
-                findings.append(
-                    Finding(
-                        DESTROY,
-                        resource.name,
-                        (
-                            f"protected: destroy fails here and keeps the {len(held)} resources it depends on "
-                            f"({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"
-                        ),
-                        False,
-                    )
+                why = (
+                    f"protected: destroy fails here and keeps the {len(held)} resources it depends on "
+                    f"({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"
                 )
+                findings.append(Finding(DESTROY, resource.name, why, False))
         if row.outcome == DELETED and _cluster_service(graph, resource, rules):
-            findings.append(
-                Finding(
-                    DESTROY,
-                    resource.name,
-                    (
-                        f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy "
-                        f"removes it for every user of the cluster"
-                    ),
-                    False,
-                )
+            why = (
+                f"{resource.object_name} serves the whole cluster, which this stack does not create: destroy "
+                f"removes it for every user of the cluster"
             )
+            findings.append(Finding(DESTROY, resource.name, why, False))
     return sorted(set(findings))

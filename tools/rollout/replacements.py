@@ -159,25 +159,13 @@ def replacement_findings(graph: StackGraph, rules: Rules) -> list[Finding]:
                 if named
                 else "set deleteBeforeReplace"
             )
-            findings.append(
-                Finding(
-                    REPLACE,
-                    resource.name,
-                    (f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"),
-                    True,
-                )
-            )
+            why = f"{resource.type}: a change to {shown} replaces it {CREATE_FIRST} and {why}; {remedy}"
+            findings.append(Finding(REPLACE, resource.name, why, True))
         forcing = [f for f in fields if not f.startswith("metadata.")]
         if resource.protect and forcing and not data_role(resource, rules):
-            findings.append(
-                Finding(
-                    REPLACE,
-                    resource.name,
-                    (
-                        f"{resource.type} is protected but holds no data: a change to {', '.join(forcing)} needs a replacement "
-                        f"that protect refuses; protect what holds data, not what describes it"
-                    ),
-                    True,
-                )
+            why = (
+                f"{resource.type} is protected but holds no data: a change to {', '.join(forcing)} needs a replacement "
+                f"that protect refuses; protect what holds data, not what describes it"
             )
+            findings.append(Finding(REPLACE, resource.name, why, True))
     return sorted(findings)

@@ -60,22 +60,17 @@ def readers(graph: StackGraph, timeline: Timeline, rules: Rules) -> dict[str, li
 
 def restart_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[Finding]:
     """A long-running workload that keeps old values when what it reads is replaced (a warning)."""
-    findings = []
-    for key, workloads in readers(graph, timeline, rules).items():
-        source = graph.resources[key]
-        for reader in workloads:
-            if reader.rolls_by or reader.workload.kind not in rules.long_running_kinds:
-                continue
-            findings.append(
-                Finding(
-                    RESTART,
-                    reader.workload.name,
-                    (
-                        f"reads {source.kind} {source.object_name}, which a content change replaces under the same name, "
-                        f"but no pod template annotation changes with it: running pods keep the old values until restarted; "
-                        f"add a checksum of the content as a pod template annotation (helm-checksum)"
-                    ),
-                    False,
-                )
-            )
-    return sorted(set(findings))
+    findings = {
+        Finding(
+            RESTART,
+            reader.workload.name,
+            f"reads {graph.resources[key].kind} {graph.resources[key].object_name}, which a content change replaces "
+            f"under the same name, but no pod template annotation changes with it: running pods keep the old values "
+            f"until restarted; add a checksum of the content as a pod template annotation (helm-checksum)",
+            False,
+        )
+        for key, workloads in readers(graph, timeline, rules).items()
+        for reader in workloads
+        if not reader.rolls_by and reader.workload.kind in rules.long_running_kinds
+    }
+    return sorted(findings)

@@ -43,15 +43,11 @@ def _work_too_long(graph: StackGraph, step: Step, rules: Rules) -> Finding | Non
         return _claim_cannot_bind(graph, step, rules)
     if step.work.max <= timeout:
         return None
-    return Finding(
-        WAIT,
-        resource.name,
-        (
-            f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
-            f'"{wait.ready_when}", but that can take {step.work.max:.0f} min ({step.work.worst_basis})'
-        ),
-        True,
+    why = (
+        f"{_describe(step)}: `up` waits {timeout:g} min ({wait.timeout_basis}, {wait.source}) for "
+        f'"{wait.ready_when}", but that can take {step.work.max:.0f} min ({step.work.worst_basis})'
     )
+    return Finding(WAIT, resource.name, why, True)
 
 
 def _claim_cannot_bind(graph: StackGraph, step: Step, rules: Rules) -> Finding | None:
@@ -61,27 +57,19 @@ def _claim_cannot_bind(graph: StackGraph, step: Step, rules: Rules) -> Finding |
     bound = binding(graph, resource, rules)
     waits = f"`up` waits at most {timeout:g} min for Bound ({wait.timeout_basis}, {wait.source})"
     if bound.volume is not None and bound.mismatch:
-        return Finding(
-            WAIT,
-            resource.name,
-            (
-                f"{_describe(step)}: {waits}, but PersistentVolume {bound.volume.object_name} ({bound.volume.name}) can "
-                f"never bind it: {bound.mismatch} (k8s-pv-controller); the claim stays Pending"
-            ),
-            True,
+        why = (
+            f"{_describe(step)}: {waits}, but PersistentVolume {bound.volume.object_name} ({bound.volume.name}) can "
+            f"never bind it: {bound.mismatch} (k8s-pv-controller); the claim stays Pending"
         )
+        return Finding(WAIT, resource.name, why, True)
     if bound.mode in ("static", "WaitForFirstConsumer") or bound.span.max <= timeout:
         return None
-    return Finding(
-        WAIT,
-        resource.name,
-        (
-            f"{_describe(step)}: {waits} but its {bound.mode or 'unknown'}-binding class provisions the volume in up to "
-            f"{bound.span.max:g} min: create the volume in the stack and bind the claim to it, annotate the claim "
-            f'pulumi.com/skipAwait: "true", or bind WaitForFirstConsumer'
-        ),
-        True,
+    why = (
+        f"{_describe(step)}: {waits} but its {bound.mode or 'unknown'}-binding class provisions the volume in up to "
+        f"{bound.span.max:g} min: create the volume in the stack and bind the claim to it, annotate the claim "
+        f'pulumi.com/skipAwait: "true", or bind WaitForFirstConsumer'
     )
+    return Finding(WAIT, resource.name, why, True)
 
 
 def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) -> list[Finding]:
@@ -102,52 +90,38 @@ def _unordered_prerequisites(graph: StackGraph, timeline: Timeline, step: Step) 
             if ordered
             else f"does not depend on {other.resource.name}"
         )
-        findings.append(
-            Finding(
-                WAIT,
-                step.resource.name,
-                (
-                    f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
-                    f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} "
-                    f"can take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"
-                ),
-                True,
-            )
+        why = (
+            f"{_describe(step)} {need.reason}, but {relation} ({other.resource.type}): "
+            f"`up` gives up after {_timeout_minutes(step):g} min ({wait.timeout_basis}) while {other.resource.name} "
+            f"can take until minute {other.ready_worst:.0f}; add it to dependsOn (or skip the await with a reason)"
         )
+        findings.append(Finding(WAIT, step.resource.name, why, True))
     return findings
 
 
-def _missing(graph: StackGraph, step: Step) -> list[Finding]:
-    findings = []
-    for need in step.prerequisites:
-        if need.missing:
-            findings.append(
-                Finding(
-                    WAIT,
-                    step.resource.name,
-                    (
-                        f"{_describe(step)} {need.reason}, which nothing in the stack creates; {need.absent_because}, so "
-                        f"{need.missing} cannot exist before `up`: it never becomes ready"
-                    ),
-                    True,
-                )
-            )
-    return findings
+def _missing(step: Step) -> list[Finding]:
+    return [
+        Finding(
+            WAIT,
+            step.resource.name,
+            f"{_describe(step)} {need.reason}, which nothing in the stack creates; {need.absent_because}, so "
+            f"{need.missing} cannot exist before `up`: it never becomes ready",
+            True,
+        )
+        for need in step.prerequisites
+        if need.missing
+    ]
 
 
 def _unawaited_serving(step: Step) -> Finding | None:
     if step.awaited:
         return None
-    return Finding(
-        SERVE,
-        step.resource.name,
-        (
-            f"`up` does not wait for {_describe(step)}, so it succeeds and publishes the endpoint even if no worker ever "
-            f"starts: annotate pulumi.com/waitFor (a Ready condition) and pulumi.com/timeoutSeconds >= "
-            f"{step.work.max * 60:.0f} ({step.work.worst_basis})"
-        ),
-        False,
+    why = (
+        f"`up` does not wait for {_describe(step)}, so it succeeds and publishes the endpoint even if no worker ever "
+        f"starts: annotate pulumi.com/waitFor (a Ready condition) and pulumi.com/timeoutSeconds >= "
+        f"{step.work.max * 60:.0f} ({step.work.worst_basis})"
     )
+    return Finding(SERVE, step.resource.name, why, False)
 
 
 def wait_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[Finding]:
@@ -157,7 +131,7 @@ def wait_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[F
         if (too_long := _work_too_long(graph, step, rules)) is not None:
             findings.append(too_long)
         findings += _unordered_prerequisites(graph, timeline, step)
-        findings += _missing(graph, step)
+        findings += _missing(step)
         if step.resource.key in serving and step.resource.is_kubernetes_object and (idle := _unawaited_serving(step)):
             findings.append(idle)
     return sorted(set(findings))
