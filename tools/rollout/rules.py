@@ -14,6 +14,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.durations import Durations, Kind, Step, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
@@ -24,28 +26,30 @@ PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
 ENGINE_CONFIRMED_FILE = RULES_DIR / "engine_confirmed.yaml"
 
 
-@dataclass(frozen=True)
-class KindAwait:
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class KindAwait(_Entry):
     """How the Kubernetes provider waits for one kind after create/update."""
 
     kind: str
     ready_when: str
-    timeout_seconds: float
-    timeout_fixed: bool
-    immediate: bool
+    timeout_seconds: float = 0.0
+    timeout_fixed: bool = False
+    immediate: bool = False
     source: str
 
 
-@dataclass(frozen=True)
-class ReplacementRule:
+class ReplacementRule(_Entry):
     """Inputs whose change replaces a resource of the types it names (`replacements` in the rules file)."""
 
     types: tuple[str, ...]
-    replace_on: tuple[str, ...]
+    replace_on: tuple[str, ...] = Field(alias="replaceOn")
     source: str
-    not_types: tuple[str, ...] = ()
-    excepted: tuple[str, ...] = ()
-    unless_provider_sets: str | None = None
+    not_types: tuple[str, ...] = Field((), alias="notTypes")
+    excepted: tuple[str, ...] = Field((), alias="except")
+    unless_provider_sets: str | None = Field(None, alias="unlessProviderSets")
 
     def applies_to(self, type_token: str) -> bool:
         matches = any(fnmatchcase(type_token, pattern) for pattern in self.types)
@@ -58,18 +62,17 @@ class ReplacementRule:
         return enabled and inputs.get("immutable") is not True
 
 
-@dataclass(frozen=True)
-class AwsType:
+class AwsType(_Entry):
     """Replacement facts of one pulumi-aws type."""
 
     type: str
-    name_fields: tuple[str, ...]
-    generated_name_fields: tuple[str, ...]
-    unique_by: tuple[str, ...]
-    provider_delete_before_replace: bool
-    singleton: bool
-    data_role: str
-    replace_note: str
+    name_fields: tuple[str, ...] = ()
+    generated_name_fields: tuple[str, ...] = ()
+    unique_by: tuple[str, ...] = ()
+    provider_delete_before_replace: bool = False
+    singleton: bool = False
+    data_role: str = ""
+    replace_note: str = ""
     source: str
 
 
@@ -169,31 +172,6 @@ def _at(value: Any, path: str) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _kind(kind: str, entry: dict[str, Any]) -> KindAwait:
-    return KindAwait(
-        kind=kind,
-        ready_when=entry["ready_when"],
-        timeout_seconds=float(entry.get("timeout_seconds", 0)),
-        timeout_fixed=bool(entry.get("timeout_fixed", False)),
-        immediate=bool(entry.get("immediate", False)),
-        source=entry["source"],
-    )
-
-
-def _aws(type_token: str, entry: dict[str, Any]) -> AwsType:
-    return AwsType(
-        type=type_token,
-        name_fields=tuple(entry.get("name_fields", ())),
-        generated_name_fields=tuple(entry.get("generated_name_fields", ())),
-        unique_by=tuple(entry.get("unique_by", ())),
-        provider_delete_before_replace=bool(entry.get("provider_delete_before_replace", False)),
-        singleton=bool(entry.get("singleton", False)),
-        data_role=entry.get("data_role", ""),
-        replace_note=entry.get("replace_note", ""),
-        source=entry["source"],
-    )
-
-
 def _read_mapping(path: Path) -> dict[str, Any]:
     """One YAML mapping, read as strictly as the catalog (`serving_stack.facts.strict_files`)."""
     name = f"{path.parent.name}/{path.name}"
@@ -235,22 +213,11 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Durations 
     return rules
 
 
-def _replacement(entry: dict[str, Any]) -> ReplacementRule:
-    return ReplacementRule(
-        types=tuple(entry["types"]),
-        replace_on=tuple(entry["replaceOn"]),
-        source=entry["source"],
-        not_types=tuple(entry.get("notTypes", ())),
-        excepted=tuple(entry.get("except", ())),
-        unless_provider_sets=entry.get("unlessProviderSets"),
-    )
-
-
 def _rules(data: dict[str, Any], durations: Durations) -> Rules:
     kubernetes, aws, engine = data["kubernetes"], data["aws"], data["engine"]
     return Rules(
         sources=data["sources"],
-        kinds={kind: _kind(kind, entry) for kind, entry in kubernetes["kinds"].items()},
+        kinds={kind: KindAwait(kind=kind, **entry) for kind, entry in kubernetes["kinds"].items()},
         default_timeout_seconds=float(kubernetes["default_timeout_seconds"]),
         custom_resource_ready_when=kubernetes["custom_resource"]["ready_when"],
         annotations=kubernetes["annotations"],
@@ -266,8 +233,8 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         extended_resources=kubernetes["extended_resources"],
         operators=kubernetes["operators"],
         provisioners=kubernetes["provisioners"],
-        aws_types={token: _aws(token, entry) for token, entry in aws["types"].items()},
-        replacements=tuple(_replacement(entry) for entry in data["replacements"]),
+        aws_types={token: AwsType(type=token, **entry) for token, entry in aws["types"].items()},
+        replacements=tuple(ReplacementRule.model_validate(entry) for entry in data["replacements"]),
         provider_change_note=f"{engine['providerChange']['note']} ({engine['providerChange']['source']})",
         urn_change_note=f"{engine['urnChange']['note']} ({engine['urnChange']['source']})",
         aws_deletion=aws["deletion"],
