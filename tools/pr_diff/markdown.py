@@ -203,19 +203,13 @@ def cost_details(cost: CostChange, stack: str) -> list[str]:
         change = line.change
         delta = UNKNOWN if change is None else ("—" if abs(change) < 0.005 else f"{change:+,.2f}")
         rows.append(f"| {line.item} | {_cost_cell(line.base)} | {_cost_cell(line.head)} | {delta} |")
-    return [
-        "<details><summary>💲 $/h per item</summary>",
-        "",
-        "| item | base | head | change |",
-        "|---|---|---|---|",
-        *rows,
-        "",
-        *_chart(cost, stack),
-        PRICES_SOURCE,
-        "",
-        "</details>",
-        "",
-    ]
+    table = ["| item | base | head | change |", "|---|---|---|---|", *rows]
+    return _folded("💲 $/h per item", *table, "", *_chart(cost, stack), PRICES_SOURCE, "")
+
+
+def _folded(summary: str, *body: str) -> list[str]:
+    """`body` in a collapsed `<details>` block under `summary`."""
+    return [f"<details><summary>{summary}</summary>", "", *body, "</details>", ""]
 
 
 def _violation_line(violation: Violation) -> str:
@@ -243,16 +237,13 @@ def policy_line(diff: StackDiff) -> str:
 def policy_details(diff: StackDiff) -> list[str]:
     if not diff.new_violations and not diff.resolved_violations:
         return []
-    lines = [
-        f"<details><summary>🛡️ Policy violations: {len(diff.new_violations)} new, "
-        f"{len(diff.resolved_violations)} resolved</summary>",
-        "",
-    ]
+    lines: list[str] = []
     if diff.new_violations:
         lines += ["New:", "", *[_violation_line(v) for v in diff.new_violations], ""]
     if diff.resolved_violations:
         lines += ["Resolved:", "", *[_violation_line(v) for v in diff.resolved_violations], ""]
-    return [*lines, "</details>", ""]
+    summary = f"🛡️ Policy violations: {len(diff.new_violations)} new, {len(diff.resolved_violations)} resolved"
+    return _folded(summary, *lines)
 
 
 MAX_BYTES = 20_000  # per stack: a comment holds the three stacks within GitHub's 65,536 characters
@@ -309,7 +300,7 @@ def _section(kind: str, changes: list[ResourceChange], fold_fields: bool, compac
     else:
         body = [line for c in changes for line in _resource_block(c, fold_fields, compact)]
     if len(changes) > FOLD_RESOURCES:
-        return [heading, "", f"<details><summary>{len(changes)} resources</summary>", "", *body, "", "</details>", ""]
+        return [heading, "", *_folded(f"{len(changes)} resources", *body, "")]
     return [heading, "", *body, ""]
 
 
@@ -412,46 +403,23 @@ def _resources(diff: StackDiff, detail: str) -> list[str]:
         return []
     counts = " · ".join(f"{emoji} {len(diff.of_kind(k))} {label}" for k, (emoji, label) in ACTIONS.items())
     if detail == "counts":
-        return [
-            f"<details><summary>Resources: {counts}</summary>",
-            "",
-            "Resource lists left out to fit a comment.",
-            "",
-            "</details>",
-            "",
-        ]
+        return _folded(f"Resources: {counts}", "Resource lists left out to fit a comment.", "")
     fold_fields = sum(len(c.fields) for c in diff.resources) > INLINE_FIELD_ROWS
     body = [line for kind in ACTIONS for line in _section(kind, diff.of_kind(kind), fold_fields, detail == "names")]
-    return [f"<details><summary>Resources: {counts}</summary>", "", *body, "</details>", ""]
+    return _folded(f"Resources: {counts}", *body)
 
 
 def _outputs(diff: StackDiff, detail: str) -> list[str]:
     if not diff.outputs or detail != "fields":
         return []
-    return [
-        "<details><summary>📤 Stack outputs changed</summary>",
-        "",
-        *field_table(diff.outputs),
-        "",
-        "</details>",
-        "",
-    ]
+    return _folded("📤 Stack outputs changed", *field_table(diff.outputs), "")
 
 
 def _engine_details(engine: Optional[EngineReport]) -> list[str]:
     if engine is None or not engine.text.strip():
         return []
     fence = "````"
-    return [
-        f"<details><summary>⚙️ Engine preview: {engine.label}</summary>",
-        "",
-        fence,
-        engine.text.strip().replace(fence, "'''"),
-        fence,
-        "",
-        "</details>",
-        "",
-    ]
+    return _folded(f"⚙️ Engine preview: {engine.label}", fence, engine.text.strip().replace(fence, "'''"), fence, "")
 
 
 def _render(diff: StackDiff, base_label: str, head_label: str, detail: str, engine: Optional[EngineReport]) -> str:
