@@ -97,20 +97,13 @@ def _replacement_section(report: RolloutReport) -> list[str]:
         if not fields or not resource.custom:
             continue
         outcome = predict(report.graph, resource, report.rules, fields[-1])
-        notable = (
-            resource.protect
-            or data_role(resource, report.rules)
-            or resource.delete_before_replace
-            or any(predict(report.graph, resource, report.rules, f).collides for f in fields)
-            or resource.key in readers
-        )
-        if not notable:
+        colliding = [p for f in fields if (p := predict(report.graph, resource, report.rules, f)).collides]
+        flagged = resource.protect or resource.delete_before_replace or resource.key in readers or colliding
+        if not (flagged or data_role(resource, report.rules)):
             continue
-        notes = []
-        if resource.key in readers:
-            notes += _reader_notes(readers[resource.key])
-        if any((p := predict(report.graph, resource, report.rules, f)).collides for f in fields):
-            notes.append(f"collides: {p.collision}")
+        notes = _reader_notes(readers[resource.key]) if resource.key in readers else []
+        if colliding:
+            notes.append(f"collides: {colliding[0].collision}")
         if resource.protect:
             notes.append("refused: protected")
         aws = report.rules.aws_types.get(resource.type)
