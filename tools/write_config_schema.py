@@ -17,19 +17,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from serving_stack.config.stack import PROVIDER_NAMESPACES, SECRET_KEYS, SECRETS, StackConfig
 from serving_stack.config.types import MAX_STRING
+from tools.stack_files import project_name
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = PROJECT_DIR / "schemas" / "stack-config.schema.json"
 DOCS_FILE = PROJECT_DIR / "docs" / "configuration.md"
 TEMPLATE_FILE = PROJECT_DIR / "docs" / "configuration.template.md"
-
-
-def project_name(project_dir: Path = PROJECT_DIR) -> str:
-    return str(yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"])
 
 
 def _untitled(node: Any) -> Any:
