@@ -180,13 +180,9 @@ def zone_findings(pools: PoolKeys, calls: Calls, region: str) -> list[Finding]:
             findings.append(blocker(key, problem, "set one of them"))
         elif zones is not None and info.get("OptInStatus") == "not-opted-in":
             group = info.get("GroupName", zone)
-            findings.append(
-                blocker(
-                    key,
-                    f"{zone} is a {info.get('ZoneType', 'zone')} the account has not opted in to (zone group {group})",
-                    f"aws ec2 modify-availability-zone-group --group-name {group} --opt-in-status opted-in --region {region}",
-                )
-            )
+            problem = f"{zone} is a {info.get('ZoneType', 'zone')} the account has not opted in to (zone group {group})"
+            fix = f"aws ec2 modify-availability-zone-group --group-name {group} --opt-in-status opted-in --region {region}"
+            findings.append(blocker(key, problem, fix))
         elif zones is not None and info.get("State", "available") != "available":
             fix = "check the AWS Health Dashboard or set another zone"
             findings.append(warning(key, f"{zone} is {info['State']}", fix))
@@ -422,36 +418,28 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
         if values is None:
             continue
         if name not in values:
-            findings.append(
-                warning(
-                    f"{first}.instanceType",
-                    f"no Service Quota named {name!r} in {region}: SageMaker may not host {instance_type} there",
-                    "check the SageMaker AI instance types of the Region, or choose another instance type",
-                )
-            )
+            problem = f"no Service Quota named {name!r} in {region}: SageMaker may not host {instance_type} there"
+            fix = "check the SageMaker AI instance types of the Region, or choose another instance type"
+            findings.append(warning(f"{first}.instanceType", problem, fix))
             continue
         value, initial = values[name], sum(e.variant.initial_instance_count for e in endpoints)
         peak = sum(
             max(e.scaling.maxCapacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
         )
         if value < initial:
-            findings.append(
-                blocker(
-                    f"{first}.initialInstanceCount",
-                    f"{initial} {instance_type} instance(s) for endpoints at `up`, the quota {name!r} in {region} is {value:g}",
-                    f"request an increase of {name!r} to at least {initial} (Service Quotas console, or "
-                    f"aws service-quotas request-service-quota-increase --service-code {service} ...)",
-                )
+            problem = f"{initial} {instance_type} instance(s) for endpoints at `up`, the quota {name!r} in {region} is {value:g}"
+            fix = (
+                f"request an increase of {name!r} to at least {initial} (Service Quotas console, or "
+                f"aws service-quotas request-service-quota-increase --service-code {service} ...)"
             )
+            findings.append(blocker(f"{first}.initialInstanceCount", problem, fix))
         elif value < max(peak, 2 * initial):
-            findings.append(
-                warning(
-                    f"{first}.autoscaling.maxCapacity",
-                    f"the quota {name!r} in {region} is {value:g}: below autoscaling's {peak} or the {2 * initial} "
-                    "a blue/green update runs (a second fleet beside the first)",
-                    f"request an increase of {name!r} to {max(peak, 2 * initial)}",
-                )
+            problem = (
+                f"the quota {name!r} in {region} is {value:g}: below autoscaling's {peak} or the {2 * initial} "
+                "a blue/green update runs (a second fleet beside the first)"
             )
+            fix = f"request an increase of {name!r} to {max(peak, 2 * initial)}"
+            findings.append(warning(f"{first}.autoscaling.maxCapacity", problem, fix))
     return findings
 
 

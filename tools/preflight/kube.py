@@ -317,14 +317,12 @@ def _operator_version(client: KubeClient) -> list[Finding]:
             silent = f"the Dynamo operator {where} does not say its version"
             findings.append(warning(key, silent, f"the stack is written for {pinned}"))
         elif version.removeprefix("v") != pinned:
-            findings.append(
-                warning(
-                    key,
-                    f"the Dynamo operator {where} is version {version}; the stack is written for the platform {pinned} "
-                    "(catalog/platform.yaml)",
-                    f"upgrade the platform to {pinned}, or check that {version} serves every field the DGDs set",
-                )
+            problem = (
+                f"the Dynamo operator {where} is version {version}; the stack is written for the platform {pinned} "
+                "(catalog/platform.yaml)"
             )
+            fix = f"upgrade the platform to {pinned}, or check that {version} serves every field the DGDs set"
+            findings.append(warning(key, problem, fix))
     return findings
 
 
@@ -346,13 +344,9 @@ def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
                 continue
         except _UnreadableError:
             continue
-        findings.append(
-            blocker(
-                key,
-                f"namespace {namespace} does not exist; the stack writes into it but does not create it",
-                f"kubectl create namespace {namespace}, or set {key} to a namespace that exists",
-            )
-        )
+        problem = f"namespace {namespace} does not exist; the stack writes into it but does not create it"
+        fix = f"kubectl create namespace {namespace}, or set {key} to a namespace that exists"
+        findings.append(blocker(key, problem, fix))
     return findings
 
 
@@ -368,14 +362,12 @@ def _serving_namespace(stack: PreflightStack, client: KubeClient) -> list[Findin
         return findings
     labels = ((live or {}).get("metadata") or {}).get("labels") or {}
     if live is not None and kubernetes.createNamespace and labels.get(PART_OF_LABEL) != PROJECT:
-        findings.append(
-            blocker(
-                key,
-                f"namespace {kubernetes.namespace} already exists and is not this project's: the first `up` fails "
-                "`already exists` (the stack never adopts a namespace)",
-                "set kubernetes.createNamespace: false (and kubernetes.namespacePodSecurity), or another namespace",
-            )
+        problem = (
+            f"namespace {kubernetes.namespace} already exists and is not this project's: the first `up` fails "
+            "`already exists` (the stack never adopts a namespace)"
         )
+        fix = "set kubernetes.createNamespace: false (and kubernetes.namespacePodSecurity), or another namespace"
+        findings.append(blocker(key, problem, fix))
     enforced, declared = labels.get(POD_SECURITY_ENFORCE), kubernetes.namespacePodSecurity or "baseline"
     if live is None or kubernetes.createNamespace or enforced is None or enforced == declared:
         return findings
@@ -383,15 +375,15 @@ def _serving_namespace(stack: PreflightStack, client: KubeClient) -> list[Findin
         declared
     )
     report = blocker if stricter else warning
-    findings.append(
-        report(
-            key,
-            f"namespace {kubernetes.namespace} enforces Pod Security {bounded(enforced, quote=False)} (its {POD_SECURITY_ENFORCE} "
-            f"label); the stack states {declared}" + (": its pods would be refused" if stricter else ""),
-            f"set kubernetes.namespacePodSecurity: {bounded(enforced, quote=False)} if that admits the stack's pods, or ask the "
-            "cluster admin for the level the stack states",
-        )
+    problem = (
+        f"namespace {kubernetes.namespace} enforces Pod Security {bounded(enforced, quote=False)} (its {POD_SECURITY_ENFORCE} "
+        f"label); the stack states {declared}" + (": its pods would be refused" if stricter else "")
     )
+    fix = (
+        f"set kubernetes.namespacePodSecurity: {bounded(enforced, quote=False)} if that admits the stack's pods, or ask the "
+        "cluster admin for the level the stack states"
+    )
+    findings.append(report(key, problem, fix))
     return findings
 
 
@@ -520,20 +512,12 @@ def _extended_resources(stack: PreflightStack, client: KubeClient, data: Kuberne
             plugin = data.extendedResources.get(resource)
             by = plugin.advertisedBy if plugin else "the device plugin that provides it"
             found = f"at most {most:g} on one node" if most else "no node advertises it"
-            findings.append(
-                blocker(
-                    key,
-                    f"{what} requests {amount:g} {resource} per pod; {found} (of {len(nodes)} nodes): its pods would stay Pending",
-                    f"run {by} (a node group scaled to zero advertises nothing: scale it up first), or choose a target the nodes can hold",
-                )
-            )
+            problem = f"{what} requests {amount:g} {resource} per pod; {found} (of {len(nodes)} nodes): its pods would stay Pending"
+            fix = f"run {by} (a node group scaled to zero advertises nothing: scale it up first), or choose a target the nodes can hold"
+            findings.append(blocker(key, problem, fix))
         if not any(k == key for k, _ in reported):
-            findings.append(
-                blocker(
-                    key,
-                    f"{what} requests {', '.join(f'{a:g} {r}' for r, a in sorted(requests.items()))} per pod; no one node advertises all of them",
-                    "add nodes that have them together, or choose a target the nodes can hold",
-                )
-            )
+            problem = f"{what} requests {', '.join(f'{a:g} {r}' for r, a in sorted(requests.items()))} per pod; no one node advertises all of them"
+            fix = "add nodes that have them together, or choose a target the nodes can hold"
+            findings.append(blocker(key, problem, fix))
             reported.add((key, "*"))
     return findings
