@@ -32,10 +32,6 @@ PLANNED_TODAY = "2026-06-01"
 PROJECT_SKIP = {".git", ".venv", "build"}
 
 
-def catalog_ids() -> list[str]:
-    return [t["id"] for t in yaml.safe_load((PROJECT_DIR / "catalog" / "targets.yaml").read_text())["targets"]]
-
-
 def project_beside(directory: Path) -> Path:
     """A project dir whose entries link to this repo's, for stack files that are not committed."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -49,7 +45,9 @@ def project_beside(directory: Path) -> Path:
 def write_all_targets_stack(project: Path) -> None:
     """dev's existing cluster (prod's pools hold only H200/B200), with every draft checkpoint cached."""
     stack = yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())
-    stack["config"]["nemotron-lightning:targets"] = [{"id": target_id} for target_id in catalog_ids()]
+    stack["config"]["nemotron-lightning:targets"] = [
+        {"id": t["id"]} for t in yaml.safe_load((PROJECT_DIR / "catalog" / "targets.yaml").read_text())["targets"]
+    ]
     stack["config"]["nemotron-lightning:modelCache"].pop("checkpoints")
     (project / "Pulumi.all-targets.yaml").write_text(yaml.safe_dump(stack))
 

@@ -29,10 +29,10 @@ from serving_stack.facts.dates import TODAY_ENV
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
+from tools.rollout.graph import HELM_RELEASE
 from tools.secret_placeholders import stack_inputs
 from tools.summary import stack_cost_line, summary_markdown
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 WARNINGS_FILE = "warnings.txt"
 EXIT_REFUSED = 1  # the stack renders but a real `up` would fail: a mandatory policy or a blocking rollout finding
 EXIT_CONFIG = 2  # bad input: nothing is rendered

@@ -110,10 +110,6 @@ def usd(value: Optional[float]) -> str:
     return UNKNOWN if value is None else f"${value:,.2f}"
 
 
-def _percent(value: float) -> str:
-    return f"{value:+.0f}%" if abs(value) >= 10 else f"{value:+.1f}%"
-
-
 def cost_headline(cost: CostChange) -> str:
     """`**+177.23 $/h (+100%)**`, `**+50.00 $/h** (from $0)`, `**±0 $/h**`, or `**$/h change unknown**`."""
     if cost.change is None:
@@ -122,7 +118,8 @@ def cost_headline(cost: CostChange) -> str:
         return "**±0 $/h**"
     if cost.percent is None:
         return f"**{cost.change:+,.2f} $/h** (from $0)"
-    return f"**{cost.change:+,.2f} $/h ({_percent(cost.percent)})**"
+    percent = f"{cost.percent:+.0f}%" if abs(cost.percent) >= 10 else f"{cost.percent:+.1f}%"
+    return f"**{cost.change:+,.2f} $/h ({percent})**"
 
 
 def _side(cost: Optional[Cost]) -> str:

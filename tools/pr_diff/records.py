@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tools.render import WARNINGS_FILE
+from tools.rollout.graph import STACK_TYPE
 
-STACK_TYPE = "pulumi:pulumi:Stack"
 _VIOLATION = re.compile(r"^    \[(?P<level>[a-z]+)\]\s+\S+ v\S+\s+(?P<policy>\S+) \((?P<resource>.+)\)$")
 
 

@@ -53,10 +53,6 @@ class PlantedTargets:
     grown: dict[str, tuple[int, int]]  # pool -> desired size before, after
 
 
-def _pool_gpu(pool: dict[str, Any], aws: AwsCatalog) -> str:
-    return aws.instance_types[pool["instanceType"]].gpu
-
-
 def _meets(performance: Any, slo: dict[str, float]) -> bool | None:
     """Whether published figures meet the SLO; None when a figure is unpublished."""
     per_user, ttft = performance.tokensPerSecondPerUser, performance.ttftP50Ms
@@ -69,7 +65,7 @@ def plant_targets(config: dict[str, Any], catalog: Catalog, aws: AwsCatalog) -> 
     """Three new targets on the pools' GPUs (one failing `demand.slo`, two meeting it), each pool one node
     larger."""
     pools = config["aws"]["nodePools"]
-    gpus = {_pool_gpu(pool, aws) for pool in pools}
+    gpus = {aws.instance_types[pool["instanceType"]].gpu for pool in pools}
     slo = config["demand"]["slo"]
     served = {target["id"] for target in config["targets"]}
     fitting = [

@@ -21,10 +21,10 @@ from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.pool_rolls import PoolRoll, pool_rolls
 from tools.pr_diff.records import Render, Resource, Violation
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
+from tools.rollout.graph import PROVIDER_PREFIX
 from tools.rollout.rules import Rules
 
 KINDS = ("replace", "remove", "add", "change")
-PROVIDER_PREFIX = "pulumi:providers:"
 OPTIONS = ("parent", "provider", "dependsOn", "protect", "retainOnDelete")
 # Kubernetes Secrets: the payload is never shown, even when a value is not marked secret.
 SECRET_PAYLOAD_KEYS = frozenset({"data", "stringData"})
@@ -75,12 +75,9 @@ class StackDiff:
         return [v for v in self.head_violations if v.mandatory]
 
 
-def _hidden_keys(resource: Resource) -> frozenset[str]:
-    return SECRET_PAYLOAD_KEYS if resource.type == "kubernetes:core/v1:Secret" else frozenset()
-
-
 def _field_changes(old: Resource, new: Resource) -> list[FieldChange]:
-    changes = diff_values(old.inputs, new.inputs, hidden_keys=_hidden_keys(new))
+    hidden = SECRET_PAYLOAD_KEYS if new.type == "kubernetes:core/v1:Secret" else frozenset()
+    changes = diff_values(old.inputs, new.inputs, hidden_keys=hidden)
     for option in OPTIONS:
         before, after = old.record.get(option, MISSING), new.record.get(option, MISSING)
         changes += diff_values(before, after, f"({option})")
