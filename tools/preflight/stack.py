@@ -28,7 +28,8 @@ from serving_stack.config.stack import SECRET_KEYS
 from serving_stack.errors import bounded
 from serving_stack.plan.stack import StackPlan
 from tools.mock_runtime import PROJECT_DIR, run_program
-from tools.render import HELM_RELEASE, kubernetes_objects
+from tools.render import kubernetes_objects
+from tools.rollout.graph import HELM_RELEASE
 from tools.secret_placeholders import stack_config_of
 from tools.stack_files import SECRET, project_name, stack_config
 
