@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +26,8 @@ from components.iam import assume_role_policy
 from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
-from serving_stack.plan.cluster import AccessGrant, CreatedCluster
-from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
+from serving_stack.plan.cluster import AccessGrant, CreatedCluster, local_zone_cidrs, subnet_cidrs
+from serving_stack.plan.pools import LocalZoneSubnet
 from serving_stack.plan.stack import StackPlan
 
 
@@ -40,23 +39,6 @@ class NetworkArgs:
     cluster: CreatedCluster
     region: str
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
-
-
-def subnet_cidrs(cidr: str, zones: int) -> tuple[list[str], list[str]]:
-    """Private subnets take a quarter of the VPC each (pods get VPC addresses); public subnets share the
-    last quarter in 1/64ths (they hold only NAT gateways and load balancers)."""
-    quarters = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))
-    public = list(quarters[3].subnets(prefixlen_diff=4))
-    return [str(q) for q in quarters[:zones]], [str(p) for p in public[:zones]]
-
-
-def local_zone_cidrs(cidr: str, count: int) -> list[str]:
-    """Local Zone subnets take the upper half of the public quarter's 1/64ths (a /22 of a /16: 1000
-    addresses, a UltraServer's 18 nodes with their pods), so they never overlap the AZ subnets."""
-    if count > MAX_LOCAL_ZONE_SUBNETS:
-        raise ValueError(f"{count} Local Zone subnets, at most {MAX_LOCAL_ZONE_SUBNETS} fit the VPC layout")
-    slots = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))[3].subnets(prefixlen_diff=4)
-    return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS :][:count]]
 
 
 class Network(pulumi.ComponentResource):

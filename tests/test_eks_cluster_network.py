@@ -13,16 +13,9 @@ import pytest
 from aws_helpers import inputs, run_components, the
 from aws_requests import launch_template_request, node_group_request, problems
 
-from components.cluster import (
-    EksCluster,
-    EksClusterArgs,
-    Network,
-    NetworkArgs,
-    local_zone_cidrs,
-    subnet_cidrs,
-)
+from components.cluster import EksCluster, EksClusterArgs, Network, NetworkArgs
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.cluster import CreatedCluster, SystemNodes
+from serving_stack.plan.cluster import CreatedCluster, SystemNodes, local_zone_cidrs, subnet_cidrs
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]

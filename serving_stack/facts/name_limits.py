@@ -1,5 +1,6 @@
 """Loads `catalog/name_limits.yaml`: the limits of derived Kubernetes and AWS names, each with its source,
-which EC2 instance type names run on Graviton, and what the EKS public endpoint's allow-list may hold."""
+which EC2 instance type names run on Graviton, what the EKS public endpoint's allow-list may hold, and the
+addresses a node takes from its subnet on the VPC CNI."""
 
 from __future__ import annotations
 
@@ -62,6 +63,29 @@ class PublicCidrLimits(Data):
         return None
 
 
+class NodeAddresses(Data):
+    enis: int = pydantic.Field(gt=0)
+    ipv4PerEni: int = pydantic.Field(gt=0)
+
+
+class PodAddresses(Data):
+    """What a subnet holds: `enis` x `ipv4PerEni` per node of a listed type, `subnetReserved` AWS keeps and
+    `eksInterfaces` of the control plane; `unlisted`: known types without published limits (not checked)."""
+
+    perNodeSource: str = pydantic.Field(min_length=10)
+    subnetReserved: int = pydantic.Field(ge=0)
+    subnetReservedSource: str = pydantic.Field(min_length=10)
+    eksInterfaces: int = pydantic.Field(ge=0)
+    eksInterfacesSource: str = pydantic.Field(min_length=10)
+    source: str = pydantic.Field(min_length=10)
+    instanceTypes: dict[str, NodeAddresses] = pydantic.Field(min_length=1)
+    unlisted: dict[str, str]
+
+    def per_node(self, instance_type: str) -> Optional[int]:
+        limits = self.instanceTypes.get(instance_type)
+        return limits.enis * limits.ipv4PerEni if limits else None
+
+
 class PathLimit(Limit):
     """A path the stack makes below a configured base: `derivedSuffixLength` characters and one directory more."""
 
@@ -81,6 +105,7 @@ class NameLimits(Data):
     gravitonFamilies: GravitonFamilies
     eksPublicAccessCidrs: PublicCidrLimits
     efsAccessPointPath: PathLimit
+    podAddresses: PodAddresses
 
 
 @functools.cache

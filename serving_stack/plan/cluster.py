@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime
 import functools
 import ipaddress
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -31,6 +32,7 @@ from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon, vers
 from serving_stack.facts.dates import EksVersionsFile
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.pools import (
+    MAX_LOCAL_ZONE_SUBNETS,
     DraDriverPlan,
     LocalZoneSubnet,
     ResolvedPool,
@@ -296,6 +298,76 @@ def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
             ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint")
         )
     return errors
+
+
+def subnet_cidrs(cidr: str, zones: int) -> tuple[list[str], list[str]]:
+    """Private subnets take a quarter of the VPC each (pods get VPC addresses); public subnets share the
+    last quarter in 1/64ths (they hold only NAT gateways and load balancers)."""
+    quarters = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))
+    public = list(quarters[3].subnets(prefixlen_diff=4))
+    return [str(q) for q in quarters[:zones]], [str(p) for p in public[:zones]]
+
+
+def local_zone_cidrs(cidr: str, count: int) -> list[str]:
+    """Local Zone subnets take the upper half of the public quarter's 1/64ths (a /22 of a /16: 1000
+    addresses, a UltraServer's 18 nodes with their pods), so they never overlap the AZ subnets."""
+    if count > MAX_LOCAL_ZONE_SUBNETS:
+        raise ValueError(f"{count} Local Zone subnets, at most {MAX_LOCAL_ZONE_SUBNETS} fit the VPC layout")
+    slots = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=2))[3].subnets(prefixlen_diff=4)
+    return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS :][:count]]
+
+
+
+
+VPC_KEY = "aws.cluster.create.vpcCidr"
+
+
+def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[list[ConfigError], list[str]]:
+    """Each subnet derived from `aws.cluster.create.vpcCidr` holds what its nodes can take at the pools' maxSize
+    (catalog/name_limits.yaml `podAddresses`: a node's ENIs x addresses per ENI; the system node group counted in
+    every zone, as one zone may get all its nodes), AWS's reserved addresses and EKS's interfaces. Errors, and a
+    warning per instance type whose limits the facts lack."""
+    create = aws.cluster.create if aws and aws.cluster else None
+    if aws is None or create is None or not 16 <= ipaddress.ip_network(create.vpcCidr).prefixlen <= 20:
+        return [], []
+    facts, unchecked = load_name_limits().podAddresses, []
+
+    def take(nodes: int, instance_type: Optional[str], who: str) -> tuple[int, str]:
+        per_node = facts.per_node(instance_type or "")
+        if per_node is None:
+            why = facts.unlisted.get(instance_type or "", "not in catalog/name_limits.yaml podAddresses")
+            unchecked.append(f"{who}: subnet addresses of {instance_type} not checked ({why})")
+        return nodes * (per_node or 0), f"{who} {nodes} x {instance_type} x {per_node or '?'}"
+
+    system = aws.systemNodeGroup
+    base = max(
+        (take(system.maxSize, t, f"aws.systemNodeGroup.instanceTypes[{i}]") for i, t in enumerate(system.instanceTypes)),
+        key=lambda taken: taken[0],
+    )
+    fixed = facts.subnetReserved + facts.eksInterfaces
+    private = ipaddress.ip_network(subnet_cidrs(create.vpcCidr, len(create.availabilityZones))[0][0])
+    subnets = {zone: (private, fixed + base[0], [base[1]]) for zone in create.availabilityZones}
+    local_zone_subnet = ipaddress.ip_network(local_zone_cidrs(create.vpcCidr, 1)[0])
+    for index, pool in enumerate(aws.nodePools):
+        if not pool.managed or pool.availabilityZone is None or pool.subnetId is not None:
+            continue
+        addresses, shown = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
+        if regions.local_zone(aws.region, pool.availabilityZone):
+            subnets[f"aws.nodePools[{index}]"] = (local_zone_subnet, facts.subnetReserved + addresses, [shown])
+        elif pool.availabilityZone in subnets:
+            network, need, parts = subnets[pool.availabilityZone]
+            subnets[pool.availabilityZone] = (network, need + addresses, [*parts, shown])
+    errors, vpc_prefix = [], ipaddress.ip_network(create.vpcCidr).prefixlen
+    for zone, (network, need, parts) in subnets.items():
+        if need > network.num_addresses:
+            wider = 32 - math.ceil(math.log2(need)) - (network.prefixlen - vpc_prefix)
+            problem = (
+                f"{zone}'s subnet /{network.prefixlen} holds {network.num_addresses} addresses; its nodes at maxSize "
+                f"can take {need} on the VPC CNI ({', '.join(parts)}; plus {fixed} AWS-reserved and EKS; catalog/name_limits.yaml podAddresses)"
+            )
+            allowed = f"a /{wider} VPC or wider, or smaller maxSize" if wider >= 16 else "smaller maxSize"
+            errors.append(ConfigError(VPC_KEY, bounded(problem, 600, quote=False), allowed))
+    return errors, unchecked
 
 
 def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:

@@ -32,6 +32,7 @@ from serving_stack.plan.cluster import (
     check_cluster,
     check_cluster_version,
     check_stack_region,
+    check_subnet_room,
     plan_cluster,
     plan_device_plugins,
 )
@@ -179,6 +180,7 @@ def build_plan(
     errors += check_names(config, facts)
     pools: dict[str, ResolvedPool] = {}
     placements: dict[str, ResolvedPool] = {}
+    room_errors, unchecked_room = check_subnet_room(aws, facts.aws.regions)
     if aws is None:
         if config.kubernetes.cluster.source == "eks":
             errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
@@ -186,6 +188,7 @@ def build_plan(
     else:
         aws_errors = check_cluster(aws, config.kubernetes.cluster, config.dynamo.platform.install, facts)
         aws_errors += check_pools(aws, facts.aws) + check_storage(cache_config, aws, size, facts.aws.regions)
+        aws_errors += room_errors
         errors += aws_errors
         if not aws_errors:
             pools = resolve_pools(config, facts)
@@ -298,6 +301,7 @@ def build_plan(
         warnings=(
             *dated_warnings,
             *contested,
+            *unchecked_room,
             *retired_warnings(selected, facts.catalog),
             *((crd_warning,) if crd_warning and targets else ()),
         ),
