@@ -19,11 +19,11 @@ from tools.plan_capacity.explain import plan_capacity
 from tools.plan_capacity.model import demand_of
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name
 
-STACKS_WITH_DEMAND = [
-    p.name[len("Pulumi.") : -len(".yaml")]
+STACKS = {
+    p.name[len("Pulumi.") : -len(".yaml")]: f"{PROJECT}:demand" in (yaml.safe_load(p.read_text()).get("config") or {})
     for p in sorted(PROJECT_DIR.glob("Pulumi.*.yaml"))
-    if f"{PROJECT}:demand" in (yaml.safe_load(p.read_text()).get("config") or {})
-]
+}
+STACKS_WITH_DEMAND = [stack for stack, has_demand in STACKS.items() if has_demand]
 
 
 @pytest.mark.parametrize("stack", STACKS_WITH_DEMAND)
@@ -82,6 +82,15 @@ def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
             read_demand(stack, root=tmp_path)
+
+
+@pytest.mark.parametrize("stack", [stack for stack, has_demand in STACKS.items() if not has_demand])
+def test_make_plan_on_a_stack_without_demand_names_demand_first(stack: str, capsys) -> None:
+    """Planning needs the demand (docs/capacity.md): exit 2 and one line naming it, before any other block's
+    check (sandbox's gateway, say, has no backend once the plan drops its targets)."""
+    assert main(["--stack", stack]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: demand: Pulumi.{stack}.yaml has no `demand:` block, ")
 
 
 def test_a_solver_failure_is_one_line_naming_demand(monkeypatch, capsys) -> None:

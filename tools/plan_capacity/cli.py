@@ -46,21 +46,21 @@ from tools.stack_files import PROJECT_DIR, read_yaml, stack_config
 
 
 def read_stack(stack: str, root: Path = PROJECT_DIR) -> StackConfig:
-    """The stack's typed config as the program reads it, its `targets` left out (the plan writes them)."""
+    """The stack's typed config as the program reads it, its `targets` left out (the plan writes them); refused,
+    before anything else is read, without the `demand:` block the plan sizes the stack from."""
     config, _ = stack_config(stack, root)
     project = read_yaml(root / "Pulumi.yaml")["name"]
+    if config.get(f"{project}:demand") is None:
+        problem = f"Pulumi.{stack}.yaml has no `demand:` block, which make plan sizes the stack from"
+        raise ConfigError("demand", problem, "a demand: block (docs/capacity.md); a stack naming its targets renders")
     config.pop(f"{project}:targets", None)
     return stack_config_of(config, project)
 
 
 def read_demand(stack: str, root: Path = PROJECT_DIR) -> DemandConfig:
-    return _demand(read_stack(stack, root), stack)
-
-
-def _demand(config: StackConfig, stack: str) -> DemandConfig:
-    if config.demand is None:
-        raise ConfigError("demand", f"Pulumi.{stack}.yaml has no `demand:` block", "see docs/capacity.md")
-    return config.demand
+    demand = read_stack(stack, root).demand
+    assert demand is not None  # read_stack refuses a stack without one
+    return demand
 
 
 def _money(value: float) -> str:
@@ -163,7 +163,8 @@ def plan_of_stack(
     facts = facts or load_facts()
     today = today or clock_today()
     config = read_stack(stack, root)
-    demand = _demand(config, stack)
+    demand = config.demand
+    assert demand is not None  # read_stack refuses a stack without one
     unknown = demand.check_gpu_types(facts.aws.gpus)
     if unknown:
         raise ConfigError.combined(unknown)
