@@ -215,7 +215,9 @@ def test_a_target_image_the_config_accepts_is_one_the_operator_admits(dgd):
     committed = worker["podTemplate"]["spec"]["containers"][0]["image"]
     repository, tag = committed.rsplit(":", 1)
     digest = "@sha256:" + "0" * 64
+    major_minor = ".".join(tag.split(".")[:2])
     candidates = [committed, committed + digest, repository + digest, f"{repository}:build-{tag}{digest}"]
+    candidates += [f"{repository}:v{tag}", f"{repository}:{major_minor}", f"{repository}:{major_minor}.x"]
     accepts = pydantic.TypeAdapter(VersionedImage)
     outcomes = set()
     for image in candidates:

@@ -12,12 +12,18 @@ from typing import Any
 
 import pytest
 import yaml
-from bad_stack_helpers import STACK, STACK_FILE, ThrowawayProject, assert_refused, edited
+from bad_stack_helpers import STACK, STACK_FILE, Raw, ThrowawayProject, assert_refused, edited
 
 from serving_stack.errors import MAX_LINE
 from tools.plan_capacity.cli import main as plan_main
 
-TABLE = yaml.safe_load((Path(__file__).parent / "data" / "held_out_inputs.yaml").read_text())
+
+class _Loader(yaml.SafeLoader):
+    """`!raw "yes"`: a value written verbatim into the stack file (`Raw`), as a user types it."""
+
+
+_Loader.add_constructor("!raw", lambda loader, node: Raw(loader.construct_scalar(node)))
+TABLE = yaml.load((Path(__file__).parent / "data" / "held_out_inputs.yaml").read_text(), Loader=_Loader)
 KINDS: dict[str, dict[str, Any]] = {kind["kind"]: kind for kind in TABLE["kinds"]}
 
 

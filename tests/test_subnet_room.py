@@ -20,7 +20,9 @@ from serving_stack.plan.cluster import subnet_cidrs
 ROOM = load_name_limits().podAddresses
 CATALOG = load_aws_catalog()
 SMALLEST_VPC = "10.0.0.0/20"  # the narrowest aws.cluster.create.vpcCidr the plan takes
-AZ_TYPES = [t for t in ROOM.instanceTypes if t in CATALOG.instance_types and not CATALOG.instance_types[t].local_zones_only]
+AZ_TYPES = [
+    t for t in ROOM.instanceTypes if t in CATALOG.instance_types and not CATALOG.instance_types[t].local_zones_only
+]
 
 
 def config(instance_type: str, max_size: int) -> dict:

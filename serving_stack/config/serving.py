@@ -15,8 +15,10 @@ from serving_stack.config.types import (
     HfRepo,
     Int32,
     Int64,
+    LabelValue,
     MemorySize,
     PinnedImage,
+    QualifiedName,
     Registry,
     SemVer,
     StorageClassName,
@@ -42,9 +44,9 @@ class ClusterAccess(Block):
 class NodeTaint(Block):
     """A taint as `kubectl get node -o yaml` shows it (Kubernetes core/v1 Taint)."""
 
-    key: AsciiText
+    key: QualifiedName
     """The taint's key, such as `nvidia.com/gpu`."""
-    value: str = ""
+    value: LabelValue = ""
     """Its value; empty: a taint without one (`nvidia.com/gpu:NoSchedule`), which an `Equal` toleration with a
     value does not match."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -56,11 +58,11 @@ class GpuNodeShape(Block):
 
     count: int = pydantic.Field(default=1, ge=1, le=450)
     """How many nodes of this shape (450: EKS's default quota of nodes per managed node group)."""
-    labels: dict[AsciiText, str] = pydantic.Field(default_factory=dict)
+    labels: dict[QualifiedName, LabelValue] = pydantic.Field(default_factory=dict)
     """The node's labels that workloads select on (instance type, `nvidia.com/gpu.product`, pool labels)."""
     taints: list[NodeTaint] = pydantic.Field(default_factory=list)
     """The node's taints."""
-    resources: dict[AsciiText, Annotated[int, pydantic.Field(ge=1, le=1024)]]
+    resources: dict[QualifiedName, Annotated[int, pydantic.Field(ge=1, le=1024)]]
     """Its allocatable extended resources, as its device plugins advertise them (`nvidia.com/gpu`,
     `vpc.amazonaws.com/efa`, `rdma/ib`)."""
 
@@ -86,13 +88,23 @@ class KubernetesConfig(Block):
     (`make preflight`, `make e2e`); unset: one node as an EKS managed node group of the EKS-optimized NVIDIA
     AMI runs it with the NVIDIA device plugin and GPU Feature Discovery (`catalog/eks_gpu_node.yaml`)."""
 
-    @pydantic.model_validator(mode="after")
-    def _level_of_an_existing_namespace(self) -> KubernetesConfig:
-        if self.createNamespace and self.namespacePodSecurity is not None:
+    @pydantic.field_validator("namespacePodSecurity")
+    @classmethod
+    def _level_of_an_existing_namespace(cls, level: Optional[str], info: pydantic.ValidationInfo) -> Optional[str]:
+        if level is not None and info.data.get("createNamespace") is True:
+            raise ValueError("states an existing namespace's level: only with createNamespace: false")
+        return level
+
+    @pydantic.field_validator("gpuNodes")
+    @classmethod
+    def _nodes_of_an_existing_cluster(cls, nodes: Optional[list[GpuNodeShape]], info: pydantic.ValidationInfo) -> Any:
+        cluster = info.data.get("cluster")
+        if nodes is not None and cluster is not None and cluster.source == "eks":
             raise ValueError(
-                "namespacePodSecurity states an existing namespace's level: only with createNamespace: false"
+                "describes an existing cluster's nodes: only with cluster.source: kubeconfig (a created "
+                "cluster's nodes are its aws.nodePools)"
             )
-        return self
+        return nodes
 
 
 class Checkpoints(Block):

@@ -184,6 +184,22 @@ HttpUrl = Annotated[
     str, matching(r"https?://[^\s]+", "an http:// or https:// URL"), pydantic.AfterValidator(_no_url_credentials)
 ]
 DnsLabel = Annotated[str, matching(DNS_LABEL, "a DNS label (lower-case letters, digits and '-', at most 63)")]
+# Kubernetes apimachinery validation: a label value (IsValidLabelValue) and a qualified name (IsQualifiedName: label
+# and taint keys, extended resource names): at most 63 alphanumerics, '-', '_' or '.' between alphanumerics, a key
+# optionally after a DNS subdomain prefix and '/'.
+_K8S_NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
+LabelValue = Annotated[
+    str, matching(f"{_K8S_NAME}?", "a Kubernetes label value (at most 63 letters, digits, '-', '_', '.')")
+]
+QualifiedName = Annotated[
+    str,
+    pydantic.Field(max_length=317),
+    matching(
+        rf"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_K8S_NAME}",
+        "a Kubernetes qualified name such as nvidia.com/gpu (a DNS prefix and '/', then at most 63 letters, digits, "
+        "'-', '_', '.')",
+    ),
+]
 SemVer = Annotated[str, matching(SEMVER, "a semantic version such as 1.4.0")]
 # Numbers the APIs hold in 32 or 64 bits: Kubernetes `int32`/`int64` fields (Job backoffLimit,
 # activeDeadlineSeconds) and the AWS APIs' `Integer` (EKS NodegroupScalingConfig, Application Auto Scaling).
@@ -206,14 +222,16 @@ PinnedImage = Annotated[
 ]
 # A Dynamo runtime image: the operator's admission reads the runtime version from a semantic-version tag
 # (tools/e2e/admission_rules.yaml, runtime-version-resolvable) and refuses a DGD whose main image has none, so
-# a digest-only pin passes PINNED_IMAGE but would be refused at `pulumi up`; the digest stays optional.
-RUNTIME_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:" + SEMVER[1:-1] + r"(@sha256:[a-f0-9]{64})?$"
+# a digest-only pin passes PINNED_IMAGE but would be refused at `pulumi up`; the digest stays optional. The tag is
+# what that rule's `versionPattern` admits (a `v` prefix and a missing patch number too), no more, no less.
+RUNTIME_VERSION = r"[vV]?[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9A-Za-z][0-9A-Za-z.-]*)?(\+[0-9A-Za-z][0-9A-Za-z.-]*)?"
+RUNTIME_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:" + RUNTIME_VERSION + r"(@sha256:[a-f0-9]{64})?$"
 VersionedImage = Annotated[
     str,
     matching(
         RUNTIME_IMAGE,
-        "an image with a semver tag, the runtime version the Dynamo operator admits it by (repo:1.5.0, "
-        "optionally @sha256:<digest> after it)",
+        "an image with a semver tag, the runtime version the Dynamo operator admits it by (repo:1.5.0, v1.5.0 "
+        "or 1.5, optionally @sha256:<digest> after it)",
     ),
 ]
 Registry = Annotated[

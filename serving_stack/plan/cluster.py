@@ -317,8 +317,6 @@ def local_zone_cidrs(cidr: str, count: int) -> list[str]:
     return [str(slot) for slot in list(slots)[16 - MAX_LOCAL_ZONE_SUBNETS :][:count]]
 
 
-
-
 VPC_KEY = "aws.cluster.create.vpcCidr"
 
 
@@ -341,7 +339,10 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
 
     system = aws.systemNodeGroup
     base = max(
-        (take(system.maxSize, t, f"aws.systemNodeGroup.instanceTypes[{i}]") for i, t in enumerate(system.instanceTypes)),
+        (
+            take(system.maxSize, t, f"aws.systemNodeGroup.instanceTypes[{i}]")
+            for i, t in enumerate(system.instanceTypes)
+        ),
         key=lambda taken: taken[0],
     )
     fixed = facts.subnetReserved + facts.eksInterfaces

@@ -93,6 +93,15 @@ def _check(selected: SelectedTarget, cached: set[str]) -> list[ConfigError]:
             if selected.replicas[name] < 1:
                 problem = f"a disaggregated target needs a prefill/decode pair, got 0 {role} replicas"
                 errors.append(ConfigError(f"{path}.replicas.{name}", problem, ">= 1"))
+    if target.image is not None:
+        upstream = {
+            _repository(c["image"])
+            for component in recipe.components
+            for c in component["podTemplate"]["spec"]["containers"]
+        }
+        if _repository(target.image).endswith("-runtime") and _repository(target.image) not in upstream:
+            problem = f"{_repository(target.image)} is another backend's runtime; {target.id!r} runs {recipe.backend}"
+            errors.append(ConfigError(f"{path}.image", problem, ", ".join(sorted(upstream))))
     for repo in recipe.checkpoints:
         if repo not in cached:
             errors.append(
@@ -139,10 +148,14 @@ def select_targets(
     return selected, errors
 
 
+def _repository(image: str) -> str:
+    """`nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0@sha256:...` -> `vllm-runtime`."""
+    return image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
+
+
 def runtime_image(upstream_image: str, runtime: RuntimeImage) -> str:
     """Keep the upstream repository name (e.g. `vllm-runtime`), swap registry and tag."""
-    repository = upstream_image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0]
-    return f"{runtime.registry}/{repository}:{runtime.tag}"
+    return f"{runtime.registry}/{_repository(upstream_image)}:{runtime.tag}"
 
 
 def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
