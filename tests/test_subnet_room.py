@@ -54,3 +54,26 @@ def test_a_type_without_published_limits_plans_with_a_warning(instance_type: str
     assert f"aws.nodePools[0]: subnet addresses of {instance_type} not checked ({ROOM.unlisted[instance_type]})" in (
         warnings
     )
+
+
+@pytest.mark.parametrize("instance_type", sorted(ROOM.unlisted))
+def test_a_local_zone_pool_is_held_against_its_own_subnet(instance_type: str, monkeypatch) -> None:
+    """Were the type's limits published: its Local Zone subnet (not the AZ's) holds its pool, or the plan refuses
+    naming the pool's subnet; planted per-node figures just under and just over what the subnet holds."""
+    from serving_stack.facts.name_limits import NodeAddresses
+    from serving_stack.plan import cluster
+    from serving_stack.plan.cluster import local_zone_cidrs
+
+    pool = node_pool("gpu", instance_type, **capacity_fields(instance_type))
+    raw = eks_config([pool], [], cluster={"create": {**CLUSTER["create"], "vpcCidr": SMALLEST_VPC}})
+    room = ipaddress.ip_network(local_zone_cidrs(SMALLEST_VPC, 1)[0]).num_addresses - ROOM.subnetReserved
+    for per_node, refused in ((room // pool["maxSize"], False), (room // pool["maxSize"] + 1, True)):
+        planted = ROOM.model_copy(update={"instanceTypes": {instance_type: NodeAddresses(enis=1, ipv4PerEni=per_node)}})
+        limits = load_name_limits().model_copy(update={"podAddresses": planted})
+        monkeypatch.setattr(cluster, "load_name_limits", lambda limits=limits: limits)
+        if not refused:
+            assert plan_of(raw).pools[0].max_size == pool["maxSize"]
+            continue
+        with pytest.raises(ConfigError) as raised:
+            plan_of(raw)
+        assert str(raised.value).startswith("aws.cluster.create.vpcCidr: aws.nodePools[0]'s subnet /"), raised.value

@@ -338,23 +338,28 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
         return nodes * (per_node or 0), f"{who} {nodes} x {instance_type} x {per_node or '?'}"
 
     system = aws.systemNodeGroup
-    base = max(
+    system_take = max(
         (
             take(system.maxSize, t, f"aws.systemNodeGroup.instanceTypes[{i}]")
             for i, t in enumerate(system.instanceTypes)
         ),
         key=lambda taken: taken[0],
     )
-    fixed = facts.subnetReserved + facts.eksInterfaces
+    reserved = f"{facts.subnetReserved} AWS-reserved"
+    fixed, fixed_shown = facts.subnetReserved + facts.eksInterfaces, f"{reserved}, {facts.eksInterfaces} EKS"
     private = ipaddress.ip_network(subnet_cidrs(create.vpcCidr, len(create.availabilityZones))[0][0])
-    subnets = {zone: (private, fixed + base[0], [base[1]]) for zone in create.availabilityZones}
+    subnets = {z: (private, fixed + system_take[0], [fixed_shown, system_take[1]]) for z in create.availabilityZones}
     local_zone_subnet = ipaddress.ip_network(local_zone_cidrs(create.vpcCidr, 1)[0])
     for index, pool in enumerate(aws.nodePools):
         if not pool.managed or pool.availabilityZone is None or pool.subnetId is not None:
             continue
         addresses, shown = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
         if regions.local_zone(aws.region, pool.availabilityZone):
-            subnets[f"aws.nodePools[{index}]"] = (local_zone_subnet, facts.subnetReserved + addresses, [shown])
+            subnets[f"aws.nodePools[{index}]"] = (
+                local_zone_subnet,
+                facts.subnetReserved + addresses,
+                [reserved, shown],
+            )
         elif pool.availabilityZone in subnets:
             network, need, parts = subnets[pool.availabilityZone]
             subnets[pool.availabilityZone] = (network, need + addresses, [*parts, shown])
@@ -364,7 +369,7 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
             wider = 32 - math.ceil(math.log2(need)) - (network.prefixlen - vpc_prefix)
             problem = (
                 f"{zone}'s subnet /{network.prefixlen} holds {network.num_addresses} addresses; its nodes at maxSize "
-                f"can take {need} on the VPC CNI ({', '.join(parts)}; plus {fixed} AWS-reserved and EKS; catalog/name_limits.yaml podAddresses)"
+                f"can take {need} on the VPC CNI ({', '.join(parts)}; catalog/name_limits.yaml podAddresses)"
             )
             allowed = f"a /{wider} VPC or wider, or smaller maxSize" if wider >= 16 else "smaller maxSize"
             errors.append(ConfigError(VPC_KEY, bounded(problem, 600, quote=False), allowed))
