@@ -223,9 +223,12 @@ PinnedImage = Annotated[
 # A Dynamo runtime image: the operator's admission reads the runtime version from a semantic-version tag
 # (tools/e2e/admission_rules.yaml, runtime-version-resolvable) and refuses a DGD whose main image has none, so
 # a digest-only pin passes PINNED_IMAGE but would be refused at `pulumi up`; the digest stays optional. The tag is
-# what that rule's `versionPattern` admits (a `v` prefix and a missing patch number too), no more, no less.
-RUNTIME_VERSION = r"[vV]?[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9A-Za-z][0-9A-Za-z.-]*)?(\+[0-9A-Za-z][0-9A-Za-z.-]*)?"
-RUNTIME_IMAGE = r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:" + RUNTIME_VERSION + r"(@sha256:[a-f0-9]{64})?$"
+# what that rule's `versionPattern` admits (a `v` prefix and a missing patch number too), within the OCI
+# distribution spec's tag: at most 128 characters, no `+` (`[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`).
+RUNTIME_VERSION = r"[vV]?[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9A-Za-z][0-9A-Za-z.-]*)?"
+RUNTIME_IMAGE = (
+    r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+:(?=[^@]{1,128}(@|$))" + RUNTIME_VERSION + r"(@sha256:[a-f0-9]{64})?$"
+)
 VersionedImage = Annotated[
     str,
     matching(
