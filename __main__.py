@@ -137,11 +137,15 @@ model_cache = ModelCache(
     opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=[*cache_storage, *pull_secret])),
 )
 if serving.prewarm_pools:
-    # Prewarm pods are Ready once they have read the checkpoints, which exist once the download Job is done.
     ModelPrewarm(
         "model-prewarm",
-        ModelPrewarmArgs(serving, namespace=namespace.namespace_name, claim_name=model_cache.claim_name),
-        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=model_cache.download_jobs)),
+        ModelPrewarmArgs(
+            serving,
+            namespace=namespace.namespace_name,
+            claim_name=model_cache.claim_name,
+            after=model_cache.download_jobs,
+        ),
+        opts=on_cluster,
     )
 # The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
 # them, not for the whole kube-prometheus-stack, which installs meanwhile.
@@ -168,13 +172,16 @@ swap_checked = last_deployment.get_output("endpoints").apply(
         surge=serving.dynamo.targetSwap == "surge",
     )
 )
+# Gated workers wait for the download in their pods (`gate_workers`), so kubelet pulls their image meanwhile;
+# ungated ones start only once the download Jobs are complete.
+weights_ready = [] if serving.model_cache.prewarm.gates_workers else model_cache.download_jobs
 graphs = {
     target.selected.id: ServingTarget(
         target.resource_name,
         ServingTargetArgs(target, namespace=namespace.namespace_name, swap_checked=swap_checked),
         opts=pulumi.ResourceOptions.merge(
             on_cluster,
-            pulumi.ResourceOptions(depends_on=[*platform_release, *model_cache.download_jobs, *pull_secret]),
+            pulumi.ResourceOptions(depends_on=[*platform_release, *weights_ready, *pull_secret]),
         ),
     )
     for target in serving.targets

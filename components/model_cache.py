@@ -11,7 +11,7 @@ data is protected; volumes are retained when a claim goes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -303,6 +303,9 @@ class ModelPrewarmArgs:
     plan: ServingPlan  # the DaemonSets (`prewarm_pools`), their settings and program, the node-local state dir
     namespace: pulumi.Input[str]  # the serving namespace
     claim_name: pulumi.Input[str]  # the model-cache claim the DaemonSets read
+    # What the DaemonSets wait for (the download Jobs: a prewarm pod is Ready once it has read complete
+    # checkpoints); the program's ConfigMap does not, as the gated workers mount it from their start.
+    after: Sequence[pulumi.Resource] = ()
 
 
 class ModelPrewarm(pulumi.ComponentResource):
@@ -428,5 +431,5 @@ class ModelPrewarm(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
         )

@@ -26,6 +26,11 @@ Choices, and why:
   a cluster-scoped privilege for a cache hint; a file needs none. The DaemonSet's readiness probe
   is --check-ready. The file is written atomically only when every selected file is warm, and is
   removed while re-warming or when anything failed.
+- Downloaded-ness: on a first `up` the worker's pod starts (and kubelet pulls its image) while the download
+  Job still runs, so --wait-ready with --models first waits for each checkpoint's DOWNLOAD_MARKER, which
+  the download Job writes after verifying the snapshot refs/main names (serving_stack.plan.model_cache).
+  A marker naming another revision is stale. A worker must not load a checkpoint that is not there: a
+  missing marker exits NOT_DOWNLOADED (the pod's init container retries), a cold node exits 1 (load cold).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ IOPRIO_SET_SYSCALL = {"x86_64": 251, "aarch64": 30}
 IOPRIO_WHO_PROCESS = 1
 IOPRIO_CLASS_SHIFT = 13
 IO_PRIORITIES = {"best-effort": (2, 7), "idle": (3, 0)}
+DOWNLOAD_MARKER = ".nemotron-downloaded"
+NOT_DOWNLOADED = 3
 
 log = logging.getLogger("prewarm")
 
@@ -132,9 +139,23 @@ def boot_id() -> str:
         return ""
 
 
+def repo_dir_of(cache_root: Path, repo_id: str) -> Path:
+    return cache_root / "hub" / ("models--" + repo_id.replace("/", "--"))
+
+
+def downloaded(cache_root: Path, repo_id: str) -> bool:
+    """The download Job's marker names the revision refs/main names (a new revision clears it)."""
+    repo_dir = repo_dir_of(cache_root, repo_id)
+    try:
+        marker = json.loads((repo_dir / DOWNLOAD_MARKER).read_text())
+        return isinstance(marker, dict) and marker.get("revision") == (repo_dir / "refs" / "main").read_text().strip()
+    except (OSError, ValueError):
+        return False
+
+
 def snapshot_dirs(cache_root: Path, repo_id: str) -> list[Path]:
     """The revision refs/main names, else every snapshot: old revisions would take RAM the server needs."""
-    repo_dir = cache_root / "hub" / ("models--" + repo_id.replace("/", "--"))
+    repo_dir = repo_dir_of(cache_root, repo_id)
     ref = repo_dir / "refs" / "main"
     if ref.is_file():
         candidates = [repo_dir / "snapshots" / ref.read_text().strip()]
@@ -355,14 +376,22 @@ def log_summary(report: WarmReport) -> None:
     )
 
 
-def wait_ready(state_dir: Path, timeout_seconds: float) -> bool:
+def wait_ready(state_dir: Path, timeout_seconds: float, cache_root: Path, models: list[str]) -> int:
+    """0 once every model is downloaded and the node warm, within one timeout; NOT_DOWNLOADED or 1 after it."""
     deadline = time.monotonic() + timeout_seconds
+    while missing := [m for m in models if not downloaded(cache_root, m)]:
+        if time.monotonic() >= deadline:
+            log.error(
+                "not downloaded after %.0fs: %s (no current %s)", timeout_seconds, ", ".join(missing), DOWNLOAD_MARKER
+            )
+            return NOT_DOWNLOADED
+        time.sleep(WAIT_POLL_SECONDS)
     while not is_ready(state_dir):
         if time.monotonic() >= deadline:
             log.error("not ready after %.0fs: no valid %s", timeout_seconds, state_dir / "ready")
-            return False
+            return 1
         time.sleep(WAIT_POLL_SECONDS)
-    return True
+    return 0
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -411,7 +440,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--watch", action="store_true", help="keep rescanning and re-warm new or changed files")
     mode.add_argument("--check-ready", action="store_true", help="exit 0 if this node is warm, else 1")
-    mode.add_argument("--wait-ready", action="store_true", help="wait up to --timeout for warm; exit 0, else 1")
+    mode.add_argument(
+        "--wait-ready",
+        action="store_true",
+        help=f"wait up to --timeout for --models downloaded, then warm; exit 0, else {NOT_DOWNLOADED} or 1",
+    )
     args = parser.parse_args(argv)
     args.models = [repo_id.strip() for repo_id in args.models.split(",") if repo_id.strip()]
     if args.check_ready or args.wait_ready:
@@ -436,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_ready:
         return 0 if is_ready(args.state_dir) else 1
     if args.wait_ready:
-        return 0 if wait_ready(args.state_dir, args.timeout) else 1
+        return wait_ready(args.state_dir, args.timeout, args.cache_root, args.models)
     apply_io_priority(args.io_priority)
     report = run_pass(args)
     log_summary(report)

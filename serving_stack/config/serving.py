@@ -135,7 +135,9 @@ class PrewarmConfig(Block):
     enabled: bool = True
     """Run one prewarm DaemonSet per distinct worker placement."""
     gateWorkers: bool = True
-    """Workers wait (at most `waitTimeoutSeconds`) in an init container until their node is warm."""
+    """Workers wait (at most `waitTimeoutSeconds`) in an init container until their checkpoints are downloaded
+    and their node is warm; their pods then start, and pull their image, while the download runs. false: the
+    graphs are created only once the download Jobs are complete."""
     image: PinnedImage = "docker.io/library/python:3.12.8-slim"
     """The image the prewarm program runs in (Python 3), pinned."""
     threads: int = pydantic.Field(default=8, ge=1, le=64)
@@ -146,7 +148,14 @@ class PrewarmConfig(Block):
     cpuLimit: CpuQuantity = "2"
     """CPU limit of every prewarm pod (Kubernetes quantity)."""
     waitTimeoutSeconds: int = pydantic.Field(default=900, ge=0, le=7200)
-    """Seconds a gated worker waits for its node to be warm before it loads cold."""
+    """Seconds a gated worker waits for its checkpoints' download and its node to be warm (on a first `up`,
+    from its image pulled, so it must cover the rest of the download); then it loads cold if downloaded, else
+    its init container fails and the kubelet retries it."""
+
+    @property
+    def gates_workers(self) -> bool:
+        """Workers wait in an init container for the download and the prewarm (not for `up` to order them)."""
+        return self.enabled and self.gateWorkers
 
 
 class ModelCacheConfig(Block):

@@ -319,25 +319,31 @@ def program_volume() -> dict[str, Any]:
     return {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
 
 
-def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) -> None:
-    """Give every worker an initContainer that waits (bounded) until its node is warm.
+def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, checkpoints: list[str]) -> None:
+    """Give every worker an initContainer that waits (bounded) until its checkpoints are downloaded and its
+    node is warm, so its pod (and kubelet's pull of its image) can start while the download Job still runs.
 
-    It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the node-local
-    readiness file; after `wait_timeout_seconds` it lets the worker load cold rather than never start.
+    It runs `prewarm.py --wait-ready` in the worker's own image (no extra pull) against the download markers on
+    the model cache (`mark_downloaded`) and the node-local readiness file, within one `wait_timeout_seconds`:
+    without the markers it fails (the kubelet retries it: a worker never loads weights that are not there);
+    downloaded but not warm, it lets the worker load cold rather than never start.
     """
     for component in dgd["spec"]["components"]:
         if component["type"] not in WORKER_COMPONENT_TYPES:
             continue
         pod = component["podTemplate"]["spec"]
-        image = pod["containers"][0]["image"]
+        main = pod["containers"][0]
+        (cache,) = [m for m in main["volumeMounts"] if m["name"] == MODEL_CACHE_CLAIM and "subPath" not in m]
         wait = (
-            f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} "
-            f"--timeout {wait_timeout_seconds} || echo 'node not warm after {wait_timeout_seconds}s; loading cold'"
+            f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} --timeout {wait_timeout_seconds} "
+            f"--cache-root {cache['mountPath']} --models {','.join(checkpoints)}; status=$?; "
+            f"if [ $status -eq 1 ]; then echo 'node not warm after {wait_timeout_seconds}s; loading cold'; exit 0; fi; "
+            "exit $status"
         )
         pod["initContainers"] = [
             {
                 "name": "wait-for-prewarm",
-                "image": image,
+                "image": main["image"],
                 "command": ["sh", "-c", wait],
                 "resources": {
                     "requests": {"cpu": "10m", "memory": "32Mi"},
@@ -347,10 +353,46 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str) 
                 "volumeMounts": [
                     {"name": STATE_VOLUME, "mountPath": STATE_DIR, "readOnly": True},
                     {"name": PROGRAM_VOLUME, "mountPath": PROGRAM_MOUNT, "readOnly": True},
+                    {"name": MODEL_CACHE_CLAIM, "mountPath": cache["mountPath"], "readOnly": True},
                 ],
             }
         ]
         pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]
+
+
+# prewarm/prewarm.py's DOWNLOAD_MARKER (it ships alone; tests/test_download_gate.py checks they agree).
+DOWNLOAD_MARKER = ".nemotron-downloaded"
+MARK_DOWNLOADED_HEADER = "# nemotron: verify each checkpoint, then mark it downloaded (the workers' gate waits for it)"
+
+
+def mark_downloaded(container: dict[str, Any], env_names: list[str]) -> None:
+    """Append to a download Job's `python3 -c` script (after upstream's loop has returned): for each
+    checkpoint, check the snapshot refs/main names is complete (no dangling file, every shard its index
+    names) and write DOWNLOAD_MARKER, naming that revision, beside it; else fail the Job."""
+    check = "\n".join(
+        (
+            "",
+            MARK_DOWNLOADED_HEADER,
+            "import json as _json, os as _os",
+            "from pathlib import Path as _Path",
+            f"for _env_name in {env_name_tuple(env_names)}:",
+            '    _repo = _Path(_os.environ["HF_HOME"], "hub", "models--" + _os.environ[_env_name].replace("/", "--"))',
+            '    _revision = (_repo / "refs" / "main").read_text().strip()',
+            '    _snapshot = _repo / "snapshots" / _revision',
+            '    _files = [_p for _p in _snapshot.rglob("*") if not _p.is_dir()]',
+            "    _missing = [_p for _p in _files if not _p.exists()]",
+            '    for _index in _snapshot.rglob("*.index.json"):',
+            '        _shards = set(_json.loads(_index.read_text()).get("weight_map", {}).values())',
+            "        _missing += [_index.parent / _s for _s in sorted(_shards) if not (_index.parent / _s).is_file()]",
+            "    if not _files or _missing:",
+            '        raise SystemExit(f"{_repo.name}@{_revision}: incomplete after the download: {_missing[:3]}")',
+            f'    _scratch = _repo / "{DOWNLOAD_MARKER}.tmp"',
+            '    _scratch.write_text(_json.dumps({"revision": _revision, "files": len(_files)}))',
+            f'    _os.replace(_scratch, _repo / "{DOWNLOAD_MARKER}")',
+            '    print(f"Verified {_repo.name}@{_revision}: {len(_files)} files", flush=True)',
+        )
+    )
+    container["args"] = [*container["args"][:-1], container["args"][-1] + check + "\n"]
 
 
 GIB = 2**30

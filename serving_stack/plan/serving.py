@@ -39,6 +39,7 @@ from serving_stack.plan.model_cache import (
     env_tuple_pattern,
     gate_workers,
     host_state_dir,
+    mark_downloaded,
     small_downloader,
 )
 from serving_stack.plan.pools import ResolvedPool
@@ -251,6 +252,7 @@ def render_download_job(
         container["env"] = others[:first] + selected + others[first:]
         loop = env_tuple_pattern([name for name, _ in fetch.job.checkpoints])
         container["args"] = [loop.sub(env_name_tuple(fetch.env_names), str(a), count=1) for a in container["args"]]
+    mark_downloaded(container, fetch.env_names)
     return job
 
 
@@ -392,7 +394,7 @@ def plan_targets(
     offers = instance_offers(facts.aws, facts.capacity_prices, today)
     overlays = load_serving_overlays()
     slo = Slo(criteria.minTokensPerSecondPerUser, criteria.maxTtftP50Ms)
-    gated = prewarm.enabled and prewarm.gateWorkers
+    gated = prewarm.gates_workers
     planned = []
     for target in selected:
         config_map, dgd = render_target(target.recipe, target.replicas, target.config.image, namespace, dynamo)
@@ -403,11 +405,12 @@ def plan_targets(
             config_map, dgd = place_target(config_map, dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
         share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         if gated:
-            gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace))
+            gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace), target.recipe.checkpoints)
         stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
         if dynamo.readiness.wait:
             # Everything before a worker is Ready, in order: the image pull, the prewarm gate (an init
-            # container that waits up to its timeout), then the startupProbe's own budget.
+            # container that waits up to its timeout for the download markers and the warm node: gated, the
+            # graph is created before the download ends), then the startupProbe's own budget.
             gate = prewarm.waitTimeoutSeconds if gated else 0
             budget = platform.readiness.imagePullAllowanceSeconds + gate + startup_budget_seconds(dgd)
             annotations = dgd["metadata"].setdefault("annotations", {})

@@ -18,10 +18,9 @@ from tools.rollout.nodes import NODE_GROUP
 from tools.rollout.parts import Part, Placed, layout
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding
-from tools.rollout.workloads import Prerequisite, prerequisites
+from tools.rollout.workloads import DOWNLOAD_REASON, PREWARM_REASON, Prerequisite, prerequisites
 
 SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
-PREWARM_REASON = "waits for its node's prewarm"
 
 
 @dataclass(frozen=True)
@@ -97,11 +96,16 @@ class Timeline:
         """A Dynamo graph's ready time (minutes), the key that decided it and its steps as they overlap: its
         pods start once what they need is ready; the device plugins advertise the GPUs from the node's
         registration; the image pull follows both; the prewarm (its own DaemonSet, from the node's
-        registration) runs meanwhile, and a gated worker loads once it is done; then the engine starts."""
+        registration, once the download is complete) runs meanwhile, and a gated worker loads once the download
+        and the prewarm are done (its init container waits for both, after the pull); then the engine starts."""
         parts = serving_parts(self.graph, resource, rules, cache_warm=False)
         ready_of = {n.key: self.steps[n.key].ready for n in needs if n.key in self.steps}
         nodes = {k: t for k, t in ready_of.items() if self.graph.resources[k].type == NODE_GROUP}
-        prewarm = {n.key: ready_of[n.key] for n in needs if n.key in ready_of and n.reason.startswith(PREWARM_REASON)}
+        prewarm = {
+            n.key: ready_of[n.key]
+            for n in needs
+            if n.key in ready_of and n.reason.startswith((PREWARM_REASON, DOWNLOAD_REASON))
+        }
         others = {k: t for k, t in ready_of.items() if k not in nodes and k not in prewarm}
         pods_start, start_key = max([(t, k) for k, t in others.items()] + [(start, "")])
         placed: list[tuple[Part, float]] = []

@@ -123,6 +123,12 @@ def _commands(spec: dict[str, Any], init: bool) -> list[str]:
     return [" ".join(str(a) for a in (c.get("command") or []) + (c.get("args") or [])) for c in listed or []]
 
 
+# The prerequisites a gated worker waits for in its init container, after its pod has started and pulled its
+# image (serving_stack.plan.model_cache.gate_workers): the download markers and the node's prewarm.
+PREWARM_REASON = "waits for its node's prewarm"
+DOWNLOAD_REASON = "waits in its init container for the download marker"
+
+
 def waits_for_prewarm(resource: Resource, rules: Rules) -> bool:
     """Whether the workload's pods wait for their node's prewarm: an init container running the prewarm
     program with `--wait-ready` (serving_stack.plan.model_cache.gate_workers)."""
@@ -214,7 +220,10 @@ def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[P
         _volume_prerequisite(graph, resource, need)
     if waits_for_prewarm(resource, rules):
         for daemon_set in prewarm_daemon_sets(graph, resource, rules):
-            need(daemon_set.key, f"waits for its node's prewarm (DaemonSet {daemon_set.object_name})")
+            need(daemon_set.key, f"{PREWARM_REASON} (DaemonSet {daemon_set.object_name})")
+        for claim in {c for spec in pod_specs(resource, rules) for c in mounted_claims(spec)}:
+            for writer in claim_writers(graph, rules, claim, namespace):
+                need(writer.key, f"{DOWNLOAD_REASON} (Job {writer.object_name})")
     operator = rules.operators.get(resource.kind)
     if operator and (release := helm_release_of(graph, operator["chart"])):
         need(release.key, f"is reconciled into pods by {operator['chart']}")
