@@ -23,7 +23,7 @@ from serving_stack.facts.catalog import Recipe, load_platform
 from serving_stack.facts.serving_overlays import load_serving_overlays
 from serving_stack.names import MODEL_CACHE_CLAIM as CLAIM
 from serving_stack.names import WORKER_COMPONENT_TYPES
-from serving_stack.plan.model_cache import DOWNLOADER_DIR, DOWNLOADER_VOLUME
+from serving_stack.plan.model_cache import DOWNLOADER_DIR, DOWNLOADER_VOLUME, MARK_DOWNLOADED_HEADER
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION, TIMEOUT_ANNOTATION, WAIT_FOR_ANNOTATION
 from serving_stack.plan.stack import build_plan
 
@@ -180,6 +180,10 @@ def _model_cache_rule(d: Difference) -> bool:
         return d.change == "dictionary_item_added" and [(c["name"], c["image"]) for c in d.new] == [
             ("install-downloader", DOWNLOAD_IMAGE)
         ]
+    # the download markers the gated workers wait for: appended after upstream's script, which runs unchanged
+    if re.fullmatch(JOB_POD + r"\['containers'\]\[0\]\['args'\]\[\d+\]", d.path):
+        appended = str(d.new).removeprefix(str(d.old))
+        return str(d.new).startswith(str(d.old)) and appended.lstrip("\n").startswith(MARK_DOWNLOADED_HEADER)
     if re.fullmatch(JOB_POD + r"\['containers'\]\[0\]\['env'\]\[\d+\]", d.path):
         return d.change == "iterable_item_added" and d.new == {"name": "PYTHONPATH", "value": DOWNLOADER_DIR}
     if re.fullmatch(JOB_POD + r"\['(containers'\]\[0\]\['volumeMounts|volumes)'\]\[\d+\]", d.path):
