@@ -16,7 +16,7 @@ from components.model_cache import ModelCache, ModelCacheArgs
 from serving_stack.config import ConfigError, parse_stack_config
 from serving_stack.facts import load_facts
 from serving_stack.facts.catalog import CATALOG_DIR, load_catalog
-from serving_stack.plan.model_cache import DOWNLOADER_DIR, cache_size, env_name_tuple
+from serving_stack.plan.model_cache import DOWNLOADER_DIR, MARK_DOWNLOADED_HEADER, cache_size, env_name_tuple
 from serving_stack.plan.stack import build_plan
 
 pytestmark = pytest.mark.catalog_driven
@@ -59,6 +59,11 @@ def bf16_facts(tmp_path_factory):
     return load_facts(root)
 
 
+def _upstream_part(script: str) -> str:
+    """The Job's script before the download check the stack appends (`mark_downloaded`)."""
+    return script.split("\n" + MARK_DOWNLOADED_HEADER)[0]
+
+
 def test_unset_means_every_upstream_job_as_upstream_wrote_it(bf16_facts):
     plan = plan_of(with_cache(), facts=bf16_facts)
     assert plan.serving.model_cache_claim["spec"]["resources"]["requests"]["storage"] == CACHE.size
@@ -67,7 +72,9 @@ def test_unset_means_every_upstream_job_as_upstream_wrote_it(bf16_facts):
     assert checkpoint_env(jobs[0]) == list(PRIMARY.checkpoints)
     assert checkpoint_env(jobs[-1]) == [(BF16_ENV, BF16)]
     for rendered, upstream in zip(jobs, bf16_facts.catalog.model_cache.jobs, strict=True):
-        assert rendered["spec"]["template"]["spec"]["containers"][0]["args"] == upstream.container["args"]
+        (script,) = rendered["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert _upstream_part(script) == upstream.container["args"][0]  # then the check that marks them
+        assert env_name_tuple([n for n, _ in upstream.checkpoints]) in script.removeprefix(_upstream_part(script))
         assert rendered["spec"]["backoffLimit"] == upstream.manifest["spec"]["backoffLimit"]
 
 
@@ -80,7 +87,7 @@ def test_only_the_base_keeps_upstreams_env_name_and_drops_the_other_job(bf16_fac
         (e["name"], e.get("value")) for e in PRIMARY.container["env"] if e["name"] not in dict(PRIMARY.checkpoints)
     ] + [("PYTHONPATH", DOWNLOADER_DIR)]  # the small downloader (modelCache.download.image)
     (script,) = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert script == PRIMARY.container["args"][0].replace(
+    assert _upstream_part(script) == PRIMARY.container["args"][0].replace(
         env_name_tuple([n for n, _ in PRIMARY.checkpoints]), env_name_tuple([base_name])
     )
 
