@@ -371,7 +371,8 @@ def _readiness_timeout(dynamo: DynamoConfig, target: SelectedTarget, budget: int
         raise ConfigError(
             "dynamo.readiness.timeoutSeconds",
             f"{timeout} s would expire before {target.id!r} may be ready: the image pull allowance, the prewarm gate "
-            f"(modelCache.prewarm.waitTimeoutSeconds) and its startupProbe budget add up to {budget} s",
+            f"(modelCache.prewarm.waitTimeoutSeconds, and the download Jobs' deadline it may wait out) and its "
+            f"startupProbe budget add up to {budget} s",
             f">= {budget}, or unset",
         )
     return timeout or budget
@@ -383,13 +384,15 @@ def plan_targets(
     namespace: str,
     dynamo: DynamoConfig,
     prewarm: PrewarmConfig,
+    download_deadline_seconds: int,
     autoscaled: Collection[str],
     facts: Facts,
     prewarm_program: str,
     today: datetime.date,
 ) -> list[PlannedTarget]:
-    """Each selected target rendered once, as deployed; `autoscaled`: the ids `autoscaling.targets` lists;
-    `today` decides which prices have ended."""
+    """Each selected target rendered once, as deployed; `download_deadline_seconds`: the longest download Job's
+    activeDeadlineSeconds; `autoscaled`: the ids `autoscaling.targets` lists; `today` decides which prices have
+    ended."""
     platform, criteria = facts.platform, facts.catalog.criteria
     offers = instance_offers(facts.aws, facts.capacity_prices, today)
     overlays = load_serving_overlays()
@@ -409,9 +412,10 @@ def plan_targets(
         stamp_config_checksum(dgd, config_map.get("data", {}), {"prewarm.py": prewarm_program} if gated else {})
         if dynamo.readiness.wait:
             # Everything before a worker is Ready, in order: the image pull, the prewarm gate (an init
-            # container that waits up to its timeout for the download markers and the warm node: gated, the
-            # graph is created before the download ends), then the startupProbe's own budget.
-            gate = prewarm.waitTimeoutSeconds if gated else 0
+            # container that waits up to its timeout for the download markers and the warm node, retried by
+            # the kubelet while the download runs: a gated graph is created before the download Jobs end, so
+            # its wait covers their deadline too), then the startupProbe's own budget.
+            gate = prewarm.waitTimeoutSeconds + download_deadline_seconds if gated else 0
             budget = platform.readiness.imagePullAllowanceSeconds + gate + startup_budget_seconds(dgd)
             annotations = dgd["metadata"].setdefault("annotations", {})
             annotations[WAIT_FOR_ANNOTATION] = "condition=Ready"  # the operator sets Ready once every component runs

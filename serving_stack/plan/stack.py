@@ -205,8 +205,22 @@ def build_plan(
     endpoints = plan_sagemaker_endpoints(config, facts, default_region=aws.region if aws else default_region)
     autoscaled = scaling.targets if scaling else {}
     prewarm_program = PROGRAM_FILE.read_text()
+    download_jobs = tuple(
+        render_download_job(job, cache_config.download, namespace, dynamo.imagePullSecret, facts.downloader.lines())
+        for job in cache.jobs
+    )
+    download_deadline = max(int(job["spec"]["activeDeadlineSeconds"]) for job in download_jobs)
     targets = plan_targets(
-        selected, placements, namespace, dynamo, cache_config.prewarm, autoscaled, facts, prewarm_program, today
+        selected,
+        placements,
+        namespace,
+        dynamo,
+        cache_config.prewarm,
+        download_deadline,
+        autoscaled,
+        facts,
+        prewarm_program,
+        today,
     )
     checks = operability_settings(config.operability)
     criteria = facts.catalog.criteria
@@ -256,10 +270,7 @@ def build_plan(
         model_cache_claim=render_model_cache_pvc(
             facts.catalog.model_cache.claim, size, cache_config.storageClassName, namespace
         ),
-        download_jobs=tuple(
-            render_download_job(job, cache_config.download, namespace, dynamo.imagePullSecret, facts.downloader.lines())
-            for job in cache.jobs
-        ),
+        download_jobs=download_jobs,
         prewarm_program=prewarm_program,
         prewarm_host_dir=host_state_dir(namespace),
         prewarm_pools=tuple(

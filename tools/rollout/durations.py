@@ -43,6 +43,8 @@ ENGINE_START = {
     ("trtllm", True): "engine-start-trtllm-warm",
 }
 DEFAULT_BACKEND = "vllm"
+# The SageMaker vLLM container is not known to ship flashinfer's prebuilt kernels (the Dynamo images do).
+SAGEMAKER_ENGINE = "engine-start-vllm-cold-flashinfer-jit"
 SAGEMAKER_INSTANCE = "sagemaker-instance-start"
 SAGEMAKER_PULL = "sagemaker-image-pull"
 SAGEMAKER_PULL_CACHED = "sagemaker-image-pull-cached"
@@ -398,7 +400,7 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
             Part.of("instance start", table.steps[SAGEMAKER_INSTANCE]),
             weights,
             transfer("model load", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE]),
-            Part.of("engine start, vllm, compile cache cold", table.steps[ENGINE_START[(DEFAULT_BACKEND, False)]]),
+            Part.of("engine start, vllm, compile cache cold, flashinfer JIT", table.steps[SAGEMAKER_ENGINE]),
         )
     )
 
