@@ -124,9 +124,15 @@ class Timeline:
         opened = pulled
         if parts.gated and warm_ready > pulled:
             opened, deciding = warm_ready, warm_key
+        for key in sorted(prewarm, key=prewarm.__getitem__) if parts.gated else ():  # the gate's, beside the pull
+            gate = self.steps[key].resource
+            for step in (p for p in self.steps[key].parts if p.part.seconds >= 1):
+                named = dataclasses.replace(step.part, name=f"{gate.kind} {gate.object_name}: {step.part.name}")
+                placed.append((named, step.start))
         placed += [(parts.load, opened), (parts.engine, opened + parts.load.seconds)]
         ready = (opened + parts.load.seconds + parts.engine.seconds) / 60
         critical = {id(parts.load), id(parts.engine)} | ({id(parts.pull)} if opened == pulled else set())
+        critical |= {id(part) for part, at in placed if opened > pulled and at + part.seconds == opened}
         if opened == pulled and pull_start == plugins_end:
             critical.add(id(parts.plugins))
         return (
