@@ -90,7 +90,7 @@ for spec in plan.managed_pools:
             tag_for_cluster_autoscaler=cluster_scaling is not None,
             cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
         ),
-        opts=on_aws,
+        opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(depends_on=list(cluster.node_prerequisites))),
     )
 if cluster_scaling and cluster.eks and aws_provider:
     ClusterAutoscaler(

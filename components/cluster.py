@@ -360,6 +360,9 @@ class EksCluster(pulumi.ComponentResource):
         for index, entry in enumerate(spec.access_grants):
             self._access_entry(f"{name}-access-{index}", cluster, entry)
         self.cluster_name = cluster.name
+        # What every node group waits for: the add-ons created before compute (the CNI among them), as
+        # terraform-aws-eks orders `before_compute` add-ons before its node groups.
+        self.node_prerequisites: list[pulumi.Resource] = list(early_addons)
         self.endpoint = cluster.endpoint
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self.kubeconfig = pulumi.Output.secret(
@@ -422,6 +425,7 @@ class ClusterHandles:
     subnets_by_az: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     local_zone_subnets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     node_security_groups: Sequence[pulumi.Input[str]] = ()
+    node_prerequisites: Sequence[pulumi.Resource] = ()  # what a node group of the stack waits for
 
 
 def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterHandles:
@@ -445,6 +449,7 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
             subnets_by_az=network.private_subnet_ids_by_az,
             local_zone_subnets=network.local_zone_subnet_ids,
             node_security_groups=[eks.cluster_security_group_id],
+            node_prerequisites=eks.node_prerequisites,
         )
     provider = k8s.Provider(
         "kubernetes", context=cluster.context, kubeconfig=cluster.kubeconfig_path, delete_unreachable=False
