@@ -334,9 +334,11 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, 
         pod = component["podTemplate"]["spec"]
         main = pod["containers"][0]
         (cache,) = [m for m in main["volumeMounts"] if m["name"] == MODEL_CACHE_CLAIM and "subPath" not in m]
+        # Where the worker reads the hub cache (HF_HOME), mounted at the same path here.
+        root = next((e["value"] for e in main.get("env", []) if e["name"] == "HF_HOME"), cache["mountPath"])
         wait = (
             f"python3 {PROGRAM_MOUNT}/prewarm.py --wait-ready --state-dir {STATE_DIR} --timeout {wait_timeout_seconds} "
-            f"--cache-root {cache['mountPath']} --models {','.join(checkpoints)}; status=$?; "
+            f"--cache-root {root} --models {','.join(checkpoints)}; status=$?; "
             f"if [ $status -eq 1 ]; then echo 'node not warm after {wait_timeout_seconds}s; loading cold'; exit 0; fi; "
             "exit $status"
         )
