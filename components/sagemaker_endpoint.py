@@ -38,8 +38,6 @@ from serving_stack.plan.sagemaker import (
     BlueGreen,
     ModelContainer,
     PlannedEndpoint,
-    ProductionVariant,
-    invoke_url,
 )
 
 
@@ -53,10 +51,7 @@ def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
     )
 
 
-def primary_container(
-    container: ModelContainer,
-    hf_token: Optional[pulumi.Input[str]],
-) -> sm.ModelPrimaryContainerArgs:
+def primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input[str]]) -> sm.ModelPrimaryContainerArgs:
     environment: dict[str, pulumi.Input[str]] = dict(container.environment)
     if container.needs_hf_token:
         if hf_token is None:
@@ -100,59 +95,33 @@ def primary_container(
 def traffic_routing(
     deployment: BlueGreen,
 ) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    routing = sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs
-    if deployment.type == "CANARY":
-        return routing(
-            type="CANARY",
-            wait_interval_in_seconds=deployment.wait_interval_seconds,
-            canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-                type="CAPACITY_PERCENT", value=deployment.canary_size
-            ),
+    """CANARY and LINEAR shift a percent of the capacity; the step not taken is left unset."""
+    config, percent = deployment.config, "CAPACITY_PERCENT"
+    return sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
+        type=deployment.type,
+        wait_interval_in_seconds=config.waitIntervalSeconds,
+        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+            type=percent, value=config.canarySize
         )
-    if deployment.type == "LINEAR":
-        return routing(
-            type="LINEAR",
-            wait_interval_in_seconds=deployment.wait_interval_seconds,
-            linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-                type="CAPACITY_PERCENT", value=deployment.linear_step_size
-            ),
+        if deployment.type == "CANARY"
+        else None,
+        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+            type=percent, value=config.linearStepSize
         )
-    return routing(type="ALL_AT_ONCE", wait_interval_in_seconds=deployment.wait_interval_seconds)
-
-
-def production_variant(
-    variant: ProductionVariant,
-    model_name: pulumi.Input[str],
-) -> sm.EndpointConfigurationProductionVariantArgs:
-    return sm.EndpointConfigurationProductionVariantArgs(
-        variant_name=variant.name,
-        model_name=model_name,
-        instance_type=variant.instance_type,
-        initial_instance_count=variant.initial_instance_count,
-        model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
-        container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
-        volume_size_in_gb=variant.volume_size_gb,
-        inference_ami_version=variant.inference_ami_version,
-        routing_configs=[
-            sm.EndpointConfigurationProductionVariantRoutingConfigArgs(routing_strategy="LEAST_OUTSTANDING_REQUESTS")
-        ],
+        if deployment.type == "LINEAR"
+        else None,
     )
 
 
 ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
 CAPTURE_PREFIX = "capture"
-
-
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+SAGEMAKER_NAMESPACE = "AWS/SageMaker"
+SSE = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs
 
 
 def partition(region: str) -> str:
     return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
-
-
-def _split_s3(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return bucket, key
 
 
 def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict[str, Any]]:
@@ -163,7 +132,7 @@ def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict
         return []
     objects, prefixes = [], defaultdict(list)
     for data in sources:
-        bucket, key = _split_s3(data.s3_uri)
+        bucket, _, key = data.s3_uri.removeprefix("s3://").partition("/")
         pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
         objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
         prefixes[bucket].append(pattern)
@@ -278,42 +247,8 @@ def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.
 def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
     """Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
     "Auto-Rollback Configuration and Monitoring"); only these alarms."""
-    return pulumi.Output.json_dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "ReadRollbackAlarms",
-                    "Effect": "Allow",
-                    "Action": "cloudwatch:DescribeAlarms",
-                    "Resource": alarm_arns,
-                }
-            ],
-        }
-    )
-
-
-SSE = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs
-
-
-def encryption_key(
-    name: str,
-    endpoint_name: str,
-    region: str,
-    *,
-    holds_captured_data: bool,
-    tags: Mapping[str, str],
-    parent: pulumi.Resource,
-) -> aws.kms.Key:
-    return aws.kms.Key(
-        f"{name}-kms",
-        description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
-        enable_key_rotation=True,
-        deletion_window_in_days=30,
-        region=region,
-        tags=dict(tags),
-        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=holds_captured_data),
-    )
+    statement = {"Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms"}
+    return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [{**statement, "Resource": alarm_arns}]})
 
 
 def capture_bucket(
@@ -357,9 +292,6 @@ def capture_bucket(
     return bucket
 
 
-SAGEMAKER_NAMESPACE = "AWS/SageMaker"
-
-
 def rollback_alarms(
     name: str,
     endpoint_name: str,
@@ -371,7 +303,7 @@ def rollback_alarms(
     opts: pulumi.ResourceOptions,
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
-    thresholds = deployment.rollback_alarms
+    thresholds = deployment.config.rollbackAlarms
     common: dict[str, Any] = {
         "namespace": SAGEMAKER_NAMESPACE,
         "dimensions": {
@@ -387,25 +319,27 @@ def rollback_alarms(
         "tags": dict(tags),
         "opts": opts,
     }
-    errors = aws.cloudwatch.MetricAlarm(
-        f"{name}-5xx",
-        name=f"{endpoint_name}-5xx",
-        metric_name="Invocation5XXErrors",
-        statistic="Sum",
-        threshold=thresholds.invocation5xxErrors,
-        alarm_description=f"{endpoint_name}: model 5xx errors on the new fleet; rolls a blue/green deployment back",
-        **common,
-    )
-    latency = aws.cloudwatch.MetricAlarm(
-        f"{name}-p99-latency",
-        name=f"{endpoint_name}-p99-latency",
-        metric_name="ModelLatency",
-        extended_statistic="p99",
-        threshold=thresholds.modelLatencyP99Ms * 1000,  # ModelLatency is in microseconds
-        alarm_description=f"{endpoint_name}: p99 model latency on the new fleet; rolls a blue/green deployment back",
-        **common,
-    )
-    return [errors, latency]
+    measured = {  # ModelLatency is in microseconds
+        "5xx": ("Invocation5XXErrors", {"statistic": "Sum"}, thresholds.invocation5xxErrors, "model 5xx errors"),
+        "p99-latency": (
+            "ModelLatency",
+            {"extended_statistic": "p99"},
+            thresholds.modelLatencyP99Ms * 1000,
+            "p99 model latency",
+        ),
+    }
+    return [
+        aws.cloudwatch.MetricAlarm(
+            f"{name}-{role}",
+            name=f"{endpoint_name}-{role}",
+            metric_name=metric,
+            threshold=threshold,
+            alarm_description=f"{endpoint_name}: {what} on the new fleet; rolls a blue/green deployment back",
+            **statistic,
+            **common,
+        )
+        for role, (metric, statistic, threshold, what) in measured.items()
+    ]
 
 
 @dataclass(frozen=True)
@@ -433,8 +367,14 @@ class SageMakerEndpoint(pulumi.ComponentResource):
 
         kms_key_arn: Optional[pulumi.Input[str]] = args.plan.kms_key_arn
         if kms_key_arn is None and (variant.ebs_storage or capture):
-            kms_key_arn = encryption_key(
-                name, endpoint_name, region, holds_captured_data=capture, tags=tags, parent=self
+            kms_key_arn = aws.kms.Key(
+                f"{name}-kms",
+                description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
+                enable_key_rotation=True,
+                deletion_window_in_days=30,
+                region=region,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=capture),
             ).arn
         bucket = capture_bucket(name, region, kms_key_arn, tags=tags, parent=self) if capture else None
 
@@ -477,7 +417,23 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             )
         endpoint_config = sm.EndpointConfiguration(
             f"{name}-config",
-            production_variants=[production_variant(variant, model.name)],
+            production_variants=[
+                sm.EndpointConfigurationProductionVariantArgs(
+                    variant_name=variant.name,
+                    model_name=model.name,
+                    instance_type=variant.instance_type,
+                    initial_instance_count=variant.initial_instance_count,
+                    model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
+                    container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
+                    volume_size_in_gb=variant.volume_size_gb,
+                    inference_ami_version=variant.inference_ami_version,
+                    routing_configs=[
+                        sm.EndpointConfigurationProductionVariantRoutingConfigArgs(
+                            routing_strategy="LEAST_OUTSTANDING_REQUESTS"
+                        )
+                    ],
+                )
+            ],
             # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
             kms_key_arn=kms_key_arn if variant.ebs_storage else None,
             data_capture_config=data_capture,
@@ -507,8 +463,8 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             deployment_config=sm.EndpointDeploymentConfigArgs(
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
                     traffic_routing_configuration=traffic_routing(deployment),
-                    termination_wait_in_seconds=deployment.termination_wait_seconds,
-                    maximum_execution_timeout_in_seconds=deployment.maximum_execution_timeout_seconds,
+                    termination_wait_in_seconds=deployment.config.terminationWaitSeconds,
+                    maximum_execution_timeout_in_seconds=deployment.config.maximumExecutionTimeoutSeconds,
                 ),
                 auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
                     alarms=[
@@ -532,7 +488,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             {
                 "endpointName": self.endpoint_name,
                 "endpointArn": self.endpoint_arn,
-                "invokeUrl": invoke_url(region, endpoint_name),
+                "invokeUrl": args.plan.endpoint.url,
                 "roleArn": self.role_arn,
             }
         )

@@ -155,7 +155,7 @@ def test_unset_traffic_shifting_is_a_canary_only_where_the_instance_count_holds_
     """SageMaker: a canary moves at most half the instances (capacity percent, rounded up to whole instances)."""
     endpoint = huggingface_endpoint(initialInstanceCount=count, autoscaling=autoscaling("ml.p5.48xlarge"))
     (planned,) = plan(stack(endpoint))
-    canary = -(-count * planned.deployment.canary_size // 100)
+    canary = -(-count * planned.deployment.config.canarySize // 100)
     expected = "CANARY" if 2 * canary <= count else "ALL_AT_ONCE"
     assert planned.deployment.type == expected
     assert any("blue/green ALL_AT_ONCE" in note for note in planned.notes) == (expected == "ALL_AT_ONCE")

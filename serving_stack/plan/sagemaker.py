@@ -3,17 +3,16 @@
 every value the component sets is concrete at preview and a bad setting fails with its key path.
 
 - The model: a pinned JumpStart model (its spec from the committed snapshot or the content bucket,
-  `specSource`) or a Hugging Face repo on the pinned LMI image of `catalog/sagemaker_lmi.yaml`, with the
-  container, model source, served model name and the variant defaults the model suggests.
-- The fit: tensor parallelism spreads the weights over every GPU of the instance (LMI
-  `OPTION_TENSOR_PARALLEL_DEGREE: max`), so the budget is the instance's GPU memory at vLLM's utilization minus
-  a per-GPU overhead, and what remains after the weights must hold a minimum cache (numbers: the LMI file's `fit`).
+  `specSource`) or a Hugging Face repo on the pinned LMI image of `catalog/sagemaker_lmi.yaml`.
+- The fit: tensor parallelism spreads the weights over every GPU of the instance, so the budget is the
+  instance's GPU memory at vLLM's utilization minus a per-GPU overhead, and what remains after the weights must
+  hold a minimum cache (numbers: the LMI file's `fit`).
 - The waits: the Terraform provider behind pulumi-aws waits for InService after CreateEndpoint and
   UpdateEndpoint with a fixed 60-minute waiter (aws-sdk-go `WaitUntilEndpointInService`: 120 x 30 s). Worst
   case = instance provisioning (data) + the model download timeout (with S3 model data) + the container startup
-  health-check timeout, and for an update + one bake (`waitIntervalSeconds`) per traffic shift +
-  `terminationWaitSeconds`; SageMaker stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back,
-  so that must cover the update and stay within the provider's wait.
+  health-check timeout, and for an update + one bake per traffic shift + `terminationWaitSeconds`; SageMaker
+  stops a deployment at `maximumExecutionTimeoutSeconds` and rolls it back, so that must cover the update and
+  stay within the provider's wait.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Optional, Union
@@ -33,22 +32,19 @@ from serving_stack.config.sagemaker import (
     Autoscaling,
     DataCapture,
     Deployment,
-    RollbackAlarms,
     SageMakerConfig,
     SageMakerEndpointConfig,
 )
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
-from serving_stack.errors import ConfigError, bounded
+from serving_stack.errors import ConfigError, Problems, bounded
 from serving_stack.facts import Facts
 from serving_stack.facts.sagemaker import (
     AdditionalModelData,
     ConfigKeys,
     Container,
     EnvironmentLimits,
-    Fit,
     HuggingFaceRepo,
-    InstanceType,
     LmiFile,
     S3ModelData,
     S3SpecSource,
@@ -66,6 +62,13 @@ MODEL_SOURCE_TAG = "nemotron.nvidia.com/model-source"
 SPEC_PROVENANCE_TAG = "nemotron.nvidia.com/jumpstart-spec"
 PRECISION_TAG = "nemotron.nvidia.com/precision"
 UNVERIFIED = "unverified"
+PROVIDER_INSERVICE_WAIT_SECONDS = 3600
+PROJECT_DIR = PROJECT_DATA_DIR.parent
+REGION_KEY = "sagemaker.region"
+# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
+# reads as a version): it renders, and `pulumi up` refuses it.
+UNREAD_TAG = "{vllm}-tag-not-read"
+Shifting = Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]
 
 
 @dataclass(frozen=True)
@@ -126,39 +129,17 @@ class ProductionVariant:
 
 @dataclass(frozen=True)
 class BlueGreen:
-    """Blue/green traffic shifting; sizes are percent of capacity."""
+    """The `deployment` block with its traffic-shifting mode decided (`type`)."""
 
-    type: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]
-    canary_size: int
-    linear_step_size: int
-    wait_interval_seconds: int
-    termination_wait_seconds: int
-    maximum_execution_timeout_seconds: int
-    rollback_alarms: RollbackAlarms  # the config block: thresholds, period, evaluation periods
+    type: Shifting
+    config: Deployment
 
     @property
     def traffic_steps(self) -> int:
-        """Traffic shifts, each followed by a bake of `wait_interval_seconds` (an upper bound for CANARY)."""
+        """Traffic shifts, each followed by a bake of `waitIntervalSeconds` (an upper bound for CANARY)."""
         if self.type == "LINEAR":
-            return math.ceil(100 / self.linear_step_size)
+            return math.ceil(100 / self.config.linearStepSize)
         return 2 if self.type == "CANARY" else 1
-
-    @classmethod
-    def of(cls, config: Deployment, shifting: Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]) -> BlueGreen:
-        return cls(
-            shifting,
-            config.canarySize,
-            config.linearStepSize,
-            config.waitIntervalSeconds,
-            config.terminationWaitSeconds,
-            config.maximumExecutionTimeoutSeconds,
-            config.rollbackAlarms,
-        )
-
-
-def shifted_instances(instances: int, percent: int) -> int:
-    """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
-    return math.ceil(instances * percent / 100)
 
 
 @dataclass(frozen=True)
@@ -213,43 +194,33 @@ class PlannedEndpoint:
         return MappingProxyType(tags)
 
 
-def invoke_url(region: str, name: str) -> str:
-    return f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{name}/invocations"
+class VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str]
+    notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class FitResult:
-    usable_gb: float
-    needed_gb: float
-    precision_path: str
+def shifted_instances(instances: int, percent: int) -> int:
+    """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
+    return math.ceil(instances * percent / 100)
 
 
-def _needed_gb(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> float:
-    return repo.weightsGb + instance.gpus * fit.perGpuOverheadGb.value + fit.minimumCacheGb.value
+def check_fit(repo_name: str, repo: HuggingFaceRepo, instance_type: str, facts: Facts, key: str) -> None:
+    """A `ConfigError` at `key` listing the instance types that fit, when the checkpoint does not fit."""
+    fit = facts.lmi.fit
 
+    def sizes(name: str) -> tuple[float, float]:
+        instance = facts.sagemaker_instances[name]
+        usable = instance.gpus * instance.gpuMemoryGb * fit.gpuMemoryUtilization.value
+        return usable, repo.weightsGb + instance.gpus * fit.perGpuOverheadGb.value + fit.minimumCacheGb.value
 
-def _usable_gb(instance: InstanceType, fit: Fit) -> float:
-    return instance.gpus * instance.gpuMemoryGb * fit.gpuMemoryUtilization.value
-
-
-def fits(repo: HuggingFaceRepo, instance: InstanceType, fit: Fit) -> bool:
-    return _needed_gb(repo, instance, fit) <= _usable_gb(instance, fit)
-
-
-def check_fit(
-    repo_name: str,
-    repo: HuggingFaceRepo,
-    instance_type: str,
-    instances: Mapping[str, InstanceType],
-    lmi: LmiFile,
-    key: str,
-) -> FitResult:
-    """The fit and the precision path the recipe runs, or a `ConfigError` at `key` listing the instance types
-    that fit."""
-    instance, fit = instances[instance_type], lmi.fit
-    usable, needed = _usable_gb(instance, fit), _needed_gb(repo, instance, fit)
+    (usable, needed), instance = sizes(instance_type), facts.sagemaker_instances[instance_type]
     if needed > usable:
-        fitting = [name for name, other in instances.items() if fits(repo, other, fit)]
+        fitting = [name for name in facts.sagemaker_instances if (other := sizes(name))[1] <= other[0]]
         raise ConfigError(
             key,
             f"{repo_name} ({repo.precision}, ~{repo.weightsGb:g} GB of weights) does not fit "
@@ -258,7 +229,6 @@ def check_fit(
             f"{fit.perGpuOverheadGb.value:g} GB per GPU + {fit.minimumCacheGb.value:g} GB of cache)",
             ", ".join(fitting) or "none of the catalog's instance types",
         )
-    return FitResult(usable, needed, repo.runsAs.path)
 
 
 def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> Container:
@@ -277,28 +247,9 @@ def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str
     return container
 
 
-PROJECT_DIR = PROJECT_DATA_DIR.parent
-REGION_KEY = "sagemaker.region"
-# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
-# reads as a version): it renders, and `pulumi up` refuses it.
-UNREAD_TAG = "{vllm}-tag-not-read"
-
-
-class VariantDefaults(NamedTuple):
-    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
-
-    model_data_download_timeout: Optional[int]
-    container_startup_health_check_timeout: Optional[int]
-    volume_size_gb: Optional[int]
-    inference_ami_version: Optional[str]
-    notes: tuple[str, ...] = ()
-
-
 def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSource:
     if config.specSource == "s3":
-        if s3_client is None:
-            s3_client = boto3.client("s3", region_name=region)
-        return S3SpecSource(region, s3_client)
+        return S3SpecSource(region, s3_client or boto3.client("s3", region_name=region))
     directory = PROJECT_DIR / config.snapshotDir
     if not directory.resolve().is_relative_to(PROJECT_DIR.resolve()) or not directory.is_dir():
         raise ConfigError(
@@ -310,22 +261,11 @@ def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSou
 
 
 def jumpstart_model(
-    endpoint: SageMakerEndpointConfig,
-    path: str,
-    region: str,
-    source: SpecSource,
-    allow_unverified: bool,
+    endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource, allow_unverified: bool
 ) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
     model = endpoint.jumpstart
     assert model is not None  # checked by check_sagemaker
-    keys = ConfigKeys(
-        model_id=f"{path}.jumpstart.modelId",
-        version=f"{path}.jumpstart.version",
-        instance_type=f"{path}.instanceType",
-        accept_eula=f"{path}.jumpstart.acceptEula",
-        spec=f"{path}.jumpstart",
-        region=REGION_KEY,
-    )
+    keys = replace(ConfigKeys.under(f"{path}.jumpstart"), instance_type=f"{path}.instanceType", region=REGION_KEY)
     resolved = resolve_jumpstart_model(
         model.modelId,
         model.version,
@@ -354,34 +294,31 @@ def jumpstart_model(
     return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
 
 
+def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: str) -> None:
+    key_region = kms_key_arn.split(":")[3] if kms_key_arn else region
+    if key_region != region:
+        raise ConfigError(key, f"the key is in {key_region}, the endpoint in {region}: {why}", f"a key in {region}")
+
+
 def huggingface_model(
-    endpoint: SageMakerEndpointConfig,
-    path: str,
-    region: str,
-    facts: Facts,
+    endpoint: SageMakerEndpointConfig, path: str, region: str, facts: Facts
 ) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
     """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
     the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
-    model = endpoint.huggingface
+    model, lmi = endpoint.huggingface, facts.lmi
     assert model is not None  # checked by check_sagemaker
-    lmi = facts.lmi
-    repo = lmi.repositories[model.repo]
-    instance = facts.sagemaker_instances[endpoint.instanceType]
-    own_image = model.lmiImage is not None
-    chosen = None if own_image else pick_container(model.repo, repo, lmi, f"{path}.huggingface.repo")
+    repo, instance = lmi.repositories[model.repo], facts.sagemaker_instances[endpoint.instanceType]
+    chosen = None if model.lmiImage else pick_container(model.repo, repo, lmi, f"{path}.huggingface.repo")
     form = lmi.argumentForms[chosen.argumentForm if chosen else "lmi"]
     placeholders: tuple[Placeholder, ...] = ()
-    if model.lmiImage is not None:
-        image = model.lmiImage
-    else:
-        assert chosen is not None
+    image = model.lmiImage
+    if chosen is not None:
         registry = lmi.registry(region)
         if registry is None:
-            regions = ", ".join(lmi.registries.accounts)
             raise ConfigError(
                 f"{path}.huggingface.lmiImage",
                 f"no Deep Learning Containers registry for {region!r} in catalog/sagemaker_lmi.yaml",
-                f"a region listed there ({regions}), or an image",
+                f"a region listed there ({', '.join(lmi.registries.accounts)}), or an image",
             )
         tag = chosen.tag or UNREAD_TAG.format(vllm=chosen.vllmVersion)
         image = f"{registry}/{chosen.repository}:{tag}"
@@ -394,14 +331,16 @@ def huggingface_model(
                     "the tag that data file names",
                 ),
             )
+    assert image is not None
+    options_key = f"{path}.huggingface.options"
     for option in model.options:
         if not option.startswith(form.prefix):
             raise ConfigError(
-                f"{path}.huggingface.options.{option}",
+                f"{options_key}.{option}",
                 f"the container ({chosen.release if chosen else 'lmiImage'}) reads {form.prefix}* settings",
                 f"{form.prefix}<NAME>",
             )
-    fit = check_fit(model.repo, repo, endpoint.instanceType, facts.sagemaker_instances, lmi, f"{path}.instanceType")
+    check_fit(model.repo, repo, endpoint.instanceType, facts, f"{path}.instanceType")
     image_region = image.split(".")[3]
     if image_region != region:
         raise ConfigError(
@@ -418,27 +357,21 @@ def huggingface_model(
         parallel.variable: "max" if parallel.value == "max" else str(instance.gpus),
         form.modelVariable: model.repo,
     }
-    _check_options(model.options, planned, instance.gpus, f"{path}.huggingface.options")
+    _check_options(model.options, planned, instance.gpus, options_key)
     environment = {**planned, **model.options}
     staged, staging = model.modelData, lmi.s3ModelData
     if staged is not None:  # the weights on local disk: loaded from there under the repo's name, offline
-        key_region = staged.kmsKeyArn.split(":")[3] if staged.kmsKeyArn else region
-        if key_region != region:
-            raise ConfigError(
-                f"{path}.huggingface.modelData.kmsKeyArn",
-                f"the key is in {key_region}, the endpoint in {region}: SageMaker reads model data only from "
-                "its own region",
-                f"a key in {region}",
-            )
+        why = "SageMaker reads model data only from its own region"
+        _check_key_region(staged.kmsKeyArn, region, f"{path}.huggingface.modelData.kmsKeyArn", why)
         served_name = form.variable("--served-model-name")
         if served_name in model.options:
             raise ConfigError(
-                f"{path}.huggingface.options.{served_name}",
+                f"{options_key}.{served_name}",
                 "the served model name is the repo's (the gateway and clients call it by that name)",
                 "remove it",
             )
         environment |= {form.modelVariable: staging.localPath, served_name: model.repo, **staging.environment}
-    _check_environment(environment, model.sendHfToken, lmi.environmentLimits, f"{path}.huggingface.options")
+    _check_environment(environment, model.sendHfToken, lmi.environmentLimits, options_key)
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
@@ -448,24 +381,23 @@ def huggingface_model(
         needs_hf_token=model.sendHfToken,
         model_data_kms_key=staged.kmsKeyArn if staged else None,
     )
-    unverified = repo.engineArguments.unverified_on(instance.gpuArchitecture)
     notes = tuple(
         f"{endpoint.name}: the vLLM recipe of {model.repo} requires {what}; UNVERIFIED, not passed: check the "
         "endpoint's health before shifting traffic to it"
-        for what in unverified
+        for what in repo.engineArguments.unverified_on(instance.gpuArchitecture)
     )
     # The AMI goes with the listed containers; an image of one's own brings its own requirements.
     defaults = VariantDefaults(
         staging.downloadTimeoutSeconds if staged else lmi.timeouts.modelDataDownload,
         lmi.timeouts.containerStartupHealthCheck,
         lmi.volumeSizeGb,
-        None if own_image else lmi.inferenceAmiVersion,
+        lmi.inferenceAmiVersion if chosen else None,
         notes,
     )
     source = HuggingFaceSource(
         model.repo,
-        pinned_image=not own_image,
-        precision_path=fit.precision_path,
+        pinned_image=chosen is not None,
+        precision_path=repo.runsAs.path,
         container=chosen.name if chosen else None,
         vllm_version=chosen.vllmVersion if chosen else None,
         minimum_vllm=repo.minimumVllm,
@@ -487,126 +419,14 @@ def _check_environment(environment: dict[str, str], hf_token: bool, limits: Envi
             f"{entries - limits.maxEntries} fewer options",
         )
     for name, value in environment.items():
-        if len(name) > limits.maxKeyLength or len(str(value)) > limits.maxValueLength:
+        long_name = len(name) > limits.maxKeyLength
+        if long_name or len(str(value)) > limits.maxValueLength:
             raise ConfigError(
                 f"{key}.{name}" if len(name) <= 64 else key,
-                f"{'name' if len(name) > limits.maxKeyLength else 'value'} longer than "
-                f"{limits.maxKeyLength if len(name) > limits.maxKeyLength else limits.maxValueLength} characters",
+                f"{'name' if long_name else 'value'} longer than "
+                f"{limits.maxKeyLength if long_name else limits.maxValueLength} characters",
                 f"SageMaker's limit ({limits.source})",
             )
-
-
-PROVIDER_INSERVICE_WAIT_SECONDS = 3600
-
-
-def wait_budget(
-    variant: ProductionVariant,
-    deployment: BlueGreen,
-    provisioning: int,
-    has_model_data: bool,
-) -> WaitBudget:
-    return WaitBudget(
-        provisioning=provisioning,
-        model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
-        startup=variant.container_startup_health_check_timeout or 0,
-        traffic_shifting=deployment.traffic_steps * deployment.wait_interval_seconds,
-        termination=deployment.termination_wait_seconds,
-    )
-
-
-def _parts(budget: WaitBudget, update: bool) -> str:
-    parts = [f"{budget.provisioning} s provisioning (estimate)"]
-    if budget.model_download:
-        parts.append(f"{budget.model_download} s model download timeout")
-    parts.append(f"{budget.startup} s startup health-check timeout")
-    if update:
-        parts += [f"{budget.traffic_shifting} s of bakes", f"{budget.termination} s termination wait"]
-    return " + ".join(parts)
-
-
-def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> list[ConfigError]:
-    """Every way the waits do not fit, each naming the key to change."""
-    limit = PROVIDER_INSERVICE_WAIT_SECONDS
-    wait = f"the provider's fixed {limit} s InService wait"
-    errors = []
-    if budget.create_seconds > limit:
-        errors.append(
-            ConfigError(
-                f"{path}.timeouts",
-                f"a create can take {_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
-                f"timeouts summing to at most {limit - budget.provisioning} s",
-            )
-        )
-        return errors
-    if budget.update_seconds > limit:
-        errors.append(
-            ConfigError(
-                f"{path}.deployment",
-                f"a blue/green update can take {_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
-                f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
-                f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
-            )
-        )
-    maximum = deployment.maximum_execution_timeout_seconds
-    key = f"{path}.deployment.maximumExecutionTimeoutSeconds"
-    if maximum > limit:
-        errors.append(
-            ConfigError(
-                key,
-                f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still deploys",
-                f"{min(budget.update_seconds, limit)}..{limit}",
-            )
-        )
-    elif budget.update_seconds <= limit and maximum < budget.update_seconds:
-        errors.append(
-            ConfigError(
-                key,
-                f"{maximum} s is shorter than the worst-case update "
-                f"({budget.update_seconds} s): SageMaker would roll back a slow but healthy "
-                "deployment",
-                f"{budget.update_seconds}..{limit}",
-            )
-        )
-    return errors
-
-
-def _check_source(endpoint: SageMakerEndpointConfig, path: str, lmi: LmiFile) -> list[ConfigError]:
-    errors = []
-    chosen, other = ("jumpstart", "huggingface") if endpoint.source == "jumpstart" else ("huggingface", "jumpstart")
-    if getattr(endpoint, chosen) is None:
-        errors.append(ConfigError(f"{path}.{chosen}", f"required when source is {chosen}"))
-    if getattr(endpoint, other) is not None:
-        errors.append(
-            ConfigError(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}")
-        )
-    model = endpoint.huggingface
-    if endpoint.source == "huggingface" and model is not None:
-        repositories = lmi.repositories
-        if model.repo not in repositories:
-            errors.append(
-                ConfigError(
-                    f"{path}.huggingface.repo", f"unsupported checkpoint {bounded(model.repo)}", ", ".join(repositories)
-                )
-            )
-        if model.modelData is not None and model.sendHfToken:
-            errors.append(
-                ConfigError(
-                    f"{path}.huggingface.sendHfToken",
-                    "the weights come from modelData (S3): the container never reads the Hub, and a token in its "
-                    "environment only exposes it",
-                    "false",
-                )
-            )
-        for option in model.options:
-            if not CONTAINER_SETTING.fullmatch(option):
-                errors.append(
-                    ConfigError(
-                        f"{path}.huggingface.options.{option}",
-                        "not a container setting",
-                        "OPTION_* (LMI) or SM_VLLM_* (SageMaker vLLM) names (the token comes from the hfToken secret)",
-                    )
-                )
-    return errors
 
 
 def _check_options(options: Mapping[str, str], planned: Mapping[str, str], gpus: int, path: str) -> None:
@@ -621,153 +441,177 @@ def _check_options(options: Mapping[str, str], planned: Mapping[str, str], gpus:
                 f"{bounded(value)}",
                 "remove it: options add settings the plan does not set",
             )
-    ranks = 1
-    for option, value in options.items():
-        if option.endswith("_PARALLEL_SIZE"):
-            if not value.isdigit() or int(value) < 1:
-                raise ConfigError(f"{path}.{option}", f"{bounded(value)} is not a positive count")
-            ranks *= int(value)
+    parallel = {option: value for option, value in options.items() if option.endswith("_PARALLEL_SIZE")}
+    for option, value in parallel.items():
+        if not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"{path}.{option}", f"{bounded(value)} is not a positive count")
+    ranks = math.prod(int(value) for value in parallel.values())
     if ranks > 1:
         raise ConfigError(
-            f"{path}.{next(o for o in options if o.endswith('_PARALLEL_SIZE'))}",
+            f"{path}.{next(iter(parallel))}",
             f"{ranks} more ranks per tensor-parallel group than one instance runs: the plan spreads the model "
             f"over the instance's {gpus} GPU(s) with tensor parallelism",
             "remove it, or an instance type with the GPUs the model needs",
         )
 
 
-def _check_autoscaling_guard(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
-    """An instance-type change of a registered variant fails UpdateEndpoint: make it a two-step change."""
-    scaling = endpoint.autoscaling
-    if not scaling.enabled or scaling.instanceType == endpoint.instanceType:
-        return []
-    return [
-        ConfigError(
-            f"{path}.autoscaling.instanceType",
-            f"autoscaling is registered for {scaling.instanceType}, the endpoint asks for "
-            f"{endpoint.instanceType}: SageMaker refuses to change the instance type of a variant that is "
-            "a scaling target",
-            f"{endpoint.instanceType} after a `pulumi up` with autoscaling.enabled: "
-            "false (docs/sagemaker.md, Changing the instance type)",
+def _wait_parts(budget: WaitBudget, update: bool) -> str:
+    parts = [f"{budget.provisioning} s provisioning (estimate)"]
+    if budget.model_download:
+        parts.append(f"{budget.model_download} s model download timeout")
+    parts.append(f"{budget.startup} s startup health-check timeout")
+    if update:
+        parts += [f"{budget.traffic_shifting} s of bakes", f"{budget.termination} s termination wait"]
+    return " + ".join(parts)
+
+
+def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
+    """Every way the waits do not fit, each naming the key to change, raised together."""
+    limit, errors = PROVIDER_INSERVICE_WAIT_SECONDS, Problems()
+    wait = f"the provider's fixed {limit} s InService wait"
+    if budget.create_seconds > limit:
+        errors.add(
+            f"{path}.timeouts",
+            f"a create can take {_wait_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
+            f"timeouts summing to at most {limit - budget.provisioning} s",
         )
-    ]
+        raise ConfigError.combined(errors)
+    if budget.update_seconds > limit:
+        errors.add(
+            f"{path}.deployment",
+            f"a blue/green update can take {_wait_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
+            f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
+            f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
+        )
+    maximum, key = deployment.config.maximumExecutionTimeoutSeconds, f"{path}.deployment.maximumExecutionTimeoutSeconds"
+    if maximum > limit:
+        errors.add(
+            key,
+            f"{maximum} s outlasts {wait}: `up` would give up while SageMaker still deploys",
+            f"{min(budget.update_seconds, limit)}..{limit}",
+        )
+    elif budget.update_seconds <= limit and maximum < budget.update_seconds:
+        errors.add(
+            key,
+            f"{maximum} s is shorter than the worst-case update ({budget.update_seconds} s): SageMaker would roll "
+            "back a slow but healthy deployment",
+            f"{budget.update_seconds}..{limit}",
+        )
+    if errors:
+        raise ConfigError.combined(errors)
 
 
-def _check_bake(endpoint: SageMakerEndpointConfig, path: str) -> list[ConfigError]:
-    """A bake shorter than the alarms' evaluation window cannot roll anything back."""
-    deployment = endpoint.deployment
-    alarms = deployment.rollbackAlarms
+def _check_endpoint(endpoint: SageMakerEndpointConfig, path: str, facts: Facts, errors: Problems) -> None:
+    """The region-free checks of one endpoint: its model source, capacity, storage, scaling guard and bake."""
+    chosen, other = ("jumpstart", "huggingface") if endpoint.source == "jumpstart" else ("huggingface", "jumpstart")
+    if getattr(endpoint, chosen) is None:
+        errors.add(f"{path}.{chosen}", f"required when source is {chosen}")
+    if getattr(endpoint, other) is not None:
+        errors.add(f"{path}.{other}", f"set only when source is {other}", f"remove it, or source: {other}")
+    model, repositories = endpoint.huggingface, facts.lmi.repositories
+    if endpoint.source == "huggingface" and model is not None:
+        if model.repo not in repositories:
+            key = f"{path}.huggingface.repo"
+            errors.add(key, f"unsupported checkpoint {bounded(model.repo)}", ", ".join(repositories))
+        if model.modelData is not None and model.sendHfToken:
+            errors.add(
+                f"{path}.huggingface.sendHfToken",
+                "the weights come from modelData (S3): the container never reads the Hub, and a token in its "
+                "environment only exposes it",
+                "false",
+            )
+        for option in model.options:
+            if not CONTAINER_SETTING.fullmatch(option):
+                errors.add(
+                    f"{path}.huggingface.options.{option}",
+                    "not a container setting",
+                    "OPTION_* (LMI) or SM_VLLM_* (SageMaker vLLM) names (the token comes from the hfToken secret)",
+                )
+    scaling = endpoint.autoscaling
+    if scaling.minCapacity > scaling.maxCapacity:
+        key = f"{path}.autoscaling.minCapacity"
+        errors.add(key, f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}")
+    elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
+        errors.add(
+            f"{path}.initialInstanceCount",
+            f"{endpoint.initialInstanceCount} is outside autoscaling",
+            f"{scaling.minCapacity}..{scaling.maxCapacity}",
+        )
+    if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
+        errors.add(
+            f"{path}.autoscaling.scaleInCooldown",
+            f"{scaling.scaleInCooldown} s is not longer than scaleOutCooldown {scaling.scaleOutCooldown} s, so the "
+            "endpoint could flap",
+            f"more than {scaling.scaleOutCooldown}",
+        )
+    instances = facts.sagemaker_instances
+    instance = instances.get(endpoint.instanceType)
+    if instance is None:
+        key = f"{path}.instanceType"
+        errors.add(key, f"unsupported instance type {bounded(endpoint.instanceType)}", ", ".join(instances))
+    elif instance.storage == "nvme":
+        if endpoint.volumeSizeGb is not None:
+            errors.add(
+                f"{path}.volumeSizeGb",
+                f"{endpoint.instanceType} has local NVMe storage only, where SageMaker rejects a volume size",
+                "unset",
+            )
+        if endpoint.kmsKeyArn is not None and not endpoint.dataCapture.enabled:
+            errors.add(
+                f"{path}.kmsKeyArn",
+                f"{endpoint.instanceType} storage is hardware-encrypted NVMe, where SageMaker rejects a volume key, "
+                "and data capture is off",
+                "unset, or enable dataCapture",
+            )
+    # An instance-type change of a registered variant fails UpdateEndpoint: make it a two-step change.
+    if scaling.enabled and scaling.instanceType != endpoint.instanceType:
+        errors.add(
+            f"{path}.autoscaling.instanceType",
+            f"autoscaling is registered for {scaling.instanceType}, the endpoint asks for {endpoint.instanceType}: "
+            "SageMaker refuses to change the instance type of a variant that is a scaling target",
+            f"{endpoint.instanceType} after a `pulumi up` with autoscaling.enabled: false (docs/sagemaker.md, "
+            "Changing the instance type)",
+        )
+    # A bake shorter than the alarms' evaluation window cannot roll anything back.
+    deployment, alarms = endpoint.deployment, endpoint.deployment.rollbackAlarms
     window = alarms.periodSeconds * alarms.evaluationPeriods
-    if deployment.waitIntervalSeconds >= window:
-        return []
-    return [
-        ConfigError(
+    if deployment.waitIntervalSeconds < window:
+        errors.add(
             f"{path}.deployment.waitIntervalSeconds",
             f"{deployment.waitIntervalSeconds} s of baking is shorter than the rollback alarms' window "
             f"(periodSeconds {alarms.periodSeconds} x evaluationPeriods {alarms.evaluationPeriods} = "
             f"{window} s): no alarm could trip before the next traffic shift",
             f">= {window}",
         )
-    ]
-
-
-def _check_capacity(
-    endpoint: SageMakerEndpointConfig,
-    path: str,
-    instances: Mapping[str, InstanceType],
-) -> list[ConfigError]:
-    errors = []
-    scaling = endpoint.autoscaling
-    if scaling.minCapacity > scaling.maxCapacity:
-        errors.append(
-            ConfigError(
-                f"{path}.autoscaling.minCapacity",
-                f"{scaling.minCapacity} is greater than maxCapacity {scaling.maxCapacity}",
-            )
-        )
-    elif not scaling.minCapacity <= endpoint.initialInstanceCount <= scaling.maxCapacity:
-        errors.append(
-            ConfigError(
-                f"{path}.initialInstanceCount",
-                f"{endpoint.initialInstanceCount} is outside autoscaling",
-                f"{scaling.minCapacity}..{scaling.maxCapacity}",
-            )
-        )
-    if scaling.scaleInCooldown <= scaling.scaleOutCooldown:
-        errors.append(
-            ConfigError(
-                f"{path}.autoscaling.scaleInCooldown",
-                f"{scaling.scaleInCooldown} s is not longer than scaleOutCooldown "
-                f"{scaling.scaleOutCooldown} s, so the endpoint could flap",
-                f"more than {scaling.scaleOutCooldown}",
-            )
-        )
-    instance = instances.get(endpoint.instanceType)
-    if instance is None:
-        errors.append(
-            ConfigError(
-                f"{path}.instanceType",
-                f"unsupported instance type {bounded(endpoint.instanceType)}",
-                ", ".join(instances),
-            )
-        )
-    elif instance.storage == "nvme":
-        if endpoint.volumeSizeGb is not None:
-            errors.append(
-                ConfigError(
-                    f"{path}.volumeSizeGb",
-                    f"{endpoint.instanceType} has local NVMe storage only, where SageMaker rejects a volume size",
-                    "unset",
-                )
-            )
-        if endpoint.kmsKeyArn is not None and not endpoint.dataCapture.enabled:
-            errors.append(
-                ConfigError(
-                    f"{path}.kmsKeyArn",
-                    f"{endpoint.instanceType} storage is hardware-encrypted "
-                    "NVMe, where SageMaker rejects a volume key, and data capture is off",
-                    "unset, or enable dataCapture",
-                )
-            )
-    return errors
 
 
 def check_sagemaker(config: SageMakerConfig, facts: Facts, prefix: str = "sagemaker") -> list[ConfigError]:
     """Every problem across the endpoints, each with its key path (the region-free checks)."""
-    errors: list[ConfigError] = []
-    seen: set[str] = set()
+    errors, seen = Problems(), set()
     for index, endpoint in enumerate(config.endpoints):
         path = f"{prefix}.endpoints[{index}]"
         if endpoint.name in seen:
-            errors.append(ConfigError(f"{path}.name", f"endpoint name {endpoint.name!r} is used twice"))
+            errors.add(f"{path}.name", f"endpoint name {endpoint.name!r} is used twice")
         seen.add(endpoint.name)
-        errors += _check_source(endpoint, path, facts.lmi)
-        errors += _check_capacity(endpoint, path, facts.sagemaker_instances)
-        errors += _check_autoscaling_guard(endpoint, path)
-        errors += _check_bake(endpoint, path)
+        _check_endpoint(endpoint, path, facts, errors)
     return errors
 
 
 def _timeout(configured: Optional[int], default: Optional[int], key: str) -> Optional[int]:
     """The configured timeout, else the default, which must also fit SageMaker's 60..3600."""
-    if configured is not None or default is None:
-        return configured
-    if not 60 <= default <= 3600:
+    if configured is None and default is not None and not 60 <= default <= 3600:
         raise ConfigError(key, f"the model's default of {default} s is outside what SageMaker accepts", "set 60..3600")
-    return default
+    return default if configured is None else configured
 
 
-def _traffic_shifting(
-    endpoint: SageMakerEndpointConfig, path: str
-) -> tuple[Literal["CANARY", "LINEAR", "ALL_AT_ONCE"], Optional[str]]:
+def _traffic_shifting(endpoint: SageMakerEndpointConfig, path: str) -> tuple[Shifting, Optional[str]]:
     """The traffic-shifting mode, valid for the variant's instance count: a canary or a linear step may move at
     most half the instances (SageMaker TrafficRoutingConfig; sizes round up to whole instances). Unset means
     CANARY where it fits, else ALL_AT_ONCE with the reason; a configured mode that does not fit is refused."""
     deployment, count = endpoint.deployment, endpoint.initialInstanceCount
+    linear = deployment.type == "LINEAR"
     size_key, percent = (
-        ("linearStepSize", deployment.linearStepSize)
-        if deployment.type == "LINEAR"
-        else ("canarySize", deployment.canarySize)
+        ("linearStepSize", deployment.linearStepSize) if linear else ("canarySize", deployment.canarySize)
     )
     moved = shifted_instances(count, percent)
     fits = 2 * moved <= count
@@ -800,13 +644,11 @@ def _plan_one(
 ) -> PlannedEndpoint:
     if endpoint.source == "jumpstart":
         assert source is not None
-        container, model_source, served_model, defaults = jumpstart_model(
-            endpoint, path, region, source, allow_unverified
-        )
+        model = jumpstart_model(endpoint, path, region, source, allow_unverified)
     else:
-        container, model_source, served_model, defaults = huggingface_model(endpoint, path, region, facts)
-    timeouts = endpoint.timeouts
-    instance = facts.sagemaker_instances[endpoint.instanceType]
+        model = huggingface_model(endpoint, path, region, facts)
+    container, model_source, served_model, defaults = model
+    timeouts, instance = endpoint.timeouts, facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
     variant = ProductionVariant(
         name=endpoint.variantName,
@@ -820,40 +662,38 @@ def _plan_one(
             defaults.container_startup_health_check_timeout,
             f"{path}.timeouts.containerStartupHealthCheck",
         ),
-        volume_size_gb=(endpoint.volumeSizeGb if endpoint.volumeSizeGb is not None else defaults.volume_size_gb)
+        volume_size_gb=(defaults.volume_size_gb if endpoint.volumeSizeGb is None else endpoint.volumeSizeGb)
         if ebs
         else None,
         ebs_storage=ebs,
         inference_ami_version=defaults.inference_ami_version,
     )
-    price = instance.hourlyUsd
+    price, count = instance.hourlyUsd, endpoint.initialInstanceCount
     contract = ServingEndpoint(
         id=endpoint.name,
         kind="sagemaker",
         servedModelName=served_model,
-        url=invoke_url(region, endpoint.name),
-        gpus=instance.gpus * endpoint.initialInstanceCount,
+        url=f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{endpoint.name}/invocations",
+        gpus=instance.gpus * count,
         region=region,
         variant=endpoint.variantName,
         instanceType=endpoint.instanceType,
-        instanceCount=endpoint.initialInstanceCount,
-        usdPerHour=round(price * endpoint.initialInstanceCount, 4) if price is not None else None,
+        instanceCount=count,
+        usdPerHour=round(price * count, 4) if price is not None else None,
     )
-    key_region = endpoint.kmsKeyArn.split(":")[3] if endpoint.kmsKeyArn else region
-    if key_region != region:
-        raise ConfigError(
-            f"{path}.kmsKeyArn",
-            f"the key is in {key_region}, the endpoint in {region}: SageMaker uses only a KMS key of the endpoint's "
-            "region for its storage and data capture",
-            f"a key in {region}",
-        )
+    why = "SageMaker uses only a KMS key of the endpoint's region for its storage and data capture"
+    _check_key_region(endpoint.kmsKeyArn, region, f"{path}.kmsKeyArn", why)
     shifting, shifting_note = _traffic_shifting(endpoint, path)
-    deployment = BlueGreen.of(endpoint.deployment, shifting)
+    deployment = BlueGreen(shifting, endpoint.deployment)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)
-    waits = wait_budget(variant, deployment, int(facts.sagemaker_provisioning.value), has_model_data)
-    wait_errors = check_waits(waits, deployment, path)
-    if wait_errors:
-        raise ConfigError.combined(wait_errors)
+    waits = WaitBudget(
+        provisioning=int(facts.sagemaker_provisioning.value),
+        model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
+        startup=variant.container_startup_health_check_timeout or 0,
+        traffic_shifting=deployment.traffic_steps * endpoint.deployment.waitIntervalSeconds,
+        termination=endpoint.deployment.terminationWaitSeconds,
+    )
+    check_waits(waits, deployment, path)
     return PlannedEndpoint(
         name=endpoint.name,
         region=region,
@@ -889,18 +729,14 @@ def plan_sagemaker_endpoints(
     region = sagemaker.region if sagemaker.region is not None else default_region
     if not region:
         raise ConfigError(REGION_KEY, "no region for the SageMaker endpoints", "set sagemaker.region or aws:region")
-    needs_specs = any(endpoint.source == "jumpstart" for endpoint in sagemaker.endpoints)
-    if needs_specs and source is None:
+    if source is None and any(endpoint.source == "jumpstart" for endpoint in sagemaker.endpoints):
         source = spec_source(sagemaker, region, s3_client)
     planned: list[PlannedEndpoint] = []
-    errors: list[ConfigError] = []
+    errors = Problems()
     for index, endpoint in enumerate(sagemaker.endpoints):
+        path = f"sagemaker.endpoints[{index}]"
         try:
-            planned.append(
-                _plan_one(
-                    endpoint, f"sagemaker.endpoints[{index}]", region, source, facts, sagemaker.allowUnverifiedSpecs
-                )
-            )
+            planned.append(_plan_one(endpoint, path, region, source, facts, sagemaker.allowUnverifiedSpecs))
         except ConfigError as error:
             in_snapshot = sagemaker.specSource == "snapshot" and error.key_path.startswith(
                 sagemaker.snapshotDir.rstrip("/") + "/"
@@ -912,11 +748,7 @@ def plan_sagemaker_endpoints(
             problem = f"cannot read the JumpStart snapshot: {type(error).__name__}"
             if isinstance(error, OSError) and error.filename:
                 problem += f" ({bounded(Path(error.filename).name)})"
-            errors.append(
-                ConfigError("sagemaker.snapshotDir", problem, "a copy made by tools/refresh_jumpstart_snapshot.py")
-            )
-    if len(errors) == 1:
-        raise errors[0]
+            errors.add("sagemaker.snapshotDir", problem, "a copy made by tools/refresh_jumpstart_snapshot.py")
     if errors:
         raise ConfigError.combined(errors)
     return planned
