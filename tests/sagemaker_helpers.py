@@ -13,7 +13,8 @@ from plan_helpers import FACTS, plan_of
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from serving_stack.config import parse_stack_config
 from serving_stack.config.secrets import required_secrets
-from serving_stack.facts.sagemaker import Container, version_tuple
+from serving_stack.facts.aws import version_key
+from serving_stack.facts.sagemaker import Container
 from serving_stack.plan.sagemaker import PlannedEndpoint
 from tools.mock_runtime import ProgramRun, plain_numbers
 
@@ -27,8 +28,8 @@ SECRET_SIG_KEY, SECRET_SIG = "4dabf18193072939515e22adb298388d", "1b47061264138c
 
 def picked_container(repo: str) -> Container:
     """The first listed container whose bundled vLLM meets the checkpoint's minimum (catalog/sagemaker_lmi.yaml)."""
-    minimum = version_tuple(FACTS.lmi.repositories[repo].minimumVllm)
-    return next(c for c in FACTS.lmi.containers if version_tuple(c.vllmVersion) >= minimum)
+    minimum = version_key(FACTS.lmi.repositories[repo].minimumVllm)
+    return next(c for c in FACTS.lmi.containers if version_key(c.vllmVersion) >= minimum)
 
 
 def expected_image_prefix(repo: str, region: str) -> str:

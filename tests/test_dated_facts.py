@@ -16,8 +16,8 @@ from catalog_picks import pick
 from plan_helpers import FACTS, plan_of
 
 from serving_stack.config import ConfigError
+from serving_stack.facts.aws import version_key
 from serving_stack.facts.dates import TODAY_ENV, VersionDates, today
-from serving_stack.facts.sagemaker import version_tuple
 from serving_stack.plan.throughput import instance_offers
 from tools.check_dates import dated_facts
 from tools.check_dates import main as check_dates
@@ -38,7 +38,7 @@ def prod_raw(version: str) -> dict[str, Any]:
 
 def newest_supported(day: datetime.date) -> str:
     supported = [v for v, d in CALENDAR.versions.items() if d.released <= day < d.endOfStandardSupport]
-    return max(supported, key=version_tuple)
+    return max(supported, key=version_key)
 
 
 # The newest version whose standard support ends while another is in it (so a refusal can name that one).
@@ -48,7 +48,7 @@ ENDING = max(
         for version, dates in CALENDAR.versions.items()
         if any(o.released <= dates.endOfStandardSupport < o.endOfStandardSupport for o in CALENDAR.versions.values())
     ),
-    key=version_tuple,
+    key=version_key,
 )
 END = CALENDAR.versions[ENDING].endOfStandardSupport
 
@@ -80,7 +80,7 @@ def test_a_version_warns_within_the_warning_window_and_not_before():
 
 
 def test_a_version_without_calendar_dates_is_refused():
-    unknown = f"1.{max(version_tuple(v)[1] for v in CALENDAR.versions) + 1}"
+    unknown = f"1.{max(version_key(v)[1] for v in CALENDAR.versions) + 1}"
     with pytest.raises(ConfigError, match=rf"^{KEY}: no EKS support dates for Kubernetes {unknown}"):
         plan_of(prod_raw(unknown), today=END)
 
@@ -188,7 +188,7 @@ def existing_raw(version: str) -> dict[str, Any]:
 
 
 def test_an_existing_cluster_on_a_version_the_calendar_lacks_is_refused():
-    unknown = f"1.{max(version_tuple(v)[1] for v in CALENDAR.versions) + 1}"
+    unknown = f"1.{max(version_key(v)[1] for v in CALENDAR.versions) + 1}"
     with pytest.raises(ConfigError, match=rf"^{EXISTING_KEY}: no EKS support dates for Kubernetes {unknown}"):
         plan_of(existing_raw(unknown), today=END)
 
@@ -205,7 +205,7 @@ def test_an_existing_cluster_is_judged_between_its_release_and_the_end_of_extend
 
 
 def test_the_platform_minimum_applies_to_a_created_and_to_an_existing_cluster():
-    above = f"1.{version_tuple(ENDING)[1] + 1}"
+    above = f"1.{version_key(ENDING)[1] + 1}"
     chart = FACTS.platform.chart.model_copy(update={"minKubernetes": above})
     facts = dataclasses.replace(FACTS, platform=FACTS.platform.model_copy(update={"chart": chart}))
     for raw, key in ((prod_raw(ENDING), KEY), (existing_raw(ENDING), EXISTING_KEY)):

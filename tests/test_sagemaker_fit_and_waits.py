@@ -18,7 +18,7 @@ from sagemaker_helpers import (
 )
 
 from serving_stack.errors import ConfigError
-from serving_stack.facts.sagemaker import version_tuple
+from serving_stack.facts.aws import version_key
 from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, pick_container
 
 LMI, FIT = FACTS.lmi, FACTS.lmi.fit
@@ -58,18 +58,18 @@ def test_bf16_does_not_fit_a_single_48_gb_gpu_and_fits_four():
 def test_the_picked_container_bundles_the_vllm_the_recipe_needs(repo):
     """The first listed container whose bundled vLLM meets the recipe's minimum; none listed before it does."""
     (planned,) = plan(stack(huggingface_endpoint(huggingface={"repo": repo})))
-    minimum = version_tuple(LMI.repositories[repo].minimumVllm)
+    minimum = version_key(LMI.repositories[repo].minimumVllm)
     container = picked_container(repo)
     assert planned.source.container == container.name
-    assert version_tuple(planned.source.vllm_version) >= minimum
+    assert version_key(planned.source.vllm_version) >= minimum
     earlier = LMI.containers[: LMI.containers.index(container)]
-    assert all(version_tuple(c.vllmVersion) < minimum for c in earlier)
+    assert all(version_key(c.vllmVersion) < minimum for c in earlier)
 
 
 def test_a_checkpoint_no_container_serves_is_refused_naming_both_versions():
     name, repo = next(iter(LMI.repositories.items()))
-    newest = max(LMI.containers, key=lambda c: version_tuple(c.vllmVersion))
-    beyond = ".".join(str(part + 1) for part in version_tuple(newest.vllmVersion))
+    newest = max(LMI.containers, key=lambda c: version_key(c.vllmVersion))
+    beyond = ".".join(str(part + 1) for part in version_key(newest.vllmVersion))
     raised = repo.model_copy(update={"minimumVllm": beyond})
     with pytest.raises(ConfigError) as caught:
         pick_container(name, raised, LMI, "sagemaker.endpoints[0].huggingface.repo")
@@ -83,7 +83,7 @@ def test_the_lmi_container_below_the_minimum_is_not_picked():
     """The pinned LMI (catalog/sagemaker_lmi.yaml) bundles a vLLM older than the recipe's minimum: refused."""
     name, repo = next(iter(LMI.repositories.items()))
     only_lmi = LMI.model_copy(update={"containers": tuple(c for c in LMI.containers if c.argumentForm == "lmi")})
-    if all(version_tuple(c.vllmVersion) >= version_tuple(repo.minimumVllm) for c in only_lmi.containers):
+    if all(version_key(c.vllmVersion) >= version_key(repo.minimumVllm) for c in only_lmi.containers):
         pytest.skip("every listed LMI meets the minimum")
     with pytest.raises(ConfigError, match=r"needs vLLM >= .* bundles vLLM"):
         pick_container(name, repo, only_lmi, "sagemaker.endpoints[0].huggingface.repo")

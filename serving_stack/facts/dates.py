@@ -13,7 +13,7 @@ from typing import Literal, Optional
 import pydantic
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.sagemaker import version_tuple
+from serving_stack.facts.aws import version_key
 from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 TODAY_ENV = "NEMOTRON_TODAY"
@@ -56,7 +56,7 @@ class EksVersionsFile(Data):
 
     def newest_in_standard_support(self, today: datetime.date) -> Optional[str]:
         supported = [v for v, dates in self.versions.items() if dates.released <= today < dates.endOfStandardSupport]
-        return max(supported, key=version_tuple) if supported else None
+        return max(supported, key=version_key) if supported else None
 
     def provenance(self) -> str:
         read = f"read {self.read.isoformat()}" if self.read else "dates not re-read"

@@ -1,20 +1,13 @@
-"""SageMaker facts as data, and JumpStart models resolved from them: instance types (GPUs, storage, price), the
-pinned LMI container, the checkpoints the Hugging Face path serves and how a model is judged to fit
-(`catalog/sagemaker_instances.yaml`, `catalog/sagemaker_lmi.yaml`; a new instance type, region or image tag is
-a data change). The loaders refuse data that contradicts its own stated rule (an instance the SDK's storage
-rule calls NVMe recorded as EBS).
+"""SageMaker facts as data (`catalog/sagemaker_instances.yaml`, `catalog/sagemaker_lmi.yaml`: instance types,
+the pinned LMI containers, the checkpoints the Hugging Face path serves and how a model is judged to fit), and
+JumpStart models resolved from them. The loaders refuse data that contradicts its own stated rule.
 
 A pinned JumpStart model resolves into the inputs of CreateModel and a production variant with plain boto3,
-not the SageMaker SDK (a ~1 GB install whose JumpStart resolution is private, while the data is public JSON: a
-manifest and one spec per model version). The rules mirror the SDK's (`sagemaker.jumpstart`: artifacts,
-image_uris, environment_variables, types.JumpStartMetadataConfig), so the stack deploys what
-`JumpStartModel(...).deploy()` would, as plain values checked before any resource exists.
-
-A spec is *verified* when it carries provenance: read from the content bucket just now (`S3SpecSource`:
-bucket, key, ETag, sha256), or committed by `tools/refresh_jumpstart_snapshot.py`, which records the same in
-`provenance.json` beside the specs; the snapshot checks the file's sha256 against that record, so a spec
-edited after it was fetched is unverified again. The SDK's bucket and directory overrides are honoured (a
-documented mirror is still a fetch; its bucket is part of the record).
+not the SageMaker SDK (a ~1 GB install whose JumpStart resolution is private, while the data is public JSON);
+the rules mirror the SDK's (`sagemaker.jumpstart`), so the stack deploys what `JumpStartModel(...).deploy()`
+would. A spec is *verified* when it carries provenance: read from the content bucket just now, or committed by
+`tools/refresh_jumpstart_snapshot.py` with its sha256 in `provenance.json` (a spec edited since is unverified
+again). The SDK's bucket and directory overrides are honoured (a mirror's bucket is part of the record).
 """
 
 from __future__ import annotations
@@ -34,16 +27,13 @@ from typing import Annotated, Any, Literal, Optional, Protocol
 import pydantic
 
 from serving_stack.errors import ConfigError, bounded, key_path
+from serving_stack.facts.aws import version_key
 from serving_stack.facts.strict_files import DATA_DIR, Data, load_json, load_model, parse_json, read_bytes
 
 Storage = Literal["ebs", "nvme"]
 GpuArchitecture = Literal["ampere", "ada", "hopper", "blackwell"]
 Precision = Literal["bf16", "nvfp4"]
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
 
 
 class Estimate(Data):
@@ -244,10 +234,10 @@ class LmiFile(Data):
 
     def first_meeting(self, minimum: str) -> Optional[Container]:
         """The first container (in preference order) whose bundled vLLM is at least `minimum`."""
-        return next((c for c in self.containers if version_tuple(c.vllmVersion) >= version_tuple(minimum)), None)
+        return next((c for c in self.containers if version_key(c.vllmVersion) >= version_key(minimum)), None)
 
     def newest(self) -> Container:
-        return max(self.containers, key=lambda c: version_tuple(c.vllmVersion))
+        return max(self.containers, key=lambda c: version_key(c.vllmVersion))
 
 
 @functools.lru_cache(maxsize=4)
@@ -413,26 +403,6 @@ def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProve
     return SpecProvenance(record["bucket"], record["key"], record["etag"], record["sha256"], record.get("fetched"))
 
 
-__all__ = [
-    "CONTENT_BUCKET_OVERRIDE",
-    "GATED_BUCKET_OVERRIDE",
-    "MANIFEST_DIR_OVERRIDE",
-    "MANIFEST_KEY",
-    "MODEL_BUCKET_OVERRIDE",
-    "SPECS_DIR_OVERRIDE",
-    "AdditionalModelData",
-    "ConfigKeys",
-    "JumpStartError",
-    "ResolvedJumpStartModel",
-    "S3ModelData",
-    "S3SpecSource",
-    "SnapshotSpecSource",
-    "SpecProvenance",
-    "SpecSource",
-    "content_bucket",
-    "gated_bucket",
-    "resolve_jumpstart_model",
-]
 REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
@@ -505,9 +475,6 @@ class ResolvedJumpStartModel:
     """What a SageMaker model and production variant take from the spec; nothing account-specific."""
 
     model_id: str
-    version: str
-    region: str
-    instance_type: str
     config_name: str | None
     image_uri: str
     model_data_source: S3ModelData
@@ -521,7 +488,6 @@ class ResolvedJumpStartModel:
     supported_instance_types: tuple[str, ...]
     gated: bool
     eula_key: str | None
-    spec_key: str
     provenance: Optional[SpecProvenance]
 
 
@@ -551,7 +517,7 @@ def resolve_jumpstart_model(
             f"unknown JumpStart model id {model_id!r}",
             ", ".join(close) or f"one of the {len(known)} ids in {MANIFEST_KEY}",
         )
-    versions = ", ".join(sorted(entries, key=_version_order))
+    versions = ", ".join(sorted(entries, key=version_key))
     if not version or "*" in version:
         raise JumpStartError(keys.version, f"{version!r} is not pinned; pin a version", versions)
     if version not in entries:
@@ -568,9 +534,7 @@ def resolve_jumpstart_model(
             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
         )
     try:
-        return _resolve_spec(
-            raw_spec, provenance, spec_key, model_id, version, region, instance_type, accept_eula, keys
-        )
+        return _resolve_spec(raw_spec, provenance, model_id, version, region, instance_type, accept_eula, keys)
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:  # a spec field of another shape
         raise JumpStartError(
             keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
@@ -593,7 +557,6 @@ def _manifest_entries(manifest: Any, keys: ConfigKeys) -> list[dict[str, str]]:
 def _resolve_spec(
     raw_spec: dict[str, Any],
     provenance: Optional[SpecProvenance],
-    spec_key: str,
     model_id: str,
     version: str,
     region: str,
@@ -618,9 +581,6 @@ def _resolve_spec(
     volume_size = spec.get("inference_volume_size")
     return ResolvedJumpStartModel(
         model_id=model_id,
-        version=version,
-        region=region,
-        instance_type=instance_type,
         config_name=config_name,
         image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
         model_data_source=_s3_model_data(
@@ -638,7 +598,6 @@ def _resolve_spec(
         supported_instance_types=supported,
         gated=gated,
         eula_key=eula_key,
-        spec_key=spec_key,
         provenance=provenance,
     )
 
@@ -660,10 +619,6 @@ def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str,
             "an image and artifacts, and this stack creates container models only",
             "open-weights JumpStart models, or source: huggingface",
         )
-
-
-def _version_order(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
 def _eula_error(
