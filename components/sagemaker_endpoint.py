@@ -34,11 +34,7 @@ import pulumi_aws.sagemaker as sm
 from components.iam import assume_role_policy
 from serving_stack.facts.sagemaker import S3ModelData
 from serving_stack.names import TypeTokens
-from serving_stack.plan.sagemaker import (
-    BlueGreen,
-    ModelContainer,
-    PlannedEndpoint,
-)
+from serving_stack.plan.sagemaker import BlueGreen, ModelContainer, PlannedEndpoint
 
 
 def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
@@ -443,14 +439,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         )
 
         alarms = rollback_alarms(
-            name,
-            endpoint_name,
-            variant.name,
-            region,
-            endpoint_config.name,
-            args.plan.deployment,
-            tags,
-            child,
+            name, endpoint_name, variant.name, region, endpoint_config.name, args.plan.deployment, tags, child
         )
         alarm_policy = aws.iam.RolePolicy(
             f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
@@ -495,10 +484,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
 
     @staticmethod
     def _autoscaling(
-        name: str,
-        args: SageMakerEndpointArgs,
-        endpoint: sm.Endpoint,
-        opts: pulumi.ResourceOptions,
+        name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions
     ) -> None:
         """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
         scaling, region = args.plan.scaling, args.plan.region

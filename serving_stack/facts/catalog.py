@@ -15,7 +15,7 @@ import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -239,27 +239,29 @@ def _speculative_method(configs: Sequence[dict[str, Any]]) -> str:
     return methods[0] if methods else NO_SPECULATION
 
 
+def _option(component: dict[str, Any], option: str) -> Optional[str]:
+    """The value after `option` in the component's first container's args (VALUED_OPTIONS are checked to have one)."""
+    args = [str(a) for a in component["podTemplate"]["spec"]["containers"][0].get("args", [])]
+    return args[args.index(option) + 1] if option in args else None
+
+
 def routing_of(dgd: dict[str, Any]) -> str:
     """`single`, `kv` (the frontend routes on KV events) or `<n>P<m>D` (prefill/decode replicas)."""
     components = dgd["spec"]["components"]
     if any(c["type"] in ("prefill", "decode") for c in components):
         count = {role: sum(c["replicas"] for c in components if c["type"] == role) for role in ("prefill", "decode")}
         return f"{count['prefill']}P{count['decode']}D"
-    for component in components:
-        if component["type"] == "frontend":
-            args = [str(a) for a in component["podTemplate"]["spec"]["containers"][0].get("args", [])]
-            if "--router-mode" in args and args[args.index("--router-mode") + 1] == "kv":
-                return "kv"
-    return "single"
+    frontends = (c for c in components if c["type"] == "frontend")
+    return "kv" if any(_option(c, "--router-mode") == "kv" for c in frontends) else "single"
 
 
+@dataclass(eq=False)
 class Recipe:
     """One target's upstream ConfigMap + DynamoGraphDeployment, with what the stack derives from them."""
 
-    def __init__(self, entry: TargetEntry, config_map: dict[str, Any], dgd: dict[str, Any]) -> None:
-        self.entry = entry
-        self.config_map = config_map
-        self.dgd = dgd
+    entry: TargetEntry
+    config_map: dict[str, Any]
+    dgd: dict[str, Any]
 
     @property
     def id(self) -> str:
@@ -333,11 +335,7 @@ class Recipe:
 
     @functools.cached_property
     def _checkpoints(self) -> tuple[str, ...]:
-        repos: list[str] = []
-        for component in self.worker_components():
-            args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
-            if "--model" in args:
-                repos.append(args[args.index("--model") + 1])
+        repos = [repo for c in self.worker_components() if (repo := _option(c, "--model")) is not None]
         for speculative in self._speculative_configs:
             draft = speculative.get("model") or speculative.get("speculative_model")  # MTP drafts with the base's heads
             repos += [draft] if draft else []
@@ -353,11 +351,11 @@ class Recipe:
 
     @property
     def served_model_name(self) -> str:
-        for component in self.worker_components():
-            args = component["podTemplate"]["spec"]["containers"][0].get("args", [])
-            if "--served-model-name" in args:
-                return str(args[args.index("--served-model-name") + 1])
-        raise ValueError(f"{self.id}: no --served-model-name in any worker")
+        names = (_option(c, "--served-model-name") for c in self.worker_components())
+        name = next((n for n in names if n is not None), None)
+        if name is None:
+            raise ValueError(f"{self.id}: no --served-model-name in any worker")
+        return name
 
     def copy_manifests(self) -> tuple[dict[str, Any], dict[str, Any]]:
         return copy.deepcopy(self.config_map), copy.deepcopy(self.dgd)
@@ -606,21 +604,15 @@ class RetiredTarget:
         )
 
 
+@dataclass(frozen=True, eq=False)
 class Catalog:
     """`recipes` are the targets of the absorbed revision; `retired` the ones earlier revisions had, still
     selectable by a stack (each with a warning naming what replaced it)."""
 
-    def __init__(
-        self,
-        data: CatalogFile,
-        recipes: dict[str, Recipe],
-        model_cache: ModelCacheFacts,
-        retired: Mapping[str, RetiredTarget] | None = None,
-    ):
-        self.data = data
-        self.recipes = recipes
-        self.model_cache = model_cache
-        self.retired: Mapping[str, RetiredTarget] = retired or {}
+    data: CatalogFile
+    recipes: dict[str, Recipe]
+    model_cache: ModelCacheFacts
+    retired: Mapping[str, RetiredTarget] = field(default_factory=dict)
 
     @property
     def criteria(self) -> Criteria:
@@ -675,10 +667,10 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path, section: str = "tar
         raise ConfigError(
             f"{key}.manifest", f"{name} cannot be read: {bounded(str(error) or type(error).__name__, quote=False)}"
         ) from None
-    for field, derived in derived_fields:
-        if getattr(entry, field) != derived:
+    for attribute, derived in derived_fields:
+        if getattr(entry, attribute) != derived:
             raise ConfigError(
-                f"{key}.{field}", f"{getattr(entry, field)!r}, but the manifest says {derived!r}", derived
+                f"{key}.{attribute}", f"{getattr(entry, attribute)!r}, but the manifest says {derived!r}", derived
             )
     return recipe
 
@@ -704,12 +696,11 @@ def _load_catalog(root: Path) -> Catalog:
             raise ConfigError(f"{key}.id", f"{old.id!r} is also a current or another retired target")
         retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
     for index, old in enumerate(data.retired):
-        for field in ("successor", "closest"):
-            named = getattr(old.retired, field)
+        for attribute in ("successor", "closest"):
+            named = getattr(old.retired, attribute)
             if named is not None and named not in recipes and named not in retired:
-                raise ConfigError(
-                    f"catalog/{TARGETS_FILE}: retired[{index}].retired.{field}", f"{named!r} is not in the catalog"
-                )
+                key = f"catalog/{TARGETS_FILE}: retired[{index}].retired.{attribute}"
+                raise ConfigError(key, f"{named!r} is not in the catalog")
     names = [r.name for r in recipes.values()]  # a retired target may share one: a stack selects one of them
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -621,13 +621,7 @@ def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str,
         )
 
 
-def _eula_error(
-    keys: ConfigKeys,
-    model_id: str,
-    version: str,
-    region: str,
-    eula_key: str | None,
-) -> JumpStartError:
+def _eula_error(keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None) -> JumpStartError:
     where = "its model page"
     if eula_key:
         where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
@@ -639,9 +633,7 @@ def _eula_error(
 
 
 def _deep_override(
-    base: dict[str, Any],
-    override: dict[str, Any],
-    deny: frozenset[str] = frozenset(),
+    base: dict[str, Any], override: dict[str, Any], deny: frozenset[str] = frozenset()
 ) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -719,10 +711,7 @@ def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelDa
 
 
 def _additional_sources(
-    spec: dict[str, Any],
-    region: str,
-    accept_eula: bool,
-    keys: ConfigKeys,
+    spec: dict[str, Any], region: str, accept_eula: bool, keys: ConfigKeys
 ) -> list[AdditionalModelData]:
     """Speculative-decoding drafts only: the SDK attaches no other kind to a model."""
     sources: list[AdditionalModelData] = []
