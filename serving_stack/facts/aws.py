@@ -1,21 +1,11 @@
 """AWS facts as data: GPU types, instance types, fabric profiles, Regions and zones, pinned platform software,
-capacity prices and the autoscaling pins. Code interprets this data; adding an instance type, a GPU or a fabric
-is a data change.
+capacity prices and the autoscaling pins; adding an instance type, a GPU or a fabric is a data change.
 
-`load_aws_catalog()` reads `catalog/instance_types.yaml`, `gpus.yaml`, `fabrics.yaml`, `aws_platform.yaml` and
-`aws_regions.yaml`, validates them, cross-checks them (every instance type's GPU, its Local Zone groups, the
-device plugin and DRA driver pins it needs) and stops the program with the file and key of a bad entry.
-
-- GPUs: the product label GPU Feature Discovery reports, memory, host arch. Pools and targets meet here: a pool
-  says which GPU its nodes hold, a recipe pins its workers to a product label; a label no entry knows is a new
-  GPU (`gpu_of_product` answers None, and the plan's config error says to add it here).
-- Zones: a zone name AWS does not have, or one of another Region, fails while planning with the key and the
-  names allowed. Local Zones are kept apart from AZs: the EKS control plane gets AZ subnets only, and a Local
-  Zone must be opted in (its zone group) before anything launches there.
-- Platform (`aws_platform.yaml`): device plugins, the NVIDIA DRA driver, EKS add-ons and the node role's
-  managed policies; every chart pin names its source, and what a pin supports is checked against the instances.
-- `capacity_prices.yaml` (Capacity Block prices, for the planner) and `autoscaling.yaml` (the KEDA and
-  cluster-autoscaler pins and the Prometheus queries).
+`load_aws_catalog()` validates and cross-checks the files (every instance type's GPU, its Local Zone groups, the
+device plugin and DRA driver pins it needs) and stops the program with the file and key of a bad entry. A GPU
+product label no entry knows is a new GPU (`gpu_of_product` answers None, and the plan says to add it here).
+Local Zones are kept apart from AZs: the EKS control plane gets AZ subnets only, and a Local Zone must be opted
+in (its zone group) before anything launches there.
 """
 
 from __future__ import annotations
@@ -394,48 +384,47 @@ class AwsCatalog:
         return gpu_of_product(self.gpus, product_label)
 
 
-def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> Optional[ConfigError]:
+def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> None:
     """What the other files must hold for this instance type: its GPU, its Local Zone groups, the pins."""
     key = f"catalog/instance_types.yaml: instanceTypes.{name}"
     pins, dra = catalog.platform.devicePlugins, catalog.platform.draDriver
     groups = {z.group for r in catalog.regions.regions.values() for z in r.localZones.values()}
     if instance.gpu not in catalog.gpus:
-        return ConfigError(f"{key}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
+        raise ConfigError(f"{key}.gpu", f"unknown GPU {instance.gpu!r}", ", ".join(catalog.gpus))
     if instance.gpuMemoryGB != catalog.gpus[instance.gpu].memoryGB:
-        return ConfigError(
+        raise ConfigError(
             f"{key}.gpuMemoryGB",
             f"{instance.gpuMemoryGB} GB, but catalog/gpus.yaml says "
             f"{instance.gpu} has {catalog.gpus[instance.gpu].memoryGB} GB",
         )
     if instance.amiType not in catalog.platform.imageDelivery:
-        return ConfigError(f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry")
+        raise ConfigError(f"{key}.amiType", f"{instance.amiType} has no catalog/aws_platform.yaml imageDelivery entry")
     required_arch = catalog.gpus[instance.gpu].arch
     if required_arch and instance.arch != required_arch:
-        return ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
+        raise ConfigError(f"{key}.arch", f"{instance.gpu} hosts are {required_arch}")
     unknown = [g for g in instance.localZoneGroups if g not in groups]
     if unknown:
-        return ConfigError(
+        raise ConfigError(
             f"{key}.localZoneGroups", f"{unknown[0]!r} is not a Local Zone group of catalog/aws_regions.yaml"
         )
     if instance.arch not in pins.nvidia.architectures:
-        return ConfigError(f"{key}.arch", f"the pinned NVIDIA device plugin runs on {pins.nvidia.architectures} only")
+        raise ConfigError(f"{key}.arch", f"the pinned NVIDIA device plugin runs on {pins.nvidia.architectures} only")
     if instance.efaInterfaces and name not in pins.efa.supportedInstanceTypes:
-        return ConfigError(
+        raise ConfigError(
             f"{key}",
             f"the pinned EFA device plugin chart {pins.efa.version} does not list it "
             "(catalog/aws_platform.yaml devicePlugins.efa.supportedInstanceTypes)",
         )
     minimum = instance.minEfaDevicePlugin
     if minimum and min(version_key(pins.efa.version), version_key(pins.efa.appVersion)) < version_key(minimum):
-        return ConfigError(
+        raise ConfigError(
             f"{key}.minEfaDevicePlugin",
             f"needs the EFA device plugin {minimum}+, pinned chart {pins.efa.version} (plugin {pins.efa.appVersion})",
         )
     if instance.computeDomains and version_key(instance.minKubernetes or "0.0") < version_key(dra.minKubernetes):
-        return ConfigError(
+        raise ConfigError(
             f"{key}.minKubernetes", f"the pinned DRA driver {dra.version} needs Kubernetes >= {dra.minKubernetes}"
         )
-    return None
 
 
 @functools.lru_cache(maxsize=4)
@@ -448,9 +437,7 @@ def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
         load_aws_regions(root),
     )
     for name, instance in catalog.instance_types.items():
-        error = _check_instance(catalog, name, instance)
-        if error:
-            raise error
+        _check_instance(catalog, name, instance)
     return catalog
 
 
@@ -482,11 +469,6 @@ class CapacityPricesFile(Data):
 @functools.lru_cache(maxsize=4)
 def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
-
-
-# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.
-ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
-ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
 
 
 @dataclass(frozen=True)
@@ -531,6 +513,12 @@ class ClusterAutoscalerChart(Chart):
     serviceAccount: str
 
 
+# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales: the data names the
+# same one (`ScalingAdapter` accepts only these).
+ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
+ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
+
+
 class ScalingAdapter(Data):
     apiVersion: Literal["nvidia.com/v1alpha1"]
     kind: Literal["DynamoGraphDeploymentScalingAdapter"]
@@ -553,12 +541,6 @@ class AutoscalingFile(Data):
     clusterAutoscaler: ClusterAutoscalerChart
     scalingAdapter: ScalingAdapter
     metrics: Metrics
-
-    @pydantic.model_validator(mode="after")
-    def _matches_code(self) -> AutoscalingFile:
-        if (self.scalingAdapter.apiVersion, self.scalingAdapter.kind) != (ADAPTER_API_VERSION, ADAPTER_KIND):
-            raise ValueError("scalingAdapter differs from autoscaling_plan.ADAPTER_API_VERSION / ADAPTER_KIND")
-        return self
 
 
 @functools.lru_cache(maxsize=4)
