@@ -47,7 +47,7 @@ def test_jumpstart_endpoint_plans_the_contract_entry_and_spec_defaults():
     assert (variant.volume_size_gb, variant.ebs_storage, variant.inference_ami_version) == (None, False, None)
     assert planned.container.enable_network_isolation
     assert not planned.container.needs_hf_token
-    assert not planned.spec_verified
+    assert planned.source.provenance is None
     assert planned.tags["nemotron.nvidia.com/jumpstart-spec"] == "unverified"
 
 

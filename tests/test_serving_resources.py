@@ -142,13 +142,12 @@ def test_model_cache_pvc_and_download_jobs():
         (script,) = container["args"]
         assert script.startswith(job.container["args"][0])  # then the check that marks each checkpoint downloaded
     base = cache.jobs[0].repos[0]
+    base_env = next(name for job in cache.jobs for name, repo in job.checkpoints if repo == base)
     (job,) = _download_jobs("dev")
     container = job["spec"]["template"]["spec"]["containers"][0]
     upstream_names = {name for upstream in cache.jobs for name, _ in upstream.checkpoints}
-    assert [e for e in container["env"] if e["name"] in upstream_names] == [
-        {"name": cache.env_name_of(base), "value": base}
-    ]
-    assert f"for env_name in {env_name_tuple([cache.env_name_of(base)])}:" in container["args"][0]
+    assert [e for e in container["env"] if e["name"] in upstream_names] == [{"name": base_env, "value": base}]
+    assert f"for env_name in {env_name_tuple([base_env])}:" in container["args"][0]
     assert "envFrom" not in container  # no hfToken in dev: public checkpoints
 
 

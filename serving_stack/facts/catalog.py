@@ -455,10 +455,6 @@ class ModelCacheFacts:
         """Every checkpoint some download Job fetches, first mention first."""
         return list(dict.fromkeys(repo for job in self.jobs for repo in job.repos))
 
-    def env_name_of(self, repo: str) -> str | None:
-        """Upstream's env name for a repo (from the first Job that fetches it)."""
-        return next((name for job in self.jobs for name, r in job.checkpoints if r == repo), None)
-
 
 def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
     """The (env name, repo) pairs a download Job fetches; a Job that is not one stops with `key` named."""

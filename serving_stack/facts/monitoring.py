@@ -21,7 +21,6 @@ from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 METRIC_NAME = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 METRIC_REFERENCE = re.compile(r"@([A-Za-z]+)\.([A-Za-z]+)")
-HISTOGRAM_SERIES_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
 class Metric(Data):
@@ -46,12 +45,6 @@ class Metric(Data):
     def regex(self, label: str, value_set: str) -> str:
         """The values as a PromQL regex alternation, for `label=~"..."`."""
         return "|".join(re.escape(v) for v in self.values(label, value_set))
-
-    def series_names(self) -> tuple[str, ...]:
-        """The series Prometheus stores for this metric (a histogram is three)."""
-        if self.type == "histogram":
-            return tuple(self.name + suffix for suffix in HISTOGRAM_SERIES_SUFFIXES)
-        return (self.name,)
 
 
 class MetricGroup(Data):
@@ -79,12 +72,6 @@ class MetricsCatalog(Data):
             return self.groups[group].metrics[key]
         except KeyError:
             raise KeyError(f"no metric {group}.{key} in catalog/metrics.yaml") from None
-
-    def source_of(self, group: str, key: str) -> str:
-        return self.metric(group, key).source or self.groups[group].source
-
-    def all_names(self) -> frozenset[str]:
-        return frozenset(m.name for g in self.groups.values() for m in g.metrics.values())
 
     def resolve(self, template: str) -> str:
         """Replace every `@group.key` in a PromQL template by that metric's exposed name."""

@@ -179,10 +179,6 @@ class PlannedEndpoint:
     notes: tuple[str, ...] = ()
 
     @property
-    def spec_verified(self) -> bool:
-        return not isinstance(self.source, JumpStartSource) or self.source.provenance is not None
-
-    @property
     def tags(self) -> Mapping[str, str]:
         tags = {ENDPOINT_TAG: self.name}
         if isinstance(self.source, JumpStartSource):
