@@ -157,16 +157,14 @@ def _ecr_repository_arn(image: str, part: str) -> str:
 
 
 def execution_policy(
-    container: ModelContainer,
-    endpoint_name: str,
-    region: str,
-    part: str,
+    plan: PlannedEndpoint,
     role_arn: pulumi.Output[str],
     kms_key_arn: Optional[pulumi.Input[str]],
     capture_bucket: Optional[aws.s3.Bucket],
 ) -> pulumi.Output[str]:
     """What the endpoint's instances do with the role: pull the image, read the artifacts, write logs
     and metrics, and write captured data. No managed policy (never AmazonSageMakerFullAccess)."""
+    container, endpoint_name, region, part = plan.container, plan.name, plan.region, partition(plan.region)
     account = role_arn.apply(lambda arn: arn.split(":")[4])
     log_group = pulumi.Output.concat(
         f"arn:{part}:logs:{region}:", account, f":log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
@@ -289,22 +287,15 @@ def capture_bucket(
 
 
 def rollback_alarms(
-    name: str,
-    endpoint_name: str,
-    variant_name: str,
-    region: str,
-    endpoint_config_name: pulumi.Input[str],
-    deployment: BlueGreen,
-    tags: Mapping[str, str],
-    opts: pulumi.ResourceOptions,
+    name: str, plan: PlannedEndpoint, endpoint_config_name: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
-    thresholds = deployment.config.rollbackAlarms
+    thresholds, endpoint_name, region, tags = plan.deployment.config.rollbackAlarms, plan.name, plan.region, plan.tags
     common: dict[str, Any] = {
         "namespace": SAGEMAKER_NAMESPACE,
         "dimensions": {
             "EndpointName": endpoint_name,
-            "VariantName": variant_name,
+            "VariantName": plan.variant.name,
             "EndpointConfigName": endpoint_config_name,
         },
         "period": thresholds.periodSeconds,
@@ -385,7 +376,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy",
             role=role.id,
-            policy=execution_policy(args.plan.container, endpoint_name, region, part, role.arn, kms_key_arn, bucket),
+            policy=execution_policy(args.plan, role.arn, kms_key_arn, bucket),
             opts=child,
         )
 
@@ -438,9 +429,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             opts=retained,
         )
 
-        alarms = rollback_alarms(
-            name, endpoint_name, variant.name, region, endpoint_config.name, args.plan.deployment, tags, child
-        )
+        alarms = rollback_alarms(name, args.plan, endpoint_config.name, child)
         alarm_policy = aws.iam.RolePolicy(
             f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
         )
