@@ -154,16 +154,8 @@ class PersistentVolumeClaimShape(_Shape):
     spec: _ClaimSpec
 
 
-class _JobPodSpec(_Shape):
-    containers: list[_Container] = pydantic.Field(min_length=1)
-
-
-class _JobTemplate(_Shape):
-    spec: _JobPodSpec
-
-
 class _JobSpec(_Shape):
-    template: _JobTemplate
+    template: _PodTemplate
 
 
 class JobShape(_Shape):

@@ -28,7 +28,7 @@ import pydantic
 
 from serving_stack.errors import ConfigError, bounded, key_path
 from serving_stack.facts.aws import version_key
-from serving_stack.facts.strict_files import DATA_DIR, Data, load_json, load_model, parse_json, read_bytes
+from serving_stack.facts.strict_files import DATA_DIR, PROJECT_DIR, Data, load_json, load_model, parse_json, read_bytes
 
 Storage = Literal["ebs", "nvme"]
 GpuArchitecture = Literal["ampere", "ada", "hopper", "blackwell"]
@@ -268,7 +268,6 @@ ENVIRONMENT_OVERRIDES = (
     MANIFEST_DIR_OVERRIDE,
     SPECS_DIR_OVERRIDE,
 )
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def content_bucket(region: str) -> str:

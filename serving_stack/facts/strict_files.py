@@ -192,7 +192,8 @@ def load_json(path: Path, key: str, name: str | None = None) -> Any:
     return parse_json(read_bytes(path, key, name), key, name)
 
 
-PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "catalog"
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+PROJECT_DATA_DIR = PROJECT_DIR / "catalog"
 # The one switch to another copy of the data (an absorbed upstream revision under test, a staging copy).
 CATALOG_DIR_ENV = "NEMOTRON_CATALOG_DIR"
 DATA_DIR = Path(os.environ[CATALOG_DIR_ENV]).resolve() if os.environ.get(CATALOG_DIR_ENV) else PROJECT_DATA_DIR

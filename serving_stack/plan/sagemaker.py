@@ -52,7 +52,7 @@ from serving_stack.facts.sagemaker import (
     SpecSource,
     resolve_jumpstart_model,
 )
-from serving_stack.facts.strict_files import PROJECT_DATA_DIR
+from serving_stack.facts.strict_files import PROJECT_DIR
 from serving_stack.plan.placeholders import Placeholder
 
 # Tags on the endpoint's model, config and endpoint: what it serves and from what, readable in AWS, by the
@@ -63,7 +63,6 @@ SPEC_PROVENANCE_TAG = "nemotron.nvidia.com/jumpstart-spec"
 PRECISION_TAG = "nemotron.nvidia.com/precision"
 UNVERIFIED = "unverified"
 PROVIDER_INSERVICE_WAIT_SECONDS = 3600
-PROJECT_DIR = PROJECT_DATA_DIR.parent
 REGION_KEY = "sagemaker.region"
 # The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
 # reads as a version): it renders, and `pulumi up` refuses it.
