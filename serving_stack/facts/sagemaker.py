@@ -34,6 +34,9 @@ Storage = Literal["ebs", "nvme"]
 GpuArchitecture = Literal["ampere", "ada", "hopper", "blackwell"]
 Precision = Literal["bf16", "nvfp4"]
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
+# reads as a version): it renders, and `pulumi up` refuses it.
+UNREAD_TAG = "{vllm}-tag-not-read"
 
 
 class Estimate(Data):
@@ -219,18 +222,15 @@ class LmiFile(Data):
                 raise ValueError(f"container {container.name}: argumentForm {container.argumentForm!r} is not listed")
         return self
 
-    def registry(self, region: str) -> Optional[str]:
-        """The Deep Learning Containers registry of `region`, or None where none is listed."""
+    def image(self, container: Container, region: str) -> Optional[str]:
+        """`container`'s image in the Deep Learning Containers registry of `region` (UNREAD_TAG where the tag was
+        not read), or None where no registry is listed."""
         account = self.registries.accounts.get(region)
         if account is None:
             return None
         suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
-        return f"{account}.dkr.ecr.{region}{suffix}"
-
-    def image(self, container: Container, region: str) -> Optional[str]:
-        """`container`'s image in `region`, or None without a registry there or a tag read."""
-        registry = self.registry(region)
-        return f"{registry}/{container.repository}:{container.tag}" if registry and container.tag else None
+        tag = container.tag or UNREAD_TAG.format(vllm=container.vllmVersion)
+        return f"{account}.dkr.ecr.{region}{suffix}/{container.repository}:{tag}"
 
     def first_meeting(self, minimum: str) -> Optional[Container]:
         """The first container (in preference order) whose bundled vLLM is at least `minimum`."""

@@ -64,9 +64,6 @@ PRECISION_TAG = "nemotron.nvidia.com/precision"
 UNVERIFIED = "unverified"
 PROVIDER_INSERVICE_WAIT_SECONDS = 3600
 REGION_KEY = "sagemaker.region"
-# The image tag of a listed container whose data file was not read (after its vLLM version, so the tag still
-# reads as a version): it renders, and `pulumi up` refuses it.
-UNREAD_TAG = "{vllm}-tag-not-read"
 Shifting = Literal["CANARY", "LINEAR", "ALL_AT_ONCE"]
 
 
@@ -308,20 +305,18 @@ def huggingface_model(
     placeholders: tuple[Placeholder, ...] = ()
     image = model.lmiImage
     if chosen is not None:
-        registry = lmi.registry(region)
-        if registry is None:
+        image = lmi.image(chosen, region)
+        if image is None:
             raise ConfigError(
                 f"{path}.huggingface.lmiImage",
                 f"no Deep Learning Containers registry for {region!r} in catalog/sagemaker_lmi.yaml",
                 f"a region listed there ({', '.join(lmi.registries.accounts)}), or an image",
             )
-        tag = chosen.tag or UNREAD_TAG.format(vllm=chosen.vllmVersion)
-        image = f"{registry}/{chosen.repository}:{tag}"
         if chosen.tag is None:
             placeholders = (
                 Placeholder(
                     f"catalog/sagemaker_lmi.yaml containers[{lmi.containers.index(chosen)}].tag",
-                    tag,
+                    image.rpartition(":")[2],
                     f"{chosen.release}'s image tag was not read ({chosen.source.split(' (')[0]})",
                     "the tag that data file names",
                 ),
