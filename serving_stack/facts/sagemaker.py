@@ -286,16 +286,14 @@ def sha256_hex(body: bytes) -> str:
 
 @dataclass(frozen=True)
 class SpecProvenance:
-    """Where a spec was read: the object in the content bucket, its ETag and the sha256 of its bytes."""
+    """Where a spec was read: the object in the content bucket and the sha256 of its bytes."""
 
     bucket: str
     key: str
-    etag: str
     sha256: str
-    fetched: Optional[str] = None  # ISO date the snapshot was taken; None for a live read
 
     def label(self) -> str:
-        """Short and stable (no date), fit for an AWS tag value (at most 256 characters)."""
+        """Short and stable, fit for an AWS tag value (at most 256 characters)."""
         return f"s3://{self.bucket}/{self.key}@sha256:{self.sha256[:16]}"
 
 
@@ -314,16 +312,15 @@ class S3SpecSource:
     region: str
     s3_client: Any
 
-    def _get(self, key: str) -> tuple[bytes, str]:
-        response = self.s3_client.get_object(Bucket=content_bucket(self.region), Key=key)
-        return response["Body"].read(), str(response.get("ETag", "")).strip('"')
+    def _get(self, key: str) -> bytes:
+        return bytes(self.s3_client.get_object(Bucket=content_bucket(self.region), Key=key)["Body"].read())
 
     def read_json(self, key: str) -> Any:
-        return json.loads(self._get(key)[0])
+        return json.loads(self._get(key))
 
     def read_spec(self, key: str) -> tuple[dict[str, Any], Optional[SpecProvenance]]:
-        body, etag = self._get(key)
-        return json.loads(body), SpecProvenance(content_bucket(self.region), key, etag, sha256_hex(body))
+        body = self._get(key)
+        return json.loads(body), SpecProvenance(content_bucket(self.region), key, sha256_hex(body))
 
 
 @dataclass(frozen=True)
@@ -399,7 +396,7 @@ def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProve
     record = read_provenance_file(root).get(key)
     if record is None or record.get("sha256") != sha256_hex(body):
         return None
-    return SpecProvenance(record["bucket"], record["key"], record["etag"], record["sha256"], record.get("fetched"))
+    return SpecProvenance(record["bucket"], record["key"], record["sha256"])
 
 
 REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"

@@ -84,7 +84,6 @@ class HuggingFaceSource:
     the image still lacks for a real `up`."""
 
     repo: str
-    pinned_image: bool
     precision_path: str
     container: Optional[str] = None
     vllm_version: Optional[str] = None
@@ -386,7 +385,6 @@ def huggingface_model(
     )
     source = HuggingFaceSource(
         model.repo,
-        pinned_image=chosen is not None,
         precision_path=repo.runsAs.path,
         container=chosen.name if chosen else None,
         vllm_version=chosen.vllmVersion if chosen else None,
