@@ -23,7 +23,6 @@ planned (`serving_stack.plan.sagemaker`); module-level functions map it onto the
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -246,14 +245,10 @@ def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
 
 
 def capture_bucket(
-    name: str,
-    region: str,
-    kms_key_arn: Optional[pulumi.Input[str]],
-    *,
-    tags: Mapping[str, str],
-    parent: pulumi.Resource,
+    name: str, plan: PlannedEndpoint, kms_key_arn: Optional[pulumi.Input[str]], parent: pulumi.Resource
 ) -> aws.s3.Bucket:
     """An auto-named, SSE-KMS, private bucket that is kept when the stack lets go of it."""
+    region, tags = plan.region, plan.tags
     bucket = aws.s3.Bucket(
         f"{name}-capture",
         region=region,
@@ -363,7 +358,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                 tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=capture),
             ).arn
-        bucket = capture_bucket(name, region, kms_key_arn, tags=tags, parent=self) if capture else None
+        bucket = capture_bucket(name, args.plan, kms_key_arn, self) if capture else None
 
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         role = aws.iam.Role(
