@@ -17,7 +17,7 @@ from serving_stack.plan.monitoring import (
     plan_monitoring,
     rule_groups,
 )
-from serving_stack.plan.operability import CanaryAlerting, operability_settings
+from serving_stack.plan.operability import CanaryAlerting
 from serving_stack.plan.watched_targets import watched_target
 from tools.mock_runtime import ProgramRun
 
@@ -41,9 +41,7 @@ def catalog_targets(libfabric: bool = True) -> list[WatchedTarget]:
 
 def canary_alerting() -> CanaryAlerting:
     """The canaries as the `operability` block's defaults configure them."""
-    alerting = operability_settings(OperabilityConfig()).canary_alerting
-    assert alerting is not None
-    return alerting
+    return CanaryAlerting(OperabilityConfig().canary.intervalSeconds)
 
 
 def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[dict[str, Any]]:

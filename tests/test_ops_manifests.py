@@ -17,7 +17,7 @@ from serving_stack.config.serving import TargetConfig
 from serving_stack.contract.outputs import frontend_url
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan import operability
-from serving_stack.plan.operability import SMOKE_WAIT_AFTER_READY_SECONDS, Endpoint, operability_settings
+from serving_stack.plan.operability import SMOKE_WAIT_AFTER_READY_SECONDS, Endpoint
 from serving_stack.plan.serving import effective_replicas, gpus_used
 
 pytestmark = pytest.mark.catalog_driven
@@ -26,8 +26,8 @@ KUBERNETES_VERSION = "1.33.0"
 NAMESPACE = "nemotron-test"
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog()
-SETTINGS = operability_settings(OperabilityConfig())  # the block's defaults
-TRACE = SETTINGS.benchmark.trace_file
+SETTINGS = OperabilityConfig()  # the block's defaults
+TRACE = SETTINGS.benchmark.traceFile
 
 
 def endpoint_of(recipe) -> Endpoint:
@@ -55,7 +55,7 @@ def objects_for(recipe) -> dict[str, dict]:
         published=published_of(recipe),
     )
     canary = operability.canary_deployment(endpoint, NAMESPACE, SETTINGS.canary, {"example/sha256": "0" * 64})
-    smoke_job = operability.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smoke, SMOKE_WAIT_AFTER_READY_SECONDS, {})
+    smoke_job = operability.smoke_test_job(endpoint, NAMESPACE, SETTINGS.smokeTests, SMOKE_WAIT_AFTER_READY_SECONDS, {})
     return {
         "smoke": smoke_job,
         "bench": bench,

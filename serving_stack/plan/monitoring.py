@@ -43,7 +43,7 @@ from serving_stack.facts.monitoring import (
     Variable,
 )
 from serving_stack.names import RELEASE_LABEL
-from serving_stack.plan.operability import CanaryAlerting, canary_alerts
+from serving_stack.plan.operability import Alert, CanaryAlerting, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 
@@ -77,14 +77,6 @@ class AlertThresholds:
     ttft_p50_seconds: float
     min_tokens_per_second_per_user: float
     slo: SloSettings
-
-
-@dataclass(frozen=True)
-class _Alert:
-    name: str
-    expr: str
-    summary: str
-    description: str
 
 
 def alert_thresholds(
@@ -121,7 +113,7 @@ def rule_groups(
     groups = [builder.target_group(target) for target in targets]
     if canary is not None and targets:
         rules = [
-            builder.rule(_Alert(*alert), {"target": target.target_id})
+            builder.rule(alert, {"target": target.target_id})
             for target in targets
             for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)
         ]
@@ -145,7 +137,7 @@ class _RuleBuilder:
         self.window = facts.rateWindow
         self.runbook_base_url = runbook_base_url
 
-    def rule(self, alert: _Alert, labels: dict[str, str]) -> dict[str, Any]:
+    def rule(self, alert: Alert, labels: dict[str, str]) -> dict[str, Any]:
         policy = self.facts.alerts[alert.name]
         return {
             "alert": alert.name,
@@ -192,56 +184,56 @@ class _RuleBuilder:
             f"histogram_quantile({quantile}, sum by (namespace, le) (rate({ttft}_bucket{{{selector}}}[{self.window}])))"
         )
 
-    def ttft(self, target: WatchedTarget, frontend: str, quantile: float, limit: float, name: str, what: str) -> _Alert:
+    def ttft(self, target: WatchedTarget, frontend: str, quantile: float, limit: float, name: str, what: str) -> Alert:
         percentile = f"p{round(quantile * 100)}"
-        return _Alert(
+        return Alert(
             name,
             f"{self._quantile(quantile, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT {percentile} above {what} ({limit:g} s)",
             f"TTFT {percentile} over {self.window} is {VALUE} s, above {what} of {limit:g} s.",
         )
 
-    def tokens_per_user(self, target: WatchedTarget, frontend: str) -> _Alert:
+    def tokens_per_user(self, target: WatchedTarget, frontend: str) -> Alert:
         itl = self.m.metric("dynamoFrontend", "interTokenLatency").name
         limit = self.t.min_tokens_per_second_per_user
         tokens_per_second = (
             f"sum by (namespace) (rate({itl}_count{{{frontend}}}[{self.window}]))"
             f" / sum by (namespace) (rate({itl}_sum{{{frontend}}}[{self.window}]))"
         )
-        return _Alert(
+        return Alert(
             "NemotronTokensPerUserBelowCriteria",
             f"{tokens_per_second} < {limit:g}",
             f"{target.target_id}: tokens/s per user below the published criterion ({limit:g})",
             f"Tokens/s per user (1 / mean inter-token latency) over {self.window} is {VALUE}, below {limit:g}.",
         )
 
-    def kv_cache(self, target: WatchedTarget, workers: str) -> _Alert:
+    def kv_cache(self, target: WatchedTarget, workers: str) -> Alert:
         usage = self.m.metric("dynamoWorker", "kvCacheUsage").name
         limit = self.t.slo.maxKvCacheUsage
-        return _Alert(
+        return Alert(
             "NemotronKvCacheNearlyFull",
             f"max by (namespace, pod) ({usage}{{{workers}}}) > {limit:g}",
             f"{target.target_id}: KV cache of {{{{ $labels.pod }}}} above {limit:.0%}",
             f"KV cache usage of {{{{ $labels.pod }}}} is {VALUE} (a 0..1 fraction), above {limit:g}: new requests queue or preempt.",
         )
 
-    def queue_growth(self, target: WatchedTarget, frontend: str) -> _Alert:
+    def queue_growth(self, target: WatchedTarget, frontend: str) -> Alert:
         stage = self.m.metric("dynamoFrontend", "stageRequests")
         queued = f'{stage.name}{{{frontend}, stage=~"{stage.regex("stage", "queued")}"}}'
         window, limit = self.t.slo.queueGrowthWindow, self.t.slo.queueGrowthRequests
-        return _Alert(
+        return Alert(
             "NemotronQueueGrowing",
             f"sum by (namespace) ({queued}) - sum by (namespace) ({queued} offset {window}) > {limit:g}",
             f"{target.target_id}: frontend queue grew by more than {limit:g} requests in {window}",
             f"The frontend queue ({', '.join(stage.values('stage', 'queued'))}) grew by {VALUE} requests over {window}.",
         )
 
-    def error_ratio(self, target: WatchedTarget, frontend: str) -> _Alert:
+    def error_ratio(self, target: WatchedTarget, frontend: str) -> Alert:
         requests = self.m.metric("dynamoFrontend", "requests")
         status = requests.values("status", "error")[0]
         errors = f'{frontend}, status="{status}", error_type!~"{requests.regex("error_type", "client")}"'
         limit = self.t.slo.maxErrorRatio
-        return _Alert(
+        return Alert(
             "NemotronErrorRatioHigh",
             f"sum by (namespace) (rate({requests.name}{{{errors}}}[{self.window}]))"
             f" / sum by (namespace) (rate({requests.name}{{{frontend}}}[{self.window}])) > {limit:g}",
@@ -249,24 +241,24 @@ class _RuleBuilder:
             f"{VALUE} of requests over {self.window} failed server-side (client errors excluded), above {limit:g}.",
         )
 
-    def worker_restarts(self, target: WatchedTarget, workers: str) -> _Alert:
+    def worker_restarts(self, target: WatchedTarget, workers: str) -> Alert:
         restarts = f"{self.m.metric('kubeStateMetrics', 'containerRestarts').name}{{{workers}}}"
         window, limit = self.t.slo.workerRestartWindow, self.t.slo.maxWorkerRestarts
         # max - min over the window counts restarts exactly; increase() would extrapolate N restarts past N.
-        return _Alert(
+        return Alert(
             "NemotronWorkerRestarting",
             f"max_over_time({restarts}[{window}]) - min_over_time({restarts}[{window}]) > {limit:g}",
             f"{target.target_id}: worker {{{{ $labels.pod }}}} restarted",
             f"Container {{{{ $labels.container }}}} of {{{{ $labels.pod }}}} restarted {VALUE} times in {window} (allowed: {limit:g}).",
         )
 
-    def gpu_memory(self, target: WatchedTarget, workers: str) -> _Alert:
+    def gpu_memory(self, target: WatchedTarget, workers: str) -> Alert:
         used, free, reserved = (
             f"{self.m.metric('dcgm', key).name}{{{workers}}}"
             for key in ("framebufferUsed", "framebufferFree", "framebufferReserved")
         )
         limit = self.t.slo.maxGpuMemoryRatio
-        return _Alert(
+        return Alert(
             "NemotronGpuMemoryHigh",
             f"{used} / ({used} + {free} + {reserved}) > {limit:g}",
             f"{target.target_id}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} above {limit:.0%} memory",
@@ -274,9 +266,9 @@ class _RuleBuilder:
             "more than the engine preallocates, an out-of-memory is near.",
         )
 
-    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> _Alert:
+    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> Alert:
         limit = round(self.t.slo.kvFallbackTtftFactor * published_ttft_p50_seconds, 4)
-        return _Alert(
+        return Alert(
             "NemotronKvTransferSlowerThanFabric",
             f"{self._quantile(0.5, frontend)} > {limit:g}",
             f"{target.target_id}: TTFT p50 {self.t.slo.kvFallbackTtftFactor:g}x the published figure, KV transfer may have left EFA",

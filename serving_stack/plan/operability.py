@@ -1,27 +1,13 @@
 """The `operability` block + the planned Dynamo targets -> the ops programs' ConfigMap and, per target, a smoke
-Job, a benchmark CronJob, a canary Deployment with its PodMonitor, and the canary alerts: pure functions of plain
-data returning dicts, which the `Operability` component registers.
+Job, a benchmark CronJob, a canary Deployment with its PodMonitor, and the canary alerts (docs/operability-programs.md).
 
-- The programs (`ops/`) ship in one ConfigMap; a digest of the programs a pod runs goes on its template, so a
-  changed program runs again. Pods are non-root, with a read-only root and no service-account token.
-- Everything a check needs comes from the planned target: its DynamoGraphDeployment (object names, the
-  frontend's pod labels and tolerations, whether `up` awaits it), the served model name, in-cluster URL and GPUs
-  of its contract entry, and the catalog's published row and criteria (the benchmark's comparison).
-- The smoke Job (`ops/smoke.py`) first waits (bounded) for /v1/models to list the model. It is a deploy gate
-  only when `up` waits for its graph (`dynamo.readiness.wait`): ordered after the graph's Ready condition, a short
-  wait suffices and `up` fails when a check fails; otherwise it is not awaited (`pulumi.com/skipAwait`) and waits
-  as long as the graph may take to start. No `ttlSecondsAfterFinished`: a Job the TTL controller deletes is drift
-  that the next `pulumi refresh` turns into a rerun; kept, its log stays readable.
-- The benchmark (`ops/run_benchmark.py`, the upstream `perf.yaml` steps) runs on the pinned AIPerf image (immutable,
-  AIPerf's locked dependencies, no PyPI egress, non-root); the trace and results live on the model-cache claim, a
-  root init container with only CAP_CHOWN creating the results dir. Affinity to the frontend is preferred, not
-  required. A benchmark is load on a serving endpoint, so it is a suspended CronJob (`kubectl create job
-  --from=cronjob/<name>` runs it) unless a `schedule` makes it a regression run.
-- The canary (`ops/canary.py`) is a Deployment, not a CronJob (canary.py says why), exporting `nemotron_canary_*`
-  labelled {target, model}, scraped through its PodMonitor. Its alerts fire when probes fail or the signal is lost:
-  the last probe older than `CANARY_STALE_INTERVALS` intervals, Prometheus unable to scrape it (`up == 0`), or no
-  canary target at all (`absent(up)`: the Deployment gone or unschedulable, or the PodMonitor not selected, the
-  `release` label problem of docs/monitoring.md).
+- Pods run non-root, read-only, without a service-account token; a digest of the programs a pod runs is on its
+  template, so a changed program runs again.
+- The smoke Job gates `up` only when `up` waits for the graph (`dynamo.readiness.wait`); otherwise it is not awaited
+  and waits as long as the graph may take to start. No `ttlSecondsAfterFinished`: a Job the TTL controller deletes
+  is drift that the next `pulumi refresh` turns into a rerun.
+- A benchmark is load on a serving endpoint: a suspended CronJob unless a `schedule` makes it a regression run.
+- The canary alerts fire when probes fail or the signal is lost (a stale probe, `up == 0`, or `absent(up)`).
 """
 
 from __future__ import annotations
@@ -33,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-from serving_stack.config.operability import OperabilityConfig
+from serving_stack.config.operability import BenchmarkConfig, CanaryConfig, OperabilityConfig, SmokeTestsConfig
 from serving_stack.facts.catalog import Criteria
 from serving_stack.facts.monitoring import MetricsCatalog
 from serving_stack.names import PART_OF_LABEL, RELEASE_LABEL
@@ -55,8 +41,8 @@ def read_programs() -> dict[str, str]:
     return {name: (OPS_PROGRAM_DIR / name).read_text() for name in PROGRAM_FILES}
 
 
-def programs_digest(programs: Mapping[str, str]) -> str:
-    return hashlib.sha256(json.dumps(dict(programs), sort_keys=True).encode()).hexdigest()
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def program_config_map(namespace: str, programs: Mapping[str, str]) -> dict[str, Any]:
@@ -82,10 +68,6 @@ class Endpoint:
     served_model_name: str
     base_url: str  # OpenAI base URL with /v1 (the contract's `url`)
     gpus: int
-
-    @property
-    def frontend_root(self) -> str:
-        return self.base_url.removesuffix("/v1")
 
 
 def target_labels(app: str, endpoint: Endpoint) -> dict[str, str]:
@@ -147,37 +129,18 @@ def python_container(
 SMOKE_CHECKS = 5  # ops/smoke.py CHECKS (a test keeps them equal)
 
 
-@dataclass(frozen=True)
-class SmokeSettings:
-    image: str
-    request_timeout_seconds: int
-    backoff_limit: int
-
-    def active_deadline_seconds(self, wait_seconds: int) -> int:
-        """Every attempt may wait for the model, then run each check to its timeout (plus a minute to start)."""
-        return (self.backoff_limit + 1) * (wait_seconds + SMOKE_CHECKS * self.request_timeout_seconds + 60)
-
-
 def smoke_test_job(
     endpoint: Endpoint,
     namespace: str,
-    settings: SmokeSettings,
+    settings: SmokeTestsConfig,
     wait_seconds: int,
     template_annotations: Mapping[str, str],
 ) -> dict[str, Any]:
     """The smoke checks against the target's frontend, once it lists the model (waiting at most `wait_seconds`).
     A change of `template_annotations` (digests of what the test exercises) replaces the Job: it runs again."""
     labels = target_labels("nemotron-smoke-test", endpoint)
-    args = [
-        "--base-url",
-        endpoint.base_url,
-        "--model",
-        endpoint.served_model_name,
-        "--wait",
-        str(wait_seconds),
-        "--timeout",
-        str(settings.request_timeout_seconds),
-    ]
+    args = ["--base-url", endpoint.base_url, "--model", endpoint.served_model_name]
+    args += ["--wait", str(wait_seconds), "--timeout", str(settings.requestTimeoutSeconds)]
     resources = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}}
     container = python_container("smoke", "smoke.py", args, resources, settings.image, NOBODY)
     metadata = object_metadata(f"{endpoint.dgd_name}-smoke", namespace, labels, endpoint)
@@ -186,8 +149,10 @@ def smoke_test_job(
         "kind": "Job",
         "metadata": metadata,
         "spec": {
-            "backoffLimit": settings.backoff_limit,
-            "activeDeadlineSeconds": settings.active_deadline_seconds(wait_seconds),
+            "backoffLimit": settings.backoffLimit,
+            # every attempt may wait for the model, then run each check to its timeout (plus a minute to start)
+            "activeDeadlineSeconds": (settings.backoffLimit + 1)
+            * (wait_seconds + SMOKE_CHECKS * settings.requestTimeoutSeconds + 60),
             "template": {
                 "metadata": template_metadata(labels, template_annotations),
                 "spec": ops_pod([container], [], restartPolicy="Never"),
@@ -211,22 +176,10 @@ AIPERF_ENV = {
 }
 
 
-@dataclass(frozen=True)
-class BenchmarkSettings:
-    image: str
-    trace_file: str
-    num_requests: int
-    wait_seconds: int
-    active_deadline_seconds: int
-    ttl_seconds_after_finished: int
-    schedule: Optional[str]
-    concurrency: Optional[int] = None  # None: the recipe's published concurrency
-
-
 def benchmark_job(
     endpoint: Endpoint,
     namespace: str,
-    settings: BenchmarkSettings,
+    settings: BenchmarkConfig,
     *,
     concurrency: int,
     claim_name: str,
@@ -238,26 +191,10 @@ def benchmark_job(
     labels = target_labels("nemotron-benchmark", endpoint)
     results = f"{MODEL_CACHE}/perf"
     compare = {"target": endpoint.target_id, "gpus": endpoint.gpus, **published}
-    args = [
-        "--url",
-        endpoint.frontend_root,
-        "--model",
-        endpoint.served_model_name,
-        "--trace",
-        f"{MODEL_CACHE}/traces/{settings.trace_file}",
-        "--concurrency",
-        str(concurrency),
-        "--num-requests",
-        str(settings.num_requests),
-        "--results-root",
-        results,
-        "--run-name",
-        "$(JOB_NAME)",
-        "--wait",
-        str(settings.wait_seconds),
-        "--compare",
-        json.dumps(compare, sort_keys=True),
-    ]
+    args = ["--url", endpoint.base_url.removesuffix("/v1"), "--model", endpoint.served_model_name]
+    args += ["--trace", f"{MODEL_CACHE}/traces/{settings.traceFile}", "--concurrency", str(concurrency)]
+    args += ["--num-requests", str(settings.numRequests), "--results-root", results, "--run-name", "$(JOB_NAME)"]
+    args += ["--wait", str(settings.waitSeconds), "--compare", json.dumps(compare, sort_keys=True)]
     resources = {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "8", "memory": "16Gi"}}
     main = python_container("aiperf", "run_benchmark.py", args, resources, settings.image, AIPERF_USER)
     main["env"] += [
@@ -313,8 +250,8 @@ def benchmark_job(
         "metadata": metadata,
         "spec": {
             "backoffLimit": 0,
-            "activeDeadlineSeconds": settings.active_deadline_seconds,
-            "ttlSecondsAfterFinished": settings.ttl_seconds_after_finished,
+            "activeDeadlineSeconds": settings.activeDeadlineSeconds,
+            "ttlSecondsAfterFinished": settings.ttlSecondsAfterFinished,
             "template": {"metadata": {"labels": labels}, "spec": pod},
         },
     }
@@ -340,38 +277,19 @@ def on_demand(job: dict[str, Any], schedule: Optional[str] = None) -> dict[str, 
 CANARY_PORT = 9400
 
 
-@dataclass(frozen=True)
-class CanarySettings:
-    image: str
-    interval_seconds: int
-    timeout_seconds: int
-    scrape_interval_seconds: int
-
-
 def canary_name(dgd_name: str) -> str:
     """The canary Deployment of a target; its pods are `<this>-<replicaset hash>-<pod hash>`."""
     return f"{dgd_name}-canary"
 
 
 def canary_deployment(
-    endpoint: Endpoint, namespace: str, settings: CanarySettings, template_annotations: Mapping[str, str]
+    endpoint: Endpoint, namespace: str, settings: CanaryConfig, template_annotations: Mapping[str, str]
 ) -> dict[str, Any]:
     """`template_annotations`: digests of the programs it runs, so a changed program rolls the pod."""
     labels = target_labels("nemotron-canary", endpoint)
-    args = [
-        "--base-url",
-        endpoint.base_url,
-        "--model",
-        endpoint.served_model_name,
-        "--target",
-        endpoint.target_id,
-        "--interval",
-        str(settings.interval_seconds),
-        "--timeout",
-        str(settings.timeout_seconds),
-        "--port",
-        str(CANARY_PORT),
-    ]
+    args = ["--base-url", endpoint.base_url, "--model", endpoint.served_model_name, "--target", endpoint.target_id]
+    args += ["--interval", str(settings.intervalSeconds), "--timeout", str(settings.timeoutSeconds)]
+    args += ["--port", str(CANARY_PORT)]
     resources = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "96Mi"}}
     container = python_container("canary", "canary.py", args, resources, settings.image, NOBODY)
     container["ports"] = [{"name": "metrics", "containerPort": CANARY_PORT}]
@@ -392,7 +310,7 @@ def canary_deployment(
 
 
 def canary_pod_monitor(
-    deployment: dict[str, Any], settings: CanarySettings, extra_labels: Optional[Mapping[str, str]] = None
+    deployment: dict[str, Any], settings: CanaryConfig, extra_labels: Optional[Mapping[str, str]] = None
 ) -> dict[str, Any]:
     """Selects the canary's pods; `extra_labels` e.g. {"release": ...} when Prometheus selects by label."""
     metadata = {**deployment["metadata"], "labels": {**deployment["metadata"]["labels"], **(extra_labels or {})}}
@@ -403,7 +321,7 @@ def canary_pod_monitor(
         "spec": {
             "selector": deployment["spec"]["selector"],
             "podMetricsEndpoints": [
-                {"port": "metrics", "path": "/metrics", "interval": f"{settings.scrape_interval_seconds}s"}
+                {"port": "metrics", "path": "/metrics", "interval": f"{settings.scrapeIntervalSeconds}s"}
             ],
         },
     }
@@ -424,35 +342,30 @@ class CanaryAlerting:
         return CANARY_STALE_INTERVALS * self.interval_seconds
 
 
-class CanaryAlert(NamedTuple):
+class Alert(NamedTuple):
     name: str
     expr: str
     summary: str
     description: str
 
 
-def canary_pods(namespace: str, dgd_name: str) -> str:
-    """A selector of the canary Deployment's pods, `<deployment>-<replicaset hash>-<pod suffix>`."""
-    return f'namespace="{namespace}", pod=~"{canary_name(dgd_name)}-[a-z0-9]+-[a-z0-9]+"'
-
-
 def canary_alerts(
     namespace: str, target_id: str, dgd_name: str, canary: CanaryAlerting, metrics: MetricsCatalog
-) -> list[CanaryAlert]:
-    pods = canary_pods(namespace, dgd_name)
+) -> list[Alert]:
+    pods = f'namespace="{namespace}", pod=~"{canary_name(dgd_name)}-[a-z0-9]+-[a-z0-9]+"'  # <rs hash>-<pod suffix>
     success = f"{metrics.metric('canary', 'probeSuccess').name}{{{pods}}}"
     last_probe = f"{metrics.metric('canary', 'lastProbeTimestamp').name}{{{pods}}}"
     up = f"{metrics.metric('prometheus', 'up').name}{{{pods}}}"
     stale = canary.stale_after_seconds
     return [
-        CanaryAlert(
+        Alert(
             "NemotronCanaryFailing",
             f"min by (namespace) ({success}) < 1",
             f"{target_id}: canary requests fail",
             f"Every canary probe of {target_id} failed while this alert was pending: the endpoint does not "
             "answer a small chat request.",
         ),
-        CanaryAlert(
+        Alert(
             "NemotronCanaryStale",
             f"(time() - max by (namespace) ({last_probe}) > {stale})"
             f" or (max by (namespace) ({up}) == 0) or absent({up})",
@@ -472,50 +385,6 @@ SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
 DGD_DIGEST_ANNOTATION = "nemotron.nvidia.com/dgd-sha256"
 SMOKE_PROGRAMS = ("smoke.py",)
 CANARY_PROGRAMS = ("canary.py", "smoke.py")
-
-
-@dataclass(frozen=True)
-class OperabilitySettings:
-    """The block's switches and settings; `smoke_wait_seconds` None: derived per target (module docstring)."""
-
-    smoke_tests: bool
-    benchmarks: bool
-    canaries: bool
-    smoke_wait_seconds: Optional[int]
-    smoke: SmokeSettings
-    benchmark: BenchmarkSettings
-    canary: CanarySettings
-
-    @property
-    def canary_alerting(self) -> Optional[CanaryAlerting]:
-        return CanaryAlerting(self.canary.interval_seconds) if self.canaries else None
-
-
-def operability_settings(config: OperabilityConfig) -> OperabilitySettings:
-    smoke, benchmark, canary = config.smokeTests, config.benchmark, config.canary
-    return OperabilitySettings(
-        smoke_tests=smoke.enabled,
-        benchmarks=benchmark.enabled,
-        canaries=canary.enabled,
-        smoke_wait_seconds=smoke.waitSeconds,
-        smoke=SmokeSettings(smoke.image, smoke.requestTimeoutSeconds, smoke.backoffLimit),
-        benchmark=BenchmarkSettings(
-            benchmark.image,
-            benchmark.traceFile,
-            benchmark.numRequests,
-            benchmark.waitSeconds,
-            benchmark.activeDeadlineSeconds,
-            benchmark.ttlSecondsAfterFinished,
-            benchmark.schedule,
-            benchmark.concurrency,
-        ),
-        canary=CanarySettings(
-            canary.image,
-            canary.intervalSeconds,
-            canary.timeoutSeconds,
-            canary.scrapeIntervalSeconds,
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -548,26 +417,14 @@ class OperabilityPlan:
     targets: tuple[TargetChecks, ...]
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
-
-
 def _frontend_tolerations(dgd: Mapping[str, Any]) -> list[dict[str, Any]]:
     (frontend,) = [c for c in dgd["spec"]["components"] if c["type"] == "frontend"]
     return list(frontend["podTemplate"].get("spec", {}).get("tolerations") or [])
 
 
-def _smoke_wait_seconds(
-    settings: OperabilitySettings, dgd: Mapping[str, Any], gated: bool, image_pull_seconds: int
-) -> int:
-    if settings.smoke_wait_seconds is not None:
-        return settings.smoke_wait_seconds
-    return SMOKE_WAIT_AFTER_READY_SECONDS if gated else startup_budget_seconds(dict(dgd)) + image_pull_seconds
-
-
 def _checks(
     target: PlannedTarget,
-    settings: OperabilitySettings,
+    settings: OperabilityConfig,
     namespace: str,
     claim_name: str,
     criteria: Criteria,
@@ -580,14 +437,16 @@ def _checks(
         target.selected.id, dgd["metadata"]["name"], contract.servedModelName, contract.url, contract.gpus
     )
     gated = WAIT_FOR_ANNOTATION in dgd["metadata"].get("annotations", {})
-    wait = _smoke_wait_seconds(settings, dgd, gated, image_pull_seconds)
+    wait = settings.smokeTests.waitSeconds
+    if wait is None:
+        wait = SMOKE_WAIT_AFTER_READY_SECONDS if gated else startup_budget_seconds(dict(dgd)) + image_pull_seconds
     smoke = smoke_test_job(
         endpoint,
         namespace,
-        settings.smoke,
+        settings.smokeTests,
         wait,
         {
-            CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in SMOKE_PROGRAMS}),
+            CONFIG_CHECKSUM_ANNOTATION: _digest({p: programs[p] for p in SMOKE_PROGRAMS}),
             DGD_DIGEST_ANNOTATION: _digest(dgd),  # a changed graph runs the smoke test again
         },
     )
@@ -607,7 +466,7 @@ def _checks(
         endpoint,
         namespace,
         settings.canary,
-        {CONFIG_CHECKSUM_ANNOTATION: programs_digest({p: programs[p] for p in CANARY_PROGRAMS})},
+        {CONFIG_CHECKSUM_ANNOTATION: _digest({p: programs[p] for p in CANARY_PROGRAMS})},
     )
     monitor = canary_pod_monitor(canary, settings.canary, {RELEASE_LABEL: release_label} if release_label else None)
     return TargetChecks(
@@ -622,7 +481,7 @@ def _checks(
 
 
 def plan_operability(
-    settings: OperabilitySettings,
+    settings: OperabilityConfig,
     targets: Sequence[PlannedTarget],
     namespace: str,
     claim_name: str,
@@ -632,15 +491,20 @@ def plan_operability(
 ) -> Optional[OperabilityPlan]:
     """None when nothing is switched on or no Dynamo target is deployed. `release_label`: the label the stack's
     Prometheus selects monitors by, None without monitoring (then nothing scrapes the canaries)."""
-    if not targets or not (settings.smoke_tests or settings.benchmarks or settings.canaries):
+    smoke_tests, benchmarks, canaries = (
+        settings.smokeTests.enabled,
+        settings.benchmark.enabled,
+        settings.canary.enabled,
+    )
+    if not targets or not (smoke_tests or benchmarks or canaries):
         return None
     programs = read_programs()
     return OperabilityPlan(
         program_config_map=program_config_map(namespace, programs),
-        smoke_tests=settings.smoke_tests,
-        benchmarks=settings.benchmarks,
-        canaries=settings.canaries,
-        canary_monitors=settings.canaries and release_label is not None,
+        smoke_tests=smoke_tests,
+        benchmarks=benchmarks,
+        canaries=canaries,
+        canary_monitors=canaries and release_label is not None,
         targets=tuple(
             _checks(t, settings, namespace, claim_name, criteria, programs, release_label, image_pull_seconds)
             for t in targets
