@@ -1,26 +1,18 @@
-"""Monitoring settings + facts + the deployed targets -> everything the Monitoring component creates (Helm
-values, monitoring.coreos.com objects, the PrometheusRule, Grafana dashboards), and the values the Dynamo
-platform release needs so that its PodMonitors exist and are selected. Pure: plain data in, manifests out.
+"""Monitoring settings + facts + the deployed targets -> the Monitoring component's Helm values, PrometheusRule,
+monitors and Grafana dashboards, and the values the Dynamo platform needs so that its PodMonitors are selected.
 
-- Alerts: the published criteria and the stack's SLOs, per target (`_RuleBuilder`, one method per alert, side
-  by side with the selectors and windows they share; the canary's in `canary_alerts`). Each selects one
-  target's pods by name: the Dynamo operator names a component's Deployment `<dgd>-<component in lower case>`
-  (deploy/cloud/operator graph.go GetDynamoComponentName). Not alerted, on purpose (docs/monitoring.md): MoE
-  expert-load imbalance (no engine exports it) and a *direct* LIBFABRIC fallback signal (no metric names the
-  NIXL backend, so `NemotronKvTransferSlowerThanFabric` alerts on its symptom, a TTFT far above the published
-  figure, and says so).
-- The `release` label problem (ai-dynamo/dynamo#12003): the operator's PodMonitors carry no `release` label,
-  and a kube-prometheus-stack Prometheus selects only objects labelled with its release unless
-  `*SelectorNilUsesHelmValues` is false. The stack's own install sets those to false with `{}` namespace
-  selectors; with an existing Prometheus every object the stack creates carries `release: <its release
-  label>`, and the platform is asked to label its PodMonitors the same way.
-- Dashboards are generated from `catalog/dashboards/*.yaml` with the metric names of `catalog/metrics.yaml`, so
-  every query uses the alerts' metric names; each is a ConfigMap labelled `grafana_dashboard: "1"`, which the
-  Grafana sidecar of kube-prometheus-stack loads from every namespace.
+- Alerts (docs/monitoring.md): the published criteria and the stack's SLOs per target, each selecting one target's
+  pods by the operator's `<dgd>-<component in lower case>` Deployment names (operator graph.go
+  GetDynamoComponentName). A KV fallback off EFA is alerted on its symptom (TTFT far above the published figure):
+  no metric names the NIXL backend.
+- The `release` label problem (ai-dynamo/dynamo#12003): the operator's PodMonitors carry no `release` label. The
+  stack's own Prometheus selects everything; with an existing one, every object carries its release label.
+- Dashboards come from `catalog/dashboards/*.yaml` with the metric names of `catalog/metrics.yaml`.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -294,51 +286,15 @@ SELECT_EVERYTHING = {
 }
 
 
-def kube_prometheus_stack_values() -> dict[str, Any]:
-    """Select every PodMonitor, ServiceMonitor and PrometheusRule of the cluster. EKS runs the control plane
-    (scheduler, controller manager, etcd are not scrapeable) and kube-proxy binds its metrics to
-    127.0.0.1, so their scrape jobs and alerts would only ever report targets down. The CRDs come from
-    their own release (`operator_crds_values`)."""
-    return {
-        "crds": {"enabled": False},
-        "prometheus": {"prometheusSpec": dict(SELECT_EVERYTHING)},
-        "kubeControllerManager": {"enabled": False},
-        "kubeScheduler": {"enabled": False},
-        "kubeEtcd": {"enabled": False},
-        "kubeProxy": {"enabled": False},
-    }
-
-
-# Helm keeps what carries this annotation when the release is uninstalled (Helm documentation, "Chart
-# Development Tips and Tricks: Tell Helm Not To Uninstall a Resource"): deleting a CRD deletes every object of it.
-KEEP = {"helm.sh/resource-policy": "keep"}
-
-
-def operator_crds_values() -> dict[str, Any]:
-    """The prometheus-operator-crds release: every CRD, kept when the release goes (as kube-prometheus-stack's
-    own crds/ directory is: Helm never deletes those)."""
-    return {"crds": {"annotations": dict(KEEP)}}
-
-
-def prometheus_endpoint(pin: KubePrometheusStackPin, namespace: str) -> str:
-    """The in-cluster URL of the Prometheus the stack installs (the Dynamo planner queries it)."""
-    return f"http://{pin.prometheusService}.{namespace}.svc.cluster.local:{pin.prometheusPort}"
-
-
-def dynamo_platform_metrics_values(prometheus_url: str, release_label: str) -> dict[str, Any]:
-    """To merge into the dynamo-platform values: PodMonitors on explicitly (auto-detection needs the CRD at
-    install time and sees nothing in an offline render), labelled for a release-selecting Prometheus
-    (charts that template `dynamo.metrics.podMonitors.labels`; older ones ignore the key)."""
-    return {
-        "dynamo-operator": {
-            "dynamo": {
-                "metrics": {
-                    "prometheusEndpoint": prometheus_url,
-                    "podMonitors": {"enabled": True, "labels": {RELEASE_LABEL: release_label}},
-                }
-            }
-        }
-    }
+# Every PodMonitor, ServiceMonitor and PrometheusRule of the cluster. The control plane (EKS runs it) and
+# kube-proxy (bound to 127.0.0.1) are not scrapeable. The CRDs come from their own release, which Helm keeps on
+# uninstall (`helm.sh/resource-policy: keep`, as kube-prometheus-stack's crds/): deleting a CRD deletes its objects.
+KUBE_PROMETHEUS_STACK_VALUES = {
+    "crds": {"enabled": False},
+    "prometheus": {"prometheusSpec": SELECT_EVERYTHING},
+    **dict.fromkeys(("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"), {"enabled": False}),
+}
+OPERATOR_CRDS_VALUES = {"crds": {"annotations": {"helm.sh/resource-policy": "keep"}}}
 
 
 def dcgm_exporter_values(gpu_node_label: str, gpu_taint: Mapping[str, str]) -> dict[str, Any]:
@@ -525,8 +481,11 @@ class MonitoringPlan:
 
     @property
     def dynamo_platform_values(self) -> dict[str, Any]:
-        """Merge into the dynamo-platform release values (and make that release depend on `Monitoring.crds_ready`)."""
-        return dynamo_platform_metrics_values(self.prometheus_url, self.release_label)
+        """Merge into the dynamo-platform values (that release depends on `Monitoring.crds_ready`): PodMonitors on
+        explicitly (auto-detection needs the CRD at install time), labelled for a release-selecting Prometheus."""
+        labels = {RELEASE_LABEL: self.release_label}
+        metrics = {"prometheusEndpoint": self.prometheus_url, "podMonitors": {"enabled": True, "labels": labels}}
+        return {"dynamo-operator": {"dynamo": {"metrics": metrics}}}
 
 
 def monitoring_settings(config: MonitoringConfig, facts: MonitoringFacts) -> MonitoringSettings:
@@ -580,7 +539,8 @@ def plan_monitoring(
     charts = facts.charts
     if settings.install_prometheus:
         release_label = charts.kubePrometheusStack.releaseName
-        prometheus_url = prometheus_endpoint(charts.kubePrometheusStack, settings.namespace)
+        pin = charts.kubePrometheusStack
+        prometheus_url = f"http://{pin.prometheusService}.{settings.namespace}.svc.cluster.local:{pin.prometheusPort}"
     else:
         release_label, prometheus_url = settings.existing_prometheus()
     thresholds = alert_thresholds(criteria_max_ttft_p50_ms, criteria_min_tokens_per_second_per_user, settings.slo)
@@ -592,9 +552,9 @@ def plan_monitoring(
         prometheus_url=prometheus_url,
         install_prometheus=settings.install_prometheus,
         crds_chart=charts.prometheusOperatorCrds,
-        crds_values=operator_crds_values(),
+        crds_values=copy.deepcopy(OPERATOR_CRDS_VALUES),
         prometheus_chart=charts.kubePrometheusStack,
-        prometheus_values=deep_merge(kube_prometheus_stack_values(), settings.prometheus_values),
+        prometheus_values=deep_merge(copy.deepcopy(KUBE_PROMETHEUS_STACK_VALUES), settings.prometheus_values),
         install_dcgm_exporter=settings.install_dcgm_exporter,
         dcgm_exporter_chart=charts.dcgmExporter,
         dcgm_exporter_values=dcgm_exporter_values(gpu_node_label, gpu_taint),
