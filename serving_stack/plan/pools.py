@@ -1,16 +1,9 @@
-"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement needs) and, for
-pools the stack creates, `ManagedPoolSpec` (what the node group needs, every field required); their checks;
-their cost (one row per pool at list prices, the outputs' `nodePools`); and the NVIDIA DRA driver's placement.
-
-The checks name each key: the Region and zones against `catalog/aws_regions.yaml` (the cluster's AZs are never
-Local Zones, whose subnets the EKS control plane must not get; a pool's zone is a Local Zone only for instance
-types that launch there, such as P6e-GB200 UltraServers in Dallas), the shapes the facts decide (instance type,
-GPU, fabric, zone, how AWS sells the type) and the rules AWS documents for them (a reservation id with Capacity
-Blocks and ODCRs, Kubernetes >= 1.33 for GB200, a Capacity Block group upgraded only at size 0). The cluster
-block's checks are in `serving_stack.plan.cluster`.
-
-The DRA driver serves pools whose instances join multi-node NVLink domains (P6e-GB200): its kubelet plugin runs
-only on those pools' nodes and serves ComputeDomains (IMEX); GPUs stay with the device plugin.
+"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement and costs need) and, for
+pools the stack creates, `ManagedPoolSpec` (what the node group needs); the pools' checks against the facts and the
+rules AWS documents (regions and zones from `catalog/aws_regions.yaml`: the control plane never gets a Local Zone
+subnet; reservation ids; Kubernetes >= 1.33 for GB200; a Capacity Block group upgraded only at size 0); their cost
+rows; and the NVIDIA DRA driver's placement (ComputeDomains on multi-node NVLink pools; GPUs stay with the device
+plugin).
 """
 
 from __future__ import annotations
@@ -36,12 +29,7 @@ from serving_stack.facts.aws import (
 from serving_stack.names import EFA_PER_GPU_LABEL, FABRIC_LABEL, GPU_LABEL, POOL_LABEL
 
 EKS_CAPACITY_TYPES = MappingProxyType(
-    {
-        "on-demand": "ON_DEMAND",
-        "spot": "SPOT",
-        "odcr": "ON_DEMAND",
-        "capacity-block": "CAPACITY_BLOCK",
-    }
+    {"on-demand": "ON_DEMAND", "spot": "SPOT", "odcr": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 )
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
 # Local Zone subnets the created VPC has room for (components.cluster.local_zone_cidrs).
@@ -95,23 +83,11 @@ class ResolvedPool:
 
 @dataclass(frozen=True)
 class ManagedPoolSpec:
-    """An EKS managed node group of GPU instances (`subnet_id`: a configured or existing-cluster subnet;
-    None: the created network's subnet of the zone, for a Local Zone pool its own). The switches the
-    component follows:
-
-    - `efa`: EFA interfaces (`efa_layout`) and their self-referencing security group;
-    - `placement_group`: a `cluster` placement group (not for reservations: a Capacity Block is already
-      co-located, and an ODCR launches where it was reserved);
-    - `instance_type_on_launch_template`: the instance type goes on the launch template and the node group
-      names none (what EKS requires of a Capacity Block group; the other way round for the rest);
-    - `market_type`: the launch template's market (`capacity-block`), None for On-Demand and Spot;
-    - `capacity_reservation_id`: the reservation the launch template targets (Capacity Block or ODCR);
-    - `nvme_raid0`: the instance store as one RAID0 array holding containerd's store and the pod logs;
-    - `fast_image_pull`: nodeadm's FastImagePull feature gate, SOCI parallel pull (the AMI type's fastest
-      delivery without a snapshot, catalog/aws_platform.yaml imageDelivery);
-    - `image_cache_snapshot_id`: a data volume from this EBS snapshot mounted as containerd's store (its
-      images need no pull; fast pull is then off: the SOCI snapshotter would not see them).
-    """
+    """An EKS managed node group of GPU instances (`subnet_id` None: the created network's subnet of the zone).
+    Switches: `efa` (interfaces and their self-referencing security group); `placement_group` (`cluster`; not for
+    reservations, already co-located); `instance_type_on_launch_template` (what EKS requires of a Capacity Block
+    group); `nvme_raid0` (the instance store as one RAID0 array for containerd and pod logs); `fast_image_pull`
+    (nodeadm's SOCI parallel pull, off with `image_cache_snapshot_id`: a containerd store from an EBS snapshot)."""
 
     name: str
     instance_type: str
@@ -323,20 +299,15 @@ def check_pool_zone(
         allowed = regions.local_zones(aws.region, instance.localZoneGroups)
         if local is None or local.group not in instance.localZoneGroups:
             groups = ", ".join(instance.localZoneGroups)
-            return ConfigError(
-                key,
-                f"this instance type launches only in Local Zones of {groups} (opt in to the "
-                f"zone group first), got {zone!r} in {aws.region}",
-                bounded_list(allowed),
-            )
+            why = f"this instance type launches only in Local Zones of {groups} (opt in to the zone group first)"
+            return ConfigError(key, f"{why}, got {zone!r} in {aws.region}", bounded_list(allowed))
         return None
     zones = regions.availability_zones(aws.region)
     if zone in zones:
         return None
     if local is not None and instance is not None:
-        return ConfigError(
-            key, f"{zone} is a Local Zone; this instance type launches in Availability Zones", bounded_list(zones)
-        )
+        why = f"{zone} is a Local Zone; this instance type launches in Availability Zones"
+        return ConfigError(key, why, bounded_list(zones))
     if local is None:
         return ConfigError(key, f"{zone!r} is not a zone of {aws.region}", bounded_list(zones))
     return None
@@ -344,32 +315,17 @@ def check_pool_zone(
 
 def _check_capacity(path: str, pool: NodePoolConfig, facts: PoolFacts) -> list[ConfigError]:
     """The capacity type is one AWS sells the instance type as; reservations name their id, others none."""
-    errors: list[ConfigError] = []
-    instance = facts.instance
+    errors, key, instance = [], f"{path}.capacityType", facts.instance
     if instance and pool.capacityType not in instance.capacityTypes:
-        errors.append(
-            ConfigError(
-                f"{path}.capacityType",
-                f"{pool.instanceType} is not sold as {pool.capacityType}",
-                ", ".join(instance.capacityTypes),
-            )
-        )
+        sold = ", ".join(instance.capacityTypes)
+        errors.append(ConfigError(key, f"{pool.instanceType} is not sold as {pool.capacityType}", sold))
     reserved = pool.capacityType in RESERVED_CAPACITY_TYPES
     if reserved and pool.capacityReservationId is None:
-        errors.append(
-            ConfigError(
-                f"{path}.capacityReservationId",
-                f"required with capacityType {pool.capacityType}: the launch template targets the reservation",
-            )
-        )
+        why = f"required with capacityType {pool.capacityType}: the launch template targets the reservation"
+        errors.append(ConfigError(f"{path}.capacityReservationId", why))
     if not reserved and pool.capacityReservationId is not None:
-        errors.append(
-            ConfigError(
-                f"{path}.capacityType",
-                "capacityReservationId goes with a reservation",
-                ", ".join(RESERVED_CAPACITY_TYPES),
-            )
-        )
+        reservations = ", ".join(RESERVED_CAPACITY_TYPES)
+        errors.append(ConfigError(key, "capacityReservationId goes with a reservation", reservations))
     return errors
 
 
@@ -380,40 +336,25 @@ def _check_version(path: str, pool: NodePoolConfig, facts: PoolFacts, version: O
     nodes = pool.kubernetesVersion or version
     minimum = facts.instance.minKubernetes if facts.instance else None
     if minimum and nodes and version_key(nodes) < version_key(minimum):
-        errors.append(
-            ConfigError(
-                f"{path}.instanceType", f"{pool.instanceType} needs Kubernetes >= {minimum}, the cluster runs {nodes}"
-            )
-        )
+        why = f"{pool.instanceType} needs Kubernetes >= {minimum}, the cluster runs {nodes}"
+        errors.append(ConfigError(f"{path}.instanceType", why))
     if version is None or not pool.managed:
         return errors
+    key = f"{path}.kubernetesVersion"
     if pool.kubernetesVersion and version_key(pool.kubernetesVersion) > version_key(version):
-        return [
-            *errors,
-            ConfigError(f"{path}.kubernetesVersion", f"{pool.kubernetesVersion} is newer than the cluster's {version}"),
-        ]
+        return [*errors, ConfigError(key, f"{pool.kubernetesVersion} is newer than the cluster's {version}")]
     if pool.capacityType != "capacity-block":
         return errors
     if pool.kubernetesVersion is None:
-        errors.append(
-            ConfigError(
-                f"{path}.kubernetesVersion",
-                f"required for capacity-block pool {pool.name!r}: the "
-                "version its nodes run, so that an upgrade is seen before it reaches EKS",
-                version,
-            )
-        )
+        why = f"required for capacity-block pool {pool.name!r}: the version its nodes run, so that an upgrade is seen"
+        errors.append(ConfigError(key, why + " before it reaches EKS", version))
     elif pool.kubernetesVersion != version and (pool.minSize or pool.desiredSize):
-        errors.append(
-            ConfigError(
-                f"{path}.desiredSize",
-                f"capacity-block pool {pool.name!r} moves from Kubernetes "
-                f"{pool.kubernetesVersion} to {version}; EKS upgrades a Capacity Block group only at "
-                "size 0: set minSize and desiredSize to 0 for this up, then kubernetesVersion "
-                f"{version!r} and the sizes back",
-                "0",
-            )
+        why = (
+            f"capacity-block pool {pool.name!r} moves from Kubernetes {pool.kubernetesVersion} to {version}; EKS "
+            "upgrades a Capacity Block group only at size 0: set minSize and desiredSize to 0 for this up, then "
+            f"kubernetesVersion {version!r} and the sizes back"
         )
+        errors.append(ConfigError(f"{path}.desiredSize", why, "0"))
     return errors
 
 
@@ -427,111 +368,62 @@ def _check_placement(
     if aws.cluster is None:
         return [ConfigError(f"{path}.managed", "a managed pool needs aws.cluster (create or existing)", "false")]
     if zone is None:
-        return [
-            ConfigError(
-                f"{path}.availabilityZone",
-                "required for a managed pool (one zone: the reservation's, the placement group's)",
-            )
-        ]
+        why = "required for a managed pool (one zone: the reservation's, the placement group's)"
+        return [ConfigError(f"{path}.availabilityZone", why)]
     zone_error = check_pool_zone(path, zone, facts.instance, aws, aws_catalog.regions)
     if zone_error:
         return [zone_error]
     local = aws_catalog.regions.local_zone(aws.region, zone) is not None
+    subnet_key = f"{path}.subnetId"
     if create and pool.subnetId is not None:
         # EKS puts a node group only in subnets of the cluster's VPC, and the VPC this stack creates has no
         # id before `up`: a configured subnet is necessarily another VPC's (CreateNodegroup refuses it).
-        return [
-            ConfigError(
-                f"{path}.subnetId",
-                "aws.cluster.create builds the VPC, so a subnet id cannot name one of its subnets",
-                "remove subnetId (the stack makes a Local Zone pool's subnet itself)",
-            )
-        ]
+        why = "aws.cluster.create builds the VPC, so a subnet id cannot name one of its subnets"
+        return [ConfigError(subnet_key, why, "remove subnetId (the stack makes a Local Zone pool's subnet itself)")]
     if create and not local and zone not in create.availabilityZones:
-        return [
-            ConfigError(
-                f"{path}.availabilityZone", f"{zone!r} is not a cluster AZ", ", ".join(create.availabilityZones)
-            )
-        ]
+        cluster_zones = ", ".join(create.availabilityZones)
+        return [ConfigError(f"{path}.availabilityZone", f"{zone!r} is not a cluster AZ", cluster_zones)]
     listed = [z for z, subnet in existing.privateSubnetIds.items() if subnet == pool.subnetId] if existing else []
     if listed and zone not in listed:
-        return [
-            ConfigError(
-                f"{path}.subnetId",
-                f"{pool.subnetId} is the subnet of {listed[0]} (aws.cluster.existing.privateSubnetIds); the pool is "
-                f"in {zone}" + (", a Local Zone: it needs a subnet of that Local Zone" if local else ""),
-                f"a subnet of {zone}",
-            )
-        ]
+        why = f"{pool.subnetId} is the subnet of {listed[0]} (aws.cluster.existing.privateSubnetIds); the pool is "
+        why += f"in {zone}" + (", a Local Zone: it needs a subnet of that Local Zone" if local else "")
+        return [ConfigError(subnet_key, why, f"a subnet of {zone}")]
     if existing and pool.subnetId is None and zone not in existing.privateSubnetIds:
-        return [
-            ConfigError(
-                f"{path}.subnetId", f"no subnet for {zone} in aws.cluster.existing.privateSubnetIds", "set subnetId"
-            )
-        ]
+        why = f"no subnet for {zone} in aws.cluster.existing.privateSubnetIds"
+        return [ConfigError(subnet_key, why, "set subnetId")]
     return []
 
 
 def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
     errors: list[ConfigError] = []
     if pool.instanceType is not None and pool.instanceType not in aws_catalog.instance_types:
-        return [
-            ConfigError(
-                f"{path}.instanceType",
-                f"unknown instance type {bounded(pool.instanceType)}",
-                ", ".join(aws_catalog.instance_types),
-            )
-        ]
+        known = ", ".join(aws_catalog.instance_types)
+        return [ConfigError(f"{path}.instanceType", f"unknown instance type {bounded(pool.instanceType)}", known)]
     if (pool.instanceType is None) == (pool.nodeFacts is None) or (pool.managed and pool.nodeFacts):
         allowed = "instanceType" if pool.managed else "instanceType or nodeFacts"
-        return [
-            ConfigError(
-                f"{path}.instanceType", "a pool names its nodes by exactly one of instanceType, nodeFacts", allowed
-            )
-        ]
+        why = "a pool names its nodes by exactly one of instanceType, nodeFacts"
+        return [ConfigError(f"{path}.instanceType", why, allowed)]
     facts = pool_facts(pool, aws_catalog)
     if facts is None:
         gpu = pool.nodeFacts.gpu if pool.nodeFacts else None
         return [ConfigError(f"{path}.nodeFacts.gpu", f"unknown GPU {bounded(gpu)}", ", ".join(aws_catalog.gpus))]
     if pool.imageCacheSnapshotId is not None and not pool.managed:
-        errors.append(
-            ConfigError(
-                f"{path}.imageCacheSnapshotId",
-                "only a pool the stack manages has a launch template to mount the snapshot",
-                "remove it, or managed: true",
-            )
-        )
+        why = "only a pool the stack manages has a launch template to mount the snapshot"
+        errors.append(ConfigError(f"{path}.imageCacheSnapshotId", why, "remove it, or managed: true"))
     if not pool.minSize <= pool.desiredSize <= pool.maxSize:
-        errors.append(
-            ConfigError(
-                f"{path}.desiredSize",
-                f"{pool.desiredSize} is not between minSize {pool.minSize} and maxSize {pool.maxSize}",
-            )
-        )
+        why = f"{pool.desiredSize} is not between minSize {pool.minSize} and maxSize {pool.maxSize}"
+        errors.append(ConfigError(f"{path}.desiredSize", why))
     labels = aws_catalog.gpus[facts.gpu].product_labels
     if pool.gpuProduct and pool.gpuProduct not in labels:
-        errors.append(
-            ConfigError(
-                f"{path}.gpuProduct",
-                f"{bounded(pool.gpuProduct)} is not a product label of {facts.gpu}",
-                ", ".join(labels),
-            )
-        )
+        why = f"{bounded(pool.gpuProduct)} is not a product label of {facts.gpu}"
+        errors.append(ConfigError(f"{path}.gpuProduct", why, ", ".join(labels)))
     fabric = pool_fabric(pool, facts)
     if fabric == "efa" and not facts.efa_interfaces:
-        errors.append(
-            ConfigError(
-                f"{path}.fabric",
-                f"{pool.instanceType or 'these nodes'} has no EFA interfaces",
-                "ib, none" if not pool.managed else "none",
-            )
-        )
+        why = f"{pool.instanceType or 'these nodes'} has no EFA interfaces"
+        errors.append(ConfigError(f"{path}.fabric", why, "ib, none" if not pool.managed else "none"))
     if fabric == "ib" and pool.managed:
-        errors.append(
-            ConfigError(
-                f"{path}.fabric", "EC2 instances have no InfiniBand; ib is for managed: false pools", "efa, none"
-            )
-        )
+        why = "EC2 instances have no InfiniBand; ib is for managed: false pools"
+        errors.append(ConfigError(f"{path}.fabric", why, "efa, none"))
     errors += _check_capacity(path, pool, facts)
     errors += _check_version(path, pool, facts, cluster_version(aws))
     if pool.managed:
@@ -556,13 +448,9 @@ def check_pools(aws: AwsConfig, aws_catalog: AwsCatalog) -> list[ConfigError]:
         and aws_catalog.regions.local_zone(aws.region, pool.availabilityZone)
     ]
     if aws.cluster and aws.cluster.create and len(local) > MAX_LOCAL_ZONE_SUBNETS:
-        errors.append(
-            ConfigError(
-                f"aws.nodePools[{local[MAX_LOCAL_ZONE_SUBNETS]}].availabilityZone",
-                f"the created VPC has room for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets",
-                "fewer Local Zone pools",
-            )
-        )
+        key = f"aws.nodePools[{local[MAX_LOCAL_ZONE_SUBNETS]}].availabilityZone"
+        why = f"the created VPC has room for {MAX_LOCAL_ZONE_SUBNETS} Local Zone pool subnets"
+        errors.append(ConfigError(key, why, "fewer Local Zone pools"))
     return errors
 
 
