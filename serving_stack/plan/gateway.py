@@ -1,32 +1,17 @@
-"""The stack's gateway: the `gateway` block + the planned targets and SageMaker endpoints -> the LiteLLM proxy
-config (a plain dict, dumped to YAML) and everything the `Gateway` component and the outputs contract need
-(`StackGateway`), including the object names (Service, Secret, Redis) the contract names before they exist.
+"""The `gateway` block + the planned targets and SageMaker endpoints -> the LiteLLM proxy config and what the
+`Gateway` component and the outputs contract need (`StackGateway`), including object names the contract names.
 
-Backends are not config: every selected target's frontend, and every SageMaker endpoint of the stack. The
-gateway signs SageMaker requests with SigV4 from its pods' credentials, which the stack grants through EKS Pod
-Identity on a cluster it creates; elsewhere every failover to SageMaker would fail, so the gateway with
-SageMaker endpoints on an existing cluster is a config error.
+Backends are every target's frontend and every SageMaker endpoint (signed with SigV4 from EKS Pod Identity, so only
+on a cluster the stack creates). Model groups (docs/gateway.md): one per served model of the Dynamo targets
+(`model_info.id` = `dynamo:<target id>`); SageMaker endpoints of such a model form `<model>@sagemaker`, its first
+fallback; endpoints of another model form a group named by it, the last fallback of every other model only when
+`degraded_fallback_endpoint` names it (the answer then names the model that answered).
 
-Model groups (what a client puts in `model`):
-- one group per served model of the Dynamo targets, named by that model; each target's frontend is a
-  deployment (`model_info.id` = `dynamo:<target id>`, so `x-litellm-model-id` names the target);
-- SageMaker endpoints serving a model that Dynamo also serves form the group `<model>@sagemaker`, the
-  first fallback of that model: failover keeps the model;
-- SageMaker endpoints of a model no Dynamo target serves form a group named by their model. Such an
-  endpoint stands in for another model only when `degraded_fallback_endpoint` names it: then its group
-  is the last fallback of every other model, and the answer names the model that answered (the
-  response's `model` and the `x-litellm-model-group` header), never silently.
-
-Cooldown: without an explicit policy LiteLLM never cools down a group's only deployment
-(BerriAI/litellm#40405: every request in an outage pays its retries first), and with a router-wide
-`allowed_fails` it also cools down a healthy single-deployment fallback group when the router blames it
-for the primary group's "all deployments in cooldown" 429 (measured on loopback: two thirds of the
-answers went to the degraded model while the same-model fallback was up). So `allowed_fails_policy`
-names the backend faults that cool a deployment down, and fallback groups have no fallbacks of their
-own (the primary group's chain lists them in order). Health checks probe only the Dynamo groups: a probe of a
-SageMaker endpoint is a paid invocation; `disable_background_health_check` on its deployments also keeps it out
-of an on-demand `GET /health`. More than one router process (replicas x workers) shares cooldown and
-health state through Redis.
+Cooldown: LiteLLM never cools down a group's only deployment without an explicit policy (BerriAI/litellm#40405),
+and a router-wide `allowed_fails` cools down a healthy fallback group blamed for the primary's "all deployments in
+cooldown" 429. So `allowed_fails_policy` names the backend faults, and fallback groups have no fallbacks of their
+own. Health checks probe only Dynamo groups (a SageMaker probe is a paid invocation). More than one router process
+shares cooldown and health state through Redis.
 """
 
 from __future__ import annotations
@@ -170,20 +155,13 @@ def _check_inputs(
     if wanted is None:
         return
     endpoint = next((e for e in sagemaker if e.name == wanted), None)
+    key = "gateway.degradedFallback.endpoint"
     if endpoint is None:
-        raise ConfigError(
-            "gateway.degradedFallback.endpoint",
-            f"{wanted!r} is not a SageMaker endpoint of this stack",
-            ", ".join(e.name for e in sagemaker) or "none configured",
-        )
-    dynamo_models = {b.served_model_name for b in dynamo}
-    if dynamo_models <= {endpoint.served_model_name}:
-        raise ConfigError(
-            "gateway.degradedFallback.endpoint",
-            f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is "
-            "already their same-model fallback",
-            "an endpoint serving another model, or unset",
-        )
+        known = ", ".join(e.name for e in sagemaker) or "none configured"
+        raise ConfigError(key, f"{wanted!r} is not a SageMaker endpoint of this stack", known)
+    if {b.served_model_name for b in dynamo} <= {endpoint.served_model_name}:
+        why = f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is already their"
+        raise ConfigError(key, why + " same-model fallback", "an endpoint serving another model, or unset")
 
 
 def plan_gateway(
@@ -255,20 +233,18 @@ def plan_gateway(
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
-    return GatewayOutput(
-        url=url,
-        models=[
-            GatewayModel(
-                name=g.name,
-                servedModelName=g.served_model_name,
-                kind=g.kind,
-                fallbacks=list(g.fallbacks),
-                degraded=g.degraded,
-            )
-            for g in plan.groups
-        ],
-        auth=GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key),
-    )
+    models = [
+        GatewayModel(
+            name=g.name,
+            servedModelName=g.served_model_name,
+            kind=g.kind,
+            fallbacks=list(g.fallbacks),
+            degraded=g.degraded,
+        )
+        for g in plan.groups
+    ]
+    auth = GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key)
+    return GatewayOutput(url=url, models=models, auth=auth)
 
 
 MASTER_KEY_SECRET_KEY = "masterKey"  # the key inside the Kubernetes Secret
@@ -339,35 +315,21 @@ def check_gateway(config: StackConfig) -> list[ConfigError]:
     names = [e.name for e in config.sagemaker.endpoints]
     degraded = gateway.degradedFallback
     if degraded and degraded.endpoint not in names:
-        errors.append(
-            ConfigError(
-                "gateway.degradedFallback.endpoint",
-                f"{bounded(degraded.endpoint)} is not a SageMaker endpoint of this stack",
-                ", ".join(names) or "none configured",
-            )
-        )
+        why = f"{bounded(degraded.endpoint)} is not a SageMaker endpoint of this stack"
+        errors.append(ConfigError("gateway.degradedFallback.endpoint", why, ", ".join(names) or "none configured"))
     if not config.targets and not names:
-        errors.append(
-            ConfigError(
-                "gateway.enabled",
-                "the gateway has no backend",
-                "at least one target or SageMaker endpoint, or gateway.enabled: false",
-            )
-        )
+        allowed = "at least one target or SageMaker endpoint, or gateway.enabled: false"
+        errors.append(ConfigError("gateway.enabled", "the gateway has no backend", allowed))
     creates_vpc = config.aws is not None and config.aws.cluster is not None and config.aws.cluster.create is not None
     egress = [ipaddress.ip_network(cidr, strict=False) for cidr in gateway.sagemakerEgressCidrs]
     if names and creates_vpc and not any(network.is_global or network.prefixlen == 0 for network in egress):
         # The VPC this stack creates has no sagemaker.runtime interface endpoint (only the S3 gateway one), so
         # the SageMaker runtime is reached at its public address: private-only egress blocks the failover.
-        errors.append(
-            ConfigError(
-                "gateway.sagemakerEgressCidrs",
-                f"{', '.join(gateway.sagemakerEgressCidrs)} reach no SageMaker runtime: the VPC this stack creates "
-                f"has no sagemaker.runtime interface endpoint, so the gateway fails over to {names[0]} at its public "
-                "address",
-                "a range holding the public endpoint's addresses, or 0.0.0.0/0 (the default)",
-            )
-        )
+        why = f"{', '.join(gateway.sagemakerEgressCidrs)} reach no SageMaker runtime: the VPC this stack creates "
+        why += f"has no sagemaker.runtime interface endpoint, so the gateway fails over to {names[0]} at its public "
+        why += "address"
+        allowed = "a range holding the public endpoint's addresses, or 0.0.0.0/0 (the default)"
+        errors.append(ConfigError("gateway.sagemakerEgressCidrs", why, allowed))
     return errors
 
 
@@ -400,7 +362,7 @@ def plan_stack_gateway(
     endpoints = tuple(SageMakerBackend(e.id, _region(e), e.servedModelName) for e in sagemaker)
     redis = RedisAddress(redis_host(config.name, namespace), pins.redis.port)
     routing = plan_gateway(dynamo, endpoints, settings, redis if settings.router_processes > 1 else None)
-    port = pins.litellm.port
+    url = service_url(config.name, namespace, pins.litellm.port)
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
         name=config.name,
@@ -416,11 +378,5 @@ def plan_stack_gateway(
         allowed_namespaces=tuple(dict.fromkeys([namespace, *config.allowedNamespaces])),
         backend_namespaces=(namespace,) if dynamo else (),
         sagemaker_egress_cidrs=tuple(config.sagemakerEgressCidrs),
-        output=gateway_output(
-            routing,
-            service_url(config.name, namespace, port),
-            namespace,
-            master_key_secret_name(config.name),
-            MASTER_KEY_SECRET_KEY,
-        ),
+        output=gateway_output(routing, url, namespace, master_key_secret_name(config.name), MASTER_KEY_SECRET_KEY),
     )
