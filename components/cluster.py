@@ -1,14 +1,7 @@
-"""The cluster every Kubernetes resource of the stack goes to: created (VPC + EKS) or reached (kubeconfig).
-
-- `Network`: private subnets in every AZ, NAT egress, an S3 gateway endpoint so that model downloads from S3 do
-  not cross (and pay for) the NAT, and a private subnet per Local Zone GPU pool (P6e-GB200 UltraServers live in
-  a Dallas Local Zone), kept apart: the control plane, mount targets and load balancers get AZ subnets only.
-- `EksCluster`: control plane (pinned version, restricted endpoint, all control-plane logs, secrets encrypted
-  with a KMS key), the CPU system node group (its own launch template: IMDSv2, hop limit 1), the core add-ons,
-  and the Kubernetes provider every Kubernetes resource is created with (the one place that builds it), from a
-  kubeconfig rendered as text from the cluster's outputs.
-- `cluster_handles` registers both from the plan's `CreatedCluster`, or the explicit `kubernetes` provider of an
-  existing cluster, and returns what the rest of the stack needs from either.
+"""The cluster every Kubernetes resource of the stack goes to: created (`Network` + `EksCluster`) or reached through
+an existing cluster's explicit kubeconfig (`cluster_handles`). The network gives Local Zone GPU pools (P6e-GB200 in
+Dallas) their own private subnets, kept apart: the control plane, mount targets and load balancers get AZ subnets.
+`EksCluster` builds the one Kubernetes provider, from a kubeconfig rendered from the cluster's outputs.
 """
 
 from __future__ import annotations
@@ -24,9 +17,10 @@ import pulumi_kubernetes as k8s
 
 from components.iam import assume_role_policy
 from components.launch_templates import metadata_options, root_volume, tag_specifications
+from serving_stack.config.aws import AccessEntry
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
-from serving_stack.plan.cluster import AccessGrant, CreatedCluster, local_zone_cidrs, subnet_cidrs
+from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
 from serving_stack.plan.pools import LocalZoneSubnet
 from serving_stack.plan.stack import StackPlan
 
@@ -75,20 +69,20 @@ class Network(pulumi.ComponentResource):
         nat_ids: list[pulumi.Output[str]] = []
         private_route_tables: list[aws.ec2.RouteTable] = []
         self.private_subnet_ids_by_az = {}
-        for index, zone in enumerate(cluster.availability_zones):
-            public = aws.ec2.Subnet(
-                f"{name}-public-{zone}",
+
+        def subnet(kind: str, zone: str, cidr: str, role: str) -> aws.ec2.Subnet:
+            subnet_tags = {**tags, **cluster_tag, "Name": f"{cluster.name}-{kind}-{zone}", role: "1"}
+            return aws.ec2.Subnet(
+                f"{name}-{kind}-{zone}",
                 vpc_id=vpc.id,
-                cidr_block=public_cidrs[index],
+                cidr_block=cidr,
                 availability_zone=zone,
-                tags={
-                    **tags,
-                    **cluster_tag,
-                    "Name": f"{cluster.name}-public-{zone}",
-                    "kubernetes.io/role/elb": "1",
-                },
+                tags=subnet_tags,
                 opts=child,
             )
+
+        for index, zone in enumerate(cluster.availability_zones):
+            public = subnet("public", zone, public_cidrs[index], "kubernetes.io/role/elb")
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
             )
@@ -102,19 +96,7 @@ class Network(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
                 )
                 nat_ids.append(nat.id)
-            private = aws.ec2.Subnet(
-                f"{name}-private-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=private_cidrs[index],
-                availability_zone=zone,
-                tags={
-                    **tags,
-                    **cluster_tag,
-                    "Name": f"{cluster.name}-private-{zone}",
-                    "kubernetes.io/role/internal-elb": "1",
-                },
-                opts=child,
-            )
+            private = subnet("private", zone, private_cidrs[index], "kubernetes.io/role/internal-elb")
             routes = aws.ec2.RouteTable(
                 f"{name}-private-routes-{zone}",
                 vpc_id=vpc.id,
@@ -193,6 +175,8 @@ def kubeconfig(
     cluster_name: str, region: str, endpoint: pulumi.Input[str], ca_data: pulumi.Input[str]
 ) -> pulumi.Output[str]:
     """A kubeconfig that authenticates with `aws eks get-token` (no static credentials in state)."""
+    token = ["eks", "get-token", "--cluster-name", cluster_name, "--region", region, "--output", "json"]
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws", "args": token}}
     return pulumi.Output.json_dumps(
         {
             "apiVersion": "v1",
@@ -202,27 +186,7 @@ def kubeconfig(
             ],
             "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
             "current-context": cluster_name,
-            "users": [
-                {
-                    "name": cluster_name,
-                    "user": {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1beta1",
-                            "command": "aws",
-                            "args": [
-                                "eks",
-                                "get-token",
-                                "--cluster-name",
-                                cluster_name,
-                                "--region",
-                                region,
-                                "--output",
-                                "json",
-                            ],
-                        }
-                    },
-                }
-            ],
+            "users": [{"name": cluster_name, "user": user}],
         }
     )
 
@@ -328,7 +292,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-system-launch-template",
             description=f"System nodes of {spec.name}: IMDSv2 only, metadata hop limit 1",
             metadata_options=metadata_options(),
-            block_device_mappings=[root_volume(system.disk_size_gib)],
+            block_device_mappings=[root_volume(system.diskSizeGiB)],
             tag_specifications=tag_specifications(tags, f"{spec.name}-system-node"),
             update_default_version=True,
             tags=tags,
@@ -341,11 +305,11 @@ class EksCluster(pulumi.ComponentResource):
             node_group_name_prefix=f"{spec.name}-system-",
             node_role_arn=node_role.arn,
             subnet_ids=list(args.private_subnet_ids),
-            instance_types=list(system.instance_types),
+            instance_types=list(system.instanceTypes),
             ami_type="AL2023_x86_64_STANDARD",
             version=spec.kubernetes_version,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=system.min_size, desired_size=system.desired_size, max_size=system.max_size
+                min_size=system.minSize, desired_size=system.desiredSize, max_size=system.maxSize
             ),
             # The root volume lives on the template (EKS rejects diskSize beside a launch template).
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
@@ -378,12 +342,12 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: AccessGrant) -> None:
+    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: AccessEntry) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         entry = aws.eks.AccessEntry(
-            name, cluster_name=cluster.name, principal_arn=access.principal_arn, type="STANDARD", opts=replace_in_place
+            name, cluster_name=cluster.name, principal_arn=access.principalArn, type="STANDARD", opts=replace_in_place
         )
         scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
             type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None
@@ -392,7 +356,7 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-policy",
             cluster_name=cluster.name,
             principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[access.policy],
+            policy_arn=ACCESS_POLICIES[access.accessPolicy],
             access_scope=scope,
             opts=replace_in_place,
         )

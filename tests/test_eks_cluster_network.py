@@ -14,8 +14,9 @@ from aws_helpers import inputs, run_components, the
 from aws_requests import launch_template_request, node_group_request, problems
 
 from components.cluster import EksCluster, EksClusterArgs, Network, NetworkArgs
+from serving_stack.config.aws import SystemNodeGroupConfig
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.cluster import CreatedCluster, SystemNodes, local_zone_cidrs, subnet_cidrs
+from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
@@ -33,7 +34,9 @@ def build_stack(public_cidrs=("203.0.113.0/24",), nat_per_az=True):
         nat_gateway_per_az=nat_per_az,
         endpoint_public_access_cidrs=tuple(public_cidrs),
         log_retention_days=90,
-        system_nodes=SystemNodes(("m7i.2xlarge",), min_size=2, desired_size=2, max_size=4, disk_size_gib=100),
+        system_nodes=SystemNodeGroupConfig(
+            instanceTypes=["m7i.2xlarge"], minSize=2, desiredSize=2, maxSize=4, diskSizeGiB=100
+        ),
         addons=tuple(catalog.platform.eksAddons.cluster),
         access_grants=(),
         local_zone_subnets=tuple(LOCAL_POOLS),

@@ -1,13 +1,8 @@
-"""The cluster the stack reaches: one it creates (VPC, EKS, system node group, add-ons, access entries) or an
-existing one through an explicit kubeconfig context, checked against EC2's instance types, EKS's limits and
-support calendar, the Dynamo platform's minimum Kubernetes and the stack's one Region; and the device plugins
-its GPU pools need.
-
-One Region for the stack: `aws.region` decides where the stack builds, `aws:region` is the default provider's
-(`pulumi` commands, SageMaker endpoints without `sagemaker.region`); two values would split the stack across
-Regions without any block saying so, so they must agree. A created cluster runs `upgradePolicy.supportType:
-STANDARD`, which EKS accepts only in standard support (AWS-FACTS.md, corrections 2026-12): a version past it is
-refused, one that ends within `warnDays` is a warning.
+"""The cluster the stack reaches (one it creates, or an existing one through an explicit kubeconfig context) and
+the device plugins its GPU pools need; checked against EC2's instance types, EKS's limits and support calendar, the
+Dynamo platform's minimum Kubernetes and the stack's one Region (`aws.region` must equal `aws:region`, the default
+provider's). A created cluster runs `upgradePolicy.supportType: STANDARD`, which EKS accepts only in standard
+support (AWS-FACTS.md, corrections 2026-12): a version past it is refused, one ending within `warnDays` warned of.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from typing import Optional, Union
 import botocore
 import botocore.session
 
-from serving_stack.config.aws import AwsClusterConfig, AwsConfig
+from serving_stack.config.aws import AccessEntry, AwsClusterConfig, AwsConfig, SystemNodeGroupConfig
 from serving_stack.config.serving import ClusterAccess
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
@@ -47,22 +42,6 @@ EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
 
 
 @dataclass(frozen=True)
-class SystemNodes:
-    instance_types: tuple[str, ...]
-    min_size: int
-    desired_size: int
-    max_size: int
-    disk_size_gib: int
-
-
-@dataclass(frozen=True)
-class AccessGrant:
-    principal_arn: str
-    policy: str
-    namespaces: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class CreatedCluster:
     """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
 
@@ -73,9 +52,9 @@ class CreatedCluster:
     nat_gateway_per_az: bool
     endpoint_public_access_cidrs: tuple[str, ...]
     log_retention_days: int
-    system_nodes: SystemNodes
+    system_nodes: SystemNodeGroupConfig
     addons: tuple[EksAddon, ...]
-    access_grants: tuple[AccessGrant, ...]
+    access_grants: tuple[AccessEntry, ...]
     local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
 
 
@@ -125,7 +104,6 @@ def plan_cluster(
 ) -> ClusterPlan:
     create = aws.cluster.create if aws and aws.cluster else None
     if access.source == "eks" and aws is not None and create is not None:
-        system = aws.systemNodeGroup
         return CreatedCluster(
             name=create.name,
             kubernetes_version=create.kubernetesVersion,
@@ -134,13 +112,9 @@ def plan_cluster(
             nat_gateway_per_az=create.natGatewayPerAz,
             endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
             log_retention_days=create.controlPlaneLogRetentionDays,
-            system_nodes=SystemNodes(
-                tuple(system.instanceTypes), system.minSize, system.desiredSize, system.maxSize, system.diskSizeGiB
-            ),
+            system_nodes=aws.systemNodeGroup,
             addons=tuple(facts.aws.platform.eksAddons.cluster),
-            access_grants=tuple(
-                AccessGrant(e.principalArn, e.accessPolicy, tuple(e.namespaces)) for e in create.accessEntries
-            ),
+            access_grants=tuple(create.accessEntries),
             local_zone_subnets=local_zone_subnets(pools),
         )
     existing = aws.cluster.existing if aws and aws.cluster else None
@@ -179,13 +153,8 @@ def check_stack_region(
         if region is not None and region not in regions.regions
     ]
     if aws is not None and default_region is not None and aws.region != default_region:
-        errors.append(
-            ConfigError(
-                "aws.region",
-                f"{aws.region!r} differs from the stack's aws:region {bounded(default_region)}: one Region for the stack",
-                bounded(default_region, quote=False),
-            )
-        )
+        why = f"{aws.region!r} differs from the stack's aws:region {bounded(default_region)}: one Region for the stack"
+        errors.append(ConfigError("aws.region", why, bounded(default_region, quote=False)))
     return errors
 
 
@@ -199,13 +168,10 @@ def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool
     if create and access.source != "eks":
         errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
     if create and aws.nodePools and not aws.devicePlugins.nvidia:
+        why = "false on a cluster this stack creates: nothing else there advertises nvidia.com/gpu (no GPU Operator), "
+        allowed = "true (false only on an existing cluster whose GPU Operator runs the plugin)"
         errors.append(
-            ConfigError(
-                "aws.devicePlugins.nvidia",
-                "false on a cluster this stack creates: nothing else there advertises nvidia.com/gpu (no GPU "
-                "Operator), so no GPU pod of its pools would schedule",
-                "true (false only on an existing cluster whose GPU Operator runs the plugin)",
-            )
+            ConfigError("aws.devicePlugins.nvidia", why + "so no GPU pod of its pools would schedule", allowed)
         )
     if create:
         errors += _check_public_access_cidrs(create.endpointPublicAccessCidrs)
@@ -219,11 +185,7 @@ def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool
     # existing cluster's when it says its version).
     minimum = facts.platform.chart.minKubernetes
     key, version = stated_version(aws.cluster)
-    if (
-        version is not None
-        and (create is not None or installs_platform)
-        and version_key(version) < version_key(minimum)
-    ):
+    if version and (create or installs_platform) and version_key(version) < version_key(minimum):
         errors.append(ConfigError(key, f"the Dynamo platform needs Kubernetes >= {minimum}, got {version}"))
     system = aws.systemNodeGroup
     errors += check_system_instance_types(system.instanceTypes, facts)
@@ -283,20 +245,14 @@ def _check_public_access_cidrs(cidrs: list[str]) -> list[ConfigError]:
             problem = f"{cidr} opens the API endpoint to the internet"
             errors.append(ConfigError(f"{key}[{index}]", problem, "specific CIDRs, or [] for a private endpoint"))
         elif special is not None:
-            errors.append(
-                ConfigError(
-                    f"{key}[{index}]",
-                    f"{cidr} is inside {special}, which no caller of a public endpoint comes from "
-                    f"({limits.nonPublicSource})",
-                    "public ranges; private networks reach the cluster through its private endpoint",
-                )
-            )
+            why = f"{cidr} is inside {special}, which no caller of a public endpoint comes from "
+            why += f"({limits.nonPublicSource})"
+            allowed = "public ranges; private networks reach the cluster through its private endpoint"
+            errors.append(ConfigError(f"{key}[{index}]", why, allowed))
     networks = [ipaddress.IPv4Network(cidr, strict=False) for cidr in cidrs]  # config `Cidr`: IPv4
     if all(n.prefixlen for n in networks) and any(w.prefixlen == 0 for w in ipaddress.collapse_addresses(networks)):
-        problem = f"{', '.join(cidrs)} together open the API endpoint to the internet"
-        errors.append(
-            ConfigError(key, bounded(problem, 200, quote=False), "specific CIDRs, or [] for a private endpoint")
-        )
+        problem = bounded(f"{', '.join(cidrs)} together open the API endpoint to the internet", 200, quote=False)
+        errors.append(ConfigError(key, problem, "specific CIDRs, or [] for a private endpoint"))
     return errors
 
 

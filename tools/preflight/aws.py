@@ -350,14 +350,14 @@ def vcpu_quota_findings(stack: PreflightStack, pools: PoolKeys, calls: Calls, qu
             add(_key(index, "maxSize"), pool.name, instance_type, pool.max_size, vcpus, pool.capacity_type)
     if isinstance(stack.plan.cluster, CreatedCluster):
         system = stack.plan.cluster.system_nodes
-        types = list(system.instance_types)
+        types = list(system.instanceTypes)
         answer = calls.call(
             "aws.systemNodeGroup.instanceTypes", "ec2", region, "DescribeInstanceTypes", InstanceTypes=types
         )
         sizes = {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in (answer or {}).get("InstanceTypes", [])}
         if sizes:  # the largest type the group may launch, maxSize times
             largest = max(sizes, key=lambda name: (sizes[name], name))
-            add("aws.systemNodeGroup.maxSize", "system", largest, system.max_size, sizes[largest], "on-demand")
+            add("aws.systemNodeGroup.maxSize", "system", largest, system.maxSize, sizes[largest], "on-demand")
     for code in sorted(needs):  # one call per quota, in code order
         findings += _judge_quota(needs[code], calls, region, quotas.ec2.serviceCode)
     return findings
