@@ -1,19 +1,10 @@
 """Does a fallback pair of the gateway answer alike? Two backend descriptions -> the differences a client sees.
 
-An agent that depends on tool calls must get the same answer whichever backend the gateway picked. Between a
-primary and its fallback that means the same served model name, the same maximum context, and parsers that
-turn the model's tool-call and reasoning markup into the same OpenAI fields: what each runtime's parsers do is
-data (`catalog/response_formats.yaml`, checked against the parsers themselves by
-`tests/test_failover_parsers.py`). A parser, runtime or version that data does not record answers in no known
-way and so differs from everything.
-
-Pure functions on plain values: `dynamo_backend` reads a rendered DynamoGraphDeployment, `vllm_server_backend`
-a vLLM server's engine arguments (`arguments_from_environment` recovers them from a container environment),
-`answer_differences` compares two backends, `refuse_unlike_fallbacks` turns the differences of every pair into
-one `ConfigError` per pair naming the gateway key and both backends. A pair is refused unless aligned: a
-difference is removed at its source (an overlay that sets the argument, a parser whose answer the data records
-as the same), never waived here. `gateway_fallback_errors` is the plan's call: every pair of the planned
-gateway, each backend read from what the stack deploys (the rendered DGDs, the endpoints' containers).
+An agent that depends on tool calls must get the same answer whichever backend the gateway picked: the same served
+model name, maximum context, and parsers that turn tool-call and reasoning markup into the same OpenAI fields. What
+each runtime's parsers do is data (`catalog/response_formats.yaml`, checked against the parsers themselves by
+`tests/test_failover_parsers.py`); anything it does not record differs from everything. A pair is refused (one
+`ConfigError` per pair naming the gateway key) unless aligned at its source, never waived here.
 """
 
 from __future__ import annotations
@@ -204,27 +195,15 @@ def answer_differences(
     if same_model and primary.served_model_name != fallback.served_model_name:
         found.append(Difference("served model name", primary.served_model_name, fallback.served_model_name))
     if same_model and primary.max_context != fallback.max_context:
-        found.append(
-            Difference(
-                "maximum context",
-                "the checkpoint's" if primary.max_context is None else primary.max_context,
-                "the checkpoint's" if fallback.max_context is None else fallback.max_context,
-            )
+        context_a, context_b = (
+            "the checkpoint's" if b.max_context is None else b.max_context for b in (primary, fallback)
         )
-    (tool_a, reasoning_a, unknown_a), (tool_b, reasoning_b, unknown_b) = (
-        _recorded(primary, formats),
-        _recorded(fallback, formats),
-    )
+        found.append(Difference("maximum context", context_a, context_b))
+    tool_a, reason_a, unknown_a = _recorded(primary, formats)
+    tool_b, reason_b, unknown_b = _recorded(fallback, formats)
     sides = (
         ("tool calls", TOOL_CALL_ATTRIBUTES, primary.tool_call_parser, tool_a, fallback.tool_call_parser, tool_b),
-        (
-            "reasoning",
-            REASONING_ATTRIBUTES,
-            primary.reasoning_parser,
-            reasoning_a,
-            fallback.reasoning_parser,
-            reasoning_b,
-        ),
+        ("reasoning", REASONING_ATTRIBUTES, primary.reasoning_parser, reason_a, fallback.reasoning_parser, reason_b),
     )
     for aspect, attributes, parser_a, answer_a, parser_b, answer_b in sides:
         known = answer_a is not None and answer_b is not None
@@ -234,16 +213,12 @@ def answer_differences(
             found.append(Difference(f"{aspect} parser", first, second))
             continue
         for attribute in attributes if known else ():
-            if getattr(answer_a, attribute) != getattr(answer_b, attribute):
-                found.append(
-                    Difference(f"{aspect} {attribute}", getattr(answer_a, attribute), getattr(answer_b, attribute))
-                )
-    if reasoning_a is not None and reasoning_b is not None:
+            value_a, value_b = getattr(answer_a, attribute), getattr(answer_b, attribute)
+            if value_a != value_b:
+                found.append(Difference(f"{aspect} {attribute}", value_a, value_b))
+    if reason_a is not None and reason_b is not None:
         fields = formats.gateway.reasoningField
-        field_a, field_b = (
-            fields.get(reasoning_a.field, reasoning_a.field),
-            fields.get(reasoning_b.field, reasoning_b.field),
-        )
+        field_a, field_b = (fields.get(r.field, r.field) for r in (reason_a, reason_b))
         if field_a != field_b:
             found.append(Difference("reasoning field through the gateway", field_a, field_b))
     return found
@@ -286,19 +261,17 @@ def refuse_unlike_fallbacks(
         primary, fallback = backends[pair.primary], backends[pair.fallback]
         found = answer_differences(primary, fallback, formats, pair.same_model)
         if found:
-            errors.append(
-                ConfigError(
-                    gateway_key,
-                    f"model group {pair.group!r} fails over from {primary.name} to {fallback.name}, which answer "
-                    f"differently: {'; '.join(str(difference) for difference in found)}",
-                    "backends with one served model name and maximum context whose parsers answer alike "
-                    "(catalog/response_formats.yaml); align the backend that differs",
-                )
-            )
+            why = f"model group {pair.group!r} fails over from {primary.name} to {fallback.name}, which answer "
+            why += f"differently: {'; '.join(str(difference) for difference in found)}"
+            errors.append(ConfigError(gateway_key, why, ALIGNED))
     return errors
 
 
 UNLISTED_RUNTIME = "sagemaker-unlisted-container"
+ALIGNED = (
+    "backends with one served model name and maximum context whose parsers answer alike "
+    "(catalog/response_formats.yaml); align the backend that differs"
+)
 SAME_MODEL_KEY = "gateway.sameModelFallback"
 DEGRADED_KEY = "gateway.degradedFallback.endpoint"
 
