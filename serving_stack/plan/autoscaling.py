@@ -1,12 +1,8 @@
-"""The `autoscaling:` block applied to the planned stack: a KEDA ScaledObject per worker component of each
-listed target (the DGD's scaling adapters are enabled where it is rendered, `plan.serving`), and cluster-autoscaler
-with the tags of each managed GPU node group, on a cluster the stack creates. Checked before any resource: a target
-the stack does not select, no Prometheus to read, bounds a pool cannot hold, an image for another Kubernetes minor.
-
-A component scales on the most demanding of three triggers (KEDA takes the maximum): requests in flight per
-replica against the concurrency the catalog measured per worker, requests queued per replica, and TTFT p50
-against the SLO. KEDA rather than HPA + Prometheus Adapter: the query lives next to its target, KEDA can scale to
-zero, and it is the Dynamo docs' recommended path; its HPA underneath still applies `behavior`.
+"""The `autoscaling:` block applied to the planned stack: a KEDA ScaledObject per worker component of each listed
+target (the adapters are enabled where the DGD is rendered) and cluster-autoscaler with each managed GPU node group's
+tags, on a cluster the stack creates. A component scales on the most demanding of requests in flight and queued per
+replica and TTFT p50 against the SLO; KEDA rather than HPA + Prometheus Adapter (the query lives next to its target,
+it scales to zero, the Dynamo docs recommend it).
 """
 
 from __future__ import annotations
@@ -59,15 +55,11 @@ def scaled_objects(
     objects = []
     for component, per_set in sorted(recipe.worker_replicas.items()):
         name = adapter_name(dgd_name, component)
+        down = {"type": "Pods", "value": 1, "periodSeconds": 300}
+        up = {"type": "Percent", "value": 100, "periodSeconds": 60}
         behavior = {
-            "scaleDown": {
-                "stabilizationWindowSeconds": scaling.scaleDownStabilizationSeconds,
-                "policies": [{"type": "Pods", "value": 1, "periodSeconds": 300}],
-            },
-            "scaleUp": {
-                "stabilizationWindowSeconds": 0,
-                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
-            },
+            "scaleDown": {"stabilizationWindowSeconds": scaling.scaleDownStabilizationSeconds, "policies": [down]},
+            "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [up]},
         }
         triggers = [
             trigger("inflight-per-replica", q.inflight_requests, "AverageValue", concurrency / per_set),
@@ -199,10 +191,8 @@ def _checks(
         elif selected[target_id].selected.recipe.entry.performance.concurrency is None:
             errors.append(ConfigError(key, "no published concurrency to scale on"))
     if scaling.targets and prometheus_url is None:
-        problem = "required when the stack runs no Prometheus (monitoring disabled)"
-        errors.append(
-            ConfigError("autoscaling.prometheusUrl", problem, "the in-cluster URL of the Prometheus KEDA queries")
-        )
+        problem, allowed = "required when the stack runs no Prometheus (monitoring disabled)", "the in-cluster URL"
+        errors.append(ConfigError("autoscaling.prometheusUrl", problem, allowed + " of the Prometheus KEDA queries"))
     enabled = scaling.clusterAutoscaler.enabled
     if create is None and "enabled" in scaling.clusterAutoscaler.model_fields_set and enabled:
         problem = "the stack installs cluster-autoscaler only on the cluster it creates (aws.cluster.create)"
@@ -210,10 +200,8 @@ def _checks(
     elif create is not None and enabled:
         minor = image_tag.removeprefix("v").rsplit(".", 1)[0]
         if create.kubernetesVersion != minor:
-            problem = (
-                f"cluster-autoscaler {image_tag} (catalog/autoscaling.yaml) matches Kubernetes {minor}; "
-                f"the cluster runs {create.kubernetesVersion}"
-            )
+            problem = f"cluster-autoscaler {image_tag} (catalog/autoscaling.yaml) matches Kubernetes {minor}; "
+            problem += f"the cluster runs {create.kubernetesVersion}"
             errors.append(ConfigError("aws.cluster.create.kubernetesVersion", problem, minor))
     for pool in {t.pool.name: t.pool for t in targets if t.pool is not None}.values():
         # Each pool holds the GPUs of its targets at their `maxReplicaSets` (the others at their configured size).
@@ -223,15 +211,11 @@ def _checks(
             t.recipe.gpus_per_replica_set * bounds[t.id].maxReplicaSets if t.id in bounds else t.gpus for t in on_pool
         )
         if most > pool.max_size * pool.gpus_per_node:
-            scaled = next(t.id for t in on_pool if t.id in bounds)
-            errors.append(
-                ConfigError(
-                    f"autoscaling.targets.{scaled}.maxReplicaSets",
-                    f"the targets on pool {pool.name!r} need {most} GPUs at their maxReplicaSets; the pool holds "
-                    f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs",
-                    f"fewer sets, or aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}",
-                )
-            )
+            key = f"autoscaling.targets.{next(t.id for t in on_pool if t.id in bounds)}.maxReplicaSets"
+            why = f"the targets on pool {pool.name!r} need {most} GPUs at their maxReplicaSets; the pool holds "
+            why += f"{pool.max_size} nodes x {pool.gpus_per_node} GPUs"
+            allowed = f"fewer sets, or aws.nodePools maxSize >= {math.ceil(most / pool.gpus_per_node)}"
+            errors.append(ConfigError(key, why, allowed))
     return errors
 
 
