@@ -58,10 +58,8 @@ class ThroughputBasis:
             return "speculative decoding; the acceptance of the measurement is unpublished"
         if self.acceptance is None:
             return f"synthetic acceptance length {self.synthetic:g}, not measured on real traffic (set {self.key})"
-        return (
-            f"scaled x{self.factor:.3f} to acceptance length {self.acceptance:g} ({self.key}) from the synthetic "
-            f"{self.synthetic:g}"
-        )
+        scaled = f"scaled x{self.factor:.3f} to acceptance length {self.acceptance:g} ({self.key})"
+        return f"{scaled} from the synthetic {self.synthetic:g}"
 
 
 def throughput_basis(recipe: Recipe, config: TargetConfig, index: int) -> ThroughputBasis:
@@ -69,15 +67,11 @@ def throughput_basis(recipe: Recipe, config: TargetConfig, index: int) -> Throug
     key = f"targets[{index}].acceptanceLength"
     draft_tokens, acceptance = recipe.draft_tokens, config.acceptanceLength
     if acceptance is not None and (draft_tokens is None or acceptance > draft_tokens + 1):
-        raise ConfigError(
-            key,
-            f"{acceptance:g} for {recipe.id!r}, which "
-            + ("runs no speculative decoding" if draft_tokens is None else f"drafts {draft_tokens} tokens a step"),
-            "unset" if draft_tokens is None else f"1..{draft_tokens + 1}",
-        )
-    return ThroughputBasis(
-        draft_tokens is not None, recipe.entry.performance.syntheticAcceptanceLength, acceptance, key
-    )
+        runs = "runs no speculative decoding" if draft_tokens is None else f"drafts {draft_tokens} tokens a step"
+        allowed = "unset" if draft_tokens is None else f"1..{draft_tokens + 1}"
+        raise ConfigError(key, f"{acceptance:g} for {recipe.id!r}, which {runs}", allowed)
+    synthetic = recipe.entry.performance.syntheticAcceptanceLength
+    return ThroughputBasis(draft_tokens is not None, synthetic, acceptance, key)
 
 
 @dataclass(frozen=True)
@@ -121,9 +115,8 @@ def candidate_row(recipe: Recipe, aws_catalog: AwsCatalog, basis: Optional[Throu
     published, at its synthetic acceptance)."""
     gpu = aws_catalog.gpu_of_product(recipe.gpu_products[0])
     if gpu is None:
-        raise ConfigError(
-            f"catalog/targets.yaml: {recipe.id}", f"no GPU in gpus.yaml has product label {recipe.gpu_products[0]!r}"
-        )
+        why = f"no GPU in gpus.yaml has product label {recipe.gpu_products[0]!r}"
+        raise ConfigError(f"catalog/targets.yaml: {recipe.id}", why)
     workers, performance = recipe.worker_components(), recipe.entry.performance
     basis = basis or ThroughputBasis(recipe.draft_tokens is not None, performance.syntheticAcceptanceLength)
     return CandidateRow(
@@ -157,11 +150,8 @@ def instance_offers(
     blocks = prices.current_capacity_blocks(today)
     unknown = sorted(set(prices.capacityBlock) - set(aws_catalog.instance_types))
     if unknown:
-        raise ConfigError(
-            "catalog/capacity_prices.yaml: capacityBlock",
-            f"unknown instance type(s) {unknown}",
-            ", ".join(aws_catalog.instance_types),
-        )
+        known = ", ".join(aws_catalog.instance_types)
+        raise ConfigError("catalog/capacity_prices.yaml: capacityBlock", f"unknown instance type(s) {unknown}", known)
     return tuple(
         InstanceOffer(
             name,
@@ -244,12 +234,10 @@ def target_token_cost(
     cheapest = token_cost_row(row, offers, criteria)
     if pool is None:
         on_demand = cheapest.by_capacity_type["on-demand"]
-        where = (
-            f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}"
-            if on_demand
-            else f"no priced on-demand {row.gpu} type"
-        )
-        return TargetTokenCost(row.target_id, where, on_demand.usd_per_million if on_demand else None, cheapest)
+        if on_demand is None:
+            return TargetTokenCost(row.target_id, f"no priced on-demand {row.gpu} type", None, cheapest)
+        where = f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}"
+        return TargetTokenCost(row.target_id, where, on_demand.usd_per_million, cheapest)
     offer = next((o for o in offers if o.instance_type == pool.instance_type), None)
     cost = usd_per_million_output_tokens(row, offer, PRICE_OF_CAPACITY_TYPE[pool.capacity_type]) if offer else None
     where = f"pool {pool.name}: {pool.instance_type or 'nodes of no EC2 type'} ({pool.capacity_type})"
