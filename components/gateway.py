@@ -1,12 +1,7 @@
-"""One OpenAI-compatible URL in front of every serving backend: the LiteLLM proxy (pinned image) with the
-config `serving_stack.plan.gateway` generates, in the serving namespace.
-
-Children: ServiceAccount, ConfigMap (the config; its sha256 on the pod template rolls the pods when it
-changes), Secret (the master key, only ever a Pulumi secret), Deployment (non-root, read-only root,
-probes on LiteLLM's liveliness/readiness routes), Service, PodDisruptionBudget, HPA, NetworkPolicy, and
-with `plan.routing.needs_redis` a small Redis (Deployment, Service, NetworkPolicy) for the shared cooldown state.
-With `sagemaker_access` an IAM role the pods assume through EKS Pod Identity, allowed to invoke exactly
-the fallback endpoints. The parts that need no resource are module-level functions.
+"""One OpenAI-compatible URL in front of every serving backend: the LiteLLM proxy (pinned image) running the config
+`serving_stack.plan.gateway` generates, in the serving namespace, restricted by NetworkPolicies; with
+`plan.routing.needs_redis` a small Redis for the shared cooldown state, and with `sagemaker_access` an IAM role the
+pods assume through EKS Pod Identity, allowed to invoke exactly the fallback endpoints.
 """
 
 from __future__ import annotations
@@ -79,19 +74,8 @@ def config_checksum(config: Mapping[str, Any]) -> str:
 
 
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "InvokeFallbackEndpoints",
-                    "Effect": "Allow",
-                    "Action": list(INVOKE_ACTIONS),
-                    "Resource": sorted(endpoint_arns),
-                }
-            ],
-        }
-    )
+    invoke = {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS)}
+    return json.dumps({"Version": "2012-10-17", "Statement": [{**invoke, "Resource": sorted(endpoint_arns)}]})
 
 
 def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -113,36 +97,20 @@ def _namespace_peer(namespace: str) -> dict[str, Any]:
 
 def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[str, Any]]:
     """DNS, the Dynamo frontends, Redis, and (with SageMaker fallbacks) HTTPS plus the Pod Identity agent."""
-    rules: list[dict[str, Any]] = [
-        {
-            "to": [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        },
-    ]
+
+    def rule(to: list[dict[str, Any]], *ports: int, protocol: str = "TCP") -> dict[str, Any]:
+        return {"to": to, "ports": [{"protocol": protocol, "port": port} for port in ports]}
+
+    dns = [{**_namespace_peer("kube-system"), "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}]
+    rules = [{"to": dns, "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}]
     if args.plan.backend_namespaces:  # an empty `to` would allow every destination
-        rules.append(
-            {
-                "to": [_namespace_peer(ns) for ns in args.plan.backend_namespaces],
-                "ports": [{"protocol": "TCP", "port": DYNAMO_FRONTEND_PORT}],
-            }
-        )
+        rules.append(rule([_namespace_peer(ns) for ns in args.plan.backend_namespaces], DYNAMO_FRONTEND_PORT))
     if args.plan.routing.needs_redis:
-        rules.append(
-            {
-                "to": [{"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}],
-                "ports": [{"protocol": "TCP", "port": args.plan.pins.redis.port}],
-            }
-        )
+        redis = {"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}
+        rules.append(rule([redis], args.plan.pins.redis.port))
     if args.sagemaker_access is not None:
-        rules.append(
-            {
-                "to": [{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs],
-                "ports": [{"protocol": "TCP", "port": 443}],
-            }
-        )
-        rules.append(
-            {"to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], "ports": [{"protocol": "TCP", "port": 80}]}
-        )
+        rules.append(rule([{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs], 443))
+        rules.append(rule([{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], 80))
     return rules
 
 
@@ -195,7 +163,11 @@ class Gateway(pulumi.ComponentResource):
 
         pod_context, container_context = _restricted(litellm.runAsUser)
         writable = [(f"writable-{i}", path) for i, path in enumerate(litellm.writablePaths)]
-        probe = {"httpGet": {"port": "http"}, "periodSeconds": 10, "timeoutSeconds": 5}
+
+        def probe(path: str, failures: int, period: int = 10) -> dict[str, Any]:
+            get = {"path": f"/health/{path}", "port": "http"}
+            return {"httpGet": get, "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": failures}
+
         container = {
             "name": "litellm",
             "image": litellm.image,
@@ -211,22 +183,9 @@ class Gateway(pulumi.ComponentResource):
             ],
             "resources": args.plan.pins.litellm.resources.model_dump(),
             "securityContext": container_context,
-            "startupProbe": {
-                **probe,
-                "httpGet": {"path": "/health/liveliness", "port": "http"},
-                "failureThreshold": 30,
-                "periodSeconds": 2,
-            },
-            "livenessProbe": {
-                **probe,
-                "httpGet": {"path": "/health/liveliness", "port": "http"},
-                "failureThreshold": 3,
-            },
-            "readinessProbe": {
-                **probe,
-                "httpGet": {"path": "/health/readiness", "port": "http"},
-                "failureThreshold": 2,
-            },
+            "startupProbe": probe("liveliness", 30, period=2),
+            "livenessProbe": probe("liveliness", 3),
+            "readinessProbe": probe("readiness", 2),
             "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
             + [{"name": volume, "mountPath": path} for volume, path in writable],
         }
@@ -287,6 +246,7 @@ class Gateway(pulumi.ComponentResource):
             spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
             opts=child,
         )
+        cpu_target = {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization}
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             f"{name}-hpa",
             metadata={"name": base, "namespace": args.namespace, "labels": labels},
@@ -294,15 +254,7 @@ class Gateway(pulumi.ComponentResource):
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
                 "minReplicas": args.plan.min_replicas,
                 "maxReplicas": args.plan.max_replicas,
-                "metrics": [
-                    {
-                        "type": "Resource",
-                        "resource": {
-                            "name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization},
-                        },
-                    }
-                ],
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}}],
             },
             opts=child,
         )
@@ -370,6 +322,8 @@ class Gateway(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         redis, base = args.plan.pins.redis, f"{args.plan.name}-redis"
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
+        server_args = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory]
+        server_args += ["--maxmemory-policy", "volatile-lru", "--dir", "/data"]
         pod_context, container_context = _restricted(redis.runAsUser)
         k8s.apps.v1.Deployment(
             f"{name}-redis-deployment",
@@ -395,19 +349,7 @@ class Gateway(pulumi.ComponentResource):
                             {
                                 "name": "redis",
                                 "image": redis.image,
-                                "args": [
-                                    "redis-server",
-                                    "--save",
-                                    "",
-                                    "--appendonly",
-                                    "no",
-                                    "--maxmemory",
-                                    redis.maxMemory,
-                                    "--maxmemory-policy",
-                                    "volatile-lru",
-                                    "--dir",
-                                    "/data",
-                                ],
+                                "args": server_args,
                                 "ports": [{"name": "redis", "containerPort": redis.port}],
                                 "resources": redis.resources.model_dump(),
                                 "securityContext": container_context,
