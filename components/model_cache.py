@@ -1,11 +1,7 @@
-"""The ReadWriteMany model cache every worker mounts: its storage (for the cluster the stack creates), the claim
-and the download Jobs that fill it before serving starts, and the prewarm DaemonSets (`prewarm/prewarm.py`).
-
-EFS: an encrypted, Elastic-throughput file system with a mount target per AZ and an `efs-ap` StorageClass
-(an access point per claim; the driver authenticates with EKS Pod Identity). FSx for Lustre: a PERSISTENT_2 file
-system in the GPU pools' AZ, created beside the cluster rather than after it (dynamic provisioning would add
-5-15 minutes to the critical path), and a static PersistentVolume the claim binds to at once. Only what holds
-data is protected; volumes are retained when a claim goes.
+"""The ReadWriteMany model cache every worker mounts: its storage on a cluster the stack creates (EFS with an
+`efs-ap` StorageClass, or FSx for Lustre created beside the cluster with a static PersistentVolume: dynamic
+provisioning would add 5-15 minutes to the critical path), the claim and the download Jobs that fill it before
+serving starts, and the prewarm DaemonSets (`prewarm/prewarm.py`). Only what holds data is protected.
 """
 
 from __future__ import annotations
@@ -38,6 +34,7 @@ from serving_stack.plan.model_cache import (
     program_volume,
     state_volume,
 )
+from serving_stack.plan.operability import CHOWN_ONLY, NOBODY, container_security
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
 from serving_stack.plan.stack import ServingPlan
 
@@ -62,11 +59,8 @@ def _role_suffix(job_name: str, first: str) -> str:
 
 
 class ModelCache(pulumi.ComponentResource):
-    """PVC `shared-model-cache` + the download Jobs (one per upstream checkpoint set).
-
-    Pulumi waits for each Job to complete, so whatever depends on `download_jobs` (the serving targets,
-    whose pods run with `HF_HUB_OFFLINE=1`) starts only once the checkpoints are in the cache.
-    """
+    """The claim + the download Jobs; Pulumi awaits each Job, so what depends on `download_jobs` (workers running
+    with `HF_HUB_OFFLINE=1`) starts once the checkpoints are in the cache."""
 
     claim_name: pulumi.Output[str]
     download_jobs: list[k8s.batch.v1.Job]
@@ -110,7 +104,7 @@ class ModelCache(pulumi.ComponentResource):
             {**v, "persistentVolumeClaim": {"claimName": pvc.metadata.name}} if "persistentVolumeClaim" in v else v
             for v in pod_spec["volumes"]
         ]
-        deadline = int(job_spec["activeDeadlineSeconds"])
+        timeout = f"{int(job_spec['activeDeadlineSeconds']) // 60 + 10}m"
         download: k8s.batch.v1.Job = k8s.batch.v1.Job(
             resource_name,
             metadata={**job["metadata"], "namespace": args.namespace},
@@ -122,10 +116,7 @@ class ModelCache(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self,
-                custom_timeouts=pulumi.CustomTimeouts(
-                    create=f"{deadline // 60 + 10}m", update=f"{deadline // 60 + 10}m"
-                ),
+                parent=self, custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)
             ),
         )
         return download
@@ -206,18 +197,12 @@ class ModelCacheStorage(pulumi.ComponentResource):
                 f"{name}-from-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
             )
             if backend == "fsx":
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-from-self-{low}",
-                    security_group_id=group.id,
-                    referenced_security_group_id=group.id,
-                    **ports,
-                )
+                itself = {"security_group_id": group.id, "referenced_security_group_id": group.id, **ports}
+                aws.vpc.SecurityGroupIngressRule(f"{name}-from-self-{low}", **itself)
                 aws.vpc.SecurityGroupEgressRule(
                     f"{name}-to-vpc-{low}", security_group_id=group.id, cidr_ipv4=args.vpc_cidr, **ports
                 )
-                aws.vpc.SecurityGroupEgressRule(
-                    f"{name}-to-self-{low}", security_group_id=group.id, referenced_security_group_id=group.id, **ports
-                )
+                aws.vpc.SecurityGroupEgressRule(f"{name}-to-self-{low}", **itself)
         return group
 
     def _efs(self, name: str, args: ModelCacheStorageArgs, group: aws.ec2.SecurityGroup) -> None:
@@ -295,9 +280,6 @@ class ModelCacheStorage(pulumi.ComponentResource):
         return volume_name
 
 
-NOBODY = 65534
-
-
 @dataclass(frozen=True)
 class ModelPrewarmArgs:
     plan: ServingPlan  # the DaemonSets (`prewarm_pools`), their settings and program, the node-local state dir
@@ -309,13 +291,9 @@ class ModelPrewarmArgs:
 
 
 class ModelPrewarm(pulumi.ComponentResource):
-    """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool.
-
-    The pods run as nobody with every capability dropped and the model cache mounted read-only; a
-    root init container with only CAP_CHOWN hands the node-local state dir (a hostPath, where the
-    readiness file lives) to that user. Memory *requests* are small so the DaemonSet never blocks
-    scheduling; the *limit* must hold the checkpoints, since page cache counts against it.
-    """
+    """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool, running as nobody (a CAP_CHOWN-only
+    init container hands it the node-local state dir). Small memory requests never block scheduling; the limit
+    holds the checkpoints, since page cache counts against it."""
 
     def __init__(self, name: str, args: ModelPrewarmArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_PREWARM, name, None, opts)
@@ -348,10 +326,11 @@ class ModelPrewarm(pulumi.ComponentResource):
     ) -> k8s.apps.v1.DaemonSet:
         labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
         settings = args.plan.model_cache.prewarm
+        command = ["python3", f"{PROGRAM_MOUNT}/prewarm.py"]
         container = {
             "name": "prewarm",
             "image": settings.image,
-            "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--watch"],
+            "command": [*command, "--watch"],
             "env": [
                 {"name": PREWARM_MODELS_ENV, "value": ",".join(pool.checkpoints)},
                 {"name": "PREWARM_CACHE_ROOT", "value": "/model-cache"},
@@ -364,19 +343,10 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "limits": {"cpu": settings.cpuLimit, "memory": pool.memory_limit},
             },
             "readinessProbe": {
-                "exec": {
-                    "command": ["python3", f"{PROGRAM_MOUNT}/prewarm.py", "--check-ready", "--state-dir", STATE_DIR]
-                },
+                "exec": {"command": [*command[:2], "--check-ready", "--state-dir", STATE_DIR]},
                 "periodSeconds": 15,
             },
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": NOBODY,
-                "runAsGroup": NOBODY,
-                "allowPrivilegeEscalation": False,
-                "readOnlyRootFilesystem": True,
-                "capabilities": {"drop": ["ALL"]},
-            },
+            "securityContext": container_security(NOBODY),
             "volumeMounts": [
                 {"name": "model-cache", "mountPath": "/model-cache", "readOnly": True},
                 {"name": STATE_VOLUME, "mountPath": STATE_DIR},
@@ -388,14 +358,10 @@ class ModelPrewarm(pulumi.ComponentResource):
             "image": settings.image,
             "command": ["chown", f"{NOBODY}:{NOBODY}", STATE_DIR],
             "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
-            "securityContext": {
-                "runAsUser": 0,
-                "allowPrivilegeEscalation": False,
-                "readOnlyRootFilesystem": True,
-                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
-            },
+            "securityContext": CHOWN_ONLY,
             "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
         }
+        program_digest = hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()
         return k8s.apps.v1.DaemonSet(
             f"{name}-{pool.name}",
             metadata={"name": f"model-prewarm-{pool.name}", "namespace": args.namespace, "labels": labels},
@@ -405,12 +371,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "template": {
                     # The program's ConfigMap is replaced under the same name when it changes; only a changed
                     # pod template makes the DaemonSet roll its pods onto the new program.
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {
-                            CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()
-                        },
-                    },
+                    "metadata": {"labels": labels, "annotations": {CONFIG_CHECKSUM_ANNOTATION: program_digest}},
                     "spec": {
                         "priorityClassName": priority.metadata.name,
                         "affinity": {"nodeAffinity": pool.node_affinity},

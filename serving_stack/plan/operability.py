@@ -100,6 +100,15 @@ def container_security(user: int) -> dict[str, Any]:
     }
 
 
+# A root init container that may only hand a directory to the pod's user.
+CHOWN_ONLY = {
+    "runAsUser": 0,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+}
+
+
 def ops_pod(containers: list[dict[str, Any]], volumes: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {
         "automountServiceAccountToken": False,
@@ -214,12 +223,7 @@ def benchmark_job(
             f"import os; os.makedirs('{results}', exist_ok=True); os.chown('{results}', {AIPERF_USER}, {AIPERF_USER})",
         ],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
-        "securityContext": {
-            "runAsUser": 0,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
-        },
+        "securityContext": CHOWN_ONLY,
         "volumeMounts": [{"name": "model-cache", "mountPath": MODEL_CACHE}],
     }
     frontend = {
