@@ -12,14 +12,8 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws import RdmaSharedDevicePlugin
-from serving_stack.names import (
-    FABRIC_LABEL,
-    FORMER_TYPE_TOKENS,
-    GPU_TAINT,
-    INSTANCE_TYPE_LABEL,
-    TypeTokens,
-)
+from serving_stack.facts.aws import EfaDevicePluginChart, NvidiaDevicePluginChart, RdmaSharedDevicePlugin
+from serving_stack.names import FABRIC_LABEL, FORMER_TYPE_TOKENS, GPU_TAINT, INSTANCE_TYPE_LABEL, TypeTokens
 from serving_stack.plan.cluster import DevicePluginSet
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
@@ -52,71 +46,53 @@ def efa_values(instance_types: Sequence[str]) -> dict[str, Any]:
 
 def rdma_devices_config(plugin: RdmaSharedDevicePlugin) -> str:
     """`config.json` of the `rdma-devices` ConfigMap: Mellanox HCAs shared as `rdma/<resourceName>`."""
-    return json.dumps(
-        {
-            "configList": [
-                {
-                    "resourceName": plugin.resourceName,
-                    "rdmaHcaMax": plugin.rdmaHcaMax,
-                    "selectors": {"vendors": list(plugin.vendors)},
-                }
-            ]
-        }
-    )
+    device = {"resourceName": plugin.resourceName, "rdmaHcaMax": plugin.rdmaHcaMax}
+    return json.dumps({"configList": [{**device, "selectors": {"vendors": list(plugin.vendors)}}]})
 
 
 class DevicePlugins(pulumi.ComponentResource):
     def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        aliases = [pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]]
         super().__init__(
             TypeTokens.DEVICE_PLUGINS,
             name,
             None,
-            pulumi.ResourceOptions.merge(
-                opts,
-                pulumi.ResourceOptions(
-                    aliases=[pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]]
-                ),
-            ),
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
         )
         child = pulumi.ResourceOptions(parent=self)
-        releases = []
+        pins, releases = args.plan.pins, []
+
+        def release(
+            role: str,
+            release_name: str,
+            pin: NvidiaDevicePluginChart | EfaDevicePluginChart,
+            namespace: pulumi.Input[str],
+            values: dict[str, Any],
+        ) -> None:
+            # The release keeps its name and its chart's cluster-scoped objects are named after it: a replacement
+            # (another namespace) must delete the old release first.
+            releases.append(
+                k8s.helm.v3.Release(
+                    f"{name}-{role}",
+                    name=release_name,
+                    chart=pin.chart,
+                    version=pin.version,
+                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository),
+                    namespace=namespace,
+                    values=values,
+                    atomic=True,
+                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+                )
+            )
+
         if args.plan.nvidia:
-            nvidia = args.plan.pins.nvidia
             namespace = k8s.core.v1.Namespace(
-                f"{name}-nvidia-namespace", metadata={"name": nvidia.namespace}, opts=child
+                f"{name}-nvidia-namespace", metadata={"name": pins.nvidia.namespace}, opts=child
             )
-            releases.append(
-                k8s.helm.v3.Release(
-                    f"{name}-nvidia",
-                    name="nvidia-device-plugin",
-                    chart=nvidia.chart,
-                    version=nvidia.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=nvidia.repository),
-                    namespace=namespace.metadata.name,
-                    values=nvidia_values(),
-                    atomic=True,
-                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
-                    # a replacement (another namespace) must delete the old release first.
-                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-                )
-            )
+            release("nvidia", "nvidia-device-plugin", pins.nvidia, namespace.metadata.name, nvidia_values())
         if args.plan.efa:
-            efa = args.plan.pins.efa
-            releases.append(
-                k8s.helm.v3.Release(
-                    f"{name}-efa",
-                    name="aws-efa-k8s-device-plugin",
-                    chart=efa.chart,
-                    version=efa.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=efa.repository),
-                    namespace=efa.namespace,
-                    values=efa_values(args.plan.efa_instance_types),
-                    atomic=True,
-                    # The release keeps its name and its chart's cluster-scoped objects are named after it:
-                    # a replacement (another namespace) must delete the old release first.
-                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-                )
-            )
+            efa_plugin_values = efa_values(args.plan.efa_instance_types)
+            release("efa", "aws-efa-k8s-device-plugin", pins.efa, pins.efa.namespace, efa_plugin_values)
         if args.plan.infiniband:
             self._rdma_shared_device_plugin(name, args.plan.pins.rdmaSharedDevice)
         self.register_outputs({"releases": [r.status for r in releases]})
@@ -130,7 +106,7 @@ class DevicePlugins(pulumi.ComponentResource):
             data={"config.json": rdma_devices_config(plugin)},
             opts=child,
         )
-        labels = {"name": "rdma-shared-dp-ds"}
+        labels, config_items = {"name": "rdma-shared-dp-ds"}, [{"key": "config.json", "path": "config.json"}]
         host_paths = {
             "device-plugin": "/var/lib/kubelet/device-plugins",
             "plugins-registry": "/var/lib/kubelet/plugins_registry",
@@ -163,13 +139,7 @@ class DevicePlugins(pulumi.ComponentResource):
                         ],
                         "volumes": [
                             *({"name": volume, "hostPath": {"path": path}} for volume, path in host_paths.items()),
-                            {
-                                "name": "config",
-                                "configMap": {
-                                    "name": config.metadata.name,
-                                    "items": [{"key": "config.json", "path": "config.json"}],
-                                },
-                            },
+                            {"name": "config", "configMap": {"name": config.metadata.name, "items": config_items}},
                         ],
                     },
                 },

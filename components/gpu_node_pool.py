@@ -14,13 +14,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.iam import assume_role_policy
-from components.launch_templates import (
-    image_cache_volume,
-    metadata_options,
-    root_volume,
-    tag_specifications,
-    user_data,
-)
+from components.launch_templates import image_cache_volume, metadata_options, root_volume, tag_specifications, user_data
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.autoscaling import CA_TAG_PREFIX
 from serving_stack.plan.pools import ManagedPoolSpec
@@ -42,14 +36,9 @@ class GpuNodePoolArgs:
 
 
 class GpuNodePool(pulumi.ComponentResource):
-    """Nodes carry the pool's label contract and the `nvidia.com/gpu=true:NoSchedule` taint.
-
-    The pool lives in one zone: the node group gets only that zone's subnet (for a reservation, the
-    reservation's zone; for P6e-GB200, a Local Zone subnet) and, unless it launches into a reservation, a
-    `cluster` placement group. A launch template may not name a subnet. A Capacity Block group has its
-    instance type on the launch template and none on the node group (EKS rejects it otherwise); its
-    version moves with the cluster's, which the plan allows only at size 0.
-    """
+    """Nodes carry the pool's label contract and the GPU taint. The pool lives in one zone: the node group gets only
+    that zone's subnet (a launch template may not name one). A Capacity Block group has its instance type on the
+    launch template and none on the node group (EKS rejects it otherwise)."""
 
     node_group: aws.eks.NodeGroup
 
@@ -68,6 +57,7 @@ class GpuNodePool(pulumi.ComponentResource):
             for arn in args.node_managed_policies
         ]
         security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
+        reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
         if pool.efa:
             security_groups.append(self._fabric_security_group(name, pool, args.vpc_id, tags))
         placement = None
@@ -108,15 +98,11 @@ class GpuNodePool(pulumi.ComponentResource):
                 if pool.market_type
                 else None
             ),
-            capacity_reservation_specification=(
-                aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                    capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                        capacity_reservation_id=pool.capacity_reservation_id
-                    )
-                )
-                if pool.capacity_reservation_id
-                else None
-            ),
+            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=reservation(capacity_reservation_id=pool.capacity_reservation_id)
+            )
+            if pool.capacity_reservation_id
+            else None,
             tag_specifications=tag_specifications(tags, f"{pool.name}-gpu-node"),
             update_default_version=True,
             tags=tags,
@@ -164,11 +150,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
 
     def _fabric_security_group(
-        self,
-        name: str,
-        pool: ManagedPoolSpec,
-        vpc_id: pulumi.Input[str],
-        tags: Mapping[str, str],
+        self, name: str, pool: ManagedPoolSpec, vpc_id: pulumi.Input[str], tags: Mapping[str, str]
     ) -> pulumi.Output[str]:
         """EFA traffic: all traffic to and from the group itself (what the EFA user guide requires)."""
         child = pulumi.ResourceOptions(parent=self)
@@ -179,19 +161,8 @@ class GpuNodePool(pulumi.ComponentResource):
             tags={**tags, "Name": f"{pool.name}-fabric"},
             opts=child,
         )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-fabric-from-self",
-            security_group_id=group.id,
-            referenced_security_group_id=group.id,
-            ip_protocol="-1",
-            opts=child,
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-fabric-to-self",
-            security_group_id=group.id,
-            referenced_security_group_id=group.id,
-            ip_protocol="-1",
-            opts=child,
-        )
+        itself = {"security_group_id": group.id, "referenced_security_group_id": group.id, "ip_protocol": "-1"}
+        aws.vpc.SecurityGroupIngressRule(f"{name}-fabric-from-self", **itself, opts=child)
+        aws.vpc.SecurityGroupEgressRule(f"{name}-fabric-to-self", **itself, opts=child)
         group_id: pulumi.Output[str] = group.id
         return group_id
