@@ -55,10 +55,14 @@ class Operability(pulumi.ComponentResource):
             if args.plan.canaries:
                 created["canaries"].append(self._canary(role, checks, graph))
             if args.plan.canary_monitors:
-                self._custom_resource(
+                monitor = checks.canary_monitor
+                k8s.apiextensions.CustomResource(
                     f"{role}-canary-monitor",
-                    checks.canary_monitor,
-                    pulumi.ResourceOptions(parent=self, depends_on=crds_ready),
+                    api_version=monitor["apiVersion"],
+                    kind=monitor["kind"],
+                    metadata=self._metadata(monitor),
+                    spec=monitor["spec"],
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=crds_ready),
                 )
         self.register_outputs({"programs": self._programs, **created})
 
@@ -79,49 +83,33 @@ class Operability(pulumi.ComponentResource):
     def _smoke_job(self, role: str, checks: TargetChecks, graph: list[pulumi.Resource]) -> pulumi.Output[str]:
         manifest = checks.smoke_job
         timeout = f"{checks.smoke_timeout_minutes}m"
-        job = k8s.batch.v1.Job(
+        timeouts = pulumi.CustomTimeouts(create=timeout, update=timeout) if checks.gated else None
+        created: pulumi.Output[str] = k8s.batch.v1.Job(
             f"{role}-smoke",
             metadata=self._metadata(manifest),
             spec={**manifest["spec"], "template": self._with_programs(manifest["spec"]["template"])},
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=graph,
-                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout) if checks.gated else None,
-            ),
-        )
-        created: pulumi.Output[str] = job.metadata.name
+            opts=pulumi.ResourceOptions(parent=self, depends_on=graph, custom_timeouts=timeouts),
+        ).metadata.name
         return created
 
     def _benchmark(self, role: str, checks: TargetChecks) -> pulumi.Output[str]:
         manifest = checks.benchmark
         job_template = manifest["spec"]["jobTemplate"]
         job_spec = {**job_template["spec"], "template": self._with_programs(job_template["spec"]["template"])}
-        cron_job = k8s.batch.v1.CronJob(
+        created: pulumi.Output[str] = k8s.batch.v1.CronJob(
             f"{role}-bench",
             metadata=self._metadata(manifest),
             spec={**manifest["spec"], "jobTemplate": {**job_template, "spec": job_spec}},
             opts=pulumi.ResourceOptions(parent=self),
-        )
-        created: pulumi.Output[str] = cron_job.metadata.name
+        ).metadata.name
         return created
 
     def _canary(self, role: str, checks: TargetChecks, graph: list[pulumi.Resource]) -> pulumi.Output[str]:
         manifest = checks.canary
-        deployment = k8s.apps.v1.Deployment(
+        created: pulumi.Output[str] = k8s.apps.v1.Deployment(
             f"{role}-canary",
             metadata=self._metadata(manifest),
             spec={**manifest["spec"], "template": self._with_programs(manifest["spec"]["template"])},
             opts=pulumi.ResourceOptions(parent=self, depends_on=graph),
-        )
-        created: pulumi.Output[str] = deployment.metadata.name
+        ).metadata.name
         return created
-
-    def _custom_resource(self, name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions) -> None:
-        k8s.apiextensions.CustomResource(
-            name,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=self._metadata(manifest),
-            spec=manifest["spec"],
-            opts=opts,
-        )
