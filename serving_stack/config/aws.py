@@ -1,12 +1,6 @@
 """Config blocks for the AWS side of the stack (network, EKS cluster, GPU node pools, model-cache storage): shapes
-and ranges; the checks against the instance facts and the zone data run in the plan (`serving_stack.plan.cluster`
-and `serving_stack.plan.pools`).
-
-Under `aws.cluster`, `create` makes the stack build the VPC and the EKS cluster (then
-`kubernetes.cluster.source` must be `eks`); `existing` names a cluster and its private subnets so that
-the stack can add managed GPU node groups to it. Pools with `managed: false` only describe nodes that
-already exist (placement facts): they must carry the node labels of `ResolvedPool.node_labels`
-(`serving_stack.plan.pools`).
+and ranges; the checks against the instance facts and the zone data run in the plan (`plan.cluster`, `plan.pools`).
+Pools with `managed: false` only describe existing nodes, which carry the labels of `ResolvedPool.node_labels`.
 """
 
 from __future__ import annotations
