@@ -21,7 +21,6 @@ from serving_stack.config.aws import AccessEntry
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
-from serving_stack.plan.pools import LocalZoneSubnet
 from serving_stack.plan.stack import StackPlan
 
 
@@ -67,22 +66,37 @@ class Network(pulumi.ComponentResource):
         )
         private_cidrs, public_cidrs = subnet_cidrs(cluster.vpc_cidr, len(cluster.availability_zones))
         nat_ids: list[pulumi.Output[str]] = []
-        private_route_tables: list[aws.ec2.RouteTable] = []
-        self.private_subnet_ids_by_az = {}
+        route_tables: list[aws.ec2.RouteTable] = []
+        self.private_subnet_ids_by_az, self.local_zone_subnet_ids = {}, {}
 
-        def subnet(kind: str, zone: str, cidr: str, role: str) -> aws.ec2.Subnet:
-            subnet_tags = {**tags, **cluster_tag, "Name": f"{cluster.name}-{kind}-{zone}", role: "1"}
+        def subnet(resource: str, zone: str, cidr: str, label: str, role: Optional[str]) -> aws.ec2.Subnet:
+            subnet_tags = {**tags, **cluster_tag, "Name": label, **({role: "1"} if role else {})}
             return aws.ec2.Subnet(
-                f"{name}-{kind}-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=cidr,
-                availability_zone=zone,
-                tags=subnet_tags,
-                opts=child,
+                resource, vpc_id=vpc.id, cidr_block=cidr, availability_zone=zone, tags=subnet_tags, opts=child
             )
 
+        def private_subnet(
+            kind: str, key: str, zone: str, cidr: str, label: str, role: Optional[str], nat_id: pulumi.Output[str]
+        ) -> pulumi.Output[str]:
+            """A subnet whose default route is a NAT gateway."""
+            private = subnet(f"{name}-{kind}-{key}", zone, cidr, label, role)
+            routes = aws.ec2.RouteTable(
+                f"{name}-{kind}-routes-{key}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
+                tags={**tags, "Name": label},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-{kind}-{key}", subnet_id=private.id, route_table_id=routes.id, opts=child
+            )
+            route_tables.append(routes)
+            subnet_id: pulumi.Output[str] = private.id
+            return subnet_id
+
         for index, zone in enumerate(cluster.availability_zones):
-            public = subnet("public", zone, public_cidrs[index], "kubernetes.io/role/elb")
+            label = f"{cluster.name}-public-{zone}"
+            public = subnet(f"{name}-public-{zone}", zone, public_cidrs[index], label, "kubernetes.io/role/elb")
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
             )
@@ -96,25 +110,17 @@ class Network(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
                 )
                 nat_ids.append(nat.id)
-            private = subnet("private", zone, private_cidrs[index], "kubernetes.io/role/internal-elb")
-            routes = aws.ec2.RouteTable(
-                f"{name}-private-routes-{zone}",
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[-1])],
-                tags={**tags, "Name": f"{cluster.name}-private-{zone}"},
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{zone}", subnet_id=private.id, route_table_id=routes.id, opts=child
-            )
-            private_route_tables.append(routes)
-            self.private_subnet_ids_by_az[zone] = private.id
+            label, role = f"{cluster.name}-private-{zone}", "kubernetes.io/role/internal-elb"
+            cidr = private_cidrs[index]
+            self.private_subnet_ids_by_az[zone] = private_subnet("private", zone, zone, cidr, label, role, nat_ids[-1])
+        # A private subnet per Local Zone pool (its zone group opted in first), egress through the first AZ's NAT
+        # gateway; no load-balancer role tags: nothing is exposed from it.
         cidrs = local_zone_cidrs(cluster.vpc_cidr, len(cluster.local_zone_subnets))
-        local = {
-            subnet.pool: self._local_zone_subnet(name, args, subnet, cidr, vpc.id, nat_ids[0])
-            for subnet, cidr in zip(cluster.local_zone_subnets, cidrs, strict=True)
-        }
-        self.local_zone_subnet_ids = {pool: subnet_id for pool, (subnet_id, _) in local.items()}
+        for local, cidr in zip(cluster.local_zone_subnets, cidrs, strict=True):
+            label = f"{cluster.name}-{local.pool}-{local.zone}"
+            self.local_zone_subnet_ids[local.pool] = private_subnet(
+                "local", local.pool, local.zone, cidr, label, None, nat_ids[0]
+            )
         # Every private route table, the Local Zone ones too: a GB200 node's S3 downloads (model artifacts,
         # images' layers from ECR) then skip the NAT in the first AZ instead of crossing to it.
         aws.ec2.VpcEndpoint(
@@ -122,7 +128,7 @@ class Network(pulumi.ComponentResource):
             vpc_id=vpc.id,
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[t.id for t in private_route_tables] + [routes.id for _, routes in local.values()],
+            route_table_ids=[t.id for t in route_tables],
             tags={**tags, "Name": f"{cluster.name}-s3"},
             opts=child,
         )
@@ -135,40 +141,6 @@ class Network(pulumi.ComponentResource):
                 "localZoneSubnetIds": self.local_zone_subnet_ids,
             }
         )
-
-    def _local_zone_subnet(
-        self,
-        name: str,
-        args: NetworkArgs,
-        subnet: LocalZoneSubnet,
-        cidr: str,
-        vpc_id: pulumi.Output[str],
-        nat_id: pulumi.Output[str],
-    ) -> tuple[pulumi.Output[str], aws.ec2.RouteTable]:
-        """A private subnet in the pool's Local Zone (its zone group must be opted in first), egress through
-        the first AZ's NAT gateway; no load-balancer role tags (nothing is exposed from it)."""
-        child = pulumi.ResourceOptions(parent=self)
-        label = f"{args.cluster.name}-{subnet.pool}-{subnet.zone}"
-        private = aws.ec2.Subnet(
-            f"{name}-local-{subnet.pool}",
-            vpc_id=vpc_id,
-            cidr_block=cidr,
-            availability_zone=subnet.zone,
-            tags={**args.tags, f"kubernetes.io/cluster/{args.cluster.name}": "shared", "Name": label},
-            opts=child,
-        )
-        routes = aws.ec2.RouteTable(
-            f"{name}-local-routes-{subnet.pool}",
-            vpc_id=vpc_id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_id)],
-            tags={**args.tags, "Name": label},
-            opts=child,
-        )
-        aws.ec2.RouteTableAssociation(
-            f"{name}-local-{subnet.pool}", subnet_id=private.id, route_table_id=routes.id, opts=child
-        )
-        subnet_id: pulumi.Output[str] = private.id
-        return subnet_id, routes
 
 
 def kubeconfig(
