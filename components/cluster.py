@@ -17,7 +17,6 @@ import pulumi_kubernetes as k8s
 
 from components.iam import assume_role_policy
 from components.launch_templates import metadata_options, root_volume, tag_specifications
-from serving_stack.config.aws import AccessEntry
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
@@ -294,7 +293,9 @@ class EksCluster(pulumi.ComponentResource):
         )
         late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in spec.addons if addon.needsNodes]
         for index, entry in enumerate(spec.access_grants):
-            self._access_entry(f"{name}-access-{index}", cluster, entry)
+            self._access_entry(
+                f"{name}-access-{index}", cluster, entry.principalArn, entry.accessPolicy, entry.namespaces
+            )
         self.cluster_name = cluster.name
         # What every node group waits for: the add-ons created before compute (the CNI among them), as
         # terraform-aws-eks orders `before_compute` add-ons before its node groups.
@@ -314,21 +315,23 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(self, name: str, cluster: aws.eks.Cluster, access: AccessEntry) -> None:
+    def _access_entry(
+        self, name: str, cluster: aws.eks.Cluster, principal_arn: str, policy: str, namespaces: Sequence[str]
+    ) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         entry = aws.eks.AccessEntry(
-            name, cluster_name=cluster.name, principal_arn=access.principalArn, type="STANDARD", opts=replace_in_place
+            name, cluster_name=cluster.name, principal_arn=principal_arn, type="STANDARD", opts=replace_in_place
         )
         scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
-            type="namespace" if access.namespaces else "cluster", namespaces=list(access.namespaces) or None
+            type="namespace" if namespaces else "cluster", namespaces=list(namespaces) or None
         )
         aws.eks.AccessPolicyAssociation(
             f"{name}-policy",
             cluster_name=cluster.name,
             principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[access.accessPolicy],
+            policy_arn=ACCESS_POLICIES[policy],
             access_scope=scope,
             opts=replace_in_place,
         )
