@@ -292,7 +292,7 @@ SELECT_EVERYTHING = {
 KUBE_PROMETHEUS_STACK_VALUES = {
     "crds": {"enabled": False},
     "prometheus": {"prometheusSpec": SELECT_EVERYTHING},
-    **dict.fromkeys(("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"), {"enabled": False}),
+    **{key: {"enabled": False} for key in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")},
 }
 OPERATOR_CRDS_VALUES = {"crds": {"annotations": {"helm.sh/resource-policy": "keep"}}}
 
