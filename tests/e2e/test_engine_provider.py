@@ -32,7 +32,7 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, kill_tree, stack_config
+from tools.e2e.engine import PROJECT_NAME, Project, kill_tree, stack_config
 
 KEY = PROJECT_NAME + ":"
 STACK = "dev-provider"

@@ -26,7 +26,7 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import GPU, declared_gpu_nodes, eks_nodes, stack_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError, stack_config
+from tools.e2e.engine import PROJECT_NAME, Project, PulumiError, stack_config
 
 KEY = PROJECT_NAME + ":"
 DEV = "dev"
@@ -116,7 +116,7 @@ def _changed_prewarm_program(project: Project) -> None:
 
 
 def _restore_prewarm_program(project: Project) -> None:
-    from tools.e2e.pulumi_cli import REPO
+    from tools.e2e.engine import REPO
 
     shutil.copy2(REPO / "prewarm" / "prewarm.py", project.root / "prewarm" / "prewarm.py")
 

@@ -27,7 +27,7 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, REPO, Project
+from tools.e2e.engine import PROJECT_NAME, REPO, Project
 from tools.pr_diff.render_ref import base_worktree, tree_venv
 
 KEY = PROJECT_NAME + ":"

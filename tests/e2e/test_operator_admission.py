@@ -18,7 +18,7 @@ from serving_stack.config.serving import GpuNodeShape
 from tools.e2e.admission import WEBHOOK_NAME, invalid_message, load_rules
 from tools.e2e.fake_nodes import GPU, declared_nodes, eks_nodes
 from tools.e2e.kube import KubeError
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
+from tools.e2e.engine import PROJECT_NAME, Project, stack_config
 from tools.e2e.stand_in_operator import (
     COMPONENT_LABEL,
     FAILED_REASON,

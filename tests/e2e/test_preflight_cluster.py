@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tools.e2e.fake_nodes import declared_gpu_nodes, declared_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
+from tools.e2e.engine import PROJECT_NAME, Project, stack_config
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight import cli
 from tools.preflight.facts import load_kubernetes

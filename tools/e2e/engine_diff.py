@@ -3,15 +3,14 @@
 For a stack with no AWS resources and no Helm releases (the AWS provider cannot be built here and charts
 cannot be fetched), the base commit is deployed with the real CLI into a local backend against a control
 plane on loopback (tools/e2e/harness.py), then the working tree is previewed against that state. The diff
-is the engine's own (`pulumi preview --diff`), with the versions that produced it, and so is its plan
-(`pulumi preview --json`: one operation per resource, `engine_state.engine_plan`), which `make diff` holds
-against the offline diff. The base's program runs in the base's virtualenv when it has its own. Everything
+is the engine's own (`pulumi preview --diff` through `pulumi.automation`), with the versions that produced it,
+and so is its plan (the same preview's step events: one operation per resource, `engine_state.engine_plan`),
+which `make diff` holds against the offline diff. The base's program runs in the base's virtualenv when it has its own. Everything
 started is stopped before it returns.
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError
+from tools.e2e.engine import PROJECT_NAME, Project, PulumiError
 from tools.pr_diff.render_ref import base_worktree
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -109,17 +108,15 @@ def engine_preview(
             project.init(stack, _secrets_of(tree / stack_file))
             project.up(stack)
             project.link(repo)
-            head_config = (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {}
-            kept = {k: v for k, v in project.stack_file(stack).items() if isinstance(v, dict) and "secure" in v}
-            project.write_stack(stack, {**head_config, **kept})
-            result = project.pulumi("preview", "--stack", stack, "--diff", "--non-interactive", check=False)
-            plan = engine_plan(project.preview(stack, check=False))
-            version = project.pulumi("version").stdout.strip()
+            project.write_stack(stack, (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {})
+            preview = project.preview(stack, check=False, diff=True)
+            plan = engine_plan(preview.steps)
+            version = project.workspace.pulumi_version
         except PulumiError as failed:
             return EnginePreview(engine_label("(failed)"), f"the engine could not preview: {failed}", ran=False)
         finally:
             harness.stop()
-    text = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    text = preview.output
     if len(text) > PREVIEW_LIMIT:
         text = text[:PREVIEW_LIMIT] + "\n... (cut)"
     return EnginePreview(engine_label(version), text, plan)

@@ -1,0 +1,267 @@
+"""The real Pulumi engine through `pulumi.automation`, for the end-to-end scenarios and `make diff`.
+
+A `Project` is a scratch copy of this repository's Pulumi project (its code and data, its own stack files) in a
+`LocalWorkspace` on the harness's own CLI (`.tools/bin/pulumi`, which also puts the built providers and
+language host first on the CLI's PATH), a `file://` backend and the passphrase secrets provider, so a scenario
+never touches the committed stack files or anyone's Pulumi account. Each operation returns the engine's typed
+events (`Run`). Every CLI call is bounded in time: a watchdog kills the CLI and its plugins (`kill_cli`), which
+is also how a scenario interrupts an `up`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from pulumi import automation as auto
+
+from tools.e2e.control_plane import TOOLS_BIN
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT_NAME = str(yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"])
+# What a scratch project does not copy; its stack files and build output are its own.
+NOT_COPIED = {".git", "build", ".pytest_cache", ".tools", ".mypy_cache", ".ruff_cache"}
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one engine operation reported: its events in order, whether it succeeded, and its output (for
+    failure messages and `make diff`'s text)."""
+
+    events: list[auto.EngineEvent] = field(repr=False)
+    ok: bool
+    output: str = field(repr=False)
+
+    @property
+    def steps(self) -> list[auto.StepEventMetadata]:
+        """Every step the engine started (or, in a preview, planned), in order."""
+        return [e.resource_pre_event.metadata for e in self.events if e.resource_pre_event]
+
+    @property
+    def finished(self) -> list[auto.StepEventMetadata]:
+        """Every step the engine finished."""
+        return [e.res_outputs_event.metadata for e in self.events if e.res_outputs_event]
+
+    def diagnostics(self, *severities: str) -> list[str]:
+        return [
+            e.diagnostic_event.message
+            for e in self.events
+            if e.diagnostic_event and (not severities or e.diagnostic_event.severity in severities)
+        ]
+
+    @property
+    def policies(self) -> list[auto.PolicyEvent]:
+        return [e.policy_event for e in self.events if e.policy_event]
+
+    @property
+    def summary(self) -> Optional[auto.SummaryEvent]:
+        return next((e.summary_event for e in self.events if e.summary_event), None)
+
+
+class PulumiError(Exception):
+    def __init__(self, what: str, run: Run):
+        self.run = run
+        super().__init__(f"`pulumi {what}` failed:\n{run.output[-6000:]}")
+
+
+def stack_config(stack: str) -> dict[str, Any]:
+    """A committed stack file's `config:` block (as the CLI reads it)."""
+    return dict(yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"])
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], list(children.get(pid, []))
+    while queue:
+        found.append(queue.pop())
+        queue += children.get(found[-1], [])
+    return found
+
+
+def kill_cli() -> list[int]:
+    """SIGKILL every Pulumi CLI this process started, and every process below it, as a crash does (the CLI
+    starts its plugins in process groups of their own: sdk/go/common/util/cmdutil/child_unix.go). Returns the
+    CLIs' pids."""
+    cli = os.path.realpath(TOOLS_BIN / "pulumi")
+    clis = []
+    for pid in _descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if os.path.realpath(f"/proc/{pid}/exe") == cli:
+                clis.append(pid)
+    for victim in [v for pid in clis for v in (pid, *_descendants(pid))]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
+    return clis
+
+
+@contextlib.contextmanager
+def _bounded(seconds: int) -> Iterator[threading.Timer]:
+    """Kill the CLI if it runs longer than `seconds` (`timer.finished` says it did)."""
+    timer = threading.Timer(seconds, kill_cli)
+    timer.start()
+    try:
+        yield timer
+    finally:
+        timer.cancel()
+
+
+@dataclass
+class Project:
+    root: Path
+    kubeconfig: Path
+    timeout: int = 600
+    env_vars: dict[str, str] = field(default_factory=dict)  # the CLI's and its plugins' (a scenario adds to it)
+    _workspace: Optional[auto.LocalWorkspace] = field(default=None, init=False, repr=False)
+    _stacks: dict[str, auto.Stack] = field(default_factory=dict, init=False, repr=False)
+
+    @classmethod
+    def create(cls, work: Path, kubeconfig: Path, source: Path = REPO) -> Project:
+        """A scratch project copying `source`'s code and data (a checkout of this repository)."""
+        root = work / "project"
+        root.mkdir(parents=True)
+        for directory in ("state", "home"):
+            (work / directory).mkdir()
+        project = cls(root, kubeconfig)
+        project.env_vars.update(
+            PULUMI_BACKEND_URL=f"file://{work / 'state'}",
+            PULUMI_CONFIG_PASSPHRASE="e2e-only-passphrase",
+            PULUMI_SKIP_UPDATE_CHECK="true",
+            PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
+            KUBECONFIG=str(kubeconfig),
+        )
+        project.link(source)
+        return project
+
+    def link(self, source: Path) -> None:
+        """Make the project's code and data a copy of `source`'s (its stack files stay the project's own).
+        A copy, not links: the program finds its files (the prewarm program) relative to its own modules."""
+        for entry in self.root.iterdir():
+            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        for entry in source.iterdir():
+            if entry.name in NOT_COPIED or entry.name.startswith(".venv"):
+                continue
+            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
+                continue
+            if entry.is_dir():
+                shutil.copytree(
+                    entry, self.root / entry.name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "build")
+                )
+            else:
+                shutil.copy2(entry, self.root / entry.name)
+        (self.root / ".venv").symlink_to(REPO / ".venv")  # the program runs in this checkout's virtualenv
+
+    @property
+    def home(self) -> Path:
+        return self.root.parent / "home"
+
+    @property
+    def workspace(self) -> auto.LocalWorkspace:
+        if self._workspace is None:
+            command = auto.PulumiCommand(root=str(TOOLS_BIN.parent))  # runs .tools/bin/pulumi
+            self._workspace = auto.LocalWorkspace(
+                work_dir=str(self.root), pulumi_home=str(self.home), secrets_provider="passphrase", pulumi_command=command
+            )
+            self._workspace.env_vars = self.env_vars  # the same dict: what a scenario adds reaches every call
+        return self._workspace
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The CLI's environment, for a tool that runs the CLI itself (preflight)."""
+        path = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+        return {**os.environ, "PATH": path, "PULUMI_HOME": str(self.home), **self.env_vars}
+
+    def stack(self, name: str) -> auto.Stack:
+        if name not in self._stacks:
+            self._stacks[name] = auto.Stack.select(name, self.workspace)
+        return self._stacks[name]
+
+    # --- stacks -----------------------------------------------------------------------------------
+    def write_stack(self, stack: str, config: dict[str, Any]) -> None:
+        """Replace the stack's settings' `config:` (what `stack init` and secret config put there, its
+        encryption salt and secure values, stays)."""
+        try:
+            settings = self.workspace.stack_settings(stack)
+        except FileNotFoundError:
+            settings = auto.StackSettings()
+        secure = {k: v for k, v in (settings.config or {}).items() if isinstance(v, auto.StackSettingsSecureConfigValue)}
+        settings.config = {**config, **secure}
+        self.workspace.save_stack_settings(stack, settings)
+
+    def render(self, stack: str) -> list[dict[str, Any]]:
+        """The offline render of the same stack file (the project's `make render`), its resources.json."""
+        out = self.root.parent / "render"
+        command = [sys.executable, "-m", "tools.render", "--stack", stack, "--project-dir", str(self.root)]
+        result = subprocess.run(
+            [*command, "--out", str(out), "--secret-placeholders"],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"render of {stack} exited {result.returncode}: {result.stdout}{result.stderr}")
+        return list(json.loads((out / stack / "resources.json").read_text()))
+
+    def init(self, stack: str, secrets: Optional[dict[str, str]] = None) -> None:
+        created = self._stacks[stack] = auto.Stack.create(stack, self.workspace)
+        for key, value in (secrets or {}).items():
+            created.set_config(f"{PROJECT_NAME}:{key}", auto.ConfigValue(value, secret=True))
+
+    def remove(self, stack: str) -> None:
+        self._stacks.pop(stack, None)
+        self.workspace.remove_stack(stack, force=True)
+
+    def _run(self, what: str, operation: Callable[..., Any], timeout: Optional[int], check: bool, **options: Any) -> Run:
+        events: list[auto.EngineEvent] = []
+        with _bounded(timeout or self.timeout) as timer:
+            try:
+                result = operation(on_event=events.append, color="never", **options)
+                run = Run(events, True, result.stdout + result.stderr)
+            except auto.CommandError as error:
+                killed = f"killed after {timeout or self.timeout} s\n" if timer.finished.is_set() else ""
+                run = Run(events, False, killed + str(error))
+        if check and not run.ok:
+            raise PulumiError(f"{what} --stack …", run)
+        return run
+
+    def up(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
+        return self._run("up", self.stack(stack).up, timeout, check, **options)
+
+    def preview(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
+        return self._run("preview", self.stack(stack).preview, timeout, check, **options)
+
+    def destroy(self, stack: str, check: bool = True, timeout: Optional[int] = None) -> Run:
+        return self._run("destroy", self.stack(stack).destroy, timeout, check)
+
+    def refresh(self, stack: str, timeout: Optional[int] = None, **options: Any) -> Run:
+        return self._run("refresh", self.stack(stack).refresh, timeout, True, **options)
+
+    def deployment(self, stack: str) -> dict[str, Any]:
+        """The stack's last checkpoint (`export_stack`): its resources and pending operations."""
+        return dict(self.stack(stack).export_stack().deployment or {})
+
+    def state(self, stack: str) -> list[dict[str, Any]]:
+        """The engine's state: every resource of the stack's last checkpoint."""
+        return list(self.deployment(stack).get("resources") or [])
