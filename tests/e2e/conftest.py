@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tools.e2e.harness import Harness
 from tools.e2e.engine import Project
+from tools.e2e.harness import Harness
 
 BUDGET_SECONDS = 1500
 

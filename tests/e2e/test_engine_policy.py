@@ -20,8 +20,8 @@ from typing import Any, Optional
 from policy.nemotron_policies.offline import Violation, evaluate
 from policy.nemotron_policies.pack import PACK_NAME
 from policy.nemotron_policies.records import load_records
-from tools.e2e.harness import Harness
 from tools.e2e.engine import PROJECT_NAME, Project, Run, stack_config
+from tools.e2e.harness import Harness
 
 KEY = PROJECT_NAME + ":"
 STACK = "dev-policy"

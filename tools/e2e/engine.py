@@ -181,7 +181,10 @@ class Project:
         if self._workspace is None:
             command = auto.PulumiCommand(root=str(TOOLS_BIN.parent))  # runs .tools/bin/pulumi
             self._workspace = auto.LocalWorkspace(
-                work_dir=str(self.root), pulumi_home=str(self.home), secrets_provider="passphrase", pulumi_command=command
+                work_dir=str(self.root),
+                pulumi_home=str(self.home),
+                secrets_provider="passphrase",
+                pulumi_command=command,
             )
             self._workspace.env_vars = self.env_vars  # the same dict: what a scenario adds reaches every call
         return self._workspace
@@ -205,7 +208,9 @@ class Project:
             settings = self.workspace.stack_settings(stack)
         except FileNotFoundError:
             settings = auto.StackSettings()
-        secure = {k: v for k, v in (settings.config or {}).items() if isinstance(v, auto.StackSettingsSecureConfigValue)}
+        secure = {
+            k: v for k, v in (settings.config or {}).items() if isinstance(v, auto.StackSettingsSecureConfigValue)
+        }
         settings.config = {**config, **secure}
         self.workspace.save_stack_settings(stack, settings)
 
@@ -233,7 +238,9 @@ class Project:
         self._stacks.pop(stack, None)
         self.workspace.remove_stack(stack, force=True)
 
-    def _run(self, what: str, operation: Callable[..., Any], timeout: Optional[int], check: bool, **options: Any) -> Run:
+    def _run(
+        self, what: str, operation: Callable[..., Any], timeout: Optional[int], check: bool, **options: Any
+    ) -> Run:
         events: list[auto.EngineEvent] = []
         with _bounded(timeout or self.timeout) as timer:
             try:

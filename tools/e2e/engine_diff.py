@@ -20,10 +20,10 @@ from typing import Any, Optional
 import yaml
 
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
+from tools.e2e.engine import PROJECT_NAME, Project, PulumiError
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
-from tools.e2e.engine import PROJECT_NAME, Project, PulumiError
 from tools.pr_diff.render_ref import base_worktree
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
