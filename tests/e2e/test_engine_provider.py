@@ -44,10 +44,10 @@ ADMIN_LABELS = {"owner": "cluster-admin", ENFORCE: "privileged"}
 
 @pytest.fixture(scope="module")
 def shipped(project: Project) -> Iterator[Project]:
-    project.env_vars.update(CREATE_AS_SHIPPED)
+    project.environment.update(CREATE_AS_SHIPPED)
     yield project
     for key in CREATE_AS_SHIPPED:
-        del project.env_vars[key]
+        del project.environment[key]
 
 
 def _config(suffix: str) -> dict[str, Any]:
@@ -158,7 +158,7 @@ def test_a_retry_after_an_interrupted_up(shipped: Project, cluster):
     for kind, ns, name in orphans:
         kube.delete(kind, name, ns)
     kube.wait_for("the orphans to go", lambda: all(kube.get(k, n, ns) is None for k, ns, n in orphans), timeout=60)
-    shipped.refresh(STACK, timeout=300, clear_pending_creates=True)
+    shipped.run("refresh", STACK, timeout=300, clear_pending_creates=True)
     assert pending_creates(shipped.deployment(STACK)) == []
     shipped.up(STACK, timeout=300)
     state = shipped.state(STACK)

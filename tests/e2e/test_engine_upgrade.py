@@ -62,9 +62,7 @@ def _manifests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _use(project: Project, tree: Path, venv: Path) -> dict[str, Any]:
     """The project's code, data and stack file become `tree`'s, run in `venv`."""
-    project.link(tree)
-    (project.root / ".venv").unlink()
-    (project.root / ".venv").symlink_to(venv)
+    project.link(tree, venv)
     config = _config(tree)
     project.write_stack(STACK, config)
     return config

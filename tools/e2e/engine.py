@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -54,10 +53,13 @@ class Run:
         return [e.res_outputs_event.metadata for e in self.events if e.res_outputs_event]
 
     def diagnostics(self, *severities: str) -> list[str]:
+        """The messages of `severities` (by default every one but `debug`): `info#err` is a plugin's or the
+        program's stderr."""
+        wanted = severities or ("info", "info#err", "warning", "error")
         return [
             e.diagnostic_event.message
             for e in self.events
-            if e.diagnostic_event and (not severities or e.diagnostic_event.severity in severities)
+            if e.diagnostic_event and e.diagnostic_event.severity in wanted
         ]
 
     @property
@@ -111,96 +113,67 @@ def kill_cli() -> list[int]:
     return clis
 
 
-@contextlib.contextmanager
-def _bounded(seconds: int) -> Iterator[threading.Timer]:
-    """Kill the CLI if it runs longer than `seconds` (`timer.finished` says it did)."""
-    timer = threading.Timer(seconds, kill_cli)
-    timer.start()
-    try:
-        yield timer
-    finally:
-        timer.cancel()
+def _stack_file(name: str) -> bool:
+    return name.startswith("Pulumi.") and name != "Pulumi.yaml"
 
 
 @dataclass
 class Project:
     root: Path
-    kubeconfig: Path
+    workspace: auto.LocalWorkspace
+    environment: dict[str, str]  # the workspace's env_vars, the CLI's and its plugins' (a scenario may add to it)
     timeout: int = 600
-    env_vars: dict[str, str] = field(default_factory=dict)  # the CLI's and its plugins' (a scenario adds to it)
-    _workspace: Optional[auto.LocalWorkspace] = field(default=None, init=False, repr=False)
     _stacks: dict[str, auto.Stack] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
-    def create(cls, work: Path, kubeconfig: Path, source: Path = REPO) -> Project:
-        """A scratch project copying `source`'s code and data (a checkout of this repository)."""
+    def create(cls, work: Path, kubeconfig: Path, source: Path = REPO, venv: Path = REPO / ".venv") -> Project:
+        """A scratch project copying `source`'s code and data (a checkout of this repository), run in `venv`."""
         root = work / "project"
-        root.mkdir(parents=True)
-        for directory in ("state", "home"):
-            (work / directory).mkdir()
-        project = cls(root, kubeconfig)
-        project.env_vars.update(
-            PULUMI_BACKEND_URL=f"file://{work / 'state'}",
-            PULUMI_CONFIG_PASSPHRASE="e2e-only-passphrase",
-            PULUMI_SKIP_UPDATE_CHECK="true",
-            PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION="true",
-            KUBECONFIG=str(kubeconfig),
+        for directory in (root, work / "state", work / "home"):
+            directory.mkdir(parents=True)
+        environment = {
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+            "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "KUBECONFIG": str(kubeconfig),
+        }
+        command = auto.PulumiCommand(root=str(TOOLS_BIN.parent))  # .tools/bin/pulumi
+        workspace = auto.LocalWorkspace(
+            str(root), str(work / "home"), env_vars=environment, secrets_provider="passphrase", pulumi_command=command
         )
-        project.link(source)
+        project = cls(root, workspace, environment)
+        project.link(source, venv)
         return project
 
-    def link(self, source: Path) -> None:
-        """Make the project's code and data a copy of `source`'s (its stack files stay the project's own).
-        A copy, not links: the program finds its files (the prewarm program) relative to its own modules."""
+    def link(self, source: Path, venv: Path = REPO / ".venv") -> None:
+        """Make the project's code and data a copy of `source`'s (its stack files stay the project's own), run in
+        `venv`. A copy, not links: the program finds its files (the prewarm program) relative to its modules."""
         for entry in self.root.iterdir():
-            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
-                continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
-            else:
+            elif not _stack_file(entry.name):
                 entry.unlink()
-        for entry in source.iterdir():
-            if entry.name in NOT_COPIED or entry.name.startswith(".venv"):
-                continue
-            if entry.name.startswith("Pulumi.") and entry.name != "Pulumi.yaml":
-                continue
-            if entry.is_dir():
-                shutil.copytree(
-                    entry, self.root / entry.name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "build")
-                )
-            else:
-                shutil.copy2(entry, self.root / entry.name)
-        (self.root / ".venv").symlink_to(REPO / ".venv")  # the program runs in this checkout's virtualenv
 
-    @property
-    def home(self) -> Path:
-        return self.root.parent / "home"
+        def ignored(directory: str, names: list[str]) -> list[str]:
+            top = Path(directory) == source
+            skip = lambda n: n in NOT_COPIED or n.startswith(".venv") or _stack_file(n)  # noqa: E731
+            return [n for n in names if n in ("__pycache__", "build") or (top and skip(n))]
 
-    @property
-    def workspace(self) -> auto.LocalWorkspace:
-        if self._workspace is None:
-            command = auto.PulumiCommand(root=str(TOOLS_BIN.parent))  # runs .tools/bin/pulumi
-            self._workspace = auto.LocalWorkspace(
-                work_dir=str(self.root),
-                pulumi_home=str(self.home),
-                secrets_provider="passphrase",
-                pulumi_command=command,
-            )
-            self._workspace.env_vars = self.env_vars  # the same dict: what a scenario adds reaches every call
-        return self._workspace
+        shutil.copytree(source, self.root, symlinks=True, ignore=ignored, dirs_exist_ok=True)
+        (self.root / ".venv").symlink_to(venv)
 
     @property
     def env(self) -> dict[str, str]:
         """The CLI's environment, for a tool that runs the CLI itself (preflight)."""
         path = f"{TOOLS_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-        return {**os.environ, "PATH": path, "PULUMI_HOME": str(self.home), **self.env_vars}
+        return {**os.environ, "PATH": path, "PULUMI_HOME": str(self.workspace.pulumi_home), **self.environment}
 
     def stack(self, name: str) -> auto.Stack:
         if name not in self._stacks:
             self._stacks[name] = auto.Stack.select(name, self.workspace)
         return self._stacks[name]
 
-    # --- stacks -----------------------------------------------------------------------------------
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
         """Replace the stack's settings' `config:` (what `stack init` and secret config put there, its
         encryption salt and secure values, stays)."""
@@ -208,22 +181,16 @@ class Project:
             settings = self.workspace.stack_settings(stack)
         except FileNotFoundError:
             settings = auto.StackSettings()
-        secure = {
-            k: v for k, v in (settings.config or {}).items() if isinstance(v, auto.StackSettingsSecureConfigValue)
-        }
+        secure = {k: v for k, v in (settings.config or {}).items() if hasattr(v, "secure")}
         settings.config = {**config, **secure}
         self.workspace.save_stack_settings(stack, settings)
 
     def render(self, stack: str) -> list[dict[str, Any]]:
         """The offline render of the same stack file (the project's `make render`), its resources.json."""
         out = self.root.parent / "render"
-        command = [sys.executable, "-m", "tools.render", "--stack", stack, "--project-dir", str(self.root)]
+        flags = f"--stack {stack} --project-dir {self.root} --out {out} --secret-placeholders".split()
         result = subprocess.run(
-            [*command, "--out", str(out), "--secret-placeholders"],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=300,
+            [sys.executable, "-m", "tools.render", *flags], cwd=self.root, capture_output=True, text=True, timeout=300
         )
         if result.returncode != 0:
             raise RuntimeError(f"render of {stack} exited {result.returncode}: {result.stdout}{result.stderr}")
@@ -238,32 +205,32 @@ class Project:
         self._stacks.pop(stack, None)
         self.workspace.remove_stack(stack, force=True)
 
-    def _run(
-        self, what: str, operation: Callable[..., Any], timeout: Optional[int], check: bool, **options: Any
-    ) -> Run:
+    def run(self, operation: str, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
+        """`up`, `preview`, `destroy` or `refresh` of the stack with `options` (`pulumi.automation`'s), killed
+        after `timeout` seconds."""
         events: list[auto.EngineEvent] = []
-        with _bounded(timeout or self.timeout) as timer:
-            try:
-                result = operation(on_event=events.append, color="never", **options)
-                run = Run(events, True, result.stdout + result.stderr)
-            except auto.CommandError as error:
-                killed = f"killed after {timeout or self.timeout} s\n" if timer.finished.is_set() else ""
-                run = Run(events, False, killed + str(error))
+        watchdog = threading.Timer(timeout or self.timeout, kill_cli)
+        watchdog.start()
+        try:
+            result = getattr(self.stack(stack), operation)(on_event=events.append, color="never", **options)
+            run = Run(events, True, result.stdout + result.stderr)
+        except auto.CommandError as error:
+            killed = f"killed after {timeout or self.timeout} s\n" if watchdog.finished.is_set() else ""
+            run = Run(events, False, killed + str(error))
+        finally:
+            watchdog.cancel()
         if check and not run.ok:
-            raise PulumiError(f"{what} --stack …", run)
+            raise PulumiError(f"{operation} --stack {stack}", run)
         return run
 
     def up(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
-        return self._run("up", self.stack(stack).up, timeout, check, **options)
+        return self.run("up", stack, check, timeout, **options)
 
     def preview(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
-        return self._run("preview", self.stack(stack).preview, timeout, check, **options)
+        return self.run("preview", stack, check, timeout, **options)
 
     def destroy(self, stack: str, check: bool = True, timeout: Optional[int] = None) -> Run:
-        return self._run("destroy", self.stack(stack).destroy, timeout, check)
-
-    def refresh(self, stack: str, timeout: Optional[int] = None, **options: Any) -> Run:
-        return self._run("refresh", self.stack(stack).refresh, timeout, True, **options)
+        return self.run("destroy", stack, check, timeout)
 
     def deployment(self, stack: str) -> dict[str, Any]:
         """The stack's last checkpoint (`export_stack`): its resources and pending operations."""

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import yaml
 
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
-from tools.e2e.engine import PROJECT_NAME, Project, PulumiError
+from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
@@ -100,10 +100,7 @@ def engine_preview(
             gpu_nodes = declared_gpu_nodes(config)
             nodes = [*stack_nodes(base_records, gpu_nodes), *stack_nodes(head_records, gpu_nodes)]
             harness.replace_nodes(list({n["metadata"]["name"]: n for n in nodes}.values()))
-            project = Project.create(work / "pulumi", kubeconfig, source=tree)
-            if base_venv is not None:
-                (project.root / ".venv").unlink()
-                (project.root / ".venv").symlink_to(base_venv)
+            project = Project.create(work / "pulumi", kubeconfig, tree, base_venv or REPO / ".venv")
             project.write_stack(stack, config)
             project.init(stack, _secrets_of(tree / stack_file))
             project.up(stack)
