@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -69,6 +70,22 @@ class Run:
     @property
     def summary(self) -> Optional[auto.SummaryEvent]:
         return next((e.summary_event for e in self.events if e.summary_event), None)
+
+
+class _Stack(auto.Stack):
+    """`pulumi.automation`'s Stack without the CLI runs the scenarios do not use (seconds each on a loaded
+    machine): every operation names its stack (`--stack`), so it is never selected; `up`, `destroy` and `refresh`
+    do not read the stack's outputs and last history entry back into their result, which the scenarios never
+    read (they read the operation's own events)."""
+
+    def __init__(self, name: str, workspace: auto.Workspace) -> None:
+        self.name, self.workspace = name, workspace
+
+    def outputs(self) -> auto.OutputMap:
+        return {}
+
+    def info(self, show_secrets: bool = True) -> auto.UpdateSummary:
+        return auto.UpdateSummary("not read", datetime.min, "", {}, {}, "not read")
 
 
 class PulumiError(Exception):
@@ -123,7 +140,6 @@ class Project:
     workspace: auto.LocalWorkspace
     environment: dict[str, str]  # the workspace's env_vars, the CLI's and its plugins' (a scenario may add to it)
     timeout: int = 600
-    _stacks: dict[str, auto.Stack] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def create(cls, work: Path, kubeconfig: Path, source: Path = REPO, venv: Path = REPO / ".venv") -> Project:
@@ -156,9 +172,8 @@ class Project:
                 entry.unlink()
 
         def ignored(directory: str, names: list[str]) -> list[str]:
-            top = Path(directory) == source
-            skip = lambda n: n in NOT_COPIED or n.startswith(".venv") or _stack_file(n)  # noqa: E731
-            return [n for n in names if n in ("__pycache__", "build") or (top and skip(n))]
+            own = [n for n in names if n in NOT_COPIED or n.startswith(".venv") or _stack_file(n)]
+            return [n for n in names if n in ("__pycache__", "build")] + (own if Path(directory) == source else [])
 
         shutil.copytree(source, self.root, symlinks=True, ignore=ignored, dirs_exist_ok=True)
         (self.root / ".venv").symlink_to(venv)
@@ -170,9 +185,7 @@ class Project:
         return {**os.environ, "PATH": path, "PULUMI_HOME": str(self.workspace.pulumi_home), **self.environment}
 
     def stack(self, name: str) -> auto.Stack:
-        if name not in self._stacks:
-            self._stacks[name] = auto.Stack.select(name, self.workspace)
-        return self._stacks[name]
+        return _Stack(name, self.workspace)
 
     def write_stack(self, stack: str, config: dict[str, Any]) -> None:
         """Replace the stack's settings' `config:` (what `stack init` and secret config put there, its
@@ -197,12 +210,11 @@ class Project:
         return list(json.loads((out / stack / "resources.json").read_text()))
 
     def init(self, stack: str, secrets: Optional[dict[str, str]] = None) -> None:
-        created = self._stacks[stack] = auto.Stack.create(stack, self.workspace)
+        self.workspace.create_stack(stack)
         for key, value in (secrets or {}).items():
-            created.set_config(f"{PROJECT_NAME}:{key}", auto.ConfigValue(value, secret=True))
+            self.workspace.set_config(stack, f"{PROJECT_NAME}:{key}", auto.ConfigValue(value, secret=True))
 
     def remove(self, stack: str) -> None:
-        self._stacks.pop(stack, None)
         self.workspace.remove_stack(stack, force=True)
 
     def run(self, operation: str, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
