@@ -38,9 +38,8 @@ def test_the_stand_in_operator_builds_what_the_operator_owns():
 
 def test_the_engine_plan_collapses_replacements_and_keeps_their_order():
     def step(op, name):
-        return StepEventMetadata.from_json(
-            {"op": op, "urn": f"urn:pulumi:dev::p::kubernetes:core/v1:ConfigMap::{name}"}
-        )
+        type_ = "kubernetes:core/v1:ConfigMap"
+        return StepEventMetadata.from_json({"op": op, "urn": f"urn:pulumi:dev::p::{type_}::{name}", "type": type_})
 
     steps = [
         step("same", "a"),
@@ -53,7 +52,9 @@ def test_the_engine_plan_collapses_replacements_and_keeps_their_order():
         step("delete-replaced", "d"),
         step("create", "e"),
         step("delete", "f"),
-        StepEventMetadata.from_json({"op": "same", "urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev"}),
+        StepEventMetadata.from_json(  # the engine's own resource, never in the plan
+            {"op": "update", "urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "type": "pulumi:pulumi:Stack"}
+        ),
     ]
     assert engine_plan(steps) == {
         "b": "update",

@@ -14,7 +14,7 @@ URN = "urn:pulumi:dev::p::{type}::{name}"
 
 
 def _event(kind: str, op: str, name: str, type_: str = "kubernetes:core/v1:ConfigMap") -> EngineEvent:
-    metadata = {"op": op, "urn": URN.format(type=type_, name=name)}
+    metadata = {"op": op, "urn": URN.format(type=type_, name=name), "type": type_}
     return EngineEvent.from_json({"sequence": 1, "timestamp": 1, kind: {"metadata": metadata}})
 
 
@@ -23,10 +23,11 @@ def test_an_ups_finished_steps_read_as_the_preview_plan():
     steps = [("update", "b"), ("delete-replaced", "c"), ("replace", "c"), ("create-replacement", "c"), ("create", "e")]
     events = [_event("resourcePreEvent", op, name) for op, name in [*steps, ("create", "failed")]]
     events += [_event("resOutputsEvent", op, name) for op, name in steps]
-    events.append(_event("resOutputsEvent", "same", "p-dev", "pulumi:pulumi:Stack"))
+    events.append(_event("resOutputsEvent", "update", "p-dev", "pulumi:pulumi:Stack"))  # the engine's own
     run = Run(events, ok=False, output="")
     expected = engine_plan(
-        StepEventMetadata.from_json({"op": op, "urn": URN.format(type="x:y:Z", name=n)}) for op, n in steps
+        StepEventMetadata.from_json({"op": op, "urn": URN.format(type="x:y:Z", name=n), "type": "x:y:Z"})
+        for op, n in steps
     )
     assert engine_plan(run.finished) == expected
     assert engine_plan(run.steps) == {**expected, "failed": "create"}

@@ -27,7 +27,8 @@ def _record(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any
 
 
 def _step(op: str, type_token: str, name: str) -> StepEventMetadata:
-    return StepEventMetadata.from_json({"op": op, "urn": f"urn:pulumi:dev::nemotron-lightning::{type_token}::{name}"})
+    urn = f"urn:pulumi:dev::nemotron-lightning::{type_token}::{name}"
+    return StepEventMetadata.from_json({"op": op, "urn": urn, "type": type_token})
 
 
 def offline_diff() -> StackDiff:

@@ -68,10 +68,6 @@ def engine_label(version: str) -> str:
     )
 
 
-def _manifests(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(r["inputs"]) for r in records if str(r["type"]).startswith("kubernetes:") and r.get("custom")]
-
-
 def _secrets_of(stack_file: Path) -> dict[str, str]:
     config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
     return {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config}

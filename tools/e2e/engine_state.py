@@ -30,10 +30,6 @@ def urn_name(urn: str) -> str:
     return urn.split("::")[-1]
 
 
-def urn_type(urn: str) -> str:
-    return urn.split("::")[-2].split("$")[-1]
-
-
 def _default_provider(type_: str, name: str) -> bool:
     return type_.startswith("pulumi:providers:") and name.startswith("default")
 
@@ -58,21 +54,14 @@ def engine_steps(steps: Iterable[StepEventMetadata]) -> dict[str, list[str]]:
 def engine_plan(steps: Iterable[StepEventMetadata]) -> dict[str, str]:
     """name -> create | update | delete | replace (create-first) | replace (delete-first); unchanged left out.
     `steps`: a preview's planned steps or an `up`'s finished ones (`engine.Run`)."""
-    ops = {
-        name: [op for op in seen if op not in ("same", "read", "refresh")]
-        for name, seen in engine_steps(s for s in steps if urn_type(s.urn) not in ENGINE_ONLY).items()
-    }
     plan = {}
-    for name, seen in ops.items():
-        if not seen:
-            continue
+    for name, ops in engine_steps(s for s in steps if s.type not in ENGINE_ONLY).items():
+        seen = [op for op in ops if op not in ("same", "read", "refresh")]
         if REPLACE_STEPS & set(seen):
-            creates, deletes = (
-                seen.index("create-replacement") if "create-replacement" in seen else 0,
-                (seen.index("delete-replaced") if "delete-replaced" in seen else len(seen)),
-            )
-            plan[name] = "replace (delete-first)" if deletes < creates else "replace (create-first)"
-        else:
+            replacement = ("delete-replaced", "create-replacement")
+            ordered = all(op in seen for op in replacement) and seen.index(replacement[0]) < seen.index(replacement[1])
+            plan[name] = f"replace ({'delete' if ordered else 'create'}-first)"
+        elif seen:
             plan[name] = seen[0]
     return plan
 
