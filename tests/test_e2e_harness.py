@@ -3,6 +3,7 @@ update plan is read (tests/e2e runs them for real; the fake nodes: tests/test_fa
 
 from __future__ import annotations
 
+from pulumi.automation import StepEventMetadata
 from stack_helpers import rendered_stack
 
 from tools.e2e.engine_diff import not_previewable
@@ -37,24 +38,25 @@ def test_the_stand_in_operator_builds_what_the_operator_owns():
 
 def test_the_engine_plan_collapses_replacements_and_keeps_their_order():
     def step(op, name):
-        return {"op": op, "urn": f"urn:pulumi:dev::p::kubernetes:core/v1:ConfigMap::{name}"}
+        type_ = "kubernetes:core/v1:ConfigMap"
+        return StepEventMetadata.from_json({"op": op, "urn": f"urn:pulumi:dev::p::{type_}::{name}", "type": type_})
 
-    preview = {
-        "steps": [
-            step("same", "a"),
-            step("update", "b"),
-            step("delete-replaced", "c"),
-            step("replace", "c"),
-            step("create-replacement", "c"),
-            step("create-replacement", "d"),
-            step("replace", "d"),
-            step("delete-replaced", "d"),
-            step("create", "e"),
-            step("delete", "f"),
-            {"op": "same", "urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev"},
-        ]
-    }
-    assert engine_plan(preview) == {
+    steps = [
+        step("same", "a"),
+        step("update", "b"),
+        step("delete-replaced", "c"),
+        step("replace", "c"),
+        step("create-replacement", "c"),
+        step("create-replacement", "d"),
+        step("replace", "d"),
+        step("delete-replaced", "d"),
+        step("create", "e"),
+        step("delete", "f"),
+        StepEventMetadata.from_json(  # the engine's own resource, never in the plan
+            {"op": "update", "urn": "urn:pulumi:dev::p::pulumi:pulumi:Stack::p-dev", "type": "pulumi:pulumi:Stack"}
+        ),
+    ]
+    assert engine_plan(steps) == {
         "b": "update",
         "c": "replace (delete-first)",
         "d": "replace (create-first)",

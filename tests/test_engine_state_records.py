@@ -1,32 +1,36 @@
-"""Reading what the engine wrote: an `up`'s event log (`pulumi up --event-log`, apitype.EngineEvent lines,
-pulumi/pulumi sdk/go/common/apitype/events.go), in the shape the upgrade scenario compares, and a
-checkpoint's pending operations (apitype.OperationV2, `pulumi stack export`), which the interrupted-`up`
-scenario repairs."""
+"""Reading what the engine reports: an `up`'s events (apitype.EngineEvent, pulumi/pulumi
+sdk/go/common/apitype/events.go, as `pulumi.automation` parses them) in the shape the upgrade scenario compares,
+and a checkpoint's pending operations (apitype.OperationV2, `export_stack`), which the interrupted-`up` scenario
+repairs."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from pulumi.automation import EngineEvent, StepEventMetadata
 
-from tools.e2e.engine_state import applied_plan, engine_plan, pending_creates
+from tools.e2e.engine import Run
+from tools.e2e.engine_state import engine_plan, pending_creates
 
 URN = "urn:pulumi:dev::p::{type}::{name}"
 
 
-def _event(kind: str, op: str, name: str, type_: str = "kubernetes:core/v1:ConfigMap") -> dict:
-    return {"sequence": 1, "timestamp": 1, kind: {"metadata": {"op": op, "urn": URN.format(type=type_, name=name)}}}
+def _event(kind: str, op: str, name: str, type_: str = "kubernetes:core/v1:ConfigMap") -> EngineEvent:
+    metadata = {"op": op, "urn": URN.format(type=type_, name=name), "type": type_}
+    return EngineEvent.from_json({"sequence": 1, "timestamp": 1, kind: {"metadata": metadata}})
 
 
-def test_an_ups_events_read_as_the_preview_plan(tmp_path: Path):
+def test_an_ups_finished_steps_read_as_the_preview_plan():
     """Only finished steps count (`resOutputsEvent`); a step that started and failed is not in the plan."""
     steps = [("update", "b"), ("delete-replaced", "c"), ("replace", "c"), ("create-replacement", "c"), ("create", "e")]
     events = [_event("resourcePreEvent", op, name) for op, name in [*steps, ("create", "failed")]]
     events += [_event("resOutputsEvent", op, name) for op, name in steps]
-    events.append(_event("resOutputsEvent", "same", "p-dev", "pulumi:pulumi:Stack"))
-    log = tmp_path / "events.jsonl"
-    log.write_text("\n".join(json.dumps(e) for e in events) + "\n")
-    expected = engine_plan({"steps": [{"op": op, "urn": URN.format(type="x:y:Z", name=n)} for op, n in steps]})
-    assert applied_plan(log) == expected
+    events.append(_event("resOutputsEvent", "update", "p-dev", "pulumi:pulumi:Stack"))  # the engine's own
+    run = Run(events, ok=False, output="")
+    expected = engine_plan(
+        StepEventMetadata.from_json({"op": op, "urn": URN.format(type="x:y:Z", name=n), "type": "x:y:Z"})
+        for op, n in steps
+    )
+    assert engine_plan(run.finished) == expected
+    assert engine_plan(run.steps) == {**expected, "failed": "create"}
     assert expected["c"] == "replace (delete-first)" and "failed" not in expected
 
 

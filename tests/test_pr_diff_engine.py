@@ -1,4 +1,4 @@
-"""The engine's plan held against the offline diff: `pulumi preview --json` steps (the engine's shape, read by
+"""The engine's plan held against the offline diff: a preview's step events (the engine's shape, read by
 `tools.e2e.engine_state.engine_plan`) that agree say so with the output linked; each resource the engine sees
 otherwise (a replacement the offline diff calls an update, a resource only one of them touches) is named
 among the comment's consequences. The run against the real engine is tests/e2e/test_pr_diff_engine.py."""
@@ -6,6 +6,8 @@ among the comment's consequences. The run against the real engine is tests/e2e/t
 from __future__ import annotations
 
 from typing import Any
+
+from pulumi.automation import StepEventMetadata
 
 from tools.e2e.engine_state import engine_plan
 from tools.pr_diff.engine import EngineReport, disagreements
@@ -24,8 +26,9 @@ def _record(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any
     return {"type": type_token, "name": name, "custom": True, "parent": "", "provider": "", "inputs": inputs}
 
 
-def _step(op: str, type_token: str, name: str) -> dict[str, str]:
-    return {"op": op, "urn": f"urn:pulumi:dev::nemotron-lightning::{type_token}::{name}"}
+def _step(op: str, type_token: str, name: str) -> StepEventMetadata:
+    urn = f"urn:pulumi:dev::nemotron-lightning::{type_token}::{name}"
+    return StepEventMetadata.from_json({"op": op, "urn": urn, "type": type_token})
 
 
 def offline_diff() -> StackDiff:
@@ -60,7 +63,7 @@ def test_an_engine_plan_like_the_offline_diff_agrees():
             ]
         else:
             steps.append(_step(operation[change.kind], change.type, change.name))
-    assert disagreements(diff, engine_plan({"steps": steps})) == ()
+    assert disagreements(diff, engine_plan(steps)) == ()
     text = render_markdown(diff, "base", "head", engine=EngineReport("pulumi 3", "preview text", LINK, ()))
     assert f"agrees with this offline diff; its output: {LINK}" in text.split("<details>")[0]
     assert set(kinds.values()) >= {"add", "change", "replace"}, kinds
@@ -72,14 +75,12 @@ def test_each_resource_the_engine_sees_otherwise_is_named_before_the_details():
     changed = next(c for c in diff.resources if c.kind == "change")
     added = next(c for c in diff.resources if c.kind == "add")
     plan = engine_plan(
-        {
-            "steps": [
-                _step("update", replaced.type, replaced.name),  # the offline diff replaces it
-                *(_step(op, changed.type, changed.name) for op in ("create-replacement", "replace", "delete-replaced")),
-                _step("create", added.type, added.name),
-                _step("update", "kubernetes:core/v1:Namespace", "serving-namespace"),  # offline: unchanged
-            ]
-        }
+        [
+            _step("update", replaced.type, replaced.name),  # the offline diff replaces it
+            *(_step(op, changed.type, changed.name) for op in ("create-replacement", "replace", "delete-replaced")),
+            _step("create", added.type, added.name),
+            _step("update", "kubernetes:core/v1:Namespace", "serving-namespace"),  # offline: unchanged
+        ]
     )
     found = disagreements(diff, plan)
     assert found == (

@@ -1,5 +1,5 @@
 """The end-to-end harness for the scenarios: a real control plane, the stand-in operator and storage
-(tools/e2e/harness.py), and the real Pulumi CLI against a local backend (tools/e2e/pulumi_cli.py).
+(tools/e2e/harness.py), and the real Pulumi CLI against a local backend (tools.e2e.engine.py).
 
 Run with `make e2e` (after `make tools`). Nothing here skips: missing binaries fail the session with the
 command that builds them.
@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tools.e2e.engine import Project
 from tools.e2e.harness import Harness
-from tools.e2e.pulumi_cli import Project
 
 BUDGET_SECONDS = 1500
 

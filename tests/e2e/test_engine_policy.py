@@ -1,27 +1,27 @@
-"""The policy pack under the real engine: `pulumi preview --policy-pack policy` (the README's command) on the
-first `up` of a dev-shaped stack, where the engine hands the pack values still unknown at preview. The CLI
+"""The policy pack under the real engine: a preview with `policy_packs=["policy"]` (the README's `pulumi preview
+--policy-pack policy`, through `pulumi.automation`) on the first `up` of a dev-shaped stack, where the engine hands the pack values still unknown at preview. The CLI
 starts the pack through the language host's RunPlugin (tools/e2e/gomod/pulumi/languagehost), which runs it
 with the project's virtualenv as PulumiPolicy.yaml names it.
 
 Expectations come from the pack itself run offline on the render of the same stack file
-(`policy.nemotron_policies.offline.evaluate`): with no mandatory finding the engine previews; a planted
-violation (the pack config declares the stack protected while its model cache is neither protected nor
-retained on delete) is refused by the engine with the policy's name and each message the pack reports offline.
+(`policy.nemotron_policies.offline.evaluate`): with no mandatory finding the engine previews, its summary naming the pack; a
+planted violation (the pack config declares the stack protected while its model cache is neither protected nor
+retained on delete) is refused, the engine's policy events naming the policy and each message the pack reports
+offline.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from pathlib import Path
 from typing import Any, Optional
 
 from policy.nemotron_policies.offline import Violation, evaluate
 from policy.nemotron_policies.pack import PACK_NAME
 from policy.nemotron_policies.records import load_records
+from tools.e2e.engine import PROJECT_NAME, Project, Run, stack_config
 from tools.e2e.harness import Harness
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 
 KEY = PROJECT_NAME + ":"
 STACK = "dev-policy"
@@ -33,9 +33,9 @@ def _offline(project: Project, pack_config: Optional[dict[str, Any]]) -> list[Vi
     return evaluate(records, pack_config, stack=STACK)
 
 
-def _preview_with_pack(project: Project, *extra: str) -> subprocess.CompletedProcess[str]:
-    return project.pulumi(
-        "preview", "--stack", STACK, "--policy-pack", "policy", "--non-interactive", *extra, check=False, timeout=120
+def _preview_with_pack(project: Project, *configs: Path) -> Run:
+    return project.preview(
+        STACK, check=False, timeout=120, policy_packs=["policy"], policy_pack_configs=[str(c) for c in configs]
     )
 
 
@@ -52,19 +52,21 @@ def test_policy_pack_under_the_engine(project: Project, cluster: Harness, tmp_pa
     try:
         assert not [v for v in _offline(project, None) if v.mandatory]
         clean = _preview_with_pack(project)
-        assert clean.returncode == 0, clean.stdout[-4000:] + clean.stderr[-2000:]
-        assert PACK_NAME in clean.stdout, clean.stdout[-4000:]  # the engine ran the pack's analyzer
+        assert clean.ok, clean.output[-4000:]
+        # The packs the engine ran, keyed `<name>|<version tag>|<path>`.
+        ran = {key.split("|")[0] for key in (clean.summary.policy_packs if clean.summary else {})}
+        assert PACK_NAME in ran, clean.output[-4000:]
+        assert not [e for e in clean.policies if e.enforcement_level == "mandatory"], clean.policies
 
         planted = [v for v in _offline(project, PLANTED) if v.mandatory]
         assert planted and {v.policy_name for v in planted} == set(PLANTED), planted
         pack_config = tmp_path / "pack-config.json"
         pack_config.write_text(json.dumps(PLANTED))
-        refused = _preview_with_pack(project, "--policy-pack-config", str(pack_config))
-        output = _flat(refused.stdout + refused.stderr)
-        assert refused.returncode != 0, output[-4000:]
-        named = [v.policy_name for v in planted if f"[mandatory] {v.policy_name}" not in output]
-        assert not named, (named, output[-4000:])
-        missing = [v.message for v in planted if _flat(v.message) not in output]
-        assert not missing, (missing, output[-4000:])
+        refused = _preview_with_pack(project, pack_config)
+        assert not refused.ok, refused.output[-4000:]
+        reported = {(e.policy_name, _flat(e.message)) for e in refused.policies if e.enforcement_level == "mandatory"}
+        assert {v.policy_name for v in planted} <= {name for name, _ in reported}, refused.policies
+        missing = [v.message for v in planted if not any(_flat(v.message) in m for _, m in reported)]
+        assert not missing, (missing, reported)
     finally:
-        project.pulumi("stack", "rm", STACK, "--yes", "--force", check=False)
+        project.remove(STACK)

@@ -17,13 +17,14 @@ else it holds, on destroy. After an interrupted `up`: the procedure of docs/depl
 from __future__ import annotations
 
 import copy
-import signal
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tools.e2e.engine import PROJECT_NAME, Project, Run, kill_cli, stack_config
 from tools.e2e.engine_state import (
     missing_objects,
     pending_creates,
@@ -32,7 +33,6 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, kill_tree, stack_config
 
 KEY = PROJECT_NAME + ":"
 STACK = "dev-provider"
@@ -43,9 +43,11 @@ ADMIN_LABELS = {"owner": "cluster-admin", ENFORCE: "privileged"}
 
 
 @pytest.fixture(scope="module")
-def shipped(project: Project) -> Project:
-    project.extra_env.update(CREATE_AS_SHIPPED)
-    return project
+def shipped(project: Project) -> Iterator[Project]:
+    project.environment.update(CREATE_AS_SHIPPED)
+    yield project
+    for key in CREATE_AS_SHIPPED:
+        del project.environment[key]
 
 
 def _config(suffix: str) -> dict[str, Any]:
@@ -77,8 +79,9 @@ def _all_ready(cluster, namespace: str, records: list[dict[str, Any]]) -> bool:
     return bool(rendered) and set(graphs) == rendered and all(graphs.values())
 
 
-def _output(result) -> str:
-    return " ".join((result.stdout + result.stderr).split())
+def _refused_as_existing(run: Run, names: list[str]) -> bool:
+    """Whether the engine reported the create of one of `names` refused as `already exists`."""
+    return any(f'"{name}" already exists' in m for m in run.diagnostics("error") for name in names)
 
 
 def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
@@ -92,8 +95,7 @@ def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
         _prepare(shipped, cluster, config)
         shipped.init(STACK)
         refused = shipped.up(STACK, check=False, timeout=300)
-        assert refused.returncode != 0, _output(refused)[-3000:]
-        assert f'namespaces "{namespace}" already exists' in _output(refused), _output(refused)[-3000:]
+        assert not refused.ok and _refused_as_existing(refused, [namespace]), refused.diagnostics()
         live = kube.get("Namespace", namespace) or {}
         assert live["metadata"]["labels"] == admins, "the stack adopted or relabelled the namespace"
         assert "kubernetes:core/v1:Namespace" not in {r["type"] for r in shipped.state(STACK)}
@@ -110,42 +112,42 @@ def test_a_namespace_that_exists_before_the_first_up(shipped: Project, cluster):
             f"Namespace//{namespace}",
         ]
         assert (kube.get("Namespace", namespace) or {})["metadata"]["labels"] == admins
-        shipped.pulumi("stack", "rm", STACK, "--yes")
+        shipped.remove(STACK)
     finally:
         kube.delete("Namespace", namespace)
         kube.wait_for(f"namespace {namespace} to go", lambda: kube.get("Namespace", namespace) is None, timeout=120)
 
 
-def test_a_retry_after_an_interrupted_up(shipped: Project, cluster, tmp_path: Path):
+def test_a_retry_after_an_interrupted_up(shipped: Project, cluster):
     config = _config("-interrupted")
     namespace, kube = _namespace(config), cluster.kube
     records = _prepare(shipped, cluster, config)
     shipped.init(STACK)
     started = datetime.now(UTC).replace(microsecond=0)
-    cli = shipped.start("up", "--stack", STACK, "--yes", "--skip-preview", "--non-interactive", log=tmp_path / "up.log")
-    try:
-        kube.wait_for(
-            "the interrupted up's first objects",
-            lambda: (
-                cli.poll() is not None
-                or (kube.get("Namespace", namespace) is not None and kube.list("PersistentVolumeClaim", namespace))
-            ),
-            timeout=240,
-            interval=0.2,
-        )
-    finally:
-        kill_tree(cli.pid)
-        cli.wait(timeout=30)
-    assert cli.returncode == -signal.SIGKILL, (tmp_path / "up.log").read_text()[-3000:]
+    with ThreadPoolExecutor(max_workers=1) as background:
+        up = background.submit(shipped.up, STACK, check=False, timeout=300)
+        try:
+            kube.wait_for(
+                "the interrupted up's first objects",
+                lambda: (
+                    up.done()
+                    or (kube.get("Namespace", namespace) is not None and kube.list("PersistentVolumeClaim", namespace))
+                ),
+                timeout=240,
+                interval=0.2,
+            )
+        finally:
+            killed = kill_cli()
+        interrupted = up.result(timeout=60)
+    assert killed and not interrupted.ok, interrupted.output[-3000:]  # the CLI was running when it was killed
 
     # docs/deploy.md, "After an interrupted `up`":
-    shipped.pulumi("cancel", "--yes", "--stack", STACK)  # the lock the killed CLI left
+    shipped.stack(STACK).cancel()  # the lock the killed CLI left
     pending = pending_creates(shipped.deployment(STACK))
     existing = [p for p in pending if kube.get(p[1], p[3], p[2] or None) is not None]
     assert existing, f"the interruption left no object the state does not hold: {pending}"
     retry = shipped.up(STACK, check=False, timeout=300)
-    assert retry.returncode != 0, _output(retry)[-3000:]
-    assert any(f'"{name}" already exists' in _output(retry) for _, _, _, name in existing), _output(retry)[-3000:]
+    assert not retry.ok and _refused_as_existing(retry, [name for *_, name in existing]), retry.diagnostics()
 
     # The objects the pending creates name that exist are the interrupted update's own (created after it
     # started), never adopted: deleted, then the pending creates cleared; the next `up` creates them.
@@ -156,7 +158,7 @@ def test_a_retry_after_an_interrupted_up(shipped: Project, cluster, tmp_path: Pa
     for kind, ns, name in orphans:
         kube.delete(kind, name, ns)
     kube.wait_for("the orphans to go", lambda: all(kube.get(k, n, ns) is None for k, ns, n in orphans), timeout=60)
-    shipped.pulumi("refresh", "--yes", "--non-interactive", "--stack", STACK, "--clear-pending-creates", timeout=300)
+    shipped.run("refresh", STACK, timeout=300, clear_pending_creates=True)
     assert pending_creates(shipped.deployment(STACK)) == []
     shipped.up(STACK, timeout=300)
     state = shipped.state(STACK)
@@ -164,4 +166,4 @@ def test_a_retry_after_an_interrupted_up(shipped: Project, cluster, tmp_path: Pa
     assert missing_objects(kube, state) == [] and _all_ready(cluster, namespace, records)
     shipped.destroy(STACK)
     assert stack_objects(kube, namespace, records) == []
-    shipped.pulumi("stack", "rm", STACK, "--yes")
+    shipped.remove(STACK)

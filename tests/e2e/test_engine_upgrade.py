@@ -5,7 +5,7 @@ The previous release is the merge-base of HEAD with `main` (what a pull request 
 itself HEAD's first parent (what the last merge upgraded from); it runs from a worktree of that commit, in the
 virtualenv of its own requirements. The prediction is the rollout model's plan for base -> HEAD
 (`engine_state.model_plan`, what `make diff` shows): the engine's preview must plan exactly it, the `up` must
-do exactly it (its own events), and every DynamoGraphDeployment of HEAD's render is Ready after.
+do exactly it (the steps its events say it finished), and every DynamoGraphDeployment of HEAD's render is Ready after.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tools.e2e.engine import PROJECT_NAME, REPO, Project
 from tools.e2e.engine_state import (
-    applied_plan,
     engine_plan,
     model_plan,
     render_resources,
@@ -27,7 +27,6 @@ from tools.e2e.engine_state import (
     state_resources,
 )
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, REPO, Project
 from tools.pr_diff.render_ref import base_worktree, tree_venv
 
 KEY = PROJECT_NAME + ":"
@@ -63,9 +62,7 @@ def _manifests(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _use(project: Project, tree: Path, venv: Path) -> dict[str, Any]:
     """The project's code, data and stack file become `tree`'s, run in `venv`."""
-    project.link(tree)
-    (project.root / ".venv").unlink()
-    (project.root / ".venv").symlink_to(venv)
+    project.link(tree, venv)
     config = _config(tree)
     project.write_stack(STACK, config)
     return config
@@ -87,14 +84,9 @@ def test_upgrade_from_the_previous_release(cluster, tmp_path_factory: pytest.Tem
 
     _use(project, REPO, REPO / ".venv")
     predicted = model_plan(before, after)
-    planned = engine_plan(project.preview(STACK))
+    planned = engine_plan(project.preview(STACK).steps)
     assert planned == predicted, {n: (planned.get(n), predicted.get(n)) for n in {*planned, *predicted}}
-    log = work / "up-events.jsonl"
-    project.extra_env["PULUMI_DEBUG_COMMANDS"] = (
-        "true"  # `--event-log` exists only then (as the Automation API sets it)
-    )
-    project.up(STACK, "--event-log", str(log), timeout=420)
-    applied = applied_plan(log)
+    applied = engine_plan(project.up(STACK, timeout=420).finished)
     assert applied == predicted, {n: (applied.get(n), predicted.get(n)) for n in {*applied, *predicted}}
 
     namespace = head_config[KEY + "kubernetes"]["namespace"]

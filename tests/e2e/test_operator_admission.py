@@ -16,9 +16,9 @@ import pytest
 
 from serving_stack.config.serving import GpuNodeShape
 from tools.e2e.admission import WEBHOOK_NAME, invalid_message, load_rules
+from tools.e2e.engine import PROJECT_NAME, Project, stack_config
 from tools.e2e.fake_nodes import GPU, declared_nodes, eks_nodes
 from tools.e2e.kube import KubeError
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 from tools.e2e.stand_in_operator import (
     COMPONENT_LABEL,
     FAILED_REASON,
@@ -288,4 +288,4 @@ def test_changes_on_a_full_pool_wait_for_a_spare_worker(project: Project, cluste
     (current,) = _worker_deployments(cluster, graph)
     assert current["metadata"]["name"] != serving["metadata"]["name"]
     project.destroy(DEV)
-    project.pulumi("stack", "rm", DEV, "--yes")
+    project.remove(DEV)

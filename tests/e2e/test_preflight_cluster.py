@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pulumi.automation import ConfigValue
 
+from tools.e2e.engine import PROJECT_NAME, Project, stack_config
 from tools.e2e.fake_nodes import declared_gpu_nodes, declared_nodes
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, stack_config
 from tools.mock_runtime import PROJECT_DIR
 from tools.preflight import cli
 from tools.preflight.facts import load_kubernetes
@@ -289,7 +290,7 @@ def test_secrets_read_through_the_real_pulumi_cli(project: Project, cluster):
     assert any(line.startswith("blocker: ngcApiKey: secret not set") for line in before.stdout.splitlines()), (
         before.stdout
     )
-    project.pulumi("config", "set", "--secret", "--stack", stack, KEY + "ngcApiKey", "nvapi-e2e-only")
+    project.stack(stack).set_config(KEY + "ngcApiKey", ConfigValue("nvapi-e2e-only", secret=True))
     after = preflight()
     assert not any(line.startswith("blocker: ngcApiKey") for line in after.stdout.splitlines()), after.stdout
 

@@ -3,15 +3,14 @@
 For a stack with no AWS resources and no Helm releases (the AWS provider cannot be built here and charts
 cannot be fetched), the base commit is deployed with the real CLI into a local backend against a control
 plane on loopback (tools/e2e/harness.py), then the working tree is previewed against that state. The diff
-is the engine's own (`pulumi preview --diff`), with the versions that produced it, and so is its plan
-(`pulumi preview --json`: one operation per resource, `engine_state.engine_plan`), which `make diff` holds
-against the offline diff. The base's program runs in the base's virtualenv when it has its own. Everything
+is the engine's own (`pulumi preview --diff` through `pulumi.automation`), with the versions that produced it,
+and so is its plan (the same preview's step events: one operation per resource, `engine_state.engine_plan`),
+which `make diff` holds against the offline diff. The base's program runs in the base's virtualenv when it has its own. Everything
 started is stopped before it returns.
 """
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,10 +20,10 @@ from typing import Any, Optional
 import yaml
 
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
+from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
-from tools.e2e.pulumi_cli import PROJECT_NAME, Project, PulumiError
 from tools.pr_diff.render_ref import base_worktree
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -69,10 +68,6 @@ def engine_label(version: str) -> str:
     )
 
 
-def _manifests(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [dict(r["inputs"]) for r in records if str(r["type"]).startswith("kubernetes:") and r.get("custom")]
-
-
 def _secrets_of(stack_file: Path) -> dict[str, str]:
     config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
     return {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config}
@@ -101,25 +96,20 @@ def engine_preview(
             gpu_nodes = declared_gpu_nodes(config)
             nodes = [*stack_nodes(base_records, gpu_nodes), *stack_nodes(head_records, gpu_nodes)]
             harness.replace_nodes(list({n["metadata"]["name"]: n for n in nodes}.values()))
-            project = Project.create(work / "pulumi", kubeconfig, source=tree)
-            if base_venv is not None:
-                (project.root / ".venv").unlink()
-                (project.root / ".venv").symlink_to(base_venv)
+            project = Project.create(work / "pulumi", kubeconfig, tree, base_venv or REPO / ".venv")
             project.write_stack(stack, config)
             project.init(stack, _secrets_of(tree / stack_file))
             project.up(stack)
             project.link(repo)
-            head_config = (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {}
-            kept = {k: v for k, v in project.stack_file(stack).items() if isinstance(v, dict) and "secure" in v}
-            project.write_stack(stack, {**head_config, **kept})
-            result = project.pulumi("preview", "--stack", stack, "--diff", "--non-interactive", check=False)
-            plan = engine_plan(project.preview(stack, check=False))
-            version = project.pulumi("version").stdout.strip()
+            project.write_stack(stack, (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {})
+            preview = project.preview(stack, check=False, diff=True)
+            plan = engine_plan(preview.steps)
+            version = project.workspace.pulumi_version
         except PulumiError as failed:
             return EnginePreview(engine_label("(failed)"), f"the engine could not preview: {failed}", ran=False)
         finally:
             harness.stop()
-    text = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    text = preview.output
     if len(text) > PREVIEW_LIMIT:
         text = text[:PREVIEW_LIMIT] + "\n... (cut)"
     return EnginePreview(engine_label(version), text, plan)

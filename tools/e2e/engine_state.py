@@ -2,10 +2,9 @@
 
 - `state_resources` / `render_resources`: the (type, name) pairs `pulumi stack export` and the offline
   render's resources.json list, for "the render and the engine agree on what the stack is";
-- `engine_plan`: `pulumi preview --json` steps collapsed to one operation per resource, with the order of a
-  replacement's create and delete;
+- `engine_plan`: the engine's steps (`engine.Run`: a preview's planned ones, an `up`'s finished ones) collapsed
+  to one operation per resource, with the order of a replacement's create and delete;
 - `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
-- `applied_plan`: what an `up` did, from its event log, in `engine_plan`'s shape;
 - `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
 - `stack_objects`: what is left of a stack after destroy (namespaced, cluster-scoped, Secrets);
 - `pending_creates`: what an interrupted update was still creating (the checkpoint's pending operations).
@@ -13,10 +12,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
+
+from pulumi.automation import OpType, StepEventMetadata
 
 from tools.e2e.kube import KINDS, Kube
 from tools.rollout.replacements import DELETE_FIRST
@@ -29,10 +28,6 @@ REPLACE_STEPS = {"replace", "create-replacement", "delete-replaced", "discard-re
 
 def urn_name(urn: str) -> str:
     return urn.split("::")[-1]
-
-
-def urn_type(urn: str) -> str:
-    return urn.split("::")[-2].split("$")[-1]
 
 
 def _default_provider(type_: str, name: str) -> bool:
@@ -48,33 +43,25 @@ def render_resources(records: Iterable[Mapping[str, Any]]) -> set[tuple[str, str
     return {(str(r["type"]), str(r["name"])) for r in records}
 
 
-def engine_steps(preview: Mapping[str, Any]) -> dict[str, list[str]]:
+def engine_steps(steps: Iterable[StepEventMetadata]) -> dict[str, list[str]]:
     """name -> the engine's steps for it, in order (for messages)."""
-    steps: dict[str, list[str]] = {}
-    for step in preview.get("steps") or []:
-        steps.setdefault(urn_name(str(step["urn"])), []).append(str(step["op"]))
-    return steps
+    found: dict[str, list[str]] = {}
+    for step in steps:
+        found.setdefault(urn_name(step.urn), []).append(OpType(step.op).value)
+    return found
 
 
-def engine_plan(preview: Mapping[str, Any]) -> dict[str, str]:
-    """name -> create | update | delete | replace (create-first) | replace (delete-first); unchanged left out."""
-    ops: dict[str, list[str]] = {}
-    for step in preview.get("steps") or []:
-        op = str(step["op"])
-        if op in ("same", "read", "refresh"):
-            continue
-        if urn_type(str(step["urn"])) in ENGINE_ONLY:
-            continue
-        ops.setdefault(urn_name(str(step["urn"])), []).append(op)
+def engine_plan(steps: Iterable[StepEventMetadata]) -> dict[str, str]:
+    """name -> create | update | delete | replace (create-first) | replace (delete-first); unchanged left out.
+    `steps`: a preview's planned steps or an `up`'s finished ones (`engine.Run`)."""
     plan = {}
-    for name, seen in ops.items():
+    for name, ops in engine_steps(s for s in steps if s.type not in ENGINE_ONLY).items():
+        seen = [op for op in ops if op not in ("same", "read", "refresh")]
         if REPLACE_STEPS & set(seen):
-            creates, deletes = (
-                seen.index("create-replacement") if "create-replacement" in seen else 0,
-                (seen.index("delete-replaced") if "delete-replaced" in seen else len(seen)),
-            )
-            plan[name] = "replace (delete-first)" if deletes < creates else "replace (create-first)"
-        else:
+            replacement = ("delete-replaced", "create-replacement")
+            ordered = all(op in seen for op in replacement) and seen.index(replacement[0]) < seen.index(replacement[1])
+            plan[name] = f"replace ({'delete' if ordered else 'create'}-first)"
+        elif seen:
             plan[name] = seen[0]
     return plan
 
@@ -132,13 +119,6 @@ def stack_objects(kube: Kube, namespace: str, records: Iterable[Mapping[str, Any
         if metadata.get("name") and name not in left and kube.get(inputs["kind"], metadata["name"], where) is not None:
             left.append(name)
     return left
-
-
-def applied_plan(event_log: Path) -> dict[str, str]:
-    """What an `up` did, in `engine_plan`'s shape: the step of every resource it finished, from the engine's
-    own events (`pulumi up --event-log`, one JSON event a line; `resOutputsEvent` ends a step)."""
-    events = [json.loads(line) for line in event_log.read_text().splitlines() if line.strip()]
-    return engine_plan({"steps": [e["resOutputsEvent"]["metadata"] for e in events if "resOutputsEvent" in e]})
 
 
 def pending_creates(deployment: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
