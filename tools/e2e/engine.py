@@ -148,7 +148,11 @@ class Project:
         for directory in (root, work / "state", work / "home"):
             directory.mkdir(parents=True)
         environment = {
-            "PULUMI_BACKEND_URL": f"file://{work / 'state'}",
+            # metadata=skip: fileblob writes each checkpoint's attributes sidecar by truncate-and-write
+            # (gocloud.dev blob/fileblob attrs.go, setAttrs), so the program's StackReference to its own stack,
+            # read while the engine writes a checkpoint, could decode an empty sidecar: "failed to load
+            # checkpoint: EOF" (docs/deploy.md, "A file:// backend").
+            "PULUMI_BACKEND_URL": f"file://{work / 'state'}?metadata=skip",
             "PULUMI_CONFIG_PASSPHRASE": "e2e-only-passphrase",
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
