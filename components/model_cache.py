@@ -17,6 +17,8 @@ import pulumi_kubernetes as k8s
 
 from components.iam import assume_role_policy
 from serving_stack.names import (
+    PAUSE_IMAGE,
+    PREPULL_APP,
     PREWARM_APP,
     PREWARM_MODELS_ENV,
     PREWARM_POOL_LABEL,
@@ -314,7 +316,58 @@ class ModelPrewarm(pulumi.ComponentResource):
             opts=child,
         )
         self.daemon_sets = [self._daemon_set(name, pool, program, priority, args) for pool in args.plan.prewarm_pools]
-        self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets]})
+        # Created with the namespace, not after the download: the pull starts as each node registers.
+        self.pre_pulls = [
+            self._pre_pull(name, pool, priority, args)
+            for pool in args.plan.prewarm_pools
+            if args.plan.model_cache.prewarm.prePullImages
+        ]
+        self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets + self.pre_pulls]})
+
+    def _pre_pull(
+        self, name: str, pool: PrewarmPool, priority: k8s.scheduling.v1.PriorityClass, args: ModelPrewarmArgs
+    ) -> k8s.apps.v1.DaemonSet:
+        """Pulls every worker image of the pool onto each of its nodes: an init container per image runs `true`
+        (in every image with a shell; the Dynamo runtime images are Ubuntu-based), then a pause container holds
+        the pod so the kubelet keeps the images in use; no GPU requested."""
+        labels = {"app.kubernetes.io/name": PREPULL_APP, PREWARM_POOL_LABEL: pool.name}
+        tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+        locked = {
+            "runAsNonRoot": True,
+            "runAsUser": NOBODY,
+            "runAsGroup": NOBODY,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
+        pulls = [
+            {"name": f"pull-{index}", "image": image, "command": ["true"], "resources": tiny, "securityContext": locked}
+            for index, image in enumerate(pool.images)
+        ]
+        pause = {"name": "pause", "image": PAUSE_IMAGE, "resources": tiny, "securityContext": locked}
+        return k8s.apps.v1.DaemonSet(
+            f"{name}-{pool.name}-pull",
+            metadata={"name": f"{PREPULL_APP}-{pool.name}", "namespace": args.namespace, "labels": labels},
+            spec={
+                "selector": {"matchLabels": labels},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "priorityClassName": priority.metadata.name,
+                        "affinity": {"nodeAffinity": pool.node_affinity},
+                        "tolerations": pool.tolerations,
+                        **({"imagePullSecrets": pool.pull_secrets} if pool.pull_secrets else {}),
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                        "terminationGracePeriodSeconds": 1,
+                        "initContainers": pulls,
+                        "containers": [pause],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _daemon_set(
         self,

@@ -43,6 +43,10 @@ WORKER_COMPONENT_TYPES = ("worker", "prefill", "decode")
 # Prewarm objects.
 PREWARM_PROGRAM_CONFIG_MAP = "model-prewarm-program"
 PREWARM_APP = "model-prewarm"
+# Image pre-pull DaemonSets (one per prewarm placement) and their main container: registry.k8s.io's pause 3.10,
+# pinned by digest (the manifest list registry.k8s.io serves for the tag, read 2026-12-02).
+PREPULL_APP = "image-prepull"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
 # PriorityClasses are cluster-scoped: each stack names its own `<namespace>-model-prewarm`, so two stacks on
 # one cluster never collide and one stack's `destroy` cannot delete the other's.
 PREWARM_PRIORITY_CLASS_SUFFIX = "-model-prewarm"

@@ -151,6 +151,10 @@ class PrewarmConfig(Block):
     """Seconds a gated worker waits for its checkpoints' download and its node to be warm (on a first `up`,
     from its image pulled, so it must cover the rest of the download); then it loads cold if downloaded, else
     its init container fails and the kubelet retries it."""
+    prePullImages: bool = True
+    """Beside each prewarm DaemonSet, one that pulls the workers' images onto each node of that placement from
+    the node's registration (an init container per image, then a pause container), so the workers' own pull,
+    once the GPUs are advertised and their graph exists, is a cache hit. false: each worker pulls its image."""
 
     @property
     def gates_workers(self) -> bool:

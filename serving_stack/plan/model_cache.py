@@ -5,7 +5,8 @@ Checkpoints keep upstream's env names and stay in the Job that fetches them upst
 into the first Job under a name derived from the base (`<base>-Foo` -> `FOO_MODEL`); a Job left with no
 checkpoint is not run. With `modelCache.checkpoints` unset, only the Jobs that fetch a checkpoint some selected
 target loads run (all of them when the stack selects none). One prewarm DaemonSet per distinct worker placement
-(node affinity): it selects the same nodes, tolerates what those workers tolerate, and warms what they load.
+(node affinity): it selects the same nodes, tolerates what those workers tolerate, and warms what they load;
+beside it, a pre-pull DaemonSet on the same nodes pulls the workers' images from the node's registration.
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ class PrewarmPool:
     tolerations: list[dict[str, Any]]
     checkpoints: list[str]
     memory_limit: str
+    images: list[str]  # every image of the workers placed here, which the pre-pull DaemonSet pulls
+    pull_secrets: list[dict[str, Any]]  # the workers' imagePullSecrets
 
 
 def _pool_name(node_affinity: dict[str, Any]) -> str:
@@ -284,8 +287,12 @@ def prewarm_pools(
             pod = component["podTemplate"]["spec"]
             affinity = pod["affinity"]["nodeAffinity"]
             group = groups.setdefault(
-                json.dumps(affinity, sort_keys=True), {"affinity": affinity, "tolerations": [], "checkpoints": []}
+                json.dumps(affinity, sort_keys=True),
+                {"affinity": affinity, "tolerations": [], "checkpoints": [], "images": [], "secrets": []},
             )
+            containers = pod.get("initContainers", []) + pod["containers"]
+            group["images"] += [c["image"] for c in containers if c["image"] not in group["images"]]
+            group["secrets"] += [s for s in pod.get("imagePullSecrets", []) if s not in group["secrets"]]
             group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
     pools = [
@@ -295,6 +302,8 @@ def prewarm_pools(
             g["tolerations"],
             g["checkpoints"],
             limit if (limit := prewarm.memoryLimit) is not None else prewarm_memory_limit(g["checkpoints"], sizes),
+            sorted(g["images"]),
+            g["secrets"],
         )
         for g in groups.values()
     ]
