@@ -31,7 +31,7 @@ from tools.rollout.nodes import NODE_GROUP, image_delivery
 from tools.rollout.parts import Node, Par, Part, Placed, Seq, layout
 from tools.rollout.rules import Rules
 from tools.rollout.schedule import Step, Timeline
-from tools.rollout.workloads import pod_specs, prewarm_daemon_sets, selected_node_groups
+from tools.rollout.workloads import pod_specs, prepull_daemon_sets, prewarm_daemon_sets, selected_node_groups
 
 DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
@@ -161,7 +161,10 @@ def new_node_path(graph: StackGraph, rules: Rules, group: Resource, graph_resour
     checkpoints (the download ran long ago) and the compile cache holds the artifacts, if the graph shares one."""
     table = rules.durations
     parts = serving_parts(graph, graph_resource, rules, cache_warm=compilation_cache_shared(graph_resource))
-    to_pod: Node = Seq((parts.plugins, *([parts.pull] if parts.pull else [])))
+    pull = [parts.pull] if parts.pull else []
+    # A pre-pull DaemonSet pulls the image from the node's registration, beside the device plugins.
+    pre_pulled = bool(prepull_daemon_sets(graph, graph_resource, rules))
+    to_pod: Node = Par((parts.plugins, *pull)) if pre_pulled else Seq((parts.plugins, *pull))
     prewarm = [prewarm_part(graph, ds, rules, 1) for ds in prewarm_daemon_sets(graph, graph_resource, rules)]
     ready: Node = Par((to_pod, *prewarm[:1])) if parts.gated and prewarm else to_pod
     start = (

@@ -18,7 +18,7 @@ from tools.rollout.nodes import NODE_GROUP
 from tools.rollout.parts import Part, Placed, layout
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding
-from tools.rollout.workloads import DOWNLOAD_REASON, PREWARM_REASON, Prerequisite, prerequisites
+from tools.rollout.workloads import DOWNLOAD_REASON, PREPULL_REASON, PREWARM_REASON, Prerequisite, prerequisites
 
 SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
 
@@ -95,7 +95,8 @@ class Timeline:
     ) -> tuple[float, str, tuple[Placed, ...]]:
         """A Dynamo graph's ready time (minutes), the key that decided it and its steps as they overlap: its
         pods start once what they need is ready; the device plugins advertise the GPUs from the node's
-        registration; the image pull follows both; the prewarm (its own DaemonSet, from the node's
+        registration; the image pull follows both, or, with a pre-pull DaemonSet on its nodes, runs from the node's
+        registration and the pods' own pull is a cache hit; the prewarm (its own DaemonSet, from the node's
         registration, once the download is complete) runs meanwhile, and a gated worker loads once the download
         and the prewarm are done (its init container waits for both, after the pull); then the engine starts."""
         parts = serving_parts(self.graph, resource, rules, cache_warm=False)
@@ -106,7 +107,8 @@ class Timeline:
             for n in needs
             if n.key in ready_of and n.reason.startswith((PREWARM_REASON, DOWNLOAD_REASON))
         }
-        others = {k: t for k, t in ready_of.items() if k not in nodes and k not in prewarm}
+        prepull = {n.key: ready_of[n.key] for n in needs if n.key in ready_of and n.reason.startswith(PREPULL_REASON)}
+        others = {k: t for k, t in ready_of.items() if k not in nodes and k not in prewarm and k not in prepull}
         pods_start, start_key = max([(t, k) for k, t in others.items()] + [(start, "")])
         placed: list[tuple[Part, float]] = []
         plugins_end, deciding = 0.0, start_key
@@ -116,8 +118,18 @@ class Timeline:
             plugins_end = node_ready * 60 + parts.plugins.seconds
             deciding = node_key if plugins_end >= pods_start * 60 else start_key
         pull_start = max(pods_start * 60, plugins_end)
-        pulled = pull_start
-        if parts.pull is not None:
+        pulled, prepulled = pull_start, set()
+        if prepull:  # a DaemonSet pulled the images from the node's registration: the pods' pull is a cache hit
+            done, pull_key = max((t * 60, k) for k, t in prepull.items())
+            for step in (p for p in self.steps[pull_key].parts if p.part.seconds >= 1):
+                named = dataclasses.replace(
+                    step.part, name=f"DaemonSet {self.steps[pull_key].resource.object_name}: {step.part.name}"
+                )
+                placed.append((named, step.start))
+                prepulled.add(id(named))
+            if done > pulled:
+                pulled, deciding = done, pull_key
+        elif parts.pull is not None:
             placed.append((parts.pull, pull_start))
             pulled += parts.pull.seconds
         warm_ready, warm_key = max([(t * 60, k) for k, t in prewarm.items()] + [(0.0, "")])
@@ -131,9 +143,11 @@ class Timeline:
                 placed.append((named, step.start))
         placed += [(parts.load, opened), (parts.engine, opened + parts.load.seconds)]
         ready = (opened + parts.load.seconds + parts.engine.seconds) / 60
-        critical = {id(parts.load), id(parts.engine)} | ({id(parts.pull)} if opened == pulled else set())
+        critical = {id(parts.load), id(parts.engine)}
+        if opened == pulled:
+            critical |= {id(parts.pull)} if not prepull else {i for i in prepulled if pulled > pull_start}
         critical |= {id(part) for part, at in placed if opened > pulled and at + part.seconds == opened}
-        if opened == pulled and pull_start == plugins_end:
+        if opened == pulled and pulled == plugins_end:
             critical.add(id(parts.plugins))
         return (
             ready,

@@ -152,6 +152,24 @@ def prewarm_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> 
     return found
 
 
+# A DaemonSet on the workload's nodes that pulls its images from each node's registration: the workload's own
+# pull becomes a cache hit once that DaemonSet's pod has pulled them.
+PREPULL_REASON = "finds its images pulled by"
+
+
+def prepull_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
+    """DaemonSets of the stack on nodes the workload's pods select whose pods hold every image it runs."""
+    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
+    wanted = set(images(resource, rules))
+    return [
+        daemon_set
+        for daemon_set in graph.kubernetes_objects("DaemonSet")
+        if wanted
+        and wanted <= set(images(daemon_set, rules))
+        and groups & {g.key for spec in pod_specs(daemon_set, rules) for g in selected_node_groups(graph, spec)}
+    ]
+
+
 def helm_release_of(graph: StackGraph, chart: str) -> Resource | None:
     for release in graph.of_type(HELM_RELEASE):
         if chart in str(release.inputs.get("chart", "")):
@@ -224,6 +242,9 @@ def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[P
         for claim in {c for spec in pod_specs(resource, rules) for c in mounted_claims(spec)}:
             for writer in claim_writers(graph, rules, claim, namespace):
                 need(writer.key, f"{DOWNLOAD_REASON} (Job {writer.object_name})")
+    if resource.kind in rules.operators:
+        for daemon_set in prepull_daemon_sets(graph, resource, rules):
+            need(daemon_set.key, f"{PREPULL_REASON} DaemonSet {daemon_set.object_name}")
     operator = rules.operators.get(resource.kind)
     if operator and (release := helm_release_of(graph, operator["chart"])):
         need(release.key, f"is reconciled into pods by {operator['chart']}")
