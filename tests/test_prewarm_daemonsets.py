@@ -8,11 +8,19 @@ from stack_helpers import BASE_CONFIG, DGD_TYPE, rendered_stack, run_config, sta
 
 from serving_stack.config.types import quantity_value
 from serving_stack.facts.catalog import load_catalog, load_checkpoint_sizes
+from serving_stack.names import PREWARM_APP
 from serving_stack.plan.model_cache import STATE_DIR, prewarm_memory_limit
 
 pytestmark = pytest.mark.catalog_driven
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+
+
+def _prewarm_sets(run):
+    """The prewarm DaemonSets (the image pre-pull ones beside them: tests/test_image_prepull.py)."""
+    return [
+        d for d in run.of_type(DAEMON_SET) if d.inputs["metadata"]["labels"]["app.kubernetes.io/name"] == PREWARM_APP
+    ]
 
 
 def _worker_pods(run):
@@ -24,7 +32,7 @@ def _worker_pods(run):
 
 def test_one_daemon_set_per_worker_placement_in_prod():
     run = rendered_stack("prod")
-    daemon_sets = {d.inputs["metadata"]["name"]: d.inputs["spec"]["template"]["spec"] for d in run.of_type(DAEMON_SET)}
+    daemon_sets = {d.inputs["metadata"]["name"]: d.inputs["spec"]["template"]["spec"] for d in _prewarm_sets(run)}
     pools = {p["name"]: p["instanceType"] for p in stack_file_config("prod")["aws"]["nodePools"]}
     used = {gpu_of(load_catalog().recipe(e["id"])) for e in run.outputs["endpoints"] if e["kind"] == "dynamo"}
     hosting = [name for name, instance in pools.items() if gpu_of_instance(instance) in used]
@@ -41,7 +49,7 @@ def test_daemon_set_warms_every_checkpoint_its_workers_load():
     for endpoint in (e for e in run.outputs["endpoints"] if e["kind"] == "dynamo"):
         by_gpu.setdefault(gpu_of(catalog.recipe(endpoint["id"])), []).append(endpoint["id"])
     pools = {p["name"]: gpu_of_instance(p["instanceType"]) for p in stack_file_config("prod")["aws"]["nodePools"]}
-    for daemon_set in run.of_type(DAEMON_SET):
+    for daemon_set in _prewarm_sets(run):
         gpu = pools[daemon_set.inputs["metadata"]["name"].removeprefix("model-prewarm-")]
         (container,) = daemon_set.inputs["spec"]["template"]["spec"]["containers"]
         env = {e["name"]: e["value"] for e in container["env"]}
@@ -55,7 +63,7 @@ def test_a_configured_prewarm_memory_limit_applies_to_every_daemon_set():
     run = run_config({**BASE_CONFIG, "modelCache": cache})
     limits = {
         d.inputs["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"]
-        for d in run.of_type(DAEMON_SET)
+        for d in _prewarm_sets(run)
     }
     assert limits == {"300Gi"}
 
@@ -71,7 +79,7 @@ def test_the_default_prewarm_memory_follows_the_checkpoint_sizes():
 
 
 def test_daemon_set_is_read_only_non_root_bounded_and_low_priority():
-    (daemon_set,) = rendered_stack("dev").of_type(DAEMON_SET)
+    (daemon_set,) = _prewarm_sets(rendered_stack("dev"))
     pod = daemon_set.inputs["spec"]["template"]["spec"]
     (cache,) = [v for v in pod["volumes"] if "persistentVolumeClaim" in v]
     assert cache["persistentVolumeClaim"] == {"claimName": "shared-model-cache", "readOnly": True}
@@ -106,5 +114,5 @@ def test_workers_wait_for_their_node_and_program_ships_in_a_config_map():
 
 def test_prewarm_can_be_turned_off():
     run = run_config({**BASE_CONFIG, "modelCache": {"storageClassName": "efs-ap", "prewarm": {"enabled": False}}})
-    assert run.of_type(DAEMON_SET) == []
+    assert _prewarm_sets(run) == []
     assert all("initContainers" not in worker for _, worker in _worker_pods(run))

@@ -291,7 +291,7 @@ def prewarm_pools(
                 {"affinity": affinity, "tolerations": [], "checkpoints": [], "images": [], "secrets": []},
             )
             containers = pod.get("initContainers", []) + pod["containers"]
-            group["images"] += [c["image"] for c in containers if c["image"] not in group["images"]]
+            group["images"] = list(dict.fromkeys(group["images"] + [c["image"] for c in containers]))
             group["secrets"] += [s for s in pod.get("imagePullSecrets", []) if s not in group["secrets"]]
             group["tolerations"] += [t for t in pod.get("tolerations", []) if t not in group["tolerations"]]
             group["checkpoints"] += [c for c in checkpoints if c not in group["checkpoints"]]
