@@ -8,6 +8,7 @@ import sys
 
 from rollout_helpers import of_kind, records, remove_dependency
 
+from serving_stack.names import PREWARM_APP
 from tools.mock_runtime import PROJECT_DIR
 from tools.rollout.__main__ import main
 
@@ -16,7 +17,7 @@ def _with_unordered_prewarm() -> list[dict]:
     """dev with its prewarm DaemonSet no longer ordered after the download Job (issue 10's first defect)."""
     dev = records("dev")
     (job,) = [j for j in of_kind(dev, "Job") if j["name"].endswith("download")]
-    (daemon_set,) = of_kind(dev, "DaemonSet")
+    (daemon_set,) = [d for d in of_kind(dev, "DaemonSet") if PREWARM_APP in d["inputs"]["metadata"]["name"]]
     remove_dependency(dev, daemon_set, job)
     return dev
 

@@ -17,6 +17,7 @@ from rollout_helpers import (
     remove_dependency,
 )
 
+from serving_stack.names import PREWARM_APP
 from tools.rollout.awaits import go_duration_seconds
 from tools.rollout.durations import work
 from tools.rollout.graph import StackGraph
@@ -32,7 +33,7 @@ def _download_job(stack_records):
 def test_prewarm_daemonset_without_its_download_job_dependency_is_reported():
     dev = records("dev")
     job = _download_job(dev)
-    (daemon_set,) = of_kind(dev, "DaemonSet")
+    (daemon_set,) = [d for d in of_kind(dev, "DaemonSet") if PREWARM_APP in d["inputs"]["metadata"]["name"]]
     add_dependency(daemon_set, job)
     assert findings_about(dev, daemon_set["name"], WAIT) == []
     remove_dependency(dev, daemon_set, job)
@@ -44,7 +45,7 @@ def test_prewarm_daemonset_without_its_download_job_dependency_is_reported():
 def test_depending_on_a_job_that_up_does_not_wait_for_is_still_a_race():
     dev = records("dev")
     job = _download_job(dev)
-    (daemon_set,) = of_kind(dev, "DaemonSet")
+    (daemon_set,) = [d for d in of_kind(dev, "DaemonSet") if PREWARM_APP in d["inputs"]["metadata"]["name"]]
     add_dependency(daemon_set, job)
     annotate(job, skip_await="true")
     (line,) = findings_about(dev, daemon_set["name"], WAIT, blocking=True)
