@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rollout_helpers import committed_config, key, of_kind, records, rendered, report
 
-from serving_stack.names import MODEL_CACHE_CLAIM, WORKER_COMPONENT_TYPES
+from serving_stack.names import MODEL_CACHE_CLAIM, PREPULL_APP, WORKER_COMPONENT_TYPES
 from serving_stack.plan.model_cache import (
     DOWNLOAD_MARKER,
     MARK_DOWNLOADED_HEADER,
@@ -180,23 +180,41 @@ def test_the_gate_waits_for_the_jobs_marker_then_for_the_warm_node(tmp_path: Pat
     assert _run_gate(command).returncode == prewarm.NOT_DOWNLOADED
 
 
+def _without_prepull(stack: list[Record]) -> list[Record]:
+    return [
+        d
+        for d in stack
+        if not (d["inputs"].get("kind") == "DaemonSet" and PREPULL_APP in d["inputs"]["metadata"]["name"])
+    ]
+
+
+@pytest.mark.parametrize("prepull", [True, False])
 @pytest.mark.parametrize("gated", [True, False])
-def test_the_timing_model_pulls_the_image_during_the_download_only_when_gated(gated: bool):
+def test_the_timing_model_pulls_the_image_during_the_download_only_when_gated_or_pre_pulled(gated: bool, prepull: bool):
     stack = records("prod") if gated else _ungated("prod")
+    stack = stack if prepull else _without_prepull(stack)
     rollout = report(stack)
     steps = rollout.timeline.steps
     (job,) = _download_jobs(stack)
     download = steps[key(job)]
-    prewarmed = max(
-        (steps[key(d)].ready for d in of_kind(stack, "DaemonSet") if key(job) in d["dependsOn"]), default=0.0
-    )
     for graph in of_kind(stack, "DynamoGraphDeployment"):
         step = steps[key(graph)]
-        parts = {p.part.name.split(" vllm-runtime")[0]: p for p in step.parts}
-        pull = next(p for name, p in parts.items() if "pull" in name)
-        load = next(p for name, p in parts.items() if name.startswith("model load"))
-        if gated:
+        needs = {p.key for p in step.prerequisites}  # its own pool's prewarm
+        prewarmed = max(
+            (
+                steps[key(d)].ready
+                for d in of_kind(stack, "DaemonSet")
+                if key(job) in d["dependsOn"] and key(d) in needs
+            ),
+            default=0.0,
+        )
+        pull = next(p for p in step.parts if "pull" in p.part.name.rsplit(": ", 1)[-1])
+        load = next(p for p in step.parts if p.part.name.startswith("model load"))
+        if gated or prepull:
             assert pull.start < download.ready * 60  # kubelet pulls while the Job downloads
+        else:
+            assert pull.start >= download.ready * 60
+        if gated:
             assert load.start == pytest.approx(max(pull.end, prewarmed * 60, download.ready * 60))
         else:
-            assert step.start >= download.ready and pull.start >= download.ready * 60
+            assert step.start >= download.ready and load.start >= max(pull.end, download.ready * 60)

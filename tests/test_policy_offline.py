@@ -25,6 +25,7 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from policy.nemotron_policies.offline import Violation, evaluate, format_report, policy_resources
 from policy.nemotron_policies.pack import PACK_NAME, PACK_VERSION, POLICIES
+from serving_stack.names import PAUSE_IMAGE
 from tools.mock_runtime import RecordedResource
 
 LATEST = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"
@@ -79,14 +80,17 @@ def test_disabled_policies_do_not_run():
 
 def test_policy_properties_come_from_the_pack_config():
     found = image_findings({"image-pinning": {"allowedRegistries": ["nvcr.io"]}})
-    # the prewarm DaemonSet and the smoke-test Job run python; the DGD's and the benchmark's images are on nvcr.io
+    # the prewarm DaemonSet and the smoke-test Job run python, the pre-pull DaemonSet pause; the DGD's and the benchmark's images are on nvcr.io
     assert {v.resource.split("::")[0] for v in found} == {
         DGD,
         "kubernetes:apps/v1:DaemonSet",
         "kubernetes:batch/v1:Job",
     }
-    python = [v for v in found if "DaemonSet" in v.resource or "batch/v1:Job" in v.resource]
-    assert all("/python:" in v.message and "matches none of nvcr.io)" in v.message for v in python)
+    others = [v for v in found if "DaemonSet" in v.resource or "batch/v1:Job" in v.resource]
+    assert all("matches none of nvcr.io)" in v.message for v in others)
+    # python (prewarm, smoke test) and the pre-pull DaemonSets' pause: registry.k8s.io/pause
+    assert {"python" if "/python:" in v.message else "pause" for v in others} == {"python", "pause"}
+    assert all("/python:" in v.message or PAUSE_IMAGE.split("@")[0] in v.message for v in others)
 
 
 @pytest.mark.parametrize(
