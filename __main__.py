@@ -145,7 +145,7 @@ if serving.prewarm_pools:
             claim_name=model_cache.claim_name,
             after=model_cache.download_jobs,
         ),
-        opts=on_cluster,
+        opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=pull_secret)),
     )
 # The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
 # them, not for the whole kube-prometheus-stack, which installs meanwhile.

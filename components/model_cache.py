@@ -295,7 +295,8 @@ class ModelPrewarmArgs:
 class ModelPrewarm(pulumi.ComponentResource):
     """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool, running as nobody (a CAP_CHOWN-only
     init container hands it the node-local state dir). Small memory requests never block scheduling; the limit
-    holds the checkpoints, since page cache counts against it."""
+    holds the checkpoints, since page cache counts against it. With `prePullImages`, a second DaemonSet per pool
+    pulls the workers' images from each node's registration."""
 
     def __init__(self, name: str, args: ModelPrewarmArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MODEL_PREWARM, name, None, opts)
