@@ -36,7 +36,13 @@ from serving_stack.plan.model_cache import (
     program_volume,
     state_volume,
 )
-from serving_stack.plan.operability import CHOWN_ONLY, NOBODY, container_security
+from serving_stack.plan.operability import (
+    CHECKOV_SKIP_ANNOTATION,
+    CHOWN_ONLY,
+    NOBODY,
+    SKIP_AWAIT_ANNOTATION,
+    container_security,
+)
 from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
 from serving_stack.plan.stack import ServingPlan
 
@@ -330,7 +336,8 @@ class ModelPrewarm(pulumi.ComponentResource):
     ) -> k8s.apps.v1.DaemonSet:
         """Pulls every worker image of the pool onto each of its nodes: an init container per image runs `true`
         (in every image with a shell; the Dynamo runtime images are Ubuntu-based), then a pause container holds
-        the pod so the kubelet keeps the images in use; no GPU requested."""
+        the pod so the kubelet keeps the images in use; no GPU requested. Not awaited: nothing waits for it, and
+        `up` must neither hold for a pull of many GB nor time out on a node group still being created."""
         labels = {"app.kubernetes.io/name": PREPULL_APP, PREWARM_POOL_LABEL: pool.name}
         tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
         locked = {
@@ -348,7 +355,16 @@ class ModelPrewarm(pulumi.ComponentResource):
         pause = {"name": "pause", "image": PAUSE_IMAGE, "resources": tiny, "securityContext": locked}
         return k8s.apps.v1.DaemonSet(
             f"{name}-{pool.name}-pull",
-            metadata={"name": f"{PREPULL_APP}-{pool.name}", "namespace": args.namespace, "labels": labels},
+            metadata={
+                "name": f"{PREPULL_APP}-{pool.name}",
+                "namespace": args.namespace,
+                "labels": labels,
+                "annotations": {
+                    SKIP_AWAIT_ANNOTATION: "true",
+                    # pause has no shell or endpoint to probe: the pod is Ready once its pulls have run.
+                    CHECKOV_SKIP_ANNOTATION: "CKV_K8S_9=a pause container holding pulled images serves nothing",
+                },
+            },
             spec={
                 "selector": {"matchLabels": labels},
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},

@@ -16,7 +16,8 @@ in `unwarmedStacks` (pack config, default none) is not required to have one (its
 prewarm DaemonSet it does have is still checked.
 
 A prewarm DaemonSet is one that lists checkpoints in that env or a child of the stack's prewarm component
-(in any served `apps` version). Every container of it, init containers included, sets cpu and memory limits:
+(in any served `apps` version); one that lists none and mounts no claim (the image pre-pull) is held to
+the limits below but covers no pool. Every container of it, init containers included, sets cpu and memory limits:
 the page cache it fills is charged to its cgroup, and an unbounded reader on every GPU node competes with
 the workers for memory and CPU.
 
@@ -278,7 +279,13 @@ def validate_prewarm_daemonsets(args: StackValidationArgs, report_violation: Rep
             f"workers {', '.join(pool.workers)} (nodes: {describe_selection(pool.selection)}; "
             f"checkpoints: {', '.join(sorted(pool.checkpoints)) or 'none known'})"
         )
-        candidates = [p for p in prewarmers if p.selection is UNKNOWN or p.selection == pool.selection]
+        # One that lists no checkpoints and mounts no claim (the component's image pre-pull) warms nothing: it is
+        # held to the limits above but never stands in for a missing prewarm DaemonSet.
+        candidates = [
+            p
+            for p in prewarmers
+            if (p.selection is UNKNOWN or p.selection == pool.selection) and (p.repos or p.read_only_claim is not None)
+        ]
         if not candidates:
             if not unwarmed:
                 report_violation(f"no prewarm DaemonSet selects the nodes of {where}", pool.urn)
