@@ -298,6 +298,23 @@ class ModelPrewarmArgs:
     after: Sequence[pulumi.Resource] = ()
 
 
+# A container that runs one short command or holds the pod (the pre-pull, the state-dir hand-over).
+SMALL = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+
+
+def _on_pool(pool: PrewarmPool, priority: k8s.scheduling.v1.PriorityClass, **spec: Any) -> dict[str, Any]:
+    """A pod spec on the pool's nodes (its placement and taints), below serving priority, with no service account
+    token and the runtime's seccomp profile; `spec` adds the pod's own fields."""
+    return {
+        "priorityClassName": priority.metadata.name,
+        "affinity": {"nodeAffinity": pool.node_affinity},
+        "tolerations": pool.tolerations,
+        **spec,
+        "automountServiceAccountToken": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+    }
+
+
 class ModelPrewarm(pulumi.ComponentResource):
     """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool, running as nobody (a CAP_CHOWN-only
     init container hands it the node-local state dir). Small memory requests never block scheduling; the limit
@@ -339,20 +356,12 @@ class ModelPrewarm(pulumi.ComponentResource):
         the pod so the kubelet keeps the images in use; no GPU requested. Not awaited: nothing waits for it, and
         `up` must neither hold for a pull of many GB nor time out on a node group still being created."""
         labels = {"app.kubernetes.io/name": PREPULL_APP, PREWARM_POOL_LABEL: pool.name}
-        tiny = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
-        locked = {
-            "runAsNonRoot": True,
-            "runAsUser": NOBODY,
-            "runAsGroup": NOBODY,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        }
+        locked = container_security(NOBODY)
         pulls = [
-            {"name": f"pull-{index}", "image": image, "command": ["true"], "resources": tiny, "securityContext": locked}
-            for index, image in enumerate(pool.images)
+            {"name": f"pull-{i}", "image": image, "command": ["true"], "resources": SMALL, "securityContext": locked}
+            for i, image in enumerate(pool.images)
         ]
-        pause = {"name": "pause", "image": PAUSE_IMAGE, "resources": tiny, "securityContext": locked}
+        pause = {"name": "pause", "image": PAUSE_IMAGE, "resources": SMALL, "securityContext": locked}
         return k8s.apps.v1.DaemonSet(
             f"{name}-{pool.name}-pull",
             metadata={
@@ -370,17 +379,14 @@ class ModelPrewarm(pulumi.ComponentResource):
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": {
-                        "priorityClassName": priority.metadata.name,
-                        "affinity": {"nodeAffinity": pool.node_affinity},
-                        "tolerations": pool.tolerations,
+                    "spec": _on_pool(
+                        pool,
+                        priority,
                         **({"imagePullSecrets": pool.pull_secrets} if pool.pull_secrets else {}),
-                        "automountServiceAccountToken": False,
-                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                        "terminationGracePeriodSeconds": 1,
-                        "initContainers": pulls,
-                        "containers": [pause],
-                    },
+                        terminationGracePeriodSeconds=1,
+                        initContainers=pulls,
+                        containers=[pause],
+                    ),
                 },
             },
             opts=pulumi.ResourceOptions(parent=self),
@@ -427,7 +433,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             "name": "own-state-dir",
             "image": settings.image,
             "command": ["chown", f"{NOBODY}:{NOBODY}", STATE_DIR],
-            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}},
+            "resources": SMALL,
             "securityContext": CHOWN_ONLY,
             "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
         }
@@ -442,16 +448,13 @@ class ModelPrewarm(pulumi.ComponentResource):
                     # The program's ConfigMap is replaced under the same name when it changes; only a changed
                     # pod template makes the DaemonSet roll its pods onto the new program.
                     "metadata": {"labels": labels, "annotations": {CONFIG_CHECKSUM_ANNOTATION: program_digest}},
-                    "spec": {
-                        "priorityClassName": priority.metadata.name,
-                        "affinity": {"nodeAffinity": pool.node_affinity},
-                        "tolerations": pool.tolerations,
-                        "automountServiceAccountToken": False,
-                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                        "terminationGracePeriodSeconds": 5,
-                        "initContainers": [take_state_dir],
-                        "containers": [container],
-                        "volumes": [
+                    "spec": _on_pool(
+                        pool,
+                        priority,
+                        terminationGracePeriodSeconds=5,
+                        initContainers=[take_state_dir],
+                        containers=[container],
+                        volumes=[
                             {
                                 "name": "model-cache",
                                 "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
@@ -459,7 +462,7 @@ class ModelPrewarm(pulumi.ComponentResource):
                             state_volume(args.plan.prewarm_host_dir),
                             {**program_volume(), "configMap": {"name": program.metadata.name}},
                         ],
-                    },
+                    ),
                 },
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
