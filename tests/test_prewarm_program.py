@@ -1,5 +1,7 @@
 """The prewarm program warms exactly the checkpoint files, resumes, notices changes and reports readiness honestly."""
 
+import collections
+import errno
 import importlib.util
 import json
 import logging
@@ -107,6 +109,38 @@ def test_skips_non_checkpoint_files_and_unreferenced_blobs(cache: Path) -> None:
     selection = prewarm.scan(cache, MODELS)
     assert {f.resolved: f.size for f in selection.files} == expected_files(cache)
     assert selection.problems == {}
+
+
+@pytest.mark.parametrize("splices", [True, False], ids=["sendfile", "file-system-cannot-splice"])
+def test_every_byte_is_read_once_by_sendfile_else_through_a_buffer(
+    cache: Path, tmp_path: Path, monkeypatch, caplog, splices: bool
+) -> None:
+    read: collections.Counter[str] = collections.Counter()
+    real_sendfile, real_preadv = os.sendfile, os.preadv
+
+    def sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        if not splices:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        sent = real_sendfile(out_fd, in_fd, offset, min(count, 100_000))  # short transfers are continued
+        read["sendfile"] += sent
+        return sent
+
+    def preadv(fd: int, buffers: list, offset: int) -> int:
+        count = real_preadv(fd, buffers, offset)
+        read["preadv"] += count
+        return count
+
+    monkeypatch.setattr(prewarm, "_splice", True)
+    monkeypatch.setattr(os, "sendfile", sendfile)
+    monkeypatch.setattr(os, "preadv", preadv)
+    state_dir = tmp_path / "state"
+    with caplog.at_level(logging.INFO, logger="prewarm"):
+        report = run(cache, state_dir)
+    total = sum(expected_files(cache).values())
+    assert report.bytes_read == total and not report.failed
+    assert dict(read) == {"sendfile" if splices else "preadv": total}
+    assert (state_dir / "ready").exists()
+    assert sum("cannot splice" in message for message in caplog.messages) == (0 if splices else 1)
 
 
 def test_resumes_after_interruption_reading_only_the_rest(cache: Path, tmp_path: Path, monkeypatch) -> None:
