@@ -28,6 +28,7 @@ from serving_stack.facts.dates import EksVersionsFile
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.pools import (
     MAX_LOCAL_ZONE_SUBNETS,
+    VERSION_KEY,
     DraDriverPlan,
     LocalZoneSubnet,
     ResolvedPool,
@@ -35,10 +36,8 @@ from serving_stack.plan.pools import (
     check_region,
     local_zone_subnets,
     plan_dra_driver,
+    stated_version,
 )
-
-VERSION_KEY = "aws.cluster.create.kubernetesVersion"
-EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
 
 
 @dataclass(frozen=True)
@@ -330,15 +329,6 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
             allowed = f"a /{wider} VPC or wider, or smaller maxSize" if wider >= 16 else "smaller maxSize"
             errors.append(ConfigError(VPC_KEY, bounded(problem, 600, quote=False), allowed))
     return errors, unchecked
-
-
-def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:
-    """(config key, version) of the cluster's Kubernetes version: a created cluster's, else the version an
-    existing cluster states (None when it states none)."""
-    if cluster is not None and cluster.create is not None:
-        return VERSION_KEY, cluster.create.kubernetesVersion
-    existing = cluster.existing if cluster is not None else None
-    return EXISTING_VERSION_KEY, existing.kubernetesVersion if existing is not None else None
 
 
 def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
