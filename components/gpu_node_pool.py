@@ -13,7 +13,7 @@ from typing import Optional
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import assume_role_policy
+from components.iam import node_role
 from components.launch_templates import image_cache_volume, metadata_options, root_volume, tag_specifications, user_data
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.autoscaling import CA_TAG_PREFIX
@@ -49,15 +49,7 @@ class GpuNodePool(pulumi.ComponentResource):
         if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):
             raise ValueError(f"pool {pool.name!r} is not a managed pool with an instance type and an AZ")
         tags = {**args.tags, POOL_LABEL: pool.name}
-        role = aws.iam.Role(
-            f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child
-        )
-        policies = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
-            )
-            for arn in args.node_managed_policies
-        ]
+        role, policies = node_role(f"{name}-node", args.node_managed_policies, tags, self)
         security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
         reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
         if pool.efa:

@@ -13,13 +13,12 @@ import ipaddress
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Optional, Union
 
 import botocore
 import botocore.session
 
-from serving_stack.config.aws import AccessEntry, AwsClusterConfig, AwsConfig, SystemNodeGroupConfig
+from serving_stack.config.aws import AwsClusterConfig, AwsConfig, CreateCluster, ExistingCluster, SystemNodeGroupConfig
 from serving_stack.config.serving import ClusterAccess
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
@@ -42,38 +41,23 @@ from serving_stack.plan.pools import (
 
 @dataclass(frozen=True)
 class CreatedCluster:
-    """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
+    """A VPC and an EKS cluster the stack builds, as `aws.cluster.create` shapes them; Kubernetes resources go
+    to it."""
 
-    name: str
-    kubernetes_version: str
-    availability_zones: tuple[str, ...]
-    vpc_cidr: str
-    nat_gateway_per_az: bool
-    endpoint_public_access_cidrs: tuple[str, ...]
-    log_retention_days: int
+    create: CreateCluster
     system_nodes: SystemNodeGroupConfig
     addons: tuple[EksAddon, ...]
-    access_grants: tuple[AccessEntry, ...]
     local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
 
 
 @dataclass(frozen=True)
-class ExistingEks:
-    """The AWS side of an existing cluster, for the GPU node groups the stack adds to it."""
-
-    name: str
-    vpc_id: str
-    private_subnet_ids_by_az: Mapping[str, str]
-    node_security_group_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class KubeconfigCluster:
-    """An existing cluster reached through an explicit kubeconfig context (never the ambient default)."""
+    """An existing cluster reached through an explicit kubeconfig context (never the ambient default); `eks`:
+    its AWS side, for the GPU node groups the stack adds to it."""
 
     context: Optional[str]
     kubeconfig_path: Optional[str]
-    eks: Optional[ExistingEks]
+    eks: Optional[ExistingCluster]
 
 
 ClusterPlan = Union[CreatedCluster, KubeconfigCluster]
@@ -101,27 +85,12 @@ class DevicePluginSet:
 def plan_cluster(
     aws: Optional[AwsConfig], access: ClusterAccess, facts: Facts, pools: Sequence[ResolvedPool]
 ) -> ClusterPlan:
-    create = aws.cluster.create if aws and aws.cluster else None
-    if access.source == "eks" and aws is not None and create is not None:
-        return CreatedCluster(
-            name=create.name,
-            kubernetes_version=create.kubernetesVersion,
-            availability_zones=tuple(create.availabilityZones),
-            vpc_cidr=create.vpcCidr,
-            nat_gateway_per_az=create.natGatewayPerAz,
-            endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
-            log_retention_days=create.controlPlaneLogRetentionDays,
-            system_nodes=aws.systemNodeGroup,
-            addons=tuple(facts.aws.platform.eksAddons.cluster),
-            access_grants=tuple(create.accessEntries),
-            local_zone_subnets=local_zone_subnets(pools),
-        )
-    existing = aws.cluster.existing if aws and aws.cluster else None
-    eks = None
-    if existing is not None:
-        subnets = MappingProxyType(dict(existing.privateSubnetIds))
-        eks = ExistingEks(existing.name, existing.vpcId, subnets, tuple(existing.nodeSecurityGroupIds))
-    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=eks)
+    cluster = aws.cluster if aws else None
+    if access.source == "eks" and aws is not None and cluster is not None and cluster.create is not None:
+        addons = tuple(facts.aws.platform.eksAddons.cluster)
+        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, local_zone_subnets(pools))
+    existing = cluster.existing if cluster else None
+    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=existing)
 
 
 def plan_device_plugins(
