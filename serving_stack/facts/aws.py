@@ -85,17 +85,12 @@ class Region(Data):
     localZones: dict[str, LocalZone] = pydantic.Field(default_factory=dict)
 
 
-class RegionsFile(Data):
+class AwsRegions(Data):
+    """Zone lookups by name; every name checked to belong to its Region when the file is loaded."""
+
     schemaVersion: Literal[1]
     sources: dict[Literal["regions", "availabilityZones", "localZones"], str]
     regions: dict[str, Region] = pydantic.Field(min_length=1)
-
-
-class AwsRegions:
-    """Zone lookups by name; every name checked to belong to its Region when the file is loaded."""
-
-    def __init__(self, data: RegionsFile):
-        self.regions = data.regions
 
     def availability_zones(self, region: str) -> list[str]:
         return list(self.regions[region].availabilityZones) if region in self.regions else []
@@ -109,7 +104,7 @@ class AwsRegions:
         return [name for name, zone in zones.items() if groups is None or zone.group in groups]
 
 
-def _check(data: RegionsFile, label: str) -> None:
+def _check(data: AwsRegions, label: str) -> None:
     for code, region in data.regions.items():
         for index, zone in enumerate(region.availabilityZones):
             if not (zone.startswith(code) and len(zone) == len(code) + 1 and zone[-1].isalpha()):
@@ -127,9 +122,9 @@ def _check(data: RegionsFile, label: str) -> None:
 
 @functools.lru_cache(maxsize=4)
 def load_aws_regions(root: Path = DATA_DIR) -> AwsRegions:
-    data = load_model(root / FILE, RegionsFile, root)
+    data = load_model(root / FILE, AwsRegions, root)
     _check(data, f"catalog/{FILE}")
-    return AwsRegions(data)
+    return data
 
 
 VERSION = r"^v?\d+\.\d+\.\d+$"
@@ -362,22 +357,15 @@ class FabricsFile(Data):
     fabrics: dict[Literal["efa", "ib"], FabricProfile]
 
 
+@dataclass(frozen=True)
 class AwsCatalog:
     """The five data files, cross-checked (`_check_instance`)."""
 
-    def __init__(
-        self,
-        instance_types: InstanceTypesFile,
-        gpus: dict[str, Gpu],
-        fabrics: FabricsFile,
-        platform: AwsPlatformFile,
-        regions: AwsRegions,
-    ):
-        self.instance_types = instance_types.instanceTypes
-        self.gpus = gpus
-        self.fabrics = fabrics.fabrics
-        self.platform = platform
-        self.regions = regions
+    instance_types: dict[str, InstanceType]
+    gpus: dict[str, Gpu]
+    fabrics: dict[Literal["efa", "ib"], FabricProfile]
+    platform: AwsPlatformFile
+    regions: AwsRegions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
         """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
@@ -430,9 +418,9 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> N
 @functools.lru_cache(maxsize=4)
 def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
     catalog = AwsCatalog(
-        load_model(root / "instance_types.yaml", InstanceTypesFile, root),
+        load_model(root / "instance_types.yaml", InstanceTypesFile, root).instanceTypes,
         load_gpus(root),
-        load_model(root / "fabrics.yaml", FabricsFile, root),
+        load_model(root / "fabrics.yaml", FabricsFile, root).fabrics,
         load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
         load_aws_regions(root),
     )
