@@ -346,7 +346,6 @@ class ClusterHandles:
 
     kubernetes: k8s.Provider
     eks: Optional[EksCluster] = None
-    network: Optional[Network] = None
     name: Optional[pulumi.Input[str]] = None
     vpc_id: Optional[pulumi.Input[str]] = None
     vpc_cidr: Optional[str] = None
@@ -370,7 +369,6 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
         return ClusterHandles(
             kubernetes=eks.provider,
             eks=eks,
-            network=network,
             name=eks.cluster_name,
             vpc_id=network.vpc_id,
             vpc_cidr=cluster.create.vpcCidr,

@@ -459,40 +459,11 @@ def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
 
 
-@dataclass(frozen=True)
-class HelmPin:
-    repository: str
-    chart: str
-    version: str
-    namespace: str
-
-
-@dataclass(frozen=True)
-class MetricQueries:
-    selector_label: str
-    queue_depth: str
-    inflight_requests: str
-    ttft_p50_seconds: str
-
-    def for_dgd(self, namespace: str, dgd_name: str) -> MetricQueries:
-        selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
-        return MetricQueries(
-            self.selector_label,
-            *(
-                q.replace("$SELECTOR", selector)
-                for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)
-            ),
-        )
-
-
 class Chart(Data):
     repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
     version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
     namespace: str
-
-    def pin(self) -> HelmPin:
-        return HelmPin(self.repository, self.chart, self.version, self.namespace)
 
 
 class ClusterAutoscalerChart(Chart):
@@ -519,8 +490,11 @@ class Metrics(Data):
     inflightRequests: str = pydantic.Field(pattern=r"\$SELECTOR")
     ttftP50Seconds: str = pydantic.Field(pattern=r"\$SELECTOR")
 
-    def queries(self) -> MetricQueries:
-        return MetricQueries(self.selectorLabel, self.queueDepth, self.inflightRequests, self.ttftP50Seconds)
+    def for_dgd(self, namespace: str, dgd_name: str) -> Metrics:
+        """The queries of one graph's series."""
+        selector = f'{self.selectorLabel}="{namespace}-{dgd_name}"'
+        queries = ("queueDepth", "inflightRequests", "ttftP50Seconds")
+        return self.model_copy(update={q: getattr(self, q).replace("$SELECTOR", selector) for q in queries})
 
 
 class AutoscalingFile(Data):

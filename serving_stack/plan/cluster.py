@@ -269,40 +269,32 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
         ),
         key=lambda taken: taken[0],
     )
-    reserved = f"{facts.subnetReserved} AWS-reserved"
-    fixed, fixed_shown = facts.subnetReserved + facts.eksInterfaces, f"{reserved}, {facts.eksInterfaces} EKS"
+    reserved = (facts.subnetReserved, f"{facts.subnetReserved} AWS-reserved")
+    eks = (facts.eksInterfaces, f"{facts.eksInterfaces} EKS")
     private = ipaddress.ip_network(subnet_cidrs(create.vpcCidr, len(create.availabilityZones))[0][0])
-    subnets = {z: (private, fixed + system_take[0], [fixed_shown, system_take[1]]) for z in create.availabilityZones}
+    subnets = {z: (private, [reserved, eks, system_take]) for z in create.availabilityZones}
     local_zone_subnet = ipaddress.ip_network(local_zone_cidrs(create.vpcCidr, 1)[0])
     for index, pool in enumerate(aws.nodePools):
         if not pool.managed or pool.availabilityZone is None or pool.subnetId is not None:
             continue
-        addresses, shown = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
+        taken = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
         if regions.local_zone(aws.region, pool.availabilityZone):
-            subnets[f"aws.nodePools[{index}]"] = (
-                local_zone_subnet,
-                facts.subnetReserved + addresses,
-                [reserved, shown],
-            )
+            subnets[f"aws.nodePools[{index}]"] = (local_zone_subnet, [reserved, taken])
         elif pool.availabilityZone in subnets:
-            network, need, parts = subnets[pool.availabilityZone]
-            subnets[pool.availabilityZone] = (network, need + addresses, [*parts, shown])
+            subnets[pool.availabilityZone][1].append(taken)
     errors, vpc_prefix = [], ipaddress.ip_network(create.vpcCidr).prefixlen
-    for zone, (network, need, parts) in subnets.items():
+    for zone, (network, takes) in subnets.items():
+        need = sum(addresses for addresses, _ in takes)
         if need > network.num_addresses:
             wider = 32 - math.ceil(math.log2(need)) - (network.prefixlen - vpc_prefix)
             problem = (
                 f"{zone}'s subnet /{network.prefixlen} holds {network.num_addresses} addresses; its nodes at maxSize "
-                f"can take {need} on the VPC CNI ({', '.join(parts)}; catalog/name_limits.yaml podAddresses)"
+                f"can take {need} on the VPC CNI ({', '.join(shown for _, shown in takes)}; catalog/name_limits.yaml "
+                "podAddresses)"
             )
             allowed = f"a /{wider} VPC or wider, or smaller maxSize" if wider >= 16 else "smaller maxSize"
             errors.append(ConfigError(VPC_KEY, bounded(problem, 600, quote=False), allowed))
     return errors, unchecked
-
-
-def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
-    newest = calendar.newest_in_standard_support(today)
-    return newest or f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
 
 
 def check_cluster_version(
@@ -319,7 +311,9 @@ def check_cluster_version(
         return [ConfigError(key, problem, ", ".join(calendar.versions))], []
     if today < dates.released:
         return [ConfigError(key, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")], []
-    newest = _newest(calendar, today)
+    newest = calendar.newest_in_standard_support(today) or (
+        f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
+    )
     if cluster.create is None:
         if today >= dates.endOfExtendedSupport:
             problem = (
