@@ -17,6 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components.iam import assume_role_policy, node_role
 from components.launch_templates import metadata_options, root_volume, tag_specifications
+from serving_stack.config.aws import AccessEntry
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
@@ -282,9 +283,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in spec.addons if addon.needsNodes]
         for index, entry in enumerate(create.accessEntries):
-            self._access_entry(
-                f"{name}-access-{index}", cluster, entry.principalArn, entry.accessPolicy, entry.namespaces
-            )
+            self._access_entry(f"{name}-access-{index}", cluster, entry)
         self.cluster_name = cluster.name
         # What every node group waits for: the add-ons created before compute (the CNI among them), as
         # terraform-aws-eks orders `before_compute` add-ons before its node groups.
@@ -304,23 +303,21 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(
-        self, name: str, cluster: aws.eks.Cluster, principal_arn: str, policy: str, namespaces: Sequence[str]
-    ) -> None:
+    def _access_entry(self, name: str, cluster: aws.eks.Cluster, grant: AccessEntry) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         entry = aws.eks.AccessEntry(
-            name, cluster_name=cluster.name, principal_arn=principal_arn, type="STANDARD", opts=replace_in_place
+            name, cluster_name=cluster.name, principal_arn=grant.principalArn, type="STANDARD", opts=replace_in_place
         )
         scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
-            type="namespace" if namespaces else "cluster", namespaces=list(namespaces) or None
+            type="namespace" if grant.namespaces else "cluster", namespaces=grant.namespaces or None
         )
         aws.eks.AccessPolicyAssociation(
             f"{name}-policy",
             cluster_name=cluster.name,
             principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[policy],
+            policy_arn=ACCESS_POLICIES[grant.accessPolicy],
             access_scope=scope,
             opts=replace_in_place,
         )
