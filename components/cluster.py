@@ -17,7 +17,6 @@ import pulumi_kubernetes as k8s
 
 from components.iam import assume_role_policy, node_role
 from components.launch_templates import metadata_options, root_volume, tag_specifications
-from serving_stack.config.aws import AccessEntry
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
 from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
@@ -282,8 +281,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
         )
         late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in spec.addons if addon.needsNodes]
-        for index, entry in enumerate(create.accessEntries):
-            self._access_entry(f"{name}-access-{index}", cluster, entry)
+        self._access_entries(name, cluster, spec)
         self.cluster_name = cluster.name
         # What every node group waits for: the add-ons created before compute (the CNI among them), as
         # terraform-aws-eks orders `before_compute` add-ons before its node groups.
@@ -303,24 +301,29 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(self, name: str, cluster: aws.eks.Cluster, grant: AccessEntry) -> None:
+    def _access_entries(self, name: str, cluster: aws.eks.Cluster, spec: CreatedCluster) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        entry = aws.eks.AccessEntry(
-            name, cluster_name=cluster.name, principal_arn=grant.principalArn, type="STANDARD", opts=replace_in_place
-        )
-        scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
-            type="namespace" if grant.namespaces else "cluster", namespaces=grant.namespaces or None
-        )
-        aws.eks.AccessPolicyAssociation(
-            f"{name}-policy",
-            cluster_name=cluster.name,
-            principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[grant.accessPolicy],
-            access_scope=scope,
-            opts=replace_in_place,
-        )
+        for index, grant in enumerate(spec.create.accessEntries):
+            entry = aws.eks.AccessEntry(
+                f"{name}-access-{index}",
+                cluster_name=cluster.name,
+                principal_arn=grant.principalArn,
+                type="STANDARD",
+                opts=replace_in_place,
+            )
+            scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
+                type="namespace" if grant.namespaces else "cluster", namespaces=grant.namespaces or None
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-access-{index}-policy",
+                cluster_name=cluster.name,
+                principal_arn=entry.principal_arn,
+                policy_arn=ACCESS_POLICIES[grant.accessPolicy],
+                access_scope=scope,
+                opts=replace_in_place,
+            )
 
     def _addon(
         self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]
