@@ -72,6 +72,7 @@ cluster_scaling = plan.capacity.cluster_scaling
 for spec in plan.managed_pools:
     assert cluster.name is not None, "managed pools are planned on EKS only"
     assert cluster.vpc_id is not None
+    assert spec.availability_zone is not None
     GpuNodePool(
         f"pool-{spec.name}",
         GpuNodePoolArgs(

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.iam import assume_role_policy
+from components.iam import assume_role_policy, node_role
 from components.launch_templates import metadata_options, root_volume, tag_specifications
 from serving_stack.facts.aws import EksAddon
 from serving_stack.names import ROLE_LABEL, TypeTokens
@@ -45,14 +45,14 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.NETWORK, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags, cluster = dict(args.tags), args.cluster
-        cluster_tag = {f"kubernetes.io/cluster/{cluster.name}": "shared"}
+        tags, cluster, create = dict(args.tags), args.cluster, args.cluster.create
+        cluster_tag = {f"kubernetes.io/cluster/{create.name}": "shared"}
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
-            cidr_block=cluster.vpc_cidr,
+            cidr_block=create.vpcCidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            tags={**tags, "Name": f"{cluster.name}-vpc"},
+            tags={**tags, "Name": f"{create.name}-vpc"},
             opts=child,
         )
         gateway = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=child)
@@ -60,10 +60,10 @@ class Network(pulumi.ComponentResource):
             f"{name}-public-routes",
             vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
-            tags={**tags, "Name": f"{cluster.name}-public"},
+            tags={**tags, "Name": f"{create.name}-public"},
             opts=child,
         )
-        private_cidrs, public_cidrs = subnet_cidrs(cluster.vpc_cidr, len(cluster.availability_zones))
+        private_cidrs, public_cidrs = subnet_cidrs(create.vpcCidr, len(create.availabilityZones))
         nat_ids: list[pulumi.Output[str]] = []
         route_tables: list[aws.ec2.RouteTable] = []
         self.private_subnet_ids_by_az, self.local_zone_subnet_ids = {}, {}
@@ -93,13 +93,13 @@ class Network(pulumi.ComponentResource):
             subnet_id: pulumi.Output[str] = private.id
             return subnet_id
 
-        for index, zone in enumerate(cluster.availability_zones):
-            label = f"{cluster.name}-public-{zone}"
+        for index, zone in enumerate(create.availabilityZones):
+            label = f"{create.name}-public-{zone}"
             public = subnet(f"{name}-public-{zone}", zone, public_cidrs[index], label, "kubernetes.io/role/elb")
             aws.ec2.RouteTableAssociation(
                 f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_routes.id, opts=child
             )
-            if cluster.nat_gateway_per_az or index == 0:
+            if create.natGatewayPerAz or index == 0:
                 address = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=child)
                 nat = aws.ec2.NatGateway(
                     f"{name}-nat-{zone}",
@@ -109,14 +109,14 @@ class Network(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
                 )
                 nat_ids.append(nat.id)
-            label, role = f"{cluster.name}-private-{zone}", "kubernetes.io/role/internal-elb"
+            label, role = f"{create.name}-private-{zone}", "kubernetes.io/role/internal-elb"
             cidr = private_cidrs[index]
             self.private_subnet_ids_by_az[zone] = private_subnet("private", zone, zone, cidr, label, role, nat_ids[-1])
         # A private subnet per Local Zone pool (its zone group opted in first), egress through the first AZ's NAT
         # gateway; no load-balancer role tags: nothing is exposed from it.
-        cidrs = local_zone_cidrs(cluster.vpc_cidr, len(cluster.local_zone_subnets))
+        cidrs = local_zone_cidrs(create.vpcCidr, len(cluster.local_zone_subnets))
         for local, cidr in zip(cluster.local_zone_subnets, cidrs, strict=True):
-            label = f"{cluster.name}-{local.pool}-{local.zone}"
+            label = f"{create.name}-{local.pool}-{local.zone}"
             self.local_zone_subnet_ids[local.pool] = private_subnet(
                 "local", local.pool, local.zone, cidr, label, None, nat_ids[0]
             )
@@ -128,7 +128,7 @@ class Network(pulumi.ComponentResource):
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=[t.id for t in route_tables],
-            tags={**tags, "Name": f"{cluster.name}-s3"},
+            tags={**tags, "Name": f"{create.name}-s3"},
             opts=child,
         )
         self.vpc_id = vpc.id
@@ -194,7 +194,7 @@ class EksCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: EksClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.EKS_CLUSTER, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags, spec = dict(args.tags), args.cluster
+        tags, spec, create = dict(args.tags), args.cluster, args.cluster.create
         role = aws.iam.Role(
             f"{name}-cluster-role", assume_role_policy=assume_role_policy("eks.amazonaws.com"), tags=tags, opts=child
         )
@@ -203,7 +203,7 @@ class EksCluster(pulumi.ComponentResource):
         )
         key = aws.kms.Key(
             f"{name}-secrets-key",
-            description=f"EKS secrets envelope encryption for {spec.name}",
+            description=f"EKS secrets envelope encryption for {create.name}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
             tags=tags,
@@ -211,23 +211,23 @@ class EksCluster(pulumi.ComponentResource):
         )
         logs = aws.cloudwatch.LogGroup(
             f"{name}-control-plane-logs",
-            name=f"/aws/eks/{spec.name}/cluster",
-            retention_in_days=spec.log_retention_days,
+            name=f"/aws/eks/{create.name}/cluster",
+            retention_in_days=create.controlPlaneLogRetentionDays,
             tags=tags,
             # EKS writes to exactly this name, so a replacement cannot take a new one: delete first.
             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
         )
-        public = bool(spec.endpoint_public_access_cidrs)
+        public = bool(create.endpointPublicAccessCidrs)
         cluster = aws.eks.Cluster(
             f"{name}-cluster",
-            name=spec.name,
-            version=spec.kubernetes_version,
+            name=create.name,
+            version=create.kubernetesVersion,
             role_arn=role.arn,
             vpc_config=aws.eks.ClusterVpcConfigArgs(
                 subnet_ids=list(args.private_subnet_ids),
                 endpoint_private_access=True,
                 endpoint_public_access=public,
-                public_access_cidrs=list(spec.endpoint_public_access_cidrs) if public else None,
+                public_access_cidrs=create.endpointPublicAccessCidrs if public else None,
             ),
             enabled_cluster_log_types=CONTROL_PLANE_LOGS,
             encryption_config=aws.eks.ClusterEncryptionConfigArgs(
@@ -245,26 +245,15 @@ class EksCluster(pulumi.ComponentResource):
             # cluster (its role, name or network family) replaces everything on it, deleting first.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs, role_policy], delete_before_replace=True),
         )
-        node_role = aws.iam.Role(
-            f"{name}-system-node-role",
-            assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
-            tags=tags,
-            opts=child,
-        )
-        node_policies = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-system-node-{arn.rsplit('/', 1)[-1]}", role=node_role.name, policy_arn=arn, opts=child
-            )
-            for arn in args.node_managed_policies
-        ]
+        system_role, node_policies = node_role(f"{name}-system-node", args.node_managed_policies, tags, self)
         early_addons = [self._addon(name, cluster, addon, []) for addon in spec.addons if not addon.needsNodes]
         system = spec.system_nodes
         template = aws.ec2.LaunchTemplate(
             f"{name}-system-launch-template",
-            description=f"System nodes of {spec.name}: IMDSv2 only, metadata hop limit 1",
+            description=f"System nodes of {create.name}: IMDSv2 only, metadata hop limit 1",
             metadata_options=metadata_options(),
             block_device_mappings=[root_volume(system.diskSizeGiB)],
-            tag_specifications=tag_specifications(tags, f"{spec.name}-system-node"),
+            tag_specifications=tag_specifications(tags, f"{create.name}-system-node"),
             update_default_version=True,
             tags=tags,
             opts=child,
@@ -273,12 +262,12 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-system-nodes",
             cluster_name=cluster.name,
             # A generated name: a replacement (instance types, disk) starts the new group before the old goes.
-            node_group_name_prefix=f"{spec.name}-system-",
-            node_role_arn=node_role.arn,
+            node_group_name_prefix=f"{create.name}-system-",
+            node_role_arn=system_role.arn,
             subnet_ids=list(args.private_subnet_ids),
             instance_types=list(system.instanceTypes),
             ami_type="AL2023_x86_64_STANDARD",
-            version=spec.kubernetes_version,
+            version=create.kubernetesVersion,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=system.minSize, desired_size=system.desiredSize, max_size=system.maxSize
             ),
@@ -292,10 +281,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_policies, *early_addons]),
         )
         late_addons = [self._addon(name, cluster, addon, [nodes]) for addon in spec.addons if addon.needsNodes]
-        for index, entry in enumerate(spec.access_grants):
-            self._access_entry(
-                f"{name}-access-{index}", cluster, entry.principalArn, entry.accessPolicy, entry.namespaces
-            )
+        self._access_entries(name, cluster, spec)
         self.cluster_name = cluster.name
         # What every node group waits for: the add-ons created before compute (the CNI among them), as
         # terraform-aws-eks orders `before_compute` add-ons before its node groups.
@@ -303,7 +289,7 @@ class EksCluster(pulumi.ComponentResource):
         self.endpoint = cluster.endpoint
         self.cluster_security_group_id = cluster.vpc_config.cluster_security_group_id
         self.kubeconfig = pulumi.Output.secret(
-            kubeconfig(spec.name, args.region, cluster.endpoint, cluster.certificate_authority.data)
+            kubeconfig(create.name, args.region, cluster.endpoint, cluster.certificate_authority.data)
         )
         self.provider = k8s.Provider(
             f"{name}-kubernetes",
@@ -315,26 +301,29 @@ class EksCluster(pulumi.ComponentResource):
             {"clusterName": self.cluster_name, "endpoint": self.endpoint, "kubeconfig": self.kubeconfig}
         )
 
-    def _access_entry(
-        self, name: str, cluster: aws.eks.Cluster, principal_arn: str, policy: str, namespaces: Sequence[str]
-    ) -> None:
+    def _access_entries(self, name: str, cluster: aws.eks.Cluster, spec: CreatedCluster) -> None:
         """Without one, only the identity that created the cluster may run the next `up` (API auth mode)."""
         # One entry (and one association per policy) per principal: a replacement must delete the old first.
         replace_in_place = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        entry = aws.eks.AccessEntry(
-            name, cluster_name=cluster.name, principal_arn=principal_arn, type="STANDARD", opts=replace_in_place
-        )
-        scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
-            type="namespace" if namespaces else "cluster", namespaces=list(namespaces) or None
-        )
-        aws.eks.AccessPolicyAssociation(
-            f"{name}-policy",
-            cluster_name=cluster.name,
-            principal_arn=entry.principal_arn,
-            policy_arn=ACCESS_POLICIES[policy],
-            access_scope=scope,
-            opts=replace_in_place,
-        )
+        for index, grant in enumerate(spec.create.accessEntries):
+            entry = aws.eks.AccessEntry(
+                f"{name}-access-{index}",
+                cluster_name=cluster.name,
+                principal_arn=grant.principalArn,
+                type="STANDARD",
+                opts=replace_in_place,
+            )
+            scope = aws.eks.AccessPolicyAssociationAccessScopeArgs(
+                type="namespace" if grant.namespaces else "cluster", namespaces=grant.namespaces or None
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-access-{index}-policy",
+                cluster_name=cluster.name,
+                principal_arn=entry.principal_arn,
+                policy_arn=ACCESS_POLICIES[grant.accessPolicy],
+                access_scope=scope,
+                opts=replace_in_place,
+            )
 
     def _addon(
         self, name: str, cluster: aws.eks.Cluster, addon: EksAddon, depends_on: list[pulumi.Resource]
@@ -357,7 +346,6 @@ class ClusterHandles:
 
     kubernetes: k8s.Provider
     eks: Optional[EksCluster] = None
-    network: Optional[Network] = None
     name: Optional[pulumi.Input[str]] = None
     vpc_id: Optional[pulumi.Input[str]] = None
     vpc_cidr: Optional[str] = None
@@ -381,10 +369,9 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
         return ClusterHandles(
             kubernetes=eks.provider,
             eks=eks,
-            network=network,
             name=eks.cluster_name,
             vpc_id=network.vpc_id,
-            vpc_cidr=cluster.vpc_cidr,
+            vpc_cidr=cluster.create.vpcCidr,
             subnets_by_az=network.private_subnet_ids_by_az,
             local_zone_subnets=network.local_zone_subnet_ids,
             node_security_groups=[eks.cluster_security_group_id],
@@ -399,7 +386,7 @@ def cluster_handles(plan: StackPlan, on_aws: pulumi.ResourceOptions) -> ClusterH
     return ClusterHandles(
         kubernetes=provider,
         name=existing.name,
-        vpc_id=existing.vpc_id,
-        subnets_by_az=existing.private_subnet_ids_by_az,
-        node_security_groups=existing.node_security_group_ids,
+        vpc_id=existing.vpcId,
+        subnets_by_az=existing.privateSubnetIds,
+        node_security_groups=existing.nodeSecurityGroupIds,
     )

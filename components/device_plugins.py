@@ -59,40 +59,34 @@ class DevicePlugins(pulumi.ComponentResource):
             None,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
         )
-        child = pulumi.ResourceOptions(parent=self)
-        pins, releases = args.plan.pins, []
-
-        def release(
-            role: str,
-            release_name: str,
-            pin: NvidiaDevicePluginChart | EfaDevicePluginChart,
-            namespace: pulumi.Input[str],
-            values: dict[str, Any],
-        ) -> None:
-            # The release keeps its name and its chart's cluster-scoped objects are named after it: a replacement
-            # (another namespace) must delete the old release first.
-            releases.append(
-                k8s.helm.v3.Release(
-                    f"{name}-{role}",
-                    name=release_name,
-                    chart=pin.chart,
-                    version=pin.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository),
-                    namespace=namespace,
-                    values=values,
-                    atomic=True,
-                    opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-                )
-            )
-
+        pins = args.plan.pins
+        charts: list[tuple[str, str, NvidiaDevicePluginChart | EfaDevicePluginChart, pulumi.Input[str], Any]] = []
         if args.plan.nvidia:
             namespace = k8s.core.v1.Namespace(
-                f"{name}-nvidia-namespace", metadata={"name": pins.nvidia.namespace}, opts=child
+                f"{name}-nvidia-namespace",
+                metadata={"name": pins.nvidia.namespace},
+                opts=pulumi.ResourceOptions(parent=self),
             )
-            release("nvidia", "nvidia-device-plugin", pins.nvidia, namespace.metadata.name, nvidia_values())
+            charts.append(("nvidia", "nvidia-device-plugin", pins.nvidia, namespace.metadata.name, nvidia_values()))
         if args.plan.efa:
-            efa_plugin_values = efa_values(args.plan.efa_instance_types)
-            release("efa", "aws-efa-k8s-device-plugin", pins.efa, pins.efa.namespace, efa_plugin_values)
+            efa = efa_values(args.plan.efa_instance_types)
+            charts.append(("efa", "aws-efa-k8s-device-plugin", pins.efa, pins.efa.namespace, efa))
+        # A release keeps its name and its chart's cluster-scoped objects are named after it: a replacement
+        # (another namespace) must delete the old release first.
+        releases = [
+            k8s.helm.v3.Release(
+                f"{name}-{role}",
+                name=release_name,
+                chart=pin.chart,
+                version=pin.version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository),
+                namespace=release_namespace,
+                values=values,
+                atomic=True,
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+            )
+            for role, release_name, pin, release_namespace, values in charts
+        ]
         if args.plan.infiniband:
             self._rdma_shared_device_plugin(name, args.plan.pins.rdmaSharedDevice)
         self.register_outputs({"releases": [r.status for r in releases]})

@@ -11,10 +11,9 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.names import GPU_TAINT, POOL_LABEL, TypeTokens
+from components.device_plugins import TOLERATE_GPU_TAINT
+from serving_stack.names import POOL_LABEL, TypeTokens
 from serving_stack.plan.pools import DraDriverPlan
-
-TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
 
 
 @dataclass(frozen=True)

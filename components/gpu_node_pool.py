@@ -13,16 +13,16 @@ from typing import Optional
 import pulumi
 import pulumi_aws as aws
 
-from components.iam import assume_role_policy
+from components.iam import node_role
 from components.launch_templates import image_cache_volume, metadata_options, root_volume, tag_specifications, user_data
 from serving_stack.names import AVAILABILITY_ZONE_TAG, GPU_TAINT, POOL_LABEL, TypeTokens
 from serving_stack.plan.autoscaling import CA_TAG_PREFIX
-from serving_stack.plan.pools import ManagedPoolSpec
+from serving_stack.plan.pools import ResolvedPool
 
 
 @dataclass(frozen=True)
 class GpuNodePoolArgs:
-    pool: ManagedPoolSpec  # the node group as planned, with its switches (efa, placement_group, ...)
+    pool: ResolvedPool  # a managed pool as planned, with its switches (efa, placement_group, ...)
     cluster_name: pulumi.Input[str]  # the EKS cluster the node group joins
     vpc_id: pulumi.Input[str]  # the VPC of its EFA security group
     subnet_id: pulumi.Input[str]  # the one subnet (zone) the pool launches into
@@ -46,16 +46,10 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__(TypeTokens.GPU_NODE_POOL, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         pool = args.pool
+        if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):
+            raise ValueError(f"pool {pool.name!r} is not a managed pool with an instance type and an AZ")
         tags = {**args.tags, POOL_LABEL: pool.name}
-        role = aws.iam.Role(
-            f"{name}-node-role", assume_role_policy=assume_role_policy("ec2.amazonaws.com"), tags=tags, opts=child
-        )
-        policies = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
-            )
-            for arn in args.node_managed_policies
-        ]
+        role, policies = node_role(f"{name}-node", args.node_managed_policies, tags, self)
         security_groups: list[pulumi.Input[str]] = list(args.cluster_security_group_ids)
         reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs
         if pool.efa:
@@ -125,7 +119,7 @@ class GpuNodePool(pulumi.ComponentResource):
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),
-            labels=dict(pool.labels),
+            labels=pool.node_labels,
             taints=[aws.eks.NodeGroupTaintArgs(key=GPU_TAINT["key"], value=GPU_TAINT["value"], effect="NO_SCHEDULE")],
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
@@ -150,7 +144,7 @@ class GpuNodePool(pulumi.ComponentResource):
             )
 
     def _fabric_security_group(
-        self, name: str, pool: ManagedPoolSpec, vpc_id: pulumi.Input[str], tags: Mapping[str, str]
+        self, name: str, pool: ResolvedPool, vpc_id: pulumi.Input[str], tags: Mapping[str, str]
     ) -> pulumi.Output[str]:
         """EFA traffic: all traffic to and from the group itself (what the EFA user guide requires)."""
         child = pulumi.ResourceOptions(parent=self)

@@ -1,9 +1,13 @@
-"""IAM documents the components share."""
+"""IAM documents and the node role the components share."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
+
+import pulumi
+import pulumi_aws as aws
 
 
 def assume_role_policy(
@@ -26,3 +30,16 @@ def assume_role_policy(
     if condition:
         statement["Condition"] = condition
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+def node_role(
+    prefix: str, managed_policies: Sequence[str], tags: Mapping[str, str], parent: pulumi.Resource
+) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
+    """An EC2 node role (`<prefix>-role`) with the managed policies attached (`<prefix>-<policy name>`)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    trust = assume_role_policy("ec2.amazonaws.com")
+    role = aws.iam.Role(f"{prefix}-role", assume_role_policy=trust, tags=tags, opts=child)
+    return role, [
+        aws.iam.RolePolicyAttachment(f"{prefix}-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child)
+        for arn in managed_policies
+    ]

@@ -35,32 +35,23 @@ def metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
     )
 
 
-def root_volume(
-    size_gib: int, device_name: str = "/dev/xvda", image_io: bool = False
-) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+def root_volume(size_gib: int, image_io: bool = False) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
     """The AL2023 root volume: encrypted gp3 (with a launch template the node group's diskSize is not allowed).
     `image_io`: containerd pulls onto it in parallel (no instance store): the throughput parallel pull needs."""
-    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-        device_name=device_name,
-        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-            volume_size=size_gib,
-            volume_type="gp3",
-            encrypted="true",
-            delete_on_termination="true",
-            **(IMAGE_IO if image_io else {}),
-        ),
-    )
+    return _gp3("/dev/xvda", volume_size=size_gib, **(IMAGE_IO if image_io else {}))
 
 
 def image_cache_volume(snapshot_id: str) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
     """A gp3 volume from the snapshot of containerd's image store (its size is the snapshot's). Fast snapshot
     restore on the snapshot in the pool's zone avoids the lazy first read (docs/cold-start.md)."""
-    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-        device_name=IMAGE_CACHE_DEVICE,
-        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-            snapshot_id=snapshot_id, volume_type="gp3", encrypted="true", delete_on_termination="true", **IMAGE_IO
-        ),
+    return _gp3(IMAGE_CACHE_DEVICE, snapshot_id=snapshot_id, **IMAGE_IO)
+
+
+def _gp3(device_name: str, **ebs: Any) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+    settings = aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+        volume_type="gp3", encrypted="true", delete_on_termination="true", **ebs
     )
+    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(device_name=device_name, ebs=settings)
 
 
 def node_config(nvme_raid0: bool, fast_image_pull: bool, image_cache: bool) -> Optional[dict[str, Any]]:

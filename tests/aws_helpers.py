@@ -9,7 +9,7 @@ from typing import Any, Optional
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from serving_stack import pulumi_private
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ManagedPoolSpec, ResolvedPool
+from serving_stack.plan.pools import RESERVED_CAPACITY_TYPES, ResolvedPool
 from tools.mock_runtime import ProgramRun, RecordingMonitor, StackMocks, _resolve, plain_numbers
 
 PROJECT = "nemotron-lightning"
@@ -34,7 +34,7 @@ def run_components(build: Callable[[], dict[str, Any] | None]) -> ProgramRun:
     return ProgramRun(resources=monitor.recorded, outputs=outputs)
 
 
-def run_gpu_pool(spec: ManagedPoolSpec, name: str = "gpu", **args: Any) -> ProgramRun:
+def run_gpu_pool(spec: ResolvedPool, name: str = "gpu", **args: Any) -> ProgramRun:
     """One `GpuNodePool` under mocks, with a cluster's usual ids; `args` override `GpuNodePoolArgs` fields."""
     defaults: dict[str, Any] = {
         "cluster_name": "nemotron",
@@ -147,8 +147,3 @@ def resolved(instance_type: str, **fields: Any) -> ResolvedPool:
     fields = {**capacity_fields(instance_type, fields.get("capacityType")), **fields}
     (only,) = plan_of(eks_config([node_pool("pool", instance_type, **fields)], [])).pools
     return only
-
-
-def managed(instance_type: str, **fields: Any) -> ManagedPoolSpec:
-    """The node-group spec of this instance type's pool, as the plan builds it."""
-    return ManagedPoolSpec.of(resolved(instance_type, **fields))

@@ -17,7 +17,6 @@ from stack_helpers import DGD_TYPE, run_config
 
 from serving_stack.names import POOL_LABEL
 from serving_stack.plan.autoscaling import adapter_name, node_group_autoscaler_tags
-from serving_stack.plan.pools import ManagedPoolSpec
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -125,7 +124,7 @@ def test_dev_scales_to_zero_on_its_own_prometheus_without_cluster_autoscaler() -
 
 @pytest.mark.parametrize("switched_on", [True, False])
 def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switched_on: bool) -> None:
-    spec = ManagedPoolSpec.of(h200_pool())
+    spec = h200_pool()
     pool_tags = node_group_autoscaler_tags(h200_pool(), "c1")
 
     run = run_gpu_pool(
@@ -153,7 +152,7 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
 def test_switching_the_tags_on_without_tags_is_refused() -> None:
     with pytest.raises(ValueError, match="without cluster_autoscaler_tags"):
         run_gpu_pool(
-            ManagedPoolSpec.of(h200_pool()),
+            h200_pool(),
             cluster_name="c1",
             subnet_id="subnet-0aaaaaaaaaaaaaaaa",
             cluster_security_group_ids=[],

@@ -55,7 +55,7 @@ END = CALENDAR.versions[ENDING].endOfStandardSupport
 
 def test_a_version_is_accepted_the_day_before_its_standard_support_ends():
     plan = plan_of(prod_raw(ENDING), today=END - DAY)
-    assert plan.cluster.kubernetes_version == ENDING
+    assert plan.cluster.create.kubernetesVersion == ENDING
 
 
 def test_a_version_past_standard_support_is_refused_naming_the_key_the_date_and_the_newest_version():

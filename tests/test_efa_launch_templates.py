@@ -9,7 +9,6 @@ import pytest
 from aws_helpers import inputs, resolved, run_gpu_pool, the
 
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.pools import ManagedPoolSpec
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 CLUSTER_SG = "sg-0123456789abcdef0"
@@ -29,9 +28,7 @@ def expected_layout(instance_type: str) -> list[tuple[int, int, str]]:
 
 def launch_template_of(instance_type: str) -> dict:
     pool = resolved(instance_type)
-    return the(
-        run_gpu_pool(ManagedPoolSpec.of(pool), pool.name, cluster_security_group_ids=[CLUSTER_SG]), LAUNCH_TEMPLATE
-    )
+    return the(run_gpu_pool(pool, pool.name, cluster_security_group_ids=[CLUSTER_SG]), LAUNCH_TEMPLATE)
 
 
 def test_every_catalog_instance_type_is_covered():
@@ -69,7 +66,7 @@ def test_p5_48xlarge_exposes_32_efa_devices_p5en_16_b200_8_and_gb200_4():
 
 def test_a_pool_without_fabric_gets_no_efa_interfaces():
     pool = resolved("p5.4xlarge", fabric="none")
-    run = run_gpu_pool(ManagedPoolSpec.of(pool), "plain", cluster_security_group_ids=[CLUSTER_SG])
+    run = run_gpu_pool(pool, "plain", cluster_security_group_ids=[CLUSTER_SG])
     (template,) = inputs(run, LAUNCH_TEMPLATE)
     assert "networkInterfaces" not in template
     assert template["vpcSecurityGroupIds"] == [CLUSTER_SG]  # no fabric: no EFA security group

@@ -14,7 +14,7 @@ from aws_helpers import inputs, run_components, the
 from aws_requests import launch_template_request, node_group_request, problems
 
 from components.cluster import EksCluster, EksClusterArgs, Network, NetworkArgs
-from serving_stack.config.aws import SystemNodeGroupConfig
+from serving_stack.config.aws import CreateCluster, SystemNodeGroupConfig
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.cluster import CreatedCluster, local_zone_cidrs, subnet_cidrs
 from serving_stack.plan.pools import MAX_LOCAL_ZONE_SUBNETS, LocalZoneSubnet
@@ -26,21 +26,17 @@ LOCAL_POOLS = [LocalZoneSubnet("ultra-a", LOCAL_ZONE), LocalZoneSubnet("ultra-b"
 
 def build_stack(public_cidrs=("203.0.113.0/24",), nat_per_az=True):
     catalog = load_aws_catalog()
-    spec = CreatedCluster(
+    create = CreateCluster(
         name="nemotron",
-        kubernetes_version="1.33",
-        availability_zones=tuple(ZONES),
-        vpc_cidr="10.0.0.0/16",
-        nat_gateway_per_az=nat_per_az,
-        endpoint_public_access_cidrs=tuple(public_cidrs),
-        log_retention_days=90,
-        system_nodes=SystemNodeGroupConfig(
-            instanceTypes=["m7i.2xlarge"], minSize=2, desiredSize=2, maxSize=4, diskSizeGiB=100
-        ),
-        addons=tuple(catalog.platform.eksAddons.cluster),
-        access_grants=(),
-        local_zone_subnets=tuple(LOCAL_POOLS),
+        kubernetesVersion="1.33",
+        availabilityZones=ZONES,
+        vpcCidr="10.0.0.0/16",
+        natGatewayPerAz=nat_per_az,
+        endpointPublicAccessCidrs=list(public_cidrs),
+        controlPlaneLogRetentionDays=90,
     )
+    system = SystemNodeGroupConfig(instanceTypes=["m7i.2xlarge"], minSize=2, desiredSize=2, maxSize=4, diskSizeGiB=100)
+    spec = CreatedCluster(create, system, tuple(catalog.platform.eksAddons.cluster), tuple(LOCAL_POOLS))
 
     def build():
         network = Network("network", NetworkArgs(spec, "us-east-1"))

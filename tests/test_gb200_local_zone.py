@@ -6,7 +6,6 @@ target whose workers request what the node exposes and the label says."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 
@@ -141,8 +140,8 @@ def test_the_recorded_layout_is_not_contested_and_a_contested_layout_warns():
     assert INSTANCE.contested_layout is None
     assert not [w for w in run().plan.warnings if "EFA layout" in w]
     layout = INSTANCE.efaLayout.model_copy(update={"contested": "no primary source read"})
-    contested = copy.copy(CATALOG)
-    contested.instance_types = {**CATALOG.instance_types, GB200: INSTANCE.model_copy(update={"efaLayout": layout})}
+    contested_type = INSTANCE.model_copy(update={"efaLayout": layout})
+    contested = dataclasses.replace(CATALOG, instance_types={**CATALOG.instance_types, GB200: contested_type})
     (warning,) = [w for w in plan_of(raw(), facts=dataclasses.replace(FACTS, aws=contested)).warnings if "EFA" in w]
     assert warning.startswith(f"aws.nodePools: pool 'ultra' ({GB200}) uses a CONTESTED EFA layout: no primary source")
 

@@ -10,8 +10,6 @@ import email
 import yaml
 from aws_helpers import KUBERNETES_VERSION, capacity_fields, pool_zone, resolved, run_gpu_pool, the
 
-from serving_stack.plan.pools import ManagedPoolSpec
-
 SUBNET = "subnet-0aaaaaaaaaaaaaaaa"
 RESERVATION = "cr-0123456789abcdef0"
 NODE_GROUP, TEMPLATE = "aws:eks/nodeGroup:NodeGroup", "aws:ec2/launchTemplate:LaunchTemplate"
@@ -19,7 +17,7 @@ PLACEMENT = "aws:ec2/placementGroup:PlacementGroup"
 
 
 def build_pool(instance_type: str, **fields):
-    return run_gpu_pool(ManagedPoolSpec.of(resolved(instance_type, **fields)), subnet_id=SUBNET)
+    return run_gpu_pool(resolved(instance_type, **fields), subnet_id=SUBNET)
 
 
 def test_placement_group_is_cluster_in_the_pool_az():

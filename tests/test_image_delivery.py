@@ -19,7 +19,6 @@ from plan_helpers import plan_of
 
 from serving_stack.config import ConfigError
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.plan.pools import ManagedPoolSpec
 from tools.rollout.graph import Resource, StackGraph
 from tools.rollout.nodes import image_delivery
 
@@ -41,7 +40,7 @@ def _node_config(template: dict) -> dict:
 
 
 def _pool(instance_type: str, **fields):
-    return run_gpu_pool(ManagedPoolSpec.of(resolved(instance_type, **fields)))
+    return run_gpu_pool(resolved(instance_type, **fields))
 
 
 def _graph(run) -> tuple[StackGraph, Resource]:
@@ -82,7 +81,7 @@ def test_an_image_cache_snapshot_is_mounted_as_containerds_store_instead_of_pull
 
 def test_without_an_instance_store_parallel_pull_gets_the_root_volume_throughput_nodeadm_asks_for():
     """nodeadm/doc/examples.md: at least 600 MiB/s for FastImagePull, up to 1000 MiB/s and 16k IOPS."""
-    pool = dataclasses.replace(ManagedPoolSpec.of(resolved("p5en.48xlarge")), nvme_raid0=False)
+    pool = dataclasses.replace(resolved("p5en.48xlarge"), nvme_disks=0)
     root = the(run_gpu_pool(pool), TEMPLATE)["blockDeviceMappings"][0]["ebs"]
     assert (root["throughput"], root["iops"]) == (1000, 16000)
     raided = the(_pool("p5en.48xlarge"), TEMPLATE)["blockDeviceMappings"][0]["ebs"]

@@ -11,7 +11,6 @@ from aws_helpers import resolved, run_gpu_pool
 
 from serving_stack.facts.aws import load_aws_catalog as _load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.pools import ManagedPoolSpec
 from serving_stack.plan.serving import place_target
 from tools.mock_runtime import RecordedResource
 
@@ -34,7 +33,7 @@ def pool():
 @pytest.fixture(scope="module")
 def node_pool_resources(pool) -> list[RecordedResource]:
     return run_gpu_pool(
-        ManagedPoolSpec.of(pool), pool.name, vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"]
+        pool, pool.name, vpc_id="vpc-1", subnet_id="subnet-1", cluster_security_group_ids=["sg-1"]
     ).resources
 
 

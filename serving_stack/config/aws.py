@@ -129,7 +129,7 @@ class NodeFacts(Block):
     """What a node of an unmanaged, non-EC2 pool holds (an on-premises InfiniBand cluster, say)."""
 
     gpu: AsciiText
-    """The GPU model of each node, a key of the catalog's GPUs (catalog/aws_instances.yaml `gpus`, e.g. `H100`)."""
+    """The GPU model of each node, a key of the catalog's GPUs (catalog/gpus.yaml `gpus`, e.g. `h100`)."""
     gpus: int = pydantic.Field(gt=0, le=72, description="at most 72: a GB200 NVL72 rack, the largest NVLink domain")
     arch: Literal["x86_64", "arm64"] = "x86_64"
     """The nodes' CPU architecture (`kubernetes.io/arch`), matched against a target's image."""
@@ -147,7 +147,7 @@ class NodePoolConfig(Block):
     """true: the stack creates an EKS managed node group for the pool; false: the nodes exist already (an existing
     cluster's, or on-premises) and the pool only describes them for placement."""
     instanceType: Optional[AsciiText] = None
-    """The EC2 instance type of the nodes, a key of catalog/aws_instances.yaml (e.g. `p5.48xlarge`); exactly one of
+    """The EC2 instance type of the nodes, a key of catalog/instance_types.yaml (e.g. `p5.48xlarge`); exactly one of
     instanceType, nodeFacts (a managed pool needs instanceType)."""
     nodeFacts: Optional[NodeFacts] = None
     """What each node holds, for an unmanaged pool of nodes that are not EC2 instances; exactly one of instanceType,

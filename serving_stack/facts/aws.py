@@ -85,17 +85,12 @@ class Region(Data):
     localZones: dict[str, LocalZone] = pydantic.Field(default_factory=dict)
 
 
-class RegionsFile(Data):
+class AwsRegions(Data):
+    """Zone lookups by name; every name checked to belong to its Region when the file is loaded."""
+
     schemaVersion: Literal[1]
     sources: dict[Literal["regions", "availabilityZones", "localZones"], str]
     regions: dict[str, Region] = pydantic.Field(min_length=1)
-
-
-class AwsRegions:
-    """Zone lookups by name; every name checked to belong to its Region when the file is loaded."""
-
-    def __init__(self, data: RegionsFile):
-        self.regions = data.regions
 
     def availability_zones(self, region: str) -> list[str]:
         return list(self.regions[region].availabilityZones) if region in self.regions else []
@@ -109,7 +104,7 @@ class AwsRegions:
         return [name for name, zone in zones.items() if groups is None or zone.group in groups]
 
 
-def _check(data: RegionsFile, label: str) -> None:
+def _check(data: AwsRegions, label: str) -> None:
     for code, region in data.regions.items():
         for index, zone in enumerate(region.availabilityZones):
             if not (zone.startswith(code) and len(zone) == len(code) + 1 and zone[-1].isalpha()):
@@ -127,9 +122,9 @@ def _check(data: RegionsFile, label: str) -> None:
 
 @functools.lru_cache(maxsize=4)
 def load_aws_regions(root: Path = DATA_DIR) -> AwsRegions:
-    data = load_model(root / FILE, RegionsFile, root)
+    data = load_model(root / FILE, AwsRegions, root)
     _check(data, f"catalog/{FILE}")
-    return AwsRegions(data)
+    return data
 
 
 VERSION = r"^v?\d+\.\d+\.\d+$"
@@ -362,22 +357,15 @@ class FabricsFile(Data):
     fabrics: dict[Literal["efa", "ib"], FabricProfile]
 
 
+@dataclass(frozen=True)
 class AwsCatalog:
     """The five data files, cross-checked (`_check_instance`)."""
 
-    def __init__(
-        self,
-        instance_types: InstanceTypesFile,
-        gpus: dict[str, Gpu],
-        fabrics: FabricsFile,
-        platform: AwsPlatformFile,
-        regions: AwsRegions,
-    ):
-        self.instance_types = instance_types.instanceTypes
-        self.gpus = gpus
-        self.fabrics = fabrics.fabrics
-        self.platform = platform
-        self.regions = regions
+    instance_types: dict[str, InstanceType]
+    gpus: dict[str, Gpu]
+    fabrics: dict[Literal["efa", "ib"], FabricProfile]
+    platform: AwsPlatformFile
+    regions: AwsRegions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
         """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
@@ -430,9 +418,9 @@ def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> N
 @functools.lru_cache(maxsize=4)
 def load_aws_catalog(root: Path = DATA_DIR) -> AwsCatalog:
     catalog = AwsCatalog(
-        load_model(root / "instance_types.yaml", InstanceTypesFile, root),
+        load_model(root / "instance_types.yaml", InstanceTypesFile, root).instanceTypes,
         load_gpus(root),
-        load_model(root / "fabrics.yaml", FabricsFile, root),
+        load_model(root / "fabrics.yaml", FabricsFile, root).fabrics,
         load_model(root / "aws_platform.yaml", AwsPlatformFile, root),
         load_aws_regions(root),
     )
@@ -471,40 +459,11 @@ def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
 
 
-@dataclass(frozen=True)
-class HelmPin:
-    repository: str
-    chart: str
-    version: str
-    namespace: str
-
-
-@dataclass(frozen=True)
-class MetricQueries:
-    selector_label: str
-    queue_depth: str
-    inflight_requests: str
-    ttft_p50_seconds: str
-
-    def for_dgd(self, namespace: str, dgd_name: str) -> MetricQueries:
-        selector = f'{self.selector_label}="{namespace}-{dgd_name}"'
-        return MetricQueries(
-            self.selector_label,
-            *(
-                q.replace("$SELECTOR", selector)
-                for q in (self.queue_depth, self.inflight_requests, self.ttft_p50_seconds)
-            ),
-        )
-
-
 class Chart(Data):
     repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
     version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
     namespace: str
-
-    def pin(self) -> HelmPin:
-        return HelmPin(self.repository, self.chart, self.version, self.namespace)
 
 
 class ClusterAutoscalerChart(Chart):
@@ -531,8 +490,11 @@ class Metrics(Data):
     inflightRequests: str = pydantic.Field(pattern=r"\$SELECTOR")
     ttftP50Seconds: str = pydantic.Field(pattern=r"\$SELECTOR")
 
-    def queries(self) -> MetricQueries:
-        return MetricQueries(self.selectorLabel, self.queueDepth, self.inflightRequests, self.ttftP50Seconds)
+    def for_dgd(self, namespace: str, dgd_name: str) -> Metrics:
+        """The queries of one graph's series."""
+        selector = f'{self.selectorLabel}="{namespace}-{dgd_name}"'
+        queries = ("queueDepth", "inflightRequests", "ttftP50Seconds")
+        return self.model_copy(update={q: getattr(self, q).replace("$SELECTOR", selector) for q in queries})
 
 
 class AutoscalingFile(Data):

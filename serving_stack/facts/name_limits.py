@@ -53,14 +53,9 @@ class PublicCidrLimits(Data):
     nonPublicSource: str = pydantic.Field(min_length=10)
 
     def non_public(self, cidr: str) -> Optional[str]:
-        """The special-purpose range that holds all of `cidr`, or None."""
-        network = ipaddress.ip_network(cidr, strict=False)
-        for special in self.nonPublic:
-            holder = ipaddress.ip_network(special)
-            both_v4 = isinstance(network, ipaddress.IPv4Network) and isinstance(holder, ipaddress.IPv4Network)
-            if both_v4 and network.subnet_of(holder):  # type: ignore[arg-type]
-                return special
-        return None
+        """The special-purpose range that holds all of `cidr` (an IPv4 range, as config `Cidr`), or None."""
+        network = ipaddress.IPv4Network(cidr, strict=False)
+        return next((s for s in self.nonPublic if network.subnet_of(ipaddress.IPv4Network(s))), None)
 
 
 class NodeAddresses(Data):

@@ -17,7 +17,7 @@ from typing import Any, Optional
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import CreateCluster
 from serving_stack.errors import ConfigError
-from serving_stack.facts.aws import ADAPTER_API_VERSION, ADAPTER_KIND, AutoscalingFile, HelmPin, MetricQueries
+from serving_stack.facts.aws import ADAPTER_API_VERSION, ADAPTER_KIND, AutoscalingFile, Chart, Metrics
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.serving import PlannedTarget
@@ -36,7 +36,7 @@ def adapter_name(dgd_name: str, component: str) -> str:
 
 
 def scaled_objects(
-    target: PlannedTarget, scaling: AutoscalingConfig, prometheus_url: str, queries: MetricQueries, slo_ms: float
+    target: PlannedTarget, scaling: AutoscalingConfig, prometheus_url: str, queries: Metrics, slo_ms: float
 ) -> list[dict[str, Any]]:
     """One ScaledObject per worker component. Bounds in replica sets (the catalog's measured unit) become pods of
     the component (sets x its published replicas per set); each worker carries its share of the set's measured
@@ -62,9 +62,9 @@ def scaled_objects(
             "scaleUp": {"stabilizationWindowSeconds": 0, "policies": [up]},
         }
         triggers = [
-            trigger("inflight-per-replica", q.inflight_requests, "AverageValue", concurrency / per_set),
-            trigger("queue-per-replica", q.queue_depth, "AverageValue", scaling.queueDepthPerReplica),
-            trigger("ttft-p50-vs-slo", q.ttft_p50_seconds, "Value", slo_ms / 1000, slo_ms / 2000),
+            trigger("inflight-per-replica", q.inflightRequests, "AverageValue", concurrency / per_set),
+            trigger("queue-per-replica", q.queueDepth, "AverageValue", scaling.queueDepthPerReplica),
+            trigger("ttft-p50-vs-slo", q.ttftP50Seconds, "Value", slo_ms / 1000, slo_ms / 2000),
         ]
         labels = {"app.kubernetes.io/managed-by": "pulumi", "nvidia.com/dynamo-graph-deployment-name": dgd_name}
         spec = {
@@ -152,7 +152,7 @@ def cluster_autoscaler_values(cluster_name: str, region: str, image_tag: str, se
 class ServingScalingPlan:
     """KEDA (`install_keda` False: the cluster runs it already) and one ScaledObject per scaled component."""
 
-    keda: HelmPin
+    keda: Chart
     install_keda: bool
     scaled_objects: tuple[Mapping[str, Any], ...]
 
@@ -162,7 +162,7 @@ class ClusterScalingPlan:
     """cluster-autoscaler on the cluster the stack creates; `pool_tags`: the Auto Scaling group tags of each
     managed GPU pool."""
 
-    chart: HelmPin
+    chart: Chart
     service_account: str
     policy: dict[str, Any]
     values: dict[str, Any]
@@ -241,18 +241,18 @@ def plan_autoscaling(
     serving = cluster = None
     if scaling.targets:
         assert url is not None  # checked
-        queries = facts.metrics.queries()
+        queries = facts.metrics
         scaled = [
             o
             for t in targets
             if t.selected.id in scaling.targets
             for o in scaled_objects(t, scaling, url, queries, slo_ms)
         ]
-        serving = ServingScalingPlan(facts.keda.pin(), scaling.installKeda, tuple(scaled))
+        serving = ServingScalingPlan(facts.keda, scaling.installKeda, tuple(scaled))
     if create is not None and region is not None and scaling.clusterAutoscaler.enabled:
         tags = {p.name: MappingProxyType(node_group_autoscaler_tags(p, create.name)) for p in pools if p.managed}
         cluster = ClusterScalingPlan(
-            chart=chart.pin(),
+            chart=chart,
             service_account=chart.serviceAccount,
             policy=cluster_autoscaler_policy(create.name),
             values=cluster_autoscaler_values(create.name, region, chart.imageTag, chart.serviceAccount),

@@ -13,13 +13,12 @@ import ipaddress
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Optional, Union
 
 import botocore
 import botocore.session
 
-from serving_stack.config.aws import AccessEntry, AwsClusterConfig, AwsConfig, SystemNodeGroupConfig
+from serving_stack.config.aws import AwsClusterConfig, AwsConfig, CreateCluster, ExistingCluster, SystemNodeGroupConfig
 from serving_stack.config.serving import ClusterAccess
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
@@ -28,6 +27,7 @@ from serving_stack.facts.dates import EksVersionsFile
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.pools import (
     MAX_LOCAL_ZONE_SUBNETS,
+    VERSION_KEY,
     DraDriverPlan,
     LocalZoneSubnet,
     ResolvedPool,
@@ -35,46 +35,29 @@ from serving_stack.plan.pools import (
     check_region,
     local_zone_subnets,
     plan_dra_driver,
+    stated_version,
 )
-
-VERSION_KEY = "aws.cluster.create.kubernetesVersion"
-EXISTING_VERSION_KEY = "aws.cluster.existing.kubernetesVersion"
 
 
 @dataclass(frozen=True)
 class CreatedCluster:
-    """A VPC and an EKS cluster the stack builds; Kubernetes resources go to it."""
+    """A VPC and an EKS cluster the stack builds, as `aws.cluster.create` shapes them; Kubernetes resources go
+    to it."""
 
-    name: str
-    kubernetes_version: str
-    availability_zones: tuple[str, ...]
-    vpc_cidr: str
-    nat_gateway_per_az: bool
-    endpoint_public_access_cidrs: tuple[str, ...]
-    log_retention_days: int
+    create: CreateCluster
     system_nodes: SystemNodeGroupConfig
     addons: tuple[EksAddon, ...]
-    access_grants: tuple[AccessEntry, ...]
     local_zone_subnets: tuple[LocalZoneSubnet, ...] = ()
 
 
 @dataclass(frozen=True)
-class ExistingEks:
-    """The AWS side of an existing cluster, for the GPU node groups the stack adds to it."""
-
-    name: str
-    vpc_id: str
-    private_subnet_ids_by_az: Mapping[str, str]
-    node_security_group_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class KubeconfigCluster:
-    """An existing cluster reached through an explicit kubeconfig context (never the ambient default)."""
+    """An existing cluster reached through an explicit kubeconfig context (never the ambient default); `eks`:
+    its AWS side, for the GPU node groups the stack adds to it."""
 
     context: Optional[str]
     kubeconfig_path: Optional[str]
-    eks: Optional[ExistingEks]
+    eks: Optional[ExistingCluster]
 
 
 ClusterPlan = Union[CreatedCluster, KubeconfigCluster]
@@ -102,27 +85,12 @@ class DevicePluginSet:
 def plan_cluster(
     aws: Optional[AwsConfig], access: ClusterAccess, facts: Facts, pools: Sequence[ResolvedPool]
 ) -> ClusterPlan:
-    create = aws.cluster.create if aws and aws.cluster else None
-    if access.source == "eks" and aws is not None and create is not None:
-        return CreatedCluster(
-            name=create.name,
-            kubernetes_version=create.kubernetesVersion,
-            availability_zones=tuple(create.availabilityZones),
-            vpc_cidr=create.vpcCidr,
-            nat_gateway_per_az=create.natGatewayPerAz,
-            endpoint_public_access_cidrs=tuple(create.endpointPublicAccessCidrs),
-            log_retention_days=create.controlPlaneLogRetentionDays,
-            system_nodes=aws.systemNodeGroup,
-            addons=tuple(facts.aws.platform.eksAddons.cluster),
-            access_grants=tuple(create.accessEntries),
-            local_zone_subnets=local_zone_subnets(pools),
-        )
-    existing = aws.cluster.existing if aws and aws.cluster else None
-    eks = None
-    if existing is not None:
-        subnets = MappingProxyType(dict(existing.privateSubnetIds))
-        eks = ExistingEks(existing.name, existing.vpcId, subnets, tuple(existing.nodeSecurityGroupIds))
-    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=eks)
+    cluster = aws.cluster if aws else None
+    if access.source == "eks" and aws is not None and cluster is not None and cluster.create is not None:
+        addons = tuple(facts.aws.platform.eksAddons.cluster)
+        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, local_zone_subnets(pools))
+    existing = cluster.existing if cluster else None
+    return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=existing)
 
 
 def plan_device_plugins(
@@ -301,49 +269,32 @@ def check_subnet_room(aws: Optional[AwsConfig], regions: AwsRegions) -> tuple[li
         ),
         key=lambda taken: taken[0],
     )
-    reserved = f"{facts.subnetReserved} AWS-reserved"
-    fixed, fixed_shown = facts.subnetReserved + facts.eksInterfaces, f"{reserved}, {facts.eksInterfaces} EKS"
+    reserved = (facts.subnetReserved, f"{facts.subnetReserved} AWS-reserved")
+    eks = (facts.eksInterfaces, f"{facts.eksInterfaces} EKS")
     private = ipaddress.ip_network(subnet_cidrs(create.vpcCidr, len(create.availabilityZones))[0][0])
-    subnets = {z: (private, fixed + system_take[0], [fixed_shown, system_take[1]]) for z in create.availabilityZones}
+    subnets = {z: (private, [reserved, eks, system_take]) for z in create.availabilityZones}
     local_zone_subnet = ipaddress.ip_network(local_zone_cidrs(create.vpcCidr, 1)[0])
     for index, pool in enumerate(aws.nodePools):
         if not pool.managed or pool.availabilityZone is None or pool.subnetId is not None:
             continue
-        addresses, shown = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
+        taken = take(pool.maxSize, pool.instanceType, f"aws.nodePools[{index}]")
         if regions.local_zone(aws.region, pool.availabilityZone):
-            subnets[f"aws.nodePools[{index}]"] = (
-                local_zone_subnet,
-                facts.subnetReserved + addresses,
-                [reserved, shown],
-            )
+            subnets[f"aws.nodePools[{index}]"] = (local_zone_subnet, [reserved, taken])
         elif pool.availabilityZone in subnets:
-            network, need, parts = subnets[pool.availabilityZone]
-            subnets[pool.availabilityZone] = (network, need + addresses, [*parts, shown])
+            subnets[pool.availabilityZone][1].append(taken)
     errors, vpc_prefix = [], ipaddress.ip_network(create.vpcCidr).prefixlen
-    for zone, (network, need, parts) in subnets.items():
+    for zone, (network, takes) in subnets.items():
+        need = sum(addresses for addresses, _ in takes)
         if need > network.num_addresses:
             wider = 32 - math.ceil(math.log2(need)) - (network.prefixlen - vpc_prefix)
             problem = (
                 f"{zone}'s subnet /{network.prefixlen} holds {network.num_addresses} addresses; its nodes at maxSize "
-                f"can take {need} on the VPC CNI ({', '.join(parts)}; catalog/name_limits.yaml podAddresses)"
+                f"can take {need} on the VPC CNI ({', '.join(shown for _, shown in takes)}; catalog/name_limits.yaml "
+                "podAddresses)"
             )
             allowed = f"a /{wider} VPC or wider, or smaller maxSize" if wider >= 16 else "smaller maxSize"
             errors.append(ConfigError(VPC_KEY, bounded(problem, 600, quote=False), allowed))
     return errors, unchecked
-
-
-def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:
-    """(config key, version) of the cluster's Kubernetes version: a created cluster's, else the version an
-    existing cluster states (None when it states none)."""
-    if cluster is not None and cluster.create is not None:
-        return VERSION_KEY, cluster.create.kubernetesVersion
-    existing = cluster.existing if cluster is not None else None
-    return EXISTING_VERSION_KEY, existing.kubernetesVersion if existing is not None else None
-
-
-def _newest(calendar: EksVersionsFile, today: datetime.date) -> str:
-    newest = calendar.newest_in_standard_support(today)
-    return newest or f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
 
 
 def check_cluster_version(
@@ -360,7 +311,9 @@ def check_cluster_version(
         return [ConfigError(key, problem, ", ".join(calendar.versions))], []
     if today < dates.released:
         return [ConfigError(key, f"EKS releases Kubernetes {version} on {dates.released}, after today ({today})")], []
-    newest = _newest(calendar, today)
+    newest = calendar.newest_in_standard_support(today) or (
+        f"none in catalog/eks_versions.yaml on {today.isoformat()}: add the calendar's next rows"
+    )
     if cluster.create is None:
         if today >= dates.endOfExtendedSupport:
             problem = (

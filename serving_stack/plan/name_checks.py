@@ -10,7 +10,7 @@ from typing import Optional
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.name_limits import NameLimits, PathLimit, load_name_limits
+from serving_stack.facts.name_limits import Limit, NameLimits, PathLimit, load_name_limits
 
 CONFIGURED = ("kubernetes.namespace", "dynamo.platform.namespace", "monitoring.namespace")
 
@@ -58,14 +58,14 @@ def check_namespaces(config: StackConfig, facts: Facts, limits: NameLimits) -> l
     return errors
 
 
-def _too_long(key: str, value: str, derived: str, limit: int, what: str, source: str) -> Optional[ConfigError]:
-    if len(derived) <= limit:
+def _too_long(key: str, value: str, derived: str, limit: Limit, what: str) -> Optional[ConfigError]:
+    if len(derived) <= limit.maxLength:
         return None
     return ConfigError(
         key,
         f"{bounded(value)} makes the {what} {bounded(derived)} of {len(derived)} characters; "
-        f"at most {limit} ({source.split(':')[0]})",
-        f"at most {limit - (len(derived) - len(value))} characters",
+        f"at most {limit.maxLength} ({limit.source.split(':')[0]})",
+        f"at most {limit.maxLength - (len(derived) - len(value))} characters",
     )
 
 
@@ -73,7 +73,7 @@ def check_derived_names(config: StackConfig, limits: NameLimits) -> list[ConfigE
     found: list[Optional[ConfigError]] = []
     gateway, service = config.gateway, limits.serviceName
     for derived in (gateway.name, f"{gateway.name}-redis") if gateway.enabled else ():  # the proxy's and Redis's
-        problem = _too_long("gateway.name", gateway.name, derived, service.maxLength, "Service", service.source)
+        problem = _too_long("gateway.name", gateway.name, derived, service, "Service")
         if problem is None and not re.fullmatch(service.pattern, derived):
             problem = ConfigError(
                 "gateway.name",
@@ -83,42 +83,29 @@ def check_derived_names(config: StackConfig, limits: NameLimits) -> list[ConfigE
         if problem is not None:
             found.append(problem)
             break
-    platform, helm = config.dynamo.platform, limits.helmReleaseName
-    if platform.install:
-        release = platform.releaseName
+    release = config.dynamo.platform.releaseName
+    if config.dynamo.platform.install:
         found.append(
-            _too_long("dynamo.platform.releaseName", release, release, helm.maxLength, "Helm release name", helm.source)
+            _too_long("dynamo.platform.releaseName", release, release, limits.helmReleaseName, "Helm release name")
         )
     aws = config.aws
     if aws is None:
         return [error for error in found if error]
     if aws.modelCacheStorage is not None and aws.modelCacheStorage.backend == "efs":
         found.append(_check_access_point_base(aws.modelCacheStorage.efs.basePath, limits.efsAccessPointPath))
-    nodegroup, suffix = limits.eksNodegroupName, "x" * limits.namePrefixSuffix.length
-    role = limits.iamRoleName
+    group, suffix = limits.eksNodegroupName, "x" * limits.namePrefixSuffix.length
     if aws.cluster is not None and aws.cluster.create is not None:
-        cluster = aws.cluster.create.name  # eks_cluster.py: node_group_name_prefix
-        what = "system node group name"
-        found.append(
-            _too_long(
-                "aws.cluster.create.name",
-                cluster,
-                f"{cluster}-system-{suffix}",
-                nodegroup.maxLength,
-                what,
-                nodegroup.source,
-            )
-        )
+        cluster = aws.cluster.create.name  # components.cluster: node_group_name_prefix
+        derived = f"{cluster}-system-{suffix}"
+        found.append(_too_long("aws.cluster.create.name", cluster, derived, group, "system node group name"))
     for index, pool in enumerate(aws.nodePools):
         if not pool.managed:
             continue
         key = f"aws.nodePools[{index}].name"
-        problem = _too_long(
-            key, pool.name, f"{pool.name}-{suffix}", nodegroup.maxLength, "node group name", nodegroup.source
-        )
-        if problem is None:  # __main__.py and gpu_node_pool.py: the node role's auto-name
+        problem = _too_long(key, pool.name, f"{pool.name}-{suffix}", group, "node group name")
+        if problem is None:  # __main__.py and components.gpu_node_pool: the node role's auto-name
             derived = f"pool-{pool.name}-node-role-" + "x" * (limits.autonameSuffix.length - 1)
-            problem = _too_long(key, pool.name, derived, role.maxLength, "IAM role name", role.source)
+            problem = _too_long(key, pool.name, derived, limits.iamRoleName, "IAM role name")
         found.append(problem)
     return [error for error in found if error]
 
@@ -137,7 +124,7 @@ def _check_access_point_base(base: str, limit: PathLimit) -> Optional[ConfigErro
             f"at most {limit.maxDepth - 1} directories",
         )
     derived = base.rstrip("/") + "/" + "x" * (limit.derivedSuffixLength - 1)
-    return _too_long(key, base, derived, limit.maxLength, "EFS access point path", limit.source)
+    return _too_long(key, base, derived, limit, "EFS access point path")
 
 
 def check_names(config: StackConfig, facts: Facts) -> list[ConfigError]:

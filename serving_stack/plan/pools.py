@@ -1,6 +1,5 @@
-"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement and costs need) and, for
-pools the stack creates, `ManagedPoolSpec` (what the node group needs); the pools' checks against the facts and the
-rules AWS documents (regions and zones from `catalog/aws_regions.yaml`: the control plane never gets a Local Zone
+"""GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement, costs and a node group
+need); the pools' checks against the facts and the rules AWS documents (regions and zones from `catalog/aws_regions.yaml`: the control plane never gets a Local Zone
 subnet; reservation ids; Kubernetes >= 1.33 for GB200; a Capacity Block group upgraded only at size 0); their cost
 rows; and the NVIDIA DRA driver's placement (ComputeDomains on multi-node NVLink pools; GPUs stay with the device
 plugin).
@@ -8,12 +7,12 @@ plugin).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Optional
 
-from serving_stack.config.aws import AwsConfig, NodePoolConfig
+from serving_stack.config.aws import AwsClusterConfig, AwsConfig, NodePoolConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import NodePool
 from serving_stack.errors import ConfigError, bounded
@@ -38,8 +37,11 @@ MAX_LOCAL_ZONE_SUBNETS = 8
 
 @dataclass(frozen=True)
 class ResolvedPool:
-    """One pool with every fact placement and costs need, defaults applied. `kubernetes_version`: the
-    version its node group runs (the cluster's), None when the stack does not know the cluster's."""
+    """One pool with every fact placement, costs and its node group need, defaults applied. `kubernetes_version`:
+    the version its node group runs (the cluster's), None when the stack does not know the cluster's;
+    `subnet_id` None: the created network's subnet of the zone. A managed pool's node group follows the
+    switches below and `fast_image_pull` (nodeadm's SOCI parallel pull, off with `image_cache_snapshot_id`: a
+    containerd store from an EBS snapshot)."""
 
     name: str
     managed: bool
@@ -69,84 +71,49 @@ class ResolvedPool:
     efa_layout: tuple[NetworkInterface, ...] = ()
 
     @property
+    def efa(self) -> bool:
+        """EFA interfaces on the launch template and their self-referencing security group."""
+        return self.fabric == "efa"
+
+    @property
     def efa_per_gpu(self) -> int:
-        return self.efa_interfaces // self.gpus_per_node if self.fabric == "efa" else 0
+        return self.efa_interfaces // self.gpus_per_node if self.efa else 0
 
     @property
     def node_labels(self) -> dict[str, str]:
         """The label contract of pool nodes (placement and the policy pack select on it)."""
         labels = {POOL_LABEL: self.name, FABRIC_LABEL: self.fabric, GPU_LABEL: self.gpu}
-        if self.fabric == "efa":
+        if self.efa:
             labels[EFA_PER_GPU_LABEL] = str(self.efa_per_gpu)
         return labels
 
+    @property
+    def eks_capacity_type(self) -> str:
+        return EKS_CAPACITY_TYPES[self.capacity_type]
 
-@dataclass(frozen=True)
-class ManagedPoolSpec:
-    """An EKS managed node group of GPU instances (`subnet_id` None: the created network's subnet of the zone).
-    Switches: `efa` (interfaces and their self-referencing security group); `placement_group` (`cluster`; not for
-    reservations, already co-located); `instance_type_on_launch_template` (what EKS requires of a Capacity Block
-    group); `nvme_raid0` (the instance store as one RAID0 array for containerd and pod logs); `fast_image_pull`
-    (nodeadm's SOCI parallel pull, off with `image_cache_snapshot_id`: a containerd store from an EBS snapshot)."""
+    @property
+    def instance_type_on_launch_template(self) -> bool:
+        """What EKS requires of a Capacity Block group (and none on the node group)."""
+        return self.capacity_type == "capacity-block"
 
-    name: str
-    instance_type: str
-    ami_type: str
-    availability_zone: str
-    local_zone: bool
-    subnet_id: Optional[str]
-    eks_capacity_type: str
-    market_type: Optional[str]
-    instance_type_on_launch_template: bool
-    capacity_reservation_id: Optional[str]
-    kubernetes_version: Optional[str]
-    min_size: int
-    desired_size: int
-    max_size: int
-    root_volume_gib: int
-    nvme_raid0: bool
-    fast_image_pull: bool
-    image_cache_snapshot_id: Optional[str]
-    efa: bool
-    efa_layout: tuple[NetworkInterface, ...]
-    placement_group: bool
-    labels: Mapping[str, str]
+    @property
+    def market_type(self) -> Optional[str]:
+        return "capacity-block" if self.instance_type_on_launch_template else None
 
     @property
     def reserved_capacity(self) -> bool:
         """Nodes come from a reservation (Capacity Block or ODCR), which has no room for a second group."""
         return self.capacity_reservation_id is not None
 
-    @classmethod
-    def of(cls, pool: ResolvedPool) -> ManagedPoolSpec:
-        if not (pool.managed and pool.instance_type and pool.ami_type and pool.availability_zone):
-            raise ValueError(f"pool {pool.name!r} is not a managed pool with an instance type and an AZ")
-        efa = pool.fabric == "efa"
-        capacity_block = pool.capacity_type == "capacity-block"
-        return cls(
-            name=pool.name,
-            instance_type=pool.instance_type,
-            ami_type=pool.ami_type,
-            availability_zone=pool.availability_zone,
-            local_zone=pool.local_zone,
-            subnet_id=pool.subnet_id,
-            eks_capacity_type=EKS_CAPACITY_TYPES[pool.capacity_type],
-            market_type="capacity-block" if capacity_block else None,
-            instance_type_on_launch_template=capacity_block,
-            capacity_reservation_id=pool.capacity_reservation_id,
-            kubernetes_version=pool.kubernetes_version,
-            min_size=pool.min_size,
-            desired_size=pool.desired_size,
-            max_size=pool.max_size,
-            root_volume_gib=pool.root_volume_gib,
-            nvme_raid0=pool.nvme_disks > 0,
-            fast_image_pull=pool.fast_image_pull,
-            image_cache_snapshot_id=pool.image_cache_snapshot_id,
-            efa=efa,
-            efa_layout=pool.efa_layout if efa else (),
-            placement_group=efa and pool.capacity_type not in RESERVED_CAPACITY_TYPES,
-            labels=MappingProxyType(pool.node_labels),
-        )
+    @property
+    def placement_group(self) -> bool:
+        """A `cluster` placement group; not for reservations, already co-located."""
+        return self.efa and self.capacity_type not in RESERVED_CAPACITY_TYPES
+
+    @property
+    def nvme_raid0(self) -> bool:
+        """The instance store as one RAID0 array for containerd and pod logs."""
+        return self.nvme_disks > 0
 
 
 @dataclass(frozen=True)
@@ -181,11 +148,16 @@ def pool_fabric(pool: NodePoolConfig, facts: PoolFacts) -> str:
     return pool.fabric or ("efa" if facts.efa_interfaces else "none")
 
 
-def cluster_version(aws: AwsConfig) -> Optional[str]:
-    """The Kubernetes version the config says the cluster runs (None: an existing cluster that does not say)."""
-    create = aws.cluster.create if aws.cluster else None
-    existing = aws.cluster.existing if aws.cluster else None
-    return create.kubernetesVersion if create else existing.kubernetesVersion if existing else None
+VERSION_KEY = "aws.cluster.create.kubernetesVersion"
+
+
+def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[str]]:
+    """(config key, version) of the cluster's Kubernetes version: a created cluster's, else the version an
+    existing cluster states (None when it states none)."""
+    if cluster is not None and cluster.create is not None:
+        return VERSION_KEY, cluster.create.kubernetesVersion
+    existing = cluster.existing if cluster is not None else None
+    return "aws.cluster.existing.kubernetesVersion", existing.kubernetesVersion if existing is not None else None
 
 
 def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
@@ -216,7 +188,7 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
         local_zone=bool(zone and aws_catalog.regions.local_zone(aws.region, zone)),
         subnet_id=subnet,
         capacity_reservation_id=pool.capacityReservationId,
-        kubernetes_version=cluster_version(aws),
+        kubernetes_version=stated_version(aws.cluster)[1],
         compute_domains=bool(instance and instance.computeDomains),
         nvme_disks=instance.nvmeDisks if instance else 0,
         root_volume_gib=pool.rootVolumeGiB,
@@ -425,7 +397,7 @@ def _check_pool(path: str, pool: NodePoolConfig, aws: AwsConfig, aws_catalog: Aw
         why = "EC2 instances have no InfiniBand; ib is for managed: false pools"
         errors.append(ConfigError(f"{path}.fabric", why, "efa, none"))
     errors += _check_capacity(path, pool, facts)
-    errors += _check_version(path, pool, facts, cluster_version(aws))
+    errors += _check_version(path, pool, facts, stated_version(aws.cluster)[1])
     if pool.managed:
         errors += _check_placement(path, pool, facts, aws, aws_catalog)
     return errors

@@ -60,7 +60,7 @@ from serving_stack.plan.monitoring import (
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import CanaryAlerting, OperabilityPlan, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
-from serving_stack.plan.pools import ManagedPoolSpec, ResolvedPool, check_pools, pool_cost_rows, resolve_pools
+from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pools
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
 from serving_stack.plan.serving import (
     PlannedTarget,
@@ -125,7 +125,7 @@ class StackPlan:
     aws: Optional[AwsAccount]
     cluster: ClusterPlan
     pools: tuple[ResolvedPool, ...]
-    managed_pools: tuple[ManagedPoolSpec, ...]
+    managed_pools: tuple[ResolvedPool, ...]
     device_plugins: Optional[DevicePluginSet]
     storage: Optional[StoragePlan]
     serving: ServingPlan
@@ -322,7 +322,7 @@ def build_plan(
         else None,
         cluster=cluster,
         pools=pool_list,
-        managed_pools=tuple(ManagedPoolSpec.of(p) for p in pool_list if p.managed),
+        managed_pools=tuple(p for p in pool_list if p.managed),
         device_plugins=plan_device_plugins(aws, pool_list, facts),
         storage=plan_storage(aws, cache_config.storageClassName, size, facts.aws),
         serving=serving,

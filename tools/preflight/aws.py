@@ -470,7 +470,7 @@ def eks_findings(stack: PreflightStack, calls: Calls) -> list[Finding]:
 def _offered_version(cluster: CreatedCluster, calls: Calls, region: str) -> list[Finding]:
     """DescribeClusterVersions (status per version); where it is refused, DescribeAddonVersions for the
     version (an empty answer: EKS offers no add-on, so no cluster, of that version)."""
-    version = cluster.kubernetes_version
+    version = cluster.create.kubernetesVersion
     try:
         paginator = calls.clients("eks", region).get_paginator("describe_cluster_versions")
         offered = [v for page in paginator.paginate() for v in page.get("clusterVersions", [])]
