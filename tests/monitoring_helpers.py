@@ -7,11 +7,10 @@ from typing import Any
 
 from serving_stack.config.gateway import RouterConfig
 from serving_stack.config.monitoring import MonitoringConfig
-from serving_stack.config.operability import OperabilityConfig
+from serving_stack.config.operability import CanaryConfig, OperabilityConfig
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.monitoring import load_dashboard_specs, load_metrics, load_monitoring
 from serving_stack.plan.monitoring import AlertThresholds, MonitoringPlan, WatchedTarget, plan_monitoring, rule_groups
-from serving_stack.plan.operability import CanaryAlerting
 from serving_stack.plan.watched_targets import watched_target
 from tools.mock_runtime import ProgramRun
 
@@ -35,9 +34,9 @@ def catalog_targets(libfabric: bool = True) -> list[WatchedTarget]:
     return watched
 
 
-def canary_alerting() -> CanaryAlerting:
+def canary_alerting() -> CanaryConfig:
     """The canaries as the `operability` block's defaults configure them."""
-    return CanaryAlerting(OperabilityConfig().canary.intervalSeconds)
+    return OperabilityConfig().canary
 
 
 def groups_for(targets: list[WatchedTarget], limits: AlertThresholds) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import pydantic
 
 from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.config.operability import CanaryConfig
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts.catalog import Criteria
 from serving_stack.facts.monitoring import (
@@ -36,7 +37,7 @@ from serving_stack.facts.monitoring import (
     Variable,
 )
 from serving_stack.names import GPU_LABEL, GPU_TAINT, RELEASE_LABEL
-from serving_stack.plan.operability import Alert, CanaryAlerting, canary_alerts
+from serving_stack.plan.operability import Alert, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 
@@ -79,7 +80,7 @@ def rule_groups(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     runbook_base_url: str,
-    canary: Optional[CanaryAlerting],
+    canary: Optional[CanaryConfig],
 ) -> list[dict[str, Any]]:
     """One group per target (`nemotron-<dgd>`) and, when the targets have canaries, `nemotron-canary`."""
 
@@ -435,7 +436,7 @@ def plan_monitoring(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     dashboards: Sequence[DashboardSpec],
-    canary: Optional[CanaryAlerting],
+    canary: Optional[CanaryConfig],
 ) -> MonitoringPlan:
     """`canary`: the targets have canaries (config `operability.canary`), so the rules watch them too;
     `request_timeout_seconds`: the gateway's, the most a TTFT SLO may be."""

@@ -55,7 +55,7 @@ from serving_stack.plan.monitoring import (
     plan_monitoring,
 )
 from serving_stack.plan.name_checks import check_names
-from serving_stack.plan.operability import CanaryAlerting, OperabilityPlan, plan_operability
+from serving_stack.plan.operability import OperabilityPlan, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
 from serving_stack.plan.pools import ManagedPoolSpec, ResolvedPool, check_pools, pool_cost_rows, resolve_pools
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
@@ -233,7 +233,7 @@ def build_plan(
             facts.monitoring,
             facts.metrics,
             facts.dashboards,
-            CanaryAlerting(checks.canary.intervalSeconds) if checks.canary.enabled else None,
+            checks.canary if checks.canary.enabled else None,
         )
     pool_list = tuple(pools.values())
     create = aws.cluster.create if aws and aws.cluster else None
