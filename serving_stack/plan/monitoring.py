@@ -23,6 +23,7 @@ import pydantic
 
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.operability import CanaryConfig
+from serving_stack.config.types import DNS_LABEL
 from serving_stack.errors import ConfigError, from_validation_error
 from serving_stack.facts.catalog import Criteria
 from serving_stack.facts.monitoring import (
@@ -41,7 +42,6 @@ from serving_stack.plan.operability import Alert, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 VALUE = '{{ $value | printf "%.3g" }}'
 
 
@@ -58,7 +58,7 @@ class WatchedTarget:
 
     def __post_init__(self) -> None:
         for name in (self.dgd_name, self.frontend_component.lower(), *(w.lower() for w in self.worker_components)):
-            if not DNS_LABEL.fullmatch(name):
+            if not re.fullmatch(DNS_LABEL, name):
                 raise ValueError(f"{self.target_id}: {name!r} is not a DNS label, so pod names cannot be matched on it")
         if not self.worker_components:
             raise ValueError(f"{self.target_id}: a target has at least one worker component")
