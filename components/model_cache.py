@@ -49,13 +49,10 @@ from serving_stack.plan.stack import ServingPlan
 
 @dataclass(frozen=True)
 class ModelCacheArgs:
-    """`hf_token_secret_name`: None downloads without a token (public checkpoints), so the Job's `envFrom`
-    of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
-    created), None for dynamic provisioning by the claim's StorageClass."""
-
     plan: ServingPlan  # the rendered claim and download Jobs (the first keeps the resource name `<name>-download`)
     namespace: pulumi.Input[str]  # the serving namespace
-    hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
+    # The token Secret the download Jobs read; None downloads without a token (public checkpoints, no `envFrom`).
+    hf_token_secret_name: Optional[pulumi.Input[str]]
     volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
 
 
@@ -137,14 +134,12 @@ NFS_PORTS = [(2049, 2049)]
 
 @dataclass(frozen=True)
 class ModelCacheStorageArgs:
-    """`claim_namespace`: where the model-cache claim lives (an FSx volume is bound to it alone)."""
-
     storage: StoragePlan  # the file system as planned (backend, size, throughput, protection)
     cluster_name: pulumi.Input[str]  # the EKS cluster (its CSI driver's Pod Identity association)
     vpc_id: pulumi.Input[str]  # the VPC of the file system's security group
     vpc_cidr: str  # who may mount it (NFS / Lustre ports)
     private_subnet_ids_by_az: Mapping[str, pulumi.Input[str]]  # where mount targets go, by zone
-    claim_namespace: str  # the namespace of the claim a static volume binds to
+    claim_namespace: str  # the namespace of the model-cache claim, which an FSx volume is bound to alone
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 

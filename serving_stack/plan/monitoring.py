@@ -1,4 +1,4 @@
-"""Monitoring settings + facts + the deployed targets -> the Monitoring component's Helm values, PrometheusRule,
+"""The `monitoring` block + facts + the deployed targets -> the Monitoring component's Helm values, PrometheusRule,
 monitors and Grafana dashboards, and the values the Dynamo platform needs so that its PodMonitors are selected.
 
 - Alerts (docs/monitoring.md): the published criteria and the stack's SLOs per target, each selecting one target's
