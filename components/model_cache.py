@@ -33,7 +33,6 @@ from serving_stack.plan.model_cache import (
     STATE_VOLUME,
     PrewarmPool,
     StoragePlan,
-    program_volume,
     state_volume,
 )
 from serving_stack.plan.operability import (
@@ -445,7 +444,7 @@ class ModelPrewarm(pulumi.ComponentResource):
             "volumes": [
                 {"name": "model-cache", "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True}},
                 state_volume(args.plan.prewarm_host_dir),
-                {**program_volume(), "configMap": {"name": program.metadata.name}},
+                {"name": PROGRAM_VOLUME, "configMap": {"name": program.metadata.name}},
             ],
         }
         # The program's ConfigMap is replaced under the same name when it changes; only a changed pod template

@@ -318,10 +318,6 @@ def state_volume(host_dir: str) -> dict[str, Any]:
     return {"name": STATE_VOLUME, "hostPath": {"path": host_dir, "type": "DirectoryOrCreate"}}
 
 
-def program_volume() -> dict[str, Any]:
-    return {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
-
-
 def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, checkpoints: list[str]) -> None:
     """Give every worker an initContainer that waits (bounded) until its checkpoints are downloaded and its
     node is warm, so its pod (and kubelet's pull of its image) can start while the download Job still runs.
@@ -336,6 +332,7 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, 
             continue
         pod = component["podTemplate"]["spec"]
         main = pod["containers"][0]
+        program = {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
         (cache,) = [m for m in main["volumeMounts"] if m["name"] == MODEL_CACHE_CLAIM and "subPath" not in m]
         # Where the worker reads the hub cache (HF_HOME), mounted at the same path here.
         root = next((e["value"] for e in main.get("env", []) if e["name"] == "HF_HOME"), cache["mountPath"])
@@ -362,7 +359,7 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, 
                 ],
             }
         ]
-        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program]
 
 
 # prewarm/prewarm.py's DOWNLOAD_MARKER (it ships alone; tests/test_download_gate.py checks they agree).
