@@ -33,7 +33,6 @@ from serving_stack.plan.model_cache import (
     STATE_VOLUME,
     PrewarmPool,
     StoragePlan,
-    program_volume,
     state_volume,
 )
 from serving_stack.plan.operability import (
@@ -49,13 +48,10 @@ from serving_stack.plan.stack import ServingPlan
 
 @dataclass(frozen=True)
 class ModelCacheArgs:
-    """`hf_token_secret_name`: None downloads without a token (public checkpoints), so the Job's `envFrom`
-    of the token Secret goes; `volume_name`: a PersistentVolume the claim binds to (a file system the stack
-    created), None for dynamic provisioning by the claim's StorageClass."""
-
     plan: ServingPlan  # the rendered claim and download Jobs (the first keeps the resource name `<name>-download`)
     namespace: pulumi.Input[str]  # the serving namespace
-    hf_token_secret_name: Optional[pulumi.Input[str]]  # the token Secret the download Jobs read, None without
+    # The token Secret the download Jobs read; None downloads without a token (public checkpoints, no `envFrom`).
+    hf_token_secret_name: Optional[pulumi.Input[str]]
     volume_name: Optional[pulumi.Input[str]] = None  # a PersistentVolume to bind to, None for dynamic provisioning
 
 
@@ -137,14 +133,12 @@ NFS_PORTS = [(2049, 2049)]
 
 @dataclass(frozen=True)
 class ModelCacheStorageArgs:
-    """`claim_namespace`: where the model-cache claim lives (an FSx volume is bound to it alone)."""
-
     storage: StoragePlan  # the file system as planned (backend, size, throughput, protection)
     cluster_name: pulumi.Input[str]  # the EKS cluster (its CSI driver's Pod Identity association)
     vpc_id: pulumi.Input[str]  # the VPC of the file system's security group
     vpc_cidr: str  # who may mount it (NFS / Lustre ports)
     private_subnet_ids_by_az: Mapping[str, pulumi.Input[str]]  # where mount targets go, by zone
-    claim_namespace: str  # the namespace of the claim a static volume binds to
+    claim_namespace: str  # the namespace of the model-cache claim, which an FSx volume is bound to alone
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
 
 
@@ -302,19 +296,6 @@ class ModelPrewarmArgs:
 SMALL = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
 
 
-def _on_pool(pool: PrewarmPool, priority: k8s.scheduling.v1.PriorityClass, **spec: Any) -> dict[str, Any]:
-    """A pod spec on the pool's nodes (its placement and taints), below serving priority, with no service account
-    token and the runtime's seccomp profile; `spec` adds the pod's own fields."""
-    return {
-        "priorityClassName": priority.metadata.name,
-        "affinity": {"nodeAffinity": pool.node_affinity},
-        "tolerations": pool.tolerations,
-        **spec,
-        "automountServiceAccountToken": False,
-        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-    }
-
-
 class ModelPrewarm(pulumi.ComponentResource):
     """The program's ConfigMap, a low PriorityClass, and a DaemonSet per pool, running as nobody (a CAP_CHOWN-only
     init container hands it the node-local state dir). Small memory requests never block scheduling; the limit
@@ -348,6 +329,44 @@ class ModelPrewarm(pulumi.ComponentResource):
         ]
         self.register_outputs({"daemonSets": [d.metadata.name for d in self.daemon_sets + self.pre_pulls]})
 
+    def _on_pool(
+        self,
+        resource_name: str,
+        app: str,
+        pool: PrewarmPool,
+        priority: k8s.scheduling.v1.PriorityClass,
+        args: ModelPrewarmArgs,
+        pod: dict[str, Any],
+        annotations: Optional[dict[str, str]] = None,
+        template_annotations: Optional[dict[str, str]] = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> k8s.apps.v1.DaemonSet:
+        """A DaemonSet `<app>-<pool>` on the pool's nodes (its placement and taints), below serving priority, with
+        no service account token and the runtime's seccomp profile; `pod` adds the pod's own fields."""
+        labels = {"app.kubernetes.io/name": app, PREWARM_POOL_LABEL: pool.name}
+        metadata = {"name": f"{app}-{pool.name}", "namespace": args.namespace, "labels": labels}
+        template = {"labels": labels, **({"annotations": template_annotations} if template_annotations else {})}
+        return k8s.apps.v1.DaemonSet(
+            resource_name,
+            metadata={**metadata, **({"annotations": annotations} if annotations else {})},
+            spec={
+                "selector": {"matchLabels": labels},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+                "template": {
+                    "metadata": template,
+                    "spec": {
+                        "priorityClassName": priority.metadata.name,
+                        "affinity": {"nodeAffinity": pool.node_affinity},
+                        "tolerations": pool.tolerations,
+                        **pod,
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+        )
+
     def _pre_pull(
         self, name: str, pool: PrewarmPool, priority: k8s.scheduling.v1.PriorityClass, args: ModelPrewarmArgs
     ) -> k8s.apps.v1.DaemonSet:
@@ -355,42 +374,24 @@ class ModelPrewarm(pulumi.ComponentResource):
         (in every image with a shell; the Dynamo runtime images are Ubuntu-based), then a pause container holds
         the pod so the kubelet keeps the images in use; no GPU requested. Not awaited: nothing waits for it, and
         `up` must neither hold for a pull of many GB nor time out on a node group still being created."""
-        labels = {"app.kubernetes.io/name": PREPULL_APP, PREWARM_POOL_LABEL: pool.name}
         locked = container_security(NOBODY)
         pulls = [
             {"name": f"pull-{i}", "image": image, "command": ["true"], "resources": SMALL, "securityContext": locked}
             for i, image in enumerate(pool.images)
         ]
         pause = {"name": "pause", "image": PAUSE_IMAGE, "resources": SMALL, "securityContext": locked}
-        return k8s.apps.v1.DaemonSet(
-            f"{name}-{pool.name}-pull",
-            metadata={
-                "name": f"{PREPULL_APP}-{pool.name}",
-                "namespace": args.namespace,
-                "labels": labels,
-                "annotations": {
-                    SKIP_AWAIT_ANNOTATION: "true",
-                    # pause has no shell or endpoint to probe: the pod is Ready once its pulls have run.
-                    CHECKOV_SKIP_ANNOTATION: "CKV_K8S_9=a pause container holding pulled images serves nothing",
-                },
-            },
-            spec={
-                "selector": {"matchLabels": labels},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": _on_pool(
-                        pool,
-                        priority,
-                        **({"imagePullSecrets": pool.pull_secrets} if pool.pull_secrets else {}),
-                        terminationGracePeriodSeconds=1,
-                        initContainers=pulls,
-                        containers=[pause],
-                    ),
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        pod = {
+            **({"imagePullSecrets": pool.pull_secrets} if pool.pull_secrets else {}),
+            "terminationGracePeriodSeconds": 1,
+            "initContainers": pulls,
+            "containers": [pause],
+        }
+        annotations = {
+            SKIP_AWAIT_ANNOTATION: "true",
+            # pause has no shell or endpoint to probe: the pod is Ready once its pulls have run.
+            CHECKOV_SKIP_ANNOTATION: "CKV_K8S_9=a pause container holding pulled images serves nothing",
+        }
+        return self._on_pool(f"{name}-{pool.name}-pull", PREPULL_APP, pool, priority, args, pod, annotations)
 
     def _daemon_set(
         self,
@@ -400,7 +401,6 @@ class ModelPrewarm(pulumi.ComponentResource):
         priority: k8s.scheduling.v1.PriorityClass,
         args: ModelPrewarmArgs,
     ) -> k8s.apps.v1.DaemonSet:
-        labels = {"app.kubernetes.io/name": PREWARM_APP, PREWARM_POOL_LABEL: pool.name}
         settings = args.plan.model_cache.prewarm
         command = ["python3", f"{PROGRAM_MOUNT}/prewarm.py"]
         container = {
@@ -437,33 +437,19 @@ class ModelPrewarm(pulumi.ComponentResource):
             "securityContext": CHOWN_ONLY,
             "volumeMounts": [{"name": STATE_VOLUME, "mountPath": STATE_DIR}],
         }
-        program_digest = hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()
-        return k8s.apps.v1.DaemonSet(
-            f"{name}-{pool.name}",
-            metadata={"name": f"model-prewarm-{pool.name}", "namespace": args.namespace, "labels": labels},
-            spec={
-                "selector": {"matchLabels": labels},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
-                "template": {
-                    # The program's ConfigMap is replaced under the same name when it changes; only a changed
-                    # pod template makes the DaemonSet roll its pods onto the new program.
-                    "metadata": {"labels": labels, "annotations": {CONFIG_CHECKSUM_ANNOTATION: program_digest}},
-                    "spec": _on_pool(
-                        pool,
-                        priority,
-                        terminationGracePeriodSeconds=5,
-                        initContainers=[take_state_dir],
-                        containers=[container],
-                        volumes=[
-                            {
-                                "name": "model-cache",
-                                "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True},
-                            },
-                            state_volume(args.plan.prewarm_host_dir),
-                            {**program_volume(), "configMap": {"name": program.metadata.name}},
-                        ],
-                    ),
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.after)),
+        pod = {
+            "terminationGracePeriodSeconds": 5,
+            "initContainers": [take_state_dir],
+            "containers": [container],
+            "volumes": [
+                {"name": "model-cache", "persistentVolumeClaim": {"claimName": args.claim_name, "readOnly": True}},
+                state_volume(args.plan.prewarm_host_dir),
+                {"name": PROGRAM_VOLUME, "configMap": {"name": program.metadata.name}},
+            ],
+        }
+        # The program's ConfigMap is replaced under the same name when it changes; only a changed pod template
+        # makes the DaemonSet roll its pods onto the new program.
+        digest = {CONFIG_CHECKSUM_ANNOTATION: hashlib.sha256(args.plan.prewarm_program.encode()).hexdigest()}
+        return self._on_pool(
+            f"{name}-{pool.name}", PREWARM_APP, pool, priority, args, pod, None, digest, depends_on=args.after
         )

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 
 from components import children_wait_for
 from serving_stack.names import TypeTokens
-from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan, TargetChecks
+from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan
 
 
 @dataclass(frozen=True)
@@ -34,82 +34,66 @@ class Operability(pulumi.ComponentResource):
     def __init__(self, name: str, args: OperabilityArgs, opts: Optional[pulumi.ResourceOptions] = None):
         opts, crds_ready = children_wait_for(opts)
         super().__init__(TypeTokens.OPERABILITY, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        self._namespace = args.namespace
-        metadata = args.plan.program_config_map["metadata"]
+        plan, child = args.plan, pulumi.ResourceOptions(parent=self)
         programs = k8s.core.v1.ConfigMap(
             f"{name}-programs",
-            metadata={**metadata, "namespace": args.namespace},
-            data=dict(args.plan.program_config_map["data"]),
+            metadata={**plan.program_config_map["metadata"], "namespace": args.namespace},
+            data=dict(plan.program_config_map["data"]),
             opts=child,
-        )
-        self._programs: pulumi.Output[str] = programs.metadata.name
+        ).metadata.name
+
+        def metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
+            return {**manifest["metadata"], "namespace": args.namespace}
+
+        def with_programs(spec: Mapping[str, Any]) -> dict[str, Any]:
+            """A spec whose pod template's program volume names the ConfigMap resource (a data edge)."""
+            pod = dict(spec["template"]["spec"])
+            pod["volumes"] = [
+                {**v, "configMap": {**v["configMap"], "name": programs}}
+                if v.get("configMap", {}).get("name") == PROGRAM_CONFIG_MAP
+                else v
+                for v in pod["volumes"]
+            ]
+            return {**spec, "template": {**spec["template"], "spec": pod}}
+
         created: dict[str, list[pulumi.Output[str]]] = {"smokeJobs": [], "benchmarks": [], "canaries": []}
-        for checks in args.plan.targets:
-            role = f"{name}-{checks.resource_name}"
-            graph = [args.graphs[checks.target_id]]
-            if args.plan.smoke_tests:
-                created["smokeJobs"].append(self._smoke_job(role, checks, graph))
-            if args.plan.benchmarks:
-                created["benchmarks"].append(self._benchmark(role, checks))
-            if args.plan.canaries:
-                created["canaries"].append(self._canary(role, checks, graph))
-            if args.plan.canary_monitors:
-                monitor = checks.canary_monitor
+        for checks in plan.targets:
+            role, graph = f"{name}-{checks.resource_name}", [args.graphs[checks.target_id]]
+            if plan.smoke_tests:
+                timeout = f"{checks.smoke_timeout_minutes}m"
+                timeouts = pulumi.CustomTimeouts(create=timeout, update=timeout) if checks.gated else None
+                smoke = k8s.batch.v1.Job(
+                    f"{role}-smoke",
+                    metadata=metadata(checks.smoke_job),
+                    spec=with_programs(checks.smoke_job["spec"]),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=graph, custom_timeouts=timeouts),
+                )
+                created["smokeJobs"].append(smoke.metadata.name)
+            if plan.benchmarks:
+                cron = checks.benchmark["spec"]
+                job_template = {**cron["jobTemplate"], "spec": with_programs(cron["jobTemplate"]["spec"])}
+                bench = k8s.batch.v1.CronJob(
+                    f"{role}-bench",
+                    metadata=metadata(checks.benchmark),
+                    spec={**cron, "jobTemplate": job_template},
+                    opts=child,
+                )
+                created["benchmarks"].append(bench.metadata.name)
+            if plan.canaries:
+                canary = k8s.apps.v1.Deployment(
+                    f"{role}-canary",
+                    metadata=metadata(checks.canary),
+                    spec=with_programs(checks.canary["spec"]),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=graph),
+                )
+                created["canaries"].append(canary.metadata.name)
+            if plan.canary_monitors:
                 k8s.apiextensions.CustomResource(
                     f"{role}-canary-monitor",
-                    api_version=monitor["apiVersion"],
-                    kind=monitor["kind"],
-                    metadata=self._metadata(monitor),
-                    spec=monitor["spec"],
+                    api_version=checks.canary_monitor["apiVersion"],
+                    kind=checks.canary_monitor["kind"],
+                    metadata=metadata(checks.canary_monitor),
+                    spec=checks.canary_monitor["spec"],
                     opts=pulumi.ResourceOptions(parent=self, depends_on=crds_ready),
                 )
-        self.register_outputs({"programs": self._programs, **created})
-
-    def _metadata(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        return {**manifest["metadata"], "namespace": self._namespace}
-
-    def _with_programs(self, template: Mapping[str, Any]) -> dict[str, Any]:
-        """A pod template whose program volume names the ConfigMap resource (a data edge, not a bare name)."""
-        spec = dict(template["spec"])
-        spec["volumes"] = [
-            {**v, "configMap": {**v["configMap"], "name": self._programs}}
-            if v.get("configMap", {}).get("name") == PROGRAM_CONFIG_MAP
-            else v
-            for v in spec["volumes"]
-        ]
-        return {**template, "spec": spec}
-
-    def _smoke_job(self, role: str, checks: TargetChecks, graph: list[pulumi.Resource]) -> pulumi.Output[str]:
-        manifest = checks.smoke_job
-        timeout = f"{checks.smoke_timeout_minutes}m"
-        timeouts = pulumi.CustomTimeouts(create=timeout, update=timeout) if checks.gated else None
-        created: pulumi.Output[str] = k8s.batch.v1.Job(
-            f"{role}-smoke",
-            metadata=self._metadata(manifest),
-            spec={**manifest["spec"], "template": self._with_programs(manifest["spec"]["template"])},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=graph, custom_timeouts=timeouts),
-        ).metadata.name
-        return created
-
-    def _benchmark(self, role: str, checks: TargetChecks) -> pulumi.Output[str]:
-        manifest = checks.benchmark
-        job_template = manifest["spec"]["jobTemplate"]
-        job_spec = {**job_template["spec"], "template": self._with_programs(job_template["spec"]["template"])}
-        created: pulumi.Output[str] = k8s.batch.v1.CronJob(
-            f"{role}-bench",
-            metadata=self._metadata(manifest),
-            spec={**manifest["spec"], "jobTemplate": {**job_template, "spec": job_spec}},
-            opts=pulumi.ResourceOptions(parent=self),
-        ).metadata.name
-        return created
-
-    def _canary(self, role: str, checks: TargetChecks, graph: list[pulumi.Resource]) -> pulumi.Output[str]:
-        manifest = checks.canary
-        created: pulumi.Output[str] = k8s.apps.v1.Deployment(
-            f"{role}-canary",
-            metadata=self._metadata(manifest),
-            spec={**manifest["spec"], "template": self._with_programs(manifest["spec"]["template"])},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=graph),
-        ).metadata.name
-        return created
+        self.register_outputs({"programs": programs, **created})

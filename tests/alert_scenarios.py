@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from serving_stack.config.operability import CanaryConfig
 from serving_stack.facts.monitoring import MetricsCatalog, MonitoringFacts
 from serving_stack.plan.monitoring import VALUE, AlertThresholds, WatchedTarget
-from serving_stack.plan.operability import CANARY_PORT, CanaryAlerting, canary_name
+from serving_stack.plan.operability import CANARY_PORT, CANARY_STALE_INTERVALS, canary_name
 
 MARGIN = 0.05
 TOKENS_PER_MINUTE = 60.0
@@ -63,7 +64,7 @@ class Scenarios:
     thresholds: AlertThresholds
     facts: MonitoringFacts
     metrics: MetricsCatalog
-    canary: CanaryAlerting
+    canary: CanaryConfig
 
     @property
     def eval_minutes(self) -> int:
@@ -278,7 +279,7 @@ class Scenarios:
             self.metrics.metric("canary", "lastProbeTimestamp").name,
             self.metrics.metric("prometheus", "up").name,
         )
-        age = beside(self.canary.stale_after_seconds, firing)
+        age = beside(CANARY_STALE_INTERVALS * self.canary.intervalSeconds, firing)
         out = [
             series(last_probe, self.canary_sample(), f"{-age!r}+60x{self.points}"),
             series(up, self.canary_scrape(), constant(1.0, self.points)),

@@ -4,28 +4,38 @@ from __future__ import annotations
 
 import pydantic
 import pytest
+from monitoring_helpers import catalog_targets
 
 from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.errors import ConfigError
-from serving_stack.facts.monitoring import load_monitoring
-from serving_stack.plan.monitoring import monitoring_settings
+from serving_stack.facts.catalog import load_catalog
+from serving_stack.facts.monitoring import load_metrics, load_monitoring
+from serving_stack.plan.monitoring import plan_monitoring, slo_settings
 
 
 def settings_of(raw):
-    return monitoring_settings(MonitoringConfig.model_validate(raw), load_monitoring())
+    return slo_settings(MonitoringConfig.model_validate(raw), load_monitoring())
+
+
+def plan_of(raw):
+    criteria = load_catalog().criteria
+    facts = load_monitoring()
+    config, targets = MonitoringConfig.model_validate(raw), catalog_targets()[:1]
+    return plan_monitoring(config, "serving", targets, criteria, 600, facts, load_metrics(), [], None)
 
 
 def test_defaults_install_everything_with_the_data_slos():
-    settings = settings_of({})
-    assert settings.install_prometheus and settings.install_dcgm_exporter and settings.create_namespace
-    assert settings.slo == load_monitoring().sloDefaults
-    assert settings.runbook_base_url == load_monitoring().runbookBaseUrl
+    plan = plan_of({})
+    assert plan.install_prometheus and plan.install_dcgm_exporter and plan.create_namespace
+    assert settings_of({}) == load_monitoring().sloDefaults
+    (group,) = plan.prometheus_rule["spec"]["groups"]
+    assert {r["annotations"]["runbook_url"].split("#")[0] for r in group["rules"]} == {load_monitoring().runbookBaseUrl}
 
 
 def test_an_slo_override_keeps_the_other_defaults():
-    settings = settings_of({"slo": {"maxKvCacheUsage": 0.85}})
-    assert settings.slo.maxKvCacheUsage == 0.85
-    assert settings.slo.ttftP99Seconds == load_monitoring().sloDefaults.ttftP99Seconds
+    slo = settings_of({"slo": {"maxKvCacheUsage": 0.85}})
+    assert slo.maxKvCacheUsage == 0.85
+    assert slo.ttftP99Seconds == load_monitoring().sloDefaults.ttftP99Seconds
 
 
 @pytest.mark.parametrize(
@@ -63,6 +73,6 @@ def test_an_existing_prometheus_is_used_by_its_release_label_and_url():
             "url": "http://prometheus.observability.svc:9090",
         },
     }
-    settings = settings_of(raw)
-    assert not settings.install_prometheus and not settings.create_namespace
-    assert settings.existing_prometheus() == ("prometheus", "http://prometheus.observability.svc:9090")
+    plan = plan_of(raw)
+    assert not plan.install_prometheus and not plan.create_namespace
+    assert (plan.release_label, plan.prometheus_url) == ("prometheus", "http://prometheus.observability.svc:9090")

@@ -59,7 +59,7 @@ def test_dashboard_templates_name_metrics_only_through_the_data_file():
         }
     )  # `up` has no prefix
     for spec in load_dashboard_specs():
-        for expr in spec.expressions():
+        for expr in (q.expr for row in spec.rows for panel in row.panels for q in panel.queries):
             spelled = [t for t in IDENTIFIER.findall(METRIC_REFERENCE.sub("", expr)) if t.startswith(prefixes)]
             assert not spelled, f"{spec.uid}: {expr} spells out {spelled}"
 

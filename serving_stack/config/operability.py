@@ -10,14 +10,12 @@ what the canary alerts read; a stack without monitoring has nothing scraping it 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Annotated, Optional
 
 import pydantic
 
 from serving_stack.config.cron import check_cron_schedule
-from serving_stack.config.types import Block, Int32, PinnedImage
+from serving_stack.config.types import Block, Int32, PinnedImage, matching
 
 PYTHON_IMAGE = "docker.io/library/python:3.12.8-slim"
 # The AIPerf version the tests run (requirements-aiperf.txt; a test keeps the two equal).
@@ -25,21 +23,9 @@ AIPERF_IMAGE = "nvcr.io/nvidia/ai-dynamo/aiperf:0.11.0"
 TRACE_FILE = "64k_400_90kv_agent_new_noschedule_short_15perc.jsonl"  # the recipe page's Mooncake trace
 
 
-def _matches(pattern: str, what: str) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise ValueError(f"must be {what}")
-        return value
-
-    return check
-
-
 CronSchedule = Annotated[str, pydantic.AfterValidator(check_cron_schedule)]
 TraceFileName = Annotated[
-    str,
-    pydantic.AfterValidator(
-        _matches(r"[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl", "a .jsonl file name (the trace under /model-cache/traces/)")
-    ),
+    str, matching(r"[A-Za-z0-9][A-Za-z0-9._-]*\.jsonl", "a .jsonl file name (the trace under /model-cache/traces/)")
 ]
 
 

@@ -113,9 +113,6 @@ class DashboardSpec(Data):
     variables: tuple[Variable, ...]
     rows: tuple[Row, ...] = pydantic.Field(min_length=1)
 
-    def expressions(self) -> list[str]:
-        return [q.expr for row in self.rows for panel in row.panels for q in panel.queries]
-
 
 @functools.lru_cache(maxsize=4)
 def load_dashboard_specs(root: Path = DATA_DIR) -> tuple[DashboardSpec, ...]:

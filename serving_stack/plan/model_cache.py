@@ -105,42 +105,36 @@ def select_model_cache(
 ) -> tuple[ModelCacheSelection, list[ConfigError]]:
     """What each download Job fetches and the claim's size (the configured one, else `cache_size`), and every
     checkpoint change the upstream script cannot take; `loaded`: the repos the selected targets load."""
-    wanted = _wanted(cache, facts)
+    wanted, errors = _wanted(cache, facts), []
     if wanted is None:
         used = [job for job in facts.jobs if any(repo in loaded for repo in job.repos)]
         jobs = tuple(JobCheckpoints(job, job.checkpoints) for job in (used or facts.jobs))
-        return _selection(cache, facts, jobs, sizes), []
-    kept = [JobCheckpoints(job, tuple((n, r) for n, r in job.checkpoints if r in wanted)) for job in facts.jobs]
-    fetched = {repo for job in kept for _, repo in job.checkpoints}
-    taken = {name for job in facts.jobs for name, _ in job.checkpoints}
-    added: list[tuple[str, str]] = []
-    for repo in (r for r in wanted if r not in fetched):
-        name = _derived_env_name(repo, wanted[0], taken)
-        taken.add(name)
-        added.append((name, repo))
-    kept[0] = JobCheckpoints(kept[0].job, kept[0].checkpoints + tuple(added))
-    jobs = tuple(job for job in kept if job.checkpoints)
-    errors: list[ConfigError] = []
-    for job in (j for j in jobs if j.changed):
-        upstream = [name for name, _ in job.job.checkpoints]
-        if not env_tuple_pattern(upstream).search(job.job.script):
-            errors.append(
-                ConfigError(
-                    KEY,
-                    f"download Job {job.job.name!r} ({job.job.path}) does not list its env "
-                    f"names as {env_name_tuple(upstream)} in its script, so the stack cannot "
-                    "change what it fetches",
-                    "leave modelCache.checkpoints unset for this revision",
-                )
+    else:
+        kept = [JobCheckpoints(job, tuple((n, r) for n, r in job.checkpoints if r in wanted)) for job in facts.jobs]
+        fetched = {repo for job in kept for _, repo in job.checkpoints}
+        taken = {name for job in facts.jobs for name, _ in job.checkpoints}
+        added: list[tuple[str, str]] = []
+        for repo in (r for r in wanted if r not in fetched):
+            name = _derived_env_name(repo, wanted[0], taken)
+            taken.add(name)
+            added.append((name, repo))
+        kept[0] = JobCheckpoints(kept[0].job, kept[0].checkpoints + tuple(added))
+        jobs = tuple(job for job in kept if job.checkpoints)
+        errors = [
+            ConfigError(
+                KEY,
+                f"download Job {job.job.name!r} ({job.job.path}) does not list its env "
+                f"names as {env_name_tuple(upstream)} in its script, so the stack cannot "
+                "change what it fetches",
+                "leave modelCache.checkpoints unset for this revision",
             )
-    return _selection(cache, facts, jobs, sizes), errors
-
-
-def _selection(
-    cache: ModelCacheConfig, facts: ModelCacheFacts, jobs: tuple[JobCheckpoints, ...], sizes: CheckpointSizes
-) -> ModelCacheSelection:
+            for job in jobs
+            if job.changed
+            and not env_tuple_pattern(upstream := [n for n, _ in job.job.checkpoints]).search(job.job.script)
+        ]
     repos = {repo for job in jobs for _, repo in job.checkpoints}
-    return ModelCacheSelection(cache.size if cache.size is not None else cache_size(facts.size, repos, sizes), jobs)
+    size = cache.size if cache.size is not None else cache_size(facts.size, repos, sizes)
+    return ModelCacheSelection(size, jobs), errors
 
 
 FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400
@@ -324,10 +318,6 @@ def state_volume(host_dir: str) -> dict[str, Any]:
     return {"name": STATE_VOLUME, "hostPath": {"path": host_dir, "type": "DirectoryOrCreate"}}
 
 
-def program_volume() -> dict[str, Any]:
-    return {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
-
-
 def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, checkpoints: list[str]) -> None:
     """Give every worker an initContainer that waits (bounded) until its checkpoints are downloaded and its
     node is warm, so its pod (and kubelet's pull of its image) can start while the download Job still runs.
@@ -342,6 +332,7 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, 
             continue
         pod = component["podTemplate"]["spec"]
         main = pod["containers"][0]
+        program = {"name": PROGRAM_VOLUME, "configMap": {"name": PREWARM_PROGRAM_CONFIG_MAP}}
         (cache,) = [m for m in main["volumeMounts"] if m["name"] == MODEL_CACHE_CLAIM and "subPath" not in m]
         # Where the worker reads the hub cache (HF_HOME), mounted at the same path here.
         root = next((e["value"] for e in main.get("env", []) if e["name"] == "HF_HOME"), cache["mountPath"])
@@ -368,7 +359,7 @@ def gate_workers(dgd: dict[str, Any], wait_timeout_seconds: int, host_dir: str, 
                 ],
             }
         ]
-        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program_volume()]
+        pod["volumes"] = [*pod.get("volumes", []), state_volume(host_dir), program]
 
 
 # prewarm/prewarm.py's DOWNLOAD_MARKER (it ships alone; tests/test_download_gate.py checks they agree).

@@ -1,4 +1,4 @@
-"""Monitoring settings + facts + the deployed targets -> the Monitoring component's Helm values, PrometheusRule,
+"""The `monitoring` block + facts + the deployed targets -> the Monitoring component's Helm values, PrometheusRule,
 monitors and Grafana dashboards, and the values the Dynamo platform needs so that its PodMonitors are selected.
 
 - Alerts (docs/monitoring.md): the published criteria and the stack's SLOs per target, each selecting one target's
@@ -16,13 +16,16 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pydantic
 
 from serving_stack.config.monitoring import MonitoringConfig
+from serving_stack.config.operability import CanaryConfig
+from serving_stack.config.types import DNS_LABEL
 from serving_stack.errors import ConfigError, from_validation_error
+from serving_stack.facts.catalog import Criteria
 from serving_stack.facts.monitoring import (
     DashboardSpec,
     DcgmExporterPin,
@@ -34,12 +37,11 @@ from serving_stack.facts.monitoring import (
     SloSettings,
     Variable,
 )
-from serving_stack.names import RELEASE_LABEL
-from serving_stack.plan.operability import Alert, CanaryAlerting, canary_alerts
+from serving_stack.names import GPU_LABEL, GPU_TAINT, RELEASE_LABEL
+from serving_stack.plan.operability import Alert, canary_alerts
 
 API_VERSION = "monitoring.coreos.com/v1"
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 VALUE = '{{ $value | printf "%.3g" }}'
 
 
@@ -56,7 +58,7 @@ class WatchedTarget:
 
     def __post_init__(self) -> None:
         for name in (self.dgd_name, self.frontend_component.lower(), *(w.lower() for w in self.worker_components)):
-            if not DNS_LABEL.fullmatch(name):
+            if not re.fullmatch(DNS_LABEL, name):
                 raise ValueError(f"{self.target_id}: {name!r} is not a DNS label, so pod names cannot be matched on it")
         if not self.worker_components:
             raise ValueError(f"{self.target_id}: a target has at least one worker component")
@@ -71,26 +73,6 @@ class AlertThresholds:
     slo: SloSettings
 
 
-def alert_thresholds(
-    max_ttft_p50_ms: float, min_tokens_per_second_per_user: float, slo: SloSettings
-) -> AlertThresholds:
-    return AlertThresholds(max_ttft_p50_ms / 1000, min_tokens_per_second_per_user, slo)
-
-
-def prometheus_rule(name: str, namespace: str, release_label: str, groups: list[dict[str, Any]]) -> dict[str, Any]:
-    """The manifest; the `release` label is what a kube-prometheus-stack Prometheus selects rules by."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "PrometheusRule",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {RELEASE_LABEL: release_label, "app.kubernetes.io/part-of": "nemotron-lightning"},
-        },
-        "spec": {"groups": groups},
-    }
-
-
 def rule_groups(
     serving_namespace: str,
     targets: Sequence[WatchedTarget],
@@ -98,176 +80,143 @@ def rule_groups(
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     runbook_base_url: str,
-    canary: Optional[CanaryAlerting],
+    canary: Optional[CanaryConfig],
 ) -> list[dict[str, Any]]:
     """One group per target (`nemotron-<dgd>`) and, when the targets have canaries, `nemotron-canary`."""
-    builder = _RuleBuilder(serving_namespace, thresholds, facts, metrics, runbook_base_url)
-    groups = [builder.target_group(target) for target in targets]
-    if canary is not None and targets:
-        rules = [
-            builder.rule(alert, {"target": target.target_id})
-            for target in targets
-            for alert in canary_alerts(serving_namespace, target.target_id, target.dgd_name, canary, metrics)
+
+    def rules(target: WatchedTarget, alerts: list[Alert]) -> list[dict[str, Any]]:
+        return [
+            {
+                "alert": alert.name,
+                "expr": alert.expr,
+                "for": (policy := facts.alerts[alert.name]).for_,
+                "labels": {"severity": policy.severity, "target": target.target_id},
+                "annotations": {
+                    "summary": alert.summary,
+                    "description": alert.description,
+                    "runbook_url": f"{runbook_base_url}#{policy.runbook}",
+                },
+            }
+            for alert in alerts
         ]
-        groups.append({"name": "nemotron-canary", "rules": rules})
+
+    groups = [
+        {
+            "name": f"nemotron-{t.dgd_name}",
+            "rules": rules(t, _target_alerts(t, serving_namespace, thresholds, facts.rateWindow, metrics)),
+        }
+        for t in targets
+    ]
+    if canary is not None and targets:
+        canary_rules = [
+            rule
+            for t in targets
+            for rule in rules(t, canary_alerts(serving_namespace, t.target_id, t.dgd_name, canary, metrics))
+        ]
+        groups.append({"name": "nemotron-canary", "rules": canary_rules})
     return groups
 
 
-class _RuleBuilder:
-    def __init__(
-        self,
-        namespace: str,
-        thresholds: AlertThresholds,
-        facts: MonitoringFacts,
-        metrics: MetricsCatalog,
-        runbook_base_url: str,
-    ) -> None:
-        self.namespace = namespace
-        self.t = thresholds
-        self.facts = facts
-        self.m = metrics
-        self.window = facts.rateWindow
-        self.runbook_base_url = runbook_base_url
+def _target_alerts(
+    target: WatchedTarget, namespace: str, t: AlertThresholds, window: str, m: MetricsCatalog
+) -> list[Alert]:
+    frontend = f'namespace="{namespace}", pod=~"{_pods(target.dgd_name, [target.frontend_component])}"'
+    workers = f'namespace="{namespace}", pod=~"{_pods(target.dgd_name, target.worker_components)}"'
+    tid, slo, ttft = target.target_id, t.slo, m.metric("dynamoFrontend", "timeToFirstToken").name
 
-    def rule(self, alert: Alert, labels: dict[str, str]) -> dict[str, Any]:
-        policy = self.facts.alerts[alert.name]
-        return {
-            "alert": alert.name,
-            "expr": alert.expr,
-            "for": policy.for_,
-            "labels": {"severity": policy.severity, **labels},
-            "annotations": {
-                "summary": alert.summary,
-                "description": alert.description,
-                "runbook_url": f"{self.runbook_base_url}#{policy.runbook}",
-            },
-        }
+    def quantile(q: float) -> str:
+        return f"histogram_quantile({q}, sum by (namespace, le) (rate({ttft}_bucket{{{frontend}}}[{window}])))"
 
-    def target_group(self, target: WatchedTarget) -> dict[str, Any]:
-        frontend = f'namespace="{self.namespace}", pod=~"{_pods(target.dgd_name, [target.frontend_component])}"'
-        workers = f'namespace="{self.namespace}", pod=~"{_pods(target.dgd_name, target.worker_components)}"'
-        alerts = [
-            self.ttft(
-                target,
-                frontend,
-                0.5,
-                self.t.ttft_p50_seconds,
-                "NemotronTtftP50AboveCriteria",
-                "the published criterion",
-            ),
-            self.ttft(target, frontend, 0.99, self.t.slo.ttftP99Seconds, "NemotronTtftP99AboveSlo", "the stack SLO"),
-            self.tokens_per_user(target, frontend),
-            self.kv_cache(target, workers),
-            self.queue_growth(target, frontend),
-            self.error_ratio(target, frontend),
-            self.worker_restarts(target, workers),
-            self.gpu_memory(target, workers),
-        ]
-        if target.kv_over_libfabric and target.published_ttft_p50_seconds is not None:
-            alerts.append(self.kv_fabric_symptom(target, frontend, target.published_ttft_p50_seconds))
-        return {
-            "name": f"nemotron-{target.dgd_name}",
-            "rules": [self.rule(a, {"target": target.target_id}) for a in alerts],
-        }
-
-    def _quantile(self, quantile: float, selector: str) -> str:
-        ttft = self.m.metric("dynamoFrontend", "timeToFirstToken").name
-        return (
-            f"histogram_quantile({quantile}, sum by (namespace, le) (rate({ttft}_bucket{{{selector}}}[{self.window}])))"
-        )
-
-    def ttft(self, target: WatchedTarget, frontend: str, quantile: float, limit: float, name: str, what: str) -> Alert:
-        percentile = f"p{round(quantile * 100)}"
+    def ttft_above(q: float, limit: float, name: str, what: str) -> Alert:
+        p = f"p{round(q * 100)}"
+        summary = f"{tid}: TTFT {p} above {what} ({limit:g} s)"
         return Alert(
             name,
-            f"{self._quantile(quantile, frontend)} > {limit:g}",
-            f"{target.target_id}: TTFT {percentile} above {what} ({limit:g} s)",
-            f"TTFT {percentile} over {self.window} is {VALUE} s, above {what} of {limit:g} s.",
+            f"{quantile(q)} > {limit:g}",
+            summary,
+            f"TTFT {p} over {window} is {VALUE} s, above {what} of {limit:g} s.",
         )
 
-    def tokens_per_user(self, target: WatchedTarget, frontend: str) -> Alert:
-        itl = self.m.metric("dynamoFrontend", "interTokenLatency").name
-        limit = self.t.min_tokens_per_second_per_user
-        tokens_per_second = (
-            f"sum by (namespace) (rate({itl}_count{{{frontend}}}[{self.window}]))"
-            f" / sum by (namespace) (rate({itl}_sum{{{frontend}}}[{self.window}]))"
-        )
-        return Alert(
+    itl = m.metric("dynamoFrontend", "interTokenLatency").name
+    tokens_per_second = (
+        f"sum by (namespace) (rate({itl}_count{{{frontend}}}[{window}]))"
+        f" / sum by (namespace) (rate({itl}_sum{{{frontend}}}[{window}]))"
+    )
+    min_tokens, kv_usage = t.min_tokens_per_second_per_user, m.metric("dynamoWorker", "kvCacheUsage").name
+    stage, requests = m.metric("dynamoFrontend", "stageRequests"), m.metric("dynamoFrontend", "requests")
+    queued = f'{stage.name}{{{frontend}, stage=~"{stage.regex("stage", "queued")}"}}'
+    server_errors = (
+        f'status="{requests.values("status", "error")[0]}", error_type!~"{requests.regex("error_type", "client")}"'
+    )
+    restarts = f"{m.metric('kubeStateMetrics', 'containerRestarts').name}{{{workers}}}"
+    used, free, reserved = (
+        f"{m.metric('dcgm', key).name}{{{workers}}}"
+        for key in ("framebufferUsed", "framebufferFree", "framebufferReserved")
+    )
+    restart_window, queue_window = slo.workerRestartWindow, slo.queueGrowthWindow
+    alerts = [
+        ttft_above(0.5, t.ttft_p50_seconds, "NemotronTtftP50AboveCriteria", "the published criterion"),
+        ttft_above(0.99, slo.ttftP99Seconds, "NemotronTtftP99AboveSlo", "the stack SLO"),
+        Alert(
             "NemotronTokensPerUserBelowCriteria",
-            f"{tokens_per_second} < {limit:g}",
-            f"{target.target_id}: tokens/s per user below the published criterion ({limit:g})",
-            f"Tokens/s per user (1 / mean inter-token latency) over {self.window} is {VALUE}, below {limit:g}.",
-        )
-
-    def kv_cache(self, target: WatchedTarget, workers: str) -> Alert:
-        usage = self.m.metric("dynamoWorker", "kvCacheUsage").name
-        limit = self.t.slo.maxKvCacheUsage
-        return Alert(
+            f"{tokens_per_second} < {min_tokens:g}",
+            f"{tid}: tokens/s per user below the published criterion ({min_tokens:g})",
+            f"Tokens/s per user (1 / mean inter-token latency) over {window} is {VALUE}, below {min_tokens:g}.",
+        ),
+        Alert(
             "NemotronKvCacheNearlyFull",
-            f"max by (namespace, pod) ({usage}{{{workers}}}) > {limit:g}",
-            f"{target.target_id}: KV cache of {{{{ $labels.pod }}}} above {limit:.0%}",
-            f"KV cache usage of {{{{ $labels.pod }}}} is {VALUE} (a 0..1 fraction), above {limit:g}: new requests queue or preempt.",
-        )
-
-    def queue_growth(self, target: WatchedTarget, frontend: str) -> Alert:
-        stage = self.m.metric("dynamoFrontend", "stageRequests")
-        queued = f'{stage.name}{{{frontend}, stage=~"{stage.regex("stage", "queued")}"}}'
-        window, limit = self.t.slo.queueGrowthWindow, self.t.slo.queueGrowthRequests
-        return Alert(
+            f"max by (namespace, pod) ({kv_usage}{{{workers}}}) > {slo.maxKvCacheUsage:g}",
+            f"{tid}: KV cache of {{{{ $labels.pod }}}} above {slo.maxKvCacheUsage:.0%}",
+            f"KV cache usage of {{{{ $labels.pod }}}} is {VALUE} (a 0..1 fraction), above {slo.maxKvCacheUsage:g}: "
+            "new requests queue or preempt.",
+        ),
+        Alert(
             "NemotronQueueGrowing",
-            f"sum by (namespace) ({queued}) - sum by (namespace) ({queued} offset {window}) > {limit:g}",
-            f"{target.target_id}: frontend queue grew by more than {limit:g} requests in {window}",
-            f"The frontend queue ({', '.join(stage.values('stage', 'queued'))}) grew by {VALUE} requests over {window}.",
-        )
-
-    def error_ratio(self, target: WatchedTarget, frontend: str) -> Alert:
-        requests = self.m.metric("dynamoFrontend", "requests")
-        status = requests.values("status", "error")[0]
-        errors = f'{frontend}, status="{status}", error_type!~"{requests.regex("error_type", "client")}"'
-        limit = self.t.slo.maxErrorRatio
-        return Alert(
+            f"sum by (namespace) ({queued}) - sum by (namespace) ({queued} offset {queue_window})"
+            f" > {slo.queueGrowthRequests:g}",
+            f"{tid}: frontend queue grew by more than {slo.queueGrowthRequests:g} requests in {queue_window}",
+            f"The frontend queue ({', '.join(stage.values('stage', 'queued'))}) grew by {VALUE} requests over "
+            f"{queue_window}.",
+        ),
+        Alert(
             "NemotronErrorRatioHigh",
-            f"sum by (namespace) (rate({requests.name}{{{errors}}}[{self.window}]))"
-            f" / sum by (namespace) (rate({requests.name}{{{frontend}}}[{self.window}])) > {limit:g}",
-            f"{target.target_id}: more than {limit:.0%} of requests fail",
-            f"{VALUE} of requests over {self.window} failed server-side (client errors excluded), above {limit:g}.",
-        )
-
-    def worker_restarts(self, target: WatchedTarget, workers: str) -> Alert:
-        restarts = f"{self.m.metric('kubeStateMetrics', 'containerRestarts').name}{{{workers}}}"
-        window, limit = self.t.slo.workerRestartWindow, self.t.slo.maxWorkerRestarts
+            f"sum by (namespace) (rate({requests.name}{{{frontend}, {server_errors}}}[{window}]))"
+            f" / sum by (namespace) (rate({requests.name}{{{frontend}}}[{window}])) > {slo.maxErrorRatio:g}",
+            f"{tid}: more than {slo.maxErrorRatio:.0%} of requests fail",
+            f"{VALUE} of requests over {window} failed server-side (client errors excluded), above "
+            f"{slo.maxErrorRatio:g}.",
+        ),
         # max - min over the window counts restarts exactly; increase() would extrapolate N restarts past N.
-        return Alert(
+        Alert(
             "NemotronWorkerRestarting",
-            f"max_over_time({restarts}[{window}]) - min_over_time({restarts}[{window}]) > {limit:g}",
-            f"{target.target_id}: worker {{{{ $labels.pod }}}} restarted",
-            f"Container {{{{ $labels.container }}}} of {{{{ $labels.pod }}}} restarted {VALUE} times in {window} (allowed: {limit:g}).",
-        )
-
-    def gpu_memory(self, target: WatchedTarget, workers: str) -> Alert:
-        used, free, reserved = (
-            f"{self.m.metric('dcgm', key).name}{{{workers}}}"
-            for key in ("framebufferUsed", "framebufferFree", "framebufferReserved")
-        )
-        limit = self.t.slo.maxGpuMemoryRatio
-        return Alert(
+            f"max_over_time({restarts}[{restart_window}]) - min_over_time({restarts}[{restart_window}])"
+            f" > {slo.maxWorkerRestarts:g}",
+            f"{tid}: worker {{{{ $labels.pod }}}} restarted",
+            f"Container {{{{ $labels.container }}}} of {{{{ $labels.pod }}}} restarted {VALUE} times in "
+            f"{restart_window} (allowed: {slo.maxWorkerRestarts:g}).",
+        ),
+        Alert(
             "NemotronGpuMemoryHigh",
-            f"{used} / ({used} + {free} + {reserved}) > {limit:g}",
-            f"{target.target_id}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} above {limit:.0%} memory",
-            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} uses {VALUE} of its memory, above {limit:g}: "
-            "more than the engine preallocates, an out-of-memory is near.",
+            f"{used} / ({used} + {free} + {reserved}) > {slo.maxGpuMemoryRatio:g}",
+            f"{tid}: GPU {{{{ $labels.gpu }}}} of {{{{ $labels.pod }}}} above {slo.maxGpuMemoryRatio:.0%} memory",
+            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} uses {VALUE} of its memory, above "
+            f"{slo.maxGpuMemoryRatio:g}: more than the engine preallocates, an out-of-memory is near.",
+        ),
+    ]
+    published, factor = target.published_ttft_p50_seconds, slo.kvFallbackTtftFactor
+    if target.kv_over_libfabric and published is not None:
+        limit = round(factor * published, 4)
+        alerts.append(
+            Alert(
+                "NemotronKvTransferSlowerThanFabric",
+                f"{quantile(0.5)} > {limit:g}",
+                f"{tid}: TTFT p50 {factor:g}x the published figure, KV transfer may have left EFA",
+                f"TTFT p50 is {VALUE} s, above {limit:g} s ({factor:g}x the published {published} s). A symptom, "
+                "not proof: check the worker logs for 'Backend LIBFABRIC was instantiated' versus 'Backend UCX was "
+                "instantiated'.",
+            )
         )
-
-    def kv_fabric_symptom(self, target: WatchedTarget, frontend: str, published_ttft_p50_seconds: float) -> Alert:
-        limit = round(self.t.slo.kvFallbackTtftFactor * published_ttft_p50_seconds, 4)
-        return Alert(
-            "NemotronKvTransferSlowerThanFabric",
-            f"{self._quantile(0.5, frontend)} > {limit:g}",
-            f"{target.target_id}: TTFT p50 {self.t.slo.kvFallbackTtftFactor:g}x the published figure, KV transfer may have left EFA",
-            f"TTFT p50 is {VALUE} s, above {limit:g} s ({self.t.slo.kvFallbackTtftFactor:g}x the published "
-            f"{published_ttft_p50_seconds} s). A symptom, not proof: check the worker logs for "
-            "'Backend LIBFABRIC was instantiated' versus 'Backend UCX was instantiated'.",
-        )
+    return alerts
 
 
 def _pods(dgd_name: str, components: Sequence[str]) -> str:
@@ -313,13 +262,13 @@ def dcgm_exporter_values(gpu_node_label: str, gpu_taint: Mapping[str, str]) -> d
     }
 
 
-def dcgm_service_monitor(name: str, namespace: str, release_label: str, pin: DcgmExporterPin) -> dict[str, Any]:
+def dcgm_service_monitor(namespace: str, release_label: str, pin: DcgmExporterPin) -> dict[str, Any]:
     """Selects the chart's Service by its selector labels. `honorLabels` keeps the exporter's pod/namespace/
     container labels (the pod that holds the GPU) instead of renaming them `exported_*`."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ServiceMonitor",
-        "metadata": {"name": name, "namespace": namespace, "labels": {RELEASE_LABEL: release_label}},
+        "metadata": {"name": "dcgm-exporter", "namespace": namespace, "labels": {RELEASE_LABEL: release_label}},
         "spec": {
             "selector": {
                 "matchLabels": {
@@ -337,6 +286,13 @@ DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 GRAFANA_SCHEMA_VERSION = 39
 PANEL_HEIGHT, ROW_WIDTH, PANELS_PER_LINE = 8, 24, 3
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+DATASOURCE_VARIABLE = {
+    "name": "datasource",
+    "label": "Prometheus",
+    "type": "datasource",
+    "query": "prometheus",
+    "hide": 0,
+}
 
 
 def dashboard_json(spec: DashboardSpec, metrics: MetricsCatalog) -> dict[str, Any]:
@@ -372,16 +328,8 @@ def dashboard_json(spec: DashboardSpec, metrics: MetricsCatalog) -> dict[str, An
         "graphTooltip": 1,
         "refresh": "30s",
         "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": [_datasource_variable(), *(_query_variable(v, metrics) for v in spec.variables)]},
+        "templating": {"list": [DATASOURCE_VARIABLE, *(_query_variable(v, metrics) for v in spec.variables)]},
         "panels": panels,
-    }
-
-
-def dashboard_config_maps(specs: tuple[DashboardSpec, ...], metrics: MetricsCatalog) -> dict[str, dict[str, str]]:
-    """ConfigMap name -> data (`<uid>.json`), one per dashboard."""
-    return {
-        spec.uid: {f"{spec.uid}.json": json.dumps(dashboard_json(spec, metrics), indent=1, sort_keys=True)}
-        for spec in specs
     }
 
 
@@ -412,10 +360,6 @@ def _timeseries(panel: Panel, panel_id: int, grid: dict[str, int], metrics: Metr
     }
 
 
-def _datasource_variable() -> dict[str, Any]:
-    return {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus", "hide": 0}
-
-
 def _query_variable(variable: Variable, metrics: MetricsCatalog) -> dict[str, Any]:
     query = f"label_values({metrics.resolve(variable.metric)}, {variable.label})"
     return {
@@ -431,38 +375,11 @@ def _query_variable(variable: Variable, metrics: MetricsCatalog) -> dict[str, An
     }
 
 
-RULE_NAME = "nemotron-serving"
-DCGM_SERVICE_MONITOR = "dcgm-exporter"
-
-
-@dataclass(frozen=True)
-class MonitoringSettings:
-    """The stack's monitoring choices (config `monitoring`). With `install_prometheus` false an existing
-    Prometheus is used: `release_label` is the label its selectors match, `prometheus_url` its in-cluster URL."""
-
-    namespace: str
-    create_namespace: bool
-    install_prometheus: bool
-    install_dcgm_exporter: bool
-    slo: SloSettings
-    runbook_base_url: str
-    release_label: Optional[str] = None
-    prometheus_url: Optional[str] = None
-    prometheus_values: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.install_prometheus:
-            self.existing_prometheus()
-
-    def existing_prometheus(self) -> tuple[str, str]:
-        """(release label, URL) of the Prometheus the stack does not install."""
-        if not self.release_label or not self.prometheus_url:
-            raise ValueError("an existing Prometheus is named by its release label and its URL")
-        return self.release_label, self.prometheus_url
-
-
 @dataclass(frozen=True)
 class MonitoringPlan:
+    """The `monitoring` block resolved: with `install_prometheus` false an existing Prometheus is used,
+    `release_label` being the label its selectors match and `prometheus_url` its in-cluster URL."""
+
     namespace: str
     create_namespace: bool
     release_label: str
@@ -488,24 +405,12 @@ class MonitoringPlan:
         return {"dynamo-operator": {"dynamo": {"metrics": metrics}}}
 
 
-def monitoring_settings(config: MonitoringConfig, facts: MonitoringFacts) -> MonitoringSettings:
-    """The `monitoring` block with the data defaults applied; an unknown or bad `slo` key is a config error."""
+def slo_settings(config: MonitoringConfig, facts: MonitoringFacts) -> SloSettings:
+    """`monitoring.slo` over the data defaults; an unknown or bad key is a config error."""
     try:
-        slo = SloSettings.model_validate({**facts.sloDefaults.model_dump(), **config.slo})
+        return SloSettings.model_validate({**facts.sloDefaults.model_dump(), **config.slo})
     except pydantic.ValidationError as exc:
         raise from_validation_error(exc, SloSettings, prefix="monitoring.slo.") from None
-    create = config.prometheus.install if config.createNamespace is None else config.createNamespace
-    return MonitoringSettings(
-        namespace=config.namespace,
-        create_namespace=create,
-        install_prometheus=config.prometheus.install,
-        install_dcgm_exporter=config.dcgmExporter,
-        slo=slo,
-        runbook_base_url=config.runbookBaseUrl or facts.runbookBaseUrl,
-        release_label=config.prometheus.releaseLabel,
-        prometheus_url=config.prometheus.url,
-        prometheus_values=config.prometheus.values,
-    )
 
 
 def check_slo_units(slo: SloSettings, criteria_max_ttft_p50_ms: float, request_timeout_seconds: float) -> None:
@@ -523,46 +428,61 @@ def check_slo_units(slo: SloSettings, criteria_max_ttft_p50_ms: float, request_t
 
 
 def plan_monitoring(
-    settings: MonitoringSettings,
+    config: MonitoringConfig,
     serving_namespace: str,
     targets: Sequence[WatchedTarget],
-    criteria_max_ttft_p50_ms: float,
-    criteria_min_tokens_per_second_per_user: float,
-    gpu_node_label: str,
-    gpu_taint: Mapping[str, str],
+    criteria: Criteria,
+    request_timeout_seconds: float,
     facts: MonitoringFacts,
     metrics: MetricsCatalog,
     dashboards: Sequence[DashboardSpec],
-    canary: Optional[CanaryAlerting],
+    canary: Optional[CanaryConfig],
 ) -> MonitoringPlan:
-    """`canary`: the targets have canaries (config `operability.canary`), so the rules watch them too."""
-    charts = facts.charts
-    if settings.install_prometheus:
-        release_label = charts.kubePrometheusStack.releaseName
+    """`canary`: the targets have canaries (config `operability.canary`), so the rules watch them too;
+    `request_timeout_seconds`: the gateway's, the most a TTFT SLO may be."""
+    slo = slo_settings(config, facts)
+    check_slo_units(slo, criteria.maxTtftP50Ms, request_timeout_seconds)
+    charts, namespace, prometheus = facts.charts, config.namespace, config.prometheus
+    if prometheus.install:
         pin = charts.kubePrometheusStack
-        prometheus_url = f"http://{pin.prometheusService}.{settings.namespace}.svc.cluster.local:{pin.prometheusPort}"
+        release_label = pin.releaseName
+        prometheus_url = f"http://{pin.prometheusService}.{namespace}.svc.cluster.local:{pin.prometheusPort}"
     else:
-        release_label, prometheus_url = settings.existing_prometheus()
-    thresholds = alert_thresholds(criteria_max_ttft_p50_ms, criteria_min_tokens_per_second_per_user, settings.slo)
-    groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, settings.runbook_base_url, canary)
+        assert prometheus.releaseLabel is not None  # PrometheusConfig requires both
+        assert prometheus.url is not None
+        release_label, prometheus_url = prometheus.releaseLabel, prometheus.url
+    thresholds = AlertThresholds(criteria.maxTtftP50Ms / 1000, criteria.minTokensPerSecondPerUser, slo)
+    runbooks = config.runbookBaseUrl or facts.runbookBaseUrl
+    groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, runbooks, canary)
     return MonitoringPlan(
-        namespace=settings.namespace,
-        create_namespace=settings.create_namespace,
+        namespace=namespace,
+        create_namespace=prometheus.install if config.createNamespace is None else config.createNamespace,
         release_label=release_label,
         prometheus_url=prometheus_url,
-        install_prometheus=settings.install_prometheus,
+        install_prometheus=prometheus.install,
         crds_chart=charts.prometheusOperatorCrds,
         crds_values=copy.deepcopy(OPERATOR_CRDS_VALUES),
         prometheus_chart=charts.kubePrometheusStack,
-        prometheus_values=deep_merge(copy.deepcopy(KUBE_PROMETHEUS_STACK_VALUES), settings.prometheus_values),
-        install_dcgm_exporter=settings.install_dcgm_exporter,
+        prometheus_values=deep_merge(copy.deepcopy(KUBE_PROMETHEUS_STACK_VALUES), prometheus.values),
+        install_dcgm_exporter=config.dcgmExporter,
         dcgm_exporter_chart=charts.dcgmExporter,
-        dcgm_exporter_values=dcgm_exporter_values(gpu_node_label, gpu_taint),
-        dcgm_service_monitor=dcgm_service_monitor(
-            DCGM_SERVICE_MONITOR, settings.namespace, release_label, charts.dcgmExporter
-        ),
-        prometheus_rule=prometheus_rule(RULE_NAME, settings.namespace, release_label, groups),
-        dashboards=dashboard_config_maps(tuple(dashboards), metrics),
+        dcgm_exporter_values=dcgm_exporter_values(GPU_LABEL, GPU_TAINT),
+        dcgm_service_monitor=dcgm_service_monitor(namespace, release_label, charts.dcgmExporter),
+        prometheus_rule={
+            "apiVersion": API_VERSION,
+            "kind": "PrometheusRule",
+            # the `release` label is what a kube-prometheus-stack Prometheus selects rules by
+            "metadata": {
+                "name": "nemotron-serving",
+                "namespace": namespace,
+                "labels": {RELEASE_LABEL: release_label, "app.kubernetes.io/part-of": "nemotron-lightning"},
+            },
+            "spec": {"groups": groups},
+        },
+        dashboards={
+            spec.uid: {f"{spec.uid}.json": json.dumps(dashboard_json(spec, metrics), indent=1, sort_keys=True)}
+            for spec in dashboards
+        },
     )
 
 

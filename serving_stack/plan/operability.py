@@ -335,17 +335,6 @@ def canary_pod_monitor(
 CANARY_STALE_INTERVALS = 3
 
 
-@dataclass(frozen=True)
-class CanaryAlerting:
-    """Every target has a canary probing it every `interval_seconds` (config `operability.canary`)."""
-
-    interval_seconds: int
-
-    @property
-    def stale_after_seconds(self) -> int:
-        return CANARY_STALE_INTERVALS * self.interval_seconds
-
-
 class Alert(NamedTuple):
     name: str
     expr: str
@@ -354,13 +343,13 @@ class Alert(NamedTuple):
 
 
 def canary_alerts(
-    namespace: str, target_id: str, dgd_name: str, canary: CanaryAlerting, metrics: MetricsCatalog
+    namespace: str, target_id: str, dgd_name: str, canary: CanaryConfig, metrics: MetricsCatalog
 ) -> list[Alert]:
     pods = f'namespace="{namespace}", pod=~"{canary_name(dgd_name)}-[a-z0-9]+-[a-z0-9]+"'  # <rs hash>-<pod suffix>
     success = f"{metrics.metric('canary', 'probeSuccess').name}{{{pods}}}"
     last_probe = f"{metrics.metric('canary', 'lastProbeTimestamp').name}{{{pods}}}"
     up = f"{metrics.metric('prometheus', 'up').name}{{{pods}}}"
-    stale = canary.stale_after_seconds
+    stale = CANARY_STALE_INTERVALS * canary.intervalSeconds
     return [
         Alert(
             "NemotronCanaryFailing",
@@ -495,11 +484,7 @@ def plan_operability(
 ) -> Optional[OperabilityPlan]:
     """None when nothing is switched on or no Dynamo target is deployed. `release_label`: the label the stack's
     Prometheus selects monitors by, None without monitoring (then nothing scrapes the canaries)."""
-    smoke_tests, benchmarks, canaries = (
-        settings.smokeTests.enabled,
-        settings.benchmark.enabled,
-        settings.canary.enabled,
-    )
+    smoke_tests, benchmarks, canaries = (s.enabled for s in (settings.smokeTests, settings.benchmark, settings.canary))
     if not targets or not (smoke_tests or benchmarks or canaries):
         return None
     programs = read_programs()

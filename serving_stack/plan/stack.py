@@ -22,7 +22,6 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
 from serving_stack.facts.response_formats import load_response_formats
-from serving_stack.names import GPU_LABEL, GPU_TAINT
 from serving_stack.plan.autoscaling import AutoscalingPlan, ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
 from serving_stack.plan.cluster import (
     AwsAccount,
@@ -52,13 +51,11 @@ from serving_stack.plan.model_cache import (
 )
 from serving_stack.plan.monitoring import (
     MonitoringPlan,
-    check_slo_units,
     deep_merge,
-    monitoring_settings,
     plan_monitoring,
 )
 from serving_stack.plan.name_checks import check_names
-from serving_stack.plan.operability import CanaryAlerting, OperabilityPlan, plan_operability
+from serving_stack.plan.operability import OperabilityPlan, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
 from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pools
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
@@ -227,20 +224,16 @@ def build_plan(
     monitoring = None
     if config.monitoring.enabled:
         watched = [watched_target(t.selected.id, t.dgd, t.selected.recipe.entry.performance.ttftP50Ms) for t in targets]
-        settings = monitoring_settings(config.monitoring, facts.monitoring)
-        check_slo_units(settings.slo, criteria.maxTtftP50Ms, config.gateway.router.timeoutSeconds)
         monitoring = plan_monitoring(
-            settings,
+            config.monitoring,
             namespace,
             watched,
-            criteria.maxTtftP50Ms,
-            criteria.minTokensPerSecondPerUser,
-            GPU_LABEL,
-            GPU_TAINT,
+            criteria,
+            config.gateway.router.timeoutSeconds,
             facts.monitoring,
             facts.metrics,
             facts.dashboards,
-            CanaryAlerting(checks.canary.intervalSeconds) if checks.canary.enabled else None,
+            checks.canary if checks.canary.enabled else None,
         )
     pool_list = tuple(pools.values())
     create = aws.cluster.create if aws and aws.cluster else None
