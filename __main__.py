@@ -53,9 +53,7 @@ for warning in plan.warnings:  # dated pins, a retired target: `pulumi up` and t
 # --- AWS: network, cluster, GPU pools, model-cache storage -----------------------------------------
 # An AWS provider only for a stack that makes AWS resources: pools declared `managed: false` on a cluster reached
 # by kubeconfig are placement facts (they decide targets and fabrics), and such a stack needs no AWS plugin.
-builds_on_aws = plan.aws is not None and (
-    isinstance(plan.cluster, CreatedCluster) or bool(plan.managed_pools or plan.storage or plan.sagemaker)
-)
+builds_on_aws = isinstance(plan.cluster, CreatedCluster) or bool(plan.managed_pools or plan.storage or plan.sagemaker)
 aws_provider = (
     aws.Provider("aws", region=plan.aws.region, default_tags={"tags": dict(plan.aws.tags)})
     if plan.aws and builds_on_aws

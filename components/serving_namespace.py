@@ -57,7 +57,6 @@ class ServingNamespace(pulumi.ComponentResource):
 
     namespace_name: pulumi.Output[str]
     hf_token_secret_name: Optional[pulumi.Output[str]]
-    pull_secret_name: Optional[pulumi.Output[str]]
 
     def __init__(self, name: str, args: ServingNamespaceArgs, opts: Optional[pulumi.ResourceOptions] = None):
         # The cluster's namespace: its declared Pod Security level, for the policy pack's pod-security-standards
@@ -87,15 +86,13 @@ class ServingNamespace(pulumi.ComponentResource):
                 opts=child,
             )
             self.hf_token_secret_name = secret.metadata.name
-        self.pull_secret_name = None
         dynamo = args.plan.dynamo
         if dynamo.imagePullSecret is not None and args.registry_key is not None:
-            pull = k8s.core.v1.Secret(
+            k8s.core.v1.Secret(
                 f"{name}-pull-secret",
                 metadata={"name": dynamo.imagePullSecret, "namespace": self.namespace_name},
                 type="kubernetes.io/dockerconfigjson",
                 string_data={".dockerconfigjson": docker_config_json(dynamo.registry, args.registry_key)},
                 opts=child,
             )
-            self.pull_secret_name = pull.metadata.name
         self.register_outputs({"namespace": self.namespace_name})

@@ -40,7 +40,6 @@ def secret_needs(config: StackConfig) -> list[SecretNeed]:
         "Pulumi secret",
         f"pulumi config set --secret {MASTER_KEY_SECRET} sk-<random>, or gateway.enabled: false",
     )
-    sends = [f"sagemaker.endpoints[{i}].huggingface.sendHfToken" for i, e in enumerate(config.sagemaker.endpoints)]
     hf_token = [
         SecretNeed(
             "hfToken",
@@ -49,8 +48,9 @@ def secret_needs(config: StackConfig) -> list[SecretNeed]:
             "pulumi config set --secret hfToken hf_..., or sendHfToken: false",
             setting,
         )
-        for setting, endpoint in zip(sends, config.sagemaker.endpoints, strict=True)
+        for i, endpoint in enumerate(config.sagemaker.endpoints)
         if endpoint.sends_hf_token
+        for setting in [f"sagemaker.endpoints[{i}].huggingface.sendHfToken"]
     ]
     return [
         *([pull] if config.dynamo.imagePullSecret else []),

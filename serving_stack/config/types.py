@@ -1,5 +1,5 @@
 """Value types of the stack config (strings checked against patterns, with errors and schema in words, free-form
-values without credentials), the list check `unique`, and `Block`, the base of every config block."""
+values without credentials) and `Block`, the base of every config block."""
 
 from __future__ import annotations
 
@@ -68,20 +68,6 @@ def matching(pattern: str, what: str) -> Allowed:
         return value
 
     return Allowed(check, what)
-
-
-def unique(what: str, field: str | None = None) -> pydantic.AfterValidator:
-    """Each item of a list once (compared by `field`, or whole): the error names the repeat's index."""
-
-    def check(items: list[Any]) -> list[Any]:
-        keys = [getattr(item, field) if field else item for item in items]
-        for index, key in enumerate(keys):
-            if key in keys[:index]:
-                at = f"[{index}]{'.' + field if field else ''}"
-                raise ValueError(f"{at}: the same {what} as [{keys.index(key)}]: {bounded(key)}")
-        return items
-
-    return pydantic.AfterValidator(check)
 
 
 QUANTITY_UNITS = {

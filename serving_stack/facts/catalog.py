@@ -320,18 +320,14 @@ class Recipe:
         counts = [int(c.get("num_speculative_tokens", c.get("max_draft_len", 0))) for c in self._speculative_configs]
         return max(counts) if any(counts) else None
 
-    @property
+    @functools.cached_property
     def checkpoints(self) -> list[str]:
         """Hugging Face repos the workers load: the served model plus any speculative draft model."""
-        return list(self._checkpoints)
-
-    @functools.cached_property
-    def _checkpoints(self) -> tuple[str, ...]:
         repos = [repo for c in self.worker_components() if (repo := _option(c, "--model")) is not None]
         for speculative in self._speculative_configs:
             draft = speculative.get("model") or speculative.get("speculative_model")  # MTP drafts with the base's heads
             repos += [draft] if draft else []
-        return tuple(dict.fromkeys(repos))
+        return list(dict.fromkeys(repos))
 
     @property
     def speculative_decoding(self) -> str:
@@ -353,7 +349,6 @@ class Recipe:
         return copy.deepcopy(self.config_map), copy.deepcopy(self.dgd)
 
 
-FILE = "checkpoints.yaml"
 BYTES_PER_GB = 10**9
 
 
@@ -399,7 +394,7 @@ def load_downloader(root: Path = DATA_DIR) -> DownloaderFile:
 
 @functools.lru_cache(maxsize=4)
 def load_checkpoint_sizes(root: Path = DATA_DIR) -> CheckpointSizes:
-    return load_model(root / FILE, CheckpointSizes, root)
+    return load_model(root / "checkpoints.yaml", CheckpointSizes, root)
 
 
 # A Hugging Face repo id (`org/name`); the config layer checks stack input against the same shape.
@@ -516,9 +511,7 @@ class Criteria(Data):
             else performance.tokensPerSecondPerUser >= self.minTokensPerSecondPerUser,
             None if performance.ttftP50Ms is None else performance.ttftP50Ms < self.maxTtftP50Ms,
         ]
-        if False in checks:
-            return False
-        return None if None in checks else True
+        return False if False in checks else None if None in checks else True
 
 
 class Upstream(Data):

@@ -13,11 +13,10 @@ import ipaddress
 import os
 import re
 import urllib.parse
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from serving_stack.errors import ConfigError
+from serving_stack.errors import ConfigError, key_path, walk
 from serving_stack.facts.placeholders import PlaceholderFacts
 
 # Set by the offline render around its run of the program; never set for `pulumi up`.
@@ -52,17 +51,6 @@ def placeholders_allowed() -> bool:
     return os.environ.get(ALLOW_ENV) == "1"
 
 
-def _leaves(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{index}]")
-    elif isinstance(value, str):
-        yield path, value
-
-
 def _documentation_network(text: str, facts: PlaceholderFacts) -> str | None:
     try:
         network = ipaddress.ip_network(text, strict=False)
@@ -91,47 +79,38 @@ def _in_domain(host: str, domain: str) -> bool:
     return host.lower().rstrip(".") == domain or host.lower().rstrip(".").endswith(f".{domain}")
 
 
+def _reason(text: str, facts: PlaceholderFacts) -> tuple[str, str] | None:
+    """(why `text` cannot be deployed, what to set instead), or None for a real value."""
+    host, block = _url_host(text), _documentation_network(text, facts)
+    if block is None and host is not None:
+        block = _documentation_network(host, facts)
+    else:
+        host = None  # a CIDR such as 203.0.113.0/24 is an allowed range, not a host
+    domain = next((d.domain for d in facts.exampleDomains if host and _in_domain(host, d.domain)), None)
+    if domain is not None:
+        return f"{domain} is reserved for examples", "the host it must reach"
+    if block is not None:
+        set_to = "the CIDR it must allow" if host is None else "the host it must reach"
+        return f"inside {block}, reserved for documentation", set_to
+    bucket = S3_BUCKET.match(text)
+    reserved = [p.prefix for p in facts.exampleBucketPrefixes if bucket and bucket.group(1).startswith(p.prefix)]
+    if reserved:
+        return f"S3 reserves bucket names starting {reserved[0]} for documentation", "your bucket"
+    match = ACCOUNT_IN_ARN.match(text)
+    account = match.group(1) if match else text
+    if account in {a.id for a in facts.exampleAccounts}:
+        return f"account {account} is an AWS documentation example", "your account's value"
+    return None
+
+
 def config_placeholders(raw_config: dict[str, Any], facts: PlaceholderFacts) -> tuple[Placeholder, ...]:
     """Every documentation CIDR or address (also as a URL's host), example domain, example account id and
     example bucket in the stack's config, by key path."""
-    found = []
-    examples = {account.id: account for account in facts.exampleAccounts}
-    for path, text in _leaves(raw_config, ""):
-        host, block = _url_host(text), _documentation_network(text, facts)
-        if block is None and host is not None:
-            block = _documentation_network(host, facts)
-        else:
-            host = None  # a CIDR such as 203.0.113.0/24 is an allowed range, not a host
-        domain = next((d.domain for d in facts.exampleDomains if host and _in_domain(host, d.domain)), None)
-        if domain is not None:
-            found.append(Placeholder(path, text, f"{domain} is reserved for examples", "the host it must reach"))
-            continue
-        if block is not None:
-            found.append(
-                Placeholder(
-                    path,
-                    text,
-                    f"inside {block}, reserved for documentation",
-                    "the CIDR it must allow" if host is None else "the host it must reach",
-                )
-            )
-            continue
-        bucket = S3_BUCKET.match(text)
-        reserved = [p.prefix for p in facts.exampleBucketPrefixes if bucket and bucket.group(1).startswith(p.prefix)]
-        if reserved:
-            found.append(
-                Placeholder(
-                    path, text, f"S3 reserves bucket names starting {reserved[0]} for documentation", "your bucket"
-                )
-            )
-            continue
-        match = ACCOUNT_IN_ARN.match(text)
-        account = match.group(1) if match else text if text in examples else None
-        if account in examples:
-            found.append(
-                Placeholder(path, text, f"account {account} is an AWS documentation example", "your account's value")
-            )
-    return tuple(found)
+    return tuple(
+        Placeholder(key_path(parts), text, *reason)
+        for parts, text in walk(raw_config)
+        if isinstance(text, str) and (reason := _reason(text, facts))
+    )
 
 
 def refuse_unless_allowed(placeholders: tuple[Placeholder, ...], allowed: bool) -> None:

@@ -2,8 +2,8 @@
 
 `build_plan` selects the model cache, the targets and the pools, places the targets and collects every problem
 the facts reveal into one `ConfigError` naming each bad key; then each planner turns its own config block into
-its part of the plan. What it returns is everything `__main__.py` wires into components: no component reads
-the config, and no value is derived twice.
+its part of the plan. The config is only read: what a step resolves (a cache size, a pool, a rendered graph)
+lives in the plan, which is all `__main__.py` wires into components.
 """
 
 from __future__ import annotations
@@ -178,9 +178,7 @@ def build_plan(
     pools: dict[str, ResolvedPool] = {}
     placements: dict[str, ResolvedPool] = {}
     room_errors, unchecked_room = check_subnet_room(aws, facts.aws.regions)
-    if aws is None:
-        if config.kubernetes.cluster.source == "eks":
-            errors.append(ConfigError("aws", "required when kubernetes.cluster.source is eks"))
+    if aws is None:  # StackConfig refuses a cluster.source eks without it
         errors += place_targets(selected, None, facts.aws)[1]
     else:
         aws_errors = check_cluster(aws, config.kubernetes.cluster, config.dynamo.platform.install, facts)
@@ -200,7 +198,6 @@ def build_plan(
 
     dynamo, scaling = config.dynamo, config.autoscaling
     endpoints = plan_sagemaker_endpoints(config, facts, default_region=aws.region if aws else default_region)
-    autoscaled = scaling.targets if scaling else {}
     prewarm_program = PROGRAM_FILE.read_text()
     download_jobs = tuple(
         render_download_job(job, cache_config.download, namespace, dynamo.imagePullSecret, facts.downloader.lines())
@@ -214,7 +211,7 @@ def build_plan(
         dynamo,
         cache_config.prewarm,
         download_deadline,
-        autoscaled,
+        scaling.targets if scaling else {},
         facts,
         prewarm_program,
         today,
@@ -236,11 +233,10 @@ def build_plan(
             checks.canary if checks.canary.enabled else None,
         )
     pool_list = tuple(pools.values())
-    create = aws.cluster.create if aws and aws.cluster else None
     slo = config.demand.slo if config.demand and config.demand.slo else None
     autoscaling = plan_autoscaling(
         scaling,
-        create,
+        aws.cluster.create if aws and aws.cluster else None,
         aws.region if aws else None,
         targets,
         pool_list,
