@@ -82,8 +82,6 @@ def test_public_model_resolves_image_artifact_prefix_and_deploy_settings(s3):
     assert (model.gated, model.eula_key, model.additional_model_data_sources) == (False, None, ())
     assert (model.model_data_download_timeout, model.container_startup_health_check_timeout) == (1200, 1200)
     assert (model.volume_size_gb, model.enable_network_isolation) == (256, True)
-    assert model.default_instance_type == "ml.g6e.12xlarge"
-    assert model.supported_instance_types == ("ml.g6e.12xlarge", "ml.p5.48xlarge", "ml.p5en.48xlarge")
 
 
 def test_environment_is_spec_defaults_then_family_then_instance_type(s3):

@@ -422,12 +422,6 @@ class JumpStartError(ConfigError):
     """A JumpStart setting that cannot resolve; a `ConfigError`, so it reads like every config error."""
 
 
-def _artifact_bucket(region: str, gated: bool) -> str:
-    """The model-bucket override moves artifacts only (specs stay put), as in the SDK."""
-    default = gated_bucket(region) if gated else content_bucket(region)
-    return os.environ.get(MODEL_BUCKET_OVERRIDE) or default
-
-
 @dataclass(frozen=True)
 class ConfigKeys:
     """The config key paths named in errors, so a message points at the line to fix."""
@@ -457,6 +451,13 @@ class S3ModelData:
     compression_type: str
     accept_eula: bool | None = None
 
+    @classmethod
+    def at(cls, uri: str, accept_eula: bool | None = None) -> S3ModelData:
+        """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
+        if uri.endswith("/"):
+            return cls(uri, "S3Prefix", "None", accept_eula)
+        return cls(uri, "S3Object", "Gzip", accept_eula)
+
 
 @dataclass(frozen=True)
 class AdditionalModelData:
@@ -480,8 +481,6 @@ class ResolvedJumpStartModel:
     model_data_download_timeout: int | None
     container_startup_health_check_timeout: int | None
     volume_size_gb: int | None
-    default_instance_type: str | None
-    supported_instance_types: tuple[str, ...]
     gated: bool
     eula_key: str | None
     provenance: Optional[SpecProvenance]
@@ -503,7 +502,14 @@ def resolve_jumpstart_model(
     A spec without provenance (not fetched from the content bucket) is refused unless `allow_unverified`:
     its image tags, artifact keys and gating would otherwise be guesses that reach `pulumi up`.
     """
-    manifest = _manifest_entries(source.read_json(MANIFEST_KEY), keys)
+    manifest, fields = source.read_json(MANIFEST_KEY), ("model_id", "version", "spec_key")
+    if not isinstance(manifest, list):
+        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
+    for index, entry in enumerate(manifest):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
+            raise JumpStartError(
+                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
+            )
     entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
     if not entries:
         known = sorted({entry["model_id"] for entry in manifest})
@@ -530,72 +536,49 @@ def resolve_jumpstart_model(
             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
         )
     try:
-        return _resolve_spec(raw_spec, provenance, model_id, version, region, instance_type, accept_eula, keys)
+        _refuse_model_package(raw_spec, instance_type, region, keys)
+        spec, config_name = _select_config(raw_spec, instance_type)
+        what = f"{model_id} {version}"
+        supported = tuple(spec.get("supported_inference_instance_types") or ())
+        if instance_type not in supported:
+            raise JumpStartError(keys.instance_type, f"{what} does not support {instance_type!r}", ", ".join(supported))
+        eula_key = spec.get("hosting_eula_key")
+        gated = bool(spec.get("gated_bucket")) or eula_key is not None
+        if gated and not accept_eula:
+            raise _eula_error(keys, what, region, eula_key)
+        variants = spec.get("hosting_instance_type_variants") or {}
+        deploy_kwargs = spec.get("deploy_kwargs") or {}
+        # The model-bucket override moves artifacts only (specs stay put), as in the SDK.
+        bucket = os.environ.get(MODEL_BUCKET_OVERRIDE) or _bucket(region, bool(spec.get("gated_bucket")))
+        return ResolvedJumpStartModel(
+            model_id=model_id,
+            config_name=config_name,
+            image_uri=_image_uri(variants, instance_type, region, keys, what),
+            model_data_source=S3ModelData.at(
+                _s3_uri(bucket, _artifact_key(spec, variants, instance_type, keys)), True if gated else None
+            ),
+            additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
+            environment=MappingProxyType(_environment(spec, variants, instance_type)),
+            enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
+            model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
+            container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
+            volume_size_gb=spec.get("inference_volume_size"),
+            gated=gated,
+            eula_key=eula_key,
+            provenance=provenance,
+        )
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:  # a spec field of another shape
         raise JumpStartError(
             keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
         ) from None
 
 
-def _manifest_entries(manifest: Any, keys: ConfigKeys) -> list[dict[str, str]]:
-    """The manifest's entries, each with a string model_id, version and spec_key."""
-    if not isinstance(manifest, list):
-        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
-    for index, entry in enumerate(manifest):
-        fields = ("model_id", "version", "spec_key")
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
-            raise JumpStartError(
-                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
-            )
-    return manifest
+def _bucket(region: str, gated: bool) -> str:
+    return gated_bucket(region) if gated else content_bucket(region)
 
 
-def _resolve_spec(
-    raw_spec: dict[str, Any],
-    provenance: Optional[SpecProvenance],
-    model_id: str,
-    version: str,
-    region: str,
-    instance_type: str,
-    accept_eula: bool,
-    keys: ConfigKeys,
-) -> ResolvedJumpStartModel:
-    _refuse_model_package(raw_spec, instance_type, region, keys)
-    spec, config_name = _select_config(raw_spec, instance_type)
-    supported = tuple(spec.get("supported_inference_instance_types") or ())
-    if instance_type not in supported:
-        raise JumpStartError(
-            keys.instance_type, f"{model_id} {version} does not support {instance_type!r}", ", ".join(supported)
-        )
-    eula_key = spec.get("hosting_eula_key")
-    gated = bool(spec.get("gated_bucket")) or eula_key is not None
-    if gated and not accept_eula:
-        raise _eula_error(keys, model_id, version, region, eula_key)
-
-    variants = spec.get("hosting_instance_type_variants") or {}
-    deploy_kwargs = spec.get("deploy_kwargs") or {}
-    volume_size = spec.get("inference_volume_size")
-    return ResolvedJumpStartModel(
-        model_id=model_id,
-        config_name=config_name,
-        image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
-        model_data_source=_s3_model_data(
-            _artifact_bucket(region, bool(spec.get("gated_bucket"))),
-            _artifact_key(spec, variants, instance_type, keys),
-            True if gated else None,
-        ),
-        additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
-        environment=MappingProxyType(_environment(spec, variants, instance_type)),
-        enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
-        model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
-        container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
-        volume_size_gb=volume_size,
-        default_instance_type=spec.get("default_inference_instance_type"),
-        supported_instance_types=supported,
-        gated=gated,
-        eula_key=eula_key,
-        provenance=provenance,
-    )
+def _s3_uri(bucket: str, key: str) -> str:
+    return key if key.startswith("s3://") else f"s3://{bucket}/{key}"
 
 
 def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys) -> None:
@@ -617,14 +600,10 @@ def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str,
         )
 
 
-def _eula_error(keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None) -> JumpStartError:
-    where = "its model page"
-    if eula_key:
-        where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
+def _eula_error(keys: ConfigKeys, what: str, region: str, eula_key: str | None) -> JumpStartError:
+    where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}" if eula_key else "its model page"
     return JumpStartError(
-        keys.accept_eula,
-        f"{model_id} {version} is gated and needs its EULA accepted",
-        f"true, set after reading the EULA at {where}",
+        keys.accept_eula, f"{what} is gated and needs its EULA accepted", f"true, set after reading the EULA at {where}"
     )
 
 
@@ -660,17 +639,14 @@ def _instance_family(instance_type: str) -> str | None:
     return parts[1] if len(parts) == 3 and parts[0] == "ml" else None
 
 
-def _variant_property(variants: dict[str, Any], instance_type: str, section: str, name: str) -> Any:
-    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
-    for variant in (instance_type, _instance_family(instance_type)):
-        value = ((variants.get("variants") or {}).get(variant) or {}).get(section, {}).get(name)
-        if value:
-            return value
-    return None
+def _variant(variants: dict[str, Any], name: str | None, section: str) -> dict[str, Any]:
+    return ((variants.get("variants") or {}).get(name) or {}).get(section) or {}
 
 
 def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys, what: str) -> str:
-    alias = _variant_property(variants, instance_type, "regional_properties", "image_uri")
+    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
+    names = (instance_type, _instance_family(instance_type))
+    alias = next(filter(None, (_variant(variants, v, "regional_properties").get("image_uri") for v in names)), None)
     if not alias or not alias.startswith("$"):
         raise JumpStartError(
             keys.instance_type,
@@ -692,18 +668,9 @@ def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type:
             f"{spec['model_id']} {spec['version']} is a script-mode model (hosting_use_script_uri)",
             "models with a prepacked artifact",
         )
-    return str(
-        _variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
-        or spec["hosting_prepacked_artifact_key"]
-    )
-
-
-def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
-    """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
-    uri = key if key.startswith("s3://") else f"s3://{bucket}/{key}"
-    if uri.endswith("/"):
-        return S3ModelData(uri, "S3Prefix", "None", accept_eula)
-    return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
+    names = (instance_type, _instance_family(instance_type))
+    keyed = (_variant(variants, v, "properties").get("prepacked_artifact_key") for v in names)
+    return str(next(filter(None, keyed), None) or spec["hosting_prepacked_artifact_key"])
 
 
 def _additional_sources(
@@ -715,18 +682,14 @@ def _additional_sources(
         provider = entry.get("provider") or {}
         gated = entry.get("hosting_eula_key") is not None or provider.get("classification") == "gated"
         if gated and not accept_eula:
-            raise _eula_error(keys, spec["model_id"], spec["version"], region, entry.get("hosting_eula_key"))
+            raise _eula_error(keys, f"{spec['model_id']} {spec['version']}", region, entry.get("hosting_eula_key"))
         bucket = f"sagemaker-sd-models-prod-{region}"  # the SDK's draft-model bucket, unless JumpStart's own
         if provider.get("name") == "JumpStart":
-            bucket = gated_bucket(region) if gated else content_bucket(region)
+            bucket = _bucket(region, gated)
         data = entry["s3_data_source"]
-        uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
-        sources.append(
-            AdditionalModelData(
-                entry["channel_name"],
-                S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None),
-            )
-        )
+        uri = _s3_uri(bucket, data["s3_uri"])
+        s3 = S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None)
+        sources.append(AdditionalModelData(entry["channel_name"], s3))
     return sources
 
 
@@ -742,7 +705,6 @@ def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: 
         if variable.get("required_for_model_class")
     }
     for variant in (_instance_family(instance_type), instance_type):
-        properties = ((variants.get("variants") or {}).get(variant) or {}).get("properties") or {}
-        overlay = properties.get("environment_variables") or {}
+        overlay = _variant(variants, variant, "properties").get("environment_variables") or {}
         environment.update({name: str(value) for name, value in overlay.items()})
     return environment

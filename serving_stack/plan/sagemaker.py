@@ -364,7 +364,7 @@ def huggingface_model(
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
-        model_data=S3ModelData(staged.s3Uri, "S3Prefix", "None") if staged else None,
+        model_data=S3ModelData.at(staged.s3Uri) if staged else None,
         additional_model_data=(),
         enable_network_isolation=staged is not None,
         needs_hf_token=model.sendHfToken,
