@@ -31,9 +31,9 @@ import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
 from components.iam import assume_role_policy
-from serving_stack.facts.sagemaker import S3ModelData
+from serving_stack.facts.sagemaker import ModelContainer, S3ModelData
 from serving_stack.names import TypeTokens
-from serving_stack.plan.sagemaker import BlueGreen, ModelContainer, PlannedEndpoint
+from serving_stack.plan.sagemaker import BlueGreen, PlannedEndpoint
 
 
 def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:

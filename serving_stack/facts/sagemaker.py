@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Optional, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Optional, Protocol
 
 import pydantic
 
@@ -232,13 +232,6 @@ class LmiFile(Data):
         tag = container.tag or UNREAD_TAG.format(vllm=container.vllmVersion)
         return f"{account}.dkr.ecr.{region}{suffix}/{container.repository}:{tag}"
 
-    def first_meeting(self, minimum: str) -> Optional[Container]:
-        """The first container (in preference order) whose bundled vLLM is at least `minimum`."""
-        return next((c for c in self.containers if version_key(c.vllmVersion) >= version_key(minimum)), None)
-
-    def newest(self) -> Container:
-        return max(self.containers, key=lambda c: version_key(c.vllmVersion))
-
 
 @functools.lru_cache(maxsize=4)
 def load_instances_file(root: Path = DATA_DIR) -> InstancesFile:
@@ -347,7 +340,11 @@ class SnapshotSpecSource:
         spec = parse_json(body, label, label)
         if not isinstance(spec, dict):
             raise ConfigError(label, f"is a JSON {type(spec).__name__}, not an object (a JumpStart spec)")
-        return spec, recorded_provenance(root, key, body)
+        # The record `tools/refresh_jumpstart_snapshot.py` wrote for `key`, if the bytes are still those it fetched.
+        record = read_provenance_file(root).get(key)
+        if record is None or record.get("sha256") != sha256_hex(body):
+            return spec, None
+        return spec, SpecProvenance(record["bucket"], record["key"], record["sha256"])
 
 
 def file_label(path: Path) -> str:
@@ -389,14 +386,6 @@ def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
         if missing or not isinstance(record.get("fetched", ""), str):
             raise ConfigError(f"{where}.{(missing or ['fetched'])[0]}", "is missing or not a string")
     return records
-
-
-def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProvenance]:
-    """The record `tools/refresh_jumpstart_snapshot.py` wrote for `key`, if the bytes are still those it fetched."""
-    record = read_provenance_file(root).get(key)
-    if record is None or record.get("sha256") != sha256_hex(body):
-        return None
-    return SpecProvenance(record["bucket"], record["key"], record["sha256"])
 
 
 REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
@@ -468,19 +457,38 @@ class AdditionalModelData:
 
 
 @dataclass(frozen=True)
+class ModelContainer:
+    """The SageMaker model's primary container. A Hugging Face container reads its weights from S3 with
+    network isolation, or downloads them from the Hub without; `needs_hf_token`: add the token to its
+    environment; `model_data_kms_key`: the key the staged weights are encrypted with."""
+
+    image: str
+    environment: Mapping[str, str]
+    model_data: Optional[S3ModelData]
+    additional_model_data: tuple[AdditionalModelData, ...]
+    enable_network_isolation: bool
+    needs_hf_token: bool = False
+    model_data_kms_key: Optional[str] = None
+
+
+class VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str] = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ResolvedJumpStartModel:
     """What a SageMaker model and production variant take from the spec; nothing account-specific."""
 
     model_id: str
     config_name: str | None
-    image_uri: str
-    model_data_source: S3ModelData
-    additional_model_data_sources: tuple[AdditionalModelData, ...]
-    environment: Mapping[str, str]
-    enable_network_isolation: bool
-    model_data_download_timeout: int | None
-    container_startup_health_check_timeout: int | None
-    volume_size_gb: int | None
+    container: ModelContainer
+    defaults: VariantDefaults
     gated: bool
     eula_key: str | None
     provenance: Optional[SpecProvenance]
@@ -553,16 +561,20 @@ def resolve_jumpstart_model(
         return ResolvedJumpStartModel(
             model_id=model_id,
             config_name=config_name,
-            image_uri=_image_uri(variants, instance_type, region, keys, what),
-            model_data_source=S3ModelData.at(
-                _s3_uri(bucket, _artifact_key(spec, variants, instance_type, keys)), True if gated else None
+            container=ModelContainer(
+                image=_image_uri(variants, instance_type, region, keys, what),
+                model_data=S3ModelData.at(
+                    _s3_uri(bucket, _artifact_key(spec, variants, instance_type, keys)), True if gated else None
+                ),
+                additional_model_data=tuple(_additional_sources(spec, region, accept_eula, keys)),
+                environment=MappingProxyType(_environment(spec, variants, instance_type)),
+                enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
             ),
-            additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
-            environment=MappingProxyType(_environment(spec, variants, instance_type)),
-            enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
-            model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
-            container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
-            volume_size_gb=spec.get("inference_volume_size"),
+            defaults=VariantDefaults(
+                deploy_kwargs.get("model_data_download_timeout"),
+                deploy_kwargs.get("container_startup_health_check_timeout"),
+                spec.get("inference_volume_size"),
+            ),
             gated=gated,
             eula_key=eula_key,
             provenance=provenance,
