@@ -263,14 +263,12 @@ ENVIRONMENT_OVERRIDES = (
 )
 
 
-def content_bucket(region: str) -> str:
-    """Specs and public artifacts; the override lets a mirror or a test bucket stand in."""
+def content_bucket(region: str, gated: bool = False) -> str:
+    """Specs and public artifacts, or (`gated`) the artifacts of EULA-gated models, readable only with
+    `ModelAccessConfig.AcceptEula`; the overrides let a mirror or a test bucket stand in."""
+    if gated:
+        return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
     return os.environ.get(CONTENT_BUCKET_OVERRIDE) or f"jumpstart-cache-prod-{region}"
-
-
-def gated_bucket(region: str) -> str:
-    """Artifacts of EULA-gated models, readable only with `ModelAccessConfig.AcceptEula`."""
-    return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
 
 
 def sha256_hex(body: bytes) -> str:
@@ -557,7 +555,7 @@ def resolve_jumpstart_model(
         variants = spec.get("hosting_instance_type_variants") or {}
         deploy_kwargs = spec.get("deploy_kwargs") or {}
         # The model-bucket override moves artifacts only (specs stay put), as in the SDK.
-        bucket = os.environ.get(MODEL_BUCKET_OVERRIDE) or _bucket(region, bool(spec.get("gated_bucket")))
+        bucket = os.environ.get(MODEL_BUCKET_OVERRIDE) or content_bucket(region, bool(spec.get("gated_bucket")))
         return ResolvedJumpStartModel(
             model_id=model_id,
             config_name=config_name,
@@ -583,10 +581,6 @@ def resolve_jumpstart_model(
         raise JumpStartError(
             keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
         ) from None
-
-
-def _bucket(region: str, gated: bool) -> str:
-    return gated_bucket(region) if gated else content_bucket(region)
 
 
 def _s3_uri(bucket: str, key: str) -> str:
@@ -697,7 +691,7 @@ def _additional_sources(
             raise _eula_error(keys, f"{spec['model_id']} {spec['version']}", region, entry.get("hosting_eula_key"))
         bucket = f"sagemaker-sd-models-prod-{region}"  # the SDK's draft-model bucket, unless JumpStart's own
         if provider.get("name") == "JumpStart":
-            bucket = _bucket(region, gated)
+            bucket = content_bucket(region, gated)
         data = entry["s3_data_source"]
         uri = _s3_uri(bucket, data["s3_uri"])
         s3 = S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None)

@@ -427,12 +427,11 @@ def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
     limit, errors = PROVIDER_INSERVICE_WAIT_SECONDS, Problems()
     wait = f"the provider's fixed {limit} s InService wait"
     if budget.create_seconds > limit:
-        errors.add(
+        raise ConfigError(
             f"{path}.timeouts",
             f"a create can take {_wait_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
             f"timeouts summing to at most {limit - budget.provisioning} s",
         )
-        raise ConfigError.combined(errors)
     if budget.update_seconds > limit:
         errors.add(
             f"{path}.deployment",
