@@ -33,7 +33,7 @@ import pulumi_aws.sagemaker as sm
 from components.iam import assume_role_policy
 from serving_stack.facts.sagemaker import ModelContainer, S3ModelData
 from serving_stack.names import TypeTokens
-from serving_stack.plan.sagemaker import BlueGreen, PlannedEndpoint
+from serving_stack.plan.sagemaker import PlannedEndpoint
 
 
 def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
@@ -84,27 +84,6 @@ def primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input
         environment=environment,
         model_data_source=model_data,
         additional_model_data_sources=additional or None,
-    )
-
-
-def traffic_routing(
-    deployment: BlueGreen,
-) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    """CANARY and LINEAR shift a percent of the capacity; the step not taken is left unset."""
-    config, percent = deployment.config, "CAPACITY_PERCENT"
-    return sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
-        type=deployment.type,
-        wait_interval_in_seconds=config.waitIntervalSeconds,
-        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-            type=percent, value=config.canarySize
-        )
-        if deployment.type == "CANARY"
-        else None,
-        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-            type=percent, value=config.linearStepSize
-        )
-        if deployment.type == "LINEAR"
-        else None,
     )
 
 
@@ -418,14 +397,28 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        deployment = plan.deployment.config
+        deployment, shifting, percent = plan.deployment.config, plan.deployment.type, "CAPACITY_PERCENT"
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
             name=endpoint_name,
             endpoint_config_name=endpoint_config.name,
             deployment_config=sm.EndpointDeploymentConfigArgs(
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
-                    traffic_routing_configuration=traffic_routing(plan.deployment),
+                    # CANARY and LINEAR shift a percent of the capacity; the step not taken is left unset.
+                    traffic_routing_configuration=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
+                        type=shifting,
+                        wait_interval_in_seconds=deployment.waitIntervalSeconds,
+                        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                            type=percent, value=deployment.canarySize
+                        )
+                        if shifting == "CANARY"
+                        else None,
+                        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+                            type=percent, value=deployment.linearStepSize
+                        )
+                        if shifting == "LINEAR"
+                        else None,
+                    ),
                     termination_wait_in_seconds=deployment.terminationWaitSeconds,
                     maximum_execution_timeout_in_seconds=deployment.maximumExecutionTimeoutSeconds,
                 ),

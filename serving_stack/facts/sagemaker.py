@@ -365,9 +365,6 @@ def snapshot_file(root: Path, key: str) -> tuple[Path, str]:
     return path, file_label(path)
 
 
-PROVENANCE_FIELDS = ("bucket", "key", "etag", "sha256")
-
-
 def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
     path = root / PROVENANCE_FILE
     if not path.is_file():
@@ -380,13 +377,12 @@ def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
         where = f"{label}: {key_path([spec_key])}"
         if not isinstance(record, dict):
             raise ConfigError(where, f"is a JSON {type(record).__name__}, not an object")
-        missing = [f for f in PROVENANCE_FIELDS if not isinstance(record.get(f), str)]
+        missing = [f for f in ("bucket", "key", "etag", "sha256") if not isinstance(record.get(f), str)]
         if missing or not isinstance(record.get("fetched", ""), str):
             raise ConfigError(f"{where}.{(missing or ['fetched'])[0]}", "is missing or not a string")
     return records
 
 
-REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
     [
@@ -538,7 +534,7 @@ def resolve_jumpstart_model(
             keys.spec,
             f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
             "provenance: hand-made or edited since)",
-            f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
+            f"a spec pinned by python -m tools.refresh_jumpstart_snapshot --model-id {model_id} --version <published version> "
             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
         )
     try:
