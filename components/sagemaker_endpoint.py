@@ -31,9 +31,9 @@ import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
 from components.iam import assume_role_policy
-from serving_stack.facts.sagemaker import S3ModelData
+from serving_stack.facts.sagemaker import ModelContainer, S3ModelData
 from serving_stack.names import TypeTokens
-from serving_stack.plan.sagemaker import BlueGreen, ModelContainer, PlannedEndpoint
+from serving_stack.plan.sagemaker import PlannedEndpoint
 
 
 def s3_source(data: S3ModelData, args_class: type, access_class: type) -> Any:
@@ -87,31 +87,7 @@ def primary_container(container: ModelContainer, hf_token: Optional[pulumi.Input
     )
 
 
-def traffic_routing(
-    deployment: BlueGreen,
-) -> sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs:
-    """CANARY and LINEAR shift a percent of the capacity; the step not taken is left unset."""
-    config, percent = deployment.config, "CAPACITY_PERCENT"
-    return sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
-        type=deployment.type,
-        wait_interval_in_seconds=config.waitIntervalSeconds,
-        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
-            type=percent, value=config.canarySize
-        )
-        if deployment.type == "CANARY"
-        else None,
-        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
-            type=percent, value=config.linearStepSize
-        )
-        if deployment.type == "LINEAR"
-        else None,
-    )
-
-
-ENDPOINT_METRICS_NAMESPACE = "/aws/sagemaker/Endpoints"
 CAPTURE_PREFIX = "capture"
-SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
-SAGEMAKER_NAMESPACE = "AWS/SageMaker"
 SSE = aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs
 
 
@@ -147,14 +123,6 @@ def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict
     return statements
 
 
-def _ecr_repository_arn(image: str, part: str) -> str:
-    """`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>` -> the repository ARN."""
-    registry, _, reference = image.partition("/")
-    account, _, _, region = registry.split(".")[:4]
-    repository = reference.partition("@")[0].partition(":")[0]
-    return f"arn:{part}:ecr:{region}:{account}:repository/{repository}"
-
-
 def execution_policy(
     plan: PlannedEndpoint,
     role_arn: pulumi.Output[str],
@@ -165,6 +133,10 @@ def execution_policy(
     and metrics, and write captured data. No managed policy (never AmazonSageMakerFullAccess)."""
     container, endpoint_name, region, part = plan.container, plan.name, plan.region, partition(plan.region)
     account = role_arn.apply(lambda arn: arn.split(":")[4])
+    # `<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>` -> the repository ARN
+    registry, _, reference = container.image.partition("/")
+    image_account, _, _, image_region = registry.split(".")[:4]
+    repository = reference.partition("@")[0].partition(":")[0]
     log_group = pulumi.Output.concat(
         f"arn:{part}:logs:{region}:", account, f":log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
     )
@@ -174,7 +146,7 @@ def execution_policy(
             "Sid": "PullImage",
             "Effect": "Allow",
             "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-            "Resource": _ecr_repository_arn(container.image, part),
+            "Resource": f"arn:{part}:ecr:{image_region}:{image_account}:repository/{repository}",
         },
         {
             "Sid": "WriteLogs",
@@ -187,7 +159,7 @@ def execution_policy(
             "Effect": "Allow",
             "Action": "cloudwatch:PutMetricData",
             "Resource": "*",
-            "Condition": {"StringEquals": {"cloudwatch:namespace": ENDPOINT_METRICS_NAMESPACE}},
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Endpoints"}},
         },
         *_artifact_read_statements(container, part),
     ]
@@ -232,16 +204,9 @@ def trust_policy(account: pulumi.Output[str], region: str, part: str) -> pulumi.
     number is part of the aws:SourceArn value, you do not need to specify an aws:SourceAccount value"."""
     return account.apply(
         lambda account_id: assume_role_policy(
-            SAGEMAKER_SERVICE, source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"
+            "sagemaker.amazonaws.com", source_arn=f"arn:{part}:sagemaker:{region}:{account_id}:*"
         )
     )
-
-
-def rollback_policy(alarm_arns: list[pulumi.Output[str]]) -> pulumi.Output[str]:
-    """Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
-    "Auto-Rollback Configuration and Monitoring"); only these alarms."""
-    statement = {"Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms"}
-    return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [{**statement, "Resource": alarm_arns}]})
 
 
 def capture_bucket(
@@ -287,7 +252,7 @@ def rollback_alarms(
     """5xx errors and p99 model latency of the variant on the config being deployed."""
     thresholds, endpoint_name, region, tags = plan.deployment.config.rollbackAlarms, plan.name, plan.region, plan.tags
     common: dict[str, Any] = {
-        "namespace": SAGEMAKER_NAMESPACE,
+        "namespace": "AWS/SageMaker",
         "dimensions": {
             "EndpointName": endpoint_name,
             "VariantName": plan.variant.name,
@@ -339,49 +304,46 @@ class SageMakerEndpoint(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SageMakerEndpointArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.SAGEMAKER_ENDPOINT, name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        retained = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
-        region, endpoint_name, variant, tags = args.plan.region, args.plan.name, args.plan.variant, dict(args.plan.tags)
-        part = partition(region)
-        capture = args.plan.data_capture.enabled
-        for note in args.plan.notes:
+        plan, child = args.plan, pulumi.ResourceOptions(parent=self)
+        region, endpoint_name, variant, tags = plan.region, plan.name, plan.variant, dict(plan.tags)
+        placed: dict[str, Any] = {"region": region, "tags": tags}  # every regional child's
+        capture = plan.data_capture.enabled
+        for note in plan.notes:
             pulumi.log.warn(note, resource=self)
 
-        kms_key_arn: Optional[pulumi.Input[str]] = args.plan.kms_key_arn
+        kms_key_arn: Optional[pulumi.Input[str]] = plan.kms_key_arn
         if kms_key_arn is None and (variant.ebs_storage or capture):
             kms_key_arn = aws.kms.Key(
                 f"{name}-kms",
                 description=f"SageMaker endpoint {endpoint_name}: ML storage volumes and captured data",
                 enable_key_rotation=True,
                 deletion_window_in_days=30,
-                region=region,
-                tags=tags,
+                **placed,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=capture),
             ).arn
-        bucket = capture_bucket(name, args.plan, kms_key_arn, self) if capture else None
+        bucket = capture_bucket(name, plan, kms_key_arn, self) if capture else None
 
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         role = aws.iam.Role(
             f"{name}-role",
             description=f"Execution role of SageMaker endpoint {endpoint_name}",
-            assume_role_policy=trust_policy(account, region, part),
+            assume_role_policy=trust_policy(account, region, partition(region)),
             tags=tags,
             opts=child,
         )
         role_policy = aws.iam.RolePolicy(
             f"{name}-role-policy",
             role=role.id,
-            policy=execution_policy(args.plan, role.arn, kms_key_arn, bucket),
+            policy=execution_policy(plan, role.arn, kms_key_arn, bucket),
             opts=child,
         )
 
         model = sm.Model(
             f"{name}-model",
             execution_role_arn=role.arn,
-            primary_container=primary_container(args.plan.container, args.hf_token),
-            enable_network_isolation=args.plan.container.enable_network_isolation,
-            region=region,
-            tags=tags,
+            primary_container=primary_container(plan.container, args.hf_token),
+            enable_network_isolation=plan.container.enable_network_isolation,
+            **placed,
             # The role's permissions have no data edge to the model, but SageMaker pulls with them.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role_policy], retain_on_delete=True),
         )
@@ -389,7 +351,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True,
-                initial_sampling_percentage=args.plan.data_capture.samplingPercentage,
+                initial_sampling_percentage=plan.data_capture.samplingPercentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[
@@ -419,25 +381,46 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             # Local NVMe storage is hardware-encrypted; SageMaker fails the config if a volume key is given.
             kms_key_arn=kms_key_arn if variant.ebs_storage else None,
             data_capture_config=data_capture,
-            region=region,
-            tags=tags,
-            opts=retained,
+            **placed,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
 
-        alarms = rollback_alarms(name, args.plan, endpoint_config.name, child)
+        alarms = rollback_alarms(name, plan, endpoint_config.name, child)
+        # Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
+        # "Auto-Rollback Configuration and Monitoring"); only these alarms.
+        statement = {"Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms"}
         alarm_policy = aws.iam.RolePolicy(
-            f"{name}-rollback-policy", role=role.id, policy=rollback_policy([alarm.arn for alarm in alarms]), opts=child
+            f"{name}-rollback-policy",
+            role=role.id,
+            policy=pulumi.Output.json_dumps(
+                {"Version": "2012-10-17", "Statement": [{**statement, "Resource": [alarm.arn for alarm in alarms]}]}
+            ),
+            opts=child,
         )
-        deployment = args.plan.deployment
+        deployment, shifting, percent = plan.deployment.config, plan.deployment.type, "CAPACITY_PERCENT"
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
             name=endpoint_name,
             endpoint_config_name=endpoint_config.name,
             deployment_config=sm.EndpointDeploymentConfigArgs(
                 blue_green_update_policy=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
-                    traffic_routing_configuration=traffic_routing(deployment),
-                    termination_wait_in_seconds=deployment.config.terminationWaitSeconds,
-                    maximum_execution_timeout_in_seconds=deployment.config.maximumExecutionTimeoutSeconds,
+                    # CANARY and LINEAR shift a percent of the capacity; the step not taken is left unset.
+                    traffic_routing_configuration=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
+                        type=shifting,
+                        wait_interval_in_seconds=deployment.waitIntervalSeconds,
+                        canary_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                            type=percent, value=deployment.canarySize
+                        )
+                        if shifting == "CANARY"
+                        else None,
+                        linear_step_size=sm.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationLinearStepSizeArgs(
+                            type=percent, value=deployment.linearStepSize
+                        )
+                        if shifting == "LINEAR"
+                        else None,
+                    ),
+                    termination_wait_in_seconds=deployment.terminationWaitSeconds,
+                    maximum_execution_timeout_in_seconds=deployment.maximumExecutionTimeoutSeconds,
                 ),
                 auto_rollback_configuration=sm.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
                     alarms=[
@@ -446,13 +429,41 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                     ]
                 ),
             ),
-            region=region,
-            tags=tags,
+            **placed,
             # Rollback reads the alarms with the role: the permission must exist before any deployment.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
-        if args.plan.scaling.enabled:
-            self._autoscaling(name, args, endpoint, child)
+        scaling = plan.scaling
+        if scaling.enabled:  # target tracking on invocations per instance, with a slower scale-in than scale-out
+            target = aws.appautoscaling.Target(
+                f"{name}-scaling-target",
+                service_namespace="sagemaker",
+                scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+                resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
+                min_capacity=scaling.minCapacity,
+                max_capacity=scaling.maxCapacity,
+                **placed,
+                opts=child,
+            )
+            aws.appautoscaling.Policy(
+                f"{name}-scaling-policy",
+                name=f"{endpoint_name}-invocations",
+                policy_type="TargetTrackingScaling",
+                service_namespace=target.service_namespace,
+                scalable_dimension=target.scalable_dimension,
+                resource_id=target.resource_id,
+                target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                    target_value=scaling.targetInvocationsPerInstance,
+                    predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                        predefined_metric_type="SageMakerVariantInvocationsPerInstance"
+                    ),
+                    scale_in_cooldown=scaling.scaleInCooldown,
+                    scale_out_cooldown=scaling.scaleOutCooldown,
+                    disable_scale_in=False,
+                ),
+                region=region,
+                opts=child,
+            )
 
         self.endpoint_name = endpoint.name
         self.endpoint_arn = endpoint.arn
@@ -461,44 +472,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             {
                 "endpointName": self.endpoint_name,
                 "endpointArn": self.endpoint_arn,
-                "invokeUrl": args.plan.endpoint.url,
+                "invokeUrl": plan.endpoint.url,
                 "roleArn": self.role_arn,
             }
-        )
-
-    @staticmethod
-    def _autoscaling(
-        name: str, args: SageMakerEndpointArgs, endpoint: sm.Endpoint, opts: pulumi.ResourceOptions
-    ) -> None:
-        """Target tracking on invocations per instance, with a slower scale-in than scale-out."""
-        scaling, region = args.plan.scaling, args.plan.region
-        target = aws.appautoscaling.Target(
-            f"{name}-scaling-target",
-            service_namespace="sagemaker",
-            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-            resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", args.plan.variant.name),
-            min_capacity=scaling.minCapacity,
-            max_capacity=scaling.maxCapacity,
-            region=region,
-            tags=dict(args.plan.tags),
-            opts=opts,
-        )
-        aws.appautoscaling.Policy(
-            f"{name}-scaling-policy",
-            name=f"{args.plan.name}-invocations",
-            policy_type="TargetTrackingScaling",
-            service_namespace=target.service_namespace,
-            scalable_dimension=target.scalable_dimension,
-            resource_id=target.resource_id,
-            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=scaling.targetInvocationsPerInstance,
-                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
-                    predefined_metric_type="SageMakerVariantInvocationsPerInstance"
-                ),
-                scale_in_cooldown=scaling.scaleInCooldown,
-                scale_out_cooldown=scaling.scaleOutCooldown,
-                disable_scale_in=False,
-            ),
-            region=region,
-            opts=opts,
         )

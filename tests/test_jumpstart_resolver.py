@@ -71,23 +71,24 @@ def resolve(source, model_id=PUBLIC_ID, version="1.0.0", instance_type="ml.g6e.1
 
 def test_public_model_resolves_image_artifact_prefix_and_deploy_settings(s3):
     model = resolve(S3SpecSource(REGION, s3))
-    assert model.image_uri == LMI_IMAGE
-    assert model.model_data_source == jumpstart.S3ModelData(
+    assert model.container.image == LMI_IMAGE
+    assert model.container.model_data == jumpstart.S3ModelData(
         "s3://jumpstart-cache-prod-us-west-2/huggingface-reasoning/"
         "huggingface-reasoning-nvidia-nemotron-3-nano-30b-a3b-bf16/artifacts/inference-prepack/v1.0.0/",
         "S3Prefix",
         "None",
         None,
     )
-    assert (model.gated, model.eula_key, model.additional_model_data_sources) == (False, None, ())
-    assert (model.model_data_download_timeout, model.container_startup_health_check_timeout) == (1200, 1200)
-    assert (model.volume_size_gb, model.enable_network_isolation) == (256, True)
-    assert model.default_instance_type == "ml.g6e.12xlarge"
-    assert model.supported_instance_types == ("ml.g6e.12xlarge", "ml.p5.48xlarge", "ml.p5en.48xlarge")
+    assert (model.gated, model.eula_key, model.container.additional_model_data) == (False, None, ())
+    assert (model.defaults.model_data_download_timeout, model.defaults.container_startup_health_check_timeout) == (
+        1200,
+        1200,
+    )
+    assert (model.defaults.volume_size_gb, model.container.enable_network_isolation) == (256, True)
 
 
 def test_environment_is_spec_defaults_then_family_then_instance_type(s3):
-    environment = resolve(S3SpecSource(REGION, s3)).environment
+    environment = resolve(S3SpecSource(REGION, s3)).container.environment
     assert environment["HF_MODEL_ID"] == "/opt/ml/model"  # spec default
     assert environment["ENDPOINT_SERVER_TIMEOUT"] == "3600"  # int default, stringified
     assert environment["OPTION_MAX_MODEL_LEN"] == "65536"  # g6e family beats the default 32768
@@ -100,14 +101,14 @@ def test_instance_type_variant_image_beats_family_image(s3):
     source = S3SpecSource(REGION, s3)
     h200 = resolve(source, GATED_ID, "2.1.0", "ml.p5en.48xlarge", accept_eula=True)
     l40s = resolve(source, GATED_ID, "2.1.0", "ml.g6e.12xlarge", accept_eula=True)
-    assert h200.image_uri == "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:test-h200-build"
-    assert l40s.image_uri == LMI_IMAGE
-    assert h200.model_data_source.s3_uri.endswith("/inference-prepack/v2.1.0-h200/")  # per-instance key
+    assert h200.container.image == "763104351884.dkr.ecr.us-west-2.amazonaws.com/djl-inference:test-h200-build"
+    assert l40s.container.image == LMI_IMAGE
+    assert h200.container.model_data.s3_uri.endswith("/inference-prepack/v2.1.0-h200/")  # per-instance key
 
 
 def test_gated_model_reads_private_bucket_with_eula_accepted(s3):
     model = resolve(S3SpecSource(REGION, s3), GATED_ID, "2.1.0", "ml.g6e.12xlarge", accept_eula=True)
-    data = model.model_data_source
+    data = model.container.model_data
     assert data == jumpstart.S3ModelData(
         f"s3://jumpstart-private-cache-prod-us-west-2/{GATED_PREFIX}", "S3Prefix", "None", True
     )
@@ -119,7 +120,7 @@ def test_gated_model_reads_private_bucket_with_eula_accepted(s3):
 def test_ranked_config_adds_speculative_draft_channel_where_supported(s3):
     model = resolve(S3SpecSource(REGION, s3), GATED_ID, "2.1.0", "ml.p5en.48xlarge", accept_eula=True)
     assert model.config_name == "lmi-optimized"
-    assert model.additional_model_data_sources == (
+    assert model.container.additional_model_data == (
         jumpstart.AdditionalModelData(
             "draft_model",
             jumpstart.S3ModelData(
@@ -130,8 +131,13 @@ def test_ranked_config_adds_speculative_draft_channel_where_supported(s3):
             ),
         ),
     )
-    assert model.environment["OPTION_SPECULATIVE_DRAFT_MODEL"] == "/opt/ml/additional-model-data-sources/draft_model"
-    assert model.environment["SM_NUM_GPUS"] == "8"  # the component merged into the variants, not replaced them
+    assert (
+        model.container.environment["OPTION_SPECULATIVE_DRAFT_MODEL"]
+        == "/opt/ml/additional-model-data-sources/draft_model"
+    )
+    assert (
+        model.container.environment["SM_NUM_GPUS"] == "8"
+    )  # the component merged into the variants, not replaced them
 
 
 def test_gated_model_without_eula_names_accept_eula_key_and_eula(s3):
@@ -178,12 +184,12 @@ def test_bucket_overrides_move_specs_and_artifacts(s3, monkeypatch):
     seed_content_bucket(s3, "jumpstart-mirror")
     monkeypatch.setenv(jumpstart.CONTENT_BUCKET_OVERRIDE, "jumpstart-mirror")
     s3.delete_object(Bucket=f"jumpstart-cache-prod-{REGION}", Key=MANIFEST_KEY)  # only the mirror can answer
-    assert resolve(S3SpecSource(REGION, s3)).model_data_source.s3_uri.startswith("s3://jumpstart-mirror/")
+    assert resolve(S3SpecSource(REGION, s3)).container.model_data.s3_uri.startswith("s3://jumpstart-mirror/")
     monkeypatch.setenv(jumpstart.GATED_BUCKET_OVERRIDE, "private-mirror")
     gated = resolve(S3SpecSource(REGION, s3), GATED_ID, "2.1.0", accept_eula=True)
-    assert gated.model_data_source.s3_uri == f"s3://private-mirror/{GATED_PREFIX}"
+    assert gated.container.model_data.s3_uri == f"s3://private-mirror/{GATED_PREFIX}"
     monkeypatch.setenv(jumpstart.MODEL_BUCKET_OVERRIDE, "artifact-mirror")
-    assert resolve(S3SpecSource(REGION, s3)).model_data_source.s3_uri.startswith("s3://artifact-mirror/")
+    assert resolve(S3SpecSource(REGION, s3)).container.model_data.s3_uri.startswith("s3://artifact-mirror/")
 
 
 @pytest.mark.parametrize(
@@ -205,4 +211,4 @@ def test_local_directory_overrides_redirect_the_snapshot(monkeypatch):
     monkeypatch.setenv(jumpstart.MANIFEST_DIR_OVERRIDE, str(TEST_SPECS))
     monkeypatch.setenv(jumpstart.SPECS_DIR_OVERRIDE, str(TEST_SPECS))
     model = resolve(SnapshotSpecSource(SNAPSHOT), GATED_ID, "2.1.0", "ml.p5.48xlarge", accept_eula=True)
-    assert (model.model_id, model.image_uri) == (GATED_ID, LMI_IMAGE)
+    assert (model.model_id, model.container.image) == (GATED_ID, LMI_IMAGE)

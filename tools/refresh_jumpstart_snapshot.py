@@ -94,8 +94,9 @@ def check(model_id: str, version: str, region: str, snapshot: Path, instance_typ
     for instance_type in instance_types:
         resolved = resolve_jumpstart_model(model_id, version, region, instance_type, accept_eula=True, source=source)
         spec = resolved.provenance.label() if resolved.provenance else "?"
+        data = resolved.container.model_data
         lines.append(
-            f"  {instance_type}: {resolved.image_uri}\n    model data: {resolved.model_data_source.s3_uri}"
+            f"  {instance_type}: {resolved.container.image}\n    model data: {data.s3_uri if data else None}"
             f"\n    gated: {resolved.gated}; spec {spec}"
         )
     return lines

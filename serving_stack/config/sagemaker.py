@@ -69,12 +69,9 @@ class JumpStartModel(Block):
 
 
 class ModelData(Block):
-    """The checkpoint staged in S3: `s3Uri` is the prefix (ending in `/`) holding the repo's files as the Hub
-    serves them (`config.json`, the safetensors, the tokenizer; uncompressed), in the endpoint's region.
-    SageMaker copies it to the instance before the container starts, so the model runs with network
-    isolation and without the Hub or a token (docs/sagemaker.md, "Weights from S3", says how to stage it).
-    `kmsKeyArn`: the customer managed key the objects are encrypted with (SSE-KMS), which the endpoint's role
-    may then decrypt; unset for SSE-S3 or the bucket's default key."""
+    """The checkpoint staged in S3 as the Hub serves it (`config.json`, the safetensors, the tokenizer). SageMaker
+    copies it to the instance before the container starts, so the model runs with network isolation and without
+    the Hub or a token (docs/sagemaker.md, "Weights from S3", says how to stage it)."""
 
     s3Uri: S3Prefix
     """The S3 prefix, ending in `/`, holding the checkpoint's files uncompressed (SageMaker
@@ -85,14 +82,9 @@ class ModelData(Block):
 
 
 class HuggingFaceModel(Block):
-    """A Hugging Face checkpoint on the LMI or SageMaker vLLM container, for regions JumpStart does not list:
-    read from S3 (`modelData`, recommended: faster, isolated) or downloaded from the Hub at container start.
-
-    `sendHfToken`: put the `hfToken` secret into the model's environment, for a gated repo read from the Hub.
-    A SageMaker container cannot read Secrets Manager, so the token is a Pulumi secret in state but plain to
-    anyone allowed `sagemaker:DescribeModel`, and the secret-handling policy reports it. Public repos and
-    `modelData` need none.
-    """
+    """A Hugging Face checkpoint on the LMI or SageMaker vLLM container, for regions JumpStart does not list.
+    A SageMaker container cannot read Secrets Manager, so a token sent with `sendHfToken` is a Pulumi secret in
+    state but plain to anyone allowed `sagemaker:DescribeModel`; the secret-handling policy reports it."""
 
     repo: AsciiText
     """The Hugging Face repository of the checkpoint, one catalog/sagemaker_lmi.yaml lists."""
@@ -111,12 +103,8 @@ class HuggingFaceModel(Block):
 
 
 class Autoscaling(Block):
-    """Target tracking on `SageMakerVariantInvocationsPerInstance` (invocations per instance per minute).
-
-    `instanceType` is the guard for instance-type changes: SageMaker fails an UpdateEndpoint that changes the
-    instance type of a variant registered as a scaling target, so it must equal the endpoint's `instanceType`
-    and a change goes through `enabled: false` first (docs/sagemaker.md, "Changing the instance type").
-    """
+    """Target tracking on `SageMakerVariantInvocationsPerInstance` (invocations per instance per minute); an
+    instance-type change goes through `enabled: false` first (docs/sagemaker.md, "Changing the instance type")."""
 
     enabled: bool = True
     """Register the variant as an Application Auto Scaling target with the target-tracking policy; false first to change
@@ -231,11 +219,6 @@ class SageMakerEndpointConfig(Block):
 
 
 class SageMakerConfig(Block):
-    """`region` unset means the stack's `aws:region`. `specSource: snapshot` resolves JumpStart models from
-    the committed copy of the content bucket (repeatable previews, no S3 access); `s3` reads the bucket
-    (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends). `allowUnverifiedSpecs`: accept JumpStart
-    specs without provenance (hand-made; tests and demos only); every endpoint built from one is flagged."""
-
     region: Optional[Region] = None
     """The Region of the endpoints; unset: the stack's `aws:region`."""
     allowUnverifiedSpecs: bool = False
@@ -243,7 +226,7 @@ class SageMakerConfig(Block):
     flagged."""
     specSource: Literal["snapshot", "s3"] = "snapshot"
     """`snapshot`: JumpStart specs from the committed copy under `snapshotDir` (repeatable, no S3 access); `s3`: read
-    the content bucket."""
+    the content bucket (honouring AWS_JUMPSTART_CONTENT_BUCKET_OVERRIDE and friends)."""
     snapshotDir: ProjectDirectory = "catalog/jumpstart"
     """The project directory holding the JumpStart snapshot (tools/refresh_jumpstart_snapshot.py writes it)."""
     endpoints: list[SageMakerEndpointConfig] = pydantic.Field(default_factory=list)

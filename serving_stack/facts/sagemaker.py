@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Optional, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Optional, Protocol
 
 import pydantic
 
@@ -232,13 +232,6 @@ class LmiFile(Data):
         tag = container.tag or UNREAD_TAG.format(vllm=container.vllmVersion)
         return f"{account}.dkr.ecr.{region}{suffix}/{container.repository}:{tag}"
 
-    def first_meeting(self, minimum: str) -> Optional[Container]:
-        """The first container (in preference order) whose bundled vLLM is at least `minimum`."""
-        return next((c for c in self.containers if version_key(c.vllmVersion) >= version_key(minimum)), None)
-
-    def newest(self) -> Container:
-        return max(self.containers, key=lambda c: version_key(c.vllmVersion))
-
 
 @functools.lru_cache(maxsize=4)
 def load_instances_file(root: Path = DATA_DIR) -> InstancesFile:
@@ -270,14 +263,12 @@ ENVIRONMENT_OVERRIDES = (
 )
 
 
-def content_bucket(region: str) -> str:
-    """Specs and public artifacts; the override lets a mirror or a test bucket stand in."""
+def content_bucket(region: str, gated: bool = False) -> str:
+    """Specs and public artifacts, or (`gated`) the artifacts of EULA-gated models, readable only with
+    `ModelAccessConfig.AcceptEula`; the overrides let a mirror or a test bucket stand in."""
+    if gated:
+        return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
     return os.environ.get(CONTENT_BUCKET_OVERRIDE) or f"jumpstart-cache-prod-{region}"
-
-
-def gated_bucket(region: str) -> str:
-    """Artifacts of EULA-gated models, readable only with `ModelAccessConfig.AcceptEula`."""
-    return os.environ.get(GATED_BUCKET_OVERRIDE) or f"jumpstart-private-cache-prod-{region}"
 
 
 def sha256_hex(body: bytes) -> str:
@@ -347,7 +338,11 @@ class SnapshotSpecSource:
         spec = parse_json(body, label, label)
         if not isinstance(spec, dict):
             raise ConfigError(label, f"is a JSON {type(spec).__name__}, not an object (a JumpStart spec)")
-        return spec, recorded_provenance(root, key, body)
+        # The record `tools/refresh_jumpstart_snapshot.py` wrote for `key`, if the bytes are still those it fetched.
+        record = read_provenance_file(root).get(key)
+        if record is None or record.get("sha256") != sha256_hex(body):
+            return spec, None
+        return spec, SpecProvenance(record["bucket"], record["key"], record["sha256"])
 
 
 def file_label(path: Path) -> str:
@@ -370,9 +365,6 @@ def snapshot_file(root: Path, key: str) -> tuple[Path, str]:
     return path, file_label(path)
 
 
-PROVENANCE_FIELDS = ("bucket", "key", "etag", "sha256")
-
-
 def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
     path = root / PROVENANCE_FILE
     if not path.is_file():
@@ -385,21 +377,12 @@ def read_provenance_file(root: Path) -> dict[str, dict[str, Any]]:
         where = f"{label}: {key_path([spec_key])}"
         if not isinstance(record, dict):
             raise ConfigError(where, f"is a JSON {type(record).__name__}, not an object")
-        missing = [f for f in PROVENANCE_FIELDS if not isinstance(record.get(f), str)]
+        missing = [f for f in ("bucket", "key", "etag", "sha256") if not isinstance(record.get(f), str)]
         if missing or not isinstance(record.get("fetched", ""), str):
             raise ConfigError(f"{where}.{(missing or ['fetched'])[0]}", "is missing or not a string")
     return records
 
 
-def recorded_provenance(root: Path, key: str, body: bytes) -> Optional[SpecProvenance]:
-    """The record `tools/refresh_jumpstart_snapshot.py` wrote for `key`, if the bytes are still those it fetched."""
-    record = read_provenance_file(root).get(key)
-    if record is None or record.get("sha256") != sha256_hex(body):
-        return None
-    return SpecProvenance(record["bucket"], record["key"], record["sha256"])
-
-
-REFRESH_COMMAND = "python -m tools.refresh_jumpstart_snapshot"
 # A config component may not change these (SDK: JumpStartConfigComponent.OVERRIDING_DENY_LIST).
 _COMPONENT_DENY_LIST = frozenset(
     [
@@ -420,12 +403,6 @@ _COMPONENT_DENY_LIST = frozenset(
 
 class JumpStartError(ConfigError):
     """A JumpStart setting that cannot resolve; a `ConfigError`, so it reads like every config error."""
-
-
-def _artifact_bucket(region: str, gated: bool) -> str:
-    """The model-bucket override moves artifacts only (specs stay put), as in the SDK."""
-    default = gated_bucket(region) if gated else content_bucket(region)
-    return os.environ.get(MODEL_BUCKET_OVERRIDE) or default
 
 
 @dataclass(frozen=True)
@@ -457,6 +434,13 @@ class S3ModelData:
     compression_type: str
     accept_eula: bool | None = None
 
+    @classmethod
+    def at(cls, uri: str, accept_eula: bool | None = None) -> S3ModelData:
+        """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
+        if uri.endswith("/"):
+            return cls(uri, "S3Prefix", "None", accept_eula)
+        return cls(uri, "S3Object", "Gzip", accept_eula)
+
 
 @dataclass(frozen=True)
 class AdditionalModelData:
@@ -467,21 +451,38 @@ class AdditionalModelData:
 
 
 @dataclass(frozen=True)
+class ModelContainer:
+    """The SageMaker model's primary container. A Hugging Face container reads its weights from S3 with
+    network isolation, or downloads them from the Hub without; `needs_hf_token`: add the token to its
+    environment; `model_data_kms_key`: the key the staged weights are encrypted with."""
+
+    image: str
+    environment: Mapping[str, str]
+    model_data: Optional[S3ModelData]
+    additional_model_data: tuple[AdditionalModelData, ...]
+    enable_network_isolation: bool
+    needs_hf_token: bool = False
+    model_data_kms_key: Optional[str] = None
+
+
+class VariantDefaults(NamedTuple):
+    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
+
+    model_data_download_timeout: Optional[int]
+    container_startup_health_check_timeout: Optional[int]
+    volume_size_gb: Optional[int]
+    inference_ami_version: Optional[str] = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ResolvedJumpStartModel:
     """What a SageMaker model and production variant take from the spec; nothing account-specific."""
 
     model_id: str
     config_name: str | None
-    image_uri: str
-    model_data_source: S3ModelData
-    additional_model_data_sources: tuple[AdditionalModelData, ...]
-    environment: Mapping[str, str]
-    enable_network_isolation: bool
-    model_data_download_timeout: int | None
-    container_startup_health_check_timeout: int | None
-    volume_size_gb: int | None
-    default_instance_type: str | None
-    supported_instance_types: tuple[str, ...]
+    container: ModelContainer
+    defaults: VariantDefaults
     gated: bool
     eula_key: str | None
     provenance: Optional[SpecProvenance]
@@ -503,7 +504,14 @@ def resolve_jumpstart_model(
     A spec without provenance (not fetched from the content bucket) is refused unless `allow_unverified`:
     its image tags, artifact keys and gating would otherwise be guesses that reach `pulumi up`.
     """
-    manifest = _manifest_entries(source.read_json(MANIFEST_KEY), keys)
+    manifest, fields = source.read_json(MANIFEST_KEY), ("model_id", "version", "spec_key")
+    if not isinstance(manifest, list):
+        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
+    for index, entry in enumerate(manifest):
+        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
+            raise JumpStartError(
+                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
+            )
     entries = {entry["version"]: entry for entry in manifest if entry["model_id"] == model_id}
     if not entries:
         known = sorted({entry["model_id"] for entry in manifest})
@@ -526,76 +534,53 @@ def resolve_jumpstart_model(
             keys.spec,
             f"spec {spec_key} was not fetched from the JumpStart content bucket (no "
             "provenance: hand-made or edited since)",
-            f"a spec pinned by {REFRESH_COMMAND} --model-id {model_id} --version <published version> "
+            f"a spec pinned by python -m tools.refresh_jumpstart_snapshot --model-id {model_id} --version <published version> "
             f"--region {region}, or {keys.allow_unverified}: true (tests and demos only)",
         )
     try:
-        return _resolve_spec(raw_spec, provenance, model_id, version, region, instance_type, accept_eula, keys)
+        _refuse_model_package(raw_spec, instance_type, region, keys)
+        spec, config_name = _select_config(raw_spec, instance_type)
+        what = f"{model_id} {version}"
+        supported = tuple(spec.get("supported_inference_instance_types") or ())
+        if instance_type not in supported:
+            raise JumpStartError(keys.instance_type, f"{what} does not support {instance_type!r}", ", ".join(supported))
+        eula_key = spec.get("hosting_eula_key")
+        gated = bool(spec.get("gated_bucket")) or eula_key is not None
+        if gated and not accept_eula:
+            raise _eula_error(keys, what, region, eula_key)
+        variants = spec.get("hosting_instance_type_variants") or {}
+        deploy_kwargs = spec.get("deploy_kwargs") or {}
+        # The model-bucket override moves artifacts only (specs stay put), as in the SDK.
+        bucket = os.environ.get(MODEL_BUCKET_OVERRIDE) or content_bucket(region, bool(spec.get("gated_bucket")))
+        return ResolvedJumpStartModel(
+            model_id=model_id,
+            config_name=config_name,
+            container=ModelContainer(
+                image=_image_uri(variants, instance_type, region, keys, what),
+                model_data=S3ModelData.at(
+                    _s3_uri(bucket, _artifact_key(spec, variants, instance_type, keys)), True if gated else None
+                ),
+                additional_model_data=tuple(_additional_sources(spec, region, accept_eula, keys)),
+                environment=MappingProxyType(_environment(spec, variants, instance_type)),
+                enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
+            ),
+            defaults=VariantDefaults(
+                deploy_kwargs.get("model_data_download_timeout"),
+                deploy_kwargs.get("container_startup_health_check_timeout"),
+                spec.get("inference_volume_size"),
+            ),
+            gated=gated,
+            eula_key=eula_key,
+            provenance=provenance,
+        )
     except (AttributeError, TypeError, KeyError, IndexError, ValueError) as error:  # a spec field of another shape
         raise JumpStartError(
             keys.spec, f"spec {spec_key} cannot be read: {bounded(f'{type(error).__name__}: {error}', quote=False)}"
         ) from None
 
 
-def _manifest_entries(manifest: Any, keys: ConfigKeys) -> list[dict[str, str]]:
-    """The manifest's entries, each with a string model_id, version and spec_key."""
-    if not isinstance(manifest, list):
-        raise JumpStartError(keys.spec, f"{MANIFEST_KEY} is a JSON {type(manifest).__name__}, not a list of models")
-    for index, entry in enumerate(manifest):
-        fields = ("model_id", "version", "spec_key")
-        if not isinstance(entry, dict) or not all(isinstance(entry.get(f), str) for f in fields):
-            raise JumpStartError(
-                keys.spec, f"{MANIFEST_KEY}[{index}] is not an object with {', '.join(fields)} strings"
-            )
-    return manifest
-
-
-def _resolve_spec(
-    raw_spec: dict[str, Any],
-    provenance: Optional[SpecProvenance],
-    model_id: str,
-    version: str,
-    region: str,
-    instance_type: str,
-    accept_eula: bool,
-    keys: ConfigKeys,
-) -> ResolvedJumpStartModel:
-    _refuse_model_package(raw_spec, instance_type, region, keys)
-    spec, config_name = _select_config(raw_spec, instance_type)
-    supported = tuple(spec.get("supported_inference_instance_types") or ())
-    if instance_type not in supported:
-        raise JumpStartError(
-            keys.instance_type, f"{model_id} {version} does not support {instance_type!r}", ", ".join(supported)
-        )
-    eula_key = spec.get("hosting_eula_key")
-    gated = bool(spec.get("gated_bucket")) or eula_key is not None
-    if gated and not accept_eula:
-        raise _eula_error(keys, model_id, version, region, eula_key)
-
-    variants = spec.get("hosting_instance_type_variants") or {}
-    deploy_kwargs = spec.get("deploy_kwargs") or {}
-    volume_size = spec.get("inference_volume_size")
-    return ResolvedJumpStartModel(
-        model_id=model_id,
-        config_name=config_name,
-        image_uri=_image_uri(variants, instance_type, region, keys, f"{model_id} {version}"),
-        model_data_source=_s3_model_data(
-            _artifact_bucket(region, bool(spec.get("gated_bucket"))),
-            _artifact_key(spec, variants, instance_type, keys),
-            True if gated else None,
-        ),
-        additional_model_data_sources=tuple(_additional_sources(spec, region, accept_eula, keys)),
-        environment=MappingProxyType(_environment(spec, variants, instance_type)),
-        enable_network_isolation=bool(spec.get("inference_enable_network_isolation", False)),
-        model_data_download_timeout=deploy_kwargs.get("model_data_download_timeout"),
-        container_startup_health_check_timeout=deploy_kwargs.get("container_startup_health_check_timeout"),
-        volume_size_gb=volume_size,
-        default_instance_type=spec.get("default_inference_instance_type"),
-        supported_instance_types=supported,
-        gated=gated,
-        eula_key=eula_key,
-        provenance=provenance,
-    )
+def _s3_uri(bucket: str, key: str) -> str:
+    return key if key.startswith("s3://") else f"s3://{bucket}/{key}"
 
 
 def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys) -> None:
@@ -617,14 +602,10 @@ def _refuse_model_package(spec: dict[str, Any], instance_type: str, region: str,
         )
 
 
-def _eula_error(keys: ConfigKeys, model_id: str, version: str, region: str, eula_key: str | None) -> JumpStartError:
-    where = "its model page"
-    if eula_key:
-        where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}"
+def _eula_error(keys: ConfigKeys, what: str, region: str, eula_key: str | None) -> JumpStartError:
+    where = f"https://{content_bucket(region)}.s3.{region}.amazonaws.com/{eula_key}" if eula_key else "its model page"
     return JumpStartError(
-        keys.accept_eula,
-        f"{model_id} {version} is gated and needs its EULA accepted",
-        f"true, set after reading the EULA at {where}",
+        keys.accept_eula, f"{what} is gated and needs its EULA accepted", f"true, set after reading the EULA at {where}"
     )
 
 
@@ -660,17 +641,14 @@ def _instance_family(instance_type: str) -> str | None:
     return parts[1] if len(parts) == 3 and parts[0] == "ml" else None
 
 
-def _variant_property(variants: dict[str, Any], instance_type: str, section: str, name: str) -> Any:
-    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
-    for variant in (instance_type, _instance_family(instance_type)):
-        value = ((variants.get("variants") or {}).get(variant) or {}).get(section, {}).get(name)
-        if value:
-            return value
-    return None
+def _variant(variants: dict[str, Any], name: str | None, section: str) -> dict[str, Any]:
+    return ((variants.get("variants") or {}).get(name) or {}).get(section) or {}
 
 
 def _image_uri(variants: dict[str, Any], instance_type: str, region: str, keys: ConfigKeys, what: str) -> str:
-    alias = _variant_property(variants, instance_type, "regional_properties", "image_uri")
+    """The instance-type variant wins over the family variant ("ml.p5.48xlarge" over "p5")."""
+    names = (instance_type, _instance_family(instance_type))
+    alias = next(filter(None, (_variant(variants, v, "regional_properties").get("image_uri") for v in names)), None)
     if not alias or not alias.startswith("$"):
         raise JumpStartError(
             keys.instance_type,
@@ -692,18 +670,9 @@ def _artifact_key(spec: dict[str, Any], variants: dict[str, Any], instance_type:
             f"{spec['model_id']} {spec['version']} is a script-mode model (hosting_use_script_uri)",
             "models with a prepacked artifact",
         )
-    return str(
-        _variant_property(variants, instance_type, "properties", "prepacked_artifact_key")
-        or spec["hosting_prepacked_artifact_key"]
-    )
-
-
-def _s3_model_data(bucket: str, key: str, accept_eula: bool | None) -> S3ModelData:
-    """A key ending in "/" is an uncompressed prefix (loaded as is); anything else a model.tar.gz."""
-    uri = key if key.startswith("s3://") else f"s3://{bucket}/{key}"
-    if uri.endswith("/"):
-        return S3ModelData(uri, "S3Prefix", "None", accept_eula)
-    return S3ModelData(uri, "S3Object", "Gzip", accept_eula)
+    names = (instance_type, _instance_family(instance_type))
+    keyed = (_variant(variants, v, "properties").get("prepacked_artifact_key") for v in names)
+    return str(next(filter(None, keyed), None) or spec["hosting_prepacked_artifact_key"])
 
 
 def _additional_sources(
@@ -715,18 +684,14 @@ def _additional_sources(
         provider = entry.get("provider") or {}
         gated = entry.get("hosting_eula_key") is not None or provider.get("classification") == "gated"
         if gated and not accept_eula:
-            raise _eula_error(keys, spec["model_id"], spec["version"], region, entry.get("hosting_eula_key"))
+            raise _eula_error(keys, f"{spec['model_id']} {spec['version']}", region, entry.get("hosting_eula_key"))
         bucket = f"sagemaker-sd-models-prod-{region}"  # the SDK's draft-model bucket, unless JumpStart's own
         if provider.get("name") == "JumpStart":
-            bucket = gated_bucket(region) if gated else content_bucket(region)
+            bucket = content_bucket(region, gated)
         data = entry["s3_data_source"]
-        uri = data["s3_uri"] if data["s3_uri"].startswith("s3://") else f"s3://{bucket}/{data['s3_uri']}"
-        sources.append(
-            AdditionalModelData(
-                entry["channel_name"],
-                S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None),
-            )
-        )
+        uri = _s3_uri(bucket, data["s3_uri"])
+        s3 = S3ModelData(uri, data["s3_data_type"], data["compression_type"], True if gated else None)
+        sources.append(AdditionalModelData(entry["channel_name"], s3))
     return sources
 
 
@@ -742,7 +707,6 @@ def _environment(spec: dict[str, Any], variants: dict[str, Any], instance_type: 
         if variable.get("required_for_model_class")
     }
     for variant in (_instance_family(instance_type), instance_type):
-        properties = ((variants.get("variants") or {}).get(variant) or {}).get("properties") or {}
-        overlay = properties.get("environment_variables") or {}
+        overlay = _variant(variants, variant, "properties").get("environment_variables") or {}
         environment.update({name: str(value) for name, value in overlay.items()})
     return environment

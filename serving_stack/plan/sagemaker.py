@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 import boto3
 
@@ -39,17 +39,19 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError, Problems, bounded
 from serving_stack.facts import Facts
+from serving_stack.facts.aws import version_key
 from serving_stack.facts.sagemaker import (
-    AdditionalModelData,
     ConfigKeys,
     Container,
     EnvironmentLimits,
     HuggingFaceRepo,
     LmiFile,
+    ModelContainer,
     S3ModelData,
     S3SpecSource,
     SnapshotSpecSource,
     SpecSource,
+    VariantDefaults,
     resolve_jumpstart_model,
 )
 from serving_stack.facts.strict_files import PROJECT_DIR
@@ -93,21 +95,6 @@ class HuggingFaceSource:
 
 
 ModelSource = Union[JumpStartSource, HuggingFaceSource]
-
-
-@dataclass(frozen=True)
-class ModelContainer:
-    """The SageMaker model's primary container. A Hugging Face container reads its weights from S3 with
-    network isolation, or downloads them from the Hub without; `needs_hf_token`: add the token to its
-    environment; `model_data_kms_key`: the key the staged weights are encrypted with."""
-
-    image: str
-    environment: Mapping[str, str]
-    model_data: Optional[S3ModelData]
-    additional_model_data: tuple[AdditionalModelData, ...]
-    enable_network_isolation: bool
-    needs_hf_token: bool
-    model_data_kms_key: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -185,16 +172,6 @@ class PlannedEndpoint:
         return MappingProxyType(tags)
 
 
-class VariantDefaults(NamedTuple):
-    """What the model source suggests for the variant where the endpoint config says nothing, and notes."""
-
-    model_data_download_timeout: Optional[int]
-    container_startup_health_check_timeout: Optional[int]
-    volume_size_gb: Optional[int]
-    inference_ami_version: Optional[str]
-    notes: tuple[str, ...] = ()
-
-
 def shifted_instances(instances: int, percent: int) -> int:
     """Instances a capacity-percent step moves: SageMaker rounds up to whole instances."""
     return math.ceil(instances * percent / 100)
@@ -225,9 +202,10 @@ def check_fit(repo_name: str, repo: HuggingFaceRepo, instance_type: str, facts: 
 def pick_container(repo_name: str, repo: HuggingFaceRepo, lmi: LmiFile, key: str) -> Container:
     """The first container (in the data's order of preference) whose bundled vLLM meets the checkpoint's
     minimum, or a `ConfigError` at `key` naming both versions."""
-    container = lmi.first_meeting(repo.minimumVllm)
+    minimum = version_key(repo.minimumVllm)
+    container = next((c for c in lmi.containers if version_key(c.vllmVersion) >= minimum), None)
     if container is None:
-        newest = lmi.newest()
+        newest = max(lmi.containers, key=lambda c: version_key(c.vllmVersion))
         raise ConfigError(
             key,
             f"{repo_name} needs vLLM >= {repo.minimumVllm} ({repo.vllmSource.split(',')[0]}); the newest "
@@ -267,22 +245,13 @@ def jumpstart_model(
         keys=keys,
         allow_unverified=allow_unverified,
     )
-    container = ModelContainer(
-        image=resolved.image_uri,
-        environment=resolved.environment,
-        model_data=resolved.model_data_source,
-        additional_model_data=resolved.additional_model_data_sources,
-        enable_network_isolation=resolved.enable_network_isolation,
-        needs_hf_token=False,
-    )
-    defaults = VariantDefaults(
-        resolved.model_data_download_timeout,
-        resolved.container_startup_health_check_timeout,
-        resolved.volume_size_gb,
-        None,
-    )
     provenance = resolved.provenance.label() if resolved.provenance is not None else None
-    return container, JumpStartSource(model.modelId, model.version, provenance), model.modelId, defaults
+    return (
+        resolved.container,
+        JumpStartSource(model.modelId, model.version, provenance),
+        model.modelId,
+        resolved.defaults,
+    )
 
 
 def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: str) -> None:
@@ -364,7 +333,7 @@ def huggingface_model(
     container = ModelContainer(
         image=image,
         environment=MappingProxyType(environment),
-        model_data=S3ModelData(staged.s3Uri, "S3Prefix", "None") if staged else None,
+        model_data=S3ModelData.at(staged.s3Uri) if staged else None,
         additional_model_data=(),
         enable_network_isolation=staged is not None,
         needs_hf_token=model.sendHfToken,
@@ -458,12 +427,11 @@ def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
     limit, errors = PROVIDER_INSERVICE_WAIT_SECONDS, Problems()
     wait = f"the provider's fixed {limit} s InService wait"
     if budget.create_seconds > limit:
-        errors.add(
+        raise ConfigError(
             f"{path}.timeouts",
             f"a create can take {_wait_parts(budget, False)} = {budget.create_seconds} s, longer than {wait}",
             f"timeouts summing to at most {limit - budget.provisioning} s",
         )
-        raise ConfigError.combined(errors)
     if budget.update_seconds > limit:
         errors.add(
             f"{path}.deployment",
