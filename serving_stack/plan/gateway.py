@@ -101,7 +101,6 @@ class GatewayPlan:
     groups: tuple[ModelGroup, ...]
     config: dict[str, Any]
     needs_redis: bool
-    sagemaker_endpoints: tuple[SageMakerBackend, ...]  # the endpoints the gateway may invoke
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -135,22 +134,10 @@ def _sagemaker_deployment(group: str, endpoint: SageMakerBackend, settings: Gate
     }
 
 
-def _check_inputs(
+def _check_degraded_fallback(
     dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
 ) -> None:
-    for kind, names in (
-        ("targets", [b.target_id for b in dynamo]),
-        ("sagemaker.endpoints", [e.name for e in sagemaker]),
-    ):
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ConfigError(kind, f"the gateway needs unique names, got {duplicates} more than once")
-    if not dynamo and not sagemaker:
-        raise ConfigError("gateway.enabled", "the gateway has no backend", "at least one target or SageMaker endpoint")
-    if settings.replicas < 1 or settings.workers_per_replica < 1:
-        raise ConfigError("gateway.replicas", "replicas and workers per replica must be >= 1")
-    if settings.stream_timeout_seconds > settings.timeout_seconds:
-        raise ConfigError("gateway.router.streamTimeoutSeconds", "longer than timeoutSeconds", "<= timeoutSeconds")
+    """The rest (unique names, a backend at all, replicas, timeouts) the config and `check_gateway` refuse."""
     wanted = settings.degraded_fallback_endpoint
     if wanted is None:
         return
@@ -171,7 +158,7 @@ def plan_gateway(
     redis: Optional[RedisAddress] = None,
 ) -> GatewayPlan:
     """The gateway for these backends. `redis` is required when more than one router process runs."""
-    _check_inputs(dynamo, sagemaker, settings)
+    _check_degraded_fallback(dynamo, sagemaker, settings)
     needs_redis = settings.router_processes > 1
     if needs_redis and redis is None:
         raise ValueError("more than one router process shares cooldown state through Redis: pass `redis`")
@@ -229,7 +216,7 @@ def plan_gateway(
         "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True},
         "general_settings": general_settings,
     }
-    return GatewayPlan(tuple(groups), config, needs_redis, tuple(sagemaker))
+    return GatewayPlan(tuple(groups), config, needs_redis)
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
