@@ -173,7 +173,7 @@ def test_network_policies_allow_exactly_what_the_gateway_needs(prod_gateway):
 
 
 def test_role_invokes_exactly_the_fallback_endpoints_through_pod_identity(prod_gateway):
-    plan, run = prod_gateway
+    _, run = prod_gateway
     role = the(run, "aws:iam/role:Role")
     trust = json.loads(role["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
