@@ -176,8 +176,7 @@ def render_target(
     for manifest in (config_map, dgd):
         manifest["metadata"]["namespace"] = namespace
     for component in dgd["spec"]["components"]:
-        if replicas[component["name"]] != component["replicas"]:
-            component["replicas"] = replicas[component["name"]]
+        component["replicas"] = replicas[component["name"]]
         pod_spec = component["podTemplate"]["spec"]
         _set_pull_secret(pod_spec, dynamo.imagePullSecret)
         for container in pod_spec.get("containers", []):
@@ -331,11 +330,7 @@ def share_compile_cache(
         main.setdefault("volumeMounts", []).append(
             {"name": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath, "subPath": f"{cache.directory}/{key}"}
         )
-        env = [
-            {"name": e["name"], "value": variables[e["name"]]} if e["name"] in variables else e
-            for e in main.get("env", [])
-        ]
-        main["env"] = env + [{"name": n, "value": v} for n, v in variables.items() if n not in {e["name"] for e in env}]
+        _set_env(main, variables, variables)
 
 
 @dataclass(frozen=True)
@@ -584,18 +579,22 @@ def _tolerates(toleration: dict[str, Any], taint: Mapping[str, str]) -> bool:
     return key_matches and value_matches and toleration.get("effect") in (None, "", taint["effect"])
 
 
+def _set_env(container: dict[str, Any], wanted: Mapping[str, str], owned: Collection[str]) -> None:
+    """The container's env with `wanted` set where it was (appended where absent) and the other `owned` removed."""
+    env: list[dict[str, Any]] = []
+    missing = dict(wanted)
+    for var in container.get("env", []):
+        if var["name"] in missing:
+            env.append({"name": var["name"], "value": missing.pop(var["name"])})
+        elif var["name"] not in owned:
+            env.append(var)
+    container["env"] = env + [{"name": name, "value": value} for name, value in missing.items()]
+
+
 def _apply_fabric(container: dict[str, Any], pool: ResolvedPool, fabrics: Mapping[str, FabricProfile]) -> None:
     profile = fabrics[pool.fabric]
     owned_env = {var.name for p in fabrics.values() for var in p.env}
-    wanted = {var.name: var.value for var in profile.env}
-    env = []
-    for var in container.get("env", []):
-        if var["name"] not in owned_env:
-            env.append(var)
-        elif var["name"] in wanted:
-            value = wanted.pop(var["name"])
-            env.append(var if var.get("value") == value else {"name": var["name"], "value": value})
-    container["env"] = env + [{"name": name, "value": value} for name, value in wanted.items()]
+    _set_env(container, {var.name: var.value for var in profile.env}, owned_env)
 
     count = pool.efa_per_gpu * _gpus(container) if profile.count == "efa-per-gpu" else 1
     fabric_resources = {p.resource for p in fabrics.values()}
