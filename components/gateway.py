@@ -69,6 +69,10 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def config_checksum(config: Mapping[str, Any]) -> str:
+    return _sha256(config_yaml(config))
+
+
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
     invoke = {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS)}
     return json.dumps({"Version": "2012-10-17", "Statement": [{**invoke, "Resource": sorted(endpoint_arns)}]})
@@ -139,7 +143,7 @@ class Gateway(pulumi.ComponentResource):
         if not args.plan.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
-        litellm, base, config_text = args.plan.pins.litellm, args.plan.name, config_yaml(args.plan.routing.config)
+        litellm, base = args.plan.pins.litellm, args.plan.name
         labels = {
             "app.kubernetes.io/name": "litellm",
             "app.kubernetes.io/instance": base,
@@ -154,7 +158,7 @@ class Gateway(pulumi.ComponentResource):
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
             metadata={**metadata, "name": f"{base}-config"},
-            data={CONFIG_FILE: config_text},
+            data={CONFIG_FILE: config_yaml(args.plan.routing.config)},
             opts=child,
         )
         secret = k8s.core.v1.Secret(
@@ -227,7 +231,7 @@ class Gateway(pulumi.ComponentResource):
                     + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
                 },
                 {
-                    CONFIG_CHECKSUM_ANNOTATION: _sha256(config_text),
+                    CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.plan.routing.config),
                     MASTER_KEY_CHECKSUM_ANNOTATION: key_digest,
                 },
                 strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
