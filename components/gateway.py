@@ -114,6 +114,24 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
     return rules
 
 
+def _deployment_spec(
+    labels: Mapping[str, str], pod_context: dict[str, Any], pod: dict[str, Any], annotations: Any = None, **spec: Any
+) -> dict[str, Any]:
+    """Restricted pods without a service-account token (`pod`: containers, volumes, ...), `annotations` on them."""
+    template = {"labels": dict(labels), **({"annotations": annotations} if annotations else {})}
+    pod = {"automountServiceAccountToken": False, "securityContext": pod_context, **pod}
+    return {"selector": {"matchLabels": dict(labels)}, **spec, "template": {"metadata": template, "spec": pod}}
+
+
+def _network_policy(labels: Mapping[str, str], peers: list[Any], port: int, egress: list[Any]) -> dict[str, Any]:
+    return {
+        "podSelector": {"matchLabels": dict(labels)},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": port}]}],
+        "egress": egress,
+    }
+
+
 class Gateway(pulumi.ComponentResource):
     url: pulumi.Output[str]
     service_name: pulumi.Output[str]
@@ -132,22 +150,20 @@ class Gateway(pulumi.ComponentResource):
             "app.kubernetes.io/part-of": "nemotron-lightning",
         }
         proxy_labels = {**labels, "app.kubernetes.io/component": "gateway"}
+        metadata = {"name": base, "namespace": args.namespace, "labels": labels}
 
         account = k8s.core.v1.ServiceAccount(
-            f"{name}-service-account",
-            metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            automount_service_account_token=False,
-            opts=child,
+            f"{name}-service-account", metadata=metadata, automount_service_account_token=False, opts=child
         )
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
-            metadata={"name": f"{base}-config", "namespace": args.namespace, "labels": labels},
+            metadata={**metadata, "name": f"{base}-config"},
             data={CONFIG_FILE: config_yaml(args.plan.routing.config)},
             opts=child,
         )
         secret = k8s.core.v1.Secret(
             f"{name}-master-key",
-            metadata={"name": master_key_secret_name(base), "namespace": args.namespace, "labels": labels},
+            metadata={**metadata, "name": master_key_secret_name(base)},
             type="Opaque",
             string_data={MASTER_KEY_SECRET_KEY: pulumi.Output.secret(args.master_key)},
             opts=child,
@@ -189,67 +205,55 @@ class Gateway(pulumi.ComponentResource):
             "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
             + [{"name": volume, "mountPath": path} for volume, path in writable],
         }
+        spread = {"topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway"}
+        key_digest = pulumi.Output.unsecret(pulumi.Output.from_input(args.master_key).apply(_sha256))
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={
-                "name": base,
-                "namespace": args.namespace,
+                **metadata,
                 "labels": proxy_labels,
                 # checkov's secrets-as-files check: LiteLLM reads its master key only from its env.
                 "annotations": {
                     CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_35=LiteLLM reads {MASTER_KEY_ENV} from its env only"
                 },
             },
-            spec={  # no `replicas`: the HPA owns it
-                "selector": {"matchLabels": proxy_labels},
-                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
-                "template": {
-                    "metadata": {
-                        "labels": proxy_labels,
-                        "annotations": {
-                            CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.plan.routing.config),
-                            MASTER_KEY_CHECKSUM_ANNOTATION: pulumi.Output.unsecret(
-                                pulumi.Output.from_input(args.master_key).apply(_sha256)
-                            ),
-                        },
-                    },
-                    "spec": {
-                        "serviceAccountName": account.metadata.name,
-                        "automountServiceAccountToken": False,  # as its account: EKS Pod Identity mounts its own
-                        "securityContext": pod_context,
-                        "terminationGracePeriodSeconds": 60,
-                        "topologySpreadConstraints": [
-                            {
-                                "maxSkew": 1,
-                                "topologyKey": "kubernetes.io/hostname",
-                                "whenUnsatisfiable": "ScheduleAnyway",
-                                "labelSelector": {"matchLabels": proxy_labels},
-                            }
-                        ],
-                        "containers": [container],
-                        "volumes": [{"name": "config", "configMap": {"name": config_map.metadata.name}}]
-                        + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
-                    },
+            spec=_deployment_spec(  # no `replicas`: the HPA owns it
+                proxy_labels,
+                pod_context,
+                {
+                    "serviceAccountName": account.metadata.name,  # its token unmounted: EKS Pod Identity mounts its own
+                    "terminationGracePeriodSeconds": 60,
+                    "topologySpreadConstraints": [
+                        {"maxSkew": 1, **spread, "labelSelector": {"matchLabels": proxy_labels}}
+                    ],
+                    "containers": [container],
+                    "volumes": [{"name": "config", "configMap": {"name": config_map.metadata.name}}]
+                    + [{"name": volume, "emptyDir": {}} for volume, _ in writable],
                 },
-            },
+                {
+                    CONFIG_CHECKSUM_ANNOTATION: config_checksum(args.plan.routing.config),
+                    MASTER_KEY_CHECKSUM_ANNOTATION: key_digest,
+                },
+                strategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=credentials),
         )
         service = k8s.core.v1.Service(
             f"{name}-service",
-            metadata={"name": base, "namespace": args.namespace, "labels": proxy_labels},
+            metadata={**metadata, "labels": proxy_labels},
             spec={"selector": proxy_labels, "ports": [{"name": "http", "port": litellm.port, "targetPort": "http"}]},
             opts=child,
         )
         k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb",
-            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            metadata=metadata,
             spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
             opts=child,
         )
         cpu_target = {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization}
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             f"{name}-hpa",
-            metadata={"name": base, "namespace": args.namespace, "labels": labels},
+            metadata=metadata,
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
                 "minReplicas": args.plan.min_replicas,
@@ -258,20 +262,11 @@ class Gateway(pulumi.ComponentResource):
             },
             opts=child,
         )
+        callers = [_namespace_peer(ns) for ns in args.plan.allowed_namespaces]
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
-            metadata={"name": base, "namespace": args.namespace, "labels": labels},
-            spec={
-                "podSelector": {"matchLabels": proxy_labels},
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [
-                    {
-                        "from": [_namespace_peer(ns) for ns in args.plan.allowed_namespaces],
-                        "ports": [{"protocol": "TCP", "port": litellm.port}],
-                    }
-                ],
-                "egress": gateway_egress(args, labels),
-            },
+            metadata=metadata,
+            spec=_network_policy(proxy_labels, callers, litellm.port, gateway_egress(args, labels)),
             opts=child,
         )
         if args.plan.routing.needs_redis:
@@ -320,69 +315,51 @@ class Gateway(pulumi.ComponentResource):
 
     def _redis(self, name: str, args: GatewayArgs, labels: Mapping[str, str], proxy_labels: Mapping[str, str]) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        redis, base = args.plan.pins.redis, f"{args.plan.name}-redis"
+        redis = args.plan.pins.redis
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
+        metadata = {"name": f"{args.plan.name}-redis", "namespace": args.namespace, "labels": redis_labels}
         server_args = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory]
         server_args += ["--maxmemory-policy", "volatile-lru", "--dir", "/data"]
         pod_context, container_context = _restricted(redis.runAsUser)
+        container = {
+            "name": "redis",
+            "image": redis.image,
+            "args": server_args,
+            "ports": [{"name": "redis", "containerPort": redis.port}],
+            "resources": redis.resources.model_dump(),
+            "securityContext": container_context,
+            "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
+            "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        }
         k8s.apps.v1.Deployment(
             f"{name}-redis-deployment",
             metadata={
-                "name": base,
-                "namespace": args.namespace,
-                "labels": redis_labels,
+                **metadata,
                 # checkov's high-UID check: the official image runs as its own redis user (catalog/gateway.yaml).
                 "annotations": {
                     CHECKOV_SKIP_ANNOTATION: f"CKV_K8S_40=the redis image runs as its user {redis.runAsUser}"
                 },
             },
-            spec={
-                "replicas": 1,
-                "selector": {"matchLabels": redis_labels},
-                "strategy": {"type": "Recreate"},
-                "template": {
-                    "metadata": {"labels": redis_labels},
-                    "spec": {
-                        "automountServiceAccountToken": False,
-                        "securityContext": pod_context,
-                        "containers": [
-                            {
-                                "name": "redis",
-                                "image": redis.image,
-                                "args": server_args,
-                                "ports": [{"name": "redis", "containerPort": redis.port}],
-                                "resources": redis.resources.model_dump(),
-                                "securityContext": container_context,
-                                "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}, "periodSeconds": 5},
-                                "livenessProbe": {"tcpSocket": {"port": "redis"}, "periodSeconds": 10},
-                                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                            }
-                        ],
-                        "volumes": [{"name": "data", "emptyDir": {}}],
-                    },
-                },
-            },
+            spec=_deployment_spec(
+                redis_labels,
+                pod_context,
+                {"containers": [container], "volumes": [{"name": "data", "emptyDir": {}}]},
+                replicas=1,
+                strategy={"type": "Recreate"},
+            ),
             opts=child,
         )
         k8s.core.v1.Service(
             f"{name}-redis-service",
-            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
+            metadata=metadata,
             spec={"selector": redis_labels, "ports": [{"name": "redis", "port": redis.port, "targetPort": "redis"}]},
             opts=child,
         )
+        proxy_pods = [{"podSelector": {"matchLabels": dict(proxy_labels)}}]
         k8s.networking.v1.NetworkPolicy(
             f"{name}-redis-network-policy",
-            metadata={"name": base, "namespace": args.namespace, "labels": redis_labels},
-            spec={
-                "podSelector": {"matchLabels": redis_labels},
-                "policyTypes": ["Ingress", "Egress"],
-                "ingress": [
-                    {
-                        "from": [{"podSelector": {"matchLabels": dict(proxy_labels)}}],
-                        "ports": [{"protocol": "TCP", "port": redis.port}],
-                    }
-                ],
-                "egress": [],
-            },
+            metadata=metadata,
+            spec=_network_policy(redis_labels, proxy_pods, redis.port, []),
             opts=child,
         )

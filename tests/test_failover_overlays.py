@@ -15,7 +15,7 @@ from serving_stack.facts import load_facts
 from serving_stack.facts.aws import gpu_of_product, load_gpus
 from serving_stack.facts.catalog import Recipe
 from serving_stack.facts.serving_overlays import Overlay, ServingOverlays, load_serving_overlays
-from serving_stack.plan.failover import flag_values
+from serving_stack.plan.serving import flag_values
 
 pytestmark = pytest.mark.catalog_driven
 

@@ -71,7 +71,7 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
         ),
     )
     access = SageMakerAccess(
-        cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in plan.sagemaker_endpoints]
+        cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in stack_gateway.sagemaker]
     )
 
     def program():
@@ -173,13 +173,13 @@ def test_network_policies_allow_exactly_what_the_gateway_needs(prod_gateway):
 
 
 def test_role_invokes_exactly_the_fallback_endpoints_through_pod_identity(prod_gateway):
-    plan, run = prod_gateway
+    _, run = prod_gateway
     role = the(run, "aws:iam/role:Role")
     trust = json.loads(role["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     (statement,) = json.loads(the(run, "aws:iam/rolePolicy:RolePolicy")["policy"])["Statement"]
     assert statement["Action"] == list(INVOKE_ACTIONS)
-    assert statement["Resource"] == sorted(endpoint_arn(e) for e in plan.sagemaker_endpoints)
+    assert statement["Resource"] == sorted(endpoint_arn(e) for e in scenario_backends().sagemaker)
     association = the(run, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert (association["namespace"], association["serviceAccount"]) == (NAMESPACE, NAME)
     _, without_sagemaker = build(sagemaker=False)

@@ -101,11 +101,6 @@ def test_redis_exactly_when_more_than_one_router_process(prod):
         assert shared.config["general_settings"]["use_shared_health_check"] is True
 
 
-def test_duplicate_backends_are_rejected(prod):
-    with pytest.raises(ConfigError, match=r"^targets: .* more than once"):
-        plan_gateway(prod.dynamo + prod.dynamo[:1], prod.sagemaker, prod.settings(), REDIS)
-
-
 CHECK_KEYS = """
 import inspect, json, sys, litellm
 import litellm.proxy.proxy_server as proxy_server

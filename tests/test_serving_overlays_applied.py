@@ -11,8 +11,7 @@ from plan_helpers import FACTS
 
 from serving_stack.facts.serving_overlays import load_serving_overlays
 from serving_stack.names import WORKER_COMPONENT_TYPES
-from serving_stack.plan.failover import flag_values
-from serving_stack.plan.serving import apply_serving_overlays
+from serving_stack.plan.serving import apply_serving_overlays, flag_values
 from tools.conformance import target_problems
 
 OVERLAYS = load_serving_overlays()

@@ -21,7 +21,7 @@ from serving_stack.facts.response_formats import ReasoningAnswer, ResponseFormat
 from serving_stack.facts.sagemaker import LmiFile
 from serving_stack.plan.gateway import DYNAMO_ID_PREFIX, SAGEMAKER_ID_PREFIX, GatewayPlan
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint
-from serving_stack.plan.serving import PlannedTarget
+from serving_stack.plan.serving import PlannedTarget, flag_values
 
 DYNAMO_RUNTIME = "dynamo-frontend"
 VLLM_SERVER_RUNTIME = "vllm-openai-server"
@@ -59,19 +59,6 @@ class Difference:
 
     def __str__(self) -> str:
         return f"{self.aspect} {self.primary!r} vs {self.fallback!r}"
-
-
-def flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
-    """Every `--flag value`, `--flag=value` and bare `--flag` of one command line."""
-    values: dict[str, list[Optional[str]]] = {}
-    for position, word in enumerate(arguments):
-        if not word.startswith("--"):
-            continue
-        flag, equals, inline = word.partition("=")
-        following = arguments[position + 1] if position + 1 < len(arguments) else None
-        value = inline if equals else (None if following is None or following.startswith("--") else following)
-        values.setdefault(flag, []).append(value)
-    return values
 
 
 def _one(name: str, values: Iterable[Optional[str]]) -> Optional[str]:

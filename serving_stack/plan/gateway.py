@@ -101,7 +101,6 @@ class GatewayPlan:
     groups: tuple[ModelGroup, ...]
     config: dict[str, Any]
     needs_redis: bool
-    sagemaker_endpoints: tuple[SageMakerBackend, ...]  # the endpoints the gateway may invoke
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -135,25 +134,14 @@ def _sagemaker_deployment(group: str, endpoint: SageMakerBackend, settings: Gate
     }
 
 
-def _check_inputs(
+def _degraded_fallback(
     dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
-) -> None:
-    for kind, names in (
-        ("targets", [b.target_id for b in dynamo]),
-        ("sagemaker.endpoints", [e.name for e in sagemaker]),
-    ):
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ConfigError(kind, f"the gateway needs unique names, got {duplicates} more than once")
-    if not dynamo and not sagemaker:
-        raise ConfigError("gateway.enabled", "the gateway has no backend", "at least one target or SageMaker endpoint")
-    if settings.replicas < 1 or settings.workers_per_replica < 1:
-        raise ConfigError("gateway.replicas", "replicas and workers per replica must be >= 1")
-    if settings.stream_timeout_seconds > settings.timeout_seconds:
-        raise ConfigError("gateway.router.streamTimeoutSeconds", "longer than timeoutSeconds", "<= timeoutSeconds")
+) -> Optional[SageMakerBackend]:
+    """The endpoint of another model that every model falls back to last; the rest of the gateway's inputs (unique
+    names, a backend at all, replicas, timeouts) the config and `check_gateway` refuse."""
     wanted = settings.degraded_fallback_endpoint
     if wanted is None:
-        return
+        return None
     endpoint = next((e for e in sagemaker if e.name == wanted), None)
     key = "gateway.degradedFallback.endpoint"
     if endpoint is None:
@@ -162,6 +150,7 @@ def _check_inputs(
     if {b.served_model_name for b in dynamo} <= {endpoint.served_model_name}:
         why = f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is already their"
         raise ConfigError(key, why + " same-model fallback", "an endpoint serving another model, or unset")
+    return endpoint
 
 
 def plan_gateway(
@@ -171,7 +160,7 @@ def plan_gateway(
     redis: Optional[RedisAddress] = None,
 ) -> GatewayPlan:
     """The gateway for these backends. `redis` is required when more than one router process runs."""
-    _check_inputs(dynamo, sagemaker, settings)
+    degraded = _degraded_fallback(dynamo, sagemaker, settings)
     needs_redis = settings.router_processes > 1
     if needs_redis and redis is None:
         raise ValueError("more than one router process shares cooldown state through Redis: pass `redis`")
@@ -181,24 +170,20 @@ def plan_gateway(
     def sagemaker_group(model: str) -> str:
         return f"{model}{SAGEMAKER_GROUP_SUFFIX}" if model in dynamo_models else model
 
-    degraded_model = next(
-        (e.served_model_name for e in sagemaker if e.name == settings.degraded_fallback_endpoint), None
-    )
-    degraded_group = sagemaker_group(degraded_model) if degraded_model is not None else None
     model_list = [_dynamo_deployment(b, settings) for b in dynamo]
     model_list += [_sagemaker_deployment(sagemaker_group(e.served_model_name), e, settings) for e in sagemaker]
 
     groups = []
     for model in dynamo_models:
         chain = [sagemaker_group(model)] if settings.same_model_fallback and model in sagemaker_models else []
-        if degraded_group is not None and degraded_model != model:
-            chain.append(degraded_group)
+        if degraded and degraded.served_model_name != model:
+            chain.append(sagemaker_group(degraded.served_model_name))
         ids = tuple(f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in dynamo if b.served_model_name == model)
         groups.append(ModelGroup(model, model, "dynamo", ids, tuple(chain), False))
     for model in sagemaker_models:
         ids = tuple(f"{SAGEMAKER_ID_PREFIX}{e.name}" for e in sagemaker if e.served_model_name == model)
-        group = sagemaker_group(model)
-        groups.append(ModelGroup(group, model, "sagemaker", ids, (), group == degraded_group))
+        is_degraded = degraded is not None and degraded.served_model_name == model
+        groups.append(ModelGroup(sagemaker_group(model), model, "sagemaker", ids, (), is_degraded))
 
     router_settings: dict[str, Any] = {
         "routing_strategy": "simple-shuffle",
@@ -229,7 +214,7 @@ def plan_gateway(
         "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True},
         "general_settings": general_settings,
     }
-    return GatewayPlan(tuple(groups), config, needs_redis, tuple(sagemaker))
+    return GatewayPlan(tuple(groups), config, needs_redis)
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:

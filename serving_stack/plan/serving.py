@@ -176,13 +176,25 @@ def render_target(
     for manifest in (config_map, dgd):
         manifest["metadata"]["namespace"] = namespace
     for component in dgd["spec"]["components"]:
-        if replicas[component["name"]] != component["replicas"]:
-            component["replicas"] = replicas[component["name"]]
+        component["replicas"] = replicas[component["name"]]
         pod_spec = component["podTemplate"]["spec"]
         _set_pull_secret(pod_spec, dynamo.imagePullSecret)
         for container in pod_spec.get("containers", []):
             container["image"] = image or runtime_image(container["image"], dynamo.runtime)
     return config_map, dgd
+
+
+def flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
+    """Every `--flag value`, `--flag=value` and bare `--flag` of one command line."""
+    values: dict[str, list[Optional[str]]] = {}
+    for position, word in enumerate(arguments):
+        if not word.startswith("--"):
+            continue
+        flag, equals, inline = word.partition("=")
+        following = arguments[position + 1] if position + 1 < len(arguments) else None
+        value = inline if equals else (None if following is None or following.startswith("--") else following)
+        values.setdefault(flag, []).append(value)
+    return values
 
 
 def _with_argument(words: Sequence[str], overlay: Overlay) -> list[str]:
@@ -318,14 +330,7 @@ def share_compile_cache(
         main.setdefault("volumeMounts", []).append(
             {"name": MODEL_CACHE_CLAIM, "mountPath": cache.mountPath, "subPath": f"{cache.directory}/{key}"}
         )
-        env = main.setdefault("env", [])
-        for name, value in variables.items():
-            entry = next((e for e in env if e["name"] == name), None)
-            if entry is None:
-                env.append({"name": name, "value": value})
-            else:
-                entry.clear()
-                entry.update(name=name, value=value)
+        _set_env(main, variables, variables)
 
 
 @dataclass(frozen=True)
@@ -428,10 +433,8 @@ def plan_targets(
                 if component["type"] in WORKER_COMPONENT_TYPES:
                     component["scalingAdapter"] = {}
                     ignored.append(f"spec.components[{index}].replicas")
-        cost = None
-        if (
-            facts.aws.gpu_of_product(target.recipe.gpu_products[0]) is not None
-        ):  # else: a GPU no data file prices  # else: a GPU no data file prices
+        cost = None  # unless a data file prices its GPU
+        if facts.aws.gpu_of_product(target.recipe.gpu_products[0]) is not None:
             cost = target_token_cost(candidate_row(target.recipe, facts.aws, target.basis), pool, offers, slo)
         usd = round(cost.usd_per_million, 4) if cost and cost.usd_per_million is not None else None
         endpoint = _endpoint(target, criteria, namespace, usd)
@@ -576,18 +579,22 @@ def _tolerates(toleration: dict[str, Any], taint: Mapping[str, str]) -> bool:
     return key_matches and value_matches and toleration.get("effect") in (None, "", taint["effect"])
 
 
+def _set_env(container: dict[str, Any], wanted: Mapping[str, str], owned: Collection[str]) -> None:
+    """The container's env with `wanted` set where it was (appended where absent) and the other `owned` removed."""
+    env: list[dict[str, Any]] = []
+    missing = dict(wanted)
+    for var in container.get("env", []):
+        if var["name"] in missing:
+            env.append({"name": var["name"], "value": missing.pop(var["name"])})
+        elif var["name"] not in owned:
+            env.append(var)
+    container["env"] = env + [{"name": name, "value": value} for name, value in missing.items()]
+
+
 def _apply_fabric(container: dict[str, Any], pool: ResolvedPool, fabrics: Mapping[str, FabricProfile]) -> None:
     profile = fabrics[pool.fabric]
     owned_env = {var.name for p in fabrics.values() for var in p.env}
-    wanted = {var.name: var.value for var in profile.env}
-    env = []
-    for var in container.get("env", []):
-        if var["name"] not in owned_env:
-            env.append(var)
-        elif var["name"] in wanted:
-            value = wanted.pop(var["name"])
-            env.append(var if var.get("value") == value else {"name": var["name"], "value": value})
-    container["env"] = env + [{"name": name, "value": value} for name, value in wanted.items()]
+    _set_env(container, {var.name: var.value for var in profile.env}, owned_env)
 
     count = pool.efa_per_gpu * _gpus(container) if profile.count == "efa-per-gpu" else 1
     fabric_resources = {p.resource for p in fabrics.values()}
@@ -617,25 +624,6 @@ def _with_backends(text: str, backends: Optional[list[str]]) -> str:
     if extra:
         updated["kv_connector_extra_config"] = extra
     return text if updated == config else json.dumps(updated, separators=(",", ":"))
-
-
-def _chosen_pool(
-    target: SelectedTarget, pools: Mapping[str, ResolvedPool], gpu: Optional[str]
-) -> tuple[Optional[str], Optional[ConfigError]]:
-    path, wanted = f"targets[{target.index}].nodePool", target.config.nodePool
-    if wanted is not None:
-        if wanted not in pools:
-            return None, ConfigError(
-                path, f"unknown node pool {wanted!r}", ", ".join(pools) or "none defined in aws.nodePools"
-            )
-        return wanted, None
-    if not pools:
-        return None, None
-    candidates = [name for name, pool in pools.items() if pool.gpu == gpu]
-    if len(candidates) != 1:
-        problem = f"no pool has {gpu} GPUs" if not candidates else f"several pools have {gpu} GPUs"
-        return None, ConfigError(path, f"{problem} for {target.id!r}; name one", ", ".join(candidates or pools))
-    return candidates[0], None
 
 
 def _fit(target: SelectedTarget, pool: ResolvedPool, gpu: Optional[str], arch: Optional[str]) -> list[ConfigError]:
@@ -672,31 +660,41 @@ def place_targets(
     has no `aws` block. A target runs on `targets[i].nodePool`, or on the only pool whose GPU is the target's; the
     pool must have the target's GPU and architecture, a KV-transfer fabric for a disaggregated target, nodes big
     enough for every worker pod, and room (maxSize nodes) for the GPUs of every target placed on it."""
-    if pools is None:
-        return {}, [
-            ConfigError(f"targets[{t.index}].nodePool", "no aws.nodePools are defined")
-            for t in targets
-            if t.config.nodePool
-        ]
     placed: dict[str, ResolvedPool] = {}
     errors: list[ConfigError] = []
     gpus_on: dict[str, int] = {}
     for target in targets:
-        gpu = aws_catalog.gpu_of_product(target.recipe.gpu_products[0])
+        path, wanted, product = (
+            f"targets[{target.index}].nodePool",
+            target.config.nodePool,
+            target.recipe.gpu_products[0],
+        )
+        if pools is None:
+            errors += [ConfigError(path, "no aws.nodePools are defined")] if wanted else []
+            continue
+        gpu = aws_catalog.gpu_of_product(product)
         if gpu is None:
-            if pools or target.config.nodePool:  # a stack without pools places nothing: it need not know the GPU
-                problem = unknown_gpu_problem(target.recipe.gpu_products[0])
-                errors.append(ConfigError(f"targets[{target.index}].id", f"{target.id!r} cannot be placed: {problem}"))
+            if pools or wanted:  # a stack without pools places nothing: it need not know the GPU
+                problem = f"{target.id!r} cannot be placed: {unknown_gpu_problem(product)}"
+                errors.append(ConfigError(f"targets[{target.index}].id", problem))
             continue
-        name, error = _chosen_pool(target, pools, gpu)
-        errors += [error] if error else []
-        if name is None:
+        if wanted is not None and wanted not in pools:
+            known = ", ".join(pools) or "none defined in aws.nodePools"
+            errors.append(ConfigError(path, f"unknown node pool {wanted!r}", known))
             continue
-        pool = pools[name]
+        candidates = [wanted] if wanted else [name for name, pool in pools.items() if pool.gpu == gpu]
+        if len(candidates) != 1:
+            if pools:
+                problem = f"no pool has {gpu} GPUs" if not candidates else f"several pools have {gpu} GPUs"
+                errors.append(
+                    ConfigError(path, f"{problem} for {target.id!r}; name one", ", ".join(candidates or pools))
+                )
+            continue
+        pool = pools[candidates[0]]
         errors += _fit(target, pool, gpu, aws_catalog.gpus[gpu].arch)
         placed[target.id] = pool
-        gpus_on[name] = gpus_on.get(name, 0) + target.gpus
-    for index, pool in enumerate(pools.values()):
+        gpus_on[pool.name] = gpus_on.get(pool.name, 0) + target.gpus
+    for index, pool in enumerate((pools or {}).values()):
         used = gpus_on.get(pool.name, 0)
         if used > pool.max_size * pool.gpus_per_node:
             errors.append(

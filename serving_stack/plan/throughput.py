@@ -23,13 +23,7 @@ from serving_stack.plan.pools import ResolvedPool
 
 CapacityType = Literal["on-demand", "spot", "capacity-block"]
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "capacity-block")
-# Which price of an instance type a pool pays, by its capacity type.
-PRICE_OF_CAPACITY_TYPE = {
-    "on-demand": "on-demand",
-    "odcr": "on-demand",
-    "spot": "spot",
-    "capacity-block": "capacity-block",
-}
+ODCR_PRICE = "on-demand"  # the price an On-Demand Capacity Reservation pays; other capacity types pay their own
 SECONDS_PER_HOUR, TOKENS_PER_MILLION = 3600, 1_000_000
 
 
@@ -239,6 +233,10 @@ def target_token_cost(
         where = f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}"
         return TargetTokenCost(row.target_id, where, on_demand.usd_per_million, cheapest)
     offer = next((o for o in offers if o.instance_type == pool.instance_type), None)
-    cost = usd_per_million_output_tokens(row, offer, PRICE_OF_CAPACITY_TYPE[pool.capacity_type]) if offer else None
+    cost = (
+        usd_per_million_output_tokens(row, offer, ODCR_PRICE if pool.capacity_type == "odcr" else pool.capacity_type)
+        if offer
+        else None
+    )
     where = f"pool {pool.name}: {pool.instance_type or 'nodes of no EC2 type'} ({pool.capacity_type})"
     return TargetTokenCost(row.target_id, where, cost, cheapest)

@@ -8,12 +8,11 @@ where a fallback from LIBFABRIC can happen.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any, Optional
 
 from serving_stack.names import WORKER_COMPONENT_TYPES as WORKER_TYPES
 from serving_stack.plan.monitoring import WatchedTarget
-from serving_stack.plan.serving import KV_TRANSFER_FLAG
+from serving_stack.plan.serving import KV_TRANSFER_FLAG, flag_values
 
 LIBFABRIC = "LIBFABRIC"
 FRONTEND_TYPE = "frontend"
@@ -36,16 +35,9 @@ def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: O
 
 
 def _nixl_backends(component: dict[str, Any]) -> set[str]:
-    backends: set[str] = set()
-    for container in component.get("podTemplate", {}).get("spec", {}).get("containers", []):
-        for config in _kv_transfer_configs(container.get("args", [])):
-            backends.update(config.get("kv_connector_extra_config", {}).get("backends", []))
-    return backends
-
-
-def _kv_transfer_configs(args: list[str]) -> Iterator[dict[str, Any]]:
-    for index, arg in enumerate(args):
-        if arg == KV_TRANSFER_FLAG and index + 1 < len(args):
-            yield json.loads(args[index + 1])
-        elif arg.startswith(KV_TRANSFER_FLAG + "="):
-            yield json.loads(arg.split("=", 1)[1])
+    return {
+        backend
+        for container in component["podTemplate"]["spec"].get("containers", [])
+        for config in flag_values(container.get("args", [])).get(KV_TRANSFER_FLAG, [])
+        for backend in json.loads(config or "{}").get("kv_connector_extra_config", {}).get("backends", [])
+    }
