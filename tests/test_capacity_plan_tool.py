@@ -81,7 +81,7 @@ def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(prod))
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
-            read_stack(stack, root=tmp_path).demand
+            read_stack(stack, root=tmp_path)
 
 
 @pytest.mark.parametrize("stack", [stack for stack, has_demand in STACKS.items() if not has_demand])

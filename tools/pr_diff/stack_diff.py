@@ -3,8 +3,8 @@
 or changed targets that fail the stack's demand (`demand.py`), and the policy change.
 
 Resources match by URN (type chain + name), as the engine matches state. A resource is replaced when a
-replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
-replaced, or its URN moves (same type and name under a new parent type).
+replace-forcing input changes (tools/rollout/provider_rules.yaml `replacements`), its provider reference
+changes, its provider is replaced, or its URN moves (same type and name under a new parent type).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from serving_stack.facts.durations import Goal, Kind
+from serving_stack.facts.durations import Goal, GoalName, Kind
 from tools.rollout.critical_path import explain
 from tools.rollout.durations import (
     AUTOSCALER,
@@ -35,7 +35,7 @@ from tools.rollout.workloads import pod_specs, prepull_daemon_sets, prewarm_daem
 
 DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
-LINES = {
+LINES: dict[GoalName, str] = {
     "first-dynamo-token": "First Dynamo token",
     "new-gpu-node": "New GPU node serving",
     "sagemaker-first-token": "SageMaker first token",
@@ -143,7 +143,7 @@ def _timeline_rows(graph: StackGraph, timeline: Timeline, key: str) -> list[Row]
 
 
 def _first_token(
-    graph: StackGraph, timeline: Timeline, rules: Rules, goal: str, steps: list[Step], what: str
+    graph: StackGraph, timeline: Timeline, rules: Rules, goal: GoalName, steps: list[Step], what: str
 ) -> CriticalPath | None:
     """From `pulumi up`'s start to the first of `steps` serving."""
     if not steps:
