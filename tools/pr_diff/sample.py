@@ -28,6 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -154,17 +155,10 @@ def sample_markdown(venv: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="pr-diff-sample-") as scratch:
         repo = copy_project(REPO, Path(scratch))
         plant_sample(repo)
-        previous = os.environ.get(TODAY_ENV)
-        os.environ[TODAY_ENV] = SAMPLE_TODAY
-        try:
+        with mock.patch.dict(os.environ, {TODAY_ENV: SAMPLE_TODAY}):  # both renders judge dates on that day
             result = stack_diff_markdown(
                 repo, SAMPLE_STACK, "HEAD~1", venv, Links.of(SAMPLE_STACK, None, None), False, LABELS
             )
-        finally:
-            if previous is None:
-                os.environ.pop(TODAY_ENV, None)
-            else:
-                os.environ[TODAY_ENV] = previous
     if result.exit_code == 2:
         raise RuntimeError(f"the sample does not render:\n{result.markdown}")
     return result.markdown
