@@ -14,7 +14,7 @@ from stack_helpers import DGD_TYPE, PROJECT, run_config
 from serving_stack.errors import ConfigError
 from serving_stack.names import POOL_LABEL
 from tools.mock_runtime import PROJECT_DIR
-from tools.plan_capacity.cli import main, read_demand
+from tools.plan_capacity.cli import main, read_stack
 from tools.plan_capacity.explain import plan_capacity
 from tools.plan_capacity.model import demand_of
 from tools.plan_capacity.stack_file import plan_to_stack_config, pool_name
@@ -31,7 +31,7 @@ def test_make_plan_prints_the_cheapest_plan(stack: str) -> None:
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         status = main(["--stack", stack])
-    result = plan_capacity(demand_of(read_demand(stack), CRITERIA), ROWS, OFFERS)
+    result = plan_capacity(demand_of(read_stack(stack).demand, CRITERIA), ROWS, OFFERS)
     assert status == 0 and result.plan is not None
     text = printed.getvalue()
     assert f"**${result.plan.usd_per_hour:,.2f}/h**" in text
@@ -49,7 +49,7 @@ def test_the_config_a_plan_implies_renders_with_the_planned_replicas() -> None:
         for key, value in yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"].items()
         if key.startswith(f"{PROJECT}:")
     }
-    result = plan_capacity(demand_of(read_demand("prod"), CRITERIA), ROWS, OFFERS)
+    result = plan_capacity(demand_of(read_stack("prod").demand, CRITERIA), ROWS, OFFERS)
     assert result.plan is not None
     zone = raw["aws"]["nodePools"][0]["availabilityZone"]
     implied = plan_to_stack_config(
@@ -81,7 +81,7 @@ def test_a_bad_or_missing_demand_block_names_the_key(tmp_path) -> None:
     (tmp_path / "Pulumi.bad.yaml").write_text(yaml.safe_dump(prod))
     for stack, expected in (("none", "has no"), ("bad", "tokenShape")):
         with pytest.raises(ConfigError, match=expected):
-            read_demand(stack, root=tmp_path)
+            read_stack(stack, root=tmp_path)
 
 
 @pytest.mark.parametrize("stack", [stack for stack, has_demand in STACKS.items() if not has_demand])

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import pytest
 from pr_diff_helpers import prefixed, render_raw, stack_raw
 
 from serving_stack.config.aws import NodePoolConfig
-from serving_stack.facts.aws import load_aws_catalog
+from serving_stack.facts.aws import AwsCatalog, load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
 from tools.pr_diff.demand import stack_criteria
 from tools.pr_diff.markdown import render_markdown
 from tools.pr_diff.records import Render
-from tools.pr_diff.sample import plant_root_volume, plant_targets, plant_unknown_price
+from tools.pr_diff.sample import plant_root_volume, plant_targets
 from tools.pr_diff.stack_diff import StackDiff, diff_stack
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.rules import load_rules
@@ -27,6 +28,20 @@ STACK = "prod"
 CATALOG, AWS = load_catalog(), load_aws_catalog()
 GPU_NODE_MINUTES = load_rollout_rules().span(GPU_NODE_BOOT).typical
 HEADLINE_COST = re.compile(r"\*\*([+-][\d,]+\.\d\d) \$/h \(([+-][\d.]+)%\)\*\*")
+
+
+def plant_unknown_price(config: dict[str, Any], aws: AwsCatalog) -> tuple[str, str, str]:
+    """The first priced pool moved to an unpriced instance type of its GPU: (pool, type before, after)."""
+    types = aws.instance_types
+    for pool in config["aws"]["nodePools"]:
+        before = pool["instanceType"]
+        unpriced = [
+            t for t, facts in types.items() if facts.gpu == types[before].gpu and facts.onDemandUsdPerHour is None
+        ]
+        if types[before].onDemandUsdPerHour is not None and unpriced:
+            pool["instanceType"] = unpriced[0]
+            return str(pool["name"]), before, unpriced[0]
+    raise ValueError("no pool has an unpriced instance type of its GPU in catalog/instance_types.yaml")
 
 
 @functools.cache

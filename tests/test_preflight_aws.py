@@ -20,9 +20,9 @@ from stack_helpers import stack_file_config
 from serving_stack.facts import load_facts
 from tools.preflight.aws import (
     Calls,
-    PoolKeys,
     eks_findings,
     endpoint_quota_findings,
+    managed_pools,
     reservation_findings,
     vcpu_quota_findings,
     zone_findings,
@@ -71,7 +71,7 @@ def test_a_zone_without_the_instance_type_is_a_blocker_naming_the_pools_zone(mot
     raw["aws"]["modelCacheStorage"]["fsx"]["availabilityZone"] = pool["availabilityZone"]
     pool["availabilityZone"] = lacking[0]
     stack = stack_of(raw)
-    findings = zone_findings(PoolKeys.of(stack), Calls(clients), REGION)
+    findings = zone_findings(managed_pools(stack), Calls(clients), REGION)
     assert [f.line() for f in findings if f.key == "aws.nodePools[0].availabilityZone"] == [
         f"blocker: aws.nodePools[0].availabilityZone: {pool['instanceType']} is not offered in {lacking[0]}; "
         f"offered in {', '.join(sorted(offered))}; set another zone"
@@ -83,7 +83,7 @@ def test_the_committed_prod_pools_against_the_offerings_moto_ships(moto):
     """Each pool of Pulumi.prod.yaml is reported exactly when AWS's offerings (moto's snapshot) lack its type in its zone."""
     clients = Clients(moto, REGION)
     stack = _prod()
-    reported = {f.key for f in zone_findings(PoolKeys.of(stack), Calls(clients), REGION) if f.severity == "blocker"}
+    reported = {f.key for f in zone_findings(managed_pools(stack), Calls(clients), REGION) if f.severity == "blocker"}
     expected = {
         f"aws.nodePools[{i}].availabilityZone"
         for i, pool in enumerate(PROD["aws"]["nodePools"])
@@ -97,12 +97,12 @@ def test_a_zone_the_account_lacks_is_named_with_the_zones_it_has(moto):
     clients = Clients(moto, REGION)
     zones = clients("ec2", REGION).describe_availability_zones()["AvailabilityZones"]
     stack = _prod()
-    (index, pool), *_ = PoolKeys.of(stack)
+    (index, pool), *_ = managed_pools(stack)
     kept = [z for z in zones if z["ZoneName"] != pool.availability_zone]
     stubber = clients.stub("ec2")
     stubber.add_response("describe_availability_zones", {"AvailabilityZones": kept}, {"AllAvailabilityZones": True})
     stubber.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []}, None)
-    findings = zone_findings(PoolKeys.of(stack), Calls(clients), REGION)
+    findings = zone_findings(managed_pools(stack), Calls(clients), REGION)
     assert (
         f"blocker: aws.nodePools[{index}].availabilityZone: {pool.availability_zone} is not a zone this account has in {REGION} (it has {', '.join(sorted(z['ZoneName'] for z in kept))}); set one of them"
         in [f.line() for f in findings]
@@ -135,7 +135,7 @@ def test_a_local_zone_not_opted_in_names_the_zone_group_to_opt_in(moto):
         {"AllAvailabilityZones": True},
     )
     stubber.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []}, None)
-    findings = zone_findings(PoolKeys.of(stack_of(raw)), Calls(clients), REGION)
+    findings = zone_findings(managed_pools(stack_of(raw)), Calls(clients), REGION)
     (finding,) = findings
     assert finding.key == "aws.nodePools[0].availabilityZone" and finding.severity == "blocker"
     assert f"--group-name {group} --opt-in-status opted-in" in finding.fix
@@ -188,7 +188,7 @@ def test_a_planted_quota_shortfall_is_a_blocker_naming_the_pools_max_size(moto):
             )
     stack = _prod()
     calls = Calls(clients)
-    findings = vcpu_quota_findings(stack, PoolKeys.of(stack), calls, load_quotas())
+    findings = vcpu_quota_findings(stack, managed_pools(stack), calls, load_quotas())
     stubber.assert_no_pending_responses()
     assert calls.failures == []
     (finding,) = findings
@@ -209,7 +209,7 @@ def test_a_quota_code_answering_under_another_name_is_not_judged(moto):
             "get_service_quota", _quota(code, "Some other quota", 10**6), {"ServiceCode": "ec2", "QuotaCode": code}
         )
     stack = _prod()
-    findings = vcpu_quota_findings(stack, PoolKeys.of(stack), Calls(clients), load_quotas())
+    findings = vcpu_quota_findings(stack, managed_pools(stack), Calls(clients), load_quotas())
     assert len(findings) == len(needs) and all(f.severity == "warning" and "not judged" in f.problem for f in findings)
 
 
@@ -269,7 +269,7 @@ def test_a_capacity_block_that_cannot_hold_the_pool_is_a_blocker_naming_the_key(
         {"CapacityReservations": [_reservation(stack, **fields)]},
         {"CapacityReservationIds": [RESERVATION]},
     )
-    findings = reservation_findings(PoolKeys.of(stack), Calls(clients), REGION, NOW)
+    findings = reservation_findings(managed_pools(stack), Calls(clients), REGION, NOW)
     stubber.assert_no_pending_responses()
     assert f"aws.nodePools[0].{named}" in {f.key for f in findings if f.severity == "blocker"}, findings
     if planted == "expired capacity block":
@@ -293,8 +293,8 @@ def test_a_block_that_fits_and_a_missing_reservation(moto):
         "InvalidCapacityReservationId.NotFound",
         expected_params={"CapacityReservationIds": [RESERVATION]},
     )
-    assert reservation_findings(PoolKeys.of(stack), Calls(clients), REGION, NOW) == []
-    (missing,) = reservation_findings(PoolKeys.of(stack), Calls(clients), REGION, NOW)
+    assert reservation_findings(managed_pools(stack), Calls(clients), REGION, NOW) == []
+    (missing,) = reservation_findings(managed_pools(stack), Calls(clients), REGION, NOW)
     assert missing.severity == "blocker" and missing.key == "aws.nodePools[0].capacityReservationId"
 
 

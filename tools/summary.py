@@ -10,8 +10,8 @@ from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.sagemaker import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED, HuggingFaceSource
 from serving_stack.plan.stack import StackCapacity, StackPlan
-from serving_stack.plan.throughput import TokenCost
 from tools.mock_runtime import ProgramRun, RecordedResource
+from tools.plan_capacity.model import token_cost_cell
 
 RISK = {
     "on-demand": (
@@ -211,18 +211,14 @@ def _usd(value: Optional[float]) -> str:
     return f"${value:.3f}" if value is not None else "n/a"
 
 
-def _cheapest(cost: Optional[TokenCost]) -> str:
-    return f"{_usd(cost.usd_per_million)} ({cost.instance_type})" if cost else "n/a"
-
-
 def _token_costs(capacity: StackCapacity) -> list[str]:
     """The cost of 1M output tokens on each Dynamo target where it runs, beside the cheapest elsewhere."""
     if not capacity.token_costs:
         return []
     rows = (
         f"`{c.target_id}` | {c.runs_on} | **{_usd(c.usd_per_million)}** | "
-        f"{_cheapest(c.cheapest.by_capacity_type['on-demand'])} | "
-        f"{_cheapest(c.cheapest.by_capacity_type['capacity-block'])} | "
+        f"{token_cost_cell(c.cheapest.by_capacity_type['on-demand'])} | "
+        f"{token_cost_cell(c.cheapest.by_capacity_type['capacity-block'])} | "
         f"{MEETS[c.cheapest.meets_criteria]} | {c.cheapest.basis}"
         for c in capacity.token_costs
     )

@@ -19,7 +19,6 @@ from typing import Any, Optional
 
 import yaml
 
-from serving_stack.config.demand import DemandConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts, load_facts
@@ -55,12 +54,6 @@ def read_stack(stack: str, root: Path = PROJECT_DIR) -> StackConfig:
         raise ConfigError("demand", problem, "a demand: block (docs/capacity.md); a stack naming its targets renders")
     config.pop(f"{project}:targets", None)
     return stack_config_of(config, project)
-
-
-def read_demand(stack: str, root: Path = PROJECT_DIR) -> DemandConfig:
-    demand = read_stack(stack, root).demand
-    assert demand is not None  # read_stack refuses a stack without one
-    return demand
 
 
 def _money(value: float) -> str:

@@ -7,18 +7,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from serving_stack.plan.throughput import CAPACITY_TYPES, CandidateRow, InstanceOffer, Slo
 from tools.plan_capacity.model import Demand, pools_for, search_space
 from tools.plan_capacity.solver import Plan, build_plan, solve
 
-CONSTRAINT_NAMES = {
-    "slo": "the SLO",
-    "gpu-types": "the allowed GPU types",
-    "capacity-types": "the allowed capacity types",
-    "budget": "the budget",
-    "max-targets": "the maximum number of targets",
+# Each constraint of a demand: its name in messages, and the Demand field and value that lift it.
+CONSTRAINTS: dict[str, tuple[str, str, Any]] = {
+    "slo": ("the SLO", "slo", Slo(0.0, math.inf)),
+    "gpu-types": ("the allowed GPU types", "gpu_types", None),
+    "capacity-types": ("the allowed capacity types", "capacity_types", CAPACITY_TYPES),
+    "budget": ("the budget", "budget_usd_per_hour", None),
+    "max-targets": ("the maximum number of targets", "max_targets", None),
 }
 
 
@@ -33,7 +34,7 @@ class Option:
 
 @dataclass(frozen=True)
 class Infeasibility:
-    binding: tuple[str, ...]  # keys of CONSTRAINT_NAMES
+    binding: tuple[str, ...]  # keys of CONSTRAINTS
     message: str
 
 
@@ -117,17 +118,8 @@ def runner_ups(
 
 
 def relaxed_demand(demand: Demand, constraint: str) -> Demand:
-    if constraint == "slo":
-        return dataclasses.replace(demand, slo=Slo(0.0, math.inf))
-    if constraint == "gpu-types":
-        return dataclasses.replace(demand, gpu_types=None)
-    if constraint == "capacity-types":
-        return dataclasses.replace(demand, capacity_types=CAPACITY_TYPES)
-    if constraint == "budget":
-        return dataclasses.replace(demand, budget_usd_per_hour=None)
-    if constraint == "max-targets":
-        return dataclasses.replace(demand, max_targets=None)
-    raise ValueError(f"unknown constraint {constraint!r}")
+    _, field, lifted = CONSTRAINTS[constraint]
+    return dataclasses.replace(demand, **{field: lifted})
 
 
 def active_constraints(demand: Demand) -> list[str]:
@@ -181,7 +173,7 @@ def binding_constraints(
     head = f"no plan serves {demand.amount:g} {demand.unit}: "
     if binding:
         lines = [
-            f"binding constraint {CONSTRAINT_NAMES[c]} ({_detail(c, demand, plan, rows, offers)})"
+            f"binding constraint {CONSTRAINTS[c][0]} ({_detail(c, demand, plan, rows, offers)})"
             for c, plan in relaxed.items()
             if plan is not None
         ]
@@ -191,7 +183,7 @@ def binding_constraints(
         everything = relaxed_demand(everything, constraint)
     if solve(search_space(everything, rows, offers), demand.unit) is None:
         return Infeasibility((), head + "no catalog row has published figures and a priced instance type")
-    names = " and ".join(CONSTRAINT_NAMES[c] for c in active_constraints(demand))
+    names = " and ".join(CONSTRAINTS[c][0] for c in active_constraints(demand))
     return Infeasibility(
         tuple(active_constraints(demand)),
         head + f"no single constraint is binding alone; {names} together rule out every plan",

@@ -97,6 +97,10 @@ class Pool:
     gpus_per_node: int
     usd_per_node_hour: float
 
+    def holds(self, row: CandidateRow) -> bool:
+        """Its nodes have the row's GPU, in a count its worker pods divide."""
+        return self.gpu == row.gpu and self.gpus_per_node % row.gpus_per_worker_pod == 0
+
 
 @dataclass(frozen=True)
 class SearchSpace:
@@ -116,7 +120,7 @@ class SearchSpace:
     max_targets: Optional[int]
 
     def eligible_pools(self, row: CandidateRow) -> list[Pool]:
-        return [p for p in self.pools if p.gpu == row.gpu and p.gpus_per_node % row.gpus_per_worker_pod == 0]
+        return [p for p in self.pools if p.holds(row)]
 
     def max_replica_sets(self, row: CandidateRow) -> int:
         return max(1, math.ceil(self.demand / self.capacity[row.target_id] - 1e-9))
@@ -139,13 +143,7 @@ def pools_for(
 def search_space(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]) -> SearchSpace:
     """The rows that may serve this demand (published, SLO met, allowed GPU type, some priced pool)."""
     pools = pools_for(offers, demand.gpu_types, demand.capacity_types)
-    candidates = tuple(
-        row
-        for row in rows
-        if row.published
-        and row.meets(demand.slo)
-        and any(p.gpu == row.gpu and p.gpus_per_node % row.gpus_per_worker_pod == 0 for p in pools)
-    )
+    candidates = tuple(r for r in rows if r.published and r.meets(demand.slo) and any(p.holds(r) for p in pools))
     return SearchSpace(
         demand=demand.amount,
         rows=candidates,
@@ -201,7 +199,8 @@ def benchmark_token_shape(catalog: Catalog) -> Optional[tuple[int, int]]:
     return int(match.group(1)) * (1000 if match.group(2) else 1), int(match.group(3))
 
 
-def _cell(cost: Optional[TokenCost]) -> str:
+def token_cost_cell(cost: Optional[TokenCost]) -> str:
+    """`$0.123 (p5.48xlarge)`: a cost per 1M output tokens and where."""
     return f"${cost.usd_per_million:.3f} ({cost.instance_type})" if cost else "n/a"
 
 
@@ -225,7 +224,7 @@ def token_cost_markdown(table: list[TokenCostRow]) -> str:
         meets = {True: "yes", False: "no", None: "n/a"}[r.meets_criteria]
         lines.append(
             f"| `{r.target_id}` | {r.gpu} | {r.gpus_per_replica_set} | {throughput} | "
-            f"{_cell(r.by_capacity_type['on-demand'])} | {_cell(r.by_capacity_type['capacity-block'])} | "
-            f"{_cell(r.by_capacity_type['spot'])} | {meets} | {r.basis} |"
+            f"{token_cost_cell(r.by_capacity_type['on-demand'])} | {token_cost_cell(r.by_capacity_type['capacity-block'])} | "
+            f"{token_cost_cell(r.by_capacity_type['spot'])} | {meets} | {r.basis} |"
         )
     return "\n".join(lines)

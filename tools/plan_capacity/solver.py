@@ -20,8 +20,8 @@ from typing import Optional
 
 import highspy
 
-from serving_stack.plan.throughput import CandidateRow, InstanceOffer
-from tools.plan_capacity.model import Demand, Pool, SearchSpace, search_space
+from serving_stack.plan.throughput import CandidateRow
+from tools.plan_capacity.model import Pool, SearchSpace
 
 COST_TIE_TOLERANCE = 1e-6  # $/h: plans closer than this cost the same
 
@@ -162,7 +162,3 @@ def solve(space: SearchSpace, unit: str) -> Optional[Plan]:
         raise RuntimeError("HiGHS lost the optimum while breaking ties")  # cannot happen: stage 1's optimum is feasible
     assignment = {key: round(highs.val(var)) for key, var in sets.items()}
     return build_plan(space, {r.target_id: r for r in space.rows}, assignment, unit)
-
-
-def cheapest_plan(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]) -> Optional[Plan]:
-    return solve(search_space(demand, rows, offers), demand.unit)

@@ -28,18 +28,13 @@ class EngineReport:
     ran: bool = True  # False: the engine could not preview (its error is `text`)
 
 
-def _operation(plan_entry: str) -> str:
-    """`replace (create-first)` -> `replace`."""
-    return plan_entry.split(" ")[0]
-
-
 def disagreements(diff: StackDiff, plan: Mapping[str, str]) -> tuple[str, ...]:
     """Each resource the offline diff and the engine's plan see differently, as `**name**: offline …, engine …`."""
     offline = {change.name: change.kind for change in diff.resources}
     found = []
     for name in sorted(offline.keys() | plan.keys()):
         ours = ENGINE_OPERATION[offline[name]] if name in offline else UNCHANGED
-        theirs = _operation(plan[name]) if name in plan else UNCHANGED
+        theirs = plan[name].split(" ")[0] if name in plan else UNCHANGED  # `replace (create-first)`: replace
         if ours != theirs:
             found.append(f"**{name}**: offline {ours}, engine {plan.get(name, UNCHANGED)}")
     return tuple(found)

@@ -273,15 +273,10 @@ def _resource_block(change: ResourceChange, fold: bool, compact: bool) -> list[s
         lines.append(f"  - ↪️ {change.summary}")
     if compact or not change.fields:
         return lines
-    table = field_table(change.fields)
+    table = [f"  {row}" for row in field_table(change.fields)]
     if fold:
-        return (
-            lines
-            + ["", "  <details><summary>fields</summary>", ""]
-            + [f"  {t}" for t in table]
-            + ["", "  </details>", ""]
-        )
-    return lines + [""] + [f"  {t}" for t in table] + [""]
+        return [*lines, "", "  <details><summary>fields</summary>", "", *table, "", "  </details>", ""]
+    return [*lines, "", *table, ""]
 
 
 def _section(kind: str, changes: list[ResourceChange], fold_fields: bool, compact: bool) -> list[str]:

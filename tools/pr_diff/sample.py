@@ -8,8 +8,7 @@ from literal ids:
 
 - `plant_targets`: three catalog targets the stack does not serve, on the GPUs of its pools, the first of
   them one that fails the stack's demand SLO, and every pool grown by one node to hold them;
-- `plant_root_volume`: one pool's root volume enlarged (a new launch-template version: every node rolls);
-- `plant_unknown_price`: one pool moved to an instance type of the same GPU with no published price.
+- `plant_root_volume`: one pool's root volume enlarged (a new launch-template version: every node rolls).
 
 `main` copies this project into a temporary git repository, commits it, plants `plant_targets` and
 `plant_root_volume` on prod as a second commit, runs the diff between the two (offline, as `make diff`
@@ -29,6 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import yaml
 
@@ -94,20 +94,6 @@ def plant_root_volume(config: dict[str, Any], default_gib: int) -> str:
     return str(pool["name"])
 
 
-def plant_unknown_price(config: dict[str, Any], aws: AwsCatalog) -> tuple[str, str, str]:
-    """The first priced pool moved to an unpriced instance type of its GPU: (pool, type before, after)."""
-    types = aws.instance_types
-    for pool in config["aws"]["nodePools"]:
-        before = pool["instanceType"]
-        unpriced = [
-            t for t, facts in types.items() if facts.gpu == types[before].gpu and facts.onDemandUsdPerHour is None
-        ]
-        if types[before].onDemandUsdPerHour is not None and unpriced:
-            pool["instanceType"] = unpriced[0]
-            return str(pool["name"]), before, unpriced[0]
-    raise ValueError("no pool has an unpriced instance type of its GPU in catalog/instance_types.yaml")
-
-
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True)
 
@@ -169,17 +155,10 @@ def sample_markdown(venv: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="pr-diff-sample-") as scratch:
         repo = copy_project(REPO, Path(scratch))
         plant_sample(repo)
-        previous = os.environ.get(TODAY_ENV)
-        os.environ[TODAY_ENV] = SAMPLE_TODAY
-        try:
+        with mock.patch.dict(os.environ, {TODAY_ENV: SAMPLE_TODAY}):  # both renders judge dates on that day
             result = stack_diff_markdown(
                 repo, SAMPLE_STACK, "HEAD~1", venv, Links.of(SAMPLE_STACK, None, None), False, LABELS
             )
-        finally:
-            if previous is None:
-                os.environ.pop(TODAY_ENV, None)
-            else:
-                os.environ[TODAY_ENV] = previous
     if result.exit_code == 2:
         raise RuntimeError(f"the sample does not render:\n{result.markdown}")
     return result.markdown

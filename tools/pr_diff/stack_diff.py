@@ -3,12 +3,13 @@
 or changed targets that fail the stack's demand (`demand.py`), and the policy change.
 
 Resources match by URN (type chain + name), as the engine matches state. A resource is replaced when a
-replace-forcing input changes (`replacement.py`), its provider reference changes, its provider is
-replaced, or its URN moves (same type and name under a new parent type).
+replace-forcing input changes (tools/rollout/provider_rules.yaml `replacements`), its provider reference
+changes, its provider is replaced, or its URN moves (same type and name under a new parent type).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -155,18 +156,23 @@ def _compare_common(base: Render, head: Render, urn: str, rules: Rules) -> Resou
     ]
     if old.record.get("provider") != new.record.get("provider"):
         reasons.append(f"provider changed: {rules.provider_change_note}")
-    kind = "replace" if reasons else "change"
-    summary = _dependents_note(head, new) if kind == "replace" else ""
-    return ResourceChange(
-        kind,
-        new.type,
-        new.name,
-        tuple(fields),
-        tuple(reasons),
-        tuple(_warnings(kind, old, new, rules)),
-        summary,
-        _notes(kind, new),
-    )
+    if not reasons:
+        return _change("change", old, new, fields, (), rules)
+    return _change("replace", old, new, fields, reasons, rules, _dependents_note(head, new))
+
+
+def _change(
+    kind: str,
+    old: Resource,
+    new: Resource,
+    fields: Iterable[FieldChange],
+    reasons: Iterable[str],
+    rules: Rules,
+    summary: str = "",
+) -> ResourceChange:
+    """A resource on both sides, changed in place or replaced."""
+    warnings = tuple(_warnings(kind, old, new, rules))
+    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons), warnings, summary, _notes(kind, new))
 
 
 def _cascade_provider_replacements(
@@ -181,17 +187,9 @@ def _cascade_provider_replacements(
         if provider not in replaced_providers or urn not in base.resources:
             continue
         current = changes.get(urn)
-        reason = f"its provider `{provider}` is replaced"
-        fields = current.fields if current else ()
-        reasons = (current.reasons if current else ()) + (reason,)
-        changes[urn] = ResourceChange(
-            "replace",
-            resource.type,
-            resource.name,
-            fields,
-            reasons,
-            tuple(_warnings("replace", base.resources[urn], resource, rules)),
-            notes=_notes("replace", resource),
+        reasons = (*(current.reasons if current else ()), f"its provider `{provider}` is replaced")
+        changes[urn] = _change(
+            "replace", base.resources[urn], resource, current.fields if current else (), reasons, rules
         )
 
 
@@ -208,15 +206,9 @@ def diff_resources(base: Render, head: Render, rules: Rules) -> list[ResourceCha
             changes[urn] = ResourceChange("add", new.type, new.name, summary=summary, grants_access=grants)
             continue
         old = removed.pop(old_urn)
-        changes[urn] = ResourceChange(
-            "replace",
-            new.type,
-            new.name,
-            tuple(_field_changes(old, new)),
-            (f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}",),
-            tuple(_warnings("replace", old, new, rules)),
-            _dependents_note(head, new),
-            _notes("replace", new),
+        reason = f"URN `{old_urn}` → `{urn}`: {rules.urn_change_note}"
+        changes[urn] = _change(
+            "replace", old, new, _field_changes(old, new), [reason], rules, _dependents_note(head, new)
         )
     for urn, old in removed.items():
         changes[urn] = ResourceChange(

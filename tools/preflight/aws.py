@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -121,25 +121,19 @@ def aws_findings(stack: PreflightStack, clients: ClientFactory, now: datetime.da
     check_credentials(clients, regions[0])
     calls, quotas, findings = Calls(clients), load_quotas(), []
     if stack.plan.aws is not None:
-        pools, region = PoolKeys.of(stack), stack.plan.aws.region
+        pools, region = managed_pools(stack), stack.plan.aws.region
         findings += zone_findings(pools, calls, region) + reservation_findings(pools, calls, region, now)
         findings += vcpu_quota_findings(stack, pools, calls, quotas) + eks_findings(stack, calls)
     return findings + endpoint_quota_findings(stack, calls, quotas) + calls.failures
 
 
-@dataclass(frozen=True)
-class PoolKeys:
-    """The managed pools the stack creates, each with its index in `aws.nodePools` (for the key paths)."""
+PoolKeys = tuple[tuple[int, ResolvedPool], ...]  # (index in `aws.nodePools`, for the key paths; pool)
 
-    pools: tuple[tuple[int, ResolvedPool], ...]
 
-    @classmethod
-    def of(cls, stack: PreflightStack) -> PoolKeys:
-        index = {pool.name: i for i, pool in enumerate(stack.config.aws.nodePools)} if stack.config.aws else {}
-        return cls(tuple((index[p.name], p) for p in stack.plan.pools if p.managed and p.instance_type))
-
-    def __iter__(self) -> Iterator[tuple[int, ResolvedPool]]:
-        return iter(self.pools)
+def managed_pools(stack: PreflightStack) -> PoolKeys:
+    """The managed pools the stack creates, each with its index in `aws.nodePools`."""
+    index = {pool.name: i for i, pool in enumerate(stack.config.aws.nodePools)} if stack.config.aws else {}
+    return tuple((index[p.name], p) for p in stack.plan.pools if p.managed and p.instance_type)
 
 
 def _key(index: int, field_name: str) -> str:

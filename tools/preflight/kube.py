@@ -395,35 +395,26 @@ def _storage_class(name: str, client: KubeClient, data: KubernetesFile) -> list[
             listing = _get(client, "/apis/storage.k8s.io/v1/storageclasses", STORAGE_KEY, findings) or {}
     except _UnreadableError:
         return findings
+    provisioner, provisioners = str(found.get("provisioner", "")) if found else "", data.provisioners
     if found is None:
         classes = ", ".join(sorted(str(c["metadata"]["name"]) for c in listing.get("items", []))) or "none"
-        return [
-            blocker(
-                STORAGE_KEY,
-                f"no StorageClass {name} on the cluster (it has {classes})",
-                "create a ReadWriteMany class of that name (EFS, FSx for Lustre, NFS), or set the name of one",
-            )
-        ]
-    provisioner, provisioners = str(found.get("provisioner", "")), data.provisioners
-    if provisioner in provisioners.readWriteMany:
+        problem = f"no StorageClass {name} on the cluster (it has {classes})"
+        fix = "create a ReadWriteMany class of that name (EFS, FSx for Lustre, NFS), or set the name of one"
+    elif provisioner in provisioners.readWriteMany:
         return []
-    if provisioner in provisioners.readWriteOnceOnly:
-        return [
-            blocker(
-                STORAGE_KEY,
-                f"StorageClass {name} provisions with {provisioner}, which has no ReadWriteMany volumes "
-                f"({provisioners.readWriteOnceOnly[provisioner]}): every GPU node mounts the one model cache",
-                "set a ReadWriteMany class (EFS, FSx for Lustre, NFS)",
-            )
-        ]
-    return [
-        warning(
-            STORAGE_KEY,
-            f"StorageClass {name} provisions with {provisioner}, which the preflight does not know to support "
-            "ReadWriteMany (tools/preflight/data/kubernetes.yaml)",
-            "check that its volumes mount ReadWriteMany on every GPU node",
+    elif provisioner in provisioners.readWriteOnceOnly:
+        problem = (
+            f"StorageClass {name} provisions with {provisioner}, which has no ReadWriteMany volumes "
+            f"({provisioners.readWriteOnceOnly[provisioner]}): every GPU node mounts the one model cache"
         )
-    ]
+        fix = "set a ReadWriteMany class (EFS, FSx for Lustre, NFS)"
+    else:
+        problem = (
+            f"StorageClass {name} provisions with {provisioner}, which the preflight does not know to support "
+            "ReadWriteMany (tools/preflight/data/kubernetes.yaml)"
+        )
+        return [warning(STORAGE_KEY, problem, "check that its volumes mount ReadWriteMany on every GPU node")]
+    return [blocker(STORAGE_KEY, problem, fix)]
 
 
 def _pod_specs(value: Any) -> Iterator[JSON]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from serving_stack.facts.durations import Goal, Kind
+from serving_stack.facts.durations import Goal, GoalName, Kind
 from tools.rollout.critical_path import explain
 from tools.rollout.durations import (
     AUTOSCALER,
@@ -35,8 +35,11 @@ from tools.rollout.workloads import pod_specs, prepull_daemon_sets, prewarm_daem
 
 DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
-LINES = {"first-dynamo-token": "First Dynamo token", "new-gpu-node": "New GPU node serving"}
-SAGEMAKER_LINE = "SageMaker first token"
+LINES: dict[GoalName, str] = {
+    "first-dynamo-token": "First Dynamo token",
+    "new-gpu-node": "New GPU node serving",
+    "sagemaker-first-token": "SageMaker first token",
+}
 
 
 @dataclass(frozen=True)
@@ -139,17 +142,29 @@ def _timeline_rows(graph: StackGraph, timeline: Timeline, key: str) -> list[Row]
     return rows
 
 
-def first_dynamo_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
-    steps = [s for s in timeline.serving() if s.resource.kind == DYNAMO_KIND]
+def _first_token(
+    graph: StackGraph, timeline: Timeline, rules: Rules, goal: GoalName, steps: list[Step], what: str
+) -> CriticalPath | None:
+    """From `pulumi up`'s start to the first of `steps` serving."""
     if not steps:
         return None
     first = min(steps, key=lambda s: (s.ready, s.resource.key))
     return CriticalPath(
-        LINES["first-dynamo-token"],
-        f"`pulumi up` starts; the first Dynamo graph to serve is {first.resource.name}",
+        LINES[goal],
+        f"`pulumi up` starts; {what} {first.resource.name}",
         tuple(_timeline_rows(graph, timeline, first.resource.key)),
-        rules.durations.goals["first-dynamo-token"],
+        rules.durations.goals[goal],
     )
+
+
+def first_dynamo_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
+    steps = [s for s in timeline.serving() if s.resource.kind == DYNAMO_KIND]
+    return _first_token(graph, timeline, rules, "first-dynamo-token", steps, "the first Dynamo graph to serve is")
+
+
+def sagemaker_first_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
+    steps = [s for s in timeline.serving() if s.resource.type == SAGEMAKER_ENDPOINT]
+    return _first_token(graph, timeline, rules, "sagemaker-first-token", steps, "the endpoint is")
 
 
 def _autoscaled(graph: StackGraph) -> bool:
@@ -218,19 +233,6 @@ def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
             )
         )
     return found
-
-
-def sagemaker_first_token(graph: StackGraph, timeline: Timeline, rules: Rules) -> CriticalPath | None:
-    steps = [s for s in timeline.serving() if s.resource.type == SAGEMAKER_ENDPOINT]
-    if not steps:
-        return None
-    first = min(steps, key=lambda s: (s.ready, s.resource.key))
-    return CriticalPath(
-        SAGEMAKER_LINE,
-        f"`pulumi up` starts; the endpoint is {first.resource.name}",
-        tuple(_timeline_rows(graph, timeline, first.resource.key)),
-        rules.durations.goals["sagemaker-first-token"],
-    )
 
 
 def _clock(seconds: float) -> str:
@@ -336,6 +338,6 @@ def _summary_lines(
         "",
         slowest.path.line() if slowest else f"{LINES['new-gpu-node']}: n/a (no GPU node group in the stack)",
         "",
-        sagemaker.line() if sagemaker else f"{SAGEMAKER_LINE}: n/a (no SageMaker endpoint)",
+        sagemaker.line() if sagemaker else f"{LINES['sagemaker-first-token']}: n/a (no SageMaker endpoint)",
         "",
     ]

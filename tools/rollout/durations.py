@@ -22,7 +22,14 @@ from tools.rollout.nodes import NODE_GROUP, Delivery, image_delivery
 from tools.rollout.parts import Node, Par, Part, Seq, combined_kind, image_pull, layout, transfer
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding, static_volume
-from tools.rollout.workloads import containers, images, mounted_claims, pod_specs, selected_node_groups
+from tools.rollout.workloads import (
+    containers,
+    images,
+    mounted_claims,
+    pod_specs,
+    selected_node_groups,
+    waits_for_prewarm,
+)
 
 # The steps of catalog/durations.yaml this model names (tests/test_durations_table.py: each exists, each is used).
 AWS_API_CALL = "aws-api-call"
@@ -62,8 +69,6 @@ SAGEMAKER_MODEL = "aws:sagemaker/model:Model"
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 EFS = "aws:efs/fileSystem:FileSystem"
 ZERO = Span(0.0, 0.0, "no cloud work")
-PREWARM_PROGRAM = "prewarm.py"
-WAIT_READY_FLAG = "--wait-ready"
 
 
 def _span(node: Node, worst_basis: str = "") -> Span:
@@ -189,16 +194,6 @@ def compilation_cache_shared(resource: Resource) -> bool:
     return any(isinstance(c, dict) and (c.get("compilationCache") or {}).get("pvcName") for c in components)
 
 
-def _gated_by_prewarm(resource: Resource, rules: Rules) -> bool:
-    """Whether the workers wait for their node's prewarm (an init container running `prewarm.py --wait-ready`)."""
-    for spec in pod_specs(resource, rules):
-        for container in spec.get("initContainers") or []:
-            command = " ".join(str(c) for c in (container.get("command") or []) + (container.get("args") or []))
-            if PREWARM_PROGRAM in command and WAIT_READY_FLAG in command:
-                return True
-    return False
-
-
 @dataclass(frozen=True)
 class ServingParts:
     """A GPU worker's start on a node, step by step. `gated`: the workers wait for the node's prewarm."""
@@ -218,19 +213,12 @@ def serving_parts(
     backend = str(lookup(resource.inputs, "spec.backendFramework") or DEFAULT_BACKEND)
     engine_step = ENGINE_START.get((backend, cache_warm), ENGINE_START[(DEFAULT_BACKEND, cache_warm)])
     state = "compile cache warm" if cache_warm else "compile cache cold"
-    size = checkpoint_size(checkpoints_named(resource, rules))
-    gated = _gated_by_prewarm(resource, rules)
+    gated = waits_for_prewarm(resource, rules)
     if gated:
+        size = checkpoint_size(checkpoints_named(resource, rules))
         load = transfer("model load from page cache", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE])
     else:
-        rate, kind, source = file_system_read(graph, resource, rules, 1)
-        load = Part(
-            "model load from the model cache",
-            size.gigabytes * 1000 / rate,
-            size.gigabytes * 1000 / rate,
-            combined_kind([size.kind, kind]),
-            f"{size.gigabytes:g} GB ({size.source}) at {rate:,.0f} MB/s ({source})",
-        )
+        load = cache_read("model load from the model cache", graph, resource, rules, 1)
     return ServingParts(
         Part.of("device plugins advertise the GPUs", table.steps[DEVICE_PLUGINS]),
         pull_part(graph, resource, rules, delivery),
@@ -240,18 +228,23 @@ def serving_parts(
     )
 
 
-def prewarm_part(graph: StackGraph, resource: Resource, rules: Rules, readers: int) -> Part:
-    """A prewarm pod reading its checkpoints from the model cache into the node's page cache."""
+def cache_read(name: str, graph: StackGraph, resource: Resource, rules: Rules, readers: int) -> Part:
+    """The workload's checkpoints read from the model cache while `readers` nodes read it at once (a prewarm
+    pod filling the page cache, or a worker loading cold)."""
     size = checkpoint_size(checkpoints_named(resource, rules))
     rate, kind, source = file_system_read(graph, resource, rules, readers)
     seconds = size.gigabytes * 1000 / rate
     return Part(
-        "prewarm (checkpoints into the page cache)",
+        name,
         seconds,
         seconds,
         combined_kind([size.kind, kind]),
         f"{size.gigabytes:g} GB ({size.source}) at {rate:,.0f} MB/s ({source})",
     )
+
+
+def prewarm_part(graph: StackGraph, resource: Resource, rules: Rules, readers: int) -> Part:
+    return cache_read("prewarm (checkpoints into the page cache)", graph, resource, rules, readers)
 
 
 def gpu_nodes_at_up(graph: StackGraph, rules: Rules) -> int:
@@ -369,36 +362,16 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
         "container image from the cache" if image_cached else "container image pull",
         table.steps[SAGEMAKER_PULL_CACHED if image_cached else SAGEMAKER_PULL],
     )
-    if s3:
-        weights: Node = Par(
-            (
-                pull,
-                transfer(
-                    "weights from S3 (ModelDataSource)",
-                    size.gigabytes,
-                    size.kind,
-                    size.source,
-                    table.rates[S3_DOWNLOAD],
-                ),
-            )
-        )
-    else:
-        weights = Seq(
-            (
-                pull,
-                transfer(
-                    "weights from the hub at container start",
-                    size.gigabytes,
-                    size.kind,
-                    size.source,
-                    table.rates[HUB_DOWNLOAD],
-                ),
-            )
-        )
+    source = (
+        ("weights from S3 (ModelDataSource)", S3_DOWNLOAD)
+        if s3
+        else ("weights from the hub at container start", HUB_DOWNLOAD)
+    )
+    weights = transfer(source[0], size.gigabytes, size.kind, size.source, table.rates[source[1]])
     return Seq(
         (
             Part.of("instance start", table.steps[SAGEMAKER_INSTANCE]),
-            weights,
+            Par((pull, weights)) if s3 else Seq((pull, weights)),
             transfer("model load", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE]),
             Part.of("engine start, vllm, compile cache cold, flashinfer JIT", table.steps[SAGEMAKER_ENGINE]),
         )

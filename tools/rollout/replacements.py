@@ -53,17 +53,6 @@ def data_role(resource: Resource, rules: Rules) -> str:
     return aws.data_role if aws else ""
 
 
-def has_rule(resource: Resource, rules: Rules) -> bool:
-    """Whether the data says how this type is replaced (components and providers need none)."""
-    return (
-        not resource.custom
-        or resource.is_provider
-        or resource.type == HELM_RELEASE
-        or resource.is_kubernetes_object
-        or resource.type in rules.aws_types
-    )
-
-
 def fixed_identity(resource: Resource, rules: Rules) -> str:
     """The physical identity old and new share ("" when the provider generates one)."""
     if resource.is_kubernetes_object:
