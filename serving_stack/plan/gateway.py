@@ -138,18 +138,15 @@ def _degraded_fallback(
     dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
 ) -> Optional[SageMakerBackend]:
     """The endpoint of another model that every model falls back to last; the rest of the gateway's inputs (unique
-    names, a backend at all, replicas, timeouts) the config and `check_gateway` refuse."""
+    names, a backend at all, an endpoint of this stack, replicas, timeouts) the config and `check_gateway` refuse."""
     wanted = settings.degraded_fallback_endpoint
     if wanted is None:
         return None
-    endpoint = next((e for e in sagemaker if e.name == wanted), None)
-    key = "gateway.degradedFallback.endpoint"
-    if endpoint is None:
-        known = ", ".join(e.name for e in sagemaker) or "none configured"
-        raise ConfigError(key, f"{wanted!r} is not a SageMaker endpoint of this stack", known)
+    endpoint = next(e for e in sagemaker if e.name == wanted)
     if {b.served_model_name for b in dynamo} <= {endpoint.served_model_name}:
         why = f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is already their"
-        raise ConfigError(key, why + " same-model fallback", "an endpoint serving another model, or unset")
+        why += " same-model fallback"
+        raise ConfigError("gateway.degradedFallback.endpoint", why, "an endpoint serving another model, or unset")
     return endpoint
 
 

@@ -618,11 +618,9 @@ def _with_backends(text: str, backends: Optional[list[str]]) -> str:
     """`--kv-transfer-config` JSON with NIXL's `backends` set (or removed, for NIXL's default)."""
     config = json.loads(text)
     extra = {k: v for k, v in config.get("kv_connector_extra_config", {}).items() if k != "backends"}
-    if backends:
-        extra["backends"] = list(backends)
+    extra |= {"backends": list(backends)} if backends else {}
     updated = {k: v for k, v in config.items() if k != "kv_connector_extra_config"}
-    if extra:
-        updated["kv_connector_extra_config"] = extra
+    updated |= {"kv_connector_extra_config": extra} if extra else {}
     return text if updated == config else json.dumps(updated, separators=(",", ":"))
 
 
