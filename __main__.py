@@ -221,7 +221,9 @@ if plan.gateway:
     gateway = plan.gateway
     gateway_key = secret_value(MASTER_KEY_SECRET)
     invoke = None
-    if gateway.invokes_sagemaker:  # the plan allows it only on the cluster the stack creates
+    # An IAM role (EKS Pod Identity) and HTTPS egress for SigV4 calls to the endpoints, which the plan allows
+    # only on the cluster the stack creates.
+    if gateway.sagemaker:
         assert cluster.name is not None
         invoke = SageMakerAccess(
             cluster.name,

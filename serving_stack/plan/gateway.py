@@ -87,24 +87,13 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
-class ModelGroup:
-    name: str
-    served_model_name: str
-    kind: str  # "dynamo" or "sagemaker"
-    deployment_ids: tuple[str, ...]
-    fallbacks: tuple[str, ...]
-    degraded: bool  # serves another model as the last resort of other groups
-
-
-@dataclass(frozen=True)
 class GatewayPlan:
-    groups: tuple[ModelGroup, ...]
+    groups: tuple[GatewayModel, ...]  # `degraded`: serves another model as the last resort of other groups
     config: dict[str, Any]
     needs_redis: bool
 
-    @property
-    def model_names(self) -> tuple[str, ...]:
-        return tuple(group.name for group in self.groups)
+    def deployment_ids(self, group: str) -> list[str]:
+        return [d["model_info"]["id"] for d in self.config["model_list"] if d["model_name"] == group]
 
 
 def _dynamo_deployment(backend: DynamoBackend, settings: GatewaySettings) -> dict[str, Any]:
@@ -175,12 +164,13 @@ def plan_gateway(
         chain = [sagemaker_group(model)] if settings.same_model_fallback and model in sagemaker_models else []
         if degraded and degraded.served_model_name != model:
             chain.append(sagemaker_group(degraded.served_model_name))
-        ids = tuple(f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in dynamo if b.served_model_name == model)
-        groups.append(ModelGroup(model, model, "dynamo", ids, tuple(chain), False))
+        groups.append(GatewayModel(name=model, servedModelName=model, kind="dynamo", fallbacks=chain, degraded=False))
     for model in sagemaker_models:
-        ids = tuple(f"{SAGEMAKER_ID_PREFIX}{e.name}" for e in sagemaker if e.served_model_name == model)
         is_degraded = degraded is not None and degraded.served_model_name == model
-        groups.append(ModelGroup(sagemaker_group(model), model, "sagemaker", ids, (), is_degraded))
+        name = sagemaker_group(model)
+        groups.append(
+            GatewayModel(name=name, servedModelName=model, kind="sagemaker", fallbacks=[], degraded=is_degraded)
+        )
 
     router_settings: dict[str, Any] = {
         "routing_strategy": "simple-shuffle",
@@ -215,18 +205,8 @@ def plan_gateway(
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
-    models = [
-        GatewayModel(
-            name=g.name,
-            servedModelName=g.served_model_name,
-            kind=g.kind,
-            fallbacks=list(g.fallbacks),
-            degraded=g.degraded,
-        )
-        for g in plan.groups
-    ]
     auth = GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key)
-    return GatewayOutput(url=url, models=models, auth=auth)
+    return GatewayOutput(url=url, models=list(plan.groups), auth=auth)
 
 
 MASTER_KEY_SECRET_KEY = "masterKey"  # the key inside the Kubernetes Secret
@@ -266,11 +246,6 @@ class StackGateway:
     backend_namespaces: tuple[str, ...]
     sagemaker_egress_cidrs: tuple[str, ...]
     output: GatewayOutput
-
-    @property
-    def invokes_sagemaker(self) -> bool:
-        """An IAM role (through EKS Pod Identity) and HTTPS egress for SigV4 calls to the endpoints."""
-        return bool(self.sagemaker)
 
 
 def gateway_settings(config: GatewayConfig) -> GatewaySettings:
