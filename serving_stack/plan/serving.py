@@ -410,7 +410,7 @@ def plan_targets(
         gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
         apply_serving_overlays(dgd, target.id, facts.aws.gpu_of_product(gpu_products[0]), overlays)
         if pool is not None:
-            config_map, dgd = place_target(config_map, dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
+            dgd = place_target(dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
         share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace), target.recipe.checkpoints)
@@ -522,13 +522,9 @@ KV_TRANSFER_FLAG = "--kv-transfer-config"
 
 
 def place_target(
-    config_map: dict[str, Any],
-    dgd: dict[str, Any],
-    recipe: Recipe,
-    pool: ResolvedPool,
-    fabrics: Mapping[str, FabricProfile],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ConfigMap and DGD of `recipe` as they run on `pool` (inputs are not modified)."""
+    dgd: dict[str, Any], recipe: Recipe, pool: ResolvedPool, fabrics: Mapping[str, FabricProfile]
+) -> dict[str, Any]:
+    """The DGD of `recipe` as it runs on `pool` (`dgd` is not modified; the ConfigMap is the same on any pool)."""
     placed = copy.deepcopy(dgd)
     for component in placed["spec"]["components"]:
         pod = component["podTemplate"]["spec"]
@@ -540,7 +536,7 @@ def place_target(
                         _apply_fabric(container, pool, fabrics)
         elif GPU_PRODUCT_LABEL in pod.get("nodeSelector", {}):
             pod["nodeSelector"] = {**pod["nodeSelector"], GPU_PRODUCT_LABEL: pool.gpu_product, POOL_LABEL: pool.name}
-    return copy.deepcopy(config_map), placed
+    return placed
 
 
 def _gpus(container: dict[str, Any]) -> int:
