@@ -27,6 +27,7 @@ from serving_stack.contract.gateway import GatewayAuth, GatewayModel, GatewayOut
 from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.gateway import GatewayPins
+from serving_stack.plan.sagemaker import PlannedEndpoint
 
 SAGEMAKER_GROUP_SUFFIX = "@sagemaker"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
@@ -290,17 +291,11 @@ def check_gateway(config: StackConfig) -> list[ConfigError]:
     return errors
 
 
-def _region(endpoint: ServingEndpoint) -> str:
-    if endpoint.region is None:
-        raise ValueError(f"SageMaker endpoint {endpoint.id} has no region")
-    return endpoint.region
-
-
 def plan_stack_gateway(
     config: GatewayConfig,
     namespace: str,
     targets: Sequence[ServingEndpoint],
-    sagemaker: Sequence[ServingEndpoint],
+    sagemaker: Sequence[PlannedEndpoint],
     pins: GatewayPins,
     creates_cluster: bool,
 ) -> Optional[StackGateway]:
@@ -316,7 +311,7 @@ def plan_stack_gateway(
         )
     settings = gateway_settings(config)
     dynamo = tuple(DynamoBackend(t.id, t.servedModelName, t.url) for t in targets)
-    endpoints = tuple(SageMakerBackend(e.id, _region(e), e.servedModelName) for e in sagemaker)
+    endpoints = tuple(SageMakerBackend(e.name, e.region, e.endpoint.servedModelName) for e in sagemaker)
     redis = RedisAddress(redis_host(config.name, namespace), pins.redis.port)
     routing = plan_gateway(dynamo, endpoints, settings, redis if settings.router_processes > 1 else None)
     url = service_url(config.name, namespace, pins.litellm.port)

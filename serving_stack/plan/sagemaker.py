@@ -231,7 +231,7 @@ def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSou
 
 def jumpstart_model(
     endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource, allow_unverified: bool
-) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+) -> tuple[ModelContainer, ModelSource, VariantDefaults]:
     model = endpoint.jumpstart
     assert model is not None  # checked by check_sagemaker
     keys = replace(ConfigKeys.under(f"{path}.jumpstart"), instance_type=f"{path}.instanceType", region=REGION_KEY)
@@ -246,12 +246,7 @@ def jumpstart_model(
         allow_unverified=allow_unverified,
     )
     provenance = resolved.provenance.label() if resolved.provenance is not None else None
-    return (
-        resolved.container,
-        JumpStartSource(model.modelId, model.version, provenance),
-        model.modelId,
-        resolved.defaults,
-    )
+    return resolved.container, JumpStartSource(model.modelId, model.version, provenance), resolved.defaults
 
 
 def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: str) -> None:
@@ -262,7 +257,7 @@ def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: st
 
 def huggingface_model(
     endpoint: SageMakerEndpointConfig, path: str, region: str, facts: Facts
-) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+) -> tuple[ModelContainer, ModelSource, VariantDefaults]:
     """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
     the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
     model, lmi = endpoint.huggingface, facts.lmi
@@ -361,7 +356,7 @@ def huggingface_model(
         engine_arguments=MappingProxyType(dict(arguments)),
         placeholders=placeholders,
     )
-    return container, source, model.repo, defaults
+    return container, source, defaults
 
 
 def _check_environment(environment: dict[str, str], hf_token: bool, limits: EnvironmentLimits, key: str) -> None:
@@ -603,7 +598,7 @@ def _plan_one(
         model = jumpstart_model(endpoint, path, region, source, allow_unverified)
     else:
         model = huggingface_model(endpoint, path, region, facts)
-    container, model_source, served_model, defaults = model
+    container, model_source, defaults = model
     timeouts, instance = endpoint.timeouts, facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
     variant = ProductionVariant(
@@ -628,7 +623,7 @@ def _plan_one(
     contract = ServingEndpoint(
         id=endpoint.name,
         kind="sagemaker",
-        servedModelName=served_model,
+        servedModelName=model_source.model_id if isinstance(model_source, JumpStartSource) else model_source.repo,
         url=f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{endpoint.name}/invocations",
         gpus=instance.gpus * count,
         region=region,

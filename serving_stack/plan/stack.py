@@ -275,7 +275,7 @@ def build_plan(
         config.gateway,
         namespace,
         [t.endpoint for t in targets],
-        [e.endpoint for e in endpoints],
+        endpoints,
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )
