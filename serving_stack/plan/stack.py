@@ -47,6 +47,8 @@ from serving_stack.plan.model_cache import (
     loaded_checkpoints,
     plan_storage,
     prewarm_pools,
+    render_download_job,
+    render_model_cache_pvc,
     select_model_cache,
 )
 from serving_stack.plan.monitoring import (
@@ -63,8 +65,6 @@ from serving_stack.plan.serving import (
     PlannedTarget,
     place_targets,
     plan_targets,
-    render_download_job,
-    render_model_cache_pvc,
     retired_warnings,
     select_targets,
 )
