@@ -183,18 +183,11 @@ def flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
 def _with_argument(words: Sequence[str], overlay: Overlay) -> list[str]:
     """`words` (a container's args) without `overlay.argument` (`--flag`, `--flag value`, `--flag=value`), then
     with it again set to `overlay.value` (None: a bare flag) unless the overlay removes it."""
-    kept: list[str] = []
-    skip = False
-    for position, word in enumerate(words):
-        if skip:
-            skip = False
-            continue
-        if word == overlay.argument:
-            following = words[position + 1] if position + 1 < len(words) else None
-            skip = following is not None and not following.startswith("--")
-            continue
-        if not word.startswith(f"{overlay.argument}="):
-            kept.append(word)
+    flag = overlay.argument
+    bare = [i for i, word in enumerate(words) if word == flag]
+    dropped = {*bare, *(i for i, word in enumerate(words) if word.startswith(f"{flag}="))}
+    dropped |= {i + 1 for i in bare if i + 1 < len(words) and not words[i + 1].startswith("--")}
+    kept = [word for i, word in enumerate(words) if i not in dropped]
     if overlay.action == "set":
         kept += [overlay.argument] if overlay.value is None else [overlay.argument, overlay.value]
     return kept
