@@ -228,7 +228,7 @@ if plan.gateway:
         invoke = SageMakerAccess(
             cluster.name,
             [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
-            gateway.sagemaker_egress_cidrs,
+            gateway.config.sagemakerEgressCidrs,
             tags,
         )
     Gateway(

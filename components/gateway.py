@@ -143,7 +143,7 @@ class Gateway(pulumi.ComponentResource):
         if not args.plan.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
-        litellm, base = args.plan.pins.litellm, args.plan.name
+        litellm, base = args.plan.pins.litellm, args.plan.config.name
         labels = {
             "app.kubernetes.io/name": "litellm",
             "app.kubernetes.io/instance": base,
@@ -250,13 +250,13 @@ class Gateway(pulumi.ComponentResource):
             spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
             opts=child,
         )
-        cpu_target = {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization}
+        cpu_target = {"type": "Utilization", "averageUtilization": args.plan.config.targetCpuUtilization}
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             f"{name}-hpa",
             metadata=metadata,
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
-                "minReplicas": args.plan.min_replicas,
+                "minReplicas": args.plan.config.replicas,
                 "maxReplicas": args.plan.max_replicas,
                 "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}}],
             },
@@ -317,7 +317,7 @@ class Gateway(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         redis = args.plan.pins.redis
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
-        metadata = {"name": f"{args.plan.name}-redis", "namespace": args.namespace, "labels": redis_labels}
+        metadata = {"name": f"{args.plan.config.name}-redis", "namespace": args.namespace, "labels": redis_labels}
         server_args = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory]
         server_args += ["--maxmemory-policy", "volatile-lru", "--dir", "/data"]
         pod_context, container_context = _restricted(redis.runAsUser)

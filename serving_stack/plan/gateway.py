@@ -230,22 +230,19 @@ def redis_host(name: str, namespace: str) -> str:
 
 @dataclass(frozen=True)
 class StackGateway:
-    """`allowed_namespaces`: whose pods may call it, its own namespace first; `backend_namespaces`: where the
-    Dynamo frontends run."""
+    """`config`: the `gateway` block (name, replicas, CPU target, egress); `allowed_namespaces`: whose pods may
+    call it, its own namespace first; `backend_namespaces`: where the Dynamo frontends run."""
 
-    name: str
+    config: GatewayConfig
     namespace: str
     pins: GatewayPins
     settings: GatewaySettings
     dynamo: tuple[DynamoBackend, ...]
     sagemaker: tuple[SageMakerBackend, ...]
     routing: GatewayPlan
-    min_replicas: int
     max_replicas: int
-    target_cpu_utilization: int
     allowed_namespaces: tuple[str, ...]
     backend_namespaces: tuple[str, ...]
-    sagemaker_egress_cidrs: tuple[str, ...]
     output: GatewayOutput
 
 
@@ -317,18 +314,15 @@ def plan_stack_gateway(
     url = service_url(config.name, namespace, pins.litellm.port)
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
-        name=config.name,
+        config=config,
         namespace=namespace,
         pins=pins,
         settings=settings,
         dynamo=dynamo,
         sagemaker=endpoints,
         routing=routing,
-        min_replicas=config.replicas,
         max_replicas=max_replicas,
-        target_cpu_utilization=config.targetCpuUtilization,
         allowed_namespaces=tuple(dict.fromkeys([namespace, *config.allowedNamespaces])),
         backend_namespaces=(namespace,) if dynamo else (),
-        sagemaker_egress_cidrs=tuple(config.sagemakerEgressCidrs),
         output=gateway_output(routing, url, namespace, master_key_secret_name(config.name), MASTER_KEY_SECRET_KEY),
     )
