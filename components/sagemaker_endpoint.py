@@ -307,11 +307,11 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         plan, child = args.plan, pulumi.ResourceOptions(parent=self)
         region, endpoint_name, variant, tags = plan.region, plan.name, plan.variant, dict(plan.tags)
         placed: dict[str, Any] = {"region": region, "tags": tags}  # every regional child's
-        capture = plan.data_capture.enabled
+        capture = plan.config.dataCapture.enabled
         for note in plan.notes:
             pulumi.log.warn(note, resource=self)
 
-        kms_key_arn: Optional[pulumi.Input[str]] = plan.kms_key_arn
+        kms_key_arn: Optional[pulumi.Input[str]] = plan.config.kmsKeyArn
         if kms_key_arn is None and (variant.ebs_storage or capture):
             kms_key_arn = aws.kms.Key(
                 f"{name}-kms",
@@ -351,7 +351,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True,
-                initial_sampling_percentage=plan.data_capture.samplingPercentage,
+                initial_sampling_percentage=plan.config.dataCapture.samplingPercentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[
@@ -433,7 +433,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             # Rollback reads the alarms with the role: the permission must exist before any deployment.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
-        scaling = plan.scaling
+        scaling = plan.config.autoscaling
         if scaling.enabled:  # target tracking on invocations per instance, with a slower scale-in than scale-out
             target = aws.appautoscaling.Target(
                 f"{name}-scaling-target",

@@ -146,7 +146,7 @@ def test_a_disabled_autoscaling_lets_the_instance_type_change():
             )
         )
     )
-    assert not planned.scaling.enabled
+    assert not planned.config.autoscaling.enabled
     assert planned.variant.instance_type == "ml.p5en.48xlarge"
 
 

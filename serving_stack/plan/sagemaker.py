@@ -29,8 +29,6 @@ import boto3
 
 from serving_stack.config.sagemaker import (
     CONTAINER_SETTING,
-    Autoscaling,
-    DataCapture,
     Deployment,
     SageMakerConfig,
     SageMakerEndpointConfig,
@@ -152,10 +150,8 @@ class PlannedEndpoint:
     source: ModelSource
     container: ModelContainer
     variant: ProductionVariant
-    scaling: Autoscaling  # the config block: target tracking on invocations per instance
+    config: SageMakerEndpointConfig  # its autoscaling (target tracking), data capture and KMS key as configured
     deployment: BlueGreen
-    data_capture: DataCapture
-    kms_key_arn: Optional[str]
     endpoint: ServingEndpoint
     waits: WaitBudget
     notes: tuple[str, ...] = ()
@@ -651,10 +647,8 @@ def _plan_one(
         source=model_source,
         container=container,
         variant=variant,
-        scaling=endpoint.autoscaling,
+        config=endpoint,
         deployment=deployment,
-        data_capture=endpoint.dataCapture,
-        kms_key_arn=endpoint.kmsKeyArn,
         endpoint=contract,
         waits=waits,
         notes=defaults.notes + ((shifting_note,) if shifting_note else ()),

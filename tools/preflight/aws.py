@@ -418,7 +418,8 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
             continue
         value, initial = values[name], sum(e.variant.initial_instance_count for e in endpoints)
         peak = sum(
-            max(e.scaling.maxCapacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
+            max(s.maxCapacity if (s := e.config.autoscaling).enabled else 0, e.variant.initial_instance_count)
+            for e in endpoints
         )
         if value < initial:
             problem = f"{initial} {instance_type} instance(s) for endpoints at `up`, the quota {name!r} in {region} is {value:g}"
