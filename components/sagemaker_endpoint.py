@@ -255,7 +255,7 @@ def rollback_alarms(
         "namespace": "AWS/SageMaker",
         "dimensions": {
             "EndpointName": endpoint_name,
-            "VariantName": plan.variant.name,
+            "VariantName": plan.config.variantName,
             "EndpointConfigName": endpoint_config_name,
         },
         "period": thresholds.periodSeconds,
@@ -363,10 +363,10 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             f"{name}-config",
             production_variants=[
                 sm.EndpointConfigurationProductionVariantArgs(
-                    variant_name=variant.name,
+                    variant_name=plan.config.variantName,
                     model_name=model.name,
-                    instance_type=variant.instance_type,
-                    initial_instance_count=variant.initial_instance_count,
+                    instance_type=plan.config.instanceType,
+                    initial_instance_count=plan.config.initialInstanceCount,
                     model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
                     volume_size_in_gb=variant.volume_size_gb,
@@ -439,7 +439,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
                 f"{name}-scaling-target",
                 service_namespace="sagemaker",
                 scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-                resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
+                resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", plan.config.variantName),
                 min_capacity=scaling.minCapacity,
                 max_capacity=scaling.maxCapacity,
                 **placed,

@@ -147,7 +147,7 @@ def test_a_disabled_autoscaling_lets_the_instance_type_change():
         )
     )
     assert not planned.config.autoscaling.enabled
-    assert planned.variant.instance_type == "ml.p5en.48xlarge"
+    assert planned.config.instanceType == "ml.p5en.48xlarge"
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4])

@@ -97,9 +97,8 @@ ModelSource = Union[JumpStartSource, HuggingFaceSource]
 
 @dataclass(frozen=True)
 class ProductionVariant:
-    name: str
-    instance_type: str
-    initial_instance_count: int
+    """The variant's resolved settings; its name, instance type and count are the endpoint config's."""
+
     model_data_download_timeout: Optional[int]
     container_startup_health_check_timeout: Optional[int]
     volume_size_gb: Optional[int]
@@ -598,9 +597,6 @@ def _plan_one(
     timeouts, instance = endpoint.timeouts, facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
     variant = ProductionVariant(
-        name=endpoint.variantName,
-        instance_type=endpoint.instanceType,
-        initial_instance_count=endpoint.initialInstanceCount,
         model_data_download_timeout=_timeout(
             timeouts.modelDataDownload, defaults.model_data_download_timeout, f"{path}.timeouts.modelDataDownload"
         ),
