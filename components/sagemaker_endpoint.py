@@ -250,7 +250,7 @@ def rollback_alarms(
     name: str, plan: PlannedEndpoint, endpoint_config_name: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
-    thresholds, endpoint_name, region, tags = plan.deployment.config.rollbackAlarms, plan.name, plan.region, plan.tags
+    thresholds, endpoint_name, region, tags = plan.config.deployment.rollbackAlarms, plan.name, plan.region, plan.tags
     common: dict[str, Any] = {
         "namespace": "AWS/SageMaker",
         "dimensions": {
@@ -397,7 +397,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        deployment, shifting, percent = plan.deployment.config, plan.deployment.type, "CAPACITY_PERCENT"
+        deployment, shifting, percent = plan.config.deployment, plan.shifting, "CAPACITY_PERCENT"
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
             name=endpoint_name,

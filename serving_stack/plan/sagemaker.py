@@ -106,19 +106,11 @@ class ProductionVariant:
     inference_ami_version: Optional[str]
 
 
-@dataclass(frozen=True)
-class BlueGreen:
-    """The `deployment` block with its traffic-shifting mode decided (`type`)."""
-
-    type: Shifting
-    config: Deployment
-
-    @property
-    def traffic_steps(self) -> int:
-        """Traffic shifts, each followed by a bake of `waitIntervalSeconds` (an upper bound for CANARY)."""
-        if self.type == "LINEAR":
-            return math.ceil(100 / self.config.linearStepSize)
-        return 2 if self.type == "CANARY" else 1
+def traffic_steps(shifting: Shifting, deployment: Deployment) -> int:
+    """Traffic shifts, each followed by a bake of `waitIntervalSeconds` (an upper bound for CANARY)."""
+    if shifting == "LINEAR":
+        return math.ceil(100 / deployment.linearStepSize)
+    return 2 if shifting == "CANARY" else 1
 
 
 @dataclass(frozen=True)
@@ -150,7 +142,7 @@ class PlannedEndpoint:
     container: ModelContainer
     variant: ProductionVariant
     config: SageMakerEndpointConfig  # its autoscaling (target tracking), data capture and KMS key as configured
-    deployment: BlueGreen
+    shifting: Shifting  # the blue/green traffic-shifting mode decided for `config.deployment`
     endpoint: ServingEndpoint
     waits: WaitBudget
     notes: tuple[str, ...] = ()
@@ -412,7 +404,7 @@ def _wait_parts(budget: WaitBudget, update: bool) -> str:
     return " + ".join(parts)
 
 
-def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
+def check_waits(budget: WaitBudget, shifting: Shifting, deployment: Deployment, path: str) -> None:
     """Every way the waits do not fit, each naming the key to change, raised together."""
     limit, errors = PROVIDER_INSERVICE_WAIT_SECONDS, Problems()
     wait = f"the provider's fixed {limit} s InService wait"
@@ -426,10 +418,10 @@ def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
         errors.add(
             f"{path}.deployment",
             f"a blue/green update can take {_wait_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
-            f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
+            f"waitIntervalSeconds x {traffic_steps(shifting, deployment)} traffic steps + "
             f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
         )
-    maximum, key = deployment.config.maximumExecutionTimeoutSeconds, f"{path}.deployment.maximumExecutionTimeoutSeconds"
+    maximum, key = deployment.maximumExecutionTimeoutSeconds, f"{path}.deployment.maximumExecutionTimeoutSeconds"
     if maximum > limit:
         errors.add(
             key,
@@ -627,16 +619,15 @@ def _plan_one(
     why = "SageMaker uses only a KMS key of the endpoint's region for its storage and data capture"
     _check_key_region(endpoint.kmsKeyArn, region, f"{path}.kmsKeyArn", why)
     shifting, shifting_note = _traffic_shifting(endpoint, path)
-    deployment = BlueGreen(shifting, endpoint.deployment)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)
     waits = WaitBudget(
         provisioning=int(facts.sagemaker_provisioning.value),
         model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
         startup=variant.container_startup_health_check_timeout or 0,
-        traffic_shifting=deployment.traffic_steps * endpoint.deployment.waitIntervalSeconds,
+        traffic_shifting=traffic_steps(shifting, endpoint.deployment) * endpoint.deployment.waitIntervalSeconds,
         termination=endpoint.deployment.terminationWaitSeconds,
     )
-    check_waits(waits, deployment, path)
+    check_waits(waits, shifting, endpoint.deployment, path)
     return PlannedEndpoint(
         name=endpoint.name,
         region=region,
@@ -644,7 +635,7 @@ def _plan_one(
         container=container,
         variant=variant,
         config=endpoint,
-        deployment=deployment,
+        shifting=shifting,
         endpoint=contract,
         waits=waits,
         notes=defaults.notes + ((shifting_note,) if shifting_note else ()),
