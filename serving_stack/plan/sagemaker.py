@@ -141,7 +141,7 @@ class PlannedEndpoint:
     source: ModelSource
     container: ModelContainer
     variant: ProductionVariant
-    config: SageMakerEndpointConfig  # its autoscaling (target tracking), data capture and KMS key as configured
+    config: SageMakerEndpointConfig  # the endpoint block as configured (name, variant, autoscaling, capture, key)
     shifting: Shifting  # the blue/green traffic-shifting mode decided for `config.deployment`
     endpoint: ServingEndpoint
     waits: WaitBudget
