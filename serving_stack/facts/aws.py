@@ -45,11 +45,6 @@ class GpusFile(Data):
     gpus: dict[str, Gpu] = pydantic.Field(min_length=1)
 
 
-def gpu_of_product(gpus: dict[str, Gpu], product_label: str) -> Optional[str]:
-    """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it), None for an unknown label."""
-    return next((name for name, gpu in gpus.items() if product_label in gpu.product_labels), None)
-
-
 def unknown_gpu_problem(product_label: str) -> str:
     """What to do about a product label no GPU entry knows (one wording for the plan and the absorb report)."""
     return (
@@ -368,8 +363,8 @@ class AwsCatalog:
     regions: AwsRegions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
-        """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
-        return gpu_of_product(self.gpus, product_label)
+        """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it), None for an unknown label."""
+        return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
 
 
 def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
-import yaml
 
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.strict_files import (
@@ -208,14 +206,23 @@ class TargetEntry(Data):
     performance: Performance
 
 
-def speculative_configs(config_map: dict[str, Any]) -> list[dict[str, Any]]:
-    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section."""
+def speculative_configs(config_map: dict[str, Any], where: str = "ConfigMap") -> list[dict[str, Any]]:
+    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section; one of
+    another shape stops with `where` (the ConfigMap as errors name it) and the data key named."""
     configs: list[dict[str, Any]] = []
     for key, text in config_map.get("data", {}).items():
+        at = f"{where}: data.{key}"
         if key == "speculative-config":
-            configs.append(json.loads(text))
+            configs.append(parse_json(text, at, at))
+            if not isinstance(configs[-1], dict):
+                raise ConfigError(at, "is not a JSON object")
         elif key.endswith(".yaml"):
-            speculative = (yaml.safe_load(text) or {}).get("speculative_config")
+            engine = parse_yaml(text, at, at)
+            if len(engine) != 1 or not isinstance(engine[0] or {}, dict):
+                raise ConfigError(at, "is not one YAML mapping")
+            speculative = (engine[0] or {}).get("speculative_config")
+            if not isinstance(speculative or {}, dict):
+                raise ConfigError(f"{at}: speculative_config", "is not a mapping")
             configs += [speculative] if speculative else []
     return configs
 
@@ -623,16 +630,7 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path, section: str = "tar
     dgd = next(d for d in documents if d["kind"] == "DynamoGraphDeployment")
     check_shape(config_map, ConfigMapShape, f"{key}.manifest: {name} ConfigMap: ")
     check_shape(dgd, DynamoGraphDeploymentShape, f"{key}.manifest: {name} DynamoGraphDeployment: ")
-    for data_key, text in config_map.get("data", {}).items():  # what `speculative_configs` parses, checked
-        where = f"{key}.manifest: {name} ConfigMap: data.{data_key}"
-        if data_key == "speculative-config" and not isinstance(parse_json(text, where, where), dict):
-            raise ConfigError(where, "is not a JSON object")
-        if data_key.endswith(".yaml"):
-            engine = parse_yaml(text, where, where)
-            if len(engine) != 1 or not isinstance(engine[0] or {}, dict):
-                raise ConfigError(where, "is not one YAML mapping")
-            if not isinstance((engine[0] or {}).get("speculative_config") or {}, dict):
-                raise ConfigError(f"{where}: speculative_config", "is not a mapping")
+    speculative_configs(config_map, f"{key}.manifest: {name} ConfigMap")  # checked here, while the file is named
     recipe = Recipe(entry, config_map, dgd)
     if not recipe.worker_components():
         raise ConfigError(

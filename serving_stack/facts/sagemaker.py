@@ -238,10 +238,6 @@ def load_instances_file(root: Path = DATA_DIR) -> InstancesFile:
     return load_model(root / "sagemaker_instances.yaml", InstancesFile, root)
 
 
-def load_instances(root: Path = DATA_DIR) -> dict[str, InstanceType]:
-    return load_instances_file(root).instances
-
-
 @functools.lru_cache(maxsize=4)
 def load_lmi(root: Path = DATA_DIR) -> LmiFile:
     return load_model(root / "sagemaker_lmi.yaml", LmiFile, root)
