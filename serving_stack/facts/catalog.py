@@ -451,10 +451,8 @@ class ModelCacheFacts:
 
 
 def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
-    """The (env name, repo) pairs a download Job fetches; a Job that is not one stops with `key` named."""
-    if job.get("kind") != "Job":
-        raise ConfigError(key, f"holds a {job.get('kind')!r}, not a Job")
-    containers = job.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    """The (env name, repo) pairs a download Job (of JobShape) fetches; a Job that is not one stops with `key` named."""
+    containers = job["spec"]["template"]["spec"]["containers"]
     if len(containers) != 1:
         raise ConfigError(key, f"the Job has {len(containers)} containers", "exactly one (the download script)")
     container = containers[0]
@@ -492,8 +490,9 @@ def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> Model
         documents = read_documents(job_file, job_key, base)
         if len(documents) != 1:
             raise ConfigError(job_key, f"{path} holds {len(documents)} documents", "one Job per file")
-        if documents[0].get("kind") == "Job":
-            check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
+        if documents[0].get("kind") != "Job":
+            raise ConfigError(job_key, f"holds a {documents[0].get('kind')!r}, not a Job")
+        check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
         jobs.append(DownloadJob(path, documents[0], checkpoints_of(documents[0], job_key)))
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
@@ -570,10 +569,6 @@ class CatalogFile(Data):
 class RetiredTarget:
     recipe: Recipe
     retirement: Retirement
-
-    @property
-    def replacement(self) -> Optional[str]:
-        return self.retirement.successor or self.retirement.closest
 
     def warning(self, where: str) -> str:
         """One line for summary.md, stderr and the PR diff: what is retired and what to select instead."""
@@ -669,17 +664,15 @@ def _load_catalog(root: Path) -> Catalog:
             raise ConfigError(f"catalog/{TARGETS_FILE}: targets[{index}].id", f"duplicate target id {entry.id!r}")
         recipes[entry.id] = _recipe_from(entry, index, root)
     retired: dict[str, RetiredTarget] = {}
+    known = {*recipes, *(old.id for old in data.retired)}
     for index, old in enumerate(data.retired):
         key = f"catalog/{TARGETS_FILE}: retired[{index}]"
         if old.id in recipes or old.id in retired:
             raise ConfigError(f"{key}.id", f"{old.id!r} is also a current or another retired target")
-        retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
-    for index, old in enumerate(data.retired):
         for attribute in ("successor", "closest"):
-            named = getattr(old.retired, attribute)
-            if named is not None and named not in recipes and named not in retired:
-                key = f"catalog/{TARGETS_FILE}: retired[{index}].retired.{attribute}"
-                raise ConfigError(key, f"{named!r} is not in the catalog")
+            if (named := getattr(old.retired, attribute)) is not None and named not in known:
+                raise ConfigError(f"{key}.retired.{attribute}", f"{named!r} is not in the catalog")
+        retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
     names = [r.name for r in recipes.values()]  # a retired target may share one: a stack selects one of them
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
