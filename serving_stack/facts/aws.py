@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
 import pydantic
 
@@ -123,6 +123,7 @@ def load_aws_regions(root: Path = DATA_DIR) -> AwsRegions:
 
 
 VERSION = r"^v?\d+\.\d+\.\d+$"
+KubernetesMinor = Annotated[str, pydantic.StringConstraints(pattern=r"^1\.\d+$")]  # such as 1.35
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -150,7 +151,7 @@ class EfaDevicePluginChart(HelmChart):
 
 
 class DraDriverChart(HelmChart):
-    minKubernetes: str = pydantic.Field(pattern=r"^1\.\d+$")
+    minKubernetes: KubernetesMinor
 
 
 class RdmaSharedDevicePlugin(Data):
@@ -257,7 +258,7 @@ class InstanceType(Data):
     localZoneGroups: list[str]
     computeDomains: bool
     minEfaDevicePlugin: Optional[str] = pydantic.Field(default=None, pattern=r"^v?\d+\.\d+\.\d+$")
-    minKubernetes: Optional[str] = pydantic.Field(default=None, pattern=r"^1\.\d+$")
+    minKubernetes: Optional[KubernetesMinor] = None
     sources: dict[str, str]
 
     @pydantic.model_validator(mode="after")
