@@ -131,11 +131,15 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
-class HelmChart(Data):
-    repository: str
+class Chart(Data):
+    repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
-    version: str = pydantic.Field(pattern=VERSION)
+    version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
     namespace: str
+
+
+class HelmChart(Chart):
+    version: str = pydantic.Field(pattern=VERSION)
     source: str = pydantic.Field(min_length=1)
 
 
@@ -453,13 +457,6 @@ class CapacityPricesFile(Data):
 @functools.lru_cache(maxsize=4)
 def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
-
-
-class Chart(Data):
-    repository: str = pydantic.Field(pattern=r"^https://")
-    chart: str
-    version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
-    namespace: str
 
 
 class ClusterAutoscalerChart(Chart):

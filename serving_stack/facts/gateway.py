@@ -15,23 +15,21 @@ class Resources(Data):
     limits: dict[str, str]
 
 
-class LiteLLMPin(Data):
+class ContainerPin(Data):
     image: str
+    port: int = pydantic.Field(gt=0, lt=65536)
+    runAsUser: int = pydantic.Field(gt=0)
+    resources: Resources
+    sources: dict[str, str]
+
+
+class LiteLLMPin(ContainerPin):
     version: str
-    port: int = pydantic.Field(gt=0, lt=65536)
-    runAsUser: int = pydantic.Field(gt=0)
     writablePaths: tuple[str, ...]
-    resources: Resources
-    sources: dict[str, str]
 
 
-class RedisPin(Data):
-    image: str
-    port: int = pydantic.Field(gt=0, lt=65536)
-    runAsUser: int = pydantic.Field(gt=0)
+class RedisPin(ContainerPin):
     maxMemory: str
-    resources: Resources
-    sources: dict[str, str]
 
 
 class GatewayPins(Data):
