@@ -25,7 +25,6 @@ from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
-from serving_stack.facts.aws import gpu_of_product
 from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog import (
@@ -149,7 +148,7 @@ def _report(
     unpublished = [r.id for r in catalog.recipes.values() if not r.entry.performance.published]
     unknown_gpus: dict[str, list[str]] = {}
     for recipe in catalog.recipes.values():
-        for label in (g for g in recipe.gpu_products if gpu_of_product(facts.aws.gpus, g) is None):
+        for label in (g for g in recipe.gpu_products if facts.aws.gpu_of_product(g) is None):
             unknown_gpus.setdefault(label, []).append(recipe.id)
     cache = model_cache_changes(previous.model_cache, catalog.model_cache)
     manifests = (previous_manifests(previous), next_manifests(revision))
