@@ -26,7 +26,7 @@ from typing import Any, Optional
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
 from serving_stack.facts.aws import gpu_of_product
-from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, load_catalog
+from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, Upstream, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog import (
     RECIPES_DIR,
@@ -45,7 +45,6 @@ from tools.absorb.changes import (
     retired_selections,
 )
 from tools.absorb.upstream import (
-    Provenance,
     ProvenanceError,
     TableError,
     UpstreamError,
@@ -119,7 +118,7 @@ def _check_drops(dropped: frozenset[str], previous: Catalog, stacks: StackSelect
 def _report(
     revision: UpstreamRevision,
     previous: Catalog,
-    provenance: Provenance,
+    provenance: Upstream,
     facts: Facts,
     changes: TargetChanges,
     stacks: StackSelections,
@@ -239,7 +238,7 @@ def absorb(
         upstream,
         commit,
         date,
-        Provenance(**previous.data.upstream.model_dump()),
+        previous.data.upstream,
         plain_copy=upstream.is_relative_to(root.resolve()),
     )
     data, changes = next_catalog(revision, previous, provenance, dropped)
