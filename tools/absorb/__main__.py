@@ -82,13 +82,6 @@ def _swap_in(staging: Path, root: Path, directory: str) -> None:
     shutil.rmtree(outgoing, ignore_errors=True)
 
 
-def _install(staging: Path, root: Path) -> None:
-    """Swap the staged `recipes/` and `retired/` in, then write `targets.yaml`."""
-    _swap_in(staging, root, RECIPES_DIR)
-    _swap_in(staging, root, RETIRED_DIR)
-    shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
-
-
 def _stage_retired(data: dict[str, Any], previous: Catalog, root: Path, staging: Path) -> None:
     """Every retired entry's manifest under `staging/retired/`: a kept one from where it was, a newly retired
     one from the `recipes/` it leaves."""
@@ -262,7 +255,9 @@ def absorb(
         written = bool(files) and not dry_run
         if written:
             step(f"writing {len(files)} changed files into {root}")
-            _install(staging, root)
+            for directory in (RECIPES_DIR, RETIRED_DIR):  # the staged directories swapped in, then targets.yaml
+                _swap_in(staging, root, directory)
+            shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
     lines += [
         "",
         f"Files under catalog/recipes/: {f'{len(files)} changed' if files else 'no change'}",
