@@ -8,10 +8,11 @@ import datetime
 import random
 from collections.abc import Iterator
 
+from serving_stack.config.demand import TokenShapeConfig
 from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.throughput import CandidateRow, CapacityType, InstanceOffer, Slo, instance_offers
-from tools.plan_capacity.model import Demand, TokenShape, candidate_rows
+from tools.plan_capacity.model import Demand, candidate_rows
 
 CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())
@@ -53,7 +54,7 @@ def generated_demands(count: int, seed: int) -> Iterator[Demand]:
             "max_targets": rng.choice([None, None, 1, 2]),
         }
         if rng.random() < 0.25:
-            shape = TokenShape(input_tokens=64_000, output_tokens=rng.choice([200, 400, 800]))
+            shape = TokenShapeConfig(inputTokens=64_000, outputTokens=rng.choice([200, 400, 800]))
             yield Demand(requests_per_second=round(size / 5, 2), token_shape=shape, **common)  # type: ignore[arg-type]
         else:
             yield Demand(concurrent_users=max(1, round(size)), **common)  # type: ignore[arg-type]

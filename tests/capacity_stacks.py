@@ -52,8 +52,6 @@ def autoscaled_planned_targets(config: dict[str, Any]) -> None:
         config["autoscaling"]["prometheusUrl"] = PROMETHEUS_URL
     stack = parse_stack_config({key: value for key, value in config.items() if key != "targets"})
     changes = stack_changes(stack, plan, {row.target_id: row for row in ROWS}, load_facts())
-    config["targets"] = changes.targets
-    if changes.node_pools is not None:
-        config["aws"]["nodePools"] = changes.node_pools
-    if changes.checkpoints is not None:
-        config["modelCache"]["checkpoints"] = changes.checkpoints
+    for key, value in changes.items():
+        block, _, name = key.rpartition(".")
+        (config[block] if block else config)[name] = value

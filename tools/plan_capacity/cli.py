@@ -60,8 +60,15 @@ def _money(value: float) -> str:
     return f"${value:,.2f}"
 
 
-def plan_markdown(plan: Plan) -> str:
-    unit = plan.unit
+def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
+    d = result.demand
+    slo = f"tok/s/user >= {d.slo.min_tokens_per_second_per_user:g}, TTFT p50 <= {d.slo.max_ttft_p50_ms:g} ms"
+    out = [f"# Capacity plan: {d.amount:g} {d.unit} ({slo})", ""]
+    out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
+    if result.plan is None:
+        assert result.infeasible is not None
+        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
+    plan, unit = result.plan, result.plan.unit
     lines = [f"| target | pool | replica sets | GPUs | serves ({unit}) |", "| --- | --- | --- | --- | --- |"]
     lines += [
         f"| `{p.target_id}` | `{pool_name(p.pool)}` | {p.replica_sets} | {p.gpus} | {p.capacity:,.1f} |"
@@ -83,18 +90,7 @@ def plan_markdown(plan: Plan) -> str:
         f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
         f"{plan.free_capacity:,.1f} {unit} more at no extra $/h",
     ]
-    return "\n".join(lines)
-
-
-def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
-    d = result.demand
-    slo = f"tok/s/user >= {d.slo.min_tokens_per_second_per_user:g}, TTFT p50 <= {d.slo.max_ttft_p50_ms:g} ms"
-    out = [f"# Capacity plan: {d.amount:g} {d.unit} ({slo})", ""]
-    out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
-    if result.plan is None:
-        assert result.infeasible is not None
-        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
-    out += ["## Plan", "", plan_markdown(result.plan), ""]
+    out += ["## Plan", "", *lines, ""]
     out += [
         "## Runner-ups (one target alone)",
         "",
@@ -205,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         path.write_text(text)
-        print(f"\nwrote {', '.join(changes.keys)} into {path.name}", file=sys.stderr)
+        print(f"\nwrote {', '.join(changes)} into {path.name}", file=sys.stderr)
     return 0
 
 

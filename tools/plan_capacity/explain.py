@@ -194,7 +194,7 @@ def token_shape_note(demand: Demand, benchmark_shape: Optional[tuple[int, int]])
     """The measured figures hold for the benchmark's token shape; say so when the demand's differs."""
     if demand.token_shape is None or benchmark_shape is None:
         return None
-    shape = (demand.token_shape.input_tokens, demand.token_shape.output_tokens)
+    shape = (demand.token_shape.inputTokens, demand.token_shape.outputTokens)
     if all(abs(a - b) <= 0.1 * b for a, b in zip(shape, benchmark_shape, strict=True)):
         return None
     return (

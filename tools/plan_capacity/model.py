@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.config.demand import DemandConfig
+from serving_stack.config.demand import DemandConfig, TokenShapeConfig
 from serving_stack.facts.aws import AwsCatalog, unknown_gpu_problem
 from serving_stack.facts.catalog import Catalog
 from serving_stack.plan.throughput import (
@@ -33,30 +33,19 @@ from serving_stack.plan.throughput import (
 
 
 @dataclass(frozen=True)
-class TokenShape:
-    input_tokens: int
-    output_tokens: int
-
-
-@dataclass(frozen=True)
 class Demand:
-    """What the user asks for. Exactly one of `concurrent_users` / `requests_per_second` is set;
-    `gpu_types` None means every GPU type; `max_targets` None means any number of targets may be mixed."""
+    """What the user asks for (`demand_of` a checked `demand:` block): exactly one of `concurrent_users` /
+    `requests_per_second` is set, the latter with `token_shape`; `gpu_types` None means every GPU type;
+    `max_targets` None means any number of targets may be mixed."""
 
     slo: Slo
     concurrent_users: Optional[int] = None
     requests_per_second: Optional[float] = None
-    token_shape: Optional[TokenShape] = None
+    token_shape: Optional[TokenShapeConfig] = None
     budget_usd_per_hour: Optional[float] = None
     gpu_types: Optional[tuple[str, ...]] = None
     capacity_types: tuple[CapacityType, ...] = ("on-demand",)
     max_targets: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if (self.concurrent_users is None) == (self.requests_per_second is None):
-            raise ValueError("set exactly one of concurrent_users, requests_per_second")
-        if self.requests_per_second is not None and self.token_shape is None:
-            raise ValueError("a request rate needs the token shape (output tokens per request)")
 
     @property
     def by_rate(self) -> bool:
@@ -83,7 +72,7 @@ def row_capacity(row: CandidateRow, demand: Demand) -> float:
     """What one replica set serves, in the demand's unit (users, or requests/s)."""
     assert row.concurrency is not None
     if demand.token_shape is not None and demand.by_rate:
-        return row.concurrency / seconds_per_request(row, demand.token_shape.output_tokens)
+        return row.concurrency / seconds_per_request(row, demand.token_shape.outputTokens)
     return float(row.concurrency)
 
 
@@ -161,9 +150,7 @@ def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
         slo=Slo(config.slo.minTokensPerSecondPerUser, config.slo.maxTtftP50Ms) if config.slo else catalog_criteria,
         concurrent_users=config.concurrentUsers,
         requests_per_second=config.requestsPerSecond,
-        token_shape=TokenShape(config.tokenShape.inputTokens, config.tokenShape.outputTokens)
-        if config.tokenShape
-        else None,
+        token_shape=config.tokenShape,
         budget_usd_per_hour=config.budgetUsdPerHour,
         gpu_types=tuple(config.gpuTypes) if config.gpuTypes else None,
         capacity_types=capacity_types,
