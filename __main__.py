@@ -6,10 +6,10 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
+from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler
 from components.cluster import cluster_handles
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.device_plugins import DevicePlugins
+from components.dra_driver import NvidiaDraDriver
 from components.dynamo_platform import DynamoPlatform
 from components.gateway import Gateway, GatewayArgs, SageMakerAccess
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
@@ -21,7 +21,7 @@ from components.model_cache import (
     ModelPrewarm,
     ModelPrewarmArgs,
 )
-from components.monitoring import Monitoring, MonitoringArgs
+from components.monitoring import Monitoring
 from components.operability import Operability, OperabilityArgs
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
@@ -96,9 +96,9 @@ if cluster_scaling and cluster.eks and aws_provider:
         "cluster-autoscaler", ClusterAutoscalerArgs(cluster_scaling, cluster.eks.cluster_name, tags), opts=on_both
     )
 if plan.device_plugins:
-    DevicePlugins("device-plugins", DevicePluginsArgs(plan.device_plugins), opts=on_cluster)
+    DevicePlugins("device-plugins", plan.device_plugins, opts=on_cluster)
 if plan.device_plugins and plan.device_plugins.dra_driver:
-    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs(plan.device_plugins.dra_driver), opts=on_cluster)
+    NvidiaDraDriver("dra-driver", plan.device_plugins.dra_driver, opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
     storage_args = ModelCacheStorageArgs(
@@ -148,7 +148,7 @@ if serving.prewarm_pools:
     )
 # The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
 # them, not for the whole kube-prometheus-stack, which installs meanwhile.
-monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
+monitoring = Monitoring("monitoring", plan.monitoring, opts=on_cluster) if plan.monitoring else None
 crds_ready = monitoring.crds_ready if monitoring else []
 platform_release: list[pulumi.Resource] = []
 if serving.platform.config.install:
@@ -189,7 +189,7 @@ if plan.capacity.serving_scaling:
     # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
     ServingAutoscaler(
         "autoscaling",
-        ServingAutoscalerArgs(plan.capacity.serving_scaling),
+        plan.capacity.serving_scaling,
         opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=list(graphs.values()))),
     )
 if plan.operability:
