@@ -11,7 +11,7 @@ from components.cluster import cluster_handles
 from components.device_plugins import DevicePlugins
 from components.dra_driver import NvidiaDraDriver
 from components.dynamo_platform import DynamoPlatform
-from components.gateway import Gateway, GatewayArgs, SageMakerAccess
+from components.gateway import Gateway, GatewayArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.model_cache import (
     ModelCache,
@@ -220,18 +220,18 @@ gateway_key = None
 if plan.gateway:
     gateway = plan.gateway
     gateway_key = secret_value(MASTER_KEY_SECRET)
-    invoke = None
-    if gateway.invokes_sagemaker:  # the plan allows it only on the cluster the stack creates
-        assert cluster.name is not None
-        invoke = SageMakerAccess(
-            cluster.name,
-            [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
-            gateway.sagemaker_egress_cidrs,
-            tags,
-        )
+    # The plan invokes SageMaker only on the cluster the stack creates.
+    assert cluster.name is not None or not gateway.invokes_sagemaker
     Gateway(
         "gateway",
-        GatewayArgs(gateway, namespace=namespace.namespace_name, master_key=gateway_key, sagemaker_access=invoke),
+        GatewayArgs(
+            gateway,
+            namespace=namespace.namespace_name,
+            master_key=gateway_key,
+            cluster_name=cluster.name if gateway.invokes_sagemaker else None,
+            endpoint_arns=[sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
+            tags=tags,
+        ),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
     )
 
