@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import helm_release
-from serving_stack.facts.aws import EfaDevicePluginChart, NvidiaDevicePluginChart, RdmaSharedDevicePlugin
+from serving_stack.facts.aws import RdmaSharedDevicePlugin
 from serving_stack.names import FABRIC_LABEL, FORMER_TYPE_TOKENS, GPU_TAINT, INSTANCE_TYPE_LABEL, TypeTokens
 from serving_stack.plan.cluster import DevicePluginSet
 
@@ -56,25 +56,21 @@ class DevicePlugins(pulumi.ComponentResource):
             None,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
         )
-        pins = plan.pins
-        charts: list[tuple[str, str, NvidiaDevicePluginChart | EfaDevicePluginChart, pulumi.Input[str], Any]] = []
-        if plan.nvidia:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-nvidia-namespace",
-                metadata={"name": pins.nvidia.namespace},
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            charts.append(("nvidia", "nvidia-device-plugin", pins.nvidia, namespace.metadata.name, nvidia_values()))
-        if plan.efa:
-            efa = efa_values(plan.efa_instance_types)
-            charts.append(("efa", "aws-efa-k8s-device-plugin", pins.efa, pins.efa.namespace, efa))
+        pins, child = plan.pins, pulumi.ResourceOptions(parent=self)
         # A release keeps its name and its chart's cluster-scoped objects are named after it: a replacement
         # (another namespace) must delete the old release first.
-        replace = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        releases = [
-            helm_release(f"{name}-{role}", release, pin, ns, replace, values=values)
-            for role, release, pin, ns, values in charts
-        ]
+        replace, releases = pulumi.ResourceOptions(parent=self, delete_before_replace=True), []
+        if plan.nvidia:
+            nvidia = k8s.core.v1.Namespace(
+                f"{name}-nvidia-namespace", metadata={"name": pins.nvidia.namespace}, opts=child
+            )
+            release, values = "nvidia-device-plugin", nvidia_values()
+            releases.append(
+                helm_release(f"{name}-nvidia", release, pins.nvidia, nvidia.metadata.name, replace, values=values)
+            )
+        if plan.efa:
+            release, values = "aws-efa-k8s-device-plugin", efa_values(plan.efa_instance_types)
+            releases.append(helm_release(f"{name}-efa", release, pins.efa, pins.efa.namespace, replace, values=values))
         if plan.infiniband:
             self._rdma_shared_device_plugin(name, plan.pins.rdmaSharedDevice)
         self.register_outputs({"releases": [r.status for r in releases]})
