@@ -17,7 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.iam import assume_role_policy
+from components.iam import allow, assume_role_policy
 from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import (
     MASTER_KEY_ENV,
@@ -68,8 +68,8 @@ def config_checksum(config: Mapping[str, Any]) -> str:
 
 
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
-    invoke = {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS)}
-    return json.dumps({"Version": "2012-10-17", "Statement": [{**invoke, "Resource": sorted(endpoint_arns)}]})
+    invoke = allow("InvokeFallbackEndpoints", list(INVOKE_ACTIONS), sorted(endpoint_arns))
+    return json.dumps({"Version": "2012-10-17", "Statement": [invoke]})
 
 
 def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:

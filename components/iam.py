@@ -21,6 +21,12 @@ def assume_role_policy(service: str, *, tag_session: bool = False, source_arn: O
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
+def allow(sid: str, action: Any, resource: Any, **condition: Any) -> dict[str, Any]:
+    """One Allow statement of an identity policy; `condition`: its Condition block, when given."""
+    statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource}
+    return {**statement, "Condition": condition} if condition else statement
+
+
 def node_role(
     prefix: str, managed_policies: Sequence[str], tags: Mapping[str, str], parent: pulumi.Resource
 ) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
