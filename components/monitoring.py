@@ -4,7 +4,7 @@ published criteria and SLOs, and the Grafana dashboards as ConfigMaps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import pulumi
@@ -32,14 +32,20 @@ class Monitoring(pulumi.ComponentResource):
             namespace = k8s.core.v1.Namespace(
                 f"{name}-namespace", metadata={"name": plan.namespace}, opts=child
             ).metadata.name
+
+        def release(role: str, pin: HelmChartPin, values: Mapping[str, Any], *after: pulumi.Resource) -> Any:
+            # Fixed release name, cluster-scoped objects named after it: delete the old release first.
+            opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=list(after))
+            settings = {"values": dict(values), "cleanup_on_fail": True, "timeout": 900}
+            return helm_release(f"{name}-{role}", pin.releaseName, pin, namespace, opts, **settings)
+
         self.crds_ready = []
         if plan.install_prometheus:
-            crds = self._release(f"{name}-crds", plan.crds_chart, namespace, plan.crds_values)
-            self.crds_ready.append(crds)
-            self._release(f"{name}-prometheus", plan.prometheus_chart, namespace, plan.prometheus_values, [crds])
+            self.crds_ready.append(release("crds", plan.crds_chart, plan.crds_values))
+            release("prometheus", plan.prometheus_chart, plan.prometheus_values, *self.crds_ready)
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=self.crds_ready)
         if plan.install_dcgm_exporter:
-            self._release(f"{name}-dcgm-exporter", plan.dcgm_exporter_chart, namespace, plan.dcgm_exporter_values)
+            release("dcgm-exporter", plan.dcgm_exporter_chart, plan.dcgm_exporter_values)
             custom_resource(f"{name}-dcgm-service-monitor", plan.dcgm_service_monitor, namespace, after_crds)
         custom_resource(f"{name}-rules", plan.prometheus_rule, namespace, after_crds)
         for uid, data in plan.dashboards.items():
@@ -50,17 +56,3 @@ class Monitoring(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"namespace": namespace, "dashboards": sorted(plan.dashboards)})
-
-    def _release(
-        self,
-        name: str,
-        pin: HelmChartPin,
-        namespace: pulumi.Input[str],
-        values: Mapping[str, Any],
-        after: Sequence[pulumi.Resource] = (),
-    ) -> k8s.helm.v3.Release:
-        # Fixed release name, cluster-scoped objects named after it: delete the old release first.
-        opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=list(after))
-        return helm_release(
-            name, pin.releaseName, pin, namespace, opts, values=dict(values), cleanup_on_fail=True, timeout=900
-        )
