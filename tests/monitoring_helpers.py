@@ -67,9 +67,9 @@ def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool
 def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from aws_helpers import run_components
 
-    from components.monitoring import Monitoring, MonitoringArgs
+    from components.monitoring import Monitoring
 
     def build() -> None:
-        Monitoring("monitoring", MonitoringArgs(plan))
+        Monitoring("monitoring", plan)
 
     return run_components(build)
