@@ -126,15 +126,12 @@ def check_stack_region(
     return errors
 
 
-def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool, facts: Facts) -> list[ConfigError]:
-    """The `aws` cluster and system node group blocks: how the cluster is sourced, its endpoint and VPC ranges,
-    the Kubernetes version the Dynamo platform needs (`installs_platform`), and the Region and zones."""
+def check_cluster(aws: AwsConfig, installs_platform: bool, facts: Facts) -> list[ConfigError]:
+    """The `aws` cluster and system node group blocks (how the cluster is sourced is `StackConfig`'s check): its
+    endpoint and VPC ranges, the Kubernetes version the Dynamo platform needs (`installs_platform`), and the Region
+    and zones."""
     errors: list[ConfigError] = []
     create = aws.cluster.create if aws.cluster else None
-    if access.source == "eks" and create is None:
-        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
-    if create and access.source != "eks":
-        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
     if create and aws.nodePools and not aws.devicePlugins.nvidia:
         why = "false on a cluster this stack creates: nothing else there advertises nvidia.com/gpu (no GPU Operator), "
         allowed = "true (false only on an existing cluster whose GPU Operator runs the plugin)"

@@ -53,6 +53,7 @@ from serving_stack.plan.monitoring import (
     MonitoringPlan,
     deep_merge,
     plan_monitoring,
+    watched_target,
 )
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import OperabilityPlan, plan_operability
@@ -69,7 +70,6 @@ from serving_stack.plan.serving import (
     select_targets,
 )
 from serving_stack.plan.throughput import TargetTokenCost
-from serving_stack.plan.watched_targets import watched_target
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def build_plan(
     if aws is None:  # StackConfig refuses a cluster.source eks without it
         errors += place_targets(selected, None, facts.aws)[1]
     else:
-        aws_errors = check_cluster(aws, config.kubernetes.cluster, config.dynamo.platform.install, facts)
+        aws_errors = check_cluster(aws, config.dynamo.platform.install, facts)
         aws_errors += check_pools(aws, facts.aws) + check_storage(cache_config, aws, size, facts.aws.regions)
         aws_errors += room_errors
         errors += aws_errors
