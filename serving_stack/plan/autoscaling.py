@@ -163,7 +163,6 @@ class ClusterScalingPlan:
     managed GPU pool."""
 
     chart: Chart
-    service_account: str
     policy: dict[str, Any]
     values: dict[str, Any]
     pool_tags: Mapping[str, Mapping[str, str]]
@@ -253,7 +252,6 @@ def plan_autoscaling(
         tags = {p.name: MappingProxyType(node_group_autoscaler_tags(p, create.name)) for p in pools if p.managed}
         cluster = ClusterScalingPlan(
             chart=chart,
-            service_account=chart.serviceAccount,
             policy=cluster_autoscaler_policy(create.name),
             values=cluster_autoscaler_values(create.name, region, chart.imageTag, chart.serviceAccount),
             pool_tags=MappingProxyType(tags),

@@ -33,8 +33,6 @@ from serving_stack.plan.pools import (
     ResolvedPool,
     bounded_list,
     check_region,
-    local_zone_subnets,
-    plan_dra_driver,
     stated_version,
 )
 
@@ -88,7 +86,14 @@ def plan_cluster(
     cluster = aws.cluster if aws else None
     if access.source == "eks" and aws is not None and cluster is not None and cluster.create is not None:
         addons = tuple(facts.aws.platform.eksAddons.cluster)
-        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, local_zone_subnets(pools))
+        # One subnet per managed Local Zone pool without a configured subnet, in config order (the order gives
+        # each its CIDR: add Local Zone pools at the end).
+        subnets = tuple(
+            LocalZoneSubnet(p.name, p.availability_zone)
+            for p in pools
+            if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
+        )
+        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, subnets)
     existing = cluster.existing if cluster else None
     return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=existing)
 
@@ -100,13 +105,15 @@ def plan_device_plugins(
         return None
     wanted = aws.devicePlugins
     efa_types = [p.instance_type for p in pools if p.fabric == "efa" and p.instance_type] if wanted.efa else []
+    domains = tuple(pool.name for pool in pools if pool.compute_domains)
     return DevicePluginSet(
         pins=facts.aws.platform.devicePlugins,
         nvidia=wanted.nvidia,
         efa=bool(efa_types),
         efa_instance_types=tuple(dict.fromkeys(efa_types)),
         infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
-        dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),
+        # None when no pool needs ComputeDomains, or the cluster runs the driver already (`draDriver` off).
+        dra_driver=DraDriverPlan(facts.aws.platform.draDriver, domains) if wanted.draDriver and domains else None,
     )
 
 

@@ -206,16 +206,6 @@ def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
     return {pool.name: _resolve(pool, config.aws, facts.aws) for pool in config.aws.nodePools}
 
 
-def local_zone_subnets(pools: Iterable[ResolvedPool]) -> tuple[LocalZoneSubnet, ...]:
-    """One subnet per managed Local Zone pool without a configured subnet, in config order (the order
-    gives each its CIDR: add Local Zone pools at the end)."""
-    return tuple(
-        LocalZoneSubnet(p.name, p.availability_zone)
-        for p in pools
-        if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
-    )
-
-
 ALLOWED_CHARS = 200
 
 
@@ -453,9 +443,3 @@ def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[NodePool]:
 class DraDriverPlan:
     chart: DraDriverChart
     pools: tuple[str, ...]
-
-
-def plan_dra_driver(install: bool, pools: Iterable[ResolvedPool], chart: DraDriverChart) -> Optional[DraDriverPlan]:
-    """None when no pool needs ComputeDomains, or the cluster runs the driver already (`install` off)."""
-    names = tuple(pool.name for pool in pools if pool.compute_domains)
-    return DraDriverPlan(chart, names) if install and names else None
