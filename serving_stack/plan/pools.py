@@ -31,7 +31,7 @@ EKS_CAPACITY_TYPES = MappingProxyType(
     {"on-demand": "ON_DEMAND", "spot": "SPOT", "odcr": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 )
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
-# Local Zone subnets the created VPC has room for (components.cluster.local_zone_cidrs).
+# Local Zone subnets the created VPC has room for (plan.cluster.local_zone_cidrs).
 MAX_LOCAL_ZONE_SUBNETS = 8
 
 
