@@ -22,7 +22,7 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
 from serving_stack.facts.response_formats import load_response_formats
-from serving_stack.plan.autoscaling import AutoscalingPlan, ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
+from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
 from serving_stack.plan.cluster import (
     AwsAccount,
     ClusterPlan,
@@ -105,16 +105,9 @@ class StackCapacity:
     """What 1M output tokens cost where each target runs (the GPUs a data file prices), and what scales."""
 
     token_costs: tuple[TargetTokenCost, ...]
-    autoscaling: Optional[AutoscalingPlan]
+    serving_scaling: Optional[ServingScalingPlan]  # KEDA and the targets' ScaledObjects
+    cluster_scaling: Optional[ClusterScalingPlan]  # cluster-autoscaler for the GPU pools
     ended_prices: tuple[str, ...] = ()  # prices past their reviewBy, left out of every cost
-
-    @property
-    def serving_scaling(self) -> Optional[ServingScalingPlan]:
-        return self.autoscaling.serving if self.autoscaling else None
-
-    @property
-    def cluster_scaling(self) -> Optional[ClusterScalingPlan]:
-        return self.autoscaling.cluster if self.autoscaling else None
 
 
 @dataclass(frozen=True)
@@ -234,7 +227,7 @@ def build_plan(
         )
     pool_list = tuple(pools.values())
     slo = config.demand.slo if config.demand and config.demand.slo else None
-    autoscaling = plan_autoscaling(
+    serving_scaling, cluster_scaling = plan_autoscaling(
         scaling,
         aws.cluster.create if aws and aws.cluster else None,
         aws.region if aws else None,
@@ -320,7 +313,8 @@ def build_plan(
         monitoring=monitoring,
         capacity=StackCapacity(
             tuple(t.token_cost for t in targets if t.token_cost),
-            autoscaling,
+            serving_scaling,
+            cluster_scaling,
             facts.capacity_prices.ended_capacity_blocks(today),
         ),
         gateway=gateway,
