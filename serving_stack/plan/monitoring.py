@@ -484,7 +484,7 @@ def plan_monitoring(
     groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, runbooks, canary)
     return MonitoringPlan(
         namespace=namespace,
-        create_namespace=prometheus.install if config.createNamespace is None else config.createNamespace,
+        create_namespace=config.creates_namespace,
         release_label=release_label,
         prometheus_url=prometheus_url,
         install_prometheus=prometheus.install,
