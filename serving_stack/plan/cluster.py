@@ -22,13 +22,12 @@ from serving_stack.config.aws import AwsClusterConfig, AwsConfig, CreateCluster,
 from serving_stack.config.serving import ClusterAccess
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon, version_key
+from serving_stack.facts.aws import AwsRegions, DevicePluginPins, DraDriverChart, EksAddon, version_key
 from serving_stack.facts.dates import EksVersionsFile
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.pools import (
     MAX_LOCAL_ZONE_SUBNETS,
     VERSION_KEY,
-    DraDriverPlan,
     LocalZoneSubnet,
     ResolvedPool,
     bounded_list,
@@ -66,6 +65,15 @@ class AwsAccount:
     region: str
     tags: Mapping[str, str]
     node_managed_policies: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DraDriverPlan:
+    """The NVIDIA DRA driver's placement: ComputeDomains on multi-node NVLink pools (GPUs stay with the device
+    plugin)."""
+
+    chart: DraDriverChart
+    pools: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement, costs and a node group
-need); the pools' checks against the facts and the rules AWS documents (regions and zones from `catalog/aws_regions.yaml`: the control plane never gets a Local Zone
-subnet; reservation ids; Kubernetes >= 1.33 for GB200; a Capacity Block group upgraded only at size 0); their cost
-rows; and the NVIDIA DRA driver's placement (ComputeDomains on multi-node NVLink pools; GPUs stay with the device
-plugin).
+need); the pools' checks against the facts and the rules AWS documents (regions and zones from
+`catalog/aws_regions.yaml`: the control plane never gets a Local Zone subnet; reservation ids; Kubernetes >= 1.33
+for GB200; a Capacity Block group upgraded only at size 0); and their cost rows.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from serving_stack.facts import Facts
 from serving_stack.facts.aws import (
     AwsCatalog,
     AwsRegions,
-    DraDriverChart,
     InstanceType,
     NetworkInterface,
     version_key,
@@ -437,9 +435,3 @@ def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[NodePool]:
         )
         for pool in pools
     ]
-
-
-@dataclass(frozen=True)
-class DraDriverPlan:
-    chart: DraDriverChart
-    pools: tuple[str, ...]
