@@ -12,10 +12,8 @@ from types import MappingProxyType
 from typing import Optional
 
 from serving_stack.config.aws import AwsClusterConfig, AwsConfig, NodePoolConfig
-from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import NodePool
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts import Facts
 from serving_stack.facts.aws import (
     AwsCatalog,
     AwsRegions,
@@ -158,7 +156,8 @@ def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[s
     return "aws.cluster.existing.kubernetesVersion", existing.kubernetesVersion if existing is not None else None
 
 
-def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
+def resolve_pool(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
+    """The pool with its facts and defaults (the config must have passed `check_pools`)."""
     facts = pool_facts(pool, aws_catalog)
     if facts is None:
         raise ValueError(f"pool {pool.name!r} was not checked (run check_pools first)")
@@ -195,13 +194,6 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
         on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
         efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
     )
-
-
-def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
-    """Pool name -> resolved pool (the config must have passed `check_pools`)."""
-    if config.aws is None:
-        return {}
-    return {pool.name: _resolve(pool, config.aws, facts.aws) for pool in config.aws.nodePools}
 
 
 ALLOWED_CHARS = 200

@@ -58,7 +58,7 @@ from serving_stack.plan.monitoring import (
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import OperabilityPlan, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
-from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pools
+from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pool
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
 from serving_stack.plan.serving import (
     PlannedTarget,
@@ -179,7 +179,7 @@ def build_plan(
         aws_errors += room_errors
         errors += aws_errors
         if not aws_errors:
-            pools = resolve_pools(config, facts)
+            pools = {pool.name: resolve_pool(pool, aws, facts.aws) for pool in aws.nodePools}
             placements, placement_errors = place_targets(selected, pools, facts.aws)
             errors += placement_errors
     if errors:
