@@ -54,7 +54,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-pod-identity",
             cluster_name=args.cluster_name,
             namespace=plan.chart.namespace,
-            service_account=plan.service_account,
+            service_account=plan.chart.serviceAccount,
             role_arn=role.arn,
             tags=dict(args.tags),
             opts=child,

@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 from components import helm_release
 from components.device_plugins import TOLERATE_GPU_TAINT
 from serving_stack.names import POOL_LABEL, TypeTokens
-from serving_stack.plan.pools import DraDriverPlan
+from serving_stack.plan.cluster import DraDriverPlan
 
 
 def _required(*expressions: dict[str, Any]) -> dict[str, Any]:

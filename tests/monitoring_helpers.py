@@ -10,8 +10,14 @@ from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.operability import CanaryConfig, OperabilityConfig
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.monitoring import load_dashboard_specs, load_metrics, load_monitoring
-from serving_stack.plan.monitoring import AlertThresholds, MonitoringPlan, WatchedTarget, plan_monitoring, rule_groups
-from serving_stack.plan.watched_targets import watched_target
+from serving_stack.plan.monitoring import (
+    AlertThresholds,
+    MonitoringPlan,
+    WatchedTarget,
+    plan_monitoring,
+    rule_groups,
+    watched_target,
+)
 from tools.mock_runtime import ProgramRun
 
 NAMESPACE = "nemotron-test"

@@ -128,7 +128,7 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler(scaled_p
     serving = scaled_plan.capacity.serving_scaling
     ca = FACTS.clusterAutoscaler
     values = cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount)
-    cluster = ClusterScalingPlan(ca, ca.serviceAccount, cluster_autoscaler_policy("c1"), values, {})
+    cluster = ClusterScalingPlan(ca, cluster_autoscaler_policy("c1"), values, {})
 
     def build() -> None:
         ServingAutoscaler("as", serving)

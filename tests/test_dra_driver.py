@@ -11,7 +11,7 @@ from plan_helpers import plan_of
 from components.dra_driver import NvidiaDraDriver
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import GPU_TAINT, POOL_LABEL
-from serving_stack.plan.pools import DraDriverPlan
+from serving_stack.plan.cluster import DraDriverPlan
 
 CATALOG = load_aws_catalog()
 NEEDS_DRA = sorted(name for name, i in CATALOG.instance_types.items() if i.computeDomains)

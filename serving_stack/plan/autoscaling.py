@@ -17,7 +17,14 @@ from typing import Any, Optional
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import CreateCluster
 from serving_stack.errors import ConfigError
-from serving_stack.facts.aws import ADAPTER_API_VERSION, ADAPTER_KIND, AutoscalingFile, Chart, Metrics
+from serving_stack.facts.aws import (
+    ADAPTER_API_VERSION,
+    ADAPTER_KIND,
+    AutoscalingFile,
+    Chart,
+    ClusterAutoscalerChart,
+    Metrics,
+)
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.serving import PlannedTarget
@@ -162,17 +169,10 @@ class ClusterScalingPlan:
     """cluster-autoscaler on the cluster the stack creates; `pool_tags`: the Auto Scaling group tags of each
     managed GPU pool."""
 
-    chart: Chart
-    service_account: str
+    chart: ClusterAutoscalerChart
     policy: dict[str, Any]
     values: dict[str, Any]
     pool_tags: Mapping[str, Mapping[str, str]]
-
-
-@dataclass(frozen=True)
-class AutoscalingPlan:
-    serving: Optional[ServingScalingPlan]
-    cluster: Optional[ClusterScalingPlan]
 
 
 def _checks(
@@ -228,11 +228,12 @@ def plan_autoscaling(
     prometheus_url: Optional[str],
     slo_ms: float,
     facts: AutoscalingFile,
-) -> Optional[AutoscalingPlan]:
-    """What scales the targets (`create`: the cluster the stack creates, in `region`), or one `ConfigError`.
+) -> tuple[Optional[ServingScalingPlan], Optional[ClusterScalingPlan]]:
+    """What scales the targets and what scales the pools (`create`: the cluster the stack creates, in `region`),
+    or one `ConfigError`.
     `prometheus_url`: the stack's own Prometheus, if it runs one; `slo_ms`: the TTFT p50 SLO."""
     if scaling is None:
-        return None
+        return None, None
     url = scaling.prometheusUrl or prometheus_url
     chart = facts.clusterAutoscaler
     errors = _checks(scaling, create, targets, url, chart.imageTag)
@@ -253,9 +254,8 @@ def plan_autoscaling(
         tags = {p.name: MappingProxyType(node_group_autoscaler_tags(p, create.name)) for p in pools if p.managed}
         cluster = ClusterScalingPlan(
             chart=chart,
-            service_account=chart.serviceAccount,
             policy=cluster_autoscaler_policy(create.name),
             values=cluster_autoscaler_values(create.name, region, chart.imageTag, chart.serviceAccount),
             pool_tags=MappingProxyType(tags),
         )
-    return AutoscalingPlan(serving, cluster)
+    return serving, cluster
