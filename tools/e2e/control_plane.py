@@ -15,10 +15,9 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from tools.e2e.kube import Kube
 
@@ -59,20 +58,19 @@ class ControlPlane:
             env={**os.environ, **(env or {})},
         )
 
-    def _check_alive(self, name: str) -> None:
-        process = self.processes[name]
-        if process.poll() is not None:
-            tail = (self.work / f"{name}.log").read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+    def _alive(self) -> bool:
+        """True, after making sure no process of the control plane has died (its log tail if one has)."""
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                tail = (self.work / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+        return True
 
     def start(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         bin_ = TOOLS_BIN
-        missing = [
-            b
-            for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-            if not (bin_ / b).exists()
-        ]
+        programs = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+        missing = [b for b in programs if not (bin_ / b).exists()]
         if missing:
             raise RuntimeError(f"missing {', '.join(missing)} in {bin_}: run `make tools`")
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
@@ -125,8 +123,7 @@ class ControlPlane:
         kube = self.kube()
 
         def ready() -> bool:
-            for name in ("etcd", "kube-apiserver"):
-                self._check_alive(name)
+            self._alive()
             try:
                 return bool(kube.request("GET", "/readyz") == "ok")
             except Exception:
@@ -175,15 +172,9 @@ class ControlPlane:
         # The default ServiceAccount appears once the controller manager runs: pods need it.
         kube.wait_for(
             "the default ServiceAccount",
-            lambda: self._alive_and(lambda: kube.get("ServiceAccount", "default", "default")),
+            lambda: self._alive() and kube.get("ServiceAccount", "default", "default"),
             timeout=120,
         )
-
-    def _alive_and(self, check: Callable[[], Any]) -> Any:
-        """`check()`, after making sure no process of the control plane has died (its log tail if one has)."""
-        for name in self.processes:
-            self._check_alive(name)
-        return check()
 
     def _kubeconfig_text(self, context: str = "e2e") -> str:
         return (

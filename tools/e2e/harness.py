@@ -71,26 +71,17 @@ class Harness:
         try:
             self.plane.start()
             kube = self.kube
-            kube.create(yaml.safe_load(CRD.read_text()))
+            crds = [yaml.safe_load(CRD.read_text()), *monitoring_crds()]
+            for crd in crds:
+                kube.create(crd)
+            names = [crd["metadata"]["name"] for crd in crds]
             kube.wait_for(
-                "the DGD CRD to be established",
-                lambda: _condition(
-                    kube.get("CustomResourceDefinition", "dynamographdeployments.nvidia.com"), "Established"
-                ),
+                f"the CRDs {', '.join(names)} to be established",
+                lambda: all(_condition(kube.get("CustomResourceDefinition", n), "Established") for n in names),
                 timeout=60,
             )
             for name in STAND_IN_CLASSES:
                 kube.create(stand_in_storage_class(name))
-            for crd in monitoring_crds():
-                kube.create(crd)
-            for crd in monitoring_crds():
-                kube.wait_for(
-                    f"the CRD {crd['metadata']['name']} to be established",
-                    lambda name=crd["metadata"]["name"]: _condition(
-                        kube.get("CustomResourceDefinition", name), "Established"
-                    ),
-                    timeout=60,
-                )
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.webhook = Webhook(self.work)
