@@ -61,10 +61,6 @@ def eks_nodes() -> EksNodes:
     return load_model(DATA_DIR / "eks_nodes.yaml", EksNodes)
 
 
-def _by_name(records: Iterable[JSON]) -> dict[str, JSON]:
-    return {f"{r['type']}::{r['name']}": r for r in records}
-
-
 def _release(records: Iterable[JSON], chart: str) -> Optional[JSON]:
     return next((r["inputs"] for r in records if r["type"] == RELEASE and r["inputs"].get("chart") == chart), None)
 
@@ -85,11 +81,6 @@ def _tolerated(tolerations: Sequence[Mapping[str, Any]], taints: Sequence[Mappin
 
 def _selected(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
-
-
-def _efa_interfaces(template: Optional[JSON]) -> int:
-    interfaces = ((template or {}).get("inputs") or {}).get("networkInterfaces") or []
-    return sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
 
 
 def _plugins(
@@ -134,15 +125,12 @@ def _plugins(
     return resources
 
 
-def _gfd(records: list[JSON]) -> bool:
-    nvidia = _release(records, load_facts().aws.platform.devicePlugins.nvidia.chart)
-    return nvidia is not None and bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
-
-
 def node_group_nodes(records: list[JSON]) -> list[JSON]:
     """One node per desired node of each rendered managed node group, as EKS and the render's plugins make it."""
     facts, cpu_types = load_facts().aws, eks_nodes().instanceTypes
-    by_name, nodes = _by_name(records), []
+    by_name, nodes = {f"{r['type']}::{r['name']}": r for r in records}, []
+    nvidia = _release(records, facts.platform.devicePlugins.nvidia.chart) or {}
+    gfd = bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
     for group in (r for r in records if r["type"] == NODE_GROUP):
         inputs, deps = group["inputs"], group.get("propertyDependencies") or {}
         template = next((by_name.get(urn) for urn in deps.get("launchTemplate") or []), None)
@@ -168,17 +156,20 @@ def node_group_nodes(records: list[JSON]) -> list[JSON]:
         }
         if "NVIDIA" in str(inputs.get("amiType", "")):
             labels["nvidia.com/gpu.present"] = "true"
-        if gpu_type is not None and _gfd(records):
+        if gpu_type is not None and gfd:
             labels[GPU_PRODUCT_LABEL] = facts.gpus[gpu_type.gpu].productLabel
-        taints = [
-            {"key": t["key"], **({"value": t["value"]} if t.get("value") else {}), "effect": EKS_EFFECTS[t["effect"]]}
-            for t in inputs.get("taints") or []
-        ]
-        resources = _plugins(records, labels, taints, gpu_type.gpus if gpu_type else 0, _efa_interfaces(template))
+        taints = [_taint(t["key"], t.get("value"), EKS_EFFECTS[t["effect"]]) for t in inputs.get("taints") or []]
+        interfaces = ((template or {}).get("inputs") or {}).get("networkInterfaces") or []
+        efa = sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
+        resources = _plugins(records, labels, taints, gpu_type.gpus if gpu_type else 0, efa)
         for index in range(int(inputs["scalingConfig"]["desiredSize"])):
             zone = {"topology.kubernetes.io/zone": zones[index % len(zones)]} if zones else {}
             nodes.append(_node(f"{name}-{index}", {**labels, **zone}, taints, shape.vcpus, shape.memoryGiB, resources))
     return nodes
+
+
+def _taint(key: str, value: Optional[str], effect: str) -> dict[str, str]:
+    return {"key": key, **({"value": value} if value else {}), "effect": effect}
 
 
 def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
@@ -193,9 +184,7 @@ def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
             if facts_of is None:
                 raise ValueError(f"{kind} node {number}: no instance facts for {INSTANCE_TYPE_LABEL}={instance_type!r}")
             cpu, memory = facts_of.vcpus, facts_of.memoryGiB
-            taints = [
-                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in shape.taints
-            ]
+            taints = [_taint(t.key, t.value, t.effect) for t in shape.taints]
             for index in range(shape.count):
                 nodes.append(
                     _node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources))
