@@ -95,9 +95,9 @@ class PulumiError(Exception):
         super().__init__(f"`pulumi {what}` failed:\n{run.output[-6000:]}")
 
 
-def stack_config(stack: str) -> dict[str, Any]:
-    """A committed stack file's `config:` block (as the CLI reads it)."""
-    return dict(yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"])
+def stack_config(stack: str, root: Path = REPO) -> dict[str, Any]:
+    """A stack file's `config:` block (as the CLI reads it), by default a committed one's."""
+    return dict((yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}).get("config") or {})
 
 
 def _descendants(pid: int) -> list[int]:

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
-from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError
+from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError, stack_config
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
@@ -79,15 +77,12 @@ def engine_preview(
     """The engine's `preview --diff` and plan of the working tree against the deployed base (its program run
     in `base_venv` when given)."""
 
-    def config_of(root: Path) -> dict[str, Any]:
-        return dict((yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}).get("config") or {})
-
     with tempfile.TemporaryDirectory(prefix="engine-diff-") as scratch, base_worktree(repo, base_ref) as (tree, _):
         work = Path(scratch)
         harness = Harness(work / "cluster", budget_seconds=900)
         harness.start()
         try:
-            config = config_of(tree)
+            config = stack_config(stack, tree)
             context = ((config.get(f"{PROJECT_NAME}:kubernetes") or {}).get("cluster") or {}).get("context", "e2e")
             kubeconfig = harness.plane.kubeconfig_with_context(work / "kubeconfig", context)
             gpu_nodes = declared_gpu_nodes(config)
@@ -98,7 +93,7 @@ def engine_preview(
             project.init(stack, {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config})
             project.up(stack)
             project.link(repo)
-            project.write_stack(stack, config_of(repo))
+            project.write_stack(stack, stack_config(stack, repo))
             preview = project.preview(stack, check=False, diff=True)
             plan = engine_plan(preview.steps)
             version = project.workspace.pulumi_version
