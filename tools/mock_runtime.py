@@ -8,6 +8,7 @@ byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -236,28 +237,26 @@ def run_program(
     monitor = RecordingMonitor(stack_mocks)
     run_program.last_monitor = monitor  # type: ignore[attr-defined]
     sys.path.insert(0, str(project_dir))
-    previous_cwd = os.getcwd()
-    os.chdir(project_dir)
     program_globals: dict[str, Any] = {}
     previous = {name: os.environ.get(name) for name in (ALLOW_ENV, TODAY_ENV)}
     os.environ.pop(ALLOW_ENV, None)
     os.environ.update({ALLOW_ENV: "1"} if allow_placeholders else {})
     os.environ.update({TODAY_ENV: today} if today is not None else {})
     try:
-        stack_outputs = pulumi_private.run_with_mocks(
-            lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
-            stack_mocks,
-            monitor,
-            project=project,
-            stack=stack,
-            config=config,
-            secret_keys=secret_keys or [],
-        )
+        with contextlib.chdir(project_dir):
+            stack_outputs = pulumi_private.run_with_mocks(
+                lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
+                stack_mocks,
+                monitor,
+                project=project,
+                stack=stack,
+                config=config,
+                secret_keys=secret_keys or [],
+            )
     finally:
         for name, value in previous.items():
             os.environ.pop(name, None)
             os.environ.update({name: value} if value is not None else {})
-        os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
     outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}
     plan = next((value for value in program_globals.values() if isinstance(value, StackPlan)), None)
