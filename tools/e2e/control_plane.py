@@ -48,14 +48,15 @@ class ControlPlane:
     def kube(self) -> Kube:
         return Kube(self.server, self.token)
 
-    def _spawn(self, name: str, args: list[str], env: Optional[dict[str, str]] = None) -> None:
-        log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it until stop()
+    def spawn(self, name: str, args: list[str], cwd: Optional[Path] = None) -> None:
+        """Start `name` under `timeout`, logging to `<name>.log` (appended to when it is started again)."""
+        log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - the process owns it until stop()
         self.processes[name] = subprocess.Popen(
             ["timeout", "-k", "5", str(self.budget_seconds), *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
 
     def _alive(self) -> bool:
@@ -74,7 +75,7 @@ class ControlPlane:
         if missing:
             raise RuntimeError(f"missing {', '.join(missing)} in {bin_}: run `make tools`")
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        self._spawn(
+        self.spawn(
             "etcd",
             [
                 str(bin_ / "etcd"),
@@ -99,7 +100,7 @@ class ControlPlane:
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         (self.work / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
         certs = self.work / "certs"
-        self._spawn(
+        self.spawn(
             "kube-apiserver",
             [
                 str(bin_ / "kube-apiserver"),
@@ -132,7 +133,7 @@ class ControlPlane:
         kube.wait_for("kube-apiserver /readyz", ready, timeout=120)
         self.kubeconfig.write_text(self._kubeconfig_text())
         common = [f"--kubeconfig={self.kubeconfig}"]
-        self._spawn(
+        self.spawn(
             "kube-controller-manager",
             [
                 str(bin_ / "kube-controller-manager"),
@@ -147,7 +148,7 @@ class ControlPlane:
                 "--node-monitor-grace-period=120s",
             ],
         )
-        self._spawn(
+        self.spawn(
             "kube-scheduler",
             [
                 str(bin_ / "kube-scheduler"),
@@ -157,7 +158,7 @@ class ControlPlane:
                 "--secure-port=0",
             ],
         )
-        self._spawn(
+        self.spawn(
             "kwok",
             [
                 str(bin_ / "kwok"),
@@ -190,17 +191,18 @@ class ControlPlane:
         path.write_text(self._kubeconfig_text(context))
         return path
 
-    def stop(self) -> None:
-        for process in self.processes.values():
+    def stop(self, *names: str) -> None:
+        """Stop the processes `names` (by default every one)."""
+        stopping = [self.processes.pop(name) for name in names or list(self.processes) if name in self.processes]
+        for process in stopping:
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        for process in self.processes.values():
+        for process in stopping:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
-        self.processes.clear()

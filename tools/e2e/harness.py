@@ -10,7 +10,6 @@ runs the stand-in operator (tools/e2e/stand_in_operator.py). Used by the scenari
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -60,7 +59,6 @@ class Harness:
         self.work = work
         self.budget_seconds = budget_seconds
         self.plane = ControlPlane(work, budget_seconds=budget_seconds)
-        self.operator: Optional[subprocess.Popen[bytes]] = None
         self.webhook: Optional[Webhook] = None
 
     @property
@@ -93,41 +91,15 @@ class Harness:
         return self
 
     def start_operator(self) -> None:
-        if self.operator is not None and self.operator.poll() is None:
+        operator = self.plane.processes.get("operator")
+        if operator is not None and operator.poll() is None:
             return
-        log = open(self.work / "operator.log", "ab")  # noqa: SIM115 - the process owns it until stop
-        self.operator = subprocess.Popen(
-            [
-                "timeout",
-                "-k",
-                "5",
-                str(self.budget_seconds),
-                sys.executable,
-                "-m",
-                "tools.e2e.stand_in_operator",
-                "--server",
-                self.plane.server,
-                "--token",
-                self.plane.token,
-                "--deadline",
-                str(self.budget_seconds),
-                *(a for name in STAND_IN_CLASSES for a in ("--storage-class", name)),
-            ],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        flags = ["--server", self.plane.server, "--token", self.plane.token, "--deadline", str(self.budget_seconds)]
+        classes = [a for name in STAND_IN_CLASSES for a in ("--storage-class", name)]
+        self.plane.spawn("operator", [sys.executable, "-m", "tools.e2e.stand_in_operator", *flags, *classes], REPO)
 
     def stop_operator(self) -> None:
-        if self.operator is not None and self.operator.poll() is None:
-            self.operator.terminate()
-            try:
-                self.operator.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.operator.kill()
-                self.operator.wait(timeout=5)
-        self.operator = None
+        self.plane.stop("operator")
 
     def replace_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """Exactly these fake nodes, Ready (kwok runs them)."""
