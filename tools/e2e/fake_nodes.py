@@ -79,8 +79,10 @@ def _tolerated(tolerations: Sequence[Mapping[str, Any]], taints: Sequence[Mappin
     return all(any(matches(toleration, taint) for toleration in tolerations) for taint in hard)
 
 
-def _selected(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
+def _runs_on(spec: Mapping[str, Any], labels: Mapping[str, str], taints: Sequence[Mapping[str, str]]) -> bool:
+    """Whether a pod with this spec (its nodeSelector and tolerations) may run on such a node."""
+    selected = all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+    return selected and _tolerated(spec.get("tolerations") or [], taints)
 
 
 def _plugins(
@@ -90,24 +92,16 @@ def _plugins(
     platform = load_facts().aws.platform.devicePlugins
     resources: dict[str, int] = {}
     nvidia = _release(records, platform.nvidia.chart)
+    tolerations = ((nvidia or {}).get("values") or {}).get("tolerations") or []
     gpu_present = labels.get("nvidia.com/gpu.present") == "true"
-    if (
-        nvidia is not None
-        and gpus
-        and gpu_present
-        and _tolerated((nvidia.get("values") or {}).get("tolerations") or [], taints)
-    ):
+    if nvidia is not None and gpus and gpu_present and _tolerated(tolerations, taints):
         resources[GPU] = gpus
     efa_plugin = _release(records, platform.efa.chart)
-    if efa_plugin is not None and efa:
-        values = efa_plugin.get("values") or {}
-        allowed = (values.get("supportedInstanceLabels") or {}).get("values")
-        if (
-            _selected(values.get("nodeSelector") or {}, labels)
-            and (allowed is None or labels.get(INSTANCE_TYPE_LABEL) in allowed)
-            and _tolerated(values.get("tolerations") or [], taints)
-        ):
-            resources[EFA] = efa
+    values = (efa_plugin or {}).get("values") or {}
+    allowed = (values.get("supportedInstanceLabels") or {}).get("values")
+    on_type = allowed is None or labels.get(INSTANCE_TYPE_LABEL) in allowed
+    if efa_plugin is not None and efa and on_type and _runs_on(values, labels, taints):
+        resources[EFA] = efa
     rdma = next(
         (
             r["inputs"]["spec"]["template"]["spec"]
@@ -116,11 +110,7 @@ def _plugins(
         ),
         None,
     )
-    if (
-        rdma is not None
-        and _selected(rdma.get("nodeSelector") or {}, labels)
-        and _tolerated(rdma.get("tolerations") or [], taints)
-    ):
+    if rdma is not None and _runs_on(rdma, labels, taints):
         resources[INFINIBAND_RESOURCE] = platform.rdmaSharedDevice.rdmaHcaMax
     return resources
 
