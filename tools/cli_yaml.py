@@ -82,15 +82,10 @@ def _go_parse_int(text: str, base: int) -> int | None:
     return value if INT64[0] <= value <= INT64[1] else None
 
 
-def _underscores_ok(text: str) -> bool:
-    """Go's `strconv.underscoreOK` for a decimal number: each `_` between two digits."""
-    return not re.search(r"(^|[^0-9])_|_([^0-9]|$)", text.lstrip("+-"))
-
-
 def _go_parse_float(text: str) -> float | None:
     """Go's `strconv.ParseFloat(text, 64)` for the decimal forms go-yaml hands it; None on overflow."""
     if "_" in text:
-        if not _underscores_ok(text):
+        if re.search(r"(^|[^0-9])_|_([^0-9]|$)", text.lstrip("+-")):  # Go's `underscoreOK`: each `_` between digits
             return None
         text = text.replace("_", "")
     if not YAML_STYLE_FLOAT.fullmatch(text):
