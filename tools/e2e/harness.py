@@ -31,12 +31,11 @@ STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 # The Prometheus operator's CRDs a stack's monitoring objects need on a cluster running its own Prometheus
 # (`monitoring.prometheus.install: false`): the vendored upstream ones (schemas/crds/PROVENANCE.md), so the API
 # server validates and prunes the stack's rules and monitors as that cluster's does.
-MONITORING_CRDS = sorted((REPO / "schemas" / "crds").glob("monitoring.coreos.com_*.yaml"))
-MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
-
-
 def monitoring_crds() -> list[dict[str, Any]]:
-    return [yaml.safe_load(path.read_text()) for path in MONITORING_CRDS]
+    return [yaml.safe_load(p.read_text()) for p in sorted((REPO / "schemas/crds").glob("monitoring.coreos.com_*.yaml"))]
+
+
+MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
