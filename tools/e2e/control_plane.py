@@ -41,10 +41,6 @@ class ControlPlane:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     server: str = ""
 
-    @property
-    def kubeconfig(self) -> Path:
-        return self.work / "kubeconfig"
-
     def kube(self) -> Kube:
         return Kube(self.server, self.token)
 
@@ -131,8 +127,7 @@ class ControlPlane:
                 return False
 
         kube.wait_for("kube-apiserver /readyz", ready, timeout=120)
-        self.kubeconfig.write_text(self._kubeconfig_text())
-        common = [f"--kubeconfig={self.kubeconfig}"]
+        common = [f"--kubeconfig={self.kubeconfig_with_context(self.work / 'kubeconfig', 'e2e')}"]
         self.spawn(
             "kube-controller-manager",
             [
@@ -177,18 +172,15 @@ class ControlPlane:
             timeout=120,
         )
 
-    def _kubeconfig_text(self, context: str = "e2e") -> str:
-        return (
+    def kubeconfig_with_context(self, path: Path, context: str) -> Path:
+        """A kubeconfig whose context has the name a stack file asks for (`kubernetes.cluster.context`)."""
+        path.write_text(
             "apiVersion: v1\nkind: Config\n"
             f"clusters:\n- name: e2e\n  cluster:\n    server: {self.server}\n    insecure-skip-tls-verify: true\n"
             f"users:\n- name: admin\n  user:\n    token: {self.token}\n"
             f"contexts:\n- name: {context}\n  context:\n    cluster: e2e\n    user: admin\n"
             f"current-context: {context}\n"
         )
-
-    def kubeconfig_with_context(self, path: Path, context: str) -> Path:
-        """A kubeconfig whose context has the name a stack file asks for (`kubernetes.cluster.context`)."""
-        path.write_text(self._kubeconfig_text(context))
         return path
 
     def stop(self, *names: str) -> None:
