@@ -30,9 +30,7 @@ MOCK_ACCOUNT = "123456789012"
 MOCK_REGION = "us-east-1"
 # ARN resource parts that are not `<resource type>/<name>` (the AWS service authorization reference), so an
 # IAM statement naming the mock's ARN reads as it would with the real one.
-ARN_RESOURCES: dict[str, Callable[[str], str]] = {
-    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda name: f"alarm:{name}"
-}
+ARN_RESOURCE_PREFIXES = {"aws:cloudwatch/metricAlarm:MetricAlarm": "alarm:"}
 
 
 def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +40,7 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
     package, module, kind = ([*type_token.split(":"), "", ""])[:3]
     outputs: dict[str, Any] = {}
     if package == "aws":
-        arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
+        arn_resource = ARN_RESOURCE_PREFIXES.get(type_token, f"{kind.lower()}/") + name
         if "arn" not in inputs:
             outputs["arn"] = f"arn:aws:{module.split('/')[0]}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}"
         if "name" not in inputs:
