@@ -73,13 +73,10 @@ def _go_parse_uint(text: str, base: int) -> int | None:
 def _go_parse_int(text: str, base: int) -> int | None:
     """Go's `strconv.ParseInt(text, base, 64)`: an optional sign, then `ParseUint`, within int64."""
     sign, rest = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
-    if rest == "":
+    magnitude = _go_parse_uint(rest, base)  # None for an empty `rest` too
+    if magnitude is None or not INT64[0] <= sign * magnitude <= INT64[1]:
         return None
-    magnitude = _go_parse_uint(rest, base)
-    if magnitude is None:
-        return None
-    value = sign * magnitude
-    return value if INT64[0] <= value <= INT64[1] else None
+    return sign * magnitude
 
 
 def _go_parse_float(text: str) -> float | None:
