@@ -27,6 +27,7 @@ import pydantic
 
 from serving_stack.config.serving import GpuNodeShape
 from serving_stack.facts import load_facts
+from serving_stack.facts.aws import InstanceType
 from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE, INSTANCE_TYPE_LABEL
 
@@ -117,7 +118,7 @@ def _plugins(
 
 def node_group_nodes(records: list[JSON]) -> list[JSON]:
     """One node per desired node of each rendered managed node group, as EKS and the render's plugins make it."""
-    facts, cpu_types = load_facts().aws, eks_nodes().instanceTypes
+    facts = load_facts().aws
     by_name, nodes = {f"{r['type']}::{r['name']}": r for r in records}, []
     nvidia = _release(records, facts.platform.devicePlugins.nvidia.chart) or {}
     gfd = bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
@@ -127,12 +128,7 @@ def node_group_nodes(records: list[JSON]) -> list[JSON]:
         instance_type = (inputs.get("instanceTypes") or [None])[0] or (template or {}).get("inputs", {}).get(
             "instanceType"
         )
-        gpu_type, cpu_type = facts.instance_types.get(instance_type), cpu_types.get(instance_type)
-        shape = gpu_type or cpu_type
-        if shape is None:
-            raise ValueError(
-                f"{group['name']}: no instance facts for {instance_type} (catalog/instance_types.yaml, catalog/eks_nodes.yaml)"
-            )
+        gpu_type, shape = facts.instance_types.get(instance_type), _instance(instance_type, group["name"])
         zones = [
             by_name[urn]["inputs"].get("availabilityZone") for urn in deps.get("subnetIds") or [] if urn in by_name
         ]
@@ -158,6 +154,14 @@ def node_group_nodes(records: list[JSON]) -> list[JSON]:
     return nodes
 
 
+def _instance(instance_type: Optional[str], what: str) -> InstanceType | CpuInstance:
+    """A type's instance facts: catalog/instance_types.yaml's, else catalog/eks_nodes.yaml's (CPU types)."""
+    found = load_facts().aws.instance_types.get(str(instance_type)) or eks_nodes().instanceTypes.get(str(instance_type))
+    if found is None:
+        raise ValueError(f"{what}: no instance facts for {instance_type!r} in catalog/")
+    return found
+
+
 def _taint(key: str, value: Optional[str], effect: str) -> dict[str, str]:
     return {"key": key, **({"value": value} if value else {}), "effect": effect}
 
@@ -165,20 +169,14 @@ def _taint(key: str, value: Optional[str], effect: str) -> dict[str, str]:
 def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
     """An existing cluster's nodes: the declared GPU node shapes (or the EKS GPU node fixture) and the
     fixture's system nodes."""
-    fixture, facts = eks_nodes(), load_facts().aws
-    nodes = []
+    fixture, nodes = eks_nodes(), []
     for kind, shapes in (("gpu", gpu_nodes or fixture.gpuNodes), ("system", fixture.systemNodes)):
         for number, shape in enumerate(shapes):
-            instance_type = shape.labels.get(INSTANCE_TYPE_LABEL, "")
-            facts_of = facts.instance_types.get(instance_type) or fixture.instanceTypes.get(instance_type)
-            if facts_of is None:
-                raise ValueError(f"{kind} node {number}: no instance facts for {INSTANCE_TYPE_LABEL}={instance_type!r}")
-            cpu, memory = facts_of.vcpus, facts_of.memoryGiB
-            taints = [_taint(t.key, t.value, t.effect) for t in shape.taints]
+            size = _instance(shape.labels.get(INSTANCE_TYPE_LABEL, ""), f"{kind} node {number}")
+            taints, resources = [_taint(t.key, t.value, t.effect) for t in shape.taints], dict(shape.resources)
             for index in range(shape.count):
-                nodes.append(
-                    _node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources))
-                )
+                name = f"{kind}-{number}-{index}"
+                nodes.append(_node(name, dict(shape.labels), taints, size.vcpus, size.memoryGiB, resources))
     return nodes
 
 
