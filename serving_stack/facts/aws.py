@@ -465,12 +465,7 @@ class ClusterAutoscalerChart(Chart):
     serviceAccount: str
 
 
-# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales: the data names the
-# same one (`ScalingAdapter` accepts only these).
-ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
-ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
-
-
+# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.
 class ScalingAdapter(Data):
     apiVersion: Literal["nvidia.com/v1alpha1"]
     kind: Literal["DynamoGraphDeploymentScalingAdapter"]

@@ -32,7 +32,7 @@ from serving_stack.facts.strict_files import (
     parse_yaml,
     read_documents,
 )
-from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_COMPONENT_TYPES
+from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, HF_REPO, WORKER_COMPONENT_TYPES
 
 # Options whose value the facts read from a container's args (`--model <repo>`).
 VALUED_OPTIONS = ("--model", "--served-model-name", "--router-mode")
@@ -404,10 +404,6 @@ def load_checkpoint_sizes(root: Path = DATA_DIR) -> CheckpointSizes:
     return load_model(root / "checkpoints.yaml", CheckpointSizes, root)
 
 
-# A Hugging Face repo id (`org/name`); the config layer checks stack input against the same shape.
-HF_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
 @dataclass(frozen=True)
 class DownloadJob:
     """One upstream download Job and the checkpoints it fetches, in upstream's order."""
@@ -461,7 +457,7 @@ def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]
         (str(env["name"]), str(env["value"]))
         for env in container.get("env", [])
         if isinstance(env.get("value"), str)
-        and HF_REPO_ID.match(env["value"])
+        and re.match(HF_REPO, env["value"])
         and re.search(rf"\b{re.escape(env['name'])}\b", script)
     )
     if not found:
