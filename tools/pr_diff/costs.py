@@ -56,14 +56,6 @@ class CostChange:
         return round(sum(known), 2) if len(known) == len(prices) else None
 
     @property
-    def base_total(self) -> Optional[float]:
-        return self.total("base")
-
-    @property
-    def head_total(self) -> Optional[float]:
-        return self.total("head")
-
-    @property
     def change(self) -> Optional[float]:
         """The sum of the items' changes; None when any is unknown."""
         changes = [line.change for line in self.lines]
@@ -86,18 +78,16 @@ class CostChange:
         return [line for line in self.lines if (cost := getattr(line, side)) is not None and cost.usd_per_hour is None]
 
 
-def _pool_cost(pool: dict[str, Any], major: str) -> Cost:
-    if major == "1":
-        return Cost(f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired"))
-    return Cost(f"{pool['instanceType']} x{pool['desiredSize']}", pool.get("usdPerHour"))
-
-
 def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
     major = str(outputs.get("contractVersion", CONTRACT_VERSION)).partition(".")[0]
     endpoint_price = "costPerHourUsd" if major == "1" else "usdPerHour"
     costs = {}
     for pool in outputs.get("nodePools") or []:
-        costs[f"GPU pool `{pool['pool']}`"] = _pool_cost(pool, major)
+        costs[f"GPU pool `{pool['pool']}`"] = (
+            Cost(f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired"))
+            if major == "1"
+            else Cost(f"{pool['instanceType']} x{pool['desiredSize']}", pool.get("usdPerHour"))
+        )
     for endpoint in outputs.get("endpoints") or []:
         if endpoint.get("kind") == "sagemaker":
             costs[f"SageMaker `{endpoint['id']}`"] = Cost(

@@ -111,18 +111,6 @@ def _tail(result: subprocess.CompletedProcess[str]) -> str:
     return "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One installer at a time per cached virtualenv (two stacks diffed at once share the base's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def tree_venv(tree: Path, head: Path, head_venv: Path, label: str) -> Path:
     """The virtualenv `tree` renders in: the head's when their render requirements agree, else one cached by
     the hash of the tree's own, installed by the tree's own `make` (its `.render-deps` rule) once."""
@@ -131,7 +119,11 @@ def tree_venv(tree: Path, head: Path, head_venv: Path, label: str) -> Path:
     if key == requirements_hash(head, version):
         return head_venv
     venv = cache_root() / "venvs" / key[:20]
-    with _locked(venv.with_suffix(".lock")):
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with venv.with_suffix(".lock").open("w") as lock:
+        # One installer at a time per cached virtualenv (two stacks diffed at once share the base's); the
+        # lock goes with the file.
+        fcntl.flock(lock, fcntl.LOCK_EX)
         result = subprocess.run(
             [
                 "make",
