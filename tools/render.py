@@ -90,15 +90,6 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[
     (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in (run.plan.warnings if run.plan else ())))
 
 
-def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:
-    """Run the policy pack (`policy/`) on the recorded resources as `pulumi preview --policy-pack` would.
-    Returns the report and whether any mandatory policy is violated."""
-    from policy.nemotron_policies.offline import evaluate, format_report
-
-    violations = evaluate(run.resources, pack_config, stack=stack)
-    return format_report(violations), any(v.mandatory for v in violations)
-
-
 def main(argv: list[str] | None = None) -> int:
     """A render builds one large graph of objects that live until it ends, and the collector's default
     threshold (a young collection every 700 allocations) rescans them hundreds of times: about a tenth of
@@ -151,7 +142,11 @@ def _main(argv: list[str] | None) -> int:
         shutil.rmtree(out_dir, ignore_errors=True)  # a bad rollout data file is found after the write
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    report, mandatory_violated = check_policies(run, args.stack, pack_config)
+    # The policy pack on the recorded resources, as `pulumi preview --policy-pack policy` runs it.
+    from policy.nemotron_policies.offline import evaluate, format_report
+
+    violations = evaluate(run.resources, pack_config, stack=args.stack)
+    report, mandatory_violated = format_report(violations), any(v.mandatory for v in violations)
     try:
         with (out_dir / "summary.md").open("a") as summary:
             summary.write("\n" + rollout_markdown(rollout))

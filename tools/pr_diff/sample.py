@@ -32,9 +32,11 @@ from unittest import mock
 
 import yaml
 
+from serving_stack.config.aws import NodePoolConfig
 from serving_stack.facts.aws import AwsCatalog, load_aws_catalog
 from serving_stack.facts.catalog import Catalog, load_catalog
 from serving_stack.facts.dates import TODAY_ENV
+from tools.stack_files import project_name
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "pull-requests.md"
@@ -120,8 +122,7 @@ def edit_stack(repo: Path, stack: str, edit: Any) -> Any:
     """Apply `edit(config)` to `Pulumi.<stack>.yaml` (unprefixed keys), write it back, return its result."""
     path = repo / f"Pulumi.{stack}.yaml"
     document = yaml.safe_load(path.read_text())
-    project = str(yaml.safe_load((repo / "Pulumi.yaml").read_text())["name"])
-    prefix = f"{project}:"
+    prefix = f"{project_name(repo)}:"
     config = {key.removeprefix(prefix): value for key, value in document["config"].items()}
     result = edit(config)
     document["config"] = {(key if ":" in key else prefix + key): value for key, value in config.items()}
@@ -132,7 +133,7 @@ def edit_stack(repo: Path, stack: str, edit: Any) -> Any:
 def plant_sample(repo: Path) -> None:
     """The sample's pull request on prod, committed."""
     catalog, aws = load_catalog(), load_aws_catalog()
-    default_gib = _root_volume_default()
+    default_gib = int(NodePoolConfig.model_fields["rootVolumeGiB"].default)
 
     def edit(config: dict[str, Any]) -> None:
         plant_targets(config, catalog, aws)
@@ -140,12 +141,6 @@ def plant_sample(repo: Path) -> None:
 
     edit_stack(repo, SAMPLE_STACK, edit)
     _git(repo, "commit", "--quiet", "--all", "-m", "planted pull request")
-
-
-def _root_volume_default() -> int:
-    from serving_stack.config.aws import NodePoolConfig
-
-    return int(NodePoolConfig.model_fields["rootVolumeGiB"].default)
 
 
 def sample_markdown(venv: Path) -> str:
