@@ -140,7 +140,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             "",
         ]
     if run.plan is not None:
-        lines += [*_sagemaker_containers(run.plan), *_before_up(run.plan), *_capacity_risk(run.plan)]
+        lines += [*_sagemaker_containers(run.plan), *_placeholders(run.plan), *_capacity_risk(run.plan)]
         lines += [*_token_costs(run.plan.capacity), *_scaling(run.plan.capacity), ""]
     return "\n".join(lines)
 
@@ -171,20 +171,18 @@ def _sagemaker_containers(plan: StackPlan) -> list[str]:
     return ["## SageMaker containers", "", *lines, ""] if lines else []
 
 
-def _before_up(plan: StackPlan) -> list[str]:
-    """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
-    lines: list[str] = []
-    if plan.warnings:
-        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
-    if plan.placeholders:
-        lines += [
-            "## Placeholders to set before `pulumi up`",
-            "",
-            "The offline render accepted these; `pulumi up` refuses each until it is set:",
-            "",
-        ]
-        lines += [*(f"- {placeholder.line()}" for placeholder in plan.placeholders), ""]
-    return lines
+def _placeholders(plan: StackPlan) -> list[str]:
+    """The placeholder values a real `pulumi up` refuses, with what to set."""
+    if not plan.placeholders:
+        return []
+    return [
+        "## Placeholders to set before `pulumi up`",
+        "",
+        "The offline render accepted these; `pulumi up` refuses each until it is set:",
+        "",
+        *(f"- {placeholder.line()}" for placeholder in plan.placeholders),
+        "",
+    ]
 
 
 def _capacity_risk(plan: StackPlan) -> list[str]:

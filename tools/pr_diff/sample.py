@@ -34,7 +34,7 @@ import yaml
 
 from serving_stack.config.aws import NodePoolConfig
 from serving_stack.facts.aws import AwsCatalog, load_aws_catalog
-from serving_stack.facts.catalog import Catalog, load_catalog
+from serving_stack.facts.catalog import Catalog, Criteria, load_catalog
 from serving_stack.facts.dates import TODAY_ENV
 from tools.stack_files import project_name
 
@@ -55,28 +55,20 @@ class PlantedTargets:
     grown: dict[str, tuple[int, int]]  # pool -> desired size before, after
 
 
-def _meets(performance: Any, slo: dict[str, float]) -> bool | None:
-    """Whether published figures meet the SLO; None when a figure is unpublished."""
-    per_user, ttft = performance.tokensPerSecondPerUser, performance.ttftP50Ms
-    if per_user is None or ttft is None:
-        return None
-    return bool(per_user >= slo["minTokensPerSecondPerUser"] and ttft < slo["maxTtftP50Ms"])
-
-
 def plant_targets(config: dict[str, Any], catalog: Catalog, aws: AwsCatalog) -> PlantedTargets:
     """Three new targets on the pools' GPUs (one failing `demand.slo`, two meeting it), each pool one node
     larger."""
     pools = config["aws"]["nodePools"]
     gpus = {aws.instance_types[pool["instanceType"]].gpu for pool in pools}
-    slo = config["demand"]["slo"]
+    slo = Criteria.model_validate(config["demand"]["slo"])
     served = {target["id"] for target in config["targets"]}
     fitting = [
         recipe
         for target_id, recipe in catalog.recipes.items()
         if target_id not in served and recipe.gpu_products and aws.gpu_of_product(recipe.gpu_products[0]) in gpus
     ]
-    failing = [r.id for r in fitting if _meets(r.entry.performance, slo) is False][:1]
-    meeting = [r.id for r in fitting if _meets(r.entry.performance, slo)][:2]
+    failing = [r.id for r in fitting if slo.passed_by(r.entry.performance) is False][:1]
+    meeting = [r.id for r in fitting if slo.passed_by(r.entry.performance)][:2]
     if len(failing) + len(meeting) < 3:
         raise ValueError("the catalog has no three new targets (one failing the demand SLO) on the pools' GPUs")
     added = (*failing, *meeting)
