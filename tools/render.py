@@ -72,10 +72,9 @@ def _dump_yaml(data: Any) -> str:
 
 
 def write_render(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[str, Any]] | None = None) -> None:
-    """`records`: the resources' `to_json()`, when the caller already made them."""
+    """Into `out_dir`, which holds no earlier render (`main` clears it first). `records`: the resources'
+    `to_json()`, when the caller already made them."""
     records = sorted(records or [r.to_json() for r in run.resources], key=lambda r: (r["type"], r["name"]))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
     manifests = out_dir / "manifests"
     manifests.mkdir(parents=True)
     for obj in kubernetes_objects(records):
@@ -136,7 +135,11 @@ def _main(argv: list[str] | None) -> int:
             today=today,
         )
         records = [r.to_json() for r in run.resources]
-        _write_out(run, args.stack, out_dir, records)
+        try:
+            write_render(run, args.stack, out_dir, records)
+        except OSError as error:
+            shutil.rmtree(out_dir, ignore_errors=True)  # no half-written render left behind
+            raise _out_error(out_dir, error) from None
         rollout = analyse(records)
     except ConfigError as error:
         shutil.rmtree(out_dir, ignore_errors=True)  # a bad rollout data file is found after the write
@@ -204,14 +207,6 @@ def _clear_out(out_dir: Path) -> None:
         if existing == out_dir:
             shutil.rmtree(out_dir)
     except OSError as error:
-        raise _out_error(out_dir, error) from None
-
-
-def _write_out(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[str, Any]]) -> None:
-    try:
-        write_render(run, stack, out_dir, records)
-    except OSError as error:
-        shutil.rmtree(out_dir, ignore_errors=True)  # no half-written render left behind
         raise _out_error(out_dir, error) from None
 
 

@@ -1,10 +1,7 @@
-"""The $/h side of two renders of one stack: each GPU pool and SageMaker endpoint priced from the stack's
-outputs, base beside head, and the totals.
+"""The $/h of each GPU pool and SageMaker endpoint in two renders' outputs, base beside head, and the totals.
 
-The outputs are read by their contract's major version (`serving_stack/contract/CHANGELOG.md`), so a base
-rendered before a major change still diffs: 2.x keeps `nodePools[].usdPerHour` (at `desiredSize`) and
-`endpoints[].usdPerHour`; 1.x kept `nodePools[].usdPerHourDesired` (sizes as `nodes: "min..max"`) and
-`endpoints[].costPerHourUsd`.
+The outputs are read by their contract's major version (`serving_stack/contract/CHANGELOG.md`: 1.x named
+the prices `usdPerHourDesired` and `costPerHourUsd`), so a base rendered before a major change still diffs.
 
 A price the data does not know (null in the outputs) makes its side's total unknown, and the change of its
 item unknown unless the item is the same on both sides: a total of the priced items only would read as a
