@@ -103,16 +103,6 @@ def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rule
     return warnings
 
 
-def _notes(kind: str, resource: Resource) -> tuple[str, ...]:
-    if (
-        kind == "replace"
-        and resource.type.startswith("kubernetes:")
-        and (resource.inputs.get("metadata") or {}).get("name")
-    ):
-        return ("fixed `metadata.name`: the provider deletes the old object before creating the new one",)
-    return ()
-
-
 def _dependents_note(head: Render, resource: Resource) -> str:
     """Resources that take a replaced resource's outputs: they update (or are replaced) once its new IDs
     exist, which an offline render cannot show."""
@@ -166,7 +156,9 @@ def _change(
 ) -> ResourceChange:
     """A resource on both sides, changed in place or replaced."""
     warnings = tuple(_warnings(kind, old, new, rules))
-    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons), warnings, summary, _notes(kind, new))
+    named = kind == "replace" and new.type.startswith("kubernetes:") and (new.inputs.get("metadata") or {}).get("name")
+    notes = ("fixed `metadata.name`: the provider deletes the old object before creating the new one",) if named else ()
+    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons), warnings, summary, notes)
 
 
 def _cascade_provider_replacements(
