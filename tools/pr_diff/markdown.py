@@ -137,24 +137,25 @@ def cost_line(cost: CostChange, criteria: Optional[DemandCriteria]) -> str:
         return (
             "💲 **±0 $/h**: no GPU pool or SageMaker endpoint of this stack is priced (its nodes are not the stack's)."
         )
+    base, head = cost.total("base"), cost.total("head")
     if cost.change is None:
         line = (
             f"💲 **$/h change unknown**: {_unknown_changes(cost)}. The priced items were "
             f"{usd(cost.priced_total('base'))}/h and are {usd(cost.priced_total('head'))}/h."
         )
-    elif cost.total("head") is None or cost.total("base") is None:
+    elif head is None or base is None:
         line = (
             f"💲 {cost_headline(cost)}: {usd(cost.priced_total('base'))}/h → {usd(cost.priced_total('head'))}/h "
             f"for the priced items, {PRICES}; {_unpriced_unchanged(cost)}, so the totals are unknown."
         )
     else:
-        line = f"💲 {cost_headline(cost)}: {usd(cost.total('base'))}/h → {usd(cost.total('head'))}/h, {PRICES}."
+        line = f"💲 {cost_headline(cost)}: {usd(base)}/h → {usd(head)}/h, {PRICES}."
     budget = criteria.budget_usd_per_hour if criteria else None
     if budget is not None:
-        if cost.total("head") is None:
+        if head is None:
             line += f" Against `demand.budgetUsdPerHour` (${budget:,.2f}): unknown."
-        elif cost.total("head") > budget:
-            line += f" ❌ Above `demand.budgetUsdPerHour` (${budget:,.2f}) by ${cost.total('head') - budget:,.2f}."
+        elif head > budget:
+            line += f" ❌ Above `demand.budgetUsdPerHour` (${budget:,.2f}) by ${head - budget:,.2f}."
         else:
             line += f" Within `demand.budgetUsdPerHour` (${budget:,.2f})."
     return line
