@@ -29,7 +29,7 @@ from serving_stack.facts.dates import TODAY_ENV
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
-from tools.rollout.graph import HELM_RELEASE
+from tools.rollout.graph import HELM_RELEASE, Resource
 from tools.secret_placeholders import stack_inputs
 from tools.summary import stack_cost_line, summary_markdown
 
@@ -54,11 +54,7 @@ def kubernetes_objects(resources: list[RecordedResource] | list[dict[str, Any]])
     """Recorded Kubernetes resources (not providers, not Helm releases) as plain objects; from the
     resources or from their `to_json()` records."""
     records = [r if isinstance(r, dict) else r.to_json() for r in resources]
-    return [
-        r["inputs"]
-        for r in records
-        if r["type"].startswith("kubernetes:") and r["type"] != HELM_RELEASE and r["custom"]
-    ]
+    return [r["inputs"] for r in records if Resource.from_record(r).is_kubernetes_object]
 
 
 def _manifest_file(obj: dict[str, Any]) -> str:
@@ -135,11 +131,7 @@ def _main(argv: list[str] | None) -> int:
             today=today,
         )
         records = [r.to_json() for r in run.resources]
-        try:
-            write_render(run, args.stack, out_dir, records)
-        except OSError as error:
-            shutil.rmtree(out_dir, ignore_errors=True)  # no half-written render left behind
-            raise _out_error(out_dir, error) from None
+        _write_out(run, args.stack, out_dir, records)
         rollout = analyse(records)
     except ConfigError as error:
         shutil.rmtree(out_dir, ignore_errors=True)  # a bad rollout data file is found after the write
@@ -207,6 +199,14 @@ def _clear_out(out_dir: Path) -> None:
         if existing == out_dir:
             shutil.rmtree(out_dir)
     except OSError as error:
+        raise _out_error(out_dir, error) from None
+
+
+def _write_out(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[str, Any]]) -> None:
+    try:
+        write_render(run, stack, out_dir, records)
+    except OSError as error:
+        shutil.rmtree(out_dir, ignore_errors=True)  # no half-written render left behind
         raise _out_error(out_dir, error) from None
 
 

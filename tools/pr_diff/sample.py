@@ -1,6 +1,6 @@
 """The planted pull requests of the PR-diff tests, and the sample comment of docs/pull-requests.md made from one.
 
-    python -m tools.pr_diff.sample [--check]        # make diff-sample
+    python -m tools.pr_diff.sample        # make diff-sample
 
 Each `plant_*` edits a stack's config (unprefixed keys, as in `Pulumi.<stack>.yaml`) the way a pull request
 would, choosing what to change from the data (catalog targets, instance types, the stack's `demand:`), never
@@ -12,9 +12,9 @@ from literal ids:
 
 `main` copies this project into a temporary git repository, commits it, plants `plant_targets` and
 `plant_root_volume` on prod as a second commit, runs the diff between the two (offline, as `make diff`
-does) and writes its Markdown between the sample markers of docs/pull-requests.md; `--check` writes
-nothing and exits 1 when the committed sample differs. Dated facts are judged on `SAMPLE_TODAY`, so the
-sample changes with the code and the data, not with the clock.
+does) and writes its Markdown between the sample markers of docs/pull-requests.md (tests/test_pr_diff.py
+fails when the committed sample differs). Dated facts are judged on `SAMPLE_TODAY`, so the sample changes
+with the code and the data, not with the clock.
 """
 
 from __future__ import annotations
@@ -158,17 +158,9 @@ def with_sample(doc: str, sample: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.pr_diff.sample", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/pull-requests.md's sample is stale")
     parser.add_argument("--venv", type=Path, default=Path(sys.prefix), help="the virtualenv both renders use")
     args = parser.parse_args(argv)
-    doc = DOC.read_text()
-    updated = with_sample(doc, sample_markdown(args.venv.resolve()))
-    if args.check:
-        if updated != doc:
-            print(f"{DOC.relative_to(REPO)}: the sample comment is stale; run `make diff-sample`", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(updated)
+    DOC.write_text(with_sample(DOC.read_text(), sample_markdown(args.venv.resolve())))
     print(f"wrote the sample comment into {DOC.relative_to(REPO)}")
     return 0
 
