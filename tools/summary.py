@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.operability import PART_OF, SKIP_AWAIT_ANNOTATION, TARGET_ID_ANNOTATION
 from serving_stack.plan.sagemaker import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED, HuggingFaceSource
 from serving_stack.plan.stack import StackCapacity, StackPlan
 from tools.mock_runtime import ProgramRun, RecordedResource
@@ -35,8 +36,6 @@ HOW_TO_RESERVE = (
     "`kubernetesVersion`); docs/aws.md, 'Capacity: On-Demand, Spot, ODCR, Capacity Blocks'."
 )
 MEETS = {True: "yes", False: "no", None: "n/a"}
-OPS_LABEL = ("app.kubernetes.io/part-of", "nemotron-ops")
-TARGET_ID = "nemotron.nvidia.com/target-id"
 WHY_A_DEPLOYMENT = (
     "The canary is a long-running Deployment scraped through a PodMonitor, not a CronJob: a CronJob's pod exits "
     "seconds after its request, before Prometheus scrapes it, and pushing to a Pushgateway instead keeps a dead "
@@ -277,12 +276,9 @@ def _ops_objects(run: ProgramRun) -> dict[tuple[str, str], RecordedResource]:
     for resource in run.resources:
         metadata = resource.inputs.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
-        if (
-            resource.custom
-            and (metadata.get("labels") or {}).get(OPS_LABEL[0]) == OPS_LABEL[1]
-            and TARGET_ID in annotations
-        ):
-            found[(resource.inputs["kind"], annotations[TARGET_ID])] = resource
+        labels = metadata.get("labels") or {}
+        if resource.custom and PART_OF.items() <= labels.items() and TARGET_ID_ANNOTATION in annotations:
+            found[(resource.inputs["kind"], annotations[TARGET_ID_ANNOTATION])] = resource
     return found
 
 
@@ -290,7 +286,7 @@ def _smoke(job: Optional[RecordedResource]) -> str:
     if job is None:
         return "off"
     name = job.inputs["metadata"]["name"]
-    if (job.inputs["metadata"].get("annotations") or {}).get("pulumi.com/skipAwait") == "true":
+    if (job.inputs["metadata"].get("annotations") or {}).get(SKIP_AWAIT_ANNOTATION) == "true":
         return f"`{name}`, not awaited (`dynamo.readiness.wait` is off)"
     return f"`{name}`, gates `up` (at most {job.custom_timeouts.get('create', '10m')})"
 
