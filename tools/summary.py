@@ -48,8 +48,8 @@ def table(header: list[str], rows: Iterable[str]) -> list[str]:
     return [f"| {' | '.join(header)} |", f"| {' | '.join(['---'] * len(header))} |", *(f"| {row} |" for row in rows)]
 
 
-def _money(value: Optional[float]) -> str:
-    return f"${value:,.2f}" if value is not None else "n/a"
+def _money(value: Optional[float], form: str = ",.2f") -> str:
+    return f"${value:{form}}" if value is not None else "n/a"
 
 
 def _or_na(value: Optional[float], form: str) -> str:
@@ -204,16 +204,12 @@ def _capacity_risk(plan: StackPlan) -> list[str]:
     return [*lines, ""]
 
 
-def _usd(value: Optional[float]) -> str:
-    return f"${value:.3f}" if value is not None else "n/a"
-
-
 def _token_costs(capacity: StackCapacity) -> list[str]:
     """The cost of 1M output tokens on each Dynamo target where it runs, beside the cheapest elsewhere."""
     if not capacity.token_costs:
         return []
     rows = (
-        f"`{c.target_id}` | {c.runs_on} | **{_usd(c.usd_per_million)}** | "
+        f"`{c.target_id}` | {c.runs_on} | **{_money(c.usd_per_million, '.3f')}** | "
         f"{token_cost_cell(c.cheapest.by_capacity_type['on-demand'])} | "
         f"{token_cost_cell(c.cheapest.by_capacity_type['capacity-block'])} | "
         f"{MEETS[c.cheapest.meets_criteria]} | {c.cheapest.basis}"
