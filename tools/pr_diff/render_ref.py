@@ -60,8 +60,11 @@ def git(repo: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def _make_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _MAKE_ENV}
+def _make(tree: Path, timeout: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`make` in `tree`, without the variables of a calling `make diff`."""
+    env = {k: v for k, v in os.environ.items() if k not in _MAKE_ENV}
+    command = ["make", "--no-print-directory", "-C", str(tree), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
 def render_requirements(tree: Path) -> list[Path]:
@@ -124,22 +127,8 @@ def tree_venv(tree: Path, head: Path, head_venv: Path, label: str) -> Path:
         # One installer at a time per cached virtualenv (two stacks diffed at once share the base's); the
         # lock goes with the file.
         fcntl.flock(lock, fcntl.LOCK_EX)
-        result = subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-C",
-                str(tree),
-                f"VENV={venv}",
-                f"PYTHON={head_venv / 'bin' / 'python'}",
-                f"{venv}/.render-deps",
-            ],
-            capture_output=True,
-            text=True,
-            env=_make_env(),
-            timeout=INSTALL_TIMEOUT_SECONDS,
-            check=False,
-        )
+        python = head_venv / "bin" / "python"
+        result = _make(tree, INSTALL_TIMEOUT_SECONDS, f"VENV={venv}", f"PYTHON={python}", f"{venv}/.render-deps")
     if result.returncode != 0:
         files = ", ".join(str(p.relative_to(tree)) for p in render_requirements(tree))
         raise RenderError(
@@ -152,14 +141,7 @@ def render_tree(tree: Path, stack: str, venv: Path, label: str) -> RenderedTree:
     """`make render STACK=<stack> VENV=<venv>` in `tree`; a policy failure (exit 1 with files) still diffs."""
     out = tree / "build" / stack
     shutil.rmtree(out, ignore_errors=True)
-    result = subprocess.run(
-        ["make", "--no-print-directory", "-C", str(tree), "render", f"STACK={stack}", f"VENV={venv}"],
-        capture_output=True,
-        text=True,
-        env=_make_env(),
-        timeout=RENDER_TIMEOUT_SECONDS,
-        check=False,
-    )
+    result = _make(tree, RENDER_TIMEOUT_SECONDS, "render", f"STACK={stack}", f"VENV={venv}")
     if not (out / "resources.json").is_file():
         raise RenderError(
             f"{label} does not render (`make render STACK={stack}` exit {result.returncode}):\n{_tail(result)}"
