@@ -88,19 +88,13 @@ def plant_root_volume(config: dict[str, Any], default_gib: int) -> str:
     return str(pool["name"])
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True)
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True).stdout
 
 
 def copy_project(source: Path, destination: Path) -> Path:
     """The project's files (tracked and new, not ignored) in a fresh repository with one commit."""
-    listed = subprocess.run(
-        ["git", "-C", str(source), "ls-files", "-co", "--exclude-standard", "-z"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\0")
-    for name in filter(None, listed):
+    for name in filter(None, _git(source, "ls-files", "-co", "--exclude-standard", "-z").split("\0")):
         if (source / name).is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / name, destination / name)
