@@ -74,17 +74,14 @@ class Render:
 
 def qualified_types(records: list[dict[str, Any]]) -> dict[str, str]:
     """`type::name` -> the `parentType$...$type` chain the URN carries (the stack itself is left out)."""
-    parents = {f"{r['type']}::{r['name']}": r.get("parent", "") for r in records}
-    types = {f"{r['type']}::{r['name']}": r["type"] for r in records}
-    chains: dict[str, str] = {}
-    for ref, type_token in types.items():
-        chain, parent, seen = [type_token], parents[ref], {ref}
-        while parent and parent in types and parent not in seen:
-            seen.add(parent)
-            chain.insert(0, types[parent])
-            parent = parents[parent]
-        chains[ref] = "$".join(t for t in chain if t != STACK_TYPE)
-    return chains
+    parents = {f"{r['type']}::{r['name']}": (r["type"], r.get("parent", "")) for r in records}
+
+    def chain(ref: str, seen: frozenset[str]) -> list[str]:
+        type_token, parent = parents[ref]
+        above = chain(parent, seen | {ref}) if parent in parents and parent not in seen else []
+        return [*above, type_token]
+
+    return {ref: "$".join(t for t in chain(ref, frozenset()) if t != STACK_TYPE) for ref in parents}
 
 
 def parse_policy_report(text: str) -> tuple[Violation, ...]:
