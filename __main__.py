@@ -6,12 +6,12 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
+from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler
 from components.cluster import cluster_handles
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.device_plugins import DevicePlugins
+from components.dra_driver import NvidiaDraDriver
 from components.dynamo_platform import DynamoPlatform
-from components.gateway import Gateway, GatewayArgs, SageMakerAccess
+from components.gateway import Gateway, GatewayArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.model_cache import (
     ModelCache,
@@ -21,7 +21,7 @@ from components.model_cache import (
     ModelPrewarm,
     ModelPrewarmArgs,
 )
-from components.monitoring import Monitoring, MonitoringArgs
+from components.monitoring import Monitoring
 from components.operability import Operability, OperabilityArgs
 from components.sagemaker_endpoint import SageMakerEndpoint, SageMakerEndpointArgs
 from components.serving_namespace import ServingNamespace, ServingNamespaceArgs
@@ -86,8 +86,7 @@ for spec in plan.managed_pools:
             cluster_security_group_ids=cluster.node_security_groups,
             node_managed_policies=plan.aws.node_managed_policies if plan.aws else (),
             tags=tags,
-            tag_for_cluster_autoscaler=cluster_scaling is not None,
-            cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
+            cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else None,
         ),
         opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(depends_on=list(cluster.node_prerequisites))),
     )
@@ -96,9 +95,9 @@ if cluster_scaling and cluster.eks and aws_provider:
         "cluster-autoscaler", ClusterAutoscalerArgs(cluster_scaling, cluster.eks.cluster_name, tags), opts=on_both
     )
 if plan.device_plugins:
-    DevicePlugins("device-plugins", DevicePluginsArgs(plan.device_plugins), opts=on_cluster)
+    DevicePlugins("device-plugins", plan.device_plugins, opts=on_cluster)
 if plan.device_plugins and plan.device_plugins.dra_driver:
-    NvidiaDraDriver("dra-driver", NvidiaDraDriverArgs(plan.device_plugins.dra_driver), opts=on_cluster)
+    NvidiaDraDriver("dra-driver", plan.device_plugins.dra_driver, opts=on_cluster)
 cache_storage = []
 if plan.storage and cluster.eks and cluster.vpc_id and cluster.vpc_cidr and aws_provider:
     storage_args = ModelCacheStorageArgs(
@@ -148,7 +147,7 @@ if serving.prewarm_pools:
     )
 # The platform's PodMonitors need the monitoring CRDs, which their own release brings: the platform waits for
 # them, not for the whole kube-prometheus-stack, which installs meanwhile.
-monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring), opts=on_cluster) if plan.monitoring else None
+monitoring = Monitoring("monitoring", plan.monitoring, opts=on_cluster) if plan.monitoring else None
 crds_ready = monitoring.crds_ready if monitoring else []
 platform_release: list[pulumi.Resource] = []
 if serving.platform.config.install:
@@ -189,7 +188,7 @@ if plan.capacity.serving_scaling:
     # The ScaledObjects target the scaling adapters the operator creates for the graphs' components.
     ServingAutoscaler(
         "autoscaling",
-        ServingAutoscalerArgs(plan.capacity.serving_scaling),
+        plan.capacity.serving_scaling,
         opts=pulumi.ResourceOptions.merge(on_cluster, pulumi.ResourceOptions(depends_on=list(graphs.values()))),
     )
 if plan.operability:
@@ -220,20 +219,18 @@ gateway_key = None
 if plan.gateway:
     gateway = plan.gateway
     gateway_key = secret_value(MASTER_KEY_SECRET)
-    invoke = None
-    # An IAM role (EKS Pod Identity) and HTTPS egress for SigV4 calls to the endpoints, which the plan allows
-    # only on the cluster the stack creates.
-    if gateway.sagemaker:
-        assert cluster.name is not None
-        invoke = SageMakerAccess(
-            cluster.name,
-            [sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
-            gateway.config.sagemakerEgressCidrs,
-            tags,
-        )
+    # The plan invokes SageMaker (an IAM role through EKS Pod Identity) only on the cluster the stack creates.
+    assert cluster.name is not None or not gateway.sagemaker
     Gateway(
         "gateway",
-        GatewayArgs(gateway, namespace=namespace.namespace_name, master_key=gateway_key, sagemaker_access=invoke),
+        GatewayArgs(
+            gateway,
+            namespace=namespace.namespace_name,
+            master_key=gateway_key,
+            cluster_name=cluster.name if gateway.sagemaker else None,
+            endpoint_arns=[sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
+            tags=tags,
+        ),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),
     )
 

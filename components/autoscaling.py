@@ -13,48 +13,27 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import children_wait_for
+from components import children_wait_for, custom_resource, helm_release
 from components.iam import assume_role_policy
 from serving_stack.names import TypeTokens
 from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPlan
 
 
-@dataclass(frozen=True)
-class ServingAutoscalerArgs:
-    plan: ServingScalingPlan  # KEDA's chart (installed unless it runs already) and the ScaledObjects
-
-
 class ServingAutoscaler(pulumi.ComponentResource):
-    """`opts.depends_on`: the graphs whose scaling adapters the ScaledObjects target (they wait for them)."""
+    """KEDA's chart (installed unless it runs already) and the ScaledObjects of `plan`. `opts.depends_on`: the
+    graphs whose scaling adapters the ScaledObjects target (they wait for them)."""
 
-    def __init__(self, name: str, args: ServingAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, plan: ServingScalingPlan, opts: Optional[pulumi.ResourceOptions] = None):
         opts, after = children_wait_for(opts)
         super().__init__(TypeTokens.SERVING_AUTOSCALER, name, None, opts)
-        child, keda = pulumi.ResourceOptions(parent=self), args.plan.keda
-        if args.plan.install_keda:
+        child, keda = pulumi.ResourceOptions(parent=self), plan.keda
+        if plan.install_keda:
             namespace = k8s.core.v1.Namespace(f"{name}-keda-namespace", metadata={"name": keda.namespace}, opts=child)
-            after.append(
-                k8s.helm.v3.Release(
-                    f"{name}-keda",
-                    name="keda",
-                    chart=keda.chart,
-                    version=keda.version,
-                    repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=keda.repository),
-                    namespace=namespace.metadata.name,
-                    atomic=True,
-                    opts=child,
-                )
-            )
-        for obj in args.plan.scaled_objects:
-            k8s.apiextensions.CustomResource(
-                f"{name}-{obj['metadata']['name']}",
-                api_version=obj["apiVersion"],
-                kind=obj["kind"],
-                metadata=obj["metadata"],
-                spec=obj["spec"],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
-            )
-        self.register_outputs({"scaledObjects": [str(obj["metadata"]["name"]) for obj in args.plan.scaled_objects]})
+            after.append(helm_release(f"{name}-keda", "keda", keda, namespace.metadata.name, child))
+        after_graphs = pulumi.ResourceOptions(parent=self, depends_on=after)
+        for obj in plan.scaled_objects:
+            custom_resource(f"{name}-{obj['metadata']['name']}", obj, obj["metadata"]["namespace"], after_graphs)
+        self.register_outputs({"scaledObjects": [str(obj["metadata"]["name"]) for obj in plan.scaled_objects]})
 
 
 @dataclass(frozen=True)
@@ -75,20 +54,14 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-pod-identity",
             cluster_name=args.cluster_name,
             namespace=plan.chart.namespace,
-            service_account=plan.service_account,
+            service_account=plan.chart.serviceAccount,
             role_arn=role.arn,
             tags=dict(args.tags),
             opts=child,
         )
-        k8s.helm.v3.Release(
-            f"{name}-release",
-            name="cluster-autoscaler",
-            chart=plan.chart.chart,
-            version=plan.chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=plan.chart.repository),
-            namespace=plan.chart.namespace,
-            values=dict(plan.values),
-            atomic=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy, association]),
+        credentials = pulumi.ResourceOptions(parent=self, depends_on=[policy, association])
+        chart = plan.chart
+        helm_release(
+            f"{name}-release", "cluster-autoscaler", chart, chart.namespace, credentials, values=dict(plan.values)
         )
         self.register_outputs({"roleArn": role.arn})

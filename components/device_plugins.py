@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from serving_stack.facts.aws import EfaDevicePluginChart, NvidiaDevicePluginChart, RdmaSharedDevicePlugin
+from components import helm_release
+from serving_stack.facts.aws import RdmaSharedDevicePlugin
 from serving_stack.names import FABRIC_LABEL, FORMER_TYPE_TOKENS, GPU_TAINT, INSTANCE_TYPE_LABEL, TypeTokens
 from serving_stack.plan.cluster import DevicePluginSet
 
 TOLERATE_GPU_TAINT = {"key": GPU_TAINT["key"], "operator": "Exists", "effect": GPU_TAINT["effect"]}
-
-
-@dataclass(frozen=True)
-class DevicePluginsArgs:
-    plan: DevicePluginSet  # which plugins to install (switches), their pins and the EFA pools' instance types
 
 
 def nvidia_values() -> dict[str, Any]:
@@ -51,7 +46,9 @@ def rdma_devices_config(plugin: RdmaSharedDevicePlugin) -> str:
 
 
 class DevicePlugins(pulumi.ComponentResource):
-    def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    """`plan`: which plugins to install (switches), their pins and the EFA pools' instance types."""
+
+    def __init__(self, name: str, plan: DevicePluginSet, opts: Optional[pulumi.ResourceOptions] = None):
         aliases = [pulumi.Alias(type_=token) for token in FORMER_TYPE_TOKENS[TypeTokens.DEVICE_PLUGINS]]
         super().__init__(
             TypeTokens.DEVICE_PLUGINS,
@@ -59,36 +56,23 @@ class DevicePlugins(pulumi.ComponentResource):
             None,
             pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases)),
         )
-        pins = args.plan.pins
-        charts: list[tuple[str, str, NvidiaDevicePluginChart | EfaDevicePluginChart, pulumi.Input[str], Any]] = []
-        if args.plan.nvidia:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-nvidia-namespace",
-                metadata={"name": pins.nvidia.namespace},
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            charts.append(("nvidia", "nvidia-device-plugin", pins.nvidia, namespace.metadata.name, nvidia_values()))
-        if args.plan.efa:
-            efa = efa_values(args.plan.efa_instance_types)
-            charts.append(("efa", "aws-efa-k8s-device-plugin", pins.efa, pins.efa.namespace, efa))
+        pins, child = plan.pins, pulumi.ResourceOptions(parent=self)
         # A release keeps its name and its chart's cluster-scoped objects are named after it: a replacement
         # (another namespace) must delete the old release first.
-        releases = [
-            k8s.helm.v3.Release(
-                f"{name}-{role}",
-                name=release_name,
-                chart=pin.chart,
-                version=pin.version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository),
-                namespace=release_namespace,
-                values=values,
-                atomic=True,
-                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        replace, releases = pulumi.ResourceOptions(parent=self, delete_before_replace=True), []
+        if plan.nvidia:
+            nvidia = k8s.core.v1.Namespace(
+                f"{name}-nvidia-namespace", metadata={"name": pins.nvidia.namespace}, opts=child
             )
-            for role, release_name, pin, release_namespace, values in charts
-        ]
-        if args.plan.infiniband:
-            self._rdma_shared_device_plugin(name, args.plan.pins.rdmaSharedDevice)
+            release, values = "nvidia-device-plugin", nvidia_values()
+            releases.append(
+                helm_release(f"{name}-nvidia", release, pins.nvidia, nvidia.metadata.name, replace, values=values)
+            )
+        if plan.efa:
+            release, values = "aws-efa-k8s-device-plugin", efa_values(plan.efa_instance_types)
+            releases.append(helm_release(f"{name}-efa", release, pins.efa, pins.efa.namespace, replace, values=values))
+        if plan.infiniband:
+            self._rdma_shared_device_plugin(name, plan.pins.rdmaSharedDevice)
         self.register_outputs({"releases": [r.status for r in releases]})
 
     def _rdma_shared_device_plugin(self, name: str, plugin: RdmaSharedDevicePlugin) -> None:

@@ -5,20 +5,15 @@ plugin (the driver's GPU allocation is experimental; the EKS UltraServer guide t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import helm_release
 from components.device_plugins import TOLERATE_GPU_TAINT
 from serving_stack.names import POOL_LABEL, TypeTokens
-from serving_stack.plan.pools import DraDriverPlan
-
-
-@dataclass(frozen=True)
-class NvidiaDraDriverArgs:
-    plan: DraDriverPlan  # the chart, and the node pools whose nodes run the kubelet plugin (by pool label)
+from serving_stack.plan.cluster import DraDriverPlan
 
 
 def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
@@ -53,24 +48,20 @@ def dra_driver_values(pools: Sequence[str]) -> dict[str, Any]:
 
 
 class NvidiaDraDriver(pulumi.ComponentResource):
+    """`plan`: the chart, and the node pools whose nodes run the kubelet plugin (by pool label)."""
+
     release: k8s.helm.v3.Release
 
-    def __init__(self, name: str, args: NvidiaDraDriverArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, plan: DraDriverPlan, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.DRA_DRIVER, name, None, opts)
-        chart = args.plan.chart
+        chart = plan.chart
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": chart.namespace}, opts=pulumi.ResourceOptions(parent=self)
         )
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=chart.chart,
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository),
-            namespace=namespace.metadata.name,
-            values=dra_driver_values(args.plan.pools),
-            atomic=True,
-            # Its ClusterRoles and DeviceClasses have fixed names: a replacement must delete the old release first.
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        # Its ClusterRoles and DeviceClasses have fixed names: a replacement must delete the old release first.
+        replace = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        values = dra_driver_values(plan.pools)
+        self.release = helm_release(
+            f"{name}-release", chart.chart, chart, namespace.metadata.name, replace, values=values
         )
         self.register_outputs({"status": self.release.status})

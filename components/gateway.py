@@ -1,6 +1,6 @@
 """One OpenAI-compatible URL in front of every serving backend: the LiteLLM proxy (pinned image) running the config
 `serving_stack.plan.gateway` generates, in the serving namespace, restricted by NetworkPolicies; with
-`plan.routing.needs_redis` a small Redis for the shared cooldown state, and with `sagemaker_access` an IAM role the
+`plan.routing.needs_redis` a small Redis for the shared cooldown state, and with `cluster_name` an IAM role the
 pods assume through EKS Pod Identity, allowed to invoke exactly the fallback endpoints.
 """
 
@@ -17,7 +17,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.iam import assume_role_policy
+from components.iam import allow, assume_role_policy
 from serving_stack.names import TypeTokens
 from serving_stack.plan.gateway import (
     MASTER_KEY_ENV,
@@ -26,10 +26,10 @@ from serving_stack.plan.gateway import (
     master_key_secret_name,
 )
 from serving_stack.plan.operability import CHECKOV_SKIP_ANNOTATION
+from serving_stack.plan.serving import CONFIG_CHECKSUM_ANNOTATION
 
 CONFIG_FILE = "config.yaml"
 CONFIG_DIR = "/etc/litellm"
-CONFIG_CHECKSUM_ANNOTATION = "nemotron.nvidia.com/config-sha256"
 # The proxy reads the key from its env at start, so a new key must roll the pods as a new config does
 # (else they keep the old key while clients read the new one from the Secret). The digest is plain, as
 # helm-checksum annotations of Secrets are: a Pulumi secret anywhere in the pod template would make the
@@ -43,22 +43,16 @@ DYNAMO_FRONTEND_PORT = 8000  # the port of the Dynamo frontends the gateway rout
 
 
 @dataclass(frozen=True)
-class SageMakerAccess:
-    """IAM for SigV4 to the fallback endpoints: a role the gateway's ServiceAccount assumes via EKS Pod
-    Identity, allowed `sagemaker:InvokeEndpoint*` on these endpoint ARNs only."""
-
-    cluster_name: pulumi.Input[str]  # the EKS cluster of the Pod Identity association
-    endpoint_arns: Sequence[pulumi.Input[str]]  # the SageMaker endpoints it may invoke, and no others
-    egress_cidrs: Sequence[str] = ("0.0.0.0/0",)  # the VPC CIDR when a sagemaker.runtime VPC endpoint exists
-    tags: Mapping[str, str] = field(default_factory=dict)  # tags on the IAM role
-
-
-@dataclass(frozen=True)
 class GatewayArgs:
     plan: StackGateway  # name, LiteLLM config, pins, HPA bounds, Redis switch, allowed and backend namespaces
     namespace: pulumi.Input[str]  # where the gateway runs (the serving namespace)
     master_key: pulumi.Input[str]  # the LiteLLM master key, a Pulumi secret
-    sagemaker_access: Optional[SageMakerAccess] = None  # IAM and egress for SigV4 calls to SageMaker, None without
+    # SigV4 to the SageMaker fallbacks: a role the gateway's ServiceAccount assumes via EKS Pod Identity on this
+    # cluster, allowed `sagemaker:InvokeEndpoint*` on `endpoint_arns` only, and HTTPS egress to
+    # `plan.config.sagemakerEgressCidrs` (the VPC CIDR when a sagemaker.runtime VPC endpoint exists); None: no access.
+    cluster_name: Optional[pulumi.Input[str]] = None
+    endpoint_arns: Sequence[pulumi.Input[str]] = ()  # the SageMaker endpoints it may invoke, and no others
+    tags: Mapping[str, str] = field(default_factory=dict)  # tags on the IAM role
 
 
 def config_yaml(config: Mapping[str, Any]) -> str:
@@ -74,8 +68,8 @@ def config_checksum(config: Mapping[str, Any]) -> str:
 
 
 def invoke_policy(endpoint_arns: Sequence[str]) -> str:
-    invoke = {"Sid": "InvokeFallbackEndpoints", "Effect": "Allow", "Action": list(INVOKE_ACTIONS)}
-    return json.dumps({"Version": "2012-10-17", "Statement": [{**invoke, "Resource": sorted(endpoint_arns)}]})
+    invoke = allow("InvokeFallbackEndpoints", list(INVOKE_ACTIONS), sorted(endpoint_arns))
+    return json.dumps({"Version": "2012-10-17", "Statement": [invoke]})
 
 
 def _restricted(run_as_user: int) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -108,8 +102,8 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
     if args.plan.routing.needs_redis:
         redis = {"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}
         rules.append(rule([redis], args.plan.pins.redis.port))
-    if args.sagemaker_access is not None:
-        rules.append(rule([{"ipBlock": {"cidr": cidr}} for cidr in args.sagemaker_access.egress_cidrs], 443))
+    if args.cluster_name is not None:
+        rules.append(rule([{"ipBlock": {"cidr": cidr}} for cidr in args.plan.config.sagemakerEgressCidrs], 443))
         rules.append(rule([{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], 80))
     return rules
 
@@ -172,8 +166,8 @@ class Gateway(pulumi.ComponentResource):
         self.role_arn = None
         # Pod Identity credentials reach only pods created after the association: the pods wait for it.
         credentials: list[pulumi.Resource] = []
-        if args.sagemaker_access is not None:
-            association = self._sagemaker_role(name, args.sagemaker_access, args.namespace, account)
+        if args.cluster_name is not None:
+            association = self._sagemaker_role(name, args, args.cluster_name, account)
             self.role_arn = association.role_arn
             credentials.append(association)
 
@@ -287,29 +281,29 @@ class Gateway(pulumi.ComponentResource):
         )
 
     def _sagemaker_role(
-        self, name: str, access: SageMakerAccess, namespace: pulumi.Input[str], account: k8s.core.v1.ServiceAccount
+        self, name: str, args: GatewayArgs, cluster_name: pulumi.Input[str], account: k8s.core.v1.ServiceAccount
     ) -> aws.eks.PodIdentityAssociation:
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
             f"{name}-sagemaker-role",
             assume_role_policy=assume_role_policy("pods.eks.amazonaws.com", tag_session=True),
             description="LiteLLM gateway: SigV4 InvokeEndpoint on its SageMaker fallbacks",
-            tags=dict(access.tags),
+            tags=dict(args.tags),
             opts=child,
         )
         aws.iam.RolePolicy(
             f"{name}-sagemaker-invoke",
             role=role.id,
-            policy=pulumi.Output.all(*access.endpoint_arns).apply(invoke_policy),
+            policy=pulumi.Output.all(*args.endpoint_arns).apply(invoke_policy),
             opts=child,
         )
         return aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
-            cluster_name=access.cluster_name,
-            namespace=namespace,
+            cluster_name=cluster_name,
+            namespace=args.namespace,
             service_account=account.metadata.name,
             role_arn=role.arn,
-            tags=dict(access.tags),
+            tags=dict(args.tags),
             opts=child,
         )
 

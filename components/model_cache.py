@@ -109,7 +109,7 @@ class ModelCache(pulumi.ComponentResource):
             for v in pod_spec["volumes"]
         ]
         timeout = f"{int(job_spec['activeDeadlineSeconds']) // 60 + 10}m"
-        download: k8s.batch.v1.Job = k8s.batch.v1.Job(
+        return k8s.batch.v1.Job(
             resource_name,
             metadata={**job["metadata"], "namespace": args.namespace},
             spec={
@@ -123,7 +123,6 @@ class ModelCache(pulumi.ComponentResource):
                 parent=self, custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)
             ),
         )
-        return download
 
 
 EFS_CSI_POLICY = "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"

@@ -4,49 +4,50 @@ published criteria and SLOs, and the Grafana dashboards as ConfigMaps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import custom_resource, helm_release
 from serving_stack.facts.monitoring import HelmChartPin
 from serving_stack.names import TypeTokens
 from serving_stack.plan.monitoring import DASHBOARD_LABEL, MonitoringPlan
 
 
-@dataclass(frozen=True)
-class MonitoringArgs:
-    plan: MonitoringPlan  # what to install (switches, charts, values) and the rules and dashboards to create
-
-
 class Monitoring(pulumi.ComponentResource):
     """`crds_ready` is what creators of monitoring.coreos.com objects elsewhere (the Dynamo platform's
     PodMonitors, canary monitors) depend on: the CRDs arrive with a release of their own, so they wait for
-    the CRDs and not for the whole kube-prometheus-stack (docs/cold-start.md), which installs beside them."""
+    the CRDs and not for the whole kube-prometheus-stack (docs/cold-start.md), which installs beside them.
+    `plan`: what to install (switches, charts, values) and the rules and dashboards to create."""
 
     crds_ready: list[pulumi.Resource]
 
-    def __init__(self, name: str, args: MonitoringArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, plan: MonitoringPlan, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__(TypeTokens.MONITORING, name, None, opts)
-        plan = args.plan
         child = pulumi.ResourceOptions(parent=self)
         namespace: pulumi.Input[str] = plan.namespace
         if plan.create_namespace:
             namespace = k8s.core.v1.Namespace(
                 f"{name}-namespace", metadata={"name": plan.namespace}, opts=child
             ).metadata.name
+
+        def release(role: str, pin: HelmChartPin, values: Mapping[str, Any], *after: pulumi.Resource) -> Any:
+            # Fixed release name, cluster-scoped objects named after it: delete the old release first.
+            opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=list(after))
+            settings = {"values": dict(values), "cleanup_on_fail": True, "timeout": 900}
+            return helm_release(f"{name}-{role}", pin.releaseName, pin, namespace, opts, **settings)
+
         self.crds_ready = []
         if plan.install_prometheus:
-            crds = self._release(f"{name}-crds", plan.crds_chart, namespace, plan.crds_values)
-            self.crds_ready.append(crds)
-            self._release(f"{name}-prometheus", plan.prometheus_chart, namespace, plan.prometheus_values, [crds])
+            self.crds_ready.append(release("crds", plan.crds_chart, plan.crds_values))
+            release("prometheus", plan.prometheus_chart, plan.prometheus_values, *self.crds_ready)
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=self.crds_ready)
         if plan.install_dcgm_exporter:
-            self._release(f"{name}-dcgm-exporter", plan.dcgm_exporter_chart, namespace, plan.dcgm_exporter_values)
-            _custom_resource(f"{name}-dcgm-service-monitor", plan.dcgm_service_monitor, namespace, after_crds)
-        _custom_resource(f"{name}-rules", plan.prometheus_rule, namespace, after_crds)
+            release("dcgm-exporter", plan.dcgm_exporter_chart, plan.dcgm_exporter_values)
+            custom_resource(f"{name}-dcgm-service-monitor", plan.dcgm_service_monitor, namespace, after_crds)
+        custom_resource(f"{name}-rules", plan.prometheus_rule, namespace, after_crds)
         for uid, data in plan.dashboards.items():
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{uid}",
@@ -55,39 +56,3 @@ class Monitoring(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"namespace": namespace, "dashboards": sorted(plan.dashboards)})
-
-    def _release(
-        self,
-        name: str,
-        pin: HelmChartPin,
-        namespace: pulumi.Input[str],
-        values: Mapping[str, Any],
-        after: Sequence[pulumi.Resource] = (),
-    ) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
-            name,
-            name=pin.releaseName,
-            chart=pin.chart,
-            version=pin.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository),
-            namespace=namespace,
-            values=dict(values),
-            atomic=True,
-            cleanup_on_fail=True,
-            timeout=900,
-            # Fixed release name, cluster-scoped objects named after it: delete the old release first.
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True, depends_on=list(after)),
-        )
-
-
-def _custom_resource(
-    name: str, manifest: Mapping[str, Any], namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata={**manifest["metadata"], "namespace": namespace},
-        spec=manifest["spec"],
-        opts=opts,
-    )

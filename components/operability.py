@@ -10,7 +10,7 @@ from typing import Any, Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import children_wait_for
+from components import children_wait_for, custom_resource
 from serving_stack.names import TypeTokens
 from serving_stack.plan.operability import PROGRAM_CONFIG_MAP, OperabilityPlan
 
@@ -88,12 +88,6 @@ class Operability(pulumi.ComponentResource):
                 )
                 created["canaries"].append(canary.metadata.name)
             if plan.canary_monitors:
-                k8s.apiextensions.CustomResource(
-                    f"{role}-canary-monitor",
-                    api_version=checks.canary_monitor["apiVersion"],
-                    kind=checks.canary_monitor["kind"],
-                    metadata=metadata(checks.canary_monitor),
-                    spec=checks.canary_monitor["spec"],
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=crds_ready),
-                )
+                after_crds = pulumi.ResourceOptions(parent=self, depends_on=crds_ready)
+                custom_resource(f"{role}-canary-monitor", checks.canary_monitor, args.namespace, after_crds)
         self.register_outputs({"programs": programs, **created})

@@ -30,7 +30,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_aws.sagemaker as sm
 
-from components.iam import assume_role_policy
+from components.iam import allow, assume_role_policy
 from serving_stack.facts.sagemaker import ModelContainer, S3ModelData
 from serving_stack.names import TypeTokens
 from serving_stack.plan.sagemaker import PlannedEndpoint
@@ -107,20 +107,15 @@ def _artifact_read_statements(container: ModelContainer, part: str) -> list[dict
         pattern = f"{key}*" if data.s3_data_type == "S3Prefix" else key
         objects.append(f"arn:{part}:s3:::{bucket}/{pattern}")
         prefixes[bucket].append(pattern)
-    statements: list[dict[str, Any]] = [
-        {"Sid": "ReadModelArtifacts", "Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}
+    return [
+        allow("ReadModelArtifacts", "s3:GetObject", objects),
+        *(
+            allow(
+                f"ListModelArtifacts{i}", "s3:ListBucket", f"arn:{part}:s3:::{bucket}", StringLike={"s3:prefix": pats}
+            )
+            for i, (bucket, pats) in enumerate(sorted(prefixes.items()))
+        ),
     ]
-    for index, (bucket, patterns) in enumerate(sorted(prefixes.items())):
-        statements.append(
-            {
-                "Sid": f"ListModelArtifacts{index}",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": f"arn:{part}:s3:::{bucket}",
-                "Condition": {"StringLike": {"s3:prefix": patterns}},
-            }
-        )
-    return statements
 
 
 def execution_policy(
@@ -140,55 +135,32 @@ def execution_policy(
     log_group = pulumi.Output.concat(
         f"arn:{part}:logs:{region}:", account, f":log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
     )
+    logs = ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"]
     statements: list[Any] = [
-        {"Sid": "PullImageToken", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
-        {
-            "Sid": "PullImage",
-            "Effect": "Allow",
-            "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-            "Resource": f"arn:{part}:ecr:{image_region}:{image_account}:repository/{repository}",
-        },
-        {
-            "Sid": "WriteLogs",
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
-            "Resource": [log_group, pulumi.Output.concat(log_group, ":*")],
-        },
-        {
-            "Sid": "PutEndpointMetrics",
-            "Effect": "Allow",
-            "Action": "cloudwatch:PutMetricData",
-            "Resource": "*",
-            "Condition": {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Endpoints"}},
-        },
+        allow("PullImageToken", "ecr:GetAuthorizationToken", "*"),
+        allow(
+            "PullImage",
+            ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            f"arn:{part}:ecr:{image_region}:{image_account}:repository/{repository}",
+        ),
+        allow("WriteLogs", logs, [log_group, pulumi.Output.concat(log_group, ":*")]),
+        allow(
+            "PutEndpointMetrics",
+            "cloudwatch:PutMetricData",
+            "*",
+            StringEquals={"cloudwatch:namespace": "/aws/sagemaker/Endpoints"},
+        ),
         *_artifact_read_statements(container, part),
     ]
     if container.model_data_kms_key is not None:
-        statements.append(
-            {
-                "Sid": "DecryptModelArtifacts",
-                "Effect": "Allow",
-                "Action": "kms:Decrypt",
-                "Resource": container.model_data_kms_key,
-                "Condition": {
-                    "StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com{'.cn' if part == 'aws-cn' else ''}"}
-                },
-            }
-        )
+        s3 = f"s3.{region}.amazonaws.com{'.cn' if part == 'aws-cn' else ''}"
+        key = container.model_data_kms_key
+        statements.append(allow("DecryptModelArtifacts", "kms:Decrypt", key, StringEquals={"kms:ViaService": s3}))
     if capture_bucket is not None:
+        objects = pulumi.Output.concat(f"arn:{part}:s3:::", capture_bucket.id, f"/{CAPTURE_PREFIX}/*")
         statements += [
-            {
-                "Sid": "WriteCapturedData",
-                "Effect": "Allow",
-                "Action": "s3:PutObject",
-                "Resource": pulumi.Output.concat(f"arn:{part}:s3:::", capture_bucket.id, f"/{CAPTURE_PREFIX}/*"),
-            },
-            {
-                "Sid": "EncryptCapturedData",
-                "Effect": "Allow",
-                "Action": ["kms:Encrypt", "kms:GenerateDataKey"],
-                "Resource": kms_key_arn,
-            },
+            allow("WriteCapturedData", "s3:PutObject", objects),
+            allow("EncryptCapturedData", ["kms:Encrypt", "kms:GenerateDataKey"], kms_key_arn),
         ]
     return pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": statements})
 
@@ -388,13 +360,11 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         alarms = rollback_alarms(name, plan, endpoint_config.name, child)
         # Auto-rollback reads the alarms' state with the endpoint's execution role (SageMaker developer guide,
         # "Auto-Rollback Configuration and Monitoring"); only these alarms.
-        statement = {"Sid": "ReadRollbackAlarms", "Effect": "Allow", "Action": "cloudwatch:DescribeAlarms"}
+        statement = allow("ReadRollbackAlarms", "cloudwatch:DescribeAlarms", [alarm.arn for alarm in alarms])
         alarm_policy = aws.iam.RolePolicy(
             f"{name}-rollback-policy",
             role=role.id,
-            policy=pulumi.Output.json_dumps(
-                {"Version": "2012-10-17", "Statement": [{**statement, "Resource": [alarm.arn for alarm in alarms]}]}
-            ),
+            policy=pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [statement]}),
             opts=child,
         )
         deployment, shifting, percent = plan.config.deployment, plan.shifting, "CAPACITY_PERCENT"

@@ -8,7 +8,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import children_wait_for
+from components import children_wait_for, custom_resource
 from serving_stack.names import TypeTokens
 from serving_stack.plan.serving import PlannedTarget
 
@@ -39,13 +39,12 @@ class ServingTarget(pulumi.ComponentResource):
             data=target.config_map["data"],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.dgd = k8s.apiextensions.CustomResource(
+        swap_checked = pulumi.Output.from_input(args.swap_checked)
+        self.dgd = custom_resource(
             f"{name}-dgd",
-            api_version=target.dgd["apiVersion"],
-            kind=target.dgd["kind"],
-            metadata={**target.dgd["metadata"], "namespace": args.namespace},
-            spec=pulumi.Output.from_input(args.swap_checked).apply(lambda _: target.dgd["spec"]),
-            opts=pulumi.ResourceOptions(
+            {**target.dgd, "spec": swap_checked.apply(lambda _: target.dgd["spec"])},
+            args.namespace,
+            pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[config_map, *after],
                 ignore_changes=list(target.ignored_replica_paths),

@@ -28,6 +28,8 @@ GPU_TAINT = MappingProxyType({"key": "nvidia.com/gpu", "value": "true", "effect"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 INFINIBAND_RESOURCE = "rdma/ib"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+# A Hugging Face repo id (`org/name`): stack input and the catalog's download Jobs are checked against it.
+HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 
 # How a GPU pool's instances are bought: On-Demand, Spot, an On-Demand Capacity Reservation (`odcr`) the
 # pool targets, or a Capacity Block for ML. The config and the instance facts both speak of it.

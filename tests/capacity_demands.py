@@ -8,10 +8,11 @@ import datetime
 import random
 from collections.abc import Iterator
 
+from serving_stack.config.demand import DemandConfig, SloConfig, TokenShapeConfig
 from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.throughput import CandidateRow, CapacityType, InstanceOffer, Slo, instance_offers
-from tools.plan_capacity.model import Demand, TokenShape, candidate_rows
+from tools.plan_capacity.model import candidate_rows
 
 CATALOG = load_catalog()
 ROWS: tuple[CandidateRow, ...] = candidate_rows(CATALOG, load_aws_catalog())
@@ -21,17 +22,17 @@ PRICES = load_capacity_prices()
 PRICED_DAY = min(p.reviewBy for p in PRICES.capacityBlock.values()) - datetime.timedelta(days=1)
 OFFERS: tuple[InstanceOffer, ...] = instance_offers(load_aws_catalog(), PRICES, PRICED_DAY)
 CRITERIA = Slo(CATALOG.criteria.minTokensPerSecondPerUser, CATALOG.criteria.maxTtftP50Ms)
-CAPACITY_CHOICES: list[tuple[CapacityType, ...]] = [
-    ("on-demand",),
-    ("on-demand", "capacity-block"),
-    ("on-demand", "capacity-block"),
-    ("capacity-block",),
+CAPACITY_CHOICES: list[list[CapacityType]] = [
+    ["on-demand"],
+    ["on-demand", "capacity-block"],
+    ["on-demand", "capacity-block"],
+    ["capacity-block"],
 ]
 # Enumeration grows fast with demand: this keeps the brute force of one demand well under a second.
 MAX_USERS = 200
 
 
-def generated_demands(count: int, seed: int) -> Iterator[Demand]:
+def generated_demands(count: int, seed: int) -> Iterator[DemandConfig]:
     rng = random.Random(seed)
     published = [r for r in ROWS if r.published]
     gpus = sorted({r.gpu for r in published})
@@ -40,20 +41,20 @@ def generated_demands(count: int, seed: int) -> Iterator[Demand]:
     concurrencies = sorted({r.concurrency for r in published if r.concurrency})
     prices = sorted({p for o in OFFERS for p in o.usd_per_hour.values() if p is not None})
     for _ in range(count):
-        slo = Slo(
-            rng.choice([CRITERIA.min_tokens_per_second_per_user, *speeds]),
-            rng.choice([CRITERIA.max_ttft_p50_ms, *ttfts]),
+        slo = SloConfig(
+            minTokensPerSecondPerUser=rng.choice([CRITERIA.min_tokens_per_second_per_user, *speeds]),
+            maxTtftP50Ms=rng.choice([CRITERIA.max_ttft_p50_ms, *ttfts]),
         )
         size = min(MAX_USERS, rng.choice(concurrencies) * rng.choice([0.5, 1, 1.5, 2, 3, 5, 8]))
         common = {
             "slo": slo,
-            "gpu_types": rng.choice([None, tuple(sorted(rng.sample(gpus, rng.randint(1, len(gpus)))))]),
-            "capacity_types": rng.choice(CAPACITY_CHOICES),
-            "budget_usd_per_hour": rng.choice([None, None, rng.choice(prices) * rng.randint(1, 6)]),
-            "max_targets": rng.choice([None, None, 1, 2]),
+            "gpuTypes": rng.choice([None, sorted(rng.sample(gpus, rng.randint(1, len(gpus))))]),
+            "capacityTypes": rng.choice(CAPACITY_CHOICES),
+            "budgetUsdPerHour": rng.choice([None, None, rng.choice(prices) * rng.randint(1, 6)]),
+            "maxTargets": rng.choice([None, None, 1, 2]),
         }
         if rng.random() < 0.25:
-            shape = TokenShape(input_tokens=64_000, output_tokens=rng.choice([200, 400, 800]))
-            yield Demand(requests_per_second=round(size / 5, 2), token_shape=shape, **common)  # type: ignore[arg-type]
+            shape = TokenShapeConfig(inputTokens=64_000, outputTokens=rng.choice([200, 400, 800]))
+            yield DemandConfig(requestsPerSecond=round(size / 5, 2), tokenShape=shape, **common)  # type: ignore[arg-type]
         else:
-            yield Demand(concurrent_users=max(1, round(size)), **common)  # type: ignore[arg-type]
+            yield DemandConfig(concurrentUsers=max(1, round(size)), **common)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from plan_helpers import FACTS
 from serving_stack.config import parse_stack_config
 from serving_stack.config.demand import DemandConfig
 from serving_stack.facts import load_facts
-from tools.plan_capacity.model import demand_of, search_space
+from tools.plan_capacity.model import demand_of, search_space, unit
 from tools.plan_capacity.solver import Plan, solve
 from tools.plan_capacity.stack_file import stack_changes
 
@@ -22,7 +22,7 @@ PROMETHEUS_URL = "http://prometheus.example.svc:9090"
 def plan_of_demand(config: dict[str, Any]) -> Plan:
     """The plan the stack's `demand:` block gets (what `make plan` writes)."""
     demand = demand_of(DemandConfig.model_validate(config["demand"]), CRITERIA)
-    plan = solve(search_space(demand, ROWS, OFFERS), demand.unit)
+    plan = solve(search_space(demand, ROWS, OFFERS), unit(demand))
     assert plan is not None, "the committed demand has a plan"
     return plan
 
@@ -52,8 +52,6 @@ def autoscaled_planned_targets(config: dict[str, Any]) -> None:
         config["autoscaling"]["prometheusUrl"] = PROMETHEUS_URL
     stack = parse_stack_config({key: value for key, value in config.items() if key != "targets"})
     changes = stack_changes(stack, plan, {row.target_id: row for row in ROWS}, load_facts())
-    config["targets"] = changes.targets
-    if changes.node_pools is not None:
-        config["aws"]["nodePools"] = changes.node_pools
-    if changes.checkpoints is not None:
-        config["modelCache"]["checkpoints"] = changes.checkpoints
+    for key, value in changes.items():
+        block, _, name = key.rpartition(".")
+        (config[block] if block else config)[name] = value

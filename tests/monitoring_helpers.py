@@ -10,8 +10,14 @@ from serving_stack.config.monitoring import MonitoringConfig
 from serving_stack.config.operability import CanaryConfig, OperabilityConfig
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.facts.monitoring import load_dashboard_specs, load_metrics, load_monitoring
-from serving_stack.plan.monitoring import AlertThresholds, MonitoringPlan, WatchedTarget, plan_monitoring, rule_groups
-from serving_stack.plan.watched_targets import watched_target
+from serving_stack.plan.monitoring import (
+    AlertThresholds,
+    MonitoringPlan,
+    WatchedTarget,
+    plan_monitoring,
+    rule_groups,
+    watched_target,
+)
 from tools.mock_runtime import ProgramRun
 
 NAMESPACE = "nemotron-test"
@@ -67,9 +73,9 @@ def monitoring_plan(install_prometheus: bool = True, install_dcgm_exporter: bool
 def run_monitoring(plan: MonitoringPlan) -> ProgramRun:
     from aws_helpers import run_components
 
-    from components.monitoring import Monitoring, MonitoringArgs
+    from components.monitoring import Monitoring
 
     def build() -> None:
-        Monitoring("monitoring", MonitoringArgs(plan))
+        Monitoring("monitoring", plan)
 
     return run_components(build)

@@ -8,10 +8,9 @@ import subprocess
 import pytest
 import yaml
 
-from serving_stack.facts.catalog import Recipe, load_catalog
+from serving_stack.facts.catalog import Recipe, Upstream, load_catalog
 from tools.absorb.changes import Manifests, Selection, broken_selections, compare_targets, read_stacks
 from tools.absorb.upstream import (
-    Provenance,
     ProvenanceError,
     TableError,
     published_criteria,
@@ -141,7 +140,9 @@ def test_the_committed_stacks_are_read_with_their_target_indexes():
     assert all(s.target_id and s.index >= 0 for s in found)
 
 
-RECORDED = Provenance("ai-dynamo/dynamo", "recipes/nemotron-3.5-lightning", "70d2ef43", "2026-08-11")
+RECORDED = Upstream(
+    repository="ai-dynamo/dynamo", path="recipes/nemotron-3.5-lightning", commit="70d2ef43", date="2026-08-11"
+)
 
 
 def git(directory, *args: str) -> str:
@@ -179,8 +180,8 @@ def test_a_git_checkout_must_be_clean_and_at_the_commit(tmp_path):
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "one")
     first = git(tmp_path, "rev-parse", "--short=10", "HEAD")
-    assert resolve(recipes, first, None, RECORDED) == Provenance(
-        RECORDED.repository, "recipes/nemotron-3.5-lightning", first, "2026-09-02"
+    assert resolve(recipes, first, None, RECORDED) == Upstream(
+        repository=RECORDED.repository, path="recipes/nemotron-3.5-lightning", commit=first, date="2026-09-02"
     )
     with pytest.raises(ProvenanceError, match="git says"):
         resolve(recipes, first, "2026-01-01", RECORDED)

@@ -17,7 +17,7 @@ from plan_helpers import plan_of
 from rollout_helpers import committed_config
 from stack_helpers import all_targets_config
 
-from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler, ServingAutoscalerArgs
+from components.autoscaling import ClusterAutoscaler, ClusterAutoscalerArgs, ServingAutoscaler
 from serving_stack.facts.aws import load_autoscaling
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.plan.autoscaling import (
@@ -128,10 +128,10 @@ def test_components_register_keda_scaled_objects_and_cluster_autoscaler(scaled_p
     serving = scaled_plan.capacity.serving_scaling
     ca = FACTS.clusterAutoscaler
     values = cluster_autoscaler_values("c1", "us-east-1", ca.imageTag, ca.serviceAccount)
-    cluster = ClusterScalingPlan(ca, ca.serviceAccount, cluster_autoscaler_policy("c1"), values, {})
+    cluster = ClusterScalingPlan(ca, cluster_autoscaler_policy("c1"), values, {})
 
     def build() -> None:
-        ServingAutoscaler("as", ServingAutoscalerArgs(serving))
+        ServingAutoscaler("as", serving)
         ClusterAutoscaler("ca", ClusterAutoscalerArgs(cluster, cluster_name="c1"))
 
     run = run_components(build)

@@ -4,34 +4,36 @@ whose relaxation alone makes the brute force find a plan."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pytest
 from capacity_brute_force import brute_force_cost
 from capacity_demands import CRITERIA, OFFERS, ROWS, generated_demands
 
-from serving_stack.plan.throughput import Slo
+from serving_stack.config.demand import DemandConfig, SloConfig
 from tools.plan_capacity.explain import active_constraints, plan_capacity, relaxed_demand
-from tools.plan_capacity.model import Demand, search_space
+from tools.plan_capacity.model import amount, search_space, unit
 from tools.plan_capacity.solver import solve
 
 DEMANDS = list(generated_demands(count=60, seed=17))
+CRITERIA_SLO = SloConfig(
+    minTokensPerSecondPerUser=CRITERIA.min_tokens_per_second_per_user, maxTtftP50Ms=CRITERIA.max_ttft_p50_ms
+)
 
 
 def test_planner_matches_brute_force_on_every_generated_demand() -> None:
     outcomes = []
     for demand in DEMANDS:
         space = search_space(demand, ROWS, OFFERS)
-        plan, best = solve(space, demand.unit), brute_force_cost(space)
+        plan, best = solve(space, unit(demand)), brute_force_cost(space)
         assert (plan is None) == (best is None), demand
         if plan is not None and best is not None:
             assert round(plan.usd_per_hour / best, 2) == 1.00 and math.isclose(plan.usd_per_hour, best, abs_tol=1e-6), (
                 demand
             )
-            assert plan.capacity >= demand.amount - 1e-9
-            assert demand.budget_usd_per_hour is None or plan.usd_per_hour <= demand.budget_usd_per_hour + 1e-9
-            assert demand.max_targets is None or len(plan.placements) <= demand.max_targets
+            assert plan.capacity >= amount(demand) - 1e-9
+            assert demand.budgetUsdPerHour is None or plan.usd_per_hour <= demand.budgetUsdPerHour + 1e-9
+            assert demand.maxTargets is None or len(plan.placements) <= demand.maxTargets
             assert all(pool.nodes == math.ceil(pool.gpus_used / pool.pool.gpus_per_node) for pool in plan.pools)
         outcomes.append(plan)
     feasible = [p for p in outcomes if p is not None]
@@ -50,11 +52,11 @@ def test_a_mixed_plan_beats_every_single_target_when_node_sizes_differ() -> None
         r.concurrency / r.gpus_per_replica_set for r in ROWS if r.gpu == gpu and r.published and r.concurrency
     )
     node_gpus = next(o.gpus_per_node for o in OFFERS if o.instance_type == big[0])
-    demand = Demand(
-        slo=CRITERIA,
-        concurrent_users=int(best_density * node_gpus) + 1,
-        gpu_types=(gpu,),
-        capacity_types=("on-demand", "capacity-block"),
+    demand = DemandConfig(
+        slo=CRITERIA_SLO,
+        concurrentUsers=int(best_density * node_gpus) + 1,
+        gpuTypes=[gpu],
+        capacityTypes=["on-demand", "capacity-block"],
     )
     result = plan_capacity(demand, ROWS, OFFERS)
     assert result.plan is not None and len(result.plan.placements) > 1
@@ -66,10 +68,10 @@ def test_a_mixed_plan_beats_every_single_target_when_node_sizes_differ() -> None
 
 @pytest.mark.parametrize(
     "demand",
-    [d for d in DEMANDS if solve(search_space(d, ROWS, OFFERS), d.unit) is None][:12],
-    ids=lambda d: f"{d.amount:g}{d.unit}",
+    [d for d in DEMANDS if solve(search_space(d, ROWS, OFFERS), unit(d)) is None][:12],
+    ids=lambda d: f"{amount(d):g}{unit(d)}",
 )
-def test_infeasible_demands_name_exactly_the_binding_constraints(demand: Demand) -> None:
+def test_infeasible_demands_name_exactly_the_binding_constraints(demand: DemandConfig) -> None:
     result = plan_capacity(demand, ROWS, OFFERS)
     assert result.plan is None and result.infeasible is not None
     active = active_constraints(demand)
@@ -80,7 +82,7 @@ def test_infeasible_demands_name_exactly_the_binding_constraints(demand: Demand)
         assert set(result.infeasible.binding) == unblocking, result.infeasible.message
     else:
         assert set(result.infeasible.binding) in (set(active), set()), result.infeasible.message
-    assert result.infeasible.message.startswith(f"no plan serves {demand.amount:g} {demand.unit}")
+    assert result.infeasible.message.startswith(f"no plan serves {amount(demand):g} {unit(demand)}")
 
 
 def test_each_constraint_alone_is_named_when_it_binds() -> None:
@@ -88,26 +90,31 @@ def test_each_constraint_alone_is_named_when_it_binds() -> None:
     fastest = max(
         (r for r in ROWS if r.published and r.gpu in priced_gpus), key=lambda r: r.tokens_per_second_per_user or 0
     )
-    other_gpus = tuple(sorted({o.gpu for o in OFFERS} - {fastest.gpu}))
+    other_gpus = sorted({o.gpu for o in OFFERS} - {fastest.gpu})
     cheapest_node = min(p for o in OFFERS for p in o.usd_per_hour.values() if p)
     unpriced = sorted({o.gpu for o in OFFERS} - priced_gpus)
     cases = {
-        "slo": Demand(
-            slo=Slo((fastest.tokens_per_second_per_user or 0) * 2, CRITERIA.max_ttft_p50_ms), concurrent_users=10
+        "slo": DemandConfig(
+            slo=SloConfig(
+                minTokensPerSecondPerUser=(fastest.tokens_per_second_per_user or 0) * 2,
+                maxTtftP50Ms=CRITERIA.max_ttft_p50_ms,
+            ),
+            concurrentUsers=10,
         ),
-        "gpu-types": Demand(
-            slo=Slo(fastest.tokens_per_second_per_user or 0, math.inf),
-            concurrent_users=1,
-            gpu_types=other_gpus,
-            capacity_types=("on-demand", "capacity-block", "spot"),
+        "gpu-types": DemandConfig(
+            # The longest TTFT the field allows: no row waits that long.
+            slo=SloConfig(minTokensPerSecondPerUser=fastest.tokens_per_second_per_user or 0, maxTtftP50Ms=3_600_000),
+            concurrentUsers=1,
+            gpuTypes=other_gpus,
+            capacityTypes=["on-demand", "capacity-block", "spot"],
         ),
-        "budget": Demand(slo=CRITERIA, concurrent_users=10, budget_usd_per_hour=cheapest_node / 2),
-        "capacity-types": Demand(slo=CRITERIA, concurrent_users=10, capacity_types=("spot",)),
+        "budget": DemandConfig(slo=CRITERIA_SLO, concurrentUsers=10, budgetUsdPerHour=cheapest_node / 2),
+        "capacity-types": DemandConfig(slo=CRITERIA_SLO, concurrentUsers=10, capacityTypes=["spot"]),
     }
     for expected, demand in cases.items():
         result = plan_capacity(demand, ROWS, OFFERS)
         assert result.infeasible is not None and expected in result.infeasible.binding, (expected, result.infeasible)
-    only_unpriced = dataclasses.replace(cases["budget"], budget_usd_per_hour=None, gpu_types=tuple(unpriced))
+    only_unpriced = cases["budget"].model_copy(update={"budgetUsdPerHour": None, "gpuTypes": unpriced})
     if unpriced:
         result = plan_capacity(only_unpriced, ROWS, OFFERS)
         assert result.infeasible is not None and result.infeasible.binding == ("gpu-types",)
@@ -115,7 +122,7 @@ def test_each_constraint_alone_is_named_when_it_binds() -> None:
 
 def test_free_capacity_is_what_the_spare_gpus_hold_of_the_placed_targets() -> None:
     for demand in DEMANDS[:20]:
-        plan = solve(search_space(demand, ROWS, OFFERS), demand.unit)
+        plan = solve(search_space(demand, ROWS, OFFERS), unit(demand))
         if plan is None:
             continue
         spare_sets = {}

@@ -8,7 +8,7 @@ import json
 
 from aws_helpers import inputs, run_components, the
 
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.device_plugins import DevicePlugins
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.plan.cluster import DevicePluginSet
 
@@ -24,14 +24,12 @@ def plugins(efa_instance_types=(), infiniband=False, nvidia=True):
     def build():
         DevicePlugins(
             "plugins",
-            DevicePluginsArgs(
-                DevicePluginSet(
-                    pins=load_aws_catalog().platform.devicePlugins,
-                    nvidia=nvidia,
-                    efa=bool(efa_instance_types),
-                    efa_instance_types=tuple(efa_instance_types),
-                    infiniband=infiniband,
-                )
+            DevicePluginSet(
+                pins=load_aws_catalog().platform.devicePlugins,
+                nvidia=nvidia,
+                efa=bool(efa_instance_types),
+                efa_instance_types=tuple(efa_instance_types),
+                infiniband=infiniband,
             ),
         )
 

@@ -8,10 +8,10 @@ import pytest
 from aws_helpers import capacity_fields, eks_config, node_pool, run_components, the
 from plan_helpers import plan_of
 
-from components.dra_driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from components.dra_driver import NvidiaDraDriver
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import GPU_TAINT, POOL_LABEL
-from serving_stack.plan.pools import DraDriverPlan
+from serving_stack.plan.cluster import DraDriverPlan
 
 CATALOG = load_aws_catalog()
 NEEDS_DRA = sorted(name for name, i in CATALOG.instance_types.items() if i.computeDomains)
@@ -20,9 +20,7 @@ NO_DRA = sorted(name for name, i in CATALOG.instance_types.items() if not i.comp
 
 def release_values(pools: list[str]) -> dict:
     chart = CATALOG.platform.draDriver
-    run = run_components(
-        lambda: NvidiaDraDriver("dra", NvidiaDraDriverArgs(DraDriverPlan(chart, tuple(pools)))) and None
-    )
+    run = run_components(lambda: NvidiaDraDriver("dra", DraDriverPlan(chart, tuple(pools))) and None)
     release = the(run, "kubernetes:helm.sh/v3:Release")
     assert (release["chart"], release["version"], release["namespace"]) == (chart.chart, chart.version, chart.namespace)
     assert release["repositoryOpts"] == {"repo": chart.repository}

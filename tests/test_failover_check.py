@@ -16,7 +16,7 @@ import pytest
 from plan_helpers import FACTS, plan_of
 from stack_helpers import stack_file_config
 
-from serving_stack.contract.gateway import GatewayModel
+from serving_stack.contract.outputs import GatewayModel
 from serving_stack.errors import ConfigError
 from serving_stack.facts.response_formats import ResponseFormats, load_response_formats
 from serving_stack.plan import failover

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import pytest
 
 from serving_stack.facts import load_facts
-from serving_stack.facts.aws import gpu_of_product, load_gpus
+from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import Recipe
 from serving_stack.facts.serving_overlays import Overlay, ServingOverlays, load_serving_overlays
 from serving_stack.plan.serving import flag_values
@@ -32,7 +32,7 @@ def _flags(words: list[str]) -> dict[str, Optional[str]]:
 def _gpu(recipe: Recipe) -> Optional[str]:
     """The target's GPU, or None for a GPU catalog/gpus.yaml does not hold yet (an absorbed revision can add one;
     `make absorb` names it, and no stack can select such a target, so it has no reference to differ from)."""
-    gpus = {gpu_of_product(load_gpus(), label) for label in recipe.gpu_products}
+    gpus = {load_aws_catalog().gpu_of_product(label) for label in recipe.gpu_products}
     assert len(gpus) == 1, (recipe.id, gpus)
     gpu = gpus.pop()
     return None if gpu is None else str(gpu)

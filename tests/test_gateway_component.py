@@ -21,7 +21,6 @@ from components.gateway import (
     MASTER_KEY_SECRET_KEY,
     Gateway,
     GatewayArgs,
-    SageMakerAccess,
     config_checksum,
     master_key_secret_name,
 )
@@ -69,14 +68,12 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
             plan, service_url(NAME, NAMESPACE, pins.litellm.port), NAMESPACE, master_key_secret_name(NAME), "key"
         ),
     )
-    access = SageMakerAccess(
-        cluster_name="nemotron-prod", endpoint_arns=[endpoint_arn(e) for e in stack_gateway.sagemaker]
-    )
+    arns = [endpoint_arn(e) for e in stack_gateway.sagemaker]
 
     def program():
         gateway = Gateway(
             "gateway",
-            GatewayArgs(stack_gateway, NAMESPACE, MASTER_KEY, access if sagemaker else None),
+            GatewayArgs(stack_gateway, NAMESPACE, MASTER_KEY, "nemotron-prod" if sagemaker else None, arns),
         )
         return {"url": gateway.url, "secret": gateway.master_key_secret}
 

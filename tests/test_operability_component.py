@@ -13,7 +13,7 @@ from aws_helpers import run_components
 from plan_helpers import plan_of
 from stack_helpers import BASE_CONFIG, CONFIG_MAP_TYPE, DGD_TYPE
 
-from components.monitoring import Monitoring, MonitoringArgs
+from components.monitoring import Monitoring
 from components.operability import Operability, OperabilityArgs
 from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.facts.catalog import load_catalog
@@ -37,7 +37,7 @@ def run(raw: dict[str, Any]) -> ProgramRun:
                 target.resource_name,
                 ServingTargetArgs(target, namespace=plan.serving.namespace),
             ).dgd
-        monitoring = Monitoring("monitoring", MonitoringArgs(plan.monitoring)) if plan.monitoring else None
+        monitoring = Monitoring("monitoring", plan.monitoring) if plan.monitoring else None
         assert plan.operability is not None
         Operability(
             "operability",

@@ -243,7 +243,7 @@ def test_a_base_of_the_previous_outputs_contract_is_priced_by_its_own_field_name
         },
     )
     cost = diff_stack("prod", base, head, load_rules()).cost
-    assert (cost.base_total, cost.head_total, cost.change) == (
+    assert (cost.total("base"), cost.total("head"), cost.change) == (
         round(63.3 + 13.12, 2),
         round(126.59 + 13.12, 2),
         round(126.59 - 63.3, 2),

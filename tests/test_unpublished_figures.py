@@ -13,7 +13,7 @@ from monitoring_helpers import groups_for, thresholds
 import tools.summary
 from serving_stack.contract.outputs import CONTRACT_VERSION, ServingEndpoint
 from serving_stack.facts.catalog import Catalog, Performance, Recipe, load_catalog
-from serving_stack.plan.watched_targets import watched_target
+from serving_stack.plan.monitoring import watched_target
 from tools.mock_runtime import ProgramRun
 
 pytestmark = pytest.mark.catalog_driven

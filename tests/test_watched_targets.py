@@ -8,8 +8,8 @@ from aws_helpers import pool
 
 from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.monitoring import watched_target
 from serving_stack.plan.serving import place_target
-from serving_stack.plan.watched_targets import watched_target
 
 pytestmark = pytest.mark.catalog_driven
 

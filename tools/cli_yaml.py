@@ -16,8 +16,9 @@ means for a plain (unquoted) scalar, ported from go-yaml v3.0.1 `resolve.go` and
   offset after the local zone when they agree: recorded with TZ=UTC);
 - `.inf` and `.nan` make the CLI refuse the file (Go's JSON has no infinity).
 
-tests/data/pulumi_cli_yaml.json holds these cases as the real loader read them (tools/record_cli_yaml.py
-runs it); tests/test_stack_file_yaml.py checks this module against every row.
+tests/data/pulumi_cli_yaml.json holds these cases as the real loader read them (tools/e2e/gomod/stack-config-probe,
+the SDK's loader, reads a JSON list of texts on stdin; run with TZ=UTC); tests/test_stack_file_yaml.py checks this
+module against every row and the probe itself on generated scalars.
 """
 
 from __future__ import annotations
@@ -72,24 +73,16 @@ def _go_parse_uint(text: str, base: int) -> int | None:
 def _go_parse_int(text: str, base: int) -> int | None:
     """Go's `strconv.ParseInt(text, base, 64)`: an optional sign, then `ParseUint`, within int64."""
     sign, rest = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
-    if rest == "":
+    magnitude = _go_parse_uint(rest, base)  # None for an empty `rest` too
+    if magnitude is None or not INT64[0] <= sign * magnitude <= INT64[1]:
         return None
-    magnitude = _go_parse_uint(rest, base)
-    if magnitude is None:
-        return None
-    value = sign * magnitude
-    return value if INT64[0] <= value <= INT64[1] else None
-
-
-def _underscores_ok(text: str) -> bool:
-    """Go's `strconv.underscoreOK` for a decimal number: each `_` between two digits."""
-    return not re.search(r"(^|[^0-9])_|_([^0-9]|$)", text.lstrip("+-"))
+    return sign * magnitude
 
 
 def _go_parse_float(text: str) -> float | None:
     """Go's `strconv.ParseFloat(text, 64)` for the decimal forms go-yaml hands it; None on overflow."""
     if "_" in text:
-        if not _underscores_ok(text):
+        if re.search(r"(^|[^0-9])_|_([^0-9]|$)", text.lstrip("+-")):  # Go's `underscoreOK`: each `_` between digits
             return None
         text = text.replace("_", "")
     if not YAML_STYLE_FLOAT.fullmatch(text):

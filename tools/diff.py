@@ -2,17 +2,12 @@
 
     python -m tools.diff --stack prod --base origin/main [--out build/pr-diff/prod.md] [--run-url URL]
 
-Renders BASE (a temporary git worktree, through its own `make render`, in the virtualenv of its own
-requirement files) and the working tree offline, compares `build/<stack>/{resources.json,outputs.json,
-policy-report.txt}` and writes the consequences first (the $/h change, the GPU pools replaced node by node
-and the targets they interrupt, the new or changed targets that fail the stack's `demand:`, the policy
-verdict), then the resources added, removed, replaced (`tools/rollout/provider_rules.yaml` `replacements`) and changed with
-their fields, folded. Where the engine can preview the stack (`make tools`; no AWS resources or Helm
-releases), its `pulumi preview --diff` is written to `engine/<stack>.txt` beside the Markdown, linked, and
-every resource it sees otherwise than the offline diff is named. `--out` also writes the whole diff to
-`full/<name>` beside it, which the bounded Markdown links (`--run-url`: the CI run whose artifact holds
-both). Secrets and kubeconfig never appear. Exit 0: diff printed; 1: the working tree violates a mandatory
-policy (diff printed); 2: a tree does not render (message printed).
+Renders BASE and the working tree offline (`tools.pr_diff.render_ref`) and writes their diff as Markdown
+(`tools.pr_diff.markdown`). Where the engine can preview the stack (`make tools`; no AWS resources or Helm
+releases), its `pulumi preview --diff` is written to `engine/<stack>.txt` beside the Markdown and held
+against the offline diff. `--out` also writes the whole diff to `full/<name>` beside it, which the bounded
+Markdown links (`--run-url`: the CI run whose artifact holds both). Exit 0: diff printed; 1: the working
+tree violates a mandatory policy (diff printed); 2: a tree does not render (message printed).
 """
 
 from __future__ import annotations

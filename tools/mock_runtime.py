@@ -8,6 +8,7 @@ byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
@@ -29,9 +30,7 @@ MOCK_ACCOUNT = "123456789012"
 MOCK_REGION = "us-east-1"
 # ARN resource parts that are not `<resource type>/<name>` (the AWS service authorization reference), so an
 # IAM statement naming the mock's ARN reads as it would with the real one.
-ARN_RESOURCES: dict[str, Callable[[str], str]] = {
-    "aws:cloudwatch/metricAlarm:MetricAlarm": lambda name: f"alarm:{name}"
-}
+ARN_RESOURCE_PREFIXES = {"aws:cloudwatch/metricAlarm:MetricAlarm": "alarm:"}
 
 
 def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +40,7 @@ def _mock_outputs(type_token: str, name: str, inputs: dict[str, Any]) -> dict[st
     package, module, kind = ([*type_token.split(":"), "", ""])[:3]
     outputs: dict[str, Any] = {}
     if package == "aws":
-        arn_resource = ARN_RESOURCES[type_token](name) if type_token in ARN_RESOURCES else f"{kind.lower()}/{name}"
+        arn_resource = ARN_RESOURCE_PREFIXES.get(type_token, f"{kind.lower()}/") + name
         if "arn" not in inputs:
             outputs["arn"] = f"arn:aws:{module.split('/')[0]}:{MOCK_REGION}:{MOCK_ACCOUNT}:{arn_resource}"
         if "name" not in inputs:
@@ -236,28 +235,26 @@ def run_program(
     monitor = RecordingMonitor(stack_mocks)
     run_program.last_monitor = monitor  # type: ignore[attr-defined]
     sys.path.insert(0, str(project_dir))
-    previous_cwd = os.getcwd()
-    os.chdir(project_dir)
     program_globals: dict[str, Any] = {}
     previous = {name: os.environ.get(name) for name in (ALLOW_ENV, TODAY_ENV)}
     os.environ.pop(ALLOW_ENV, None)
     os.environ.update({ALLOW_ENV: "1"} if allow_placeholders else {})
     os.environ.update({TODAY_ENV: today} if today is not None else {})
     try:
-        stack_outputs = pulumi_private.run_with_mocks(
-            lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
-            stack_mocks,
-            monitor,
-            project=project,
-            stack=stack,
-            config=config,
-            secret_keys=secret_keys or [],
-        )
+        with contextlib.chdir(project_dir):
+            stack_outputs = pulumi_private.run_with_mocks(
+                lambda: program_globals.update(runpy.run_path(str(project_dir / "__main__.py"), run_name="__main__")),
+                stack_mocks,
+                monitor,
+                project=project,
+                stack=stack,
+                config=config,
+                secret_keys=secret_keys or [],
+            )
     finally:
         for name, value in previous.items():
             os.environ.pop(name, None)
             os.environ.update({name: value} if value is not None else {})
-        os.chdir(previous_cwd)
         sys.path.remove(str(project_dir))
     outputs = {key: plain_numbers(_resolve(value)) for key, value in sorted(stack_outputs.items())}
     plan = next((value for value in program_globals.values() if isinstance(value, StackPlan)), None)

@@ -29,7 +29,7 @@ from serving_stack.facts.dates import TODAY_ENV
 from tools.mock_runtime import PROJECT_DIR, ProgramRun, RecordedResource, run_program
 from tools.rollout import analyse
 from tools.rollout import markdown as rollout_markdown
-from tools.rollout.graph import HELM_RELEASE
+from tools.rollout.graph import HELM_RELEASE, Resource
 from tools.secret_placeholders import stack_inputs
 from tools.summary import stack_cost_line, summary_markdown
 
@@ -54,11 +54,7 @@ def kubernetes_objects(resources: list[RecordedResource] | list[dict[str, Any]])
     """Recorded Kubernetes resources (not providers, not Helm releases) as plain objects; from the
     resources or from their `to_json()` records."""
     records = [r if isinstance(r, dict) else r.to_json() for r in resources]
-    return [
-        r["inputs"]
-        for r in records
-        if r["type"].startswith("kubernetes:") and r["type"] != HELM_RELEASE and r["custom"]
-    ]
+    return [r["inputs"] for r in records if Resource.from_record(r).is_kubernetes_object]
 
 
 def _manifest_file(obj: dict[str, Any]) -> str:
@@ -72,10 +68,9 @@ def _dump_yaml(data: Any) -> str:
 
 
 def write_render(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[str, Any]] | None = None) -> None:
-    """`records`: the resources' `to_json()`, when the caller already made them."""
+    """Into `out_dir`, which holds no earlier render (`main` clears it first). `records`: the resources'
+    `to_json()`, when the caller already made them."""
     records = sorted(records or [r.to_json() for r in run.resources], key=lambda r: (r["type"], r["name"]))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
     manifests = out_dir / "manifests"
     manifests.mkdir(parents=True)
     for obj in kubernetes_objects(records):
@@ -88,15 +83,6 @@ def write_render(run: ProgramRun, stack: str, out_dir: Path, records: list[dict[
     (out_dir / "outputs.json").write_text(json.dumps(contract.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
     (out_dir / "summary.md").write_text(summary_markdown(stack, run))
     (out_dir / WARNINGS_FILE).write_text("".join(f"{w}\n" for w in (run.plan.warnings if run.plan else ())))
-
-
-def check_policies(run: ProgramRun, stack: str, pack_config: dict[str, Any] | None) -> tuple[str, bool]:
-    """Run the policy pack (`policy/`) on the recorded resources as `pulumi preview --policy-pack` would.
-    Returns the report and whether any mandatory policy is violated."""
-    from policy.nemotron_policies.offline import evaluate, format_report
-
-    violations = evaluate(run.resources, pack_config, stack=stack)
-    return format_report(violations), any(v.mandatory for v in violations)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,7 +137,11 @@ def _main(argv: list[str] | None) -> int:
         shutil.rmtree(out_dir, ignore_errors=True)  # a bad rollout data file is found after the write
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    report, mandatory_violated = check_policies(run, args.stack, pack_config)
+    # The policy pack on the recorded resources, as `pulumi preview --policy-pack policy` runs it.
+    from policy.nemotron_policies.offline import evaluate, format_report
+
+    violations = evaluate(run.resources, pack_config, stack=args.stack)
+    report, mandatory_violated = format_report(violations), any(v.mandatory for v in violations)
     try:
         with (out_dir / "summary.md").open("a") as summary:
             summary.write("\n" + rollout_markdown(rollout))

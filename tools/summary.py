@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from serving_stack.contract.outputs import NodePool, StackOutputs
 from serving_stack.facts.catalog import load_catalog
+from serving_stack.plan.operability import PART_OF, SKIP_AWAIT_ANNOTATION, TARGET_ID_ANNOTATION
 from serving_stack.plan.sagemaker import ENDPOINT_TAG, SPEC_PROVENANCE_TAG, UNVERIFIED, HuggingFaceSource
 from serving_stack.plan.stack import StackCapacity, StackPlan
 from tools.mock_runtime import ProgramRun, RecordedResource
@@ -35,8 +36,6 @@ HOW_TO_RESERVE = (
     "`kubernetesVersion`); docs/aws.md, 'Capacity: On-Demand, Spot, ODCR, Capacity Blocks'."
 )
 MEETS = {True: "yes", False: "no", None: "n/a"}
-OPS_LABEL = ("app.kubernetes.io/part-of", "nemotron-ops")
-TARGET_ID = "nemotron.nvidia.com/target-id"
 WHY_A_DEPLOYMENT = (
     "The canary is a long-running Deployment scraped through a PodMonitor, not a CronJob: a CronJob's pod exits "
     "seconds after its request, before Prometheus scrapes it, and pushing to a Pushgateway instead keeps a dead "
@@ -49,8 +48,8 @@ def table(header: list[str], rows: Iterable[str]) -> list[str]:
     return [f"| {' | '.join(header)} |", f"| {' | '.join(['---'] * len(header))} |", *(f"| {row} |" for row in rows)]
 
 
-def _money(value: Optional[float]) -> str:
-    return f"${value:,.2f}" if value is not None else "n/a"
+def _money(value: Optional[float], form: str = ",.2f") -> str:
+    return f"${value:{form}}" if value is not None else "n/a"
 
 
 def _or_na(value: Optional[float], form: str) -> str:
@@ -140,7 +139,7 @@ def summary_markdown(stack: str, run: ProgramRun) -> str:
             "",
         ]
     if run.plan is not None:
-        lines += [*_sagemaker_containers(run.plan), *_before_up(run.plan), *_capacity_risk(run.plan)]
+        lines += [*_sagemaker_containers(run.plan), *_placeholders(run.plan), *_capacity_risk(run.plan)]
         lines += [*_token_costs(run.plan.capacity), *_scaling(run.plan.capacity), ""]
     return "\n".join(lines)
 
@@ -171,20 +170,18 @@ def _sagemaker_containers(plan: StackPlan) -> list[str]:
     return ["## SageMaker containers", "", *lines, ""] if lines else []
 
 
-def _before_up(plan: StackPlan) -> list[str]:
-    """Dated warnings and the placeholder values a real `pulumi up` refuses, with what to set."""
-    lines: list[str] = []
-    if plan.warnings:
-        lines += ["## Dates", "", *(f"- warning: {warning}" for warning in plan.warnings), ""]
-    if plan.placeholders:
-        lines += [
-            "## Placeholders to set before `pulumi up`",
-            "",
-            "The offline render accepted these; `pulumi up` refuses each until it is set:",
-            "",
-        ]
-        lines += [*(f"- {placeholder.line()}" for placeholder in plan.placeholders), ""]
-    return lines
+def _placeholders(plan: StackPlan) -> list[str]:
+    """The placeholder values a real `pulumi up` refuses, with what to set."""
+    if not plan.placeholders:
+        return []
+    return [
+        "## Placeholders to set before `pulumi up`",
+        "",
+        "The offline render accepted these; `pulumi up` refuses each until it is set:",
+        "",
+        *(f"- {placeholder.line()}" for placeholder in plan.placeholders),
+        "",
+    ]
 
 
 def _capacity_risk(plan: StackPlan) -> list[str]:
@@ -207,16 +204,12 @@ def _capacity_risk(plan: StackPlan) -> list[str]:
     return [*lines, ""]
 
 
-def _usd(value: Optional[float]) -> str:
-    return f"${value:.3f}" if value is not None else "n/a"
-
-
 def _token_costs(capacity: StackCapacity) -> list[str]:
     """The cost of 1M output tokens on each Dynamo target where it runs, beside the cheapest elsewhere."""
     if not capacity.token_costs:
         return []
     rows = (
-        f"`{c.target_id}` | {c.runs_on} | **{_usd(c.usd_per_million)}** | "
+        f"`{c.target_id}` | {c.runs_on} | **{_money(c.usd_per_million, '.3f')}** | "
         f"{token_cost_cell(c.cheapest.by_capacity_type['on-demand'])} | "
         f"{token_cost_cell(c.cheapest.by_capacity_type['capacity-block'])} | "
         f"{MEETS[c.cheapest.meets_criteria]} | {c.cheapest.basis}"
@@ -279,12 +272,9 @@ def _ops_objects(run: ProgramRun) -> dict[tuple[str, str], RecordedResource]:
     for resource in run.resources:
         metadata = resource.inputs.get("metadata") or {}
         annotations = metadata.get("annotations") or {}
-        if (
-            resource.custom
-            and (metadata.get("labels") or {}).get(OPS_LABEL[0]) == OPS_LABEL[1]
-            and TARGET_ID in annotations
-        ):
-            found[(resource.inputs["kind"], annotations[TARGET_ID])] = resource
+        labels = metadata.get("labels") or {}
+        if resource.custom and PART_OF.items() <= labels.items() and TARGET_ID_ANNOTATION in annotations:
+            found[(resource.inputs["kind"], annotations[TARGET_ID_ANNOTATION])] = resource
     return found
 
 
@@ -292,7 +282,7 @@ def _smoke(job: Optional[RecordedResource]) -> str:
     if job is None:
         return "off"
     name = job.inputs["metadata"]["name"]
-    if (job.inputs["metadata"].get("annotations") or {}).get("pulumi.com/skipAwait") == "true":
+    if (job.inputs["metadata"].get("annotations") or {}).get(SKIP_AWAIT_ANNOTATION) == "true":
         return f"`{name}`, not awaited (`dynamo.readiness.wait` is off)"
     return f"`{name}`, gates `up` (at most {job.custom_timeouts.get('create', '10m')})"
 

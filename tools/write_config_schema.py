@@ -134,9 +134,8 @@ class _Reference:
                 found.append(f"{number(lower)}..{number(upper)}{unit}")
             elif lower is not None or upper is not None:
                 found.append(f"{'>=' if upper is None else '<='} {number(lower if upper is None else upper)}{unit}")
-        found += [f"> {number(node['exclusiveMinimum'])}"] if "exclusiveMinimum" in node else []
-        found += [f"< {number(node['exclusiveMaximum'])}"] if "exclusiveMaximum" in node else []
-        found += [f"multiple of {number(node['multipleOf'])}"] if "multipleOf" in node else []
+        others = (("exclusiveMinimum", ">"), ("exclusiveMaximum", "<"), ("multipleOf", "multiple of"))
+        found += [f"{words} {number(node[key])}" for key, words in others if key in node]
         return "; ".join(found)
 
     def block(self, node: dict[str, Any], path: str) -> None:

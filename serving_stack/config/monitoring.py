@@ -52,3 +52,7 @@ class MonitoringConfig(Block):
     """Overrides of catalog/monitoring.yaml's `sloDefaults` (keys: ttftP99Seconds, maxKvCacheUsage, queueGrowthRequests,
     queueGrowthWindow, maxErrorRatio, maxWorkerRestarts, workerRestartWindow, maxGpuMemoryRatio, kvFallbackTtftFactor);
     `{}`: the data's values."""
+
+    @property
+    def creates_namespace(self) -> bool:
+        return self.prometheus.install if self.createNamespace is None else self.createNamespace

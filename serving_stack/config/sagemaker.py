@@ -1,8 +1,8 @@
 """Config of the managed serving path: SageMaker real-time endpoints, from JumpStart or Hugging Face.
 
-Shapes and ranges are checked by pydantic; `check_sagemaker` adds the checks that span fields or need
-the catalog data. Both run in `parse_stack_config`. What needs the region (the JumpStart spec, the LMI
-image) is checked by `serving_stack.plan.sagemaker.plan_sagemaker_endpoints`, still before any resource.
+Shapes and ranges are checked here (`parse_stack_config`); the checks that span fields or need the catalog
+data (`check_sagemaker`) and what needs the region (the JumpStart spec, the LMI image,
+`plan_sagemaker_endpoints`) run in `serving_stack.plan.sagemaker` while planning, still before any resource.
 """
 
 from __future__ import annotations

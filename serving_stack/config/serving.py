@@ -86,7 +86,7 @@ class KubernetesConfig(Block):
     gpuNodes: Optional[list[GpuNodeShape]] = pydantic.Field(default=None, min_length=1, max_length=64)
     """The GPU nodes of an existing cluster (`cluster.source: kubeconfig`), for the checks that run without AWS
     (`make preflight`, `make e2e`); unset: one node as an EKS managed node group of the EKS-optimized NVIDIA
-    AMI runs it with the NVIDIA device plugin and GPU Feature Discovery (`catalog/eks_gpu_node.yaml`)."""
+    AMI runs it with the NVIDIA device plugin and GPU Feature Discovery (`catalog/eks_nodes.yaml` `gpuNodes`)."""
 
     @pydantic.field_validator("namespacePodSecurity")
     @classmethod

@@ -17,6 +17,7 @@ import pydantic_core
 
 from serving_stack.credentials import credential_name, literal, shapes
 from serving_stack.errors import bounded, key_path, walk
+from serving_stack.names import HF_REPO
 
 SEMVER = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -199,7 +200,6 @@ InstanceType = Annotated[str, matching(INSTANCE_TYPE, "an EC2 instance type such
 StorageSize = Annotated[str, bounded_quantity("a storage size such as 300Gi", "1Gi", "64Ti")]
 MemorySize = Annotated[str, bounded_quantity("a memory size such as 64Gi", "64Mi", "2Ti")]
 CpuQuantity = Annotated[str, bounded_quantity("a CPU quantity such as 2 or 500m", "0.01", "256")]
-HF_REPO = r"^[A-Za-z0-9][\w.-]*/[\w.-]+$"
 HfRepo = Annotated[
     str, matching(HF_REPO, "a Hugging Face repo id such as nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4")
 ]

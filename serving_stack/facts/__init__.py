@@ -40,7 +40,7 @@ from serving_stack.facts.monitoring import (
     load_monitoring,
 )
 from serving_stack.facts.placeholders import PlaceholderFacts, load_placeholder_facts
-from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances, load_lmi
+from serving_stack.facts.sagemaker import Estimate, LmiFile, load_instances_file, load_lmi
 from serving_stack.facts.sagemaker import InstanceType as SageMakerInstanceType
 from serving_stack.facts.strict_files import DATA_DIR
 
@@ -79,7 +79,7 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         catalog=load_catalog(root),
         aws=load_aws_catalog(root),
         platform=load_platform(root),
-        sagemaker_instances=load_instances(root),
+        sagemaker_instances=load_instances_file(root).instances,
         lmi=load_lmi(root),
         sagemaker_provisioning=sagemaker_provisioning(root),
         metrics=load_metrics(root),
@@ -89,7 +89,7 @@ def load_facts(root: Path = DATA_DIR) -> Facts:
         autoscaling=load_autoscaling(root),
         checkpoints=load_checkpoint_sizes(root),
         downloader=load_downloader(root),
-        gateway=load_gateway_pins(root / "gateway.yaml"),
+        gateway=load_gateway_pins(root),
         eks_versions=load_eks_versions(root),
         placeholders=load_placeholder_facts(root),
     )

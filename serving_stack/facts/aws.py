@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
 import pydantic
 
@@ -43,11 +43,6 @@ class Gpu(Data):
 class GpusFile(Data):
     schemaVersion: Literal[1]
     gpus: dict[str, Gpu] = pydantic.Field(min_length=1)
-
-
-def gpu_of_product(gpus: dict[str, Gpu], product_label: str) -> Optional[str]:
-    """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it), None for an unknown label."""
-    return next((name for name, gpu in gpus.items() if product_label in gpu.product_labels), None)
 
 
 def unknown_gpu_problem(product_label: str) -> str:
@@ -128,6 +123,7 @@ def load_aws_regions(root: Path = DATA_DIR) -> AwsRegions:
 
 
 VERSION = r"^v?\d+\.\d+\.\d+$"
+KubernetesMinor = Annotated[str, pydantic.StringConstraints(pattern=r"^1\.\d+$")]  # such as 1.35
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -135,11 +131,15 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version))
 
 
-class HelmChart(Data):
-    repository: str
+class Chart(Data):
+    repository: str = pydantic.Field(pattern=r"^https://")
     chart: str
-    version: str = pydantic.Field(pattern=VERSION)
+    version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
     namespace: str
+
+
+class HelmChart(Chart):
+    version: str = pydantic.Field(pattern=VERSION)
     source: str = pydantic.Field(min_length=1)
 
 
@@ -155,7 +155,7 @@ class EfaDevicePluginChart(HelmChart):
 
 
 class DraDriverChart(HelmChart):
-    minKubernetes: str = pydantic.Field(pattern=r"^1\.\d+$")
+    minKubernetes: KubernetesMinor
 
 
 class RdmaSharedDevicePlugin(Data):
@@ -262,7 +262,7 @@ class InstanceType(Data):
     localZoneGroups: list[str]
     computeDomains: bool
     minEfaDevicePlugin: Optional[str] = pydantic.Field(default=None, pattern=r"^v?\d+\.\d+\.\d+$")
-    minKubernetes: Optional[str] = pydantic.Field(default=None, pattern=r"^1\.\d+$")
+    minKubernetes: Optional[KubernetesMinor] = None
     sources: dict[str, str]
 
     @pydantic.model_validator(mode="after")
@@ -368,8 +368,8 @@ class AwsCatalog:
     regions: AwsRegions
 
     def gpu_of_product(self, product_label: str) -> Optional[str]:
-        """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it)."""
-        return gpu_of_product(self.gpus, product_label)
+        """`NVIDIA-H200` -> `h200` (the GPU whose known product labels include it), None for an unknown label."""
+        return next((name for name, gpu in self.gpus.items() if product_label in gpu.product_labels), None)
 
 
 def _check_instance(catalog: AwsCatalog, name: str, instance: InstanceType) -> None:
@@ -459,25 +459,13 @@ def load_capacity_prices(root: Path = CATALOG_DIR) -> CapacityPricesFile:
     return load_model(root / "capacity_prices.yaml", CapacityPricesFile, root)
 
 
-class Chart(Data):
-    repository: str = pydantic.Field(pattern=r"^https://")
-    chart: str
-    version: str = pydantic.Field(pattern=r"^\d+\.\d+\.\d+$")
-    namespace: str
-
-
 class ClusterAutoscalerChart(Chart):
     imageTag: str = pydantic.Field(pattern=r"^v\d+\.\d+\.\d+$")
     minKubernetes: str
     serviceAccount: str
 
 
-# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales: the data names the
-# same one (`ScalingAdapter` accepts only these).
-ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
-ADAPTER_KIND = "DynamoGraphDeploymentScalingAdapter"
-
-
+# The operator's scaling adapter (a scale subresource per DGD service) that KEDA scales.
 class ScalingAdapter(Data):
     apiVersion: Literal["nvidia.com/v1alpha1"]
     kind: Literal["DynamoGraphDeploymentScalingAdapter"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pydantic
-import yaml
 
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.strict_files import (
@@ -34,7 +32,7 @@ from serving_stack.facts.strict_files import (
     parse_yaml,
     read_documents,
 )
-from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, WORKER_COMPONENT_TYPES
+from serving_stack.names import GPU_PRODUCT_LABEL, GPU_RESOURCE, HF_REPO, WORKER_COMPONENT_TYPES
 
 # Options whose value the facts read from a container's args (`--model <repo>`).
 VALUED_OPTIONS = ("--model", "--served-model-name", "--router-mode")
@@ -208,14 +206,23 @@ class TargetEntry(Data):
     performance: Performance
 
 
-def speculative_configs(config_map: dict[str, Any]) -> list[dict[str, Any]]:
-    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section."""
+def speculative_configs(config_map: dict[str, Any], where: str = "ConfigMap") -> list[dict[str, Any]]:
+    """The speculative config each engine runs with: vLLM's JSON key, TRT-LLM's engine YAML section; one of
+    another shape stops with `where` (the ConfigMap as errors name it) and the data key named."""
     configs: list[dict[str, Any]] = []
     for key, text in config_map.get("data", {}).items():
+        at = f"{where}: data.{key}"
         if key == "speculative-config":
-            configs.append(json.loads(text))
+            configs.append(parse_json(text, at, at))
+            if not isinstance(configs[-1], dict):
+                raise ConfigError(at, "is not a JSON object")
         elif key.endswith(".yaml"):
-            speculative = (yaml.safe_load(text) or {}).get("speculative_config")
+            engine = parse_yaml(text, at, at)
+            if len(engine) != 1 or not isinstance(engine[0] or {}, dict):
+                raise ConfigError(at, "is not one YAML mapping")
+            speculative = (engine[0] or {}).get("speculative_config")
+            if not isinstance(speculative or {}, dict):
+                raise ConfigError(f"{at}: speculative_config", "is not a mapping")
             configs += [speculative] if speculative else []
     return configs
 
@@ -397,10 +404,6 @@ def load_checkpoint_sizes(root: Path = DATA_DIR) -> CheckpointSizes:
     return load_model(root / "checkpoints.yaml", CheckpointSizes, root)
 
 
-# A Hugging Face repo id (`org/name`); the config layer checks stack input against the same shape.
-HF_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
 @dataclass(frozen=True)
 class DownloadJob:
     """One upstream download Job and the checkpoints it fetches, in upstream's order."""
@@ -444,10 +447,8 @@ class ModelCacheFacts:
 
 
 def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
-    """The (env name, repo) pairs a download Job fetches; a Job that is not one stops with `key` named."""
-    if job.get("kind") != "Job":
-        raise ConfigError(key, f"holds a {job.get('kind')!r}, not a Job")
-    containers = job.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    """The (env name, repo) pairs a download Job (of JobShape) fetches; a Job that is not one stops with `key` named."""
+    containers = job["spec"]["template"]["spec"]["containers"]
     if len(containers) != 1:
         raise ConfigError(key, f"the Job has {len(containers)} containers", "exactly one (the download script)")
     container = containers[0]
@@ -456,7 +457,7 @@ def checkpoints_of(job: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]
         (str(env["name"]), str(env["value"]))
         for env in container.get("env", [])
         if isinstance(env.get("value"), str)
-        and HF_REPO_ID.match(env["value"])
+        and re.match(HF_REPO, env["value"])
         and re.search(rf"\b{re.escape(env['name'])}\b", script)
     )
     if not found:
@@ -485,8 +486,9 @@ def load_model_cache(root: Path, claim_path: str, job_paths: list[str]) -> Model
         documents = read_documents(job_file, job_key, base)
         if len(documents) != 1:
             raise ConfigError(job_key, f"{path} holds {len(documents)} documents", "one Job per file")
-        if documents[0].get("kind") == "Job":
-            check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
+        if documents[0].get("kind") != "Job":
+            raise ConfigError(job_key, f"holds a {documents[0].get('kind')!r}, not a Job")
+        check_shape(documents[0], JobShape, f"{job_key}: {data_label(job_file, base)}: ")
         jobs.append(DownloadJob(path, documents[0], checkpoints_of(documents[0], job_key)))
     names = [job.name for job in jobs]
     if len(set(names)) != len(names):
@@ -564,10 +566,6 @@ class RetiredTarget:
     recipe: Recipe
     retirement: Retirement
 
-    @property
-    def replacement(self) -> Optional[str]:
-        return self.retirement.successor or self.retirement.closest
-
     def warning(self, where: str) -> str:
         """One line for summary.md, stderr and the PR diff: what is retired and what to select instead."""
         r = self.retirement
@@ -623,16 +621,7 @@ def _recipe_from(entry: TargetEntry, index: int, root: Path, section: str = "tar
     dgd = next(d for d in documents if d["kind"] == "DynamoGraphDeployment")
     check_shape(config_map, ConfigMapShape, f"{key}.manifest: {name} ConfigMap: ")
     check_shape(dgd, DynamoGraphDeploymentShape, f"{key}.manifest: {name} DynamoGraphDeployment: ")
-    for data_key, text in config_map.get("data", {}).items():  # what `speculative_configs` parses, checked
-        where = f"{key}.manifest: {name} ConfigMap: data.{data_key}"
-        if data_key == "speculative-config" and not isinstance(parse_json(text, where, where), dict):
-            raise ConfigError(where, "is not a JSON object")
-        if data_key.endswith(".yaml"):
-            engine = parse_yaml(text, where, where)
-            if len(engine) != 1 or not isinstance(engine[0] or {}, dict):
-                raise ConfigError(where, "is not one YAML mapping")
-            if not isinstance((engine[0] or {}).get("speculative_config") or {}, dict):
-                raise ConfigError(f"{where}: speculative_config", "is not a mapping")
+    speculative_configs(config_map, f"{key}.manifest: {name} ConfigMap")  # checked here, while the file is named
     recipe = Recipe(entry, config_map, dgd)
     if not recipe.worker_components():
         raise ConfigError(
@@ -671,17 +660,15 @@ def _load_catalog(root: Path) -> Catalog:
             raise ConfigError(f"catalog/{TARGETS_FILE}: targets[{index}].id", f"duplicate target id {entry.id!r}")
         recipes[entry.id] = _recipe_from(entry, index, root)
     retired: dict[str, RetiredTarget] = {}
+    known = {*recipes, *(old.id for old in data.retired)}
     for index, old in enumerate(data.retired):
         key = f"catalog/{TARGETS_FILE}: retired[{index}]"
         if old.id in recipes or old.id in retired:
             raise ConfigError(f"{key}.id", f"{old.id!r} is also a current or another retired target")
-        retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
-    for index, old in enumerate(data.retired):
         for attribute in ("successor", "closest"):
-            named = getattr(old.retired, attribute)
-            if named is not None and named not in recipes and named not in retired:
-                key = f"catalog/{TARGETS_FILE}: retired[{index}].retired.{attribute}"
-                raise ConfigError(key, f"{named!r} is not in the catalog")
+            if (named := getattr(old.retired, attribute)) is not None and named not in known:
+                raise ConfigError(f"{key}.retired.{attribute}", f"{named!r} is not in the catalog")
+        retired[old.id] = RetiredTarget(_recipe_from(old, index, root, "retired"), old.retired)
     names = [r.name for r in recipes.values()]  # a retired target may share one: a stack selects one of them
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -13,7 +13,7 @@ from typing import Literal, Optional
 import pydantic
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.aws import version_key
+from serving_stack.facts.aws import KubernetesMinor, version_key
 from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 TODAY_ENV = "NEMOTRON_TODAY"
@@ -44,15 +44,7 @@ class EksVersionsFile(Data):
     read: Optional[datetime.date]
     warnDays: int = pydantic.Field(ge=1, le=365)
     listDays: int = pydantic.Field(ge=1, le=365)
-    versions: dict[str, VersionDates] = pydantic.Field(min_length=1)
-
-    @pydantic.field_validator("versions")
-    @classmethod
-    def _minor_versions(cls, versions: dict[str, VersionDates]) -> dict[str, VersionDates]:
-        for name in versions:
-            if not name.count(".") == 1 or not all(part.isdigit() for part in name.split(".")):
-                raise ValueError(f"{name!r} is not a Kubernetes minor version such as 1.35")
-        return versions
+    versions: dict[KubernetesMinor, VersionDates] = pydantic.Field(min_length=1)
 
     def newest_in_standard_support(self, today: datetime.date) -> Optional[str]:
         supported = [v for v, dates in self.versions.items() if dates.released <= today < dates.endOfStandardSupport]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Optional
 
 import pydantic
 
-from serving_stack.facts.strict_files import Data, load_model
-
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "catalog" / "gateway.yaml"
+from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 
 
 class Resources(Data):
@@ -18,23 +15,21 @@ class Resources(Data):
     limits: dict[str, str]
 
 
-class LiteLLMPin(Data):
+class ContainerPin(Data):
     image: str
+    port: int = pydantic.Field(gt=0, lt=65536)
+    runAsUser: int = pydantic.Field(gt=0)
+    resources: Resources
+    sources: dict[str, str]
+
+
+class LiteLLMPin(ContainerPin):
     version: str
-    port: int = pydantic.Field(gt=0, lt=65536)
-    runAsUser: int = pydantic.Field(gt=0)
     writablePaths: tuple[str, ...]
-    resources: Resources
-    sources: dict[str, str]
 
 
-class RedisPin(Data):
-    image: str
-    port: int = pydantic.Field(gt=0, lt=65536)
-    runAsUser: int = pydantic.Field(gt=0)
+class RedisPin(ContainerPin):
     maxMemory: str
-    resources: Resources
-    sources: dict[str, str]
 
 
 class GatewayPins(Data):
@@ -44,6 +39,5 @@ class GatewayPins(Data):
 
 
 @functools.cache
-def load_gateway_pins(path: Optional[Path] = None) -> GatewayPins:
-    path = path or CATALOG_FILE
-    return load_model(path, GatewayPins, path.parent)
+def load_gateway_pins(root: Path = DATA_DIR) -> GatewayPins:
+    return load_model(root / "gateway.yaml", GatewayPins, root)

@@ -6,7 +6,6 @@ themselves by `tests/test_failover_parsers.py`.
 
 from __future__ import annotations
 
-import datetime
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,16 +13,8 @@ from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.facts.strict_files import Data, load_model
-
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "catalog" / "response_formats.yaml"
-Kind = Literal["measured", "derived", "estimate"]
-
-
-class Sourced(Data):
-    kind: Kind
-    source: str = pydantic.Field(min_length=1)
-    read: datetime.date
+from serving_stack.facts.durations import Sourced
+from serving_stack.facts.strict_files import PROJECT_DATA_DIR, Data, load_model
 
 
 class ModelOutput(Sourced):
@@ -87,6 +78,5 @@ class ResponseFormats(Data):
 
 
 @functools.cache
-def load_response_formats(path: Optional[Path] = None) -> ResponseFormats:
-    path = path or CATALOG_FILE
-    return load_model(path, ResponseFormats, path.parent)
+def load_response_formats(root: Path = PROJECT_DATA_DIR) -> ResponseFormats:
+    return load_model(root / "response_formats.yaml", ResponseFormats, root)

@@ -79,13 +79,11 @@ class InstanceType(Data):
 
 class InstancesFile(Data):
     storageRule: StorageRule
-    instances: dict[str, InstanceType]
+    instances: dict[Annotated[str, pydantic.StringConstraints(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")], InstanceType]
 
     @pydantic.model_validator(mode="after")
     def _storage_follows_the_rule(self) -> InstancesFile:
         for name, instance in self.instances.items():
-            if not re.match(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", name):
-                raise ValueError(f"{name}: not an ml.<family>.<size> instance type")
             if self.storageRule.says_nvme(name) and instance.storage != "nvme":
                 raise ValueError(
                     f"{name}: the storage rule ({self.storageRule.source.split(':')[0]}) says local NVMe, "
@@ -236,10 +234,6 @@ class LmiFile(Data):
 @functools.lru_cache(maxsize=4)
 def load_instances_file(root: Path = DATA_DIR) -> InstancesFile:
     return load_model(root / "sagemaker_instances.yaml", InstancesFile, root)
-
-
-def load_instances(root: Path = DATA_DIR) -> dict[str, InstanceType]:
-    return load_instances_file(root).instances
 
 
 @functools.lru_cache(maxsize=4)

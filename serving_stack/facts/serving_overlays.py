@@ -16,9 +16,7 @@ from typing import Literal, Optional
 
 import pydantic
 
-from serving_stack.facts.strict_files import Data, load_model
-
-CATALOG_FILE = Path(__file__).resolve().parents[2] / "catalog" / "serving_overlays.yaml"
+from serving_stack.facts.strict_files import PROJECT_DATA_DIR, Data, load_model
 
 
 class Reference(Data):
@@ -64,6 +62,5 @@ class ServingOverlays(Data):
 
 
 @functools.cache
-def load_serving_overlays(path: Optional[Path] = None) -> ServingOverlays:
-    path = path or CATALOG_FILE
-    return load_model(path, ServingOverlays, path.parent)
+def load_serving_overlays(root: Path = PROJECT_DATA_DIR) -> ServingOverlays:
+    return load_model(root / "serving_overlays.yaml", ServingOverlays, root)

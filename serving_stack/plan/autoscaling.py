@@ -17,7 +17,7 @@ from typing import Any, Optional
 from serving_stack.config.autoscaling import AutoscalingConfig
 from serving_stack.config.aws import CreateCluster
 from serving_stack.errors import ConfigError
-from serving_stack.facts.aws import ADAPTER_API_VERSION, ADAPTER_KIND, AutoscalingFile, Chart, Metrics
+from serving_stack.facts.aws import AutoscalingFile, Chart, ClusterAutoscalerChart
 from serving_stack.names import GPU_PRODUCT_LABEL, GPU_TAINT
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.serving import PlannedTarget
@@ -36,7 +36,7 @@ def adapter_name(dgd_name: str, component: str) -> str:
 
 
 def scaled_objects(
-    target: PlannedTarget, scaling: AutoscalingConfig, prometheus_url: str, queries: Metrics, slo_ms: float
+    target: PlannedTarget, scaling: AutoscalingConfig, prometheus_url: str, facts: AutoscalingFile, slo_ms: float
 ) -> list[dict[str, Any]]:
     """One ScaledObject per worker component. Bounds in replica sets (the catalog's measured unit) become pods of
     the component (sets x its published replicas per set); each worker carries its share of the set's measured
@@ -45,7 +45,7 @@ def scaled_objects(
     concurrency = recipe.entry.performance.concurrency
     assert concurrency is not None  # checked
     dgd_name, namespace = target.dgd["metadata"]["name"], target.dgd["metadata"]["namespace"]
-    q = queries.for_dgd(namespace, dgd_name)
+    q, adapter = facts.metrics.for_dgd(namespace, dgd_name), facts.scalingAdapter
 
     def trigger(name: str, query: str, metric_type: str, threshold: float, activation: float = 0) -> dict[str, Any]:
         metadata = {"serverAddress": prometheus_url, "query": query, "threshold": keda_number(threshold)}
@@ -68,7 +68,7 @@ def scaled_objects(
         ]
         labels = {"app.kubernetes.io/managed-by": "pulumi", "nvidia.com/dynamo-graph-deployment-name": dgd_name}
         spec = {
-            "scaleTargetRef": {"apiVersion": ADAPTER_API_VERSION, "kind": ADAPTER_KIND, "name": name},
+            "scaleTargetRef": {"apiVersion": adapter.apiVersion, "kind": adapter.kind, "name": name},
             "minReplicaCount": bounds.minReplicaSets * per_set,
             "maxReplicaCount": bounds.maxReplicaSets * per_set,
             "pollingInterval": scaling.pollingIntervalSeconds,
@@ -162,17 +162,10 @@ class ClusterScalingPlan:
     """cluster-autoscaler on the cluster the stack creates; `pool_tags`: the Auto Scaling group tags of each
     managed GPU pool."""
 
-    chart: Chart
-    service_account: str
+    chart: ClusterAutoscalerChart
     policy: dict[str, Any]
     values: dict[str, Any]
     pool_tags: Mapping[str, Mapping[str, str]]
-
-
-@dataclass(frozen=True)
-class AutoscalingPlan:
-    serving: Optional[ServingScalingPlan]
-    cluster: Optional[ClusterScalingPlan]
 
 
 def _checks(
@@ -228,11 +221,12 @@ def plan_autoscaling(
     prometheus_url: Optional[str],
     slo_ms: float,
     facts: AutoscalingFile,
-) -> Optional[AutoscalingPlan]:
-    """What scales the targets (`create`: the cluster the stack creates, in `region`), or one `ConfigError`.
+) -> tuple[Optional[ServingScalingPlan], Optional[ClusterScalingPlan]]:
+    """What scales the targets and what scales the pools (`create`: the cluster the stack creates, in `region`),
+    or one `ConfigError`.
     `prometheus_url`: the stack's own Prometheus, if it runs one; `slo_ms`: the TTFT p50 SLO."""
     if scaling is None:
-        return None
+        return None, None
     url = scaling.prometheusUrl or prometheus_url
     chart = facts.clusterAutoscaler
     errors = _checks(scaling, create, targets, url, chart.imageTag)
@@ -241,21 +235,19 @@ def plan_autoscaling(
     serving = cluster = None
     if scaling.targets:
         assert url is not None  # checked
-        queries = facts.metrics
         scaled = [
             o
             for t in targets
             if t.selected.id in scaling.targets
-            for o in scaled_objects(t, scaling, url, queries, slo_ms)
+            for o in scaled_objects(t, scaling, url, facts, slo_ms)
         ]
         serving = ServingScalingPlan(facts.keda, scaling.installKeda, tuple(scaled))
     if create is not None and region is not None and scaling.clusterAutoscaler.enabled:
         tags = {p.name: MappingProxyType(node_group_autoscaler_tags(p, create.name)) for p in pools if p.managed}
         cluster = ClusterScalingPlan(
             chart=chart,
-            service_account=chart.serviceAccount,
             policy=cluster_autoscaler_policy(create.name),
             values=cluster_autoscaler_values(create.name, region, chart.imageTag, chart.serviceAccount),
             pool_tags=MappingProxyType(tags),
         )
-    return AutoscalingPlan(serving, cluster)
+    return serving, cluster

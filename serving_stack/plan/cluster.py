@@ -22,19 +22,16 @@ from serving_stack.config.aws import AwsClusterConfig, AwsConfig, CreateCluster,
 from serving_stack.config.serving import ClusterAccess
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
-from serving_stack.facts.aws import AwsRegions, DevicePluginPins, EksAddon, version_key
+from serving_stack.facts.aws import AwsRegions, DevicePluginPins, DraDriverChart, EksAddon, version_key
 from serving_stack.facts.dates import EksVersionsFile
 from serving_stack.facts.name_limits import load_name_limits
 from serving_stack.plan.pools import (
     MAX_LOCAL_ZONE_SUBNETS,
     VERSION_KEY,
-    DraDriverPlan,
     LocalZoneSubnet,
     ResolvedPool,
     bounded_list,
     check_region,
-    local_zone_subnets,
-    plan_dra_driver,
     stated_version,
 )
 
@@ -71,6 +68,15 @@ class AwsAccount:
 
 
 @dataclass(frozen=True)
+class DraDriverPlan:
+    """The NVIDIA DRA driver's placement: ComputeDomains on multi-node NVLink pools (GPUs stay with the device
+    plugin)."""
+
+    chart: DraDriverChart
+    pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DevicePluginSet:
     """Which device plugins the pools need, each an explicit switch."""
 
@@ -88,7 +94,14 @@ def plan_cluster(
     cluster = aws.cluster if aws else None
     if access.source == "eks" and aws is not None and cluster is not None and cluster.create is not None:
         addons = tuple(facts.aws.platform.eksAddons.cluster)
-        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, local_zone_subnets(pools))
+        # One subnet per managed Local Zone pool without a configured subnet, in config order (the order gives
+        # each its CIDR: add Local Zone pools at the end).
+        subnets = tuple(
+            LocalZoneSubnet(p.name, p.availability_zone)
+            for p in pools
+            if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
+        )
+        return CreatedCluster(cluster.create, aws.systemNodeGroup, addons, subnets)
     existing = cluster.existing if cluster else None
     return KubeconfigCluster(context=access.context, kubeconfig_path=access.kubeconfigPath, eks=existing)
 
@@ -100,13 +113,15 @@ def plan_device_plugins(
         return None
     wanted = aws.devicePlugins
     efa_types = [p.instance_type for p in pools if p.fabric == "efa" and p.instance_type] if wanted.efa else []
+    domains = tuple(pool.name for pool in pools if pool.compute_domains)
     return DevicePluginSet(
         pins=facts.aws.platform.devicePlugins,
         nvidia=wanted.nvidia,
         efa=bool(efa_types),
         efa_instance_types=tuple(dict.fromkeys(efa_types)),
         infiniband=wanted.rdmaSharedDevice and any(p.fabric == "ib" for p in pools),
-        dra_driver=plan_dra_driver(wanted.draDriver, pools, facts.aws.platform.draDriver),
+        # None when no pool needs ComputeDomains, or the cluster runs the driver already (`draDriver` off).
+        dra_driver=DraDriverPlan(facts.aws.platform.draDriver, domains) if wanted.draDriver and domains else None,
     )
 
 
@@ -126,15 +141,12 @@ def check_stack_region(
     return errors
 
 
-def check_cluster(aws: AwsConfig, access: ClusterAccess, installs_platform: bool, facts: Facts) -> list[ConfigError]:
-    """The `aws` cluster and system node group blocks: how the cluster is sourced, its endpoint and VPC ranges,
-    the Kubernetes version the Dynamo platform needs (`installs_platform`), and the Region and zones."""
+def check_cluster(aws: AwsConfig, installs_platform: bool, facts: Facts) -> list[ConfigError]:
+    """The `aws` cluster and system node group blocks (how the cluster is sourced is `StackConfig`'s check): its
+    endpoint and VPC ranges, the Kubernetes version the Dynamo platform needs (`installs_platform`), and the Region
+    and zones."""
     errors: list[ConfigError] = []
     create = aws.cluster.create if aws.cluster else None
-    if access.source == "eks" and create is None:
-        errors.append(ConfigError("aws.cluster.create", "required when kubernetes.cluster.source is eks"))
-    if create and access.source != "eks":
-        errors.append(ConfigError("kubernetes.cluster.source", "must be eks when aws.cluster.create is set", "eks"))
     if create and aws.nodePools and not aws.devicePlugins.nvidia:
         why = "false on a cluster this stack creates: nothing else there advertises nvidia.com/gpu (no GPU Operator), "
         allowed = "true (false only on an existing cluster whose GPU Operator runs the plugin)"

@@ -23,8 +23,7 @@ from typing import Any, Optional
 
 from serving_stack.config.gateway import GatewayConfig
 from serving_stack.config.stack import StackConfig
-from serving_stack.contract.gateway import GatewayAuth, GatewayModel, GatewayOutput
-from serving_stack.contract.outputs import ServingEndpoint
+from serving_stack.contract.outputs import GatewayAuth, GatewayModel, GatewayOutput, ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.gateway import GatewayPins
 from serving_stack.plan.sagemaker import PlannedEndpoint

@@ -8,6 +8,9 @@ monitors and Grafana dashboards, and the values the Dynamo platform needs so tha
 - The `release` label problem (ai-dynamo/dynamo#12003): the operator's PodMonitors carry no `release` label. The
   stack's own Prometheus selects everything; with an existing one, every object carries its release label.
 - Dashboards come from `catalog/dashboards/*.yaml` with the metric names of `catalog/metrics.yaml`.
+- A target is watched as its rendered DGD runs (`watched_target`), not as the catalog lists it: only a
+  disaggregated vLLM worker whose `--kv-transfer-config` names the NIXL LIBFABRIC backend (the EFA fabric
+  profile sets it) can fall back from LIBFABRIC.
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from serving_stack.facts.monitoring import (
     SloSettings,
     Variable,
 )
-from serving_stack.names import GPU_LABEL, GPU_TAINT, RELEASE_LABEL
+from serving_stack.names import GPU_LABEL, GPU_TAINT, RELEASE_LABEL, WORKER_COMPONENT_TYPES
 from serving_stack.plan.operability import Alert, canary_alerts
+from serving_stack.plan.serving import KV_TRANSFER_FLAG, flag_values
 
 API_VERSION = "monitoring.coreos.com/v1"
 
@@ -62,6 +66,30 @@ class WatchedTarget:
                 raise ValueError(f"{self.target_id}: {name!r} is not a DNS label, so pod names cannot be matched on it")
         if not self.worker_components:
             raise ValueError(f"{self.target_id}: a target has at least one worker component")
+
+
+def watched_target(target_id: str, dgd: dict[str, Any], published_ttft_p50_ms: Optional[float]) -> WatchedTarget:
+    components = dgd["spec"]["components"]
+    (frontend,) = [c["name"] for c in components if c["type"] == "frontend"]
+    workers = [c for c in components if c["type"] in WORKER_COMPONENT_TYPES]
+    disaggregated = any(c["type"] in ("prefill", "decode") for c in workers)
+    return WatchedTarget(
+        target_id=target_id,
+        dgd_name=dgd["metadata"]["name"],
+        frontend_component=frontend,
+        worker_components=tuple(c["name"] for c in workers),
+        kv_over_libfabric=disaggregated and all("LIBFABRIC" in _nixl_backends(c) for c in workers),
+        published_ttft_p50_seconds=None if published_ttft_p50_ms is None else published_ttft_p50_ms / 1000,
+    )
+
+
+def _nixl_backends(component: dict[str, Any]) -> set[str]:
+    return {
+        backend
+        for container in component["podTemplate"]["spec"].get("containers", [])
+        for config in flag_values(container.get("args", [])).get(KV_TRANSFER_FLAG, [])
+        for backend in json.loads(config or "{}").get("kv_connector_extra_config", {}).get("backends", [])
+    }
 
 
 @dataclass(frozen=True)
@@ -456,7 +484,7 @@ def plan_monitoring(
     groups = rule_groups(serving_namespace, targets, thresholds, facts, metrics, runbooks, canary)
     return MonitoringPlan(
         namespace=namespace,
-        create_namespace=prometheus.install if config.createNamespace is None else config.createNamespace,
+        create_namespace=config.creates_namespace,
         release_label=release_label,
         prometheus_url=prometheus_url,
         install_prometheus=prometheus.install,

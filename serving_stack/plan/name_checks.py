@@ -22,8 +22,7 @@ def created_namespaces(config: StackConfig, facts: Facts) -> list[tuple[str, str
     platform, monitoring, scaling, aws = config.dynamo.platform, config.monitoring, config.autoscaling, config.aws
     if platform.install:
         created.append((platform.namespace, "dynamo.platform.namespace", "the Dynamo platform"))
-    creates = monitoring.prometheus.install if monitoring.createNamespace is None else monitoring.createNamespace
-    if monitoring.enabled and creates:
+    if monitoring.enabled and monitoring.creates_namespace:
         created.append((monitoring.namespace, "monitoring.namespace", "monitoring"))
     if scaling is not None and scaling.installKeda:
         created.append((facts.autoscaling.keda.namespace, "autoscaling.installKeda", "KEDA (catalog/autoscaling.yaml)"))

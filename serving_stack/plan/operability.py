@@ -415,64 +415,6 @@ def _frontend_tolerations(dgd: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list(frontend["podTemplate"].get("spec", {}).get("tolerations") or [])
 
 
-def _checks(
-    target: PlannedTarget,
-    settings: OperabilityConfig,
-    namespace: str,
-    claim_name: str,
-    criteria: Criteria,
-    programs: Mapping[str, str],
-    release_label: Optional[str],
-    image_pull_seconds: int,
-) -> TargetChecks:
-    dgd, contract = target.dgd, target.endpoint
-    endpoint = Endpoint(
-        target.selected.id, dgd["metadata"]["name"], contract.servedModelName, contract.url, contract.gpus
-    )
-    gated = WAIT_FOR_ANNOTATION in dgd["metadata"].get("annotations", {})
-    wait = settings.smokeTests.waitSeconds
-    if wait is None:
-        wait = SMOKE_WAIT_AFTER_READY_SECONDS if gated else startup_budget_seconds(dict(dgd)) + image_pull_seconds
-    smoke = smoke_test_job(
-        endpoint,
-        namespace,
-        settings.smokeTests,
-        wait,
-        {
-            CONFIG_CHECKSUM_ANNOTATION: _digest({p: programs[p] for p in SMOKE_PROGRAMS}),
-            DGD_DIGEST_ANNOTATION: _digest(dgd),  # a changed graph runs the smoke test again
-        },
-    )
-    if not gated:
-        smoke["metadata"]["annotations"][SKIP_AWAIT_ANNOTATION] = "true"
-    performance = target.selected.recipe.entry.performance
-    bench = benchmark_job(
-        endpoint,
-        namespace,
-        settings.benchmark,
-        concurrency=settings.benchmark.concurrency or performance.concurrency or 1,
-        claim_name=claim_name,
-        published={"performance": performance.model_dump(), "criteria": criteria.model_dump()},
-        tolerations=_frontend_tolerations(dgd),
-    )
-    canary = canary_deployment(
-        endpoint,
-        namespace,
-        settings.canary,
-        {CONFIG_CHECKSUM_ANNOTATION: _digest({p: programs[p] for p in CANARY_PROGRAMS})},
-    )
-    monitor = canary_pod_monitor(canary, settings.canary, {RELEASE_LABEL: release_label} if release_label else None)
-    return TargetChecks(
-        target.selected.id,
-        target.resource_name,
-        gated,
-        smoke,
-        on_demand(bench, settings.benchmark.schedule),
-        canary,
-        monitor,
-    )
-
-
 def plan_operability(
     settings: OperabilityConfig,
     targets: Sequence[PlannedTarget],
@@ -488,14 +430,41 @@ def plan_operability(
     if not targets or not (smoke_tests or benchmarks or canaries):
         return None
     programs = read_programs()
+    smoke_digest, canary_digest = (_digest({p: programs[p] for p in ps}) for ps in (SMOKE_PROGRAMS, CANARY_PROGRAMS))
+    checks = []
+    for target in targets:
+        dgd, contract = target.dgd, target.endpoint
+        endpoint = Endpoint(
+            target.selected.id, dgd["metadata"]["name"], contract.servedModelName, contract.url, contract.gpus
+        )
+        gated = WAIT_FOR_ANNOTATION in dgd["metadata"].get("annotations", {})
+        wait = settings.smokeTests.waitSeconds
+        if wait is None:
+            wait = SMOKE_WAIT_AFTER_READY_SECONDS if gated else startup_budget_seconds(dict(dgd)) + image_pull_seconds
+        # a changed graph runs the smoke test again
+        annotations = {CONFIG_CHECKSUM_ANNOTATION: smoke_digest, DGD_DIGEST_ANNOTATION: _digest(dgd)}
+        smoke = smoke_test_job(endpoint, namespace, settings.smokeTests, wait, annotations)
+        if not gated:
+            smoke["metadata"]["annotations"][SKIP_AWAIT_ANNOTATION] = "true"
+        performance = target.selected.recipe.entry.performance
+        bench = benchmark_job(
+            endpoint,
+            namespace,
+            settings.benchmark,
+            concurrency=settings.benchmark.concurrency or performance.concurrency or 1,
+            claim_name=claim_name,
+            published={"performance": performance.model_dump(), "criteria": criteria.model_dump()},
+            tolerations=_frontend_tolerations(dgd),
+        )
+        canary = canary_deployment(endpoint, namespace, settings.canary, {CONFIG_CHECKSUM_ANNOTATION: canary_digest})
+        monitor = canary_pod_monitor(canary, settings.canary, {RELEASE_LABEL: release_label} if release_label else None)
+        bench_cron = on_demand(bench, settings.benchmark.schedule)
+        checks.append(TargetChecks(target.selected.id, target.resource_name, gated, smoke, bench_cron, canary, monitor))
     return OperabilityPlan(
         program_config_map=program_config_map(namespace, programs),
         smoke_tests=smoke_tests,
         benchmarks=benchmarks,
         canaries=canaries,
         canary_monitors=canaries and release_label is not None,
-        targets=tuple(
-            _checks(t, settings, namespace, claim_name, criteria, programs, release_label, image_pull_seconds)
-            for t in targets
-        ),
+        targets=tuple(checks),
     )

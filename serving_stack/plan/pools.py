@@ -1,8 +1,7 @@
 """GPU node pools, resolved once: config + instance facts -> `ResolvedPool` (what placement, costs and a node group
-need); the pools' checks against the facts and the rules AWS documents (regions and zones from `catalog/aws_regions.yaml`: the control plane never gets a Local Zone
-subnet; reservation ids; Kubernetes >= 1.33 for GB200; a Capacity Block group upgraded only at size 0); their cost
-rows; and the NVIDIA DRA driver's placement (ComputeDomains on multi-node NVLink pools; GPUs stay with the device
-plugin).
+need); the pools' checks against the facts and the rules AWS documents (regions and zones from
+`catalog/aws_regions.yaml`: the control plane never gets a Local Zone subnet; reservation ids; Kubernetes >= 1.33
+for GB200; a Capacity Block group upgraded only at size 0); and their cost rows.
 """
 
 from __future__ import annotations
@@ -13,14 +12,11 @@ from types import MappingProxyType
 from typing import Optional
 
 from serving_stack.config.aws import AwsClusterConfig, AwsConfig, NodePoolConfig
-from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import NodePool
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts import Facts
 from serving_stack.facts.aws import (
     AwsCatalog,
     AwsRegions,
-    DraDriverChart,
     InstanceType,
     NetworkInterface,
     version_key,
@@ -31,7 +27,7 @@ EKS_CAPACITY_TYPES = MappingProxyType(
     {"on-demand": "ON_DEMAND", "spot": "SPOT", "odcr": "ON_DEMAND", "capacity-block": "CAPACITY_BLOCK"}
 )
 RESERVED_CAPACITY_TYPES = ("odcr", "capacity-block")
-# Local Zone subnets the created VPC has room for (components.cluster.local_zone_cidrs).
+# Local Zone subnets the created VPC has room for (plan.cluster.local_zone_cidrs).
 MAX_LOCAL_ZONE_SUBNETS = 8
 
 
@@ -160,7 +156,8 @@ def stated_version(cluster: Optional[AwsClusterConfig]) -> tuple[str, Optional[s
     return "aws.cluster.existing.kubernetesVersion", existing.kubernetesVersion if existing is not None else None
 
 
-def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
+def resolve_pool(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> ResolvedPool:
+    """The pool with its facts and defaults (the config must have passed `check_pools`)."""
     facts = pool_facts(pool, aws_catalog)
     if facts is None:
         raise ValueError(f"pool {pool.name!r} was not checked (run check_pools first)")
@@ -196,23 +193,6 @@ def _resolve(pool: NodePoolConfig, aws: AwsConfig, aws_catalog: AwsCatalog) -> R
         image_cache_snapshot_id=pool.imageCacheSnapshotId,
         on_demand_usd_per_hour=instance.onDemandUsdPerHour if instance else None,
         efa_layout=tuple(instance.efa_layout()) if instance and fabric == "efa" else (),
-    )
-
-
-def resolve_pools(config: StackConfig, facts: Facts) -> dict[str, ResolvedPool]:
-    """Pool name -> resolved pool (the config must have passed `check_pools`)."""
-    if config.aws is None:
-        return {}
-    return {pool.name: _resolve(pool, config.aws, facts.aws) for pool in config.aws.nodePools}
-
-
-def local_zone_subnets(pools: Iterable[ResolvedPool]) -> tuple[LocalZoneSubnet, ...]:
-    """One subnet per managed Local Zone pool without a configured subnet, in config order (the order
-    gives each its CIDR: add Local Zone pools at the end)."""
-    return tuple(
-        LocalZoneSubnet(p.name, p.availability_zone)
-        for p in pools
-        if p.managed and p.local_zone and p.availability_zone and p.subnet_id is None
     )
 
 
@@ -447,15 +427,3 @@ def pool_cost_rows(pools: Iterable[ResolvedPool]) -> list[NodePool]:
         )
         for pool in pools
     ]
-
-
-@dataclass(frozen=True)
-class DraDriverPlan:
-    chart: DraDriverChart
-    pools: tuple[str, ...]
-
-
-def plan_dra_driver(install: bool, pools: Iterable[ResolvedPool], chart: DraDriverChart) -> Optional[DraDriverPlan]:
-    """None when no pool needs ComputeDomains, or the cluster runs the driver already (`install` off)."""
-    names = tuple(pool.name for pool in pools if pool.compute_domains)
-    return DraDriverPlan(chart, names) if install and names else None

@@ -22,7 +22,7 @@ from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts
 from serving_stack.facts.dates import today as current_date
 from serving_stack.facts.response_formats import load_response_formats
-from serving_stack.plan.autoscaling import AutoscalingPlan, ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
+from serving_stack.plan.autoscaling import ClusterScalingPlan, ServingScalingPlan, plan_autoscaling
 from serving_stack.plan.cluster import (
     AwsAccount,
     ClusterPlan,
@@ -55,11 +55,12 @@ from serving_stack.plan.monitoring import (
     MonitoringPlan,
     deep_merge,
     plan_monitoring,
+    watched_target,
 )
 from serving_stack.plan.name_checks import check_names
 from serving_stack.plan.operability import OperabilityPlan, plan_operability
 from serving_stack.plan.placeholders import Placeholder, config_placeholders, refuse_unless_allowed
-from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pools
+from serving_stack.plan.pools import ResolvedPool, check_pools, pool_cost_rows, resolve_pool
 from serving_stack.plan.sagemaker import HuggingFaceSource, PlannedEndpoint, check_sagemaker, plan_sagemaker_endpoints
 from serving_stack.plan.serving import (
     PlannedTarget,
@@ -69,7 +70,6 @@ from serving_stack.plan.serving import (
     select_targets,
 )
 from serving_stack.plan.throughput import TargetTokenCost
-from serving_stack.plan.watched_targets import watched_target
 
 
 @dataclass(frozen=True)
@@ -105,16 +105,9 @@ class StackCapacity:
     """What 1M output tokens cost where each target runs (the GPUs a data file prices), and what scales."""
 
     token_costs: tuple[TargetTokenCost, ...]
-    autoscaling: Optional[AutoscalingPlan]
+    serving_scaling: Optional[ServingScalingPlan]  # KEDA and the targets' ScaledObjects
+    cluster_scaling: Optional[ClusterScalingPlan]  # cluster-autoscaler for the GPU pools
     ended_prices: tuple[str, ...] = ()  # prices past their reviewBy, left out of every cost
-
-    @property
-    def serving_scaling(self) -> Optional[ServingScalingPlan]:
-        return self.autoscaling.serving if self.autoscaling else None
-
-    @property
-    def cluster_scaling(self) -> Optional[ClusterScalingPlan]:
-        return self.autoscaling.cluster if self.autoscaling else None
 
 
 @dataclass(frozen=True)
@@ -181,12 +174,12 @@ def build_plan(
     if aws is None:  # StackConfig refuses a cluster.source eks without it
         errors += place_targets(selected, None, facts.aws)[1]
     else:
-        aws_errors = check_cluster(aws, config.kubernetes.cluster, config.dynamo.platform.install, facts)
+        aws_errors = check_cluster(aws, config.dynamo.platform.install, facts)
         aws_errors += check_pools(aws, facts.aws) + check_storage(cache_config, aws, size, facts.aws.regions)
         aws_errors += room_errors
         errors += aws_errors
         if not aws_errors:
-            pools = resolve_pools(config, facts)
+            pools = {pool.name: resolve_pool(pool, aws, facts.aws) for pool in aws.nodePools}
             placements, placement_errors = place_targets(selected, pools, facts.aws)
             errors += placement_errors
     if errors:
@@ -234,7 +227,7 @@ def build_plan(
         )
     pool_list = tuple(pools.values())
     slo = config.demand.slo if config.demand and config.demand.slo else None
-    autoscaling = plan_autoscaling(
+    serving_scaling, cluster_scaling = plan_autoscaling(
         scaling,
         aws.cluster.create if aws and aws.cluster else None,
         aws.region if aws else None,
@@ -320,7 +313,8 @@ def build_plan(
         monitoring=monitoring,
         capacity=StackCapacity(
             tuple(t.token_cost for t in targets if t.token_cost),
-            autoscaling,
+            serving_scaling,
+            cluster_scaling,
             facts.capacity_prices.ended_capacity_blocks(today),
         ),
         gateway=gateway,

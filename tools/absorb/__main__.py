@@ -25,8 +25,7 @@ from typing import Any, Optional
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts import Facts, load_facts
-from serving_stack.facts.aws import gpu_of_product
-from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, load_catalog
+from serving_stack.facts.catalog import TARGETS_FILE, Catalog, CheckpointSizes, Upstream, load_catalog
 from serving_stack.facts.strict_files import DATA_DIR
 from tools.absorb.catalog import (
     RECIPES_DIR,
@@ -45,7 +44,6 @@ from tools.absorb.changes import (
     retired_selections,
 )
 from tools.absorb.upstream import (
-    Provenance,
     ProvenanceError,
     TableError,
     UpstreamError,
@@ -83,13 +81,6 @@ def _swap_in(staging: Path, root: Path, directory: str) -> None:
     shutil.rmtree(outgoing, ignore_errors=True)
 
 
-def _install(staging: Path, root: Path) -> None:
-    """Swap the staged `recipes/` and `retired/` in, then write `targets.yaml`."""
-    _swap_in(staging, root, RECIPES_DIR)
-    _swap_in(staging, root, RETIRED_DIR)
-    shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
-
-
 def _stage_retired(data: dict[str, Any], previous: Catalog, root: Path, staging: Path) -> None:
     """Every retired entry's manifest under `staging/retired/`: a kept one from where it was, a newly retired
     one from the `recipes/` it leaves."""
@@ -119,7 +110,7 @@ def _check_drops(dropped: frozenset[str], previous: Catalog, stacks: StackSelect
 def _report(
     revision: UpstreamRevision,
     previous: Catalog,
-    provenance: Provenance,
+    provenance: Upstream,
     facts: Facts,
     changes: TargetChanges,
     stacks: StackSelections,
@@ -149,7 +140,7 @@ def _report(
     unpublished = [r.id for r in catalog.recipes.values() if not r.entry.performance.published]
     unknown_gpus: dict[str, list[str]] = {}
     for recipe in catalog.recipes.values():
-        for label in (g for g in recipe.gpu_products if gpu_of_product(facts.aws.gpus, g) is None):
+        for label in (g for g in recipe.gpu_products if facts.aws.gpu_of_product(g) is None):
             unknown_gpus.setdefault(label, []).append(recipe.id)
     cache = model_cache_changes(previous.model_cache, catalog.model_cache)
     manifests = (previous_manifests(previous), next_manifests(revision))
@@ -239,7 +230,7 @@ def absorb(
         upstream,
         commit,
         date,
-        Provenance(**previous.data.upstream.model_dump()),
+        previous.data.upstream,
         plain_copy=upstream.is_relative_to(root.resolve()),
     )
     data, changes = next_catalog(revision, previous, provenance, dropped)
@@ -263,7 +254,9 @@ def absorb(
         written = bool(files) and not dry_run
         if written:
             step(f"writing {len(files)} changed files into {root}")
-            _install(staging, root)
+            for directory in (RECIPES_DIR, RETIRED_DIR):  # the staged directories swapped in, then targets.yaml
+                _swap_in(staging, root, directory)
+            shutil.copyfile(staging / TARGETS_FILE, root / TARGETS_FILE)
     lines += [
         "",
         f"Files under catalog/recipes/: {f'{len(files)} changed' if files else 'no change'}",

@@ -22,7 +22,7 @@ import yaml
 
 from serving_stack.facts.catalog import UNKNOWN, Catalog, Recipe, TargetEntry, routing_of, speculative_decoding_of
 from tools.absorb.changes import Manifests, TargetChanges, closest, compare_targets
-from tools.absorb.upstream import FIGURES, Provenance, UpstreamError, UpstreamRevision
+from tools.absorb.upstream import FIGURES, Upstream, UpstreamError, UpstreamRevision
 
 RECIPES_DIR = "recipes"
 RETIRED_DIR = "retired"
@@ -89,7 +89,7 @@ def retired_manifest(manifest: str, last_commit: str) -> str:
 def retired_entries(
     previous: Catalog,
     changes: TargetChanges,
-    provenance: Provenance,
+    provenance: Upstream,
     current: Mapping[str, Manifests],
     dropped: frozenset[str],
 ) -> list[dict[str, Any]]:
@@ -135,7 +135,7 @@ def retired_entries(
     return kept + sorted(new, key=lambda e: e["id"])
 
 
-def _benchmark_source(revision: UpstreamRevision, provenance: Provenance) -> str:
+def _benchmark_source(revision: UpstreamRevision, provenance: Upstream) -> str:
     files = sorted({row.source.rsplit(":", 1)[0] for row in revision.figures.values()})
     where = ", ".join(f"{RECIPES_DIR}/{f}" for f in files) or "no performance table"
     return f"{where} (upstream {provenance.repository} {provenance.path} at {provenance.commit})"
@@ -144,7 +144,7 @@ def _benchmark_source(revision: UpstreamRevision, provenance: Provenance) -> str
 def next_catalog(
     revision: UpstreamRevision,
     previous: Catalog,
-    provenance: Provenance,
+    provenance: Upstream,
     dropped: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], TargetChanges]:
     """The data of the next `targets.yaml`, and how its targets differ from `previous`; `dropped` are retired
@@ -157,12 +157,7 @@ def next_catalog(
     jobs = [j for j in previous_jobs if j in jobs] + sorted(set(jobs) - set(previous_jobs))
     data = {
         "schemaVersion": SCHEMA_VERSION,
-        "upstream": {
-            "repository": provenance.repository,
-            "path": provenance.path,
-            "commit": provenance.commit,
-            "date": provenance.date,
-        },
+        "upstream": provenance.model_dump(),
         "modelCache": {"claim": f"{RECIPES_DIR}/{revision.claim}", "downloadJobs": jobs},
         "benchmark": {"workload": previous.data.benchmark.workload, "source": _benchmark_source(revision, provenance)},
         "criteria": {**previous.criteria.model_dump(), **revision.criteria},

@@ -100,10 +100,13 @@ def _readable(path: str, components: list[str]) -> str:
         index = int(match.group(1))
         return f".components[{components[index] if index < len(components) else index}]"
 
-    rest = re.sub(r"\['components'\]\[(\d+)\]", component, rest)
-    rest = re.sub(r"\['([^']*)'\]", r".\1", rest)
-    rest = re.sub(r"(\[\d+\])+$", "", rest)  # one entry per changed list, not per item
+    rest = _dotted(re.sub(r"\['components'\]\[(\d+)\]", component, rest))
     return f"{kind} {rest.lstrip('.')}"
+
+
+def _dotted(path: str) -> str:
+    """`root['spec']['args'][3]` -> `root.spec.args`: keys dotted, one entry per changed list (not per item)."""
+    return re.sub(r"(\[\d+\])+$", "", re.sub(r"\['([^']*)'\]", r".\1", path))
 
 
 def _described(difference: Difference, components: list[str]) -> str:
@@ -197,11 +200,7 @@ def model_cache_changes(old: ModelCacheFacts, new: ModelCacheFacts) -> list[str]
 
 
 def _paths(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    paths = (
-        re.sub(r"(\[\d+\])+$", "", re.sub(r"\['([^']*)'\]", r".\1", d.path)).removeprefix("root.")
-        for d in differences(old, new)
-    )
-    return list(dict.fromkeys(paths))
+    return list(dict.fromkeys(_dotted(d.path).removeprefix("root.") for d in differences(old, new)))
 
 
 TARGETS_KEY = "targets"

@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Optional
 
 from serving_stack.facts.catalog import Performance
+from serving_stack.facts.catalog import Upstream as Upstream  # re-exported: the provenance `resolve` returns
 from serving_stack.facts.strict_files import load_yaml_documents
 
 UNPUBLISHED_CELLS = {"", "-", "—", "–", "n/a", "na", "tbd", "unknown", "?"}
@@ -143,14 +144,6 @@ class ProvenanceError(ValueError):
     """The commit, the date or the checkout state cannot be vouched for."""
 
 
-@dataclass(frozen=True)
-class Provenance:
-    repository: str
-    path: str
-    commit: str
-    date: str
-
-
 def _git(directory: Path, *args: str) -> Optional[str]:
     try:
         done = subprocess.run(
@@ -165,11 +158,12 @@ def resolve(
     directory: Path,
     commit: str,
     date: Optional[str],
-    recorded: Provenance,
+    recorded: Upstream,
     *,
     plain_copy: bool = False,
-) -> Provenance:
-    """`plain_copy`: read `directory` as a plain copy even inside a git checkout (the catalog's own vendored
+) -> Upstream:
+    """Where the files at `directory` come from, `recorded` (the catalog's `upstream:`) giving what git cannot.
+    `plain_copy`: read `directory` as a plain copy even inside a git checkout (the catalog's own vendored
     copy lives in this project's repository, not upstream's)."""
     if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
         raise ProvenanceError(f"COMMIT={commit!r} is not a git commit id (7 to 40 lower-case hex digits)")
@@ -182,7 +176,7 @@ def resolve(
                 f"{directory} is not a git checkout, so the date of {commit} is unknown: "
                 "give DATE=YYYY-MM-DD (the commit date)"
             )
-        return Provenance(recorded.repository, recorded.path, commit, date or recorded.date)
+        return recorded.model_copy(update={"commit": commit, "date": date or recorded.date})
     full = _git(directory, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}")
     if full is None:
         raise ProvenanceError(f"commit {commit} is not in the git checkout of {directory}")
@@ -194,7 +188,9 @@ def resolve(
     committed = _git(directory, "show", "-s", "--format=%cs", full) or ""
     if date is not None and date != committed:
         raise ProvenanceError(f"DATE={date}, but git says {commit} was committed on {committed}")
-    return Provenance(recorded.repository, prefix.rstrip("/") or recorded.path, commit, committed)
+    return recorded.model_copy(
+        update={"path": prefix.rstrip("/") or recorded.path, "commit": commit, "date": committed}
+    )
 
 
 VENDORED_SUFFIXES = (".yaml", ".yml", ".md", ".sh")

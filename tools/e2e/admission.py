@@ -106,11 +106,9 @@ def _unresolvable_runtime_version(rule: Rule, new: JSON, old: Optional[JSON], gr
         image, override = _main_image(component, container), component.get("runtimeVersionOverride") or ""
         if not image or override or pattern.match(_image_tag(image).strip()):
             continue
-        before = previous.get(component.get("name"))
-        if old is not None and before is not None:
-            unchanged = (_main_image(before, container), before.get("runtimeVersionOverride") or "") == (image, "")
-            if unchanged:  # the ratchet: an unchanged legacy tuple stays admitted
-                continue
+        before = previous.get(component.get("name")) or {}
+        if before and (_main_image(before, container), before.get("runtimeVersionOverride") or "") == (image, ""):
+            continue  # the ratchet: an unchanged legacy tuple stays admitted
         yield index, None
 
 

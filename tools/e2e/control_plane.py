@@ -15,10 +15,9 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from tools.e2e.kube import Kube
 
@@ -42,41 +41,37 @@ class ControlPlane:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     server: str = ""
 
-    @property
-    def kubeconfig(self) -> Path:
-        return self.work / "kubeconfig"
-
     def kube(self) -> Kube:
         return Kube(self.server, self.token)
 
-    def _spawn(self, name: str, args: list[str], env: Optional[dict[str, str]] = None) -> None:
-        log = open(self.work / f"{name}.log", "wb")  # noqa: SIM115 - the process owns it until stop()
+    def spawn(self, name: str, args: list[str], cwd: Optional[Path] = None) -> None:
+        """Start `name` under `timeout`, logging to `<name>.log` (appended to when it is started again)."""
+        log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - the process owns it until stop()
         self.processes[name] = subprocess.Popen(
             ["timeout", "-k", "5", str(self.budget_seconds), *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
 
-    def _check_alive(self, name: str) -> None:
-        process = self.processes[name]
-        if process.poll() is not None:
-            tail = (self.work / f"{name}.log").read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+    def _alive(self) -> bool:
+        """True, after making sure no process of the control plane has died (its log tail if one has)."""
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                tail = (self.work / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{name} exited with {process.returncode}:\n{tail}")
+        return True
 
     def start(self) -> None:
         self.work.mkdir(parents=True, exist_ok=True)
         bin_ = TOOLS_BIN
-        missing = [
-            b
-            for b in ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-            if not (bin_ / b).exists()
-        ]
+        programs = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+        missing = [b for b in programs if not (bin_ / b).exists()]
         if missing:
             raise RuntimeError(f"missing {', '.join(missing)} in {bin_}: run `make tools`")
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        self._spawn(
+        self.spawn(
             "etcd",
             [
                 str(bin_ / "etcd"),
@@ -101,7 +96,7 @@ class ControlPlane:
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         (self.work / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
         certs = self.work / "certs"
-        self._spawn(
+        self.spawn(
             "kube-apiserver",
             [
                 str(bin_ / "kube-apiserver"),
@@ -125,17 +120,15 @@ class ControlPlane:
         kube = self.kube()
 
         def ready() -> bool:
-            for name in ("etcd", "kube-apiserver"):
-                self._check_alive(name)
+            self._alive()
             try:
                 return bool(kube.request("GET", "/readyz") == "ok")
             except Exception:
                 return False
 
         kube.wait_for("kube-apiserver /readyz", ready, timeout=120)
-        self.kubeconfig.write_text(self._kubeconfig_text())
-        common = [f"--kubeconfig={self.kubeconfig}"]
-        self._spawn(
+        common = [f"--kubeconfig={self.kubeconfig_with_context(self.work / 'kubeconfig', 'e2e')}"]
+        self.spawn(
             "kube-controller-manager",
             [
                 str(bin_ / "kube-controller-manager"),
@@ -150,7 +143,7 @@ class ControlPlane:
                 "--node-monitor-grace-period=120s",
             ],
         )
-        self._spawn(
+        self.spawn(
             "kube-scheduler",
             [
                 str(bin_ / "kube-scheduler"),
@@ -160,7 +153,7 @@ class ControlPlane:
                 "--secure-port=0",
             ],
         )
-        self._spawn(
+        self.spawn(
             "kwok",
             [
                 str(bin_ / "kwok"),
@@ -175,41 +168,33 @@ class ControlPlane:
         # The default ServiceAccount appears once the controller manager runs: pods need it.
         kube.wait_for(
             "the default ServiceAccount",
-            lambda: self._alive_and(lambda: kube.get("ServiceAccount", "default", "default")),
+            lambda: self._alive() and kube.get("ServiceAccount", "default", "default"),
             timeout=120,
         )
 
-    def _alive_and(self, check: Callable[[], Any]) -> Any:
-        """`check()`, after making sure no process of the control plane has died (its log tail if one has)."""
-        for name in self.processes:
-            self._check_alive(name)
-        return check()
-
-    def _kubeconfig_text(self, context: str = "e2e") -> str:
-        return (
+    def kubeconfig_with_context(self, path: Path, context: str) -> Path:
+        """A kubeconfig whose context has the name a stack file asks for (`kubernetes.cluster.context`)."""
+        path.write_text(
             "apiVersion: v1\nkind: Config\n"
             f"clusters:\n- name: e2e\n  cluster:\n    server: {self.server}\n    insecure-skip-tls-verify: true\n"
             f"users:\n- name: admin\n  user:\n    token: {self.token}\n"
             f"contexts:\n- name: {context}\n  context:\n    cluster: e2e\n    user: admin\n"
             f"current-context: {context}\n"
         )
-
-    def kubeconfig_with_context(self, path: Path, context: str) -> Path:
-        """A kubeconfig whose context has the name a stack file asks for (`kubernetes.cluster.context`)."""
-        path.write_text(self._kubeconfig_text(context))
         return path
 
-    def stop(self) -> None:
-        for process in self.processes.values():
+    def stop(self, *names: str) -> None:
+        """Stop the processes `names` (by default every one)."""
+        stopping = [self.processes.pop(name) for name in names or list(self.processes) if name in self.processes]
+        for process in stopping:
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 10
-        for process in self.processes.values():
+        for process in stopping:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=5)
-        self.processes.clear()

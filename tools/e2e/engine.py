@@ -11,6 +11,7 @@ is also how a scenario interrupts an `up`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -94,9 +95,9 @@ class PulumiError(Exception):
         super().__init__(f"`pulumi {what}` failed:\n{run.output[-6000:]}")
 
 
-def stack_config(stack: str) -> dict[str, Any]:
-    """A committed stack file's `config:` block (as the CLI reads it)."""
-    return dict(yaml.safe_load((REPO / f"Pulumi.{stack}.yaml").read_text())["config"])
+def stack_config(stack: str, root: Path = REPO) -> dict[str, Any]:
+    """A stack file's `config:` block (as the CLI reads it), by default a committed one's."""
+    return dict((yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}).get("config") or {})
 
 
 def _descendants(pid: int) -> list[int]:
@@ -239,14 +240,9 @@ class Project:
             raise PulumiError(f"{operation} --stack {stack}", run)
         return run
 
-    def up(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
-        return self.run("up", stack, check, timeout, **options)
-
-    def preview(self, stack: str, check: bool = True, timeout: Optional[int] = None, **options: Any) -> Run:
-        return self.run("preview", stack, check, timeout, **options)
-
-    def destroy(self, stack: str, check: bool = True, timeout: Optional[int] = None) -> Run:
-        return self.run("destroy", stack, check, timeout)
+    up = functools.partialmethod(run, "up")
+    preview = functools.partialmethod(run, "preview")
+    destroy = functools.partialmethod(run, "destroy")
 
     def deployment(self, stack: str) -> dict[str, Any]:
         """The stack's last checkpoint (`export_stack`): its resources and pending operations."""

@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import yaml
-
 from tools.e2e.control_plane import KUBERNETES_VERSION, TOOLS_BIN
-from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError
+from tools.e2e.engine import PROJECT_NAME, REPO, Project, PulumiError, stack_config
 from tools.e2e.engine_state import engine_plan
 from tools.e2e.fake_nodes import declared_gpu_nodes, stack_nodes
 from tools.e2e.harness import Harness
@@ -68,11 +66,6 @@ def engine_label(version: str) -> str:
     )
 
 
-def _secrets_of(stack_file: Path) -> dict[str, str]:
-    config = (yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}
-    return {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config}
-
-
 def engine_preview(
     repo: Path,
     base_ref: str,
@@ -83,14 +76,13 @@ def engine_preview(
 ) -> EnginePreview:
     """The engine's `preview --diff` and plan of the working tree against the deployed base (its program run
     in `base_venv` when given)."""
-    stack_file = f"Pulumi.{stack}.yaml"
+
     with tempfile.TemporaryDirectory(prefix="engine-diff-") as scratch, base_worktree(repo, base_ref) as (tree, _):
         work = Path(scratch)
         harness = Harness(work / "cluster", budget_seconds=900)
-        (work / "cluster").mkdir()
         harness.start()
         try:
-            config = (yaml.safe_load((tree / stack_file).read_text()) or {}).get("config") or {}
+            config = stack_config(stack, tree)
             context = ((config.get(f"{PROJECT_NAME}:kubernetes") or {}).get("cluster") or {}).get("context", "e2e")
             kubeconfig = harness.plane.kubeconfig_with_context(work / "kubeconfig", context)
             gpu_nodes = declared_gpu_nodes(config)
@@ -98,10 +90,10 @@ def engine_preview(
             harness.replace_nodes(list({n["metadata"]["name"]: n for n in nodes}.values()))
             project = Project.create(work / "pulumi", kubeconfig, tree, base_venv or REPO / ".venv")
             project.write_stack(stack, config)
-            project.init(stack, _secrets_of(tree / stack_file))
+            project.init(stack, {k: v for k, v in PLACEHOLDER_SECRETS.items() if f"{PROJECT_NAME}:{k}" not in config})
             project.up(stack)
             project.link(repo)
-            project.write_stack(stack, (yaml.safe_load((repo / stack_file).read_text()) or {}).get("config") or {})
+            project.write_stack(stack, stack_config(stack, repo))
             preview = project.preview(stack, check=False, diff=True)
             plan = engine_plan(preview.steps)
             version = project.workspace.pulumi_version

@@ -27,6 +27,7 @@ import pydantic
 
 from serving_stack.config.serving import GpuNodeShape
 from serving_stack.facts import load_facts
+from serving_stack.facts.aws import InstanceType
 from serving_stack.facts.strict_files import DATA_DIR, Data, load_model
 from serving_stack.names import GPU_PRODUCT_LABEL, INFINIBAND_RESOURCE, INSTANCE_TYPE_LABEL
 
@@ -61,10 +62,6 @@ def eks_nodes() -> EksNodes:
     return load_model(DATA_DIR / "eks_nodes.yaml", EksNodes)
 
 
-def _by_name(records: Iterable[JSON]) -> dict[str, JSON]:
-    return {f"{r['type']}::{r['name']}": r for r in records}
-
-
 def _release(records: Iterable[JSON], chart: str) -> Optional[JSON]:
     return next((r["inputs"] for r in records if r["type"] == RELEASE and r["inputs"].get("chart") == chart), None)
 
@@ -83,13 +80,10 @@ def _tolerated(tolerations: Sequence[Mapping[str, Any]], taints: Sequence[Mappin
     return all(any(matches(toleration, taint) for toleration in tolerations) for taint in hard)
 
 
-def _selected(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-def _efa_interfaces(template: Optional[JSON]) -> int:
-    interfaces = ((template or {}).get("inputs") or {}).get("networkInterfaces") or []
-    return sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
+def _runs_on(spec: Mapping[str, Any], labels: Mapping[str, str], taints: Sequence[Mapping[str, str]]) -> bool:
+    """Whether a pod with this spec (its nodeSelector and tolerations) may run on such a node."""
+    selected = all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+    return selected and _tolerated(spec.get("tolerations") or [], taints)
 
 
 def _plugins(
@@ -99,24 +93,16 @@ def _plugins(
     platform = load_facts().aws.platform.devicePlugins
     resources: dict[str, int] = {}
     nvidia = _release(records, platform.nvidia.chart)
+    tolerations = ((nvidia or {}).get("values") or {}).get("tolerations") or []
     gpu_present = labels.get("nvidia.com/gpu.present") == "true"
-    if (
-        nvidia is not None
-        and gpus
-        and gpu_present
-        and _tolerated((nvidia.get("values") or {}).get("tolerations") or [], taints)
-    ):
+    if nvidia is not None and gpus and gpu_present and _tolerated(tolerations, taints):
         resources[GPU] = gpus
     efa_plugin = _release(records, platform.efa.chart)
-    if efa_plugin is not None and efa:
-        values = efa_plugin.get("values") or {}
-        allowed = (values.get("supportedInstanceLabels") or {}).get("values")
-        if (
-            _selected(values.get("nodeSelector") or {}, labels)
-            and (allowed is None or labels.get(INSTANCE_TYPE_LABEL) in allowed)
-            and _tolerated(values.get("tolerations") or [], taints)
-        ):
-            resources[EFA] = efa
+    values = (efa_plugin or {}).get("values") or {}
+    allowed = (values.get("supportedInstanceLabels") or {}).get("values")
+    on_type = allowed is None or labels.get(INSTANCE_TYPE_LABEL) in allowed
+    if efa_plugin is not None and efa and on_type and _runs_on(values, labels, taints):
+        resources[EFA] = efa
     rdma = next(
         (
             r["inputs"]["spec"]["template"]["spec"]
@@ -125,36 +111,24 @@ def _plugins(
         ),
         None,
     )
-    if (
-        rdma is not None
-        and _selected(rdma.get("nodeSelector") or {}, labels)
-        and _tolerated(rdma.get("tolerations") or [], taints)
-    ):
+    if rdma is not None and _runs_on(rdma, labels, taints):
         resources[INFINIBAND_RESOURCE] = platform.rdmaSharedDevice.rdmaHcaMax
     return resources
 
 
-def _gfd(records: list[JSON]) -> bool:
-    nvidia = _release(records, load_facts().aws.platform.devicePlugins.nvidia.chart)
-    return nvidia is not None and bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
-
-
 def node_group_nodes(records: list[JSON]) -> list[JSON]:
     """One node per desired node of each rendered managed node group, as EKS and the render's plugins make it."""
-    facts, cpu_types = load_facts().aws, eks_nodes().instanceTypes
-    by_name, nodes = _by_name(records), []
+    facts = load_facts().aws
+    by_name, nodes = {f"{r['type']}::{r['name']}": r for r in records}, []
+    nvidia = _release(records, facts.platform.devicePlugins.nvidia.chart) or {}
+    gfd = bool(((nvidia.get("values") or {}).get("gfd") or {}).get("enabled"))
     for group in (r for r in records if r["type"] == NODE_GROUP):
         inputs, deps = group["inputs"], group.get("propertyDependencies") or {}
         template = next((by_name.get(urn) for urn in deps.get("launchTemplate") or []), None)
         instance_type = (inputs.get("instanceTypes") or [None])[0] or (template or {}).get("inputs", {}).get(
             "instanceType"
         )
-        gpu_type, cpu_type = facts.instance_types.get(instance_type), cpu_types.get(instance_type)
-        shape = gpu_type or cpu_type
-        if shape is None:
-            raise ValueError(
-                f"{group['name']}: no instance facts for {instance_type} (catalog/instance_types.yaml, catalog/eks_nodes.yaml)"
-            )
+        gpu_type, shape = facts.instance_types.get(instance_type), _instance(instance_type, group["name"])
         zones = [
             by_name[urn]["inputs"].get("availabilityZone") for urn in deps.get("subnetIds") or [] if urn in by_name
         ]
@@ -168,38 +142,41 @@ def node_group_nodes(records: list[JSON]) -> list[JSON]:
         }
         if "NVIDIA" in str(inputs.get("amiType", "")):
             labels["nvidia.com/gpu.present"] = "true"
-        if gpu_type is not None and _gfd(records):
+        if gpu_type is not None and gfd:
             labels[GPU_PRODUCT_LABEL] = facts.gpus[gpu_type.gpu].productLabel
-        taints = [
-            {"key": t["key"], **({"value": t["value"]} if t.get("value") else {}), "effect": EKS_EFFECTS[t["effect"]]}
-            for t in inputs.get("taints") or []
-        ]
-        resources = _plugins(records, labels, taints, gpu_type.gpus if gpu_type else 0, _efa_interfaces(template))
+        taints = [_taint(t["key"], t.get("value"), EKS_EFFECTS[t["effect"]]) for t in inputs.get("taints") or []]
+        interfaces = ((template or {}).get("inputs") or {}).get("networkInterfaces") or []
+        efa = sum(1 for nic in interfaces if nic.get("interfaceType") in EFA_INTERFACE_TYPES)
+        resources = _plugins(records, labels, taints, gpu_type.gpus if gpu_type else 0, efa)
         for index in range(int(inputs["scalingConfig"]["desiredSize"])):
             zone = {"topology.kubernetes.io/zone": zones[index % len(zones)]} if zones else {}
             nodes.append(_node(f"{name}-{index}", {**labels, **zone}, taints, shape.vcpus, shape.memoryGiB, resources))
     return nodes
 
 
+def _instance(instance_type: Optional[str], what: str) -> InstanceType | CpuInstance:
+    """A type's instance facts: catalog/instance_types.yaml's, else catalog/eks_nodes.yaml's (CPU types)."""
+    found = load_facts().aws.instance_types.get(str(instance_type)) or eks_nodes().instanceTypes.get(str(instance_type))
+    if found is None:
+        raise ValueError(f"{what}: no instance facts for {instance_type!r} in catalog/")
+    return found
+
+
+def _taint(key: str, value: Optional[str], effect: str) -> dict[str, str]:
+    return {"key": key, **({"value": value} if value else {}), "effect": effect}
+
+
 def declared_nodes(gpu_nodes: Optional[Sequence[GpuNodeShape]]) -> list[JSON]:
     """An existing cluster's nodes: the declared GPU node shapes (or the EKS GPU node fixture) and the
     fixture's system nodes."""
-    fixture, facts = eks_nodes(), load_facts().aws
-    nodes = []
+    fixture, nodes = eks_nodes(), []
     for kind, shapes in (("gpu", gpu_nodes or fixture.gpuNodes), ("system", fixture.systemNodes)):
         for number, shape in enumerate(shapes):
-            instance_type = shape.labels.get(INSTANCE_TYPE_LABEL, "")
-            facts_of = facts.instance_types.get(instance_type) or fixture.instanceTypes.get(instance_type)
-            if facts_of is None:
-                raise ValueError(f"{kind} node {number}: no instance facts for {INSTANCE_TYPE_LABEL}={instance_type!r}")
-            cpu, memory = facts_of.vcpus, facts_of.memoryGiB
-            taints = [
-                {"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect} for t in shape.taints
-            ]
+            size = _instance(shape.labels.get(INSTANCE_TYPE_LABEL, ""), f"{kind} node {number}")
+            taints, resources = [_taint(t.key, t.value, t.effect) for t in shape.taints], dict(shape.resources)
             for index in range(shape.count):
-                nodes.append(
-                    _node(f"{kind}-{number}-{index}", dict(shape.labels), taints, cpu, memory, dict(shape.resources))
-                )
+                name = f"{kind}-{number}-{index}"
+                nodes.append(_node(name, dict(shape.labels), taints, size.vcpus, size.memoryGiB, resources))
     return nodes
 
 

@@ -10,7 +10,6 @@ runs the stand-in operator (tools/e2e/stand_in_operator.py). Used by the scenari
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -32,12 +31,11 @@ STAND_IN_CLASSES = ("efs-ap", "fsx-lustre")
 # The Prometheus operator's CRDs a stack's monitoring objects need on a cluster running its own Prometheus
 # (`monitoring.prometheus.install: false`): the vendored upstream ones (schemas/crds/PROVENANCE.md), so the API
 # server validates and prunes the stack's rules and monitors as that cluster's does.
-MONITORING_CRDS = sorted((REPO / "schemas" / "crds").glob("monitoring.coreos.com_*.yaml"))
-MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
-
-
 def monitoring_crds() -> list[dict[str, Any]]:
-    return [yaml.safe_load(path.read_text()) for path in MONITORING_CRDS]
+    return [yaml.safe_load(p.read_text()) for p in sorted((REPO / "schemas/crds").glob("monitoring.coreos.com_*.yaml"))]
+
+
+MONITORING_NAMESPACE = "monitoring"  # the committed stacks' `monitoring.namespace` (its default)
 
 
 def _condition(obj: Optional[dict[str, Any]], kind: str) -> bool:
@@ -60,7 +58,6 @@ class Harness:
         self.work = work
         self.budget_seconds = budget_seconds
         self.plane = ControlPlane(work, budget_seconds=budget_seconds)
-        self.operator: Optional[subprocess.Popen[bytes]] = None
         self.webhook: Optional[Webhook] = None
 
     @property
@@ -71,26 +68,17 @@ class Harness:
         try:
             self.plane.start()
             kube = self.kube
-            kube.create(yaml.safe_load(CRD.read_text()))
+            crds = [yaml.safe_load(CRD.read_text()), *monitoring_crds()]
+            for crd in crds:
+                kube.create(crd)
+            names = [crd["metadata"]["name"] for crd in crds]
             kube.wait_for(
-                "the DGD CRD to be established",
-                lambda: _condition(
-                    kube.get("CustomResourceDefinition", "dynamographdeployments.nvidia.com"), "Established"
-                ),
+                f"the CRDs {', '.join(names)} to be established",
+                lambda: all(_condition(kube.get("CustomResourceDefinition", n), "Established") for n in names),
                 timeout=60,
             )
             for name in STAND_IN_CLASSES:
                 kube.create(stand_in_storage_class(name))
-            for crd in monitoring_crds():
-                kube.create(crd)
-            for crd in monitoring_crds():
-                kube.wait_for(
-                    f"the CRD {crd['metadata']['name']} to be established",
-                    lambda name=crd["metadata"]["name"]: _condition(
-                        kube.get("CustomResourceDefinition", name), "Established"
-                    ),
-                    timeout=60,
-                )
             # ... and the namespace that Prometheus runs in, where a stack puts its rules and dashboards.
             kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NAMESPACE}})
             self.webhook = Webhook(self.work)
@@ -102,41 +90,15 @@ class Harness:
         return self
 
     def start_operator(self) -> None:
-        if self.operator is not None and self.operator.poll() is None:
+        operator = self.plane.processes.get("operator")
+        if operator is not None and operator.poll() is None:
             return
-        log = open(self.work / "operator.log", "ab")  # noqa: SIM115 - the process owns it until stop
-        self.operator = subprocess.Popen(
-            [
-                "timeout",
-                "-k",
-                "5",
-                str(self.budget_seconds),
-                sys.executable,
-                "-m",
-                "tools.e2e.stand_in_operator",
-                "--server",
-                self.plane.server,
-                "--token",
-                self.plane.token,
-                "--deadline",
-                str(self.budget_seconds),
-                *(a for name in STAND_IN_CLASSES for a in ("--storage-class", name)),
-            ],
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        flags = ["--server", self.plane.server, "--token", self.plane.token, "--deadline", str(self.budget_seconds)]
+        classes = [a for name in STAND_IN_CLASSES for a in ("--storage-class", name)]
+        self.plane.spawn("operator", [sys.executable, "-m", "tools.e2e.stand_in_operator", *flags, *classes], REPO)
 
     def stop_operator(self) -> None:
-        if self.operator is not None and self.operator.poll() is None:
-            self.operator.terminate()
-            try:
-                self.operator.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.operator.kill()
-                self.operator.wait(timeout=5)
-        self.operator = None
+        self.plane.stop("operator")
 
     def replace_nodes(self, nodes: list[dict[str, Any]]) -> None:
         """Exactly these fake nodes, Ready (kwok runs them)."""

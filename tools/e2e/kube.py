@@ -68,11 +68,8 @@ class Kube:
 
     def _path(self, kind: str, namespace: Optional[str] = None, name: Optional[str] = None) -> str:
         prefix, plural, namespaced = KINDS[kind]
-        path = prefix
-        if namespaced and namespace:
-            path += f"/namespaces/{namespace}"
-        path += f"/{plural}"
-        return path + (f"/{name}" if name else "")
+        where = f"/namespaces/{namespace}" if namespaced and namespace else ""
+        return f"{prefix}{where}/{plural}" + (f"/{name}" if name else "")
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> Any:
         data = json.dumps(body).encode() if body is not None else None
@@ -89,9 +86,7 @@ class Kube:
                 text = response.read().decode()
         except urllib.error.HTTPError as error:
             raise KubeError(error.code, error.read().decode(errors="replace")) from None
-        if not text:
-            return None
-        return json.loads(text) if text.lstrip().startswith(("{", "[")) else text
+        return json.loads(text) if text.lstrip().startswith(("{", "[")) else text or None
 
     def list(self, kind: str, namespace: Optional[str] = None, selector: str = "") -> list[JSON]:
         query = "?" + urllib.parse.urlencode({"labelSelector": selector}) if selector else ""

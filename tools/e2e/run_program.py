@@ -21,20 +21,16 @@ import pulumi.runtime
 USER_SAW_ERROR = 32
 
 
-def _arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__)
-    for flag in ("monitor", "engine", "project", "stack", "organization", "root", "pwd", "dry-run", "parallel"):
-        parser.add_argument(f"--{flag}", default="")
-    parser.add_argument("program")
-    return parser.parse_args()
-
-
 def _run(program: str) -> None:
     runpy.run_path(program, run_name="__main__")
 
 
 def main() -> int:
-    args = _arguments()
+    parser = argparse.ArgumentParser(description=__doc__)
+    for flag in ("monitor", "engine", "project", "stack", "organization", "root", "pwd", "dry-run", "parallel"):
+        parser.add_argument(f"--{flag}", default="")
+    parser.add_argument("program")
+    args = parser.parse_args()
     pulumi.runtime.set_all_config(pulumi.runtime.get_config_env(), pulumi.runtime.get_config_secret_keys_env())
     pulumi.runtime.configure(
         pulumi.runtime.Settings(

@@ -74,19 +74,6 @@ def component_name(dgd: JSON, component: JSON) -> str:
     return f"{base}-{worker_hash(dgd)}" if _is_worker(component) else base
 
 
-def _owner(dgd: JSON) -> list[JSON]:
-    return [
-        {
-            "apiVersion": dgd["apiVersion"],
-            "kind": dgd["kind"],
-            "name": dgd["metadata"]["name"],
-            "uid": dgd["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
-
-
 def _component_labels(dgd: JSON, component: JSON) -> dict[str, str]:
     labels = {GRAPH_LABEL: dgd["metadata"]["name"], COMPONENT_LABEL: component["name"]}
     return {**labels, WORKER_HASH_LABEL: worker_hash(dgd)} if _is_worker(component) else labels
@@ -94,11 +81,13 @@ def _component_labels(dgd: JSON, component: JSON) -> dict[str, str]:
 
 def _owned_metadata(dgd: JSON, component: JSON) -> JSON:
     """What every object the operator makes for a component carries: its name, labels and owner."""
+    meta = dgd["metadata"]
+    owner = {"apiVersion": dgd["apiVersion"], "kind": dgd["kind"], "name": meta["name"], "uid": meta["uid"]}
     return {
         "name": component_name(dgd, component),
-        "namespace": dgd["metadata"]["namespace"],
+        "namespace": meta["namespace"],
         "labels": _component_labels(dgd, component),
-        "ownerReferences": _owner(dgd),
+        "ownerReferences": [{**owner, "controller": True, "blockOwnerDeletion": True}],
     }
 
 
@@ -187,17 +176,11 @@ class Operator:
     # --- DynamoGraphDeployments -----------------------------------------------------------------
     def reconcile_graph(self, dgd: JSON) -> None:
         meta = dgd["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
         if meta.get("deletionTimestamp"):
             self._finalize(dgd)
             return
         if FINALIZER not in (meta.get("finalizers") or []):
-            self.kube.patch(
-                "DynamoGraphDeployment",
-                name,
-                {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}},
-                namespace,
-            )
+            self._patch(dgd, {"metadata": {"finalizers": [*(meta.get("finalizers") or []), FINALIZER]}})
         try:
             waiting, rolling = self._reconcile_children(dgd)
         except KubeError as error:
@@ -222,12 +205,7 @@ class Operator:
                 if component.get("type") == "frontend":
                     self.kube.apply(frontend_service(dgd, component), MANAGER)
             if meta.get("annotations", {}).get(WORKER_HASH_ANNOTATION) != worker_hash(dgd):
-                self.kube.patch(
-                    "DynamoGraphDeployment",
-                    name,
-                    {"metadata": {"annotations": {WORKER_HASH_ANNOTATION: worker_hash(dgd)}}},
-                    namespace,
-                )
+                self._patch(dgd, {"metadata": {"annotations": {WORKER_HASH_ANNOTATION: worker_hash(dgd)}}})
             self.applied[meta["uid"]] = generation
         children = {d["metadata"]["name"]: d for d in self.kube.list("Deployment", namespace, f"{GRAPH_LABEL}={name}")}
         old_generations = 0
@@ -269,39 +247,17 @@ class Operator:
         generation = int(dgd["metadata"]["generation"])
         status = dgd.get("status") or {}
         condition: JSON = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-        ready = str(state == "successful")
-        if (
-            status.get("observedGeneration") == generation
-            and status.get("state") == state
-            and condition.get("status") == ready
-            and condition.get("reason") == reason
-            and condition.get("message") == message
-            and status.get("rollingUpdate") == rolling
-        ):
+        ready_fields = {"status": str(state == "successful"), "reason": reason, "message": message}
+        fields = {"state": state, "observedGeneration": generation, "rollingUpdate": rolling}
+        if {k: status.get(k) for k in fields} == fields and {k: condition.get(k) for k in ready_fields} == ready_fields:
             return
-        update: JSON = {
-            "state": state,
-            "observedGeneration": generation,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": ready,
-                    "observedGeneration": generation,
-                    "lastTransitionTime": _now(),
-                    "reason": reason,
-                    "message": message,
-                }
-            ],
-        }
-        if rolling is not None:
-            update["rollingUpdate"] = rolling
-        self.kube.patch(
-            "DynamoGraphDeployment",
-            dgd["metadata"]["name"],
-            {"status": update},
-            dgd["metadata"]["namespace"],
-            subresource="status",
-        )
+        ready = {"type": "Ready", **ready_fields, "observedGeneration": generation, "lastTransitionTime": _now()}
+        update = {k: v for k, v in {**fields, "conditions": [ready]}.items() if v is not None}
+        self._patch(dgd, {"status": update}, "status")
+
+    def _patch(self, dgd: JSON, patch: JSON, subresource: str = "") -> None:
+        meta = dgd["metadata"]
+        self.kube.patch("DynamoGraphDeployment", meta["name"], patch, meta["namespace"], subresource)
 
     def _finalize(self, dgd: JSON) -> None:
         meta = dgd["metadata"]
@@ -314,7 +270,7 @@ class Operator:
             return
         finalizers = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
         if FINALIZER in (meta.get("finalizers") or []):
-            self.kube.patch("DynamoGraphDeployment", name, {"metadata": {"finalizers": finalizers}}, namespace)
+            self._patch(dgd, {"metadata": {"finalizers": finalizers}})
         self.applied.pop(meta["uid"], None)
 
     # --- storage ---------------------------------------------------------------------------------
@@ -369,9 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     while time.monotonic() < end:
         try:
             operator.run_once()
-        except KubeError as error:
-            print(f"stand-in operator: {error}", file=sys.stderr, flush=True)
-        except OSError as error:  # API server restarting or stopped: try again
+        except (KubeError, OSError) as error:  # OSError: the API server restarting or stopped: try again
             print(f"stand-in operator: {error}", file=sys.stderr, flush=True)
         time.sleep(0.5)
     return 0

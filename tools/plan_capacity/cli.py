@@ -26,10 +26,13 @@ from serving_stack.facts.dates import today as clock_today
 from serving_stack.plan.throughput import CandidateRow, InstanceOffer, Slo, instance_offers, token_cost_row
 from tools.plan_capacity.explain import PlanResult, plan_capacity
 from tools.plan_capacity.model import (
+    amount,
     benchmark_token_shape,
     candidate_rows,
     demand_of,
+    slo,
     token_cost_markdown,
+    unit,
     unplaceable_targets,
 )
 from tools.plan_capacity.solver import Plan
@@ -60,9 +63,16 @@ def _money(value: float) -> str:
     return f"${value:,.2f}"
 
 
-def plan_markdown(plan: Plan) -> str:
-    unit = plan.unit
-    lines = [f"| target | pool | replica sets | GPUs | serves ({unit}) |", "| --- | --- | --- | --- | --- |"]
+def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
+    d, target = result.demand, slo(result.demand)
+    met = f"tok/s/user >= {target.min_tokens_per_second_per_user:g}, TTFT p50 <= {target.max_ttft_p50_ms:g} ms"
+    out = [f"# Capacity plan: {amount(d):g} {unit(d)} ({met})", ""]
+    out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
+    if result.plan is None:
+        assert result.infeasible is not None
+        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
+    plan, per = result.plan, result.plan.unit
+    lines = [f"| target | pool | replica sets | GPUs | serves ({per}) |", "| --- | --- | --- | --- | --- |"]
     lines += [
         f"| `{p.target_id}` | `{pool_name(p.pool)}` | {p.replica_sets} | {p.gpus} | {p.capacity:,.1f} |"
         for p in plan.placements
@@ -79,22 +89,11 @@ def plan_markdown(plan: Plan) -> str:
     ]
     lines += [
         "",
-        f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {unit} against a demand of {plan.demand:g} "
+        f"**{_money(plan.usd_per_hour)}/h** for {plan.capacity:,.1f} {per} against a demand of {plan.demand:g} "
         f"(headroom {plan.headroom:+.0%}); the {plan.spare_gpus} spare GPU(s) on the paid nodes could serve "
-        f"{plan.free_capacity:,.1f} {unit} more at no extra $/h",
+        f"{plan.free_capacity:,.1f} {per} more at no extra $/h",
     ]
-    return "\n".join(lines)
-
-
-def result_markdown(result: PlanResult, rows: dict[str, Any], offers: tuple[Any, ...], criteria: Slo) -> str:
-    d = result.demand
-    slo = f"tok/s/user >= {d.slo.min_tokens_per_second_per_user:g}, TTFT p50 <= {d.slo.max_ttft_p50_ms:g} ms"
-    out = [f"# Capacity plan: {d.amount:g} {d.unit} ({slo})", ""]
-    out += [f"> {note}" for note in result.notes] + ([""] if result.notes else [])
-    if result.plan is None:
-        assert result.infeasible is not None
-        return "\n".join([*out, f"**No plan.** {result.infeasible.message}"])
-    out += ["## Plan", "", plan_markdown(result.plan), ""]
+    out += ["## Plan", "", *lines, ""]
     out += [
         "## Runner-ups (one target alone)",
         "",
@@ -205,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         path.write_text(text)
-        print(f"\nwrote {', '.join(changes.keys)} into {path.name}", file=sys.stderr)
+        print(f"\nwrote {', '.join(changes)} into {path.name}", file=sys.stderr)
     return 0
 
 

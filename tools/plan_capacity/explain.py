@@ -9,17 +9,19 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from serving_stack.plan.throughput import CAPACITY_TYPES, CandidateRow, InstanceOffer, Slo
-from tools.plan_capacity.model import Demand, pools_for, search_space
+from serving_stack.config.demand import DemandConfig, SloConfig
+from serving_stack.plan.throughput import CAPACITY_TYPES, CandidateRow, InstanceOffer
+from tools.plan_capacity.model import amount, pools_for, search_space, slo, unit
 from tools.plan_capacity.solver import Plan, build_plan, solve
 
-# Each constraint of a demand: its name in messages, and the Demand field and value that lift it.
+# Each constraint of a demand: its name in messages, and the DemandConfig field and value that lift it (the
+# lifted SLO is beyond the field's bounds, so it is constructed unchecked).
 CONSTRAINTS: dict[str, tuple[str, str, Any]] = {
-    "slo": ("the SLO", "slo", Slo(0.0, math.inf)),
-    "gpu-types": ("the allowed GPU types", "gpu_types", None),
-    "capacity-types": ("the allowed capacity types", "capacity_types", CAPACITY_TYPES),
-    "budget": ("the budget", "budget_usd_per_hour", None),
-    "max-targets": ("the maximum number of targets", "max_targets", None),
+    "slo": ("the SLO", "slo", SloConfig.model_construct(minTokensPerSecondPerUser=0.0, maxTtftP50Ms=math.inf)),
+    "gpu-types": ("the allowed GPU types", "gpuTypes", None),
+    "capacity-types": ("the allowed capacity types", "capacityTypes", list(CAPACITY_TYPES)),
+    "budget": ("the budget", "budgetUsdPerHour", None),
+    "max-targets": ("the maximum number of targets", "maxTargets", None),
 }
 
 
@@ -40,7 +42,7 @@ class Infeasibility:
 
 @dataclass(frozen=True)
 class PlanResult:
-    demand: Demand
+    demand: DemandConfig  # its SLO set (`demand_of`)
     plan: Optional[Plan]
     runner_ups: tuple[Option, ...]
     excluded: tuple[tuple[str, str], ...]  # (target id, why it cannot serve this demand)
@@ -48,39 +50,37 @@ class PlanResult:
     notes: tuple[str, ...] = ()
 
 
-def exclusion_reason(row: CandidateRow, demand: Demand, offers: tuple[InstanceOffer, ...]) -> Optional[str]:
+def exclusion_reason(row: CandidateRow, demand: DemandConfig, offers: tuple[InstanceOffer, ...]) -> Optional[str]:
     """Why this row is not in the search space, or None when it is."""
     if not row.published:
         return "no published figures"
     assert row.tokens_per_second_per_user is not None
     assert row.ttft_p50_ms is not None
-    if not row.meets(demand.slo):
+    if not row.meets(target := slo(demand)):
         parts = []
-        if row.tokens_per_second_per_user < demand.slo.min_tokens_per_second_per_user:
-            parts.append(
-                f"{row.tokens_per_second_per_user:g} tok/s/user < {demand.slo.min_tokens_per_second_per_user:g}"
-            )
-        if row.ttft_p50_ms > demand.slo.max_ttft_p50_ms:
-            parts.append(f"TTFT p50 {row.ttft_p50_ms:g} ms > {demand.slo.max_ttft_p50_ms:g} ms")
+        if row.tokens_per_second_per_user < target.min_tokens_per_second_per_user:
+            parts.append(f"{row.tokens_per_second_per_user:g} tok/s/user < {target.min_tokens_per_second_per_user:g}")
+        if row.ttft_p50_ms > target.max_ttft_p50_ms:
+            parts.append(f"TTFT p50 {row.ttft_p50_ms:g} ms > {target.max_ttft_p50_ms:g} ms")
         return "fails the SLO: " + ", ".join(parts)
-    if demand.gpu_types is not None and row.gpu not in demand.gpu_types:
-        return f"GPU {row.gpu} not in the allowed GPU types ({', '.join(demand.gpu_types)})"
-    pools = [p for p in pools_for(offers, demand.gpu_types, demand.capacity_types) if p.gpu == row.gpu]
+    if demand.gpuTypes is not None and row.gpu not in demand.gpuTypes:
+        return f"GPU {row.gpu} not in the allowed GPU types ({', '.join(demand.gpuTypes)})"
+    pools = [p for p in pools_for(offers, demand.gpuTypes, demand.capacityTypes) if p.gpu == row.gpu]
     if not pools:
-        return f"no {row.gpu} instance type has a price for {', '.join(demand.capacity_types)}"
+        return f"no {row.gpu} instance type has a price for {', '.join(demand.capacityTypes)}"
     if all(p.gpus_per_node % row.gpus_per_worker_pod for p in pools):
         return f"a worker needs {row.gpus_per_worker_pod} GPUs, which no {row.gpu} node size divides"
     return None
 
 
-def single_target_plan(row: CandidateRow, demand: Demand, offers: tuple[InstanceOffer, ...]) -> Optional[Plan]:
+def single_target_plan(row: CandidateRow, demand: DemandConfig, offers: tuple[InstanceOffer, ...]) -> Optional[Plan]:
     """Closed form for one target: ceil(demand / capacity) replica sets on its cheapest pool."""
     space = dataclasses.replace(search_space(demand, (row,), offers), budget_usd_per_hour=None)
     if not space.rows:
         return None
     sets = space.max_replica_sets(row)
     plans = [
-        build_plan(space, {row.target_id: row}, {(row.target_id, pool): sets}, demand.unit)
+        build_plan(space, {row.target_id: row}, {(row.target_id, pool): sets}, unit(demand))
         for pool in space.eligible_pools(row)
     ]
     return min(plans, key=lambda p: (p.usd_per_hour, p.pools[0].pool), default=None)
@@ -102,7 +102,7 @@ def _loss(option: Plan, chosen: Optional[Plan], budget: Optional[float]) -> str:
 
 
 def runner_ups(
-    demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...], chosen: Optional[Plan]
+    demand: DemandConfig, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...], chosen: Optional[Plan]
 ) -> list[Option]:
     options = []
     for row in search_space(demand, rows, offers).rows:
@@ -113,27 +113,27 @@ def runner_ups(
             and plan.usd_per_hour >= chosen.usd_per_hour - 1e-9
         ):
             continue
-        options.append(Option(row.target_id, plan, _loss(plan, chosen, demand.budget_usd_per_hour)))
+        options.append(Option(row.target_id, plan, _loss(plan, chosen, demand.budgetUsdPerHour)))
     return sorted(options, key=lambda o: (o.plan.usd_per_hour if o.plan else math.inf, o.target_id))
 
 
-def relaxed_demand(demand: Demand, constraint: str) -> Demand:
+def relaxed_demand(demand: DemandConfig, constraint: str) -> DemandConfig:
     _, field, lifted = CONSTRAINTS[constraint]
-    return dataclasses.replace(demand, **{field: lifted})
+    return demand.model_copy(update={field: lifted})
 
 
-def active_constraints(demand: Demand) -> list[str]:
+def active_constraints(demand: DemandConfig) -> list[str]:
     active = ["slo"]
-    active += ["gpu-types"] if demand.gpu_types is not None else []
-    active += ["capacity-types"] if set(demand.capacity_types) != set(CAPACITY_TYPES) else []
-    active += ["budget"] if demand.budget_usd_per_hour is not None else []
-    active += ["max-targets"] if demand.max_targets is not None else []
+    active += ["gpu-types"] if demand.gpuTypes is not None else []
+    active += ["capacity-types"] if set(demand.capacityTypes) != set(CAPACITY_TYPES) else []
+    active += ["budget"] if demand.budgetUsdPerHour is not None else []
+    active += ["max-targets"] if demand.maxTargets is not None else []
     return active
 
 
 def _detail(
     constraint: str,
-    demand: Demand,
+    demand: DemandConfig,
     relaxed_plan: Plan,
     rows: tuple[CandidateRow, ...],
     offers: tuple[InstanceOffer, ...],
@@ -141,36 +141,34 @@ def _detail(
     used = ", ".join(sorted({f"{p.pool.instance_type} ({p.pool.capacity_type})" for p in relaxed_plan.pools}))
     targets = ", ".join(relaxed_plan.target_ids)
     if constraint == "budget":
-        return (
-            f"the cheapest plan costs ${relaxed_plan.usd_per_hour:,.2f}/h > budget ${demand.budget_usd_per_hour:,.2f}/h"
-        )
+        return f"the cheapest plan costs ${relaxed_plan.usd_per_hour:,.2f}/h > budget ${demand.budgetUsdPerHour:,.2f}/h"
     if constraint == "slo":
+        target = slo(demand)
         meeting = [
-            f"{r.target_id} ({exclusion_reason(r, demand, offers)})"
-            for r in rows
-            if r.published and r.meets(demand.slo)
+            f"{r.target_id} ({exclusion_reason(r, demand, offers)})" for r in rows if r.published and r.meets(target)
         ]
         elsewhere = f"; the target(s) that meet it cannot serve here: {', '.join(meeting)}" if meeting else ""
         return (
-            f"no servable target reaches {demand.slo.min_tokens_per_second_per_user:g} tok/s/user with TTFT p50 <= "
-            f"{demand.slo.max_ttft_p50_ms:g} ms{elsewhere}; relaxed, {targets} would serve it"
+            f"no servable target reaches {target.min_tokens_per_second_per_user:g} tok/s/user with TTFT p50 <= "
+            f"{target.max_ttft_p50_ms:g} ms{elsewhere}; relaxed, {targets} would serve it"
         )
     if constraint == "gpu-types":
-        return f"allowed: {', '.join(demand.gpu_types or ())}; {targets} on {used} would serve it"
+        return f"allowed: {', '.join(demand.gpuTypes or ())}; {targets} on {used} would serve it"
     if constraint == "capacity-types":
-        return f"allowed: {', '.join(demand.capacity_types)}; a priced offer exists only as {used}"
-    return f"maxTargets {demand.max_targets}; it takes {len(relaxed_plan.placements)} targets mixed ({targets})"
+        return f"allowed: {', '.join(demand.capacityTypes)}; a priced offer exists only as {used}"
+    return f"maxTargets {demand.maxTargets}; it takes {len(relaxed_plan.placements)} targets mixed ({targets})"
 
 
 def binding_constraints(
-    demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]
+    demand: DemandConfig, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]
 ) -> Infeasibility:
     """Name every constraint whose relaxation alone yields a plan; else what relaxing all of them gives."""
     relaxed = {
-        c: solve(search_space(relaxed_demand(demand, c), rows, offers), demand.unit) for c in active_constraints(demand)
+        c: solve(search_space(relaxed_demand(demand, c), rows, offers), unit(demand))
+        for c in active_constraints(demand)
     }
     binding = [c for c, plan in relaxed.items() if plan is not None]
-    head = f"no plan serves {demand.amount:g} {demand.unit}: "
+    head = f"no plan serves {amount(demand):g} {unit(demand)}: "
     if binding:
         lines = [
             f"binding constraint {CONSTRAINTS[c][0]} ({_detail(c, demand, plan, rows, offers)})"
@@ -181,7 +179,7 @@ def binding_constraints(
     everything = demand
     for constraint in active_constraints(demand):
         everything = relaxed_demand(everything, constraint)
-    if solve(search_space(everything, rows, offers), demand.unit) is None:
+    if solve(search_space(everything, rows, offers), unit(demand)) is None:
         return Infeasibility((), head + "no catalog row has published figures and a priced instance type")
     names = " and ".join(CONSTRAINTS[c][0] for c in active_constraints(demand))
     return Infeasibility(
@@ -190,11 +188,11 @@ def binding_constraints(
     )
 
 
-def token_shape_note(demand: Demand, benchmark_shape: Optional[tuple[int, int]]) -> Optional[str]:
+def token_shape_note(demand: DemandConfig, benchmark_shape: Optional[tuple[int, int]]) -> Optional[str]:
     """The measured figures hold for the benchmark's token shape; say so when the demand's differs."""
-    if demand.token_shape is None or benchmark_shape is None:
+    if demand.tokenShape is None or benchmark_shape is None:
         return None
-    shape = (demand.token_shape.input_tokens, demand.token_shape.output_tokens)
+    shape = (demand.tokenShape.inputTokens, demand.tokenShape.outputTokens)
     if all(abs(a - b) <= 0.1 * b for a, b in zip(shape, benchmark_shape, strict=True)):
         return None
     return (
@@ -204,14 +202,14 @@ def token_shape_note(demand: Demand, benchmark_shape: Optional[tuple[int, int]])
 
 
 def plan_capacity(
-    demand: Demand,
+    demand: DemandConfig,
     rows: tuple[CandidateRow, ...],
     offers: tuple[InstanceOffer, ...],
     benchmark_shape: Optional[tuple[int, int]] = None,
 ) -> PlanResult:
     """The cheapest plan with its runner-ups and exclusions, or the binding constraint when there is none.
     `benchmark_shape` is the (input, output) tokens per request the catalog's figures were measured at."""
-    plan = solve(search_space(demand, rows, offers), demand.unit)
+    plan = solve(search_space(demand, rows, offers), unit(demand))
     excluded = tuple((row.target_id, reason) for row in rows if (reason := exclusion_reason(row, demand, offers)))
     infeasible = None if plan is not None else binding_constraints(demand, rows, offers)
     note = token_shape_note(demand, benchmark_shape)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-from serving_stack.config.demand import DemandConfig
+from serving_stack.config.demand import DemandConfig, SloConfig
 from serving_stack.facts.aws import AwsCatalog, unknown_gpu_problem
 from serving_stack.facts.catalog import Catalog
 from serving_stack.plan.throughput import (
@@ -32,44 +32,19 @@ from serving_stack.plan.throughput import (
 )
 
 
-@dataclass(frozen=True)
-class TokenShape:
-    input_tokens: int
-    output_tokens: int
+def amount(demand: DemandConfig) -> float:
+    """Users, or requests/s: the unit every capacity figure of a plan is in."""
+    return float(demand.concurrentUsers or demand.requestsPerSecond or 0)
 
 
-@dataclass(frozen=True)
-class Demand:
-    """What the user asks for. Exactly one of `concurrent_users` / `requests_per_second` is set;
-    `gpu_types` None means every GPU type; `max_targets` None means any number of targets may be mixed."""
+def unit(demand: DemandConfig) -> str:
+    return "users" if demand.requestsPerSecond is None else "req/s"
 
-    slo: Slo
-    concurrent_users: Optional[int] = None
-    requests_per_second: Optional[float] = None
-    token_shape: Optional[TokenShape] = None
-    budget_usd_per_hour: Optional[float] = None
-    gpu_types: Optional[tuple[str, ...]] = None
-    capacity_types: tuple[CapacityType, ...] = ("on-demand",)
-    max_targets: Optional[int] = None
 
-    def __post_init__(self) -> None:
-        if (self.concurrent_users is None) == (self.requests_per_second is None):
-            raise ValueError("set exactly one of concurrent_users, requests_per_second")
-        if self.requests_per_second is not None and self.token_shape is None:
-            raise ValueError("a request rate needs the token shape (output tokens per request)")
-
-    @property
-    def by_rate(self) -> bool:
-        return self.requests_per_second is not None
-
-    @property
-    def amount(self) -> float:
-        """Users, or requests/s: the unit every capacity figure of a plan is in."""
-        return float(self.concurrent_users if self.concurrent_users is not None else self.requests_per_second or 0)
-
-    @property
-    def unit(self) -> str:
-        return "req/s" if self.by_rate else "users"
+def slo(demand: DemandConfig) -> Slo:
+    """The SLO of a demand `demand_of` resolved."""
+    assert demand.slo is not None
+    return Slo(demand.slo.minTokensPerSecondPerUser, demand.slo.maxTtftP50Ms)
 
 
 def seconds_per_request(row: CandidateRow, output_tokens: int) -> float:
@@ -79,11 +54,11 @@ def seconds_per_request(row: CandidateRow, output_tokens: int) -> float:
     return row.ttft_p50_ms / 1000.0 + output_tokens / row.tokens_per_second_per_user
 
 
-def row_capacity(row: CandidateRow, demand: Demand) -> float:
+def row_capacity(row: CandidateRow, demand: DemandConfig) -> float:
     """What one replica set serves, in the demand's unit (users, or requests/s)."""
     assert row.concurrency is not None
-    if demand.token_shape is not None and demand.by_rate:
-        return row.concurrency / seconds_per_request(row, demand.token_shape.output_tokens)
+    if demand.tokenShape is not None and demand.requestsPerSecond is not None:
+        return row.concurrency / seconds_per_request(row, demand.tokenShape.outputTokens)
     return float(row.concurrency)
 
 
@@ -127,7 +102,7 @@ class SearchSpace:
 
 
 def pools_for(
-    offers: tuple[InstanceOffer, ...], gpu_types: Optional[tuple[str, ...]], capacity_types: tuple[str, ...]
+    offers: tuple[InstanceOffer, ...], gpu_types: Optional[list[str]], capacity_types: list[CapacityType]
 ) -> tuple[Pool, ...]:
     """Every (instance type, capacity type) with a price, of an allowed GPU type and capacity type."""
     pools = [
@@ -140,34 +115,31 @@ def pools_for(
     return tuple(sorted(pools))
 
 
-def search_space(demand: Demand, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]) -> SearchSpace:
+def search_space(
+    demand: DemandConfig, rows: tuple[CandidateRow, ...], offers: tuple[InstanceOffer, ...]
+) -> SearchSpace:
     """The rows that may serve this demand (published, SLO met, allowed GPU type, some priced pool)."""
-    pools = pools_for(offers, demand.gpu_types, demand.capacity_types)
-    candidates = tuple(r for r in rows if r.published and r.meets(demand.slo) and any(p.holds(r) for p in pools))
+    pools = pools_for(offers, demand.gpuTypes, demand.capacityTypes)
+    candidates = tuple(r for r in rows if r.published and r.meets(slo(demand)) and any(p.holds(r) for p in pools))
     return SearchSpace(
-        demand=demand.amount,
+        demand=amount(demand),
         rows=candidates,
         pools=tuple(p for p in pools if any(p.gpu == r.gpu for r in candidates)),
         capacity={row.target_id: row_capacity(row, demand) for row in candidates},
-        budget_usd_per_hour=demand.budget_usd_per_hour,
-        max_targets=demand.max_targets,
+        budget_usd_per_hour=demand.budgetUsdPerHour,
+        max_targets=demand.maxTargets,
     )
 
 
-def demand_of(config: DemandConfig, catalog_criteria: Slo) -> Demand:
-    """The `demand:` block as the planner's input (the catalog's criteria unless it states an SLO)."""
-    capacity_types: tuple[CapacityType, ...] = tuple(dict.fromkeys(config.capacityTypes))
-    return Demand(
-        slo=Slo(config.slo.minTokensPerSecondPerUser, config.slo.maxTtftP50Ms) if config.slo else catalog_criteria,
-        concurrent_users=config.concurrentUsers,
-        requests_per_second=config.requestsPerSecond,
-        token_shape=TokenShape(config.tokenShape.inputTokens, config.tokenShape.outputTokens)
-        if config.tokenShape
-        else None,
-        budget_usd_per_hour=config.budgetUsdPerHour,
-        gpu_types=tuple(config.gpuTypes) if config.gpuTypes else None,
-        capacity_types=capacity_types,
-        max_targets=config.maxTargets,
+def demand_of(config: DemandConfig, catalog_criteria: Slo) -> DemandConfig:
+    """The `demand:` block as the planner's input: its SLO set (the catalog's criteria unless it states one),
+    its capacity types each once."""
+    criteria = SloConfig(
+        minTokensPerSecondPerUser=catalog_criteria.min_tokens_per_second_per_user,
+        maxTtftP50Ms=catalog_criteria.max_ttft_p50_ms,
+    )
+    return config.model_copy(
+        update={"slo": config.slo or criteria, "capacityTypes": list(dict.fromkeys(config.capacityTypes))}
     )
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -39,8 +38,6 @@ from tools.plan_capacity.model import Pool
 from tools.plan_capacity.solver import Plan
 from tools.secret_placeholders import stack_config_of
 from tools.stack_files import parse_yaml, stack_file_config
-
-PROJECT_KEYS = {"targets": "targets", "node_pools": "aws.nodePools", "checkpoints": "modelCache.checkpoints"}
 
 
 def pool_name(pool: Pool) -> str:
@@ -86,24 +83,13 @@ def plan_to_stack_config(
     return {"targets": targets, "nodePools": node_pools}
 
 
-@dataclass(frozen=True)
-class StackChanges:
-    """The stack config keys a plan sets (unprefixed), each the whole value written: `targets`, and where the
-    stack manages node groups `aws.nodePools`, and `modelCache.checkpoints` when the planned targets load a
-    checkpoint the cache would not fetch."""
-
-    targets: list[dict[str, Any]]
-    node_pools: Optional[list[dict[str, Any]]]
-    checkpoints: Optional[dict[str, Any]]
-
-    @property
-    def keys(self) -> list[str]:
-        """The config keys written, as the stack file names them below the project."""
-        return [key for field, key in PROJECT_KEYS.items() if getattr(self, field) is not None]
+StackChanges = dict[str, Any]  # config key path below the project (`aws.nodePools`) -> the whole value written
 
 
 def stack_changes(config: StackConfig, plan: Plan, rows: dict[str, CandidateRow], facts: Facts) -> StackChanges:
-    """What the plan writes into this stack, or a `ConfigError` naming what the stack or demand must change."""
+    """What the plan writes into this stack: `targets`, and where the stack manages node groups
+    `aws.nodePools`, and `modelCache.checkpoints` when the planned targets load a checkpoint the cache would not
+    fetch; or a `ConfigError` naming what the stack or demand must change."""
     reserved = sorted(
         {
             f"{u.pool.instance_type} ({u.pool.capacity_type})"
@@ -121,7 +107,7 @@ def stack_changes(config: StackConfig, plan: Plan, rows: dict[str, CandidateRow]
     if aws is None or aws.cluster is None:  # nodes the stack does not manage: the targets alone
         targets = [{k: v for k, v in t.items() if k != "nodePool"} for t in plan_to_stack_config(plan, rows)["targets"]]
         _within_bounds(TargetConfig, targets, "targets")
-        return StackChanges(targets, None, _checkpoints(config, targets, facts))
+        return _with_checkpoints({"targets": targets}, config, facts)
     assert config.demand is not None
     zone = _zone(config.demand.availabilityZone, aws)
     implied = plan_to_stack_config(plan, rows, availability_zone=zone)
@@ -135,7 +121,7 @@ def stack_changes(config: StackConfig, plan: Plan, rows: dict[str, CandidateRow]
             raise ConfigError(error.key_path, f"the plan's {pool['instanceType']} pool: {problem}")
     _within_bounds(TargetConfig, implied["targets"], "targets")
     _within_bounds(NodePoolConfig, pools, "aws.nodePools")
-    return StackChanges(implied["targets"], pools, _checkpoints(config, implied["targets"], facts))
+    return _with_checkpoints({"targets": implied["targets"], "aws.nodePools": pools}, config, facts)
 
 
 def _within_bounds(model: type[pydantic.BaseModel], entries: list[dict[str, Any]], where: str) -> None:
@@ -151,19 +137,19 @@ def _within_bounds(model: type[pydantic.BaseModel], entries: list[dict[str, Any]
             ) from None
 
 
-def _checkpoints(config: StackConfig, targets: list[dict[str, Any]], facts: Facts) -> Optional[dict[str, Any]]:
-    """`modelCache.checkpoints` with the drafts the planned targets load added, or None when the cache
+def _with_checkpoints(changes: StackChanges, config: StackConfig, facts: Facts) -> StackChanges:
+    """`changes` and `modelCache.checkpoints` with the drafts the planned targets load added, unless the cache
     already fetches every checkpoint they load."""
     cache = config.modelCache
-    loaded = [repo for target in targets for repo in facts.catalog.recipe(target["id"]).checkpoints]
+    loaded = [repo for target in changes["targets"] for repo in facts.catalog.recipe(target["id"]).checkpoints]
     selection = select_model_cache(cache, facts.catalog.model_cache, facts.checkpoints, set(loaded))[0]
     missing = [repo for repo in dict.fromkeys(loaded) if repo not in selection.repos]
     if not missing:
-        return None
+        return changes
     fetched = [repo for job in selection.jobs for _, repo in job.checkpoints]
     base = cache.checkpoints.base or fetched[0]
     drafts = [repo for repo in dict.fromkeys(fetched) if repo != base] + missing
-    return {"base": base, "drafts": drafts}
+    return {**changes, "modelCache.checkpoints": {"base": base, "drafts": drafts}}
 
 
 def _zone(wanted: Optional[str], aws: AwsConfig) -> str:
@@ -215,11 +201,10 @@ def stack_file_text(path: Path, project: str, changes: StackChanges) -> str:
     yaml.width = 120
     document = yaml.load(path.read_text())
     config = document["config"]
-    _replace(config, f"{project}:targets", changes.targets)
-    if changes.node_pools is not None:
-        _replace(config[f"{project}:aws"], "nodePools", changes.node_pools)
-    if changes.checkpoints is not None:
-        _replace(config[f"{project}:modelCache"], "checkpoints", changes.checkpoints)
+    for key, value in changes.items():  # `targets` at the top, `aws.nodePools` in its block
+        block, _, name = key.rpartition(".")
+        mapping, name = (config[f"{project}:{block}"], name) if block else (config, f"{project}:{name}")
+        _replace(mapping, name, value)
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()

@@ -1,10 +1,7 @@
-"""The $/h side of two renders of one stack: each GPU pool and SageMaker endpoint priced from the stack's
-outputs, base beside head, and the totals.
+"""The $/h of each GPU pool and SageMaker endpoint in two renders' outputs, base beside head, and the totals.
 
-The outputs are read by their contract's major version (`serving_stack/contract/CHANGELOG.md`), so a base
-rendered before a major change still diffs: 2.x keeps `nodePools[].usdPerHour` (at `desiredSize`) and
-`endpoints[].usdPerHour`; 1.x kept `nodePools[].usdPerHourDesired` (sizes as `nodes: "min..max"`) and
-`endpoints[].costPerHourUsd`.
+The outputs are read by their contract's major version (`serving_stack/contract/CHANGELOG.md`: 1.x named
+the prices `usdPerHourDesired` and `costPerHourUsd`), so a base rendered before a major change still diffs.
 
 A price the data does not know (null in the outputs) makes its side's total unknown, and the change of its
 item unknown unless the item is the same on both sides: a total of the priced items only would read as a
@@ -56,14 +53,6 @@ class CostChange:
         return round(sum(known), 2) if len(known) == len(prices) else None
 
     @property
-    def base_total(self) -> Optional[float]:
-        return self.total("base")
-
-    @property
-    def head_total(self) -> Optional[float]:
-        return self.total("head")
-
-    @property
     def change(self) -> Optional[float]:
         """The sum of the items' changes; None when any is unknown."""
         changes = [line.change for line in self.lines]
@@ -86,18 +75,16 @@ class CostChange:
         return [line for line in self.lines if (cost := getattr(line, side)) is not None and cost.usd_per_hour is None]
 
 
-def _pool_cost(pool: dict[str, Any], major: str) -> Cost:
-    if major == "1":
-        return Cost(f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired"))
-    return Cost(f"{pool['instanceType']} x{pool['desiredSize']}", pool.get("usdPerHour"))
-
-
 def _costs(outputs: dict[str, Any]) -> dict[str, Cost]:
     major = str(outputs.get("contractVersion", CONTRACT_VERSION)).partition(".")[0]
     endpoint_price = "costPerHourUsd" if major == "1" else "usdPerHour"
     costs = {}
     for pool in outputs.get("nodePools") or []:
-        costs[f"GPU pool `{pool['pool']}`"] = _pool_cost(pool, major)
+        costs[f"GPU pool `{pool['pool']}`"] = (
+            Cost(f"{pool['instanceType']}, nodes {pool['nodes']}", pool.get("usdPerHourDesired"))
+            if major == "1"
+            else Cost(f"{pool['instanceType']} x{pool['desiredSize']}", pool.get("usdPerHour"))
+        )
     for endpoint in outputs.get("endpoints") or []:
         if endpoint.get("kind") == "sagemaker":
             costs[f"SageMaker `{endpoint['id']}`"] = Cost(

@@ -17,16 +17,15 @@ from typing import Any, Optional
 
 import pydantic
 
-from serving_stack.config.demand import DemandConfig
-from serving_stack.facts.catalog import Catalog, Performance
+from serving_stack.config.demand import DemandConfig, SloConfig
+from serving_stack.facts.catalog import Catalog, Criteria, Performance
 
 
 @dataclass(frozen=True)
 class DemandCriteria:
-    """`stated`: from the stack's `demand.slo` (else the catalog's published criteria)."""
+    """`stated`: `limits` are the stack's `demand.slo` (else the catalog's published criteria)."""
 
-    min_tokens_per_second_per_user: float
-    max_ttft_p50_ms: float
+    limits: SloConfig | Criteria
     budget_usd_per_hour: Optional[float]
     stated: bool
 
@@ -53,12 +52,7 @@ def stack_criteria(config: Mapping[str, Any], catalog: Catalog) -> DemandCriteri
     except (ValueError, pydantic.ValidationError):
         demand = None  # the render already refused a bad block; a base of another schema is judged by the catalog
     slo = demand.slo if demand else None
-    return DemandCriteria(
-        slo.minTokensPerSecondPerUser if slo else criteria.minTokensPerSecondPerUser,
-        slo.maxTtftP50Ms if slo else criteria.maxTtftP50Ms,
-        demand.budgetUsdPerHour if demand else None,
-        slo is not None,
-    )
+    return DemandCriteria(slo or criteria, demand.budgetUsdPerHour if demand else None, slo is not None)
 
 
 def _number(value: float) -> str:
@@ -69,14 +63,14 @@ def failures(endpoint: Mapping[str, Any], performance: Optional[Performance], cr
     """What of `criteria` the endpoint fails, one phrase each."""
     found = []
     per_user = endpoint.get("expectedTokensPerSecondPerUser")
-    floor = criteria.min_tokens_per_second_per_user
+    floor = criteria.limits.minTokensPerSecondPerUser
     key = criteria.key("minTokensPerSecondPerUser")
     if per_user is None:
         found.append(f"tok/s/user unpublished, so it cannot be shown to reach {_number(floor)} ({key})")
     elif per_user < floor:
         found.append(f"{_number(per_user)} tok/s/user, below {_number(floor)} ({key})")
     ttft = performance.ttftP50Ms if performance else None
-    ceiling = criteria.max_ttft_p50_ms
+    ceiling = criteria.limits.maxTtftP50Ms
     key = criteria.key("maxTtftP50Ms")
     if ttft is None:
         found.append(f"TTFT p50 unpublished, so it cannot be shown to stay under {_number(ceiling)} ms ({key})")
@@ -94,10 +88,7 @@ def demand_misses(
 ) -> tuple[DemandMiss, ...]:
     """The head's Dynamo targets that are new or changed and fail `criteria`, in the head's order."""
     before = {e["id"]: e for e in base_outputs.get("endpoints") or []}
-    slo_changed = (criteria.min_tokens_per_second_per_user, criteria.max_ttft_p50_ms) != (
-        base_criteria.min_tokens_per_second_per_user,
-        base_criteria.max_ttft_p50_ms,
-    )
+    slo_changed = criteria.limits.model_dump() != base_criteria.limits.model_dump()
     misses = []
     for endpoint in head_outputs.get("endpoints") or []:
         if endpoint.get("kind") != "dynamo":

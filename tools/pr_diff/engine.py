@@ -1,10 +1,6 @@
-"""The real engine's word on a change, held against the offline diff.
-
-Where the engine can preview the stack (`tools.e2e.engine_diff`: the built CLI and Kubernetes provider, a
-control plane on loopback, the base deployed), its `pulumi preview --diff` output is written beside the
-comment and linked from it, and its plan (one operation per resource) is compared with the offline diff's:
-each resource the two see differently (one replaces what the other updates, one touches what the other
-leaves alone) is named in the comment's consequences.
+"""The real engine's word on a change (`tools.e2e.engine_diff`: the built CLI and Kubernetes provider, a
+control plane on loopback, the base deployed): its plan, one operation per resource, held against the
+offline diff's, so that each resource the two see differently is named in the comment's consequences.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""A `StackDiff` as Markdown for a pull-request comment: consequences first, details folded below.
-
-The first line of each stack is the change in $/h (and %) with every GPU pool the change replaces node by
-node; the lines under it state each consequence in plain text: the cost against the stack's budget, each
-pool's roll (minutes, GPU-hours, the targets it interrupts), each new or changed target that fails the
-stack's demand, the policy verdict, what `pulumi up` refuses or needs attention, and the real engine's
-word where it ran. Resource tables, field diffs, the cost table and chart and the outputs follow in
-collapsed `<details>` sections. One comment holds every stack: past `MAX_BYTES` the field tables, then the
-resource lists are left out, and what still does not fit is cut by `bound.bound_markdown` (blocks closed,
-what was cut named, the full diff linked). An unknown price reads "unknown" in every total it enters.
+"""A `StackDiff` as Markdown for a pull-request comment: consequences first (the headline, then one line
+each), the tables folded in `<details>` below. One comment holds every stack: past `MAX_BYTES` the field
+tables, then the resource lists are left out, and what still does not fit is cut by `bound.bound_markdown`.
+An unknown price reads "unknown" in every total it enters.
 """
 
 from __future__ import annotations
@@ -143,24 +137,25 @@ def cost_line(cost: CostChange, criteria: Optional[DemandCriteria]) -> str:
         return (
             "💲 **±0 $/h**: no GPU pool or SageMaker endpoint of this stack is priced (its nodes are not the stack's)."
         )
+    base, head = cost.total("base"), cost.total("head")
     if cost.change is None:
         line = (
             f"💲 **$/h change unknown**: {_unknown_changes(cost)}. The priced items were "
             f"{usd(cost.priced_total('base'))}/h and are {usd(cost.priced_total('head'))}/h."
         )
-    elif cost.head_total is None or cost.base_total is None:
+    elif head is None or base is None:
         line = (
             f"💲 {cost_headline(cost)}: {usd(cost.priced_total('base'))}/h → {usd(cost.priced_total('head'))}/h "
             f"for the priced items, {PRICES}; {_unpriced_unchanged(cost)}, so the totals are unknown."
         )
     else:
-        line = f"💲 {cost_headline(cost)}: {usd(cost.base_total)}/h → {usd(cost.head_total)}/h, {PRICES}."
+        line = f"💲 {cost_headline(cost)}: {usd(base)}/h → {usd(head)}/h, {PRICES}."
     budget = criteria.budget_usd_per_hour if criteria else None
     if budget is not None:
-        if cost.head_total is None:
+        if head is None:
             line += f" Against `demand.budgetUsdPerHour` (${budget:,.2f}): unknown."
-        elif cost.head_total > budget:
-            line += f" ❌ Above `demand.budgetUsdPerHour` (${budget:,.2f}) by ${cost.head_total - budget:,.2f}."
+        elif head > budget:
+            line += f" ❌ Above `demand.budgetUsdPerHour` (${budget:,.2f}) by ${head - budget:,.2f}."
         else:
             line += f" Within `demand.budgetUsdPerHour` (${budget:,.2f})."
     return line
@@ -234,11 +229,8 @@ def policy_line(diff: StackDiff) -> str:
 def policy_details(diff: StackDiff) -> list[str]:
     if not diff.new_violations and not diff.resolved_violations:
         return []
-    lines: list[str] = []
-    if diff.new_violations:
-        lines += ["New:", "", *[_violation_line(v) for v in diff.new_violations], ""]
-    if diff.resolved_violations:
-        lines += ["Resolved:", "", *[_violation_line(v) for v in diff.resolved_violations], ""]
+    sides = (("New:", diff.new_violations), ("Resolved:", diff.resolved_violations))
+    lines = [line for title, found in sides if found for line in (title, "", *map(_violation_line, found), "")]
     summary = f"🛡️ Policy violations: {len(diff.new_violations)} new, {len(diff.resolved_violations)} resolved"
     return _folded(summary, *lines)
 
@@ -322,14 +314,11 @@ def _roll_line(pool_roll: PoolRoll) -> str:
 
 
 def _demand_lines(diff: StackDiff) -> list[str]:
-    lines = []
-    for miss in diff.demand_misses:
-        price = "unknown" if miss.usd_per_million is None else f"${miss.usd_per_million:,.2f}"
-        lines.append(
-            f"❌ **`{miss.target}`** ({miss.status} target) fails {diff.stack}'s demand: "
-            f"{'; '.join(miss.failures)}. {price} per 1M output tokens."
-        )
-    return lines
+    return [
+        f"❌ **`{miss.target}`** ({miss.status} target) fails {diff.stack}'s demand: "
+        f"{'; '.join(miss.failures)}. {usd(miss.usd_per_million)} per 1M output tokens."
+        for miss in diff.demand_misses
+    ]
 
 
 def _attention(diff: StackDiff) -> list[str]:

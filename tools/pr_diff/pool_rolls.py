@@ -1,9 +1,6 @@
-"""The GPU pools a change replaces node by node (`tools.rollout.node_rolls`), with the targets they interrupt.
-
-A target is interrupted by a pool's roll when, before the change, the pods of its DynamoGraphDeployment
-schedule onto that pool's node group (a target the change adds is not running yet) (their node selector and required node affinity, read as the rollout model reads them:
-`tools.rollout.workloads.selected_node_groups`). Targets are named by their endpoint id, found through the
-frontend URL the outputs contract builds from the DGD's name (`frontend_url`).
+"""The GPU pools a change replaces node by node (`tools.rollout.node_rolls`), with the targets they interrupt:
+those whose DynamoGraphDeployment pods scheduled onto the pool's node group before the change (a target the
+change adds is not running yet), named by their endpoint id.
 """
 
 from __future__ import annotations
@@ -30,7 +27,8 @@ class PoolRoll:
 
 
 def targets_by_pool(records: Iterable[Mapping[str, Any]], outputs: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Pool name -> the endpoint ids (else DGD names) of the targets whose pods schedule onto it."""
+    """Pool name -> the endpoint ids (found by the frontend URL the contract builds from the DGD's name; else
+    DGD names) of the targets whose pods schedule onto it."""
     graph, rules = StackGraph(records), load_rules()
     ids = {e.get("url"): e["id"] for e in outputs.get("endpoints") or []}
     pools: dict[str, list[str]] = {}

@@ -11,7 +11,7 @@ from typing import Any
 from tools.render import WARNINGS_FILE
 from tools.rollout.graph import STACK_TYPE
 
-_VIOLATION = re.compile(r"^    \[(?P<level>[a-z]+)\]\s+\S+ v\S+\s+(?P<policy>\S+) \((?P<resource>.+)\)$")
+_VIOLATION = re.compile(r"^    \[([a-z]+)\][ \t]+\S+ v\S+[ \t]+(\S+) \((.+)\)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -74,40 +74,26 @@ class Render:
 
 def qualified_types(records: list[dict[str, Any]]) -> dict[str, str]:
     """`type::name` -> the `parentType$...$type` chain the URN carries (the stack itself is left out)."""
-    parents = {f"{r['type']}::{r['name']}": r.get("parent", "") for r in records}
-    types = {f"{r['type']}::{r['name']}": r["type"] for r in records}
-    chains: dict[str, str] = {}
-    for ref, type_token in types.items():
-        chain, parent, seen = [type_token], parents[ref], {ref}
-        while parent and parent in types and parent not in seen:
-            seen.add(parent)
-            chain.insert(0, types[parent])
-            parent = parents[parent]
-        chains[ref] = "$".join(t for t in chain if t != STACK_TYPE)
-    return chains
+    parents = {f"{r['type']}::{r['name']}": (r["type"], r.get("parent", "")) for r in records}
+
+    def chain(ref: str, seen: frozenset[str]) -> list[str]:
+        type_token, parent = parents[ref]
+        above = chain(parent, seen | {ref}) if parent in parents and parent not in seen else []
+        return [*above, type_token]
+
+    return {ref: "$".join(t for t in chain(ref, frozenset()) if t != STACK_TYPE) for ref in parents}
 
 
 def parse_policy_report(text: str) -> tuple[Violation, ...]:
-    """The violations of `policy-report.txt` (the CLI's "Policy Violations:" layout)."""
-    violations: list[Violation] = []
-    current: dict[str, Any] | None = None
-    for line in text.splitlines():
-        match = _VIOLATION.match(line)
-        if match:
-            if current:
-                violations.append(_violation(current))
-            current = {**match.groupdict(), "lines": []}
-        elif current is not None and line.startswith("    ") and not line.strip().startswith("urn:pulumi:"):
-            current["lines"].append(line.strip())
-    if current:
-        violations.append(_violation(current))
-    return tuple(sorted(set(violations), key=lambda v: (v.level, v.policy, v.resource, v.message)))
-
-
-def _violation(fields: dict[str, Any]) -> Violation:
-    # The first line is the policy's description, the rest its message about this resource.
-    message = " ".join(fields["lines"][1:]) or " ".join(fields["lines"])
-    return Violation(fields["level"], fields["policy"], fields["resource"], message)
+    """The violations of `policy-report.txt` (the CLI's "Policy Violations:" layout): each header line, then
+    its indented lines (the policy's description, then its message about this resource; URNs left out)."""
+    parts = _VIOLATION.split(text)[1:]
+    violations = set()
+    for level, policy, resource, body in zip(*[iter(parts)] * 4, strict=True):
+        lines = [line.strip() for line in body.splitlines() if line.startswith("    ")]
+        lines = [line for line in lines if not line.startswith("urn:pulumi:")]
+        violations.add(Violation(level, policy, resource, " ".join(lines[1:]) or " ".join(lines)))
+    return tuple(sorted(violations, key=lambda v: (v.level, v.policy, v.resource, v.message)))
 
 
 def load_render(directory: Path) -> Render:

@@ -60,8 +60,11 @@ def git(repo: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def _make_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in _MAKE_ENV}
+def _make(tree: Path, timeout: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`make` in `tree`, without the variables of a calling `make diff`."""
+    env = {k: v for k, v in os.environ.items() if k not in _MAKE_ENV}
+    command = ["make", "--no-print-directory", "-C", str(tree), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
 def render_requirements(tree: Path) -> list[Path]:
@@ -111,18 +114,6 @@ def _tail(result: subprocess.CompletedProcess[str]) -> str:
     return "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One installer at a time per cached virtualenv (two stacks diffed at once share the base's)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def tree_venv(tree: Path, head: Path, head_venv: Path, label: str) -> Path:
     """The virtualenv `tree` renders in: the head's when their render requirements agree, else one cached by
     the hash of the tree's own, installed by the tree's own `make` (its `.render-deps` rule) once."""
@@ -131,23 +122,13 @@ def tree_venv(tree: Path, head: Path, head_venv: Path, label: str) -> Path:
     if key == requirements_hash(head, version):
         return head_venv
     venv = cache_root() / "venvs" / key[:20]
-    with _locked(venv.with_suffix(".lock")):
-        result = subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-C",
-                str(tree),
-                f"VENV={venv}",
-                f"PYTHON={head_venv / 'bin' / 'python'}",
-                f"{venv}/.render-deps",
-            ],
-            capture_output=True,
-            text=True,
-            env=_make_env(),
-            timeout=INSTALL_TIMEOUT_SECONDS,
-            check=False,
-        )
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with venv.with_suffix(".lock").open("w") as lock:
+        # One installer at a time per cached virtualenv (two stacks diffed at once share the base's); the
+        # lock goes with the file.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        python = head_venv / "bin" / "python"
+        result = _make(tree, INSTALL_TIMEOUT_SECONDS, f"VENV={venv}", f"PYTHON={python}", f"{venv}/.render-deps")
     if result.returncode != 0:
         files = ", ".join(str(p.relative_to(tree)) for p in render_requirements(tree))
         raise RenderError(
@@ -160,14 +141,7 @@ def render_tree(tree: Path, stack: str, venv: Path, label: str) -> RenderedTree:
     """`make render STACK=<stack> VENV=<venv>` in `tree`; a policy failure (exit 1 with files) still diffs."""
     out = tree / "build" / stack
     shutil.rmtree(out, ignore_errors=True)
-    result = subprocess.run(
-        ["make", "--no-print-directory", "-C", str(tree), "render", f"STACK={stack}", f"VENV={venv}"],
-        capture_output=True,
-        text=True,
-        env=_make_env(),
-        timeout=RENDER_TIMEOUT_SECONDS,
-        check=False,
-    )
+    result = _make(tree, RENDER_TIMEOUT_SECONDS, "render", f"STACK={stack}", f"VENV={venv}")
     if not (out / "resources.json").is_file():
         raise RenderError(
             f"{label} does not render (`make render STACK={stack}` exit {result.returncode}):\n{_tail(result)}"

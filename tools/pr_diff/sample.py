@@ -1,6 +1,6 @@
 """The planted pull requests of the PR-diff tests, and the sample comment of docs/pull-requests.md made from one.
 
-    python -m tools.pr_diff.sample [--check]        # make diff-sample
+    python -m tools.pr_diff.sample        # make diff-sample
 
 Each `plant_*` edits a stack's config (unprefixed keys, as in `Pulumi.<stack>.yaml`) the way a pull request
 would, choosing what to change from the data (catalog targets, instance types, the stack's `demand:`), never
@@ -12,9 +12,9 @@ from literal ids:
 
 `main` copies this project into a temporary git repository, commits it, plants `plant_targets` and
 `plant_root_volume` on prod as a second commit, runs the diff between the two (offline, as `make diff`
-does) and writes its Markdown between the sample markers of docs/pull-requests.md; `--check` writes
-nothing and exits 1 when the committed sample differs. Dated facts are judged on `SAMPLE_TODAY`, so the
-sample changes with the code and the data, not with the clock.
+does) and writes its Markdown between the sample markers of docs/pull-requests.md (tests/test_pr_diff.py
+fails when the committed sample differs). Dated facts are judged on `SAMPLE_TODAY`, so the sample changes
+with the code and the data, not with the clock.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ from unittest import mock
 
 import yaml
 
+from serving_stack.config.aws import NodePoolConfig
 from serving_stack.facts.aws import AwsCatalog, load_aws_catalog
-from serving_stack.facts.catalog import Catalog, load_catalog
+from serving_stack.facts.catalog import Catalog, Criteria, load_catalog
 from serving_stack.facts.dates import TODAY_ENV
+from tools.stack_files import project_name
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "pull-requests.md"
@@ -53,28 +55,20 @@ class PlantedTargets:
     grown: dict[str, tuple[int, int]]  # pool -> desired size before, after
 
 
-def _meets(performance: Any, slo: dict[str, float]) -> bool | None:
-    """Whether published figures meet the SLO; None when a figure is unpublished."""
-    per_user, ttft = performance.tokensPerSecondPerUser, performance.ttftP50Ms
-    if per_user is None or ttft is None:
-        return None
-    return bool(per_user >= slo["minTokensPerSecondPerUser"] and ttft < slo["maxTtftP50Ms"])
-
-
 def plant_targets(config: dict[str, Any], catalog: Catalog, aws: AwsCatalog) -> PlantedTargets:
     """Three new targets on the pools' GPUs (one failing `demand.slo`, two meeting it), each pool one node
     larger."""
     pools = config["aws"]["nodePools"]
     gpus = {aws.instance_types[pool["instanceType"]].gpu for pool in pools}
-    slo = config["demand"]["slo"]
+    slo = Criteria.model_validate(config["demand"]["slo"])
     served = {target["id"] for target in config["targets"]}
     fitting = [
         recipe
         for target_id, recipe in catalog.recipes.items()
         if target_id not in served and recipe.gpu_products and aws.gpu_of_product(recipe.gpu_products[0]) in gpus
     ]
-    failing = [r.id for r in fitting if _meets(r.entry.performance, slo) is False][:1]
-    meeting = [r.id for r in fitting if _meets(r.entry.performance, slo)][:2]
+    failing = [r.id for r in fitting if slo.passed_by(r.entry.performance) is False][:1]
+    meeting = [r.id for r in fitting if slo.passed_by(r.entry.performance)][:2]
     if len(failing) + len(meeting) < 3:
         raise ValueError("the catalog has no three new targets (one failing the demand SLO) on the pools' GPUs")
     added = (*failing, *meeting)
@@ -94,19 +88,13 @@ def plant_root_volume(config: dict[str, Any], default_gib: int) -> str:
     return str(pool["name"])
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True)
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *GIT_USER, *args], check=True, capture_output=True, text=True).stdout
 
 
 def copy_project(source: Path, destination: Path) -> Path:
     """The project's files (tracked and new, not ignored) in a fresh repository with one commit."""
-    listed = subprocess.run(
-        ["git", "-C", str(source), "ls-files", "-co", "--exclude-standard", "-z"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("\0")
-    for name in filter(None, listed):
+    for name in filter(None, _git(source, "ls-files", "-co", "--exclude-standard", "-z").split("\0")):
         if (source / name).is_file():
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source / name, destination / name)
@@ -120,8 +108,7 @@ def edit_stack(repo: Path, stack: str, edit: Any) -> Any:
     """Apply `edit(config)` to `Pulumi.<stack>.yaml` (unprefixed keys), write it back, return its result."""
     path = repo / f"Pulumi.{stack}.yaml"
     document = yaml.safe_load(path.read_text())
-    project = str(yaml.safe_load((repo / "Pulumi.yaml").read_text())["name"])
-    prefix = f"{project}:"
+    prefix = f"{project_name(repo)}:"
     config = {key.removeprefix(prefix): value for key, value in document["config"].items()}
     result = edit(config)
     document["config"] = {(key if ":" in key else prefix + key): value for key, value in config.items()}
@@ -132,7 +119,7 @@ def edit_stack(repo: Path, stack: str, edit: Any) -> Any:
 def plant_sample(repo: Path) -> None:
     """The sample's pull request on prod, committed."""
     catalog, aws = load_catalog(), load_aws_catalog()
-    default_gib = _root_volume_default()
+    default_gib = int(NodePoolConfig.model_fields["rootVolumeGiB"].default)
 
     def edit(config: dict[str, Any]) -> None:
         plant_targets(config, catalog, aws)
@@ -140,12 +127,6 @@ def plant_sample(repo: Path) -> None:
 
     edit_stack(repo, SAMPLE_STACK, edit)
     _git(repo, "commit", "--quiet", "--all", "-m", "planted pull request")
-
-
-def _root_volume_default() -> int:
-    from serving_stack.config.aws import NodePoolConfig
-
-    return int(NodePoolConfig.model_fields["rootVolumeGiB"].default)
 
 
 def sample_markdown(venv: Path) -> str:
@@ -171,17 +152,9 @@ def with_sample(doc: str, sample: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.pr_diff.sample", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/pull-requests.md's sample is stale")
     parser.add_argument("--venv", type=Path, default=Path(sys.prefix), help="the virtualenv both renders use")
     args = parser.parse_args(argv)
-    doc = DOC.read_text()
-    updated = with_sample(doc, sample_markdown(args.venv.resolve()))
-    if args.check:
-        if updated != doc:
-            print(f"{DOC.relative_to(REPO)}: the sample comment is stale; run `make diff-sample`", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(updated)
+    DOC.write_text(with_sample(DOC.read_text(), sample_markdown(args.venv.resolve())))
     print(f"wrote the sample comment into {DOC.relative_to(REPO)}")
     return 0
 

@@ -85,11 +85,6 @@ def _field_changes(old: Resource, new: Resource) -> list[FieldChange]:
     return changes
 
 
-def _provider_inputs(render: Render, resource: Resource) -> dict[str, Any]:
-    provider = render.by_ref(resource.record.get("provider") or "")
-    return provider.inputs if provider else {}
-
-
 def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rules) -> list[str]:
     warnings = []
     if old is not None and kind in ("replace", "remove") and old.record.get("protect"):
@@ -106,16 +101,6 @@ def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rule
                 "itself unless the resource sets `delete_before_replace`"
             )
     return warnings
-
-
-def _notes(kind: str, resource: Resource) -> tuple[str, ...]:
-    if (
-        kind == "replace"
-        and resource.type.startswith("kubernetes:")
-        and (resource.inputs.get("metadata") or {}).get("name")
-    ):
-        return ("fixed `metadata.name`: the provider deletes the old object before creating the new one",)
-    return ()
 
 
 def _dependents_note(head: Render, resource: Resource) -> str:
@@ -150,10 +135,9 @@ def _compare_common(base: Render, head: Render, urn: str, rules: Rules) -> Resou
     fields = _field_changes(old, new)
     if not fields:
         return None
-    reasons = [
-        f"`{path}` forces a new resource ({source})"
-        for path, source in rules.replacing_fields(new.type, old.inputs, new.inputs, _provider_inputs(head, new))
-    ]
+    provider = head.by_ref(new.record.get("provider") or "")
+    replacing = rules.replacing_fields(new.type, old.inputs, new.inputs, provider.inputs if provider else {})
+    reasons = [f"`{path}` forces a new resource ({source})" for path, source in replacing]
     if old.record.get("provider") != new.record.get("provider"):
         reasons.append(f"provider changed: {rules.provider_change_note}")
     if not reasons:
@@ -172,7 +156,9 @@ def _change(
 ) -> ResourceChange:
     """A resource on both sides, changed in place or replaced."""
     warnings = tuple(_warnings(kind, old, new, rules))
-    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons), warnings, summary, _notes(kind, new))
+    named = kind == "replace" and new.type.startswith("kubernetes:") and (new.inputs.get("metadata") or {}).get("name")
+    notes = ("fixed `metadata.name`: the provider deletes the old object before creating the new one",) if named else ()
+    return ResourceChange(kind, new.type, new.name, tuple(fields), tuple(reasons), warnings, summary, notes)
 
 
 def _cascade_provider_replacements(
@@ -222,9 +208,9 @@ def diff_resources(base: Render, head: Render, rules: Rules) -> list[ResourceCha
     return sorted(changes.values(), key=lambda c: (KINDS.index(c.kind), c.type, c.name))
 
 
-def _shown_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+def _shown_outputs(render: Render) -> dict[str, Any]:
     """Outputs without the secret ones (kubeconfig): nothing of theirs is ever compared or printed."""
-    return {k: v for k, v in outputs.items() if v != SECRET and k not in ALWAYS_HIDDEN_KEYS}
+    return {k: v for k, v in render.outputs.items() if v != SECRET and k not in ALWAYS_HIDDEN_KEYS}
 
 
 def diff_stack(
@@ -240,7 +226,6 @@ def diff_stack(
     `criteria`, `base_criteria`: each side's demand (default: the catalog's published criteria)."""
     catalog = load_catalog()
     criteria = criteria or stack_criteria({}, catalog)
-    outputs = diff_values(_shown_outputs(base.outputs), _shown_outputs(head.outputs), "outputs")
     swap = swap_refusal(
         deployed_dynamo_targets(base.outputs.get("endpoints")),
         deployed_dynamo_targets(head.outputs.get("endpoints")),
@@ -253,7 +238,7 @@ def diff_stack(
         cost=diff_costs(base, head),
         base_violations=base.violations,
         head_violations=head.violations,
-        outputs=tuple(outputs),
+        outputs=tuple(diff_values(_shown_outputs(base), _shown_outputs(head), "outputs")),
         engine_notes=(f"`pulumi up` refuses this change: {swap}",) if swap else (),
         pool_rolls=pool_rolls(base, head),
         criteria=criteria,

@@ -11,8 +11,8 @@ from typing import Literal, Optional, TypeVar
 
 import pydantic
 
-from serving_stack.errors import ConfigError, from_validation_error
-from serving_stack.facts.strict_files import Data, load_yaml_documents
+from serving_stack.errors import ConfigError
+from serving_stack.facts.strict_files import Data, check_shape, load_yaml_documents
 
 DATA = Path(__file__).resolve().parent / "data"
 Model = TypeVar("Model", bound=pydantic.BaseModel)
@@ -96,10 +96,7 @@ def _load(name: str, model: type[Model], root: Path) -> Model:
     documents = load_yaml_documents(root / name, label)
     if len(documents) != 1 or not isinstance(documents[0], dict):
         raise ConfigError(label, "expected one YAML document (a mapping)")
-    try:
-        return model.model_validate(documents[0])
-    except pydantic.ValidationError as exc:
-        raise from_validation_error(exc, model, prefix=f"{label}: ") from None
+    return check_shape(documents[0], model, f"{label}: ")
 
 
 @functools.cache

@@ -228,17 +228,16 @@ def _exec_credential(spec: JSON, cluster: JSON) -> dict[str, str]:
     raise KubeInputError(CONTEXT_KEY, f"{plugin} returned neither a token nor a client certificate")
 
 
-class _UnreadableError(Exception):
-    pass
+UNREADABLE: JSON = {"unreadable": True}  # what `_get` returns for a refused request (compared by identity)
 
 
 def _get(client: KubeClient, path: str, key: str, findings: list[Finding]) -> Optional[JSON]:
-    """`client.get`, with a refusal (403, 500) reported as a warning and raised as `_UnreadableError`; 404 is None."""
+    """`client.get`, with a refusal (403, 500) reported as a warning and returned as `UNREADABLE`; 404 is None."""
     try:
         return client.get(path)
     except KubeRequestError as error:
         findings.append(warning(key, f"could not check: {error}", "grant the context's user read access and rerun"))
-        raise _UnreadableError from None
+        return UNREADABLE
 
 
 def kube_findings(stack: PreflightStack, client: KubeClient) -> list[Finding]:
@@ -269,15 +268,16 @@ def _served_kinds(stack: PreflightStack, client: KubeClient, data: KubernetesFil
             continue
         guide = data.groupKeys.get(group)
         key = guide.key if guide else CONTEXT_KEY
-        try:
-            if api_version not in discovered:
-                answer = _get(client, f"/apis/{group}/{version}" if group else f"/api/{version}", key, findings)
-                discovered[api_version] = {r["kind"] for r in answer.get("resources", [])} if answer else None
-            kinds = discovered[api_version]
-            if kinds is not None and kind in kinds:
+        if api_version not in discovered:
+            answer = _get(client, f"/apis/{group}/{version}" if group else f"/api/{version}", key, findings)
+            if answer is UNREADABLE:
                 continue
-            listed = (_get(client, f"/apis/{group}", key, findings) or {}) if group else {}
-        except _UnreadableError:
+            discovered[api_version] = {r["kind"] for r in answer.get("resources", [])} if answer else None
+        kinds = discovered[api_version]
+        if kinds is not None and kind in kinds:
+            continue
+        listed = (_get(client, f"/apis/{group}", key, findings) or {}) if group else {}
+        if listed is UNREADABLE:
             continue
         served = [str(v["version"]) for v in listed.get("versions", [])]
         writes = f"the stack writes {api_version} {kind}"
@@ -294,10 +294,10 @@ def _served_kinds(stack: PreflightStack, client: KubeClient, data: KubernetesFil
 def _operator_version(client: KubeClient) -> list[Finding]:
     findings: list[Finding] = []
     key, query = "dynamo.platform.install", urllib.parse.urlencode({"labelSelector": OPERATOR_SELECTOR})
-    try:
-        deployments = (_get(client, f"/apis/apps/v1/deployments?{query}", key, findings) or {}).get("items", [])
-    except _UnreadableError:
+    answer = _get(client, f"/apis/apps/v1/deployments?{query}", key, findings)
+    if answer is UNREADABLE:
         return findings
+    deployments = (answer or {}).get("items", [])
     pinned = load_facts().platform.chart.version
     if not deployments:
         return [
@@ -339,10 +339,7 @@ def _namespaces(stack: PreflightStack, client: KubeClient) -> list[Finding]:
     }
     for namespace in sorted(used - created):
         key = next((k for k, value in keys.items() if value == namespace), CONTEXT_KEY)
-        try:
-            if _get(client, f"/api/v1/namespaces/{namespace}", key, findings) is not None:
-                continue
-        except _UnreadableError:
+        if _get(client, f"/api/v1/namespaces/{namespace}", key, findings) is not None:  # found, or unreadable
             continue
         problem = f"namespace {namespace} does not exist; the stack writes into it but does not create it"
         fix = f"kubectl create namespace {namespace}, or set {key} to a namespace that exists"
@@ -356,9 +353,8 @@ def _serving_namespace(stack: PreflightStack, client: KubeClient) -> list[Findin
     must enforce the Pod Security level `kubernetes.namespacePodSecurity` states (what the policy pack judged)."""
     kubernetes, findings = stack.config.kubernetes, list[Finding]()
     key = "kubernetes.createNamespace" if kubernetes.createNamespace else "kubernetes.namespacePodSecurity"
-    try:
-        live = _get(client, f"/api/v1/namespaces/{kubernetes.namespace}", key, findings)
-    except _UnreadableError:
+    live = _get(client, f"/api/v1/namespaces/{kubernetes.namespace}", key, findings)
+    if live is UNREADABLE:
         return findings
     labels = ((live or {}).get("metadata") or {}).get("labels") or {}
     if live is not None and kubernetes.createNamespace and labels.get(PART_OF_LABEL) != PROJECT:
@@ -389,11 +385,11 @@ def _serving_namespace(stack: PreflightStack, client: KubeClient) -> list[Findin
 
 def _storage_class(name: str, client: KubeClient, data: KubernetesFile) -> list[Finding]:
     findings: list[Finding] = []
-    try:
-        found = _get(client, f"/apis/storage.k8s.io/v1/storageclasses/{name}", STORAGE_KEY, findings)
-        if found is None:
-            listing = _get(client, "/apis/storage.k8s.io/v1/storageclasses", STORAGE_KEY, findings) or {}
-    except _UnreadableError:
+    found = _get(client, f"/apis/storage.k8s.io/v1/storageclasses/{name}", STORAGE_KEY, findings)
+    listing = (
+        (_get(client, "/apis/storage.k8s.io/v1/storageclasses", STORAGE_KEY, findings) or {}) if found is None else {}
+    )
+    if found is UNREADABLE or listing is UNREADABLE:
         return findings
     provisioner, provisioners = str(found.get("provisioner", "")) if found else "", data.provisioners
     if found is None:
@@ -480,10 +476,10 @@ def _extended_resources(stack: PreflightStack, client: KubeClient, data: Kuberne
     if not wanted:
         return []
     findings: list[Finding] = []
-    try:
-        nodes = (_get(client, "/api/v1/nodes", CONTEXT_KEY, findings) or {}).get("items", [])
-    except _UnreadableError:
+    answer = _get(client, "/api/v1/nodes", CONTEXT_KEY, findings)
+    if answer is UNREADABLE:
         return findings
+    nodes = (answer or {}).get("items", [])
     advertised = [
         {
             name: quantity_value(str(amount))
