@@ -16,22 +16,32 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from serving_stack.facts.durations import Goal, GoalName, Kind
-from tools.rollout.critical_path import explain
 from tools.rollout.durations import (
     AUTOSCALER,
     GPU_NODE_BOOT,
     SAGEMAKER_ENDPOINT,
+    Node,
+    Par,
+    Part,
+    Placed,
+    Seq,
     compilation_cache_shared,
+    layout,
     prewarm_part,
     sagemaker_node,
     serving_parts,
 )
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
-from tools.rollout.nodes import NODE_GROUP, image_delivery
-from tools.rollout.parts import Node, Par, Part, Placed, Seq, layout
 from tools.rollout.rules import Rules
 from tools.rollout.schedule import Step, Timeline
-from tools.rollout.workloads import pod_specs, prepull_daemon_sets, prewarm_daemon_sets, selected_node_groups
+from tools.rollout.workloads import (
+    NODE_GROUP,
+    image_delivery,
+    pod_specs,
+    prepull_daemon_sets,
+    prewarm_daemon_sets,
+    selected_node_groups,
+)
 
 DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
@@ -112,6 +122,56 @@ def _label(step: Step) -> str:
     resource = step.resource
     what = f"{resource.kind} {resource.object_name}" if resource.is_kubernetes_object else resource.type.split(":")[-1]
     return f"{what} ({resource.name})"
+
+
+@dataclass(frozen=True)
+class Hop:
+    """A displayed step of the critical path and why it starts (or becomes ready) after `after`."""
+
+    step: Step
+    after: str  # the previous displayed step's resource name ("" for the first)
+    kinds: tuple[str, ...]  # edge kinds along the way (components and providers in between)
+    why: str
+
+
+def _edge(graph: StackGraph, step: Step, gate: str) -> tuple[str, str]:
+    """The kind of the edge from `step` to the key it waited for, and a phrase saying why: `readiness` (the
+    step's pods need the other resource: a prerequisite read from the pod specs or the operator), `data` (an input
+    is built from the other's outputs), `dependsOn` (an ordering the program declares; the model cannot see why),
+    `provider` (deployed through a provider that waits for it), `parent` (a child of a component that depends on
+    it). Data and readiness edges cannot be overlapped; a declared ordering is the program's choice, so those are
+    the places to look for a shorter path."""
+    resource, other = step.resource, graph.resources[gate]
+    for need in step.prerequisites:
+        if need.key == gate:
+            return "readiness", need.reason
+    props = sorted(prop for prop, deps in resource.property_dependencies.items() if gate in deps)
+    if props:
+        return "data", f"its input {', '.join(props)} is built from {other.name}'s outputs"
+    if gate in resource.depends_on:
+        return "dependsOn", f"dependsOn {other.name}"
+    if gate == resource.provider:
+        return "provider", f"it is deployed through provider {other.name}"
+    return "parent", f"it is a child of component {other.name}"
+
+
+def explain(graph: StackGraph, timeline: Timeline, key: str) -> list[Hop]:
+    """The critical path to `key` (first step first), each step with why it waits for the one before."""
+    hops: list[Hop] = []
+    for step in timeline.path_to(key):
+        kinds: list[str] = []
+        phrases: list[str] = []
+        current, after = step, ""
+        while current.gated_by and current.gated_by != current.resource.key:
+            kind, why = _edge(graph, current, current.gated_by)
+            kinds.append(kind)
+            phrases.append(why)
+            current = timeline.steps[current.gated_by]
+            if current.resource.custom and not current.resource.is_provider:
+                after = current.resource.name
+                break
+        hops.append(Hop(step, after, tuple(kinds), ", which ".join(phrases) if after else "nothing before it"))
+    return hops
 
 
 def _timeline_rows(graph: StackGraph, timeline: Timeline, key: str) -> list[Row]:

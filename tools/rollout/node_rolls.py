@@ -22,10 +22,10 @@ from serving_stack.facts.aws import load_aws_catalog
 from serving_stack.names import POOL_LABEL
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.graph import Resource, StackGraph, lookup
-from tools.rollout.nodes import NODE_GROUP
-from tools.rollout.nodes import launch_template as _template
 from tools.rollout.replacements import replace_fields
 from tools.rollout.rules import Rules, load_rules
+from tools.rollout.workloads import NODE_GROUP
+from tools.rollout.workloads import launch_template as _template
 
 NOT_TEMPLATE_DATA = frozenset({"tags", "tagsAll", "description", "updateDefaultVersion", "name", "namePrefix"})
 # What a change of each of these does to a pool, for the guide in summary.md.

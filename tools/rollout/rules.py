@@ -12,14 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.durations import Durations, Kind, Step, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
-from tools.rollout.parts import Node
+
+if TYPE_CHECKING:
+    from tools.rollout.durations import Node
 
 RULES_DIR = Path(__file__).resolve().parent
 PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
