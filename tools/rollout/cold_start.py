@@ -35,12 +35,11 @@ from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
 from tools.rollout.rules import Rules
 from tools.rollout.schedule import Step, Timeline
 from tools.rollout.workloads import (
-    NODE_GROUP,
+    gpu_node_groups,
     image_delivery,
-    pod_specs,
+    node_groups_of,
     prepull_daemon_sets,
     prewarm_daemon_sets,
-    selected_node_groups,
 )
 
 DYNAMO_KIND = "DynamoGraphDeployment"
@@ -265,14 +264,8 @@ class PoolReadiness:
 def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
     """Per GPU node group of the stack: the slowest of its Dynamo graphs to serve on a new node."""
     found = []
-    for group in graph.of_type(NODE_GROUP):
-        if group.inputs.get("amiType") not in rules.gpu_ami_types:
-            continue
-        graphs = [
-            r
-            for r in graph.kubernetes_objects(DYNAMO_KIND)
-            if any(group in selected_node_groups(graph, spec) for spec in pod_specs(r, rules))
-        ]
+    for group in gpu_node_groups(graph, rules):
+        graphs = [r for r in graph.kubernetes_objects(DYNAMO_KIND) if group in node_groups_of(graph, r, rules)]
         paths = [(layout(new_node_path(graph, rules, group, r)), r) for r in graphs]
         if not paths:
             continue

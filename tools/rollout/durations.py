@@ -28,11 +28,12 @@ from tools.rollout.workloads import (
     NODE_GROUP,
     Delivery,
     containers,
+    gpu_node_groups,
     image_delivery,
     images,
     mounted_claims,
+    node_groups_of,
     pod_specs,
-    selected_node_groups,
     waits_for_prewarm,
 )
 
@@ -227,14 +228,6 @@ def checkpoint_size(repos: list[str]) -> Size:
     )
 
 
-def _node_group(graph: StackGraph, resource: Resource, rules: Rules) -> Resource | None:
-    for spec in pod_specs(resource, rules):
-        groups = selected_node_groups(graph, spec)
-        if groups:
-            return groups[0]
-    return None
-
-
 def pull_part(graph: StackGraph, resource: Resource, rules: Rules, delivery: Delivery | None = None) -> Part | None:
     """Pulling the largest image of the workload (its pods pull at once) the way its nodes get images."""
     table = rules.durations
@@ -242,7 +235,7 @@ def pull_part(graph: StackGraph, resource: Resource, rules: Rules, delivery: Del
     if not sized:
         return None
     image = sized[-1][1]
-    how = delivery or image_delivery(graph, _node_group(graph, resource, rules))
+    how = delivery or image_delivery(graph, next(iter(node_groups_of(graph, resource, rules)), None))
     if how == "ebs-snapshot":
         return Part.of(f"image {_short(image)} from the EBS-snapshot volume", table.steps[IMAGE_FROM_SNAPSHOT])
     _, size = table.image(image)
@@ -357,14 +350,7 @@ def prewarm_part(graph: StackGraph, resource: Resource, rules: Rules, readers: i
 
 def gpu_nodes_at_up(graph: StackGraph, rules: Rules) -> int:
     """GPU nodes the first `up` starts at once (they share the model cache's throughput when they prewarm)."""
-    return max(
-        1,
-        sum(
-            int(lookup(g.inputs, "scalingConfig.desiredSize") or 0)
-            for g in graph.of_type(NODE_GROUP)
-            if g.inputs.get("amiType") in rules.gpu_ami_types
-        ),
-    )
+    return max(1, sum(int(lookup(g.inputs, "scalingConfig.desiredSize") or 0) for g in gpu_node_groups(graph, rules)))
 
 
 def _startup_budget_minutes(spec: dict[str, Any]) -> float:

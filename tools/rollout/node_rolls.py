@@ -24,7 +24,7 @@ from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.graph import Resource, StackGraph, lookup
 from tools.rollout.replacements import replace_fields
 from tools.rollout.rules import Rules, load_rules
-from tools.rollout.workloads import NODE_GROUP
+from tools.rollout.workloads import gpu_node_groups
 from tools.rollout.workloads import launch_template as _template
 
 NOT_TEMPLATE_DATA = frozenset({"tags", "tagsAll", "description", "updateDefaultVersion", "name", "namePrefix"})
@@ -76,10 +76,6 @@ def _instance_type(group: Resource, template: Resource | None) -> str | None:
     return str(types[0]) if types else (str(template.inputs.get("instanceType")) if template else None)
 
 
-def _gpu_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
-    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
-
-
 def _roll(group: Resource, template: Resource | None, why: list[str], rules: Rules) -> NodeRoll:
     span = rules.span(GPU_NODE_BOOT)
     instance = load_aws_catalog().instance_types.get(_instance_type(group, template) or "")
@@ -105,7 +101,7 @@ def node_rolls(
     rules = rules or load_rules()
     old_graph, new_graph = StackGraph(before), StackGraph(after)
     rolls = []
-    for group in _gpu_groups(new_graph, rules):
+    for group in gpu_node_groups(new_graph, rules):
         previous = old_graph.get(group.key)
         if previous is None:
             continue
@@ -128,7 +124,7 @@ def node_rolls(
 
 def pool_roll_guide(graph: StackGraph, rules: Rules) -> list[str]:
     """The rollout section's day-2 table: what replacing every node of each GPU pool costs, and what does it."""
-    rows = [_roll(g, _template(graph, g), [], rules) for g in _gpu_groups(graph, rules)]
+    rows = [_roll(g, _template(graph, g), [], rules) for g in gpu_node_groups(graph, rules)]
     if not rows:
         return []
     lines = [

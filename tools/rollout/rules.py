@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.durations import Durations, Kind, Step, load_durations
+from serving_stack.facts.durations import Durations, Kind, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
 
 if TYPE_CHECKING:
@@ -93,11 +93,6 @@ class Span:
     def estimated(self) -> bool:
         return self.kind == "estimate"
 
-    @classmethod
-    def of(cls, step: Step) -> Span:
-        """A row of the durations table; tables show its source up to the first ';'."""
-        return cls(step.seconds / 60, step.worst / 60, step.source.split(";")[0], kind=step.kind)
-
 
 @dataclass(frozen=True)
 class Rules:
@@ -107,7 +102,6 @@ class Rules:
     custom_resource_ready_when: str
     annotations: dict[str, str]
     pod_spec_paths: dict[str, tuple[str, ...]]
-    cluster_scoped_kinds: frozenset[str]
     kubernetes_named_delete_first: bool
     preview_replaces_dependents_of_replaced: bool
     restart_needed_on_replace: frozenset[str]
@@ -135,8 +129,9 @@ class Rules:
         return any(entry["chart"] in chart for entry in self.helm["cluster_scoped_charts"])
 
     def span(self, step_id: str) -> Span:
-        """The durations table's step `step_id`."""
-        return Span.of(self.durations.steps[step_id])
+        """The durations table's step `step_id`; tables show its source up to the first ';'."""
+        step = self.durations.steps[step_id]
+        return Span(step.seconds / 60, step.worst / 60, step.source.split(";")[0], kind=step.kind)
 
     def replace_fields_of(self, type_token: str, inputs: Mapping[str, Any] | None = None) -> tuple[str, ...]:
         """The replace-forcing inputs of a type, in table order; `*` stands for each of `inputs` but the excepted."""
@@ -224,7 +219,6 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         custom_resource_ready_when=kubernetes["custom_resource"]["ready_when"],
         annotations=kubernetes["annotations"],
         pod_spec_paths={kind: tuple(paths) for kind, paths in kubernetes["pod_spec_paths"].items()},
-        cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
         preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),

@@ -44,7 +44,6 @@ def go_duration_seconds(text: str) -> float:
 class Await:
     """What `up` waits for after creating a resource, and for how long (None: it does not wait)."""
 
-    resource: Resource
     timeout_seconds: float | None
     ready_when: str
     timeout_basis: str
@@ -59,59 +58,44 @@ def _true(value: object) -> bool:
     return str(value).lower() == "true"
 
 
-def kubernetes_await(resource: Resource, rules: Rules) -> Await:
-    annotations = resource.annotations
-    names = rules.annotations
+def await_of(resource: Resource, rules: Rules) -> Await | None:
+    """The wait for a Kubernetes object or Helm release; None for everything else (their provider's
+    create call returns when the cloud resource is ready, which the durations model covers)."""
+    if resource.type == HELM_RELEASE:
+        helm, inputs = rules.helm, resource.inputs
+        if _true(inputs.get("skipAwait")):
+            return Await(None, "not awaited (skipAwait)", "", helm["source"])
+        if "timeout" in inputs:
+            return Await(float(inputs["timeout"]), helm["ready_when"], f"timeout: {inputs['timeout']}", helm["source"])
+        seconds = helm["default_timeout_seconds"]
+        return Await(float(seconds), helm["ready_when"], f"default {seconds} s", helm["source"])
+    if not resource.is_kubernetes_object:
+        return None
+    annotations, names = resource.annotations, rules.annotations
     kind_rule = rules.kinds.get(resource.kind)
     source = kind_rule.source if kind_rule else "k8s-overrides"
     if _true(annotations.get(names["skip_await"])):
-        return Await(resource, None, f'{names["skip_await"]}: "true"', "", source)
+        return Await(None, f'{names["skip_await"]}: "true"', "", source)
     wait_for = annotations.get(names["wait_for"])
     if not wait_for and (kind_rule is None or kind_rule.immediate):
-        ready = kind_rule.ready_when if kind_rule else rules.custom_resource_ready_when
-        return Await(resource, None, ready, "", source)
+        return Await(None, kind_rule.ready_when if kind_rule else rules.custom_resource_ready_when, "", source)
     configured, basis = None, ""
     if create := resource.custom_timeouts.get("create"):
         configured, basis = go_duration_seconds(create), f"customTimeouts.create {create}"
     elif (seconds := annotations.get(names["timeout_seconds"])) and str(seconds).isdigit():
         configured, basis = float(seconds), f"{names['timeout_seconds']}: {seconds}"
-    overall = configured if configured is not None else rules.default_timeout_seconds
     if wait_for:
-        ready = f"{names['wait_for']}: {wait_for}"
-        timeout = overall
-        basis = basis or f"default {rules.default_timeout_seconds:.0f} s"
-    else:
-        assert kind_rule is not None
-        ready = kind_rule.ready_when
-        if kind_rule.timeout_fixed:
-            timeout = min(kind_rule.timeout_seconds, overall)
-            basis = f"hard-coded {kind_rule.timeout_seconds:.0f} s (customTimeouts cannot extend it)"
-        else:
-            timeout = configured if configured is not None else kind_rule.timeout_seconds
-            basis = basis or f"default {kind_rule.timeout_seconds:.0f} s"
-    return Await(resource, timeout, ready, basis, source)
-
-
-def helm_await(resource: Resource, rules: Rules) -> Await:
-    helm = rules.helm
-    source = str(helm["source"])
-    if _true(resource.inputs.get("skipAwait")):
-        return Await(resource, None, "not awaited (skipAwait)", "", source)
-    if "timeout" in resource.inputs:
-        timeout, basis = float(resource.inputs["timeout"]), f"timeout: {resource.inputs['timeout']}"
-    else:
-        timeout, basis = float(helm["default_timeout_seconds"]), f"default {helm['default_timeout_seconds']} s"
-    return Await(resource, timeout, helm["ready_when"], basis, source)
-
-
-def await_of(resource: Resource, rules: Rules) -> Await | None:
-    """The wait for a Kubernetes object or Helm release; None for everything else (their provider's
-    create call returns when the cloud resource is ready, which the durations model covers)."""
-    if resource.type == HELM_RELEASE:
-        return helm_await(resource, rules)
-    if resource.is_kubernetes_object:
-        return kubernetes_await(resource, rules)
-    return None
+        timeout = configured if configured is not None else rules.default_timeout_seconds
+        return Await(timeout, f"{names['wait_for']}: {wait_for}", basis or f"default {timeout:.0f} s", source)
+    assert kind_rule is not None
+    if kind_rule.timeout_fixed:
+        timeout = min(
+            kind_rule.timeout_seconds, configured if configured is not None else rules.default_timeout_seconds
+        )
+        basis = f"hard-coded {kind_rule.timeout_seconds:.0f} s (customTimeouts cannot extend it)"
+        return Await(timeout, kind_rule.ready_when, basis, source)
+    timeout = configured if configured is not None else kind_rule.timeout_seconds
+    return Await(timeout, kind_rule.ready_when, basis or f"default {kind_rule.timeout_seconds:.0f} s", source)
 
 
 @dataclass(frozen=True)

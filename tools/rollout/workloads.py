@@ -124,6 +124,16 @@ def selected_node_groups(graph: StackGraph, spec: dict[str, Any]) -> list[Resour
     return matches
 
 
+def node_groups_of(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
+    """The stack's node groups the workload's pods select, in pod spec order."""
+    found = [g for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)]
+    return list({g.key: g for g in found}.values())
+
+
+def gpu_node_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
+    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
+
+
 def _requested_resources(spec: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for container in containers(spec):
@@ -156,15 +166,13 @@ def waits_for_prewarm(resource: Resource, rules: Rules) -> bool:
 
 def prewarm_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
     """The prewarm DaemonSets of the stack on the nodes the workload's pods select."""
-    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
-    found = []
-    for daemon_set in graph.kubernetes_objects("DaemonSet"):
-        specs = pod_specs(daemon_set, rules)
-        runs_prewarm = any(PREWARM_PROGRAM in c for spec in specs for c in _commands(spec, init=False))
-        selects = {g.key for spec in specs for g in selected_node_groups(graph, spec)}
-        if runs_prewarm and selects & groups:
-            found.append(daemon_set)
-    return found
+    groups = {g.key for g in node_groups_of(graph, resource, rules)}
+    return [
+        daemon_set
+        for daemon_set in graph.kubernetes_objects("DaemonSet")
+        if any(PREWARM_PROGRAM in c for spec in pod_specs(daemon_set, rules) for c in _commands(spec, init=False))
+        and groups & {g.key for g in node_groups_of(graph, daemon_set, rules)}
+    ]
 
 
 # A DaemonSet on the workload's nodes that pulls its images from each node's registration: the workload's own
@@ -174,14 +182,13 @@ PREPULL_REASON = "finds its images pulled by"
 
 def prepull_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
     """DaemonSets of the stack on nodes the workload's pods select whose pods hold every image it runs."""
-    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
-    wanted = set(images(resource, rules))
+    groups, wanted = {g.key for g in node_groups_of(graph, resource, rules)}, set(images(resource, rules))
     return [
         daemon_set
         for daemon_set in graph.kubernetes_objects("DaemonSet")
         if wanted
         and wanted <= set(images(daemon_set, rules))
-        and groups & {g.key for spec in pod_specs(daemon_set, rules) for g in selected_node_groups(graph, spec)}
+        and groups & {g.key for g in node_groups_of(graph, daemon_set, rules)}
     ]
 
 
