@@ -18,13 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tools.rollout.findings import REPLACE, Finding
+from tools.rollout.findings import REPLACE as REPLACE  # also the action of a replaced resource
+from tools.rollout.findings import Finding
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules, load_rules
 
 CREATE_FIRST = "create-before-delete"
 DELETE_FIRST = "delete-before-replace"
-CREATE, DELETE, UPDATE = "create", "delete", "update"  # and REPLACE, the finding category's word too
+CREATE, DELETE, UPDATE = "create", "delete", "update"
 
 
 @dataclass(frozen=True)
