@@ -1,6 +1,6 @@
 """How long each step takes, from the durations table (`catalog/durations.yaml`) and the recorded inputs: the
 checkpoints a pod downloads or reads (sizes: catalog/checkpoints.yaml), the images it pulls and how its nodes
-get them (tools/rollout/nodes.py), how a claim binds (volumes.py), a Job's deadline, a worker's startup budget,
+get them (workloads.py), how a claim binds (volumes.py), a Job's deadline, a worker's startup budget,
 whether its compilation cache is shared, where a SageMaker model reads its weights from.
 
 `work()` is one resource's own work on the first-`up` timeline; `serving_parts()` breaks a GPU worker's start
@@ -354,23 +354,20 @@ def gpu_nodes_at_up(graph: StackGraph, rules: Rules) -> int:
 
 
 def _startup_budget_minutes(spec: dict[str, Any]) -> float:
-    budgets = []
-    for container in containers(spec):
-        probe = container.get("startupProbe") or {}
-        if probe:
-            budgets.append(float(probe.get("failureThreshold", 3)) * float(probe.get("periodSeconds", 10)) / 60)
-    return max(budgets, default=0.0)
+    probes = [probe for c in containers(spec) if (probe := c.get("startupProbe"))]
+    return max(
+        (float(p.get("failureThreshold", 3)) * float(p.get("periodSeconds", 10)) / 60 for p in probes), default=0.0
+    )
 
 
 def _init_gate_minutes(spec: dict[str, Any]) -> float:
     """The longest an init container may hold the pod before its containers start: the prewarm gate waits
     up to its `--timeout` (serving_stack.plan.model_cache.gate_workers), then lets the worker load cold."""
-    bounds = [
+    return sum(
         float(match.group(1)) / 60
         for container in spec.get("initContainers") or []
         for match in re.finditer(r"--timeout (\d+)", " ".join(str(c) for c in container.get("command") or []))
-    ]
-    return sum(bounds)
+    )
 
 
 def serving_worst(resource: Resource, rules: Rules, parts: ServingParts) -> tuple[float, str]:
@@ -495,9 +492,11 @@ def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
         )
     if pod_specs(resource, rules):
         pull = pull_part(graph, resource, rules)
-        reads: list[Node] = []
-        if checkpoints_named(resource, rules):
-            reads.append(prewarm_part(graph, resource, rules, gpu_nodes_at_up(graph, rules)))
+        reads = (
+            [prewarm_part(graph, resource, rules, gpu_nodes_at_up(graph, rules))]
+            if checkpoints_named(resource, rules)
+            else []
+        )
         node = Seq(
             (
                 Part("write", write.typical * 60, write.max * 60, write.kind, write.basis),

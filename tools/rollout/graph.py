@@ -140,10 +140,8 @@ class StackGraph:
         return list(self._objects.get(kind, ()))
 
     def find_object(self, kind: str, name: str, namespace: str = "") -> Resource | None:
-        for resource in self.kubernetes_objects(kind):
-            if resource.object_name == name and resource.namespace == namespace:
-                return resource
-        return None
+        objects = self.kubernetes_objects(kind)
+        return next((r for r in objects if r.object_name == name and r.namespace == namespace), None)
 
     @functools.cached_property
     def _direct(self) -> dict[str, frozenset[str]]:
@@ -209,8 +207,5 @@ class StackGraph:
         provider = self.get(resource.provider)
         if provider is None:
             return None
-        for key in self.ancestors(provider.key):
-            candidate = self.resources[key]
-            if candidate.type == "aws:eks/cluster:Cluster":
-                return candidate
-        return None
+        ancestors = (self.resources[key] for key in self.ancestors(provider.key))
+        return next((r for r in ancestors if r.type == "aws:eks/cluster:Cluster"), None)

@@ -111,10 +111,10 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
 def _forces(dependent: Resource, rules: Rules, prop: str) -> bool:
     """Whether an input (recorded per top-level property) is replace-forcing for the dependent. Kubernetes
     inputs are recorded as whole `spec`/`metadata` objects, too coarse to tell: only exact fields count."""
-    for field in replace_fields(dependent, rules):
-        if field == prop or (not dependent.is_kubernetes_object and field.startswith(prop + ".")):
-            return True
-    return False
+    return any(
+        field == prop or (not dependent.is_kubernetes_object and field.startswith(prop + "."))
+        for field in replace_fields(dependent, rules)
+    )
 
 
 def cascade(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[str, ...]:

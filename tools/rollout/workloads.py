@@ -193,21 +193,17 @@ def prepull_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> 
 
 
 def helm_release_of(graph: StackGraph, chart: str) -> Resource | None:
-    for release in graph.of_type(HELM_RELEASE):
-        if chart in str(release.inputs.get("chart", "")):
-            return release
-    return None
+    return next((r for r in graph.of_type(HELM_RELEASE) if chart in str(r.inputs.get("chart", ""))), None)
 
 
 def claim_writers(graph: StackGraph, rules: Rules, claim: str, namespace: str) -> list[Resource]:
     """Jobs of the stack that mount this claim writable: they fill it."""
-    writers = []
-    for job in graph.kubernetes_objects("Job"):
-        if job.namespace == namespace and any(
-            not mounted_claims(spec).get(claim, True) for spec in pod_specs(job, rules)
-        ):
-            writers.append(job)
-    return writers
+    return [
+        job
+        for job in graph.kubernetes_objects("Job")
+        if job.namespace == namespace
+        and any(not mounted_claims(spec).get(claim, True) for spec in pod_specs(job, rules))
+    ]
 
 
 def _volume_prerequisite(graph: StackGraph, claim: Resource, need: Callable[..., None]) -> None:
