@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.durations import Durations, Kind, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
+from tools.rollout.graph import lookup
 
 if TYPE_CHECKING:
     from tools.rollout.durations import Node
@@ -152,7 +153,7 @@ class Rules:
                 continue
             for path in rule.replace_on:
                 keys = sorted((set(before) | set(after)) - set(rule.excepted)) if path == "*" else [path]
-                found |= {(k, self.source(rule.source)) for k in keys if _at(before, k) != _at(after, k)}
+                found |= {(k, self.source(rule.source)) for k in keys if _canonical(before, k) != _canonical(after, k)}
         return sorted(found)
 
     def fixed_name(self, type_token: str, inputs: dict[str, Any]) -> tuple[str, Any] | None:
@@ -162,11 +163,8 @@ class Rules:
         return (named[0], inputs[named[0]]) if named else None
 
 
-def _at(value: Any, path: str) -> str:
-    """The value at a dotted input path, canonical JSON (null where absent)."""
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return json.dumps(value, sort_keys=True)
+def _canonical(inputs: dict[str, Any], path: str) -> str:
+    return json.dumps(lookup(inputs, path), sort_keys=True)
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:
