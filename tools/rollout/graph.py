@@ -178,15 +178,9 @@ class StackGraph:
         return first in self.ancestors(then)
 
     @functools.cached_property
-    def _dependents(self) -> dict[str, frozenset[str]]:
-        dependents: dict[str, set[str]] = {key: set() for key in self.resources}
-        for key, deps in self._direct.items():
-            for dep in deps:
-                dependents[dep].add(key)
-        return {key: frozenset(values) for key, values in dependents.items()}
-
-    def dependents(self, key: str) -> frozenset[str]:
-        return self._dependents[key]
+    def dependents(self) -> dict[str, list[str]]:
+        """Key -> the resources that wait for it directly, by key."""
+        return {key: sorted(k for k, deps in self._direct.items() if key in deps) for key in self.resources}
 
     def topological_order(self) -> list[str]:
         """Keys in an order where every resource follows what it waits for (stable by key)."""

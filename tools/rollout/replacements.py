@@ -91,7 +91,7 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
         return ""
     if resource.type == HELM_RELEASE:
         chart = str(resource.inputs.get("chart", ""))
-        if field == "namespace" and rules.helm_cluster_scoped(chart):
+        if field == "namespace" and any(e["chart"] in chart for e in rules.helm["cluster_scoped_charts"]):
             return (
                 f"release {resource.object_name!r} keeps its name, and its cluster-scoped objects (named after the "
                 f"release) already exist, owned by the old release"
@@ -123,7 +123,7 @@ def cascade(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[str, .
     frontier, seen = [resource.key], {resource.key}
     while frontier:
         current = frontier.pop()
-        for key in sorted(graph.dependents(current)):
+        for key in graph.dependents[current]:
             dependent = graph.resources[key]
             edges = dependent.property_dependencies.items()
             forced = any(current in deps and _forces(dependent, rules, prop) for prop, deps in edges)

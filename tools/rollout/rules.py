@@ -126,9 +126,6 @@ class Rules:
         """What a source key names (file and the lines it rests on)."""
         return self.sources.get(key, key)
 
-    def helm_cluster_scoped(self, chart: str) -> bool:
-        return any(entry["chart"] in chart for entry in self.helm["cluster_scoped_charts"])
-
     def span(self, step_id: str) -> Span:
         """The durations table's step `step_id`; tables show its source up to the first ';'."""
         step = self.durations.steps[step_id]
