@@ -33,16 +33,16 @@ from tools.rollout.durations import (
 )
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
 from tools.rollout.rules import Rules
-from tools.rollout.schedule import Step, Timeline
+from tools.rollout.schedule import DYNAMO_KIND, Step, Timeline
 from tools.rollout.workloads import (
     gpu_node_groups,
     image_delivery,
     node_groups_of,
+    pool_name,
     prepull_daemon_sets,
     prewarm_daemon_sets,
 )
 
-DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
 LINES: dict[GoalName, str] = {
     "first-dynamo-token": "First Dynamo token",
@@ -248,10 +248,6 @@ def new_node_path(graph: StackGraph, rules: Rules, group: Resource, graph_resour
     return Seq((*start, boot, ready, parts.load, parts.engine))
 
 
-def _pool(group: Resource) -> str:
-    return str((group.inputs.get("labels") or {}).get("nemotron.nvidia.com/pool") or group.name)
-
-
 @dataclass(frozen=True)
 class PoolReadiness:
     pool: str
@@ -273,13 +269,13 @@ def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
         origin = "the scale-up: a worker pod is pending" if _autoscaled(graph) else "the node group's size is raised"
         found.append(
             PoolReadiness(
-                _pool(group),
+                pool_name(group),
                 slowest.name,
                 image_delivery(graph, group),
                 compilation_cache_shared(slowest),
                 CriticalPath(
                     LINES["new-gpu-node"],
-                    f"{origin} (pool {_pool(group)}, {slowest.name})",
+                    f"{origin} (pool {pool_name(group)}, {slowest.name})",
                     tuple(_row(p) for p in laid.placed),
                     rules.durations.goals["new-gpu-node"],
                 ),

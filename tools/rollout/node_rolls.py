@@ -19,12 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.names import POOL_LABEL
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.graph import Resource, StackGraph, lookup
 from tools.rollout.replacements import replace_fields
 from tools.rollout.rules import Rules, load_rules
-from tools.rollout.workloads import gpu_node_groups
+from tools.rollout.workloads import gpu_node_groups, pool_name
 from tools.rollout.workloads import launch_template as _template
 
 NOT_TEMPLATE_DATA = frozenset({"tags", "tagsAll", "description", "updateDefaultVersion", "name", "namePrefix"})
@@ -66,11 +65,6 @@ class NodeRoll:
         )
 
 
-def _pool(group: Resource) -> str:
-    labels = group.inputs.get("labels") or {}
-    return str(labels.get(POOL_LABEL) or group.name.removeprefix("pool-").removesuffix("-node-group"))
-
-
 def _instance_type(group: Resource, template: Resource | None) -> str | None:
     types = group.inputs.get("instanceTypes") or []
     return str(types[0]) if types else (str(template.inputs.get("instanceType")) if template else None)
@@ -80,7 +74,7 @@ def _roll(group: Resource, template: Resource | None, why: list[str], rules: Rul
     span = rules.span(GPU_NODE_BOOT)
     instance = load_aws_catalog().instance_types.get(_instance_type(group, template) or "")
     nodes = int(lookup(group.inputs, "scalingConfig.desiredSize") or 0)
-    return NodeRoll(_pool(group), tuple(why), nodes, instance.gpus if instance else 0, span.typical, span.estimated)
+    return NodeRoll(pool_name(group), tuple(why), nodes, instance.gpus if instance else 0, span.typical, span.estimated)
 
 
 def _template_changes(old: Resource | None, new: Resource | None) -> list[str]:

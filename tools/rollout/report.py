@@ -14,11 +14,10 @@ from tools.rollout.graph import Resource, StackGraph, lookup
 from tools.rollout.node_rolls import pool_roll_guide
 from tools.rollout.replacements import CREATE_FIRST, data_role, predict, replace_fields, replacement_findings
 from tools.rollout.rules import Rules, load_engine_confirmed, load_rules
-from tools.rollout.schedule import Step, Timeline
+from tools.rollout.schedule import DYNAMO_KIND, Step, Timeline
 from tools.rollout.volumes import binding, rebind_note
 from tools.rollout.workloads import PULLS_IMAGES
 
-DYNAMO_KIND = "DynamoGraphDeployment"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 
 
@@ -149,7 +148,7 @@ def wait_findings(graph: StackGraph, timeline: Timeline, rules: Rules) -> list[F
     return sorted(set(findings))
 
 
-TEMPLATE_METADATA = {"DynamoGraphDeployment": "spec.components[].podTemplate.metadata"}
+TEMPLATE_METADATA = {DYNAMO_KIND: "spec.components[].podTemplate.metadata"}
 DEFAULT_TEMPLATE_METADATA = "spec.template.metadata"
 
 

@@ -27,7 +27,7 @@ from tools.rollout.workloads import (
     prerequisites,
 )
 
-SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
+DYNAMO_KIND = "DynamoGraphDeployment"  # the serving kind: a Dynamo graph
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
 _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 
@@ -154,7 +154,7 @@ class Timeline:
             parts: tuple[Placed, ...] = ()
             if span.node is not None:
                 parts = layout(span.node, start=(ready - span.typical) * 60).placed
-            if resource.kind in SERVING_KINDS:
+            if resource.kind == DYNAMO_KIND:
                 ready, gate, parts = self._serving(resource, rules, needs[key], start)
                 gate_ready = (ready, gate)
                 span = dataclasses.replace(span, typical=ready - start)  # its steps overlap the node's
@@ -254,7 +254,7 @@ class Timeline:
     def serving(self) -> list[Step]:
         """Steps after which a client can get a token: Dynamo graphs and SageMaker endpoints."""
         return [
-            s for s in self.steps.values() if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT
+            s for s in self.steps.values() if s.resource.kind == DYNAMO_KIND or s.resource.type == SAGEMAKER_ENDPOINT
         ]
 
     def up_minutes(self) -> float:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
+from serving_stack.names import POOL_LABEL
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules
 from tools.rollout.volumes import static_volume
@@ -132,6 +133,11 @@ def node_groups_of(graph: StackGraph, resource: Resource, rules: Rules) -> list[
 
 def gpu_node_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
     return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
+
+
+def pool_name(group: Resource) -> str:
+    labels = group.inputs.get("labels") or {}
+    return str(labels.get(POOL_LABEL) or group.name.removeprefix("pool-").removesuffix("-node-group"))
 
 
 def _requested_resources(spec: dict[str, Any]) -> set[str]:
