@@ -424,15 +424,11 @@ def _job_work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
     return dataclasses.replace(work, worst_basis="image pull and download at the worst rates")
 
 
-def sagemaker_model(graph: StackGraph, endpoint: Resource) -> tuple[Resource | None, Resource | None]:
-    """The endpoint's configuration and the model of its first variant."""
-    config = next(
-        (graph.get(k) for k in graph.direct_dependencies(endpoint.key) if k.startswith(SAGEMAKER_CONFIG)), None
-    )
-    if config is None:
-        return None, None
-    model = next((graph.get(k) for k in graph.direct_dependencies(config.key) if k.startswith(SAGEMAKER_MODEL)), None)
-    return config, model
+def sagemaker_model(graph: StackGraph, endpoint: Resource) -> Resource | None:
+    """The model of the endpoint configuration's first variant."""
+    config = next((k for k in graph.direct_dependencies(endpoint.key) if k.startswith(SAGEMAKER_CONFIG)), None)
+    models = (k for k in graph.direct_dependencies(config) if k.startswith(SAGEMAKER_MODEL)) if config else ()
+    return next((graph.resources[k] for k in models), None)
 
 
 def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_cached: bool = False) -> Node:
@@ -440,7 +436,7 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
     from S3 (`ModelDataSource`), or the container downloads them from the hub once it runs; then the engine
     starts (no compilation cache on SageMaker: cold)."""
     table = rules.durations
-    _, model = sagemaker_model(graph, endpoint)
+    model = sagemaker_model(graph, endpoint)
     container = (model.inputs.get("primaryContainer") or {}) if model else {}
     known = set(load_checkpoint_sizes().repositories)
     values = [str(v) for v in (container.get("environment") or {}).values()]
