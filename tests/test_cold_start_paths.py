@@ -21,8 +21,7 @@ from tools.rollout.cold_start import (
     new_gpu_nodes,
     sagemaker_first_token,
 )
-from tools.rollout.durations import ENGINE_START, IMAGE_FROM_SNAPSHOT, SAGEMAKER_MODEL
-from tools.rollout.parts import Par, Part, Seq, layout
+from tools.rollout.durations import ENGINE_START, IMAGE_FROM_SNAPSHOT, SAGEMAKER_MODEL, Par, Part, Seq, layout
 from tools.rollout.report import markdown
 
 LINE = re.compile(r"^(First Dynamo token|New GPU node serving|SageMaker first token): (\d+\.\d) min$")

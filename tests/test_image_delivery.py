@@ -20,7 +20,7 @@ from plan_helpers import plan_of
 from serving_stack.config import ConfigError
 from serving_stack.facts.aws import load_aws_catalog
 from tools.rollout.graph import Resource, StackGraph
-from tools.rollout.nodes import image_delivery
+from tools.rollout.workloads import image_delivery
 
 TEMPLATE, NODE_GROUP = "aws:ec2/launchTemplate:LaunchTemplate", "aws:eks/nodeGroup:NodeGroup"
 SNAPSHOT = "snap-0123456789abcdef0"

@@ -19,7 +19,7 @@ from components.serving_target import ServingTarget, ServingTargetArgs
 from serving_stack.facts.catalog import load_catalog
 from serving_stack.names import TypeTokens
 from tools.mock_runtime import ProgramRun, plain_numbers
-from tools.rollout.awaits import go_duration_seconds
+from tools.rollout.schedule import go_duration_seconds
 
 JOB, CRON_JOB = "kubernetes:batch/v1:Job", "kubernetes:batch/v1:CronJob"
 DEPLOYMENT, POD_MONITOR = "kubernetes:apps/v1:Deployment", "kubernetes:monitoring.coreos.com/v1:PodMonitor"

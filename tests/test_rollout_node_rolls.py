@@ -19,8 +19,8 @@ from tools.pr_diff.records import Render
 from tools.pr_diff.stack_diff import diff_stack
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.node_rolls import node_rolls
-from tools.rollout.nodes import LAUNCH_TEMPLATE, NODE_GROUP
 from tools.rollout.rules import load_rules
+from tools.rollout.workloads import LAUNCH_TEMPLATE, NODE_GROUP
 
 GPU_NODE = load_rules().span(GPU_NODE_BOOT)
 

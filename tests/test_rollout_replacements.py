@@ -8,9 +8,8 @@ import functools
 from rollout_helpers import RULES, committed_config, findings_about, graph, named, of_kind, of_type, records, rendered
 
 from serving_stack.facts.aws import load_aws_catalog
-from tools.rollout.replacements import CREATE_FIRST, DELETE_FIRST, cascade, fixed_identity, predict
-from tools.rollout.update import REPLACE as REPLACED
-from tools.rollout.update import predict_update
+from tools.rollout.replacements import CREATE_FIRST, DELETE_FIRST, cascade, fixed_identity, predict, predict_update
+from tools.rollout.replacements import REPLACE as REPLACED
 
 REPLACE = "replace"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from rollout_helpers import RULES, findings_about, graph, of_kind, records, report
 
-from tools.rollout.report import markdown
-from tools.rollout.restarts import checksum_annotation, readers
+from tools.rollout.report import checksum_annotation, markdown, readers
 
 RESTART = "restart"
 

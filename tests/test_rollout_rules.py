@@ -9,9 +9,9 @@ import pytest
 import yaml
 from rollout_helpers import RULES, VARIANTS, annotate, records
 
-from tools.rollout.awaits import await_of
 from tools.rollout.graph import HELM_RELEASE, Resource
 from tools.rollout.rules import PROVIDER_RULES_FILE
+from tools.rollout.schedule import await_of
 
 # A repository reference (owner/repo#n, a path), documentation, a facts file or a measurement in the text.
 NAMED_SOURCE = re.compile(r"[\w.-]+/[\w.-]+|documentation|docs|FACTS\.md|README|\.yaml|API reference|measured")

@@ -10,7 +10,7 @@ import pytest
 from rollout_helpers import RULES, of_kind, plant_dynamic_fsx_class, records, report
 
 from serving_stack.facts.catalog import load_checkpoint_sizes
-from tools.rollout.critical_path import explain
+from tools.rollout.cold_start import explain
 from tools.rollout.durations import HUB_DOWNLOAD, SMOKE_TEST, checkpoints_named, work
 from tools.rollout.graph import StackGraph
 from tools.rollout.report import markdown
@@ -131,7 +131,6 @@ def test_every_step_of_the_critical_path_says_why_it_waits_for_the_one_before():
         assert all(f"{h.after}: " in text for h in hops[1:])
     (serving,) = [h for h in hops if h.step is first]
     assert serving.kinds == ("readiness",)
-    assert serving.inherent
 
 
 def test_the_graph_lists_kubernetes_objects_by_kind_and_keeps_kindless_ones_only_among_all():

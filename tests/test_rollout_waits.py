@@ -18,9 +18,9 @@ from rollout_helpers import (
 )
 
 from serving_stack.names import PREWARM_APP
-from tools.rollout.awaits import go_duration_seconds
 from tools.rollout.durations import work
 from tools.rollout.graph import StackGraph
+from tools.rollout.schedule import go_duration_seconds
 
 WAIT = "wait"
 

@@ -4,7 +4,7 @@
   render's resources.json list, for "the render and the engine agree on what the stack is";
 - `engine_plan`: the engine's steps (`engine.Run`: a preview's planned ones, an `up`'s finished ones) collapsed
   to one operation per resource, with the order of a replacement's create and delete;
-- `model_plan`: what `tools.rollout.update.predict_update` predicts for the same change, in the same shape;
+- `model_plan`: what `tools.rollout.replacements.predict_update` predicts for the same change, in the same shape;
 - `missing_objects`: the Kubernetes objects a stack's state names that the cluster no longer has;
 - `stack_objects`: what is left of a stack after destroy (namespaced, cluster-scoped, Secrets);
 - `pending_creates`: what an interrupted update was still creating (the checkpoint's pending operations).
@@ -18,8 +18,7 @@ from typing import Any
 from pulumi.automation import OpType, StepEventMetadata
 
 from tools.e2e.kube import KINDS, Kube
-from tools.rollout.replacements import DELETE_FIRST
-from tools.rollout.update import REPLACE, predict_update
+from tools.rollout.replacements import DELETE_FIRST, REPLACE, predict_update
 
 # The stack itself and what it only reads (its last deployment) are not resources the render lists.
 ENGINE_ONLY = ("pulumi:pulumi:Stack", "pulumi:pulumi:StackReference")

@@ -16,24 +16,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from serving_stack.facts.durations import Goal, GoalName, Kind
-from tools.rollout.critical_path import explain
 from tools.rollout.durations import (
     AUTOSCALER,
     GPU_NODE_BOOT,
     SAGEMAKER_ENDPOINT,
+    Node,
+    Par,
+    Part,
+    Placed,
+    Seq,
     compilation_cache_shared,
+    layout,
     prewarm_part,
     sagemaker_node,
     serving_parts,
 )
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
-from tools.rollout.nodes import NODE_GROUP, image_delivery
-from tools.rollout.parts import Node, Par, Part, Placed, Seq, layout
 from tools.rollout.rules import Rules
-from tools.rollout.schedule import Step, Timeline
-from tools.rollout.workloads import pod_specs, prepull_daemon_sets, prewarm_daemon_sets, selected_node_groups
+from tools.rollout.schedule import DYNAMO_KIND, Step, Timeline
+from tools.rollout.workloads import (
+    gpu_node_groups,
+    image_delivery,
+    node_groups_of,
+    pool_name,
+    prepull_daemon_sets,
+    prewarm_daemon_sets,
+)
 
-DYNAMO_KIND = "DynamoGraphDeployment"
 AUTOSCALER_CHART = "cluster-autoscaler"
 LINES: dict[GoalName, str] = {
     "first-dynamo-token": "First Dynamo token",
@@ -114,6 +123,56 @@ def _label(step: Step) -> str:
     return f"{what} ({resource.name})"
 
 
+@dataclass(frozen=True)
+class Hop:
+    """A displayed step of the critical path and why it starts (or becomes ready) after `after`."""
+
+    step: Step
+    after: str  # the previous displayed step's resource name ("" for the first)
+    kinds: tuple[str, ...]  # edge kinds along the way (components and providers in between)
+    why: str
+
+
+def _edge(graph: StackGraph, step: Step, gate: str) -> tuple[str, str]:
+    """The kind of the edge from `step` to the key it waited for, and a phrase saying why: `readiness` (the
+    step's pods need the other resource: a prerequisite read from the pod specs or the operator), `data` (an input
+    is built from the other's outputs), `dependsOn` (an ordering the program declares; the model cannot see why),
+    `provider` (deployed through a provider that waits for it), `parent` (a child of a component that depends on
+    it). Data and readiness edges cannot be overlapped; a declared ordering is the program's choice, so those are
+    the places to look for a shorter path."""
+    resource, other = step.resource, graph.resources[gate]
+    for need in step.prerequisites:
+        if need.key == gate:
+            return "readiness", need.reason
+    props = sorted(prop for prop, deps in resource.property_dependencies.items() if gate in deps)
+    if props:
+        return "data", f"its input {', '.join(props)} is built from {other.name}'s outputs"
+    if gate in resource.depends_on:
+        return "dependsOn", f"dependsOn {other.name}"
+    if gate == resource.provider:
+        return "provider", f"it is deployed through provider {other.name}"
+    return "parent", f"it is a child of component {other.name}"
+
+
+def explain(graph: StackGraph, timeline: Timeline, key: str) -> list[Hop]:
+    """The critical path to `key` (first step first), each step with why it waits for the one before."""
+    hops: list[Hop] = []
+    for step in timeline.path_to(key):
+        kinds: list[str] = []
+        phrases: list[str] = []
+        current, after = step, ""
+        while current.gated_by and current.gated_by != current.resource.key:
+            kind, why = _edge(graph, current, current.gated_by)
+            kinds.append(kind)
+            phrases.append(why)
+            current = timeline.steps[current.gated_by]
+            if current.resource.custom and not current.resource.is_provider:
+                after = current.resource.name
+                break
+        hops.append(Hop(step, after, tuple(kinds), ", which ".join(phrases) if after else "nothing before it"))
+    return hops
+
+
 def _timeline_rows(graph: StackGraph, timeline: Timeline, key: str) -> list[Row]:
     """The steps that decided when `key` was ready, first step first; a serving resource as its own steps."""
     rows: list[Row] = []
@@ -189,10 +248,6 @@ def new_node_path(graph: StackGraph, rules: Rules, group: Resource, graph_resour
     return Seq((*start, boot, ready, parts.load, parts.engine))
 
 
-def _pool(group: Resource) -> str:
-    return str((group.inputs.get("labels") or {}).get("nemotron.nvidia.com/pool") or group.name)
-
-
 @dataclass(frozen=True)
 class PoolReadiness:
     pool: str
@@ -205,14 +260,8 @@ class PoolReadiness:
 def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
     """Per GPU node group of the stack: the slowest of its Dynamo graphs to serve on a new node."""
     found = []
-    for group in graph.of_type(NODE_GROUP):
-        if group.inputs.get("amiType") not in rules.gpu_ami_types:
-            continue
-        graphs = [
-            r
-            for r in graph.kubernetes_objects(DYNAMO_KIND)
-            if any(group in selected_node_groups(graph, spec) for spec in pod_specs(r, rules))
-        ]
+    for group in gpu_node_groups(graph, rules):
+        graphs = [r for r in graph.kubernetes_objects(DYNAMO_KIND) if group in node_groups_of(graph, r, rules)]
         paths = [(layout(new_node_path(graph, rules, group, r)), r) for r in graphs]
         if not paths:
             continue
@@ -220,13 +269,13 @@ def new_gpu_nodes(graph: StackGraph, rules: Rules) -> list[PoolReadiness]:
         origin = "the scale-up: a worker pod is pending" if _autoscaled(graph) else "the node group's size is raised"
         found.append(
             PoolReadiness(
-                _pool(group),
+                pool_name(group),
                 slowest.name,
                 image_delivery(graph, group),
                 compilation_cache_shared(slowest),
                 CriticalPath(
                     LINES["new-gpu-node"],
-                    f"{origin} (pool {_pool(group)}, {slowest.name})",
+                    f"{origin} (pool {pool_name(group)}, {slowest.name})",
                     tuple(_row(p) for p in laid.placed),
                     rules.durations.goals["new-gpu-node"],
                 ),

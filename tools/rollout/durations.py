@@ -1,33 +1,39 @@
 """How long each step takes, from the durations table (`catalog/durations.yaml`) and the recorded inputs: the
 checkpoints a pod downloads or reads (sizes: catalog/checkpoints.yaml), the images it pulls and how its nodes
-get them (tools/rollout/nodes.py), how a claim binds (volumes.py), a Job's deadline, a worker's startup budget,
+get them (workloads.py), how a claim binds (volumes.py), a Job's deadline, a worker's startup budget,
 whether its compilation cache is shared, where a SageMaker model reads its weights from.
 
 `work()` is one resource's own work on the first-`up` timeline; `serving_parts()` breaks a GPU worker's start
 into its steps (device plugins, image pull, prewarm, model load, engine start), which the timeline and the
-new-node path lay out as they overlap (parts.py).
+new-node path lay out as they overlap: steps compose in sequence (`Seq`), or in parallel (`Par`) where they
+overlap as they happen (the longest branch decides when what follows starts); `layout()` places every step in
+time and marks the critical ones. A step computed from figures (bytes over a rate) is `derived` when every input
+is sourced and an `estimate` when any is; its source names each input.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from serving_stack.facts.catalog import load_checkpoint_sizes
-from serving_stack.facts.durations import Kind
+from serving_stack.facts.durations import Kind, Rate, Step
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
-from tools.rollout.nodes import NODE_GROUP, Delivery, image_delivery
-from tools.rollout.parts import Node, Par, Part, Seq, combined_kind, image_pull, layout, transfer
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding, static_volume
 from tools.rollout.workloads import (
+    NODE_GROUP,
+    Delivery,
     containers,
+    gpu_node_groups,
+    image_delivery,
     images,
     mounted_claims,
+    node_groups_of,
     pod_specs,
-    selected_node_groups,
     waits_for_prewarm,
 )
 
@@ -71,6 +77,112 @@ EFS = "aws:efs/fileSystem:FileSystem"
 ZERO = Span(0.0, 0.0, "no cloud work")
 
 
+def combined_kind(kinds: Iterable[Kind]) -> Kind:
+    """An estimate if any input is one; a single measured input stays measured; otherwise derived."""
+    listed = list(kinds)
+    if "estimate" in listed:
+        return "estimate"
+    return "measured" if listed == ["measured"] else "derived"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One step: its typical and worst duration (seconds), its kind and source."""
+
+    name: str
+    seconds: float
+    worst_seconds: float
+    kind: Kind
+    source: str
+
+    @classmethod
+    def of(cls, name: str, step: Step) -> Part:
+        return cls(name, step.seconds, step.worst, step.kind, step.source)
+
+    @property
+    def estimated(self) -> bool:
+        return self.kind == "estimate"
+
+
+@dataclass(frozen=True)
+class Size:
+    """GB of data, what kind of figure that is and where it comes from."""
+
+    gigabytes: float
+    kind: Kind
+    source: str
+
+
+def transfer(name: str, size: Size, rate: Rate) -> Part:
+    """Moving `size` at a rate (MB/s)."""
+    return Part(
+        name,
+        size.gigabytes * 1000 / rate.mbPerSecond,
+        size.gigabytes * 1000 / rate.worst,
+        combined_kind([size.kind, rate.kind]),
+        f"{size.gigabytes:g} GB ({size.source}) at {rate.mbPerSecond:g} MB/s ({rate.source})",
+    )
+
+
+@dataclass(frozen=True)
+class Seq:
+    """Nodes one after the other."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Par:
+    """Nodes that run at once; what follows starts when the longest is done."""
+
+    branches: tuple[Node, ...]
+
+
+Node = Union[Part, Seq, Par]
+
+
+@dataclass(frozen=True)
+class Placed:
+    part: Part
+    start: float
+    end: float
+    critical: bool
+
+
+@dataclass(frozen=True)
+class Laid:
+    end: float
+    placed: tuple[Placed, ...]
+
+    @property
+    def critical(self) -> list[Placed]:
+        return [p for p in self.placed if p.critical]
+
+
+def _lay(node: Node, start: float, critical: bool, worst: bool) -> Laid:
+    if isinstance(node, Part):
+        end = start + (node.worst_seconds if worst else node.seconds)
+        return Laid(end, (Placed(node, start, end, critical),))
+    if isinstance(node, Seq):
+        placed: list[Placed] = []
+        end = start
+        for item in node.items:
+            laid = _lay(item, end, critical, worst)
+            placed += laid.placed
+            end = laid.end
+        return Laid(end, tuple(placed))
+    ends = [_lay(branch, start, False, worst).end for branch in node.branches]
+    longest = ends.index(max(ends)) if ends else -1
+    laid_branches = [_lay(b, start, critical and i == longest, worst) for i, b in enumerate(node.branches)]
+    return Laid(max(ends, default=start), tuple(p for laid in laid_branches for p in laid.placed))
+
+
+def layout(node: Node, start: float = 0.0, worst: bool = False) -> Laid:
+    """Every part placed in time (seconds from `start`), the critical ones marked: in a parallel block the
+    branch that ends last, the first of equals."""
+    return _lay(node, start, True, worst)
+
+
 def _span(node: Node, worst_basis: str = "") -> Span:
     laid, worst = layout(node), layout(node, worst=True)
     critical = [p.part for p in laid.critical]
@@ -106,15 +218,6 @@ def checkpoints_named(resource: Resource, rules: Rules) -> list[str]:
     return sorted(set(found))
 
 
-@dataclass(frozen=True)
-class Size:
-    """GB of data, what kind of figure that is and where it comes from."""
-
-    gigabytes: float
-    kind: Kind
-    source: str
-
-
 def checkpoint_size(repos: list[str]) -> Size:
     sizes = load_checkpoint_sizes()
     entries = [sizes.repositories.get(repo, sizes.unlisted) for repo in repos]
@@ -125,14 +228,6 @@ def checkpoint_size(repos: list[str]) -> Size:
     )
 
 
-def _node_group(graph: StackGraph, resource: Resource, rules: Rules) -> Resource | None:
-    for spec in pod_specs(resource, rules):
-        groups = selected_node_groups(graph, spec)
-        if groups:
-            return groups[0]
-    return None
-
-
 def pull_part(graph: StackGraph, resource: Resource, rules: Rules, delivery: Delivery | None = None) -> Part | None:
     """Pulling the largest image of the workload (its pods pull at once) the way its nodes get images."""
     table = rules.durations
@@ -140,12 +235,18 @@ def pull_part(graph: StackGraph, resource: Resource, rules: Rules, delivery: Del
     if not sized:
         return None
     image = sized[-1][1]
-    how = delivery or image_delivery(graph, _node_group(graph, resource, rules))
+    how = delivery or image_delivery(graph, next(iter(node_groups_of(graph, resource, rules)), None))
     if how == "ebs-snapshot":
         return Part.of(f"image {_short(image)} from the EBS-snapshot volume", table.steps[IMAGE_FROM_SNAPSHOT])
     _, size = table.image(image)
-    label = {"plain": "pull", "parallel": "parallel pull (SOCI)"}[how]
-    return image_pull(f"{label} {_short(image)}", image, size, table.imagePull[how], how)
+    label, rate = {"plain": "pull", "parallel": "parallel pull (SOCI)"}[how], table.imagePull[how]
+    return Part(
+        f"{label} {_short(image)}",
+        size.unpackedGB * rate.secondsPerGB,
+        size.unpackedGB * rate.worstSecondsPerGB,
+        combined_kind([size.kind, rate.kind]),
+        f"{image}: {size.unpackedGB:g} GB unpacked ({size.source}) x {rate.secondsPerGB:g} s/GB, {how} ({rate.source})",
+    )
 
 
 def _short(image: str) -> str:
@@ -216,7 +317,7 @@ def serving_parts(
     gated = waits_for_prewarm(resource, rules)
     if gated:
         size = checkpoint_size(checkpoints_named(resource, rules))
-        load = transfer("model load from page cache", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE])
+        load = transfer("model load from page cache", size, table.rates[PAGE_CACHE])
     else:
         load = cache_read("model load from the model cache", graph, resource, rules, 1)
     return ServingParts(
@@ -249,34 +350,24 @@ def prewarm_part(graph: StackGraph, resource: Resource, rules: Rules, readers: i
 
 def gpu_nodes_at_up(graph: StackGraph, rules: Rules) -> int:
     """GPU nodes the first `up` starts at once (they share the model cache's throughput when they prewarm)."""
-    return max(
-        1,
-        sum(
-            int(lookup(g.inputs, "scalingConfig.desiredSize") or 0)
-            for g in graph.of_type(NODE_GROUP)
-            if g.inputs.get("amiType") in rules.gpu_ami_types
-        ),
-    )
+    return max(1, sum(int(lookup(g.inputs, "scalingConfig.desiredSize") or 0) for g in gpu_node_groups(graph, rules)))
 
 
 def _startup_budget_minutes(spec: dict[str, Any]) -> float:
-    budgets = []
-    for container in containers(spec):
-        probe = container.get("startupProbe") or {}
-        if probe:
-            budgets.append(float(probe.get("failureThreshold", 3)) * float(probe.get("periodSeconds", 10)) / 60)
-    return max(budgets, default=0.0)
+    probes = [probe for c in containers(spec) if (probe := c.get("startupProbe"))]
+    return max(
+        (float(p.get("failureThreshold", 3)) * float(p.get("periodSeconds", 10)) / 60 for p in probes), default=0.0
+    )
 
 
 def _init_gate_minutes(spec: dict[str, Any]) -> float:
     """The longest an init container may hold the pod before its containers start: the prewarm gate waits
     up to its `--timeout` (serving_stack.plan.model_cache.gate_workers), then lets the worker load cold."""
-    bounds = [
+    return sum(
         float(match.group(1)) / 60
         for container in spec.get("initContainers") or []
         for match in re.finditer(r"--timeout (\d+)", " ".join(str(c) for c in container.get("command") or []))
-    ]
-    return sum(bounds)
+    )
 
 
 def serving_worst(resource: Resource, rules: Rules, parts: ServingParts) -> tuple[float, str]:
@@ -308,9 +399,7 @@ def _downloads(graph: StackGraph, resource: Resource, rules: Rules) -> Node | No
     if not repos:
         return None
     size = checkpoint_size(repos)
-    download = transfer(
-        "checkpoint download from the hub", size.gigabytes, size.kind, size.source, rules.durations.rates[HUB_DOWNLOAD]
-    )
+    download = transfer("checkpoint download from the hub", size, rules.durations.rates[HUB_DOWNLOAD])
     text = " ".join(
         str(a)
         for spec in pod_specs(resource, rules)
@@ -335,15 +424,11 @@ def _job_work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
     return dataclasses.replace(work, worst_basis="image pull and download at the worst rates")
 
 
-def sagemaker_model(graph: StackGraph, endpoint: Resource) -> tuple[Resource | None, Resource | None]:
-    """The endpoint's configuration and the model of its first variant."""
-    config = next(
-        (graph.get(k) for k in graph.direct_dependencies(endpoint.key) if k.startswith(SAGEMAKER_CONFIG)), None
-    )
-    if config is None:
-        return None, None
-    model = next((graph.get(k) for k in graph.direct_dependencies(config.key) if k.startswith(SAGEMAKER_MODEL)), None)
-    return config, model
+def sagemaker_model(graph: StackGraph, endpoint: Resource) -> Resource | None:
+    """The model of the endpoint configuration's first variant."""
+    config = next((k for k in graph.direct_dependencies(endpoint.key) if k.startswith(SAGEMAKER_CONFIG)), None)
+    models = (k for k in graph.direct_dependencies(config) if k.startswith(SAGEMAKER_MODEL)) if config else ()
+    return next((graph.resources[k] for k in models), None)
 
 
 def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_cached: bool = False) -> Node:
@@ -351,7 +436,7 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
     from S3 (`ModelDataSource`), or the container downloads them from the hub once it runs; then the engine
     starts (no compilation cache on SageMaker: cold)."""
     table = rules.durations
-    _, model = sagemaker_model(graph, endpoint)
+    model = sagemaker_model(graph, endpoint)
     container = (model.inputs.get("primaryContainer") or {}) if model else {}
     known = set(load_checkpoint_sizes().repositories)
     values = [str(v) for v in (container.get("environment") or {}).values()]
@@ -367,12 +452,12 @@ def sagemaker_node(graph: StackGraph, endpoint: Resource, rules: Rules, image_ca
         if s3
         else ("weights from the hub at container start", HUB_DOWNLOAD)
     )
-    weights = transfer(source[0], size.gigabytes, size.kind, size.source, table.rates[source[1]])
+    weights = transfer(source[0], size, table.rates[source[1]])
     return Seq(
         (
             Part.of("instance start", table.steps[SAGEMAKER_INSTANCE]),
             Par((pull, weights)) if s3 else Seq((pull, weights)),
-            transfer("model load", size.gigabytes, size.kind, size.source, table.rates[PAGE_CACHE]),
+            transfer("model load", size, table.rates[PAGE_CACHE]),
             Part.of("engine start, vllm, compile cache cold, flashinfer JIT", table.steps[SAGEMAKER_ENGINE]),
         )
     )
@@ -403,9 +488,11 @@ def work(graph: StackGraph, resource: Resource, rules: Rules) -> Span:
         )
     if pod_specs(resource, rules):
         pull = pull_part(graph, resource, rules)
-        reads: list[Node] = []
-        if checkpoints_named(resource, rules):
-            reads.append(prewarm_part(graph, resource, rules, gpu_nodes_at_up(graph, rules)))
+        reads = (
+            [prewarm_part(graph, resource, rules, gpu_nodes_at_up(graph, rules))]
+            if checkpoints_named(resource, rules)
+            else []
+        )
         node = Seq(
             (
                 Part("write", write.typical * 60, write.max * 60, write.kind, write.basis),

@@ -140,10 +140,8 @@ class StackGraph:
         return list(self._objects.get(kind, ()))
 
     def find_object(self, kind: str, name: str, namespace: str = "") -> Resource | None:
-        for resource in self.kubernetes_objects(kind):
-            if resource.object_name == name and resource.namespace == namespace:
-                return resource
-        return None
+        objects = self.kubernetes_objects(kind)
+        return next((r for r in objects if r.object_name == name and r.namespace == namespace), None)
 
     @functools.cached_property
     def _direct(self) -> dict[str, frozenset[str]]:
@@ -180,15 +178,9 @@ class StackGraph:
         return first in self.ancestors(then)
 
     @functools.cached_property
-    def _dependents(self) -> dict[str, frozenset[str]]:
-        dependents: dict[str, set[str]] = {key: set() for key in self.resources}
-        for key, deps in self._direct.items():
-            for dep in deps:
-                dependents[dep].add(key)
-        return {key: frozenset(values) for key, values in dependents.items()}
-
-    def dependents(self, key: str) -> frozenset[str]:
-        return self._dependents[key]
+    def dependents(self) -> dict[str, list[str]]:
+        """Key -> the resources that wait for it directly, by key."""
+        return {key: sorted(k for k, deps in self._direct.items() if key in deps) for key in self.resources}
 
     def topological_order(self) -> list[str]:
         """Keys in an order where every resource follows what it waits for (stable by key)."""
@@ -209,8 +201,5 @@ class StackGraph:
         provider = self.get(resource.provider)
         if provider is None:
             return None
-        for key in self.ancestors(provider.key):
-            candidate = self.resources[key]
-            if candidate.type == "aws:eks/cluster:Cluster":
-                return candidate
-        return None
+        ancestors = (self.resources[key] for key in self.ancestors(provider.key))
+        return next((r for r in ancestors if r.type == "aws:eks/cluster:Cluster"), None)

@@ -19,13 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving_stack.facts.aws import load_aws_catalog
-from serving_stack.names import POOL_LABEL
 from tools.rollout.durations import GPU_NODE_BOOT
 from tools.rollout.graph import Resource, StackGraph, lookup
-from tools.rollout.nodes import NODE_GROUP
-from tools.rollout.nodes import launch_template as _template
 from tools.rollout.replacements import replace_fields
 from tools.rollout.rules import Rules, load_rules
+from tools.rollout.workloads import gpu_node_groups, pool_name
+from tools.rollout.workloads import launch_template as _template
 
 NOT_TEMPLATE_DATA = frozenset({"tags", "tagsAll", "description", "updateDefaultVersion", "name", "namePrefix"})
 # What a change of each of these does to a pool, for the guide in summary.md.
@@ -66,25 +65,16 @@ class NodeRoll:
         )
 
 
-def _pool(group: Resource) -> str:
-    labels = group.inputs.get("labels") or {}
-    return str(labels.get(POOL_LABEL) or group.name.removeprefix("pool-").removesuffix("-node-group"))
-
-
 def _instance_type(group: Resource, template: Resource | None) -> str | None:
     types = group.inputs.get("instanceTypes") or []
     return str(types[0]) if types else (str(template.inputs.get("instanceType")) if template else None)
-
-
-def _gpu_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
-    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
 
 
 def _roll(group: Resource, template: Resource | None, why: list[str], rules: Rules) -> NodeRoll:
     span = rules.span(GPU_NODE_BOOT)
     instance = load_aws_catalog().instance_types.get(_instance_type(group, template) or "")
     nodes = int(lookup(group.inputs, "scalingConfig.desiredSize") or 0)
-    return NodeRoll(_pool(group), tuple(why), nodes, instance.gpus if instance else 0, span.typical, span.estimated)
+    return NodeRoll(pool_name(group), tuple(why), nodes, instance.gpus if instance else 0, span.typical, span.estimated)
 
 
 def _template_changes(old: Resource | None, new: Resource | None) -> list[str]:
@@ -105,7 +95,7 @@ def node_rolls(
     rules = rules or load_rules()
     old_graph, new_graph = StackGraph(before), StackGraph(after)
     rolls = []
-    for group in _gpu_groups(new_graph, rules):
+    for group in gpu_node_groups(new_graph, rules):
         previous = old_graph.get(group.key)
         if previous is None:
             continue
@@ -128,7 +118,7 @@ def node_rolls(
 
 def pool_roll_guide(graph: StackGraph, rules: Rules) -> list[str]:
     """The rollout section's day-2 table: what replacing every node of each GPU pool costs, and what does it."""
-    rows = [_roll(g, _template(graph, g), [], rules) for g in _gpu_groups(graph, rules)]
+    rows = [_roll(g, _template(graph, g), [], rules) for g in gpu_node_groups(graph, rules)]
     if not rows:
         return []
     lines = [

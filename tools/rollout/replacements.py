@@ -5,18 +5,27 @@ Kubernetes: the provider deletes a named object before creating its replacement 
 Helm: replaced create-first; a chart with cluster-scoped objects named after the release collides when only
 the namespace changes. pulumi-aws: create-first unless `deleteBeforeReplace` (or the type is delete-first);
 with a name given explicitly the new resource has the old one's identity and its create fails.
+
+An update (`predict_update`): the render of the current config against the render of the changed one, as
+`pulumi preview --diff` would classify it. A resource whose replace-forcing input changes is replaced (as
+above); one whose other inputs change is updated in place; a resource only in the new render is created, one
+only in the old render is deleted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from tools.rollout.findings import REPLACE, Finding
+from tools.rollout.findings import REPLACE as REPLACE  # also the action of a replaced resource
+from tools.rollout.findings import Finding
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
-from tools.rollout.rules import Rules
+from tools.rollout.rules import Rules, load_rules
 
 CREATE_FIRST = "create-before-delete"
 DELETE_FIRST = "delete-before-replace"
+CREATE, DELETE, UPDATE = "create", "delete", "update"
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,7 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
         return ""
     if resource.type == HELM_RELEASE:
         chart = str(resource.inputs.get("chart", ""))
-        if field == "namespace" and rules.helm_cluster_scoped(chart):
+        if field == "namespace" and any(e["chart"] in chart for e in rules.helm["cluster_scoped_charts"]):
             return (
                 f"release {resource.object_name!r} keeps its name, and its cluster-scoped objects (named after the "
                 f"release) already exist, owned by the old release"
@@ -102,10 +111,10 @@ def _collision(resource: Resource, rules: Rules, field: str, strategy: str) -> s
 def _forces(dependent: Resource, rules: Rules, prop: str) -> bool:
     """Whether an input (recorded per top-level property) is replace-forcing for the dependent. Kubernetes
     inputs are recorded as whole `spec`/`metadata` objects, too coarse to tell: only exact fields count."""
-    for field in replace_fields(dependent, rules):
-        if field == prop or (not dependent.is_kubernetes_object and field.startswith(prop + ".")):
-            return True
-    return False
+    return any(
+        field == prop or (not dependent.is_kubernetes_object and field.startswith(prop + "."))
+        for field in replace_fields(dependent, rules)
+    )
 
 
 def cascade(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[str, ...]:
@@ -114,7 +123,7 @@ def cascade(graph: StackGraph, resource: Resource, rules: Rules) -> tuple[str, .
     frontier, seen = [resource.key], {resource.key}
     while frontier:
         current = frontier.pop()
-        for key in sorted(graph.dependents(current)):
+        for key in graph.dependents[current]:
             dependent = graph.resources[key]
             edges = dependent.property_dependencies.items()
             forced = any(current in deps and _forces(dependent, rules, prop) for prop, deps in edges)
@@ -158,3 +167,65 @@ def replacement_findings(graph: StackGraph, rules: Rules) -> list[Finding]:
             )
             findings.append(Finding(REPLACE, resource.name, why, True))
     return sorted(findings)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One resource's fate in the update; `fields` are the inputs that differ (replace-forcing ones for a
+    replacement, top-level inputs for an in-place update)."""
+
+    resource: Resource
+    action: str
+    fields: tuple[str, ...] = ()
+    replacement: Replacement | None = None
+
+
+def _differs(old: Resource, new: Resource, field: str) -> bool:
+    return bool(lookup(old.inputs, field) != lookup(new.inputs, field))
+
+
+def predict_update(
+    before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]], rules: Rules | None = None
+) -> list[Change]:
+    """Every resource that the update creates, deletes, replaces or updates (unchanged ones are left out)."""
+    rules = rules or load_rules()
+    old, new = StackGraph(before), StackGraph(after)
+    changes = [Change(r, DELETE) for r in old if r.custom and new.get(r.key) is None]
+    for resource in new:
+        previous = old.get(resource.key)
+        if not resource.custom or resource.is_provider:
+            continue
+        if previous is None:
+            changes.append(Change(resource, CREATE))
+            continue
+        forcing = tuple(f for f in replace_fields(resource, rules) if _differs(previous, resource, f))
+        if forcing:
+            changes.append(Change(resource, REPLACE, forcing, predict(new, resource, rules, forcing[0])))
+            continue
+        changed = tuple(sorted(k for k in {*previous.inputs, *resource.inputs} if _differs(previous, resource, k)))
+        if changed:
+            changes.append(Change(resource, UPDATE, changed))
+    return _unknown_until_replaced(new, changes, rules)
+
+
+def _unknown_until_replaced(graph: StackGraph, changes: list[Change], rules: Rules) -> list[Change]:
+    """The preview's view: a Kubernetes object built from a replaced resource's (then unknown) outputs is planned
+    as a replacement too, in dependency order so it carries on down a chain."""
+    if not rules.preview_replaces_dependents_of_replaced:
+        return changes
+    by_key = {c.resource.key: c for c in changes}
+    for key in graph.topological_order():
+        resource = graph.resources[key]
+        current = by_key.get(key)
+        if not resource.is_kubernetes_object or (current and current.action in (REPLACE, CREATE, DELETE)):
+            continue
+        fields = tuple(
+            prop
+            for prop, deps in sorted(resource.property_dependencies.items())
+            if any(by_key.get(d) is not None and by_key[d].action == REPLACE for d in deps)
+        )
+        if fields:
+            by_key[key] = Change(resource, REPLACE, fields, predict(graph, resource, rules, fields[0]))
+    return [by_key.get(c.resource.key, c) for c in changes] + [
+        c for k, c in by_key.items() if k not in {x.resource.key for x in changes}
+    ]

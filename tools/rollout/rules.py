@@ -12,14 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from serving_stack.errors import ConfigError, bounded
-from serving_stack.facts.durations import Durations, Kind, Step, load_durations
+from serving_stack.facts.durations import Durations, Kind, load_durations
 from serving_stack.facts.strict_files import load_yaml_documents
-from tools.rollout.parts import Node
+from tools.rollout.graph import lookup
+
+if TYPE_CHECKING:
+    from tools.rollout.durations import Node
 
 RULES_DIR = Path(__file__).resolve().parent
 PROVIDER_RULES_FILE = RULES_DIR / "provider_rules.yaml"
@@ -91,11 +94,6 @@ class Span:
     def estimated(self) -> bool:
         return self.kind == "estimate"
 
-    @classmethod
-    def of(cls, step: Step) -> Span:
-        """A row of the durations table; tables show its source up to the first ';'."""
-        return cls(step.seconds / 60, step.worst / 60, step.source.split(";")[0], kind=step.kind)
-
 
 @dataclass(frozen=True)
 class Rules:
@@ -105,7 +103,6 @@ class Rules:
     custom_resource_ready_when: str
     annotations: dict[str, str]
     pod_spec_paths: dict[str, tuple[str, ...]]
-    cluster_scoped_kinds: frozenset[str]
     kubernetes_named_delete_first: bool
     preview_replaces_dependents_of_replaced: bool
     restart_needed_on_replace: frozenset[str]
@@ -129,12 +126,10 @@ class Rules:
         """What a source key names (file and the lines it rests on)."""
         return self.sources.get(key, key)
 
-    def helm_cluster_scoped(self, chart: str) -> bool:
-        return any(entry["chart"] in chart for entry in self.helm["cluster_scoped_charts"])
-
     def span(self, step_id: str) -> Span:
-        """The durations table's step `step_id`."""
-        return Span.of(self.durations.steps[step_id])
+        """The durations table's step `step_id`; tables show its source up to the first ';'."""
+        step = self.durations.steps[step_id]
+        return Span(step.seconds / 60, step.worst / 60, step.source.split(";")[0], kind=step.kind)
 
     def replace_fields_of(self, type_token: str, inputs: Mapping[str, Any] | None = None) -> tuple[str, ...]:
         """The replace-forcing inputs of a type, in table order; `*` stands for each of `inputs` but the excepted."""
@@ -155,7 +150,7 @@ class Rules:
                 continue
             for path in rule.replace_on:
                 keys = sorted((set(before) | set(after)) - set(rule.excepted)) if path == "*" else [path]
-                found |= {(k, self.source(rule.source)) for k in keys if _at(before, k) != _at(after, k)}
+                found |= {(k, self.source(rule.source)) for k in keys if _canonical(before, k) != _canonical(after, k)}
         return sorted(found)
 
     def fixed_name(self, type_token: str, inputs: dict[str, Any]) -> tuple[str, Any] | None:
@@ -165,11 +160,8 @@ class Rules:
         return (named[0], inputs[named[0]]) if named else None
 
 
-def _at(value: Any, path: str) -> str:
-    """The value at a dotted input path, canonical JSON (null where absent)."""
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return json.dumps(value, sort_keys=True)
+def _canonical(inputs: dict[str, Any], path: str) -> str:
+    return json.dumps(lookup(inputs, path), sort_keys=True)
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:
@@ -222,7 +214,6 @@ def _rules(data: dict[str, Any], durations: Durations) -> Rules:
         custom_resource_ready_when=kubernetes["custom_resource"]["ready_when"],
         annotations=kubernetes["annotations"],
         pod_spec_paths={kind: tuple(paths) for kind, paths in kubernetes["pod_spec_paths"].items()},
-        cluster_scoped_kinds=frozenset(kubernetes["cluster_scoped_kinds"]),
         kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
         preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
         restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),

@@ -1,6 +1,8 @@
 """The timeline of a first `pulumi up` from an empty account: every resource starts when what it depends on
 is done (the engine runs independent branches in parallel), is ready once its own work and its readiness
-prerequisites are done, and `up` moves past it either then (awaited) or at once (not awaited).
+prerequisites are done, and `up` moves past it either then (awaited) or at once (not awaited): the provider's
+await rule applied to the resource's recorded options (customTimeouts) and annotations (skipAwait,
+timeoutSeconds, waitFor).
 
 Computed twice: with typical durations (the predicted timeline) and with worst-case durations (for the
 "can this wait expire?" checks).
@@ -9,18 +11,91 @@ Computed twice: with typical durations (the predicted timeline) and with worst-c
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
-from tools.rollout.awaits import Await, await_of
-from tools.rollout.durations import SAGEMAKER_ENDPOINT, serving_parts, work
-from tools.rollout.graph import Resource, StackGraph
-from tools.rollout.nodes import NODE_GROUP
-from tools.rollout.parts import Part, Placed, layout
+from tools.rollout.durations import SAGEMAKER_ENDPOINT, Part, Placed, layout, serving_parts, work
+from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph
 from tools.rollout.rules import Rules, Span
 from tools.rollout.volumes import binding
-from tools.rollout.workloads import DOWNLOAD_REASON, PREPULL_REASON, PREWARM_REASON, Prerequisite, prerequisites
+from tools.rollout.workloads import (
+    DOWNLOAD_REASON,
+    NODE_GROUP,
+    PREPULL_REASON,
+    PREWARM_REASON,
+    Prerequisite,
+    prerequisites,
+)
 
-SERVING_KINDS = frozenset({"DynamoGraphDeployment"})
+DYNAMO_KIND = "DynamoGraphDeployment"  # the serving kind: a Dynamo graph
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|m|s)")
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+
+
+def go_duration_seconds(text: str) -> float:
+    """`"1h30m"`, `"70m"`, `"300s"` (customTimeouts strings) in seconds."""
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
+
+
+@dataclass(frozen=True)
+class Await:
+    """What `up` waits for after creating a resource, and for how long (None: it does not wait)."""
+
+    timeout_seconds: float | None
+    ready_when: str
+    timeout_basis: str
+    source: str  # a key of provider_rules.yaml `sources`
+
+    @property
+    def awaited(self) -> bool:
+        return self.timeout_seconds is not None
+
+
+def _true(value: object) -> bool:
+    return str(value).lower() == "true"
+
+
+def await_of(resource: Resource, rules: Rules) -> Await | None:
+    """The wait for a Kubernetes object or Helm release; None for everything else (their provider's
+    create call returns when the cloud resource is ready, which the durations model covers)."""
+    if resource.type == HELM_RELEASE:
+        helm, inputs = rules.helm, resource.inputs
+        if _true(inputs.get("skipAwait")):
+            return Await(None, "not awaited (skipAwait)", "", helm["source"])
+        if "timeout" in inputs:
+            return Await(float(inputs["timeout"]), helm["ready_when"], f"timeout: {inputs['timeout']}", helm["source"])
+        seconds = helm["default_timeout_seconds"]
+        return Await(float(seconds), helm["ready_when"], f"default {seconds} s", helm["source"])
+    if not resource.is_kubernetes_object:
+        return None
+    annotations, names = resource.annotations, rules.annotations
+    kind_rule = rules.kinds.get(resource.kind)
+    source = kind_rule.source if kind_rule else "k8s-overrides"
+    if _true(annotations.get(names["skip_await"])):
+        return Await(None, f'{names["skip_await"]}: "true"', "", source)
+    wait_for = annotations.get(names["wait_for"])
+    if not wait_for and (kind_rule is None or kind_rule.immediate):
+        return Await(None, kind_rule.ready_when if kind_rule else rules.custom_resource_ready_when, "", source)
+    configured, basis = None, ""
+    if create := resource.custom_timeouts.get("create"):
+        configured, basis = go_duration_seconds(create), f"customTimeouts.create {create}"
+    elif (seconds := annotations.get(names["timeout_seconds"])) and str(seconds).isdigit():
+        configured, basis = float(seconds), f"{names['timeout_seconds']}: {seconds}"
+    if wait_for:
+        timeout = configured if configured is not None else rules.default_timeout_seconds
+        return Await(timeout, f"{names['wait_for']}: {wait_for}", basis or f"default {timeout:.0f} s", source)
+    assert kind_rule is not None
+    if kind_rule.timeout_fixed:
+        timeout = min(
+            kind_rule.timeout_seconds, configured if configured is not None else rules.default_timeout_seconds
+        )
+        basis = f"hard-coded {kind_rule.timeout_seconds:.0f} s (customTimeouts cannot extend it)"
+        return Await(timeout, kind_rule.ready_when, basis, source)
+    timeout = configured if configured is not None else kind_rule.timeout_seconds
+    return Await(timeout, kind_rule.ready_when, basis or f"default {kind_rule.timeout_seconds:.0f} s", source)
 
 
 @dataclass(frozen=True)
@@ -79,7 +154,7 @@ class Timeline:
             parts: tuple[Placed, ...] = ()
             if span.node is not None:
                 parts = layout(span.node, start=(ready - span.typical) * 60).placed
-            if resource.kind in SERVING_KINDS:
+            if resource.kind == DYNAMO_KIND:
                 ready, gate, parts = self._serving(resource, rules, needs[key], start)
                 gate_ready = (ready, gate)
                 span = dataclasses.replace(span, typical=ready - start)  # its steps overlap the node's
@@ -179,7 +254,7 @@ class Timeline:
     def serving(self) -> list[Step]:
         """Steps after which a client can get a token: Dynamo graphs and SageMaker endpoints."""
         return [
-            s for s in self.steps.values() if s.resource.kind in SERVING_KINDS or s.resource.type == SAGEMAKER_ENDPOINT
+            s for s in self.steps.values() if s.resource.kind == DYNAMO_KIND or s.resource.type == SAGEMAKER_ENDPOINT
         ]
 
     def up_minutes(self) -> float:

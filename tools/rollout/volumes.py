@@ -42,10 +42,8 @@ def static_volume(graph: StackGraph, claim: Resource) -> Resource | None:
     """The stack's PersistentVolume the claim names, or else the one whose claimRef names the claim."""
     if name := lookup(claim.inputs, "spec.volumeName"):
         return graph.find_object(PV_KIND, str(name))
-    for volume in graph.kubernetes_objects(PV_KIND):
-        if _claim_ref(volume) == (claim.namespace, claim.object_name):
-            return volume
-    return None
+    named = (claim.namespace, claim.object_name)
+    return next((v for v in graph.kubernetes_objects(PV_KIND) if _claim_ref(v) == named), None)
 
 
 def mismatch(claim: Resource, volume: Resource) -> str:
@@ -86,12 +84,8 @@ def binding(graph: StackGraph, claim: Resource, rules: Rules) -> Binding:
 
 def data_behind(graph: StackGraph, volume: Resource, rules: Rules) -> Resource | None:
     """The cloud resource holding a static volume's data: one with a data role its inputs are built from."""
-    for deps in volume.property_dependencies.values():
-        for key in deps:
-            source = graph.get(key)
-            if source is not None and not source.is_kubernetes_object and data_role(source, rules):
-                return source
-    return None
+    sources = (graph.get(key) for deps in volume.property_dependencies.values() for key in deps)
+    return next((s for s in sources if s is not None and not s.is_kubernetes_object and data_role(s, rules)), None)
 
 
 def rebind_note(graph: StackGraph, claim: Resource, rules: Rules) -> str:

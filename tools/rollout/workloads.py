@@ -4,14 +4,26 @@ Read from the pod specs the render recorded: claims they mount (and the Job that
 read), Secrets and ConfigMaps they reference, their PriorityClass, the node groups their node affinity
 selects, the device plugins that advertise the extended resources they request, and the operator that
 turns a custom resource into pods. A prerequisite the stack does not create is reported as missing.
+
+And what the render says about a node group's nodes: its launch template, and how they get a container image
+(the nodeadm NodeConfig in the template's user data: the `FastImagePull` feature gate turns on SOCI parallel
+pull; a data volume from an EBS snapshot mounted at /var/lib/containerd holds the images already). The timing
+model reads the world as rendered, not the plan that asked for it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import email
+import email.policy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+import yaml
+
+from serving_stack.names import POOL_LABEL
 from tools.rollout.graph import HELM_RELEASE, Resource, StackGraph, lookup
 from tools.rollout.rules import Rules
 from tools.rollout.volumes import static_volume
@@ -19,6 +31,10 @@ from tools.rollout.volumes import static_volume
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PULLS_IMAGES = "pulls its images with"
 PREWARM_PROGRAM, WAIT_READY = "prewarm.py", "--wait-ready"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_CONFIG_TYPE = "application/node.eks.aws"
+CONTAINERD_DIR = "/var/lib/containerd"
+Delivery = Literal["plain", "parallel", "ebs-snapshot"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,21 @@ def selected_node_groups(graph: StackGraph, spec: dict[str, Any]) -> list[Resour
     return matches
 
 
+def node_groups_of(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
+    """The stack's node groups the workload's pods select, in pod spec order."""
+    found = [g for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)]
+    return list({g.key: g for g in found}.values())
+
+
+def gpu_node_groups(graph: StackGraph, rules: Rules) -> list[Resource]:
+    return [g for g in graph.of_type(NODE_GROUP) if g.inputs.get("amiType") in rules.gpu_ami_types]
+
+
+def pool_name(group: Resource) -> str:
+    labels = group.inputs.get("labels") or {}
+    return str(labels.get(POOL_LABEL) or group.name.removeprefix("pool-").removesuffix("-node-group"))
+
+
 def _requested_resources(spec: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for container in containers(spec):
@@ -141,15 +172,13 @@ def waits_for_prewarm(resource: Resource, rules: Rules) -> bool:
 
 def prewarm_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
     """The prewarm DaemonSets of the stack on the nodes the workload's pods select."""
-    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
-    found = []
-    for daemon_set in graph.kubernetes_objects("DaemonSet"):
-        specs = pod_specs(daemon_set, rules)
-        runs_prewarm = any(PREWARM_PROGRAM in c for spec in specs for c in _commands(spec, init=False))
-        selects = {g.key for spec in specs for g in selected_node_groups(graph, spec)}
-        if runs_prewarm and selects & groups:
-            found.append(daemon_set)
-    return found
+    groups = {g.key for g in node_groups_of(graph, resource, rules)}
+    return [
+        daemon_set
+        for daemon_set in graph.kubernetes_objects("DaemonSet")
+        if any(PREWARM_PROGRAM in c for spec in pod_specs(daemon_set, rules) for c in _commands(spec, init=False))
+        and groups & {g.key for g in node_groups_of(graph, daemon_set, rules)}
+    ]
 
 
 # A DaemonSet on the workload's nodes that pulls its images from each node's registration: the workload's own
@@ -159,33 +188,28 @@ PREPULL_REASON = "finds its images pulled by"
 
 def prepull_daemon_sets(graph: StackGraph, resource: Resource, rules: Rules) -> list[Resource]:
     """DaemonSets of the stack on nodes the workload's pods select whose pods hold every image it runs."""
-    groups = {g.key for spec in pod_specs(resource, rules) for g in selected_node_groups(graph, spec)}
-    wanted = set(images(resource, rules))
+    groups, wanted = {g.key for g in node_groups_of(graph, resource, rules)}, set(images(resource, rules))
     return [
         daemon_set
         for daemon_set in graph.kubernetes_objects("DaemonSet")
         if wanted
         and wanted <= set(images(daemon_set, rules))
-        and groups & {g.key for spec in pod_specs(daemon_set, rules) for g in selected_node_groups(graph, spec)}
+        and groups & {g.key for g in node_groups_of(graph, daemon_set, rules)}
     ]
 
 
 def helm_release_of(graph: StackGraph, chart: str) -> Resource | None:
-    for release in graph.of_type(HELM_RELEASE):
-        if chart in str(release.inputs.get("chart", "")):
-            return release
-    return None
+    return next((r for r in graph.of_type(HELM_RELEASE) if chart in str(r.inputs.get("chart", ""))), None)
 
 
 def claim_writers(graph: StackGraph, rules: Rules, claim: str, namespace: str) -> list[Resource]:
     """Jobs of the stack that mount this claim writable: they fill it."""
-    writers = []
-    for job in graph.kubernetes_objects("Job"):
-        if job.namespace == namespace and any(
-            not mounted_claims(spec).get(claim, True) for spec in pod_specs(job, rules)
-        ):
-            writers.append(job)
-    return writers
+    return [
+        job
+        for job in graph.kubernetes_objects("Job")
+        if job.namespace == namespace
+        and any(not mounted_claims(spec).get(claim, True) for spec in pod_specs(job, rules))
+    ]
 
 
 def _volume_prerequisite(graph: StackGraph, claim: Resource, need: Callable[..., None]) -> None:
@@ -249,3 +273,47 @@ def prerequisites(graph: StackGraph, resource: Resource, rules: Rules) -> list[P
     if operator and (release := helm_release_of(graph, operator["chart"])):
         need(release.key, f"is reconciled into pods by {operator['chart']}")
     return list(found.values())
+
+
+def launch_template(graph: StackGraph, group: Resource) -> Resource | None:
+    template_id = lookup(group.inputs, "launchTemplate.id")
+    return next((t for t in graph.of_type(LAUNCH_TEMPLATE) if f"{t.name}-id" == template_id), None)
+
+
+def user_data_parts(template: Resource) -> list[tuple[str, str]]:
+    """(content type, text) of each part of the template's MIME user data ([] without user data)."""
+    encoded = template.inputs.get("userData")
+    if not encoded:
+        return []
+    try:
+        text = base64.b64decode(str(encoded), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return []
+    message = email.message_from_string(text, policy=email.policy.default)
+    parts = message.iter_parts() if message.is_multipart() else [message]
+    return [(part.get_content_type(), str(part.get_payload())) for part in parts]
+
+
+def node_configs(template: Resource) -> list[dict[str, Any]]:
+    """The nodeadm NodeConfig documents of the template's user data."""
+    found = []
+    for content_type, text in user_data_parts(template):
+        if content_type == NODE_CONFIG_TYPE:
+            found += [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and d.get("kind") == "NodeConfig"]
+    return found
+
+
+def image_delivery(graph: StackGraph, group: Resource | None) -> Delivery:
+    """How the group's nodes get an image: from an EBS-snapshot data volume mounted as containerd's store,
+    by parallel pull (nodeadm FastImagePull), or by a plain pull."""
+    template = launch_template(graph, group) if group is not None else None
+    if template is None:
+        return "plain"
+    snapshot_volume = any(
+        lookup(mapping, "ebs.snapshotId") for mapping in template.inputs.get("blockDeviceMappings") or []
+    )
+    scripts = [text for content_type, text in user_data_parts(template) if content_type == "text/x-shellscript"]
+    if snapshot_volume and any(CONTAINERD_DIR in script for script in scripts):
+        return "ebs-snapshot"
+    gates = [lookup(config, "spec.featureGates") or {} for config in node_configs(template)]
+    return "parallel" if any(g.get("FastImagePull") is True for g in gates) else "plain"
