@@ -219,15 +219,15 @@ gateway_key = None
 if plan.gateway:
     gateway = plan.gateway
     gateway_key = secret_value(MASTER_KEY_SECRET)
-    # The plan invokes SageMaker only on the cluster the stack creates.
-    assert cluster.name is not None or not gateway.invokes_sagemaker
+    # The plan invokes SageMaker (an IAM role through EKS Pod Identity) only on the cluster the stack creates.
+    assert cluster.name is not None or not gateway.sagemaker
     Gateway(
         "gateway",
         GatewayArgs(
             gateway,
             namespace=namespace.namespace_name,
             master_key=gateway_key,
-            cluster_name=cluster.name if gateway.invokes_sagemaker else None,
+            cluster_name=cluster.name if gateway.sagemaker else None,
             endpoint_arns=[sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
             tags=tags,
         ),

@@ -49,7 +49,7 @@ class GatewayArgs:
     master_key: pulumi.Input[str]  # the LiteLLM master key, a Pulumi secret
     # SigV4 to the SageMaker fallbacks: a role the gateway's ServiceAccount assumes via EKS Pod Identity on this
     # cluster, allowed `sagemaker:InvokeEndpoint*` on `endpoint_arns` only, and HTTPS egress to
-    # `plan.sagemaker_egress_cidrs` (the VPC CIDR when a sagemaker.runtime VPC endpoint exists); None: no access.
+    # `plan.config.sagemakerEgressCidrs` (the VPC CIDR when a sagemaker.runtime VPC endpoint exists); None: no access.
     cluster_name: Optional[pulumi.Input[str]] = None
     endpoint_arns: Sequence[pulumi.Input[str]] = ()  # the SageMaker endpoints it may invoke, and no others
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on the IAM role
@@ -103,7 +103,7 @@ def gateway_egress(args: GatewayArgs, labels: Mapping[str, str]) -> list[dict[st
         redis = {"podSelector": {"matchLabels": {**labels, "app.kubernetes.io/component": "redis"}}}
         rules.append(rule([redis], args.plan.pins.redis.port))
     if args.cluster_name is not None:
-        rules.append(rule([{"ipBlock": {"cidr": cidr}} for cidr in args.plan.sagemaker_egress_cidrs], 443))
+        rules.append(rule([{"ipBlock": {"cidr": cidr}} for cidr in args.plan.config.sagemakerEgressCidrs], 443))
         rules.append(rule([{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}], 80))
     return rules
 
@@ -137,7 +137,7 @@ class Gateway(pulumi.ComponentResource):
         if not args.plan.allowed_namespaces:
             raise ValueError("allowed_namespaces is empty: an ingress rule without peers admits every pod")
         child = pulumi.ResourceOptions(parent=self)
-        litellm, base = args.plan.pins.litellm, args.plan.name
+        litellm, base = args.plan.pins.litellm, args.plan.config.name
         labels = {
             "app.kubernetes.io/name": "litellm",
             "app.kubernetes.io/instance": base,
@@ -244,13 +244,13 @@ class Gateway(pulumi.ComponentResource):
             spec={"maxUnavailable": 1, "selector": {"matchLabels": proxy_labels}},
             opts=child,
         )
-        cpu_target = {"type": "Utilization", "averageUtilization": args.plan.target_cpu_utilization}
+        cpu_target = {"type": "Utilization", "averageUtilization": args.plan.config.targetCpuUtilization}
         k8s.autoscaling.v2.HorizontalPodAutoscaler(
             f"{name}-hpa",
             metadata=metadata,
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.metadata.name},
-                "minReplicas": args.plan.min_replicas,
+                "minReplicas": args.plan.config.replicas,
                 "maxReplicas": args.plan.max_replicas,
                 "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}}],
             },
@@ -311,7 +311,7 @@ class Gateway(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         redis = args.plan.pins.redis
         redis_labels = {**labels, "app.kubernetes.io/component": "redis"}
-        metadata = {"name": f"{args.plan.name}-redis", "namespace": args.namespace, "labels": redis_labels}
+        metadata = {"name": f"{args.plan.config.name}-redis", "namespace": args.namespace, "labels": redis_labels}
         server_args = ["redis-server", "--save", "", "--appendonly", "no", "--maxmemory", redis.maxMemory]
         server_args += ["--maxmemory-policy", "volatile-lru", "--dir", "/data"]
         pod_context, container_context = _restricted(redis.runAsUser)

@@ -222,12 +222,12 @@ def rollback_alarms(
     name: str, plan: PlannedEndpoint, endpoint_config_name: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> list[aws.cloudwatch.MetricAlarm]:
     """5xx errors and p99 model latency of the variant on the config being deployed."""
-    thresholds, endpoint_name, region, tags = plan.deployment.config.rollbackAlarms, plan.name, plan.region, plan.tags
+    thresholds, endpoint_name, region, tags = plan.config.deployment.rollbackAlarms, plan.name, plan.region, plan.tags
     common: dict[str, Any] = {
         "namespace": "AWS/SageMaker",
         "dimensions": {
             "EndpointName": endpoint_name,
-            "VariantName": plan.variant.name,
+            "VariantName": plan.config.variantName,
             "EndpointConfigName": endpoint_config_name,
         },
         "period": thresholds.periodSeconds,
@@ -279,11 +279,11 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         plan, child = args.plan, pulumi.ResourceOptions(parent=self)
         region, endpoint_name, variant, tags = plan.region, plan.name, plan.variant, dict(plan.tags)
         placed: dict[str, Any] = {"region": region, "tags": tags}  # every regional child's
-        capture = plan.data_capture.enabled
+        capture = plan.config.dataCapture.enabled
         for note in plan.notes:
             pulumi.log.warn(note, resource=self)
 
-        kms_key_arn: Optional[pulumi.Input[str]] = plan.kms_key_arn
+        kms_key_arn: Optional[pulumi.Input[str]] = plan.config.kmsKeyArn
         if kms_key_arn is None and (variant.ebs_storage or capture):
             kms_key_arn = aws.kms.Key(
                 f"{name}-kms",
@@ -323,7 +323,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
         if bucket is not None:
             data_capture = sm.EndpointConfigurationDataCaptureConfigArgs(
                 enable_capture=True,
-                initial_sampling_percentage=plan.data_capture.samplingPercentage,
+                initial_sampling_percentage=plan.config.dataCapture.samplingPercentage,
                 destination_s3_uri=pulumi.Output.concat("s3://", bucket.id, f"/{CAPTURE_PREFIX}"),
                 kms_key_id=kms_key_arn,
                 capture_options=[
@@ -335,10 +335,10 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             f"{name}-config",
             production_variants=[
                 sm.EndpointConfigurationProductionVariantArgs(
-                    variant_name=variant.name,
+                    variant_name=plan.config.variantName,
                     model_name=model.name,
-                    instance_type=variant.instance_type,
-                    initial_instance_count=variant.initial_instance_count,
+                    instance_type=plan.config.instanceType,
+                    initial_instance_count=plan.config.initialInstanceCount,
                     model_data_download_timeout_in_seconds=variant.model_data_download_timeout,
                     container_startup_health_check_timeout_in_seconds=variant.container_startup_health_check_timeout,
                     volume_size_in_gb=variant.volume_size_gb,
@@ -367,7 +367,7 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             policy=pulumi.Output.json_dumps({"Version": "2012-10-17", "Statement": [statement]}),
             opts=child,
         )
-        deployment, shifting, percent = plan.deployment.config, plan.deployment.type, "CAPACITY_PERCENT"
+        deployment, shifting, percent = plan.config.deployment, plan.shifting, "CAPACITY_PERCENT"
         endpoint = sm.Endpoint(
             f"{name}-endpoint",
             name=endpoint_name,
@@ -403,13 +403,13 @@ class SageMakerEndpoint(pulumi.ComponentResource):
             # Rollback reads the alarms with the role: the permission must exist before any deployment.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[alarm_policy]),
         )
-        scaling = plan.scaling
+        scaling = plan.config.autoscaling
         if scaling.enabled:  # target tracking on invocations per instance, with a slower scale-in than scale-out
             target = aws.appautoscaling.Target(
                 f"{name}-scaling-target",
                 service_namespace="sagemaker",
                 scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-                resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", variant.name),
+                resource_id=pulumi.Output.concat("endpoint/", endpoint.name, "/variant/", plan.config.variantName),
                 min_capacity=scaling.minCapacity,
                 max_capacity=scaling.maxCapacity,
                 **placed,

@@ -84,7 +84,7 @@ def kv_transfer(container: dict) -> dict:
 
 def placed(target_id: str, on) -> dict:
     recipe = load_catalog().recipe(target_id)
-    return place_target(*recipe.copy_manifests(), recipe, on, FABRICS)[1]
+    return place_target(recipe.copy_manifests()[1], recipe, on, FABRICS)
 
 
 @pytest.mark.parametrize("target_id", EFA_RECIPES)
@@ -196,10 +196,10 @@ def test_a_frontend_pinned_upstream_follows_its_pin_to_the_pool():
 
 def test_a_worker_without_the_gpu_toleration_gets_it():
     recipe = pick(disaggregated=False, routing="single", gpu="h100")
-    config_map, dgd = recipe.copy_manifests()
+    _, dgd = recipe.copy_manifests()
     index = next(i for i, c in enumerate(dgd["spec"]["components"]) if c["type"] == "worker")
     del dgd["spec"]["components"][index]["podTemplate"]["spec"]["tolerations"]
-    _, result = place_target(config_map, dgd, recipe, resolved("p5.4xlarge"), FABRICS)
+    result = place_target(dgd, recipe, resolved("p5.4xlarge"), FABRICS)
     assert result["spec"]["components"][index]["podTemplate"]["spec"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]

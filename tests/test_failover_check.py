@@ -16,6 +16,7 @@ import pytest
 from plan_helpers import FACTS, plan_of
 from stack_helpers import stack_file_config
 
+from serving_stack.contract.outputs import GatewayModel
 from serving_stack.errors import ConfigError
 from serving_stack.facts.response_formats import ResponseFormats, load_response_formats
 from serving_stack.plan import failover
@@ -23,6 +24,7 @@ from serving_stack.plan.failover import (
     REASONING_ATTRIBUTES,
     TOOL_CALL_ATTRIBUTES,
     Backend,
+    FallbackPair,
     answer_differences,
     arguments_from_environment,
     dynamo_backend,
@@ -31,7 +33,7 @@ from serving_stack.plan.failover import (
     refuse_unlike_fallbacks,
     vllm_server_backend,
 )
-from serving_stack.plan.gateway import RedisAddress, plan_gateway
+from serving_stack.plan.gateway import GatewayPlan, RedisAddress, plan_gateway
 from serving_stack.plan.stack import StackPlan
 from tools.stack_files import stack_config
 
@@ -229,16 +231,21 @@ def test_components_that_disagree_on_a_parser_match_no_recorded_parser():
 
 def test_a_refusal_is_one_line_naming_the_key_the_group_and_both_backends():
     primary, fallback = _backend(name="dynamo:vllm/x"), _backend(name="sagemaker:y", max_context="4096")
-    pairs = fallback_pairs({"m": ["a"], "m@sagemaker": ["b"]}, {"m": ["m@sagemaker"]})
-    (error,) = refuse_unlike_fallbacks("gateway", pairs, {"a": primary, "b": fallback}, FORMATS)
+    (error,) = refuse_unlike_fallbacks([FallbackPair("m", "a", "b", True)], {"a": primary, "b": fallback}, FORMATS)
     line = str(error)
-    assert line.startswith("gateway: model group 'm' fails over from dynamo:vllm/x to sagemaker:y")
+    assert line.startswith("gateway.sameModelFallback: model group 'm' fails over from dynamo:vllm/x to sagemaker:y")
     assert "maximum context" in line and "\n" not in line
 
 
 def test_fallback_pairs_cover_every_deployment_of_every_fallback_in_order():
-    members = {"m": ["a1", "a2"], "m@sagemaker": ["b"], "other": ["c"]}
-    pairs = fallback_pairs(members, {"m": ["m@sagemaker", "other"]}, degraded=["other"])
+    deployments = {"a1": "m", "a2": "m", "b": "m@sagemaker", "c": "other"}
+    groups = (
+        GatewayModel(name="m", servedModelName="m", kind="dynamo", fallbacks=["m@sagemaker", "other"], degraded=False),
+        GatewayModel(name="m@sagemaker", servedModelName="m", kind="sagemaker", fallbacks=[], degraded=False),
+        GatewayModel(name="other", servedModelName="o", kind="sagemaker", fallbacks=[], degraded=True),
+    )
+    model_list = [{"model_name": group, "model_info": {"id": id_}} for id_, group in deployments.items()]
+    pairs = fallback_pairs(GatewayPlan(groups, {"model_list": model_list}, needs_redis=False))
     assert [(p.primary, p.fallback, p.same_model) for p in pairs] == [
         ("a1", "b", True),
         ("a2", "b", True),
@@ -263,13 +270,9 @@ def prod_refusals(raw: dict[str, Any], formats: ResponseFormats = FORMATS) -> tu
     gateway = plan.gateway
     settings = dataclasses.replace(gateway.settings, same_model_fallback=True)
     routing = plan_gateway(gateway.dynamo, gateway.sagemaker, settings, RedisAddress("redis", 6379))
-    groups = routing.groups
-    pairs = fallback_pairs(
-        {g.name: g.deployment_ids for g in groups},
-        {g.name: g.fallbacks for g in groups},
-        [g.name for g in groups if g.degraded],
+    return fallback_pairs(routing), gateway_fallback_errors(
+        routing, plan.serving.targets, plan.sagemaker, FACTS.lmi, formats
     )
-    return pairs, gateway_fallback_errors(routing, plan.serving.targets, plan.sagemaker, FACTS.lmi, formats)
 
 
 def _recorded_differences(first: str, second: str) -> list[str]:

@@ -25,6 +25,7 @@ from components.gateway import (
     master_key_secret_name,
 )
 from policy.nemotron_policies.offline import evaluate
+from serving_stack.config.gateway import GatewayConfig
 from serving_stack.facts.gateway import load_gateway_pins
 from serving_stack.plan.gateway import (
     MASTER_KEY_ENV,
@@ -51,20 +52,18 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
     settings = prod.settings(replicas=replicas, **(settings_overrides or {}))
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, RedisAddress(redis_host(NAME, NAMESPACE), 6379))
     pins = load_gateway_pins()
+    config = GatewayConfig(enabled=True, name=NAME, replicas=replicas, targetCpuUtilization=70)
     stack_gateway = StackGateway(
-        name=NAME,
+        config=config,
         namespace=NAMESPACE,
         pins=pins,
         settings=settings,
         dynamo=tuple(prod.dynamo),
         sagemaker=tuple(prod.sagemaker),
         routing=plan,
-        min_replicas=replicas,
         max_replicas=4 * replicas,
-        target_cpu_utilization=70,
         allowed_namespaces=("apps", "monitoring"),
         backend_namespaces=(NAMESPACE,),
-        sagemaker_egress_cidrs=("0.0.0.0/0",),
         output=gateway_output(
             plan, service_url(NAME, NAMESPACE, pins.litellm.port), NAMESPACE, master_key_secret_name(NAME), "key"
         ),

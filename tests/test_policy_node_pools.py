@@ -39,8 +39,7 @@ def node_pool_resources(pool) -> list[RecordedResource]:
 
 def placed_dgd(pool) -> dict:
     recipe = load_catalog().recipe(TARGET)
-    config_map, dgd = recipe.copy_manifests()
-    return place_target(config_map, dgd, recipe, pool, FABRICS)[1]
+    return place_target(recipe.copy_manifests()[1], recipe, pool, FABRICS)
 
 
 def recorded(dgd: dict) -> RecordedResource:

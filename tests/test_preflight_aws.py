@@ -305,10 +305,10 @@ def _sagemaker_quota(name: str, value: float) -> dict[str, Any]:
 def test_the_endpoint_instance_quota_against_the_endpoints_counts(moto):
     stack = _prod()
     (endpoint,) = stack.plan.sagemaker
-    name = load_quotas().sagemaker.endpoint_quota_name(endpoint.variant.instance_type)
+    name = load_quotas().sagemaker.endpoint_quota_name(endpoint.config.instanceType)
     clients = Clients(moto, endpoint.region)
     stubber = clients.stub("service-quotas")
-    for applied in (0, endpoint.variant.initial_instance_count):
+    for applied in (0, endpoint.config.initialInstanceCount):
         stubber.add_response(
             "list_aws_default_service_quotas", {"Quotas": [_sagemaker_quota(name, 0)]}, {"ServiceCode": "sagemaker"}
         )

@@ -19,7 +19,7 @@ from sagemaker_helpers import (
 
 from serving_stack.errors import ConfigError
 from serving_stack.facts.aws import version_key
-from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, pick_container
+from serving_stack.plan.sagemaker import PROVIDER_INSERVICE_WAIT_SECONDS, pick_container, traffic_steps
 
 LMI, FIT = FACTS.lmi, FACTS.lmi.fit
 CASES = list(itertools.product(sorted(FACTS.sagemaker_instances), sorted(LMI.repositories)))
@@ -101,7 +101,7 @@ def test_the_lmi_container_below_the_minimum_is_not_picked():
 def test_the_update_budget_is_provisioning_startup_bakes_and_termination(deployment, steps):
     (planned,) = plan(stack(huggingface_endpoint(deployment=deployment)))
     waits, variant = planned.waits, planned.variant
-    assert planned.deployment.traffic_steps == steps
+    assert traffic_steps(planned.shifting, planned.config.deployment) == steps
     assert waits.create_seconds == FACTS.sagemaker_provisioning.value + variant.container_startup_health_check_timeout
     assert waits.update_seconds == waits.create_seconds + steps * 300 + 300 <= PROVIDER_INSERVICE_WAIT_SECONDS
 
@@ -146,8 +146,8 @@ def test_a_disabled_autoscaling_lets_the_instance_type_change():
             )
         )
     )
-    assert not planned.scaling.enabled
-    assert planned.variant.instance_type == "ml.p5en.48xlarge"
+    assert not planned.config.autoscaling.enabled
+    assert planned.config.instanceType == "ml.p5en.48xlarge"
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 4])
@@ -155,9 +155,9 @@ def test_unset_traffic_shifting_is_a_canary_only_where_the_instance_count_holds_
     """SageMaker: a canary moves at most half the instances (capacity percent, rounded up to whole instances)."""
     endpoint = huggingface_endpoint(initialInstanceCount=count, autoscaling=autoscaling("ml.p5.48xlarge"))
     (planned,) = plan(stack(endpoint))
-    canary = -(-count * planned.deployment.config.canarySize // 100)
+    canary = -(-count * planned.config.deployment.canarySize // 100)
     expected = "CANARY" if 2 * canary <= count else "ALL_AT_ONCE"
-    assert planned.deployment.type == expected
+    assert planned.shifting == expected
     assert any("blue/green ALL_AT_ONCE" in note for note in planned.notes) == (expected == "ALL_AT_ONCE")
 
 

@@ -73,7 +73,7 @@ def test_huggingface_endpoint_takes_the_container_the_recipe_needs_and_config_ov
         2100,
     )
     assert planned.variant.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
-    gpus = FACTS.sagemaker_instances["ml.p5en.48xlarge"].gpus * planned.variant.initial_instance_count
+    gpus = FACTS.sagemaker_instances["ml.p5en.48xlarge"].gpus * planned.config.initialInstanceCount
     assert (planned.endpoint.gpus, planned.endpoint.usdPerHour, planned.endpoint.region) == (
         gpus,
         None,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.catalog_driven
 
 def placed(recipe, fabric: str):
     node_pool = pool(fabric=fabric, efa_interfaces=16 if fabric == "efa" else 0, gpu_product=recipe.gpu_products[0])
-    return place_target(recipe.config_map, recipe.dgd, recipe, node_pool, load_aws_catalog().fabrics)[1]
+    return place_target(recipe.dgd, recipe, node_pool, load_aws_catalog().fabrics)
 
 
 def test_disaggregated_targets_on_efa_move_kv_over_libfabric_and_on_infiniband_do_not():

@@ -164,7 +164,7 @@ def _sagemaker_containers(plan: StackPlan) -> list[str]:
         )
         lines += [
             f"- `{endpoint.name}`: {container}, image `{endpoint.container.image}`, weights {weights}, blue/green "
-            f"{endpoint.deployment.type}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
+            f"{endpoint.shifting}; recipe arguments `{arguments}` (catalog/sagemaker_lmi.yaml)",
             *(f"  - {note}" for note in endpoint.notes),
         ]
     return ["## SageMaker containers", "", *lines, ""] if lines else []

@@ -222,27 +222,25 @@ class FallbackPair:
     same_model: bool
 
 
-def fallback_pairs(
-    members: Mapping[str, Sequence[str]], fallbacks: Mapping[str, Sequence[str]], degraded: Iterable[str] = ()
-) -> list[FallbackPair]:
-    """Every (deployment, fallback deployment) the gateway may switch between: `members` maps a model group to
-    its deployment ids, `fallbacks` a group to its fallback groups in order, `degraded` names the groups that
-    serve another model."""
-    other_model = set(degraded)
+def fallback_pairs(routing: GatewayPlan) -> list[FallbackPair]:
+    """Every (deployment, fallback deployment) the gateway may switch between, group by group, each group's
+    fallbacks in order."""
+    other_model = {g.name for g in routing.groups if g.degraded}
     return [
-        FallbackPair(group, primary, fallback, target not in other_model)
-        for group, chain in fallbacks.items()
-        for target in chain
-        for primary in members[group]
-        for fallback in members[target]
+        FallbackPair(group.name, primary, fallback, target not in other_model)
+        for group in routing.groups
+        for target in group.fallbacks
+        for primary in routing.deployment_ids(group.name)
+        for fallback in routing.deployment_ids(target)
     ]
 
 
 def refuse_unlike_fallbacks(
-    gateway_key: str, pairs: Iterable[FallbackPair], backends: Mapping[str, Backend], formats: ResponseFormats
+    pairs: Iterable[FallbackPair], backends: Mapping[str, Backend], formats: ResponseFormats
 ) -> list[ConfigError]:
-    """One error per fallback pair that does not answer alike, naming the gateway key, the model group and
-    both backends (`backends`: by deployment id); empty when every pair does."""
+    """One error per fallback pair that does not answer alike, naming the key that makes the pair
+    (`gateway.sameModelFallback`, `gateway.degradedFallback.endpoint`), the model group and both backends
+    (`backends`: by deployment id); empty when every pair does."""
     errors = []
     for pair in pairs:
         primary, fallback = backends[pair.primary], backends[pair.fallback]
@@ -250,7 +248,7 @@ def refuse_unlike_fallbacks(
         if found:
             why = f"model group {pair.group!r} fails over from {primary.name} to {fallback.name}, which answer "
             why += f"differently: {'; '.join(str(difference) for difference in found)}"
-            errors.append(ConfigError(gateway_key, why, ALIGNED))
+            errors.append(ConfigError(SAME_MODEL_KEY if pair.same_model else DEGRADED_KEY, why, ALIGNED))
     return errors
 
 
@@ -284,8 +282,7 @@ def gateway_fallback_errors(
     lmi: LmiFile,
     formats: ResponseFormats,
 ) -> list[ConfigError]:
-    """Every fallback pair of the planned gateway that does not answer alike, named by the key that makes the
-    pair: `gateway.sameModelFallback` (the model's SageMaker group), `gateway.degradedFallback.endpoint`."""
+    """Every fallback pair of the planned gateway that does not answer alike (`refuse_unlike_fallbacks`)."""
     backends = {
         f"{DYNAMO_ID_PREFIX}{t.selected.id}": dynamo_backend(
             t.selected.id, t.endpoint.servedModelName, t.dgd, formats, (t.config_map or {}).get("data", {}).values()
@@ -293,13 +290,4 @@ def gateway_fallback_errors(
         for t in targets
     }
     backends.update({f"{SAGEMAKER_ID_PREFIX}{e.name}": endpoint_backend(e, lmi, formats) for e in endpoints})
-    groups = routing.groups
-    pairs = fallback_pairs(
-        {g.name: g.deployment_ids for g in groups},
-        {g.name: g.fallbacks for g in groups},
-        [g.name for g in groups if g.degraded],
-    )
-    return [
-        *refuse_unlike_fallbacks(SAME_MODEL_KEY, [p for p in pairs if p.same_model], backends, formats),
-        *refuse_unlike_fallbacks(DEGRADED_KEY, [p for p in pairs if not p.same_model], backends, formats),
-    ]
+    return refuse_unlike_fallbacks(fallback_pairs(routing), backends, formats)

@@ -26,6 +26,7 @@ from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import GatewayAuth, GatewayModel, GatewayOutput, ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.gateway import GatewayPins
+from serving_stack.plan.sagemaker import PlannedEndpoint
 
 SAGEMAKER_GROUP_SUFFIX = "@sagemaker"
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
@@ -86,24 +87,13 @@ class GatewaySettings:
 
 
 @dataclass(frozen=True)
-class ModelGroup:
-    name: str
-    served_model_name: str
-    kind: str  # "dynamo" or "sagemaker"
-    deployment_ids: tuple[str, ...]
-    fallbacks: tuple[str, ...]
-    degraded: bool  # serves another model as the last resort of other groups
-
-
-@dataclass(frozen=True)
 class GatewayPlan:
-    groups: tuple[ModelGroup, ...]
+    groups: tuple[GatewayModel, ...]  # `degraded`: serves another model as the last resort of other groups
     config: dict[str, Any]
     needs_redis: bool
 
-    @property
-    def model_names(self) -> tuple[str, ...]:
-        return tuple(group.name for group in self.groups)
+    def deployment_ids(self, group: str) -> list[str]:
+        return [d["model_info"]["id"] for d in self.config["model_list"] if d["model_name"] == group]
 
 
 def _dynamo_deployment(backend: DynamoBackend, settings: GatewaySettings) -> dict[str, Any]:
@@ -137,18 +127,15 @@ def _degraded_fallback(
     dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
 ) -> Optional[SageMakerBackend]:
     """The endpoint of another model that every model falls back to last; the rest of the gateway's inputs (unique
-    names, a backend at all, replicas, timeouts) the config and `check_gateway` refuse."""
+    names, a backend at all, an endpoint of this stack, replicas, timeouts) the config and `check_gateway` refuse."""
     wanted = settings.degraded_fallback_endpoint
     if wanted is None:
         return None
-    endpoint = next((e for e in sagemaker if e.name == wanted), None)
-    key = "gateway.degradedFallback.endpoint"
-    if endpoint is None:
-        known = ", ".join(e.name for e in sagemaker) or "none configured"
-        raise ConfigError(key, f"{wanted!r} is not a SageMaker endpoint of this stack", known)
+    endpoint = next(e for e in sagemaker if e.name == wanted)
     if {b.served_model_name for b in dynamo} <= {endpoint.served_model_name}:
         why = f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is already their"
-        raise ConfigError(key, why + " same-model fallback", "an endpoint serving another model, or unset")
+        why += " same-model fallback"
+        raise ConfigError("gateway.degradedFallback.endpoint", why, "an endpoint serving another model, or unset")
     return endpoint
 
 
@@ -177,12 +164,13 @@ def plan_gateway(
         chain = [sagemaker_group(model)] if settings.same_model_fallback and model in sagemaker_models else []
         if degraded and degraded.served_model_name != model:
             chain.append(sagemaker_group(degraded.served_model_name))
-        ids = tuple(f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in dynamo if b.served_model_name == model)
-        groups.append(ModelGroup(model, model, "dynamo", ids, tuple(chain), False))
+        groups.append(GatewayModel(name=model, servedModelName=model, kind="dynamo", fallbacks=chain, degraded=False))
     for model in sagemaker_models:
-        ids = tuple(f"{SAGEMAKER_ID_PREFIX}{e.name}" for e in sagemaker if e.served_model_name == model)
         is_degraded = degraded is not None and degraded.served_model_name == model
-        groups.append(ModelGroup(sagemaker_group(model), model, "sagemaker", ids, (), is_degraded))
+        name = sagemaker_group(model)
+        groups.append(
+            GatewayModel(name=name, servedModelName=model, kind="sagemaker", fallbacks=[], degraded=is_degraded)
+        )
 
     router_settings: dict[str, Any] = {
         "routing_strategy": "simple-shuffle",
@@ -217,18 +205,8 @@ def plan_gateway(
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
-    models = [
-        GatewayModel(
-            name=g.name,
-            servedModelName=g.served_model_name,
-            kind=g.kind,
-            fallbacks=list(g.fallbacks),
-            degraded=g.degraded,
-        )
-        for g in plan.groups
-    ]
     auth = GatewayAuth(secretNamespace=namespace, secretName=secret_name, secretKey=secret_key)
-    return GatewayOutput(url=url, models=models, auth=auth)
+    return GatewayOutput(url=url, models=list(plan.groups), auth=auth)
 
 
 MASTER_KEY_SECRET_KEY = "masterKey"  # the key inside the Kubernetes Secret
@@ -251,28 +229,20 @@ def redis_host(name: str, namespace: str) -> str:
 
 @dataclass(frozen=True)
 class StackGateway:
-    """`allowed_namespaces`: whose pods may call it, its own namespace first; `backend_namespaces`: where the
-    Dynamo frontends run."""
+    """`config`: the `gateway` block (name, replicas, CPU target, egress); `allowed_namespaces`: whose pods may
+    call it, its own namespace first; `backend_namespaces`: where the Dynamo frontends run."""
 
-    name: str
+    config: GatewayConfig
     namespace: str
     pins: GatewayPins
     settings: GatewaySettings
     dynamo: tuple[DynamoBackend, ...]
     sagemaker: tuple[SageMakerBackend, ...]
     routing: GatewayPlan
-    min_replicas: int
     max_replicas: int
-    target_cpu_utilization: int
     allowed_namespaces: tuple[str, ...]
     backend_namespaces: tuple[str, ...]
-    sagemaker_egress_cidrs: tuple[str, ...]
     output: GatewayOutput
-
-    @property
-    def invokes_sagemaker(self) -> bool:
-        """An IAM role (through EKS Pod Identity) and HTTPS egress for SigV4 calls to the endpoints."""
-        return bool(self.sagemaker)
 
 
 def gateway_settings(config: GatewayConfig) -> GatewaySettings:
@@ -317,17 +287,11 @@ def check_gateway(config: StackConfig) -> list[ConfigError]:
     return errors
 
 
-def _region(endpoint: ServingEndpoint) -> str:
-    if endpoint.region is None:
-        raise ValueError(f"SageMaker endpoint {endpoint.id} has no region")
-    return endpoint.region
-
-
 def plan_stack_gateway(
     config: GatewayConfig,
     namespace: str,
     targets: Sequence[ServingEndpoint],
-    sagemaker: Sequence[ServingEndpoint],
+    sagemaker: Sequence[PlannedEndpoint],
     pins: GatewayPins,
     creates_cluster: bool,
 ) -> Optional[StackGateway]:
@@ -343,24 +307,21 @@ def plan_stack_gateway(
         )
     settings = gateway_settings(config)
     dynamo = tuple(DynamoBackend(t.id, t.servedModelName, t.url) for t in targets)
-    endpoints = tuple(SageMakerBackend(e.id, _region(e), e.servedModelName) for e in sagemaker)
+    endpoints = tuple(SageMakerBackend(e.name, e.region, e.endpoint.servedModelName) for e in sagemaker)
     redis = RedisAddress(redis_host(config.name, namespace), pins.redis.port)
     routing = plan_gateway(dynamo, endpoints, settings, redis if settings.router_processes > 1 else None)
     url = service_url(config.name, namespace, pins.litellm.port)
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
-        name=config.name,
+        config=config,
         namespace=namespace,
         pins=pins,
         settings=settings,
         dynamo=dynamo,
         sagemaker=endpoints,
         routing=routing,
-        min_replicas=config.replicas,
         max_replicas=max_replicas,
-        target_cpu_utilization=config.targetCpuUtilization,
         allowed_namespaces=tuple(dict.fromkeys([namespace, *config.allowedNamespaces])),
         backend_namespaces=(namespace,) if dynamo else (),
-        sagemaker_egress_cidrs=tuple(config.sagemakerEgressCidrs),
         output=gateway_output(routing, url, namespace, master_key_secret_name(config.name), MASTER_KEY_SECRET_KEY),
     )

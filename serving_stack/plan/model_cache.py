@@ -11,6 +11,7 @@ beside it, a pre-pull DaemonSet on the same nodes pulls the workers' images from
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from serving_stack.config.aws import AwsConfig, ModelCacheStorageConfig
+from serving_stack.config.serving import DownloadJob as DownloadJobConfig
 from serving_stack.config.serving import ModelCacheConfig, PrewarmConfig, TargetConfig
 from serving_stack.config.types import quantity_value
 from serving_stack.errors import ConfigError
@@ -135,6 +137,56 @@ def select_model_cache(
     repos = {repo for job in jobs for _, repo in job.checkpoints}
     size = cache.size if cache.size is not None else cache_size(facts.size, repos, sizes)
     return ModelCacheSelection(size, jobs), errors
+
+
+def set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
+    if "imagePullSecrets" not in pod_spec:
+        return
+    if secret:
+        pod_spec["imagePullSecrets"] = [{"name": secret}]
+    else:
+        del pod_spec["imagePullSecrets"]
+
+
+def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str, namespace: str) -> dict[str, Any]:
+    """Upstream's claim at the resolved `size` (`ModelCacheSelection.size`)."""
+    pvc = copy.deepcopy(claim)
+    pvc["metadata"]["namespace"] = namespace
+    pvc["spec"]["storageClassName"] = storage_class
+    pvc["spec"]["resources"]["requests"]["storage"] = size
+    return pvc
+
+
+def render_download_job(
+    fetch: JobCheckpoints,
+    download: DownloadJobConfig,
+    namespace: str,
+    pull_secret: Optional[str],
+    downloader: list[str],
+) -> dict[str, Any]:
+    """An upstream download Job fetching `fetch.checkpoints` under their env names, on `download.image` with the
+    pinned `downloader` requirements (`small_downloader`): where the stack changed the set, the checkpoint env
+    entries and the loop tuple of upstream's script are rewritten, nothing else."""
+    job = copy.deepcopy(fetch.job.manifest)
+    job["metadata"]["namespace"] = namespace
+    for field in ("activeDeadlineSeconds", "backoffLimit"):
+        if getattr(download, field) is not None:
+            job["spec"][field] = getattr(download, field)
+    pod_spec = job["spec"]["template"]["spec"]
+    set_pull_secret(pod_spec, pull_secret)
+    small_downloader(pod_spec, download.image, downloader)
+    (container,) = pod_spec["containers"]
+    if fetch.changed:
+        upstream_names = {name for name, _ in fetch.job.checkpoints}
+        env = container.get("env", [])
+        first = next(i for i, e in enumerate(env) if e["name"] in upstream_names)
+        others = [e for e in env if e["name"] not in upstream_names]
+        selected = [{"name": name, "value": repo} for name, repo in fetch.checkpoints]
+        container["env"] = others[:first] + selected + others[first:]
+        loop = env_tuple_pattern([name for name, _ in fetch.job.checkpoints])
+        container["args"] = [loop.sub(env_name_tuple(fetch.env_names), str(a), count=1) for a in container["args"]]
+    mark_downloaded(container, fetch.env_names)
+    return job
 
 
 FSX_FIRST_STEP_GIB, FSX_STEP_GIB = 1200, 2400

@@ -29,8 +29,6 @@ import boto3
 
 from serving_stack.config.sagemaker import (
     CONTAINER_SETTING,
-    Autoscaling,
-    DataCapture,
     Deployment,
     SageMakerConfig,
     SageMakerEndpointConfig,
@@ -99,9 +97,8 @@ ModelSource = Union[JumpStartSource, HuggingFaceSource]
 
 @dataclass(frozen=True)
 class ProductionVariant:
-    name: str
-    instance_type: str
-    initial_instance_count: int
+    """The variant's resolved settings; its name, instance type and count are the endpoint config's."""
+
     model_data_download_timeout: Optional[int]
     container_startup_health_check_timeout: Optional[int]
     volume_size_gb: Optional[int]
@@ -109,19 +106,11 @@ class ProductionVariant:
     inference_ami_version: Optional[str]
 
 
-@dataclass(frozen=True)
-class BlueGreen:
-    """The `deployment` block with its traffic-shifting mode decided (`type`)."""
-
-    type: Shifting
-    config: Deployment
-
-    @property
-    def traffic_steps(self) -> int:
-        """Traffic shifts, each followed by a bake of `waitIntervalSeconds` (an upper bound for CANARY)."""
-        if self.type == "LINEAR":
-            return math.ceil(100 / self.config.linearStepSize)
-        return 2 if self.type == "CANARY" else 1
+def traffic_steps(shifting: Shifting, deployment: Deployment) -> int:
+    """Traffic shifts, each followed by a bake of `waitIntervalSeconds` (an upper bound for CANARY)."""
+    if shifting == "LINEAR":
+        return math.ceil(100 / deployment.linearStepSize)
+    return 2 if shifting == "CANARY" else 1
 
 
 @dataclass(frozen=True)
@@ -152,10 +141,8 @@ class PlannedEndpoint:
     source: ModelSource
     container: ModelContainer
     variant: ProductionVariant
-    scaling: Autoscaling  # the config block: target tracking on invocations per instance
-    deployment: BlueGreen
-    data_capture: DataCapture
-    kms_key_arn: Optional[str]
+    config: SageMakerEndpointConfig  # the endpoint block as configured (name, variant, autoscaling, capture, key)
+    shifting: Shifting  # the blue/green traffic-shifting mode decided for `config.deployment`
     endpoint: ServingEndpoint
     waits: WaitBudget
     notes: tuple[str, ...] = ()
@@ -231,7 +218,7 @@ def spec_source(config: SageMakerConfig, region: str, s3_client: Any) -> SpecSou
 
 def jumpstart_model(
     endpoint: SageMakerEndpointConfig, path: str, region: str, source: SpecSource, allow_unverified: bool
-) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+) -> tuple[ModelContainer, ModelSource, VariantDefaults]:
     model = endpoint.jumpstart
     assert model is not None  # checked by check_sagemaker
     keys = replace(ConfigKeys.under(f"{path}.jumpstart"), instance_type=f"{path}.instanceType", region=REGION_KEY)
@@ -246,12 +233,7 @@ def jumpstart_model(
         allow_unverified=allow_unverified,
     )
     provenance = resolved.provenance.label() if resolved.provenance is not None else None
-    return (
-        resolved.container,
-        JumpStartSource(model.modelId, model.version, provenance),
-        model.modelId,
-        resolved.defaults,
-    )
+    return resolved.container, JumpStartSource(model.modelId, model.version, provenance), resolved.defaults
 
 
 def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: str) -> None:
@@ -262,7 +244,7 @@ def _check_key_region(kms_key_arn: Optional[str], region: str, key: str, why: st
 
 def huggingface_model(
     endpoint: SageMakerEndpointConfig, path: str, region: str, facts: Facts
-) -> tuple[ModelContainer, ModelSource, str, VariantDefaults]:
+) -> tuple[ModelContainer, ModelSource, VariantDefaults]:
     """The first container whose vLLM meets the checkpoint's minimum, given the recipe's engine arguments in
     the form that container reads. `lmiImage` (an LMI image of one's own) brings its own vLLM."""
     model, lmi = endpoint.huggingface, facts.lmi
@@ -361,7 +343,7 @@ def huggingface_model(
         engine_arguments=MappingProxyType(dict(arguments)),
         placeholders=placeholders,
     )
-    return container, source, model.repo, defaults
+    return container, source, defaults
 
 
 def _check_environment(environment: dict[str, str], hf_token: bool, limits: EnvironmentLimits, key: str) -> None:
@@ -422,7 +404,7 @@ def _wait_parts(budget: WaitBudget, update: bool) -> str:
     return " + ".join(parts)
 
 
-def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
+def check_waits(budget: WaitBudget, shifting: Shifting, deployment: Deployment, path: str) -> None:
     """Every way the waits do not fit, each naming the key to change, raised together."""
     limit, errors = PROVIDER_INSERVICE_WAIT_SECONDS, Problems()
     wait = f"the provider's fixed {limit} s InService wait"
@@ -436,10 +418,10 @@ def check_waits(budget: WaitBudget, deployment: BlueGreen, path: str) -> None:
         errors.add(
             f"{path}.deployment",
             f"a blue/green update can take {_wait_parts(budget, True)} = {budget.update_seconds} s, longer than {wait}",
-            f"waitIntervalSeconds x {deployment.traffic_steps} traffic steps + "
+            f"waitIntervalSeconds x {traffic_steps(shifting, deployment)} traffic steps + "
             f"terminationWaitSeconds <= {limit - budget.create_seconds} s, or shorter timeouts",
         )
-    maximum, key = deployment.config.maximumExecutionTimeoutSeconds, f"{path}.deployment.maximumExecutionTimeoutSeconds"
+    maximum, key = deployment.maximumExecutionTimeoutSeconds, f"{path}.deployment.maximumExecutionTimeoutSeconds"
     if maximum > limit:
         errors.add(
             key,
@@ -603,13 +585,10 @@ def _plan_one(
         model = jumpstart_model(endpoint, path, region, source, allow_unverified)
     else:
         model = huggingface_model(endpoint, path, region, facts)
-    container, model_source, served_model, defaults = model
+    container, model_source, defaults = model
     timeouts, instance = endpoint.timeouts, facts.sagemaker_instances[endpoint.instanceType]
     ebs = instance.storage == "ebs"
     variant = ProductionVariant(
-        name=endpoint.variantName,
-        instance_type=endpoint.instanceType,
-        initial_instance_count=endpoint.initialInstanceCount,
         model_data_download_timeout=_timeout(
             timeouts.modelDataDownload, defaults.model_data_download_timeout, f"{path}.timeouts.modelDataDownload"
         ),
@@ -628,7 +607,7 @@ def _plan_one(
     contract = ServingEndpoint(
         id=endpoint.name,
         kind="sagemaker",
-        servedModelName=served_model,
+        servedModelName=model_source.model_id if isinstance(model_source, JumpStartSource) else model_source.repo,
         url=f"https://runtime.sagemaker.{region}.amazonaws.com/endpoints/{endpoint.name}/invocations",
         gpus=instance.gpus * count,
         region=region,
@@ -640,26 +619,23 @@ def _plan_one(
     why = "SageMaker uses only a KMS key of the endpoint's region for its storage and data capture"
     _check_key_region(endpoint.kmsKeyArn, region, f"{path}.kmsKeyArn", why)
     shifting, shifting_note = _traffic_shifting(endpoint, path)
-    deployment = BlueGreen(shifting, endpoint.deployment)
     has_model_data = container.model_data is not None or bool(container.additional_model_data)
     waits = WaitBudget(
         provisioning=int(facts.sagemaker_provisioning.value),
         model_download=(variant.model_data_download_timeout or 0) if has_model_data else 0,
         startup=variant.container_startup_health_check_timeout or 0,
-        traffic_shifting=deployment.traffic_steps * endpoint.deployment.waitIntervalSeconds,
+        traffic_shifting=traffic_steps(shifting, endpoint.deployment) * endpoint.deployment.waitIntervalSeconds,
         termination=endpoint.deployment.terminationWaitSeconds,
     )
-    check_waits(waits, deployment, path)
+    check_waits(waits, shifting, endpoint.deployment, path)
     return PlannedEndpoint(
         name=endpoint.name,
         region=region,
         source=model_source,
         container=container,
         variant=variant,
-        scaling=endpoint.autoscaling,
-        deployment=deployment,
-        data_capture=endpoint.dataCapture,
-        kms_key_arn=endpoint.kmsKeyArn,
+        config=endpoint,
+        shifting=shifting,
         endpoint=contract,
         waits=waits,
         notes=defaults.notes + ((shifting_note,) if shifting_note else ()),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Optional
 
-from serving_stack.config.serving import DownloadJob, DynamoConfig, PrewarmConfig, RuntimeImage, TargetConfig
+from serving_stack.config.serving import DynamoConfig, PrewarmConfig, RuntimeImage, TargetConfig
 from serving_stack.contract.outputs import ServingEndpoint, frontend_url
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts import Facts
@@ -33,15 +33,7 @@ from serving_stack.names import (
     POOL_LABEL,
     WORKER_COMPONENT_TYPES,
 )
-from serving_stack.plan.model_cache import (
-    JobCheckpoints,
-    env_name_tuple,
-    env_tuple_pattern,
-    gate_workers,
-    host_state_dir,
-    mark_downloaded,
-    small_downloader,
-)
+from serving_stack.plan.model_cache import gate_workers, host_state_dir, set_pull_secret
 from serving_stack.plan.pools import ResolvedPool
 from serving_stack.plan.throughput import (
     Slo,
@@ -159,15 +151,6 @@ def runtime_image(upstream_image: str, runtime: RuntimeImage) -> str:
     return f"{runtime.registry}/{_repository(upstream_image)}:{runtime.tag}"
 
 
-def _set_pull_secret(pod_spec: dict[str, Any], secret: Optional[str]) -> None:
-    if "imagePullSecrets" not in pod_spec:
-        return
-    if secret:
-        pod_spec["imagePullSecrets"] = [{"name": secret}]
-    else:
-        del pod_spec["imagePullSecrets"]
-
-
 def render_target(
     recipe: Recipe, replicas: Mapping[str, int], image: Optional[str], namespace: str, dynamo: DynamoConfig
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -178,7 +161,7 @@ def render_target(
     for component in dgd["spec"]["components"]:
         component["replicas"] = replicas[component["name"]]
         pod_spec = component["podTemplate"]["spec"]
-        _set_pull_secret(pod_spec, dynamo.imagePullSecret)
+        set_pull_secret(pod_spec, dynamo.imagePullSecret)
         for container in pod_spec.get("containers", []):
             container["image"] = image or runtime_image(container["image"], dynamo.runtime)
     return config_map, dgd
@@ -200,18 +183,11 @@ def flag_values(arguments: Sequence[str]) -> dict[str, list[Optional[str]]]:
 def _with_argument(words: Sequence[str], overlay: Overlay) -> list[str]:
     """`words` (a container's args) without `overlay.argument` (`--flag`, `--flag value`, `--flag=value`), then
     with it again set to `overlay.value` (None: a bare flag) unless the overlay removes it."""
-    kept: list[str] = []
-    skip = False
-    for position, word in enumerate(words):
-        if skip:
-            skip = False
-            continue
-        if word == overlay.argument:
-            following = words[position + 1] if position + 1 < len(words) else None
-            skip = following is not None and not following.startswith("--")
-            continue
-        if not word.startswith(f"{overlay.argument}="):
-            kept.append(word)
+    flag = overlay.argument
+    bare = [i for i, word in enumerate(words) if word == flag]
+    dropped = {*bare, *(i for i, word in enumerate(words) if word.startswith(f"{flag}="))}
+    dropped |= {i + 1 for i in bare if i + 1 < len(words) and not words[i + 1].startswith("--")}
+    kept = [word for i, word in enumerate(words) if i not in dropped]
     if overlay.action == "set":
         kept += [overlay.argument] if overlay.value is None else [overlay.argument, overlay.value]
     return kept
@@ -229,43 +205,6 @@ def apply_serving_overlays(dgd: dict[str, Any], target_id: str, gpu: Optional[st
                 for container in component["podTemplate"]["spec"]["containers"]:
                     if container.get("args"):
                         container["args"] = _with_argument(container["args"], overlay)
-
-
-def render_model_cache_pvc(claim: dict[str, Any], size: str, storage_class: str, namespace: str) -> dict[str, Any]:
-    """Upstream's claim at the resolved `size` (`ModelCacheSelection.size`)."""
-    pvc = copy.deepcopy(claim)
-    pvc["metadata"]["namespace"] = namespace
-    pvc["spec"]["storageClassName"] = storage_class
-    pvc["spec"]["resources"]["requests"]["storage"] = size
-    return pvc
-
-
-def render_download_job(
-    fetch: JobCheckpoints, download: DownloadJob, namespace: str, pull_secret: Optional[str], downloader: list[str]
-) -> dict[str, Any]:
-    """An upstream download Job fetching `fetch.checkpoints` under their env names, on `download.image` with the
-    pinned `downloader` requirements (`small_downloader`): where the stack changed the set, the checkpoint env
-    entries and the loop tuple of upstream's script are rewritten, nothing else."""
-    job = copy.deepcopy(fetch.job.manifest)
-    job["metadata"]["namespace"] = namespace
-    for field in ("activeDeadlineSeconds", "backoffLimit"):
-        if getattr(download, field) is not None:
-            job["spec"][field] = getattr(download, field)
-    pod_spec = job["spec"]["template"]["spec"]
-    _set_pull_secret(pod_spec, pull_secret)
-    small_downloader(pod_spec, download.image, downloader)
-    (container,) = pod_spec["containers"]
-    if fetch.changed:
-        upstream_names = {name for name, _ in fetch.job.checkpoints}
-        env = container.get("env", [])
-        first = next(i for i, e in enumerate(env) if e["name"] in upstream_names)
-        others = [e for e in env if e["name"] not in upstream_names]
-        selected = [{"name": name, "value": repo} for name, repo in fetch.checkpoints]
-        container["env"] = others[:first] + selected + others[first:]
-        loop = env_tuple_pattern([name for name, _ in fetch.job.checkpoints])
-        container["args"] = [loop.sub(env_name_tuple(fetch.env_names), str(a), count=1) for a in container["args"]]
-    mark_downloaded(container, fetch.env_names)
-    return job
 
 
 def startup_budget_seconds(dgd: dict[str, Any]) -> int:
@@ -410,7 +349,7 @@ def plan_targets(
         gpu_products = [pool.gpu_product] if pool is not None else target.recipe.gpu_products
         apply_serving_overlays(dgd, target.id, facts.aws.gpu_of_product(gpu_products[0]), overlays)
         if pool is not None:
-            config_map, dgd = place_target(config_map, dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
+            dgd = place_target(dgd, target.recipe, pool, dict(facts.aws.fabrics.items()))
         share_compile_cache(dgd, config_map, target.recipe, gpu_products, platform.compileCache)
         if gated:
             gate_workers(dgd, prewarm.waitTimeoutSeconds, host_state_dir(namespace), target.recipe.checkpoints)
@@ -522,13 +461,9 @@ KV_TRANSFER_FLAG = "--kv-transfer-config"
 
 
 def place_target(
-    config_map: dict[str, Any],
-    dgd: dict[str, Any],
-    recipe: Recipe,
-    pool: ResolvedPool,
-    fabrics: Mapping[str, FabricProfile],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The ConfigMap and DGD of `recipe` as they run on `pool` (inputs are not modified)."""
+    dgd: dict[str, Any], recipe: Recipe, pool: ResolvedPool, fabrics: Mapping[str, FabricProfile]
+) -> dict[str, Any]:
+    """The DGD of `recipe` as it runs on `pool` (`dgd` is not modified; the ConfigMap is the same on any pool)."""
     placed = copy.deepcopy(dgd)
     for component in placed["spec"]["components"]:
         pod = component["podTemplate"]["spec"]
@@ -540,7 +475,7 @@ def place_target(
                         _apply_fabric(container, pool, fabrics)
         elif GPU_PRODUCT_LABEL in pod.get("nodeSelector", {}):
             pod["nodeSelector"] = {**pod["nodeSelector"], GPU_PRODUCT_LABEL: pool.gpu_product, POOL_LABEL: pool.name}
-    return copy.deepcopy(config_map), placed
+    return placed
 
 
 def _gpus(container: dict[str, Any]) -> int:
@@ -618,11 +553,9 @@ def _with_backends(text: str, backends: Optional[list[str]]) -> str:
     """`--kv-transfer-config` JSON with NIXL's `backends` set (or removed, for NIXL's default)."""
     config = json.loads(text)
     extra = {k: v for k, v in config.get("kv_connector_extra_config", {}).items() if k != "backends"}
-    if backends:
-        extra["backends"] = list(backends)
+    extra |= {"backends": list(backends)} if backends else {}
     updated = {k: v for k, v in config.items() if k != "kv_connector_extra_config"}
-    if extra:
-        updated["kv_connector_extra_config"] = extra
+    updated |= {"kv_connector_extra_config": extra} if extra else {}
     return text if updated == config else json.dumps(updated, separators=(",", ":"))
 
 

@@ -47,6 +47,8 @@ from serving_stack.plan.model_cache import (
     loaded_checkpoints,
     plan_storage,
     prewarm_pools,
+    render_download_job,
+    render_model_cache_pvc,
     select_model_cache,
 )
 from serving_stack.plan.monitoring import (
@@ -64,8 +66,6 @@ from serving_stack.plan.serving import (
     PlannedTarget,
     place_targets,
     plan_targets,
-    render_download_job,
-    render_model_cache_pvc,
     retired_warnings,
     select_targets,
 )
@@ -268,7 +268,7 @@ def build_plan(
         config.gateway,
         namespace,
         [t.endpoint for t in targets],
-        [e.endpoint for e in endpoints],
+        endpoints,
         facts.gateway,
         isinstance(cluster, CreatedCluster),
     )

@@ -21,9 +21,8 @@ from serving_stack.facts.aws import AwsCatalog, CapacityPricesFile
 from serving_stack.facts.catalog import Recipe
 from serving_stack.plan.pools import ResolvedPool
 
-CapacityType = Literal["on-demand", "spot", "capacity-block"]
+CapacityType = Literal["on-demand", "spot", "capacity-block"]  # the priced ones; an ODCR pays the on-demand rate
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "spot", "capacity-block")
-ODCR_PRICE = "on-demand"  # the price an On-Demand Capacity Reservation pays; other capacity types pay their own
 SECONDS_PER_HOUR, TOKENS_PER_MILLION = 3600, 1_000_000
 
 
@@ -233,10 +232,7 @@ def target_token_cost(
         where = f"cheapest on-demand {row.gpu} type: {on_demand.instance_type}"
         return TargetTokenCost(row.target_id, where, on_demand.usd_per_million, cheapest)
     offer = next((o for o in offers if o.instance_type == pool.instance_type), None)
-    cost = (
-        usd_per_million_output_tokens(row, offer, ODCR_PRICE if pool.capacity_type == "odcr" else pool.capacity_type)
-        if offer
-        else None
-    )
+    capacity_type = "on-demand" if pool.capacity_type == "odcr" else pool.capacity_type
+    cost = usd_per_million_output_tokens(row, offer, capacity_type) if offer else None
     where = f"pool {pool.name}: {pool.instance_type or 'nodes of no EC2 type'} ({pool.capacity_type})"
     return TargetTokenCost(row.target_id, where, cost, cheapest)

@@ -52,7 +52,7 @@ class LoopbackGateway:
 
     def dynamo(self, model: str) -> list[Process]:
         group = next(g for g in self.plan.groups if g.name == model and g.kind == "dynamo")
-        return [self.backends[i] for i in group.deployment_ids]
+        return [self.backends[i] for i in self.plan.deployment_ids(group.name)]
 
     def load(self, model: str, total: int, concurrency: int, **options: object) -> list[Outcome]:
         return run_load(self.base_url, self.master_key, model, total, concurrency, **options)  # type: ignore[arg-type]
@@ -137,8 +137,8 @@ def degraded_only(gateway: LoopbackGateway, model: str, total: int, concurrency:
     """Every Dynamo frontend and every same-model SageMaker endpoint down from the start: only the named
     degraded fallback (another model) is left."""
     for group in gateway.plan.groups:
-        if group.served_model_name == model:
-            for deployment_id in group.deployment_ids:
+        if group.servedModelName == model:
+            for deployment_id in gateway.plan.deployment_ids(group.name):
                 gateway.backends[deployment_id].kill()
     outcomes = gateway.load(model, total, concurrency)
     return Result(Figures.of("only the degraded fallback left", model, outcomes), outcomes)

@@ -395,7 +395,7 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
     index = {e.name: i for i, e in enumerate(stack.config.sagemaker.endpoints)}
     groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for endpoint in stack.plan.sagemaker:
-        groups[(endpoint.region, endpoint.variant.instance_type)].append(endpoint)
+        groups[(endpoint.region, endpoint.config.instanceType)].append(endpoint)
     service = quotas.sagemaker.serviceCode
     findings: list[Finding] = []
     listed: dict[str, Optional[dict[str, float]]] = {}
@@ -416,9 +416,10 @@ def endpoint_quota_findings(stack: PreflightStack, calls: Calls, quotas: QuotasF
             fix = "check the SageMaker AI instance types of the Region, or choose another instance type"
             findings.append(warning(f"{first}.instanceType", problem, fix))
             continue
-        value, initial = values[name], sum(e.variant.initial_instance_count for e in endpoints)
+        value, initial = values[name], sum(e.config.initialInstanceCount for e in endpoints)
         peak = sum(
-            max(e.scaling.maxCapacity if e.scaling.enabled else 0, e.variant.initial_instance_count) for e in endpoints
+            max(s.maxCapacity if (s := e.config.autoscaling).enabled else 0, e.config.initialInstanceCount)
+            for e in endpoints
         )
         if value < initial:
             problem = f"{initial} {instance_type} instance(s) for endpoints at `up`, the quota {name!r} in {region} is {value:g}"
