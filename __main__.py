@@ -86,7 +86,8 @@ for spec in plan.managed_pools:
             cluster_security_group_ids=cluster.node_security_groups,
             node_managed_policies=plan.aws.node_managed_policies if plan.aws else (),
             tags=tags,
-            cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else None,
+            tag_for_cluster_autoscaler=cluster_scaling is not None,
+            cluster_autoscaler_tags=cluster_scaling.pool_tags[spec.name] if cluster_scaling else {},
         ),
         opts=pulumi.ResourceOptions.merge(on_aws, pulumi.ResourceOptions(depends_on=list(cluster.node_prerequisites))),
     )

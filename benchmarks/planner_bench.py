@@ -22,10 +22,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from capacity_brute_force import brute_force_cost
 from capacity_demands import PRICED_DAY
 
+from serving_stack.config.demand import DemandConfig, SloConfig, TokenShapeConfig
 from serving_stack.facts.aws import load_aws_catalog, load_capacity_prices
 from serving_stack.facts.catalog import load_catalog
-from serving_stack.plan.throughput import CAPACITY_TYPES, Slo, instance_offers
-from tools.plan_capacity.model import Demand, TokenShape, candidate_rows, search_space
+from serving_stack.plan.throughput import CAPACITY_TYPES, instance_offers
+from tools.plan_capacity.model import amount, candidate_rows, search_space, unit
 from tools.plan_capacity.solver import solve
 
 USERS = (10, 50, 100, 150, 200, 500, 2_000, 10_000)
@@ -50,23 +51,24 @@ def main() -> int:
         candidate_rows(catalog, aws_catalog),
         instance_offers(aws_catalog, load_capacity_prices(), PRICED_DAY),
     )
-    criteria = Slo(catalog.criteria.minTokensPerSecondPerUser, catalog.criteria.maxTtftP50Ms)
-    demands = [Demand(slo=criteria, concurrent_users=u, capacity_types=CAPACITY_TYPES) for u in USERS]
-    demands.append(
-        Demand(
-            slo=criteria, requests_per_second=20.0, token_shape=TokenShape(64_000, 400), capacity_types=CAPACITY_TYPES
-        )
+    criteria = SloConfig.model_construct(
+        **catalog.criteria.model_dump(include={"minTokensPerSecondPerUser", "maxTtftP50Ms"})
     )
+    types = list(CAPACITY_TYPES)
+    demands = [DemandConfig(slo=criteria, concurrentUsers=u, capacityTypes=types) for u in USERS]
+    shape = TokenShapeConfig(inputTokens=64_000, outputTokens=400)
+    demands.append(DemandConfig(slo=criteria, requestsPerSecond=20.0, tokenShape=shape, capacityTypes=types))
     print(f"catalog: {len(rows)} targets, {len(offers)} instance types, capacity types {', '.join(CAPACITY_TYPES)}")
     print(
         f"{'demand':>14} | {'rows':>4} | {'pools':>5} | {'planner ms':>10} | {'brute force ms':>14} | {'brute/planner':>13} | $/h"
     )
     for demand in demands:
         space = search_space(demand, rows, offers)
-        planner_s, plan = timed(args.repeat, lambda space=space, unit=demand.unit: solve(space, unit))
-        label = f"{demand.amount:g} {demand.unit}"
+        per = unit(demand)
+        planner_s, plan = timed(args.repeat, lambda space=space, per=per: solve(space, per))
+        label = f"{amount(demand):g} {per}"
         cost = plan.usd_per_hour if plan else math.nan
-        if demand.amount <= args.brute_force_max_users and not demand.by_rate:
+        if amount(demand) <= args.brute_force_max_users and demand.requestsPerSecond is None:
             brute_s, best = timed(1, lambda space=space: brute_force_cost(space))
             assert best is not None, label
             assert math.isclose(best, cost, abs_tol=1e-6), (label, best, cost)

@@ -30,9 +30,9 @@ class GpuNodePoolArgs:
     node_managed_policies: Sequence[str]  # managed policies attached to the node role
     tags: Mapping[str, str] = field(default_factory=dict)  # tags on every AWS resource it creates
     # cluster-autoscaler discovery and scale-from-zero hints, as tags on the node group's Auto Scaling group
-    # (EKS does not copy node group tags there): `serving_stack.plan.autoscaling.node_group_autoscaler_tags`;
-    # None without cluster-autoscaler (an empty mapping is refused).
-    cluster_autoscaler_tags: Optional[Mapping[str, str]] = None
+    # (EKS does not copy node group tags there): `serving_stack.plan.autoscaling.node_group_autoscaler_tags`.
+    tag_for_cluster_autoscaler: bool = False
+    cluster_autoscaler_tags: Mapping[str, str] = field(default_factory=dict)  # the tags themselves (required then)
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -127,13 +127,13 @@ class GpuNodePool(pulumi.ComponentResource):
             # A reservation (Capacity Block, ODCR) cannot hold old and new nodes at once: delete first.
             opts=pulumi.ResourceOptions(parent=self, depends_on=policies, delete_before_replace=pool.reserved_capacity),
         )
-        if args.cluster_autoscaler_tags is not None:
+        if args.tag_for_cluster_autoscaler:
             self._tag_auto_scaling_group(name, args.cluster_autoscaler_tags)
         self.register_outputs({"nodeGroupName": self.node_group.node_group_name})
 
     def _tag_auto_scaling_group(self, name: str, tags: Mapping[str, str]) -> None:
         if not tags:
-            raise ValueError(f"GPU pool {name}: switched on without cluster_autoscaler_tags")
+            raise ValueError(f"GPU pool {name}: tag_for_cluster_autoscaler without cluster_autoscaler_tags")
         group_name = self.node_group.resources.apply(lambda resources: resources[0].autoscaling_groups[0].name)
         for key, value in sorted(tags.items()):
             aws.autoscaling.Tag(

@@ -11,8 +11,9 @@ from capacity_brute_force import brute_force_cost
 from capacity_demands import CRITERIA, OFFERS, ROWS, generated_demands
 
 from serving_stack.config.demand import DemandConfig, SloConfig
+from serving_stack.plan.throughput import Slo
 from tools.plan_capacity.explain import active_constraints, plan_capacity, relaxed_demand
-from tools.plan_capacity.model import amount, search_space, unit
+from tools.plan_capacity.model import amount, demand_of, search_space, unit
 from tools.plan_capacity.solver import solve
 
 DEMANDS = list(generated_demands(count=60, seed=17))
@@ -137,3 +138,15 @@ def test_free_capacity_is_what_the_spare_gpus_hold_of_the_placed_targets() -> No
             by_pool[placement.pool] = max(by_pool.get(placement.pool, 0.0), spare_sets[placement.target_id])
         assert math.isclose(plan.free_capacity, sum(by_pool.values()))
         assert all(u.spare_gpus < u.pool.gpus_per_node for u in plan.pools), "a whole idle node would not be cheapest"
+
+
+@pytest.mark.parametrize("criteria", [Slo(0, 100), Slo(30, 4_000_000), Slo(30, 250)])
+def test_the_catalogs_criteria_are_not_judged_as_the_users_slo(criteria):
+    """The catalog's criteria are checked where the catalog loads; a stack without `demand.slo` plans with them
+    even where they lie outside what a stack may write (a user's SLO is bounded, the catalog's is data)."""
+    demand = demand_of(DemandConfig(concurrentUsers=10, capacityTypes=["spot", "spot"]), criteria)
+    assert demand.slo is not None and demand.capacityTypes == ["spot"]
+    assert (demand.slo.minTokensPerSecondPerUser, demand.slo.maxTtftP50Ms) == (
+        criteria.min_tokens_per_second_per_user,
+        criteria.max_ttft_p50_ms,
+    )

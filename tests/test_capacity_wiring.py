@@ -133,7 +133,8 @@ def test_a_gpu_pool_tags_its_own_auto_scaling_group_only_when_switched_on(switch
         subnet_id="subnet-0aaaaaaaaaaaaaaaa",
         cluster_security_group_ids=[],
         node_managed_policies=[],
-        cluster_autoscaler_tags=pool_tags if switched_on else None,
+        tag_for_cluster_autoscaler=switched_on,
+        cluster_autoscaler_tags=pool_tags,
     )
     recorded = inputs(run, "aws:autoscaling/tag:Tag")
     if not switched_on:
@@ -156,5 +157,5 @@ def test_switching_the_tags_on_without_tags_is_refused() -> None:
             subnet_id="subnet-0aaaaaaaaaaaaaaaa",
             cluster_security_group_ids=[],
             node_managed_policies=[],
-            cluster_autoscaler_tags={},
+            tag_for_cluster_autoscaler=True,
         )

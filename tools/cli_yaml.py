@@ -16,9 +16,8 @@ means for a plain (unquoted) scalar, ported from go-yaml v3.0.1 `resolve.go` and
   offset after the local zone when they agree: recorded with TZ=UTC);
 - `.inf` and `.nan` make the CLI refuse the file (Go's JSON has no infinity).
 
-tests/data/pulumi_cli_yaml.json holds these cases as the real loader read them (tools/e2e/gomod/stack-config-probe,
-the SDK's loader, reads a JSON list of texts on stdin; run with TZ=UTC); tests/test_stack_file_yaml.py checks this
-module against every row and the probe itself on generated scalars.
+tests/data/pulumi_cli_yaml.json holds these cases as the real loader read them (tools/record_cli_yaml.py
+runs it); tests/test_stack_file_yaml.py checks this module against every row and the probe on generated scalars.
 """
 
 from __future__ import annotations

@@ -227,9 +227,9 @@ def speculative_configs(config_map: dict[str, Any], where: str = "ConfigMap") ->
     return configs
 
 
-def speculative_decoding_of(config_map: dict[str, Any]) -> str:
+def speculative_decoding_of(config_map: dict[str, Any], where: str) -> str:
     """`MTP`, `DFlash`, ... as the performance table spells upstream's method; `none` without one."""
-    return _speculative_method(speculative_configs(config_map))
+    return _speculative_method(speculative_configs(config_map, where))
 
 
 def _speculative_method(configs: Sequence[dict[str, Any]]) -> str:

@@ -42,7 +42,7 @@ def entry_of(revision: UpstreamRevision, target_id: str) -> dict[str, Any]:
     target = revision.targets[target_id]
     return {
         "manifest": f"{RECIPES_DIR}/{target.manifest}",
-        "speculativeDecoding": speculative_decoding_of(target.config_map),
+        "speculativeDecoding": speculative_decoding_of(target.config_map, f"{target.manifest} ConfigMap"),
         "routing": routing_of(target.dgd),
         "performance": _figures(revision, target_id),
     }

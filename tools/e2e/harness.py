@@ -75,7 +75,7 @@ class Harness:
             kube.wait_for(
                 f"the CRDs {', '.join(names)} to be established",
                 lambda: all(_condition(kube.get("CustomResourceDefinition", n), "Established") for n in names),
-                timeout=60,
+                timeout=60 * len(names),  # a minute each, as when they were awaited one by one
             )
             for name in STAND_IN_CLASSES:
                 kube.create(stand_in_storage_class(name))

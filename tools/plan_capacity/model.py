@@ -134,7 +134,7 @@ def search_space(
 def demand_of(config: DemandConfig, catalog_criteria: Slo) -> DemandConfig:
     """The `demand:` block as the planner's input: its SLO set (the catalog's criteria unless it states one),
     its capacity types each once."""
-    criteria = SloConfig(
+    criteria = SloConfig.model_construct(  # checked where the catalog loads, not as the user's input
         minTokensPerSecondPerUser=catalog_criteria.min_tokens_per_second_per_user,
         maxTtftP50Ms=catalog_criteria.max_ttft_p50_ms,
     )
