@@ -88,7 +88,7 @@ def test_hung_frontend_costs_bounded_latency(prod, tmp_path, capsys):
 
 def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_model(prod, tmp_path, capsys):
     with gateway(prod, tmp_path) as gw:
-        same_model = gw.backends[f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"]
+        same_model = gw.backends[f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"]
         normal = scenarios.baseline(gw, prod.model, BASELINE_REQUESTS, CONCURRENCY)
         fallback = scenarios.kill_all_dynamo(gw, prod.model, REQUESTS, CONCURRENCY)
         signed = sigv4_counts(same_model)
@@ -99,7 +99,7 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
     assert fallback.figures.requests == REQUESTS and fallback.figures.failed == 0
     after_kill = [o for o in fallback.outcomes if o.index >= REQUESTS // 2]
     assert {o.group for o in after_kill} == {f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"}
-    assert {o.deployment for o in after_kill} == {f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"}
+    assert {o.deployment for o in after_kill} == {f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"}
     assert {o.model for o in after_kill} == {prod.model}, "failover keeps the model"
     # The dead Dynamo deployments are cooled down (BerriAI/litellm#40405): requests go straight to the
     # fallback instead of paying the dead frontends' retries first.
@@ -109,7 +109,7 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
     assert degraded.figures.requests == 3 * CONCURRENCY and degraded.figures.failed == 0
     assert {o.model for o in degraded.outcomes} == {prod.degraded_endpoint.servedModelName}
     assert {o.group for o in degraded.outcomes} == {prod.degraded_endpoint.servedModelName}
-    assert {o.deployment for o in degraded.outcomes} == {f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.name}"}
+    assert {o.deployment for o in degraded.outcomes} == {f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.id}"}
     # Bounded, not fast: with both tiers of the model down, a request pays their retries first.
     settings = prod.settings(**LOOPBACK_TIMINGS)
     assert degraded.figures.max_ms <= 4 * (settings.router.numRetries + 1) * settings.router.timeoutSeconds * 1000
