@@ -36,9 +36,7 @@ def test_one_group_per_model_with_every_target_as_a_deployment(prod):
     for deployment in plan.config["model_list"]:
         by_group.setdefault(deployment["model_name"], []).append(deployment["model_info"]["id"])
     assert by_group[prod.model] == [f"{DYNAMO_ID_PREFIX}{b.id}" for b in prod.dynamo]
-    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [
-        f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"
-    ]
+    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"]
     assert by_group[prod.degraded_endpoint.servedModelName] == [f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.id}"]
     urls = {d["litellm_params"]["api_base"] for d in plan.config["model_list"] if d["model_name"] == prod.model}
     assert urls == {b.url for b in prod.dynamo}
