@@ -229,7 +229,7 @@ if plan.gateway:
             namespace=namespace.namespace_name,
             master_key=gateway_key,
             cluster_name=cluster.name if gateway.sagemaker else None,
-            endpoint_arns=[sagemaker_endpoints[e.name].endpoint_arn for e in gateway.sagemaker],
+            endpoint_arns=[sagemaker_endpoints[e.id].endpoint_arn for e in gateway.sagemaker],
             tags=tags,
         ),
         opts=pulumi.ResourceOptions(providers=[p for p in (cluster.kubernetes, aws_provider) if p]),

@@ -95,7 +95,7 @@ def main() -> None:
     origin = "the stack's" if degraded in stack.stack_sagemaker else "a loopback stand-in: the stack names none"
     print(
         f"prod plan: {len(stack.dynamo)} Dynamo targets of {stack.model}, same-model fallback "
-        f"{stack.same_model_endpoint.name}, degraded fallback {degraded.name} ({degraded.served_model_name}; "
+        f"{stack.same_model_endpoint.id}, degraded fallback {degraded.id} ({degraded.servedModelName}; "
         f"{origin}); backends {BACKEND_LATENCY_SECONDS * 1000:.0f} ms; "
         f"{args.requests} requests at {args.concurrency} concurrent; router timings {LOOPBACK_TIMINGS}\n"
     )

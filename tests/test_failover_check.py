@@ -8,7 +8,6 @@ tests/test_failover_parsers.py, holds the data to the parsers), the catalog and 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -268,7 +267,7 @@ def prod_refusals(raw: dict[str, Any], formats: ResponseFormats = FORMATS) -> tu
     plan = _prod_plan(raw)
     assert plan.gateway is not None
     gateway = plan.gateway
-    settings = dataclasses.replace(gateway.settings, same_model_fallback=True)
+    settings = gateway.config.model_copy(update={"sameModelFallback": True})
     routing = plan_gateway(gateway.dynamo, gateway.sagemaker, settings, RedisAddress("redis", 6379))
     return fallback_pairs(routing), gateway_fallback_errors(
         routing, plan.serving.targets, plan.sagemaker, FACTS.lmi, formats

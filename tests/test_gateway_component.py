@@ -44,7 +44,7 @@ DEPLOYMENT, NETWORK_POLICY = "kubernetes:apps/v1:Deployment", "kubernetes:networ
 
 
 def endpoint_arn(endpoint) -> str:
-    return f"arn:aws:sagemaker:{endpoint.region}:123456789012:endpoint/{endpoint.name.lower()}"
+    return f"arn:aws:sagemaker:{endpoint.region}:123456789012:endpoint/{endpoint.id.lower()}"
 
 
 def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | None = None):
@@ -57,7 +57,6 @@ def build(replicas: int = 2, sagemaker: bool = True, settings_overrides: dict | 
         config=config,
         namespace=NAMESPACE,
         pins=pins,
-        settings=settings,
         dynamo=tuple(prod.dynamo),
         sagemaker=tuple(prod.sagemaker),
         routing=plan,
@@ -110,7 +109,7 @@ def test_config_map_holds_the_plan_and_its_checksum_rolls_the_pods(prod_gateway)
     assert yaml.safe_load(config_map["data"]["config.yaml"]) == json.loads(json.dumps(plan.config))
     annotations = proxy(run)["spec"]["template"]["metadata"]["annotations"]
     assert annotations[CONFIG_CHECKSUM_ANNOTATION] == config_checksum(plan.config)
-    other, _ = build(settings_overrides={"cooldown_seconds": 60})
+    other, _ = build(settings_overrides={"cooldownSeconds": 60})
     assert config_checksum(other.config) != annotations[CONFIG_CHECKSUM_ANNOTATION]
 
 

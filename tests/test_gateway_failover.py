@@ -45,7 +45,7 @@ def sigv4_counts(process) -> dict[str, int]:
 def test_dead_frontend_costs_no_request_and_gets_traffic_back_after_restart(prod, tmp_path, capsys):
     with gateway(prod, tmp_path) as gw:
         killed = scenarios.kill_one_backend(gw, prod.model, REQUESTS, CONCURRENCY)
-        victim_id = f"{DYNAMO_ID_PREFIX}{prod.dynamo[0].target_id}"
+        victim_id = f"{DYNAMO_ID_PREFIX}{prod.dynamo[0].id}"
         restored = scenarios.restore_after_kill(gw, prod.model, CONCURRENCY, deadline_seconds=30)
         streaming = scenarios.kill_one_backend_streaming(gw, prod.model, REQUESTS // 2, CONCURRENCY)
     with capsys.disabled():
@@ -58,12 +58,12 @@ def test_dead_frontend_costs_no_request_and_gets_traffic_back_after_restart(prod
     assert killed.figures.fallback_share <= 0.02
     assert {o.model for o in killed.outcomes} == {prod.model}
     answered_by = {o.deployment for o in killed.outcomes if o.group == prod.model}
-    assert answered_by == {f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in prod.dynamo}
+    assert answered_by == {f"{DYNAMO_ID_PREFIX}{b.id}" for b in prod.dynamo}
     late = [o for o in killed.outcomes if o.index >= REQUESTS // 2]
     assert victim_id not in {o.deployment for o in late}
     # Back within one cooldown (plus the load's own granularity).
     assert restored.figures.failed == 0
-    assert restored.seconds <= LOOPBACK_TIMINGS["cooldown_seconds"] + 5
+    assert restored.seconds <= LOOPBACK_TIMINGS["cooldownSeconds"] + 5
     assert any(o.deployment == victim_id for o in restored.outcomes[-CONCURRENCY:] if o.ok)
     # Streams fail over only before their first chunk: at most those under way when the frontend died.
     assert streaming.figures.failed <= CONCURRENCY
@@ -78,17 +78,17 @@ def test_hung_frontend_costs_bounded_latency(prod, tmp_path, capsys):
     assert hung.figures.requests == REQUESTS and hung.figures.failed == 0
     settings = prod.settings(**LOOPBACK_TIMINGS)
     # Every attempt on the hung frontend ends at `timeout`; a request makes at most num_retries + 1.
-    bound_ms = ((settings.num_retries + 1) * settings.timeout_seconds + 1) * 1000
+    bound_ms = ((settings.router.numRetries + 1) * settings.router.timeoutSeconds + 1) * 1000
     assert hung.figures.max_ms <= bound_ms
     # It is cooled down after allowed_fails + 1 timeouts: most requests never meet it.
     assert hung.figures.p50_ms <= 2 * normal.figures.p50_ms
-    slow = [o for o in hung.outcomes if o.latency >= settings.timeout_seconds]
+    slow = [o for o in hung.outcomes if o.latency >= settings.router.timeoutSeconds]
     assert len(slow) <= 2 * CONCURRENCY
 
 
 def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_model(prod, tmp_path, capsys):
     with gateway(prod, tmp_path) as gw:
-        same_model = gw.backends[f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"]
+        same_model = gw.backends[f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"]
         normal = scenarios.baseline(gw, prod.model, BASELINE_REQUESTS, CONCURRENCY)
         fallback = scenarios.kill_all_dynamo(gw, prod.model, REQUESTS, CONCURRENCY)
         signed = sigv4_counts(same_model)
@@ -99,7 +99,7 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
     assert fallback.figures.requests == REQUESTS and fallback.figures.failed == 0
     after_kill = [o for o in fallback.outcomes if o.index >= REQUESTS // 2]
     assert {o.group for o in after_kill} == {f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"}
-    assert {o.deployment for o in after_kill} == {f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"}
+    assert {o.deployment for o in after_kill} == {f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"}
     assert {o.model for o in after_kill} == {prod.model}, "failover keeps the model"
     # The dead Dynamo deployments are cooled down (BerriAI/litellm#40405): requests go straight to the
     # fallback instead of paying the dead frontends' retries first.
@@ -107,9 +107,9 @@ def test_dead_model_tier_fails_over_to_sagemaker_then_to_the_named_degraded_mode
     assert signed["accepted"] >= len(after_kill) and signed["rejected"] == 0, signed
     # Only another model left: it answers, and every answer names it.
     assert degraded.figures.requests == 3 * CONCURRENCY and degraded.figures.failed == 0
-    assert {o.model for o in degraded.outcomes} == {prod.degraded_endpoint.served_model_name}
-    assert {o.group for o in degraded.outcomes} == {prod.degraded_endpoint.served_model_name}
-    assert {o.deployment for o in degraded.outcomes} == {f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.name}"}
+    assert {o.model for o in degraded.outcomes} == {prod.degraded_endpoint.servedModelName}
+    assert {o.group for o in degraded.outcomes} == {prod.degraded_endpoint.servedModelName}
+    assert {o.deployment for o in degraded.outcomes} == {f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.id}"}
     # Bounded, not fast: with both tiers of the model down, a request pays their retries first.
     settings = prod.settings(**LOOPBACK_TIMINGS)
-    assert degraded.figures.max_ms <= 4 * (settings.num_retries + 1) * settings.timeout_seconds * 1000
+    assert degraded.figures.max_ms <= 4 * (settings.router.numRetries + 1) * settings.router.timeoutSeconds * 1000

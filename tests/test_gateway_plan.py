@@ -35,32 +35,30 @@ def test_one_group_per_model_with_every_target_as_a_deployment(prod):
     by_group: dict[str, list[str]] = {}
     for deployment in plan.config["model_list"]:
         by_group.setdefault(deployment["model_name"], []).append(deployment["model_info"]["id"])
-    assert by_group[prod.model] == [f"{DYNAMO_ID_PREFIX}{b.target_id}" for b in prod.dynamo]
-    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [
-        f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.name}"
-    ]
-    assert by_group[prod.degraded_endpoint.served_model_name] == [f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.name}"]
+    assert by_group[prod.model] == [f"{DYNAMO_ID_PREFIX}{b.id}" for b in prod.dynamo]
+    assert by_group[f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"] == [f"{SAGEMAKER_ID_PREFIX}{prod.same_model_endpoint.id}"]
+    assert by_group[prod.degraded_endpoint.servedModelName] == [f"{SAGEMAKER_ID_PREFIX}{prod.degraded_endpoint.id}"]
     urls = {d["litellm_params"]["api_base"] for d in plan.config["model_list"] if d["model_name"] == prod.model}
     assert urls == {b.url for b in prod.dynamo}
     sagemaker = [d["litellm_params"] for d in plan.config["model_list"] if "aws_region_name" in d["litellm_params"]]
     assert {(p["model"], p["aws_region_name"]) for p in sagemaker} == {
-        (f"sagemaker_chat/{e.name}", e.region) for e in prod.sagemaker
+        (f"sagemaker_chat/{e.id}", e.region) for e in prod.sagemaker
     }
 
 
 def test_same_model_first_and_another_model_only_as_the_named_degraded_fallback(prod):
     same_model_group = f"{prod.model}{SAGEMAKER_GROUP_SUFFIX}"
-    degraded_group = prod.degraded_endpoint.served_model_name
+    degraded_group = prod.degraded_endpoint.servedModelName
     named = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(), REDIS)
     assert named.config["router_settings"]["fallbacks"] == [{prod.model: [same_model_group, degraded_group]}]
     assert [g.name for g in named.groups if g.degraded] == [degraded_group]
-    silent = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(degraded_fallback_endpoint=None), REDIS)
+    silent = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(degraded=None), REDIS)
     assert silent.config["router_settings"]["fallbacks"] == [{prod.model: [same_model_group]}]
     assert degraded_group in [g.name for g in silent.groups], "still callable by its own name"
 
 
 def test_degraded_fallback_must_name_an_endpoint_of_another_model(prod):
-    same = prod.settings(degraded_fallback_endpoint=prod.same_model_endpoint.name)
+    same = prod.settings(degraded=prod.same_model_endpoint.id)
     with pytest.raises(ConfigError, match="already their same-model fallback"):
         plan_gateway(prod.dynamo, prod.sagemaker, same, REDIS)
 
@@ -69,7 +67,7 @@ def test_cooldown_policy_names_backend_faults_and_fallback_groups_have_none_of_t
     settings = prod.settings()
     plan = plan_gateway(prod.dynamo, prod.sagemaker, settings, REDIS)
     router = plan.config["router_settings"]
-    assert router["allowed_fails_policy"] == dict.fromkeys(BACKEND_FAULTS, settings.allowed_fails)
+    assert router["allowed_fails_policy"] == dict.fromkeys(BACKEND_FAULTS, settings.router.allowedFails)
     assert "RateLimitErrorAllowedFails" not in router["allowed_fails_policy"]
     assert [next(iter(chain)) for chain in router["fallbacks"]] == [g.name for g in plan.groups if g.kind == "dynamo"]
 
@@ -88,7 +86,7 @@ def test_health_checks_probe_only_the_dynamo_groups(prod):
 def test_redis_exactly_when_more_than_one_router_process(prod):
     one = plan_gateway(prod.dynamo, prod.sagemaker, prod.settings(replicas=1))
     assert not one.needs_redis and "redis_host" not in one.config["router_settings"]
-    for settings in (prod.settings(replicas=2), prod.settings(replicas=1, workers_per_replica=2)):
+    for settings in (prod.settings(replicas=2), prod.settings(replicas=3)):
         with pytest.raises(ValueError, match="Redis"):
             plan_gateway(prod.dynamo, prod.sagemaker, settings)
         shared = plan_gateway(prod.dynamo, prod.sagemaker, settings, REDIS)

@@ -21,7 +21,6 @@ from serving_stack.plan.gateway import (
     MASTER_KEY_ENV,
     SAGEMAKER_GROUP_SUFFIX,
     RedisAddress,
-    gateway_settings,
     plan_gateway,
 )
 from tools.mock_runtime import MOCK_ACCOUNT, MOCK_REGION, ProgramRun
@@ -77,7 +76,7 @@ def test_config_map_is_the_plan_of_the_stacks_own_backends(prod):
         f"{redis['metadata']['name']}.{redis['metadata']['namespace']}.svc.cluster.local",
         redis["spec"]["ports"][0]["port"],
     )
-    settings = gateway_settings(stack_inputs("prod", placeholders=True).stack_config().gateway)
+    settings = stack_inputs("prod", placeholders=True).stack_config().gateway
     planned = plan_gateway(dynamo, tuple(sagemaker), settings, address)
     rendered = yaml.safe_load(child(prod, "config")["data"]["config.yaml"])
     assert rendered == json.loads(json.dumps(planned.config))

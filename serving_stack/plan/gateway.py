@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from serving_stack.config.gateway import GatewayConfig
+from serving_stack.config.gateway import GatewayConfig, RouterConfig
 from serving_stack.config.stack import StackConfig
 from serving_stack.contract.outputs import GatewayAuth, GatewayModel, GatewayOutput, ServingEndpoint
 from serving_stack.errors import ConfigError, bounded
@@ -47,43 +47,9 @@ BACKEND_FAULTS = (
 
 
 @dataclass(frozen=True)
-class DynamoBackend:
-    target_id: str
-    served_model_name: str
-    url: str  # OpenAI-compatible base URL of the frontend, ending in /v1
-
-
-@dataclass(frozen=True)
-class SageMakerBackend:
-    name: str
-    region: str
-    served_model_name: str
-
-
-@dataclass(frozen=True)
 class RedisAddress:
     host: str
     port: int
-
-
-@dataclass(frozen=True)
-class GatewaySettings:
-    """Router behaviour; the production values are the `gateway` config block's defaults."""
-
-    replicas: int
-    num_retries: int
-    allowed_fails: int
-    cooldown_seconds: int
-    timeout_seconds: float  # a whole non-streaming answer: 64K-token prompts, long outputs
-    stream_timeout_seconds: float  # silence before the first chunk, when failover is still possible
-    health_check_interval_seconds: int
-    degraded_fallback_endpoint: Optional[str] = None
-    same_model_fallback: bool = True  # a model's Dynamo group falls over to its SageMaker group
-    workers_per_replica: int = 1  # each uvicorn worker is its own router: scale with replicas
-
-    @property
-    def router_processes(self) -> int:
-        return self.replicas * self.workers_per_replica
 
 
 @dataclass(frozen=True)
@@ -96,77 +62,79 @@ class GatewayPlan:
         return [d["model_info"]["id"] for d in self.config["model_list"] if d["model_name"] == group]
 
 
-def _dynamo_deployment(backend: DynamoBackend, settings: GatewaySettings) -> dict[str, Any]:
+def _dynamo_deployment(backend: ServingEndpoint, router: RouterConfig) -> dict[str, Any]:
     return {
-        "model_name": backend.served_model_name,
+        "model_name": backend.servedModelName,
         "litellm_params": {
-            "model": f"openai/{backend.served_model_name}",
+            "model": f"openai/{backend.servedModelName}",
             "api_base": backend.url,
             "api_key": UNAUTHENTICATED_BACKEND_KEY,
-            "timeout": settings.timeout_seconds,
-            "stream_timeout": settings.stream_timeout_seconds,
+            "timeout": router.timeoutSeconds,
+            "stream_timeout": router.streamTimeoutSeconds,
         },
-        "model_info": {"id": f"{DYNAMO_ID_PREFIX}{backend.target_id}"},
+        "model_info": {"id": f"{DYNAMO_ID_PREFIX}{backend.id}"},
     }
 
 
-def _sagemaker_deployment(group: str, endpoint: SageMakerBackend, settings: GatewaySettings) -> dict[str, Any]:
+def _sagemaker_deployment(group: str, endpoint: ServingEndpoint, router: RouterConfig) -> dict[str, Any]:
     return {
         "model_name": group,
         "litellm_params": {
-            "model": f"sagemaker_chat/{endpoint.name}",
+            "model": f"sagemaker_chat/{endpoint.id}",
             "aws_region_name": endpoint.region,
-            "timeout": settings.timeout_seconds,
-            "stream_timeout": settings.stream_timeout_seconds,
+            "timeout": router.timeoutSeconds,
+            "stream_timeout": router.streamTimeoutSeconds,
         },
-        "model_info": {"id": f"{SAGEMAKER_ID_PREFIX}{endpoint.name}", "disable_background_health_check": True},
+        "model_info": {"id": f"{SAGEMAKER_ID_PREFIX}{endpoint.id}", "disable_background_health_check": True},
     }
 
 
 def _degraded_fallback(
-    dynamo: Sequence[DynamoBackend], sagemaker: Sequence[SageMakerBackend], settings: GatewaySettings
-) -> Optional[SageMakerBackend]:
+    dynamo: Sequence[ServingEndpoint], sagemaker: Sequence[ServingEndpoint], config: GatewayConfig
+) -> Optional[ServingEndpoint]:
     """The endpoint of another model that every model falls back to last; the rest of the gateway's inputs (unique
     names, a backend at all, an endpoint of this stack, replicas, timeouts) the config and `check_gateway` refuse."""
-    wanted = settings.degraded_fallback_endpoint
-    if wanted is None:
+    if config.degradedFallback is None:
         return None
-    endpoint = next(e for e in sagemaker if e.name == wanted)
-    if {b.served_model_name for b in dynamo} <= {endpoint.served_model_name}:
-        why = f"{wanted!r} serves {endpoint.served_model_name!r}, the model of the Dynamo targets: it is already their"
+    wanted = config.degradedFallback.endpoint
+    endpoint = next(e for e in sagemaker if e.id == wanted)
+    if {b.servedModelName for b in dynamo} <= {endpoint.servedModelName}:
+        why = f"{wanted!r} serves {endpoint.servedModelName!r}, the model of the Dynamo targets: it is already their"
         why += " same-model fallback"
         raise ConfigError("gateway.degradedFallback.endpoint", why, "an endpoint serving another model, or unset")
     return endpoint
 
 
 def plan_gateway(
-    dynamo: Sequence[DynamoBackend],
-    sagemaker: Sequence[SageMakerBackend],
-    settings: GatewaySettings,
+    dynamo: Sequence[ServingEndpoint],
+    sagemaker: Sequence[ServingEndpoint],
+    config: GatewayConfig,
     redis: Optional[RedisAddress] = None,
 ) -> GatewayPlan:
-    """The gateway for these backends. `redis` is required when more than one router process runs."""
-    degraded = _degraded_fallback(dynamo, sagemaker, settings)
-    needs_redis = settings.router_processes > 1
+    """The gateway of the `gateway` block for these Dynamo targets and SageMaker endpoints. `redis` is required when
+    more than one router process (one per replica) runs."""
+    degraded = _degraded_fallback(dynamo, sagemaker, config)
+    router = config.router
+    needs_redis = config.replicas > 1
     if needs_redis and redis is None:
         raise ValueError("more than one router process shares cooldown state through Redis: pass `redis`")
-    dynamo_models = list(dict.fromkeys(b.served_model_name for b in dynamo))
-    sagemaker_models = list(dict.fromkeys(e.served_model_name for e in sagemaker))
+    dynamo_models = list(dict.fromkeys(b.servedModelName for b in dynamo))
+    sagemaker_models = list(dict.fromkeys(e.servedModelName for e in sagemaker))
 
     def sagemaker_group(model: str) -> str:
         return f"{model}{SAGEMAKER_GROUP_SUFFIX}" if model in dynamo_models else model
 
-    model_list = [_dynamo_deployment(b, settings) for b in dynamo]
-    model_list += [_sagemaker_deployment(sagemaker_group(e.served_model_name), e, settings) for e in sagemaker]
+    model_list = [_dynamo_deployment(b, router) for b in dynamo]
+    model_list += [_sagemaker_deployment(sagemaker_group(e.servedModelName), e, router) for e in sagemaker]
 
     groups = []
     for model in dynamo_models:
-        chain = [sagemaker_group(model)] if settings.same_model_fallback and model in sagemaker_models else []
-        if degraded and degraded.served_model_name != model:
-            chain.append(sagemaker_group(degraded.served_model_name))
+        chain = [sagemaker_group(model)] if config.sameModelFallback and model in sagemaker_models else []
+        if degraded and degraded.servedModelName != model:
+            chain.append(sagemaker_group(degraded.servedModelName))
         groups.append(GatewayModel(name=model, servedModelName=model, kind="dynamo", fallbacks=chain, degraded=False))
     for model in sagemaker_models:
-        is_degraded = degraded is not None and degraded.served_model_name == model
+        is_degraded = degraded is not None and degraded.servedModelName == model
         name = sagemaker_group(model)
         groups.append(
             GatewayModel(name=name, servedModelName=model, kind="sagemaker", fallbacks=[], degraded=is_degraded)
@@ -174,13 +142,13 @@ def plan_gateway(
 
     router_settings: dict[str, Any] = {
         "routing_strategy": "simple-shuffle",
-        "num_retries": settings.num_retries,
+        "num_retries": router.numRetries,
         "retry_after": 0,
-        "allowed_fails": settings.allowed_fails,
-        "allowed_fails_policy": dict.fromkeys(BACKEND_FAULTS, settings.allowed_fails),
-        "cooldown_time": settings.cooldown_seconds,
-        "timeout": settings.timeout_seconds,
-        "stream_timeout": settings.stream_timeout_seconds,
+        "allowed_fails": router.allowedFails,
+        "allowed_fails_policy": dict.fromkeys(BACKEND_FAULTS, router.allowedFails),
+        "cooldown_time": router.cooldownSeconds,
+        "timeout": router.timeoutSeconds,
+        "stream_timeout": router.streamTimeoutSeconds,
         "fallbacks": [{g.name: list(g.fallbacks)} for g in groups if g.fallbacks],
     }
     if needs_redis:
@@ -189,19 +157,19 @@ def plan_gateway(
     general_settings: dict[str, Any] = {
         "master_key": f"os.environ/{MASTER_KEY_ENV}",
         "background_health_checks": bool(dynamo),
-        "health_check_interval": settings.health_check_interval_seconds,
+        "health_check_interval": router.healthCheckIntervalSeconds,
         "background_health_check_model_groups": [g.name for g in groups if g.kind == "dynamo"],
         "health_check_skip_disabled_background_models": True,
     }
     if needs_redis:
         general_settings["use_shared_health_check"] = True
-    config = {
+    proxy_config = {
         "model_list": model_list,
         "router_settings": router_settings,
         "litellm_settings": {"callbacks": ["prometheus"], "drop_params": True},
         "general_settings": general_settings,
     }
-    return GatewayPlan(tuple(groups), config, needs_redis)
+    return GatewayPlan(tuple(groups), proxy_config, needs_redis)
 
 
 def gateway_output(plan: GatewayPlan, url: str, namespace: str, secret_name: str, secret_key: str) -> GatewayOutput:
@@ -235,29 +203,13 @@ class StackGateway:
     config: GatewayConfig
     namespace: str
     pins: GatewayPins
-    settings: GatewaySettings
-    dynamo: tuple[DynamoBackend, ...]
-    sagemaker: tuple[SageMakerBackend, ...]
+    dynamo: tuple[ServingEndpoint, ...]
+    sagemaker: tuple[ServingEndpoint, ...]
     routing: GatewayPlan
     max_replicas: int
     allowed_namespaces: tuple[str, ...]
     backend_namespaces: tuple[str, ...]
     output: GatewayOutput
-
-
-def gateway_settings(config: GatewayConfig) -> GatewaySettings:
-    router = config.router
-    return GatewaySettings(
-        replicas=config.replicas,
-        num_retries=router.numRetries,
-        allowed_fails=router.allowedFails,
-        cooldown_seconds=router.cooldownSeconds,
-        timeout_seconds=router.timeoutSeconds,
-        stream_timeout_seconds=router.streamTimeoutSeconds,
-        health_check_interval_seconds=router.healthCheckIntervalSeconds,
-        degraded_fallback_endpoint=config.degradedFallback.endpoint if config.degradedFallback else None,
-        same_model_fallback=config.sameModelFallback,
-    )
 
 
 def check_gateway(config: StackConfig) -> list[ConfigError]:
@@ -305,18 +257,15 @@ def plan_stack_gateway(
             "the stack grants its pods AWS credentials (EKS Pod Identity) only on a cluster it creates",
             "kubernetes.cluster.source: eks with aws.cluster.create, no sagemaker.endpoints, or gateway.enabled: false",
         )
-    settings = gateway_settings(config)
-    dynamo = tuple(DynamoBackend(t.id, t.servedModelName, t.url) for t in targets)
-    endpoints = tuple(SageMakerBackend(e.name, e.region, e.endpoint.servedModelName) for e in sagemaker)
+    dynamo, endpoints = tuple(targets), tuple(e.endpoint for e in sagemaker)
     redis = RedisAddress(redis_host(config.name, namespace), pins.redis.port)
-    routing = plan_gateway(dynamo, endpoints, settings, redis if settings.router_processes > 1 else None)
+    routing = plan_gateway(dynamo, endpoints, config, redis if config.replicas > 1 else None)
     url = service_url(config.name, namespace, pins.litellm.port)
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
         config=config,
         namespace=namespace,
         pins=pins,
-        settings=settings,
         dynamo=dynamo,
         sagemaker=endpoints,
         routing=routing,

@@ -25,13 +25,12 @@ from gateway_loopback.processes import (
     start_sagemaker_runtime,
 )
 
+from serving_stack.config.gateway import GatewayConfig
+from serving_stack.contract.outputs import ServingEndpoint
 from serving_stack.plan.gateway import (
     DYNAMO_ID_PREFIX,
     SAGEMAKER_ID_PREFIX,
-    DynamoBackend,
     GatewayPlan,
-    GatewaySettings,
-    SageMakerBackend,
     plan_gateway,
 )
 
@@ -43,7 +42,7 @@ class LoopbackGateway:
     backends: dict[str, Process]  # by deployment id (`dynamo:<target>`, `sagemaker:<endpoint>`)
     workdir: Path
     master_key: str
-    settings: GatewaySettings
+    settings: GatewayConfig
     restarted: list[Process] = field(default_factory=list)
 
     @property
@@ -71,9 +70,9 @@ def kill_all(processes: Sequence[Process]) -> None:
 
 @contextmanager
 def loopback_gateway(
-    dynamo: Sequence[DynamoBackend],
-    sagemaker: Sequence[SageMakerBackend],
-    settings: GatewaySettings,
+    dynamo: Sequence[ServingEndpoint],
+    sagemaker: Sequence[ServingEndpoint],
+    settings: GatewayConfig,
     workdir: Path,
     latency: float = 0.3,
 ) -> Iterator[LoopbackGateway]:
@@ -82,15 +81,13 @@ def loopback_gateway(
     with ExitStack() as cleanup:
         backends: dict[str, Process] = {}
         for backend in dynamo:
-            process = start_openai_backend(backend.target_id, backend.served_model_name, latency, workdir)
+            process = start_openai_backend(backend.id, backend.servedModelName, latency, workdir)
             cleanup.callback(process.kill)
-            backends[f"{DYNAMO_ID_PREFIX}{backend.target_id}"] = process
+            backends[f"{DYNAMO_ID_PREFIX}{backend.id}"] = process
         for endpoint in sagemaker:
-            process = start_sagemaker_runtime(
-                endpoint.name, endpoint.region, endpoint.served_model_name, latency, workdir
-            )
+            process = start_sagemaker_runtime(endpoint.id, endpoint.region, endpoint.servedModelName, latency, workdir)
             cleanup.callback(process.kill)
-            backends[f"{SAGEMAKER_ID_PREFIX}{endpoint.name}"] = process
+            backends[f"{SAGEMAKER_ID_PREFIX}{endpoint.id}"] = process
         master_key = f"sk-loopback-{secrets.token_hex(16)}"
         proxy = start_proxy(loopback_config(plan.config, {i: p.url for i, p in backends.items()}), master_key, workdir)
         cleanup.callback(proxy.kill)
