@@ -9,29 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tools.render import WARNINGS_FILE
-from tools.rollout.graph import STACK_TYPE
+from tools.rollout.graph import STACK_TYPE, Resource
 
 _VIOLATION = re.compile(r"^    \[([a-z]+)\][ \t]+\S+ v\S+[ \t]+(\S+) \((.+)\)$", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Resource:
-    """One record of `resources.json`. `urn` is the stack-independent URN tail (`parentType$type::name`):
-    the identity the engine matches old and new state by."""
-
-    urn: str
-    type: str
-    name: str
-    record: dict[str, Any]
-
-    @property
-    def inputs(self) -> dict[str, Any]:
-        return dict(self.record.get("inputs") or {})
-
-    @property
-    def ref(self) -> str:
-        """`type::name`, as `parent`, `provider` and `dependsOn` refer to a resource."""
-        return f"{self.type}::{self.name}"
 
 
 @dataclass(frozen=True)
@@ -48,13 +28,13 @@ class Violation:
 
 @dataclass(frozen=True)
 class Render:
-    resources: dict[str, Resource]
+    resources: dict[str, Resource]  # by URN tail (`parentType$type::name`), as the engine matches state
     outputs: dict[str, Any]
     violations: tuple[Violation, ...]
     warnings: tuple[str, ...] = ()  # the render's `warnings.txt` (a retired target selected)
 
-    def by_ref(self, ref: str) -> Resource | None:
-        return next((r for r in self.resources.values() if r.ref == ref), None)
+    def by_key(self, key: str) -> Resource | None:
+        return next((r for r in self.resources.values() if r.key == key), None)
 
     @classmethod
     def from_records(
@@ -65,10 +45,7 @@ class Render:
         warnings: tuple[str, ...] = (),
     ) -> Render:
         chains = qualified_types(records)
-        resources = {}
-        for record in records:
-            urn = f"{chains[record['type'] + '::' + record['name']]}::{record['name']}"
-            resources[urn] = Resource(urn, record["type"], record["name"], record)
+        resources = {f"{chains[r['type'] + '::' + r['name']]}::{r['name']}": Resource.from_record(r) for r in records}
         return cls(resources, outputs, violations, warnings)
 
 

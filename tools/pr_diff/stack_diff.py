@@ -20,9 +20,9 @@ from tools.pr_diff.costs import CostChange, diff_costs
 from tools.pr_diff.demand import DemandCriteria, DemandMiss, demand_misses, stack_criteria
 from tools.pr_diff.iam import policy_summary
 from tools.pr_diff.pool_rolls import PoolRoll, pool_rolls
-from tools.pr_diff.records import Render, Resource, Violation
+from tools.pr_diff.records import Render, Violation
 from tools.pr_diff.values import ALWAYS_HIDDEN_KEYS, diff_values
-from tools.rollout.graph import PROVIDER_PREFIX
+from tools.rollout.graph import PROVIDER_PREFIX, Resource
 from tools.rollout.rules import Rules
 
 KINDS = ("replace", "remove", "add", "change")
@@ -87,9 +87,9 @@ def _field_changes(old: Resource, new: Resource) -> list[FieldChange]:
 
 def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rules) -> list[str]:
     warnings = []
-    if old is not None and kind in ("replace", "remove") and old.record.get("protect"):
+    if old is not None and kind in ("replace", "remove") and old.protect:
         warnings.append(f"protected: `pulumi up` refuses to {kind} it until `protect` is lifted")
-    if old is not None and kind == "remove" and old.record.get("retainOnDelete"):
+    if old is not None and kind == "remove" and old.retain_on_delete:
         warnings.append(
             "retainOnDelete: Pulumi forgets it and the object stays (deleting its namespace still deletes it)"
         )
@@ -106,7 +106,7 @@ def _warnings(kind: str, old: Resource | None, new: Resource | None, rules: Rule
 def _dependents_note(head: Render, resource: Resource) -> str:
     """Resources that take a replaced resource's outputs: they update (or are replaced) once its new IDs
     exist, which an offline render cannot show."""
-    names = sorted(r.name for r in head.resources.values() if resource.ref in (r.record.get("dependsOn") or []))
+    names = sorted(r.name for r in head.resources.values() if resource.key in r.depends_on)
     if not names:
         return ""
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
@@ -135,10 +135,10 @@ def _compare_common(base: Render, head: Render, urn: str, rules: Rules) -> Resou
     fields = _field_changes(old, new)
     if not fields:
         return None
-    provider = head.by_ref(new.record.get("provider") or "")
+    provider = head.by_key(new.provider)
     replacing = rules.replacing_fields(new.type, old.inputs, new.inputs, provider.inputs if provider else {})
     reasons = [f"`{path}` forces a new resource ({source})" for path, source in replacing]
-    if old.record.get("provider") != new.record.get("provider"):
+    if old.provider != new.provider:
         reasons.append(f"provider changed: {rules.provider_change_note}")
     if not reasons:
         return _change("change", old, new, fields, (), rules)
@@ -169,7 +169,7 @@ def _cascade_provider_replacements(
         f"{c.type}::{c.name}" for c in changes.values() if c.kind == "replace" and c.type.startswith(PROVIDER_PREFIX)
     }
     for urn, resource in head.resources.items():
-        provider = resource.record.get("provider") or ""
+        provider = resource.provider
         if provider not in replaced_providers or urn not in base.resources:
             continue
         current = changes.get(urn)

@@ -20,7 +20,7 @@ STACK_TYPE = "pulumi:pulumi:Stack"
 
 @dataclass(frozen=True)
 class Resource:
-    """One record of resources.json, with the engine options the model reads."""
+    """One record of resources.json (`record`), with the engine options the model reads."""
 
     type: str
     name: str
@@ -35,6 +35,7 @@ class Resource:
     replace_on_changes: tuple[str, ...]
     custom_timeouts: Mapping[str, str]
     inputs: Mapping[str, Any] = field(repr=False)
+    record: dict[str, Any] = field(repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -91,6 +92,7 @@ class Resource:
             replace_on_changes=tuple(record.get("replaceOnChanges") or ()),
             custom_timeouts=dict(record.get("customTimeouts") or {}),
             inputs=record.get("inputs") or {},
+            record=dict(record),
         )
 
 

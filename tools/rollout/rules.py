@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasPath, BaseModel, ConfigDict, Field
 
 from serving_stack.errors import ConfigError, bounded
 from serving_stack.facts.durations import Durations, Kind, load_durations
@@ -36,7 +36,6 @@ class _Entry(BaseModel):
 class KindAwait(_Entry):
     """How the Kubernetes provider waits for one kind after create/update."""
 
-    kind: str
     ready_when: str
     timeout_seconds: float = 0.0
     timeout_fixed: bool = False
@@ -58,7 +57,7 @@ class ReplacementRule(_Entry):
         matches = any(fnmatchcase(type_token, pattern) for pattern in self.types)
         return matches and type_token not in self.not_types
 
-    def mutable_here(self, inputs: dict[str, Any], provider_inputs: dict[str, Any]) -> bool:
+    def mutable_here(self, inputs: Mapping[str, Any], provider_inputs: Mapping[str, Any]) -> bool:
         if self.unless_provider_sets is None:
             return False
         enabled = str(provider_inputs.get(self.unless_provider_sets, "false")).lower() == "true"
@@ -68,7 +67,6 @@ class ReplacementRule(_Entry):
 class AwsType(_Entry):
     """Replacement facts of one pulumi-aws type."""
 
-    type: str
     name_fields: tuple[str, ...] = ()
     generated_name_fields: tuple[str, ...] = ()
     unique_by: tuple[str, ...] = ()
@@ -95,32 +93,49 @@ class Span:
         return self.kind == "estimate"
 
 
-@dataclass(frozen=True)
-class Rules:
+def _at(*path: str) -> Any:
+    return Field(validation_alias=AliasPath(*path))
+
+
+class Rules(BaseModel):
+    """`provider_rules.yaml` under the names the model reads, and the durations table."""
+
+    model_config = ConfigDict(frozen=True)
+
     sources: dict[str, str]
-    kinds: dict[str, KindAwait]
-    default_timeout_seconds: float
-    custom_resource_ready_when: str
-    annotations: dict[str, str]
-    pod_spec_paths: dict[str, tuple[str, ...]]
-    kubernetes_named_delete_first: bool
-    preview_replaces_dependents_of_replaced: bool
-    restart_needed_on_replace: frozenset[str]
-    restart_annotation_markers: tuple[str, ...]
-    long_running_kinds: frozenset[str]
-    kubernetes_data_roles: dict[str, str]
-    helm: dict[str, Any]
-    extended_resources: dict[str, dict[str, str]]
-    operators: dict[str, dict[str, str]]
-    provisioners: dict[str, dict[str, str]]
-    aws_types: dict[str, AwsType]
+    kinds: dict[str, KindAwait] = _at("kubernetes", "kinds")
+    default_timeout_seconds: float = _at("kubernetes", "default_timeout_seconds")
+    custom_resource_ready_when: str = _at("kubernetes", "custom_resource", "ready_when")
+    annotations: dict[str, str] = _at("kubernetes", "annotations")
+    pod_spec_paths: dict[str, tuple[str, ...]] = _at("kubernetes", "pod_spec_paths")
+    kubernetes_named_delete_first: bool = _at("kubernetes", "named_objects_delete_before_replace", "value")
+    preview_replaces_dependents_of_replaced: bool = _at(
+        "kubernetes", "preview_replaces_dependents_of_replaced", "value"
+    )
+    restart_needed_on_replace: frozenset[str] = _at("kubernetes", "restart_needed_on_replace")
+    restart_annotation_markers: tuple[str, ...] = _at("kubernetes", "restart_annotations", "match")
+    long_running_kinds: frozenset[str] = _at("kubernetes", "long_running_kinds")
+    kubernetes_data_roles: dict[str, str] = _at("kubernetes", "data_roles")
+    helm: dict[str, Any] = _at("kubernetes", "helm_release")
+    extended_resources: dict[str, dict[str, str]] = _at("kubernetes", "extended_resources")
+    operators: dict[str, dict[str, str]] = _at("kubernetes", "operators")
+    provisioners: dict[str, dict[str, str]] = _at("kubernetes", "provisioners")
+    aws_types: dict[str, AwsType] = _at("aws", "types")
     replacements: tuple[ReplacementRule, ...]
-    provider_change_note: str
-    urn_change_note: str
-    aws_deletion: dict[str, dict[str, Any]]
-    aws_durations: dict[str, str]  # type token -> the durations table step its create takes
-    gpu_ami_types: frozenset[str]
-    durations: Durations = field(repr=False)
+    provider_change: dict[str, str] = _at("engine", "providerChange")
+    urn_change: dict[str, str] = _at("engine", "urnChange")
+    aws_deletion: dict[str, dict[str, Any]] = _at("aws", "deletion")
+    aws_durations: dict[str, str] = _at("aws", "durations")  # type token -> the durations table step its create takes
+    gpu_ami_types: frozenset[str] = _at("aws", "gpu_ami_types", "values")
+    durations: Durations = Field(repr=False)
+
+    @property
+    def provider_change_note(self) -> str:
+        return f"{self.provider_change['note']} ({self.provider_change['source']})"
+
+    @property
+    def urn_change_note(self) -> str:
+        return f"{self.urn_change['note']} ({self.urn_change['source']})"
 
     def source(self, key: str) -> str:
         """What a source key names (file and the lines it rests on)."""
@@ -141,7 +156,7 @@ class Rules:
         return tuple(fields)
 
     def replacing_fields(
-        self, type_token: str, before: dict[str, Any], after: dict[str, Any], provider_inputs: dict[str, Any]
+        self, type_token: str, before: Mapping[str, Any], after: Mapping[str, Any], provider_inputs: Mapping[str, Any]
     ) -> list[tuple[str, str]]:
         """(input path, rule source) for every replace-forcing input that differs."""
         found: set[tuple[str, str]] = set()
@@ -153,14 +168,14 @@ class Rules:
                 found |= {(k, self.source(rule.source)) for k in keys if _canonical(before, k) != _canonical(after, k)}
         return sorted(found)
 
-    def fixed_name(self, type_token: str, inputs: dict[str, Any]) -> tuple[str, Any] | None:
+    def fixed_name(self, type_token: str, inputs: Mapping[str, Any]) -> tuple[str, Any] | None:
         """The input that fixes this resource's physical name, and its value, when it is set."""
         aws = self.aws_types.get(type_token)
         named = [key for key in (aws.name_fields if aws else ()) if inputs.get(key) not in (None, "")]
         return (named[0], inputs[named[0]]) if named else None
 
 
-def _canonical(inputs: dict[str, Any], path: str) -> str:
+def _canonical(inputs: Mapping[str, Any], path: str) -> str:
     return json.dumps(lookup(inputs, path), sort_keys=True)
 
 
@@ -195,7 +210,7 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Durations 
         raise ConfigError(name, f"needs the mapping(s) {', '.join(missing)}")
     table = durations if durations is not None else load_durations()
     try:
-        rules = _rules(data, table)
+        rules = Rules.model_validate({**data, "durations": table})
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise ConfigError(name, f"malformed: {bounded(repr(error), quote=False)}") from None
     named = {*rules.aws_durations.values(), *(p["duration"] for p in rules.provisioners.values())}
@@ -203,33 +218,3 @@ def load_rules(provider_rules: Path = PROVIDER_RULES_FILE, durations: Durations 
     if unknown:
         raise ConfigError(name, f"names step(s) catalog/durations.yaml lacks: {', '.join(unknown)}")
     return rules
-
-
-def _rules(data: dict[str, Any], durations: Durations) -> Rules:
-    kubernetes, aws, engine = data["kubernetes"], data["aws"], data["engine"]
-    return Rules(
-        sources=data["sources"],
-        kinds={kind: KindAwait(kind=kind, **entry) for kind, entry in kubernetes["kinds"].items()},
-        default_timeout_seconds=float(kubernetes["default_timeout_seconds"]),
-        custom_resource_ready_when=kubernetes["custom_resource"]["ready_when"],
-        annotations=kubernetes["annotations"],
-        pod_spec_paths={kind: tuple(paths) for kind, paths in kubernetes["pod_spec_paths"].items()},
-        kubernetes_named_delete_first=bool(kubernetes["named_objects_delete_before_replace"]["value"]),
-        preview_replaces_dependents_of_replaced=bool(kubernetes["preview_replaces_dependents_of_replaced"]["value"]),
-        restart_needed_on_replace=frozenset(kubernetes["restart_needed_on_replace"]),
-        restart_annotation_markers=tuple(kubernetes["restart_annotations"]["match"]),
-        long_running_kinds=frozenset(kubernetes["long_running_kinds"]),
-        kubernetes_data_roles=kubernetes["data_roles"],
-        helm=kubernetes["helm_release"],
-        extended_resources=kubernetes["extended_resources"],
-        operators=kubernetes["operators"],
-        provisioners=kubernetes["provisioners"],
-        aws_types={token: AwsType(type=token, **entry) for token, entry in aws["types"].items()},
-        replacements=tuple(ReplacementRule.model_validate(entry) for entry in data["replacements"]),
-        provider_change_note=f"{engine['providerChange']['note']} ({engine['providerChange']['source']})",
-        urn_change_note=f"{engine['urnChange']['note']} ({engine['urnChange']['source']})",
-        aws_deletion=aws["deletion"],
-        aws_durations={str(token): str(step) for token, step in aws["durations"].items()},
-        gpu_ami_types=frozenset(aws["gpu_ami_types"]["values"]),
-        durations=durations,
-    )
