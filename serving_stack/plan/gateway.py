@@ -112,7 +112,7 @@ def plan_gateway(
     redis: Optional[RedisAddress] = None,
 ) -> GatewayPlan:
     """The gateway of the `gateway` block for these Dynamo targets and SageMaker endpoints. `redis` is required when
-    more than one router process (one per replica) runs."""
+    more than one router process (one per replica) runs, and used only then."""
     degraded = _degraded_fallback(dynamo, sagemaker, config)
     router = config.router
     needs_redis = config.replicas > 1
@@ -259,7 +259,7 @@ def plan_stack_gateway(
         )
     dynamo, endpoints = tuple(targets), tuple(e.endpoint for e in sagemaker)
     redis = RedisAddress(redis_host(config.name, namespace), pins.redis.port)
-    routing = plan_gateway(dynamo, endpoints, config, redis if config.replicas > 1 else None)
+    routing = plan_gateway(dynamo, endpoints, config, redis)
     url = service_url(config.name, namespace, pins.litellm.port)
     max_replicas = DEFAULT_MAX_REPLICAS_FACTOR * config.replicas if config.maxReplicas is None else config.maxReplicas
     return StackGateway(
